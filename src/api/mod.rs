@@ -1,0 +1,107 @@
+//! The control plane's HTTP API (axum): health, Prometheus metrics, and the CA certificate.
+//! Run, chaos and recording endpoints arrive with their capabilities. `error` is the only
+//! place API errors get HTTP statuses.
+
+mod error;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+pub use error::ApiError;
+
+use crate::telemetry::Metrics;
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    pub metrics: Metrics,
+    pub ca_pem: Arc<str>,
+    /// Bearer token required on `/v1/*` when set.
+    pub token: Option<Arc<str>>,
+}
+
+pub fn router(state: ApiState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/ca.pem", get(ca_pem))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .merge(v1)
+        .fallback(|| async { ApiError::NotFound })
+        .with_state(state)
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
+    let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    ([(header::CONTENT_TYPE, HeaderValue::from_static(ct))], s.metrics.encode())
+}
+
+async fn ca_pem(State(s): State<ApiState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"))], s.ca_pem.to_string())
+}
+
+async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Result<Response, ApiError> {
+    let Some(token) = &s.token else { return Ok(next.run(req).await) };
+    let sent = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if sent == Some(token.as_ref()) { Ok(next.run(req).await) } else { Err(ApiError::Unauthorized) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    fn state(token: Option<&str>) -> ApiState {
+        ApiState { metrics: Metrics::new(), ca_pem: "PEM".into(), token: token.map(Into::into) }
+    }
+
+    async fn get(app: Router, uri: &str, auth: Option<&str>) -> (u16, String) {
+        let mut req = axum::http::Request::get(uri);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let resp = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn health_metrics_and_ca() {
+        let s = state(None);
+        s.metrics.request("tool", Some(503));
+        let app = router(s);
+        assert_eq!(get(app.clone(), "/healthz", None).await, (200, r#"{"status":"ok"}"#.into()));
+        let (status, text) = get(app.clone(), "/metrics", None).await;
+        assert_eq!(status, 200);
+        assert!(text.contains(r#"flakestorm_requests_total{target="tool",status_class="5xx"} 1"#));
+        assert_eq!(get(app.clone(), "/v1/ca.pem", None).await, (200, "PEM".into()));
+        assert_eq!(get(app, "/nope", None).await.0, 404);
+    }
+
+    #[tokio::test]
+    async fn token_guards_v1_but_not_probes() {
+        let app = router(state(Some("t0k")));
+        assert_eq!(get(app.clone(), "/v1/ca.pem", None).await.0, 401);
+        assert_eq!(get(app.clone(), "/v1/ca.pem", Some("Bearer nope")).await.0, 401);
+        assert_eq!(get(app.clone(), "/v1/ca.pem", Some("Bearer t0k")).await.0, 200);
+        assert_eq!(get(app, "/healthz", None).await.0, 200);
+    }
+}

@@ -1,0 +1,190 @@
+//! Command-line commands. Output meant for people and scripts goes to stdout; logs go to
+//! stderr. Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Loaded, Overrides};
+use crate::daemon::Daemon;
+use crate::tls::{CA_CERT_FILE, CertificateAuthority};
+
+/// Default config file looked for in the working directory when `-c` is not given.
+const DEFAULT_CONFIG: &str = "flakestorm.yaml";
+
+#[derive(Debug, Parser)]
+#[command(name = "flakestorm", version, about = "Chaos-engineering proxy for AI agents")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the proxy and the control API until SIGINT/SIGTERM.
+    Serve {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Proxy listen address (overrides proxy.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Control API listen address (overrides control.listen).
+        #[arg(long, value_name = "ADDR")]
+        control_listen: Option<String>,
+    },
+    /// Manage the CA that signs intercepted connections.
+    Ca {
+        #[command(subcommand)]
+        command: CaCommand,
+    },
+    /// Check a config file and list every problem in it.
+    Validate {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CaCommand {
+    /// Create the CA (certificate + private key, mode 0600) in ca.dir.
+    Init {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Replace an existing CA (clients must then trust the new one).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the CA certificate (PEM), for SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ….
+    Export {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Print the path of the CA certificate.
+    Path {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArg {
+    /// Config file (default: ./flakestorm.yaml if present, else built-in defaults).
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// CA folder (overrides ca.dir).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub ca_dir: Option<PathBuf>,
+}
+
+pub async fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Serve { config, listen, control_listen } => {
+            let overrides = Overrides { proxy_listen: listen, control_listen, ca_dir: config.ca_dir.clone() };
+            match load(&config, overrides) {
+                Ok(loaded) => serve(loaded).await,
+                Err(code) => return code,
+            }
+        }
+        Command::Validate { config } => return validate(&config),
+        Command::Ca { command } => ca(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("flakestorm: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Loads the config, printing warnings; errors are printed and become exit code 2.
+fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
+    overrides.ca_dir = overrides.ca_dir.or_else(|| arg.ca_dir.clone());
+    let file = arg.config.clone().or_else(|| Path::new(DEFAULT_CONFIG).exists().then(|| DEFAULT_CONFIG.into()));
+    match config::load(file.as_deref(), &overrides) {
+        Ok(loaded) => {
+            for w in &loaded.warnings {
+                eprintln!("flakestorm: warning: {w}");
+            }
+            Ok(loaded)
+        }
+        Err(errors) => {
+            eprint!("flakestorm: {errors}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn validate(arg: &ConfigArg) -> ExitCode {
+    match load(arg, Overrides::default()) {
+        Ok(loaded) => {
+            let name = loaded.file.map_or_else(|| "built-in defaults".into(), |f| f.display().to_string());
+            println!("{name}: ok");
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+async fn serve(loaded: Loaded) -> anyhow::Result<()> {
+    let daemon = Daemon::start(&loaded.config).await?;
+    let ca = std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
+    // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
+    println!("flakestorm: proxy listening on {}", daemon.proxy_addr);
+    println!("flakestorm: control listening on {}", daemon.control_addr);
+    if daemon.ca_created {
+        println!("flakestorm: created a new CA at {}", ca.display());
+    }
+    let ca = ca.display();
+    let proxy = format!("http://{}", daemon.proxy_addr);
+    println!(
+        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
+         REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
+    );
+    wait_for_signal().await?;
+    eprintln!("flakestorm: shutting down (draining in-flight requests)");
+    daemon.stop().await;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    Ok(())
+}
+
+fn ca(command: CaCommand) -> anyhow::Result<()> {
+    let (arg, action) = match &command {
+        CaCommand::Init { config, .. } => (config, "init"),
+        CaCommand::Export { config } => (config, "export"),
+        CaCommand::Path { config } => (config, "path"),
+    };
+    let loaded = load(arg, Overrides::default()).map_err(|_| anyhow::anyhow!("the configuration is invalid"))?;
+    let dir = loaded.config.ca.dir;
+    match (action, &command) {
+        ("init", CaCommand::Init { force, .. }) => {
+            let ca = CertificateAuthority::create(&dir, *force)?;
+            println!("created CA certificate {} (key {} is private, mode 0600)", ca.cert_path().display(), dir.join(crate::tls::CA_KEY_FILE).display());
+        }
+        ("export", _) => {
+            let ca = CertificateAuthority::load(&dir).with_context(|| format!("no CA in {}; run `flakestorm ca init`", dir.display()))?;
+            print!("{}", ca.cert_pem());
+        }
+        _ => {
+            let path = dir.join(CA_CERT_FILE);
+            println!("{}", std::fs::canonicalize(&path).unwrap_or(path).display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! Loading: read the file, layer env and flags over it with figment, expand `${VAR}`,
+//! deserialize section by section (so one bad section does not hide the others), then
+//! validate. Every problem is collected and returned together.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Yaml};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::expand::expand_value;
+use super::schema::*;
+use super::validate::validate;
+use super::{ConfigError, ConfigErrors};
+
+/// Sections this build reads.
+const SECTIONS: &[&str] = &["proxy", "control", "ca", "data_dir", "tools", "llm", "journal", "advanced"];
+
+/// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
+const PENDING: &[(&str, &str)] = &[
+    ("agent", "the run engine"),
+    ("model", "the mutation engine"),
+    ("golden_prompts", "the run engine"),
+    ("mutations", "the mutation engine"),
+    ("invariants", "the run engine"),
+    ("chaos", "the chaos engine"),
+    ("contract", "the run engine"),
+    ("chaos_matrix", "the run engine"),
+    ("replays", "replay"),
+    ("scoring", "the run engine"),
+    ("output", "reports"),
+];
+
+/// Values from command-line flags; they win over file and environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub proxy_listen: Option<String>,
+    pub control_listen: Option<String>,
+    pub ca_dir: Option<PathBuf>,
+}
+
+/// A loaded, validated configuration.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// Things that load but deserve the user's attention (sections not applied yet).
+    pub warnings: Vec<String>,
+    /// The file it came from, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// Loads `file` (or defaults alone), layered with `FLAKESTORM_*` env and `overrides`.
+pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, ConfigErrors> {
+    let env = |name: &str| std::env::var(name).ok();
+    load_with_env(file, overrides, &env)
+}
+
+/// `load` with an injectable environment lookup for `${VAR}` (tests).
+pub fn load_with_env(
+    file: Option<&Path>,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Loaded, ConfigErrors> {
+    let source_name = file.map_or_else(|| "configuration (defaults)".to_string(), |f| f.display().to_string());
+    let fail = |errors| ConfigErrors { source_name: source_name.clone(), errors };
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| fail(vec![ConfigError::new("", format!("cannot read config file: {e}"))]))?,
+        None => String::new(),
+    };
+    let root = layered(&text, overrides).map_err(|e| fail(vec![e]))?;
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut config = sections(root, env, &mut errors, &mut warnings);
+    let base = file.and_then(Path::parent).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    resolve_paths(&mut config, &base);
+    validate(&config, &mut errors);
+    if errors.is_empty() {
+        Ok(Loaded { config, warnings, file: file.map(Path::to_path_buf) })
+    } else {
+        Err(fail(errors))
+    }
+}
+
+/// file < env < flags, merged into one JSON value.
+fn layered(text: &str, o: &Overrides) -> Result<Map<String, Value>, ConfigError> {
+    let env = Env::prefixed("FLAKESTORM_").split("__").filter(|key| {
+        let top = key.as_str().split('.').next().unwrap_or_default();
+        SECTIONS.iter().chain(PENDING.iter().map(|(s, _)| s)).any(|s| s.eq_ignore_ascii_case(top))
+    });
+    let mut fig = Figment::new().merge(Yaml::string(text)).merge(env);
+    if let Some(v) = &o.proxy_listen {
+        fig = fig.merge(Serialized::default("proxy.listen", v));
+    }
+    if let Some(v) = &o.control_listen {
+        fig = fig.merge(Serialized::default("control.listen", v));
+    }
+    if let Some(v) = &o.ca_dir {
+        fig = fig.merge(Serialized::default("ca.dir", v));
+    }
+    let value: Value = fig.extract().map_err(|e| {
+        let path = e.path.join(".");
+        let message = e.to_string();
+        ConfigError::new(path, message)
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        other => Err(ConfigError::new("", format!("the top level must be a mapping of sections, found {other}"))),
+    }
+}
+
+fn sections(
+    mut root: Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> Config {
+    let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
+        let mut v = root.remove(name)?;
+        expand_value(&mut v, name, env, errors);
+        Some(v)
+    };
+    let mut c = Config::default();
+    if let Some(v) = take("proxy", errors) {
+        c.proxy = section(v, "proxy", errors).unwrap_or_default();
+    }
+    if let Some(v) = take("control", errors) {
+        c.control = section(v, "control", errors).unwrap_or_default();
+    }
+    if let Some(v) = take("ca", errors) {
+        c.ca = section(v, "ca", errors).unwrap_or_default();
+    }
+    c.data_dir = take("data_dir", errors)
+        .and_then(|v| section(v, "data_dir", errors))
+        .unwrap_or_else(|| PathBuf::from(".flakestorm"));
+    if let Some(v) = take("tools", errors) {
+        c.tools = list(v, "tools", errors);
+    }
+    if let Some(v) = take("llm", errors) {
+        c.llm = list(v, "llm", errors);
+    }
+    if let Some(v) = take("journal", errors) {
+        c.journal = section(v, "journal", errors).unwrap_or_default();
+    }
+    if let Some(v) = take("advanced", errors) {
+        c.advanced = advanced(v, warnings, errors).unwrap_or_default();
+    }
+    root.remove("version");
+    for (key, _) in root {
+        match PENDING.iter().find(|(name, _)| *name == key) {
+            Some((name, owner)) => warnings.push(format!(
+                "`{name}` is loaded but not applied yet: it needs {owner}, which this build does not have"
+            )),
+            None => {
+                let known: Vec<&str> = SECTIONS.iter().copied().chain(PENDING.iter().map(|(s, _)| *s)).collect();
+                errors.push(ConfigError::new(
+                    key.as_str(),
+                    format!("unknown section; expected one of {}, version", known.join(", ")),
+                ));
+            }
+        }
+    }
+    c
+}
+
+/// `advanced` mixes fields this build applies with run-engine ones.
+fn advanced(mut v: Value, warnings: &mut Vec<String>, errors: &mut Vec<ConfigError>) -> Option<AdvancedSpec> {
+    // Accepted for v2 compatibility; flakestorm has no use for them.
+    if let Some(map) = v.as_object_mut() {
+        for old in ["parallel", "verbose"] {
+            if map.remove(old).is_some() {
+                warnings.push(format!("advanced.{old}: not used by flakestorm (use advanced.concurrency / RUST_LOG)"));
+            }
+        }
+    }
+    section(v, "advanced", errors)
+}
+
+/// Deserializes one section; on failure records the error with its full path.
+fn section<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>) -> Option<T> {
+    match serde_path_to_error::deserialize::<_, T>(v) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let inner = e.path().to_string();
+            let path = if inner == "." { name.to_string() } else { join_path(name, &inner) };
+            errors.push(ConfigError::new(path, e.into_inner().to_string()));
+            None
+        }
+    }
+}
+
+/// Deserializes a list element by element, so every bad element is reported.
+fn list<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>) -> Vec<T> {
+    match v {
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, item)| section(item, &format!("{name}[{i}]"), errors))
+            .collect(),
+        Value::Null => vec![],
+        other => {
+            errors.push(ConfigError::new(name, format!("expected a list, found {other}")));
+            vec![]
+        }
+    }
+}
+
+fn join_path(base: &str, inner: &str) -> String {
+    if inner.starts_with('[') { format!("{base}{inner}") } else { format!("{base}.{inner}") }
+}
+
+/// Relative paths are relative to the config file's folder (like compose files).
+fn resolve_paths(c: &mut Config, base: &Path) {
+    let fix = |p: &mut PathBuf| {
+        if p.is_relative() {
+            *p = base.join(&*p);
+        }
+    };
+    fix(&mut c.ca.dir);
+    fix(&mut c.data_dir);
+    if let Some(p) = c.proxy.upstream_ca_file.as_mut() {
+        fix(p);
+    }
+}

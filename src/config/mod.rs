@@ -1,0 +1,18 @@
+//! The `flakestorm.yaml` schema (config.md) and its loading: figment layers
+//! (defaults < file < `FLAKESTORM_*` env < CLI flags), `${VAR}` expansion, and validation
+//! that reports every problem at once, each with its path.
+//!
+//! This module owns the *spec* types. Runtime modules compile them once into their own
+//! types (globs, addresses); the hot path never sees unvalidated config.
+
+mod error;
+mod expand;
+pub mod globs;
+mod load;
+mod schema;
+mod validate;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use load::{Loaded, Overrides, load, load_with_env};
+pub use validate::listen_addr;
+pub use schema::*;

@@ -1,0 +1,198 @@
+//! Spec types: the YAML users write, with defaults. Field names follow config.md.
+//! Sections that later capabilities own (agent, chaos, contract, …) are kept as raw values
+//! by `load` and reported as "not used yet" rather than silently ignored.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exchange::Provider;
+
+/// The validated configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    pub proxy: ProxySpec,
+    pub control: ControlSpec,
+    pub ca: CaSpec,
+    pub data_dir: PathBuf,
+    pub tools: Vec<ToolSpec>,
+    pub llm: Vec<LlmEndpointSpec>,
+    pub journal: JournalSpec,
+    pub advanced: AdvancedSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxySpec {
+    pub listen: String,
+    /// Host globs whose CONNECT tunnels are decrypted.
+    pub intercept: Vec<String>,
+    /// Host globs tunnelled blind; wins over `intercept`.
+    pub passthrough: Vec<String>,
+    pub upstream_ca_file: Option<PathBuf>,
+    pub users: Vec<UserSpec>,
+    pub reverse: Vec<ReverseSpec>,
+    /// Upstream TCP+TLS connect limit.
+    pub connect_timeout_ms: u64,
+    /// Limit for the upstream response head (600 s: the OpenAI/Anthropic SDK default, so
+    /// the proxy never gives up before the agent does).
+    pub response_timeout_ms: u64,
+    /// On SIGINT/SIGTERM, how long in-flight exchanges may take to finish.
+    pub drain_timeout_ms: u64,
+    /// Largest request head (request line + headers) accepted; larger gets 431.
+    pub max_header_bytes: usize,
+    /// Leaf certificates kept in memory.
+    pub leaf_cache_size: usize,
+}
+
+impl Default for ProxySpec {
+    fn default() -> Self {
+        ProxySpec {
+            listen: "127.0.0.1:8080".into(),
+            intercept: vec!["*".into()],
+            passthrough: vec![],
+            upstream_ca_file: None,
+            users: vec![],
+            reverse: vec![],
+            connect_timeout_ms: 10_000,
+            response_timeout_ms: 600_000,
+            drain_timeout_ms: 10_000,
+            max_header_bytes: 64 * 1024,
+            leaf_cache_size: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    pub name: String,
+    pub password: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReverseSpec {
+    /// Path prefix on the proxy port, e.g. `/openai`.
+    pub prefix: String,
+    /// Where requests under the prefix go, e.g. `https://api.openai.com`.
+    pub upstream: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlSpec {
+    pub listen: String,
+    /// Bearer token for `/v1/*`; required when `listen` is not loopback.
+    pub token: Option<String>,
+}
+
+impl Default for ControlSpec {
+    fn default() -> Self {
+        ControlSpec { listen: "127.0.0.1:8081".into(), token: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CaSpec {
+    pub dir: PathBuf,
+}
+
+impl Default for CaSpec {
+    fn default() -> Self {
+        CaSpec { dir: PathBuf::from("certs") }
+    }
+}
+
+/// One string or a list of strings (`match_url: "https://x/*"` or a list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            OneOrMany::One(s) => std::slice::from_ref(s),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    pub match_url: OneOrMany,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmEndpointSpec {
+    pub provider: LlmProvider,
+    pub match_url: OneOrMany,
+}
+
+/// `llm[].provider`: config.md spells Gemini `gemini` (the mutation `model` says `google`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmProvider {
+    Openai,
+    Anthropic,
+    Gemini,
+    Ollama,
+}
+
+impl From<LlmProvider> for Provider {
+    fn from(p: LlmProvider) -> Provider {
+        match p {
+            LlmProvider::Openai => Provider::Openai,
+            LlmProvider::Anthropic => Provider::Anthropic,
+            LlmProvider::Gemini => Provider::Gemini,
+            LlmProvider::Ollama => Provider::Ollama,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JournalSpec {
+    /// Exchanges kept in memory; the oldest are dropped past it.
+    pub capacity: usize,
+    /// Extra header names whose values are redacted.
+    pub redact_headers: Vec<String>,
+    /// Extra query parameter names whose values are redacted.
+    pub redact_query: Vec<String>,
+}
+
+impl Default for JournalSpec {
+    fn default() -> Self {
+        JournalSpec { capacity: 10_000, redact_headers: vec![], redact_query: vec![] }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdvancedSpec {
+    pub concurrency: u32,
+    pub retries: u32,
+    pub seed: Option<u64>,
+    pub attribution: Attribution,
+}
+
+impl Default for AdvancedSpec {
+    fn default() -> Self {
+        AdvancedSpec { concurrency: 10, retries: 2, seed: None, attribution: Attribution::Exclusive }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attribution {
+    #[default]
+    Exclusive,
+    Header,
+}

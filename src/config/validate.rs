@@ -1,0 +1,146 @@
+//! Semantic checks after deserialization: addresses, globs, names, ranges, files, and the
+//! control-token rule. Each check appends errors; none stops the others.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+use super::globs;
+use super::schema::*;
+use super::ConfigError;
+
+pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
+    proxy(&c.proxy, errors);
+    control(&c.control, errors);
+    tools(&c.tools, errors);
+    for (i, l) in c.llm.iter().enumerate() {
+        patterns(&format!("llm[{i}].match_url"), l.match_url.as_slice(), globs::url_glob, errors);
+    }
+    if c.journal.capacity == 0 {
+        errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
+    }
+    advanced(&c.advanced, errors);
+}
+
+/// Parses a listen address; the message says what form is expected.
+pub fn listen_addr(value: &str) -> Result<SocketAddr, String> {
+    value
+        .parse()
+        .map_err(|_| format!("`{value}` is not an IP:port address (e.g. 127.0.0.1:8080 or [::1]:8080)"))
+}
+
+fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
+    if let Err(e) = listen_addr(&p.listen) {
+        errors.push(ConfigError::new("proxy.listen", e));
+    }
+    patterns("proxy.intercept", &p.intercept, globs::host_glob, errors);
+    patterns("proxy.passthrough", &p.passthrough, globs::host_glob, errors);
+    for (field, v) in [
+        ("connect_timeout_ms", p.connect_timeout_ms),
+        ("response_timeout_ms", p.response_timeout_ms),
+        ("drain_timeout_ms", p.drain_timeout_ms),
+    ] {
+        if v == 0 {
+            errors.push(ConfigError::new(format!("proxy.{field}"), "must be greater than 0"));
+        }
+    }
+    if p.max_header_bytes < 8192 {
+        errors.push(ConfigError::new("proxy.max_header_bytes", "must be at least 8192"));
+    }
+    if p.leaf_cache_size == 0 {
+        errors.push(ConfigError::new("proxy.leaf_cache_size", "must be at least 1"));
+    }
+    if let Some(file) = &p.upstream_ca_file {
+        if let Err(e) = crate::tls::read_pem_certs(file) {
+            errors.push(ConfigError::new("proxy.upstream_ca_file", e.to_string()));
+        }
+    }
+    users(&p.users, errors);
+    reverse(&p.reverse, errors);
+}
+
+fn users(users: &[UserSpec], errors: &mut Vec<ConfigError>) {
+    let mut seen = HashSet::new();
+    for (i, u) in users.iter().enumerate() {
+        if u.name.is_empty() || u.name.contains(':') {
+            errors.push(ConfigError::new(format!("proxy.users[{i}].name"), "must be non-empty and contain no `:`"));
+        } else if !seen.insert(&u.name) {
+            errors.push(ConfigError::new(format!("proxy.users[{i}].name"), format!("duplicate user `{}`", u.name)));
+        }
+        if u.password.is_empty() {
+            errors.push(ConfigError::new(format!("proxy.users[{i}].password"), "must not be empty"));
+        }
+    }
+}
+
+fn reverse(routes: &[ReverseSpec], errors: &mut Vec<ConfigError>) {
+    let mut seen = HashSet::new();
+    for (i, r) in routes.iter().enumerate() {
+        let path = format!("proxy.reverse[{i}]");
+        if !r.prefix.starts_with('/') || r.prefix.len() < 2 {
+            errors.push(ConfigError::new(format!("{path}.prefix"), "must start with `/` and name a path, e.g. /openai"));
+        } else if !seen.insert(r.prefix.trim_end_matches('/')) {
+            errors.push(ConfigError::new(format!("{path}.prefix"), format!("duplicate prefix `{}`", r.prefix)));
+        }
+        let ok = r
+            .upstream
+            .parse::<http::Uri>()
+            .ok()
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some());
+        if ok.is_none() {
+            errors.push(ConfigError::new(
+                format!("{path}.upstream"),
+                format!("`{}` is not an http(s) URL with a host, e.g. https://api.openai.com", r.upstream),
+            ));
+        }
+    }
+}
+
+fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
+    match listen_addr(&c.listen) {
+        Err(e) => errors.push(ConfigError::new("control.listen", e)),
+        Ok(addr) if !addr.ip().is_loopback() && c.token.as_deref().is_none_or(str::is_empty) => {
+            errors.push(ConfigError::new(
+                "control.token",
+                format!("required when control.listen ({addr}) is not a loopback address; use token: \"${{FLAKESTORM_API_TOKEN}}\""),
+            ));
+        }
+        Ok(_) => {}
+    }
+}
+
+fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {
+    let mut seen = HashSet::new();
+    for (i, t) in tools.iter().enumerate() {
+        if t.name.is_empty() || t.name == "*" {
+            errors.push(ConfigError::new(format!("tools[{i}].name"), "must be a non-empty name other than `*`"));
+        } else if !seen.insert(&t.name) {
+            errors.push(ConfigError::new(format!("tools[{i}].name"), format!("duplicate tool `{}`", t.name)));
+        }
+        patterns(&format!("tools[{i}].match_url"), t.match_url.as_slice(), globs::url_glob, errors);
+    }
+}
+
+fn patterns(
+    path: &str,
+    list: &[String],
+    build: fn(&str) -> Result<globset::Glob, String>,
+    errors: &mut Vec<ConfigError>,
+) {
+    if list.is_empty() && path.ends_with("match_url") {
+        errors.push(ConfigError::new(path, "needs at least one URL glob"));
+    }
+    for (i, p) in list.iter().enumerate() {
+        if let Err(e) = build(p) {
+            errors.push(ConfigError::new(format!("{path}[{i}]"), format!("invalid glob `{p}`: {e}")));
+        }
+    }
+}
+
+fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
+    if !(1..=100).contains(&a.concurrency) {
+        errors.push(ConfigError::new("advanced.concurrency", format!("{} is out of range 1..=100", a.concurrency)));
+    }
+    if a.retries > 5 {
+        errors.push(ConfigError::new("advanced.retries", format!("{} is out of range 0..=5", a.retries)));
+    }
+}

@@ -1,0 +1,152 @@
+//! The exchange record: one intercepted request and its outcome (a response or an error,
+//! never both), its target, timings and byte counts. Plain serde data; depends on nothing
+//! else in the crate so every module (journal, checks, reports, tapes) can share it.
+
+use serde::{Deserialize, Serialize};
+
+/// An LLM provider whose wire format flakestorm understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Openai,
+    Anthropic,
+    Gemini,
+    Ollama,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+            Provider::Ollama => "ollama",
+        }
+    }
+}
+
+/// What an intercepted request is: a call to an LLM, to a named tool, or anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    Llm { provider: Provider },
+    Tool { name: String },
+    Other,
+}
+
+impl Target {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Target::Llm { .. } => "llm",
+            Target::Tool { .. } => "tool",
+            Target::Other => "other",
+        }
+    }
+}
+
+/// How the request reached the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// Absolute-form `http://` request on the proxy port.
+    Forward,
+    /// Decrypted from a TLS-intercepted `CONNECT` tunnel.
+    Intercepted,
+    /// Origin-form request matched by a `proxy.reverse` prefix.
+    Reverse,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestHead {
+    pub method: String,
+    /// Full URL, `scheme://host[:port]/path?query` (query values redacted in the journal).
+    pub url: String,
+    pub version: String,
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub version: String,
+    pub headers: Vec<(String, String)>,
+}
+
+/// Who produced an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorSource {
+    /// The upstream server or the network to it.
+    Upstream,
+    /// The client (agent) side: bad request, failed auth, bad TLS.
+    Downstream,
+    /// A fault flakestorm injected on purpose.
+    Injected,
+    /// A flakestorm bug or resource problem.
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub source: ErrorSource,
+    /// Stable machine name, also sent as `x-flakestorm-error` (e.g. `upstream_connect`).
+    pub kind: String,
+    pub message: String,
+}
+
+/// How a response body ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "end", rename_all = "snake_case")]
+pub enum BodyEnd {
+    Complete,
+    /// The client went away before the body was delivered; not an error of anyone's.
+    ClientDisconnected,
+    /// The upstream broke the body off after the head was sent.
+    UpstreamAborted { message: String },
+    /// The connection was upgraded (101, e.g. WebSocket); bytes after it are not recorded.
+    Upgraded,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Response { response: ResponseHead, body: BodyEnd },
+    /// `status` is what the proxy answered with (502, 504, 407, …), if it answered at all.
+    Error { error: ErrorInfo, status: Option<u16> },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Unix time in milliseconds when the request head was received.
+    pub started_at_ms: u64,
+    /// Milliseconds until the upstream's response head arrived (absent for errors).
+    pub upstream_headers_ms: Option<f64>,
+    /// Milliseconds until the response body ended or the error was answered.
+    pub total_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    pub id: u64,
+    /// Peer address of the agent's connection to the proxy.
+    pub client_addr: String,
+    /// Proxy user name (`Proxy-Authorization`), when the client sent one.
+    pub client_user: Option<String>,
+    pub route: Route,
+    pub target: Target,
+    pub request: RequestHead,
+    pub outcome: Outcome,
+    pub timings: Timings,
+    /// Response body bytes delivered to the client.
+    pub response_bytes: u64,
+}
+
+impl Exchange {
+    /// HTTP status the client saw, if any.
+    pub fn status(&self) -> Option<u16> {
+        match &self.outcome {
+            Outcome::Response { response, .. } => Some(response.status),
+            Outcome::Error { status, .. } => *status,
+        }
+    }
+}

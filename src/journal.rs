@@ -1,0 +1,218 @@
+//! The journal: the in-memory record of exchanges, newest last, bounded in size.
+//!
+//! Redaction happens here, at the boundary (design.md rule 9): whatever is recorded has its
+//! secret headers and query values replaced, so nothing downstream (API, reports, tapes)
+//! can leak them. Per-run files, live tail and slicing by run/case come with the run engine.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::exchange::{Exchange, Outcome};
+
+/// Written in place of a secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Header names whose values are always secret.
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "x-goog-api-key",
+    "cookie",
+    "set-cookie",
+];
+
+/// Query parameters whose values are always secret (`?key=` is Gemini's API key).
+const SECRET_QUERY: &[&str] = &["key", "api_key", "api-key", "access_token", "token"];
+
+/// What the journal redacts, built from the defaults plus configured extras.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    headers: HashSet<String>,
+    query: HashSet<String>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self::new(&[], &[])
+    }
+}
+
+impl Redactor {
+    pub fn new(extra_headers: &[String], extra_query: &[String]) -> Self {
+        let lower = |s: &str| s.to_ascii_lowercase();
+        let headers = SECRET_HEADERS.iter().map(|s| lower(s)).chain(extra_headers.iter().map(|s| lower(s)));
+        let query = SECRET_QUERY.iter().map(|s| lower(s)).chain(extra_query.iter().map(|s| lower(s)));
+        Redactor { headers: headers.collect(), query: query.collect() }
+    }
+
+    fn headers(&self, headers: &mut [(String, String)]) {
+        for (name, value) in headers.iter_mut() {
+            if self.headers.contains(&name.to_ascii_lowercase()) {
+                *value = REDACTED.to_string();
+            }
+        }
+    }
+
+    /// Replaces the values of secret query parameters in a URL.
+    pub fn url(&self, url: &str) -> String {
+        let Some((base, query)) = url.split_once('?') else {
+            return url.to_string();
+        };
+        let (query, fragment) = match query.split_once('#') {
+            Some((q, f)) => (q, Some(f)),
+            None => (query, None),
+        };
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if self.query.contains(&k.to_ascii_lowercase()) => format!("{k}={REDACTED}"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        let mut out = format!("{base}?{}", parts.join("&"));
+        if let Some(f) = fragment {
+            out.push('#');
+            out.push_str(f);
+        }
+        out
+    }
+
+    pub fn exchange(&self, ex: &mut Exchange) {
+        ex.request.url = self.url(&ex.request.url);
+        self.headers(&mut ex.request.headers);
+        if let Outcome::Response { response, .. } = &mut ex.outcome {
+            self.headers(&mut response.headers);
+        }
+    }
+}
+
+struct Inner {
+    exchanges: Mutex<VecDeque<Arc<Exchange>>>,
+    capacity: usize,
+    next_id: AtomicU64,
+    evicted: AtomicU64,
+    redactor: Redactor,
+}
+
+/// Cheap-clone handle to the exchange journal.
+#[derive(Clone)]
+pub struct Journal {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").field("capacity", &self.inner.capacity).finish()
+    }
+}
+
+impl Journal {
+    /// A journal keeping the newest `capacity` exchanges (at least one).
+    pub fn new(capacity: usize, redactor: Redactor) -> Self {
+        let inner = Inner {
+            exchanges: Mutex::new(VecDeque::new()),
+            capacity: capacity.max(1),
+            next_id: AtomicU64::new(1),
+            evicted: AtomicU64::new(0),
+            redactor,
+        };
+        Journal { inner: Arc::new(inner) }
+    }
+
+    /// A fresh exchange id (ids are assigned when a request arrives, not when it is recorded).
+    pub fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Redacts and appends an exchange, evicting the oldest past capacity.
+    pub fn record(&self, mut exchange: Exchange) {
+        self.inner.redactor.exchange(&mut exchange);
+        let mut list = self.lock();
+        if list.len() == self.inner.capacity {
+            list.pop_front();
+            self.inner.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        list.push_back(Arc::new(exchange));
+    }
+
+    /// The newest `limit` exchanges, oldest first.
+    pub fn recent(&self, limit: usize) -> Vec<Arc<Exchange>> {
+        let list = self.lock();
+        list.iter().skip(list.len().saturating_sub(limit)).cloned().collect()
+    }
+
+    /// Every retained exchange, oldest first.
+    pub fn all(&self) -> Vec<Arc<Exchange>> {
+        self.lock().iter().cloned().collect()
+    }
+
+    /// How many exchanges were dropped because the journal was full.
+    pub fn evicted(&self) -> u64 {
+        self.inner.evicted.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<Exchange>>> {
+        // A panic while holding this lock cannot leave the deque half-updated; keep serving.
+        self.inner.exchanges.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::*;
+
+    fn exchange(url: &str, headers: &[(&str, &str)]) -> Exchange {
+        let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Exchange {
+            id: 0,
+            client_addr: "127.0.0.1:1".into(),
+            client_user: None,
+            route: Route::Forward,
+            target: Target::Other,
+            request: RequestHead { method: "GET".into(), url: url.into(), version: "HTTP/1.1".into(), headers },
+            outcome: Outcome::Response {
+                response: ResponseHead {
+                    status: 200,
+                    version: "HTTP/1.1".into(),
+                    headers: vec![("set-cookie".into(), "sid=1".into())],
+                },
+                body: BodyEnd::Complete,
+            },
+            timings: Timings::default(),
+            response_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn secrets_never_reach_the_journal() {
+        let j = Journal::new(10, Redactor::new(&["X-Tenant-Secret".into()], &["sig".into()]));
+        j.record(exchange(
+            "https://g.example/v1?key=AIza123&alt=sse&sig=abc#frag",
+            &[("Authorization", "Bearer sk-live"), ("x-tenant-secret", "s"), ("accept", "*/*")],
+        ));
+        let ex = &j.all()[0];
+        assert_eq!(ex.request.url, "https://g.example/v1?key=[REDACTED]&alt=sse&sig=[REDACTED]#frag");
+        let h = &ex.request.headers;
+        assert_eq!(h[0].1, REDACTED);
+        assert_eq!(h[1].1, REDACTED);
+        assert_eq!(h[2].1, "*/*");
+        let Outcome::Response { response, .. } = &ex.outcome else { panic!() };
+        assert_eq!(response.headers[0].1, REDACTED);
+    }
+
+    #[test]
+    fn keeps_the_newest_up_to_capacity() {
+        let j = Journal::new(2, Redactor::default());
+        for path in ["/a", "/b", "/c"] {
+            j.record(exchange(&format!("http://h{path}"), &[]));
+        }
+        let urls: Vec<_> = j.all().iter().map(|e| e.request.url.clone()).collect();
+        assert_eq!(urls, ["http://h/b", "http://h/c"]);
+        assert_eq!(j.evicted(), 1);
+        assert_eq!(j.recent(1)[0].request.url, "http://h/c");
+    }
+}

@@ -1,0 +1,25 @@
+//! flakestorm: a chaos-engineering man-in-the-middle proxy for AI agents.
+//!
+//! Crate map (a module may use only those listed above it; see docs/architecture.md):
+//! - `exchange`  — the record of one intercepted request and its outcome.
+//! - `llm`       — LLM provider wire formats (endpoint detection so far).
+//! - `telemetry` — tracing setup and Prometheus metrics.
+//! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
+//! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths.
+//! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
+//! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
+//! - `api`       — the control plane's HTTP API (health, metrics, CA).
+//! - `daemon`    — composition root: builds everything and runs the listeners.
+//! - `cli`       — command-line commands.
+#![forbid(unsafe_code)]
+
+pub mod exchange;
+pub mod llm;
+pub mod telemetry;
+pub mod tls;
+pub mod config;
+pub mod journal;
+pub mod proxy;
+pub mod api;
+pub mod daemon;
+pub mod cli;

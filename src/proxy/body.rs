@@ -1,0 +1,121 @@
+//! Response bodies on their way to the client: `ObservedBody` streams the upstream body
+//! frame by frame (no buffering), counts bytes, and records the exchange in the journal
+//! exactly once, when the body ends, fails, or is dropped because the client left.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use tokio::time::Instant;
+
+use super::{BoxError, Proxy};
+use crate::exchange::{BodyEnd, Exchange, Outcome, ResponseHead};
+
+/// An exchange waiting for its outcome. Finishing it records it and counts it.
+pub struct Recorder {
+    proxy: Proxy,
+    exchange: Exchange,
+    started: Instant,
+}
+
+impl Recorder {
+    pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
+        Recorder { proxy, exchange, started }
+    }
+
+    pub fn exchange_mut(&mut self) -> &mut Exchange {
+        &mut self.exchange
+    }
+
+    pub fn elapsed_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Records the exchange with `outcome`.
+    pub fn finish(mut self, outcome: Outcome, response_bytes: u64) {
+        self.exchange.timings.total_ms = self.elapsed_ms();
+        self.exchange.response_bytes = response_bytes;
+        self.exchange.outcome = outcome;
+        let status = self.exchange.status();
+        self.proxy.metrics().request(self.exchange.target.kind(), status);
+        self.proxy.journal().record(self.exchange);
+    }
+}
+
+/// A streaming body that records its exchange when it ends.
+pub struct ObservedBody<B> {
+    inner: B,
+    head: Option<(Recorder, ResponseHead)>,
+    bytes: u64,
+}
+
+impl<B: Body> ObservedBody<B> {
+    pub fn new(inner: B, recorder: Recorder, head: ResponseHead) -> Self {
+        let mut body = ObservedBody { inner, head: Some((recorder, head)), bytes: 0 };
+        // An empty body (204, HEAD, Content-Length: 0, 101) may never be polled at all.
+        if body.inner.is_end_stream() {
+            let upgraded = body.head.as_ref().is_some_and(|(_, h)| h.status == 101);
+            body.finish(if upgraded { BodyEnd::Upgraded } else { BodyEnd::Complete });
+        }
+        body
+    }
+}
+
+impl<B> ObservedBody<B> {
+    fn finish(&mut self, end: BodyEnd) {
+        if let Some((rec, response)) = self.head.take() {
+            rec.finish(Outcome::Response { response, body: end }, self.bytes);
+        }
+    }
+}
+
+impl<B> Body for ObservedBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    this.bytes += data.len() as u64;
+                }
+                // hyper stops polling once `is_end_stream` is true (Content-Length bodies),
+                // so the final `None` may never come.
+                if this.inner.is_end_stream() {
+                    this.finish(BodyEnd::Complete);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Some(Err(e)) => {
+                let e: BoxError = e.into();
+                this.finish(BodyEnd::UpstreamAborted { message: e.to_string() });
+                Poll::Ready(Some(Err(e)))
+            }
+            None => {
+                this.finish(BodyEnd::Complete);
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for ObservedBody<B> {
+    fn drop(&mut self) {
+        // Still unrecorded here means the body was dropped before its end: the client left.
+        self.finish(BodyEnd::ClientDisconnected);
+    }
+}

@@ -1,0 +1,93 @@
+//! What a request is (design.md §2 "target"): `llm:` entries first, then `tools:` globs,
+//! then well-known LLM hosts and paths (`llm::detect`), else `other`. Explicit config beats
+//! heuristics; among tools the first declared match wins.
+
+use globset::GlobSet;
+
+use crate::config::{LlmEndpointSpec, ToolSpec, globs};
+use crate::exchange::{Provider, Target};
+
+#[derive(Debug)]
+pub struct Classifier {
+    llm: GlobSet,
+    llm_of_pattern: Vec<Provider>,
+    tools: GlobSet,
+    tool_of_pattern: Vec<usize>,
+    tool_names: Vec<String>,
+}
+
+impl Classifier {
+    pub fn new(tools: &[ToolSpec], llm: &[LlmEndpointSpec]) -> Result<Self, String> {
+        let mut llm_patterns = vec![];
+        let mut llm_of_pattern = vec![];
+        for l in llm {
+            for p in l.match_url.as_slice() {
+                llm_patterns.push(p.clone());
+                llm_of_pattern.push(l.provider.into());
+            }
+        }
+        let mut tool_patterns = vec![];
+        let mut tool_of_pattern = vec![];
+        for (i, t) in tools.iter().enumerate() {
+            for p in t.match_url.as_slice() {
+                tool_patterns.push(p.clone());
+                tool_of_pattern.push(i);
+            }
+        }
+        let build = |list: &[String]| globs::set(list, globs::url_glob).map_err(|(i, e)| format!("`{}`: {e}", list[i]));
+        Ok(Classifier {
+            llm: build(&llm_patterns)?,
+            llm_of_pattern,
+            tools: build(&tool_patterns)?,
+            tool_of_pattern,
+            tool_names: tools.iter().map(|t| t.name.clone()).collect(),
+        })
+    }
+
+    pub fn classify(&self, url: &str, host: &str, path: &str) -> Target {
+        if let Some(i) = self.llm.matches(url).into_iter().min() {
+            return Target::Llm { provider: self.llm_of_pattern[i] };
+        }
+        if let Some(i) = self.tools.matches(url).into_iter().map(|p| self.tool_of_pattern[p]).min() {
+            return Target::Tool { name: self.tool_names[i].clone() };
+        }
+        match crate::llm::detect(host, path) {
+            Some(provider) => Target::Llm { provider },
+            None => Target::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LlmProvider, OneOrMany};
+
+    #[test]
+    fn config_beats_heuristics_and_first_tool_wins() {
+        let tools = vec![
+            ToolSpec { name: "search".into(), match_url: OneOrMany::One("https://api.search.example/*".into()) },
+            ToolSpec { name: "all".into(), match_url: OneOrMany::Many(vec!["https://*".into()]) },
+        ];
+        let llm = vec![LlmEndpointSpec {
+            provider: LlmProvider::Ollama,
+            match_url: OneOrMany::One("http://127.0.0.1:5102/v1/*".into()),
+        }];
+        let c = Classifier::new(&tools, &llm).unwrap();
+        let t = |url: &str, host: &str, path: &str| c.classify(url, host, path);
+        assert_eq!(
+            t("https://api.search.example/q?x=1", "api.search.example", "/q"),
+            Target::Tool { name: "search".into() }
+        );
+        assert_eq!(
+            t("http://127.0.0.1:5102/v1/chat/completions", "127.0.0.1", "/v1/chat/completions"),
+            Target::Llm { provider: Provider::Ollama }
+        );
+        assert_eq!(t("https://other.example/", "other.example", "/"), Target::Tool { name: "all".into() });
+        assert_eq!(
+            t("http://127.0.0.1:9/v1/messages", "127.0.0.1", "/v1/messages"),
+            Target::Llm { provider: Provider::Anthropic }
+        );
+        assert_eq!(t("http://10.0.0.1/x", "10.0.0.1", "/x"), Target::Other);
+    }
+}

@@ -1,0 +1,111 @@
+//! `CONNECT host:port`: passthrough hosts (and hosts outside `proxy.intercept`) are
+//! tunnelled blind; others are intercepted: the first bytes are peeked, a TLS ClientHello
+//! gets a leaf certificate for its SNI (or the CONNECT host) and the decrypted requests
+//! are served by the same service; anything else is tunnelled as is.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::uri::Authority;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use rustls::server::Acceptor;
+use tokio::io::AsyncReadExt;
+use tokio_rustls::LazyConfigAcceptor;
+
+use super::forward::connect_tcp;
+use super::rescue::{ErrorKind, ProxyError};
+use super::service::{ConnCtx, reject};
+use super::tunnel::{Prefixed, relay};
+use super::{Proxy, ProxyBody, listener};
+
+/// How long to wait for the client's first bytes before assuming a server-speaks-first
+/// protocol (SMTP, SSH) and tunnelling blind. TLS clients send their hello at once.
+const FIRST_BYTES_WAIT: Duration = Duration::from_secs(3);
+
+/// First byte of a TLS record carrying a handshake message.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
+    let Some(authority) = req.uri().authority().filter(|a| a.port_u16().is_some()).cloned() else {
+        let msg = format!("CONNECT target must be host:port, got `{}`", req.uri());
+        return reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::BadConnectTarget, msg));
+    };
+    let host = bare_host(&authority);
+    let port = authority.port_u16().unwrap_or(443);
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let s = proxy.settings();
+    if s.passthrough.is_match(host) || !s.intercept.is_match(host) {
+        // Connect before answering, so an unreachable host is a real 502 on the CONNECT.
+        let upstream = match connect_tcp(host, port, s.connect_timeout).await {
+            Ok(u) => u,
+            Err(e) => return reject(&proxy, &ctx, &req, e),
+        };
+        let p = proxy.clone();
+        proxy.inner.shutdown.tasks.spawn(async move {
+            if let Ok(client) = on_upgrade.await {
+                relay(&p, TokioIo::new(client), upstream, authority.as_str()).await;
+            }
+        });
+    } else {
+        let p = proxy.clone();
+        proxy.inner.shutdown.tasks.spawn(intercept(p, ctx, on_upgrade, authority));
+    }
+    let mut ok = Response::new(Empty::<Bytes>::new().map_err(|never| match never {}).boxed());
+    *ok.status_mut() = StatusCode::OK;
+    ok
+}
+
+fn bare_host(a: &Authority) -> &str {
+    a.host().trim_start_matches('[').trim_end_matches(']')
+}
+
+async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority: Authority) {
+    let Ok(upgraded) = on_upgrade.await else { return };
+    let mut io = TokioIo::new(upgraded);
+    let mut buf = vec![0u8; 512];
+    let n = match tokio::time::timeout(FIRST_BYTES_WAIT, io.read(&mut buf)).await {
+        Ok(Ok(0)) | Ok(Err(_)) => return,
+        Ok(Ok(n)) => n,
+        Err(_) => 0,
+    };
+    buf.truncate(n);
+    let io = Prefixed::new(Bytes::from(buf), io);
+    let host = bare_host(&authority).to_string();
+    if n == 0 || !io_starts_tls(&io) {
+        let port = authority.port_u16().unwrap_or(443);
+        match connect_tcp(&host, port, proxy.settings().connect_timeout).await {
+            Ok(upstream) => relay(&proxy, io, upstream, authority.as_str()).await,
+            Err(e) => tracing::info!("non-TLS tunnel from {}: {e}", ctx.peer),
+        }
+        return;
+    }
+    let start = match LazyConfigAcceptor::new(Acceptor::default(), io).await {
+        Ok(start) => start,
+        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+    };
+    let name = start.client_hello().server_name().map_or(host.clone(), str::to_string);
+    let config = match proxy.inner.leaves.server_config(&name) {
+        Ok(c) => c,
+        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+    };
+    let tls = match start.into_stream(config).await {
+        Ok(tls) => tls,
+        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+    };
+    proxy.metrics().tls_handshake(true);
+    let ctx = ConnCtx { tunnel: Some(authority), ..ctx };
+    listener::serve_http(proxy, ctx, TokioIo::new(tls)).await;
+}
+
+fn io_starts_tls<T>(io: &Prefixed<T>) -> bool {
+    io.first_byte() == Some(TLS_HANDSHAKE)
+}
+
+fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, host: &str, why: &str) {
+    proxy.metrics().tls_handshake(false);
+    tracing::info!("TLS handshake with client {} for {host} failed: {why}", ctx.peer);
+}

@@ -1,0 +1,179 @@
+//! Talking to upstream servers: a pooled client (HTTP/1.1 or HTTP/2 by ALPN, chosen
+//! independently of the client side) for ordinary requests, and a dedicated HTTP/1.1
+//! connection for upgrade requests (WebSocket), whose bytes are then relayed both ways.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls_pki_types::ServerName;
+use tokio::net::TcpStream;
+
+use super::ProxyBody;
+use super::rescue::{ErrorKind, ProxyError};
+use crate::tls::UpstreamTls;
+
+pub struct Upstream {
+    client: Client<HttpsConnector<HttpConnector>, ProxyBody>,
+    tls: UpstreamTls,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl Upstream {
+    pub fn new(tls: UpstreamTls, connect_timeout: Duration, response_timeout: Duration) -> Self {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(connect_timeout));
+        let https = HttpsConnectorBuilder::new()
+            .with_tls_config((*tls.pooled).clone())
+            .https_or_http()
+            .enable_all_versions()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(https);
+        Upstream { client, tls, connect_timeout, response_timeout }
+    }
+
+    /// Sends `req` (absolute URI) and waits for the response head.
+    pub async fn send(&self, req: Request<ProxyBody>) -> Result<Response<Incoming>, ProxyError> {
+        let authority = authority_of(&req);
+        match tokio::time::timeout(self.response_timeout, self.client.request(req)).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(classify(&e, e.is_connect(), &authority)),
+            Err(_) => Err(self.head_timeout(&authority)),
+        }
+    }
+
+    /// Forwards an upgrade request over a fresh HTTP/1.1 connection. On `101`, relays the
+    /// two upgraded connections until either side closes.
+    pub async fn upgrade(&self, mut req: Request<Incoming>) -> Result<Response<Incoming>, ProxyError> {
+        let authority = authority_of(&req);
+        let client_side = hyper::upgrade::on(&mut req);
+        let io = self.connect_io(&req, &authority).await?;
+        let fut = async {
+            let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+                .handshake::<_, Incoming>(io)
+                .await
+                .map_err(|e| classify(&e, false, &authority))?;
+            tokio::spawn(async move {
+                if let Err(e) = conn.with_upgrades().await {
+                    tracing::debug!("upgrade connection to upstream ended: {e}");
+                }
+            });
+            sender.send_request(req).await.map_err(|e| classify(&e, false, &authority))
+        };
+        let mut resp = tokio::time::timeout(self.response_timeout, fut)
+            .await
+            .map_err(|_| self.head_timeout(&authority))??;
+        if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+            let upstream_side = hyper::upgrade::on(&mut resp);
+            tokio::spawn(async move {
+                let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
+                    tracing::debug!("upgrade to {authority} abandoned by one side");
+                    return;
+                };
+                let mut client = TokioIo::new(client);
+                let mut upstream = TokioIo::new(upstream);
+                if let Err(e) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+                    tracing::debug!("upgraded relay with {authority} ended: {e}");
+                }
+            });
+        }
+        Ok(resp)
+    }
+
+    /// A TCP (and, for https, TLS with ALPN http/1.1) connection for an upgrade request.
+    async fn connect_io(
+        &self,
+        req: &Request<Incoming>,
+        authority: &str,
+    ) -> Result<TokioIo<Box<dyn Io>>, ProxyError> {
+        let uri = req.uri();
+        let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
+        let https = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let tcp = connect_tcp(&host, port, self.connect_timeout).await?;
+        if !https {
+            return Ok(TokioIo::new(Box::new(tcp)));
+        }
+        let name = ServerName::try_from(host.clone())
+            .map_err(|_| ProxyError::new(ErrorKind::BadRequest, format!("`{host}` is not a valid TLS server name")))?;
+        let tls = tokio_rustls::TlsConnector::from(self.tls.http1.clone())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| classify(&e, true, authority))?;
+        Ok(TokioIo::new(Box::new(tls)))
+    }
+
+    fn head_timeout(&self, authority: &str) -> ProxyError {
+        let secs = self.response_timeout.as_secs_f64();
+        ProxyError::new(ErrorKind::UpstreamTimeout, format!("upstream {authority} sent no response head within {secs}s"))
+    }
+}
+
+/// Object-safe stream for upgrade connections (plain or TLS).
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
+
+/// Opens a TCP connection with TCP_NODELAY, bounded by `timeout`.
+pub async fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, ProxyError> {
+    let authority = format!("{host}:{port}");
+    let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| {
+            let secs = timeout.as_secs_f64();
+            ProxyError::new(ErrorKind::UpstreamTimeout, format!("connecting to upstream {authority} timed out after {secs}s"))
+        })?
+        .map_err(|e| classify(&e, true, &authority))?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+fn authority_of<B>(req: &Request<B>) -> String {
+    req.uri().authority().map_or_else(|| "?".into(), |a| a.to_string())
+}
+
+/// Turns an upstream failure into a `ProxyError` that names the upstream and the cause.
+fn classify(err: &(dyn StdError + 'static), connecting: bool, authority: &str) -> ProxyError {
+    let mut chain = vec![];
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    let (mut tls, mut timed_out) = (None, false);
+    while let Some(e) = cur {
+        if let Some(r) = e.downcast_ref::<rustls::Error>() {
+            tls = Some(r.to_string());
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
+            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                tls = Some(r.to_string());
+            }
+        }
+        let text = e.to_string();
+        // hyper-util's wrappers ("client error (Connect)") say nothing the cause does not.
+        if !text.starts_with("client error") && !chain.contains(&text) {
+            chain.push(text);
+        }
+        cur = e.source();
+    }
+    let cause = chain.join(": ");
+    if let Some(t) = tls {
+        return ProxyError::new(ErrorKind::UpstreamTls, format!("TLS with upstream {authority} failed: {t}"));
+    }
+    if timed_out {
+        return ProxyError::new(ErrorKind::UpstreamTimeout, format!("upstream {authority} timed out: {cause}"));
+    }
+    if connecting {
+        return ProxyError::new(ErrorKind::UpstreamConnect, format!("could not connect to upstream {authority}: {cause}"));
+    }
+    ProxyError::new(ErrorKind::UpstreamProtocol, format!("upstream {authority} failed: {cause}"))
+}

@@ -1,0 +1,155 @@
+//! The data plane: a man-in-the-middle HTTP(S) forward proxy.
+//!
+//! `listener` accepts and drains; `connect` handles `CONNECT` (intercept, passthrough or
+//! blind tunnel); `service` turns one request into one exchange; `forward` talks to
+//! upstreams; `body` observes response bodies as they stream; `rescue` is the one place
+//! errors become responses. This module must not reach into `run`: the two meet only
+//! through the journal (and, later, the chaos engine handle).
+
+mod body;
+mod classify;
+mod connect;
+mod forward;
+mod headers;
+mod listener;
+pub mod rescue;
+mod service;
+mod tunnel;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use globset::GlobSet;
+use http::Uri;
+use http_body_util::combinators::BoxBody;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{Config, globs, listen_addr};
+use crate::journal::Journal;
+use crate::telemetry::Metrics;
+use crate::tls::{CertificateAuthority, LeafCache, TlsError};
+
+pub use rescue::ERROR_HEADER;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Body type of every response the proxy sends and every request it forwards.
+pub type ProxyBody = BoxBody<Bytes, BoxError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyBuildError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A `proxy.reverse` route.
+#[derive(Debug, Clone)]
+struct ReverseRoute {
+    prefix: String,
+    upstream: Uri,
+}
+
+/// `proxy:` settings compiled for the hot path.
+#[derive(Debug)]
+struct Settings {
+    listen: SocketAddr,
+    intercept: GlobSet,
+    passthrough: GlobSet,
+    users: Vec<(String, String)>,
+    reverse: Vec<ReverseRoute>,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+    drain_timeout: Duration,
+    max_header_bytes: usize,
+}
+
+impl Settings {
+    fn compile(c: &Config) -> Result<Self, ProxyBuildError> {
+        let p = &c.proxy;
+        let bad = |what: &str, e: String| ProxyBuildError::Config(format!("{what}: {e}"));
+        let set = |what: &str, list: &[String]| {
+            globs::set(list, globs::host_glob).map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
+        };
+        let reverse = p
+            .reverse
+            .iter()
+            .map(|r| {
+                let upstream = r.upstream.parse().map_err(|e: http::uri::InvalidUri| bad("proxy.reverse", e.to_string()))?;
+                Ok(ReverseRoute { prefix: r.prefix.trim_end_matches('/').to_string(), upstream })
+            })
+            .collect::<Result<_, ProxyBuildError>>()?;
+        Ok(Settings {
+            listen: listen_addr(&p.listen).map_err(|e| bad("proxy.listen", e))?,
+            intercept: set("proxy.intercept", &p.intercept)?,
+            passthrough: set("proxy.passthrough", &p.passthrough)?,
+            users: p.users.iter().map(|u| (u.name.clone(), u.password.clone())).collect(),
+            reverse,
+            connect_timeout: Duration::from_millis(p.connect_timeout_ms),
+            response_timeout: Duration::from_millis(p.response_timeout_ms),
+            drain_timeout: Duration::from_millis(p.drain_timeout_ms),
+            max_header_bytes: p.max_header_bytes,
+        })
+    }
+}
+
+/// Stops in two steps: `drain` (stop accepting, finish in-flight), then `hard` (cut).
+#[derive(Debug, Default)]
+struct Shutdown {
+    drain: CancellationToken,
+    hard: CancellationToken,
+    tasks: TaskTracker,
+}
+
+struct Shared {
+    settings: Settings,
+    leaves: LeafCache,
+    upstream: forward::Upstream,
+    classifier: classify::Classifier,
+    journal: Journal,
+    metrics: Metrics,
+    shutdown: Shutdown,
+}
+
+/// Cheap-clone handle to a proxy instance.
+#[derive(Clone)]
+pub struct Proxy {
+    inner: Arc<Shared>,
+}
+
+impl Proxy {
+    pub fn new(
+        config: &Config,
+        ca: Arc<CertificateAuthority>,
+        journal: Journal,
+        metrics: Metrics,
+    ) -> Result<Self, ProxyBuildError> {
+        let settings = Settings::compile(config)?;
+        let tls = crate::tls::client_config(config.proxy.upstream_ca_file.as_deref())?;
+        let upstream = forward::Upstream::new(tls, settings.connect_timeout, settings.response_timeout);
+        let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
+        let classifier = classify::Classifier::new(&config.tools, &config.llm).map_err(ProxyBuildError::Config)?;
+        let shared = Shared { settings, leaves, upstream, classifier, journal, metrics, shutdown: Shutdown::default() };
+        Ok(Proxy { inner: Arc::new(shared) })
+    }
+
+    /// The configured listen address.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.inner.settings.listen
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.inner.journal
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+}

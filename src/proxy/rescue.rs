@@ -1,0 +1,118 @@
+//! The one place errors become responses. Genuine proxy errors (upstream unreachable,
+//! bad request, auth) carry `x-flakestorm-error: <kind>` so they can never be mistaken for
+//! an injected fault, which looks exactly like the real provider instead.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+
+use super::ProxyBody;
+use crate::exchange::{ErrorInfo, ErrorSource};
+
+/// Header naming the kind of a genuine proxy error.
+pub const ERROR_HEADER: &str = "x-flakestorm-error";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    UpstreamConnect,
+    UpstreamTimeout,
+    UpstreamTls,
+    UpstreamProtocol,
+    BadRequest,
+    BadConnectTarget,
+    ProxyAuthRequired,
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::UpstreamConnect => "upstream_connect",
+            ErrorKind::UpstreamTimeout => "upstream_timeout",
+            ErrorKind::UpstreamTls => "upstream_tls",
+            ErrorKind::UpstreamProtocol => "upstream_protocol",
+            ErrorKind::BadRequest => "bad_request",
+            ErrorKind::BadConnectTarget => "bad_connect_target",
+            ErrorKind::ProxyAuthRequired => "proxy_auth_required",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    fn status(self) -> StatusCode {
+        match self {
+            ErrorKind::UpstreamConnect | ErrorKind::UpstreamTls | ErrorKind::UpstreamProtocol => {
+                StatusCode::BAD_GATEWAY
+            }
+            ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorKind::BadRequest | ErrorKind::BadConnectTarget => StatusCode::BAD_REQUEST,
+            ErrorKind::ProxyAuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn source(self) -> ErrorSource {
+        match self {
+            ErrorKind::UpstreamConnect
+            | ErrorKind::UpstreamTimeout
+            | ErrorKind::UpstreamTls
+            | ErrorKind::UpstreamProtocol => ErrorSource::Upstream,
+            ErrorKind::BadRequest | ErrorKind::BadConnectTarget | ErrorKind::ProxyAuthRequired => {
+                ErrorSource::Downstream
+            }
+            ErrorKind::Internal => ErrorSource::Internal,
+        }
+    }
+}
+
+/// A failure while handling one request, with a message that says who failed and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ProxyError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ProxyError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ProxyError { kind, message: message.into() }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
+    }
+
+    pub fn info(&self) -> ErrorInfo {
+        ErrorInfo { source: self.kind.source(), kind: self.kind.name().into(), message: self.message.clone() }
+    }
+}
+
+/// The response the client gets for `err`.
+pub fn response(err: &ProxyError) -> Response<ProxyBody> {
+    let body = Full::new(Bytes::from(format!("flakestorm: {}\n", err.message)));
+    let mut resp = Response::new(body.map_err(|never| match never {}).boxed());
+    *resp.status_mut() = err.status();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert(ERROR_HEADER, HeaderValue::from_static(err.kind.name()));
+    if err.kind == ErrorKind::ProxyAuthRequired {
+        h.insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"flakestorm\""));
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn genuine_errors_are_marked_and_explained() {
+        let err = ProxyError::new(ErrorKind::UpstreamTimeout, "upstream api.x:443 sent no response head within 600s");
+        let resp = response(&err);
+        assert_eq!(resp.status(), 504);
+        assert_eq!(resp.headers()[ERROR_HEADER], "upstream_timeout");
+        let auth = response(&ProxyError::new(ErrorKind::ProxyAuthRequired, "x"));
+        assert_eq!(auth.status(), 407);
+        assert!(auth.headers().contains_key(header::PROXY_AUTHENTICATE));
+        assert_eq!(err.info().source, ErrorSource::Upstream);
+    }
+}

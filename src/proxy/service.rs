@@ -1,0 +1,190 @@
+//! One request on the proxy: route it (CONNECT, absolute-form forward, reverse route, or a
+//! request decrypted inside an intercepted tunnel), build its exchange record, forward it,
+//! and hand the response back with an observed body. Errors go through `rescue`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderValue, Method, Request, Response, Uri, Version, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+use super::body::{ObservedBody, Recorder};
+use super::headers::{self, AuthError};
+use super::rescue::{self, ErrorKind, ProxyError};
+use super::{Proxy, ProxyBody, connect};
+use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, ResponseHead, Route, Target, Timings};
+
+/// Who is on the other end of a client connection.
+#[derive(Debug, Clone)]
+pub struct ConnCtx {
+    pub peer: SocketAddr,
+    pub user: Option<Arc<str>>,
+    /// Set inside an intercepted tunnel: the `CONNECT` target every request goes to.
+    pub tunnel: Option<Authority>,
+}
+
+pub async fn handle(proxy: Proxy, ctx: ConnCtx, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+    if let Some(authority) = ctx.tunnel.clone() {
+        let uri = rebuild(Scheme::HTTPS, authority, req.uri());
+        return Ok(exchange(proxy, ctx, req, uri, Route::Intercepted).await);
+    }
+    if req.uri().scheme().is_none() && req.method() != Method::CONNECT {
+        return Ok(reverse(proxy, ctx, req).await);
+    }
+    let mut ctx = ctx;
+    match headers::proxy_user(req.headers(), &proxy.settings().users) {
+        Ok(user) => ctx.user = user.map(Into::into),
+        Err(e) => return Ok(reject(&proxy, &ctx, &req, auth_error(e))),
+    }
+    if req.method() == Method::CONNECT {
+        return Ok(connect::handle(proxy, ctx, req).await);
+    }
+    let uri = req.uri().clone();
+    Ok(exchange(proxy, ctx, req, uri, Route::Forward).await)
+}
+
+fn auth_error(e: AuthError) -> ProxyError {
+    let message = match e {
+        AuthError::Missing => "proxy authentication required (Proxy-Authorization: Basic)".to_string(),
+        AuthError::Malformed => "malformed Proxy-Authorization header; expected Basic credentials".to_string(),
+        AuthError::Rejected(name) => format!("proxy credentials for user `{name}` were rejected"),
+    };
+    ProxyError::new(ErrorKind::ProxyAuthRequired, message)
+}
+
+/// Origin-form requests are only valid for `proxy.reverse` routes.
+async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
+    let path = req.uri().path().to_string();
+    let route = proxy.settings().reverse.iter().find(|r| {
+        path.strip_prefix(r.prefix.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    let Some(route) = route else {
+        let err = ProxyError::new(
+            ErrorKind::BadRequest,
+            format!(
+                "`{path}` is not a proxy request: send absolute-form requests (http://host/path) or CONNECT \
+                 (set HTTP_PROXY/HTTPS_PROXY), or add a proxy.reverse route for this prefix"
+            ),
+        );
+        return reject(&proxy, &ctx, &req, err);
+    };
+    let up = &route.upstream;
+    let rest = &path[route.prefix.len()..];
+    let base = up.path().trim_end_matches('/');
+    let query = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+    let pq = format!("{base}{}{query}", if rest.is_empty() { "/" } else { rest });
+    let (Some(scheme), Some(authority)) = (up.scheme().cloned(), up.authority().cloned()) else {
+        return reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::Internal, "reverse route without host"));
+    };
+    if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
+        req.headers_mut().insert(header::HOST, host);
+    }
+    let uri = Uri::builder().scheme(scheme).authority(authority).path_and_query(pq).build();
+    match uri {
+        Ok(uri) => exchange(proxy, ctx, req, uri, Route::Reverse).await,
+        Err(e) => reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::BadRequest, format!("bad path: {e}"))),
+    }
+}
+
+/// `https://{tunnel target}{path}` for a request decrypted inside a tunnel.
+fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
+    let authority = match authority.port_u16() {
+        Some(443) => authority.host().parse().unwrap_or(authority),
+        _ => authority,
+    };
+    let pq = uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
+    Uri::from_parts({
+        let mut p = http::uri::Parts::default();
+        p.scheme = Some(scheme);
+        p.authority = Some(authority);
+        p.path_and_query = Some(pq);
+        p
+    })
+    .unwrap_or_else(|_| uri.clone())
+}
+
+/// Forwards one request to `uri` and records it.
+async fn exchange(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>, uri: Uri, route: Route) -> Response<ProxyBody> {
+    let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
+    let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
+    headers::strip_hop_by_hop(req.headers_mut(), upgrade);
+    *req.uri_mut() = uri;
+    // The upstream protocol is negotiated by ALPN, whatever the client spoke.
+    *req.version_mut() = Version::HTTP_11;
+    let sent = Instant::now();
+    let result = if upgrade {
+        proxy.inner.upstream.upgrade(req).await
+    } else {
+        proxy.inner.upstream.send(req.map(|b| b.map_err(Into::into).boxed())).await
+    };
+    match result {
+        Ok(resp) => {
+            proxy.metrics().upstream_latency(sent.elapsed().as_secs_f64());
+            rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
+            let (mut parts, body) = resp.into_parts();
+            let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+            headers::strip_hop_by_hop(&mut parts.headers, switching);
+            let head = ResponseHead {
+                status: parts.status.as_u16(),
+                version: format!("{:?}", parts.version),
+                headers: headers::header_list(&parts.headers),
+            };
+            Response::from_parts(parts, ObservedBody::new(body, rec, head).boxed())
+        }
+        Err(err) => fail(&proxy, rec, err),
+    }
+}
+
+fn recorder<B>(proxy: &Proxy, ctx: &ConnCtx, req: &Request<B>, uri: &Uri, route: Route) -> Recorder {
+    let url = uri.to_string();
+    let host = uri.host().unwrap_or_default();
+    let target = proxy.inner.classifier.classify(&url, host, uri.path());
+    let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let exchange = Exchange {
+        id: proxy.journal().next_id(),
+        client_addr: ctx.peer.to_string(),
+        client_user: ctx.user.as_deref().map(String::from),
+        route,
+        target,
+        request: RequestHead {
+            method: req.method().to_string(),
+            url,
+            version: format!("{:?}", req.version()),
+            headers: headers::header_list(req.headers()),
+        },
+        // Placeholder until the outcome is known; `Recorder::finish` always replaces it.
+        outcome: Outcome::Error { error: ProxyError::new(ErrorKind::Internal, "unfinished").info(), status: None },
+        timings: Timings { started_at_ms, ..Timings::default() },
+        response_bytes: 0,
+    };
+    Recorder::new(proxy.clone(), exchange, Instant::now())
+}
+
+/// Records `err` on the exchange and answers it.
+fn fail(proxy: &Proxy, rec: Recorder, err: ProxyError) -> Response<ProxyBody> {
+    let info = err.info();
+    if info.source == ErrorSource::Upstream {
+        tracing::warn!("{}", err.message);
+    } else {
+        tracing::info!("{}", err.message);
+    }
+    proxy.metrics().proxy_error(err.kind.name());
+    let resp = rescue::response(&err);
+    let status = resp.status().as_u16();
+    rec.finish(Outcome::Error { error: info, status: Some(status) }, 0);
+    resp
+}
+
+/// Answers a request that never reached an upstream (bad request, failed auth).
+pub fn reject<B>(proxy: &Proxy, ctx: &ConnCtx, req: &Request<B>, err: ProxyError) -> Response<ProxyBody> {
+    let uri = req.uri().clone();
+    let rec = recorder(proxy, ctx, req, &uri, Route::Forward);
+    let mut rec = rec;
+    rec.exchange_mut().target = Target::Other;
+    fail(proxy, rec, err)
+}

@@ -1,0 +1,218 @@
+//! Logging setup and the Prometheus metrics every part of the daemon updates.
+//!
+//! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
+//! can count on its hot path. Label values are `&'static str` to avoid allocating per
+//! request.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global tracing subscriber: `RUST_LOG` if set, else `default_filter`.
+/// Logs go to stderr so stdout stays machine-readable (listening lines, JSON output).
+pub fn init_tracing(default_filter: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    // A second init (tests, embedding) is harmless: keep the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// `llm`, `tool` or `other`.
+    pub target: &'static str,
+    /// `1xx`..`5xx`, or `error` when no response reached the client.
+    pub status_class: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HandshakeLabels {
+    /// `ok` or `error`. Only agent -> proxy handshakes (our leaf certificate) are counted;
+    /// upstream handshakes happen inside the pooled client.
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// The `x-flakestorm-error` kind, e.g. `upstream_connect`.
+    pub kind: &'static str,
+}
+
+struct Inner {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    upstream_latency: Histogram,
+    active_connections: Gauge,
+    tls_handshakes: Family<HandshakeLabels, Counter>,
+    leaf_cache_size: Gauge,
+    proxy_errors: Family<ErrorLabels, Counter>,
+    tunnels: Counter,
+}
+
+/// Cheap-clone handle to the daemon's metrics.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("flakestorm");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Requests answered by the proxy, by target kind and status class",
+            requests.clone(),
+        );
+        // 0.5 ms .. ~65 s: loopback tool calls through slow LLM generations.
+        let upstream_latency = Histogram::new(exponential_buckets(0.0005, 2.0, 18));
+        registry.register(
+            "upstream_latency_seconds",
+            "Time from forwarding a request to receiving the upstream response head",
+            upstream_latency.clone(),
+        );
+        let active_connections = Gauge::default();
+        registry.register(
+            "active_connections",
+            "Client connections currently open on the proxy port",
+            active_connections.clone(),
+        );
+        let tls_handshakes = Family::<HandshakeLabels, Counter>::default();
+        registry.register(
+            "tls_handshakes",
+            "TLS handshakes with clients on intercepted CONNECT tunnels, by result",
+            tls_handshakes.clone(),
+        );
+        let leaf_cache_size = Gauge::default();
+        registry.register(
+            "leaf_cache_size",
+            "Leaf certificates currently cached",
+            leaf_cache_size.clone(),
+        );
+        let proxy_errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "proxy_errors",
+            "Requests the proxy answered itself because of a genuine (not injected) error",
+            proxy_errors.clone(),
+        );
+        let tunnels = Counter::default();
+        registry.register(
+            "tunnels",
+            "CONNECT tunnels relayed without decryption (passthrough or non-TLS)",
+            tunnels.clone(),
+        );
+        let inner = Inner {
+            registry,
+            requests,
+            upstream_latency,
+            active_connections,
+            tls_handshakes,
+            leaf_cache_size,
+            proxy_errors,
+            tunnels,
+        };
+        Metrics { inner: Arc::new(inner) }
+    }
+
+    pub fn request(&self, target: &'static str, status: Option<u16>) {
+        let status_class = match status {
+            Some(100..=199) => "1xx",
+            Some(200..=299) => "2xx",
+            Some(300..=399) => "3xx",
+            Some(400..=499) => "4xx",
+            Some(_) => "5xx",
+            None => "error",
+        };
+        let labels = RequestLabels { target, status_class };
+        self.inner.requests.get_or_create(&labels).inc();
+    }
+
+    pub fn upstream_latency(&self, seconds: f64) {
+        self.inner.upstream_latency.observe(seconds);
+    }
+
+    /// Counts an open connection until the returned guard drops.
+    pub fn connection_opened(&self) -> ConnectionGuard {
+        self.inner.active_connections.inc();
+        ConnectionGuard { metrics: self.clone() }
+    }
+
+    pub fn tls_handshake(&self, ok: bool) {
+        let result = if ok { "ok" } else { "error" };
+        self.inner.tls_handshakes.get_or_create(&HandshakeLabels { result }).inc();
+    }
+
+    pub fn set_leaf_cache_size(&self, size: usize) {
+        self.inner.leaf_cache_size.set(i64::try_from(size).unwrap_or(i64::MAX));
+    }
+
+    pub fn proxy_error(&self, kind: &'static str) {
+        self.inner.proxy_errors.get_or_create(&ErrorLabels { kind }).inc();
+    }
+
+    pub fn tunnel(&self) {
+        self.inner.tunnels.inc();
+    }
+
+    /// The OpenMetrics text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
+        out
+    }
+}
+
+/// Decrements `active_connections` when dropped.
+pub struct ConnectionGuard {
+    metrics: Metrics,
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.metrics.inner.active_connections.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_counts_by_label() {
+        let m = Metrics::new();
+        m.request("llm", Some(200));
+        m.request("llm", Some(201));
+        m.request("tool", None);
+        {
+            let _c = m.connection_opened();
+            assert!(m.encode().contains("flakestorm_active_connections 1"));
+        }
+        let text = m.encode();
+        assert!(text.contains(r#"flakestorm_requests_total{target="llm",status_class="2xx"} 2"#), "{text}");
+        assert!(text.contains(r#"flakestorm_requests_total{target="tool",status_class="error"} 1"#));
+        assert!(text.contains("flakestorm_active_connections 0"));
+    }
+}

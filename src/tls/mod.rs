@@ -1,0 +1,51 @@
+//! TLS: the flakestorm CA (`ca`), per-host leaf certificates for interception (`leaf`),
+//! and the client configuration for upstream connections (`upstream`). All crypto uses
+//! rustls with the `ring` provider, chosen explicitly (never the process default).
+
+mod ca;
+mod leaf;
+mod upstream;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+
+pub use ca::{CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority};
+pub use leaf::LeafCache;
+pub use upstream::{UpstreamTls, client_config};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    BadFile { path: PathBuf, message: String },
+    #[error("CA {path} already exists; pass --force to replace it (clients must then trust the new one)")]
+    CaExists { path: PathBuf },
+    #[error("certificate generation failed: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("`{host}` is not a valid host name or IP address for a certificate")]
+    BadHost { host: String },
+    #[error("TLS configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// The crypto provider used everywhere (ring: no C toolchain needed beyond cc).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Every certificate in a PEM file; an error when there is none.
+pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bytes = std::fs::read(path).map_err(|source| TlsError::Io { path: path.into(), source })?;
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
+    let certs = certs.map_err(|e| TlsError::BadFile { path: path.into(), message: format!("bad PEM: {e}") })?;
+    if certs.is_empty() {
+        let message = "no PEM certificate (-----BEGIN CERTIFICATE-----) in file".to_string();
+        return Err(TlsError::BadFile { path: path.into(), message });
+    }
+    Ok(certs)
+}

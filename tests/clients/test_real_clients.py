@@ -1,0 +1,213 @@
+"""Real clients, configured only through environment variables, reach local origins
+through flakestorm. Every client runs in a subprocess with an explicit environment
+(see conftest.client_env): HTTP(S)_PROXY -> flakestorm, and SSL_CERT_FILE /
+REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE -> the proxy's CA *only*. The HTTPS origins use a
+certificate from a different CA (tests/fixtures/test-ca.pem), so an HTTPS success
+proves flakestorm intercepted the TLS and re-signed with its own CA.
+"""
+
+import json
+
+import pytest
+
+from conftest import CHAT_CONTENT, CHAT_ID, STREAM_PIECES, USAGE, clean_env
+
+# --------------------------------------------------------------------------- control
+
+
+def test_control_endpoints(flakestorm):
+    assert flakestorm.control_get("/healthz")[0] == 200
+    status, pem = flakestorm.control_get("/v1/ca.pem")
+    assert status == 200
+    assert pem == flakestorm.ca_file.read_bytes()
+    assert b"-----BEGIN CERTIFICATE-----" in pem
+    status, metrics = flakestorm.control_get("/metrics")
+    assert status == 200 and b"flakestorm_requests_total" in metrics
+
+
+def test_proxy_ca_alone_does_not_trust_origin(flakestorm, https_origin, run_python):
+    """Negative control: with the same CA variables but NO proxy, the origin's real
+    certificate is rejected. So the HTTPS successes below can only come from
+    flakestorm's interception, not from the client trusting the origin."""
+    env = clean_env() | {"REQUESTS_CA_BUNDLE": str(flakestorm.ca_file), "SSL_CERT_FILE": str(flakestorm.ca_file)}
+    out = run_python(
+        "import json, sys, requests\n"
+        "try:\n"
+        "    requests.get(sys.argv[1], timeout=10); print(json.dumps({'error': None}))\n"
+        "except requests.exceptions.SSLError as e:\n"
+        "    print(json.dumps({'error': 'SSLError', 'msg': str(e)}))\n",
+        env, https_origin.url() + "/direct",
+    )
+    assert out["error"] == "SSLError", out
+    assert "CERTIFICATE_VERIFY_FAILED" in out["msg"]
+    assert https_origin.requests == []
+
+
+# ------------------------------------------------------------------------------ curl
+
+
+def test_curl_http(flakestorm, http_origin, client_env, run_curl):
+    before = flakestorm.requests_total()
+    p = run_curl(client_env, "-H", "X-Test: curl-http", http_origin.url() + "/curl/plain?q=1")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"origin": "http", "method": "GET", "path": "/curl/plain?q=1", "body": ""}
+    # curl connected to the proxy's port, not the origin's, and sent an absolute-form target.
+    assert f"port {flakestorm.proxy_port}" in p.stderr, p.stderr
+    assert f"> GET {http_origin.url()}/curl/plain?q=1 HTTP/1.1" in p.stderr, p.stderr
+    # ...which flakestorm turned back into origin-form for the origin.
+    seen = http_origin.only_request()
+    assert (seen.method, seen.path) == ("GET", "/curl/plain?q=1")
+    assert seen.headers["x-test"] == "curl-http"
+    assert seen.headers["host"] == f"localhost:{http_origin.port}"
+    flakestorm.assert_counted(before)
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])  # DNS-name and IP SANs
+def test_curl_https(flakestorm, https_origin, client_env, run_curl, host):
+    url = https_origin.url(host) + "/curl/tls"
+    p = run_curl(client_env, "--data-binary", "curl-body", url)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"origin": "https", "method": "POST", "path": "/curl/tls", "body": "curl-body"}
+    assert f"> CONNECT {host}:{https_origin.port} HTTP/1.1" in p.stderr, p.stderr
+    # The certificate curl verified was not the origin's (whose issuer is the test CA).
+    issuer = [l for l in p.stderr.splitlines() if "issuer:" in l]
+    assert issuer and "flakestorm test origin CA" not in issuer[0], p.stderr
+    seen = https_origin.only_request()
+    assert (seen.method, seen.path, seen.body) == ("POST", "/curl/tls", b"curl-body")
+
+
+# -------------------------------------------------------------------------- requests
+
+REQUESTS_SCRIPT = """
+import json, sys, requests
+base = sys.argv[1]
+with requests.Session() as s:  # two requests: the second may reuse the proxied connection
+    r1 = s.get(base + "/requests/one", headers={"X-Test": "requests"}, timeout=30)
+    r2 = s.post(base + "/requests/two", data="requests-body".encode(), headers={"Content-Type": "text/plain"}, timeout=30)
+print(json.dumps({"r1": [r1.status_code, r1.json(), r1.headers.get("x-origin")],
+                  "r2": [r2.status_code, r2.json(), r2.headers.get("x-origin")]}))
+"""
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_requests(flakestorm, request, scheme, client_env, run_python):
+    origin = request.getfixturevalue(f"{scheme}_origin")
+    before = flakestorm.requests_total()
+    out = run_python(REQUESTS_SCRIPT, client_env, origin.url())
+    assert out["r1"] == [200, {"origin": scheme, "method": "GET", "path": "/requests/one", "body": ""}, scheme]
+    assert out["r2"] == [200, {"origin": scheme, "method": "POST", "path": "/requests/two", "body": "requests-body"}, scheme]
+    seen = origin.requests
+    assert [(r.method, r.path) for r in seen] == [("GET", "/requests/one"), ("POST", "/requests/two")]
+    assert seen[0].headers["x-test"] == "requests"
+    assert seen[0].headers["user-agent"].startswith("python-requests/")
+    assert seen[1].headers["content-type"] == "text/plain" and seen[1].body == b"requests-body"
+    flakestorm.assert_counted(before, at_least=2)
+
+
+def test_refused_upstream_is_502(flakestorm, closed_port, client_env, run_python):
+    out = run_python(
+        "import json, sys, requests\n"
+        "r = requests.get(sys.argv[1], timeout=30)\n"
+        "print(json.dumps({'status': r.status_code, 'error': r.headers.get('x-flakestorm-error')}))\n",
+        client_env, f"http://127.0.0.1:{closed_port}/",
+    )
+    assert out["status"] == 502, out
+    assert out["error"], f"no x-flakestorm-error header: {out}"
+
+
+# ----------------------------------------------------------------------------- httpx
+
+HTTPX_SCRIPT = """
+import json, sys, httpx
+base, http2 = sys.argv[1], sys.argv[2] == "h2"
+with httpx.Client(http2=http2, timeout=30) as c:  # trust_env (default) reads proxy + SSL_CERT_FILE
+    r1 = c.get(base + "/httpx/one", headers={"X-Test": "httpx"})
+    r2 = c.put(base + "/httpx/two", content=b"httpx-body")
+print(json.dumps({"r1": [r1.status_code, r1.json()], "r2": [r2.status_code, r2.json()],
+                  "versions": [r1.http_version, r2.http_version]}))
+"""
+
+
+def _check_httpx(origin, scheme, out):
+    assert out["r1"] == [200, {"origin": scheme, "method": "GET", "path": "/httpx/one", "body": ""}]
+    assert out["r2"] == [200, {"origin": scheme, "method": "PUT", "path": "/httpx/two", "body": "httpx-body"}]
+    seen = origin.requests
+    assert [(r.method, r.path, r.body) for r in seen] == [("GET", "/httpx/one", b""), ("PUT", "/httpx/two", b"httpx-body")]
+    assert seen[0].headers["x-test"] == "httpx"
+    assert seen[0].headers["user-agent"].startswith("python-httpx/")
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_httpx(flakestorm, request, scheme, client_env, run_python):
+    origin = request.getfixturevalue(f"{scheme}_origin")
+    before = flakestorm.requests_total()
+    out = run_python(HTTPX_SCRIPT, client_env, origin.url(), "h1")
+    _check_httpx(origin, scheme, out)
+    assert out["versions"] == ["HTTP/1.1", "HTTP/1.1"]
+    flakestorm.assert_counted(before, at_least=2)
+
+
+def test_httpx_http2(https_origin, client_env, run_python):
+    """An HTTP/2-capable client through the MITM tunnel (the origin itself is HTTP/1.1)."""
+    pytest.importorskip("h2")
+    out = run_python(HTTPX_SCRIPT, client_env, https_origin.url(), "h2")
+    _check_httpx(https_origin, "https", out)
+    # Whichever protocol the proxy offered over ALPN, it is used consistently.
+    assert out["versions"][0] == out["versions"][1] in ("HTTP/1.1", "HTTP/2"), out
+
+
+# ---------------------------------------------------------------------------- openai
+
+# The SDK is told only the origin's URL and a key; proxy and trust come from the env.
+OPENAI_SCRIPT = """
+import json, sys
+from openai import OpenAI
+base, mode = sys.argv[1], sys.argv[2]
+client = OpenAI(base_url=base, api_key="sk-test", max_retries=0)
+msgs = [{"role": "user", "content": "ping"}]
+if mode == "plain":
+    r = client.chat.completions.create(model="gpt-test", messages=msgs)
+    c = r.choices[0]
+    print(json.dumps({"type": type(r).__name__, "id": r.id, "role": c.message.role,
+                      "content": c.message.content, "finish_reason": c.finish_reason,
+                      "usage_type": type(r.usage).__name__,
+                      "usage": [r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens]}))
+else:
+    deltas, finish, types = [], None, set()
+    for chunk in client.chat.completions.create(model="gpt-test", messages=msgs, stream=True):
+        types.add(type(chunk).__name__)
+        for ch in chunk.choices:
+            deltas.append(ch.delta.content or "")
+            finish = ch.finish_reason or finish
+    print(json.dumps({"types": sorted(types), "deltas": deltas, "finish_reason": finish}))
+"""
+
+
+def _check_openai_request(origin, stream: bool):
+    seen = origin.only_request()
+    assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
+    assert seen.headers["authorization"] == "Bearer sk-test"
+    assert seen.headers["content-type"] == "application/json"
+    body = json.loads(seen.body)
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [{"role": "user", "content": "ping"}]
+    assert bool(body.get("stream")) is stream
+
+
+def test_openai_chat_completion(https_origin, client_env, run_python):
+    out = run_python(OPENAI_SCRIPT, client_env, https_origin.url() + "/v1", "plain")
+    assert out == {
+        "type": "ChatCompletion", "id": CHAT_ID, "role": "assistant", "content": CHAT_CONTENT,
+        "finish_reason": "stop", "usage_type": "CompletionUsage",
+        "usage": [USAGE["prompt_tokens"], USAGE["completion_tokens"], USAGE["total_tokens"]],
+    }
+    _check_openai_request(https_origin, stream=False)
+
+
+def test_openai_chat_completion_stream(https_origin, client_env, run_python):
+    out = run_python(OPENAI_SCRIPT, client_env, https_origin.url() + "/v1", "stream")
+    assert out["types"] == ["ChatCompletionChunk"]
+    assert "".join(out["deltas"]) == "".join(STREAM_PIECES)
+    assert [d for d in out["deltas"] if d] == STREAM_PIECES  # one chunk per SSE event, in order
+    assert out["finish_reason"] == "stop"
+    _check_openai_request(https_origin, stream=True)
