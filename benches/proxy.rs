@@ -113,6 +113,9 @@ fn main() -> Result<()> {
         .build()?;
     let outcome = runtime.block_on(bench(&settings, root, &mut proxy));
     let stop = proxy.stop();
+    for line in &stop.extra_stdout {
+        eprintln!("flakestorm stdout: {line}");
+    }
     let report = outcome?.render(&settings, &proxy, &stop);
     println!("\n{report}");
     if settings.write_docs {
@@ -1251,9 +1254,6 @@ fn render_problems(out: &mut String, outcome: &Outcome, proxy: &ProxyProcess, st
             proxy.pid,
             stop.after.as_millis()
         )),
-    }
-    for line in &stop.extra_stdout {
-        problems.push(format!("unexpected stdout line: `{line}`"));
     }
     let stderr: Vec<&str> = stop
         .stderr

@@ -8,6 +8,8 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::watch;
+
 use crate::exchange::{Exchange, Outcome};
 
 /// Written in place of a secret.
@@ -91,6 +93,8 @@ impl Redactor {
 
 struct Inner {
     exchanges: Mutex<VecDeque<Arc<Exchange>>>,
+    /// Count of exchanges ever recorded; lets readers wait for news without polling.
+    recorded: watch::Sender<u64>,
     capacity: usize,
     next_id: AtomicU64,
     evicted: AtomicU64,
@@ -114,6 +118,7 @@ impl Journal {
     pub fn new(capacity: usize, redactor: Redactor) -> Self {
         let inner = Inner {
             exchanges: Mutex::new(VecDeque::new()),
+            recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
             next_id: AtomicU64::new(1),
             evicted: AtomicU64::new(0),
@@ -136,6 +141,20 @@ impl Journal {
             self.inner.evicted.fetch_add(1, Ordering::Relaxed);
         }
         list.push_back(Arc::new(exchange));
+        drop(list);
+        self.inner.recorded.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver of the count of exchanges recorded so far (changes on every record).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.recorded.subscribe()
+    }
+
+    /// Waits until at least `n` exchanges have ever been recorded.
+    pub async fn wait_for(&self, n: u64) {
+        let mut rx = self.subscribe();
+        // The sender lives as long as `self`, so this cannot fail while we hold it.
+        let _ = rx.wait_for(|count| *count >= n).await;
     }
 
     /// The newest `limit` exchanges, oldest first.

@@ -2,10 +2,11 @@
 //! deserialize section by section (so one bad section does not hide the others), then
 //! validate. Every problem is collected and returned together.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Yaml};
+use figment::providers::{Format, Serialized, Yaml};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -52,16 +53,17 @@ pub struct Loaded {
 
 /// Loads `file` (or defaults alone), layered with `FLAKESTORM_*` env and `overrides`.
 pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, ConfigErrors> {
-    let env = |name: &str| std::env::var(name).ok();
-    load_with_env(file, overrides, &env)
+    load_with_env(file, overrides, &std::env::vars().collect())
 }
 
-/// `load` with an injectable environment lookup for `${VAR}` (tests).
+/// `load` with an explicit environment (used for both `FLAKESTORM_*` layering and
+/// `${VAR}` expansion), so tests need not touch the process environment.
 pub fn load_with_env(
     file: Option<&Path>,
     overrides: &Overrides,
-    env: &dyn Fn(&str) -> Option<String>,
+    vars: &BTreeMap<String, String>,
 ) -> Result<Loaded, ConfigErrors> {
+    let env = |name: &str| vars.get(name).cloned();
     let source_name = file.map_or_else(|| "configuration (defaults)".to_string(), |f| f.display().to_string());
     let fail = |errors| ConfigErrors { source_name: source_name.clone(), errors };
     let text = match file {
@@ -69,10 +71,10 @@ pub fn load_with_env(
             .map_err(|e| fail(vec![ConfigError::new("", format!("cannot read config file: {e}"))]))?,
         None => String::new(),
     };
-    let root = layered(&text, overrides).map_err(|e| fail(vec![e]))?;
+    let root = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let mut config = sections(root, env, &mut errors, &mut warnings);
+    let mut config = sections(root, &env, &mut errors, &mut warnings);
     let base = file.and_then(Path::parent).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     resolve_paths(&mut config, &base);
     validate(&config, &mut errors);
@@ -84,12 +86,19 @@ pub fn load_with_env(
 }
 
 /// file < env < flags, merged into one JSON value.
-fn layered(text: &str, o: &Overrides) -> Result<Map<String, Value>, ConfigError> {
-    let env = Env::prefixed("FLAKESTORM_").split("__").filter(|key| {
-        let top = key.as_str().split('.').next().unwrap_or_default();
-        SECTIONS.iter().chain(PENDING.iter().map(|(s, _)| s)).any(|s| s.eq_ignore_ascii_case(top))
-    });
-    let mut fig = Figment::new().merge(Yaml::string(text)).merge(env);
+fn layered(text: &str, vars: &BTreeMap<String, String>, o: &Overrides) -> Result<Map<String, Value>, ConfigError> {
+    let mut fig = Figment::new().merge(Yaml::string(text));
+    // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
+    // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
+    for (name, value) in vars {
+        let Some(rest) = name.strip_prefix("FLAKESTORM_") else { continue };
+        let path = rest.split("__").map(str::to_ascii_lowercase).collect::<Vec<_>>().join(".");
+        let top = path.split('.').next().unwrap_or_default();
+        if SECTIONS.iter().chain(PENDING.iter().map(|(s, _)| s)).any(|s| *s == top) {
+            let parsed: figment::value::Value = value.parse().unwrap_or_else(|never| match never {});
+            fig = fig.merge(Serialized::default(&path, parsed));
+        }
+    }
     if let Some(v) = &o.proxy_listen {
         fig = fig.merge(Serialized::default("proxy.listen", v));
     }
@@ -224,3 +233,7 @@ fn resolve_paths(c: &mut Config, base: &Path) {
         fix(p);
     }
 }
+
+#[cfg(test)]
+#[path = "load_tests.rs"]
+mod tests;

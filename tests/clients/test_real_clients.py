@@ -7,6 +7,7 @@ proves flakestorm intercepted the TLS and re-signed with its own CA.
 """
 
 import json
+import urllib.request
 
 import pytest
 
@@ -15,14 +16,18 @@ from conftest import CHAT_CONTENT, CHAT_ID, STREAM_PIECES, USAGE, clean_env
 # --------------------------------------------------------------------------- control
 
 
-def test_control_endpoints(flakestorm):
+def test_control_endpoints(flakestorm, http_origin):
     assert flakestorm.control_get("/healthz")[0] == 200
     status, pem = flakestorm.control_get("/v1/ca.pem")
     assert status == 200
     assert pem == flakestorm.ca_file.read_bytes()
     assert b"-----BEGIN CERTIFICATE-----" in pem
+    # Counter samples appear once there was traffic: send one request through the proxy.
+    proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": flakestorm.proxy_url}))
+    with proxied.open(http_origin.url() + "/control-traffic", timeout=10) as r:
+        assert r.status == 200
     status, metrics = flakestorm.control_get("/metrics")
-    assert status == 200 and b"flakestorm_requests_total" in metrics
+    assert status == 200 and b"flakestorm_requests_total" in metrics, metrics
 
 
 def test_proxy_ca_alone_does_not_trust_origin(flakestorm, https_origin, run_python):
@@ -152,8 +157,9 @@ def test_httpx_http2(https_origin, client_env, run_python):
     pytest.importorskip("h2")
     out = run_python(HTTPX_SCRIPT, client_env, https_origin.url(), "h2")
     _check_httpx(https_origin, "https", out)
-    # Whichever protocol the proxy offered over ALPN, it is used consistently.
-    assert out["versions"][0] == out["versions"][1] in ("HTTP/1.1", "HTTP/2"), out
+    # flakestorm offers h2 over ALPN on intercepted connections, so an h2-capable client
+    # speaks HTTP/2 to the proxy, which translates to the HTTP/1.1 origin.
+    assert out["versions"] == ["HTTP/2", "HTTP/2"], out
 
 
 # ---------------------------------------------------------------------------- openai
