@@ -1255,34 +1255,43 @@ fn render_problems(out: &mut String, outcome: &Outcome, proxy: &ProxyProcess, st
             stop.after.as_millis()
         )),
     }
-    let stderr: Vec<&str> = stop
+    // `flakestorm: ...` lines on stderr are the binary's own status messages (such as the
+    // shutdown notice); anything else is log output, which `RUST_LOG=warn` limits to
+    // warnings and errors.
+    let (status_lines, log_lines): (Vec<&str>, Vec<&str>) = stop
         .stderr
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .collect();
-    if !stderr.is_empty() {
-        problems.push(format!(
-            "{} stderr lines at `RUST_LOG=warn`; first ones:",
-            stderr.len()
-        ));
-        for line in stderr.iter().take(5) {
-            problems.push(format!(
-                "  `{}`",
-                line.chars().take(300).collect::<String>()
-            ));
+        .partition(|l| l.starts_with("flakestorm: "));
+    if !log_lines.is_empty() {
+        let mut item = format!(
+            "{} log lines at `RUST_LOG=warn`; first ones:",
+            log_lines.len()
+        );
+        for line in log_lines.iter().take(5) {
+            let line: String = line.chars().take(300).collect();
+            let _ = write!(item, "\n  - `{line}`");
         }
+        problems.push(item);
     }
     let _ = writeln!(out, "### Proxy problems observed\n");
     if problems.is_empty() {
         let _ = writeln!(
             out,
-            "None: no failed or wrong responses, no log output at `RUST_LOG=warn`, clean exit \
+            "None: no failed or wrong responses, no log output at `RUST_LOG=warn`, exit {} \
              {} ms after SIGTERM.",
+            stop.status.map_or("n/a".into(), |s| s.to_string()),
             stop.after.as_millis()
         );
     } else {
         for p in problems {
             let _ = writeln!(out, "- {p}");
+        }
+    }
+    if !status_lines.is_empty() {
+        let _ = writeln!(out, "\nStatus messages flakestorm printed to stderr:\n");
+        for line in status_lines.iter().take(5) {
+            let _ = writeln!(out, "- `{line}`");
         }
     }
 }

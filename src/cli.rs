@@ -15,7 +15,11 @@ use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 const DEFAULT_CONFIG: &str = "flakestorm.yaml";
 
 #[derive(Debug, Parser)]
-#[command(name = "flakestorm", version, about = "Chaos-engineering proxy for AI agents")]
+#[command(
+    name = "flakestorm",
+    version,
+    about = "Chaos-engineering proxy for AI agents"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -80,8 +84,16 @@ pub struct ConfigArg {
 
 pub async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve { config, listen, control_listen } => {
-            let overrides = Overrides { proxy_listen: listen, control_listen, ca_dir: config.ca_dir.clone() };
+        Command::Serve {
+            config,
+            listen,
+            control_listen,
+        } => {
+            let overrides = Overrides {
+                proxy_listen: listen,
+                control_listen,
+                ca_dir: config.ca_dir.clone(),
+            };
             match load(&config, overrides) {
                 Ok(loaded) => serve(loaded).await,
                 Err(code) => return code,
@@ -102,7 +114,11 @@ pub async fn run(cli: Cli) -> ExitCode {
 /// Loads the config, printing warnings; errors are printed and become exit code 2.
 fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
     overrides.ca_dir = overrides.ca_dir.or_else(|| arg.ca_dir.clone());
-    let file = arg.config.clone().or_else(|| Path::new(DEFAULT_CONFIG).exists().then(|| DEFAULT_CONFIG.into()));
+    let file = arg.config.clone().or_else(|| {
+        Path::new(DEFAULT_CONFIG)
+            .exists()
+            .then(|| DEFAULT_CONFIG.into())
+    });
     match config::load(file.as_deref(), &overrides) {
         Ok(loaded) => {
             for w in &loaded.warnings {
@@ -120,7 +136,9 @@ fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
 fn validate(arg: &ConfigArg) -> ExitCode {
     match load(arg, Overrides::default()) {
         Ok(loaded) => {
-            let name = loaded.file.map_or_else(|| "built-in defaults".into(), |f| f.display().to_string());
+            let name = loaded
+                .file
+                .map_or_else(|| "built-in defaults".into(), |f| f.display().to_string());
             println!("{name}: ok");
             ExitCode::SUCCESS
         }
@@ -130,7 +148,8 @@ fn validate(arg: &ConfigArg) -> ExitCode {
 
 async fn serve(loaded: Loaded) -> anyhow::Result<()> {
     let daemon = Daemon::start(&loaded.config).await?;
-    let ca = std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
+    let ca =
+        std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
     // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
     println!("flakestorm: proxy listening on {}", daemon.proxy_addr);
     println!("flakestorm: control listening on {}", daemon.control_addr);
@@ -160,7 +179,9 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         }
     }
     #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     Ok(())
 }
 
@@ -170,15 +191,21 @@ fn ca(command: CaCommand) -> anyhow::Result<()> {
         CaCommand::Export { config } => (config, "export"),
         CaCommand::Path { config } => (config, "path"),
     };
-    let loaded = load(arg, Overrides::default()).map_err(|_| anyhow::anyhow!("the configuration is invalid"))?;
+    let loaded = load(arg, Overrides::default())
+        .map_err(|_| anyhow::anyhow!("the configuration is invalid"))?;
     let dir = loaded.config.ca.dir;
     match (action, &command) {
         ("init", CaCommand::Init { force, .. }) => {
             let ca = CertificateAuthority::create(&dir, *force)?;
-            println!("created CA certificate {} (key {} is private, mode 0600)", ca.cert_path().display(), dir.join(crate::tls::CA_KEY_FILE).display());
+            println!(
+                "created CA certificate {} (key {} is private, mode 0600)",
+                ca.cert_path().display(),
+                dir.join(crate::tls::CA_KEY_FILE).display()
+            );
         }
         ("export", _) => {
-            let ca = CertificateAuthority::load(&dir).with_context(|| format!("no CA in {}; run `flakestorm ca init`", dir.display()))?;
+            let ca = CertificateAuthority::load(&dir)
+                .with_context(|| format!("no CA in {}; run `flakestorm ca init`", dir.display()))?;
             print!("{}", ca.cert_pem());
         }
         _ => {

@@ -24,7 +24,11 @@ pub enum DaemonError {
     #[error(transparent)]
     Proxy(#[from] ProxyBuildError),
     #[error("cannot listen on {addr} for the {what}: {source}")]
-    Bind { what: &'static str, addr: String, source: std::io::Error },
+    Bind {
+        what: &'static str,
+        addr: String,
+        source: std::io::Error,
+    },
 }
 
 /// A running daemon. Dropping it does not stop it; call `stop`.
@@ -43,12 +47,15 @@ pub struct Daemon {
 impl Daemon {
     pub async fn start(config: &Config) -> Result<Daemon, DaemonError> {
         let dir = config.ca.dir.clone();
-        let (ca, ca_created) =
-            CertificateAuthority::load_or_create(&dir).map_err(|source| DaemonError::Ca { dir, source })?;
+        let (ca, ca_created) = CertificateAuthority::load_or_create(&dir)
+            .map_err(|source| DaemonError::Ca { dir, source })?;
         let ca = Arc::new(ca);
         let metrics = Metrics::new();
         let j = &config.journal;
-        let journal = Journal::new(j.capacity, Redactor::new(&j.redact_headers, &j.redact_query));
+        let journal = Journal::new(
+            j.capacity,
+            Redactor::new(&j.redact_headers, &j.redact_query),
+        );
         let proxy = Proxy::new(config, ca.clone(), journal.clone(), metrics.clone())?;
         let proxy_listener = bind("proxy", &config.proxy.listen).await?;
         let control_listener = bind("control listener", &config.control.listen).await?;
@@ -63,7 +70,8 @@ impl Daemon {
         let proxy_task = tokio::spawn(proxy.serve(proxy_listener, stop.clone().cancelled_owned()));
         let api_stop = stop.clone();
         let api_task = tokio::spawn(async move {
-            let serve = axum::serve(control_listener, router(state)).with_graceful_shutdown(api_stop.cancelled_owned());
+            let serve = axum::serve(control_listener, router(state))
+                .with_graceful_shutdown(api_stop.cancelled_owned());
             if let Err(e) = serve.await {
                 tracing::error!("control listener failed: {e}");
             }
@@ -91,11 +99,20 @@ impl Daemon {
 }
 
 async fn bind(what: &'static str, addr: &str) -> Result<TcpListener, DaemonError> {
-    let err = |source| DaemonError::Bind { what, addr: addr.to_string(), source };
-    let parsed = listen_addr(addr).map_err(|m| err(std::io::Error::new(std::io::ErrorKind::InvalidInput, m)))?;
+    let err = |source| DaemonError::Bind {
+        what,
+        addr: addr.to_string(),
+        source,
+    };
+    let parsed = listen_addr(addr)
+        .map_err(|m| err(std::io::Error::new(std::io::ErrorKind::InvalidInput, m)))?;
     TcpListener::bind(parsed).await.map_err(err)
 }
 
 fn local_addr(l: &TcpListener, what: &'static str) -> Result<SocketAddr, DaemonError> {
-    l.local_addr().map_err(|source| DaemonError::Bind { what, addr: "?".into(), source })
+    l.local_addr().map_err(|source| DaemonError::Bind {
+        what,
+        addr: "?".into(),
+        source,
+    })
 }

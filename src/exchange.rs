@@ -102,7 +102,9 @@ pub enum BodyEnd {
     /// The client went away before the body was delivered; not an error of anyone's.
     ClientDisconnected,
     /// The upstream broke the body off after the head was sent.
-    UpstreamAborted { message: String },
+    UpstreamAborted {
+        message: String,
+    },
     /// The connection was upgraded (101, e.g. WebSocket); bytes after it are not recorded.
     Upgraded,
 }
@@ -110,9 +112,15 @@ pub enum BodyEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
-    Response { response: ResponseHead, body: BodyEnd },
+    Response {
+        response: ResponseHead,
+        body: BodyEnd,
+    },
     /// `status` is what the proxy answered with (502, 504, 407, …), if it answered at all.
-    Error { error: ErrorInfo, status: Option<u16> },
+    Error {
+        error: ErrorInfo,
+        status: Option<u16>,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -45,9 +45,18 @@ impl Default for Redactor {
 impl Redactor {
     pub fn new(extra_headers: &[String], extra_query: &[String]) -> Self {
         let lower = |s: &str| s.to_ascii_lowercase();
-        let headers = SECRET_HEADERS.iter().map(|s| lower(s)).chain(extra_headers.iter().map(|s| lower(s)));
-        let query = SECRET_QUERY.iter().map(|s| lower(s)).chain(extra_query.iter().map(|s| lower(s)));
-        Redactor { headers: headers.collect(), query: query.collect() }
+        let headers = SECRET_HEADERS
+            .iter()
+            .map(|s| lower(s))
+            .chain(extra_headers.iter().map(|s| lower(s)));
+        let query = SECRET_QUERY
+            .iter()
+            .map(|s| lower(s))
+            .chain(extra_query.iter().map(|s| lower(s)));
+        Redactor {
+            headers: headers.collect(),
+            query: query.collect(),
+        }
     }
 
     fn headers(&self, headers: &mut [(String, String)]) {
@@ -70,7 +79,9 @@ impl Redactor {
         let parts: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if self.query.contains(&k.to_ascii_lowercase()) => format!("{k}={REDACTED}"),
+                Some((k, _)) if self.query.contains(&k.to_ascii_lowercase()) => {
+                    format!("{k}={REDACTED}")
+                }
                 _ => pair.to_string(),
             })
             .collect();
@@ -109,7 +120,9 @@ pub struct Journal {
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Journal").field("capacity", &self.inner.capacity).finish()
+        f.debug_struct("Journal")
+            .field("capacity", &self.inner.capacity)
+            .finish()
     }
 }
 
@@ -124,7 +137,9 @@ impl Journal {
             evicted: AtomicU64::new(0),
             redactor,
         };
-        Journal { inner: Arc::new(inner) }
+        Journal {
+            inner: Arc::new(inner),
+        }
     }
 
     /// A fresh exchange id (ids are assigned when a request arrives, not when it is recorded).
@@ -160,7 +175,10 @@ impl Journal {
     /// The newest `limit` exchanges, oldest first.
     pub fn recent(&self, limit: usize) -> Vec<Arc<Exchange>> {
         let list = self.lock();
-        list.iter().skip(list.len().saturating_sub(limit)).cloned().collect()
+        list.iter()
+            .skip(list.len().saturating_sub(limit))
+            .cloned()
+            .collect()
     }
 
     /// Every retained exchange, oldest first.
@@ -175,7 +193,10 @@ impl Journal {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<Exchange>>> {
         // A panic while holding this lock cannot leave the deque half-updated; keep serving.
-        self.inner.exchanges.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .exchanges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -185,14 +206,22 @@ mod tests {
     use crate::exchange::*;
 
     fn exchange(url: &str, headers: &[(&str, &str)]) -> Exchange {
-        let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Exchange {
             id: 0,
             client_addr: "127.0.0.1:1".into(),
             client_user: None,
             route: Route::Forward,
             target: Target::Other,
-            request: RequestHead { method: "GET".into(), url: url.into(), version: "HTTP/1.1".into(), headers },
+            request: RequestHead {
+                method: "GET".into(),
+                url: url.into(),
+                version: "HTTP/1.1".into(),
+                headers,
+            },
             outcome: Outcome::Response {
                 response: ResponseHead {
                     status: 200,
@@ -208,18 +237,30 @@ mod tests {
 
     #[test]
     fn secrets_never_reach_the_journal() {
-        let j = Journal::new(10, Redactor::new(&["X-Tenant-Secret".into()], &["sig".into()]));
+        let j = Journal::new(
+            10,
+            Redactor::new(&["X-Tenant-Secret".into()], &["sig".into()]),
+        );
         j.record(exchange(
             "https://g.example/v1?key=AIza123&alt=sse&sig=abc#frag",
-            &[("Authorization", "Bearer sk-live"), ("x-tenant-secret", "s"), ("accept", "*/*")],
+            &[
+                ("Authorization", "Bearer sk-live"),
+                ("x-tenant-secret", "s"),
+                ("accept", "*/*"),
+            ],
         ));
         let ex = &j.all()[0];
-        assert_eq!(ex.request.url, "https://g.example/v1?key=[REDACTED]&alt=sse&sig=[REDACTED]#frag");
+        assert_eq!(
+            ex.request.url,
+            "https://g.example/v1?key=[REDACTED]&alt=sse&sig=[REDACTED]#frag"
+        );
         let h = &ex.request.headers;
         assert_eq!(h[0].1, REDACTED);
         assert_eq!(h[1].1, REDACTED);
         assert_eq!(h[2].1, "*/*");
-        let Outcome::Response { response, .. } = &ex.outcome else { panic!() };
+        let Outcome::Response { response, .. } = &ex.outcome else {
+            panic!()
+        };
         assert_eq!(response.headers[0].1, REDACTED);
     }
 

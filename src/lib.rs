@@ -13,13 +13,13 @@
 //! - `cli`       — command-line commands.
 #![forbid(unsafe_code)]
 
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod daemon;
 pub mod exchange;
+pub mod journal;
 pub mod llm;
+pub mod proxy;
 pub mod telemetry;
 pub mod tls;
-pub mod config;
-pub mod journal;
-pub mod proxy;
-pub mod api;
-pub mod daemon;
-pub mod cli;

@@ -17,7 +17,8 @@ use tracing_subscriber::EnvFilter;
 /// Installs the global tracing subscriber: `RUST_LOG` if set, else `default_filter`.
 /// Logs go to stderr so stdout stays machine-readable (listening lines, JSON output).
 pub fn init_tracing(default_filter: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     // A second init (tests, embedding) is harmless: keep the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -133,7 +134,9 @@ impl Metrics {
             proxy_errors,
             tunnels,
         };
-        Metrics { inner: Arc::new(inner) }
+        Metrics {
+            inner: Arc::new(inner),
+        }
     }
 
     pub fn request(&self, target: &'static str, status: Option<u16>) {
@@ -145,7 +148,10 @@ impl Metrics {
             Some(_) => "5xx",
             None => "error",
         };
-        let labels = RequestLabels { target, status_class };
+        let labels = RequestLabels {
+            target,
+            status_class,
+        };
         self.inner.requests.get_or_create(&labels).inc();
     }
 
@@ -156,20 +162,30 @@ impl Metrics {
     /// Counts an open connection until the returned guard drops.
     pub fn connection_opened(&self) -> ConnectionGuard {
         self.inner.active_connections.inc();
-        ConnectionGuard { metrics: self.clone() }
+        ConnectionGuard {
+            metrics: self.clone(),
+        }
     }
 
     pub fn tls_handshake(&self, ok: bool) {
         let result = if ok { "ok" } else { "error" };
-        self.inner.tls_handshakes.get_or_create(&HandshakeLabels { result }).inc();
+        self.inner
+            .tls_handshakes
+            .get_or_create(&HandshakeLabels { result })
+            .inc();
     }
 
     pub fn set_leaf_cache_size(&self, size: usize) {
-        self.inner.leaf_cache_size.set(i64::try_from(size).unwrap_or(i64::MAX));
+        self.inner
+            .leaf_cache_size
+            .set(i64::try_from(size).unwrap_or(i64::MAX));
     }
 
     pub fn proxy_error(&self, kind: &'static str) {
-        self.inner.proxy_errors.get_or_create(&ErrorLabels { kind }).inc();
+        self.inner
+            .proxy_errors
+            .get_or_create(&ErrorLabels { kind })
+            .inc();
     }
 
     pub fn tunnel(&self) {
@@ -211,8 +227,13 @@ mod tests {
             assert!(m.encode().contains("flakestorm_active_connections 1"));
         }
         let text = m.encode();
-        assert!(text.contains(r#"flakestorm_requests_total{target="llm",status_class="2xx"} 2"#), "{text}");
-        assert!(text.contains(r#"flakestorm_requests_total{target="tool",status_class="error"} 1"#));
+        assert!(
+            text.contains(r#"flakestorm_requests_total{target="llm",status_class="2xx"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"flakestorm_requests_total{target="tool",status_class="error"} 1"#)
+        );
         assert!(text.contains("flakestorm_active_connections 0"));
     }
 }

@@ -12,7 +12,10 @@ use http::Version;
 #[tokio::test]
 async fn plain_http_is_forwarded_with_host_kept_and_hop_headers_stripped() {
     let o = origin::fixed(None, "hello").await;
-    let tools = format!("tools:\n  - name: search\n    match_url: 'http://{}/search*'\n", o.addr);
+    let tools = format!(
+        "tools:\n  - name: search\n    match_url: 'http://{}/search*'\n",
+        o.addr
+    );
     let p = start_proxy(&tools).await;
     let resp = client_via(&p, H1)
         .get(o.http_url("/search?q=rust&key=AIzaSECRET"))
@@ -27,9 +30,15 @@ async fn plain_http_is_forwarded_with_host_kept_and_hop_headers_stripped() {
     assert_eq!(resp.text().await.unwrap(), "hello");
 
     let seen = &o.log.all()[0];
-    assert_eq!(seen.uri, "/search?q=rust&key=AIzaSECRET", "origin-form upstream, query intact");
+    assert_eq!(
+        seen.uri, "/search?q=rust&key=AIzaSECRET",
+        "origin-form upstream, query intact"
+    );
     assert_eq!(seen.headers["host"], o.addr.to_string());
-    assert_eq!(seen.headers["authorization"], "Bearer sk-secret", "end-to-end headers cross");
+    assert_eq!(
+        seen.headers["authorization"], "Bearer sk-secret",
+        "end-to-end headers cross"
+    );
     assert_eq!(seen.headers["x-end"], "crosses");
     for hop in ["x-hop", "proxy-authorization", "proxy-connection"] {
         assert!(!seen.headers.contains_key(hop), "{hop} must be stripped");
@@ -38,11 +47,26 @@ async fn plain_http_is_forwarded_with_host_kept_and_hop_headers_stripped() {
     p.daemon.journal.wait_for(1).await;
     let ex = &p.daemon.journal.all()[0];
     assert_eq!(ex.route, Route::Forward);
-    assert_eq!(ex.target, Target::Tool { name: "search".into() });
-    assert_eq!(ex.request.url, format!("http://{}/search?q=rust&key=[REDACTED]", o.addr));
-    let auth = ex.request.headers.iter().find(|(k, _)| k == "authorization").unwrap();
+    assert_eq!(
+        ex.target,
+        Target::Tool {
+            name: "search".into()
+        }
+    );
+    assert_eq!(
+        ex.request.url,
+        format!("http://{}/search?q=rust&key=[REDACTED]", o.addr)
+    );
+    let auth = ex
+        .request
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .unwrap();
     assert_eq!(auth.1, "[REDACTED]");
-    let Outcome::Response { response, body } = &ex.outcome else { panic!("{ex:?}") };
+    let Outcome::Response { response, body } = &ex.outcome else {
+        panic!("{ex:?}")
+    };
     assert_eq!((response.status, body), (200, &BodyEnd::Complete));
     assert_eq!(ex.response_bytes, 5);
     assert!(ex.timings.upstream_headers_ms.is_some());
@@ -54,19 +78,38 @@ async fn https_is_intercepted_with_a_leaf_from_our_ca() {
     let o = origin::fixed(Some(H1), r#"{"choices":[]}"#).await;
     let p = start_proxy("").await;
     // The client trusts only the flakestorm CA: success proves the TLS was intercepted.
-    let resp = client_via(&p, H1).post(o.https_url("/v1/chat/completions")).body("{}").send().await.unwrap();
+    let resp = client_via(&p, H1)
+        .post(o.https_url("/v1/chat/completions"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), r#"{"choices":[]}"#);
     assert_eq!(o.log.all()[0].uri, "/v1/chat/completions");
-    assert_eq!(o.log.all()[0].headers["host"], format!("localhost:{}", o.addr.port()));
+    assert_eq!(
+        o.log.all()[0].headers["host"],
+        format!("localhost:{}", o.addr.port())
+    );
 
     p.daemon.journal.wait_for(1).await;
     let ex = &p.daemon.journal.all()[0];
     assert_eq!(ex.route, Route::Intercepted);
-    assert_eq!(ex.request.url, format!("https://localhost:{}/v1/chat/completions", o.addr.port()));
-    assert_eq!(ex.target, Target::Llm { provider: Provider::Openai });
+    assert_eq!(
+        ex.request.url,
+        format!("https://localhost:{}/v1/chat/completions", o.addr.port())
+    );
+    assert_eq!(
+        ex.target,
+        Target::Llm {
+            provider: Provider::Openai
+        }
+    );
     let metrics = p.daemon.metrics.encode();
-    assert!(metrics.contains(r#"flakestorm_requests_total{target="llm",status_class="2xx"} 1"#), "{metrics}");
+    assert!(
+        metrics.contains(r#"flakestorm_requests_total{target="llm",status_class="2xx"} 1"#),
+        "{metrics}"
+    );
     assert!(metrics.contains(r#"flakestorm_tls_handshakes_total{result="ok"} 1"#));
     assert!(metrics.contains("flakestorm_leaf_cache_size 1"));
     p.stop().await;
@@ -79,13 +122,24 @@ async fn passthrough_hosts_are_tunnelled_without_decryption() {
     // Trusting only the origin's own CA works only if the proxy did not intercept.
     let client = reqwest::Client::builder()
         .proxy(reqwest::Proxy::all(p.url()).unwrap())
-        .use_preconfigured_tls(tls_client(&std::fs::read_to_string(fixture("test-ca.pem")).unwrap(), H1))
+        .use_preconfigured_tls(tls_client(
+            &std::fs::read_to_string(fixture("test-ca.pem")).unwrap(),
+            H1,
+        ))
         .build()
         .unwrap();
     let resp = client.get(o.https_url("/")).send().await.unwrap();
     assert_eq!(resp.text().await.unwrap(), "real cert");
-    assert!(p.daemon.journal.all().is_empty(), "opaque tunnels are not exchanges");
-    assert!(p.daemon.metrics.encode().contains("flakestorm_tunnels_total 1"));
+    assert!(
+        p.daemon.journal.all().is_empty(),
+        "opaque tunnels are not exchanges"
+    );
+    assert!(
+        p.daemon
+            .metrics
+            .encode()
+            .contains("flakestorm_tunnels_total 1")
+    );
     // An open tunnel is opaque, so a drain waits for it: close the client first.
     drop(client);
     p.stop().await;
@@ -102,7 +156,11 @@ async fn http2_and_http1_on_either_side() {
         (H1, &[&b"h2"[..]][..], Version::HTTP_11, Version::HTTP_2),
     ] {
         let o = origin::fixed(Some(origin_alpn), "v").await;
-        let resp = client_via(&p, client_alpn).get(o.https_url("/v")).send().await.unwrap();
+        let resp = client_via(&p, client_alpn)
+            .get(o.https_url("/v"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.version(), client_ver);
         assert_eq!(resp.text().await.unwrap(), "v");
         assert_eq!(o.log.all()[0].version, origin_ver);
@@ -113,21 +171,45 @@ async fn http2_and_http1_on_either_side() {
 #[tokio::test]
 async fn reverse_routes_serve_clients_that_ignore_proxy_variables() {
     let o = origin::fixed(None, "pong").await;
-    let p = start_proxy(&format!("proxy:\n  reverse:\n    - prefix: /ollama\n      upstream: 'http://{}'\n", o.addr)).await;
+    let p = start_proxy(&format!(
+        "proxy:\n  reverse:\n    - prefix: /ollama\n      upstream: 'http://{}'\n",
+        o.addr
+    ))
+    .await;
     let direct = direct_client();
-    let resp = direct.post(format!("{}/ollama/api/chat?x=1", p.url())).body("{}").send().await.unwrap();
+    let resp = direct
+        .post(format!("{}/ollama/api/chat?x=1", p.url()))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.text().await.unwrap(), "pong");
     let seen = &o.log.all()[0];
     assert_eq!(seen.uri, "/api/chat?x=1");
     assert_eq!(seen.headers["host"], o.addr.to_string());
     p.daemon.journal.wait_for(1).await;
     let ex = &p.daemon.journal.all()[0];
-    assert_eq!((ex.route, &ex.target), (Route::Reverse, &Target::Llm { provider: Provider::Ollama }));
+    assert_eq!(
+        (ex.route, &ex.target),
+        (
+            Route::Reverse,
+            &Target::Llm {
+                provider: Provider::Ollama
+            }
+        )
+    );
 
     // Anything else that is not a proxy request gets a 400 that says what to do.
-    let resp = direct.get(format!("{}/elsewhere", p.url())).send().await.unwrap();
+    let resp = direct
+        .get(format!("{}/elsewhere", p.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 400);
-    assert_eq!(resp.headers()[flakestorm::proxy::ERROR_HEADER], "bad_request");
+    assert_eq!(
+        resp.headers()[flakestorm::proxy::ERROR_HEADER],
+        "bad_request"
+    );
     assert!(resp.text().await.unwrap().contains("HTTP_PROXY"));
     p.stop().await;
 }
@@ -142,24 +224,64 @@ async fn proxy_users_must_authenticate() {
         if let Some((u, pw)) = user {
             proxy = proxy.basic_auth(u, pw);
         }
-        reqwest::Client::builder().proxy(proxy).use_preconfigured_tls(tls_client(&p.ca_pem(), H1)).build().unwrap()
+        reqwest::Client::builder()
+            .proxy(proxy)
+            .use_preconfigured_tls(tls_client(&p.ca_pem(), H1))
+            .build()
+            .unwrap()
     };
     let plain = plain_origin.http_url("/");
     let resp = with(None).get(&plain).send().await.unwrap();
     assert_eq!(resp.status(), 407);
-    assert_eq!(resp.headers()["proxy-authenticate"], "Basic realm=\"flakestorm\"");
-    assert_eq!(with(Some(("agent", "nope"))).get(&plain).send().await.unwrap().status(), 407);
-    assert!(with(None).get(o.https_url("/")).send().await.is_err(), "CONNECT without credentials is refused");
+    assert_eq!(
+        resp.headers()["proxy-authenticate"],
+        "Basic realm=\"flakestorm\""
+    );
+    assert_eq!(
+        with(Some(("agent", "nope")))
+            .get(&plain)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        407
+    );
+    assert!(
+        with(None).get(o.https_url("/")).send().await.is_err(),
+        "CONNECT without credentials is refused"
+    );
     assert_eq!(o.log.len() + plain_origin.log.len(), 0);
 
     let good = with(Some(("agent", "pw")));
     assert_eq!(good.get(&plain).send().await.unwrap().status(), 200);
-    assert_eq!(good.get(o.https_url("/")).send().await.unwrap().text().await.unwrap(), "in");
-    assert!(!o.log.all()[0].headers.contains_key("proxy-authorization"), "credentials never reach the origin");
+    assert_eq!(
+        good.get(o.https_url("/"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "in"
+    );
+    assert!(
+        !o.log.all()[0].headers.contains_key("proxy-authorization"),
+        "credentials never reach the origin"
+    );
     p.daemon.journal.wait_for(5).await;
-    let users: Vec<_> = p.daemon.journal.all().iter().map(|e| e.client_user.clone()).collect();
+    let users: Vec<_> = p
+        .daemon
+        .journal
+        .all()
+        .iter()
+        .map(|e| e.client_user.clone())
+        .collect();
     let agent = Some("agent".to_string());
-    assert_eq!(users, [None, None, None, agent.clone(), agent], "rejected attempts are recorded anonymously");
+    assert_eq!(
+        users,
+        [None, None, None, agent.clone(), agent],
+        "rejected attempts are recorded anonymously"
+    );
     p.stop().await;
 }
 
@@ -175,32 +297,47 @@ async fn websocket_echo_through_an_intercepted_connect() {
     let acceptor = tokio_rustls::TlsAcceptor::from(origin::server_tls(H1));
     tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
-        let ws = tokio_tungstenite::accept_async(acceptor.accept(tcp).await.unwrap()).await.unwrap();
+        let ws = tokio_tungstenite::accept_async(acceptor.accept(tcp).await.unwrap())
+            .await
+            .unwrap();
         let (tx, rx) = ws.split();
         rx.forward(tx).await.ok();
     });
 
     let p = start_proxy("").await;
     let mut tcp = tokio::net::TcpStream::connect(p.addr()).await.unwrap();
-    tcp.write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
+    tcp.write_all(
+        format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
     let mut head = vec![0u8; 1024];
     let n = tcp.read(&mut head).await.unwrap();
-    assert!(head[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head[..n]));
+    assert!(
+        head[..n].starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head[..n])
+    );
     let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls_client(&p.ca_pem(), H1)))
         .connect("localhost".try_into().unwrap(), tcp)
         .await
         .unwrap();
-    let (mut ws, resp) = tokio_tungstenite::client_async(format!("wss://localhost:{port}/ws"), tls).await.unwrap();
+    let (mut ws, resp) = tokio_tungstenite::client_async(format!("wss://localhost:{port}/ws"), tls)
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 101);
-    for msg in [Message::text("hello"), Message::binary(vec![0u8, 1, 2, 255])] {
+    for msg in [
+        Message::text("hello"),
+        Message::binary(vec![0u8, 1, 2, 255]),
+    ] {
         ws.send(msg.clone()).await.unwrap();
         assert_eq!(within("echo", ws.next()).await.unwrap().unwrap(), msg);
     }
     p.daemon.journal.wait_for(1).await;
     let ex = &p.daemon.journal.all()[0];
-    let Outcome::Response { response, body } = &ex.outcome else { panic!() };
+    let Outcome::Response { response, body } = &ex.outcome else {
+        panic!()
+    };
     assert_eq!((response.status, body), (101, &BodyEnd::Upgraded));
     p.stop().await;
 }
@@ -210,11 +347,35 @@ async fn control_listener_serves_health_metrics_and_the_ca_but_not_the_key() {
     let p = start_proxy("").await;
     let c = direct_client();
     let base = format!("http://{}", p.daemon.control_addr);
-    assert_eq!(c.get(format!("{base}/healthz")).send().await.unwrap().status(), 200);
-    let pem = c.get(format!("{base}/v1/ca.pem")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(
+        c.get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let pem = c
+        .get(format!("{base}/v1/ca.pem"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert_eq!(pem, p.ca_pem());
     assert!(!pem.contains("PRIVATE KEY"));
-    let metrics = c.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("flakestorm_active_connections"), "{metrics}");
+    let metrics = c
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("flakestorm_active_connections"),
+        "{metrics}"
+    );
     p.stop().await;
 }

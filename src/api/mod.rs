@@ -44,21 +44,40 @@ async fn healthz() -> impl IntoResponse {
 
 async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
     let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-    ([(header::CONTENT_TYPE, HeaderValue::from_static(ct))], s.metrics.encode())
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
+        s.metrics.encode(),
+    )
 }
 
 async fn ca_pem(State(s): State<ApiState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"))], s.ca_pem.to_string())
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-pem-file"),
+        )],
+        s.ca_pem.to_string(),
+    )
 }
 
-async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Result<Response, ApiError> {
-    let Some(token) = &s.token else { return Ok(next.run(req).await) };
+async fn require_token(
+    State(s): State<ApiState>,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let Some(token) = &s.token else {
+        return Ok(next.run(req).await);
+    };
     let sent = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if sent == Some(token.as_ref()) { Ok(next.run(req).await) } else { Err(ApiError::Unauthorized) }
+    if sent == Some(token.as_ref()) {
+        Ok(next.run(req).await)
+    } else {
+        Err(ApiError::Unauthorized)
+    }
 }
 
 #[cfg(test)]
@@ -69,7 +88,11 @@ mod tests {
     use tower::ServiceExt;
 
     fn state(token: Option<&str>) -> ApiState {
-        ApiState { metrics: Metrics::new(), ca_pem: "PEM".into(), token: token.map(Into::into) }
+        ApiState {
+            metrics: Metrics::new(),
+            ca_pem: "PEM".into(),
+            token: token.map(Into::into),
+        }
     }
 
     async fn get(app: Router, uri: &str, auth: Option<&str>) -> (u16, String) {
@@ -88,11 +111,17 @@ mod tests {
         let s = state(None);
         s.metrics.request("tool", Some(503));
         let app = router(s);
-        assert_eq!(get(app.clone(), "/healthz", None).await, (200, r#"{"status":"ok"}"#.into()));
+        assert_eq!(
+            get(app.clone(), "/healthz", None).await,
+            (200, r#"{"status":"ok"}"#.into())
+        );
         let (status, text) = get(app.clone(), "/metrics", None).await;
         assert_eq!(status, 200);
         assert!(text.contains(r#"flakestorm_requests_total{target="tool",status_class="5xx"} 1"#));
-        assert_eq!(get(app.clone(), "/v1/ca.pem", None).await, (200, "PEM".into()));
+        assert_eq!(
+            get(app.clone(), "/v1/ca.pem", None).await,
+            (200, "PEM".into())
+        );
         assert_eq!(get(app, "/nope", None).await.0, 404);
     }
 
@@ -100,8 +129,14 @@ mod tests {
     async fn token_guards_v1_but_not_probes() {
         let app = router(state(Some("t0k")));
         assert_eq!(get(app.clone(), "/v1/ca.pem", None).await.0, 401);
-        assert_eq!(get(app.clone(), "/v1/ca.pem", Some("Bearer nope")).await.0, 401);
-        assert_eq!(get(app.clone(), "/v1/ca.pem", Some("Bearer t0k")).await.0, 200);
+        assert_eq!(
+            get(app.clone(), "/v1/ca.pem", Some("Bearer nope")).await.0,
+            401
+        );
+        assert_eq!(
+            get(app.clone(), "/v1/ca.pem", Some("Bearer t0k")).await.0,
+            200
+        );
         assert_eq!(get(app, "/healthz", None).await.0, 200);
     }
 }

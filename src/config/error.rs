@@ -12,7 +12,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { path: path.into(), message: message.into() }
+        ConfigError {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

@@ -24,7 +24,11 @@ pub fn expand_value(
         }
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                let child = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 expand_value(v, &child, env, errors);
             }
         }
@@ -43,12 +47,17 @@ pub fn expand_str(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
             out.push('$');
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
-            let end = body.find('}').ok_or_else(|| format!("unterminated `${{` in {s:?}"))?;
+            let end = body
+                .find('}')
+                .ok_or_else(|| format!("unterminated `${{` in {s:?}"))?;
             let name = &body[..end];
             if !is_var_name(name) {
-                return Err(format!("`${{{name}}}` is not a valid environment variable reference"));
+                return Err(format!(
+                    "`${{{name}}}` is not a valid environment variable reference"
+                ));
             }
-            let value = env(name).ok_or_else(|| format!("environment variable `{name}` is not set"))?;
+            let value =
+                env(name).ok_or_else(|| format!("environment variable `{name}` is not set"))?;
             out.push_str(&value);
             rest = &body[end + 1..];
         } else {
@@ -76,9 +85,15 @@ mod tests {
 
     #[test]
     fn expands_and_escapes() {
-        assert_eq!(expand_str("Bearer ${TOKEN}", &env).unwrap(), "Bearer s3cret");
+        assert_eq!(
+            expand_str("Bearer ${TOKEN}", &env).unwrap(),
+            "Bearer s3cret"
+        );
         assert_eq!(expand_str("$$5 and $x", &env).unwrap(), "$5 and $x");
-        assert_eq!(expand_str("a${TOKEN}b${TOKEN}", &env).unwrap(), "as3cretbs3cret");
+        assert_eq!(
+            expand_str("a${TOKEN}b${TOKEN}", &env).unwrap(),
+            "as3cretbs3cret"
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 pub fn url_glob(pattern: &str) -> Result<Glob, String> {
-    GlobBuilder::new(pattern).literal_separator(false).build().map_err(|e| e.kind().to_string())
+    GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .map_err(|e| e.kind().to_string())
 }
 
 pub fn host_glob(pattern: &str) -> Result<Glob, String> {
@@ -34,7 +37,9 @@ mod tests {
 
     #[test]
     fn star_crosses_slashes_in_urls() {
-        let g = url_glob("https://api.search.example/*").unwrap().compile_matcher();
+        let g = url_glob("https://api.search.example/*")
+            .unwrap()
+            .compile_matcher();
         assert!(g.is_match("https://api.search.example/v1/search?q=x"));
         assert!(!g.is_match("https://api.search.example.evil/v1"));
         let h = host_glob("*.OpenAI.com").unwrap().compile_matcher();

@@ -16,7 +16,9 @@ use super::validate::validate;
 use super::{ConfigError, ConfigErrors};
 
 /// Sections this build reads.
-const SECTIONS: &[&str] = &["proxy", "control", "ca", "data_dir", "tools", "llm", "journal", "advanced"];
+const SECTIONS: &[&str] = &[
+    "proxy", "control", "ca", "data_dir", "tools", "llm", "journal", "advanced",
+];
 
 /// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
 const PENDING: &[(&str, &str)] = &[
@@ -64,38 +66,69 @@ pub fn load_with_env(
     vars: &BTreeMap<String, String>,
 ) -> Result<Loaded, ConfigErrors> {
     let env = |name: &str| vars.get(name).cloned();
-    let source_name = file.map_or_else(|| "configuration (defaults)".to_string(), |f| f.display().to_string());
-    let fail = |errors| ConfigErrors { source_name: source_name.clone(), errors };
+    let source_name = file.map_or_else(
+        || "configuration (defaults)".to_string(),
+        |f| f.display().to_string(),
+    );
+    let fail = |errors| ConfigErrors {
+        source_name: source_name.clone(),
+        errors,
+    };
     let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| fail(vec![ConfigError::new("", format!("cannot read config file: {e}"))]))?,
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            fail(vec![ConfigError::new(
+                "",
+                format!("cannot read config file: {e}"),
+            )])
+        })?,
         None => String::new(),
     };
     let root = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut config = sections(root, &env, &mut errors, &mut warnings);
-    let base = file.and_then(Path::parent).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let base = file
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     resolve_paths(&mut config, &base);
     validate(&config, &mut errors);
     if errors.is_empty() {
-        Ok(Loaded { config, warnings, file: file.map(Path::to_path_buf) })
+        Ok(Loaded {
+            config,
+            warnings,
+            file: file.map(Path::to_path_buf),
+        })
     } else {
         Err(fail(errors))
     }
 }
 
 /// file < env < flags, merged into one JSON value.
-fn layered(text: &str, vars: &BTreeMap<String, String>, o: &Overrides) -> Result<Map<String, Value>, ConfigError> {
+fn layered(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    o: &Overrides,
+) -> Result<Map<String, Value>, ConfigError> {
     let mut fig = Figment::new().merge(Yaml::string(text));
     // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
     // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
     for (name, value) in vars {
-        let Some(rest) = name.strip_prefix("FLAKESTORM_") else { continue };
-        let path = rest.split("__").map(str::to_ascii_lowercase).collect::<Vec<_>>().join(".");
+        let Some(rest) = name.strip_prefix("FLAKESTORM_") else {
+            continue;
+        };
+        let path = rest
+            .split("__")
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>()
+            .join(".");
         let top = path.split('.').next().unwrap_or_default();
-        if SECTIONS.iter().chain(PENDING.iter().map(|(s, _)| s)).any(|s| *s == top) {
-            let parsed: figment::value::Value = value.parse().unwrap_or_else(|never| match never {});
+        if SECTIONS
+            .iter()
+            .chain(PENDING.iter().map(|(s, _)| s))
+            .any(|s| *s == top)
+        {
+            let parsed: figment::value::Value =
+                value.parse().unwrap_or_else(|never| match never {});
             fig = fig.merge(Serialized::default(&path, parsed));
         }
     }
@@ -116,7 +149,10 @@ fn layered(text: &str, vars: &BTreeMap<String, String>, o: &Overrides) -> Result
     match value {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),
-        other => Err(ConfigError::new("", format!("the top level must be a mapping of sections, found {other}"))),
+        other => Err(ConfigError::new(
+            "",
+            format!("the top level must be a mapping of sections, found {other}"),
+        )),
     }
 }
 
@@ -175,12 +211,18 @@ fn sections(
 }
 
 /// `advanced` mixes fields this build applies with run-engine ones.
-fn advanced(mut v: Value, warnings: &mut Vec<String>, errors: &mut Vec<ConfigError>) -> Option<AdvancedSpec> {
+fn advanced(
+    mut v: Value,
+    warnings: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<AdvancedSpec> {
     // Accepted for v2 compatibility; flakestorm has no use for them.
     if let Some(map) = v.as_object_mut() {
         for old in ["parallel", "verbose"] {
             if map.remove(old).is_some() {
-                warnings.push(format!("advanced.{old}: not used by flakestorm (use advanced.concurrency / RUST_LOG)"));
+                warnings.push(format!(
+                    "advanced.{old}: not used by flakestorm (use advanced.concurrency / RUST_LOG)"
+                ));
             }
         }
     }
@@ -193,7 +235,11 @@ fn section<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigErr
         Ok(t) => Some(t),
         Err(e) => {
             let inner = e.path().to_string();
-            let path = if inner == "." { name.to_string() } else { join_path(name, &inner) };
+            let path = if inner == "." {
+                name.to_string()
+            } else {
+                join_path(name, &inner)
+            };
             errors.push(ConfigError::new(path, e.into_inner().to_string()));
             None
         }
@@ -210,14 +256,21 @@ fn list<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>
             .collect(),
         Value::Null => vec![],
         other => {
-            errors.push(ConfigError::new(name, format!("expected a list, found {other}")));
+            errors.push(ConfigError::new(
+                name,
+                format!("expected a list, found {other}"),
+            ));
             vec![]
         }
     }
 }
 
 fn join_path(base: &str, inner: &str) -> String {
-    if inner.starts_with('[') { format!("{base}{inner}") } else { format!("{base}.{inner}") }
+    if inner.starts_with('[') {
+        format!("{base}{inner}")
+    } else {
+        format!("{base}.{inner}")
+    }
 }
 
 /// Relative paths are relative to the config file's folder (like compose files).

@@ -11,7 +11,10 @@ fn write(yaml: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn errors_of(yaml: &str, vars: &[(&str, &str)]) -> Vec<String> {
@@ -52,41 +55,70 @@ bogus: 1
         "bogus: unknown section",
     ];
     for e in expect {
-        assert!(errors.iter().any(|got| got.starts_with(e)), "missing {e:?} in {errors:#?}");
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
     }
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");
 }
 
 #[test]
 fn bad_enum_values_name_the_allowed_ones() {
-    let errors = errors_of("llm:\n  - provider: openia\n    match_url: 'http://x/*'\nadvanced:\n  attribution: magic\n", &[]);
-    assert!(errors[0].starts_with("llm[0].provider: unknown variant `openia`, expected one of `openai`"), "{errors:?}");
-    assert!(errors[1].starts_with("advanced.attribution: unknown variant `magic`"), "{errors:?}");
+    let errors = errors_of(
+        "llm:\n  - provider: openia\n    match_url: 'http://x/*'\nadvanced:\n  attribution: magic\n",
+        &[],
+    );
+    assert!(
+        errors[0]
+            .starts_with("llm[0].provider: unknown variant `openia`, expected one of `openai`"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].starts_with("advanced.attribution: unknown variant `magic`"),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn layers_file_then_env_then_flags_and_expands_vars() {
-    let (dir, path) = write("proxy:\n  listen: 127.0.0.1:1000\ncontrol:\n  token: \"${API_TOKEN}\"\n");
+    let (dir, path) =
+        write("proxy:\n  listen: 127.0.0.1:1000\ncontrol:\n  token: \"${API_TOKEN}\"\n");
     let vars = env(&[
         ("FLAKESTORM_PROXY__LISTEN", "127.0.0.1:2000"),
         ("FLAKESTORM_CONTROL__LISTEN", "127.0.0.1:3000"),
         ("FLAKESTORM_API_TOKEN", "not-a-section"),
         ("API_TOKEN", "s3cret"),
     ]);
-    let o = Overrides { control_listen: Some("127.0.0.1:4000".into()), ..Overrides::default() };
+    let o = Overrides {
+        control_listen: Some("127.0.0.1:4000".into()),
+        ..Overrides::default()
+    };
     let c = load_with_env(Some(&path), &o, &vars).unwrap().config;
     assert_eq!(c.proxy.listen, "127.0.0.1:2000", "env beats file");
     assert_eq!(c.control.listen, "127.0.0.1:4000", "flags beat env");
     assert_eq!(c.control.token.as_deref(), Some("s3cret"));
-    assert_eq!(c.ca.dir, dir.path().join("certs"), "relative paths follow the config file");
+    assert_eq!(
+        c.ca.dir,
+        dir.path().join("certs"),
+        "relative paths follow the config file"
+    );
 }
 
 #[test]
 fn missing_variables_and_unsafe_control_are_errors() {
-    let errors = errors_of("control:\n  listen: 0.0.0.0:8081\n  token: \"${NOT_SET}\"\n", &[]);
-    assert_eq!(errors, ["control.token: environment variable `NOT_SET` is not set"]);
+    let errors = errors_of(
+        "control:\n  listen: 0.0.0.0:8081\n  token: \"${NOT_SET}\"\n",
+        &[],
+    );
+    assert_eq!(
+        errors,
+        ["control.token: environment variable `NOT_SET` is not set"]
+    );
     let errors = errors_of("control:\n  listen: 0.0.0.0:8081\n", &[]);
-    assert!(errors[0].starts_with("control.token: required when control.listen (0.0.0.0:8081) is not a loopback"));
+    assert!(errors[0].starts_with(
+        "control.token: required when control.listen (0.0.0.0:8081) is not a loopback"
+    ));
 }
 
 #[test]
@@ -112,8 +144,25 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     let (_dir, path) = write(include_str!("../../tests/fixtures/v2-research-agent.yaml"));
     let vars = env(&[("OPENAI_API_KEY", "sk-test")]);
     let loaded = load_with_env(Some(&path), &Overrides::default(), &vars).unwrap();
-    for section in ["agent", "model", "golden_prompts", "invariants", "chaos", "contract", "replays", "scoring", "output"] {
-        assert!(loaded.warnings.iter().any(|w| w.starts_with(&format!("`{section}`"))), "{section}: {:?}", loaded.warnings);
+    for section in [
+        "agent",
+        "model",
+        "golden_prompts",
+        "invariants",
+        "chaos",
+        "contract",
+        "replays",
+        "scoring",
+        "output",
+    ] {
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("`{section}`"))),
+            "{section}: {:?}",
+            loaded.warnings
+        );
     }
     assert_eq!(loaded.config.advanced.seed, Some(42));
 }

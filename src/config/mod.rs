@@ -14,5 +14,5 @@ mod validate;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use load::{Loaded, Overrides, load, load_with_env};
-pub use validate::listen_addr;
 pub use schema::*;
+pub use validate::listen_addr;

@@ -89,7 +89,10 @@ pub struct ControlSpec {
 
 impl Default for ControlSpec {
     fn default() -> Self {
-        ControlSpec { listen: "127.0.0.1:8081".into(), token: None }
+        ControlSpec {
+            listen: "127.0.0.1:8081".into(),
+            token: None,
+        }
     }
 }
 
@@ -101,7 +104,9 @@ pub struct CaSpec {
 
 impl Default for CaSpec {
     fn default() -> Self {
-        CaSpec { dir: PathBuf::from("certs") }
+        CaSpec {
+            dir: PathBuf::from("certs"),
+        }
     }
 }
 
@@ -170,7 +175,11 @@ pub struct JournalSpec {
 
 impl Default for JournalSpec {
     fn default() -> Self {
-        JournalSpec { capacity: 10_000, redact_headers: vec![], redact_query: vec![] }
+        JournalSpec {
+            capacity: 10_000,
+            redact_headers: vec![],
+            redact_query: vec![],
+        }
     }
 }
 
@@ -185,7 +194,12 @@ pub struct AdvancedSpec {
 
 impl Default for AdvancedSpec {
     fn default() -> Self {
-        AdvancedSpec { concurrency: 10, retries: 2, seed: None, attribution: Attribution::Exclusive }
+        AdvancedSpec {
+            concurrency: 10,
+            retries: 2,
+            seed: None,
+            attribution: Attribution::Exclusive,
+        }
     }
 }
 

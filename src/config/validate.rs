@@ -4,16 +4,21 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
+use super::ConfigError;
 use super::globs;
 use super::schema::*;
-use super::ConfigError;
 
 pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
     proxy(&c.proxy, errors);
     control(&c.control, errors);
     tools(&c.tools, errors);
     for (i, l) in c.llm.iter().enumerate() {
-        patterns(&format!("llm[{i}].match_url"), l.match_url.as_slice(), globs::url_glob, errors);
+        patterns(
+            &format!("llm[{i}].match_url"),
+            l.match_url.as_slice(),
+            globs::url_glob,
+            errors,
+        );
     }
     if c.journal.capacity == 0 {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
@@ -23,9 +28,9 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
 
 /// Parses a listen address; the message says what form is expected.
 pub fn listen_addr(value: &str) -> Result<SocketAddr, String> {
-    value
-        .parse()
-        .map_err(|_| format!("`{value}` is not an IP:port address (e.g. 127.0.0.1:8080 or [::1]:8080)"))
+    value.parse().map_err(|_| {
+        format!("`{value}` is not an IP:port address (e.g. 127.0.0.1:8080 or [::1]:8080)")
+    })
 }
 
 fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
@@ -33,21 +38,35 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new("proxy.listen", e));
     }
     patterns("proxy.intercept", &p.intercept, globs::host_glob, errors);
-    patterns("proxy.passthrough", &p.passthrough, globs::host_glob, errors);
+    patterns(
+        "proxy.passthrough",
+        &p.passthrough,
+        globs::host_glob,
+        errors,
+    );
     for (field, v) in [
         ("connect_timeout_ms", p.connect_timeout_ms),
         ("response_timeout_ms", p.response_timeout_ms),
         ("drain_timeout_ms", p.drain_timeout_ms),
     ] {
         if v == 0 {
-            errors.push(ConfigError::new(format!("proxy.{field}"), "must be greater than 0"));
+            errors.push(ConfigError::new(
+                format!("proxy.{field}"),
+                "must be greater than 0",
+            ));
         }
     }
     if p.max_header_bytes < 8192 {
-        errors.push(ConfigError::new("proxy.max_header_bytes", "must be at least 8192"));
+        errors.push(ConfigError::new(
+            "proxy.max_header_bytes",
+            "must be at least 8192",
+        ));
     }
     if p.leaf_cache_size == 0 {
-        errors.push(ConfigError::new("proxy.leaf_cache_size", "must be at least 1"));
+        errors.push(ConfigError::new(
+            "proxy.leaf_cache_size",
+            "must be at least 1",
+        ));
     }
     if let Some(file) = &p.upstream_ca_file {
         if let Err(e) = crate::tls::read_pem_certs(file) {
@@ -62,12 +81,21 @@ fn users(users: &[UserSpec], errors: &mut Vec<ConfigError>) {
     let mut seen = HashSet::new();
     for (i, u) in users.iter().enumerate() {
         if u.name.is_empty() || u.name.contains(':') {
-            errors.push(ConfigError::new(format!("proxy.users[{i}].name"), "must be non-empty and contain no `:`"));
+            errors.push(ConfigError::new(
+                format!("proxy.users[{i}].name"),
+                "must be non-empty and contain no `:`",
+            ));
         } else if !seen.insert(&u.name) {
-            errors.push(ConfigError::new(format!("proxy.users[{i}].name"), format!("duplicate user `{}`", u.name)));
+            errors.push(ConfigError::new(
+                format!("proxy.users[{i}].name"),
+                format!("duplicate user `{}`", u.name),
+            ));
         }
         if u.password.is_empty() {
-            errors.push(ConfigError::new(format!("proxy.users[{i}].password"), "must not be empty"));
+            errors.push(ConfigError::new(
+                format!("proxy.users[{i}].password"),
+                "must not be empty",
+            ));
         }
     }
 }
@@ -77,19 +105,26 @@ fn reverse(routes: &[ReverseSpec], errors: &mut Vec<ConfigError>) {
     for (i, r) in routes.iter().enumerate() {
         let path = format!("proxy.reverse[{i}]");
         if !r.prefix.starts_with('/') || r.prefix.len() < 2 {
-            errors.push(ConfigError::new(format!("{path}.prefix"), "must start with `/` and name a path, e.g. /openai"));
+            errors.push(ConfigError::new(
+                format!("{path}.prefix"),
+                "must start with `/` and name a path, e.g. /openai",
+            ));
         } else if !seen.insert(r.prefix.trim_end_matches('/')) {
-            errors.push(ConfigError::new(format!("{path}.prefix"), format!("duplicate prefix `{}`", r.prefix)));
+            errors.push(ConfigError::new(
+                format!("{path}.prefix"),
+                format!("duplicate prefix `{}`", r.prefix),
+            ));
         }
-        let ok = r
-            .upstream
-            .parse::<http::Uri>()
-            .ok()
-            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some());
+        let ok = r.upstream.parse::<http::Uri>().ok().filter(|u| {
+            matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some()
+        });
         if ok.is_none() {
             errors.push(ConfigError::new(
                 format!("{path}.upstream"),
-                format!("`{}` is not an http(s) URL with a host, e.g. https://api.openai.com", r.upstream),
+                format!(
+                    "`{}` is not an http(s) URL with a host, e.g. https://api.openai.com",
+                    r.upstream
+                ),
             ));
         }
     }
@@ -112,11 +147,22 @@ fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {
     let mut seen = HashSet::new();
     for (i, t) in tools.iter().enumerate() {
         if t.name.is_empty() || t.name == "*" {
-            errors.push(ConfigError::new(format!("tools[{i}].name"), "must be a non-empty name other than `*`"));
+            errors.push(ConfigError::new(
+                format!("tools[{i}].name"),
+                "must be a non-empty name other than `*`",
+            ));
         } else if !seen.insert(&t.name) {
-            errors.push(ConfigError::new(format!("tools[{i}].name"), format!("duplicate tool `{}`", t.name)));
+            errors.push(ConfigError::new(
+                format!("tools[{i}].name"),
+                format!("duplicate tool `{}`", t.name),
+            ));
         }
-        patterns(&format!("tools[{i}].match_url"), t.match_url.as_slice(), globs::url_glob, errors);
+        patterns(
+            &format!("tools[{i}].match_url"),
+            t.match_url.as_slice(),
+            globs::url_glob,
+            errors,
+        );
     }
 }
 
@@ -131,16 +177,25 @@ fn patterns(
     }
     for (i, p) in list.iter().enumerate() {
         if let Err(e) = build(p) {
-            errors.push(ConfigError::new(format!("{path}[{i}]"), format!("invalid glob `{p}`: {e}")));
+            errors.push(ConfigError::new(
+                format!("{path}[{i}]"),
+                format!("invalid glob `{p}`: {e}"),
+            ));
         }
     }
 }
 
 fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
     if !(1..=100).contains(&a.concurrency) {
-        errors.push(ConfigError::new("advanced.concurrency", format!("{} is out of range 1..=100", a.concurrency)));
+        errors.push(ConfigError::new(
+            "advanced.concurrency",
+            format!("{} is out of range 1..=100", a.concurrency),
+        ));
     }
     if a.retries > 5 {
-        errors.push(ConfigError::new("advanced.retries", format!("{} is out of range 0..=5", a.retries)));
+        errors.push(ConfigError::new(
+            "advanced.retries",
+            format!("{} is out of range 0..=5", a.retries),
+        ));
     }
 }

@@ -48,8 +48,14 @@ mod tests {
 
     #[test]
     fn known_hosts_win_whatever_the_path() {
-        assert_eq!(detect("api.openai.com", "/v1/models"), Some(Provider::Openai));
-        assert_eq!(detect("API.Anthropic.com.", "/x"), Some(Provider::Anthropic));
+        assert_eq!(
+            detect("api.openai.com", "/v1/models"),
+            Some(Provider::Openai)
+        );
+        assert_eq!(
+            detect("API.Anthropic.com.", "/x"),
+            Some(Provider::Anthropic)
+        );
         assert_eq!(detect("my.openai.azure.com", "/x"), Some(Provider::Openai));
         assert_eq!(
             detect("us-central1-aiplatform.googleapis.com", "/v1/projects/p"),
@@ -61,11 +67,20 @@ mod tests {
     fn compatible_servers_by_path() {
         let cases = [
             ("/v1/chat/completions", Some(Provider::Openai)),
-            ("/openai/deployments/gpt/chat/completions?api-version=1", Some(Provider::Openai)),
+            (
+                "/openai/deployments/gpt/chat/completions?api-version=1",
+                Some(Provider::Openai),
+            ),
             ("/v1/responses", Some(Provider::Openai)),
             ("/v1/messages", Some(Provider::Anthropic)),
-            ("/v1beta/models/gemini-2.5-flash:generateContent", Some(Provider::Gemini)),
-            ("/v1beta/models/g:streamGenerateContent?alt=sse", Some(Provider::Gemini)),
+            (
+                "/v1beta/models/gemini-2.5-flash:generateContent",
+                Some(Provider::Gemini),
+            ),
+            (
+                "/v1beta/models/g:streamGenerateContent?alt=sse",
+                Some(Provider::Gemini),
+            ),
             ("/api/chat", Some(Provider::Ollama)),
             ("/api/generate", Some(Provider::Ollama)),
             ("/v1/search", None),

@@ -21,7 +21,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
-        Recorder { proxy, exchange, started }
+        Recorder {
+            proxy,
+            exchange,
+            started,
+        }
     }
 
     pub fn exchange_mut(&mut self) -> &mut Exchange {
@@ -38,7 +42,9 @@ impl Recorder {
         self.exchange.response_bytes = response_bytes;
         self.exchange.outcome = outcome;
         let status = self.exchange.status();
-        self.proxy.metrics().request(self.exchange.target.kind(), status);
+        self.proxy
+            .metrics()
+            .request(self.exchange.target.kind(), status);
         self.proxy.journal().record(self.exchange);
     }
 }
@@ -52,11 +58,19 @@ pub struct ObservedBody<B> {
 
 impl<B: Body> ObservedBody<B> {
     pub fn new(inner: B, recorder: Recorder, head: ResponseHead) -> Self {
-        let mut body = ObservedBody { inner, head: Some((recorder, head)), bytes: 0 };
+        let mut body = ObservedBody {
+            inner,
+            head: Some((recorder, head)),
+            bytes: 0,
+        };
         // An empty body (204, HEAD, Content-Length: 0, 101) may never be polled at all.
         if body.inner.is_end_stream() {
             let upgraded = body.head.as_ref().is_some_and(|(_, h)| h.status == 101);
-            body.finish(if upgraded { BodyEnd::Upgraded } else { BodyEnd::Complete });
+            body.finish(if upgraded {
+                BodyEnd::Upgraded
+            } else {
+                BodyEnd::Complete
+            });
         }
         body
     }
@@ -65,7 +79,13 @@ impl<B: Body> ObservedBody<B> {
 impl<B> ObservedBody<B> {
     fn finish(&mut self, end: BodyEnd) {
         if let Some((rec, response)) = self.head.take() {
-            rec.finish(Outcome::Response { response, body: end }, self.bytes);
+            rec.finish(
+                Outcome::Response {
+                    response,
+                    body: end,
+                },
+                self.bytes,
+            );
         }
     }
 }
@@ -78,7 +98,10 @@ where
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
             Some(Ok(frame)) => {
@@ -94,7 +117,9 @@ where
             }
             Some(Err(e)) => {
                 let e: BoxError = e.into();
-                this.finish(BodyEnd::UpstreamAborted { message: e.to_string() });
+                this.finish(BodyEnd::UpstreamAborted {
+                    message: e.to_string(),
+                });
                 Poll::Ready(Some(Err(e)))
             }
             None => {

@@ -34,7 +34,9 @@ impl Classifier {
                 tool_of_pattern.push(i);
             }
         }
-        let build = |list: &[String]| globs::set(list, globs::url_glob).map_err(|(i, e)| format!("`{}`: {e}", list[i]));
+        let build = |list: &[String]| {
+            globs::set(list, globs::url_glob).map_err(|(i, e)| format!("`{}`: {e}", list[i]))
+        };
         Ok(Classifier {
             llm: build(&llm_patterns)?,
             llm_of_pattern,
@@ -46,10 +48,20 @@ impl Classifier {
 
     pub fn classify(&self, url: &str, host: &str, path: &str) -> Target {
         if let Some(i) = self.llm.matches(url).into_iter().min() {
-            return Target::Llm { provider: self.llm_of_pattern[i] };
+            return Target::Llm {
+                provider: self.llm_of_pattern[i],
+            };
         }
-        if let Some(i) = self.tools.matches(url).into_iter().map(|p| self.tool_of_pattern[p]).min() {
-            return Target::Tool { name: self.tool_names[i].clone() };
+        if let Some(i) = self
+            .tools
+            .matches(url)
+            .into_iter()
+            .map(|p| self.tool_of_pattern[p])
+            .min()
+        {
+            return Target::Tool {
+                name: self.tool_names[i].clone(),
+            };
         }
         match crate::llm::detect(host, path) {
             Some(provider) => Target::Llm { provider },
@@ -66,8 +78,14 @@ mod tests {
     #[test]
     fn config_beats_heuristics_and_first_tool_wins() {
         let tools = vec![
-            ToolSpec { name: "search".into(), match_url: OneOrMany::One("https://api.search.example/*".into()) },
-            ToolSpec { name: "all".into(), match_url: OneOrMany::Many(vec!["https://*".into()]) },
+            ToolSpec {
+                name: "search".into(),
+                match_url: OneOrMany::One("https://api.search.example/*".into()),
+            },
+            ToolSpec {
+                name: "all".into(),
+                match_url: OneOrMany::Many(vec!["https://*".into()]),
+            },
         ];
         let llm = vec![LlmEndpointSpec {
             provider: LlmProvider::Ollama,
@@ -76,17 +94,38 @@ mod tests {
         let c = Classifier::new(&tools, &llm).unwrap();
         let t = |url: &str, host: &str, path: &str| c.classify(url, host, path);
         assert_eq!(
-            t("https://api.search.example/q?x=1", "api.search.example", "/q"),
-            Target::Tool { name: "search".into() }
+            t(
+                "https://api.search.example/q?x=1",
+                "api.search.example",
+                "/q"
+            ),
+            Target::Tool {
+                name: "search".into()
+            }
         );
         assert_eq!(
-            t("http://127.0.0.1:5102/v1/chat/completions", "127.0.0.1", "/v1/chat/completions"),
-            Target::Llm { provider: Provider::Ollama }
+            t(
+                "http://127.0.0.1:5102/v1/chat/completions",
+                "127.0.0.1",
+                "/v1/chat/completions"
+            ),
+            Target::Llm {
+                provider: Provider::Ollama
+            }
         );
-        assert_eq!(t("https://other.example/", "other.example", "/"), Target::Tool { name: "all".into() });
         assert_eq!(
-            t("http://127.0.0.1:9/v1/messages", "127.0.0.1", "/v1/messages"),
-            Target::Llm { provider: Provider::Anthropic }
+            t("https://other.example/", "other.example", "/"),
+            Target::Tool { name: "all".into() }
+        );
+        assert_eq!(
+            t(
+                "http://127.0.0.1:9/v1/messages",
+                "127.0.0.1",
+                "/v1/messages"
+            ),
+            Target::Llm {
+                provider: Provider::Anthropic
+            }
         );
         assert_eq!(t("http://10.0.0.1/x", "10.0.0.1", "/x"), Target::Other);
     }

@@ -30,9 +30,19 @@ const FIRST_BYTES_WAIT: Duration = Duration::from_secs(3);
 const TLS_HANDSHAKE: u8 = 0x16;
 
 pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
-    let Some(authority) = req.uri().authority().filter(|a| a.port_u16().is_some()).cloned() else {
+    let Some(authority) = req
+        .uri()
+        .authority()
+        .filter(|a| a.port_u16().is_some())
+        .cloned()
+    else {
         let msg = format!("CONNECT target must be host:port, got `{}`", req.uri());
-        return reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::BadConnectTarget, msg));
+        return reject(
+            &proxy,
+            &ctx,
+            &req,
+            ProxyError::new(ErrorKind::BadConnectTarget, msg),
+        );
     };
     let host = bare_host(&authority);
     let port = authority.port_u16().unwrap_or(443);
@@ -52,9 +62,17 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
         });
     } else {
         let p = proxy.clone();
-        proxy.inner.shutdown.tasks.spawn(intercept(p, ctx, on_upgrade, authority));
+        proxy
+            .inner
+            .shutdown
+            .tasks
+            .spawn(intercept(p, ctx, on_upgrade, authority));
     }
-    let mut ok = Response::new(Empty::<Bytes>::new().map_err(|never| match never {}).boxed());
+    let mut ok = Response::new(
+        Empty::<Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed(),
+    );
     *ok.status_mut() = StatusCode::OK;
     ok
 }
@@ -64,7 +82,9 @@ fn bare_host(a: &Authority) -> &str {
 }
 
 async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority: Authority) {
-    let Ok(upgraded) = on_upgrade.await else { return };
+    let Ok(upgraded) = on_upgrade.await else {
+        return;
+    };
     let mut io = TokioIo::new(upgraded);
     let mut buf = vec![0u8; 512];
     let n = match tokio::time::timeout(FIRST_BYTES_WAIT, io.read(&mut buf)).await {
@@ -87,7 +107,10 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
         Ok(start) => start,
         Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
     };
-    let name = start.client_hello().server_name().map_or(host.clone(), str::to_string);
+    let name = start
+        .client_hello()
+        .server_name()
+        .map_or(host.clone(), str::to_string);
     let config = match proxy.inner.leaves.server_config(&name) {
         Ok(c) => c,
         Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
@@ -97,7 +120,10 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
         Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
     };
     proxy.metrics().tls_handshake(true);
-    let ctx = ConnCtx { tunnel: Some(authority), ..ctx };
+    let ctx = ConnCtx {
+        tunnel: Some(authority),
+        ..ctx
+    };
     listener::serve_http(proxy, ctx, TokioIo::new(tls)).await;
 }
 
@@ -107,5 +133,8 @@ fn io_starts_tls<T>(io: &Prefixed<T>) -> bool {
 
 fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, host: &str, why: &str) {
     proxy.metrics().tls_handshake(false);
-    tracing::info!("TLS handshake with client {} for {host} failed: {why}", ctx.peer);
+    tracing::info!(
+        "TLS handshake with client {} for {host} failed: {why}",
+        ctx.peer
+    );
 }

@@ -41,7 +41,12 @@ impl Upstream {
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .build(https);
-        Upstream { client, tls, connect_timeout, response_timeout }
+        Upstream {
+            client,
+            tls,
+            connect_timeout,
+            response_timeout,
+        }
     }
 
     /// Sends `req` (absolute URI) and waits for the response head.
@@ -56,7 +61,10 @@ impl Upstream {
 
     /// Forwards an upgrade request over a fresh HTTP/1.1 connection. On `101`, relays the
     /// two upgraded connections until either side closes.
-    pub async fn upgrade(&self, mut req: Request<Incoming>) -> Result<Response<Incoming>, ProxyError> {
+    pub async fn upgrade(
+        &self,
+        mut req: Request<Incoming>,
+    ) -> Result<Response<Incoming>, ProxyError> {
         let authority = authority_of(&req);
         let client_side = hyper::upgrade::on(&mut req);
         let io = self.connect_io(&req, &authority).await?;
@@ -70,7 +78,10 @@ impl Upstream {
                     tracing::debug!("upgrade connection to upstream ended: {e}");
                 }
             });
-            sender.send_request(req).await.map_err(|e| classify(&e, false, &authority))
+            sender
+                .send_request(req)
+                .await
+                .map_err(|e| classify(&e, false, &authority))
         };
         let mut resp = tokio::time::timeout(self.response_timeout, fut)
             .await
@@ -99,15 +110,24 @@ impl Upstream {
         authority: &str,
     ) -> Result<TokioIo<Box<dyn Io>>, ProxyError> {
         let uri = req.uri();
-        let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let https = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let tcp = connect_tcp(&host, port, self.connect_timeout).await?;
         if !https {
             return Ok(TokioIo::new(Box::new(tcp)));
         }
-        let name = ServerName::try_from(host.clone())
-            .map_err(|_| ProxyError::new(ErrorKind::BadRequest, format!("`{host}` is not a valid TLS server name")))?;
+        let name = ServerName::try_from(host.clone()).map_err(|_| {
+            ProxyError::new(
+                ErrorKind::BadRequest,
+                format!("`{host}` is not a valid TLS server name"),
+            )
+        })?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.http1.clone())
             .connect(name, tcp)
             .await
@@ -117,7 +137,10 @@ impl Upstream {
 
     fn head_timeout(&self, authority: &str) -> ProxyError {
         let secs = self.response_timeout.as_secs_f64();
-        ProxyError::new(ErrorKind::UpstreamTimeout, format!("upstream {authority} sent no response head within {secs}s"))
+        ProxyError::new(
+            ErrorKind::UpstreamTimeout,
+            format!("upstream {authority} sent no response head within {secs}s"),
+        )
     }
 }
 
@@ -126,13 +149,20 @@ pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
 /// Opens a TCP connection with TCP_NODELAY, bounded by `timeout`.
-pub async fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, ProxyError> {
+pub async fn connect_tcp(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<TcpStream, ProxyError> {
     let authority = format!("{host}:{port}");
     let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
         .await
         .map_err(|_| {
             let secs = timeout.as_secs_f64();
-            ProxyError::new(ErrorKind::UpstreamTimeout, format!("connecting to upstream {authority} timed out after {secs}s"))
+            ProxyError::new(
+                ErrorKind::UpstreamTimeout,
+                format!("connecting to upstream {authority} timed out after {secs}s"),
+            )
         })?
         .map_err(|e| classify(&e, true, &authority))?;
     let _ = stream.set_nodelay(true);
@@ -140,7 +170,9 @@ pub async fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<Tcp
 }
 
 fn authority_of<B>(req: &Request<B>) -> String {
-    req.uri().authority().map_or_else(|| "?".into(), |a| a.to_string())
+    req.uri()
+        .authority()
+        .map_or_else(|| "?".into(), |a| a.to_string())
 }
 
 /// Turns an upstream failure into a `ProxyError` that names the upstream and the cause.
@@ -167,13 +199,25 @@ fn classify(err: &(dyn StdError + 'static), connecting: bool, authority: &str) -
     }
     let cause = chain.join(": ");
     if let Some(t) = tls {
-        return ProxyError::new(ErrorKind::UpstreamTls, format!("TLS with upstream {authority} failed: {t}"));
+        return ProxyError::new(
+            ErrorKind::UpstreamTls,
+            format!("TLS with upstream {authority} failed: {t}"),
+        );
     }
     if timed_out {
-        return ProxyError::new(ErrorKind::UpstreamTimeout, format!("upstream {authority} timed out: {cause}"));
+        return ProxyError::new(
+            ErrorKind::UpstreamTimeout,
+            format!("upstream {authority} timed out: {cause}"),
+        );
     }
     if connecting {
-        return ProxyError::new(ErrorKind::UpstreamConnect, format!("could not connect to upstream {authority}: {cause}"));
+        return ProxyError::new(
+            ErrorKind::UpstreamConnect,
+            format!("could not connect to upstream {authority}: {cause}"),
+        );
     }
-    ProxyError::new(ErrorKind::UpstreamProtocol, format!("upstream {authority} failed: {cause}"))
+    ProxyError::new(
+        ErrorKind::UpstreamProtocol,
+        format!("upstream {authority} failed: {cause}"),
+    )
 }

@@ -5,7 +5,12 @@ use base64::Engine;
 use http::{HeaderMap, HeaderName, header};
 
 /// Headers that describe one connection, never forwarded.
-const HOP_BY_HOP: &[&str] = &["keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"];
+const HOP_BY_HOP: &[&str] = &[
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+];
 
 /// Removes connection-specific headers. With `keep_upgrade` (a WebSocket handshake),
 /// `Connection: upgrade` and `Upgrade` survive so the upstream sees the handshake.
@@ -30,7 +35,10 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap, keep_upgrade: bool) {
         h.remove(header::UPGRADE);
     }
     // Only `TE: trailers` may cross (gRPC needs it on HTTP/2).
-    let trailers = h.get(header::TE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("trailers"));
+    let trailers = h
+        .get(header::TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("trailers"));
     h.remove(header::TE);
     if trailers {
         h.insert(header::TE, http::HeaderValue::from_static("trailers"));
@@ -43,12 +51,22 @@ pub fn is_upgrade(h: &HeaderMap) -> bool {
         && h.get_all(header::CONNECTION)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")))
+            .any(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
 }
 
 /// A head as `(name, value)` pairs for the journal (non-UTF-8 values lossily).
 pub fn header_list(h: &HeaderMap) -> Vec<(String, String)> {
-    h.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
+    h.iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -62,14 +80,25 @@ pub enum AuthError {
 /// credentials must match one of them; without, any name is accepted as a label.
 pub fn proxy_user(h: &HeaderMap, users: &[(String, String)]) -> Result<Option<String>, AuthError> {
     let Some(value) = h.get(header::PROXY_AUTHORIZATION) else {
-        return if users.is_empty() { Ok(None) } else { Err(AuthError::Missing) };
+        return if users.is_empty() {
+            Ok(None)
+        } else {
+            Err(AuthError::Missing)
+        };
     };
     let (name, password) = decode_basic(value.as_bytes()).ok_or(AuthError::Malformed)?;
     if users.is_empty() {
         return Ok(Some(name));
     }
-    let ok = users.iter().any(|(n, p)| constant_time_eq(n.as_bytes(), name.as_bytes()) & constant_time_eq(p.as_bytes(), password.as_bytes()));
-    if ok { Ok(Some(name)) } else { Err(AuthError::Rejected(name)) }
+    let ok = users.iter().any(|(n, p)| {
+        constant_time_eq(n.as_bytes(), name.as_bytes())
+            & constant_time_eq(p.as_bytes(), password.as_bytes())
+    });
+    if ok {
+        Ok(Some(name))
+    } else {
+        Err(AuthError::Rejected(name))
+    }
 }
 
 fn decode_basic(value: &[u8]) -> Option<(String, String)> {
@@ -78,7 +107,9 @@ fn decode_basic(value: &[u8]) -> Option<(String, String)> {
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
     }
-    let raw = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .ok()?;
     let text = String::from_utf8(raw).ok()?;
     let (name, password) = text.split_once(':')?;
     Some((name.to_string(), password.to_string()))
@@ -100,7 +131,10 @@ mod tests {
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
+            h.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
         }
         h
     }
@@ -126,7 +160,11 @@ mod tests {
 
     #[test]
     fn upgrade_handshakes_keep_their_headers() {
-        let mut h = map(&[("connection", "Upgrade"), ("upgrade", "websocket"), ("sec-websocket-key", "k")]);
+        let mut h = map(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "websocket"),
+            ("sec-websocket-key", "k"),
+        ]);
         assert!(is_upgrade(&h));
         strip_hop_by_hop(&mut h, true);
         assert_eq!(h["upgrade"], "websocket");
@@ -140,9 +178,18 @@ mod tests {
         let good = map(&[("proxy-authorization", "Basic YWdlbnQ6cHc=")]); // agent:pw
         let bad = map(&[("proxy-authorization", "Basic YWdlbnQ6bm8=")]); // agent:no
         assert_eq!(proxy_user(&good, &users), Ok(Some("agent".into())));
-        assert_eq!(proxy_user(&bad, &users), Err(AuthError::Rejected("agent".into())));
-        assert_eq!(proxy_user(&HeaderMap::new(), &users), Err(AuthError::Missing));
-        assert_eq!(proxy_user(&map(&[("proxy-authorization", "Bearer x")]), &users), Err(AuthError::Malformed));
+        assert_eq!(
+            proxy_user(&bad, &users),
+            Err(AuthError::Rejected("agent".into()))
+        );
+        assert_eq!(
+            proxy_user(&HeaderMap::new(), &users),
+            Err(AuthError::Missing)
+        );
+        assert_eq!(
+            proxy_user(&map(&[("proxy-authorization", "Bearer x")]), &users),
+            Err(AuthError::Malformed)
+        );
         // Without configured users the name is only a label.
         assert_eq!(proxy_user(&bad, &[]), Ok(Some("agent".into())));
         assert_eq!(proxy_user(&HeaderMap::new(), &[]), Ok(None));

@@ -45,7 +45,11 @@ impl Proxy {
         let proxy = self.clone();
         self.inner.shutdown.tasks.spawn(async move {
             let _open = proxy.metrics().connection_opened();
-            let ctx = ConnCtx { peer, user: None, tunnel: None };
+            let ctx = ConnCtx {
+                peer,
+                user: None,
+                tunnel: None,
+            };
             serve_http(proxy, ctx, TokioIo::new(stream)).await;
         });
     }
@@ -55,8 +59,14 @@ impl Proxy {
         s.drain.cancel();
         s.tasks.close();
         let deadline = self.settings().drain_timeout;
-        if tokio::time::timeout(deadline, s.tasks.wait()).await.is_err() {
-            tracing::warn!("{} connections still open after {deadline:?}; closing them", s.tasks.len());
+        if tokio::time::timeout(deadline, s.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} connections still open after {deadline:?}; closing them",
+                s.tasks.len()
+            );
             s.hard.cancel();
         }
     }
@@ -65,7 +75,11 @@ impl Proxy {
 /// Serves HTTP/1.1 or HTTP/2 on one client connection (the proxy port, or a decrypted
 /// tunnel), honouring graceful shutdown. Boxed: a CONNECT handled here spawns a tunnel that
 /// calls this again, and the recursion needs a named future type.
-pub(super) fn serve_http<I>(proxy: Proxy, ctx: ConnCtx, io: I) -> Pin<Box<dyn Future<Output = ()> + Send>>
+pub(super) fn serve_http<I>(
+    proxy: Proxy,
+    ctx: ConnCtx,
+    io: I,
+) -> Pin<Box<dyn Future<Output = ()> + Send>>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {

@@ -78,15 +78,25 @@ impl Settings {
             .reverse
             .iter()
             .map(|r| {
-                let upstream = r.upstream.parse().map_err(|e: http::uri::InvalidUri| bad("proxy.reverse", e.to_string()))?;
-                Ok(ReverseRoute { prefix: r.prefix.trim_end_matches('/').to_string(), upstream })
+                let upstream = r
+                    .upstream
+                    .parse()
+                    .map_err(|e: http::uri::InvalidUri| bad("proxy.reverse", e.to_string()))?;
+                Ok(ReverseRoute {
+                    prefix: r.prefix.trim_end_matches('/').to_string(),
+                    upstream,
+                })
             })
             .collect::<Result<_, ProxyBuildError>>()?;
         Ok(Settings {
             listen: listen_addr(&p.listen).map_err(|e| bad("proxy.listen", e))?,
             intercept: set("proxy.intercept", &p.intercept)?,
             passthrough: set("proxy.passthrough", &p.passthrough)?,
-            users: p.users.iter().map(|u| (u.name.clone(), u.password.clone())).collect(),
+            users: p
+                .users
+                .iter()
+                .map(|u| (u.name.clone(), u.password.clone()))
+                .collect(),
             reverse,
             connect_timeout: Duration::from_millis(p.connect_timeout_ms),
             response_timeout: Duration::from_millis(p.response_timeout_ms),
@@ -129,11 +139,23 @@ impl Proxy {
     ) -> Result<Self, ProxyBuildError> {
         let settings = Settings::compile(config)?;
         let tls = crate::tls::client_config(config.proxy.upstream_ca_file.as_deref())?;
-        let upstream = forward::Upstream::new(tls, settings.connect_timeout, settings.response_timeout);
+        let upstream =
+            forward::Upstream::new(tls, settings.connect_timeout, settings.response_timeout);
         let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
-        let classifier = classify::Classifier::new(&config.tools, &config.llm).map_err(ProxyBuildError::Config)?;
-        let shared = Shared { settings, leaves, upstream, classifier, journal, metrics, shutdown: Shutdown::default() };
-        Ok(Proxy { inner: Arc::new(shared) })
+        let classifier = classify::Classifier::new(&config.tools, &config.llm)
+            .map_err(ProxyBuildError::Config)?;
+        let shared = Shared {
+            settings,
+            leaves,
+            upstream,
+            classifier,
+            journal,
+            metrics,
+            shutdown: Shutdown::default(),
+        };
+        Ok(Proxy {
+            inner: Arc::new(shared),
+        })
     }
 
     /// The configured listen address.

@@ -74,7 +74,10 @@ pub struct ProxyError {
 
 impl ProxyError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ProxyError { kind, message: message.into() }
+        ProxyError {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub fn status(&self) -> StatusCode {
@@ -82,7 +85,11 @@ impl ProxyError {
     }
 
     pub fn info(&self) -> ErrorInfo {
-        ErrorInfo { source: self.kind.source(), kind: self.kind.name().into(), message: self.message.clone() }
+        ErrorInfo {
+            source: self.kind.source(),
+            kind: self.kind.name().into(),
+            message: self.message.clone(),
+        }
     }
 }
 
@@ -92,10 +99,16 @@ pub fn response(err: &ProxyError) -> Response<ProxyBody> {
     let mut resp = Response::new(body.map_err(|never| match never {}).boxed());
     *resp.status_mut() = err.status();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     h.insert(ERROR_HEADER, HeaderValue::from_static(err.kind.name()));
     if err.kind == ErrorKind::ProxyAuthRequired {
-        h.insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"flakestorm\""));
+        h.insert(
+            header::PROXY_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"flakestorm\""),
+        );
     }
     resp
 }
@@ -106,7 +119,10 @@ mod tests {
 
     #[test]
     fn genuine_errors_are_marked_and_explained() {
-        let err = ProxyError::new(ErrorKind::UpstreamTimeout, "upstream api.x:443 sent no response head within 600s");
+        let err = ProxyError::new(
+            ErrorKind::UpstreamTimeout,
+            "upstream api.x:443 sent no response head within 600s",
+        );
         let resp = response(&err);
         assert_eq!(resp.status(), 504);
         assert_eq!(resp.headers()[ERROR_HEADER], "upstream_timeout");

@@ -17,7 +17,9 @@ use super::body::{ObservedBody, Recorder};
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{Proxy, ProxyBody, connect};
-use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, ResponseHead, Route, Target, Timings};
+use crate::exchange::{
+    ErrorSource, Exchange, Outcome, RequestHead, ResponseHead, Route, Target, Timings,
+};
 
 /// Who is on the other end of a client connection.
 #[derive(Debug, Clone)]
@@ -28,7 +30,11 @@ pub struct ConnCtx {
     pub tunnel: Option<Authority>,
 }
 
-pub async fn handle(proxy: Proxy, ctx: ConnCtx, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+pub async fn handle(
+    proxy: Proxy,
+    ctx: ConnCtx,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
     if let Some(authority) = ctx.tunnel.clone() {
         let uri = rebuild(Scheme::HTTPS, authority, req.uri());
         return Ok(exchange(proxy, ctx, req, uri, Route::Intercepted).await);
@@ -50,8 +56,12 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, req: Request<Incoming>) -> Resul
 
 fn auth_error(e: AuthError) -> ProxyError {
     let message = match e {
-        AuthError::Missing => "proxy authentication required (Proxy-Authorization: Basic)".to_string(),
-        AuthError::Malformed => "malformed Proxy-Authorization header; expected Basic credentials".to_string(),
+        AuthError::Missing => {
+            "proxy authentication required (Proxy-Authorization: Basic)".to_string()
+        }
+        AuthError::Malformed => {
+            "malformed Proxy-Authorization header; expected Basic credentials".to_string()
+        }
         AuthError::Rejected(name) => format!("proxy credentials for user `{name}` were rejected"),
     };
     ProxyError::new(ErrorKind::ProxyAuthRequired, message)
@@ -61,7 +71,8 @@ fn auth_error(e: AuthError) -> ProxyError {
 async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
     let path = req.uri().path().to_string();
     let route = proxy.settings().reverse.iter().find(|r| {
-        path.strip_prefix(r.prefix.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        path.strip_prefix(r.prefix.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     });
     let Some(route) = route else {
         let err = ProxyError::new(
@@ -76,18 +87,36 @@ async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Resp
     let up = &route.upstream;
     let rest = &path[route.prefix.len()..];
     let base = up.path().trim_end_matches('/');
-    let query = req.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+    let query = req
+        .uri()
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
     let pq = format!("{base}{}{query}", if rest.is_empty() { "/" } else { rest });
     let (Some(scheme), Some(authority)) = (up.scheme().cloned(), up.authority().cloned()) else {
-        return reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::Internal, "reverse route without host"));
+        return reject(
+            &proxy,
+            &ctx,
+            &req,
+            ProxyError::new(ErrorKind::Internal, "reverse route without host"),
+        );
     };
     if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
         req.headers_mut().insert(header::HOST, host);
     }
-    let uri = Uri::builder().scheme(scheme).authority(authority).path_and_query(pq).build();
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(pq)
+        .build();
     match uri {
         Ok(uri) => exchange(proxy, ctx, req, uri, Route::Reverse).await,
-        Err(e) => reject(&proxy, &ctx, &req, ProxyError::new(ErrorKind::BadRequest, format!("bad path: {e}"))),
+        Err(e) => reject(
+            &proxy,
+            &ctx,
+            &req,
+            ProxyError::new(ErrorKind::BadRequest, format!("bad path: {e}")),
+        ),
     }
 }
 
@@ -97,7 +126,10 @@ fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
         Some(443) => authority.host().parse().unwrap_or(authority),
         _ => authority,
     };
-    let pq = uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
+    let pq = uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
     Uri::from_parts({
         let mut p = http::uri::Parts::default();
         p.scheme = Some(scheme);
@@ -109,7 +141,13 @@ fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
 }
 
 /// Forwards one request to `uri` and records it.
-async fn exchange(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>, uri: Uri, route: Route) -> Response<ProxyBody> {
+async fn exchange(
+    proxy: Proxy,
+    ctx: ConnCtx,
+    mut req: Request<Incoming>,
+    uri: Uri,
+    route: Route,
+) -> Response<ProxyBody> {
     let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
@@ -120,11 +158,17 @@ async fn exchange(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>, uri: U
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
-        proxy.inner.upstream.send(req.map(|b| b.map_err(Into::into).boxed())).await
+        proxy
+            .inner
+            .upstream
+            .send(req.map(|b| b.map_err(Into::into).boxed()))
+            .await
     };
     match result {
         Ok(resp) => {
-            proxy.metrics().upstream_latency(sent.elapsed().as_secs_f64());
+            proxy
+                .metrics()
+                .upstream_latency(sent.elapsed().as_secs_f64());
             rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
             let (mut parts, body) = resp.into_parts();
             let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
@@ -140,11 +184,19 @@ async fn exchange(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>, uri: U
     }
 }
 
-fn recorder<B>(proxy: &Proxy, ctx: &ConnCtx, req: &Request<B>, uri: &Uri, route: Route) -> Recorder {
+fn recorder<B>(
+    proxy: &Proxy,
+    ctx: &ConnCtx,
+    req: &Request<B>,
+    uri: &Uri,
+    route: Route,
+) -> Recorder {
     let url = uri.to_string();
     let host = uri.host().unwrap_or_default();
     let target = proxy.inner.classifier.classify(&url, host, uri.path());
-    let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let started_at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let exchange = Exchange {
         id: proxy.journal().next_id(),
         client_addr: ctx.peer.to_string(),
@@ -158,8 +210,14 @@ fn recorder<B>(proxy: &Proxy, ctx: &ConnCtx, req: &Request<B>, uri: &Uri, route:
             headers: headers::header_list(req.headers()),
         },
         // Placeholder until the outcome is known; `Recorder::finish` always replaces it.
-        outcome: Outcome::Error { error: ProxyError::new(ErrorKind::Internal, "unfinished").info(), status: None },
-        timings: Timings { started_at_ms, ..Timings::default() },
+        outcome: Outcome::Error {
+            error: ProxyError::new(ErrorKind::Internal, "unfinished").info(),
+            status: None,
+        },
+        timings: Timings {
+            started_at_ms,
+            ..Timings::default()
+        },
         response_bytes: 0,
     };
     Recorder::new(proxy.clone(), exchange, Instant::now())
@@ -176,12 +234,23 @@ fn fail(proxy: &Proxy, rec: Recorder, err: ProxyError) -> Response<ProxyBody> {
     proxy.metrics().proxy_error(err.kind.name());
     let resp = rescue::response(&err);
     let status = resp.status().as_u16();
-    rec.finish(Outcome::Error { error: info, status: Some(status) }, 0);
+    rec.finish(
+        Outcome::Error {
+            error: info,
+            status: Some(status),
+        },
+        0,
+    );
     resp
 }
 
 /// Answers a request that never reached an upstream (bad request, failed auth).
-pub fn reject<B>(proxy: &Proxy, ctx: &ConnCtx, req: &Request<B>, err: ProxyError) -> Response<ProxyBody> {
+pub fn reject<B>(
+    proxy: &Proxy,
+    ctx: &ConnCtx,
+    req: &Request<B>,
+    err: ProxyError,
+) -> Response<ProxyBody> {
     let uri = req.uri().clone();
     let rec = recorder(proxy, ctx, req, &uri, Route::Forward);
     let mut rec = rec;

@@ -29,7 +29,11 @@ impl<T> Prefixed<T> {
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         if self.prefix.has_remaining() {
             let n = self.prefix.len().min(buf.remaining());
             buf.put_slice(&self.prefix[..n]);
@@ -41,7 +45,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -89,7 +97,9 @@ mod tests {
     #[tokio::test]
     async fn prefix_is_read_before_the_stream() {
         let (mut a, b) = tokio::io::duplex(64);
-        tokio::io::AsyncWriteExt::write_all(&mut a, b"world").await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut a, b"world")
+            .await
+            .unwrap();
         drop(a);
         let mut p = Prefixed::new(Bytes::from_static(b"hello "), b);
         let mut out = String::new();

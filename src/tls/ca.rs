@@ -21,7 +21,9 @@ pub struct CertificateAuthority {
 
 impl std::fmt::Debug for CertificateAuthority {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CertificateAuthority").field("cert_path", &self.cert_path).finish()
+        f.debug_struct("CertificateAuthority")
+            .field("cert_path", &self.cert_path)
+            .finish()
     }
 }
 
@@ -42,11 +44,17 @@ impl CertificateAuthority {
         if !force && cert_path.exists() {
             return Err(TlsError::CaExists { path: cert_path });
         }
-        std::fs::create_dir_all(dir).map_err(|source| TlsError::Io { path: dir.into(), source })?;
+        std::fs::create_dir_all(dir).map_err(|source| TlsError::Io {
+            path: dir.into(),
+            source,
+        })?;
         let key = KeyPair::generate()?;
         let cert = ca_params()?.self_signed(&key)?;
         write_private(&dir.join(CA_KEY_FILE), key.serialize_pem().as_bytes())?;
-        std::fs::write(&cert_path, cert.pem()).map_err(|source| TlsError::Io { path: cert_path.clone(), source })?;
+        std::fs::write(&cert_path, cert.pem()).map_err(|source| TlsError::Io {
+            path: cert_path.clone(),
+            source,
+        })?;
         Self::load(dir)
     }
 
@@ -54,7 +62,12 @@ impl CertificateAuthority {
     pub fn load(dir: &Path) -> Result<Self, TlsError> {
         let cert_path = dir.join(CA_CERT_FILE);
         let key_path = dir.join(CA_KEY_FILE);
-        let read = |p: &Path| std::fs::read_to_string(p).map_err(|source| TlsError::Io { path: p.into(), source });
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|source| TlsError::Io {
+                path: p.into(),
+                source,
+            })
+        };
         let cert_pem = read(&cert_path)?;
         let key_pem = read(&key_path)?;
         warn_if_readable_by_others(&key_path);
@@ -63,9 +76,13 @@ impl CertificateAuthority {
             message: format!("not a valid {what}: {e}"),
         };
         let key = KeyPair::from_pem(&key_pem).map_err(|e| bad(&key_path, "PEM private key", e))?;
-        let issuer =
-            Issuer::from_ca_cert_pem(&cert_pem, key).map_err(|e| bad(&cert_path, "PEM CA certificate", e))?;
-        Ok(CertificateAuthority { cert_pem, cert_path, issuer })
+        let issuer = Issuer::from_ca_cert_pem(&cert_pem, key)
+            .map_err(|e| bad(&cert_path, "PEM CA certificate", e))?;
+        Ok(CertificateAuthority {
+            cert_pem,
+            cert_path,
+            issuer,
+        })
     }
 
     pub fn cert_pem(&self) -> &str {
@@ -85,10 +102,16 @@ fn ca_params() -> Result<CertificateParams, TlsError> {
     let mut p = CertificateParams::new(Vec::<String>::new())?;
     let now = OffsetDateTime::now_utc();
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
-    p.distinguished_name.push(DnType::CommonName, format!("flakestorm CA ({host})"));
-    p.distinguished_name.push(DnType::OrganizationName, "flakestorm");
+    p.distinguished_name
+        .push(DnType::CommonName, format!("flakestorm CA ({host})"));
+    p.distinguished_name
+        .push(DnType::OrganizationName, "flakestorm");
     p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     p.not_before = now - Duration::days(1);
     p.not_after = now + Duration::days(3650);
     Ok(p)
@@ -96,7 +119,10 @@ fn ca_params() -> Result<CertificateParams, TlsError> {
 
 /// Writes a file readable by its owner only (created with mode 0600, never widened).
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TlsError> {
-    let io = |source| TlsError::Io { path: path.into(), source };
+    let io = |source| TlsError::Io {
+        path: path.into(),
+        source,
+    };
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -118,7 +144,10 @@ fn warn_if_readable_by_others(path: &Path) {
         use std::os::unix::fs::PermissionsExt;
         if let Ok(meta) = std::fs::metadata(path) {
             if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!("CA key {} is readable by other users; run `chmod 600` on it", path.display());
+                tracing::warn!(
+                    "CA key {} is readable by other users; run `chmod 600` on it",
+                    path.display()
+                );
             }
         }
     }
@@ -137,13 +166,19 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.path().join(CA_KEY_FILE)).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join(CA_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         let (again, created) = CertificateAuthority::load_or_create(dir.path()).unwrap();
         assert!(!created);
         assert_eq!(again.cert_pem(), ca.cert_pem());
-        assert!(matches!(CertificateAuthority::create(dir.path(), false), Err(TlsError::CaExists { .. })));
+        assert!(matches!(
+            CertificateAuthority::create(dir.path(), false),
+            Err(TlsError::CaExists { .. })
+        ));
     }
 
     #[test]
@@ -151,7 +186,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         CertificateAuthority::create(dir.path(), false).unwrap();
         std::fs::write(dir.path().join(CA_KEY_FILE), "garbage").unwrap();
-        let err = CertificateAuthority::load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("ca.key") && err.contains("not a valid PEM private key"), "{err}");
+        let err = CertificateAuthority::load(dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ca.key") && err.contains("not a valid PEM private key"),
+            "{err}"
+        );
     }
 }

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, SystemTime, UNIX_EPOCH};
 
 use lru::LruCache;
-use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose, SanType, SerialNumber};
+use rcgen::{
+    CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose, SanType,
+    SerialNumber,
+};
 use rustls::ServerConfig;
 use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
 use rustls_pki_types::{CertificateDer, DnsName, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -40,9 +43,16 @@ pub struct LeafCache {
 }
 
 impl LeafCache {
-    pub fn new(ca: Arc<CertificateAuthority>, capacity: usize, metrics: Metrics) -> Result<Self, TlsError> {
+    pub fn new(
+        ca: Arc<CertificateAuthority>,
+        capacity: usize,
+        metrics: Metrics,
+    ) -> Result<Self, TlsError> {
         let ca_der = rustls_pki_types::pem::PemObject::from_pem_slice(ca.cert_pem().as_bytes())
-            .map_err(|e| TlsError::BadFile { path: ca.cert_path().into(), message: e.to_string() })?;
+            .map_err(|e| TlsError::BadFile {
+                path: ca.cert_path().into(),
+                message: e.to_string(),
+            })?;
         let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         Ok(LeafCache {
             ca,
@@ -67,7 +77,13 @@ impl LeafCache {
         // Issue outside the lock: signing takes tens of microseconds, lookups must not wait.
         let config = Arc::new(self.issue(&host)?);
         let mut cache = self.lock();
-        cache.put(host, Entry { config: config.clone(), issued: SystemTime::now() });
+        cache.put(
+            host,
+            Entry {
+                config: config.clone(),
+                issued: SystemTime::now(),
+            },
+        );
         self.metrics.set_leaf_cache_size(cache.len());
         Ok(config)
     }
@@ -77,7 +93,10 @@ impl LeafCache {
         let mut p = CertificateParams::new(Vec::<String>::new())?;
         p.subject_alt_names = vec![san];
         p.distinguished_name.push(DnType::CommonName, host);
-        p.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        p.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let now = OffsetDateTime::now_utc();
         p.not_before = now - Duration::days(1);
@@ -99,7 +118,10 @@ impl LeafCache {
     /// with the same serial.
     fn next_serial(&self) -> SerialNumber {
         let n = self.serial.fetch_add(1, Ordering::Relaxed);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&nanos.to_be_bytes());
         bytes[8..].copy_from_slice(&n.to_be_bytes());
@@ -121,11 +143,16 @@ impl LeafCache {
 }
 
 fn normalize(host: &str) -> String {
-    host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
 }
 
 fn san(host: &str) -> Result<SanType, TlsError> {
-    let bad = || TlsError::BadHost { host: host.to_string() };
+    let bad = || TlsError::BadHost {
+        host: host.to_string(),
+    };
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(SanType::IpAddress(ip));
     }
@@ -158,7 +185,10 @@ mod tests {
     fn bad_hosts_are_errors_not_panics() {
         let c = cache(4);
         for host in ["", "bad host", "exa_mple..com", "\u{0}x"] {
-            assert!(matches!(c.server_config(host), Err(TlsError::BadHost { .. })), "{host:?}");
+            assert!(
+                matches!(c.server_config(host), Err(TlsError::BadHost { .. })),
+                "{host:?}"
+            );
         }
     }
 }

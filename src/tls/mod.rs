@@ -20,10 +20,15 @@ pub use upstream::{UpstreamTls, client_config};
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     BadFile { path: PathBuf, message: String },
-    #[error("CA {path} already exists; pass --force to replace it (clients must then trust the new one)")]
+    #[error(
+        "CA {path} already exists; pass --force to replace it (clients must then trust the new one)"
+    )]
     CaExists { path: PathBuf },
     #[error("certificate generation failed: {0}")]
     Generate(#[from] rcgen::Error),
@@ -40,12 +45,21 @@ pub fn provider() -> Arc<CryptoProvider> {
 
 /// Every certificate in a PEM file; an error when there is none.
 pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let bytes = std::fs::read(path).map_err(|source| TlsError::Io { path: path.into(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| TlsError::Io {
+        path: path.into(),
+        source,
+    })?;
     let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
-    let certs = certs.map_err(|e| TlsError::BadFile { path: path.into(), message: format!("bad PEM: {e}") })?;
+    let certs = certs.map_err(|e| TlsError::BadFile {
+        path: path.into(),
+        message: format!("bad PEM: {e}"),
+    })?;
     if certs.is_empty() {
         let message = "no PEM certificate (-----BEGIN CERTIFICATE-----) in file".to_string();
-        return Err(TlsError::BadFile { path: path.into(), message });
+        return Err(TlsError::BadFile {
+            path: path.into(),
+            message,
+        });
     }
     Ok(certs)
 }

@@ -22,10 +22,18 @@ pub fn client_config(extra_ca: Option<&Path>) -> Result<UpstreamTls, TlsError> {
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
     let (added, ignored) = roots.add_parsable_certificates(native.certs);
-    tracing::debug!(added, ignored, errors = native.errors.len(), "loaded OS root certificates");
+    tracing::debug!(
+        added,
+        ignored,
+        errors = native.errors.len(),
+        "loaded OS root certificates"
+    );
     if let Some(path) = extra_ca {
         for cert in read_pem_certs(path)? {
-            roots.add(cert).map_err(|e| TlsError::BadFile { path: path.into(), message: e.to_string() })?;
+            roots.add(cert).map_err(|e| TlsError::BadFile {
+                path: path.into(),
+                message: e.to_string(),
+            })?;
         }
     }
     let config = ClientConfig::builder_with_provider(provider())
@@ -34,5 +42,8 @@ pub fn client_config(extra_ca: Option<&Path>) -> Result<UpstreamTls, TlsError> {
         .with_no_client_auth();
     let mut http1 = config.clone();
     http1.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(UpstreamTls { pooled: Arc::new(config), http1: Arc::new(http1) })
+    Ok(UpstreamTls {
+        pooled: Arc::new(config),
+        http1: Arc::new(http1),
+    })
 }

@@ -23,9 +23,11 @@ def test_control_endpoints(flakestorm, http_origin):
     assert pem == flakestorm.ca_file.read_bytes()
     assert b"-----BEGIN CERTIFICATE-----" in pem
     # Counter samples appear once there was traffic: send one request through the proxy.
+    # The proxy counts it when the exchange completes, so poll rather than read once.
     proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": flakestorm.proxy_url}))
     with proxied.open(http_origin.url() + "/control-traffic", timeout=10) as r:
         assert r.status == 200
+    flakestorm.assert_counted(0)
     status, metrics = flakestorm.control_get("/metrics")
     assert status == 200 and b"flakestorm_requests_total" in metrics, metrics
 

@@ -17,7 +17,9 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// A running proxy daemon and the temp folder holding its CA.
@@ -83,7 +85,9 @@ fn merge_yaml(base: &str, extra: &str) -> String {
 
 fn parse_yaml(yaml: &str) -> serde_json::Value {
     use figment::providers::{Format, Yaml};
-    figment::Figment::from(Yaml::string(yaml)).extract().unwrap_or(serde_json::Value::Null)
+    figment::Figment::from(Yaml::string(yaml))
+        .extract()
+        .unwrap_or(serde_json::Value::Null)
 }
 
 pub fn ring() -> Arc<rustls::crypto::CryptoProvider> {
@@ -116,7 +120,11 @@ pub fn client_via(proxy: &TestProxy, alpn: &[&[u8]]) -> reqwest::Client {
 
 /// A reqwest client that talks to loopback directly (no proxy).
 pub fn direct_client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().use_preconfigured_tls(tls_client("", H1)).build().unwrap()
+    reqwest::Client::builder()
+        .no_proxy()
+        .use_preconfigured_tls(tls_client("", H1))
+        .build()
+        .unwrap()
 }
 
 pub const H1: &[&[u8]] = &[b"http/1.1"];

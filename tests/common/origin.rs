@@ -46,7 +46,11 @@ impl Log {
 }
 
 pub fn text(body: &str) -> Response<Body> {
-    Response::new(Full::new(Bytes::from(body.to_string())).map_err(|never| match never {}).boxed())
+    Response::new(
+        Full::new(Bytes::from(body.to_string()))
+            .map_err(|never| match never {})
+            .boxed(),
+    )
 }
 
 pub struct Origin {
@@ -71,8 +75,10 @@ impl Drop for Origin {
 }
 
 pub fn server_tls(alpn: &[&[u8]]) -> Arc<ServerConfig> {
-    let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(fixture("origin.pem")).unwrap().map(Result::unwrap).collect();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("origin.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     let key = PrivateKeyDer::from_pem_file(fixture("origin.key")).unwrap();
     let mut c = ServerConfig::builder_with_provider(super::ring())
         .with_safe_default_protocol_versions()
@@ -117,10 +123,18 @@ where
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let _ = match acceptor {
                     Some(a) => match a.accept(stream).await {
-                        Ok(tls) => builder.serve_connection_with_upgrades(TokioIo::new(tls), svc).await,
+                        Ok(tls) => {
+                            builder
+                                .serve_connection_with_upgrades(TokioIo::new(tls), svc)
+                                .await
+                        }
                         Err(_) => return,
                     },
-                    None => builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).await,
+                    None => {
+                        builder
+                            .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                            .await
+                    }
                 };
             });
         }
@@ -131,4 +145,40 @@ where
 /// An origin answering every request with `body` (200, text/plain).
 pub async fn fixed(tls: Option<&[&[u8]]>, body: &'static str) -> Origin {
     start(tls, move |_req| async move { text(body) }).await
+}
+
+/// A response body the test writes into chunk by chunk; the handler hands the sender out.
+pub fn channel_body() -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
+    use futures_util::stream;
+    use http_body::Frame;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let frames = stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok(Frame::data(b)), rx))
+    });
+    (tx, http_body_util::StreamBody::new(frames).boxed())
+}
+
+/// An origin whose responses (`content_type`, 200) stream whatever the test sends through
+/// the sender it receives from `senders` for each request.
+pub async fn streaming(
+    tls: Option<&[&[u8]]>,
+    content_type: &'static str,
+) -> (
+    Origin,
+    tokio::sync::mpsc::UnboundedReceiver<tokio::sync::mpsc::Sender<Bytes>>,
+) {
+    let (give, senders) = tokio::sync::mpsc::unbounded_channel();
+    let o = start(tls, move |_req| {
+        let give = give.clone();
+        async move {
+            let (tx, body) = channel_body();
+            give.send(tx).unwrap();
+            let mut resp = Response::new(body);
+            resp.headers_mut()
+                .insert("content-type", http::HeaderValue::from_static(content_type));
+            resp
+        }
+    })
+    .await;
+    (o, senders)
 }

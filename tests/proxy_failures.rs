@@ -1,0 +1,193 @@
+//! Genuine failures and bad input: upstream refused or silent, malformed requests, bad
+//! CONNECT targets, invalid TLS, oversized heads, non-HTTP bytes. Each gets a clear status
+//! (marked `x-flakestorm-error` when the proxy answers) and the daemon keeps serving.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::origin;
+use common::*;
+use flakestorm::exchange::Outcome;
+use flakestorm::proxy::ERROR_HEADER;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A loopback port with nothing listening on it.
+async fn closed_port() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap()
+}
+
+/// Writes `bytes` to the proxy and reads the response head (or whatever comes before the
+/// proxy closes the connection).
+async fn raw(proxy: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    within("proxy answers", async {
+        let mut buf = [0u8; 4096];
+        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn still_serving(p: &TestProxy) {
+    let o = origin::fixed(None, "alive").await;
+    let text = client_via(p, H1)
+        .get(o.http_url("/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, "alive");
+}
+
+#[tokio::test]
+async fn refused_upstreams_are_502s_that_say_why() {
+    let p = start_proxy("").await;
+    let dead = closed_port().await;
+    let client = client_via(&p, H1);
+    for url in [
+        format!("http://{dead}/x"),
+        format!("https://localhost:{}/x", dead.port()),
+    ] {
+        let resp = client.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 502, "{url}");
+        assert_eq!(resp.headers()[ERROR_HEADER], "upstream_connect");
+        let body = resp.text().await.unwrap();
+        assert!(
+            body.contains(&format!("could not connect to upstream {dead}"))
+                || body.contains("localhost"),
+            "{body}"
+        );
+        assert!(body.to_lowercase().contains("refused"), "{body}");
+    }
+    p.daemon.journal.wait_for(2).await;
+    for ex in p.daemon.journal.all() {
+        let Outcome::Error { error, status } = &ex.outcome else {
+            panic!("{ex:?}")
+        };
+        assert_eq!(
+            (error.kind.as_str(), *status),
+            ("upstream_connect", Some(502))
+        );
+    }
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn passthrough_to_a_dead_host_fails_the_connect_itself() {
+    let p = start_proxy("proxy:\n  passthrough: ['*']\n").await;
+    let dead = closed_port().await;
+    let reply = raw(
+        p.addr(),
+        format!("CONNECT {dead} HTTP/1.1\r\nHost: {dead}\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 502"), "{reply}");
+    assert!(
+        reply.contains("x-flakestorm-error: upstream_connect"),
+        "{reply}"
+    );
+    p.stop().await;
+}
+
+/// Paused time: the 600 s response timeout elapses instantly once everything is idle.
+#[tokio::test(start_paused = true)]
+async fn a_silent_upstream_times_out_with_504() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let _hold = tokio::spawn(async move {
+        let mut held = vec![];
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s); // accept, never answer
+        }
+    });
+    let p = start_proxy("").await;
+    let resp = client_via(&p, H1)
+        .get(format!("http://{addr}/slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 504);
+    assert_eq!(resp.headers()[ERROR_HEADER], "upstream_timeout");
+    assert!(
+        resp.text()
+            .await
+            .unwrap()
+            .contains("sent no response head within 600s")
+    );
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_status_and_the_daemon_keeps_serving() {
+    let p = start_proxy("").await;
+    let big = "a".repeat(100 * 1024);
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "malformed request line",
+            b"GARBAGE\r\n\r\n".to_vec(),
+            "HTTP/1.1 400",
+        ),
+        (
+            "non-HTTP bytes",
+            vec![0u8, 1, 2, 3, 0xff, 0xfe, b'\r', b'\n', b'\r', b'\n'],
+            "HTTP/1.1 400",
+        ),
+        (
+            "oversized headers",
+            format!("GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n")
+                .into_bytes(),
+            "HTTP/1.1 431",
+        ),
+        (
+            "CONNECT without a port",
+            b"CONNECT example.com HTTP/1.1\r\nHost: example.com\r\n\r\n".to_vec(),
+            "HTTP/1.1 400",
+        ),
+    ];
+    for (what, bytes, want) in cases {
+        let reply = raw(p.addr(), &bytes).await;
+        assert!(reply.starts_with(want), "{what}: got {reply:?}");
+    }
+    still_serving(&p).await;
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn invalid_tls_from_a_client_closes_that_connection_only() {
+    let o = origin::fixed(Some(H1), "unused").await;
+    let p = start_proxy("").await;
+    let port = o.addr.port();
+    let mut s = tokio::net::TcpStream::connect(p.addr()).await.unwrap();
+    s.write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = [0u8; 256];
+    let n = s.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200"));
+    // A TLS record header announcing a handshake, followed by nonsense.
+    s.write_all(b"\x16\x03\x01\x00\x20this is not a client hello at all!!")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = within("proxy closes the tunnel", s.read_to_end(&mut rest)).await;
+    assert!(
+        p.daemon
+            .metrics
+            .encode()
+            .contains(r#"flakestorm_tls_handshakes_total{result="error"} 1"#)
+    );
+    assert_eq!(o.log.len(), 0);
+    still_serving(&p).await;
+    p.stop().await;
+}
