@@ -68,10 +68,12 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
             "must be at least 1",
         ));
     }
-    if let Some(file) = &p.upstream_ca_file {
-        if let Err(e) = crate::tls::read_pem_certs(file) {
-            errors.push(ConfigError::new("proxy.upstream_ca_file", e.to_string()));
-        }
+    if let Some(Err(e)) = p
+        .upstream_ca_file
+        .as_deref()
+        .map(crate::tls::read_pem_certs)
+    {
+        errors.push(ConfigError::new("proxy.upstream_ca_file", e.to_string()));
     }
     users(&p.users, errors);
     reverse(&p.reverse, errors);

@@ -142,13 +142,13 @@ fn warn_if_readable_by_others(path: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(
-                    "CA key {} is readable by other users; run `chmod 600` on it",
-                    path.display()
-                );
-            }
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                "CA key {} is readable by other users; run `chmod 600` on it",
+                path.display()
+            );
         }
     }
 }

@@ -69,10 +69,10 @@ impl LeafCache {
     /// The TLS server configuration presenting a leaf for `host` (DNS name or IP).
     pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, TlsError> {
         let host = normalize(host);
-        if let Some(e) = self.lock().get(&host) {
-            if e.issued.elapsed().unwrap_or_default() < LEAF_REISSUE_AFTER {
-                return Ok(e.config.clone());
-            }
+        if let Some(e) = self.lock().get(&host)
+            && e.issued.elapsed().unwrap_or_default() < LEAF_REISSUE_AFTER
+        {
+            return Ok(e.config.clone());
         }
         // Issue outside the lock: signing takes tens of microseconds, lookups must not wait.
         let config = Arc::new(self.issue(&host)?);

@@ -36,6 +36,7 @@ TEST_CA = FIXTURES / "test-ca.pem"
 READY_RE = re.compile(r"^flakestorm: (proxy|control) listening on (\S+)$")
 STARTUP_DEADLINE_S = 30
 CLIENT_TIMEOUT_S = 60
+SSE_GATE_TIMEOUT_S = 10
 
 # Variables that would route a client elsewhere (NO_PROXY would make localhost
 # bypass the proxy) or make it trust something other than the proxy CA.
@@ -160,7 +161,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for d in datas:
+        origin: Origin = self.server.origin
+        for i, d in enumerate(datas):
+            if i == 2 and origin.sse_gate is not None:
+                # Hold the rest of the stream until the client proves it already got the
+                # first delta; a buffering proxy makes this wait time out.
+                origin.sse_gate_opened = origin.sse_gate.wait(SSE_GATE_TIMEOUT_S)
             frame = f"data: {d}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
             self.wfile.flush()
@@ -196,9 +202,12 @@ class Origin:
             ctx.set_alpn_protocols(["http/1.1"])  # stdlib server speaks HTTP/1.1 only
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
+        self.sse_gate: threading.Event | None = None  # set by a test to pause SSE mid-stream
+        self.sse_gate_opened: bool | None = None
         self._server = _Server(self, ctx)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # Short poll interval: shutdown() at fixture teardown waits up to one interval.
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
 
     def url(self, host: str = "localhost") -> str:
         return f"{self.scheme}://{host}:{self.port}"

@@ -7,11 +7,15 @@ proves flakestorm intercepted the TLS and re-signed with its own CA.
 """
 
 import json
+import select
+import subprocess
+import sys
+import threading
 import urllib.request
 
 import pytest
 
-from conftest import CHAT_CONTENT, CHAT_ID, STREAM_PIECES, USAGE, clean_env
+from conftest import CHAT_CONTENT, CHAT_ID, SSE_GATE_TIMEOUT_S, STREAM_PIECES, USAGE, clean_env
 
 # --------------------------------------------------------------------------- control
 
@@ -187,6 +191,8 @@ else:
         for ch in chunk.choices:
             deltas.append(ch.delta.content or "")
             finish = ch.finish_reason or finish
+            if ch.delta.content and not any(deltas[:-1]):
+                print("first-delta:", ch.delta.content, flush=True)  # test_..._not_buffered waits for this
     print(json.dumps({"types": sorted(types), "deltas": deltas, "finish_reason": finish}))
 """
 
@@ -219,3 +225,26 @@ def test_openai_chat_completion_stream(https_origin, client_env, run_python):
     assert [d for d in out["deltas"] if d] == STREAM_PIECES  # one chunk per SSE event, in order
     assert out["finish_reason"] == "stop"
     _check_openai_request(https_origin, stream=True)
+
+
+def test_openai_stream_is_not_buffered(https_origin, client_env):
+    """The first delta reaches the SDK while the origin still holds the rest of the
+    stream: flakestorm relays SSE incrementally instead of buffering the response."""
+    https_origin.sse_gate = threading.Event()
+    p = subprocess.Popen(
+        [sys.executable, "-c", OPENAI_SCRIPT, https_origin.url() + "/v1", "stream"],
+        env=client_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        ready, _, _ = select.select([p.stdout], [], [], SSE_GATE_TIMEOUT_S * 2)
+        first = p.stdout.readline() if ready else ""
+        https_origin.sse_gate.set()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert first.strip() == f"first-delta: {STREAM_PIECES[0]}", (first, err)
+    assert https_origin.sse_gate_opened is True, "origin's stream stayed paused: the proxy buffered the SSE response"
+    assert "".join(json.loads(out.strip().splitlines()[-1])["deltas"]) == "".join(STREAM_PIECES)
