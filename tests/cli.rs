@@ -1,0 +1,63 @@
+//! The binary's commands as a user runs them: exit codes, messages, files.
+
+use std::process::Command;
+
+fn flakestorm(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.code().unwrap_or(-1), text(out.stdout), text(out.stderr))
+}
+
+#[test]
+fn validate_lists_every_error_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "proxy:\n  listen: nowhere\n  users: [{name: a}]\ncontrol:\n  listen: 0.0.0.0:1\n",
+    )
+    .unwrap();
+    let (code, _, err) = flakestorm(&["validate", "-c", "bad.yaml"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.yaml has 2 errors"), "{err}");
+    assert!(err.contains("proxy.users[0]: missing field `password`"), "{err}");
+    assert!(err.contains("control.token: required when control.listen (0.0.0.0:1)"), "{err}");
+
+    std::fs::write(dir.path().join("flakestorm.yaml"), "proxy:\n  listen: 127.0.0.1:9999\n").unwrap();
+    let (code, out, _) = flakestorm(&["validate"], dir.path());
+    assert_eq!((code, out.trim()), (0, "flakestorm.yaml: ok"), "./flakestorm.yaml is the default");
+
+    let (code, _, err) = flakestorm(&["validate", "-c", "missing.yaml"], dir.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.yaml") && err.contains("cannot read config file"), "{err}");
+}
+
+#[test]
+fn ca_init_export_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = flakestorm(&["ca", "init"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ca.pem"), "{out}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("certs/ca.key")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (code, _, err) = flakestorm(&["ca", "init"], dir.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+
+    let (_, pem, _) = flakestorm(&["ca", "export"], dir.path());
+    assert_eq!(pem, std::fs::read_to_string(dir.path().join("certs/ca.pem")).unwrap());
+    let (_, path, _) = flakestorm(&["ca", "path"], dir.path());
+    assert!(path.trim().ends_with("certs/ca.pem"), "{path}");
+
+    let (code, _, err) = flakestorm(&["ca", "export", "--ca-dir", "elsewhere"], dir.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("no CA in") && err.contains("flakestorm ca init"), "{err}");
+}
