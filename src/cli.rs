@@ -43,6 +43,8 @@ pub enum Command {
         #[command(subcommand)]
         command: CaCommand,
     },
+    /// Run the embedded demo offline: mock tool + LLM, an agent calling them through the proxy.
+    Demo,
     /// Check a config file and list every problem in it.
     Validate {
         #[command(flatten)]
@@ -100,6 +102,10 @@ pub async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Validate { config } => return validate(&config),
+        Command::Demo => crate::demo::run()
+            .await
+            .map(|text| print!("{text}"))
+            .map_err(Into::into),
         Command::Ca { command } => ca(command),
     };
     match result {

@@ -10,6 +10,7 @@
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
+//! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod demo;
 pub mod exchange;
 pub mod journal;
 pub mod llm;

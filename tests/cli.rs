@@ -10,7 +10,11 @@ fn flakestorm(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
         .output()
         .unwrap();
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (out.status.code().unwrap_or(-1), text(out.stdout), text(out.stderr))
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
 }
 
 #[test]
@@ -24,16 +28,33 @@ fn validate_lists_every_error_and_exits_2() {
     let (code, _, err) = flakestorm(&["validate", "-c", "bad.yaml"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.yaml has 2 errors"), "{err}");
-    assert!(err.contains("proxy.users[0]: missing field `password`"), "{err}");
-    assert!(err.contains("control.token: required when control.listen (0.0.0.0:1)"), "{err}");
+    assert!(
+        err.contains("proxy.users[0]: missing field `password`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("control.token: required when control.listen (0.0.0.0:1)"),
+        "{err}"
+    );
 
-    std::fs::write(dir.path().join("flakestorm.yaml"), "proxy:\n  listen: 127.0.0.1:9999\n").unwrap();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        "proxy:\n  listen: 127.0.0.1:9999\n",
+    )
+    .unwrap();
     let (code, out, _) = flakestorm(&["validate"], dir.path());
-    assert_eq!((code, out.trim()), (0, "flakestorm.yaml: ok"), "./flakestorm.yaml is the default");
+    assert_eq!(
+        (code, out.trim()),
+        (0, "flakestorm.yaml: ok"),
+        "./flakestorm.yaml is the default"
+    );
 
     let (code, _, err) = flakestorm(&["validate", "-c", "missing.yaml"], dir.path());
     assert_eq!(code, 2);
-    assert!(err.contains("missing.yaml") && err.contains("cannot read config file"), "{err}");
+    assert!(
+        err.contains("missing.yaml") && err.contains("cannot read config file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -45,19 +66,52 @@ fn ca_init_export_and_path() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join("certs/ca.key")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.path().join("certs/ca.key"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
     let (code, _, err) = flakestorm(&["ca", "init"], dir.path());
     assert_eq!(code, 1);
-    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
 
     let (_, pem, _) = flakestorm(&["ca", "export"], dir.path());
-    assert_eq!(pem, std::fs::read_to_string(dir.path().join("certs/ca.pem")).unwrap());
+    assert_eq!(
+        pem,
+        std::fs::read_to_string(dir.path().join("certs/ca.pem")).unwrap()
+    );
     let (_, path, _) = flakestorm(&["ca", "path"], dir.path());
     assert!(path.trim().ends_with("certs/ca.pem"), "{path}");
 
     let (code, _, err) = flakestorm(&["ca", "export", "--ca-dir", "elsewhere"], dir.path());
     assert_eq!(code, 1);
-    assert!(err.contains("no CA in") && err.contains("flakestorm ca init"), "{err}");
+    assert!(
+        err.contains("no CA in") && err.contains("flakestorm ca init"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_runs_offline_and_shows_the_intercepted_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = flakestorm(&["demo"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "tool:web_search",
+        "llm:openai",
+        "[REDACTED]",
+        "flakestorm_requests_total{target=\"tool\",status_class=\"2xx\"} 1",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    assert_eq!(
+        out.matches(" 200 ").count(),
+        3,
+        "three calls answered 200:\n{out}"
+    );
+    assert!(!out.contains("sk-demo-secret`;") || out.contains("journal keeps `[REDACTED]`"));
 }
