@@ -99,9 +99,17 @@ fn ca_init_export_and_path() {
 fn demo_runs_offline_and_shows_the_intercepted_calls() {
     let dir = tempfile::tempdir().unwrap();
     let (code, out, err) = flakestorm(&["demo"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "tool:web_search",
+        "llm:openai",
+        "flakestorm_requests_total{target=\"tool\",status_class=\"2xx\"} 1",
+        "the journal keeps `[REDACTED]`",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
     let rows = out
         .lines()
         .filter(|l| l.trim_start().starts_with(char::is_numeric) && l.contains(" 200 "));
     assert_eq!(rows.count(), 3, "three journal rows answered 200:\n{out}");
-    assert!(out.contains("the journal keeps `[REDACTED]`"), "{out}");
 }
