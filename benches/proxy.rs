@@ -379,13 +379,53 @@ fn proc_cpu(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks_to_duration(ticks))
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
     static CLK_TCK: LazyLock<u64> = LazyLock::new(|| {
         let out = Command::new("getconf").arg("CLK_TCK").output();
         out.ok()
             .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
             .unwrap_or(100)
     });
-    Some(Duration::from_secs_f64(ticks as f64 / *CLK_TCK as f64))
+    Duration::from_secs_f64(ticks as f64 / *CLK_TCK as f64)
+}
+
+/// CPU time used on the whole machine, by this process and by the proxy, at one instant:
+/// two snapshots tell how busy *other* processes kept the machine in between (anything
+/// else running makes the numbers noisy).
+struct CpuSnapshot {
+    at: Instant,
+    machine_busy: Duration,
+    ours: Duration,
+}
+
+impl CpuSnapshot {
+    fn take(proxy_pid: u32) -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+        let t: Vec<u64> = cpu
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...: everything but idle and iowait.
+        let busy = t.first()? + t.get(1)? + t.get(2)? + t.get(5)? + t.get(6)? + t.get(7)?;
+        Some(CpuSnapshot {
+            at: Instant::now(),
+            machine_busy: ticks_to_duration(busy),
+            ours: proc_cpu(std::process::id())? + proc_cpu(proxy_pid).unwrap_or_default(),
+        })
+    }
+
+    /// Share of the machine's CPU capacity used by others (incl. hypervisor steal) since `self`.
+    fn others_until(&self, later: &CpuSnapshot) -> f64 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let capacity = later.at.duration_since(self.at).as_secs_f64() * cores;
+        let busy = later.machine_busy.saturating_sub(self.machine_busy);
+        let others = busy.saturating_sub(later.ours.saturating_sub(self.ours));
+        others.as_secs_f64() / capacity
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -408,8 +448,9 @@ struct Endpoint {
     client: reqwest::Client,
     base: String,
     origin_conns: Arc<AtomicU64>,
-    /// Set when the requests go through the proxy.
-    proxy_pid: Option<u32>,
+    proxy_pid: u32,
+    /// The requests go through the proxy.
+    via_proxy: bool,
 }
 
 fn client_tls(ca_pem: &Path) -> Result<rustls::ClientConfig> {
@@ -506,6 +547,8 @@ struct RunStats {
     origin_conns: u64,
     proxy_cpu: Option<Duration>,
     proxy_rss_peak_kib: Option<u64>,
+    /// Share of the machine's CPU other processes used during the run.
+    others: f64,
 }
 
 async fn worker(client: reqwest::Client, url: Arc<str>, deadline: Instant) -> (Vec<u64>, Errors) {
@@ -538,11 +581,13 @@ async fn sample_rss(pid: u32, done: Arc<AtomicBool>) -> u64 {
 async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -> RunStats {
     let url: Arc<str> = format!("{}/v1/chat/completions", endpoint.base).into();
     let conns_before = endpoint.origin_conns.load(Ordering::Relaxed);
-    let cpu_before = endpoint.proxy_pid.and_then(proc_cpu);
+    let pid = endpoint.proxy_pid;
+    let cpu_before = proc_cpu(pid);
+    let machine_before = CpuSnapshot::take(pid);
     let done = Arc::new(AtomicBool::new(false));
     let sampler = endpoint
-        .proxy_pid
-        .map(|pid| tokio::spawn(sample_rss(pid, done.clone())));
+        .via_proxy
+        .then(|| tokio::spawn(sample_rss(pid, done.clone())));
     let started = Instant::now();
     let deadline = started + duration;
     let workers: Vec<_> = (0..concurrency)
@@ -561,9 +606,13 @@ async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -
         Some(s) => Some(s.await.expect("sampler panicked")),
         None => None,
     };
-    let proxy_cpu = match (cpu_before, endpoint.proxy_pid.and_then(proc_cpu)) {
-        (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+    let proxy_cpu = match (cpu_before, proc_cpu(pid)) {
+        (Some(before), Some(after)) if endpoint.via_proxy => Some(after.saturating_sub(before)),
         _ => None,
+    };
+    let others = match (machine_before, CpuSnapshot::take(pid)) {
+        (Some(before), Some(after)) => before.others_until(&after),
+        _ => f64::NAN,
     };
     latencies.sort_unstable();
     RunStats {
@@ -575,6 +624,7 @@ async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -
         origin_conns: endpoint.origin_conns.load(Ordering::Relaxed) - conns_before,
         proxy_cpu,
         proxy_rss_peak_kib,
+        others,
     }
 }
 
@@ -605,6 +655,8 @@ struct Summary {
     origin_conns_per_req: f64,
     proxy_cpu_per_req: Option<Duration>,
     proxy_rss_peak_kib: Option<u64>,
+    /// Highest share of the machine's CPU other processes used during one of the runs.
+    others_max: f64,
 }
 
 fn summarize(runs: Vec<RunStats>) -> Summary {
@@ -619,6 +671,7 @@ fn summarize(runs: Vec<RunStats>) -> Summary {
         .collect();
     let proxy_cpu_per_req = (!cpu.is_empty()).then(|| median_duration(cpu));
     let proxy_rss_peak_kib = runs.iter().filter_map(|r| r.proxy_rss_peak_kib).max();
+    let others_max = runs.iter().map(|r| r.others).fold(0.0, f64::max);
     let mut errors = Errors::default();
     for r in runs {
         errors.merge(r.errors);
@@ -631,6 +684,7 @@ fn summarize(runs: Vec<RunStats>) -> Summary {
         origin_conns_per_req,
         proxy_cpu_per_req,
         proxy_rss_peak_kib,
+        others_max,
     }
 }
 
@@ -834,10 +888,13 @@ struct Outcome {
     startup: Duration,
     crashed: Option<ExitStatus>,
     duration: Duration,
+    /// Share of the machine's CPU other processes used over the whole benchmark.
+    others: f64,
 }
 
 async fn bench(settings: &Settings, root: &Path, proxy: &mut ProxyProcess) -> Result<Outcome> {
     let started = Instant::now();
+    let machine_before = CpuSnapshot::take(proxy.pid);
     let at_ready_kib = proc_status_kib(proxy.pid, "VmRSS");
     tokio::time::sleep(IDLE_SETTLE).await;
     let idle_kib = proc_status_kib(proxy.pid, "VmRSS");
@@ -861,7 +918,8 @@ async fn bench(settings: &Settings, root: &Path, proxy: &mut ProxyProcess) -> Re
             client: build_client(tls, proxy_arg, conn)?,
             base,
             origin_conns: origin.conns.clone(),
-            proxy_pid: via_proxy.then_some(proxy_pid),
+            proxy_pid,
+            via_proxy,
         })
     };
 
@@ -907,6 +965,10 @@ async fn bench(settings: &Settings, root: &Path, proxy: &mut ProxyProcess) -> Re
         startup: proxy.startup,
         crashed: proxy.exited(),
         duration: started.elapsed(),
+        others: match (machine_before, CpuSnapshot::take(proxy.pid)) {
+            (Some(before), Some(after)) => before.others_until(&after),
+            _ => f64::NAN,
+        },
     })
 }
 
@@ -1012,11 +1074,13 @@ impl Outcome {
              client trusts only the flakestorm CA). Each measurement: {} warm-up, then {} \
              runs of {} per side, direct and proxied interleaved; the tables show the \
              **median** of the runs. Latency is per request, including reading the body. \
-             Whole benchmark: {:.0} s.",
+             Whole benchmark: {:.0} s; other processes used {:.1} % of the machine's CPU \
+             meanwhile (from `/proc/stat`, hypervisor steal included).",
             fmt_dur(settings.warmup),
             settings.runs,
             fmt_dur(settings.run),
             self.duration.as_secs_f64(),
+            self.others * 100.0,
         );
         out.push('\n');
         self.render_targets(&mut out);
@@ -1113,14 +1177,17 @@ impl Outcome {
             "CPU time (user + system, from `/proc/<pid>/stat`) the proxy process used per \
              proxied request; origin TCP connections accepted per request (direct / proxied: \
              below 1 on the proxied side means the proxy reuses upstream connections); peak \
-             proxy VmRSS sampled every {} ms during the proxied runs.\n",
+             proxy VmRSS sampled every {} ms during the proxied runs; the highest share of the \
+             machine's CPU that other processes used during any one run of the scenario (a \
+             few % is measurement noise; more means the scenario's numbers are disturbed).\n",
             RSS_SAMPLE_EVERY.as_millis()
         );
         let _ = writeln!(
             out,
-            "| scenario | proxy CPU µs/request | origin conns/request d / p | proxy peak RSS |"
+            "| scenario | proxy CPU µs/request | origin conns/request d / p | proxy peak RSS | \
+             other processes' CPU |"
         );
-        let _ = writeln!(out, "|---|--:|--:|--:|");
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|");
         for r in &self.rows {
             let cpu = r
                 .proxied
@@ -1128,11 +1195,12 @@ impl Outcome {
                 .map_or("n/a".into(), |c| format!("{:.0}", c.as_secs_f64() * 1e6));
             let _ = writeln!(
                 out,
-                "| {} | {cpu} | {:.3} / {:.3} | {} |",
+                "| {} | {cpu} | {:.3} / {:.3} | {} | {:.1} % |",
                 r.scenario.name(),
                 r.direct.origin_conns_per_req,
                 r.proxied.origin_conns_per_req,
                 mib(r.proxied.proxy_rss_peak_kib),
+                r.direct.others_max.max(r.proxied.others_max) * 100.0,
             );
         }
         out.push('\n');
@@ -1278,8 +1346,8 @@ fn render_problems(out: &mut String, outcome: &Outcome, proxy: &ProxyProcess, st
     if problems.is_empty() {
         let _ = writeln!(
             out,
-            "None: no failed or wrong responses, no log output at `RUST_LOG=warn`, exit {} \
-             {} ms after SIGTERM.",
+            "None: no failed or wrong responses, no log output at `RUST_LOG=warn`; {} {} ms \
+             after SIGTERM.",
             stop.status.map_or("n/a".into(), |s| s.to_string()),
             stop.after.as_millis()
         );

@@ -166,3 +166,39 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     }
     assert_eq!(loaded.config.advanced.seed, Some(42));
 }
+
+/// Every shipped config file parses, and the commented default matches the built-in one.
+#[test]
+fn shipped_configs_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                loaded.warnings.is_empty(),
+                "{}: {:?}",
+                path.display(),
+                loaded.warnings
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 1);
+    let default = load_with_env(
+        Some(&dir.join("flakestorm.yaml")),
+        &Overrides::default(),
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let builtin = load_with_env(None, &Overrides::default(), &BTreeMap::new()).unwrap();
+    let mut expected = builtin.config;
+    expected.ca.dir = dir.join("certs");
+    expected.data_dir = dir.join(".flakestorm");
+    assert_eq!(
+        default.config, expected,
+        "config/flakestorm.yaml documents the real defaults"
+    );
+}
