@@ -113,3 +113,20 @@ fn demo_runs_offline_and_shows_the_intercepted_calls() {
         .filter(|l| l.trim_start().starts_with(char::is_numeric) && l.contains(" 200 "));
     assert_eq!(rows.count(), 3, "three journal rows answered 200:\n{out}");
 }
+
+#[test]
+fn serve_with_a_bad_config_never_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("f.yaml"),
+        "proxy:\n  listen: 127.0.0.1:0\n  intercept: ['[']\nnope: 1\n",
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["serve", "-c", "f.yaml"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(!out.contains("listening"), "{out}");
+    assert!(
+        err.contains("proxy.intercept[0]: invalid glob") && err.contains("nope: unknown section"),
+        "{err}"
+    );
+}

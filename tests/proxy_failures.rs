@@ -191,3 +191,26 @@ async fn invalid_tls_from_a_client_closes_that_connection_only() {
     still_serving(&p).await;
     p.stop().await;
 }
+
+/// Upstream certificates are verified: without `upstream_ca_file` the fixture origin's
+/// private CA is not trusted, and the client is told so.
+#[tokio::test]
+async fn an_untrusted_upstream_certificate_is_a_502_upstream_tls() {
+    let o = origin::fixed(Some(H1), "never").await;
+    let p = start_proxy("proxy:\n  upstream_ca_file: null\n").await;
+    let resp = client_via(&p, H1)
+        .get(o.https_url("/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    let kind = resp.headers()[ERROR_HEADER].clone();
+    let body = resp.text().await.unwrap();
+    assert_eq!(kind, "upstream_tls", "{body}");
+    assert!(
+        body.contains("TLS with upstream") && body.to_lowercase().contains("certificate"),
+        "{body}"
+    );
+    assert_eq!(o.log.len(), 0);
+    p.stop().await;
+}

@@ -379,3 +379,43 @@ async fn control_listener_serves_health_metrics_and_the_ca_but_not_the_key() {
     );
     p.stop().await;
 }
+
+/// Bytes after CONNECT that are not TLS (here: plain HTTP) are relayed as they are.
+#[tokio::test]
+async fn non_tls_bytes_after_connect_are_tunnelled() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let o = origin::fixed(None, "plain through a tunnel").await;
+    let p = start_proxy("").await;
+    let mut tcp = tokio::net::TcpStream::connect(p.addr()).await.unwrap();
+    let target = o.addr;
+    tcp.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = vec![0u8; 256];
+    let n = tcp.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200"));
+    tcp.write_all(
+        format!("GET /t HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut reply = String::new();
+    within(
+        "origin reply through the tunnel",
+        tcp.read_to_string(&mut reply),
+    )
+    .await
+    .unwrap();
+    assert!(
+        reply.starts_with("HTTP/1.1 200") && reply.ends_with("plain through a tunnel"),
+        "{reply}"
+    );
+    assert_eq!(o.log.all()[0].uri, "/t");
+    assert!(
+        p.daemon
+            .metrics
+            .encode()
+            .contains("flakestorm_tunnels_total 1")
+    );
+    p.stop().await;
+}

@@ -175,21 +175,30 @@ fn authority_of<B>(req: &Request<B>) -> String {
         .map_or_else(|| "?".into(), |a| a.to_string())
 }
 
+/// Looks for a TLS error or a timeout in `e` and in the `io::Error`s it wraps. Those need
+/// `get_ref`: `io::Error::source` skips the error it wraps (connectors nest two of them
+/// around `rustls::Error`).
+fn inspect(e: &(dyn StdError + 'static), tls: &mut Option<String>, timed_out: &mut bool) {
+    let mut layer = Some(e);
+    while let Some(cur) = layer {
+        if let Some(r) = cur.downcast_ref::<rustls::Error>() {
+            *tls = Some(r.to_string());
+        }
+        let io = cur.downcast_ref::<std::io::Error>();
+        *timed_out |= io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+        layer = io
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn StdError + 'static));
+    }
+}
+
 /// Turns an upstream failure into a `ProxyError` that names the upstream and the cause.
 fn classify(err: &(dyn StdError + 'static), connecting: bool, authority: &str) -> ProxyError {
     let mut chain = vec![];
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     let (mut tls, mut timed_out) = (None, false);
     while let Some(e) = cur {
-        if let Some(r) = e.downcast_ref::<rustls::Error>() {
-            tls = Some(r.to_string());
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
-            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                tls = Some(r.to_string());
-            }
-        }
+        inspect(e, &mut tls, &mut timed_out);
         let text = e.to_string();
         // hyper-util's wrappers ("client error (Connect)") say nothing the cause does not.
         if !text.starts_with("client error") && !chain.contains(&text) {
