@@ -39,14 +39,7 @@ async fn raw(proxy: SocketAddr, bytes: &[u8]) -> String {
 
 async fn still_serving(p: &TestProxy) {
     let o = origin::fixed(None, "alive").await;
-    let text = client_via(p, H1)
-        .get(o.http_url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = get_text(&client_via(p, H1), o.http_url("/")).await;
     assert_eq!(text, "alive");
 }
 

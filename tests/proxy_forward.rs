@@ -254,16 +254,7 @@ async fn proxy_users_must_authenticate() {
 
     let good = with(Some(("agent", "pw")));
     assert_eq!(good.get(&plain).send().await.unwrap().status(), 200);
-    assert_eq!(
-        good.get(o.https_url("/"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-        "in"
-    );
+    assert_eq!(get_text(&good, o.https_url("/")).await, "in");
     assert!(
         !o.log.all()[0].headers.contains_key("proxy-authorization"),
         "credentials never reach the origin"
@@ -355,24 +346,10 @@ async fn control_listener_serves_health_metrics_and_the_ca_but_not_the_key() {
             .status(),
         200
     );
-    let pem = c
-        .get(format!("{base}/v1/ca.pem"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let pem = get_text(&c, format!("{base}/v1/ca.pem")).await;
     assert_eq!(pem, p.ca_pem());
     assert!(!pem.contains("PRIVATE KEY"));
-    let metrics = c
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = get_text(&c, format!("{base}/metrics")).await;
     assert!(
         metrics.contains("flakestorm_active_connections"),
         "{metrics}"

@@ -85,14 +85,7 @@ async fn a_client_leaving_mid_body_releases_the_upstream_and_is_not_an_error() {
     // And the proxy keeps serving.
     let o2 = origin::fixed(None, "still here").await;
     assert_eq!(
-        client_via(&p, H1)
-            .get(o2.http_url("/"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
+        get_text(&client_via(&p, H1), o2.http_url("/")).await,
         "still here"
     );
     p.stop().await;

@@ -136,3 +136,8 @@ pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) ->
         .await
         .unwrap_or_else(|_| panic!("timed out: {what}"))
 }
+
+/// GET `url` with `client` and return the body text (panics on transport errors).
+pub async fn get_text(client: &reqwest::Client, url: impl reqwest::IntoUrl) -> String {
+    client.get(url).send().await.unwrap().text().await.unwrap()
+}
