@@ -394,5 +394,6 @@ async fn non_tls_bytes_after_connect_are_tunnelled() {
             .encode()
             .contains("flakestorm_tunnels_total 1")
     );
+    drop(tcp); // a tunnel ends when both sides have closed
     p.stop().await;
 }
