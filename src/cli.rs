@@ -37,6 +37,14 @@ pub enum Command {
         /// Control API listen address (overrides control.listen).
         #[arg(long, value_name = "ADDR")]
         control_listen: Option<String>,
+        /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
+        #[arg(long, value_name = "NAME")]
+        chaos_profile: Option<String>,
+    },
+    /// List or show the built-in chaos profiles.
+    Profiles {
+        #[command(subcommand)]
+        command: ProfilesCommand,
     },
     /// Manage the CA that signs intercepted connections.
     Ca {
@@ -50,6 +58,14 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// Names and descriptions.
+    List,
+    /// A profile's rules, as YAML you can paste under `chaos:`.
+    Show { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,17 +106,32 @@ pub async fn run(cli: Cli) -> ExitCode {
             config,
             listen,
             control_listen,
+            chaos_profile,
         } => {
             let overrides = Overrides {
                 proxy_listen: listen,
                 control_listen,
                 ca_dir: config.ca_dir.clone(),
             };
-            match load(&config, overrides) {
-                Ok(loaded) => serve(loaded).await,
+            let mut loaded = match load(&config, overrides) {
+                Ok(loaded) => loaded,
                 Err(code) => return code,
+            };
+            if let Some(name) = chaos_profile {
+                match crate::chaos::profiles::load(&name) {
+                    Ok(mut spec) => {
+                        spec.mark_responses = loaded.config.chaos.mark_responses;
+                        loaded.config.chaos = spec;
+                    }
+                    Err(e) => {
+                        eprintln!("flakestorm: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
             }
+            serve(loaded).await
         }
+        Command::Profiles { command } => return profiles(command),
         Command::Validate { config } => return validate(&config),
         Command::Demo => crate::demo::run()
             .await
@@ -159,6 +190,15 @@ async fn serve(loaded: Loaded) -> anyhow::Result<()> {
     // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
     println!("flakestorm: proxy listening on {}", daemon.proxy_addr);
     println!("flakestorm: control listening on {}", daemon.control_addr);
+    let rules = daemon.chaos.rules();
+    if !rules.is_empty() {
+        let s = &rules.spec;
+        let n = s.tool_faults.len() + s.llm_faults.len() + s.context_attacks.rules().len();
+        println!(
+            "flakestorm: chaos active: {n} rules (seed {})",
+            daemon.chaos.seed()
+        );
+    }
     if daemon.ca_created {
         println!("flakestorm: created a new CA at {}", ca.display());
     }
@@ -189,6 +229,31 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         .await
         .context("waiting for Ctrl-C")?;
     Ok(())
+}
+
+fn profiles(command: ProfilesCommand) -> ExitCode {
+    use crate::chaos::profiles;
+    match command {
+        ProfilesCommand::List => {
+            for (name, yaml) in profiles::PROFILES {
+                println!("{name:<22} {}", profiles::description(yaml));
+            }
+            ExitCode::SUCCESS
+        }
+        ProfilesCommand::Show { name } => match profiles::yaml(&name) {
+            Some(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!(
+                    "flakestorm: {}",
+                    profiles::load(&name).err().unwrap_or_default()
+                );
+                ExitCode::from(2)
+            }
+        },
+    }
 }
 
 fn ca(command: CaCommand) -> anyhow::Result<()> {

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{ApiState, router};
+use crate::chaos::Engine;
 use crate::config::{Config, listen_addr};
 use crate::journal::{Journal, Redactor};
 use crate::proxy::{Proxy, ProxyBuildError};
@@ -23,6 +24,8 @@ pub enum DaemonError {
     Ca { dir: PathBuf, source: TlsError },
     #[error(transparent)]
     Proxy(#[from] ProxyBuildError),
+    #[error("chaos rules: {0}")]
+    Chaos(String),
     #[error("cannot listen on {addr} for the {what}: {source}")]
     Bind {
         what: &'static str,
@@ -40,6 +43,8 @@ pub struct Daemon {
     pub ca_created: bool,
     pub journal: Journal,
     pub metrics: Metrics,
+    /// The active chaos rules; swap them at runtime with `set`/`clear` or the API.
+    pub chaos: Engine,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -56,12 +61,22 @@ impl Daemon {
             j.capacity,
             Redactor::new(&j.redact_headers, &j.redact_query),
         );
-        let proxy = Proxy::new(config, ca.clone(), journal.clone(), metrics.clone())?;
+        let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
+        chaos.set(&config.chaos).map_err(DaemonError::Chaos)?;
+        let proxy = Proxy::new(
+            config,
+            ca.clone(),
+            chaos.clone(),
+            journal.clone(),
+            metrics.clone(),
+        )?;
         let proxy_listener = bind("proxy", &config.proxy.listen).await?;
         let control_listener = bind("control listener", &config.control.listen).await?;
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
         let state = ApiState {
+            chaos: chaos.clone(),
+            tools: config.tools.clone().into(),
             metrics: metrics.clone(),
             ca_pem: ca.cert_pem().into(),
             token: config.control.token.as_deref().map(Into::into),
@@ -83,6 +98,7 @@ impl Daemon {
             ca_created,
             journal,
             metrics,
+            chaos,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -96,6 +112,14 @@ impl Daemon {
             let _ = t.await;
         }
     }
+}
+
+/// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    crate::chaos::mix(nanos as u64 ^ u64::from(std::process::id()))
 }
 
 async fn bind(what: &'static str, addr: &str) -> Result<TcpListener, DaemonError> {

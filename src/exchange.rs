@@ -133,6 +133,20 @@ pub struct Timings {
     pub total_ms: f64,
 }
 
+/// A chaos rule that fired on an exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// The rule's id (`tool_faults[0]` unless the config names it).
+    pub rule: String,
+    /// The mode or attack type, e.g. `rate_limit`, `indirect_injection`.
+    pub mode: String,
+    /// False when the fault could not be applied (a response it cannot parse passes
+    /// through unchanged); `note` says why.
+    pub applied: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {
     pub id: u64,
@@ -147,6 +161,12 @@ pub struct Exchange {
     pub timings: Timings,
     /// Response body bytes delivered to the client.
     pub response_bytes: u64,
+    /// The fault injected into this exchange, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultRecord>,
+    /// Context attacks applied to this exchange.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attacks: Vec<FaultRecord>,
 }
 
 impl Exchange {

@@ -232,6 +232,8 @@ mod tests {
             },
             timings: Timings::default(),
             response_bytes: 0,
+            fault: None,
+            attacks: vec![],
         }
     }
 

@@ -6,6 +6,7 @@
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths.
+//! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA).
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod daemon;

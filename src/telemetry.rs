@@ -49,8 +49,17 @@ pub struct ErrorLabels {
     pub kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FaultLabels {
+    pub target: &'static str,
+    /// The fault mode or attack type, e.g. `rate_limit`.
+    pub mode: &'static str,
+}
+
 struct Inner {
     registry: Registry,
+    faults_injected: Family<FaultLabels, Counter>,
+    faults_skipped: Family<FaultLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     upstream_latency: Histogram,
     active_connections: Gauge,
@@ -124,8 +133,22 @@ impl Metrics {
             "CONNECT tunnels relayed without decryption (passthrough or non-TLS)",
             tunnels.clone(),
         );
+        let faults_injected = Family::<FaultLabels, Counter>::default();
+        registry.register(
+            "faults_injected",
+            "Chaos faults and context attacks injected, by target kind and mode",
+            faults_injected.clone(),
+        );
+        let faults_skipped = Family::<FaultLabels, Counter>::default();
+        registry.register(
+            "faults_skipped",
+            "Faults that fired but could not be applied (response not parseable, too large, no content)",
+            faults_skipped.clone(),
+        );
         let inner = Inner {
             registry,
+            faults_injected,
+            faults_skipped,
             requests,
             upstream_latency,
             active_connections,
@@ -186,6 +209,15 @@ impl Metrics {
             .proxy_errors
             .get_or_create(&ErrorLabels { kind })
             .inc();
+    }
+
+    pub fn fault(&self, target: &'static str, mode: &'static str, applied: bool) {
+        let family = if applied {
+            &self.inner.faults_injected
+        } else {
+            &self.inner.faults_skipped
+        };
+        family.get_or_create(&FaultLabels { target, mode }).inc();
     }
 
     pub fn tunnel(&self) {

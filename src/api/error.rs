@@ -10,6 +10,12 @@ pub enum ApiError {
     Unauthorized,
     #[error("no such endpoint")]
     NotFound,
+    #[error("bad request body: {0}")]
+    BadBody(String),
+    #[error("invalid chaos rules ({} problems)", .0.len())]
+    InvalidChaos(Vec<crate::config::ConfigError>),
+    #[error("{0}")]
+    UnknownProfile(String),
 }
 
 impl ApiError {
@@ -17,6 +23,9 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
+            ApiError::InvalidChaos(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_chaos"),
+            ApiError::UnknownProfile(_) => (StatusCode::NOT_FOUND, "unknown_profile"),
         }
     }
 }
@@ -24,7 +33,14 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let body = serde_json::json!({"error": {"code": code, "message": self.to_string()}});
+        let mut body = serde_json::json!({"error": {"code": code, "message": self.to_string()}});
+        if let ApiError::InvalidChaos(errors) = &self {
+            let list: Vec<_> = errors
+                .iter()
+                .map(|e| serde_json::json!({"path": e.path, "message": e.message}))
+                .collect();
+            body["error"]["errors"] = serde_json::json!(list);
+        }
         (status, axum::Json(body)).into_response()
     }
 }

@@ -2,6 +2,7 @@
 //! Run, chaos and recording endpoints arrive with their capabilities. `error` is the only
 //! place API errors get HTTP statuses.
 
+mod chaos;
 mod error;
 
 use std::sync::Arc;
@@ -11,15 +12,20 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 pub use error::ApiError;
 
+use crate::chaos::Engine;
+use crate::config::ToolSpec;
 use crate::telemetry::Metrics;
 
 /// What the API handlers share.
 #[derive(Clone)]
 pub struct ApiState {
+    pub chaos: Engine,
+    /// Declared tools, to check `tool:` names in rules sent at runtime.
+    pub tools: Arc<[ToolSpec]>,
     pub metrics: Metrics,
     pub ca_pem: Arc<str>,
     /// Bearer token required on `/v1/*` when set.
@@ -29,6 +35,15 @@ pub struct ApiState {
 pub fn router(state: ApiState) -> Router {
     let v1 = Router::new()
         .route("/v1/ca.pem", get(ca_pem))
+        .route(
+            "/v1/chaos",
+            get(chaos::get_chaos)
+                .put(chaos::put_chaos)
+                .delete(chaos::delete_chaos),
+        )
+        .route("/v1/chaos/profiles/{name}", post(chaos::apply_profile))
+        .route("/v1/profiles", get(chaos::list_profiles))
+        .route("/v1/reset", post(chaos::reset))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/healthz", get(healthz))
@@ -89,6 +104,8 @@ mod tests {
 
     fn state(token: Option<&str>) -> ApiState {
         ApiState {
+            chaos: Engine::new(1),
+            tools: Arc::from(vec![]),
             metrics: Metrics::new(),
             ca_pem: "PEM".into(),
             token: token.map(Into::into),

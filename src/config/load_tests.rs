@@ -149,7 +149,6 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         "model",
         "golden_prompts",
         "invariants",
-        "chaos",
         "contract",
         "replays",
         "scoring",
@@ -165,6 +164,19 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         );
     }
     assert_eq!(loaded.config.advanced.seed, Some(42));
+    // The chaos section is applied: its rules load, and the tool it names without a
+    // `tools:` entry is pointed out.
+    assert_eq!(loaded.config.chaos.tool_faults.len(), 1);
+    assert_eq!(loaded.config.chaos.llm_faults.len(), 1);
+    assert_eq!(loaded.config.chaos.context_attacks.rules().len(), 1);
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("tool `web_search` has no `tools:` entry")),
+        "{:?}",
+        loaded.warnings
+    );
 }
 
 /// Every shipped config file parses, and the commented default matches the built-in one.
@@ -200,5 +212,60 @@ fn shipped_configs_load() {
     assert_eq!(
         default.config, expected,
         "config/flakestorm.yaml documents the real defaults"
+    );
+}
+
+#[test]
+fn chaos_errors_name_the_rule_and_the_allowed_values() {
+    let errors = errors_of(
+        r#"
+tools:
+  - {name: search, match_url: "https://s.example/*"}
+chaos:
+  tool_faults:
+    - {tool: serch, mode: error}
+    - {tool: search, mode: explode}
+    - {tool: search, mode: timeout, delay: 5}
+    - {mode: error, probability: 1.5}
+  llm_faults:
+    - {mode: response_drift, drift_type: sideways}
+    - {mode: truncated_response, max_tokens: 0, tool: search}
+  context_attacks:
+    - {type: memory_poisoning, payload: "x", strategy: sometimes}
+"#,
+        &[],
+    );
+    let expect = [
+        "chaos.tool_faults[0].tool: `serch` is not a name from `tools:` (declared: search)",
+        "chaos.tool_faults[1].mode: unknown variant `explode`, expected one of `timeout`, `error`",
+        "chaos.tool_faults[2].delay: unknown field `delay`, expected `delay_ms` or `then`",
+        "chaos.tool_faults[3].tool: required: a name from `tools:`",
+        "chaos.tool_faults[3].probability: 1.5 is outside 0..=1",
+        "chaos.llm_faults[0].drift_type: unknown variant `sideways`, expected one of `json_field_rename`",
+        "chaos.llm_faults[1].tool: llm_faults apply to LLM calls",
+        "chaos.llm_faults[1].max_tokens: must be at least 1",
+        "chaos.context_attacks[0].strategy: unknown variant `sometimes`, expected one of `prepend`, `append`, `replace`",
+    ];
+    for e in expect {
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+}
+
+#[test]
+fn v2_fields_a_mode_does_not_use_are_warnings() {
+    let (_dir, path) = write(
+        "chaos:\n  tool_faults:\n    - {tool: '*', mode: error, error_code: 502, delay_ms: 100, payload: x}\n",
+    );
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new()).unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            "chaos.tool_faults[0].delay_ms: not used by mode `error`; ignored",
+            "chaos.tool_faults[0].payload: not used by mode `error`; ignored"
+        ]
     );
 }

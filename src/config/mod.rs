@@ -5,6 +5,7 @@
 //! This module owns the *spec* types. Runtime modules compile them once into their own
 //! types (globs, addresses); the hot path never sees unvalidated config.
 
+pub mod chaos;
 mod error;
 mod expand;
 pub mod globs;
@@ -13,6 +14,6 @@ mod schema;
 mod validate;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use load::{Loaded, Overrides, load, load_with_env};
+pub use load::{Loaded, Overrides, load, load_with_env, parse_chaos};
 pub use schema::*;
-pub use validate::listen_addr;
+pub use validate::{check_chaos, listen_addr};

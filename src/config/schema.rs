@@ -19,6 +19,8 @@ pub struct Config {
     pub llm: Vec<LlmEndpointSpec>,
     pub journal: JournalSpec,
     pub advanced: AdvancedSpec,
+    /// Faults active from startup (also settable at runtime through the control API).
+    pub chaos: super::chaos::ChaosSpec,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use super::ConfigError;
+use super::chaos::{AttackMode, ChaosSpec, Common, LlmMode, ToolMode};
 use super::globs;
 use super::schema::*;
 
@@ -24,6 +25,132 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
     }
     advanced(&c.advanced, errors);
+    errors.extend(check_chaos(&c.chaos, &c.tools, "chaos"));
+}
+
+/// Checks a chaos spec against the declared tools; paths start with `prefix`.
+pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<ConfigError> {
+    let mut errors = vec![];
+    let at = |list: &str, i: usize, field: &str| {
+        let base = if prefix.is_empty() {
+            format!("{list}[{i}]")
+        } else {
+            format!("{prefix}.{list}[{i}]")
+        };
+        if field.is_empty() {
+            base
+        } else {
+            format!("{base}.{field}")
+        }
+    };
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let mut ids = HashSet::new();
+    let mut common = |list: &str, i: usize, c: &Common, errors: &mut Vec<ConfigError>| {
+        if let Some(p) = c.probability.filter(|p| !(0.0..=1.0).contains(p)) {
+            errors.push(ConfigError::new(
+                at(list, i, "probability"),
+                format!("{p} is outside 0..=1"),
+            ));
+        }
+        if let Some(Err(e)) = c.match_url.as_deref().map(globs::url_glob) {
+            errors.push(ConfigError::new(
+                at(list, i, "match_url"),
+                format!("invalid glob: {e}"),
+            ));
+        }
+        if let Some(id) = c.id.as_ref().filter(|id| !ids.insert((*id).clone())) {
+            errors.push(ConfigError::new(
+                at(list, i, "id"),
+                format!("duplicate rule id `{id}`"),
+            ));
+        }
+        // Without any `tools:` (a Flakestorm v2 file) names cannot be checked; `load` warns.
+        if let Some(t) = c
+            .tool
+            .as_deref()
+            .filter(|t| *t != "*" && !names.is_empty() && !names.contains(t))
+        {
+            let msg = format!(
+                "`{t}` is not a name from `tools:` (declared: {}) or \"*\"",
+                names.join(", ")
+            );
+            errors.push(ConfigError::new(at(list, i, "tool"), msg));
+        }
+    };
+    for (i, r) in spec.tool_faults.iter().enumerate() {
+        common("tool_faults", i, &r.common, &mut errors);
+        if r.common.tool.is_none() {
+            errors.push(ConfigError::new(
+                at("tool_faults", i, "tool"),
+                "required: a name from `tools:`, or \"*\" for every tool",
+            ));
+        }
+        if r.common.provider.is_some() {
+            errors.push(ConfigError::new(
+                at("tool_faults", i, "provider"),
+                "only llm_faults and context_attacks take a provider",
+            ));
+        }
+        if let ToolMode::Error { error_code, .. } = r.mode
+            && !(100..=599).contains(&error_code)
+        {
+            let msg = format!("{error_code} is not an HTTP status (100..=599)");
+            errors.push(ConfigError::new(at("tool_faults", i, "error_code"), msg));
+        }
+    }
+    for (i, r) in spec.llm_faults.iter().enumerate() {
+        common("llm_faults", i, &r.common, &mut errors);
+        if r.common.tool.is_some() {
+            errors.push(ConfigError::new(
+                at("llm_faults", i, "tool"),
+                "llm_faults apply to LLM calls; use provider or match_url to narrow them",
+            ));
+        }
+        match r.mode {
+            LlmMode::TruncatedResponse { max_tokens: 0 } => {
+                errors.push(ConfigError::new(
+                    at("llm_faults", i, "max_tokens"),
+                    "must be at least 1",
+                ));
+            }
+            LlmMode::ServerError {
+                status: Some(s), ..
+            } if !(500..=599).contains(&s) => {
+                errors.push(ConfigError::new(
+                    at("llm_faults", i, "status"),
+                    format!("{s} is not a 5xx status"),
+                ));
+            }
+            LlmMode::RateLimit { retry_after_s, .. }
+                if !(0.0..=86_400.0).contains(&retry_after_s) =>
+            {
+                errors.push(ConfigError::new(
+                    at("llm_faults", i, "retry_after_s"),
+                    "must be between 0 and 86400",
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (i, r) in spec.context_attacks.rules().iter().enumerate() {
+        common("context_attacks", i, &r.common, &mut errors);
+        let empty = match &r.mode {
+            AttackMode::IndirectInjection { payloads, payload } => {
+                payloads.iter().chain(payload).all(String::is_empty)
+            }
+            AttackMode::MemoryPoisoning { payload, .. }
+            | AttackMode::InjectionViaContext { payload } => payload.is_empty(),
+            AttackMode::Overflow { inject_tokens } => *inject_tokens == 0,
+            AttackMode::ConflictingContext { .. } => false,
+        };
+        if empty {
+            errors.push(ConfigError::new(
+                at("context_attacks", i, ""),
+                format!("`{}` needs a non-empty payload", r.mode.name()),
+            ));
+        }
+    }
+    errors
 }
 
 /// Parses a listen address; the message says what form is expected.

@@ -9,42 +9,76 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
+use super::fault_body::SkipNote;
 use super::{BoxError, Proxy};
-use crate::exchange::{BodyEnd, Exchange, Outcome, ResponseHead};
+use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, ResponseHead};
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
 pub struct Recorder {
     proxy: Proxy,
     exchange: Exchange,
     started: Instant,
+    /// Set by a fault transform that could not apply its fault.
+    skip: SkipNote,
+    fault_mode: Option<&'static str>,
 }
 
 impl Recorder {
     pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
+        let skip = SkipNote::default();
         Recorder {
             proxy,
             exchange,
             started,
+            skip,
+            fault_mode: None,
         }
+    }
+
+    pub fn exchange(&self) -> &Exchange {
+        &self.exchange
     }
 
     pub fn exchange_mut(&mut self) -> &mut Exchange {
         &mut self.exchange
     }
 
+    /// Notes the fault that fired on this exchange.
+    pub fn set_fault(&mut self, rule: &str, mode: &'static str) {
+        self.fault_mode = Some(mode);
+        let record = FaultRecord {
+            rule: rule.to_string(),
+            mode: mode.to_string(),
+            applied: true,
+            note: None,
+        };
+        self.exchange.fault = Some(record);
+    }
+
+    /// Where a body transform says why it could not apply the fault.
+    pub fn skip_note(&self) -> SkipNote {
+        self.skip.clone()
+    }
+
     pub fn elapsed_ms(&self) -> f64 {
         self.started.elapsed().as_secs_f64() * 1000.0
     }
 
-    /// Records the exchange with `outcome`.
+    /// Records the exchange with `outcome`, and counts it (and its fault).
     pub fn finish(mut self, outcome: Outcome, response_bytes: u64) {
         self.exchange.timings.total_ms = self.elapsed_ms();
         self.exchange.response_bytes = response_bytes;
         self.exchange.outcome = outcome;
         let status = self.exchange.status();
-        self.proxy
-            .metrics()
-            .request(self.exchange.target.kind(), status);
+        let target = self.exchange.target.kind();
+        if let (Some(fault), Some(mode)) = (self.exchange.fault.as_mut(), self.fault_mode) {
+            if let Some(note) = self.skip.get() {
+                fault.applied = false;
+                fault.note = Some(note.clone());
+            }
+            self.proxy.metrics().fault(target, mode, fault.applied);
+        }
+        self.proxy.metrics().request(target, status);
         self.proxy.journal().record(self.exchange);
     }
 }

@@ -9,6 +9,8 @@
 mod body;
 mod classify;
 mod connect;
+mod fault;
+mod fault_body;
 mod forward;
 mod headers;
 mod listener;
@@ -27,6 +29,7 @@ use http_body_util::combinators::BoxBody;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::chaos::Engine;
 use crate::config::{Config, globs, listen_addr};
 use crate::journal::Journal;
 use crate::telemetry::Metrics;
@@ -116,6 +119,7 @@ struct Shutdown {
 
 struct Shared {
     settings: Settings,
+    chaos: Engine,
     leaves: LeafCache,
     upstream: forward::Upstream,
     classifier: classify::Classifier,
@@ -134,6 +138,7 @@ impl Proxy {
     pub fn new(
         config: &Config,
         ca: Arc<CertificateAuthority>,
+        chaos: Engine,
         journal: Journal,
         metrics: Metrics,
     ) -> Result<Self, ProxyBuildError> {
@@ -146,6 +151,7 @@ impl Proxy {
             .map_err(ProxyBuildError::Config)?;
         let shared = Shared {
             settings,
+            chaos,
             leaves,
             upstream,
             classifier,

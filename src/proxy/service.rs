@@ -2,7 +2,6 @@
 //! request decrypted inside an intercepted tunnel), build its exchange record, forward it,
 //! and hand the response back with an observed body. Errors go through `rescue`.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,6 +13,8 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::body::{ObservedBody, Recorder};
+use super::fault::{self, Action, Dropped, Plan};
+use super::fault_body::FaultBody;
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{Proxy, ProxyBody, connect};
@@ -34,13 +35,13 @@ pub async fn handle(
     proxy: Proxy,
     ctx: ConnCtx,
     req: Request<Incoming>,
-) -> Result<Response<ProxyBody>, Infallible> {
+) -> Result<Response<ProxyBody>, Dropped> {
     if let Some(authority) = ctx.tunnel.clone() {
         let uri = rebuild(Scheme::HTTPS, authority, req.uri());
-        return Ok(exchange(proxy, ctx, req, uri, Route::Intercepted).await);
+        return exchange(proxy, ctx, req, uri, Route::Intercepted).await;
     }
     if req.uri().scheme().is_none() && req.method() != Method::CONNECT {
-        return Ok(reverse(proxy, ctx, req).await);
+        return reverse(proxy, ctx, req).await;
     }
     let mut ctx = ctx;
     match headers::proxy_user(req.headers(), &proxy.settings().users) {
@@ -51,7 +52,7 @@ pub async fn handle(
         return Ok(connect::handle(proxy, ctx, req).await);
     }
     let uri = req.uri().clone();
-    Ok(exchange(proxy, ctx, req, uri, Route::Forward).await)
+    exchange(proxy, ctx, req, uri, Route::Forward).await
 }
 
 fn auth_error(e: AuthError) -> ProxyError {
@@ -68,7 +69,11 @@ fn auth_error(e: AuthError) -> ProxyError {
 }
 
 /// Origin-form requests are only valid for `proxy.reverse` routes.
-async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
+async fn reverse(
+    proxy: Proxy,
+    ctx: ConnCtx,
+    mut req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Dropped> {
     let path = req.uri().path().to_string();
     let route = proxy.settings().reverse.iter().find(|r| {
         path.strip_prefix(r.prefix.as_str())
@@ -82,7 +87,7 @@ async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Resp
                  (set HTTP_PROXY/HTTPS_PROXY), or add a proxy.reverse route for this prefix"
             ),
         );
-        return reject(&proxy, &ctx, &req, err);
+        return Ok(reject(&proxy, &ctx, &req, err));
     };
     let up = &route.upstream;
     let rest = &path[route.prefix.len()..];
@@ -94,12 +99,12 @@ async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Resp
         .unwrap_or_default();
     let pq = format!("{base}{}{query}", if rest.is_empty() { "/" } else { rest });
     let (Some(scheme), Some(authority)) = (up.scheme().cloned(), up.authority().cloned()) else {
-        return reject(
+        return Ok(reject(
             &proxy,
             &ctx,
             &req,
             ProxyError::new(ErrorKind::Internal, "reverse route without host"),
-        );
+        ));
     };
     if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
         req.headers_mut().insert(header::HOST, host);
@@ -111,12 +116,12 @@ async fn reverse(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Resp
         .build();
     match uri {
         Ok(uri) => exchange(proxy, ctx, req, uri, Route::Reverse).await,
-        Err(e) => reject(
+        Err(e) => Ok(reject(
             &proxy,
             &ctx,
             &req,
             ProxyError::new(ErrorKind::BadRequest, format!("bad path: {e}")),
-        ),
+        )),
     }
 }
 
@@ -147,8 +152,26 @@ async fn exchange(
     mut req: Request<Incoming>,
     uri: Uri,
     route: Route,
-) -> Response<ProxyBody> {
+) -> Result<Response<ProxyBody>, Dropped> {
     let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
+    let (transform, mark) = match fault::decide(&proxy, &mut rec, req.headers()) {
+        Plan::Pass => (None, None),
+        Plan::Act { action, mark } => match action {
+            Action::Respond { delay, synthetic } => {
+                tokio::time::sleep(delay).await;
+                return Ok(fault::respond(rec, synthetic, mark));
+            }
+            Action::Drop { delay } => {
+                tokio::time::sleep(delay).await;
+                fault::dropped(rec);
+                return Err(Dropped);
+            }
+            Action::Forward { delay, transform } => {
+                tokio::time::sleep(delay).await;
+                (transform, mark)
+            }
+        },
+    };
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
     *req.uri_mut() = uri;
@@ -173,14 +196,30 @@ async fn exchange(
             let (mut parts, body) = resp.into_parts();
             let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
             headers::strip_hop_by_hop(&mut parts.headers, switching);
+            let body: ProxyBody = body.map_err(Into::into).boxed();
+            let body = match transform {
+                Some(t) if !switching => {
+                    fault::shape_head(&mut parts.headers, mark);
+                    let ct = parts
+                        .headers
+                        .get(header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    FaultBody::new(body, t, ct, rec.skip_note()).boxed()
+                }
+                _ => body,
+            };
             let head = ResponseHead {
                 status: parts.status.as_u16(),
                 version: format!("{:?}", parts.version),
                 headers: headers::header_list(&parts.headers),
             };
-            Response::from_parts(parts, ObservedBody::new(body, rec, head).boxed())
+            Ok(Response::from_parts(
+                parts,
+                ObservedBody::new(body, rec, head).boxed(),
+            ))
         }
-        Err(err) => fail(&proxy, rec, err),
+        Err(err) => Ok(fail(&proxy, rec, err)),
     }
 }
 
@@ -219,6 +258,8 @@ fn recorder<B>(
             ..Timings::default()
         },
         response_bytes: 0,
+        fault: None,
+        attacks: vec![],
     };
     Recorder::new(proxy.clone(), exchange, Instant::now())
 }

@@ -1,0 +1,16 @@
+//! The fault engine, pure (no sockets): `chaos:` specs compiled into rules (`rules`),
+//! deterministic triggering (`rng`), the provider-shaped responses faults answer with
+//! (`respond`), and the `Engine` handle the proxy asks for a decision on every request.
+//! The proxy applies what the engine decides; the run engine installs scenarios through
+//! the same handle. Must not do I/O or know about connections.
+
+mod engine;
+pub mod profiles;
+pub mod respond;
+pub mod rewrite;
+mod rng;
+mod rules;
+
+pub use engine::{Engine, InstallGuard};
+pub use rng::mix;
+pub use rules::{Decision, Fault, Fired, RuleSet};

@@ -1,0 +1,205 @@
+//! `response_drift`: the same model, subtly changed, as after a silent version bump.
+//! Rewrites text (verbosity, format, tone, refusals) and renames JSON fields (tool-call
+//! arguments, JSON answers). `severity` scales how much changes.
+
+use serde_json::{Map, Value};
+
+use super::shape::{self, Kind};
+use crate::config::chaos::{Direction, DriftType, LlmMode, Severity};
+use crate::exchange::Provider;
+
+pub struct Drift {
+    spec: Option<(DriftType, Severity, Direction, f64)>,
+    /// Whether the first text piece of a stream has been seen.
+    started: bool,
+}
+
+impl Drift {
+    pub fn new(mode: &LlmMode, _draw: u64) -> Self {
+        let spec = match mode {
+            LlmMode::ResponseDrift {
+                drift_type,
+                severity,
+                direction,
+                factor,
+            } => Some((*drift_type, *severity, *direction, factor.max(1.0))),
+            _ => None,
+        };
+        Drift {
+            spec,
+            started: false,
+        }
+    }
+
+    /// Drifts a whole response; true when something changed.
+    pub fn whole(&mut self, p: Provider, v: &mut Value) -> bool {
+        let Some((kind, sev, dir, factor)) = self.spec else {
+            return false;
+        };
+        let mut changed = false;
+        if kind == DriftType::JsonFieldRename {
+            shape::for_each_tool_args(p, v, false, &mut |a| changed |= rename_in(a, sev));
+        }
+        shape::for_each_text(p, v, false, &mut |s| {
+            let new = match kind {
+                DriftType::JsonFieldRename => rename_json_text(s, sev),
+                DriftType::VerbosityShift => Some(verbosity(s, dir, factor)),
+                DriftType::FormatChange => Some(format_change(s, sev)),
+                DriftType::RefusalRephrase => Some(refusal(sev).to_string()),
+                DriftType::ToneShift => Some(tone(s, sev, true)),
+            };
+            if let Some(n) = new.filter(|n| n != s) {
+                *s = n;
+                changed = true;
+            }
+        });
+        changed
+    }
+
+    /// Drifts one stream event; true when it changed.
+    pub fn stream_event(&mut self, p: Provider, v: &mut Value, kind: Kind) -> bool {
+        let Some((dt, sev, dir, factor)) = self.spec else {
+            return false;
+        };
+        if kind != Kind::Content && kind != Kind::Finish {
+            return false;
+        }
+        let mut changed = false;
+        if dt == DriftType::JsonFieldRename {
+            // Whole argument objects (Gemini, Ollama) can be renamed; streamed fragments cannot.
+            shape::for_each_tool_args(p, v, true, &mut |a| {
+                changed |= a.is_object() && rename_in(a, sev)
+            });
+            return changed;
+        }
+        let mut first = !self.started;
+        shape::for_each_text(p, v, true, &mut |s| {
+            if s.is_empty() {
+                return;
+            }
+            let new = match dt {
+                DriftType::VerbosityShift if dir == Direction::Compress => {
+                    let words = s.split_whitespace().count().max(1);
+                    let keep = ((words as f64 / factor).ceil() as u32).max(1);
+                    s[..super::take_tokens(s, keep).0].to_string()
+                }
+                DriftType::VerbosityShift if first => format!("{}{s}", preamble(factor)),
+                DriftType::FormatChange if first => format!("**Answer:**\n\n{s}"),
+                DriftType::RefusalRephrase if first => refusal(sev).to_string(),
+                DriftType::RefusalRephrase => String::new(),
+                DriftType::ToneShift => tone(s, sev, first),
+                _ => s.clone(),
+            };
+            first = false;
+            if new != *s {
+                *s = new;
+                changed = true;
+            }
+        });
+        self.started |= !first;
+        changed
+    }
+}
+
+fn preamble(factor: f64) -> String {
+    let sentence = "Great question! Let me walk you through this carefully and in detail. ";
+    sentence.repeat(factor.round().max(1.0) as usize)
+}
+
+fn verbosity(s: &str, dir: Direction, factor: f64) -> String {
+    match dir {
+        Direction::Expand => format!("{}{s}\n\nIn summary: {s}", preamble(factor)),
+        Direction::Compress => {
+            let words = s.split_whitespace().count();
+            let keep = ((words as f64 / factor).ceil() as u32).max(1);
+            s[..super::take_tokens(s, keep).0].to_string()
+        }
+    }
+}
+
+fn format_change(s: &str, sev: Severity) -> String {
+    match sev {
+        Severity::Subtle => format!("**Answer:** {s}"),
+        Severity::Moderate => s
+            .split(". ")
+            .map(|l| format!("- {}", l.trim()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Severity::Significant => format!("```\n{s}\n```"),
+    }
+}
+
+fn refusal(sev: Severity) -> &'static str {
+    match sev {
+        Severity::Subtle => {
+            "I'd prefer not to answer that directly, but I can help with something related."
+        }
+        Severity::Moderate => "I'm not able to help with that request.",
+        Severity::Significant => {
+            "I'm sorry, but I cannot assist with this. This request may violate the usage policies."
+        }
+    }
+}
+
+fn tone(s: &str, sev: Severity, first: bool) -> String {
+    match sev {
+        Severity::Subtle if first => format!("Honestly, {s}"),
+        Severity::Moderate if first => format!("lol ok so basically {s}"),
+        Severity::Significant => s.to_uppercase(),
+        _ => s.to_string(),
+    }
+}
+
+/// snake_case -> camelCase; names without `_` get a `Value` suffix (a schema change).
+fn renamed(key: &str) -> String {
+    if key.contains('_') {
+        let mut out = String::new();
+        let mut up = false;
+        for c in key.chars() {
+            if c == '_' {
+                up = true;
+            } else if up {
+                out.extend(c.to_uppercase());
+                up = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else {
+        format!("{key}Value")
+    }
+}
+
+/// Renames keys of an object, or of a JSON-text object; how many by `sev`.
+fn rename_in(v: &mut Value, sev: Severity) -> bool {
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            let n = match sev {
+                Severity::Subtle => 1,
+                Severity::Moderate => map.len().div_ceil(2),
+                Severity::Significant => map.len(),
+            };
+            let old = std::mem::take(map);
+            let mut new = Map::new();
+            for (i, (k, val)) in old.into_iter().enumerate() {
+                new.insert(if i < n { renamed(&k) } else { k }, val);
+            }
+            *map = new;
+            true
+        }
+        Value::String(s) => match rename_json_text(s, sev) {
+            Some(n) => {
+                *s = n;
+                true
+            }
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+fn rename_json_text(s: &str, sev: Severity) -> Option<String> {
+    let mut v: Value = serde_json::from_str(s).ok().filter(Value::is_object)?;
+    rename_in(&mut v, sev).then(|| v.to_string())
+}

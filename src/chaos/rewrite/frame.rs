@@ -1,0 +1,176 @@
+//! Framing of streamed LLM bodies: SSE events (terminated by a blank line, `\n` or
+//! `\r\n`; Gemini really sends `\r\n\r\n`) and NDJSON lines (Ollama). Frames are split
+//! incrementally as chunks arrive and re-encoded in the style they came in.
+
+use bytes::{Bytes, BytesMut};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Sse,
+    Ndjson,
+}
+
+/// Splits a byte stream into whole frames (each with its terminator).
+#[derive(Debug)]
+pub struct Splitter {
+    framing: Framing,
+    buf: BytesMut,
+}
+
+impl Splitter {
+    pub fn new(framing: Framing) -> Self {
+        Splitter {
+            framing,
+            buf: BytesMut::new(),
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Bytes> {
+        self.buf.extend_from_slice(chunk);
+        let mut frames = vec![];
+        while let Some(end) = self.frame_end() {
+            frames.push(self.buf.split_to(end).freeze());
+        }
+        frames
+    }
+
+    /// Bytes after the last complete frame (an unterminated tail).
+    pub fn rest(&mut self) -> Bytes {
+        std::mem::take(&mut self.buf).freeze()
+    }
+
+    fn frame_end(&self) -> Option<usize> {
+        let b = &self.buf[..];
+        match self.framing {
+            Framing::Ndjson => b.iter().position(|&c| c == b'\n').map(|i| i + 1),
+            Framing::Sse => {
+                let lf = find(b, b"\n\n").map(|i| i + 2);
+                let crlf = find(b, b"\r\n\r\n").map(|i| i + 4);
+                match (lf, crlf) {
+                    (Some(a), Some(c)) => Some(a.min(c)),
+                    (a, c) => a.or(c),
+                }
+            }
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One SSE event or NDJSON line, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub name: Option<String>,
+    /// The `data` (SSE: `data:` lines joined by `\n`; NDJSON: the line).
+    pub data: String,
+    pub json: Option<serde_json::Value>,
+    crlf: bool,
+    framing: Framing,
+}
+
+impl Event {
+    pub fn parse(frame: &[u8], framing: Framing) -> Event {
+        let text = String::from_utf8_lossy(frame);
+        let crlf = text.contains("\r\n");
+        let (name, data) = match framing {
+            Framing::Ndjson => (None, text.trim_end_matches(['\r', '\n']).to_string()),
+            Framing::Sse => {
+                let mut name = None;
+                let mut data: Vec<&str> = vec![];
+                for line in text.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = Some(v.trim().to_string());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                (name, data.join("\n"))
+            }
+        };
+        let json = serde_json::from_str(&data).ok();
+        Event {
+            name,
+            data,
+            json,
+            crlf,
+            framing,
+        }
+    }
+
+    /// A new event in the same style (framing, line endings) as `self`.
+    pub fn sibling(&self, name: Option<&str>, json: serde_json::Value) -> Event {
+        Event {
+            name: name.map(str::to_string),
+            data: json.to_string(),
+            json: Some(json),
+            crlf: self.crlf,
+            framing: self.framing,
+        }
+    }
+
+    /// A raw `data` payload (e.g. `[DONE]`, or deliberately invalid JSON).
+    pub fn raw_sibling(&self, name: Option<&str>, data: &str) -> Event {
+        Event {
+            name: name.map(str::to_string),
+            data: data.to_string(),
+            json: None,
+            crlf: self.crlf,
+            framing: self.framing,
+        }
+    }
+
+    /// Bytes for this event; the JSON, if any, is what gets written.
+    pub fn encode(&self) -> Bytes {
+        let data = self
+            .json
+            .as_ref()
+            .map_or_else(|| self.data.clone(), |j| j.to_string());
+        let nl = if self.crlf { "\r\n" } else { "\n" };
+        match self.framing {
+            Framing::Ndjson => Bytes::from(format!("{data}\n")),
+            Framing::Sse => {
+                let mut out = String::new();
+                if let Some(n) = &self.name {
+                    out.push_str(&format!("event: {n}{nl}"));
+                }
+                out.push_str(&format!("data: {data}{nl}{nl}"));
+                Bytes::from(out)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_sse_across_chunks_with_either_line_ending() {
+        let mut s = Splitter::new(Framing::Sse);
+        assert!(s.push(b"data: {\"a\":1}\n").is_empty());
+        let f = s.push(b"\ndata: {\"b\"");
+        assert_eq!(f, vec![Bytes::from_static(b"data: {\"a\":1}\n\n")]);
+        let f = s.push(b":2}\r\n\r\nevent: x\ndata: y\n\n");
+        assert_eq!(f.len(), 2);
+        let e = Event::parse(&f[0], Framing::Sse);
+        assert_eq!(e.json, Some(serde_json::json!({"b": 2})));
+        assert_eq!(
+            e.encode(),
+            Bytes::from_static(b"data: {\"b\":2}\r\n\r\n"),
+            "keeps CRLF style"
+        );
+        let e = Event::parse(&f[1], Framing::Sse);
+        assert_eq!((e.name.as_deref(), e.data.as_str()), (Some("x"), "y"));
+    }
+
+    #[test]
+    fn splits_ndjson_lines() {
+        let mut s = Splitter::new(Framing::Ndjson);
+        let f = s.push(b"{\"done\":false}\n{\"done\":tr");
+        assert_eq!(f.len(), 1);
+        assert_eq!(s.push(b"ue}\n").len(), 1);
+        assert!(s.rest().is_empty());
+    }
+}

@@ -1,0 +1,425 @@
+//! Provider-aware rewrites of LLM responses as they stream back: `LlmRewriter` takes the
+//! upstream body chunk by chunk and says what the client gets instead (`Out`): data,
+//! pauses, an early clean end or a broken connection. Streams (SSE, NDJSON) are rewritten
+//! event by event, so the first token still arrives early; whole JSON bodies are held
+//! (bounded) because they can only be rewritten whole. A body it cannot parse passes
+//! through unchanged and the fault is reported as skipped. Pure: no I/O, no clocks.
+
+mod drift;
+mod frame;
+mod shape;
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use serde_json::Value;
+
+use self::frame::{Event, Framing, Splitter};
+use self::shape::Kind;
+use crate::config::chaos::{Corruption, LlmMode};
+use crate::exchange::Provider;
+
+/// What the client receives, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    Data(Bytes),
+    Delay(Duration),
+    /// End the body cleanly here (the rest of the upstream body is dropped).
+    End,
+    /// Break the connection here.
+    Abort,
+}
+
+enum Body {
+    Json(BytesMut),
+    Stream(Splitter),
+    Pass,
+}
+
+pub struct LlmRewriter {
+    provider: Provider,
+    mode: LlmMode,
+    body: Body,
+    limit: usize,
+    /// Content events passed on so far.
+    content_events: u32,
+    /// Events passed on so far (for pacing).
+    events: u32,
+    tokens_left: u32,
+    done: bool,
+    applied: bool,
+    drift: drift::Drift,
+    skipped: Option<String>,
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+impl LlmRewriter {
+    pub fn new(
+        provider: Provider,
+        mode: LlmMode,
+        draw: u64,
+        content_type: &str,
+        limit: usize,
+    ) -> Self {
+        let ct = content_type.to_ascii_lowercase();
+        let (body, skipped) = if ct.starts_with("text/event-stream") {
+            (Body::Stream(Splitter::new(Framing::Sse)), None)
+        } else if ct.contains("ndjson") {
+            (Body::Stream(Splitter::new(Framing::Ndjson)), None)
+        } else if ct.contains("json") {
+            (Body::Json(BytesMut::new()), None)
+        } else {
+            (
+                Body::Pass,
+                Some(format!(
+                    "content type `{content_type}` is not an LLM response it can rewrite"
+                )),
+            )
+        };
+        let tokens_left = match mode {
+            LlmMode::TruncatedResponse { max_tokens } => max_tokens,
+            _ => 0,
+        };
+        let drift = drift::Drift::new(&mode, draw);
+        LlmRewriter {
+            provider,
+            mode,
+            body,
+            limit,
+            content_events: 0,
+            events: 0,
+            tokens_left,
+            done: false,
+            applied: false,
+            drift,
+            skipped,
+        }
+    }
+
+    /// Why the fault was not applied, once the body has ended.
+    pub fn skipped(&self) -> Option<&str> {
+        self.skipped.as_deref()
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Out> {
+        match &mut self.body {
+            Body::Pass => vec![Out::Data(Bytes::copy_from_slice(chunk))],
+            Body::Json(buf) if buf.len() + chunk.len() > self.limit => {
+                let held = std::mem::take(buf).freeze();
+                self.body = Body::Pass;
+                self.skipped = Some(format!(
+                    "response over {} bytes; passed through unchanged",
+                    self.limit
+                ));
+                vec![Out::Data(held), Out::Data(Bytes::copy_from_slice(chunk))]
+            }
+            Body::Json(buf) => {
+                buf.extend_from_slice(chunk);
+                vec![]
+            }
+            Body::Stream(splitter) => {
+                let frames = splitter.push(chunk);
+                frames.into_iter().flat_map(|f| self.on_frame(f)).collect()
+            }
+        }
+    }
+
+    /// The upstream body ended.
+    pub fn finish(&mut self) -> Vec<Out> {
+        let out = match std::mem::replace(&mut self.body, Body::Pass) {
+            Body::Json(buf) => self.rewrite_json(buf.freeze()),
+            Body::Stream(mut s) => {
+                let rest = s.rest();
+                if rest.is_empty() || self.done {
+                    vec![]
+                } else {
+                    vec![Out::Data(rest)]
+                }
+            }
+            Body::Pass => vec![],
+        };
+        if !self.applied && self.skipped.is_none() {
+            self.skipped = Some(self.not_applied_reason().to_string());
+        }
+        out
+    }
+
+    fn not_applied_reason(&self) -> &'static str {
+        match self.mode {
+            LlmMode::TruncatedResponse { .. } => "the answer was shorter than max_tokens",
+            LlmMode::ToolCallCorruption { .. } => "the response had no tool call to corrupt",
+            LlmMode::ServerError { .. } => "in_stream errors need a streaming response",
+            _ => "the response had no content to rewrite",
+        }
+    }
+
+    fn on_frame(&mut self, frame: Bytes) -> Vec<Out> {
+        if self.done {
+            return vec![];
+        }
+        let framing = match &self.body {
+            Body::Stream(_) => self.framing(),
+            _ => Framing::Sse,
+        };
+        let mut ev = Event::parse(&frame, framing);
+        let kind = shape::classify(self.provider, &ev);
+        let p = self.provider;
+        let is_content = kind == Kind::Content
+            && ev
+                .json
+                .as_mut()
+                .is_some_and(|j| shape::carries_output(p, j));
+        let out = self.on_event(ev, kind, frame);
+        if is_content {
+            self.content_events += 1;
+        }
+        self.events += 1;
+        out
+    }
+
+    fn framing(&self) -> Framing {
+        if self.provider == Provider::Ollama {
+            Framing::Ndjson
+        } else {
+            Framing::Sse
+        }
+    }
+
+    fn on_event(&mut self, mut ev: Event, kind: Kind, frame: Bytes) -> Vec<Out> {
+        let p = self.provider;
+        let end_here = |this: &mut Self, last: Vec<Out>| {
+            this.done = true;
+            this.applied = true;
+            last
+        };
+        match self.mode.clone() {
+            LlmMode::SlowStream {
+                first_token_ms,
+                between_ms,
+            } => {
+                self.applied = true;
+                let d = if self.events == 0 {
+                    first_token_ms
+                } else {
+                    between_ms
+                };
+                vec![Out::Delay(ms(d)), Out::Data(frame)]
+            }
+            LlmMode::StreamCut { after_events, loud } => {
+                let carries = ev
+                    .json
+                    .as_mut()
+                    .is_some_and(|j| shape::carries_output(p, j));
+                let cut = matches!(kind, Kind::Finish | Kind::Terminal)
+                    || (carries && self.content_events >= after_events);
+                if cut {
+                    end_here(self, vec![if loud { Out::Abort } else { Out::End }])
+                } else {
+                    vec![Out::Data(frame)]
+                }
+            }
+            LlmMode::Garbage {} if kind == Kind::Content => {
+                let junk = shape::garbage_frame(p, &ev).encode();
+                end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
+            }
+            LlmMode::ServerError { .. } if kind == Kind::Content => {
+                let err = shape::stream_error(p, &ev).encode();
+                end_here(self, vec![Out::Data(frame), Out::Data(err), Out::End])
+            }
+            LlmMode::TruncatedResponse { max_tokens } if kind == Kind::Content => {
+                self.truncate_event(ev, max_tokens)
+            }
+            LlmMode::Empty {} if kind == Kind::Content => {
+                let Some(j) = ev.json.as_mut() else {
+                    return vec![Out::Data(frame)];
+                };
+                shape::for_each_text(p, j, true, &mut |s| s.clear());
+                self.applied = true;
+                vec![Out::Data(ev.encode())]
+            }
+            LlmMode::ToolCallCorruption { corruption } => {
+                let Some(j) = ev.json.as_mut() else {
+                    return vec![Out::Data(frame)];
+                };
+                if corrupt_tools(p, j, true, corruption, !self.applied) {
+                    self.applied = true;
+                    vec![Out::Data(ev.encode())]
+                } else {
+                    vec![Out::Data(frame)]
+                }
+            }
+            LlmMode::ResponseDrift { .. } => {
+                let p = self.provider;
+                let Some(j) = ev.json.as_mut() else {
+                    return vec![Out::Data(frame)];
+                };
+                if self.drift.stream_event(p, j, kind) {
+                    self.applied = true;
+                    vec![Out::Data(ev.encode())]
+                } else {
+                    vec![Out::Data(frame)]
+                }
+            }
+            _ => vec![Out::Data(frame)],
+        }
+    }
+
+    /// Spends the token budget on this event's text; once it runs out, trims the text and
+    /// ends the stream the way the provider does at its token limit.
+    fn truncate_event(&mut self, mut ev: Event, max_tokens: u32) -> Vec<Out> {
+        let p = self.provider;
+        let Some(j) = ev.json.as_mut() else {
+            return vec![Out::Data(ev.encode())];
+        };
+        let mut budget = self.tokens_left;
+        let mut exhausted = false;
+        shape::for_each_text(p, j, true, &mut |s| {
+            let (keep, used) = take_tokens(s, budget);
+            budget -= used;
+            if keep < s.len() {
+                s.truncate(keep);
+                exhausted = true;
+            }
+        });
+        self.tokens_left = budget;
+        if !exhausted && budget > 0 {
+            return vec![Out::Data(ev.encode())];
+        }
+        if p == Provider::Gemini
+            || p == Provider::Ollama && ev.json.as_ref().is_some_and(|j| j["done"] == true)
+        {
+            shape::mark_truncated(p, ev.json.as_mut().unwrap_or(&mut Value::Null));
+        }
+        let last = ev.json.clone().unwrap_or(Value::Null);
+        let mut out = vec![Out::Data(ev.encode())];
+        out.extend(
+            shape::truncation_tail(p, &ev, &last, max_tokens)
+                .iter()
+                .map(|e| Out::Data(e.encode())),
+        );
+        out.push(Out::End);
+        self.done = true;
+        self.applied = true;
+        out
+    }
+
+    fn rewrite_json(&mut self, body: Bytes) -> Vec<Out> {
+        let p = self.provider;
+        let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+            self.skipped = Some("response body is not JSON; passed through unchanged".into());
+            return vec![Out::Data(body)];
+        };
+        if v.get("object").and_then(Value::as_str) == Some("response") {
+            self.skipped =
+                Some("OpenAI Responses API bodies are not rewritten yet; passed through".into());
+            return vec![Out::Data(body)];
+        }
+        let changed = match self.mode.clone() {
+            LlmMode::SlowStream { first_token_ms, .. } => {
+                self.applied = true;
+                return vec![Out::Delay(ms(first_token_ms)), Out::Data(body)];
+            }
+            LlmMode::StreamCut { loud, .. } => {
+                self.applied = true;
+                return vec![
+                    Out::Data(body.slice(..body.len() / 2)),
+                    if loud { Out::Abort } else { Out::End },
+                ];
+            }
+            LlmMode::Garbage {} => {
+                self.applied = true;
+                return vec![Out::Data(Bytes::from_static(
+                    b"<html><body><h1>502 Bad Gateway</h1></body></html>\n",
+                ))];
+            }
+            LlmMode::TruncatedResponse { max_tokens } => {
+                let mut budget = max_tokens;
+                let mut cut = false;
+                shape::for_each_text(p, &mut v, false, &mut |s| {
+                    let (keep, used) = take_tokens(s, budget);
+                    budget -= used;
+                    cut |= keep < s.len();
+                    s.truncate(keep);
+                });
+                if cut {
+                    shape::mark_truncated(p, &mut v);
+                }
+                cut
+            }
+            LlmMode::Empty {} => {
+                let had = shape::has_text(p, &mut v, false);
+                shape::for_each_text(p, &mut v, false, &mut |s| s.clear());
+                had
+            }
+            LlmMode::ToolCallCorruption { corruption } => {
+                corrupt_tools(p, &mut v, false, corruption, true)
+            }
+            LlmMode::ResponseDrift { .. } => self.drift.whole(p, &mut v),
+            // Decided before forwarding (see proxy::fault); nothing to do on the body.
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::ServerError { .. }
+            | LlmMode::ContextLengthExceeded {} => false,
+        };
+        self.applied = changed;
+        if changed {
+            vec![Out::Data(Bytes::from(v.to_string()))]
+        } else {
+            vec![Out::Data(body)]
+        }
+    }
+}
+
+/// Corrupts tool calls in `v`: renames tools, or breaks argument JSON (in a stream only
+/// the first argument fragment, `first`, which is enough to break the whole).
+fn corrupt_tools(p: Provider, v: &mut Value, stream: bool, c: Corruption, first: bool) -> bool {
+    let mut changed = false;
+    match c {
+        Corruption::UnknownTool => shape::for_each_tool_name(p, v, stream, &mut |n| {
+            if let Some(name) = n.as_str().filter(|s| !s.is_empty()) {
+                *n = Value::String(format!("{name}_v2"));
+                changed = true;
+            }
+        }),
+        Corruption::InvalidJson => shape::for_each_tool_args(p, v, stream, &mut |a| match a {
+            Value::String(s) if !s.is_empty() && (first || !stream) && !changed => {
+                s.insert(0, '{');
+                changed = true;
+            }
+            Value::Object(_) => {
+                *a = Value::String(format!("{{{a}"));
+                changed = true;
+            }
+            _ => {}
+        }),
+    }
+    changed
+}
+
+/// How much of `text` fits in `budget` tokens (a token: a run of non-space characters),
+/// cut at the end of the last whole token, and how many tokens that is.
+pub fn take_tokens(text: &str, budget: u32) -> (usize, u32) {
+    let (mut used, mut in_word, mut end) = (0, false, 0);
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            in_word = false;
+            continue;
+        }
+        if !in_word {
+            if used == budget {
+                return (end, used);
+            }
+            used += 1;
+            in_word = true;
+        }
+        end = i + c.len_utf8();
+    }
+    (text.len(), used)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

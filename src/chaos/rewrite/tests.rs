@@ -1,0 +1,435 @@
+use super::*;
+use crate::config::chaos::{Corruption, Direction, DriftType, Severity};
+use serde_json::json;
+
+struct Run {
+    text: String,
+    outs: Vec<Out>,
+    skipped: Option<String>,
+}
+
+/// Feeds `chunks` through a rewriter and collects what the client would get.
+fn run(p: Provider, mode: LlmMode, ct: &str, chunks: &[String]) -> Run {
+    let mut r = LlmRewriter::new(p, mode, 7, ct, 1 << 20);
+    let mut outs = vec![];
+    for c in chunks {
+        outs.extend(r.push(c.as_bytes()));
+        if outs.iter().any(|o| matches!(o, Out::End | Out::Abort)) {
+            break;
+        }
+    }
+    if !outs.iter().any(|o| matches!(o, Out::End | Out::Abort)) {
+        outs.extend(r.finish());
+    } else {
+        let _ = r.finish();
+    }
+    let text = outs
+        .iter()
+        .filter_map(|o| {
+            if let Out::Data(d) = o {
+                Some(String::from_utf8_lossy(d).into_owned())
+            } else {
+                None
+            }
+        })
+        .collect();
+    Run {
+        text,
+        outs,
+        skipped: r.skipped().map(str::to_string),
+    }
+}
+
+fn openai_stream(words: &[&str]) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut v = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    v.extend(
+        words
+            .iter()
+            .map(|w| chunk(json!({"content": w}), Value::Null)),
+    );
+    v.push(chunk(json!({}), json!("stop")));
+    v.push("data: [DONE]\n\n".into());
+    v
+}
+
+/// The content and finish reasons a client would reassemble from OpenAI SSE output.
+fn openai_read(text: &str) -> (String, Vec<String>, bool) {
+    let (mut content, mut finish, mut done) = (String::new(), vec![], false);
+    for frame in text.split("\n\n").filter(|f| !f.is_empty()) {
+        let data = frame.strip_prefix("data: ").unwrap();
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let v: Value = serde_json::from_str(data).unwrap();
+        content.push_str(v["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
+        if let Some(f) = v["choices"][0]["finish_reason"].as_str() {
+            finish.push(f.to_string());
+        }
+    }
+    (content, finish, done)
+}
+
+#[test]
+fn openai_stream_truncated_at_max_tokens_ends_with_length() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::TruncatedResponse { max_tokens: 3 },
+        "text/event-stream",
+        &openai_stream(&["Hello", " brave new", " world today"]),
+    );
+    let (content, finish, done) = openai_read(&r.text);
+    assert_eq!(content, "Hello brave new");
+    assert_eq!(finish, ["length"]);
+    assert!(done, "[DONE] still closes the stream");
+    assert_eq!(r.outs.last(), Some(&Out::End));
+    assert_eq!(r.skipped, None);
+}
+
+#[test]
+fn short_answers_are_left_alone_and_reported() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::TruncatedResponse { max_tokens: 50 },
+        "text/event-stream",
+        &openai_stream(&["Hi", " there"]),
+    );
+    assert_eq!(
+        openai_read(&r.text),
+        ("Hi there".into(), vec!["stop".into()], true)
+    );
+    assert_eq!(
+        r.skipped.as_deref(),
+        Some("the answer was shorter than max_tokens")
+    );
+}
+
+#[test]
+fn stream_cut_drops_the_terminal_event_quietly_or_loudly() {
+    let words = ["a", " b", " c", " d"];
+    let quiet = run(
+        Provider::Openai,
+        LlmMode::StreamCut {
+            after_events: 2,
+            loud: false,
+        },
+        "text/event-stream",
+        &openai_stream(&words),
+    );
+    let (content, finish, done) = openai_read(&quiet.text);
+    assert_eq!((content.as_str(), finish.len(), done), ("a b", 0, false));
+    assert_eq!(quiet.outs.last(), Some(&Out::End));
+    let loud = run(
+        Provider::Openai,
+        LlmMode::StreamCut {
+            after_events: 1,
+            loud: true,
+        },
+        "text/event-stream",
+        &openai_stream(&words),
+    );
+    assert_eq!(loud.outs.last(), Some(&Out::Abort));
+}
+
+#[test]
+fn slow_stream_paces_every_event() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::SlowStream {
+            first_token_ms: 500,
+            between_ms: 20,
+        },
+        "text/event-stream",
+        &openai_stream(&["x"]),
+    );
+    let delays: Vec<_> = r
+        .outs
+        .iter()
+        .filter_map(|o| {
+            if let Out::Delay(d) = o {
+                Some(d.as_millis())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(delays, [500, 20, 20, 20]);
+    assert_eq!(openai_read(&r.text).0, "x");
+}
+
+fn anthropic_stream() -> Vec<String> {
+    let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
+    vec![
+        ev(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "content": []}}),
+        ),
+        ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "one two"}}),
+        ),
+        ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " three four"}}),
+        ),
+        ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        ev(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}}),
+        ),
+        ev("message_stop", json!({"type": "message_stop"})),
+    ]
+}
+
+#[test]
+fn anthropic_truncation_closes_the_block_and_says_max_tokens() {
+    let r = run(
+        Provider::Anthropic,
+        LlmMode::TruncatedResponse { max_tokens: 3 },
+        "text/event-stream",
+        &anthropic_stream(),
+    );
+    let names: Vec<&str> = r
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert!(r.text.contains(r#""text":" three""#), "{}", r.text);
+    assert!(r.text.contains(r#""stop_reason":"max_tokens""#));
+    assert!(!r.text.contains("end_turn"));
+}
+
+#[test]
+fn anthropic_overload_arrives_as_an_error_event_mid_stream() {
+    let r = run(
+        Provider::Anthropic,
+        LlmMode::ServerError {
+            status: None,
+            in_stream: true,
+        },
+        "text/event-stream",
+        &anthropic_stream(),
+    );
+    assert!(r.text.contains("event: error\ndata: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"},\"type\":\"error\"}\n\n"), "{}", r.text);
+    assert!(!r.text.contains("message_stop"));
+}
+
+#[test]
+fn gemini_keeps_crlf_frames_and_marks_max_tokens() {
+    let chunk = |t: &str, fin: Option<&str>| {
+        let mut c = json!({"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": t}]}}]});
+        if let Some(f) = fin {
+            c["candidates"][0]["finishReason"] = json!(f);
+        }
+        format!("data: {c}\r\n\r\n")
+    };
+    let r = run(
+        Provider::Gemini,
+        LlmMode::TruncatedResponse { max_tokens: 2 },
+        "text/event-stream",
+        &[
+            chunk("alpha beta gamma", None),
+            chunk(" delta", Some("STOP")),
+        ],
+    );
+    assert_eq!(r.text.matches("\r\n\r\n").count(), 1);
+    let v: Value = serde_json::from_str(r.text.trim_start_matches("data: ").trim_end()).unwrap();
+    assert_eq!(
+        v["candidates"][0]["content"]["parts"][0]["text"],
+        "alpha beta"
+    );
+    assert_eq!(v["candidates"][0]["finishReason"], "MAX_TOKENS");
+}
+
+#[test]
+fn ollama_ndjson_truncation_and_garbage() {
+    let line = |c: &str, done: bool| {
+        format!(
+            "{}\n",
+            json!({"model": "llama3.2", "created_at": "t", "message": {"role": "assistant", "content": c}, "done": done})
+        )
+    };
+    let lines = [
+        line("Hel lo", false),
+        line(" there friend", false),
+        line("", true),
+    ];
+    let r = run(
+        Provider::Ollama,
+        LlmMode::TruncatedResponse { max_tokens: 3 },
+        "application/x-ndjson",
+        &lines,
+    );
+    let last: Value = serde_json::from_str(r.text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["done"].as_bool(), last["done_reason"].as_str()),
+        (Some(true), Some("length"))
+    );
+    let content: String = r
+        .text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(content, "Hel lo there");
+    let g = run(
+        Provider::Ollama,
+        LlmMode::Garbage {},
+        "application/x-ndjson",
+        &lines,
+    );
+    assert!(serde_json::from_str::<Value>(g.text.lines().nth(1).unwrap()).is_err());
+}
+
+#[test]
+fn whole_json_responses_are_rewritten_per_provider() {
+    let openai = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Let me check the weather",
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}}]});
+    let body = [openai.to_string()];
+    let t = run(
+        Provider::Openai,
+        LlmMode::TruncatedResponse { max_tokens: 2 },
+        "application/json",
+        &body,
+    );
+    let v: Value = serde_json::from_str(&t.text).unwrap();
+    assert_eq!(
+        (
+            v["choices"][0]["message"]["content"].as_str(),
+            v["choices"][0]["finish_reason"].as_str()
+        ),
+        (Some("Let me"), Some("length"))
+    );
+    let c = run(
+        Provider::Openai,
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::InvalidJson,
+        },
+        "application/json",
+        &body,
+    );
+    let v: Value = serde_json::from_str(&c.text).unwrap();
+    assert!(
+        serde_json::from_str::<Value>(
+            v["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+        )
+        .is_err()
+    );
+    let u = run(
+        Provider::Openai,
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::UnknownTool,
+        },
+        "application/json",
+        &body,
+    );
+    assert!(u.text.contains("get_weather_v2"));
+    let e = run(
+        Provider::Openai,
+        LlmMode::Empty {},
+        "application/json",
+        &body,
+    );
+    assert!(e.text.contains(r#""content":"""#));
+
+    let claude = json!({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "lookup", "input": {"user_id": 7, "verbose": true}}], "stop_reason": "tool_use"});
+    let d = run(
+        Provider::Anthropic,
+        LlmMode::ResponseDrift {
+            drift_type: DriftType::JsonFieldRename,
+            severity: Severity::Significant,
+            direction: Direction::Expand,
+            factor: 2.0,
+        },
+        "application/json",
+        &[claude.to_string()],
+    );
+    let v: Value = serde_json::from_str(&d.text).unwrap();
+    assert_eq!(
+        v["content"][0]["input"],
+        json!({"userId": 7, "verboseValue": true})
+    );
+}
+
+#[test]
+fn unparseable_or_oversized_bodies_pass_through_and_are_reported() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::Empty {},
+        "application/json",
+        &["<html>not json</html>".into()],
+    );
+    assert_eq!(
+        (r.text.as_str(), r.skipped.as_deref()),
+        (
+            "<html>not json</html>",
+            Some("response body is not JSON; passed through unchanged")
+        )
+    );
+    let mut small = LlmRewriter::new(
+        Provider::Openai,
+        LlmMode::Empty {},
+        0,
+        "application/json",
+        4,
+    );
+    let out = small.push(b"{\"choices\":[]}");
+    assert_eq!(
+        out,
+        vec![
+            Out::Data(Bytes::new()),
+            Out::Data(Bytes::from_static(b"{\"choices\":[]}"))
+        ]
+    );
+    assert!(small.skipped().unwrap().contains("over 4 bytes"));
+    let img = run(
+        Provider::Openai,
+        LlmMode::Empty {},
+        "image/png",
+        &["PNG".into()],
+    );
+    assert_eq!(img.text, "PNG");
+    assert!(img.skipped.unwrap().contains("image/png"));
+}
+
+#[test]
+fn tokens_are_runs_of_non_space() {
+    assert_eq!(take_tokens("Hello brave  new world", 3), (16, 3));
+    assert_eq!(take_tokens(" a", 0), (0, 0));
+    assert_eq!(take_tokens("abc", 5), (3, 1));
+}

@@ -1,0 +1,237 @@
+//! Compiled rules: a `ChaosSpec` turned once into what the hot path needs: one GlobSet over
+//! every rule's `match_url`, scopes, probabilities, per-rule call counters. Which rule
+//! applies to a request, and whether it fires, is decided here.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use globset::GlobSet;
+
+use super::rng;
+use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode};
+use crate::config::globs;
+use crate::exchange::{Provider, Target};
+
+/// What a rule does when it fires.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    Tool(ToolMode),
+    Llm(LlmMode),
+}
+
+/// A rule that fired for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fired<T> {
+    pub rule_id: Arc<str>,
+    pub what: T,
+    /// The rule's draw for this call; picks payloads deterministically.
+    pub draw: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Scope {
+    /// `tool: "*"`: every request that is not an LLM call.
+    AnyTool,
+    Tool(String),
+    Llm(Option<Provider>),
+    /// Context attacks: tool responses and LLM requests, narrowed by tool/provider.
+    Attack {
+        tool: Option<String>,
+        provider: Option<Provider>,
+    },
+}
+
+impl Scope {
+    fn applies(&self, target: &Target) -> bool {
+        match (self, target) {
+            (Scope::AnyTool, Target::Tool { .. } | Target::Other) => true,
+            (Scope::Tool(name), Target::Tool { name: t }) => name == t,
+            (Scope::Llm(p), Target::Llm { provider }) => p.is_none_or(|p| p == *provider),
+            (Scope::Attack { tool, provider }, t) => match t {
+                Target::Llm { provider: got } => {
+                    provider.is_none_or(|p| p == *got) && tool.is_none()
+                }
+                Target::Tool { name } => {
+                    provider.is_none() && tool.as_ref().is_none_or(|t| t == "*" || t == name)
+                }
+                Target::Other => provider.is_none() && tool.as_deref().is_none_or(|t| t == "*"),
+            },
+            _ => false,
+        }
+    }
+
+    fn named(&self) -> bool {
+        !matches!(self, Scope::AnyTool | Scope::Llm(None))
+    }
+}
+
+#[derive(Debug)]
+struct Compiled<T> {
+    id: Arc<str>,
+    scope: Scope,
+    /// Index of this rule's `match_url` in the GlobSet.
+    glob: Option<usize>,
+    /// Literal characters in `match_url`: longer literal patterns are more specific.
+    literal_len: usize,
+    probability: f64,
+    after_calls: u64,
+    stream: u64,
+    calls: AtomicU64,
+    what: T,
+}
+
+impl<T: Clone> Compiled<T> {
+    /// Counts this matching call and says whether the rule fires for it.
+    fn trigger(&self, seed: u64) -> Option<Fired<T>> {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let draw = rng::draw(seed, self.stream, n);
+        (n > self.after_calls && rng::unit(draw) < self.probability).then(|| Fired {
+            rule_id: self.id.clone(),
+            what: self.what.clone(),
+            draw,
+        })
+    }
+
+    fn matches(&self, target: &Target, url_hits: &[usize]) -> bool {
+        self.scope.applies(target) && self.glob.is_none_or(|g| url_hits.contains(&g))
+    }
+}
+
+/// The active rules. Swapped whole by the engine; counters live and die with it.
+#[derive(Debug)]
+pub struct RuleSet {
+    pub spec: ChaosSpec,
+    faults: Vec<Compiled<Fault>>,
+    attacks: Vec<Compiled<AttackMode>>,
+    globs: GlobSet,
+}
+
+/// What the rules decided for one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    pub fault: Option<Fired<Fault>>,
+    pub attacks: Vec<Fired<AttackMode>>,
+}
+
+impl RuleSet {
+    /// Compiles `spec`; errors name the rule (`chaos.tool_faults[1].match_url: …`).
+    pub fn compile(spec: &ChaosSpec) -> Result<RuleSet, String> {
+        let mut patterns = vec![];
+        let mut faults = vec![];
+        for (i, r) in spec.tool_faults.iter().enumerate() {
+            let scope = match r.common.tool.as_deref() {
+                None | Some("*") => Scope::AnyTool,
+                Some(name) => Scope::Tool(name.to_string()),
+            };
+            faults.push(compiled(
+                r,
+                &format!("tool_faults[{i}]"),
+                scope,
+                Fault::Tool(r.mode.clone()),
+                &mut patterns,
+            )?);
+        }
+        for (i, r) in spec.llm_faults.iter().enumerate() {
+            let scope = Scope::Llm(r.common.provider.map(Into::into));
+            faults.push(compiled(
+                r,
+                &format!("llm_faults[{i}]"),
+                scope,
+                Fault::Llm(r.mode.clone()),
+                &mut patterns,
+            )?);
+        }
+        let mut attacks = vec![];
+        for (i, r) in spec.context_attacks.rules().iter().enumerate() {
+            let scope = Scope::Attack {
+                tool: r.common.tool.clone(),
+                provider: r.common.provider.map(Into::into),
+            };
+            attacks.push(compiled(
+                r,
+                &format!("context_attacks[{i}]"),
+                scope,
+                r.mode.clone(),
+                &mut patterns,
+            )?);
+        }
+        let globs = globs::set(&patterns, globs::url_glob)
+            .map_err(|(i, e)| format!("match_url `{}`: {e}", patterns[i]))?;
+        Ok(RuleSet {
+            spec: spec.clone(),
+            faults,
+            attacks,
+            globs,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty() && self.attacks.is_empty()
+    }
+
+    /// Offers the call to the matching fault rules, most specific first (longest literal
+    /// `match_url`, then named tool/provider, then declaration order) until one fires, so
+    /// rules with probabilities mix; every matching attack decides on its own.
+    pub fn decide(&self, url: &str, target: &Target, seed: u64) -> Decision {
+        if self.is_empty() {
+            return Decision::default();
+        }
+        let hits = self.globs.matches(url);
+        let mut matching: Vec<(usize, &Compiled<Fault>)> = self
+            .faults
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.matches(target, &hits))
+            .collect();
+        matching.sort_by_key(|(i, r)| (std::cmp::Reverse((r.literal_len, r.scope.named())), *i));
+        let fault = matching.iter().find_map(|(_, r)| r.trigger(seed));
+        let attacks = self
+            .attacks
+            .iter()
+            .filter(|r| r.matches(target, &hits))
+            .filter_map(|r| r.trigger(seed))
+            .collect();
+        Decision { fault, attacks }
+    }
+}
+
+fn compiled<M, T>(
+    rule: &Rule<M>,
+    default_id: &str,
+    scope: Scope,
+    what: T,
+    patterns: &mut Vec<String>,
+) -> Result<Compiled<T>, String> {
+    let Common {
+        id,
+        match_url,
+        probability,
+        after_calls,
+        ..
+    } = &rule.common;
+    let id: Arc<str> = id.clone().unwrap_or_else(|| default_id.to_string()).into();
+    let probability = probability.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&probability) {
+        return Err(format!(
+            "{default_id}.probability: {probability} is outside 0..=1"
+        ));
+    }
+    let glob = match_url.as_ref().map(|p| {
+        patterns.push(p.clone());
+        patterns.len() - 1
+    });
+    let literal_len = match_url
+        .as_deref()
+        .map_or(0, |p| p.chars().filter(|c| !"*?[]{}".contains(*c)).count());
+    Ok(Compiled {
+        stream: rng::stream(&id),
+        id,
+        scope,
+        glob,
+        literal_len,
+        probability,
+        after_calls: after_calls.unwrap_or(0),
+        calls: AtomicU64::new(0),
+        what,
+    })
+}

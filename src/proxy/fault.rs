@@ -1,0 +1,271 @@
+//! Turning a fired chaos rule into what the proxy does with the exchange: answer at once
+//! (after an optional hold) with a provider-shaped response, drop the connection, or
+//! forward and transform the response on its way back.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+
+use super::body::Recorder;
+use super::fault_body::Transform;
+use super::{Proxy, ProxyBody};
+use crate::chaos::respond::{self, Synthetic};
+use crate::chaos::{Fault, Fired};
+use crate::config::chaos::{LlmMode, TimeoutEnd, ToolMode};
+use crate::exchange::{
+    BodyEnd, ErrorInfo, ErrorSource, FaultRecord, Outcome, Provider, ResponseHead, Target,
+};
+
+pub enum Action {
+    /// Answer without calling the upstream, after `delay`.
+    Respond {
+        delay: Duration,
+        synthetic: Synthetic,
+    },
+    /// Hold for `delay`, then close the connection with no response.
+    Drop { delay: Duration },
+    /// Wait `delay`, forward, and pass the response body through `transform`.
+    Forward {
+        delay: Duration,
+        transform: Option<Transform>,
+    },
+}
+
+pub fn action(fired: &Fired<Fault>, target: &Target, request: &HeaderMap) -> Action {
+    match &fired.what {
+        Fault::Tool(mode) => tool(mode, request),
+        Fault::Llm(mode) => {
+            // Scopes guarantee an LLM target; `Other` cannot reach here, but stay total.
+            let provider = match target {
+                Target::Llm { provider } => *provider,
+                _ => Provider::Openai,
+            };
+            llm(mode, provider, fired.draw)
+        }
+    }
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn hold(delay_ms: u64, then: TimeoutEnd, synthetic: Synthetic) -> Action {
+    match then {
+        TimeoutEnd::Status504 => Action::Respond {
+            delay: ms(delay_ms),
+            synthetic,
+        },
+        TimeoutEnd::Close => Action::Drop {
+            delay: ms(delay_ms),
+        },
+    }
+}
+
+fn tool(mode: &ToolMode, request: &HeaderMap) -> Action {
+    let forward = |transform| Action::Forward {
+        delay: Duration::ZERO,
+        transform: Some(transform),
+    };
+    match mode {
+        ToolMode::Timeout { delay_ms, then } => {
+            hold(*delay_ms, *then, respond::gateway_timeout(None, 0))
+        }
+        ToolMode::Error {
+            error_code,
+            message,
+        } => Action::Respond {
+            delay: Duration::ZERO,
+            synthetic: respond::tool_error(*error_code, message.as_deref(), wants_json(request)),
+        },
+        ToolMode::Malformed {} => forward(Transform::Corrupt),
+        ToolMode::Slow {
+            delay_ms,
+            bytes_per_second,
+        } => Action::Forward {
+            delay: ms(*delay_ms),
+            transform: bytes_per_second.map(|rate| Transform::Drip {
+                bytes_per_second: rate.max(1),
+            }),
+        },
+        ToolMode::MaliciousResponse { payload } => {
+            forward(Transform::Replace(Bytes::from(payload.clone())))
+        }
+        ToolMode::Reset { after_bytes } => forward(Transform::Cut {
+            after: *after_bytes,
+            abort: true,
+        }),
+        ToolMode::Partial { after_bytes } => forward(Transform::Cut {
+            after: *after_bytes,
+            abort: false,
+        }),
+    }
+}
+
+fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
+    let now = |synthetic| Action::Respond {
+        delay: Duration::ZERO,
+        synthetic,
+    };
+    let forward = |transform| Action::Forward {
+        delay: Duration::ZERO,
+        transform: Some(transform),
+    };
+    match mode {
+        LlmMode::Timeout { delay_ms, then } => hold(
+            *delay_ms,
+            *then,
+            respond::gateway_timeout(Some(provider), draw),
+        ),
+        LlmMode::RateLimit {
+            retry_after_s,
+            quota,
+        } => now(respond::rate_limit(provider, *retry_after_s, *quota, draw)),
+        LlmMode::ServerError {
+            status,
+            in_stream: false,
+        } => now(respond::server_error(provider, *status, draw)),
+        LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
+        {
+            Some(s) => now(s),
+            // Ollama truncates the prompt silently: the request rewrite does it.
+            None => Action::Forward {
+                delay: Duration::ZERO,
+                transform: None,
+            },
+        },
+        other => forward(Transform::Llm {
+            provider,
+            mode: other.clone(),
+            draw,
+        }),
+    }
+}
+
+/// Whether the caller expects JSON (its Accept or its own body type says so).
+fn wants_json(h: &HeaderMap) -> bool {
+    let has = |name: http::header::HeaderName| {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("json"))
+    };
+    has(http::header::ACCEPT) || has(http::header::CONTENT_TYPE)
+}
+
+/// The connection was closed on purpose (a `timeout` with `then: close`).
+#[derive(Debug, thiserror::Error)]
+#[error("connection closed by an injected fault")]
+pub struct Dropped;
+
+/// What the chaos engine decided for one exchange, already recorded on it.
+pub enum Plan {
+    Pass,
+    Act {
+        action: Action,
+        mark: Option<HeaderValue>,
+    },
+}
+
+/// Asks the engine about this exchange and notes the fault (and any attacks) on it.
+pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
+    let ex = rec.exchange();
+    let decision = proxy.inner.chaos.decide(&ex.request.url, &ex.target);
+    let target = ex.target.clone();
+    for attack in &decision.attacks {
+        // Context attacks are accepted and decided, but not applied by this build yet:
+        // recorded as skipped so no report mistakes them for a tested attack.
+        let note = "context attacks are not applied by this build yet".to_string();
+        rec.exchange_mut().attacks.push(FaultRecord {
+            rule: attack.rule_id.to_string(),
+            mode: attack.what.name().to_string(),
+            applied: false,
+            note: Some(note),
+        });
+        proxy
+            .metrics()
+            .fault(target.kind(), attack.what.name(), false);
+    }
+    let Some(fired) = decision.fault else {
+        return Plan::Pass;
+    };
+    let mode = match &fired.what {
+        Fault::Tool(m) => m.name(),
+        Fault::Llm(m) => m.name(),
+    };
+    rec.set_fault(&fired.rule_id, mode);
+    let mark = proxy
+        .inner
+        .chaos
+        .marks_responses()
+        .then(|| HeaderValue::from_str(&fired.rule_id).ok())
+        .flatten();
+    Plan::Act {
+        action: action(&fired, &target, request),
+        mark,
+    }
+}
+
+/// Answers with a fault's synthetic response and records it.
+pub fn respond(
+    rec: Recorder,
+    synthetic: Synthetic,
+    mark: Option<HeaderValue>,
+) -> Response<ProxyBody> {
+    let len = synthetic.body.len() as u64;
+    let mut resp = Response::new(
+        Full::new(synthetic.body)
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *resp.status_mut() =
+        StatusCode::from_u16(synthetic.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in synthetic.headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            resp.headers_mut().append(name, v);
+        }
+    }
+    if let Some(m) = mark {
+        resp.headers_mut().insert(FAULT_HEADER, m);
+    }
+    let head = ResponseHead {
+        status: resp.status().as_u16(),
+        version: "HTTP/1.1".into(),
+        headers: super::headers::header_list(resp.headers()),
+    };
+    rec.finish(
+        Outcome::Response {
+            response: head,
+            body: BodyEnd::Complete,
+        },
+        len,
+    );
+    resp
+}
+
+/// Records an exchange whose connection a fault closed without a response.
+pub fn dropped(rec: Recorder) {
+    let error = ErrorInfo {
+        source: ErrorSource::Injected,
+        kind: "connection_closed".into(),
+        message: "closed with no response by an injected timeout".into(),
+    };
+    rec.finish(
+        Outcome::Error {
+            error,
+            status: None,
+        },
+        0,
+    );
+}
+
+/// Prepares an upstream response head for a body transform: the length will change.
+pub fn shape_head(headers: &mut HeaderMap, mark: Option<HeaderValue>) {
+    headers.remove(http::header::CONTENT_LENGTH);
+    if let Some(m) = mark {
+        headers.insert(FAULT_HEADER, m);
+    }
+}
+
+/// Header naming the rule that faulted a response, with `chaos.mark_responses: true`.
+pub const FAULT_HEADER: &str = "x-flakestorm-fault";

@@ -1,0 +1,329 @@
+//! Response bodies under a fault: byte-level shapes (drip, cut, replace, corrupt) and the
+//! LLM rewriter's output (events, delays, early ends) applied as the upstream body streams.
+//! Only `Corrupt` and non-streaming LLM rewrites buffer, bounded by `BUFFER_LIMIT`; a body
+//! over the bound passes through untouched and the fault is recorded as skipped.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame};
+use tokio::time::Sleep;
+
+use super::BoxError;
+use crate::chaos::rewrite::{LlmRewriter, Out};
+use crate::config::chaos::LlmMode;
+use crate::exchange::Provider;
+
+/// Largest body a fault will hold in memory to rewrite it.
+pub const BUFFER_LIMIT: usize = 8 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub enum Transform {
+    /// Deliver at most `bytes_per_second`, in tenth-of-a-second slices.
+    Drip { bytes_per_second: u64 },
+    /// Stop after `after` bytes: cleanly, or by breaking the connection (`abort`).
+    Cut { after: u64, abort: bool },
+    /// The body is `payload` instead.
+    Replace(Bytes),
+    /// The body, cut short and ending in bytes no parser accepts.
+    Corrupt,
+    /// A provider-aware rewrite (see `chaos::rewrite`).
+    Llm {
+        provider: Provider,
+        mode: LlmMode,
+        draw: u64,
+    },
+}
+
+enum State {
+    Drip { rate: u64 },
+    Cut { remaining: u64, abort: bool },
+    Replace(Option<Bytes>),
+    Corrupt(BytesMut),
+    Llm(Box<LlmRewriter>),
+}
+
+/// Why a fault was not applied, read by the recorder when the exchange ends.
+pub type SkipNote = Arc<OnceLock<String>>;
+
+pub struct FaultBody<B> {
+    inner: B,
+    state: State,
+    /// Output waiting to be delivered (data, delays, an end).
+    queue: VecDeque<Out>,
+    sleep: Option<Pin<Box<Sleep>>>,
+    upstream_done: bool,
+    finished: bool,
+    skip: SkipNote,
+}
+
+impl<B> FaultBody<B> {
+    pub fn new(inner: B, transform: Transform, content_type: &str, skip: SkipNote) -> Self {
+        let state = match transform {
+            Transform::Drip { bytes_per_second } => State::Drip {
+                rate: bytes_per_second,
+            },
+            Transform::Cut { after, abort } => State::Cut {
+                remaining: after,
+                abort,
+            },
+            Transform::Replace(p) => State::Replace(Some(p)),
+            Transform::Corrupt => State::Corrupt(BytesMut::new()),
+            Transform::Llm {
+                provider,
+                mode,
+                draw,
+            } => State::Llm(Box::new(LlmRewriter::new(
+                provider,
+                mode,
+                draw,
+                content_type,
+                BUFFER_LIMIT,
+            ))),
+        };
+        FaultBody {
+            inner,
+            state,
+            queue: VecDeque::new(),
+            sleep: None,
+            upstream_done: false,
+            finished: false,
+            skip,
+        }
+    }
+}
+
+/// The reset a `Cut { abort }` or a loud stream cut delivers: hyper breaks the connection
+/// (HTTP/1.1) or resets the stream (HTTP/2) when a body fails.
+#[derive(Debug, thiserror::Error)]
+#[error("connection reset (injected)")]
+struct InjectedReset;
+
+impl<B> FaultBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    /// Feeds one upstream chunk to the state; output goes to the queue.
+    fn feed(&mut self, chunk: Bytes) {
+        match &mut self.state {
+            State::Drip { rate } => {
+                let slice = (*rate / 10).max(1) as usize;
+                let mut rest = chunk;
+                while !rest.is_empty() {
+                    let piece = rest.split_to(slice.min(rest.len()));
+                    self.queue.push_back(Out::Data(piece));
+                    self.queue.push_back(Out::Delay(Duration::from_millis(100)));
+                }
+            }
+            State::Cut { remaining, abort } => {
+                let keep = (*remaining).min(chunk.len() as u64) as usize;
+                *remaining -= keep as u64;
+                if keep > 0 {
+                    self.queue.push_back(Out::Data(chunk.slice(..keep)));
+                }
+                if keep < chunk.len() || *remaining == 0 {
+                    self.queue
+                        .push_back(if *abort { Out::Abort } else { Out::End });
+                }
+            }
+            State::Replace(payload) => {
+                if let Some(p) = payload.take() {
+                    self.queue.push_back(Out::Data(p));
+                }
+                self.queue.push_back(Out::End);
+            }
+            State::Corrupt(buf) => {
+                if buf.len() + chunk.len() > BUFFER_LIMIT {
+                    let _ = self.skip.set(format!(
+                        "body over {BUFFER_LIMIT} bytes; passed through unchanged"
+                    ));
+                    let held = std::mem::take(buf).freeze();
+                    self.state = State::Cut {
+                        remaining: u64::MAX,
+                        abort: false,
+                    };
+                    self.queue.push_back(Out::Data(held));
+                    self.queue.push_back(Out::Data(chunk));
+                } else {
+                    buf.extend_from_slice(&chunk);
+                }
+            }
+            State::Llm(r) => self.queue.extend(r.push(&chunk)),
+        }
+    }
+
+    /// The upstream body ended.
+    fn upstream_end(&mut self) {
+        self.upstream_done = true;
+        match &mut self.state {
+            State::Corrupt(buf) => {
+                let body = std::mem::take(buf).freeze();
+                self.queue.push_back(Out::Data(corrupt(&body)));
+            }
+            State::Replace(payload) => {
+                if let Some(p) = payload.take() {
+                    self.queue.push_back(Out::Data(p));
+                }
+            }
+            State::Llm(r) => {
+                self.queue.extend(r.finish());
+                if let Some(note) = r.skipped() {
+                    let _ = self.skip.set(note.to_string());
+                }
+            }
+            State::Drip { .. } | State::Cut { .. } => {}
+        }
+        self.queue.push_back(Out::End);
+    }
+}
+
+impl<B> Body for FaultBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            if let Some(sleep) = this.sleep.as_mut() {
+                ready!(sleep.as_mut().poll(cx));
+                this.sleep = None;
+            }
+            match this.queue.pop_front() {
+                Some(Out::Data(d)) if d.is_empty() => continue,
+                Some(Out::Data(d)) => return Poll::Ready(Some(Ok(Frame::data(d)))),
+                Some(Out::Delay(d)) => this.sleep = Some(Box::pin(tokio::time::sleep(d))),
+                Some(Out::End) => this.finished = true,
+                Some(Out::Abort) => {
+                    this.finished = true;
+                    return Poll::Ready(Some(Err(Box::new(InjectedReset))));
+                }
+                None if this.upstream_done => this.finished = true,
+                None => match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => this.feed(data),
+                        Err(trailers) => return Poll::Ready(Some(Ok(trailers))),
+                    },
+                    Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
+                    None => this.upstream_end(),
+                },
+            }
+        }
+    }
+}
+
+/// The first 60% of a body followed by bytes no JSON, SSE or HTML parser accepts whole.
+fn corrupt(body: &[u8]) -> Bytes {
+    let keep = (body.len() * 6 / 10).max(usize::from(!body.is_empty()));
+    let mut out = BytesMut::from(&body[..keep]);
+    out.extend_from_slice("\"\u{fffd}\u{0}{".as_bytes());
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    fn chunks(
+        parts: &[&'static str],
+    ) -> impl Body<Data = Bytes, Error = std::convert::Infallible> + Unpin {
+        let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = parts
+            .iter()
+            .map(|p| Ok(Frame::data(Bytes::from_static(p.as_bytes()))))
+            .collect();
+        http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    async fn run(t: Transform, parts: &[&'static str]) -> (Vec<u8>, bool) {
+        let mut body = FaultBody::new(chunks(parts), t, "application/json", SkipNote::default());
+        let mut out = vec![];
+        while let Some(f) = body.frame().await {
+            match f {
+                Ok(f) => out.extend_from_slice(&f.into_data().unwrap()),
+                Err(_) => return (out, true),
+            }
+        }
+        (out, false)
+    }
+
+    #[tokio::test]
+    async fn cut_ends_clean_or_aborts() {
+        assert_eq!(
+            run(
+                Transform::Cut {
+                    after: 5,
+                    abort: false
+                },
+                &["abc", "defgh"]
+            )
+            .await,
+            (b"abcde".to_vec(), false)
+        );
+        assert_eq!(
+            run(
+                Transform::Cut {
+                    after: 3,
+                    abort: true
+                },
+                &["abc", "defgh"]
+            )
+            .await,
+            (b"abc".to_vec(), true)
+        );
+        assert_eq!(
+            run(
+                Transform::Cut {
+                    after: 0,
+                    abort: true
+                },
+                &["abc"]
+            )
+            .await,
+            (vec![], true)
+        );
+    }
+
+    #[tokio::test]
+    async fn replace_and_corrupt() {
+        let (out, _) = run(
+            Transform::Replace(Bytes::from_static(b"IGNORE ALL")),
+            &["{\"ok\":1}"],
+        )
+        .await;
+        assert_eq!(out, b"IGNORE ALL");
+        let (out, aborted) = run(Transform::Corrupt, &["{\"results\":", "[1,2,3]}"]).await;
+        assert!(!aborted);
+        assert!(out.starts_with(b"{\"results\":"));
+        assert!(serde_json::from_slice::<serde_json::Value>(&out).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn drip_paces_the_body() {
+        let start = tokio::time::Instant::now();
+        let (out, _) = run(
+            Transform::Drip {
+                bytes_per_second: 20,
+            },
+            &["0123456789"],
+        )
+        .await;
+        assert_eq!(out, b"0123456789");
+        // 2 bytes per 100 ms slice: 5 slices.
+        assert_eq!(start.elapsed(), Duration::from_millis(500));
+    }
+}
