@@ -58,6 +58,9 @@ pub struct FaultBody<B> {
     sleep: Option<Pin<Box<Sleep>>>,
     upstream_done: bool,
     finished: bool,
+    /// An abort yields once first, so hyper flushes the head and the bytes before it: a
+    /// reset must come mid-response, not instead of it.
+    abort_yielded: bool,
     skip: SkipNote,
 }
 
@@ -92,6 +95,7 @@ impl<B> FaultBody<B> {
             sleep: None,
             upstream_done: false,
             finished: false,
+            abort_yielded: false,
             skip,
         }
     }
@@ -208,6 +212,12 @@ where
                 Some(Out::Data(d)) => return Poll::Ready(Some(Ok(Frame::data(d)))),
                 Some(Out::Delay(d)) => this.sleep = Some(Box::pin(tokio::time::sleep(d))),
                 Some(Out::End) => this.finished = true,
+                Some(Out::Abort) if !this.abort_yielded => {
+                    this.abort_yielded = true;
+                    this.queue.push_front(Out::Abort);
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 Some(Out::Abort) => {
                     this.finished = true;
                     return Poll::Ready(Some(Err(Box::new(InjectedReset))));
