@@ -135,7 +135,7 @@ async fn after_calls_and_probability_repeat_exactly_with_a_seed() {
     let run = |seed: u64| {
         let cfg = format!(
             "{}advanced:\n  seed: {seed}\nchaos:\n  tool_faults:\n    - {{tool: search, mode: error, error_code: 500, probability: 0.5, after_calls: 2}}\n",
-            tools(&o)
+            tools(o)
         );
         async move {
             let p = start_proxy(&cfg).await;
