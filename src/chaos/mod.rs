@@ -4,7 +4,9 @@
 //! The proxy applies what the engine decides; the run engine installs scenarios through
 //! the same handle. Must not do I/O or know about connections.
 
+pub mod attack;
 mod engine;
+pub mod messages;
 pub mod profiles;
 pub mod respond;
 pub mod rewrite;

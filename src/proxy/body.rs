@@ -18,9 +18,19 @@ pub struct Recorder {
     proxy: Proxy,
     exchange: Exchange,
     started: Instant,
-    /// Set by a fault transform that could not apply its fault.
+    /// Set by a body transform that could not apply what it was for.
     skip: SkipNote,
+    /// Whose transform `skip` speaks for.
+    skip_owner: Option<Owner>,
     fault_mode: Option<&'static str>,
+    attack_modes: Vec<&'static str>,
+}
+
+/// The fault, or the n-th attack, of an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Fault,
+    Attack(usize),
 }
 
 impl Recorder {
@@ -31,7 +41,9 @@ impl Recorder {
             exchange,
             started,
             skip,
+            skip_owner: None,
             fault_mode: None,
+            attack_modes: vec![],
         }
     }
 
@@ -55,8 +67,34 @@ impl Recorder {
         self.exchange.fault = Some(record);
     }
 
-    /// Where a body transform says why it could not apply the fault.
-    pub fn skip_note(&self) -> SkipNote {
+    /// Notes a context attack that fired on this exchange; returns its index.
+    pub fn add_attack(&mut self, rule: &str, mode: &'static str) -> usize {
+        self.attack_modes.push(mode);
+        let record = FaultRecord {
+            rule: rule.to_string(),
+            mode: mode.to_string(),
+            applied: true,
+            note: None,
+        };
+        self.exchange.attacks.push(record);
+        self.exchange.attacks.len() - 1
+    }
+
+    /// Marks the fault or an attack as not applied, and why.
+    pub fn not_applied(&mut self, owner: Owner, note: impl Into<String>) {
+        let record = match owner {
+            Owner::Fault => self.exchange.fault.as_mut(),
+            Owner::Attack(i) => self.exchange.attacks.get_mut(i),
+        };
+        if let Some(r) = record {
+            r.applied = false;
+            r.note = Some(note.into());
+        }
+    }
+
+    /// Where a body transform acting for `owner` says why it could not apply.
+    pub fn skip_note(&mut self, owner: Owner) -> SkipNote {
+        self.skip_owner = Some(owner);
         self.skip.clone()
     }
 
@@ -71,12 +109,14 @@ impl Recorder {
         self.exchange.outcome = outcome;
         let status = self.exchange.status();
         let target = self.exchange.target.kind();
-        if let (Some(fault), Some(mode)) = (self.exchange.fault.as_mut(), self.fault_mode) {
-            if let Some(note) = self.skip.get() {
-                fault.applied = false;
-                fault.note = Some(note.clone());
-            }
+        if let (Some(note), Some(owner)) = (self.skip.get().cloned(), self.skip_owner) {
+            self.not_applied(owner, note);
+        }
+        if let (Some(fault), Some(mode)) = (&self.exchange.fault, self.fault_mode) {
             self.proxy.metrics().fault(target, mode, fault.applied);
+        }
+        for (record, mode) in self.exchange.attacks.iter().zip(&self.attack_modes) {
+            self.proxy.metrics().fault(target, mode, record.applied);
         }
         self.proxy.metrics().request(target, status);
         self.proxy.journal().record(self.exchange);

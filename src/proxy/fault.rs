@@ -13,10 +13,8 @@ use super::fault_body::Transform;
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Fault, Fired};
-use crate::config::chaos::{LlmMode, TimeoutEnd, ToolMode};
-use crate::exchange::{
-    BodyEnd, ErrorInfo, ErrorSource, FaultRecord, Outcome, Provider, ResponseHead, Target,
-};
+use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
+use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
 
 pub enum Action {
     /// Answer without calling the upstream, after `delay`.
@@ -159,35 +157,31 @@ fn wants_json(h: &HeaderMap) -> bool {
 pub struct Dropped;
 
 /// What the chaos engine decided for one exchange, already recorded on it.
-pub enum Plan {
-    Pass,
-    Act {
-        action: Action,
-        mark: Option<HeaderValue>,
-    },
+pub struct Plan {
+    /// What the fault does, if one fired.
+    pub action: Option<Action>,
+    /// `x-flakestorm-fault` value when `mark_responses` is on.
+    pub mark: Option<HeaderValue>,
+    /// Context attacks that fired, with their index on the exchange record.
+    pub attacks: Vec<(usize, Fired<AttackMode>)>,
 }
 
-/// Asks the engine about this exchange and notes the fault (and any attacks) on it.
+/// Asks the engine about this exchange and notes the fault and attacks on it.
 pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let ex = rec.exchange();
     let decision = proxy.inner.chaos.decide(&ex.request.url, &ex.target);
     let target = ex.target.clone();
-    for attack in &decision.attacks {
-        // Context attacks are accepted and decided, but not applied by this build yet:
-        // recorded as skipped so no report mistakes them for a tested attack.
-        let note = "context attacks are not applied by this build yet".to_string();
-        rec.exchange_mut().attacks.push(FaultRecord {
-            rule: attack.rule_id.to_string(),
-            mode: attack.what.name().to_string(),
-            applied: false,
-            note: Some(note),
-        });
-        proxy
-            .metrics()
-            .fault(target.kind(), attack.what.name(), false);
-    }
+    let attacks = decision
+        .attacks
+        .into_iter()
+        .map(|a| (rec.add_attack(&a.rule_id, a.what.name()), a))
+        .collect();
     let Some(fired) = decision.fault else {
-        return Plan::Pass;
+        return Plan {
+            action: None,
+            mark: None,
+            attacks,
+        };
     };
     let mode = match &fired.what {
         Fault::Tool(m) => m.name(),
@@ -200,9 +194,10 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .marks_responses()
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
-    Plan::Act {
-        action: action(&fired, &target, request),
+    Plan {
+        action: Some(action(&fired, &target, request)),
         mark,
+        attacks,
     }
 }
 
@@ -257,14 +252,6 @@ pub fn dropped(rec: Recorder) {
         },
         0,
     );
-}
-
-/// Prepares an upstream response head for a body transform: the length will change.
-pub fn shape_head(headers: &mut HeaderMap, mark: Option<HeaderValue>) {
-    headers.remove(http::header::CONTENT_LENGTH);
-    if let Some(m) = mark {
-        headers.insert(FAULT_HEADER, m);
-    }
 }
 
 /// Header naming the rule that faulted a response, with `chaos.mark_responses: true`.

@@ -14,6 +14,7 @@ use http_body::{Body, Frame};
 use tokio::time::Sleep;
 
 use super::BoxError;
+use crate::chaos::attack::inject_tool_response;
 use crate::chaos::rewrite::{LlmRewriter, Out};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
@@ -31,6 +32,8 @@ pub enum Transform {
     Replace(Bytes),
     /// The body, cut short and ending in bytes no parser accepts.
     Corrupt,
+    /// The body with `payload` hidden inside it (indirect prompt injection).
+    Inject { payload: String },
     /// A provider-aware rewrite (see `chaos::rewrite`).
     Llm {
         provider: Provider,
@@ -40,10 +43,20 @@ pub enum Transform {
 }
 
 enum State {
-    Drip { rate: u64 },
-    Cut { remaining: u64, abort: bool },
+    Drip {
+        rate: u64,
+    },
+    Cut {
+        remaining: u64,
+        abort: bool,
+    },
     Replace(Option<Bytes>),
     Corrupt(BytesMut),
+    Inject {
+        buf: BytesMut,
+        payload: String,
+        content_type: String,
+    },
     Llm(Box<LlmRewriter>),
 }
 
@@ -76,6 +89,11 @@ impl<B> FaultBody<B> {
             },
             Transform::Replace(p) => State::Replace(Some(p)),
             Transform::Corrupt => State::Corrupt(BytesMut::new()),
+            Transform::Inject { payload } => State::Inject {
+                buf: BytesMut::new(),
+                payload,
+                content_type: content_type.to_string(),
+            },
             Transform::Llm {
                 provider,
                 mode,
@@ -141,7 +159,7 @@ where
                 }
                 self.queue.push_back(Out::End);
             }
-            State::Corrupt(buf) => {
+            State::Corrupt(buf) | State::Inject { buf, .. } => {
                 if buf.len() + chunk.len() > BUFFER_LIMIT {
                     let _ = self.skip.set(format!(
                         "body over {BUFFER_LIMIT} bytes; passed through unchanged"
@@ -168,6 +186,19 @@ where
             State::Corrupt(buf) => {
                 let body = std::mem::take(buf).freeze();
                 self.queue.push_back(Out::Data(corrupt(&body)));
+            }
+            State::Inject {
+                buf,
+                payload,
+                content_type,
+            } => {
+                let body = std::mem::take(buf).freeze();
+                let out =
+                    inject_tool_response(&body, content_type, payload).unwrap_or_else(|note| {
+                        let _ = self.skip.set(note);
+                        body
+                    });
+                self.queue.push_back(Out::Data(out));
             }
             State::Replace(payload) => {
                 if let Some(p) = payload.take() {
@@ -320,6 +351,15 @@ mod tests {
         assert!(!aborted);
         assert!(out.starts_with(b"{\"results\":"));
         assert!(serde_json::from_slice::<serde_json::Value>(&out).is_err());
+    }
+
+    #[tokio::test]
+    async fn injection_hides_the_payload_in_valid_json() {
+        let t = Transform::Inject {
+            payload: "OBEY".into(),
+        };
+        let (out, _) = run(t, &["{\"results\": [\"a\", ", "\"longer one\"]}"]).await;
+        assert_eq!(out, br#"{"results":["a","longer one OBEY"]}"#);
     }
 
     #[tokio::test(start_paused = true)]

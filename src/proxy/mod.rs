@@ -6,6 +6,7 @@
 //! errors become responses. This module must not reach into `run`: the two meet only
 //! through the journal (and, later, the chaos engine handle).
 
+mod attack;
 mod body;
 mod classify;
 mod connect;

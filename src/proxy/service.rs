@@ -12,9 +12,11 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
+use super::attack;
+use super::body::Owner;
 use super::body::{ObservedBody, Recorder};
-use super::fault::{self, Action, Dropped, Plan};
-use super::fault_body::FaultBody;
+use super::fault::{self, Action, Dropped};
+use super::fault_body::{FaultBody, Transform};
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{Proxy, ProxyBody, connect};
@@ -145,7 +147,7 @@ fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
     .unwrap_or_else(|_| uri.clone())
 }
 
-/// Forwards one request to `uri` and records it.
+/// Forwards one request to `uri`, under whatever the chaos engine decided, and records it.
 async fn exchange(
     proxy: Proxy,
     ctx: ConnCtx,
@@ -154,24 +156,27 @@ async fn exchange(
     route: Route,
 ) -> Result<Response<ProxyBody>, Dropped> {
     let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
-    let (transform, mark) = match fault::decide(&proxy, &mut rec, req.headers()) {
-        Plan::Pass => (None, None),
-        Plan::Act { action, mark } => match action {
-            Action::Respond { delay, synthetic } => {
-                tokio::time::sleep(delay).await;
-                return Ok(fault::respond(rec, synthetic, mark));
-            }
-            Action::Drop { delay } => {
-                tokio::time::sleep(delay).await;
-                fault::dropped(rec);
-                return Err(Dropped);
-            }
-            Action::Forward { delay, transform } => {
-                tokio::time::sleep(delay).await;
-                (transform, mark)
-            }
-        },
-    };
+    let plan = fault::decide(&proxy, &mut rec, req.headers());
+    let mut transform = None;
+    match plan.action {
+        Some(Action::Respond { delay, synthetic }) => {
+            tokio::time::sleep(delay).await;
+            return Ok(fault::respond(rec, synthetic, plan.mark));
+        }
+        Some(Action::Drop { delay }) => {
+            tokio::time::sleep(delay).await;
+            fault::dropped(rec);
+            return Err(Dropped);
+        }
+        Some(Action::Forward {
+            delay,
+            transform: t,
+        }) => {
+            tokio::time::sleep(delay).await;
+            transform = t.map(|t| (Owner::Fault, t));
+        }
+        None => {}
+    }
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
     *req.uri_mut() = uri;
@@ -181,11 +186,16 @@ async fn exchange(
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
-        proxy
-            .inner
-            .upstream
-            .send(req.map(|b| b.map_err(Into::into).boxed()))
-            .await
+        let req = req.map(|b| b.map_err(Into::into).boxed());
+        let mut req = attack::apply(&mut rec, req, &plan.attacks, &mut transform).await;
+        if transform.is_some() {
+            // A rewrite needs the bytes as they are, not gzip of them.
+            req.headers_mut().insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+        }
+        proxy.inner.upstream.send(req).await
     };
     match result {
         Ok(resp) => {
@@ -193,34 +203,61 @@ async fn exchange(
                 .metrics()
                 .upstream_latency(sent.elapsed().as_secs_f64());
             rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
-            let (mut parts, body) = resp.into_parts();
-            let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
-            headers::strip_hop_by_hop(&mut parts.headers, switching);
-            let body: ProxyBody = body.map_err(Into::into).boxed();
-            let body = match transform {
-                Some(t) if !switching => {
-                    fault::shape_head(&mut parts.headers, mark);
-                    let ct = parts
-                        .headers
-                        .get(header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("");
-                    FaultBody::new(body, t, ct, rec.skip_note()).boxed()
-                }
-                _ => body,
-            };
-            let head = ResponseHead {
-                status: parts.status.as_u16(),
-                version: format!("{:?}", parts.version),
-                headers: headers::header_list(&parts.headers),
-            };
-            Ok(Response::from_parts(
-                parts,
-                ObservedBody::new(body, rec, head).boxed(),
-            ))
+            Ok(upstream_response(rec, resp, transform, plan.mark))
         }
         Err(err) => Ok(fail(&proxy, rec, err)),
     }
+}
+
+/// The upstream's response on its way to the client: hop-by-hop headers gone, the body
+/// observed and, under a fault or attack, transformed as it streams.
+fn upstream_response(
+    mut rec: Recorder,
+    resp: Response<Incoming>,
+    transform: Option<(Owner, Transform)>,
+    mark: Option<HeaderValue>,
+) -> Response<ProxyBody> {
+    let (mut parts, body) = resp.into_parts();
+    let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    headers::strip_hop_by_hop(&mut parts.headers, switching);
+    let body: ProxyBody = body.map_err(Into::into).boxed();
+    let encoding = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = match transform {
+        Some((owner, _)) if encoding.as_deref().is_some_and(|e| e != "identity") => {
+            rec.not_applied(
+                owner,
+                format!(
+                    "response is compressed ({}); passed through",
+                    encoding.unwrap_or_default()
+                ),
+            );
+            body
+        }
+        Some((owner, t)) if !switching => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let ct = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            FaultBody::new(body, t, &ct, rec.skip_note(owner)).boxed()
+        }
+        _ => body,
+    };
+    if let Some(m) = mark {
+        parts.headers.insert(fault::FAULT_HEADER, m);
+    }
+    let head = ResponseHead {
+        status: parts.status.as_u16(),
+        version: format!("{:?}", parts.version),
+        headers: headers::header_list(&parts.headers),
+    };
+    Response::from_parts(parts, ObservedBody::new(body, rec, head).boxed())
 }
 
 fn recorder<B>(

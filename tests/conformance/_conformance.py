@@ -57,7 +57,7 @@ def openai_json(model: str) -> dict:
     }
 
 
-def openai_sse(model: str) -> list[bytes]:
+def openai_sse(model: str, include_usage: bool = False) -> list[bytes]:
     def chunk(delta: dict, finish: str | None) -> dict:
         return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000,
                 "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -72,6 +72,9 @@ def openai_sse(model: str) -> list[bytes]:
     else:
         events += [chunk({"content": p}, None) for p in ANSWER_PIECES]
         events.append(chunk({}, "stop"))
+    if include_usage:
+        events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000,
+                       "model": model, "choices": [], "usage": USAGE_OPENAI})
     frames = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
     frames.append(b"data: [DONE]\n\n")
     return frames
@@ -176,6 +179,22 @@ def ollama_ndjson(model: str) -> list[bytes]:
                 line(ollama_final(model, ""))]
     return [line(part({"role": "assistant", "content": p})) for p in ANSWER_PIECES] + [line(ollama_final(model, ""))]
 
+
+
+def ollama_generate_json(model: str) -> dict:
+    final = ollama_final(model, "")
+    del final["message"]
+    final["response"] = ANSWER
+    return final
+
+
+def ollama_generate_ndjson(model: str) -> list[bytes]:
+    base = {"model": model, "created_at": "2025-01-01T00:00:00Z"}
+    lines = [{**base, "response": p, "done": False} for p in ANSWER_PIECES]
+    final = ollama_final(model, "")
+    del final["message"]
+    final["response"] = ""
+    return [(json.dumps(x) + "\n").encode() for x in lines + [final]]
 
 
 class Timer:

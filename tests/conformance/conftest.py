@@ -44,7 +44,7 @@ CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDL
 
 from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_JSON, TOOL_NAME,
     USAGE_OPENAI, GEMINI_USAGE, is_tools_model, anthropic_json, anthropic_sse, gemini_json, gemini_sse,
-    ollama_json, ollama_ndjson, openai_json, openai_sse)
+    ollama_generate_json, ollama_generate_ndjson, ollama_json, ollama_ndjson, openai_json, openai_sse)
 
 
 # --------------------------------------------------------------------------- origins
@@ -93,7 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
         kind = origin.kind
         if kind == "openai" and path == "/v1/chat/completions":
             if req.get("stream"):
-                return self._stream(openai_sse(model), "text/event-stream")
+                usage = bool((req.get("stream_options") or {}).get("include_usage"))
+                return self._stream(openai_sse(model, usage), "text/event-stream")
             return self._json(openai_json(model))
         if kind == "anthropic" and path == "/v1/messages":
             if req.get("stream"):
@@ -108,6 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
             if req.get("stream", True):
                 return self._stream(ollama_ndjson(model), "application/x-ndjson")
             return self._json(ollama_json(model))
+        if kind == "ollama" and path == "/api/generate":
+            if req.get("stream", True):
+                return self._stream(ollama_generate_ndjson(model), "application/x-ndjson")
+            return self._json(ollama_generate_json(model))
         self._json({"error": f"origin {kind} has no {self.command} {self.path}"}, 404)
 
     def _json(self, obj: dict, status: int = 200):
@@ -264,13 +269,16 @@ class Flakestorm:
     def injected(self, mode: str) -> float:
         return self.metric("flakestorm_faults_injected_total", target="llm", mode=mode)
 
-    def wait_injected(self, mode: str, target: float, within_s: float = 5.0) -> float:
-        """Poll until the injected counter for `mode` reaches `target` (it may be bumped when
-        the response body finishes, racing with the client)."""
+    def wait_metric(self, name: str, at_least: float, within_s: float = 5.0, **labels: str) -> float:
+        """Poll until the counter reaches `target` (it may be bumped when the response body
+        finishes, racing with the client). Returns the last value, which may exceed it."""
         deadline = time.monotonic() + within_s
-        while (now := self.injected(mode)) < target and time.monotonic() < deadline:
+        while (now := self.metric(name, **labels)) < at_least and time.monotonic() < deadline:
             time.sleep(0.02)
         return now
+
+    def wait_injected(self, mode: str, at_least: float, within_s: float = 5.0) -> float:
+        return self.wait_metric("flakestorm_faults_injected_total", at_least, within_s, target="llm", mode=mode)
 
     def stderr_tail(self, n: int = 4000) -> str:
         try:
@@ -410,7 +418,8 @@ def genai_client(proxy_env, origins):
 
     def make(**http_kw):
         return genai.Client(api_key=API_KEY,
-                            http_options=types.HttpOptions(base_url=origins.gemini.url(), **http_kw))
+                            http_options=types.HttpOptions(base_url=origins.gemini.url(), api_version="v1beta",
+                                                               **http_kw))
 
     return make
 

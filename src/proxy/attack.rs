@@ -1,0 +1,165 @@
+//! Context attacks on the wire: the outgoing LLM request is held (bounded), rewritten by
+//! `chaos::attack` for each attack that fired, and sent on with its new length; tool
+//! responses get indirect injections through a body transform. A body that is too large,
+//! compressed or not JSON passes through untouched and each attack says why.
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderValue, Request, header};
+use http_body_util::{BodyExt, Full};
+
+use super::ProxyBody;
+use super::body::{Owner, Recorder};
+use super::fault_body::{BUFFER_LIMIT, Transform};
+use crate::chaos::Fired;
+use crate::chaos::{attack, messages};
+use crate::config::chaos::AttackMode;
+use crate::exchange::{Provider, Target};
+
+/// Applies the attacks that fired: LLM requests are rewritten now; a tool response gets an
+/// injection transform (unless a fault already rewrites it).
+pub async fn apply(
+    rec: &mut Recorder,
+    req: Request<ProxyBody>,
+    attacks: &[(usize, Fired<AttackMode>)],
+    transform: &mut Option<(Owner, Transform)>,
+) -> Request<ProxyBody> {
+    let ex = rec.exchange();
+    let truncate_ollama = ex.target
+        == Target::Llm {
+            provider: Provider::Ollama,
+        }
+        && ex
+            .fault
+            .as_ref()
+            .is_some_and(|f| f.mode == "context_length_exceeded");
+    match ex.target.clone() {
+        Target::Llm { provider } if !attacks.is_empty() || truncate_ollama => {
+            rewrite_request(req, rec, provider, attacks, truncate_ollama).await
+        }
+        Target::Llm { .. } => req,
+        Target::Tool { .. } | Target::Other => {
+            for (i, fired) in attacks {
+                match (
+                    transform.is_some(),
+                    attack::payload(&fired.what, fired.draw),
+                ) {
+                    (false, Some(payload)) => {
+                        *transform = Some((Owner::Attack(*i), Transform::Inject { payload }))
+                    }
+                    (true, _) => rec.not_applied(
+                        Owner::Attack(*i),
+                        "another fault already rewrites this response",
+                    ),
+                    (false, None) => rec.not_applied(Owner::Attack(*i), "no payload"),
+                }
+            }
+            req
+        }
+    }
+}
+
+/// Rewrites an LLM request for `attacks` (and, for Ollama, the silent context truncation
+/// a `context_length_exceeded` fault means there).
+pub async fn rewrite_request(
+    req: Request<ProxyBody>,
+    rec: &mut Recorder,
+    provider: Provider,
+    attacks: &[(usize, Fired<AttackMode>)],
+    truncate_ollama: bool,
+) -> Request<ProxyBody> {
+    let (mut parts, mut body) = req.into_parts();
+    let mut buf = BytesMut::new();
+    let skip_all = |rec: &mut Recorder, note: &str| {
+        for (i, _) in attacks {
+            rec.not_applied(Owner::Attack(*i), note);
+        }
+        if truncate_ollama {
+            rec.not_applied(Owner::Fault, note);
+        }
+    };
+    while let Some(frame) = body.frame().await {
+        match frame.map(|f| f.into_data()) {
+            Ok(Ok(data)) => buf.extend_from_slice(&data),
+            Ok(Err(_trailers)) => {}
+            Err(e) => {
+                // The agent's own upload failed: send what arrived and let it fail upstream.
+                skip_all(rec, &format!("request body failed: {e}"));
+                return Request::from_parts(
+                    parts,
+                    Full::new(buf.freeze()).map_err(|n| match n {}).boxed(),
+                );
+            }
+        }
+        if buf.len() > BUFFER_LIMIT {
+            skip_all(
+                rec,
+                &format!("request body over {BUFFER_LIMIT} bytes; sent unchanged"),
+            );
+            let head = Full::new(buf.freeze()).map_err(|n| match n {}).boxed();
+            return Request::from_parts(
+                parts,
+                Chain {
+                    first: Some(head),
+                    rest: body,
+                }
+                .boxed(),
+            );
+        }
+    }
+    let original = buf.freeze();
+    let encoded = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v != "identity");
+    let parsed = (!encoded)
+        .then(|| serde_json::from_slice::<serde_json::Value>(&original).ok())
+        .flatten();
+    let Some(mut json) = parsed else {
+        skip_all(
+            rec,
+            if encoded {
+                "request body is compressed"
+            } else {
+                "request body is not JSON"
+            },
+        );
+        return Request::from_parts(parts, Full::new(original).map_err(|n| match n {}).boxed());
+    };
+    for (i, fired) in attacks {
+        if let Err(note) = attack::apply_to_request(provider, &mut json, &fired.what, fired.draw) {
+            rec.not_applied(Owner::Attack(*i), note);
+        }
+    }
+    if truncate_ollama && !messages::drop_early_turns(&mut json) {
+        rec.not_applied(Owner::Fault, "the conversation is too short to truncate");
+    }
+    let bytes = Bytes::from(json.to_string());
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    Request::from_parts(parts, Full::new(bytes).map_err(|n| match n {}).boxed())
+}
+
+/// A body that continues with another body once it ends (the rest of an oversized upload).
+struct Chain {
+    first: Option<ProxyBody>,
+    rest: ProxyBody,
+}
+
+impl http_body::Body for Chain {
+    type Data = Bytes;
+    type Error = super::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if let Some(first) = self.first.as_mut() {
+            match std::task::ready!(std::pin::Pin::new(first).poll_frame(cx)) {
+                Some(frame) => return std::task::Poll::Ready(Some(frame)),
+                None => self.first = None,
+            }
+        }
+        std::pin::Pin::new(&mut self.rest).poll_frame(cx)
+    }
+}

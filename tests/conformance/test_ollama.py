@@ -1,0 +1,260 @@
+"""ollama SDK (plain HTTP, via HTTP_PROXY) through flakestorm: one test per LLM fault mode
+(provider-wire-formats.md §4)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import ollama
+import pydantic
+import pytest
+
+from _conformance import ANSWER, ANSWER_WORDS, TOOL_ARGS, TOOL_NAME, Timer
+
+MODEL = "llama-test"
+TOOLS_MODEL = "llama-tools"
+MSG = [{"role": "user", "content": "Tell me a story."}]
+
+
+def rule(mode: str, **kw) -> dict:
+    return {"provider": "ollama", "mode": mode, **kw}
+
+
+def chat(client, model=MODEL):
+    return client.chat(model=model, messages=MSG, stream=False)
+
+
+def stream(client, model=MODEL):
+    parts = list(client.chat(model=model, messages=MSG, stream=True))
+    return "".join(p.message.content or "" for p in parts), parts
+
+
+def test_baseline_json_and_stream_pass_through(ollama_client, origins, flakestorm):
+    before = flakestorm.metric("flakestorm_requests_total")
+    c = ollama_client()
+    r = chat(c)
+    assert (r.message.content, r.done, r.done_reason) == (ANSWER, True, "stop")
+    text, parts = stream(c)
+    assert text == ANSWER and parts[-1].done and parts[-1].done_reason == "stop"
+    assert chat(c, TOOLS_MODEL).message.tool_calls[0].function.arguments == TOOL_ARGS
+    assert origins.ollama.count() == 3
+    # plain HTTP: prove the requests went through the proxy, not direct.
+    assert flakestorm.wait_metric("flakestorm_requests_total", before + 3) >= before + 3
+
+
+# -------------------------------------------------------------------------- timeout
+
+
+def test_timeout_client_timeout(ollama_client, chaos, origins):
+    chaos(rule("timeout", delay_ms=3000))
+    # ollama has no timeout by default and does not wrap transport errors: raw httpx.
+    with Timer() as t, pytest.raises(httpx.ReadTimeout):
+        chat(ollama_client(timeout=0.5))
+    assert t.elapsed < 2.5
+    assert origins.ollama.count() == 0
+
+
+def test_timeout_504_is_response_error(ollama_client, chaos, origins):
+    chaos(rule("timeout", delay_ms=100))
+    with pytest.raises(ollama.ResponseError) as ei:
+        chat(ollama_client())
+    assert ei.value.status_code == 504
+    assert origins.ollama.count() == 0
+
+
+def test_timeout_close_is_raw_transport_error(ollama_client, chaos, origins):
+    chaos(rule("timeout", delay_ms=50, then="close"))
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+        chat(ollama_client())
+    assert origins.ollama.count() == 0
+
+
+# ----------------------------------------------------------------------- rate_limit
+
+
+def test_rate_limit_response_error_429(ollama_client, chaos, origins, flakestorm):
+    chaos(rule("rate_limit", retry_after_s=0.2))
+    before = flakestorm.injected("rate_limit")
+    with pytest.raises(ollama.ResponseError) as ei:
+        chat(ollama_client())
+    assert ei.value.status_code == 429
+    assert ei.value.error == "too many requests"
+    assert flakestorm.wait_injected("rate_limit", before + 1) == before + 1  # no retries in ollama
+    assert origins.ollama.count() == 0
+
+
+# --------------------------------------------------------------------- server_error
+
+
+def test_server_error_500(ollama_client, chaos, origins):
+    chaos(rule("server_error"))
+    with pytest.raises(ollama.ResponseError) as ei:
+        chat(ollama_client())
+    assert ei.value.status_code == 500
+    assert "stopped" in ei.value.error
+    assert origins.ollama.count() == 0
+
+
+def test_server_error_in_stream_status_minus_one(ollama_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True))
+    got = ""
+    with pytest.raises(ollama.ResponseError) as ei:
+        for p in ollama_client().chat(model=MODEL, messages=MSG, stream=True):
+            got += p.message.content or ""
+    assert ei.value.status_code == -1
+    assert got and ANSWER.startswith(got) and got != ANSWER
+    assert origins.ollama.count() == 1
+
+
+# ---------------------------------------------------------- context_length_exceeded
+
+
+def test_context_length_exceeded_passes_through(ollama_client, chaos, origins):
+    chaos(rule("context_length_exceeded"))
+    # Ollama truncates silently instead of erroring (doc §4): no error reaches the SDK.
+    r = chat(ollama_client())
+    assert r.message.content == ANSWER and r.done_reason == "stop"
+    assert origins.ollama.count() == 1
+
+
+# --------------------------------------------------------------- truncated_response
+
+
+def test_truncated_response_json(ollama_client, chaos):
+    chaos(rule("truncated_response", max_tokens=9))
+    r = chat(ollama_client())
+    assert r.done_reason == "length"
+    assert r.message.content.split() == ANSWER_WORDS[:9]
+
+
+@pytest.mark.parametrize("n", [5, 9, 38])
+def test_truncated_response_stream(ollama_client, chaos, n):
+    chaos(rule("truncated_response", max_tokens=n))
+    text, parts = stream(ollama_client())
+    assert text.split() == ANSWER_WORDS[:n]
+    assert parts[-1].done and parts[-1].done_reason == "length"
+
+
+# ----------------------------------------------------------------------- stream_cut
+
+
+def test_stream_cut_quiet_last_chunk_not_done(ollama_client, chaos):
+    chaos(rule("stream_cut", after_events=3))
+    text, parts = stream(ollama_client())
+    assert parts[-1].done is False
+    assert not any(p.done for p in parts)
+    assert text and ANSWER.startswith(text) and text != ANSWER
+
+
+def test_stream_cut_loud_raw_httpx_error(ollama_client, chaos):
+    chaos(rule("stream_cut", after_events=3, loud=True))
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+        stream(ollama_client())
+
+
+def test_stream_cut_non_stream_body_cut(ollama_client, chaos):
+    chaos(rule("stream_cut"))
+    with pytest.raises(json.JSONDecodeError):
+        chat(ollama_client())
+
+
+# ---------------------------------------------------------------------- slow_stream
+
+
+def test_slow_stream_delays_but_keeps_content(ollama_client, chaos):
+    chaos(rule("slow_stream", first_token_ms=300, between_ms=30))
+    with Timer() as t:
+        text, parts = stream(ollama_client())
+    assert text == ANSWER and parts[-1].done
+    n = len(parts)
+    assert n == 9
+    assert t.elapsed >= 0.3 + (n - 1) * 0.03 - 0.02, t.elapsed
+
+
+# ---------------------------------------------------------------------------- empty
+
+
+def test_empty_json(ollama_client, chaos):
+    chaos(rule("empty"))
+    r = chat(ollama_client())
+    assert r.message.content == "" and r.done_reason == "stop"
+
+
+def test_empty_stream(ollama_client, chaos):
+    chaos(rule("empty"))
+    text, parts = stream(ollama_client())
+    assert text == "" and parts[-1].done and parts[-1].done_reason == "stop"
+
+
+# -------------------------------------------------------------------------- garbage
+
+
+def test_garbage_json(ollama_client, chaos):
+    chaos(rule("garbage"))
+    with pytest.raises(json.JSONDecodeError):
+        chat(ollama_client())
+
+
+def test_garbage_stream_line(ollama_client, chaos):
+    chaos(rule("garbage"))
+    with pytest.raises(json.JSONDecodeError):
+        stream(ollama_client())
+
+
+# ------------------------------------------------------------- tool_call_corruption
+
+
+def test_tool_call_corruption_invalid_json(ollama_client, chaos):
+    chaos(rule("tool_call_corruption"))
+    # Observed: arguments arrive as a JSON string; ollama's pydantic model
+    # (arguments: Mapping[str, Any]) rejects the whole response.
+    with pytest.raises(pydantic.ValidationError, match="arguments"):
+        chat(ollama_client(), TOOLS_MODEL)
+
+
+def test_tool_call_corruption_unknown_tool_stream(ollama_client, chaos):
+    chaos(rule("tool_call_corruption", corruption="unknown_tool"))
+    _, parts = stream(ollama_client(), TOOLS_MODEL)
+    calls = [tc for p in parts for tc in (p.message.tool_calls or [])]
+    assert [tc.function.name for tc in calls] == [f"{TOOL_NAME}_v2"]
+    assert calls[0].function.arguments == TOOL_ARGS
+
+
+# ------------------------------------------------------------------- response_drift
+
+
+def test_response_drift_format_change(ollama_client, chaos):
+    chaos(rule("response_drift", drift_type="format_change", severity="significant"))
+    r = chat(ollama_client())
+    assert r.message.content == f"```\n{ANSWER}\n```"
+
+
+def test_response_drift_verbosity_compress_stream(ollama_client, chaos):
+    chaos(rule("response_drift", drift_type="verbosity_shift", direction="compress", factor=5.0))
+    text, parts = stream(ollama_client())
+    assert parts[-1].done
+    # each 5-word event keeps ceil(5/5) = 1 word
+    assert 0 < len(text.split()) < len(ANSWER_WORDS)
+
+
+# ------------------------------------------------------------------- /api/generate
+
+
+def test_generate_truncated_response_stream(ollama_client, chaos):
+    chaos(rule("truncated_response", max_tokens=9))
+    parts = list(ollama_client().generate(model=MODEL, prompt="story", stream=True))
+    text = "".join(p.response or "" for p in parts)
+    assert text.split() == ANSWER_WORDS[:9]
+    assert parts[-1].done and parts[-1].done_reason == "length"
+
+
+def test_generate_empty_json(ollama_client, chaos):
+    chaos(rule("empty"))
+    r = ollama_client().generate(model=MODEL, prompt="story", stream=False)
+    assert r.response == "" and r.done
+
+
+def test_generate_baseline(ollama_client, origins):
+    r = ollama_client().generate(model=MODEL, prompt="story", stream=False)
+    assert r.response == ANSWER and r.done_reason == "stop"
