@@ -78,3 +78,131 @@ pub async fn reset(State(s): State<ApiState>) -> Json<Value> {
     s.chaos.clear();
     Json(current(&s))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::super::{ApiState, router};
+    use crate::chaos::Engine;
+    use crate::config::{OneOrMany, ToolSpec};
+    use crate::exchange::Target;
+    use crate::telemetry::Metrics;
+
+    fn state() -> ApiState {
+        let tools = vec![ToolSpec {
+            name: "search".into(),
+            match_url: OneOrMany::One("http://s/*".into()),
+        }];
+        ApiState {
+            chaos: Engine::new(9),
+            tools: Arc::from(tools),
+            metrics: Metrics::new(),
+            ca_pem: "".into(),
+            token: None,
+        }
+    }
+
+    async fn call(
+        s: &ApiState,
+        method: &str,
+        uri: &str,
+        ct: &str,
+        body: &str,
+    ) -> (u16, serde_json::Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", ct)
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let resp = router(s.clone()).oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    #[tokio::test]
+    async fn put_get_delete_and_reset() {
+        let s = state();
+        let yaml = "tool_faults:\n  - {tool: search, mode: error, error_code: 502}\n";
+        let (status, body) = call(&s, "PUT", "/v1/chaos", "application/yaml", yaml).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["rules"]["tool_faults"][0]["error_code"], 502);
+        assert!(
+            s.chaos
+                .decide(
+                    "http://s/q",
+                    &Target::Tool {
+                        name: "search".into()
+                    }
+                )
+                .fault
+                .is_some()
+        );
+        let (_, got) = call(&s, "GET", "/v1/chaos", "", "").await;
+        assert_eq!(
+            (got["seed"].as_u64(), &got["rules"]),
+            (Some(9), &body["rules"])
+        );
+        let (status, _) = call(&s, "DELETE", "/v1/chaos", "", "").await;
+        assert_eq!(status, 200);
+        assert!(s.chaos.rules().is_empty());
+        call(&s, "POST", "/v1/chaos/profiles/api_outage", "", "").await;
+        assert!(!s.chaos.rules().is_empty());
+        call(&s, "POST", "/v1/reset", "", "").await;
+        assert!(s.chaos.rules().is_empty());
+    }
+
+    #[tokio::test]
+    async fn bad_rules_list_every_problem_and_change_nothing() {
+        let s = state();
+        call(&s, "POST", "/v1/chaos/profiles/degraded_llm", "", "").await;
+        let before = s.chaos.rules().spec.clone();
+        let body = r#"{"tool_faults": [{"tool": "serch", "mode": "error"}, {"tool": "search", "mode": "explode"}], "llm_faults": [{"mode": "rate_limit", "probability": 2}]}"#;
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", body).await;
+        assert_eq!(status, 422);
+        let paths: Vec<&str> = err["error"]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "chaos.tool_faults[1].mode",
+                "chaos.tool_faults[0].tool",
+                "chaos.llm_faults[0].probability"
+            ]
+        );
+        assert_eq!(
+            s.chaos.rules().spec,
+            before,
+            "a rejected PUT leaves the rules alone"
+        );
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", "{not json").await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (400, Some("bad_body"))
+        );
+        let (status, err) = call(&s, "POST", "/v1/chaos/profiles/nope", "", "").await;
+        assert_eq!(status, 404);
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("api_outage")
+        );
+        let (_, list) = call(&s, "GET", "/v1/profiles", "", "").await;
+        assert_eq!(list["profiles"].as_array().unwrap().len(), 7);
+    }
+}
