@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
-# real-client suite (curl, requests, httpx, openai SDK) against the built binary.
+# real-client suite (curl, requests, httpx, openai SDK) and the LLM-fault conformance suite
+# (openai, anthropic, google-genai, ollama SDKs) against the built binary.
 # It installs what the Python suite needs into .venv-tests, so it works on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +20,9 @@ cargo build --locked --quiet
 if [ ! -x .venv-tests/bin/python ]; then
   python3 -m venv .venv-tests
 fi
-.venv-tests/bin/pip install --quiet --disable-pip-version-check -r tests/clients/requirements.txt
+.venv-tests/bin/pip install --quiet --disable-pip-version-check \
+  -r tests/clients/requirements.txt -r tests/conformance/requirements.txt
 FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/clients -q
+
+echo "==> LLM faults against the real SDKs (tests/conformance)"
+FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/conformance -q

@@ -318,3 +318,28 @@ async fn marks_only_when_asked_and_rules_swap_at_runtime() {
     assert_eq!(get_text(&client, o.http_url("/c")).await, "fine");
     p.stop().await;
 }
+
+#[tokio::test]
+async fn an_error_speaks_json_when_the_tool_does() {
+    let o = origin::start(None, |_req| async move {
+        let mut r = text("{\"ok\": true}");
+        r.headers_mut().insert(
+            "content-type",
+            http::HeaderValue::from_static("application/json"),
+        );
+        r
+    })
+    .await;
+    let p = start_proxy(&format!(
+        "{}chaos:\n  tool_faults: [{{tool: search, mode: error, after_calls: 1}}]\n",
+        tools(&o)
+    ))
+    .await;
+    let client = client_via(&p, H1);
+    assert_eq!(get_text(&client, o.http_url("/1")).await, "{\"ok\": true}");
+    // No Accept header: the format comes from what the tool itself answered before.
+    let resp = client.get(o.http_url("/2")).send().await.unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    p.stop().await;
+}

@@ -31,9 +31,24 @@ pub enum Action {
     },
 }
 
-pub fn action(fired: &Fired<Fault>, target: &Target, request: &HeaderMap) -> Action {
+/// Which upstream an exchange talks to, for remembering its response format.
+pub fn format_key(ex: &crate::exchange::Exchange) -> String {
+    match &ex.target {
+        Target::Tool { name } => format!("tool:{name}"),
+        _ => ex
+            .request
+            .url
+            .split('/')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("/"),
+    }
+}
+
+/// `json`: whether a synthetic tool error should be JSON (the upstream's last answers were).
+pub fn action(fired: &Fired<Fault>, target: &Target, json: bool) -> Action {
     match &fired.what {
-        Fault::Tool(mode) => tool(mode, request),
+        Fault::Tool(mode) => tool(mode, json),
         Fault::Llm(mode) => {
             // Scopes guarantee an LLM target; `Other` cannot reach here, but stay total.
             let provider = match target {
@@ -61,7 +76,7 @@ fn hold(delay_ms: u64, then: TimeoutEnd, synthetic: Synthetic) -> Action {
     }
 }
 
-fn tool(mode: &ToolMode, request: &HeaderMap) -> Action {
+fn tool(mode: &ToolMode, json: bool) -> Action {
     let forward = |transform| Action::Forward {
         delay: Duration::ZERO,
         transform: Some(transform),
@@ -75,7 +90,7 @@ fn tool(mode: &ToolMode, request: &HeaderMap) -> Action {
             message,
         } => Action::Respond {
             delay: Duration::ZERO,
-            synthetic: respond::tool_error(*error_code, message.as_deref(), wants_json(request)),
+            synthetic: respond::tool_error(*error_code, message.as_deref(), json),
         },
         ToolMode::Malformed {} => forward(Transform::Corrupt),
         ToolMode::Slow {
@@ -194,8 +209,11 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .marks_responses()
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
+    let json = proxy
+        .speaks_json(&format_key(rec.exchange()))
+        .unwrap_or_else(|| wants_json(request));
     Plan {
-        action: Some(action(&fired, &target, request)),
+        action: Some(action(&fired, &target, json)),
         mark,
         attacks,
     }

@@ -120,6 +120,9 @@ struct Shutdown {
 
 struct Shared {
     settings: Settings,
+    /// Whether each tool (or host) last answered with JSON: faults that answer for it
+    /// speak its format.
+    formats: std::sync::Mutex<std::collections::HashMap<String, bool>>,
     chaos: Engine,
     leaves: LeafCache,
     upstream: forward::Upstream,
@@ -152,6 +155,7 @@ impl Proxy {
             .map_err(ProxyBuildError::Config)?;
         let shared = Shared {
             settings,
+            formats: Default::default(),
             chaos,
             leaves,
             upstream,
@@ -180,5 +184,23 @@ impl Proxy {
 
     fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    fn formats(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, bool>> {
+        self.inner.formats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers whether an upstream answered with JSON.
+    fn note_format(&self, key: String, json: bool) {
+        let mut formats = self.formats();
+        // Bounded: a proxy in front of a crawler must not grow without limit.
+        if formats.len() < 10_000 || formats.contains_key(&key) {
+            formats.insert(key, json);
+        }
+    }
+
+    /// Whether this upstream was last seen answering with JSON.
+    fn speaks_json(&self, key: &str) -> Option<bool> {
+        self.formats().get(key).copied()
     }
 }

@@ -203,6 +203,13 @@ async fn exchange(
                 .metrics()
                 .upstream_latency(sent.elapsed().as_secs_f64());
             rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
+            if let Some(ct) = resp
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+            {
+                proxy.note_format(fault::format_key(rec.exchange()), ct.contains("json"));
+            }
             Ok(upstream_response(rec, resp, transform, plan.mark))
         }
         Err(err) => Ok(fail(&proxy, rec, err)),

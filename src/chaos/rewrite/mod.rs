@@ -190,6 +190,14 @@ impl LlmRewriter {
 
     fn on_event(&mut self, mut ev: Event, kind: Kind, frame: Bytes) -> Vec<Out> {
         let p = self.provider;
+        // Gemini's last frame carries text as well as the finish reason: text rewrites
+        // must see it as content.
+        let text_bearing = kind == Kind::Content
+            || kind == Kind::Finish
+                && ev
+                    .json
+                    .as_mut()
+                    .is_some_and(|j| shape::has_text(p, j, true));
         let end_here = |this: &mut Self, last: Vec<Out>| {
             this.done = true;
             this.applied = true;
@@ -229,10 +237,10 @@ impl LlmRewriter {
                 let err = shape::stream_error(p, &ev).encode();
                 end_here(self, vec![Out::Data(frame), Out::Data(err), Out::End])
             }
-            LlmMode::TruncatedResponse { max_tokens } if kind == Kind::Content => {
+            LlmMode::TruncatedResponse { max_tokens } if text_bearing => {
                 self.truncate_event(ev, max_tokens)
             }
-            LlmMode::Empty {} if kind == Kind::Content => {
+            LlmMode::Empty {} if text_bearing => {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
@@ -288,18 +296,22 @@ impl LlmRewriter {
         if !exhausted && budget > 0 {
             return vec![Out::Data(ev.encode())];
         }
-        if p == Provider::Gemini
-            || p == Provider::Ollama && ev.json.as_ref().is_some_and(|j| j["done"] == true)
-        {
+        // A frame that already ends the stream (Gemini, Ollama `done`) is marked itself;
+        // otherwise the provider's own closing events follow.
+        let closes = p == Provider::Gemini || ev.json.as_ref().is_some_and(|j| j["done"] == true);
+        let mut out = vec![];
+        if closes {
             shape::mark_truncated(p, ev.json.as_mut().unwrap_or(&mut Value::Null));
+            out.push(Out::Data(ev.encode()));
+        } else {
+            let last = ev.json.clone().unwrap_or(Value::Null);
+            out.push(Out::Data(ev.encode()));
+            out.extend(
+                shape::truncation_tail(p, &ev, &last, max_tokens)
+                    .iter()
+                    .map(|e| Out::Data(e.encode())),
+            );
         }
-        let last = ev.json.clone().unwrap_or(Value::Null);
-        let mut out = vec![Out::Data(ev.encode())];
-        out.extend(
-            shape::truncation_tail(p, &ev, &last, max_tokens)
-                .iter()
-                .map(|e| Out::Data(e.encode())),
-        );
         out.push(Out::End);
         self.done = true;
         self.applied = true;
@@ -384,6 +396,12 @@ fn corrupt_tools(p: Provider, v: &mut Value, stream: bool, c: Corruption, first:
                 changed = true;
             }
         }),
+        Corruption::InvalidJson if p == Provider::Gemini => {
+            changed = shape::gemini_malformed_call(v)
+        }
+        Corruption::InvalidJson if p == Provider::Ollama => {
+            changed = shape::ollama_unparsed_call(v)
+        }
         Corruption::InvalidJson => shape::for_each_tool_args(p, v, stream, &mut |a| match a {
             Value::String(s) if !s.is_empty() && (first || !stream) && !changed => {
                 s.insert(0, '{');

@@ -322,3 +322,43 @@ pub fn garbage_frame(p: Provider, ev: &Event) -> Event {
         r#"{"id": "chatcmpl-x", "choices": [{"index": 0, "delta": {"content": "\ufffd"#,
     )
 }
+
+/// What Gemini answers when the model wrote a broken function call: the call is gone and
+/// the candidate finishes with `MALFORMED_FUNCTION_CALL`.
+pub fn gemini_malformed_call(v: &mut Value) -> bool {
+    let mut changed = false;
+    visit(v, &[K("candidates"), All], &mut |c| {
+        let Some(parts) = c["content"]["parts"].as_array_mut() else {
+            return;
+        };
+        let before = parts.len();
+        parts.retain(|part| part.get("functionCall").is_none());
+        if parts.len() != before {
+            c["finishReason"] = json!("MALFORMED_FUNCTION_CALL");
+            changed = true;
+        }
+    });
+    changed
+}
+
+/// What Ollama answers when it cannot parse the model's tool call: no `tool_calls`, the
+/// raw (here broken) call text as the message content.
+pub fn ollama_unparsed_call(v: &mut Value) -> bool {
+    let Some(calls) = v["message"].get_mut("tool_calls").map(Value::take) else {
+        return false;
+    };
+    let Some(first) = calls.as_array().and_then(|c| c.first()) else {
+        return false;
+    };
+    let f = &first["function"];
+    let text = format!(
+        "{{\"name\": \"{}\", \"arguments\": {}",
+        f["name"].as_str().unwrap_or(""),
+        f["arguments"]
+    );
+    v["message"]["content"] = Value::String(text);
+    if let Some(m) = v["message"].as_object_mut() {
+        m.remove("tool_calls");
+    }
+    true
+}

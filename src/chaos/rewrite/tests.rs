@@ -433,3 +433,78 @@ fn tokens_are_runs_of_non_space() {
     assert_eq!(take_tokens(" a", 0), (0, 0));
     assert_eq!(take_tokens("abc", 5), (3, 1));
 }
+
+#[test]
+fn gemini_text_in_the_finish_frame_is_rewritten_too() {
+    let chunk = |t: &str, fin: Option<&str>| {
+        let mut c = json!({"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": t}]}}]});
+        if let Some(f) = fin {
+            c["candidates"][0]["finishReason"] = json!(f);
+        }
+        format!("data: {c}\r\n\r\n")
+    };
+    let frames = [
+        chunk("one two", None),
+        chunk(" three four five", Some("STOP")),
+    ];
+    let e = run(
+        Provider::Gemini,
+        LlmMode::Empty {},
+        "text/event-stream",
+        &frames,
+    );
+    assert!(!e.text.contains("three"), "{}", e.text);
+    let t = run(
+        Provider::Gemini,
+        LlmMode::TruncatedResponse { max_tokens: 4 },
+        "text/event-stream",
+        &frames,
+    );
+    let last: Value =
+        serde_json::from_str(t.text.trim_end().rsplit("data: ").next().unwrap()).unwrap();
+    assert_eq!(
+        last["candidates"][0]["content"]["parts"][0]["text"],
+        " three four"
+    );
+    assert_eq!(last["candidates"][0]["finishReason"], "MAX_TOKENS");
+    assert_eq!(
+        t.text.matches("data: ").count(),
+        2,
+        "no extra frame after the marked one"
+    );
+}
+
+#[test]
+fn broken_tool_calls_look_like_each_providers_own() {
+    let gemini = json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "w", "args": {"city": "Paris"}}}]}, "finishReason": "STOP"}]});
+    let g = run(
+        Provider::Gemini,
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::InvalidJson,
+        },
+        "application/json",
+        &[gemini.to_string()],
+    );
+    let v: Value = serde_json::from_str(&g.text).unwrap();
+    assert_eq!(
+        v["candidates"][0]["finishReason"],
+        "MALFORMED_FUNCTION_CALL"
+    );
+    assert_eq!(v["candidates"][0]["content"]["parts"], json!([]));
+    let ollama = json!({"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "w", "arguments": {"city": "Paris"}}}]}, "done": true});
+    let o = run(
+        Provider::Ollama,
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::InvalidJson,
+        },
+        "application/json",
+        &[ollama.to_string()],
+    );
+    let v: Value = serde_json::from_str(&o.text).unwrap();
+    assert!(v["message"].get("tool_calls").is_none());
+    let content = v["message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("{\"name\": \"w\"") && serde_json::from_str::<Value>(content).is_err(),
+        "{content}"
+    );
+}
