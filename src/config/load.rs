@@ -10,7 +10,9 @@ use figment::providers::{Format, Serialized, Yaml};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::chaos::{ChaosSpec, Rule};
+use super::chaos_load::{
+    ChaosIndex, chaos_section, lenient_v2_fields, remap_chaos_paths, warn_unroutable_tools,
+};
 use super::expand::expand_value;
 use super::schema::*;
 use super::validate::validate;
@@ -239,186 +241,12 @@ fn advanced(
     section(v, "advanced", errors)
 }
 
-/// Flakestorm v2 fields that some modes do not use. v2 files set them freely (its rules
-/// were flat), so where a mode has no use for one it is dropped with a warning instead of
-/// failing the load; any other unknown field is still an error.
-const V2_FAULT_FIELDS: &[&str] = &[
-    "delay_ms",
-    "error_code",
-    "message",
-    "payload",
-    "max_tokens",
-    "drift_type",
-    "severity",
-    "direction",
-    "factor",
-];
-
-fn lenient_v2_fields(chaos: &mut Value, warnings: &mut Vec<String>) {
-    use super::chaos::{LlmMode, ToolMode, parse_rule};
-    for list in ["tool_faults", "llm_faults"] {
-        let Some(Value::Array(rules)) = chaos.get_mut(list) else {
-            continue;
-        };
-        for (i, rule) in rules.iter_mut().enumerate() {
-            // Each pass removes one offending field; a rule has few.
-            for _ in 0..V2_FAULT_FIELDS.len() {
-                let err = if list == "tool_faults" {
-                    parse_rule::<ToolMode>(rule.clone()).err()
-                } else {
-                    parse_rule::<LlmMode>(rule.clone()).err()
-                };
-                let Some((_, err)) = err else { break };
-                let field = V2_FAULT_FIELDS
-                    .iter()
-                    .find(|f| err.starts_with(&format!("unknown field `{f}`")));
-                let (Some(field), Some(map)) = (field, rule.as_object_mut()) else {
-                    break;
-                };
-                map.remove(*field);
-                let mode = map.get("mode").and_then(Value::as_str).unwrap_or("?");
-                warnings.push(format!(
-                    "chaos.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
-                ));
-            }
-        }
-    }
-}
-
-/// A v2 file names tools without saying where they live: such rules cannot match yet.
-fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
-    if !c.tools.is_empty() {
-        return;
-    }
-    let named = c
-        .chaos
-        .tool_faults
-        .iter()
-        .map(|r| &r.common)
-        .chain(c.chaos.context_attacks.rules().iter().map(|r| &r.common));
-    let mut seen = std::collections::BTreeSet::new();
-    for t in named
-        .filter_map(|c| c.tool.as_deref())
-        .filter(|t| *t != "*")
-    {
-        if seen.insert(t) {
-            warnings.push(format!(
-                "chaos: tool `{t}` has no `tools:` entry, so its faults match no request; add \
-                 `tools: [{{name: {t}, match_url: [\"https://…/*\"]}}]`"
-            ));
-        }
-    }
-}
-
-/// Parses a chaos spec sent at runtime (control API), with the same checks, paths and v2
-/// leniency as the `chaos:` section of a file. Ok carries the warnings.
-pub fn parse_chaos(
-    v: Value,
-    tools: &[ToolSpec],
-) -> Result<(ChaosSpec, Vec<String>), Vec<ConfigError>> {
-    let mut v = v;
-    let mut warnings = vec![];
-    let mut errors = vec![];
-    lenient_v2_fields(&mut v, &mut warnings);
-    let (spec, index) = chaos_section(v, &mut errors);
-    let parsed = errors.len();
-    errors.extend(super::validate::check_chaos(&spec, tools, "chaos"));
-    remap_chaos_paths(&mut errors[parsed..], &index);
-    if errors.is_empty() {
-        Ok((spec, warnings))
-    } else {
-        Err(errors)
-    }
-}
-
-/// The chaos section rule by rule, so every bad rule is reported with its path.
-fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSpec, ChaosIndex) {
-    use super::chaos::{ContextAttacks, attack_list, parse_rule};
-    let Value::Object(mut map) = v else {
-        errors.push(ConfigError::new(
-            "chaos",
-            "expected a mapping with tool_faults, llm_faults, context_attacks",
-        ));
-        return (ChaosSpec::default(), ChaosIndex::new());
-    };
-    fn rules<M: DeserializeOwned>(
-        items: Vec<Value>,
-        list: &'static str,
-        errors: &mut Vec<ConfigError>,
-        index: &mut ChaosIndex,
-    ) -> Vec<Rule<M>> {
-        let mut out = vec![];
-        for (i, item) in items.into_iter().enumerate() {
-            match parse_rule::<M>(item) {
-                Ok(r) => {
-                    index.push((list, out.len(), i));
-                    out.push(r);
-                }
-                Err((field, msg)) => {
-                    let path = if field.is_empty() {
-                        format!("chaos.{list}[{i}]")
-                    } else {
-                        format!("chaos.{list}[{i}].{field}")
-                    };
-                    errors.push(ConfigError::new(path, msg));
-                }
-            }
-        }
-        out
-    }
-    let mut as_list = |key: &str, errors: &mut Vec<ConfigError>| match map.remove(key) {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(items)) => items,
-        Some(other) if key == "context_attacks" => attack_list(other).unwrap_or_else(|e| {
-            errors.push(ConfigError::new(format!("chaos.{key}"), e));
-            vec![]
-        }),
-        Some(other) => {
-            errors.push(ConfigError::new(
-                format!("chaos.{key}"),
-                format!("expected a list, found {other}"),
-            ));
-            vec![]
-        }
-    };
-    let tool_faults = as_list("tool_faults", errors);
-    let llm_faults = as_list("llm_faults", errors);
-    let attacks = as_list("context_attacks", errors);
-    let mut index = vec![];
-    let spec = ChaosSpec {
-        tool_faults: rules(tool_faults, "tool_faults", errors, &mut index),
-        llm_faults: rules(llm_faults, "llm_faults", errors, &mut index),
-        context_attacks: ContextAttacks::new(rules(attacks, "context_attacks", errors, &mut index)),
-        mark_responses: map
-            .remove("mark_responses")
-            .and_then(|v| section(v, "chaos.mark_responses", errors))
-            .unwrap_or(false),
-    };
-    for key in map.keys() {
-        let msg = "unknown field; expected one of tool_faults, llm_faults, context_attacks, mark_responses";
-        errors.push(ConfigError::new(format!("chaos.{key}"), msg));
-    }
-    (spec, index)
-}
-
-/// `(list, index among parsed rules, index in the file)`: rules that failed to parse are
-/// left out of the spec, so later checks must map their indices back.
-type ChaosIndex = Vec<(&'static str, usize, usize)>;
-
-fn remap_chaos_paths(errors: &mut [ConfigError], index: &ChaosIndex) {
-    for e in errors.iter_mut() {
-        for (list, parsed, original) in index {
-            let from = format!("chaos.{list}[{parsed}]");
-            if parsed != original && (e.path == from || e.path.starts_with(&format!("{from}."))) {
-                e.path = format!("chaos.{list}[{original}]{}", &e.path[from.len()..]);
-                break;
-            }
-        }
-    }
-}
-
 /// Deserializes one section; on failure records the error with its full path.
-fn section<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>) -> Option<T> {
+pub(super) fn section<T: DeserializeOwned>(
+    v: Value,
+    name: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<T> {
     match serde_path_to_error::deserialize::<_, T>(v) {
         Ok(t) => Some(t),
         Err(e) => {

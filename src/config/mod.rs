@@ -6,6 +6,7 @@
 //! types (globs, addresses); the hot path never sees unvalidated config.
 
 pub mod chaos;
+mod chaos_load;
 mod error;
 mod expand;
 pub mod globs;
@@ -13,7 +14,8 @@ mod load;
 mod schema;
 mod validate;
 
+pub use chaos_load::parse_chaos;
 pub use error::{ConfigError, ConfigErrors};
-pub use load::{Loaded, Overrides, load, load_with_env, parse_chaos};
+pub use load::{Loaded, Overrides, load, load_with_env};
 pub use schema::*;
 pub use validate::{check_chaos, listen_addr};

@@ -1,0 +1,115 @@
+//! Rewrites of whole (non-streamed) JSON answers, and tool-call corruption shared with the
+//! stream path.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::{LlmRewriter, Out, ms, shape, take_tokens};
+use crate::config::chaos::{Corruption, LlmMode};
+use crate::exchange::Provider;
+
+impl LlmRewriter {
+    pub(super) fn rewrite_json(&mut self, body: Bytes) -> Vec<Out> {
+        let p = self.provider;
+        let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+            self.skipped = Some("response body is not JSON; passed through unchanged".into());
+            return vec![Out::Data(body)];
+        };
+        if v.get("object").and_then(Value::as_str) == Some("response") {
+            self.skipped =
+                Some("OpenAI Responses API bodies are not rewritten yet; passed through".into());
+            return vec![Out::Data(body)];
+        }
+        let changed = match self.mode.clone() {
+            LlmMode::SlowStream { first_token_ms, .. } => {
+                self.applied = true;
+                return vec![Out::Delay(ms(first_token_ms)), Out::Data(body)];
+            }
+            LlmMode::StreamCut { loud, .. } => {
+                self.applied = true;
+                return vec![
+                    Out::Data(body.slice(..body.len() / 2)),
+                    if loud { Out::Abort } else { Out::End },
+                ];
+            }
+            LlmMode::Garbage {} => {
+                self.applied = true;
+                return vec![Out::Data(Bytes::from_static(
+                    b"<html><body><h1>502 Bad Gateway</h1></body></html>\n",
+                ))];
+            }
+            LlmMode::TruncatedResponse { max_tokens } => {
+                let mut budget = max_tokens;
+                let mut cut = false;
+                shape::for_each_text(p, &mut v, false, &mut |s| {
+                    let (keep, used) = take_tokens(s, budget);
+                    budget -= used;
+                    cut |= keep < s.len();
+                    s.truncate(keep);
+                });
+                if cut {
+                    shape::mark_truncated(p, &mut v);
+                }
+                cut
+            }
+            LlmMode::Empty {} => {
+                let had = shape::has_text(p, &mut v, false);
+                shape::for_each_text(p, &mut v, false, &mut |s| s.clear());
+                had
+            }
+            LlmMode::ToolCallCorruption { corruption } => {
+                corrupt_tools(p, &mut v, false, corruption, true)
+            }
+            LlmMode::ResponseDrift { .. } => self.drift.whole(p, &mut v),
+            // Decided before forwarding (see proxy::fault); nothing to do on the body.
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::ServerError { .. }
+            | LlmMode::ContextLengthExceeded {} => false,
+        };
+        self.applied = changed;
+        if changed {
+            vec![Out::Data(Bytes::from(v.to_string()))]
+        } else {
+            vec![Out::Data(body)]
+        }
+    }
+}
+
+/// Corrupts tool calls in `v`: renames tools, or breaks argument JSON (in a stream only
+/// the first argument fragment, `first`, which is enough to break the whole).
+pub(super) fn corrupt_tools(
+    p: Provider,
+    v: &mut Value,
+    stream: bool,
+    c: Corruption,
+    first: bool,
+) -> bool {
+    let mut changed = false;
+    match c {
+        Corruption::UnknownTool => shape::for_each_tool_name(p, v, stream, &mut |n| {
+            if let Some(name) = n.as_str().filter(|s| !s.is_empty()) {
+                *n = Value::String(format!("{name}_v2"));
+                changed = true;
+            }
+        }),
+        Corruption::InvalidJson if p == Provider::Gemini => {
+            changed = shape::gemini_malformed_call(v)
+        }
+        Corruption::InvalidJson if p == Provider::Ollama => {
+            changed = shape::ollama_unparsed_call(v)
+        }
+        Corruption::InvalidJson => shape::for_each_tool_args(p, v, stream, &mut |a| match a {
+            Value::String(s) if !s.is_empty() && (first || !stream) && !changed => {
+                s.insert(0, '{');
+                changed = true;
+            }
+            Value::Object(_) => {
+                *a = Value::String(format!("{{{a}"));
+                changed = true;
+            }
+            _ => {}
+        }),
+    }
+    changed
+}

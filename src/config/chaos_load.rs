@@ -1,0 +1,188 @@
+//! Loading the `chaos:` section (and chaos rules sent to the control API): rule by rule,
+//! so every bad rule is reported with its path, with Flakestorm v2 leniency for fields a
+//! mode does not use.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::ConfigError;
+use super::chaos::{ChaosSpec, ContextAttacks, Rule, attack_list, parse_rule};
+use super::load::section;
+use super::schema::{Config, ToolSpec};
+
+/// Flakestorm v2 fields that some modes do not use. v2 files set them freely (its rules
+/// were flat), so where a mode has no use for one it is dropped with a warning instead of
+/// failing the load; any other unknown field is still an error.
+const V2_FAULT_FIELDS: &[&str] = &[
+    "delay_ms",
+    "error_code",
+    "message",
+    "payload",
+    "max_tokens",
+    "drift_type",
+    "severity",
+    "direction",
+    "factor",
+];
+
+pub(super) fn lenient_v2_fields(chaos: &mut Value, warnings: &mut Vec<String>) {
+    use super::chaos::{LlmMode, ToolMode};
+    for list in ["tool_faults", "llm_faults"] {
+        let Some(Value::Array(rules)) = chaos.get_mut(list) else {
+            continue;
+        };
+        for (i, rule) in rules.iter_mut().enumerate() {
+            // Each pass removes one offending field; a rule has few.
+            for _ in 0..V2_FAULT_FIELDS.len() {
+                let err = if list == "tool_faults" {
+                    parse_rule::<ToolMode>(rule.clone()).err()
+                } else {
+                    parse_rule::<LlmMode>(rule.clone()).err()
+                };
+                let Some((_, err)) = err else { break };
+                let field = V2_FAULT_FIELDS
+                    .iter()
+                    .find(|f| err.starts_with(&format!("unknown field `{f}`")));
+                let (Some(field), Some(map)) = (field, rule.as_object_mut()) else {
+                    break;
+                };
+                map.remove(*field);
+                let mode = map.get("mode").and_then(Value::as_str).unwrap_or("?");
+                warnings.push(format!(
+                    "chaos.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
+                ));
+            }
+        }
+    }
+}
+
+/// A v2 file names tools without saying where they live: such rules cannot match yet.
+pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
+    if !c.tools.is_empty() {
+        return;
+    }
+    let named = c
+        .chaos
+        .tool_faults
+        .iter()
+        .map(|r| &r.common)
+        .chain(c.chaos.context_attacks.rules().iter().map(|r| &r.common));
+    let mut seen = std::collections::BTreeSet::new();
+    for t in named
+        .filter_map(|c| c.tool.as_deref())
+        .filter(|t| *t != "*")
+    {
+        if seen.insert(t) {
+            warnings.push(format!(
+                "chaos: tool `{t}` has no `tools:` entry, so its faults match no request; add \
+                 `tools: [{{name: {t}, match_url: [\"https://…/*\"]}}]`"
+            ));
+        }
+    }
+}
+
+/// Parses a chaos spec sent at runtime (control API), with the same checks, paths and v2
+/// leniency as the `chaos:` section of a file. Ok carries the warnings.
+pub fn parse_chaos(
+    v: Value,
+    tools: &[ToolSpec],
+) -> Result<(ChaosSpec, Vec<String>), Vec<ConfigError>> {
+    let mut v = v;
+    let mut warnings = vec![];
+    let mut errors = vec![];
+    lenient_v2_fields(&mut v, &mut warnings);
+    let (spec, index) = chaos_section(v, &mut errors);
+    let parsed = errors.len();
+    errors.extend(super::validate::check_chaos(&spec, tools, "chaos"));
+    remap_chaos_paths(&mut errors[parsed..], &index);
+    if errors.is_empty() {
+        Ok((spec, warnings))
+    } else {
+        Err(errors)
+    }
+}
+
+/// The chaos section rule by rule, so every bad rule is reported with its path.
+pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSpec, ChaosIndex) {
+    let Value::Object(mut map) = v else {
+        errors.push(ConfigError::new(
+            "chaos",
+            "expected a mapping with tool_faults, llm_faults, context_attacks",
+        ));
+        return (ChaosSpec::default(), ChaosIndex::new());
+    };
+    fn rules<M: DeserializeOwned>(
+        items: Vec<Value>,
+        list: &'static str,
+        errors: &mut Vec<ConfigError>,
+        index: &mut ChaosIndex,
+    ) -> Vec<Rule<M>> {
+        let mut out = vec![];
+        for (i, item) in items.into_iter().enumerate() {
+            match parse_rule::<M>(item) {
+                Ok(r) => {
+                    index.push((list, out.len(), i));
+                    out.push(r);
+                }
+                Err((field, msg)) => {
+                    let path = if field.is_empty() {
+                        format!("chaos.{list}[{i}]")
+                    } else {
+                        format!("chaos.{list}[{i}].{field}")
+                    };
+                    errors.push(ConfigError::new(path, msg));
+                }
+            }
+        }
+        out
+    }
+    let mut as_list = |key: &str, errors: &mut Vec<ConfigError>| match map.remove(key) {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(items)) => items,
+        Some(other) if key == "context_attacks" => attack_list(other).unwrap_or_else(|e| {
+            errors.push(ConfigError::new(format!("chaos.{key}"), e));
+            vec![]
+        }),
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("chaos.{key}"),
+                format!("expected a list, found {other}"),
+            ));
+            vec![]
+        }
+    };
+    let tool_faults = as_list("tool_faults", errors);
+    let llm_faults = as_list("llm_faults", errors);
+    let attacks = as_list("context_attacks", errors);
+    let mut index = vec![];
+    let spec = ChaosSpec {
+        tool_faults: rules(tool_faults, "tool_faults", errors, &mut index),
+        llm_faults: rules(llm_faults, "llm_faults", errors, &mut index),
+        context_attacks: ContextAttacks::new(rules(attacks, "context_attacks", errors, &mut index)),
+        mark_responses: map
+            .remove("mark_responses")
+            .and_then(|v| section(v, "chaos.mark_responses", errors))
+            .unwrap_or(false),
+    };
+    for key in map.keys() {
+        let msg = "unknown field; expected one of tool_faults, llm_faults, context_attacks, mark_responses";
+        errors.push(ConfigError::new(format!("chaos.{key}"), msg));
+    }
+    (spec, index)
+}
+
+/// `(list, index among parsed rules, index in the file)`: rules that failed to parse are
+/// left out of the spec, so later checks must map their indices back.
+pub(super) type ChaosIndex = Vec<(&'static str, usize, usize)>;
+
+pub(super) fn remap_chaos_paths(errors: &mut [ConfigError], index: &ChaosIndex) {
+    for e in errors.iter_mut() {
+        for (list, parsed, original) in index {
+            let from = format!("chaos.{list}[{parsed}]");
+            if parsed != original && (e.path == from || e.path.starts_with(&format!("{from}."))) {
+                e.path = format!("chaos.{list}[{original}]{}", &e.path[from.len()..]);
+                break;
+            }
+        }
+    }
+}
