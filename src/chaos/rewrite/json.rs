@@ -15,11 +15,6 @@ impl LlmRewriter {
             self.skipped = Some("response body is not JSON; passed through unchanged".into());
             return vec![Out::Data(body)];
         };
-        if v.get("object").and_then(Value::as_str) == Some("response") {
-            self.skipped =
-                Some("OpenAI Responses API bodies are not rewritten yet; passed through".into());
-            return vec![Out::Data(body)];
-        }
         let changed = match self.mode.clone() {
             LlmMode::SlowStream { first_token_ms, .. } => {
                 self.applied = true;

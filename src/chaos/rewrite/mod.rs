@@ -8,6 +8,7 @@
 mod drift;
 mod frame;
 mod json;
+mod responses;
 mod shape;
 
 use std::time::Duration;
@@ -51,6 +52,16 @@ pub struct LlmRewriter {
     applied: bool,
     drift: drift::Drift,
     skipped: Option<String>,
+    /// Responses API streams: the response object from `response.created`, the text sent
+    /// so far and the last sequence number, to end the stream the API's way.
+    responses: ResponsesState,
+}
+
+#[derive(Default)]
+struct ResponsesState {
+    base: Value,
+    said: String,
+    sequence: u64,
 }
 
 fn ms(v: u64) -> Duration {
@@ -97,6 +108,7 @@ impl LlmRewriter {
             applied: false,
             drift,
             skipped,
+            responses: ResponsesState::default(),
         }
     }
 
@@ -168,6 +180,21 @@ impl LlmRewriter {
         let mut ev = Event::parse(&frame, framing);
         let kind = shape::classify(self.provider, &ev);
         let p = self.provider;
+        if let Some(j) = ev
+            .json
+            .as_ref()
+            .filter(|j| p == Provider::Openai && responses::is_responses(j))
+        {
+            if matches!(
+                j["type"].as_str(),
+                Some("response.created" | "response.in_progress")
+            ) {
+                self.responses.base = j["response"].clone();
+            }
+            self.responses.sequence = j["sequence_number"]
+                .as_u64()
+                .unwrap_or(self.responses.sequence);
+        }
         let is_content = kind == Kind::Content
             && ev
                 .json
@@ -193,6 +220,12 @@ impl LlmRewriter {
         let p = self.provider;
         // Gemini's last frame carries text as well as the finish reason: text rewrites
         // must see it as content.
+        let is_responses =
+            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
+        let has_text = ev
+            .json
+            .as_mut()
+            .is_some_and(|j| shape::has_text(p, j, true));
         let text_bearing = kind == Kind::Content
             || kind == Kind::Finish
                 && ev
@@ -235,13 +268,21 @@ impl LlmRewriter {
                 end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
             }
             LlmMode::ServerError { .. } if kind == Kind::Content => {
-                let err = shape::stream_error(p, &ev).encode();
-                end_here(self, vec![Out::Data(frame), Out::Data(err), Out::End])
+                let err = if is_responses {
+                    responses::failed_event(&ev, &self.responses.base, self.responses.sequence + 1)
+                } else {
+                    shape::stream_error(p, &ev)
+                };
+                end_here(
+                    self,
+                    vec![Out::Data(frame), Out::Data(err.encode()), Out::End],
+                )
             }
             LlmMode::TruncatedResponse { max_tokens } if text_bearing => {
                 self.truncate_event(ev, max_tokens)
             }
-            LlmMode::Empty {} if text_bearing => {
+            // Every copy of the text (Responses API `done`/`completed` events repeat it).
+            LlmMode::Empty {} if has_text => {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
@@ -259,6 +300,11 @@ impl LlmRewriter {
                 } else {
                     vec![Out::Data(frame)]
                 }
+            }
+            LlmMode::ResponseDrift { .. } if is_responses => {
+                let note = "response_drift on streamed Responses API answers is not supported; passed through";
+                self.skipped = Some(note.into());
+                vec![Out::Data(frame)]
             }
             LlmMode::ResponseDrift { .. } => {
                 let p = self.provider;
@@ -294,8 +340,26 @@ impl LlmRewriter {
             }
         });
         self.tokens_left = budget;
+        let is_responses =
+            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
+        if is_responses {
+            let said = &mut self.responses.said;
+            shape::for_each_text(
+                p,
+                ev.json.as_mut().unwrap_or(&mut Value::Null),
+                true,
+                &mut |s| said.push_str(s),
+            );
+        }
         if !exhausted && budget > 0 {
             return vec![Out::Data(ev.encode())];
+        }
+        if is_responses {
+            let r = &self.responses;
+            let end = responses::incomplete_event(&ev, &r.base, &r.said, r.sequence + 1);
+            self.done = true;
+            self.applied = true;
+            return vec![Out::Data(ev.encode()), Out::Data(end.encode()), Out::End];
         }
         // A frame that already ends the stream (Gemini, Ollama `done`) is marked itself;
         // otherwise the provider's own closing events follow.

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::frame::Event;
+use super::responses;
 use crate::exchange::Provider;
 
 /// What role an event plays in its stream.
@@ -121,6 +122,9 @@ fn text_paths(p: Provider, stream: bool) -> &'static [&'static [Seg]] {
 
 /// Calls `f` on every piece of generated text in a stream chunk or a whole response.
 pub fn for_each_text(p: Provider, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String)) {
+    if p == Provider::Openai && responses::is_responses(v) {
+        return responses::for_each_text(v, f);
+    }
     for path in text_paths(p, stream) {
         visit(v, path, &mut |t| {
             if let Value::String(s) = t {
@@ -229,12 +233,21 @@ fn tool_args_paths(p: Provider, stream: bool) -> &'static [&'static [Seg]] {
 }
 
 pub fn for_each_tool_name(p: Provider, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+    if p == Provider::Openai && responses::is_responses(v) {
+        return responses::for_each_call(v, &mut |item| f(&mut item["name"]));
+    }
     for path in tool_name_paths(p, stream) {
         visit(v, path, f);
     }
 }
 
 pub fn for_each_tool_args(p: Provider, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+    if p == Provider::Openai && responses::is_responses(v) {
+        if let Some(fragment) = responses::args_fragment(v) {
+            return f(fragment);
+        }
+        return responses::for_each_call(v, &mut |item| f(&mut item["arguments"]));
+    }
     for path in tool_args_paths(p, stream) {
         visit(v, path, f);
     }
@@ -242,6 +255,9 @@ pub fn for_each_tool_args(p: Provider, v: &mut Value, stream: bool, f: &mut dyn 
 
 /// Marks a whole response (or a Gemini/Ollama chunk) as cut by the token limit.
 pub fn mark_truncated(p: Provider, v: &mut Value) {
+    if p == Provider::Openai && responses::is_responses(v) {
+        return responses::mark_incomplete(v);
+    }
     match p {
         Provider::Openai => visit(v, &[K("choices"), All], &mut |c| {
             c["finish_reason"] = json!("length")

@@ -508,3 +508,143 @@ fn broken_tool_calls_look_like_each_providers_own() {
         "{content}"
     );
 }
+
+/// A Responses API stream: named events, text in deltas and repeated in done/completed.
+fn responses_stream(words: &[&str]) -> Vec<String> {
+    let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
+    let base = json!({"id": "resp_1", "object": "response", "model": "gpt-x", "status": "in_progress", "output": []});
+    let full: String = words.concat();
+    let mut v = vec![ev(
+        "response.created",
+        json!({"type": "response.created", "sequence_number": 0, "response": base}),
+    )];
+    for (i, w) in words.iter().enumerate() {
+        v.push(ev("response.output_text.delta", json!({"type": "response.output_text.delta", "sequence_number": i + 1, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": w})));
+    }
+    v.push(ev(
+        "response.output_text.done",
+        json!({"type": "response.output_text.done", "sequence_number": 90, "text": full}),
+    ));
+    let done = json!({"id": "resp_1", "object": "response", "status": "completed", "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": full}]}]});
+    v.push(ev(
+        "response.completed",
+        json!({"type": "response.completed", "sequence_number": 91, "response": done}),
+    ));
+    v
+}
+
+fn events(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|f| {
+            let name = f
+                .lines()
+                .next()
+                .unwrap()
+                .trim_start_matches("event: ")
+                .to_string();
+            let data = f.lines().nth(1).unwrap().trim_start_matches("data: ");
+            (name, serde_json::from_str(data).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn responses_api_streams_end_incomplete_with_the_text_sent() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::TruncatedResponse { max_tokens: 3 },
+        "text/event-stream",
+        &responses_stream(&["One", " two", " three four", " five"]),
+    );
+    let evs = events(&r.text);
+    let names: Vec<&str> = evs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "response.created",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.incomplete"
+        ]
+    );
+    let (_, last) = evs.last().unwrap();
+    assert_eq!(
+        last["response"]["id"], "resp_1",
+        "the created response's id is kept"
+    );
+    assert_eq!(last["response"]["status"], "incomplete");
+    assert_eq!(
+        last["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    assert_eq!(
+        last["response"]["output"][0]["content"][0]["text"],
+        "One two three"
+    );
+    assert_eq!(last["sequence_number"], 4);
+}
+
+#[test]
+fn responses_api_empty_blanks_every_copy_of_the_text() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::Empty {},
+        "text/event-stream",
+        &responses_stream(&["Hello", " world"]),
+    );
+    assert!(
+        !r.text.contains("Hello") && !r.text.contains("world"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("response.completed"));
+    let whole = json!({"id": "resp_1", "object": "response", "status": "completed",
+        "output": [{"type": "function_call", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}", "call_id": "c"},
+                   {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking the weather now"}]}]});
+    let t = run(
+        Provider::Openai,
+        LlmMode::TruncatedResponse { max_tokens: 2 },
+        "application/json",
+        &[whole.to_string()],
+    );
+    let v: Value = serde_json::from_str(&t.text).unwrap();
+    assert_eq!(
+        (
+            v["status"].as_str(),
+            v["output"][1]["content"][0]["text"].as_str()
+        ),
+        (Some("incomplete"), Some("Checking the"))
+    );
+    let c = run(
+        Provider::Openai,
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::InvalidJson,
+        },
+        "application/json",
+        &[whole.to_string()],
+    );
+    let v: Value = serde_json::from_str(&c.text).unwrap();
+    assert!(serde_json::from_str::<Value>(v["output"][0]["arguments"].as_str().unwrap()).is_err());
+}
+
+#[test]
+fn responses_api_server_error_mid_stream_is_response_failed() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::ServerError {
+            status: None,
+            in_stream: true,
+        },
+        "text/event-stream",
+        &responses_stream(&["a", " b"]),
+    );
+    let evs = events(&r.text);
+    let (name, last) = evs.last().unwrap();
+    assert_eq!(
+        (name.as_str(), last["response"]["status"].as_str()),
+        ("response.failed", Some("failed"))
+    );
+    assert_eq!(last["response"]["error"]["code"], "server_error");
+}

@@ -1,0 +1,112 @@
+//! The machine as `/proc` sees it: the proxy's memory and CPU time, how busy other
+//! processes kept the CPU, and the machine description for the report.
+
+use std::process::Command;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| {
+        let value = line.strip_prefix(field)?.strip_prefix(':')?;
+        value.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+/// utime + stime of a process.
+pub fn proc_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks_to_duration(ticks))
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    static CLK_TCK: LazyLock<u64> = LazyLock::new(|| {
+        let out = Command::new("getconf").arg("CLK_TCK").output();
+        out.ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+            .unwrap_or(100)
+    });
+    Duration::from_secs_f64(ticks as f64 / *CLK_TCK as f64)
+}
+
+/// CPU time used on the whole machine, by this process and by the proxy, at one instant:
+/// two snapshots tell how busy *other* processes kept the machine in between (anything
+/// else running makes the numbers noisy).
+pub struct CpuSnapshot {
+    at: Instant,
+    machine_busy: Duration,
+    ours: Duration,
+}
+
+impl CpuSnapshot {
+    pub fn take(proxy_pid: u32) -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+        let t: Vec<u64> = cpu
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...: everything but idle and iowait.
+        let busy = t.first()? + t.get(1)? + t.get(2)? + t.get(5)? + t.get(6)? + t.get(7)?;
+        Some(CpuSnapshot {
+            at: Instant::now(),
+            machine_busy: ticks_to_duration(busy),
+            ours: proc_cpu(std::process::id())? + proc_cpu(proxy_pid).unwrap_or_default(),
+        })
+    }
+
+    /// Share of the machine's CPU capacity used by others (incl. hypervisor steal) since `self`.
+    pub fn others_until(&self, later: &CpuSnapshot) -> f64 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let capacity = later.at.duration_since(self.at).as_secs_f64() * cores;
+        let busy = later.machine_busy.saturating_sub(self.machine_busy);
+        let others = busy.saturating_sub(later.ours.saturating_sub(self.ours));
+        others.as_secs_f64() / capacity
+    }
+}
+
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            Some(
+                l.strip_prefix("model name")?
+                    .split_once(':')?
+                    .1
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mem_gib = proc_meminfo_kib("MemTotal").map_or(0.0, |k| k as f64 / 1024.0 / 1024.0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{cores} cores (`nproc`), {cpu}, {mem_gib:.0} GiB RAM, Linux {}, {}",
+        kernel.trim(),
+        command_output("rustc", &["--version"])
+    )
+}
+
+fn proc_meminfo_kib(field: &str) -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo.lines().find_map(|line| {
+        let value = line.strip_prefix(field)?.strip_prefix(':')?;
+        value.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+pub fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(
+            || format!("({program} unavailable)"),
+            |s| s.trim().to_string(),
+        )
+}

@@ -1,0 +1,129 @@
+//! The OpenAI Responses API (`/v1/responses`), whose shape differs from Chat Completions:
+//! text lives in `output[].content[].text`, and a stream repeats it in `*.delta`, `*.done`,
+//! `output_item.*` and the final `response.completed` events. Every copy is rewritten so
+//! that an SDK reading deltas and one reading the final response see the same answer.
+
+use serde_json::{Value, json};
+
+use super::frame::Event;
+
+/// Whether a JSON value is a Responses API object or stream event.
+pub fn is_responses(v: &Value) -> bool {
+    v["object"] == "response"
+        || v["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("response."))
+}
+
+fn each_output_text(output: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    for item in output.as_array_mut().into_iter().flatten() {
+        each_content_text(&mut item["content"], f);
+    }
+}
+
+fn each_content_text(content: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    for part in content.as_array_mut().into_iter().flatten() {
+        if let Some(Value::String(s)) = part.get_mut("text") {
+            f(s);
+        }
+    }
+}
+
+fn string_at(v: &mut Value, key: &str, f: &mut dyn FnMut(&mut String)) {
+    if let Some(Value::String(s)) = v.get_mut(key) {
+        f(s);
+    }
+}
+
+/// Every copy of the answer text in a response object or stream event.
+pub fn for_each_text(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    if v["object"] == "response" {
+        return each_output_text(&mut v["output"], f);
+    }
+    match v["type"].as_str().unwrap_or_default() {
+        "response.output_text.delta" => string_at(v, "delta", f),
+        "response.output_text.done" => string_at(v, "text", f),
+        "response.content_part.added" | "response.content_part.done" => {
+            string_at(&mut v["part"], "text", f)
+        }
+        "response.output_item.added" | "response.output_item.done" => {
+            each_content_text(&mut v["item"]["content"], f)
+        }
+        _ if v.get("response").is_some() => each_output_text(&mut v["response"]["output"], f),
+        _ => {}
+    }
+}
+
+fn each_call(output: &mut Value, f: &mut dyn FnMut(&mut Value)) {
+    for item in output
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call")
+    {
+        f(item);
+    }
+}
+
+/// Every function call item (with `name` and `arguments`), and every arguments fragment
+/// (`response.function_call_arguments.delta`, passed as `{"arguments": …}`-less values).
+pub fn for_each_call(v: &mut Value, f: &mut dyn FnMut(&mut Value)) {
+    if v["object"] == "response" {
+        return each_call(&mut v["output"], f);
+    }
+    match v["type"].as_str().unwrap_or_default() {
+        "response.output_item.added" | "response.output_item.done"
+            if v["item"]["type"] == "function_call" =>
+        {
+            f(&mut v["item"])
+        }
+        _ if v.get("response").is_some() => each_call(&mut v["response"]["output"], f),
+        _ => {}
+    }
+}
+
+/// The arguments text of a streamed call event (`…arguments.delta` or `…arguments.done`).
+pub fn args_fragment(v: &mut Value) -> Option<&mut Value> {
+    let key = match v["type"].as_str()? {
+        "response.function_call_arguments.delta" => "delta",
+        "response.function_call_arguments.done" => "arguments",
+        _ => return None,
+    };
+    v.get_mut(key)
+}
+
+/// A whole response cut at the token limit, as the API reports it.
+pub fn mark_incomplete(v: &mut Value) {
+    v["status"] = json!("incomplete");
+    v["incomplete_details"] = json!({"reason": "max_output_tokens"});
+}
+
+/// The event that ends a stream cut at the token limit, carrying the text sent so far.
+/// `base` is the response object from `response.created` (id, model, …).
+pub fn incomplete_event(ev: &Event, base: &Value, text: &str, sequence: u64) -> Event {
+    let mut response = if base.is_object() {
+        base.clone()
+    } else {
+        json!({"object": "response"})
+    };
+    mark_incomplete(&mut response);
+    response["output"] = json!([{"type": "message", "role": "assistant", "status": "incomplete",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]}]);
+    let data =
+        json!({"type": "response.incomplete", "sequence_number": sequence, "response": response});
+    ev.sibling(Some("response.incomplete"), data)
+}
+
+/// A server failure after the stream began: `response.failed`, as the API sends it.
+pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
+    let mut response = if base.is_object() {
+        base.clone()
+    } else {
+        json!({"object": "response"})
+    };
+    response["status"] = json!("failed");
+    response["error"] = json!({"code": "server_error", "message": "The server had an error while processing your request. Sorry about that!"});
+    let data =
+        json!({"type": "response.failed", "sequence_number": sequence, "response": response});
+    ev.sibling(Some("response.failed"), data)
+}
