@@ -15,7 +15,7 @@ use crate::proxy_process::ProxyProcess;
 use crate::sse::{SseRow, compare_sse};
 use crate::{IDLE_SETTLE, Settings};
 
-struct Memory {
+pub struct Memory {
     pub at_ready_kib: Option<u64>,
     pub idle_kib: Option<u64>,
     pub after_load_kib: Option<u64>,

@@ -13,6 +13,9 @@
 //! The results are printed as markdown and written into `docs/benchmarks.md` between the
 //! `bench:proxy` markers. `cargo bench --bench proxy -- --quick` is a short smoke run that
 //! writes nothing.
+//!
+//! This file holds the entry point, the benchmark's parameters and the docs write; the
+//! sibling modules hold the rest, each saying what it owns.
 
 mod bench;
 mod client;

@@ -37,7 +37,7 @@ pub fn sse_event(i: usize) -> Bytes {
     Bytes::from(format!("data: {{\"n\":{i}}}\n\n"))
 }
 
-struct Origin {
+pub struct Origin {
     pub addr: SocketAddr,
     pub counts: Arc<OriginCounts>,
 }

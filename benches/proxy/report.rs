@@ -29,7 +29,7 @@ impl Outcome {
         let _ = writeln!(
             out,
             "## Proxy overhead: direct vs through flakestorm (loopback)\n\n\
-             - Command: `{COMMAND}` (source: `benches/proxy.rs`)\n\
+             - Command: `{COMMAND}` (source: `benches/proxy/`)\n\
              - Date: {date}\n\
              - Machine: {}\n\
              - Method: origins in the bench process (hyper, TCP_NODELAY; HTTPS origin with \

@@ -53,7 +53,7 @@ async fn sse_once(client: &reqwest::Client, url: &str) -> Result<SseSample, Stri
     })
 }
 
-struct SseSummary {
+pub struct SseSummary {
     pub headers: Duration,
     pub first_byte: Duration,
     pub total: Duration,
