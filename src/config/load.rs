@@ -25,7 +25,6 @@ const SECTIONS: &[&str] = &[
 
 /// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
 const PENDING: &[(&str, &str)] = &[
-    ("agent", "the run engine"),
     ("model", "the mutation engine"),
     ("golden_prompts", "the run engine"),
     ("mutations", "the mutation engine"),
@@ -200,6 +199,9 @@ fn sections(
         let (spec, index) = chaos_section(v, errors);
         c.chaos = spec;
         chaos_index = index;
+    }
+    if let Some(v) = take("agent", errors) {
+        c.agent = section(v, "agent", errors);
     }
     if let Some(v) = take("advanced", errors) {
         c.advanced = advanced(v, warnings, errors).unwrap_or_default();

@@ -145,7 +145,6 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     let vars = env(&[("OPENAI_API_KEY", "sk-test")]);
     let loaded = load_with_env(Some(&path), &Overrides::default(), &vars).unwrap();
     for section in [
-        "agent",
         "model",
         "golden_prompts",
         "invariants",
@@ -164,6 +163,11 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         );
     }
     assert_eq!(loaded.config.advanced.seed, Some(42));
+    let agent = loaded.config.agent.as_ref().unwrap();
+    assert_eq!(
+        (agent.endpoint.as_str(), agent.timeout),
+        ("http://localhost:8790/invoke", 30000)
+    );
     // The chaos section is applied: its rules load, and the tool it names without a
     // `tools:` entry is pointed out.
     assert_eq!(loaded.config.chaos.tool_faults.len(), 1);
@@ -268,4 +272,26 @@ fn v2_fields_a_mode_does_not_use_are_warnings() {
             "chaos.tool_faults[0].payload: not used by mode `error`; ignored"
         ]
     );
+}
+
+#[test]
+fn agent_errors_say_what_to_do_instead() {
+    let errors = errors_of(
+        "agent:\n  endpoint: localhost:8790\n  type: python\n  reset_function: reset_state\n  response_path: 'a..b'\n  timeout: 0\n",
+        &[],
+    );
+    let expect = [
+        "agent.endpoint: `localhost:8790` is not an http(s) URL",
+        "agent.type: `python` agents are not driven directly",
+        "agent.timeout: must be greater than 0",
+        "agent.reset_function: Python reset hooks are not supported; expose a reset route and set agent.reset_endpoint",
+        "agent.response_path: `a..b` is not a response path",
+    ];
+    for e in expect {
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
 }

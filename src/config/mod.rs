@@ -5,6 +5,7 @@
 //! This module owns the *spec* types. Runtime modules compile them once into their own
 //! types (globs, addresses); the hot path never sees unvalidated config.
 
+mod agent;
 pub mod chaos;
 mod chaos_load;
 mod error;
@@ -14,6 +15,7 @@ mod load;
 mod schema;
 mod validate;
 
+pub use agent::{AgentSpec, ResponsePath};
 pub use chaos_load::parse_chaos;
 pub use error::{ConfigError, ConfigErrors};
 pub use load::{Loaded, Overrides, load, load_with_env};

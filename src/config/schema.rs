@@ -21,6 +21,8 @@ pub struct Config {
     pub advanced: AdvancedSpec,
     /// Faults active from startup (also settable at runtime through the control API).
     pub chaos: super::chaos::ChaosSpec,
+    /// The agent under test (needed by runs, not by `serve`).
+    pub agent: Option<super::AgentSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -26,6 +26,9 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
     }
     advanced(&c.advanced, errors);
     errors.extend(check_chaos(&c.chaos, &c.tools, "chaos"));
+    if let Some(a) = &c.agent {
+        errors.extend(super::agent::check_agent(a));
+    }
 }
 
 /// Checks a chaos spec against the declared tools; paths start with `prefix`.

@@ -80,6 +80,73 @@ def openai_sse(model: str, include_usage: bool = False) -> list[bytes]:
     return frames
 
 
+# OpenAI Responses API (`POST /v1/responses`): a response object, and named SSE events that
+# repeat the text in deltas, `*.done`, `output_item.*` and the final `response.completed`.
+RESP_ID, MSG_ID, FC_ID, CALL_ID = "resp_1", "msg_1", "fc_1", "call_1"
+USAGE_RESPONSES = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 40,
+                   "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 52}
+
+
+def responses_object(model: str, status: str, output: list, usage: dict | None) -> dict:
+    return {
+        "id": RESP_ID, "object": "response", "created_at": 1_700_000_000, "status": status,
+        "background": False, "error": None, "incomplete_details": None, "instructions": None,
+        "max_output_tokens": None, "max_tool_calls": None, "model": model, "output": output,
+        "parallel_tool_calls": True, "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None}, "service_tier": "default", "store": True,
+        "temperature": 1.0, "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto", "tools": [], "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
+        "usage": usage, "user": None, "metadata": {},
+    }
+
+
+def responses_text_part(text: str) -> dict:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def responses_message(text: str | None, status: str = "completed") -> dict:
+    content = [] if text is None else [responses_text_part(text)]
+    return {"id": MSG_ID, "type": "message", "status": status, "role": "assistant", "content": content}
+
+
+def responses_call(arguments: str, status: str = "completed") -> dict:
+    return {"id": FC_ID, "type": "function_call", "status": status, "arguments": arguments,
+            "call_id": CALL_ID, "name": TOOL_NAME}
+
+
+def openai_responses_json(model: str) -> dict:
+    item = responses_call(TOOL_ARGS_JSON) if is_tools_model(model) else responses_message(ANSWER)
+    return responses_object(model, "completed", [item], USAGE_RESPONSES)
+
+
+def openai_responses_sse(model: str) -> list[bytes]:
+    events: list[dict] = []
+
+    def ev(type_: str, **data) -> None:
+        events.append({"type": type_, "sequence_number": len(events), **data})
+
+    ev("response.created", response=responses_object(model, "in_progress", [], None))
+    ev("response.in_progress", response=responses_object(model, "in_progress", [], None))
+    if is_tools_model(model):
+        ev("response.output_item.added", output_index=0, item=responses_call("", "in_progress"))
+        for frag in TOOL_ARGS_FRAGS:
+            ev("response.function_call_arguments.delta", item_id=FC_ID, output_index=0, delta=frag)
+        ev("response.function_call_arguments.done", item_id=FC_ID, output_index=0, arguments=TOOL_ARGS_JSON)
+        item = responses_call(TOOL_ARGS_JSON)
+    else:
+        where = {"item_id": MSG_ID, "output_index": 0, "content_index": 0}
+        ev("response.output_item.added", output_index=0, item=responses_message(None, "in_progress"))
+        ev("response.content_part.added", **where, part=responses_text_part(""))
+        for p in ANSWER_PIECES:
+            ev("response.output_text.delta", **where, delta=p, logprobs=[])
+        ev("response.output_text.done", **where, text=ANSWER, logprobs=[])
+        ev("response.content_part.done", **where, part=responses_text_part(ANSWER))
+        item = responses_message(ANSWER)
+    ev("response.output_item.done", output_index=0, item=item)
+    ev("response.completed", response=responses_object(model, "completed", [item], USAGE_RESPONSES))
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+
+
 def anthropic_json(model: str) -> dict:
     if is_tools_model(model):
         content = [{"type": "text", "text": "Let me check."},

@@ -44,7 +44,8 @@ CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDL
 
 from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_JSON, TOOL_NAME,
     USAGE_OPENAI, GEMINI_USAGE, is_tools_model, anthropic_json, anthropic_sse, gemini_json, gemini_sse,
-    ollama_generate_json, ollama_generate_ndjson, ollama_json, ollama_ndjson, openai_json, openai_sse)
+    ollama_generate_json, ollama_generate_ndjson, ollama_json, ollama_ndjson, openai_json, openai_responses_json,
+    openai_responses_sse, openai_sse)
 
 
 # --------------------------------------------------------------------------- origins
@@ -96,6 +97,10 @@ class _Handler(BaseHTTPRequestHandler):
                 usage = bool((req.get("stream_options") or {}).get("include_usage"))
                 return self._stream(openai_sse(model, usage), "text/event-stream")
             return self._json(openai_json(model))
+        if kind == "openai" and path == "/v1/responses":
+            if req.get("stream"):
+                return self._stream(openai_responses_sse(model), "text/event-stream")
+            return self._json(openai_responses_json(model))
         if kind == "anthropic" and path == "/v1/messages":
             if req.get("stream"):
                 return self._stream(anthropic_sse(model), "text/event-stream")

@@ -62,6 +62,10 @@ struct ResponsesState {
     base: Value,
     said: String,
     sequence: u64,
+    /// The message item the text deltas belong to.
+    item_id: Value,
+    /// Whether an arguments delta was corrupted (one suffices; full copies are all done).
+    corrupted_delta: bool,
 }
 
 fn ms(v: u64) -> Duration {
@@ -194,6 +198,9 @@ impl LlmRewriter {
             self.responses.sequence = j["sequence_number"]
                 .as_u64()
                 .unwrap_or(self.responses.sequence);
+            if j["type"] == "response.output_text.delta" {
+                self.responses.item_id = j["item_id"].clone();
+            }
         }
         let is_content = kind == Kind::Content
             && ev
@@ -294,7 +301,16 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                if json::corrupt_tools(p, j, true, corruption, !self.applied) {
+                // Responses streams repeat the whole arguments in `.done`, `output_item.done`
+                // and `completed`: every copy is broken, deltas only once.
+                let delta = j["type"] == "response.function_call_arguments.delta";
+                let first = if is_responses {
+                    !delta || !self.responses.corrupted_delta
+                } else {
+                    !self.applied
+                };
+                if json::corrupt_tools(p, j, true, corruption, first) {
+                    self.responses.corrupted_delta |= delta;
                     self.applied = true;
                     vec![Out::Data(ev.encode())]
                 } else {
@@ -356,7 +372,8 @@ impl LlmRewriter {
         }
         if is_responses {
             let r = &self.responses;
-            let end = responses::incomplete_event(&ev, &r.base, &r.said, r.sequence + 1);
+            let end =
+                responses::incomplete_event(&ev, &r.base, &r.item_id, &r.said, r.sequence + 1);
             self.done = true;
             self.applied = true;
             return vec![Out::Data(ev.encode()), Out::Data(end.encode()), Out::End];

@@ -92,23 +92,39 @@ pub fn args_fragment(v: &mut Value) -> Option<&mut Value> {
     v.get_mut(key)
 }
 
-/// A whole response cut at the token limit, as the API reports it.
+/// A whole response cut at the token limit, as the API reports it: the response and its
+/// message items are `incomplete`.
 pub fn mark_incomplete(v: &mut Value) {
     v["status"] = json!("incomplete");
     v["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    for item in v["output"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "message")
+    {
+        item["status"] = json!("incomplete");
+    }
 }
 
 /// The event that ends a stream cut at the token limit, carrying the text sent so far.
-/// `base` is the response object from `response.created` (id, model, …).
-pub fn incomplete_event(ev: &Event, base: &Value, text: &str, sequence: u64) -> Event {
+/// `base` is the response object from `response.created` (id, model, …); `item_id` the
+/// message item the deltas belonged to.
+pub fn incomplete_event(
+    ev: &Event,
+    base: &Value,
+    item_id: &Value,
+    text: &str,
+    sequence: u64,
+) -> Event {
     let mut response = if base.is_object() {
         base.clone()
     } else {
         json!({"object": "response"})
     };
-    mark_incomplete(&mut response);
-    response["output"] = json!([{"type": "message", "role": "assistant", "status": "incomplete",
+    response["output"] = json!([{"type": "message", "id": item_id, "role": "assistant", "status": "incomplete",
         "content": [{"type": "output_text", "text": text, "annotations": []}]}]);
+    mark_incomplete(&mut response);
     let data =
         json!({"type": "response.incomplete", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.incomplete"), data)
