@@ -9,12 +9,14 @@
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
+//! - `agent`     — driving the agent under test: invoke its endpoint, start it.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod api;
 pub mod chaos;
 pub mod cli;

@@ -1,0 +1,172 @@
+//! The driver's calls to the agent under test: template, headers, response path, retries,
+//! timeouts, reset, pre-flight, and starting the agent with the proxy environment.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use common::origin::{self, text};
+use flakestorm::agent::{Agent, AgentProcess, InvokeError, proxy_env};
+use flakestorm::config::AgentSpec;
+use http_body_util::BodyExt;
+
+fn spec(endpoint: String) -> AgentSpec {
+    serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap()
+}
+
+#[tokio::test]
+async fn invokes_with_the_template_headers_and_path() {
+    let o = origin::start(None, |req: http::Request<hyper::body::Incoming>| async move {
+        let auth = req.headers().get("x-team").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        text(&serde_json::json!({"data": {"reply": format!("{auth}:{}", body["q"].as_str().unwrap())}}).to_string())
+    })
+    .await;
+    let mut s = spec(o.http_url("/invoke"));
+    s.request_template = r#"{"q": "{prompt}"}"#.into();
+    s.response_path = "$.data.reply".into();
+    s.headers.insert("x-team".into(), "red".into());
+    let agent = Agent::new(&s, 0).unwrap();
+    agent.preflight().await.unwrap();
+    let reply = agent
+        .invoke("what is \"2+2\"?\n", &Default::default())
+        .await;
+    assert_eq!(reply.answer.unwrap(), "red:what is \"2+2\"?\n");
+    assert_eq!((reply.status, reply.attempts), (Some(200), 1));
+}
+
+#[tokio::test]
+async fn retries_server_errors_then_answers() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let c = calls.clone();
+    let o = origin::start(None, move |_req| {
+        let n = c.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let mut r = text(if n < 2 { "busy" } else { r#"{"result": "ok"}"# });
+            if n < 2 {
+                *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            }
+            r
+        }
+    })
+    .await;
+    let reply = Agent::new(&spec(o.http_url("/")), 2)
+        .unwrap()
+        .invoke("hi", &Default::default())
+        .await;
+    assert_eq!((reply.answer.unwrap().as_str(), reply.attempts), ("ok", 3));
+    calls.store(0, Ordering::SeqCst);
+    let no_retries = Agent::new(&spec(o.http_url("/")), 0)
+        .unwrap()
+        .invoke("hi", &Default::default())
+        .await;
+    assert_eq!(
+        no_retries.answer.unwrap_err().to_string(),
+        "agent answered HTTP 503: busy"
+    );
+    assert_eq!((no_retries.status, no_retries.attempts), (Some(503), 1));
+}
+
+#[tokio::test]
+async fn a_missing_path_says_where_it_looked() {
+    let o = origin::fixed(None, r#"{"output": "x"}"#).await;
+    let reply = Agent::new(&spec(o.http_url("/")), 0)
+        .unwrap()
+        .invoke("hi", &Default::default())
+        .await;
+    assert_eq!(
+        reply.answer.unwrap_err().to_string(),
+        r#"path `result` not found in response: {"output": "x"}"#
+    );
+}
+
+/// Paused time: a hanging agent times out after `agent.timeout` and the run goes on.
+#[tokio::test(start_paused = true)]
+async fn a_hanging_agent_times_out() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let _hold = tokio::spawn(async move {
+        let mut held = vec![];
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s);
+        }
+    });
+    let mut s = spec(format!("http://{addr}/"));
+    s.timeout = 5000;
+    let reply = Agent::new(&s, 1)
+        .unwrap()
+        .invoke("hi", &Default::default())
+        .await;
+    assert_eq!(reply.answer, Err(InvokeError::Timeout { ms: 5000 }));
+    assert_eq!(reply.attempts, 2, "timeouts are retried");
+}
+
+#[tokio::test]
+async fn an_unreachable_agent_fails_preflight_with_url_and_os_error() {
+    let addr = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let agent = Agent::new(&spec(format!("http://{addr}/invoke")), 0).unwrap();
+    let err = agent.preflight().await.unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("agent at http://{addr}/invoke is unreachable: ")),
+        "{err}"
+    );
+    assert!(err.to_lowercase().contains("refused"), "{err}");
+}
+
+#[tokio::test]
+async fn reset_is_posted_before_a_case() {
+    let o = origin::fixed(None, "ok").await;
+    let mut s = spec(o.http_url("/invoke"));
+    s.reset_endpoint = Some(o.http_url("/reset"));
+    Agent::new(&s, 0).unwrap().reset().await.unwrap();
+    let seen = &o.log.all()[0];
+    assert_eq!(
+        (seen.method.as_str(), seen.uri.as_str()),
+        ("POST", "/reset")
+    );
+}
+
+#[tokio::test]
+async fn the_agent_command_gets_the_proxy_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("env.txt");
+    let addr = "127.0.0.1:4567".parse().unwrap();
+    let env = proxy_env(addr, std::path::Path::new("/tmp/ca.pem"));
+    let cmd = format!(
+        "echo \"$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY]\" > {}",
+        out.display()
+    );
+    let p = AgentProcess::start(&cmd, &env, None, Duration::from_secs(5))
+        .await
+        .unwrap();
+    p.stop(Duration::from_secs(5)).await;
+    let got = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        got.trim(),
+        "http://127.0.0.1:4567|/tmp/ca.pem|/tmp/ca.pem|[]"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_that_dies_before_ready_is_reported() {
+    let err = AgentProcess::start(
+        "exit 3",
+        &[],
+        Some("http://127.0.0.1:9/health"),
+        Duration::from_secs(10),
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("exited") && err.contains("exit status: 3"),
+        "{err}"
+    );
+}
