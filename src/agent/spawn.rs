@@ -109,10 +109,10 @@ impl AgentProcess {
                 });
             }
             let probe = tokio::time::timeout(Duration::from_secs(1), client.get(uri.clone())).await;
-            if let Ok(Ok(resp)) = probe {
-                if resp.status().is_success() {
-                    return Ok(());
-                }
+            if let Ok(Ok(resp)) = probe
+                && resp.status().is_success()
+            {
+                return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(SpawnError::NotReady {
