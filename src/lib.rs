@@ -10,6 +10,7 @@
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
+//! - `checks`    — invariants evaluated on a case (answer checks; traffic checks later).
 //! - `api`       — the control plane's HTTP API (health, metrics, CA).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
@@ -19,6 +20,7 @@
 pub mod agent;
 pub mod api;
 pub mod chaos;
+pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod daemon;

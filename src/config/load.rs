@@ -28,7 +28,6 @@ const PENDING: &[(&str, &str)] = &[
     ("model", "the mutation engine"),
     ("golden_prompts", "the run engine"),
     ("mutations", "the mutation engine"),
-    ("invariants", "the run engine"),
     ("contract", "the run engine"),
     ("chaos_matrix", "the run engine"),
     ("replays", "replay"),
@@ -200,6 +199,9 @@ fn sections(
         c.chaos = spec;
         chaos_index = index;
     }
+    if let Some(v) = take("invariants", errors) {
+        c.invariants = invariant_list(v, errors);
+    }
     if let Some(v) = take("agent", errors) {
         c.agent = section(v, "agent", errors);
     }
@@ -289,6 +291,33 @@ fn join_path(base: &str, inner: &str) -> String {
     } else {
         format!("{base}.{inner}")
     }
+}
+
+/// `invariants:` element by element, each error at its field.
+fn invariant_list(v: Value, errors: &mut Vec<ConfigError>) -> Vec<super::InvariantSpec> {
+    let Value::Array(items) = v else {
+        errors.push(ConfigError::new("invariants", "expected a list of checks"));
+        return vec![];
+    };
+    let mut out = vec![];
+    for (i, item) in items.into_iter().enumerate() {
+        match super::invariants::parse_invariant(item) {
+            Ok(inv) => {
+                // Checked here, where the index is still the file's.
+                super::invariants::check_invariant(&inv, &format!("invariants[{i}]"), errors);
+                out.push(inv);
+            }
+            Err((field, msg)) => {
+                let path = if field.is_empty() {
+                    format!("invariants[{i}]")
+                } else {
+                    format!("invariants[{i}].{field}")
+                };
+                errors.push(ConfigError::new(path, msg));
+            }
+        }
+    }
+    out
 }
 
 /// Relative paths are relative to the config file's folder (like compose files).

@@ -147,7 +147,6 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     for section in [
         "model",
         "golden_prompts",
-        "invariants",
         "contract",
         "replays",
         "scoring",
@@ -286,6 +285,27 @@ fn agent_errors_say_what_to_do_instead() {
         "agent.timeout: must be greater than 0",
         "agent.reset_function: Python reset hooks are not supported; expose a reset route and set agent.reset_endpoint",
         "agent.response_path: `a..b` is not a response path",
+    ];
+    for e in expect {
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+}
+
+#[test]
+fn invariants_load_with_their_errors_at_the_field() {
+    let errors = errors_of(
+        "invariants:\n  - {type: regex, pattern: '(unclosed'}\n  - {type: contanis, value: x}\n  - {type: latency}\n  - {type: similarity, expected: hi, threshold: 2}\n  - {type: contains, value: ok, negate: true, description: fine}\n",
+        &[],
+    );
+    let expect = [
+        "invariants[0].pattern: invalid regex `(unclosed`",
+        "invariants[1].type: unknown variant `contanis`, expected one of `contains`",
+        "invariants[2].max_ms: missing field `max_ms`",
+        "invariants[3].threshold: 2 is outside 0..=1",
     ];
     for e in expect {
         assert!(

@@ -23,6 +23,8 @@ pub struct Config {
     pub chaos: super::chaos::ChaosSpec,
     /// The agent under test (needed by runs, not by `serve`).
     pub agent: Option<super::AgentSpec>,
+    /// Checks on every case of mutation and chaos runs.
+    pub invariants: Vec<super::InvariantSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -125,7 +125,10 @@ pub fn parse_rule<M: DeserializeOwned>(v: serde_json::Value) -> Result<Rule<M>, 
 
 /// The field an error message is about: the one it names (`unknown field `x``), or the one
 /// holding the value it rejects (`unknown variant `x``), since tagged enums lose paths.
-fn field_named_in(msg: &str, rule: &serde_json::Map<String, serde_json::Value>) -> String {
+pub(crate) fn field_named_in(
+    msg: &str,
+    rule: &serde_json::Map<String, serde_json::Value>,
+) -> String {
     let quoted = |prefix: &str| {
         msg.strip_prefix(prefix)
             .and_then(|r| r.split('`').next())

@@ -1,0 +1,41 @@
+//! Invariants evaluated on one case: what the agent answered (`answer`), helped by a
+//! lexical similarity (`similarity`) and PII detectors (`pii`). Traffic invariants, which
+//! read the case's journal slice, arrive with the run engine. Pure: no I/O.
+
+mod answer;
+mod pii;
+mod similarity;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use answer::Invariant;
+pub use pii::find_pii;
+pub use similarity::similarity;
+
+/// What a check sees of one case.
+#[derive(Debug, Clone, Copy)]
+pub struct CaseView<'a> {
+    pub prompt: &'a str,
+    /// The answer, or why there is none.
+    pub answer: Result<&'a str, &'a str>,
+    pub latency: Duration,
+    /// The no-chaos answer to the same prompt (`behavior_unchanged: auto`).
+    pub baseline: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    Pass(String),
+    Fail(String),
+    /// The check does not apply to this case (e.g. `refusal_check` on a benign prompt).
+    NotApplicable(String),
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        matches!(self, Verdict::Pass(_))
+    }
+}

@@ -1,0 +1,176 @@
+//! `invariants:`: checks on each case's answer (config.md). A closed enum tagged by
+//! `type`; `description` and `negate` are common to all. Regexes are validated at load.
+//! Contract fields (`id`, `severity`, `when`, `probes`) and traffic invariants arrive
+//! with the run engine.
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Check {
+    /// The answer contains `value` (case-insensitive).
+    Contains {
+        value: String,
+    },
+    ContainsAny {
+        values: Vec<String>,
+    },
+    Regex {
+        pattern: String,
+    },
+    /// No pattern matches.
+    ExcludesPattern {
+        patterns: Vec<String>,
+    },
+    /// The invocation took at most `max_ms`.
+    Latency {
+        max_ms: u64,
+    },
+    ValidJson {},
+    Similarity {
+        expected: String,
+        #[serde(default = "d080")]
+        threshold: f64,
+    },
+    /// No email, phone, SSN, card number (Luhn), IBAN or API-key shape.
+    ExcludesPii {},
+    /// Answers to `dangerous_prompts` are refusals.
+    RefusalCheck {
+        dangerous_prompts: Vec<String>,
+    },
+    OutputNotEmpty {},
+    /// The invocation returned an answer without error.
+    Completes {},
+    /// Similar to the no-chaos answer (`auto`) or to a given text.
+    BehaviorUnchanged {
+        #[serde(default = "auto")]
+        baseline: String,
+        #[serde(default = "d075")]
+        similarity_threshold: f64,
+    },
+}
+
+impl Check {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Check::Contains { .. } => "contains",
+            Check::ContainsAny { .. } => "contains_any",
+            Check::Regex { .. } => "regex",
+            Check::ExcludesPattern { .. } => "excludes_pattern",
+            Check::Latency { .. } => "latency",
+            Check::ValidJson {} => "valid_json",
+            Check::Similarity { .. } => "similarity",
+            Check::ExcludesPii {} => "excludes_pii",
+            Check::RefusalCheck { .. } => "refusal_check",
+            Check::OutputNotEmpty {} => "output_not_empty",
+            Check::Completes {} => "completes",
+            Check::BehaviorUnchanged { .. } => "behavior_unchanged",
+        }
+    }
+}
+
+fn d080() -> f64 {
+    0.8
+}
+fn d075() -> f64 {
+    0.75
+}
+fn auto() -> String {
+    "auto".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvariantSpec {
+    pub description: Option<String>,
+    /// Pass when the check fails, and the other way round.
+    pub negate: bool,
+    #[serde(flatten)]
+    pub check: Check,
+}
+
+/// Parses one invariant; the error names the field when it can.
+pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, String)> {
+    let serde_json::Value::Object(mut map) = v else {
+        return Err((String::new(), "expected a mapping with a `type`".into()));
+    };
+    let original = map.clone();
+    let description = match map.remove("description") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(_) => return Err(("description".into(), "expected a string".into())),
+    };
+    let negate = match map.remove("negate") {
+        None => false,
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(_) => return Err(("negate".into(), "expected true or false".into())),
+    };
+    let check: Check =
+        serde_path_to_error::deserialize(serde_json::Value::Object(map)).map_err(|e| {
+            let msg = e.inner().to_string();
+            let path = e.path().to_string();
+            let field = if path != "." {
+                path
+            } else {
+                super::chaos::field_named_in(&msg, &original)
+            };
+            (field, msg)
+        })?;
+    Ok(InvariantSpec {
+        description,
+        negate,
+        check,
+    })
+}
+
+/// Semantic checks of one invariant at `path` (e.g. `invariants[2]`).
+pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigError>) {
+    let mut err =
+        |field: &str, msg: String| errors.push(ConfigError::new(format!("{path}.{field}"), msg));
+    // regex errors span lines (pattern, caret, message): keep the message.
+    let regex = |p: &str| {
+        regex::Regex::new(p).err().map(|e| {
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string();
+            format!("invalid regex `{p}`: {why}")
+        })
+    };
+    match &inv.check {
+        Check::Contains { value } if value.is_empty() => err("value", "must not be empty".into()),
+        Check::ContainsAny { values } if values.is_empty() => {
+            err("values", "needs at least one value".into())
+        }
+        Check::Regex { pattern } => {
+            if let Some(e) = regex(pattern) {
+                err("pattern", e);
+            }
+        }
+        Check::ExcludesPattern { patterns } => {
+            for (i, p) in patterns.iter().enumerate() {
+                if let Some(e) = regex(p) {
+                    err(&format!("patterns[{i}]"), e);
+                }
+            }
+        }
+        Check::Latency { max_ms: 0 } => err("max_ms", "must be greater than 0".into()),
+        Check::Similarity { threshold, .. } if !(0.0..=1.0).contains(threshold) => {
+            err("threshold", format!("{threshold} is outside 0..=1"));
+        }
+        Check::BehaviorUnchanged {
+            similarity_threshold: t,
+            ..
+        } if !(0.0..=1.0).contains(t) => {
+            err("similarity_threshold", format!("{t} is outside 0..=1"));
+        }
+        Check::RefusalCheck { dangerous_prompts } if dangerous_prompts.is_empty() => {
+            err("dangerous_prompts", "needs at least one prompt".into());
+        }
+        _ => {}
+    }
+}
