@@ -145,6 +145,8 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     let vars = env(&[("OPENAI_API_KEY", "sk-test")]);
     let loaded = load_with_env(Some(&path), &Overrides::default(), &vars).unwrap();
     for section in [
+        "agent",
+        "invariants",
         "model",
         "golden_prompts",
         "contract",
