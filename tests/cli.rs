@@ -103,15 +103,35 @@ fn demo_runs_offline_and_shows_the_intercepted_calls() {
     for want in [
         "tool:web_search",
         "llm:openai",
-        "flakestorm_requests_total{target=\"tool\",status_class=\"2xx\"} 1",
         "the journal keeps `[REDACTED]`",
+        r#"search the web tool: 503"#,
+        r#"ask the LLM (streaming): 200"#,
+        r#"flakestorm_faults_injected_total{target="tool",mode="error"} 1"#,
+        r#"flakestorm_faults_injected_total{target="llm",mode="truncated_response"} 2"#,
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
-    let rows = out
+    let rows: Vec<&str> = out
         .lines()
-        .filter(|l| l.trim_start().starts_with(char::is_numeric) && l.contains(" 200 "));
-    assert_eq!(rows.count(), 3, "three journal rows answered 200:\n{out}");
+        .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(char::is_numeric))
+        .collect();
+    assert_eq!(rows.len(), 6, "six exchanges in the journal:\n{out}");
+    assert!(
+        rows[3].contains(" 503 ") && rows[3].ends_with("search-down (error)"),
+        "{}",
+        rows[3]
+    );
+    assert!(
+        rows[4].ends_with("llm-cut (truncated_response)"),
+        "{}",
+        rows[4]
+    );
+    // The truncated answers really are three words long.
+    assert_eq!(
+        out.matches(r#"body frames: "According to the""#).count(),
+        2,
+        "{out}"
+    );
 }
 
 #[test]
@@ -128,5 +148,35 @@ fn serve_with_a_bad_config_never_starts() {
     assert!(
         err.contains("proxy.intercept[0]: invalid glob") && err.contains("nope: unknown section"),
         "{err}"
+    );
+}
+
+#[test]
+fn profiles_list_show_and_unknown_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = flakestorm(&["profiles", "list"], dir.path());
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 7, "{out}");
+    assert!(
+        out.lines().all(|l| l.split_whitespace().count() > 3),
+        "every profile has a description:\n{out}"
+    );
+    let (code, yaml, _) = flakestorm(&["profiles", "show", "api_outage"], dir.path());
+    assert_eq!(code, 0);
+    assert!(
+        yaml.contains("mode: error") && yaml.contains("mode: server_error"),
+        "{yaml}"
+    );
+    let (code, _, err) = flakestorm(&["profiles", "show", "nope"], dir.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown chaos profile `nope`") && err.contains("degraded_llm"),
+        "{err}"
+    );
+    let (code, out, err) = flakestorm(&["serve", "--chaos-profile", "nope"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        !out.contains("listening"),
+        "never starts with an unknown profile"
     );
 }

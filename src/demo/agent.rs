@@ -49,8 +49,11 @@ pub async fn run(proxy: SocketAddr, ca_pem: &str, mocks: &Mocks) -> Vec<String> 
     for (what, port, method, path, body) in calls {
         let line = match call(proxy, &tls, port, method, path, body).await {
             Ok(r) => format!(
-                "{what}: {} in {:.1} ms, first byte after {:.1} ms, {} body frames",
-                r.status, r.total_ms, r.first_byte_ms, r.frames
+                "{what}: {} in {:.1} ms, {} body frames: {}",
+                r.status,
+                r.total_ms,
+                r.frames,
+                summary(&r.body)
             ),
             Err(e) => format!("{what}: failed: {e}"),
         };
@@ -62,8 +65,35 @@ pub async fn run(proxy: SocketAddr, ca_pem: &str, mocks: &Mocks) -> Vec<String> 
 struct Reply {
     status: u16,
     frames: usize,
-    first_byte_ms: f64,
     total_ms: f64,
+    body: Vec<u8>,
+}
+
+/// What the agent got, in a few words: the answer text of a chat completion (streamed or
+/// not), else the start of the body.
+fn summary(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut answer = String::new();
+    for data in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
+            answer.push_str(v["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
+        }
+    }
+    if answer.is_empty() {
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+            answer = v["choices"][0]["message"]["content"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_default();
+        }
+    }
+    let shown = if answer.is_empty() {
+        text.trim().to_string()
+    } else {
+        answer
+    };
+    let short: String = shown.chars().take(70).collect();
+    format!("{short:?}")
 }
 
 fn client_config(ca_pem: &str) -> Result<Arc<ClientConfig>, Box<dyn std::error::Error>> {
@@ -116,19 +146,17 @@ async fn call(
     let resp = sender.send_request(req).await?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
-    let (mut frames, mut first_byte_ms) = (0, 0.0);
+    let (mut frames, mut bytes) = (0, Vec::new());
     while let Some(frame) = body.frame().await {
-        if frame?.is_data() {
-            if frames == 0 {
-                first_byte_ms = started.elapsed().as_secs_f64() * 1000.0;
-            }
+        if let Ok(data) = frame?.into_data() {
+            bytes.extend_from_slice(&data);
             frames += 1;
         }
     }
     Ok(Reply {
         status,
         frames,
-        first_byte_ms,
         total_ms: started.elapsed().as_secs_f64() * 1000.0,
+        body: bytes,
     })
 }

@@ -54,8 +54,29 @@ pub async fn run() -> Result<String, DemoError> {
     );
     let steps = agent::run(daemon.proxy_addr, &ca_pem, &mocks).await;
     daemon.journal.wait_for(steps.len() as u64).await;
+    let _ = writeln!(out, "1. the agent's calls, untouched:");
     for step in &steps {
-        let _ = writeln!(out, "agent: {step}");
+        let _ = writeln!(out, "   {step}");
+    }
+    // The same agent under chaos: its real tool call fails, its real LLM answers are cut.
+    let chaos = "tool_faults:\n  - {id: search-down, tool: web_search, mode: error, error_code: 503}\n\
+                 llm_faults:\n  - {id: llm-cut, mode: truncated_response, max_tokens: 3}\n";
+    let spec = crate::config::parse_chaos(yaml(chaos), &config.tools)
+        .map_err(|e| DemoError(format!("{e:?}")))?
+        .0;
+    daemon.chaos.set(&spec).map_err(DemoError)?;
+    let _ = writeln!(
+        out,
+        "\n2. the same calls with chaos rules active:\n{}",
+        indent(chaos)
+    );
+    let faulted = agent::run(daemon.proxy_addr, &ca_pem, &mocks).await;
+    daemon
+        .journal
+        .wait_for((steps.len() + faulted.len()) as u64)
+        .await;
+    for step in &faulted {
+        let _ = writeln!(out, "   {step}");
     }
     let _ = writeln!(out, "\nwhat the proxy saw (journal):");
     let exchanges = daemon.journal.all();
@@ -78,15 +99,16 @@ pub async fn run() -> Result<String, DemoError> {
     );
     for line in metrics.lines().filter(|l| {
         l.starts_with("flakestorm_requests_total")
+            || l.starts_with("flakestorm_faults_injected_total")
             || l.starts_with("flakestorm_tls_handshakes_total")
     }) {
         let _ = writeln!(out, "  {line}");
     }
     let _ = writeln!(
         out,
-        "\nNext: `flakestorm serve`, then run your agent with HTTPS_PROXY=http://127.0.0.1:8080 and\n\
-         SSL_CERT_FILE=certs/ca.pem (see README). Chaos faults and contract runs arrive with the\n\
-         chaos and run engines."
+        "\nNext: `flakestorm serve --chaos-profile degraded_llm`, then run your own agent with\n\
+         HTTPS_PROXY=http://127.0.0.1:8080 and SSL_CERT_FILE=certs/ca.pem (see README and\n\
+         docs/faults.md). Contract runs with scores arrive with the run engine."
     );
     daemon.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -102,10 +124,22 @@ fn tempfile_dir() -> Result<std::path::PathBuf, DemoError> {
     Ok(dir)
 }
 
+fn yaml(text: &str) -> serde_json::Value {
+    use figment::providers::{Format, Yaml};
+    figment::Figment::from(Yaml::string(text))
+        .extract()
+        .unwrap_or_default()
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("     {l}\n")).collect()
+}
+
 fn table(exchanges: &[std::sync::Arc<Exchange>]) -> String {
+    let head = ("id", "target", "verb", "url", "status", "ms", "bytes");
     let mut out = format!(
-        "  {:<3} {:<18} {:<5} {:<52} {:>6} {:>8} {:>7}\n",
-        "id", "target", "verb", "url", "status", "ms", "bytes"
+        "  {:<3} {:<16} {:<5} {:<50} {:>6} {:>7} {:>6}  fault\n",
+        head.0, head.1, head.2, head.3, head.4, head.5, head.6
     );
     for e in exchanges {
         let target = match &e.target {
@@ -121,16 +155,20 @@ fn table(exchanges: &[std::sync::Arc<Exchange>]) -> String {
             Outcome::Response { response, .. } => format!("{}*", response.status),
             Outcome::Error { error, .. } => error.kind.clone(),
         };
+        let fault = e
+            .fault
+            .as_ref()
+            .map_or("-".to_string(), |f| format!("{} ({})", f.rule, f.mode));
+        let (id, verb, url, ms, bytes) = (
+            e.id,
+            &e.request.method,
+            &e.request.url,
+            e.timings.total_ms,
+            e.response_bytes,
+        );
         let _ = writeln!(
             out,
-            "  {:<3} {:<18} {:<5} {:<52} {:>6} {:>8.2} {:>7}",
-            e.id,
-            target,
-            e.request.method,
-            e.request.url,
-            status,
-            e.timings.total_ms,
-            e.response_bytes
+            "  {id:<3} {target:<16} {verb:<5} {url:<50} {status:>6} {ms:>7.2} {bytes:>6}  {fault}"
         );
     }
     out
