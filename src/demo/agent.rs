@@ -79,13 +79,13 @@ fn summary(body: &[u8]) -> String {
             answer.push_str(v["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
         }
     }
-    if answer.is_empty() {
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
-            answer = v["choices"][0]["message"]["content"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_default();
-        }
+    if answer.is_empty()
+        && let Ok(v) = serde_json::from_slice::<serde_json::Value>(body)
+    {
+        answer = v["choices"][0]["message"]["content"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_default();
     }
     let shown = if answer.is_empty() {
         text.trim().to_string()
