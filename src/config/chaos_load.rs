@@ -25,7 +25,7 @@ const V2_FAULT_FIELDS: &[&str] = &[
     "factor",
 ];
 
-pub(super) fn lenient_v2_fields(chaos: &mut Value, warnings: &mut Vec<String>) {
+pub(super) fn lenient_v2_fields(chaos: &mut Value, prefix: &str, warnings: &mut Vec<String>) {
     use super::chaos::{LlmMode, ToolMode};
     for list in ["tool_faults", "llm_faults"] {
         let Some(Value::Array(rules)) = chaos.get_mut(list) else {
@@ -49,7 +49,7 @@ pub(super) fn lenient_v2_fields(chaos: &mut Value, warnings: &mut Vec<String>) {
                 map.remove(*field);
                 let mode = map.get("mode").and_then(Value::as_str).unwrap_or("?");
                 warnings.push(format!(
-                    "chaos.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
+                    "{prefix}.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
                 ));
             }
         }
@@ -61,22 +61,27 @@ pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
     if !c.tools.is_empty() {
         return;
     }
-    let named = c
-        .chaos
-        .tool_faults
+    let scenarios = c
+        .contract
         .iter()
-        .map(|r| &r.common)
-        .chain(c.chaos.context_attacks.rules().iter().map(|r| &r.common));
+        .flat_map(|k| k.chaos_matrix.iter().map(|s| &s.chaos));
     let mut seen = std::collections::BTreeSet::new();
-    for t in named
-        .filter_map(|c| c.tool.as_deref())
-        .filter(|t| *t != "*")
-    {
-        if seen.insert(t) {
-            warnings.push(format!(
-                "chaos: tool `{t}` has no `tools:` entry, so its faults match no request; add \
-                 `tools: [{{name: {t}, match_url: [\"https://…/*\"]}}]`"
-            ));
+    for spec in std::iter::once(&c.chaos).chain(scenarios) {
+        let named = spec
+            .tool_faults
+            .iter()
+            .map(|r| &r.common)
+            .chain(spec.context_attacks.rules().iter().map(|r| &r.common));
+        for t in named
+            .filter_map(|c| c.tool.as_deref())
+            .filter(|t| *t != "*")
+        {
+            if seen.insert(t.to_string()) {
+                warnings.push(format!(
+                    "chaos: tool `{t}` has no `tools:` entry, so its faults match no request; add \
+                     `tools: [{{name: {t}, match_url: [\"https://…/*\"]}}]`"
+                ));
+            }
         }
     }
 }
@@ -90,11 +95,11 @@ pub fn parse_chaos(
     let mut v = v;
     let mut warnings = vec![];
     let mut errors = vec![];
-    lenient_v2_fields(&mut v, &mut warnings);
-    let (spec, index) = chaos_section(v, &mut errors);
+    lenient_v2_fields(&mut v, "chaos", &mut warnings);
+    let (spec, index) = chaos_section(v, "chaos", &mut errors);
     let parsed = errors.len();
     errors.extend(super::validate::check_chaos(&spec, tools, "chaos"));
-    remap_chaos_paths(&mut errors[parsed..], &index);
+    remap_chaos_paths(&mut errors[parsed..], &index, "chaos");
     if errors.is_empty() {
         Ok((spec, warnings))
     } else {
@@ -103,10 +108,15 @@ pub fn parse_chaos(
 }
 
 /// The chaos section rule by rule, so every bad rule is reported with its path.
-pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSpec, ChaosIndex) {
+/// `prefix` is the section's path (`chaos`, `contract.chaos_matrix[2]`).
+pub(super) fn chaos_section(
+    v: Value,
+    prefix: &str,
+    errors: &mut Vec<ConfigError>,
+) -> (ChaosSpec, ChaosIndex) {
     let Value::Object(mut map) = v else {
         errors.push(ConfigError::new(
-            "chaos",
+            prefix,
             "expected a mapping with tool_faults, llm_faults, context_attacks",
         ));
         return (ChaosSpec::default(), ChaosIndex::new());
@@ -114,6 +124,7 @@ pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSp
     fn rules<M: DeserializeOwned>(
         items: Vec<Value>,
         list: &'static str,
+        prefix: &str,
         errors: &mut Vec<ConfigError>,
         index: &mut ChaosIndex,
     ) -> Vec<Rule<M>> {
@@ -126,9 +137,9 @@ pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSp
                 }
                 Err((field, msg)) => {
                     let path = if field.is_empty() {
-                        format!("chaos.{list}[{i}]")
+                        format!("{prefix}.{list}[{i}]")
                     } else {
-                        format!("chaos.{list}[{i}].{field}")
+                        format!("{prefix}.{list}[{i}].{field}")
                     };
                     errors.push(ConfigError::new(path, msg));
                 }
@@ -140,12 +151,12 @@ pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSp
         None | Some(Value::Null) => vec![],
         Some(Value::Array(items)) => items,
         Some(other) if key == "context_attacks" => attack_list(other).unwrap_or_else(|e| {
-            errors.push(ConfigError::new(format!("chaos.{key}"), e));
+            errors.push(ConfigError::new(format!("{prefix}.{key}"), e));
             vec![]
         }),
         Some(other) => {
             errors.push(ConfigError::new(
-                format!("chaos.{key}"),
+                format!("{prefix}.{key}"),
                 format!("expected a list, found {other}"),
             ));
             vec![]
@@ -156,17 +167,23 @@ pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSp
     let attacks = as_list("context_attacks", errors);
     let mut index = vec![];
     let spec = ChaosSpec {
-        tool_faults: rules(tool_faults, "tool_faults", errors, &mut index),
-        llm_faults: rules(llm_faults, "llm_faults", errors, &mut index),
-        context_attacks: ContextAttacks::new(rules(attacks, "context_attacks", errors, &mut index)),
+        tool_faults: rules(tool_faults, "tool_faults", prefix, errors, &mut index),
+        llm_faults: rules(llm_faults, "llm_faults", prefix, errors, &mut index),
+        context_attacks: ContextAttacks::new(rules(
+            attacks,
+            "context_attacks",
+            prefix,
+            errors,
+            &mut index,
+        )),
         mark_responses: map
             .remove("mark_responses")
-            .and_then(|v| section(v, "chaos.mark_responses", errors))
+            .and_then(|v| section(v, &format!("{prefix}.mark_responses"), errors))
             .unwrap_or(false),
     };
     for key in map.keys() {
         let msg = "unknown field; expected one of tool_faults, llm_faults, context_attacks, mark_responses";
-        errors.push(ConfigError::new(format!("chaos.{key}"), msg));
+        errors.push(ConfigError::new(format!("{prefix}.{key}"), msg));
     }
     (spec, index)
 }
@@ -175,12 +192,12 @@ pub(super) fn chaos_section(v: Value, errors: &mut Vec<ConfigError>) -> (ChaosSp
 /// left out of the spec, so later checks must map their indices back.
 pub(super) type ChaosIndex = Vec<(&'static str, usize, usize)>;
 
-pub(super) fn remap_chaos_paths(errors: &mut [ConfigError], index: &ChaosIndex) {
+pub(super) fn remap_chaos_paths(errors: &mut [ConfigError], index: &ChaosIndex, prefix: &str) {
     for e in errors.iter_mut() {
         for (list, parsed, original) in index {
-            let from = format!("chaos.{list}[{parsed}]");
+            let from = format!("{prefix}.{list}[{parsed}]");
             if parsed != original && (e.path == from || e.path.starts_with(&format!("{from}."))) {
-                e.path = format!("chaos.{list}[{original}]{}", &e.path[from.len()..]);
+                e.path = format!("{prefix}.{list}[{original}]{}", &e.path[from.len()..]);
                 break;
             }
         }

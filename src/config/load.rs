@@ -20,19 +20,29 @@ use super::{ConfigError, ConfigErrors};
 
 /// Sections this build reads.
 const SECTIONS: &[&str] = &[
-    "proxy", "control", "ca", "data_dir", "tools", "llm", "journal", "advanced",
+    "proxy",
+    "control",
+    "ca",
+    "data_dir",
+    "tools",
+    "llm",
+    "journal",
+    "advanced",
+    "chaos",
+    "agent",
+    "invariants",
+    "golden_prompts",
+    "contract",
+    "chaos_matrix",
+    "scoring",
+    "output",
 ];
 
 /// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
 const PENDING: &[(&str, &str)] = &[
     ("model", "the mutation engine"),
-    ("golden_prompts", "the run engine"),
     ("mutations", "the mutation engine"),
-    ("contract", "the run engine"),
-    ("chaos_matrix", "the run engine"),
     ("replays", "replay"),
-    ("scoring", "the run engine"),
-    ("output", "reports"),
 ];
 
 /// Sections this build validates but no command uses yet: named in a warning so nobody
@@ -40,6 +50,10 @@ const PENDING: &[(&str, &str)] = &[
 const VALIDATED_ONLY: &[(&str, &str)] = &[
     ("agent", "the run engine"),
     ("invariants", "the run engine"),
+    ("golden_prompts", "the run engine"),
+    ("contract", "the run engine"),
+    ("scoring", "the run engine"),
+    ("output", "reports"),
 ];
 
 /// Values from command-line flags; they win over file and environment.
@@ -100,7 +114,7 @@ pub fn load_with_env(
     resolve_paths(&mut config, &base);
     let parsed = errors.len();
     validate(&config, &mut errors);
-    remap_chaos_paths(&mut errors[parsed..], &chaos_index);
+    remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
     if errors.is_empty() {
         Ok(Loaded {
@@ -202,8 +216,8 @@ fn sections(
         c.journal = section(v, "journal", errors).unwrap_or_default();
     }
     if let Some(mut v) = take("chaos", errors) {
-        lenient_v2_fields(&mut v, warnings);
-        let (spec, index) = chaos_section(v, errors);
+        lenient_v2_fields(&mut v, "chaos", warnings);
+        let (spec, index) = chaos_section(v, "chaos", errors);
         c.chaos = spec;
         chaos_index = index;
     }
@@ -212,6 +226,30 @@ fn sections(
     }
     if let Some(v) = take("agent", errors) {
         c.agent = section(v, "agent", errors);
+    }
+    if let Some(v) = take("golden_prompts", errors) {
+        c.golden_prompts = super::contract::prompts_section(v, errors);
+    }
+    let top_matrix = take("chaos_matrix", errors);
+    match take("contract", errors) {
+        Some(v) => {
+            c.contract =
+                super::contract::contract_section(v, top_matrix, &c.tools, errors, warnings)
+        }
+        None if top_matrix.is_some() => {
+            errors.push(ConfigError::new(
+                "chaos_matrix",
+                "needs a `contract:` section, whose invariants it runs under each scenario",
+            ));
+        }
+        None => {}
+    }
+    if let Some(v) = take("scoring", errors) {
+        c.scoring = section(v, "scoring", errors).unwrap_or_default();
+        super::contract::check_scoring(&c.scoring, errors);
+    }
+    if let Some(v) = take("output", errors) {
+        c.output = super::contract::output_section(v, errors);
     }
     if let Some(v) = take("advanced", errors) {
         c.advanced = advanced(v, warnings, errors).unwrap_or_default();
@@ -346,6 +384,7 @@ fn resolve_paths(c: &mut Config, base: &Path) {
     };
     fix(&mut c.ca.dir);
     fix(&mut c.data_dir);
+    fix(&mut c.output.path);
     if let Some(p) = c.proxy.upstream_ca_file.as_mut() {
         fix(p);
     }

@@ -1,3 +1,4 @@
+use crate::config::{ReportFormat, Severity, When};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -174,6 +175,25 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     assert_eq!(loaded.config.chaos.tool_faults.len(), 1);
     assert_eq!(loaded.config.chaos.llm_faults.len(), 1);
     assert_eq!(loaded.config.chaos.context_attacks.rules().len(), 1);
+    let contract = loaded.config.contract.as_ref().unwrap();
+    assert_eq!(contract.name, "Research Agent Contract");
+    let inv = &contract.invariants[0];
+    assert_eq!(
+        (inv.id.as_str(), inv.severity, inv.when),
+        ("always-cite-source", Severity::Critical, When::Always)
+    );
+    let names: Vec<&str> = contract
+        .chaos_matrix
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["no-chaos", "search-down"]);
+    assert_eq!(contract.chaos_matrix[1].chaos.tool_faults.len(), 1);
+    assert_eq!(loaded.config.golden_prompts.len(), 2);
+    assert_eq!(
+        loaded.config.output.format,
+        [ReportFormat::Json, ReportFormat::Html]
+    );
     assert!(
         loaded
             .warnings
@@ -214,6 +234,7 @@ fn shipped_configs_load() {
     let mut expected = builtin.config;
     expected.ca.dir = dir.join("certs");
     expected.data_dir = dir.join(".flakestorm");
+    expected.output.path = dir.join("reports");
     assert_eq!(
         default.config, expected,
         "config/flakestorm.yaml documents the real defaults"
@@ -316,4 +337,49 @@ fn invariants_load_with_their_errors_at_the_field() {
         );
     }
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+}
+
+#[test]
+fn contract_scoring_and_output_errors_name_their_paths() {
+    let errors = errors_of(
+        r#"
+contract:
+  name: C
+  invariants:
+    - {id: cite, type: regex, pattern: source, severity: urgent}
+    - {id: cite, type: contains, value: x, when: sometimes}
+    - {type: completes}
+  chaos_matrix:
+    - name: down
+      tool_faults: [{tool: '*', mode: eror}]
+    - name: down
+scoring: {mutation: 0.5, chaos: 0.5, contract: 0.5, replay: 0}
+output: {format: [json, pdf]}
+golden_prompts: ["ok", " "]
+"#,
+        &[],
+    );
+    let expect = [
+        "contract.invariants[0].severity: unknown variant `urgent`, expected one of `critical`, `high`, `medium`, `low`",
+        "contract.invariants[1].id: duplicate invariant id `cite`",
+        "contract.invariants[1].when: unknown variant `sometimes`",
+        "contract.invariants[2].id: required",
+        "contract.chaos_matrix[0].tool_faults[0].mode: unknown variant `eror`",
+        "contract.chaos_matrix[1].name: duplicate scenario `down`",
+        "scoring: weights sum to 1.5; they must sum to 1.0",
+        "output.format[1]: unknown variant `pdf`",
+        "golden_prompts[1]: must not be empty",
+    ];
+    for e in expect {
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    let errors = errors_of("chaos_matrix: [{name: x}]\n", &[]);
+    assert!(
+        errors[0].starts_with("chaos_matrix: needs a `contract:` section"),
+        "{errors:?}"
+    );
 }

@@ -8,6 +8,7 @@
 mod agent;
 pub mod chaos;
 mod chaos_load;
+mod contract;
 mod error;
 mod expand;
 pub mod globs;
@@ -18,6 +19,10 @@ mod validate;
 
 pub use agent::{AgentSpec, ResponsePath};
 pub use chaos_load::parse_chaos;
+pub use contract::{
+    ContractInvariant, ContractSpec, OutputSpec, ReportFormat, Scenario, ScoringSpec, Severity,
+    When,
+};
 pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, InvariantSpec, parse_invariant};
 pub use load::{Loaded, Overrides, load, load_with_env};

@@ -25,6 +25,12 @@ pub struct Config {
     pub agent: Option<super::AgentSpec>,
     /// Checks on every case of mutation and chaos runs.
     pub invariants: Vec<super::InvariantSpec>,
+    /// Prompts the agent should always handle well.
+    pub golden_prompts: Vec<String>,
+    /// Invariants × chaos scenarios, with severities.
+    pub contract: Option<super::ContractSpec>,
+    pub scoring: super::ScoringSpec,
+    pub output: super::OutputSpec,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

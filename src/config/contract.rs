@@ -1,0 +1,364 @@
+//! `golden_prompts`, `contract` (invariants with id, severity, `when` and probes, and the
+//! `chaos_matrix` of scenarios), `scoring` and `output` (config.md): what runs check and
+//! how they report. Parsed element by element so every problem is reported with its path.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::chaos::ChaosSpec;
+use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
+use super::invariants::{InvariantSpec, check_invariant, parse_invariant};
+use super::load::section;
+use super::schema::ToolSpec;
+use super::{ConfigError, OneOrMany};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Critical,
+    High,
+    #[default]
+    Medium,
+    Low,
+}
+
+impl Severity {
+    /// Weight in the contract score (design.md §7).
+    pub fn weight(self) -> u32 {
+        match self {
+            Severity::Critical => 3,
+            Severity::High => 2,
+            Severity::Medium | Severity::Low => 1,
+        }
+    }
+}
+
+/// Under which scenarios an invariant is checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    #[default]
+    Always,
+    ToolFaultsActive,
+    LlmFaultsActive,
+    AnyChaosActive,
+    NoChaos,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContractInvariant {
+    pub id: String,
+    pub severity: Severity,
+    pub when: When,
+    /// Prompts to run instead of the golden prompts for this invariant.
+    pub probes: Vec<String>,
+    #[serde(flatten)]
+    pub invariant: InvariantSpec,
+}
+
+/// One entry of the chaos matrix: a named set of faults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(flatten)]
+    pub chaos: ChaosSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContractSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub invariants: Vec<ContractInvariant>,
+    pub chaos_matrix: Vec<Scenario>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScoringSpec {
+    pub mutation: f64,
+    pub chaos: f64,
+    pub contract: f64,
+    pub replay: f64,
+}
+
+impl Default for ScoringSpec {
+    fn default() -> Self {
+        ScoringSpec {
+            mutation: 0.20,
+            chaos: 0.35,
+            contract: 0.35,
+            replay: 0.10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportFormat {
+    Json,
+    Html,
+    Junit,
+    Markdown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSpec {
+    pub format: Vec<ReportFormat>,
+    pub path: PathBuf,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            format: vec![ReportFormat::Json],
+            path: PathBuf::from("reports"),
+        }
+    }
+}
+
+/// `output`: `format` is one format or a list.
+pub(super) fn output_section(v: Value, errors: &mut Vec<ConfigError>) -> OutputSpec {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Raw {
+        #[serde(default)]
+        format: Option<OneOrMany>,
+        #[serde(default)]
+        path: Option<PathBuf>,
+    }
+    let Some(raw) = section::<Raw>(v, "output", errors) else {
+        return OutputSpec::default();
+    };
+    let mut out = OutputSpec::default();
+    if let Some(f) = raw.format {
+        out.format = f
+            .as_slice()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let parsed = serde_json::from_value::<ReportFormat>(Value::String(name.clone()));
+                parsed
+                    .map_err(|e| {
+                        errors.push(ConfigError::new(
+                            format!("output.format[{i}]"),
+                            e.to_string(),
+                        ))
+                    })
+                    .ok()
+            })
+            .collect();
+    }
+    if let Some(p) = raw.path {
+        out.path = p;
+    }
+    out
+}
+
+pub(super) fn check_scoring(s: &ScoringSpec, errors: &mut Vec<ConfigError>) {
+    let parts = [
+        ("mutation", s.mutation),
+        ("chaos", s.chaos),
+        ("contract", s.contract),
+        ("replay", s.replay),
+    ];
+    for (name, w) in parts {
+        if !(0.0..=1.0).contains(&w) {
+            errors.push(ConfigError::new(
+                format!("scoring.{name}"),
+                format!("{w} is outside 0..=1"),
+            ));
+        }
+    }
+    let sum: f64 = parts.iter().map(|(_, w)| w).sum();
+    if (sum - 1.0).abs() > 1e-6 {
+        errors.push(ConfigError::new(
+            "scoring",
+            format!("weights sum to {sum}; they must sum to 1.0"),
+        ));
+    }
+}
+
+pub(super) fn prompts_section(v: Value, errors: &mut Vec<ConfigError>) -> Vec<String> {
+    let prompts: Vec<String> = section(v, "golden_prompts", errors).unwrap_or_default();
+    for (i, p) in prompts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.trim().is_empty())
+    {
+        let _ = p;
+        errors.push(ConfigError::new(
+            format!("golden_prompts[{i}]"),
+            "must not be empty",
+        ));
+    }
+    prompts
+}
+
+/// `contract:`; `top_matrix` is a top-level `chaos_matrix:` (accepted there too).
+pub(super) fn contract_section(
+    v: Value,
+    top_matrix: Option<Value>,
+    tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> Option<ContractSpec> {
+    let Value::Object(mut map) = v else {
+        errors.push(ConfigError::new(
+            "contract",
+            "expected a mapping with name, invariants, chaos_matrix",
+        ));
+        return None;
+    };
+    let name = match map.remove("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => n,
+        _ => {
+            errors.push(ConfigError::new(
+                "contract.name",
+                "required: a non-empty name",
+            ));
+            String::new()
+        }
+    };
+    let description = map
+        .remove("description")
+        .and_then(|d| d.as_str().map(str::to_string));
+    let invariants = match map.remove("invariants") {
+        Some(Value::Array(items)) => contract_invariants(items, errors),
+        None | Some(Value::Null) => vec![],
+        Some(_) => {
+            errors.push(ConfigError::new("contract.invariants", "expected a list"));
+            vec![]
+        }
+    };
+    let inner = map.remove("chaos_matrix");
+    let matrix = match (inner, top_matrix) {
+        (Some(_), Some(_)) => {
+            errors.push(ConfigError::new(
+                "chaos_matrix",
+                "given both at the top level and in contract; keep one",
+            ));
+            vec![]
+        }
+        (Some(m), None) => scenarios(m, "contract.chaos_matrix", tools, errors, warnings),
+        (None, Some(m)) => scenarios(m, "chaos_matrix", tools, errors, warnings),
+        (None, None) => vec![],
+    };
+    for key in map.keys() {
+        let msg = "unknown field; expected one of name, description, invariants, chaos_matrix";
+        errors.push(ConfigError::new(format!("contract.{key}"), msg));
+    }
+    Some(ContractSpec {
+        name,
+        description,
+        invariants,
+        chaos_matrix: matrix,
+    })
+}
+
+fn contract_invariants(items: Vec<Value>, errors: &mut Vec<ConfigError>) -> Vec<ContractInvariant> {
+    let mut ids = HashSet::new();
+    let mut out = vec![];
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("contract.invariants[{i}]");
+        let Value::Object(mut map) = item else {
+            errors.push(ConfigError::new(
+                &path,
+                "expected a mapping with id and type",
+            ));
+            continue;
+        };
+        let mut field = |key: &str| map.remove(key);
+        let id = match field("id") {
+            Some(Value::String(id)) if !id.is_empty() => id,
+            _ => {
+                errors.push(ConfigError::new(
+                    format!("{path}.id"),
+                    "required: a unique name for this invariant",
+                ));
+                continue;
+            }
+        };
+        if !ids.insert(id.clone()) {
+            errors.push(ConfigError::new(
+                format!("{path}.id"),
+                format!("duplicate invariant id `{id}`"),
+            ));
+        }
+        let severity = field("severity")
+            .and_then(|v| section(v, &format!("{path}.severity"), errors))
+            .unwrap_or_default();
+        let when = field("when")
+            .and_then(|v| section(v, &format!("{path}.when"), errors))
+            .unwrap_or_default();
+        let probes = field("probes")
+            .and_then(|v| section(v, &format!("{path}.probes"), errors))
+            .unwrap_or_default();
+        match parse_invariant(Value::Object(map)) {
+            Ok(invariant) => {
+                check_invariant(&invariant, &path, errors);
+                out.push(ContractInvariant {
+                    id,
+                    severity,
+                    when,
+                    probes,
+                    invariant,
+                });
+            }
+            Err((f, msg)) => {
+                let p = if f.is_empty() {
+                    path
+                } else {
+                    format!("{path}.{f}")
+                };
+                errors.push(ConfigError::new(p, msg));
+            }
+        }
+    }
+    out
+}
+
+fn scenarios(
+    v: Value,
+    prefix: &str,
+    tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> Vec<Scenario> {
+    let Value::Array(items) = v else {
+        errors.push(ConfigError::new(prefix, "expected a list of scenarios"));
+        return vec![];
+    };
+    let mut names = HashSet::new();
+    let mut out = vec![];
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("{prefix}[{i}]");
+        let Value::Object(mut map) = item else {
+            errors.push(ConfigError::new(&path, "expected a mapping with a name"));
+            continue;
+        };
+        let name = match map.remove("name") {
+            Some(Value::String(n)) if !n.is_empty() => n,
+            _ => {
+                errors.push(ConfigError::new(format!("{path}.name"), "required"));
+                continue;
+            }
+        };
+        if !names.insert(name.clone()) {
+            errors.push(ConfigError::new(
+                format!("{path}.name"),
+                format!("duplicate scenario `{name}`"),
+            ));
+        }
+        let mut rules = Value::Object(map);
+        lenient_v2_fields(&mut rules, &path, warnings);
+        let (chaos, index) = chaos_section(rules, &path, errors);
+        let parsed = errors.len();
+        errors.extend(super::validate::check_chaos(&chaos, tools, &path));
+        remap_chaos_paths(&mut errors[parsed..], &index, &path);
+        out.push(Scenario { name, chaos });
+    }
+    out
+}
