@@ -167,6 +167,25 @@ pub struct Exchange {
     /// Context attacks applied to this exchange.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attacks: Vec<FaultRecord>,
+    /// The W3C trace id of the request's `traceparent`, which `attribution: header` runs
+    /// use to tell which case an exchange belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+/// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
+pub fn trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.trim().split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    let valid =
+        hex(version, 2) && version != "ff" && hex(trace, 32) && hex(parent, 16) && hex(flags, 2);
+    (valid && trace.bytes().any(|b| b != b'0')).then_some(trace)
 }
 
 impl Exchange {
@@ -175,6 +194,26 @@ impl Exchange {
         match &self.outcome {
             Outcome::Response { response, .. } => Some(response.status),
             Outcome::Error { status, .. } => *status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_ids_from_w3c_traceparent() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(trace_id(tp), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        for bad in [
+            "",
+            "00-abc-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(trace_id(bad), None, "{bad}");
         }
     }
 }

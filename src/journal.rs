@@ -186,6 +186,30 @@ impl Journal {
         self.lock().iter().cloned().collect()
     }
 
+    /// Exchanges whose ids lie in `first..=last` (a case's window under exclusive
+    /// attribution: ids are given as requests arrive).
+    pub fn slice(&self, first: u64, last: u64) -> Vec<Arc<Exchange>> {
+        self.lock()
+            .iter()
+            .filter(|e| (first..=last).contains(&e.id))
+            .cloned()
+            .collect()
+    }
+
+    /// Exchanges carrying `trace_id` (header attribution).
+    pub fn by_trace(&self, trace_id: &str) -> Vec<Arc<Exchange>> {
+        self.lock()
+            .iter()
+            .filter(|e| e.trace_id.as_deref() == Some(trace_id))
+            .cloned()
+            .collect()
+    }
+
+    /// The id the next request will get: a case's window starts here.
+    pub fn peek_next_id(&self) -> u64 {
+        self.inner.next_id.load(Ordering::Relaxed)
+    }
+
     /// How many exchanges were dropped because the journal was full.
     pub fn evicted(&self) -> u64 {
         self.inner.evicted.load(Ordering::Relaxed)
@@ -234,6 +258,7 @@ mod tests {
             response_bytes: 0,
             fault: None,
             attacks: vec![],
+            trace_id: None,
         }
     }
 
@@ -264,6 +289,24 @@ mod tests {
             panic!()
         };
         assert_eq!(response.headers[0].1, REDACTED);
+    }
+
+    #[test]
+    fn slices_by_id_window_and_by_trace() {
+        let j = Journal::new(10, Redactor::default());
+        for (i, trace) in [None, Some("t1"), Some("t2"), Some("t1")]
+            .into_iter()
+            .enumerate()
+        {
+            let mut e = exchange(&format!("http://h/{i}"), &[]);
+            e.id = j.next_id();
+            e.trace_id = trace.map(str::to_string);
+            j.record(e);
+        }
+        let ids = |v: Vec<Arc<Exchange>>| v.iter().map(|e| e.id).collect::<Vec<_>>();
+        assert_eq!(ids(j.slice(2, 3)), [2, 3]);
+        assert_eq!(ids(j.by_trace("t1")), [2, 4]);
+        assert_eq!(j.peek_next_id(), 5);
     }
 
     #[test]

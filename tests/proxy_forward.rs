@@ -23,6 +23,10 @@ async fn plain_http_is_forwarded_with_host_kept_and_hop_headers_stripped() {
         .header("connection", "x-hop")
         .header("x-hop", "must-not-cross")
         .header("x-end", "crosses")
+        .header(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        )
         .send()
         .await
         .unwrap();
@@ -69,6 +73,11 @@ async fn plain_http_is_forwarded_with_host_kept_and_hop_headers_stripped() {
     };
     assert_eq!((response.status, body), (200, &BodyEnd::Complete));
     assert_eq!(ex.response_bytes, 5);
+    assert_eq!(
+        ex.trace_id.as_deref(),
+        Some("4bf92f3577b34da6a3ce929d0e0e4736"),
+        "header attribution"
+    );
     assert!(ex.timings.upstream_headers_ms.is_some());
     p.stop().await;
 }

@@ -304,6 +304,12 @@ fn recorder<B>(
         response_bytes: 0,
         fault: None,
         attacks: vec![],
+        trace_id: req
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::exchange::trace_id)
+            .map(str::to_string),
     };
     Recorder::new(proxy.clone(), exchange, Instant::now())
 }
