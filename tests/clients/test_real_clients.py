@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from conftest import CHAT_CONTENT, CHAT_ID, SSE_GATE_TIMEOUT_S, STREAM_PIECES, USAGE, clean_env
+from _clients import CHAT_CONTENT, CHAT_ID, SSE_GATE_TIMEOUT_S, STREAM_PIECES, USAGE, clean_env
 
 # --------------------------------------------------------------------------- control
 

@@ -11,36 +11,33 @@
                     ONLY through the environment (HTTP(S)_PROXY, SSL_CERT_FILE).
 * `openai_client`, `anthropic_client`, `genai_client`, `ollama_client` – SDK client
                     factories (built after the environment is set).
+
+The origin server, the `flakestorm serve` lifecycle and `clean_env` come from
+tests/pyharness/flakestorm_harness.py (shared with tests/clients); the response shapes
+live in `_conformance.py`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import re
-import signal
-import ssl
-import subprocess
-import threading
+import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-TEST_CA = FIXTURES / "test-ca.pem"
-READY_RE = re.compile(r"^flakestorm: (proxy|control) listening on (\S+)$")
-STARTUP_DEADLINE_S = 30
+# The shared harness (tests/pyharness) is not below this suite's directory, which is the
+# only one pytest puts on sys.path; add it before importing from it.
+_HARNESS_DIR = str(Path(__file__).resolve().parents[1] / "pyharness")
+if _HARNESS_DIR not in sys.path:
+    sys.path.insert(0, _HARNESS_DIR)
 
-PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+import flakestorm_harness as harness  # noqa: E402
+from flakestorm_harness import CA_VARS, PROXY_VARS, Recorded, clean_env  # noqa: E402
 
 from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_JSON, TOOL_NAME,
     USAGE_OPENAI, GEMINI_USAGE, is_tools_model, anthropic_json, anthropic_sse, gemini_json, gemini_sse,
@@ -51,39 +48,10 @@ from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_J
 # --------------------------------------------------------------------------- origins
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> dict:
-        return json.loads(self.body or b"{}")
-
-
 GEMINI_RE = re.compile(r"^/v1beta/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            out = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return out
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
+class _Handler(harness.OriginHandler):
     def do_POST(self):
         body = self._read_body()
         origin: Origin = self.server.origin
@@ -130,71 +98,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, frames: list[bytes], ctype: str):
         # Chunked, one chunk per event, flushed as it goes (like the real APIs).
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._start_chunked(ctype)
         try:
             for f in frames:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(f), f))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+                self._write_chunk(f)
+            self._end_chunked()
         except OSError:
             pass  # the proxy dropped the stream (loud cuts)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, origin: "Origin", ssl_ctx: ssl.SSLContext | None):
-        self.origin = origin
-        self.ssl_ctx = ssl_ctx
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def finish_request(self, request, client_address):
-        if self.ssl_ctx is not None:
-            try:
-                request = self.ssl_ctx.wrap_socket(request, server_side=True)
-            except (ssl.SSLError, OSError):
-                return
-        super().finish_request(request, client_address)
-
-
-class Origin:
+class Origin(harness.Origin):
     def __init__(self, kind: str, tls: bool):
         self.kind = kind
-        self.scheme = "https" if tls else "http"
-        ctx = None
-        if tls:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(FIXTURES / "origin.pem", FIXTURES / "origin.key")
-            ctx.set_alpn_protocols(["http/1.1"])
-        self._lock = threading.Lock()
-        self.requests: list[Recorded] = []
-        self._server = _Server(self, ctx)
-        self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-
-    def url(self, host: str = "localhost") -> str:
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def record(self, r: Recorded):
-        with self._lock:
-            self.requests.append(r)
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.requests)
-
-    def reset(self):
-        with self._lock:
-            self.requests.clear()
-
-    def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(tls, _Handler)
 
 
 @dataclass
@@ -229,34 +145,7 @@ def origins(_origins) -> Origins:
 # ------------------------------------------------------------------------ flakestorm
 
 
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARS and k.upper() not in CA_VARS}
-
-
-@dataclass
-class Flakestorm:
-    proc: subprocess.Popen
-    proxy_addr: str
-    control_addr: str
-    ca_file: Path
-    stderr_file: Path
-    stdout_lines: list[str] = field(default_factory=list)
-
-    @property
-    def proxy_url(self) -> str:
-        return f"http://{self.proxy_addr}"
-
-    def control(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # direct, no proxy
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://{self.control_addr}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
-        try:
-            with opener.open(req, timeout=10) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-
+class Flakestorm(harness.Flakestorm):
     def metric(self, name: str, **labels: str) -> float:
         """Sum of every sample of `name` whose labels include `labels`."""
         status, body = self.control("GET", "/metrics")
@@ -285,81 +174,13 @@ class Flakestorm:
     def wait_injected(self, mode: str, at_least: float, within_s: float = 5.0) -> float:
         return self.wait_metric("flakestorm_faults_injected_total", at_least, within_s, target="llm", mode=mode)
 
-    def stderr_tail(self, n: int = 4000) -> str:
-        try:
-            return self.stderr_file.read_text(errors="replace")[-n:]
-        except OSError:
-            return "<no stderr>"
-
-
-def _binary() -> Path:
-    path = Path(os.environ.get("FLAKESTORM_BIN") or REPO / "target" / "debug" / "flakestorm")
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"flakestorm binary not found at {path}: run `cargo build` in {REPO} first "
-                    "(or set FLAKESTORM_BIN)", pytrace=False)
-    return path
-
 
 @pytest.fixture(scope="session")
 def flakestorm(tmp_path_factory) -> Flakestorm:
-    binary = _binary()
-    tmp = tmp_path_factory.mktemp("flakestorm")
-    config = tmp / "flakestorm.yaml"
-    config.write_text(
-        "proxy:\n"
-        '  listen: "127.0.0.1:0"\n'
-        f'  upstream_ca_file: "{TEST_CA}"\n'
-        "control:\n"
-        '  listen: "127.0.0.1:0"\n'
-        "ca:\n"
-        f'  dir: "{tmp / "certs"}"\n'
-        "advanced:\n"
-        "  seed: 7\n"
-    )
-    stderr_file = tmp / "flakestorm.stderr"
-    with open(stderr_file, "wb") as err:
-        proc = subprocess.Popen([str(binary), "serve", "-c", str(config)], stdout=subprocess.PIPE,
-                                stderr=err, stdin=subprocess.DEVNULL, env=_clean_env())
-    lines: queue.Queue = queue.Queue()
-    seen: list[str] = []
-
-    def pump():
-        for raw in proc.stdout:
-            lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    addrs: dict[str, str] = {}
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while len(addrs) < 2:
-        remaining = deadline - time.monotonic()
-        try:
-            line = lines.get(timeout=remaining) if remaining > 0 else None
-        except queue.Empty:
-            line = None
-        if line is None:
-            proc.kill()
-            proc.wait()
-            pytest.fail(f"flakestorm did not report both listeners (exit code {proc.returncode}).\nstdout:\n"
-                        + "\n".join(seen) + "\nstderr:\n" + stderr_file.read_text(errors="replace")[-4000:],
-                        pytrace=False)
-        seen.append(line)
-        if m := READY_RE.match(line):
-            addrs[m.group(1)] = m.group(2)
-
-    fs = Flakestorm(proc, addrs["proxy"], addrs["control"], tmp / "certs" / "ca.pem", stderr_file, seen)
-    assert fs.ca_file.is_file(), f"proxy CA not created at {fs.ca_file}"
+    fs = Flakestorm.start(tmp_path_factory.mktemp("flakestorm"), env=clean_env(), extra_config="advanced:\n  seed: 7\n")
     yield fs
-
     fs.control("DELETE", "/v1/chaos")
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        pytest.fail("flakestorm did not exit within 20s of SIGTERM\nstderr:\n" + fs.stderr_tail())
-    assert rc == 0, f"flakestorm exited {rc} on SIGTERM\nstderr:\n{fs.stderr_tail()}"
+    fs.stop()
 
 
 @pytest.fixture
