@@ -18,6 +18,17 @@ fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Every expected error (by prefix) is there, and nothing else.
+fn assert_exactly(errors: &[String], expect: &[&str]) {
+    for e in expect {
+        assert!(
+            errors.iter().any(|got| got.starts_with(e)),
+            "missing {e:?} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+}
+
 fn errors_of(yaml: &str, vars: &[(&str, &str)]) -> Vec<String> {
     let (_dir, path) = write(yaml);
     let err = load_with_env(Some(&path), &Overrides::default(), &env(vars)).unwrap_err();
@@ -55,13 +66,7 @@ bogus: 1
         "advanced.concurrency: 0 is out of range 1..=100",
         "bogus: unknown section",
     ];
-    for e in expect {
-        assert!(
-            errors.iter().any(|got| got.starts_with(e)),
-            "missing {e:?} in {errors:#?}"
-        );
-    }
-    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    assert_exactly(&errors, &expect);
 }
 
 #[test]
@@ -272,13 +277,7 @@ chaos:
         "chaos.llm_faults[1].max_tokens: must be at least 1",
         "chaos.context_attacks[0].strategy: unknown variant `sometimes`, expected one of `prepend`, `append`, `replace`",
     ];
-    for e in expect {
-        assert!(
-            errors.iter().any(|got| got.starts_with(e)),
-            "missing {e:?} in {errors:#?}"
-        );
-    }
-    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    assert_exactly(&errors, &expect);
 }
 
 #[test]
@@ -309,13 +308,7 @@ fn agent_errors_say_what_to_do_instead() {
         "agent.reset_function: Python reset hooks are not supported; expose a reset route and set agent.reset_endpoint",
         "agent.response_path: `a..b` is not a response path",
     ];
-    for e in expect {
-        assert!(
-            errors.iter().any(|got| got.starts_with(e)),
-            "missing {e:?} in {errors:#?}"
-        );
-    }
-    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    assert_exactly(&errors, &expect);
 }
 
 #[test]
@@ -330,13 +323,7 @@ fn invariants_load_with_their_errors_at_the_field() {
         "invariants[2].max_ms: missing field `max_ms`",
         "invariants[3].threshold: 2 is outside 0..=1",
     ];
-    for e in expect {
-        assert!(
-            errors.iter().any(|got| got.starts_with(e)),
-            "missing {e:?} in {errors:#?}"
-        );
-    }
-    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    assert_exactly(&errors, &expect);
 }
 
 #[test]
@@ -370,13 +357,7 @@ golden_prompts: ["ok", " "]
         "output.format[1]: unknown variant `pdf`",
         "golden_prompts[1]: must not be empty",
     ];
-    for e in expect {
-        assert!(
-            errors.iter().any(|got| got.starts_with(e)),
-            "missing {e:?} in {errors:#?}"
-        );
-    }
-    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    assert_exactly(&errors, &expect);
     let errors = errors_of("chaos_matrix: [{name: x}]\n", &[]);
     assert!(
         errors[0].starts_with("chaos_matrix: needs a `contract:` section"),
