@@ -31,17 +31,22 @@ pub enum Action {
     },
 }
 
-/// Which upstream an exchange talks to, for remembering its response format.
-pub fn format_key(ex: &crate::exchange::Exchange) -> String {
+/// Which upstream an exchange talks to, for remembering its response format: the tool's
+/// name, else `scheme://authority` (a URL prefix, so the two never collide). LLM calls
+/// need none: their faults speak the provider's format.
+pub fn format_key(ex: &crate::exchange::Exchange) -> Option<&str> {
     match &ex.target {
-        Target::Tool { name } => format!("tool:{name}"),
-        _ => ex
-            .request
-            .url
-            .split('/')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join("/"),
+        Target::Tool { name } => Some(name),
+        Target::Llm { .. } => None,
+        Target::Other => {
+            let url = &ex.request.url;
+            let after_scheme = url.find("://").map_or(0, |i| i + 3);
+            Some(
+                url[after_scheme..]
+                    .find('/')
+                    .map_or(url.as_str(), |i| &url[..after_scheme + i]),
+            )
+        }
     }
 }
 
@@ -209,8 +214,8 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .marks_responses()
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
-    let json = proxy
-        .speaks_json(&format_key(rec.exchange()))
+    let json = format_key(rec.exchange())
+        .and_then(|k| proxy.speaks_json(k))
         .unwrap_or_else(|| wants_json(request));
     Plan {
         action: Some(action(&fired, &target, json)),

@@ -190,12 +190,14 @@ impl Proxy {
         self.inner.formats.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Remembers whether an upstream answered with JSON.
-    fn note_format(&self, key: String, json: bool) {
+    /// Remembers whether an upstream answered with JSON (allocates only on change).
+    fn note_format(&self, key: &str, json: bool) {
         let mut formats = self.formats();
-        // Bounded: a proxy in front of a crawler must not grow without limit.
-        if formats.len() < 10_000 || formats.contains_key(&key) {
-            formats.insert(key, json);
+        if let Some(known) = formats.get_mut(key) {
+            *known = json;
+        } else if formats.len() < 10_000 {
+            // Bounded: a proxy in front of a crawler must not grow without limit.
+            formats.insert(key.to_string(), json);
         }
     }
 

@@ -203,12 +203,12 @@ async fn exchange(
                 .metrics()
                 .upstream_latency(sent.elapsed().as_secs_f64());
             rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
-            if let Some(ct) = resp
+            let ct = resp
                 .headers()
                 .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-            {
-                proxy.note_format(fault::format_key(rec.exchange()), ct.contains("json"));
+                .and_then(|v| v.to_str().ok());
+            if let (Some(ct), Some(key)) = (ct, fault::format_key(rec.exchange())) {
+                proxy.note_format(key, ct.contains("json"));
             }
             Ok(upstream_response(rec, resp, transform, plan.mark))
         }
