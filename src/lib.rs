@@ -11,6 +11,7 @@
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
 //! - `checks`    — invariants evaluated on a case (answer checks; traffic checks later).
+//! - `run`       — runs: the contract matrix and its score (more run kinds to come).
 //! - `api`       — the control plane's HTTP API (health, metrics, CA).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
@@ -29,5 +30,6 @@ pub mod exchange;
 pub mod journal;
 pub mod llm;
 pub mod proxy;
+pub mod run;
 pub mod telemetry;
 pub mod tls;

@@ -180,3 +180,101 @@ fn profiles_list_show_and_unknown_names() {
         "never starts with an unknown profile"
     );
 }
+
+/// `contract run` end to end: flakestorm starts the (Python) agent with the proxy
+/// environment, waits for it, runs the matrix, writes the report, and exits by the verdict.
+#[test]
+fn contract_run_starts_the_agent_and_scores_it() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
+    let mut tool = Command::new("python3")
+        .arg(fixtures.join("tool.py"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(tool.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let tool_port: u16 = line.trim().parse().unwrap();
+    let agent_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = format!(
+        r#"
+proxy: {{listen: "127.0.0.1:0"}}
+control: {{listen: "127.0.0.1:0"}}
+advanced: {{concurrency: 1}}
+tools: [{{name: web_search, match_url: "http://127.0.0.1:{tool_port}/*"}}]
+agent:
+  endpoint: "http://127.0.0.1:{agent_port}/invoke"
+  command: "TOOL_URL=http://127.0.0.1:{tool_port}/search exec python3 {agent} {agent_port}"
+  ready_url: "http://127.0.0.1:{agent_port}/health"
+golden_prompts: ["What was ACME's Q3 revenue?"]
+contract:
+  name: Research agent
+  invariants:
+    - {{id: cites-source, type: regex, pattern: "(?i)according to", severity: critical}}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-down
+      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]
+"#,
+        agent = fixtures.join("agent.py").display()
+    );
+    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run", "-o", "out/report.json"], dir.path());
+    let _ = tool.kill();
+    let _ = tool.wait();
+    // The agent cannot cite its source when search is down: a critical failure, exit 1.
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("✗ cites-source under search-down"), "{out}");
+    assert!(out.contains("FAIL"), "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["schema"], "flakestorm.contract/1");
+    assert_eq!(report["agent_calls"], 2);
+    let down = &report["cases"][1];
+    assert_eq!(down["scenario"], "search-down");
+    assert!(
+        down["answer"].as_str().unwrap().contains("unavailable"),
+        "{down}"
+    );
+    assert_eq!(
+        down["faults"][0]["mode"], "error",
+        "the fault reached the agent's own tool call"
+    );
+}
+
+#[test]
+fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!(
+            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "agent at http://127.0.0.1:{port}/invoke is unreachable"
+        )),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("reports").exists(),
+        "no report: no case ran"
+    );
+}

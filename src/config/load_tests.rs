@@ -150,16 +150,7 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     let (_dir, path) = write(include_str!("../../tests/fixtures/v2-research-agent.yaml"));
     let vars = env(&[("OPENAI_API_KEY", "sk-test")]);
     let loaded = load_with_env(Some(&path), &Overrides::default(), &vars).unwrap();
-    for section in [
-        "agent",
-        "invariants",
-        "model",
-        "golden_prompts",
-        "contract",
-        "replays",
-        "scoring",
-        "output",
-    ] {
+    for section in ["invariants", "model", "replays", "scoring"] {
         assert!(
             loaded
                 .warnings

@@ -8,6 +8,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Loaded, Overrides};
+
+mod contract;
 use crate::daemon::Daemon;
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 
@@ -41,6 +43,11 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
     },
+    /// Contract runs: invariants × chaos scenarios, scored.
+    Contract {
+        #[command(subcommand)]
+        command: ContractCommand,
+    },
     /// List or show the built-in chaos profiles.
     Profiles {
         #[command(subcommand)]
@@ -54,6 +61,26 @@ pub enum Command {
     /// Run the embedded demo offline: mock tool + LLM, an agent calling them through the proxy.
     Demo,
     /// Check a config file and list every problem in it.
+    Validate {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContractCommand {
+    /// Run the contract matrix against the agent and write the JSON report.
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Report file (default: output.path/contract.json).
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// Exit 1 when the score is below this, even without a critical failure.
+        #[arg(long, value_name = "SCORE")]
+        min_score: Option<f64>,
+    },
+    /// Check the config (contract included) and list every problem.
     Validate {
         #[command(flatten)]
         config: ConfigArg,
@@ -132,6 +159,26 @@ pub async fn run(cli: Cli) -> ExitCode {
             serve(loaded).await
         }
         Command::Profiles { command } => return profiles(command),
+        Command::Contract {
+            command: ContractCommand::Validate { config },
+        } => return validate(&config),
+        Command::Contract {
+            command:
+                ContractCommand::Run {
+                    config,
+                    output,
+                    min_score,
+                },
+        } => {
+            let loaded = match load(&config, Overrides::default()) {
+                Ok(l) => l,
+                Err(code) => return code,
+            };
+            match contract::run(loaded, output, min_score).await {
+                Ok(code) => return code,
+                Err(e) => Err(e),
+            }
+        }
         Command::Validate { config } => return validate(&config),
         Command::Demo => crate::demo::run()
             .await

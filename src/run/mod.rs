@@ -1,0 +1,26 @@
+//! Runs: drive the agent through scenarios and judge what it did. `contract` runs the
+//! invariants × chaos-scenarios matrix (design.md §5) and scores it (§7). The proxy is
+//! reached only through the chaos `Engine` (scenarios are installed on it) and the
+//! `Journal` (the faults each case met): this module never touches sockets of the proxy.
+
+mod cases;
+mod contract;
+mod score;
+
+use crate::agent::Agent;
+use crate::chaos::Engine;
+use crate::journal::Journal;
+
+pub use cases::CaseResult;
+pub use contract::{CellResult, ContractReport, run_contract};
+pub use score::{Score, contract_score};
+
+/// What a run needs from the daemon and the agent.
+#[derive(Clone)]
+pub struct RunContext {
+    pub engine: Engine,
+    pub journal: Journal,
+    pub agent: Agent,
+    /// Cases of one scenario in flight at once (`advanced.concurrency`).
+    pub concurrency: usize,
+}

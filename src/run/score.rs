@@ -1,0 +1,61 @@
+//! The contract score (design.md §7): Σ passed·w / Σ applicable·w × 100 with w = critical 3,
+//! high 2, medium 1, low 1; any failed critical cell fails the contract whatever the number.
+
+use serde::Serialize;
+
+use crate::config::Severity;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Score {
+    /// 0..=100, or 100 when no cell applied.
+    pub value: f64,
+    pub passed: bool,
+    pub failed_critical: usize,
+}
+
+/// `cells`: (severity, Some(passed) or None when not applicable).
+pub fn contract_score(cells: &[(Severity, Option<bool>)]) -> Score {
+    let (mut got, mut total, mut failed_critical) = (0u32, 0u32, 0);
+    for (severity, verdict) in cells {
+        let Some(passed) = verdict else { continue };
+        total += severity.weight();
+        if *passed {
+            got += severity.weight();
+        } else if *severity == Severity::Critical {
+            failed_critical += 1;
+        }
+    }
+    let value = if total == 0 {
+        100.0
+    } else {
+        f64::from(got) * 100.0 / f64::from(total)
+    };
+    Score {
+        value,
+        passed: failed_critical == 0,
+        failed_critical,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_by_severity_and_fails_on_any_critical() {
+        let s = contract_score(&[
+            (Severity::Critical, Some(true)),
+            (Severity::High, Some(false)),
+            (Severity::Medium, Some(true)),
+            (Severity::Low, None),
+        ]);
+        assert!((s.value - 4.0 / 6.0 * 100.0).abs() < 1e-9, "{s:?}");
+        assert!(s.passed);
+        let s = contract_score(&[
+            (Severity::Critical, Some(false)),
+            (Severity::Low, Some(true)),
+        ]);
+        assert_eq!((s.passed, s.failed_critical), (false, 1));
+        assert_eq!(contract_score(&[(Severity::High, None)]).value, 100.0);
+    }
+}

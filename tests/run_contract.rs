@@ -1,0 +1,194 @@
+//! Contract runs end to end: an in-process agent that calls its search tool through the
+//! proxy; the matrix installs each scenario's faults on the agent's real tool call and
+//! judges the answers.
+
+mod common;
+
+use common::origin::{self, text};
+use common::*;
+use flakestorm::agent::Agent;
+use flakestorm::checks::Verdict;
+use flakestorm::config::{self, Overrides};
+use flakestorm::run::{ContractReport, RunContext, run_contract};
+use http_body_util::BodyExt;
+
+/// The agent: asks its tool (through the proxy) and answers from it, or says it could not.
+async fn agent(proxy: &TestProxy, tool_url: String) -> origin::Origin {
+    let client = client_via(proxy, H1);
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (client, tool_url) = (client.clone(), tool_url.clone());
+        async move {
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes())
+                    .unwrap();
+            let prompt = body["input"].as_str().unwrap_or_default().to_string();
+            let resp = client
+                .get(format!("{tool_url}?q={}", prompt.len()))
+                .send()
+                .await
+                .unwrap();
+            let answer = if resp.status().is_success() {
+                format!(
+                    "According to the search tool: {}",
+                    resp.text().await.unwrap()
+                )
+            } else {
+                format!(
+                    "Sorry, search is unavailable right now (status {}).",
+                    resp.status().as_u16()
+                )
+            };
+            text(&serde_json::json!({"result": answer}).to_string())
+        }
+    })
+    .await
+}
+
+const CONTRACT: &str = r#"
+golden_prompts: ["What was ACME's Q3 revenue?", "Who is ACME's CEO?"]
+contract:
+  name: Research agent
+  invariants:
+    - {id: cites-source, type: regex, pattern: "(?i)according to", severity: critical, when: no_chaos}
+    - {id: admits-outage, type: contains, value: unavailable, severity: high, when: tool_faults_active}
+    - {id: answers, type: completes, severity: medium}
+    - {id: same-answer, type: behavior_unchanged, severity: low}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-down
+      tool_faults: [{id: search-down, tool: web_search, mode: error, error_code: 503}]
+"#;
+
+const FLAKY: &str = r#"
+golden_prompts: ["one", "two", "three", "four"]
+contract:
+  name: Flaky search
+  invariants:
+    - {id: admits-outage, type: contains, value: unavailable, severity: high, when: tool_faults_active}
+  chaos_matrix:
+    - name: flaky-search
+      tool_faults: [{id: flaky, tool: web_search, mode: error, error_code: 503, probability: 0.5}]
+"#;
+
+async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
+    let tool = origin::fixed(None, "revenue was $4.1B").await;
+    let yaml = format!(
+        "{contract}tools:\n  - {{name: web_search, match_url: 'http://{}/*'}}\nadvanced:\n  seed: {seed}\n",
+        tool.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let a = agent(&p, tool.http_url("/search")).await;
+    let path = p.dir.path().join("flakestorm.yaml");
+    let mut cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
+        .unwrap()
+        .config;
+    cfg.agent = Some(
+        serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap(),
+    );
+    let ctx = RunContext {
+        engine: p.daemon.chaos.clone(),
+        journal: p.daemon.journal.clone(),
+        agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
+        concurrency: 1,
+    };
+    let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+        .await
+        .unwrap();
+    let tool_calls = tool.log.len();
+    p.stop().await;
+    (report, tool_calls)
+}
+
+fn cell<'a>(r: &'a ContractReport, inv: &str, scenario: &str) -> &'a Verdict {
+    &r.cells
+        .iter()
+        .find(|c| c.invariant == inv && c.scenario == scenario)
+        .unwrap()
+        .verdict
+}
+
+#[tokio::test]
+async fn scenarios_reach_the_agents_own_tool_calls_and_cells_follow_when() {
+    let (r, tool_calls) = run_once(CONTRACT, 42).await;
+    assert_eq!(
+        r.agent_calls, 4,
+        "2 scenarios × 2 prompts, not × 4 invariants"
+    );
+    assert_eq!(
+        tool_calls, 2,
+        "under search-down the tool itself never saw the agent"
+    );
+    assert!(cell(&r, "cites-source", "no-chaos").passed());
+    assert!(
+        matches!(
+            cell(&r, "cites-source", "search-down"),
+            Verdict::NotApplicable(_)
+        ),
+        "when: no_chaos"
+    );
+    assert!(
+        matches!(
+            cell(&r, "admits-outage", "no-chaos"),
+            Verdict::NotApplicable(_)
+        ),
+        "when: tool_faults_active"
+    );
+    assert!(
+        cell(&r, "admits-outage", "search-down").passed(),
+        "the agent saw the 503 and said so"
+    );
+    assert!(cell(&r, "answers", "search-down").passed());
+    assert!(
+        matches!(cell(&r, "same-answer", "search-down"), Verdict::Fail(_)),
+        "answers changed under chaos"
+    );
+    let down: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.scenario == "search-down")
+        .collect();
+    assert!(
+        down.iter()
+            .all(|c| c.faults.iter().any(|f| f.rule == "search-down")),
+        "each case met the fault"
+    );
+    assert!(down[0].answer.as_ref().unwrap().contains("status 503"));
+    assert_eq!(down[0].error, None);
+    // critical passed, high passed, medium 2/2, low 1 of 2: (3 + 2 + 2 + 1) / (3 + 2 + 2 + 2)
+    assert!(
+        (r.score.value - 8.0 / 9.0 * 100.0).abs() < 1e-6,
+        "{:?}",
+        r.score
+    );
+    assert!(r.score.passed);
+}
+
+#[tokio::test]
+async fn the_same_seed_gives_the_same_report() {
+    let strip = |r: &ContractReport| {
+        let mut v = serde_json::to_value(r).unwrap();
+        for c in v["cases"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("latency_ms");
+        }
+        v
+    };
+    let (a, _) = run_once(FLAKY, 7).await;
+    let (b, _) = run_once(FLAKY, 7).await;
+    assert_eq!(
+        strip(&a),
+        strip(&b),
+        "same seed, same faults, same answers, same verdicts"
+    );
+    let faulted = |r: &ContractReport| {
+        r.cases
+            .iter()
+            .map(|c| !c.faults.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let (c, _) = run_once(FLAKY, 11).await;
+    assert_ne!(
+        faulted(&a),
+        faulted(&c),
+        "the seed decides which calls fail"
+    );
+}
