@@ -181,12 +181,22 @@ fn profiles_list_show_and_unknown_names() {
     );
 }
 
-/// `contract run` end to end: flakestorm starts the (Python) agent with the proxy
-/// environment, waits for it, runs the matrix, writes the report, and exits by the verdict.
-#[test]
-fn contract_run_starts_the_agent_and_scores_it() {
+/// A Python search tool and a Python agent (tests/fixtures/agent) in `dir`'s config: the
+/// tool runs now (killed by the guard), the agent is started by flakestorm itself.
+struct PythonAgent {
+    tool: std::process::Child,
+    yaml: String,
+}
+
+impl Drop for PythonAgent {
+    fn drop(&mut self) {
+        let _ = self.tool.kill();
+        let _ = self.tool.wait();
+    }
+}
+
+fn python_agent() -> PythonAgent {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
     let mut tool = Command::new("python3")
         .arg(fixtures.join("tool.py"))
@@ -207,28 +217,31 @@ fn contract_run_starts_the_agent_and_scores_it() {
         r#"
 proxy: {{listen: "127.0.0.1:0"}}
 control: {{listen: "127.0.0.1:0"}}
-advanced: {{concurrency: 1}}
+advanced: {{concurrency: 1, seed: 1}}
 tools: [{{name: web_search, match_url: "http://127.0.0.1:{tool_port}/*"}}]
 agent:
   endpoint: "http://127.0.0.1:{agent_port}/invoke"
   command: "TOOL_URL=http://127.0.0.1:{tool_port}/search exec python3 {agent} {agent_port}"
   ready_url: "http://127.0.0.1:{agent_port}/health"
 golden_prompts: ["What was ACME's Q3 revenue?"]
-contract:
-  name: Research agent
-  invariants:
-    - {{id: cites-source, type: regex, pattern: "(?i)according to", severity: critical}}
-  chaos_matrix:
-    - name: no-chaos
-    - name: search-down
-      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]
 "#,
         agent = fixtures.join("agent.py").display()
     );
+    PythonAgent { tool, yaml }
+}
+
+/// `contract run` end to end: flakestorm starts the (Python) agent with the proxy
+/// environment, waits for it, runs the matrix, writes the report, and exits by the verdict.
+#[test]
+fn contract_run_starts_the_agent_and_scores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let yaml = format!(
+        "{}contract:\n  name: Research agent\n  invariants:\n    - {{id: cites-source, type: regex, pattern: \"(?i)according to\", severity: critical}}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n",
+        agent.yaml
+    );
     std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
     let (code, out, err) = flakestorm(&["contract", "run", "-o", "out/report.json"], dir.path());
-    let _ = tool.kill();
-    let _ = tool.wait();
     // The agent cannot cite its source when search is down: a critical failure, exit 1.
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(out.contains("✗ cites-source under search-down"), "{out}");
@@ -248,6 +261,61 @@ contract:
         down["faults"][0]["mode"], "error",
         "the fault reached the agent's own tool call"
     );
+}
+
+#[test]
+fn chaos_only_runs_and_ci_combine_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let yaml = format!(
+        "{}invariants:\n  - {{type: contains, value: unavailable}}\ncontract:\n  name: c\n  invariants:\n    - {{id: answers, type: output_not_empty}}\n",
+        agent.yaml
+    );
+    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    let (code, out, err) = flakestorm(
+        &["run", "--chaos-only", "--chaos-profile", "api_outage"],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("1 of 1 prompts passed") && out.contains("score 100.0/100"),
+        "{out}"
+    );
+    assert!(dir.path().join("reports/chaos.json").exists());
+    let (code, out, err) = flakestorm(&["run"], dir.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("mutation runs are not available"),
+        "{out}{err}"
+    );
+    // ci: no `chaos:` section, so only the contract phase runs; the others say why not.
+    let (code, out, err) = flakestorm(&["ci", "--min-score", "90"], dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    for want in [
+        "contract  100.0",
+        "mutation  skipped: mutation runs are not available",
+        "chaos     skipped: needs a `chaos:` section",
+        "overall 100.0/100: PASS",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn init_writes_a_starter_that_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = flakestorm(&["init"], dir.path());
+    assert_eq!(code, 0);
+    assert!(out.contains("wrote flakestorm.yaml"));
+    let (code, _, err) = flakestorm(&["init"], dir.path());
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    let (code, out, err) = flakestorm(&["validate"], dir.path());
+    assert_eq!((code, out.trim()), (0, "flakestorm.yaml: ok"), "{err}");
+    assert!(err.is_empty(), "a starter with no warnings: {err}");
 }
 
 #[test]

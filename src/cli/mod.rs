@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Loaded, Overrides};
 
-mod contract;
+mod runs;
+mod session;
 use crate::daemon::Daemon;
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 
@@ -42,6 +43,41 @@ pub enum Command {
         /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
+    },
+    /// Golden prompts against the agent: `--chaos-only` runs them under the configured chaos
+    /// (or a profile) and checks them with `invariants:`. Mutation runs come later.
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Only the chaos run (no mutations).
+        #[arg(long)]
+        chaos_only: bool,
+        /// Mutations under chaos (needs the mutation engine).
+        #[arg(long)]
+        chaos: bool,
+        /// A built-in profile instead of the config's `chaos:` section.
+        #[arg(long, value_name = "NAME")]
+        chaos_profile: Option<String>,
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        #[arg(long, value_name = "SCORE")]
+        min_score: Option<f64>,
+    },
+    /// Every phase this build can run (contract, chaos), once each, one weighted score.
+    Ci {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// Exit 1 when the overall score is below this.
+        #[arg(long, value_name = "SCORE")]
+        min_score: Option<f64>,
+    },
+    /// Write a commented starter flakestorm.yaml in the current folder.
+    Init {
+        /// Replace an existing flakestorm.yaml.
+        #[arg(long)]
+        force: bool,
     },
     /// Contract runs: invariants × chaos scenarios, scored.
     Contract {
@@ -174,11 +210,65 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Ok(l) => l,
                 Err(code) => return code,
             };
-            match contract::run(loaded, output, min_score).await {
+            match runs::contract(loaded, output, min_score).await {
                 Ok(code) => return code,
                 Err(e) => Err(e),
             }
         }
+        Command::Run {
+            config,
+            chaos_only,
+            chaos,
+            chaos_profile,
+            output,
+            min_score,
+        } => {
+            if !chaos_only || chaos {
+                eprintln!(
+                    "flakestorm: mutation runs are not available in this build; use `run --chaos-only` or `contract run`"
+                );
+                return ExitCode::from(2);
+            }
+            let loaded = match load(&config, Overrides::default()) {
+                Ok(l) => l,
+                Err(code) => return code,
+            };
+            let (name, spec) = match chaos_profile {
+                Some(p) => match crate::chaos::profiles::load(&p) {
+                    Ok(spec) => (p, spec),
+                    Err(e) => {
+                        eprintln!("flakestorm: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+                None => ("chaos".to_string(), loaded.config.chaos.clone()),
+            };
+            if spec.is_empty() {
+                eprintln!(
+                    "flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile"
+                );
+                return ExitCode::from(2);
+            }
+            match runs::chaos_only(loaded, name, spec, output, min_score).await {
+                Ok(code) => return code,
+                Err(e) => Err(e),
+            }
+        }
+        Command::Ci {
+            config,
+            output,
+            min_score,
+        } => {
+            let loaded = match load(&config, Overrides::default()) {
+                Ok(l) => l,
+                Err(code) => return code,
+            };
+            match runs::ci(loaded, output, min_score).await {
+                Ok(code) => return code,
+                Err(e) => Err(e),
+            }
+        }
+        Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config),
         Command::Demo => crate::demo::run()
             .await
@@ -275,6 +365,21 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
+    Ok(())
+}
+
+/// The commented starter config `init` writes.
+const STARTER: &str = include_str!("../../config/starter.yaml");
+
+fn init(force: bool) -> anyhow::Result<()> {
+    let path = Path::new(DEFAULT_CONFIG);
+    if path.exists() && !force {
+        anyhow::bail!("{DEFAULT_CONFIG} already exists; pass --force to replace it");
+    }
+    std::fs::write(path, STARTER).with_context(|| format!("writing {DEFAULT_CONFIG}"))?;
+    println!(
+        "wrote {DEFAULT_CONFIG}: set agent.endpoint and tools, then `flakestorm contract run`"
+    );
     Ok(())
 }
 

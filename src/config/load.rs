@@ -45,13 +45,6 @@ const PENDING: &[(&str, &str)] = &[
     ("replays", "replay"),
 ];
 
-/// Sections this build validates but no command uses yet: named in a warning so nobody
-/// mistakes them for applied.
-const VALIDATED_ONLY: &[(&str, &str)] = &[
-    ("invariants", "chaos-only and mutation runs"),
-    ("scoring", "the ci command"),
-];
-
 /// Values from command-line flags; they win over file and environment.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -182,7 +175,6 @@ fn sections(
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
 ) -> (Config, ChaosIndex) {
-    let present: Vec<String> = root.keys().cloned().collect();
     let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
         let mut v = root.remove(name)?;
         expand_value(&mut v, name, env, errors);
@@ -249,11 +241,6 @@ fn sections(
     }
     if let Some(v) = take("advanced", errors) {
         c.advanced = advanced(v, warnings, errors).unwrap_or_default();
-    }
-    for (name, owner) in VALIDATED_ONLY.iter().filter(|(n, _)| root_had(&present, n)) {
-        warnings.push(format!(
-            "`{name}` is checked but not used yet: it needs {owner}, which this build does not have"
-        ));
     }
     root.remove("version");
     for (key, _) in root {
@@ -338,10 +325,6 @@ fn join_path(base: &str, inner: &str) -> String {
     } else {
         format!("{base}.{inner}")
     }
-}
-
-fn root_had(present: &[String], name: &str) -> bool {
-    present.iter().any(|k| k == name)
 }
 
 /// `invariants:` element by element, each error at its field.

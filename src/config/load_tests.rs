@@ -150,7 +150,7 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     let (_dir, path) = write(include_str!("../../tests/fixtures/v2-research-agent.yaml"));
     let vars = env(&[("OPENAI_API_KEY", "sk-test")]);
     let loaded = load_with_env(Some(&path), &Overrides::default(), &vars).unwrap();
-    for section in ["invariants", "model", "replays", "scoring"] {
+    for section in ["model", "mutations", "replays"] {
         assert!(
             loaded
                 .warnings

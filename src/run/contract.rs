@@ -167,7 +167,7 @@ pub async fn run_contract(
 /// All prompts under one scenario, at most `ctx.concurrency` at a time. With one case in
 /// flight each case gets its exact journal window (faults it met); with more, cases of the
 /// same scenario share the agent and their windows overlap, so none is reported.
-async fn run_scenario(
+pub(super) async fn run_scenario(
     ctx: &RunContext,
     name: &str,
     chaos: &ChaosSpec,
@@ -233,6 +233,19 @@ fn applies(when: When, chaos: &ChaosSpec) -> bool {
         When::LlmFaultsActive => llm,
         When::AnyChaosActive => any,
         When::NoChaos => !any,
+    }
+}
+
+/// What the checks see of a case.
+pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView<'a> {
+    CaseView {
+        prompt: &c.prompt,
+        answer: c
+            .answer
+            .as_deref()
+            .ok_or(c.error.as_deref().unwrap_or("no answer")),
+        latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
+        baseline,
     }
 }
 

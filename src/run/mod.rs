@@ -4,6 +4,8 @@
 //! `Journal` (the faults each case met): this module never touches sockets of the proxy.
 
 mod cases;
+mod chaos;
+mod ci;
 mod contract;
 mod score;
 
@@ -12,7 +14,9 @@ use crate::chaos::Engine;
 use crate::journal::Journal;
 
 pub use cases::CaseResult;
-pub use contract::{CellResult, ContractReport, run_contract};
+pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
+pub use ci::{CiReport, Phase, combine};
+pub use contract::{CellResult, ContractReport, RunError, run_contract};
 pub use score::{Score, contract_score};
 
 /// What a run needs from the daemon and the agent.

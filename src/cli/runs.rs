@@ -1,0 +1,266 @@
+//! The run commands: `contract run`, `run --chaos-only` and `ci`. Each starts a session
+//! (proxy, agent, pre-flight), runs, writes its JSON report and prints a summary. Exit codes:
+//! 0 passed, 1 failed (a critical cell, or below `--min-score`), 2 bad config or
+//! unreachable agent.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::session::Session;
+use crate::checks::Verdict;
+use crate::config::Loaded;
+use crate::config::chaos::ChaosSpec;
+use crate::run::{ContractReport, combine, run_chaos, run_contract};
+
+pub async fn contract(
+    loaded: Loaded,
+    out: Option<PathBuf>,
+    min_score: Option<f64>,
+) -> anyhow::Result<ExitCode> {
+    let config = &loaded.config;
+    let Some(contract) = &config.contract else {
+        eprintln!("flakestorm: a contract run needs a `contract:` section");
+        return Ok(ExitCode::from(2));
+    };
+    let session = match Session::start(config).await {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let result = run_contract(&session.ctx, contract, &config.golden_prompts).await;
+    session.stop().await;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let path = out.unwrap_or_else(|| config.output.path.join("contract.json"));
+    write_report(&report, &path)?;
+    print!("{}", summary(&report));
+    println!("report: {}", path.display());
+    let below = min_score.is_some_and(|m| report.score.value < m);
+    Ok(if report.score.passed && !below {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `run --chaos-only`: golden prompts under `chaos` (named `name`), top-level invariants.
+pub async fn chaos_only(
+    loaded: Loaded,
+    name: String,
+    chaos: ChaosSpec,
+    out: Option<PathBuf>,
+    min_score: Option<f64>,
+) -> anyhow::Result<ExitCode> {
+    let config = &loaded.config;
+    if config.invariants.is_empty() {
+        eprintln!("flakestorm: a chaos run needs `invariants:` to check the answers with");
+        return Ok(ExitCode::from(2));
+    }
+    let session = match Session::start(config).await {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let result = run_chaos(
+        &session.ctx,
+        &name,
+        &chaos,
+        &config.golden_prompts,
+        &config.invariants,
+    )
+    .await;
+    session.stop().await;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let path = out.unwrap_or_else(|| config.output.path.join("chaos.json"));
+    write_report(&report, &path)?;
+    let passed = report.prompts.iter().filter(|p| p.passed).count();
+    println!(
+        "chaos run under {:?}: {passed} of {} prompts passed",
+        report.chaos,
+        report.prompts.len()
+    );
+    for p in report.prompts.iter().filter(|p| !p.passed) {
+        let why = p.checks.iter().find_map(|v| {
+            if let Verdict::Fail(r) = v {
+                Some(r.as_str())
+            } else {
+                None
+            }
+        });
+        println!("  ✗ {:?}: {}", p.prompt, why.unwrap_or("failed"));
+    }
+    println!(
+        "\nscore {:.1}/100\nreport: {}",
+        report.score,
+        path.display()
+    );
+    Ok(if min_score.is_none_or(|m| report.score >= m) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `ci`: contract and chaos phases once each, one weighted score.
+pub async fn ci(
+    loaded: Loaded,
+    out: Option<PathBuf>,
+    min_score: Option<f64>,
+) -> anyhow::Result<ExitCode> {
+    let config = &loaded.config;
+    let mut skipped: Vec<(&'static str, String)> = vec![
+        (
+            "mutation",
+            "mutation runs are not available in this build".into(),
+        ),
+        (
+            "replay",
+            "replay runs are not available in this build".into(),
+        ),
+    ];
+    if config.contract.is_none() {
+        skipped.push(("contract", "no `contract:` section".into()));
+    }
+    let chaos_runs = !config.chaos.is_empty() && !config.invariants.is_empty();
+    if !chaos_runs {
+        skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
+    }
+    let session = match Session::start(config).await {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let contract = match &config.contract {
+        Some(c) => Some(run_contract(&session.ctx, c, &config.golden_prompts).await),
+        None => None,
+    };
+    let chaos = match chaos_runs {
+        true => Some(
+            run_chaos(
+                &session.ctx,
+                "chaos",
+                &config.chaos,
+                &config.golden_prompts,
+                &config.invariants,
+            )
+            .await,
+        ),
+        false => None,
+    };
+    session.stop().await;
+    let (contract, chaos) = match (contract.transpose(), chaos.transpose()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("flakestorm: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Some(c) = &contract {
+        print!("{}", summary(c));
+    }
+    let report = combine(&config.scoring, contract, chaos, &skipped, min_score);
+    let path = out.unwrap_or_else(|| config.output.path.join("ci.json"));
+    write_report(&report, &path)?;
+    println!("\nphases:");
+    for p in &report.phases {
+        match (p.score, &p.skipped) {
+            (Some(s), _) => println!("  {:<9} {s:>5.1}  (weight {})", p.name, p.weight),
+            (None, Some(why)) => println!("  {:<9} skipped: {why}", p.name),
+            (None, None) => println!("  {:<9} -", p.name),
+        }
+    }
+    let verdict = if report.passed { "PASS" } else { "FAIL" };
+    println!(
+        "\noverall {:.1}/100: {verdict}\nreport: {}",
+        report.overall,
+        path.display()
+    );
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn write_report(report: &impl serde::Serialize, path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let json = serde_json::to_string_pretty(report)?;
+    std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The matrix, one row per invariant, one column per scenario: ✓ pass, ✗ fail, · n/a.
+pub fn summary(r: &ContractReport) -> String {
+    let mut out = format!(
+        "contract {:?}: {} agent calls\n\n",
+        r.contract, r.agent_calls
+    );
+    let width = r
+        .cells
+        .iter()
+        .map(|c| c.invariant.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    out.push_str(&format!("  {:<width$}", "invariant"));
+    for s in &r.scenarios {
+        out.push_str(&format!("  {s}"));
+    }
+    out.push('\n');
+    let mut ids: Vec<&str> = vec![];
+    for c in &r.cells {
+        if !ids.contains(&c.invariant.as_str()) {
+            ids.push(&c.invariant);
+        }
+    }
+    for id in ids {
+        out.push_str(&format!("  {id:<width$}"));
+        for s in &r.scenarios {
+            let mark = match r
+                .cells
+                .iter()
+                .find(|c| c.invariant == id && &c.scenario == s)
+                .map(|c| &c.verdict)
+            {
+                Some(Verdict::Pass(_)) => "✓",
+                Some(Verdict::Fail(_)) => "✗",
+                _ => "·",
+            };
+            out.push_str(&format!("  {mark:<w$}", w = s.chars().count()));
+        }
+        out.push('\n');
+    }
+    for c in r
+        .cells
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail(_)))
+    {
+        if let Verdict::Fail(reason) = &c.verdict {
+            out.push_str(&format!(
+                "\n✗ {} under {} ({:?}): {reason}",
+                c.invariant, c.scenario, c.severity
+            ));
+        }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("\nwarning: {w}"));
+    }
+    let verdict = if r.score.passed {
+        "PASS"
+    } else {
+        "FAIL (a critical invariant failed)"
+    };
+    out.push_str(&format!("\n\nscore {:.1}/100: {verdict}\n", r.score.value));
+    out
+}

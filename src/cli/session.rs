@@ -1,0 +1,84 @@
+//! What every run command needs: the daemon (proxy + engine + journal), the agent started
+//! with the proxy environment when `agent.command` is set, and a pre-flight check that it
+//! answers. Failures print one message and become exit code 2.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::agent::{Agent, AgentProcess, proxy_env};
+use crate::config::Config;
+use crate::daemon::Daemon;
+use crate::run::RunContext;
+
+pub struct Session {
+    daemon: Daemon,
+    process: Option<AgentProcess>,
+    pub ctx: RunContext,
+}
+
+impl Session {
+    pub async fn start(config: &Config) -> Result<Session, ExitCode> {
+        let Some(spec) = &config.agent else {
+            eprintln!(
+                "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
+            );
+            return Err(ExitCode::from(2));
+        };
+        let daemon = match Daemon::start(config).await {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("flakestorm: error: {e}");
+                return Err(ExitCode::from(1));
+            }
+        };
+        eprintln!(
+            "flakestorm: proxy on {} for the agent's traffic",
+            daemon.proxy_addr
+        );
+        let process = match &spec.command {
+            Some(cmd) => {
+                let env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path);
+                let wait = Duration::from_millis(spec.timeout.max(30_000));
+                match AgentProcess::start(cmd, &env, spec.ready_url.as_deref(), wait).await {
+                    Ok(p) => Some(p),
+                    Err(e) => return Err(fail(daemon, None, e.to_string()).await),
+                }
+            }
+            None => None,
+        };
+        let agent = match Agent::new(spec, config.advanced.retries) {
+            Ok(a) => a,
+            Err(e) => return Err(fail(daemon, process, e.to_string()).await),
+        };
+        if let Err(e) = agent.preflight().await {
+            return Err(fail(daemon, process, e.to_string()).await);
+        }
+        let ctx = RunContext {
+            engine: daemon.chaos.clone(),
+            journal: daemon.journal.clone(),
+            agent,
+            concurrency: config.advanced.concurrency as usize,
+        };
+        Ok(Session {
+            daemon,
+            process,
+            ctx,
+        })
+    }
+
+    pub async fn stop(self) {
+        if let Some(p) = self.process {
+            p.stop(Duration::from_secs(5)).await;
+        }
+        self.daemon.stop().await;
+    }
+}
+
+async fn fail(daemon: Daemon, process: Option<AgentProcess>, message: String) -> ExitCode {
+    eprintln!("flakestorm: {message}");
+    if let Some(p) = process {
+        p.stop(Duration::from_secs(5)).await;
+    }
+    daemon.stop().await;
+    ExitCode::from(2)
+}

@@ -1,0 +1,77 @@
+//! Chaos-only runs: every golden prompt under one set of faults (the `chaos:` section or a
+//! profile), checked with the top-level invariants. The score is the pass rate of the
+//! prompts (design.md §7): a prompt passes when every invariant that applies passes.
+
+use serde::Serialize;
+
+use super::RunContext;
+use super::cases::CaseResult;
+use super::contract::{RunError, run_scenario, view};
+use crate::checks::{Invariant, Verdict};
+use crate::config::InvariantSpec;
+use crate::config::chaos::ChaosSpec;
+
+pub const SCHEMA: &str = "flakestorm.chaos/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptVerdict {
+    pub prompt: String,
+    pub passed: bool,
+    /// One verdict per invariant, in config order.
+    pub checks: Vec<Verdict>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChaosReport {
+    pub schema: &'static str,
+    /// The profile name, or `chaos` for the config's own section.
+    pub chaos: String,
+    pub seed: u64,
+    pub cases: Vec<CaseResult>,
+    pub prompts: Vec<PromptVerdict>,
+    /// Pass rate of the prompts, 0–100.
+    pub score: f64,
+    pub agent_calls: usize,
+}
+
+pub async fn run_chaos(
+    ctx: &RunContext,
+    name: &str,
+    chaos: &ChaosSpec,
+    golden: &[String],
+    invariants: &[InvariantSpec],
+) -> Result<ChaosReport, RunError> {
+    if golden.is_empty() {
+        return Err(RunError::NoPrompts(name.to_string()));
+    }
+    let compiled: Vec<Invariant> = invariants
+        .iter()
+        .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
+        .collect::<Result<_, _>>()?;
+    let cases = run_scenario(ctx, name, chaos, golden).await?;
+    let prompts: Vec<PromptVerdict> = cases
+        .iter()
+        .map(|c| {
+            let checks: Vec<Verdict> = compiled
+                .iter()
+                .map(|inv| inv.check(&view(c, None)))
+                .collect();
+            let passed = !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
+            PromptVerdict {
+                prompt: c.prompt.clone(),
+                passed,
+                checks,
+            }
+        })
+        .collect();
+    let passed = prompts.iter().filter(|p| p.passed).count();
+    Ok(ChaosReport {
+        schema: SCHEMA,
+        chaos: name.to_string(),
+        seed: ctx.engine.seed(),
+        agent_calls: cases.len(),
+        score: passed as f64 * 100.0 / prompts.len() as f64,
+        cases,
+        prompts,
+    })
+}
