@@ -65,6 +65,15 @@ impl Invariant {
     }
 
     fn raw(&self, case: &CaseView) -> Verdict {
+        if self.spec.check.is_traffic() {
+            return match case.traffic {
+                Some(t) => super::traffic::check(&self.spec.check, t)
+                    .unwrap_or_else(|| unreachable!("is_traffic")),
+                None => Verdict::NotApplicable(
+                    "the case's traffic was not attributed (cases ran concurrently)".into(),
+                ),
+            };
+        }
         let pass_if = |ok: bool, yes: String, no: String| {
             if ok {
                 Verdict::Pass(yes)
@@ -162,6 +171,11 @@ impl Invariant {
                 }
             }
             Check::Latency { .. } | Check::Completes {} => unreachable!("answered above"),
+            Check::ToolCalled { .. }
+            | Check::ToolNotCalled { .. }
+            | Check::MaxToolCalls { .. }
+            | Check::MaxLlmCalls { .. }
+            | Check::HonorsRetryAfter {} => unreachable!("traffic checks answered above"),
         }
     }
 }
@@ -195,6 +209,7 @@ mod tests {
             answer,
             latency: Duration::from_millis(120),
             baseline: Some("The revenue was $4.1B."),
+            traffic: None,
         }
     }
 

@@ -1,10 +1,11 @@
 //! Invariants evaluated on one case: what the agent answered (`answer`), helped by a
-//! lexical similarity (`similarity`) and PII detectors (`pii`). Traffic invariants, which
-//! read the case's journal slice, arrive with the run engine. Pure: no I/O.
+//! lexical similarity (`similarity`) and PII detectors (`pii`); and what it did on the wire
+//! (`traffic`, over the case's journal slice). Pure: no I/O.
 
 mod answer;
 mod pii;
 mod similarity;
+mod traffic;
 
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub struct CaseView<'a> {
     pub latency: Duration,
     /// The no-chaos answer to the same prompt (`behavior_unchanged: auto`).
     pub baseline: Option<&'a str>,
+    /// The agent's exchanges during the case, when the run attributed them (traffic checks).
+    pub traffic: Option<&'a [std::sync::Arc<crate::exchange::Exchange>]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

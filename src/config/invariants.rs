@@ -50,6 +50,27 @@ pub enum Check {
         #[serde(default = "d075")]
         similarity_threshold: f64,
     },
+    /// Traffic: the agent called this tool (HTTP calls to a `tools:` entry) during the case.
+    ToolCalled {
+        tool: String,
+    },
+    /// Traffic: the agent never called this tool during the case.
+    ToolNotCalled {
+        tool: String,
+    },
+    /// Traffic: at most `max` tool calls (of `tool`, or of any tool).
+    MaxToolCalls {
+        max: u32,
+        #[serde(default)]
+        tool: Option<String>,
+    },
+    /// Traffic: at most `max` LLM calls (catches retry storms).
+    MaxLlmCalls {
+        max: u32,
+    },
+    /// Traffic: after a 429 with `retry-after`, the next call to the same endpoint waited
+    /// at least that long.
+    HonorsRetryAfter {},
 }
 
 impl Check {
@@ -67,7 +88,24 @@ impl Check {
             Check::OutputNotEmpty {} => "output_not_empty",
             Check::Completes {} => "completes",
             Check::BehaviorUnchanged { .. } => "behavior_unchanged",
+            Check::ToolCalled { .. } => "tool_called",
+            Check::ToolNotCalled { .. } => "tool_not_called",
+            Check::MaxToolCalls { .. } => "max_tool_calls",
+            Check::MaxLlmCalls { .. } => "max_llm_calls",
+            Check::HonorsRetryAfter {} => "honors_retry_after",
         }
+    }
+
+    /// Whether the check reads the case's traffic (journal slice) rather than its answer.
+    pub fn is_traffic(&self) -> bool {
+        matches!(
+            self,
+            Check::ToolCalled { .. }
+                | Check::ToolNotCalled { .. }
+                | Check::MaxToolCalls { .. }
+                | Check::MaxLlmCalls { .. }
+                | Check::HonorsRetryAfter {}
+        )
     }
 }
 

@@ -21,6 +21,9 @@ pub struct CaseResult {
     pub faults: Vec<FaultRecord>,
     /// Exchanges the agent made during the case (journal ids).
     pub exchanges: Vec<u64>,
+    /// Those exchanges, for traffic checks (`None` when not attributed).
+    #[serde(skip)]
+    pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
 }
 
 /// Runs one case. `window` asks for the journal slice of this case (exclusive attribution
@@ -33,14 +36,16 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
         (Err(e), _) => Err(format!("reset failed: {e}")),
         (Ok(()), a) => a.map_err(|e| e.to_string()),
     };
-    let (mut faults, mut exchanges) = (vec![], vec![]);
+    let (mut faults, mut exchanges, mut traffic) = (vec![], vec![], None);
     if window {
         let last = ctx.journal.peek_next_id().saturating_sub(1);
         // The agent's calls are recorded when their bodies end, which is before it answers.
-        for ex in ctx.journal.slice(first, last) {
+        let slice = ctx.journal.slice(first, last);
+        for ex in &slice {
             exchanges.push(ex.id);
             faults.extend(ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()));
         }
+        traffic = Some(slice);
     }
     let (answer, error) = match answer {
         Ok(a) => (Some(a), None),
@@ -55,5 +60,6 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
         attempts: reply.attempts,
         faults,
         exchanges,
+        traffic,
     }
 }

@@ -48,6 +48,16 @@ pub async fn run_chaos(
         .iter()
         .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
         .collect::<Result<_, _>>()?;
+    // Traffic checks need each exchange to belong to exactly one case (design.md §6).
+    let serial = RunContext {
+        concurrency: 1,
+        ..ctx.clone()
+    };
+    let ctx = if invariants.iter().any(|i| i.check.is_traffic()) {
+        &serial
+    } else {
+        ctx
+    };
     let cases = run_scenario(ctx, name, chaos, golden).await?;
     let prompts: Vec<PromptVerdict> = cases
         .iter()

@@ -98,6 +98,22 @@ pub async fn run_contract(
     // Stable sort: no-chaos scenarios first, the rest in the order written.
     scenarios.sort_by_key(|s| !s.chaos.is_empty());
     let needs_baseline = contract.invariants.iter().any(|i| matches!(&i.invariant.check, Check::BehaviorUnchanged { baseline, .. } if baseline == "auto"));
+    // Traffic checks need each exchange to belong to exactly one case (design.md §6).
+    let serial;
+    let ctx = if contract
+        .invariants
+        .iter()
+        .any(|i| i.invariant.check.is_traffic())
+        && ctx.concurrency > 1
+    {
+        serial = RunContext {
+            concurrency: 1,
+            ..ctx.clone()
+        };
+        &serial
+    } else {
+        ctx
+    };
     let mut cases: Vec<CaseResult> = vec![];
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
@@ -246,6 +262,7 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
             .ok_or(c.error.as_deref().unwrap_or("no answer")),
         latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
         baseline,
+        traffic: c.traffic.as_deref(),
     }
 }
 
@@ -253,16 +270,7 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
 fn cell(inv: &Invariant, cases: &[&CaseResult], baselines: &HashMap<String, String>) -> Verdict {
     let mut passed = None;
     for c in cases {
-        let view = CaseView {
-            prompt: &c.prompt,
-            answer: c
-                .answer
-                .as_deref()
-                .ok_or(c.error.as_deref().unwrap_or("no answer")),
-            latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
-            baseline: baselines.get(&c.prompt).map(String::as_str),
-        };
-        match inv.check(&view) {
+        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str))) {
             Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
             Verdict::NotApplicable(_) => {}

@@ -1,0 +1,228 @@
+//! Traffic invariants: what the agent did on the wire during one case, read from its
+//! journal slice. Tool calls are the agent's HTTP calls to `tools:` entries.
+
+use std::sync::Arc;
+
+use super::Verdict;
+use crate::config::Check;
+use crate::exchange::{Exchange, Outcome, Target};
+
+/// Evaluates a traffic check; `None` when `check` is not one.
+pub fn check(check: &Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
+    let tool_calls = |name: Option<&str>| {
+        traffic
+            .iter()
+            .filter(
+                |e| matches!(&e.target, Target::Tool { name: n } if name.is_none_or(|w| w == n)),
+            )
+            .count()
+    };
+    Some(match check {
+        Check::ToolCalled { tool } => match tool_calls(Some(tool)) {
+            0 => Verdict::Fail(format!("the agent never called `{tool}`")),
+            n => Verdict::Pass(format!("called `{tool}` {n} time(s)")),
+        },
+        Check::ToolNotCalled { tool } => match tool_calls(Some(tool)) {
+            0 => Verdict::Pass(format!("`{tool}` was not called")),
+            n => Verdict::Fail(format!("the agent called `{tool}` {n} time(s)")),
+        },
+        Check::MaxToolCalls { max, tool } => {
+            let n = tool_calls(tool.as_deref());
+            let what = tool
+                .as_deref()
+                .map_or("tool calls".to_string(), |t| format!("calls to `{t}`"));
+            at_most(n, *max, &what)
+        }
+        Check::MaxLlmCalls { max } => at_most(
+            traffic
+                .iter()
+                .filter(|e| matches!(e.target, Target::Llm { .. }))
+                .count(),
+            *max,
+            "LLM calls",
+        ),
+        Check::HonorsRetryAfter {} => retry_after(traffic),
+        _ => return None,
+    })
+}
+
+fn at_most(n: usize, max: u32, what: &str) -> Verdict {
+    if n as u64 <= u64::from(max) {
+        Verdict::Pass(format!("{n} {what} ≤ {max}"))
+    } else {
+        Verdict::Fail(format!("{n} {what} > {max}"))
+    }
+}
+
+/// The `retry-after` a 429 asked for, in milliseconds.
+fn asked_ms(e: &Exchange) -> Option<f64> {
+    let Outcome::Response { response, .. } = &e.outcome else {
+        return None;
+    };
+    if response.status != 429 {
+        return None;
+    }
+    let get = |name: &str| {
+        response
+            .headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+    };
+    get("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .or_else(|| {
+            get("retry-after")
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(|s| s * 1000.0)
+        })
+}
+
+/// Every 429 with a retry delay is followed, on the same URL, by a call that started no
+/// sooner than the delay after the 429 was answered (or by no call at all).
+fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
+    let mut limited = 0;
+    for (i, e) in traffic.iter().enumerate() {
+        let Some(ms) = asked_ms(e) else { continue };
+        limited += 1;
+        let answered = e.timings.started_at_ms as f64 + e.timings.total_ms;
+        let next = traffic[i + 1..]
+            .iter()
+            .find(|n| n.request.url == e.request.url);
+        if let Some(n) = next {
+            let waited = n.timings.started_at_ms as f64 - answered;
+            // Wall-clock milliseconds: allow a millisecond of rounding.
+            if waited + 1.0 < ms {
+                return Verdict::Fail(format!(
+                    "retried after {waited:.0} ms; retry-after asked for {ms:.0} ms"
+                ));
+            }
+        }
+    }
+    match limited {
+        0 => Verdict::NotApplicable("no rate-limited call in this case".into()),
+        n => Verdict::Pass(format!("{n} rate limit(s) honoured")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::*;
+
+    fn ex(
+        target: Target,
+        url: &str,
+        status: u16,
+        headers: &[(&str, &str)],
+        start: u64,
+        total: f64,
+    ) -> Arc<Exchange> {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Arc::new(Exchange {
+            id: start,
+            client_addr: String::new(),
+            client_user: None,
+            route: Route::Intercepted,
+            target,
+            request: RequestHead {
+                method: "POST".into(),
+                url: url.into(),
+                version: "HTTP/1.1".into(),
+                headers: vec![],
+            },
+            outcome: Outcome::Response {
+                response: ResponseHead {
+                    status,
+                    version: "HTTP/1.1".into(),
+                    headers,
+                },
+                body: BodyEnd::Complete,
+            },
+            timings: Timings {
+                started_at_ms: start,
+                upstream_headers_ms: None,
+                total_ms: total,
+            },
+            response_bytes: 0,
+            fault: None,
+            attacks: vec![],
+            trace_id: None,
+        })
+    }
+
+    fn tool(name: &str) -> Target {
+        Target::Tool { name: name.into() }
+    }
+
+    #[test]
+    fn tool_and_llm_call_counts() {
+        let llm = Target::Llm {
+            provider: Provider::Openai,
+        };
+        let t = [
+            ex(tool("search"), "u", 200, &[], 1, 1.0),
+            ex(llm.clone(), "l", 200, &[], 2, 1.0),
+            ex(llm, "l", 200, &[], 3, 1.0),
+        ];
+        let v = |c: Check| check(&c, &t).unwrap();
+        assert!(
+            v(Check::ToolCalled {
+                tool: "search".into()
+            })
+            .passed()
+        );
+        assert!(
+            !v(Check::ToolCalled {
+                tool: "email".into()
+            })
+            .passed()
+        );
+        assert!(
+            v(Check::ToolNotCalled {
+                tool: "email".into()
+            })
+            .passed()
+        );
+        assert_eq!(
+            v(Check::ToolNotCalled {
+                tool: "search".into()
+            }),
+            Verdict::Fail("the agent called `search` 1 time(s)".into())
+        );
+        assert!(v(Check::MaxToolCalls { max: 1, tool: None }).passed());
+        assert_eq!(
+            v(Check::MaxLlmCalls { max: 1 }),
+            Verdict::Fail("2 LLM calls > 1".into())
+        );
+        assert_eq!(check(&Check::Completes {}, &t), None);
+    }
+
+    #[test]
+    fn retries_must_wait_for_retry_after() {
+        let llm = Target::Llm {
+            provider: Provider::Openai,
+        };
+        let limited = |start| {
+            ex(
+                llm.clone(),
+                "https://api/v1/chat",
+                429,
+                &[("retry-after", "2")],
+                start,
+                10.0,
+            )
+        };
+        let ok = |start| ex(llm.clone(), "https://api/v1/chat", 200, &[], start, 10.0);
+        assert!(retry_after(&[limited(0), ok(2_010)]).passed());
+        assert_eq!(
+            retry_after(&[limited(0), ok(500)]),
+            Verdict::Fail("retried after 490 ms; retry-after asked for 2000 ms".into())
+        );
+        assert!(matches!(retry_after(&[ok(0)]), Verdict::NotApplicable(_)));
+        assert!(retry_after(&[limited(0)]).passed(), "giving up is fine");
+    }
+}
