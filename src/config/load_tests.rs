@@ -208,7 +208,13 @@ fn shipped_configs_load() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "yaml") {
-            let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new())
+            // demo.yaml takes its ports from the environment.
+            let vars = env(&[
+                ("DEMO_TOOL_PORT", "1"),
+                ("DEMO_LLM_PORT", "2"),
+                ("DEMO_AGENT_PORT", "3"),
+            ]);
+            let loaded = load_with_env(Some(&path), &Overrides::default(), &vars)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(
                 loaded.warnings.is_empty(),

@@ -1,5 +1,5 @@
-//! The demo's agent: reaches its tool and its LLM only through the proxy, the way any
-//! agent with `HTTPS_PROXY` does (CONNECT, then TLS trusting the flakestorm CA).
+//! The demo's agent: an HTTP agent whose tool and LLM calls go only through the proxy, the
+//! way any agent with `HTTPS_PROXY` does (CONNECT, then TLS trusting the flakestorm CA).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,91 +12,108 @@ use rustls::ClientConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::Instant;
 
 use super::origins::Mocks;
 
-/// Runs the agent's three calls; returns one line per step.
-pub async fn run(proxy: SocketAddr, ca_pem: &str, mocks: &Mocks) -> Vec<String> {
-    let tls = match client_config(ca_pem) {
-        Ok(t) => t,
-        Err(e) => return vec![format!("could not trust the flakestorm CA: {e}")],
+/// Serves the demo agent on `listener`: `POST /invoke {"input": …}` searches, then asks the
+/// LLM (streaming) with what it found, and answers `{"result": …}`. It says so when a
+/// dependency fails, as a well-behaved agent should.
+pub fn serve(
+    listener: tokio::net::TcpListener,
+    proxy: SocketAddr,
+    tls: Arc<ClientConfig>,
+    mocks: &Mocks,
+) {
+    let (tool_port, llm_port) = (mocks.tool_port, mocks.llm_port);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                let svc =
+                    hyper::service::service_fn(move |_req: Request<hyper::body::Incoming>| {
+                        let tls = tls.clone();
+                        async move {
+                            let answer = answer(proxy, &tls, tool_port, llm_port).await;
+                            let body = serde_json::json!({"result": answer}).to_string();
+                            Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                                Bytes::from(body),
+                            )))
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+}
+
+async fn answer(
+    proxy: SocketAddr,
+    tls: &Arc<ClientConfig>,
+    tool_port: u16,
+    llm_port: u16,
+) -> String {
+    let found = match call(
+        proxy,
+        tls,
+        tool_port,
+        Method::GET,
+        "/search?q=acme+q3+revenue",
+        "",
+    )
+    .await
+    {
+        Ok(r) if r.status == 200 => r.body,
+        Ok(r) => {
+            return format!(
+                "Sorry, search is unavailable right now (HTTP {}).",
+                r.status
+            );
+        }
+        Err(e) => return format!("Sorry, search is unavailable right now ({e})."),
     };
-    let calls = [
-        (
-            "search the web tool",
-            mocks.tool_port,
-            Method::GET,
-            "/search?q=acme+q3+revenue",
-            "",
+    let question = serde_json::json!({"model": "demo", "stream": true,
+        "messages": [{"role": "user", "content": String::from_utf8_lossy(&found)}]});
+    match call(
+        proxy,
+        tls,
+        llm_port,
+        Method::POST,
+        "/v1/chat/completions",
+        &question.to_string(),
+    )
+    .await
+    {
+        Ok(r) if r.status == 200 => content(&r.body),
+        Ok(r) => format!(
+            "Sorry, the assistant is unavailable right now (HTTP {}).",
+            r.status
         ),
-        (
-            "ask the LLM (streaming)",
-            mocks.llm_port,
-            Method::POST,
-            "/v1/chat/completions",
-            r#"{"model":"demo","stream":true,"messages":[]}"#,
-        ),
-        (
-            "ask the LLM",
-            mocks.llm_port,
-            Method::POST,
-            "/v1/chat/completions",
-            r#"{"model":"demo","messages":[]}"#,
-        ),
-    ];
-    let mut steps = vec![];
-    for (what, port, method, path, body) in calls {
-        let line = match call(proxy, &tls, port, method, path, body).await {
-            Ok(r) => format!(
-                "{what}: {} in {:.1} ms, {} body frames: {}",
-                r.status,
-                r.total_ms,
-                r.frames,
-                summary(&r.body)
-            ),
-            Err(e) => format!("{what}: failed: {e}"),
-        };
-        steps.push(line);
+        Err(e) => format!("Sorry, the assistant is unavailable right now ({e})."),
     }
-    steps
+}
+
+/// The text of a streamed chat completion.
+fn content(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 struct Reply {
     status: u16,
-    frames: usize,
-    total_ms: f64,
     body: Vec<u8>,
 }
 
-/// What the agent got, in a few words: the answer text of a chat completion (streamed or
-/// not), else the start of the body.
-fn summary(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut answer = String::new();
-    for data in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
-            answer.push_str(v["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
-        }
-    }
-    if answer.is_empty()
-        && let Ok(v) = serde_json::from_slice::<serde_json::Value>(body)
-    {
-        answer = v["choices"][0]["message"]["content"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_default();
-    }
-    let shown = if answer.is_empty() {
-        text.trim().to_string()
-    } else {
-        answer
-    };
-    let short: String = shown.chars().take(70).collect();
-    format!("{short:?}")
-}
-
-fn client_config(ca_pem: &str) -> Result<Arc<ClientConfig>, Box<dyn std::error::Error>> {
+pub fn client_config(ca_pem: &str) -> Result<Arc<ClientConfig>, Box<dyn std::error::Error>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert?)?;
@@ -117,7 +134,6 @@ async fn call(
     path: &str,
     body: &str,
 ) -> Result<Reply, Box<dyn std::error::Error + Send + Sync>> {
-    let started = Instant::now();
     let mut tcp = tokio::net::TcpStream::connect(proxy).await?;
     tcp.write_all(
         format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n").as_bytes(),
@@ -146,17 +162,14 @@ async fn call(
     let resp = sender.send_request(req).await?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
-    let (mut frames, mut bytes) = (0, Vec::new());
+    let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
             bytes.extend_from_slice(&data);
-            frames += 1;
         }
     }
     Ok(Reply {
         status,
-        frames,
-        total_ms: started.elapsed().as_secs_f64() * 1000.0,
         body: bytes,
     })
 }

@@ -1,17 +1,22 @@
-//! `flakestorm demo`: the embedded default, offline, in one process. Starts a mock tool
-//! API and a mock OpenAI-compatible LLM (HTTPS, with a throwaway CA), the proxy in front of
-//! them, and a small agent that calls both through the proxy exactly as a real agent
-//! would (CONNECT + TLS trusting the flakestorm CA). Then prints what the proxy saw.
-//! The run engine will extend this into a full `ci` run over config/demo.yaml.
+//! `flakestorm demo`: the embedded default, offline, in one process. A mock search tool and
+//! a mock OpenAI-compatible LLM (HTTPS, throwaway CA), a small HTTP agent that calls both
+//! through the proxy, and `ci` on `config/demo.yaml`: a contract under three faults (tool
+//! outage, LLM rate limit, truncated LLM answers) with traffic invariants, and a chaos run.
+//! Reports go to a temporary folder; the summary says where.
 
 mod agent;
 mod origins;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
-use crate::config::{Config, OneOrMany, ToolSpec};
+use crate::config::{self, Overrides, ScoringSpec};
 use crate::daemon::Daemon;
-use crate::exchange::{BodyEnd, Exchange, Outcome};
+use crate::run::{RunContext, combine, run_chaos, run_contract, summary};
+
+/// The demo's configuration (ports come from `DEMO_*` variables).
+pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
 
 #[derive(Debug, thiserror::Error)]
 #[error("demo failed: {0}")]
@@ -27,61 +32,137 @@ impl DemoError {
 pub async fn run() -> Result<String, DemoError> {
     let dir = tempfile_dir()?;
     let mocks = origins::start(&dir).await?;
-    let mut config = Config::default();
-    config.proxy.listen = "127.0.0.1:0".into();
-    config.control.listen = "127.0.0.1:0".into();
-    config.ca.dir = dir.join("certs");
-    config.proxy.upstream_ca_file = Some(mocks.ca_file.clone());
-    config.tools = vec![ToolSpec {
-        name: "web_search".into(),
-        match_url: OneOrMany::One(format!("https://localhost:{}/search*", mocks.tool_port)),
-    }];
-    let daemon = Daemon::start(&config)
+    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(DemoError::from("binding the agent"))?;
+    let agent_port = agent_listener
+        .local_addr()
+        .map_err(DemoError::from("binding the agent"))?
+        .port();
+    let file = dir.join("flakestorm.yaml");
+    std::fs::write(&file, DEMO_CONFIG).map_err(DemoError::from("writing the demo config"))?;
+    let env: BTreeMap<String, String> = [
+        ("DEMO_TOOL_PORT", mocks.tool_port),
+        ("DEMO_LLM_PORT", mocks.llm_port),
+        ("DEMO_AGENT_PORT", agent_port),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut cfg = config::load_with_env(Some(&file), &Overrides::default(), &env)
+        .map_err(|e| DemoError(e.to_string()))?
+        .config;
+    cfg.proxy.listen = "127.0.0.1:0".into();
+    cfg.control.listen = "127.0.0.1:0".into();
+    cfg.proxy.upstream_ca_file = Some(mocks.ca_file.clone());
+    let daemon = Daemon::start(&cfg)
         .await
         .map_err(DemoError::from("starting the proxy"))?;
     let ca_pem =
         std::fs::read_to_string(&daemon.ca_cert_path).map_err(DemoError::from("reading the CA"))?;
+    let tls = agent::client_config(&ca_pem).map_err(DemoError::from("trusting the CA"))?;
+    agent::serve(agent_listener, daemon.proxy_addr, tls, &mocks);
+    let spec = cfg
+        .agent
+        .as_ref()
+        .ok_or_else(|| DemoError("demo config has no agent".into()))?;
+    let ctx = RunContext {
+        engine: daemon.chaos.clone(),
+        journal: daemon.journal.clone(),
+        agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,
+        concurrency: 1,
+    };
+    let contract = cfg
+        .contract
+        .as_ref()
+        .ok_or_else(|| DemoError("demo config has no contract".into()))?;
+    let contract = run_contract(&ctx, contract, &cfg.golden_prompts)
+        .await
+        .map_err(DemoError::from("contract run"))?;
+    let chaos = run_chaos(
+        &ctx,
+        "chaos",
+        &cfg.chaos,
+        &cfg.golden_prompts,
+        &cfg.invariants,
+    )
+    .await
+    .map_err(DemoError::from("chaos run"))?;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "flakestorm demo: proxy on {}, control API on {}",
-        daemon.proxy_addr, daemon.control_addr
+        "flakestorm demo: a research agent with a search tool and an LLM, in-process and offline."
     );
     let _ = writeln!(
         out,
-        "mock tool API on localhost:{}, mock LLM on localhost:{}\n",
-        mocks.tool_port, mocks.llm_port
+        "Its tool and LLM calls cross the proxy on {}; the rules are config/demo.yaml.\n",
+        daemon.proxy_addr
     );
-    let steps = agent::run(daemon.proxy_addr, &ca_pem, &mocks).await;
-    daemon.journal.wait_for(steps.len() as u64).await;
-    let _ = writeln!(out, "1. the agent's calls, untouched:");
-    for step in &steps {
-        let _ = writeln!(out, "   {step}");
-    }
-    // The same agent under chaos: its real tool call fails, its real LLM answers are cut.
-    let chaos = "tool_faults:\n  - {id: search-down, tool: web_search, mode: error, error_code: 503}\n\
-                 llm_faults:\n  - {id: llm-cut, mode: truncated_response, max_tokens: 3}\n";
-    let spec = crate::config::parse_chaos(yaml(chaos), &config.tools)
-        .map_err(|e| DemoError(format!("{e:?}")))?
-        .0;
-    daemon.chaos.set(&spec).map_err(DemoError)?;
+    out.push_str(&summary(&contract));
+    let passed = chaos.prompts.iter().filter(|p| p.passed).count();
     let _ = writeln!(
         out,
-        "\n2. the same calls with chaos rules active:\n{}",
-        indent(chaos)
+        "\nchaos run (LLM answers cut to 4 tokens): {passed} of {} prompts passed",
+        chaos.prompts.len()
     );
-    let faulted = agent::run(daemon.proxy_addr, &ca_pem, &mocks).await;
-    daemon
-        .journal
-        .wait_for((steps.len() + faulted.len()) as u64)
-        .await;
-    for step in &faulted {
-        let _ = writeln!(out, "   {step}");
+    let skipped = [
+        (
+            "mutation",
+            "mutation runs are not available in this build".to_string(),
+        ),
+        (
+            "replay",
+            "replay runs are not available in this build".to_string(),
+        ),
+    ];
+    let ci = combine(
+        &ScoringSpec::default(),
+        Some(contract),
+        Some(chaos),
+        &skipped,
+        None,
+    );
+    let _ = writeln!(out, "\nphases:");
+    for p in &ci.phases {
+        match (p.score, &p.skipped) {
+            (Some(s), _) => writeln!(out, "  {:<9} {s:>5.1}", p.name),
+            (_, Some(why)) => writeln!(out, "  {:<9} skipped: {why}", p.name),
+            _ => Ok(()),
+        }
+        .ok();
     }
-    let _ = writeln!(out, "\nwhat the proxy saw (journal):");
-    let exchanges = daemon.journal.all();
-    out.push_str(&table(&exchanges));
-    if let Some((name, value)) = exchanges
+    let verdict = if ci.passed { "PASS" } else { "FAIL" };
+    let _ = writeln!(out, "overall {:.1}/100: {verdict}", ci.overall);
+    traffic(&mut out, &daemon);
+    let reports = write_reports(&dir, &ci)?;
+    let _ = writeln!(out, "\nreports: {}", reports.display());
+    let _ = writeln!(
+        out,
+        "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
+         (README; every fault: docs/faults.md; every check: docs/invariants.md)."
+    );
+    daemon.stop().await;
+    Ok(out)
+}
+
+/// What the proxy saw: exchanges, faults by rule, and a redacted secret.
+fn traffic(out: &mut String, daemon: &Daemon) {
+    let all = daemon.journal.all();
+    let mut by_rule: BTreeMap<String, usize> = BTreeMap::new();
+    for f in all.iter().filter_map(|e| e.fault.as_ref()) {
+        *by_rule
+            .entry(format!("{} ({})", f.rule, f.mode))
+            .or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "\nwhat the proxy saw: {} exchanges of the agent's; faults injected:",
+        all.len()
+    );
+    for (rule, n) in by_rule {
+        let _ = writeln!(out, "  {rule}: {n}");
+    }
+    if let Some((name, value)) = all
         .iter()
         .flat_map(|e| &e.request.headers)
         .find(|(k, _)| k == "authorization")
@@ -91,85 +172,21 @@ pub async fn run() -> Result<String, DemoError> {
             "  (the agent sent `{name}: Bearer sk-demo-secret`; the journal keeps `{value}`)"
         );
     }
-    let metrics = daemon.metrics.encode();
-    let _ = writeln!(
-        out,
-        "\nmetrics (GET http://{}/metrics):",
-        daemon.control_addr
-    );
-    for line in metrics.lines().filter(|l| {
-        l.starts_with("flakestorm_requests_total")
-            || l.starts_with("flakestorm_faults_injected_total")
-            || l.starts_with("flakestorm_tls_handshakes_total")
-    }) {
-        let _ = writeln!(out, "  {line}");
-    }
-    let _ = writeln!(
-        out,
-        "\nNext: `flakestorm serve --chaos-profile degraded_llm`, then run your own agent with\n\
-         HTTPS_PROXY=http://127.0.0.1:8080 and SSL_CERT_FILE=certs/ca.pem (see README and\n\
-         docs/faults.md). Contract runs with scores arrive with the run engine."
-    );
-    daemon.stop().await;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(out)
 }
 
-fn tempfile_dir() -> Result<std::path::PathBuf, DemoError> {
+fn write_reports(dir: &std::path::Path, ci: &crate::run::CiReport) -> Result<PathBuf, DemoError> {
+    let reports = dir.join("reports");
+    std::fs::create_dir_all(&reports).map_err(DemoError::from("creating the reports folder"))?;
+    let json = serde_json::to_string_pretty(ci).map_err(DemoError::from("encoding the report"))?;
+    std::fs::write(reports.join("ci.json"), json).map_err(DemoError::from("writing the report"))?;
+    Ok(reports)
+}
+
+fn tempfile_dir() -> Result<PathBuf, DemoError> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let dir = std::env::temp_dir().join(format!("flakestorm-demo-{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(DemoError::from("creating a temp folder"))?;
     Ok(dir)
-}
-
-fn yaml(text: &str) -> serde_json::Value {
-    use figment::providers::{Format, Yaml};
-    figment::Figment::from(Yaml::string(text))
-        .extract()
-        .unwrap_or_default()
-}
-
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("     {l}\n")).collect()
-}
-
-fn table(exchanges: &[std::sync::Arc<Exchange>]) -> String {
-    let head = ("id", "target", "verb", "url", "status", "ms", "bytes");
-    let mut out = format!(
-        "  {:<3} {:<16} {:<5} {:<50} {:>6} {:>7} {:>6}  fault\n",
-        head.0, head.1, head.2, head.3, head.4, head.5, head.6
-    );
-    for e in exchanges {
-        let target = match &e.target {
-            crate::exchange::Target::Llm { provider } => format!("llm:{}", provider.as_str()),
-            crate::exchange::Target::Tool { name } => format!("tool:{name}"),
-            crate::exchange::Target::Other => "other".into(),
-        };
-        let status = match &e.outcome {
-            Outcome::Response {
-                response,
-                body: BodyEnd::Complete,
-            } => response.status.to_string(),
-            Outcome::Response { response, .. } => format!("{}*", response.status),
-            Outcome::Error { error, .. } => error.kind.clone(),
-        };
-        let fault = e
-            .fault
-            .as_ref()
-            .map_or("-".to_string(), |f| format!("{} ({})", f.rule, f.mode));
-        let (id, verb, url, ms, bytes) = (
-            e.id,
-            &e.request.method,
-            &e.request.url,
-            e.timings.total_ms,
-            e.response_bytes,
-        );
-        let _ = writeln!(
-            out,
-            "  {id:<3} {target:<16} {verb:<5} {url:<50} {status:>6} {ms:>7.2} {bytes:>6}  {fault}"
-        );
-    }
-    out
 }

@@ -8,6 +8,7 @@ mod chaos;
 mod ci;
 mod contract;
 mod score;
+mod summary;
 
 use crate::agent::Agent;
 use crate::chaos::Engine;
@@ -18,6 +19,7 @@ pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use contract::{CellResult, ContractReport, RunError, run_contract};
 pub use score::{Score, contract_score};
+pub use summary::summary;
 
 /// What a run needs from the daemon and the agent.
 #[derive(Clone)]
