@@ -297,6 +297,23 @@ fn chaos_only_runs_and_ci_combine_phases() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
+    let (code, out, _) = flakestorm(
+        &[
+            "run",
+            "--chaos-only",
+            "--chaos-profile",
+            "api_outage",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    assert_eq!((code, out.as_str()), (0, "chaos PASS: 100.0/100\n"));
+    let (_, out, _) = flakestorm(&["ci", "--json"], dir.path());
+    let ci: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        (ci["schema"].as_str(), ci["passed"].as_bool()),
+        (Some("flakestorm.ci/1"), Some(true))
+    );
 }
 
 #[test]

@@ -62,6 +62,8 @@ pub enum Command {
         output: Option<PathBuf>,
         #[arg(long, value_name = "SCORE")]
         min_score: Option<f64>,
+        #[command(flatten)]
+        show: ShowArgs,
     },
     /// Every phase this build can run (contract, chaos), once each, one weighted score.
     Ci {
@@ -72,6 +74,8 @@ pub enum Command {
         /// Exit 1 when the overall score is below this.
         #[arg(long, value_name = "SCORE")]
         min_score: Option<f64>,
+        #[command(flatten)]
+        show: ShowArgs,
     },
     /// Write a commented starter flakestorm.yaml in the current folder.
     Init {
@@ -115,6 +119,8 @@ pub enum ContractCommand {
         /// Exit 1 when the score is below this, even without a critical failure.
         #[arg(long, value_name = "SCORE")]
         min_score: Option<f64>,
+        #[command(flatten)]
+        show: ShowArgs,
     },
     /// Check the config (contract included) and list every problem.
     Validate {
@@ -151,6 +157,25 @@ pub enum CaCommand {
         #[command(flatten)]
         config: ConfigArg,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Print only the verdict line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the JSON report on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ShowArgs {
+    fn show(&self) -> runs::Show {
+        runs::Show {
+            quiet: self.quiet,
+            json: self.json,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -204,13 +229,14 @@ pub async fn run(cli: Cli) -> ExitCode {
                     config,
                     output,
                     min_score,
+                    show,
                 },
         } => {
             let loaded = match load(&config, Overrides::default()) {
                 Ok(l) => l,
                 Err(code) => return code,
             };
-            match runs::contract(loaded, output, min_score).await {
+            match runs::contract(loaded, output, min_score, show.show()).await {
                 Ok(code) => return code,
                 Err(e) => Err(e),
             }
@@ -222,6 +248,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             chaos_profile,
             output,
             min_score,
+            show,
         } => {
             if !chaos_only || chaos {
                 eprintln!(
@@ -249,7 +276,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
-            match runs::chaos_only(loaded, name, spec, output, min_score).await {
+            match runs::chaos_only(loaded, name, spec, output, min_score, show.show()).await {
                 Ok(code) => return code,
                 Err(e) => Err(e),
             }
@@ -258,12 +285,13 @@ pub async fn run(cli: Cli) -> ExitCode {
             config,
             output,
             min_score,
+            show,
         } => {
             let loaded = match load(&config, Overrides::default()) {
                 Ok(l) => l,
                 Err(code) => return code,
             };
-            match runs::ci(loaded, output, min_score).await {
+            match runs::ci(loaded, output, min_score, show.show()).await {
                 Ok(code) => return code,
                 Err(e) => Err(e),
             }

@@ -14,17 +14,36 @@ use crate::config::Loaded;
 use crate::config::chaos::ChaosSpec;
 use crate::run::{combine, run_chaos, run_contract, summary};
 
+/// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
+/// stdout instead of the summary).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Show {
+    pub quiet: bool,
+    pub json: bool,
+}
+
+impl Show {
+    fn summary(self) -> bool {
+        !self.quiet && !self.json
+    }
+}
+
+fn color() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
+}
+
 pub async fn contract(
     loaded: Loaded,
     out: Option<PathBuf>,
     min_score: Option<f64>,
+    show: Show,
 ) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
     let Some(contract) = &config.contract else {
         eprintln!("flakestorm: a contract run needs a `contract:` section");
         return Ok(ExitCode::from(2));
     };
-    let session = match Session::start(config).await {
+    let session = match Session::start(config, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -39,9 +58,23 @@ pub async fn contract(
     };
     let path = out.unwrap_or_else(|| config.output.path.join("contract.json"));
     write_report(&report, &path)?;
-    print!("{}", summary(&report));
-    println!("report: {}", path.display());
     let below = min_score.is_some_and(|m| report.score.value < m);
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if show.quiet {
+        println!(
+            "contract {}: {:.1}/100",
+            if report.score.passed && !below {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            report.score.value
+        );
+    } else {
+        print!("{}", summary(&report, color()));
+        println!("report: {}", path.display());
+    }
     Ok(if report.score.passed && !below {
         ExitCode::SUCCESS
     } else {
@@ -56,13 +89,14 @@ pub async fn chaos_only(
     chaos: ChaosSpec,
     out: Option<PathBuf>,
     min_score: Option<f64>,
+    show: Show,
 ) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
     if config.invariants.is_empty() {
         eprintln!("flakestorm: a chaos run needs `invariants:` to check the answers with");
         return Ok(ExitCode::from(2));
     }
-    let session = match Session::start(config).await {
+    let session = match Session::start(config, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -84,6 +118,27 @@ pub async fn chaos_only(
     };
     let path = out.unwrap_or_else(|| config.output.path.join("chaos.json"));
     write_report(&report, &path)?;
+    let ok = min_score.is_none_or(|m| report.score >= m);
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    if show.quiet {
+        println!(
+            "chaos {}: {:.1}/100",
+            if ok { "PASS" } else { "FAIL" },
+            report.score
+        );
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let passed = report.prompts.iter().filter(|p| p.passed).count();
     println!(
         "chaos run under {:?}: {passed} of {} prompts passed",
@@ -117,6 +172,7 @@ pub async fn ci(
     loaded: Loaded,
     out: Option<PathBuf>,
     min_score: Option<f64>,
+    show: Show,
 ) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
     let mut skipped: Vec<(&'static str, String)> = vec![
@@ -136,7 +192,7 @@ pub async fn ci(
     if !chaos_runs {
         skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
     }
-    let session = match Session::start(config).await {
+    let session = match Session::start(config, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -165,12 +221,29 @@ pub async fn ci(
             return Ok(ExitCode::from(2));
         }
     };
-    if let Some(c) = &contract {
-        print!("{}", summary(c));
+    if let Some(c) = contract.as_ref().filter(|_| show.summary()) {
+        print!("{}", summary(c, color()));
     }
     let report = combine(&config.scoring, contract, chaos, &skipped, min_score);
     let path = out.unwrap_or_else(|| config.output.path.join("ci.json"));
     write_report(&report, &path)?;
+    let code = if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(code);
+    }
+    if show.quiet {
+        println!(
+            "ci {}: {:.1}/100",
+            if report.passed { "PASS" } else { "FAIL" },
+            report.overall
+        );
+        return Ok(code);
+    }
     println!("\nphases:");
     for p in &report.phases {
         match (p.score, &p.skipped) {

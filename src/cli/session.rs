@@ -13,11 +13,13 @@ use crate::run::RunContext;
 pub struct Session {
     daemon: Daemon,
     process: Option<AgentProcess>,
+    progress: Option<indicatif::ProgressBar>,
     pub ctx: RunContext,
 }
 
 impl Session {
-    pub async fn start(config: &Config) -> Result<Session, ExitCode> {
+    /// `progress`: show a live count of cases on stderr (when it is a terminal).
+    pub async fn start(config: &Config, progress: bool) -> Result<Session, ExitCode> {
         let Some(spec) = &config.agent else {
             eprintln!(
                 "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
@@ -53,25 +55,46 @@ impl Session {
         if let Err(e) = agent.preflight().await {
             return Err(fail(daemon, process, e.to_string()).await);
         }
+        let bar = (progress && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(spinner);
+        let on_case = bar.clone().map(|b| -> crate::run::OnCase {
+            std::sync::Arc::new(move |c: &crate::run::CaseResult| {
+                b.inc(1);
+                b.set_message(format!("{}: {}", c.scenario, c.prompt));
+            })
+        });
         let ctx = RunContext {
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
             agent,
             concurrency: config.advanced.concurrency as usize,
+            on_case,
         };
         Ok(Session {
             daemon,
             process,
+            progress: bar,
             ctx,
         })
     }
 
     pub async fn stop(self) {
+        if let Some(b) = &self.progress {
+            b.finish_and_clear();
+        }
         if let Some(p) = self.process {
             p.stop(Duration::from_secs(5)).await;
         }
         self.daemon.stop().await;
     }
+}
+
+fn spinner() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    let style = indicatif::ProgressStyle::with_template("{spinner} {pos} cases  {wide_msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
 }
 
 async fn fail(daemon: Daemon, process: Option<AgentProcess>, message: String) -> ExitCode {

@@ -71,6 +71,7 @@ pub async fn run() -> Result<String, DemoError> {
         journal: daemon.journal.clone(),
         agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,
         concurrency: 1,
+        on_case: None,
     };
     let contract = cfg
         .contract
@@ -98,7 +99,7 @@ pub async fn run() -> Result<String, DemoError> {
         "Its tool and LLM calls cross the proxy on {}; the rules are config/demo.yaml.\n",
         daemon.proxy_addr
     );
-    out.push_str(&summary(&contract));
+    out.push_str(&summary(&contract, false));
     let passed = chaos.prompts.iter().filter(|p| p.passed).count();
     let _ = writeln!(
         out,

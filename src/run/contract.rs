@@ -204,7 +204,11 @@ pub(super) async fn run_scenario(
             (ctx.clone(), name.to_string(), prompt.clone(), limit.clone());
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
-            (i, run_case(&ctx, &name, &prompt, window).await)
+            let case = run_case(&ctx, &name, &prompt, window).await;
+            if let Some(report) = &ctx.on_case {
+                report(&case);
+            }
+            (i, case)
         });
     }
     let mut out: Vec<(usize, CaseResult)> = tasks.join_all().await;

@@ -21,6 +21,9 @@ pub use contract::{CellResult, ContractReport, RunError, run_contract};
 pub use score::{Score, contract_score};
 pub use summary::summary;
 
+/// Called after every case (progress display).
+pub type OnCase = std::sync::Arc<dyn Fn(&CaseResult) + Send + Sync>;
+
 /// What a run needs from the daemon and the agent.
 #[derive(Clone)]
 pub struct RunContext {
@@ -29,4 +32,5 @@ pub struct RunContext {
     pub agent: Agent,
     /// Cases of one scenario in flight at once (`advanced.concurrency`).
     pub concurrency: usize,
+    pub on_case: Option<OnCase>,
 }

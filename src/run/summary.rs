@@ -5,7 +5,8 @@ use super::ContractReport;
 use crate::checks::Verdict;
 
 /// The matrix, one row per invariant, one column per scenario: ✓ pass, ✗ fail, · n/a.
-pub fn summary(r: &ContractReport) -> String {
+/// `color`: ANSI colours for the marks (a terminal).
+pub fn summary(r: &ContractReport, color: bool) -> String {
     let mut out = format!(
         "contract {:?}: {} agent calls\n\n",
         r.contract, r.agent_calls
@@ -31,17 +32,22 @@ pub fn summary(r: &ContractReport) -> String {
     for id in ids {
         out.push_str(&format!("  {id:<width$}"));
         for s in &r.scenarios {
-            let mark = match r
+            let verdict = r
                 .cells
                 .iter()
                 .find(|c| c.invariant == id && &c.scenario == s)
-                .map(|c| &c.verdict)
-            {
-                Some(Verdict::Pass(_)) => "✓",
-                Some(Verdict::Fail(_)) => "✗",
-                _ => "·",
+                .map(|c| &c.verdict);
+            let (mark, ansi) = match verdict {
+                Some(Verdict::Pass(_)) => ("✓", "32"),
+                Some(Verdict::Fail(_)) => ("✗", "31"),
+                _ => ("·", "2"),
             };
-            out.push_str(&format!("  {mark:<w$}", w = s.chars().count()));
+            let pad = " ".repeat(s.chars().count().saturating_sub(1));
+            if color {
+                out.push_str(&format!("  \x1b[{ansi}m{mark}\x1b[0m{pad}"));
+            } else {
+                out.push_str(&format!("  {mark}{pad}"));
+            }
         }
         out.push('\n');
     }
