@@ -19,10 +19,9 @@ pub struct CaseResult {
     pub attempts: u32,
     /// Faults and attacks fired on the agent's traffic during the case.
     pub faults: Vec<FaultRecord>,
-    /// Exchanges the agent made during the case (journal ids).
-    pub exchanges: Vec<u64>,
-    /// Those exchanges, for traffic checks (`None` when not attributed).
-    #[serde(skip)]
+    /// The agent's exchanges during the case, as the journal recorded them (redacted);
+    /// `None` when they could not be attributed (cases ran concurrently).
+    #[serde(rename = "exchanges")]
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
 }
 
@@ -36,13 +35,12 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
         (Err(e), _) => Err(format!("reset failed: {e}")),
         (Ok(()), a) => a.map_err(|e| e.to_string()),
     };
-    let (mut faults, mut exchanges, mut traffic) = (vec![], vec![], None);
+    let (mut faults, mut traffic) = (vec![], None);
     if window {
         let last = ctx.journal.peek_next_id().saturating_sub(1);
         // The agent's calls are recorded when their bodies end, which is before it answers.
         let slice = ctx.journal.slice(first, last);
         for ex in &slice {
-            exchanges.push(ex.id);
             faults.extend(ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()));
         }
         traffic = Some(slice);
@@ -59,7 +57,6 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
         latency_ms: reply.latency.as_secs_f64() * 1000.0,
         attempts: reply.attempts,
         faults,
-        exchanges,
         traffic,
     }
 }
