@@ -102,6 +102,7 @@ async fn main() {
             journal: daemon.journal.clone(),
             agent: agent.clone(),
             concurrency,
+            attribution: Default::default(),
             on_case: None,
         };
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);

@@ -90,6 +90,7 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
         journal: p.daemon.journal.clone(),
         agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         concurrency: 1,
+        attribution: Default::default(),
         on_case: None,
     };
     let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
@@ -301,6 +302,7 @@ contract:
         journal: p.daemon.journal.clone(),
         agent: Agent::new(&spec, 0).unwrap(),
         concurrency: 4,
+        attribution: Default::default(),
         on_case: None,
     };
     let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)

@@ -14,5 +14,5 @@ mod rng;
 mod rules;
 
 pub use engine::{Engine, InstallGuard};
-pub use rng::mix;
+pub use rng::{mix, stream};
 pub use rules::{Decision, Fault, Fired, RuleSet};

@@ -70,7 +70,9 @@ impl Invariant {
                 Some(t) => super::traffic::check(&self.spec.check, t)
                     .unwrap_or_else(|| unreachable!("is_traffic")),
                 None => Verdict::NotApplicable(
-                    "the case's traffic was not attributed (cases ran concurrently)".into(),
+                    "the case's traffic was not attributed (cases ran concurrently, or under \
+                     attribution: header some of the agent's calls carried no traceparent)"
+                        .into(),
                 ),
             };
         }

@@ -67,6 +67,7 @@ impl Session {
             journal: daemon.journal.clone(),
             agent,
             concurrency: config.advanced.concurrency as usize,
+            attribution: config.advanced.attribution,
             on_case,
         };
         Ok(Session {

@@ -71,6 +71,7 @@ pub async fn run() -> Result<String, DemoError> {
         journal: daemon.journal.clone(),
         agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,
         concurrency: 1,
+        attribution: Default::default(),
         on_case: None,
     };
     let contract = cfg

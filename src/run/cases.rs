@@ -5,6 +5,8 @@
 use serde::Serialize;
 
 use super::RunContext;
+use crate::chaos::{mix, stream};
+use crate::config::Attribution;
 use crate::exchange::FaultRecord;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -25,12 +27,23 @@ pub struct CaseResult {
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
 }
 
-/// Runs one case. `window` asks for the journal slice of this case (exclusive attribution
-/// with one case in flight).
+/// Runs one case. `window` asks for the exchanges of this case: its journal window with one
+/// case in flight, or under `attribution: header` the exchanges in it that carry the
+/// case's trace id (`None` if some carried none: the agent does not propagate it).
 pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bool) -> CaseResult {
     let first = ctx.journal.peek_next_id();
+    let mut headers = http::HeaderMap::new();
+    let trace = (ctx.attribution == Attribution::Header).then(|| trace_id(ctx, scenario, prompt));
+    if let Some(t) = &trace {
+        let span = &t[..16];
+        let value = format!("00-{t}-{span}-01");
+        headers.insert(
+            "traceparent",
+            value.parse().expect("hex is a valid header value"),
+        );
+    }
     let reset = ctx.agent.reset().await;
-    let reply = ctx.agent.invoke(prompt, &Default::default()).await;
+    let reply = ctx.agent.invoke(prompt, &headers).await;
     let answer = match (reset, reply.answer) {
         (Err(e), _) => Err(format!("reset failed: {e}")),
         (Ok(()), a) => a.map_err(|e| e.to_string()),
@@ -39,11 +52,17 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
     if window {
         let last = ctx.journal.peek_next_id().saturating_sub(1);
         // The agent's calls are recorded when their bodies end, which is before it answers.
-        let slice = ctx.journal.slice(first, last);
-        for ex in &slice {
-            faults.extend(ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()));
+        let mut slice = ctx.journal.slice(first, last);
+        let untraced = slice.iter().any(|e| e.trace_id.is_none());
+        if let Some(t) = &trace {
+            slice.retain(|e| e.trace_id.as_deref() == Some(t));
         }
-        traffic = Some(slice);
+        if trace.is_none() || !untraced {
+            for ex in &slice {
+                faults.extend(ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()));
+            }
+            traffic = Some(slice);
+        }
     }
     let (answer, error) = match answer {
         Ok(a) => (Some(a), None),
@@ -59,4 +78,12 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
         faults,
         traffic,
     }
+}
+
+/// The case's W3C trace id (32 hex digits): a function of the seed, the scenario and the
+/// prompt, so that two runs with the same seed send the same headers.
+fn trace_id(ctx: &RunContext, scenario: &str, prompt: &str) -> String {
+    let hi = mix(ctx.engine.seed() ^ stream(scenario));
+    let lo = mix(hi ^ stream(prompt)) | 1; // never all zeros, which W3C forbids
+    format!("{hi:016x}{lo:016x}")
 }

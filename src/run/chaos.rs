@@ -49,15 +49,7 @@ pub async fn run_chaos(
         .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
         .collect::<Result<_, _>>()?;
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let serial = RunContext {
-        concurrency: 1,
-        ..ctx.clone()
-    };
-    let ctx = if invariants.iter().any(|i| i.check.is_traffic()) {
-        &serial
-    } else {
-        ctx
-    };
+    let ctx = &*ctx.for_traffic(invariants.iter().any(|i| i.check.is_traffic()));
     let cases = run_scenario(ctx, name, chaos, golden).await?;
     let prompts: Vec<PromptVerdict> = cases
         .iter()

@@ -15,7 +15,7 @@ use super::cases::{CaseResult, run_case};
 use super::score::{Score, contract_score};
 use crate::checks::{CaseView, Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
-use crate::config::{Check, ContractSpec, Scenario, Severity, When};
+use crate::config::{Attribution, Check, ContractSpec, Scenario, Severity, When};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/1";
@@ -99,21 +99,12 @@ pub async fn run_contract(
     scenarios.sort_by_key(|s| !s.chaos.is_empty());
     let needs_baseline = contract.invariants.iter().any(|i| matches!(&i.invariant.check, Check::BehaviorUnchanged { baseline, .. } if baseline == "auto"));
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let serial;
-    let ctx = if contract
-        .invariants
-        .iter()
-        .any(|i| i.invariant.check.is_traffic())
-        && ctx.concurrency > 1
-    {
-        serial = RunContext {
-            concurrency: 1,
-            ..ctx.clone()
-        };
-        &serial
-    } else {
-        ctx
-    };
+    let ctx = &*ctx.for_traffic(
+        contract
+            .invariants
+            .iter()
+            .any(|i| i.invariant.check.is_traffic()),
+    );
     let mut cases: Vec<CaseResult> = vec![];
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
@@ -158,6 +149,14 @@ pub async fn run_contract(
         }
         cases.extend(results);
     }
+    if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
+        warnings.push(
+            "attribution: header, but some of the agent's calls carried no traceparent: those \
+             cases' traffic and faults are not attributed (traffic invariants on them are not \
+             applicable); propagate W3C trace context in the agent or use attribution: exclusive"
+                .into(),
+        );
+    }
     let scored: Vec<(Severity, Option<bool>)> = cells
         .iter()
         .map(|c| {
@@ -180,9 +179,9 @@ pub async fn run_contract(
     })
 }
 
-/// All prompts under one scenario, at most `ctx.concurrency` at a time. With one case in
-/// flight each case gets its exact journal window (faults it met); with more, cases of the
-/// same scenario share the agent and their windows overlap, so none is reported.
+/// All prompts under one scenario, at most `ctx.concurrency` at a time. Each case gets the
+/// exchanges it made (and the faults they met) when they can be told apart: with one case
+/// in flight (its journal window), or by its trace id under `attribution: header`.
 pub(super) async fn run_scenario(
     ctx: &RunContext,
     name: &str,
@@ -196,7 +195,7 @@ pub(super) async fn run_scenario(
             scenario: name.to_string(),
             message,
         })?;
-    let window = ctx.concurrency <= 1;
+    let window = ctx.attributes_cases();
     let limit = Arc::new(Semaphore::new(ctx.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for (i, prompt) in prompts.iter().enumerate() {
@@ -272,17 +271,18 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
 
 /// A cell fails if any case fails, passes if any passes (the rest not applicable).
 fn cell(inv: &Invariant, cases: &[&CaseResult], baselines: &HashMap<String, String>) -> Verdict {
-    let mut passed = None;
+    let (mut passed, mut skipped) = (None, None);
     for c in cases {
         match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str))) {
             Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
-            Verdict::NotApplicable(_) => {}
+            Verdict::NotApplicable(r) => skipped = skipped.or(Some(r)),
         }
     }
     match passed {
         Some(r) if cases.len() == 1 => Verdict::Pass(r),
         Some(_) => Verdict::Pass(format!("{} cases passed", cases.len())),
-        None => Verdict::NotApplicable("no case applied".into()),
+        // Why the first case could not be judged says why the cell could not.
+        None => Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
     }
 }

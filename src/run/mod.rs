@@ -12,6 +12,7 @@ mod summary;
 
 use crate::agent::Agent;
 use crate::chaos::Engine;
+use crate::config::Attribution;
 use crate::journal::Journal;
 
 pub use cases::CaseResult;
@@ -20,6 +21,26 @@ pub use ci::{CiReport, Phase, combine};
 pub use contract::{CellResult, ContractReport, RunError, run_contract};
 pub use score::{Score, contract_score};
 pub use summary::summary;
+
+impl RunContext {
+    /// This context, or a copy that runs one case at a time when `traffic` checks need each
+    /// exchange to belong to exactly one case and only exclusive attribution can tell.
+    pub(crate) fn for_traffic(&self, traffic: bool) -> std::borrow::Cow<'_, RunContext> {
+        if traffic && self.attribution == Attribution::Exclusive && self.concurrency > 1 {
+            std::borrow::Cow::Owned(RunContext {
+                concurrency: 1,
+                ..self.clone()
+            })
+        } else {
+            std::borrow::Cow::Borrowed(self)
+        }
+    }
+
+    /// Whether each case's exchanges can be told apart from the others'.
+    pub(crate) fn attributes_cases(&self) -> bool {
+        self.attribution == Attribution::Header || self.concurrency <= 1
+    }
+}
 
 /// Called after every case (progress display).
 pub type OnCase = std::sync::Arc<dyn Fn(&CaseResult) + Send + Sync>;
@@ -32,5 +53,7 @@ pub struct RunContext {
     pub agent: Agent,
     /// Cases of one scenario in flight at once (`advanced.concurrency`).
     pub concurrency: usize,
+    /// How an exchange is tied to its case (`advanced.attribution`, design.md §6).
+    pub attribution: Attribution,
     pub on_case: Option<OnCase>,
 }
