@@ -259,6 +259,13 @@ fn contract_run_starts_the_agent_and_scores_it() {
         down["faults"][0]["mode"], "error",
         "the fault reached the agent's own tool call"
     );
+    // `contract score`: the same run, only the score on stdout, same exit code.
+    let (code, out, err) = flakestorm(&["contract", "score", "-o", "out/s.json"], dir.path());
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(
+        out,
+        format!("{:.1}\n", report["score"]["value"].as_f64().unwrap())
+    );
 }
 
 #[test]

@@ -122,6 +122,17 @@ pub enum ContractCommand {
         #[command(flatten)]
         show: ShowArgs,
     },
+    /// Run the contract and print only its score (0–100): a CI gate. Exit codes as `run`.
+    Score {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Report file (default: output.path/contract.json).
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// Exit 1 when the score is below this, even without a critical failure.
+        #[arg(long, value_name = "SCORE")]
+        min_score: Option<f64>,
+    },
     /// Check the config (contract included) and list every problem.
     Validate {
         #[command(flatten)]
@@ -174,6 +185,7 @@ impl ShowArgs {
         runs::Show {
             quiet: self.quiet,
             json: self.json,
+            score_only: false,
         }
     }
 }
@@ -237,6 +249,28 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Err(code) => return code,
             };
             match runs::contract(loaded, output, min_score, show.show()).await {
+                Ok(code) => return code,
+                Err(e) => Err(e),
+            }
+        }
+        Command::Contract {
+            command:
+                ContractCommand::Score {
+                    config,
+                    output,
+                    min_score,
+                },
+        } => {
+            let loaded = match load(&config, Overrides::default()) {
+                Ok(l) => l,
+                Err(code) => return code,
+            };
+            let show = runs::Show {
+                quiet: true,
+                json: false,
+                score_only: true,
+            };
+            match runs::contract(loaded, output, min_score, show).await {
                 Ok(code) => return code,
                 Err(e) => Err(e),
             }

@@ -20,11 +20,13 @@ use crate::run::{combine, run_chaos, run_contract, summary};
 pub struct Show {
     pub quiet: bool,
     pub json: bool,
+    /// Only the score on stdout (`contract score`, a CI gate).
+    pub score_only: bool,
 }
 
 impl Show {
     fn summary(self) -> bool {
-        !self.quiet && !self.json
+        !self.quiet && !self.json && !self.score_only
     }
 }
 
@@ -59,7 +61,9 @@ pub async fn contract(
     let path = out.unwrap_or_else(|| config.output.path.join("contract.json"));
     write_report(&report, &path)?;
     let below = min_score.is_some_and(|m| report.score.value < m);
-    if show.json {
+    if show.score_only {
+        println!("{:.1}", report.score.value);
+    } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if show.quiet {
         println!(
