@@ -238,7 +238,7 @@ fn contract_run_starts_the_agent_and_scores_it() {
         "{}contract:\n  name: Research agent\n  invariants:\n    - {{id: cites-source, type: regex, pattern: \"(?i)according to\", severity: critical}}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n",
         agent.yaml
     );
-    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
     let (code, out, err) = flakestorm(&["contract", "run", "-o", "out/report.json"], dir.path());
     // The agent cannot cite its source when search is down: a critical failure, exit 1.
     assert_eq!(code, 1, "{out}\n{err}");
@@ -248,6 +248,10 @@ fn contract_run_starts_the_agent_and_scores_it() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap())
             .unwrap();
     assert_eq!(report["schema"], "flakestorm.contract/1");
+    assert_eq!(
+        report["config_digest"],
+        flakestorm::config::digest(yaml.as_bytes())
+    );
     assert_eq!(report["agent_calls"], 2);
     let down = &report["cases"][1];
     assert_eq!(down["scenario"], "search-down");

@@ -12,7 +12,7 @@ use super::session::Session;
 use crate::checks::Verdict;
 use crate::config::Loaded;
 use crate::config::chaos::ChaosSpec;
-use crate::run::{combine, run_chaos, run_contract, summary};
+use crate::run::{ChaosReport, ContractReport, combine, run_chaos, run_contract, summary};
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
 /// stdout instead of the summary).
@@ -52,7 +52,10 @@ pub async fn contract(
     let result = run_contract(&session.ctx, contract, &config.golden_prompts).await;
     session.stop().await;
     let report = match result {
-        Ok(r) => r,
+        Ok(r) => ContractReport {
+            config_digest: loaded.digest.clone(),
+            ..r
+        },
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
@@ -114,7 +117,10 @@ pub async fn chaos_only(
     .await;
     session.stop().await;
     let report = match result {
-        Ok(r) => r,
+        Ok(r) => ChaosReport {
+            config_digest: loaded.digest.clone(),
+            ..r
+        },
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
@@ -219,7 +225,16 @@ pub async fn ci(
     };
     session.stop().await;
     let (contract, chaos) = match (contract.transpose(), chaos.transpose()) {
-        (Ok(a), Ok(b)) => (a, b),
+        (Ok(a), Ok(b)) => (
+            a.map(|r| ContractReport {
+                config_digest: loaded.digest.clone(),
+                ..r
+            }),
+            b.map(|r| ChaosReport {
+                config_digest: loaded.digest.clone(),
+                ..r
+            }),
+        ),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));

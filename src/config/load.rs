@@ -61,6 +61,15 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// The file it came from, if any.
     pub file: Option<PathBuf>,
+    /// `sha256:<hex>` of that file's bytes, so a report names the config that produced it.
+    pub digest: Option<String>,
+}
+
+/// `sha256:` and the hex SHA-256 of `bytes` (ring is already linked for TLS).
+pub fn digest(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Loads `file` (or defaults alone), layered with `FLAKESTORM_*` env and `overrides`.
@@ -110,6 +119,7 @@ pub fn load_with_env(
             config,
             warnings,
             file: file.map(Path::to_path_buf),
+            digest: file.map(|_| digest(text.as_bytes())),
         })
     } else {
         Err(fail(errors))

@@ -361,3 +361,12 @@ golden_prompts: ["ok", " "]
         "{errors:?}"
     );
 }
+
+#[test]
+fn digest_is_the_sha256_of_the_file() {
+    // FIPS 180-2's "abc" vector.
+    assert_eq!(
+        super::digest(b"abc"),
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}

@@ -25,6 +25,6 @@ pub use contract::{
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, InvariantSpec, parse_invariant};
-pub use load::{Loaded, Overrides, load, load_with_env};
+pub use load::{Loaded, Overrides, digest, load, load_with_env};
 pub use schema::*;
 pub use validate::{check_chaos, listen_addr};

@@ -49,9 +49,10 @@ pub async fn run() -> Result<String, DemoError> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let mut cfg = config::load_with_env(Some(&file), &Overrides::default(), &env)
-        .map_err(|e| DemoError(e.to_string()))?
-        .config;
+    let loaded = config::load_with_env(Some(&file), &Overrides::default(), &env)
+        .map_err(|e| DemoError(e.to_string()))?;
+    let digest = loaded.digest;
+    let mut cfg = loaded.config;
     cfg.proxy.listen = "127.0.0.1:0".into();
     cfg.control.listen = "127.0.0.1:0".into();
     cfg.proxy.upstream_ca_file = Some(mocks.ca_file.clone());
@@ -78,10 +79,11 @@ pub async fn run() -> Result<String, DemoError> {
         .contract
         .as_ref()
         .ok_or_else(|| DemoError("demo config has no contract".into()))?;
-    let contract = run_contract(&ctx, contract, &cfg.golden_prompts)
+    let mut contract = run_contract(&ctx, contract, &cfg.golden_prompts)
         .await
         .map_err(DemoError::from("contract run"))?;
-    let chaos = run_chaos(
+    contract.config_digest = digest.clone();
+    let mut chaos = run_chaos(
         &ctx,
         "chaos",
         &cfg.chaos,
@@ -90,6 +92,7 @@ pub async fn run() -> Result<String, DemoError> {
     )
     .await
     .map_err(DemoError::from("chaos run"))?;
+    chaos.config_digest = digest;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -24,6 +24,9 @@ pub struct PromptVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChaosReport {
     pub schema: &'static str,
+    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
+    /// a file).
+    pub config_digest: Option<String>,
     /// The profile name, or `chaos` for the config's own section.
     pub chaos: String,
     pub seed: u64,
@@ -69,6 +72,7 @@ pub async fn run_chaos(
     let passed = prompts.iter().filter(|p| p.passed).count();
     Ok(ChaosReport {
         schema: SCHEMA,
+        config_digest: None,
         chaos: name.to_string(),
         seed: ctx.engine.seed(),
         agent_calls: cases.len(),

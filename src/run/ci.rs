@@ -22,6 +22,9 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CiReport {
     pub schema: &'static str,
+    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
+    /// a file).
+    pub config_digest: Option<String>,
     pub phases: Vec<Phase>,
     /// Weighted mean over the phases that ran.
     pub overall: f64,
@@ -82,8 +85,14 @@ pub fn combine(
     let overall = if weights > 0.0 { sum / weights } else { 0.0 };
     let critical_ok = contract.as_ref().is_none_or(|c| c.score.passed);
     let passed = critical_ok && min_score.is_none_or(|m| overall >= m) && weights > 0.0;
+    // The phases ran on one config: theirs is the run's.
+    let config_digest = contract
+        .as_ref()
+        .and_then(|c| c.config_digest.clone())
+        .or_else(|| chaos.as_ref().and_then(|c| c.config_digest.clone()));
     CiReport {
         schema: SCHEMA,
+        config_digest,
         phases,
         overall,
         passed,
@@ -100,6 +109,7 @@ mod tests {
     fn weights_renormalise_over_the_phases_that_ran() {
         let chaos = ChaosReport {
             schema: super::super::chaos::SCHEMA,
+            config_digest: None,
             chaos: "chaos".into(),
             seed: 1,
             cases: vec![],

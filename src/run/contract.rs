@@ -34,6 +34,9 @@ pub struct CellResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractReport {
     pub schema: &'static str,
+    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
+    /// a file).
+    pub config_digest: Option<String>,
     pub contract: String,
     pub seed: u64,
     pub scenarios: Vec<String>,
@@ -168,6 +171,7 @@ pub async fn run_contract(
         .collect();
     Ok(ContractReport {
         schema: SCHEMA,
+        config_digest: None,
         contract: contract.name.clone(),
         seed: ctx.engine.seed(),
         scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
