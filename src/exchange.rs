@@ -167,6 +167,10 @@ pub struct Exchange {
     /// Context attacks applied to this exchange.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attacks: Vec<FaultRecord>,
+    /// Tools the LLM's response asked the agent to call, by name, one per call (LLM
+    /// exchanges with an uncompressed body of at most 8 MiB).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub llm_tool_calls: Vec<String>,
     /// The W3C trace id of the request's `traceparent`, which `attribution: header` runs
     /// use to tell which case an exchange belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]

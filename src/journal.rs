@@ -258,6 +258,7 @@ mod tests {
             response_bytes: 0,
             fault: None,
             attacks: vec![],
+            llm_tool_calls: vec![],
             trace_id: None,
         }
     }

@@ -1,5 +1,6 @@
 //! Traffic invariants: what the agent did on the wire during one case, read from its
-//! journal slice. Tool calls are the agent's HTTP calls to `tools:` entries.
+//! journal slice. Tool calls are the agent's HTTP calls to `tools:` entries; for
+//! `tool_called` / `tool_not_called` also the calls its LLM asked for in its responses.
 
 use std::sync::Arc;
 
@@ -17,14 +18,27 @@ pub fn check(check: &Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
             )
             .count()
     };
+    let asked = |name: &str| {
+        traffic
+            .iter()
+            .flat_map(|e| &e.llm_tool_calls)
+            .filter(|n| *n == name)
+            .count()
+    };
     Some(match check {
-        Check::ToolCalled { tool } => match tool_calls(Some(tool)) {
-            0 => Verdict::Fail(format!("the agent never called `{tool}`")),
-            n => Verdict::Pass(format!("called `{tool}` {n} time(s)")),
+        Check::ToolCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
+            (0, 0) => Verdict::Fail(format!(
+                "the agent never called `{tool}` and its LLM never asked for it"
+            )),
+            (0, m) => Verdict::Pass(format!("the LLM asked for `{tool}` {m} time(s)")),
+            (n, _) => Verdict::Pass(format!("called `{tool}` {n} time(s)")),
         },
-        Check::ToolNotCalled { tool } => match tool_calls(Some(tool)) {
-            0 => Verdict::Pass(format!("`{tool}` was not called")),
-            n => Verdict::Fail(format!("the agent called `{tool}` {n} time(s)")),
+        Check::ToolNotCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
+            (0, 0) => Verdict::Pass(format!("`{tool}` was not called")),
+            (0, m) => Verdict::Fail(format!(
+                "the LLM asked the agent to call `{tool}` {m} time(s)"
+            )),
+            (n, _) => Verdict::Fail(format!("the agent called `{tool}` {n} time(s)")),
         },
         Check::MaxToolCalls { max, tool } => {
             let n = tool_calls(tool.as_deref());
@@ -150,6 +164,7 @@ mod tests {
             response_bytes: 0,
             fault: None,
             attacks: vec![],
+            llm_tool_calls: vec![],
             trace_id: None,
         })
     }
@@ -199,6 +214,39 @@ mod tests {
             Verdict::Fail("2 LLM calls > 1".into())
         );
         assert_eq!(check(&Check::Completes {}, &t), None);
+    }
+
+    #[test]
+    fn tools_the_llm_asked_for_count_as_called() {
+        let mut asked = (*ex(
+            Target::Llm {
+                provider: Provider::Anthropic,
+            },
+            "l",
+            200,
+            &[],
+            1,
+            1.0,
+        ))
+        .clone();
+        asked.llm_tool_calls = vec!["email".into()];
+        let t = [Arc::new(asked)];
+        let email = || "email".to_string();
+        assert_eq!(
+            check(&Check::ToolNotCalled { tool: email() }, &t).unwrap(),
+            Verdict::Fail("the LLM asked the agent to call `email` 1 time(s)".into())
+        );
+        assert!(
+            check(&Check::ToolCalled { tool: email() }, &t)
+                .unwrap()
+                .passed()
+        );
+        assert!(
+            check(&Check::MaxToolCalls { max: 0, tool: None }, &t)
+                .unwrap()
+                .passed(),
+            "max_tool_calls counts the HTTP calls the agent made"
+        );
     }
 
     #[test]

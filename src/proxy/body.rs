@@ -1,6 +1,8 @@
 //! Response bodies on their way to the client: `ObservedBody` streams the upstream body
-//! frame by frame (no buffering), counts bytes, and records the exchange in the journal
-//! exactly once, when the body ends, fails, or is dropped because the client left.
+//! frame by frame (never holding a frame back), counts bytes, and records the exchange in
+//! the journal exactly once, when the body ends, fails, or is dropped because the client
+//! left. For LLM responses it also keeps a bounded copy of what the agent received, to
+//! record the tool calls the model asked for.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -123,19 +125,26 @@ impl Recorder {
     }
 }
 
+/// The most of an LLM response kept to find its tool calls; larger ones are not read.
+const TAP_LIMIT: usize = 8 << 20;
+
 /// A streaming body that records its exchange when it ends.
 pub struct ObservedBody<B> {
     inner: B,
     head: Option<(Recorder, ResponseHead)>,
     bytes: u64,
+    /// A copy of the body so far, when its tool calls are wanted.
+    tap: Option<Vec<u8>>,
 }
 
 impl<B: Body> ObservedBody<B> {
-    pub fn new(inner: B, recorder: Recorder, head: ResponseHead) -> Self {
+    /// `tap`: keep a copy of the body to read the LLM tool calls in it when it ends.
+    pub fn new(inner: B, recorder: Recorder, head: ResponseHead, tap: bool) -> Self {
         let mut body = ObservedBody {
             inner,
             head: Some((recorder, head)),
             bytes: 0,
+            tap: tap.then(Vec::new),
         };
         // An empty body (204, HEAD, Content-Length: 0, 101) may never be polled at all.
         if body.inner.is_end_stream() {
@@ -152,7 +161,10 @@ impl<B: Body> ObservedBody<B> {
 
 impl<B> ObservedBody<B> {
     fn finish(&mut self, end: BodyEnd) {
-        if let Some((rec, response)) = self.head.take() {
+        if let Some((mut rec, response)) = self.head.take() {
+            if let Some(copy) = self.tap.take() {
+                rec.exchange_mut().llm_tool_calls = crate::llm::tool_calls(&copy);
+            }
             rec.finish(
                 Outcome::Response {
                     response,
@@ -181,6 +193,13 @@ where
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     this.bytes += data.len() as u64;
+                    if let Some(copy) = &mut this.tap {
+                        if copy.len() + data.len() <= TAP_LIMIT {
+                            copy.extend_from_slice(data);
+                        } else {
+                            this.tap = None;
+                        }
+                    }
                 }
                 // hyper stops polling once `is_end_stream` is true (Content-Length bodies),
                 // so the final `None` may never come.

@@ -239,7 +239,7 @@ fn upstream_response(
                 owner,
                 format!(
                     "response is compressed ({}); passed through",
-                    encoding.unwrap_or_default()
+                    encoding.clone().unwrap_or_default()
                 ),
             );
             body
@@ -264,7 +264,11 @@ fn upstream_response(
         version: format!("{:?}", parts.version),
         headers: headers::header_list(&parts.headers),
     };
-    Response::from_parts(parts, ObservedBody::new(body, rec, head).boxed())
+    // The agent acts on what it received, so the copy is taken after any transform; a
+    // compressed body cannot be read without decoding it.
+    let tap = matches!(rec.exchange().target, Target::Llm { .. })
+        && encoding.as_deref().is_none_or(|e| e == "identity");
+    Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
 }
 
 fn recorder<B>(
@@ -304,6 +308,7 @@ fn recorder<B>(
         response_bytes: 0,
         fault: None,
         attacks: vec![],
+        llm_tool_calls: vec![],
         trace_id: req
             .headers()
             .get("traceparent")
