@@ -104,7 +104,8 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         "contract \"Demo research agent\": 12 agent calls",
         "✗ admits-outage under llm-truncated",
         "search-down (error): 3",
-        "llm-429 (rate_limit): 3",
+        "llm-429 (rate_limit): 6",
+        "✗ searches under llm-rate-limited",
         "contract   ",
         "mutation  skipped",
         "the journal keeps `[REDACTED]`",
@@ -130,6 +131,16 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
     .unwrap();
     assert_eq!(ci["schema"], "flakestorm.ci/1");
     assert_eq!(ci["passed"], true);
+    // The model's request for the search tool was read off the wire.
+    let first = &ci["contract"]["cases"][0];
+    assert_eq!(first["scenario"], "no-chaos");
+    let asked: Vec<&serde_json::Value> = first["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.get("llm_tool_calls"))
+        .collect();
+    assert_eq!(asked, [&serde_json::json!(["web_search"])]);
 }
 
 #[test]

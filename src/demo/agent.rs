@@ -15,9 +15,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::origins::Mocks;
 
-/// Serves the demo agent on `listener`: `POST /invoke {"input": …}` searches, then asks the
-/// LLM (streaming) with what it found, and answers `{"result": …}`. It says so when a
-/// dependency fails, as a well-behaved agent should.
+/// Serves the demo agent on `listener`: `POST /invoke {"input": …}` asks the LLM, which
+/// asks for the search tool; the agent runs the search and asks again (streaming) with the
+/// result, and answers `{"result": …}`. It waits out one `429` as `retry-after` says, and
+/// says so when a dependency fails, as a well-behaved agent should.
 pub fn serve(
     listener: tokio::net::TcpListener,
     proxy: SocketAddr,
@@ -54,43 +55,56 @@ async fn answer(
     tool_port: u16,
     llm_port: u16,
 ) -> String {
-    let found = match call(
-        proxy,
-        tls,
-        tool_port,
-        Method::GET,
-        "/search?q=acme+q3+revenue",
-        "",
-    )
-    .await
-    {
-        Ok(r) if r.status == 200 => r.body,
-        Ok(r) => {
-            return format!(
-                "Sorry, search is unavailable right now (HTTP {}).",
-                r.status
-            );
-        }
-        Err(e) => return format!("Sorry, search is unavailable right now ({e})."),
+    let user = serde_json::json!({"role": "user", "content": "What was ACME's Q3 revenue?"});
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "web_search",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}]);
+    let ask = |messages: serde_json::Value, stream: bool| {
+        serde_json::json!({"model": "demo", "stream": stream, "tools": tools, "messages": messages})
+            .to_string()
     };
-    let question = serde_json::json!({"model": "demo", "stream": true,
-        "messages": [{"role": "user", "content": String::from_utf8_lossy(&found)}]});
-    match call(
-        proxy,
-        tls,
-        llm_port,
-        Method::POST,
-        "/v1/chat/completions",
-        &question.to_string(),
-    )
-    .await
-    {
+    let llm = |body: String| async move {
+        let path = "/v1/chat/completions";
+        let first = call(proxy, tls, llm_port, Method::POST, path, &body).await?;
+        match first.retry_after {
+            Some(wait) if first.status == 429 => {
+                tokio::time::sleep(std::time::Duration::from_secs_f64(wait.min(5.0))).await;
+                call(proxy, tls, llm_port, Method::POST, path, &body).await
+            }
+            _ => Ok(first),
+        }
+    };
+    let unavailable =
+        |what: &str, why: String| format!("Sorry, {what} is unavailable right now ({why}).");
+    let plan = match llm(ask(serde_json::json!([user]), false)).await {
+        Ok(r) if r.status == 200 => r.body,
+        Ok(r) => return unavailable("the assistant", format!("HTTP {}", r.status)),
+        Err(e) => return unavailable("the assistant", e.to_string()),
+    };
+    let plan: serde_json::Value = serde_json::from_slice(&plan).unwrap_or_default();
+    let message = &plan["choices"][0]["message"];
+    let Some(call_) = message["tool_calls"].get(0) else {
+        return match message["content"].as_str() {
+            Some(text) if !text.is_empty() => text.to_string(),
+            _ => unavailable("the assistant", "it sent no usable reply".into()),
+        };
+    };
+    let query = call_["function"]["arguments"]
+        .as_str()
+        .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+        .and_then(|a| a["query"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let path = format!("/search?q={}", query.replace(' ', "+"));
+    let found = match call(proxy, tls, tool_port, Method::GET, &path, "").await {
+        Ok(r) if r.status == 200 => r.body,
+        Ok(r) => return unavailable("search", format!("HTTP {}", r.status)),
+        Err(e) => return unavailable("search", e.to_string()),
+    };
+    let result = serde_json::json!({"role": "tool", "tool_call_id": call_["id"],
+        "content": String::from_utf8_lossy(&found)});
+    match llm(ask(serde_json::json!([user, message, result]), true)).await {
         Ok(r) if r.status == 200 => content(&r.body),
-        Ok(r) => format!(
-            "Sorry, the assistant is unavailable right now (HTTP {}).",
-            r.status
-        ),
-        Err(e) => format!("Sorry, the assistant is unavailable right now ({e})."),
+        Ok(r) => unavailable("the assistant", format!("HTTP {}", r.status)),
+        Err(e) => unavailable("the assistant", e.to_string()),
     }
 }
 
@@ -110,6 +124,8 @@ fn content(body: &[u8]) -> String {
 
 struct Reply {
     status: u16,
+    /// `retry-after` in seconds, when the response carried one.
+    retry_after: Option<f64>,
     body: Vec<u8>,
 }
 
@@ -161,6 +177,11 @@ async fn call(
         .body(Full::new(Bytes::from(body.to_string())))?;
     let resp = sender.send_request(req).await?;
     let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok());
     let mut body = resp.into_body();
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -170,6 +191,7 @@ async fn call(
     }
     Ok(Reply {
         status,
+        retry_after,
         body: bytes,
     })
 }

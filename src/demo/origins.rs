@@ -1,6 +1,8 @@
 //! The demo's mock upstreams, served over HTTPS with certificates from a throwaway CA:
 //! a search tool (`GET /search?q=`) and an OpenAI-compatible chat endpoint
-//! (`POST /v1/chat/completions`, JSON or SSE when the request says `"stream": true`).
+//! (`POST /v1/chat/completions`): until the conversation carries a tool result it asks for
+//! `web_search` (a JSON `tool_calls` reply), then it answers, JSON or SSE when the request
+//! says `"stream": true`.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -121,10 +123,21 @@ async fn llm(req: Request<Incoming>) -> Response<Body> {
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let stream = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["stream"].as_bool())
-        .unwrap_or(false);
+    let request = serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default();
+    let stream = request["stream"].as_bool().unwrap_or(false);
+    let has_result = request["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    if !has_result {
+        // First turn: the model asks for the search tool, as a tool-calling model does.
+        return json(
+            serde_json::json!({"id": "chatcmpl-demo-1", "object": "chat.completion", "model": "demo",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_demo_1", "type": "function",
+                    "function": {"name": "web_search", "arguments": "{\"query\":\"acme q3 revenue\"}"}}]}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}}),
+        );
+    }
     let words = [
         "According",
         " to",
