@@ -57,12 +57,30 @@ pub struct Overrides {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
-    /// Things that load but deserve the user's attention (sections not applied yet).
+    /// Things that load but deserve the user's attention (sections or formats not applied
+    /// yet, v2 fields that do not apply).
     pub warnings: Vec<String>,
     /// The file it came from, if any.
     pub file: Option<PathBuf>,
     /// `sha256:<hex>` of that file's bytes, so a report names the config that produced it.
     pub digest: Option<String>,
+}
+
+/// Only JSON reports are written so far: say so rather than ignore the other formats.
+fn warn_unrendered_formats(c: &Config, warnings: &mut Vec<String>) {
+    let other: Vec<String> = c
+        .output
+        .format
+        .iter()
+        .filter(|f| **f != super::ReportFormat::Json)
+        .map(|f| format!("{f:?}").to_lowercase())
+        .collect();
+    if !other.is_empty() {
+        warnings.push(format!(
+            "output.format: {} reports are not rendered in this build; the JSON report is written",
+            other.join(", ")
+        ));
+    }
 }
 
 /// `sha256:` and the hex SHA-256 of `bytes` (ring is already linked for TLS).
@@ -114,6 +132,7 @@ pub fn load_with_env(
     validate(&config, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
+    warn_unrendered_formats(&config, &mut warnings);
     if errors.is_empty() {
         Ok(Loaded {
             config,

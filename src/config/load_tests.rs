@@ -198,6 +198,12 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         "{:?}",
         loaded.warnings
     );
+    assert!(
+        loaded.warnings.iter().any(|w| w
+            == "output.format: html reports are not rendered in this build; the JSON report is written"),
+        "{:?}",
+        loaded.warnings
+    );
 }
 
 /// Every shipped config file parses, and the commented default matches the built-in one.

@@ -1,6 +1,6 @@
 //! Spec types: the YAML users write, with defaults. Field names follow config.md.
-//! Sections that later capabilities own (agent, chaos, contract, …) are kept as raw values
-//! by `load` and reported as "not used yet" rather than silently ignored.
+//! Sections that later capabilities own (`model`, `mutations`, `replays`) are not typed
+//! here: `load` reports them as "not applied yet" rather than silently ignoring them.
 
 use std::path::PathBuf;
 
