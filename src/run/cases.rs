@@ -1,6 +1,6 @@
 //! One case: reset the agent if configured, invoke it with a prompt under the installed
-//! scenario, and collect its answer and the faults its traffic met (the journal window of
-//! the case; exact when cases run one at a time, see design.md §6).
+//! scenario, and collect its answer and its exchanges with the faults they met (design.md
+//! §6: the case's journal window when cases run one at a time, or its trace id).
 
 use serde::Serialize;
 
@@ -22,7 +22,8 @@ pub struct CaseResult {
     /// Faults and attacks fired on the agent's traffic during the case.
     pub faults: Vec<FaultRecord>,
     /// The agent's exchanges during the case, as the journal recorded them (redacted);
-    /// `None` when they could not be attributed (cases ran concurrently).
+    /// `None` when they could not be attributed (cases ran concurrently under exclusive
+    /// attribution, or the agent dropped the case's `traceparent` under header attribution).
     #[serde(rename = "exchanges")]
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
 }
