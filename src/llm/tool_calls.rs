@@ -9,7 +9,12 @@ use serde_json::Value;
 
 /// Keys without which a body holds no tool call: most responses are plain answers, and a
 /// byte scan is far cheaper than parsing them.
-const MARKERS: [&[u8]; 4] = [b"tool_calls", b"tool_use", b"function_call", b"functionCall"];
+const MARKERS: [&[u8]; 4] = [
+    b"tool_calls",
+    b"tool_use",
+    b"function_call",
+    b"functionCall",
+];
 
 /// Tool names in order of first appearance, one per call.
 pub fn tool_calls(body: &[u8]) -> Vec<String> {
