@@ -103,6 +103,7 @@ async fn main() {
             agent: agent.clone(),
             concurrency,
             attribution: Default::default(),
+            config_digest: None,
             on_case: None,
         };
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);

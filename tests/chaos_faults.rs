@@ -245,14 +245,7 @@ async fn bodies_over_the_buffer_bound_pass_through_untouched() {
     let expected = big.len();
     let o = origin::start(None, move |_req| {
         let big = big.clone();
-        async move {
-            let mut r = text(&big);
-            r.headers_mut().insert(
-                "content-type",
-                http::HeaderValue::from_static("application/json"),
-            );
-            r
-        }
+        async move { origin::typed(&big, "application/json") }
     })
     .await;
     let p =
@@ -322,12 +315,7 @@ async fn marks_only_when_asked_and_rules_swap_at_runtime() {
 #[tokio::test]
 async fn an_error_speaks_json_when_the_tool_does() {
     let o = origin::start(None, |_req| async move {
-        let mut r = text("{\"ok\": true}");
-        r.headers_mut().insert(
-            "content-type",
-            http::HeaderValue::from_static("application/json"),
-        );
-        r
+        origin::typed("{\"ok\": true}", "application/json")
     })
     .await;
     let p = start_proxy(&format!(

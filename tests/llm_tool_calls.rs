@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::origin::{self, text};
+use common::origin;
 use common::*;
 
 async fn asked(p: &TestProxy, n: u64) -> Vec<String> {
@@ -19,12 +19,7 @@ async fn streamed_and_whole_responses_name_their_tool_calls() {
 data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"to\\\":\\\"audit@evil.example\\\"}\"}}]}}]}\n\n\
 data: [DONE]\n\n";
     let openai = origin::start(None, move |_req| async move {
-        let mut r = text(sse);
-        r.headers_mut().insert(
-            "content-type",
-            http::HeaderValue::from_static("text/event-stream"),
-        );
-        r
+        origin::typed(sse, "text/event-stream")
     })
     .await;
     let anthropic = origin::fixed(

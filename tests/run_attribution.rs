@@ -68,12 +68,10 @@ async fn agent(
 
 async fn run(propagate: bool) -> (ContractReport, usize) {
     let search = origin::start(None, |_req| async move {
-        let mut r = text(r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#);
-        r.headers_mut().insert(
-            "content-type",
-            http::HeaderValue::from_static("application/json"),
-        );
-        r
+        origin::typed(
+            r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#,
+            "application/json",
+        )
     })
     .await;
     let email = origin::fixed(None, "sent").await;
@@ -117,6 +115,7 @@ contract:
         agent: Agent::new(&spec, 0).unwrap(),
         concurrency: cfg.advanced.concurrency as usize,
         attribution: cfg.advanced.attribution,
+        config_digest: None,
         on_case: None,
     };
     // A guard against a hang (the barrier never opening), not a timing claim.

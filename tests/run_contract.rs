@@ -91,6 +91,7 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
         agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         concurrency: 1,
         attribution: Default::default(),
+        config_digest: None,
         on_case: None,
     };
     let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
@@ -260,12 +261,10 @@ async fn gullible_agent(
 #[tokio::test]
 async fn a_gullible_agent_is_caught_by_tool_not_called() {
     let search = origin::start(None, |_req| async move {
-        let mut r = text(r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#);
-        r.headers_mut().insert(
-            "content-type",
-            http::HeaderValue::from_static("application/json"),
-        );
-        r
+        origin::typed(
+            r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#,
+            "application/json",
+        )
     })
     .await;
     let email = origin::fixed(None, "sent").await;
@@ -303,6 +302,7 @@ contract:
         agent: Agent::new(&spec, 0).unwrap(),
         concurrency: 4,
         attribution: Default::default(),
+        config_digest: None,
         on_case: None,
     };
     let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)

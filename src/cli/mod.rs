@@ -244,14 +244,10 @@ pub async fn run(cli: Cli) -> ExitCode {
                     show,
                 },
         } => {
-            let loaded = match load(&config, Overrides::default()) {
-                Ok(l) => l,
-                Err(code) => return code,
-            };
-            match runs::contract(loaded, output, min_score, show.show()).await {
-                Ok(code) => return code,
-                Err(e) => Err(e),
-            }
+            return job(&config, |l| {
+                runs::contract(l, output, min_score, show.show())
+            })
+            .await;
         }
         Command::Contract {
             command:
@@ -261,19 +257,12 @@ pub async fn run(cli: Cli) -> ExitCode {
                     min_score,
                 },
         } => {
-            let loaded = match load(&config, Overrides::default()) {
-                Ok(l) => l,
-                Err(code) => return code,
-            };
             let show = runs::Show {
                 quiet: true,
                 json: false,
                 score_only: true,
             };
-            match runs::contract(loaded, output, min_score, show).await {
-                Ok(code) => return code,
-                Err(e) => Err(e),
-            }
+            return job(&config, |l| runs::contract(l, output, min_score, show)).await;
         }
         Command::Run {
             config,
@@ -290,46 +279,18 @@ pub async fn run(cli: Cli) -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
-            let loaded = match load(&config, Overrides::default()) {
-                Ok(l) => l,
-                Err(code) => return code,
-            };
-            let (name, spec) = match chaos_profile {
-                Some(p) => match crate::chaos::profiles::load(&p) {
-                    Ok(spec) => (p, spec),
-                    Err(e) => {
-                        eprintln!("flakestorm: {e}");
-                        return ExitCode::from(2);
-                    }
-                },
-                None => ("chaos".to_string(), loaded.config.chaos.clone()),
-            };
-            if spec.is_empty() {
-                eprintln!(
-                    "flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile"
-                );
-                return ExitCode::from(2);
-            }
-            match runs::chaos_only(loaded, name, spec, output, min_score, show.show()).await {
-                Ok(code) => return code,
-                Err(e) => Err(e),
-            }
+            let show = show.show();
+            return job(&config, |l| {
+                runs::chaos_only(l, chaos_profile, output, min_score, show)
+            })
+            .await;
         }
         Command::Ci {
             config,
             output,
             min_score,
             show,
-        } => {
-            let loaded = match load(&config, Overrides::default()) {
-                Ok(l) => l,
-                Err(code) => return code,
-            };
-            match runs::ci(loaded, output, min_score, show.show()).await {
-                Ok(code) => return code,
-                Err(e) => Err(e),
-            }
-        }
+        } => return job(&config, |l| runs::ci(l, output, min_score, show.show())).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config),
         Command::Demo => crate::demo::run()
@@ -338,12 +299,25 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("flakestorm: error: {e:#}");
-            ExitCode::from(1)
-        }
+    result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// An error the command could not recover from: printed, exit 1.
+fn failed(e: anyhow::Error) -> ExitCode {
+    eprintln!("flakestorm: error: {e:#}");
+    ExitCode::from(1)
+}
+
+/// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
+/// the run decides its own code, and an error it could not recover from exits 1.
+async fn job<F, Fut>(config: &ConfigArg, run: F) -> ExitCode
+where
+    F: FnOnce(Loaded) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<ExitCode>>,
+{
+    match load(config, Overrides::default()) {
+        Ok(loaded) => run(loaded).await.unwrap_or_else(failed),
+        Err(code) => code,
     }
 }
 

@@ -11,8 +11,7 @@ use anyhow::Context;
 use super::session::Session;
 use crate::checks::Verdict;
 use crate::config::Loaded;
-use crate::config::chaos::ChaosSpec;
-use crate::run::{ChaosReport, ContractReport, combine, run_chaos, run_contract, summary};
+use crate::run::{combine, run_chaos, run_contract, summary};
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
 /// stdout instead of the summary).
@@ -30,6 +29,19 @@ impl Show {
     }
 }
 
+/// Exit 0 on a pass, 1 on a failure (2 is for bad config, returned where it is found).
+fn exit(passed: bool) -> ExitCode {
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn verdict(passed: bool) -> &'static str {
+    if passed { "PASS" } else { "FAIL" }
+}
+
 fn color() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout())
 }
@@ -45,17 +57,14 @@ pub async fn contract(
         eprintln!("flakestorm: a contract run needs a `contract:` section");
         return Ok(ExitCode::from(2));
     };
-    let session = match Session::start(config, show.summary()).await {
+    let session = match Session::start(&loaded, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let result = run_contract(&session.ctx, contract, &config.golden_prompts).await;
     session.stop().await;
     let report = match result {
-        Ok(r) => ContractReport {
-            config_digest: loaded.digest.clone(),
-            ..r
-        },
+        Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
@@ -63,7 +72,7 @@ pub async fn contract(
     };
     let path = out.unwrap_or_else(|| config.output.path.join("contract.json"));
     write_report(&report, &path)?;
-    let below = min_score.is_some_and(|m| report.score.value < m);
+    let passed = report.score.passed && min_score.is_none_or(|m| report.score.value >= m);
     if show.score_only {
         println!("{:.1}", report.score.value);
     } else if show.json {
@@ -71,39 +80,45 @@ pub async fn contract(
     } else if show.quiet {
         println!(
             "contract {}: {:.1}/100",
-            if report.score.passed && !below {
-                "PASS"
-            } else {
-                "FAIL"
-            },
+            verdict(passed),
             report.score.value
         );
     } else {
         print!("{}", summary(&report, color()));
         println!("report: {}", path.display());
     }
-    Ok(if report.score.passed && !below {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(exit(passed))
 }
 
-/// `run --chaos-only`: golden prompts under `chaos` (named `name`), top-level invariants.
+/// `run --chaos-only`: golden prompts under the `chaos:` section or `profile`, checked with
+/// the top-level invariants.
 pub async fn chaos_only(
     loaded: Loaded,
-    name: String,
-    chaos: ChaosSpec,
+    profile: Option<String>,
     out: Option<PathBuf>,
     min_score: Option<f64>,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
+    let (name, chaos) = match profile {
+        Some(p) => match crate::chaos::profiles::load(&p) {
+            Ok(spec) => (p, spec),
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => ("chaos".to_string(), config.chaos.clone()),
+    };
+    if chaos.is_empty() {
+        eprintln!("flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile");
+        return Ok(ExitCode::from(2));
+    }
     if config.invariants.is_empty() {
         eprintln!("flakestorm: a chaos run needs `invariants:` to check the answers with");
         return Ok(ExitCode::from(2));
     }
-    let session = match Session::start(config, show.summary()).await {
+    let session = match Session::start(&loaded, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -117,10 +132,7 @@ pub async fn chaos_only(
     .await;
     session.stop().await;
     let report = match result {
-        Ok(r) => ChaosReport {
-            config_digest: loaded.digest.clone(),
-            ..r
-        },
+        Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
@@ -131,23 +143,11 @@ pub async fn chaos_only(
     let ok = min_score.is_none_or(|m| report.score >= m);
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        return Ok(exit(ok));
     }
     if show.quiet {
-        println!(
-            "chaos {}: {:.1}/100",
-            if ok { "PASS" } else { "FAIL" },
-            report.score
-        );
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        println!("chaos {}: {:.1}/100", verdict(ok), report.score);
+        return Ok(exit(ok));
     }
     let passed = report.prompts.iter().filter(|p| p.passed).count();
     println!(
@@ -170,11 +170,7 @@ pub async fn chaos_only(
         report.score,
         path.display()
     );
-    Ok(if min_score.is_none_or(|m| report.score >= m) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(exit(ok))
 }
 
 /// `ci`: contract and chaos phases once each, one weighted score.
@@ -202,7 +198,7 @@ pub async fn ci(
     if !chaos_runs {
         skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
     }
-    let session = match Session::start(config, show.summary()).await {
+    let session = match Session::start(&loaded, show.summary()).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -225,16 +221,7 @@ pub async fn ci(
     };
     session.stop().await;
     let (contract, chaos) = match (contract.transpose(), chaos.transpose()) {
-        (Ok(a), Ok(b)) => (
-            a.map(|r| ContractReport {
-                config_digest: loaded.digest.clone(),
-                ..r
-            }),
-            b.map(|r| ChaosReport {
-                config_digest: loaded.digest.clone(),
-                ..r
-            }),
-        ),
+        (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
@@ -246,21 +233,13 @@ pub async fn ci(
     let report = combine(&config.scoring, contract, chaos, &skipped, min_score);
     let path = out.unwrap_or_else(|| config.output.path.join("ci.json"));
     write_report(&report, &path)?;
-    let code = if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
+    let code = exit(report.passed);
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(code);
     }
     if show.quiet {
-        println!(
-            "ci {}: {:.1}/100",
-            if report.passed { "PASS" } else { "FAIL" },
-            report.overall
-        );
+        println!("ci {}: {:.1}/100", verdict(report.passed), report.overall);
         return Ok(code);
     }
     println!("\nphases:");
@@ -271,17 +250,13 @@ pub async fn ci(
             (None, None) => println!("  {:<9} -", p.name),
         }
     }
-    let verdict = if report.passed { "PASS" } else { "FAIL" };
     println!(
-        "\noverall {:.1}/100: {verdict}\nreport: {}",
+        "\noverall {:.1}/100: {}\nreport: {}",
         report.overall,
+        verdict(report.passed),
         path.display()
     );
-    Ok(if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(code)
 }
 
 fn write_report(report: &impl serde::Serialize, path: &Path) -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentProcess, proxy_env};
-use crate::config::Config;
+use crate::config::Loaded;
 use crate::daemon::Daemon;
 use crate::run::RunContext;
 
@@ -19,7 +19,8 @@ pub struct Session {
 
 impl Session {
     /// `progress`: show a live count of cases on stderr (when it is a terminal).
-    pub async fn start(config: &Config, progress: bool) -> Result<Session, ExitCode> {
+    pub async fn start(loaded: &Loaded, progress: bool) -> Result<Session, ExitCode> {
+        let config = &loaded.config;
         let Some(spec) = &config.agent else {
             eprintln!(
                 "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
@@ -68,6 +69,7 @@ impl Session {
             agent,
             concurrency: config.advanced.concurrency as usize,
             attribution: config.advanced.attribution,
+            config_digest: loaded.digest.clone(),
             on_case,
         };
         Ok(Session {

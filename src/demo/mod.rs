@@ -51,7 +51,7 @@ pub async fn run() -> Result<String, DemoError> {
     .collect();
     let loaded = config::load_with_env(Some(&file), &Overrides::default(), &env)
         .map_err(|e| DemoError(e.to_string()))?;
-    let digest = loaded.digest;
+    let config_digest = loaded.digest;
     let mut cfg = loaded.config;
     cfg.proxy.listen = "127.0.0.1:0".into();
     cfg.control.listen = "127.0.0.1:0".into();
@@ -73,17 +73,17 @@ pub async fn run() -> Result<String, DemoError> {
         agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,
         concurrency: 1,
         attribution: Default::default(),
+        config_digest,
         on_case: None,
     };
     let contract = cfg
         .contract
         .as_ref()
         .ok_or_else(|| DemoError("demo config has no contract".into()))?;
-    let mut contract = run_contract(&ctx, contract, &cfg.golden_prompts)
+    let contract = run_contract(&ctx, contract, &cfg.golden_prompts)
         .await
         .map_err(DemoError::from("contract run"))?;
-    contract.config_digest = digest.clone();
-    let mut chaos = run_chaos(
+    let chaos = run_chaos(
         &ctx,
         "chaos",
         &cfg.chaos,
@@ -92,7 +92,6 @@ pub async fn run() -> Result<String, DemoError> {
     )
     .await
     .map_err(DemoError::from("chaos run"))?;
-    chaos.config_digest = digest;
     let mut out = String::new();
     let _ = writeln!(
         out,

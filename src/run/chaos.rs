@@ -24,8 +24,7 @@ pub struct PromptVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChaosReport {
     pub schema: &'static str,
-    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
-    /// a file).
+    /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     /// The profile name, or `chaos` for the config's own section.
     pub chaos: String,
@@ -72,7 +71,7 @@ pub async fn run_chaos(
     let passed = prompts.iter().filter(|p| p.passed).count();
     Ok(ChaosReport {
         schema: SCHEMA,
-        config_digest: None,
+        config_digest: ctx.config_digest.clone(),
         chaos: name.to_string(),
         seed: ctx.engine.seed(),
         agent_calls: cases.len(),

@@ -22,8 +22,7 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CiReport {
     pub schema: &'static str,
-    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
-    /// a file).
+    /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     pub phases: Vec<Phase>,
     /// Weighted mean over the phases that ran.

@@ -34,8 +34,7 @@ pub struct CellResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractReport {
     pub schema: &'static str,
-    /// `sha256:` digest of the config file (set by the caller that loaded it; null without
-    /// a file).
+    /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     pub contract: String,
     pub seed: u64,
@@ -171,7 +170,7 @@ pub async fn run_contract(
         .collect();
     Ok(ContractReport {
         schema: SCHEMA,
-        config_digest: None,
+        config_digest: ctx.config_digest.clone(),
         contract: contract.name.clone(),
         seed: ctx.engine.seed(),
         scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),

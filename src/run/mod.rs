@@ -55,5 +55,7 @@ pub struct RunContext {
     pub concurrency: usize,
     /// How an exchange is tied to its case (`advanced.attribution`, design.md §6).
     pub attribution: Attribution,
+    /// The loaded config's digest (`Loaded::digest`), stamped on every report.
+    pub config_digest: Option<String>,
     pub on_case: Option<OnCase>,
 }

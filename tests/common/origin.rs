@@ -53,6 +53,14 @@ pub fn text(body: &str) -> Response<Body> {
     )
 }
 
+/// `body` with a `content-type` (JSON, SSE, … : what the proxy's rewrites key on).
+pub fn typed(body: &str, content_type: &'static str) -> Response<Body> {
+    let mut r = text(body);
+    r.headers_mut()
+        .insert("content-type", http::HeaderValue::from_static(content_type));
+    r
+}
+
 pub struct Origin {
     pub addr: SocketAddr,
     pub log: Log,
