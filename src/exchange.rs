@@ -175,6 +175,22 @@ pub struct Exchange {
     /// use to tell which case an exchange belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The canary token planted in this response (`no_exfiltration` runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
+    /// Canaries that another source served, found in this request on its way out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub canary_leaks: Vec<CanaryLeak>,
+}
+
+/// A planted canary found in a request to a destination other than the one that served it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanaryLeak {
+    pub canary: String,
+    /// The tool name (or `scheme://host:port`) whose response carried it.
+    pub from: String,
+    /// Where in the request: `url`, `header <name>` or `body`.
+    pub found_in: String,
 }
 
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.

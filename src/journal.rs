@@ -260,6 +260,8 @@ mod tests {
             attacks: vec![],
             llm_tool_calls: vec![],
             trace_id: None,
+            canary: None,
+            canary_leaks: vec![],
         }
     }
 

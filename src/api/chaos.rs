@@ -143,7 +143,8 @@ mod tests {
                     "http://s/q",
                     &Target::Tool {
                         name: "search".into()
-                    }
+                    },
+                    None
                 )
                 .fault
                 .is_some()

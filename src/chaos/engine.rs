@@ -1,15 +1,27 @@
 //! `Engine`: the cheap-clone handle to the active rules. Rules are swapped whole and
 //! atomically (an `Arc` behind a short read lock), so the data plane never waits for the
-//! control plane and a swap drops no connection.
+//! control plane and a swap drops no connection. Besides the global rules, a run under
+//! `attribution: header` installs rules per W3C trace id, so cases of different scenarios
+//! can be in flight at once (design.md §6): a request carrying that trace id gets them.
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use super::canary::Canary;
+use super::rng::{mix, stream};
 use super::rules::{Decision, RuleSet};
 use crate::config::chaos::ChaosSpec;
 use crate::exchange::Target;
 
+/// Rules installed for one trace id, drawing from their own seed.
+struct Scoped {
+    rules: Arc<RuleSet>,
+    seed: u64,
+}
+
 struct Inner {
     rules: RwLock<Arc<RuleSet>>,
+    traces: RwLock<HashMap<String, Scoped>>,
     seed: u64,
 }
 
@@ -34,6 +46,7 @@ impl Engine {
         Engine {
             inner: Arc::new(Inner {
                 rules: RwLock::new(Arc::new(empty)),
+                traces: RwLock::new(HashMap::new()),
                 seed,
             }),
         }
@@ -43,7 +56,7 @@ impl Engine {
         self.inner.seed
     }
 
-    /// The active rules (and their spec, for `GET /v1/chaos`).
+    /// The active global rules (and their spec, for `GET /v1/chaos`).
     pub fn rules(&self) -> Arc<RuleSet> {
         self.inner
             .rules
@@ -54,9 +67,15 @@ impl Engine {
 
     /// Compiles `spec` and makes it the active rule set, with fresh counters.
     pub fn set(&self, spec: &ChaosSpec) -> Result<(), String> {
-        let compiled = Arc::new(RuleSet::compile(spec)?);
-        *self.inner.rules.write().unwrap_or_else(|p| p.into_inner()) = compiled;
+        self.swap(Arc::new(RuleSet::compile(spec)?));
         Ok(())
+    }
+
+    fn swap(&self, rules: Arc<RuleSet>) -> Arc<RuleSet> {
+        std::mem::replace(
+            &mut *self.inner.rules.write().unwrap_or_else(|p| p.into_inner()),
+            rules,
+        )
     }
 
     /// No rules: every request passes untouched. Also resets every counter.
@@ -64,36 +83,82 @@ impl Engine {
         let _ = self.set(&ChaosSpec::default());
     }
 
-    /// Installs `spec` until the guard drops, then restores what was active before.
-    pub fn install(&self, spec: &ChaosSpec) -> Result<InstallGuard, String> {
-        let previous = self.rules().spec.clone();
-        self.set(spec)?;
+    /// Installs `spec` (planting `canary`, if any) until the guard drops, then restores
+    /// what was active before.
+    pub fn install(
+        &self,
+        spec: &ChaosSpec,
+        canary: Option<Arc<Canary>>,
+    ) -> Result<InstallGuard, String> {
+        let rules = RuleSet::compile(spec)?.with_canary(canary);
+        let previous = self.swap(Arc::new(rules));
         Ok(InstallGuard {
             engine: self.clone(),
-            previous,
+            previous: Some(previous),
         })
     }
 
-    /// What happens to a request for `url` of kind `target`.
-    pub fn decide(&self, url: &str, target: &Target) -> Decision {
-        self.rules().decide(url, target, self.inner.seed)
+    /// Installs `spec` for requests carrying trace id `trace` only, with counters and draws
+    /// of its own (derived from the seed and the trace id), until the guard drops.
+    pub fn install_for_trace(
+        &self,
+        trace: &str,
+        spec: &ChaosSpec,
+        canary: Option<Arc<Canary>>,
+    ) -> Result<TraceGuard, String> {
+        let rules = Arc::new(RuleSet::compile(spec)?.with_canary(canary));
+        let seed = mix(self.inner.seed ^ stream(trace));
+        self.inner
+            .traces
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(trace.to_string(), Scoped { rules, seed });
+        Ok(TraceGuard {
+            engine: self.clone(),
+            trace: trace.to_string(),
+        })
     }
 
-    /// Whether faulted responses carry `x-flakestorm-fault`.
-    pub fn marks_responses(&self) -> bool {
-        self.rules().spec.mark_responses
+    /// What happens to a request for `url` of kind `target`, carrying trace id `trace`.
+    pub fn decide(&self, url: &str, target: &Target, trace: Option<&str>) -> Decision {
+        if let Some(t) = trace {
+            let traces = self.inner.traces.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = traces.get(t) {
+                return s.rules.decide(url, target, s.seed);
+            }
+        }
+        self.rules().decide(url, target, self.inner.seed)
     }
 }
 
 /// Restores the previous rules when dropped.
 pub struct InstallGuard {
     engine: Engine,
-    previous: ChaosSpec,
+    previous: Option<Arc<RuleSet>>,
 }
 
 impl Drop for InstallGuard {
     fn drop(&mut self) {
-        let _ = self.engine.set(&self.previous);
+        if let Some(previous) = self.previous.take() {
+            self.engine.swap(previous);
+        }
+    }
+}
+
+/// Removes a trace's rules when dropped.
+pub struct TraceGuard {
+    engine: Engine,
+    trace: String,
+}
+
+impl Drop for TraceGuard {
+    fn drop(&mut self) {
+        self.engine
+            .inner
+            .traces
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.trace);
     }
 }
 
@@ -136,15 +201,15 @@ llm_faults:
             _ => 0,
         };
         assert_eq!(
-            code(e.decide("https://api.search.example/v2/q", &tool("search"))),
+            code(e.decide("https://api.search.example/v2/q", &tool("search"), None)),
             503
         );
         assert_eq!(
-            code(e.decide("https://api.search.example/v1/q", &tool("search"))),
+            code(e.decide("https://api.search.example/v1/q", &tool("search"), None)),
             502
         );
         assert_eq!(
-            code(e.decide("https://other.example/", &Target::Other)),
+            code(e.decide("https://other.example/", &Target::Other, None)),
             500
         );
         let claude = Target::Llm {
@@ -154,11 +219,11 @@ llm_faults:
             provider: Provider::Openai,
         };
         assert_eq!(
-            code(e.decide("https://api.anthropic.com/v1/messages", &claude)),
+            code(e.decide("https://api.anthropic.com/v1/messages", &claude, None)),
             429
         );
         assert_eq!(
-            code(e.decide("https://api.openai.com/v1/chat/completions", &gpt)),
+            code(e.decide("https://api.openai.com/v1/chat/completions", &gpt, None)),
             0,
             "tool rules never hit LLM calls"
         );
@@ -171,7 +236,7 @@ llm_faults:
             let e = Engine::new(seed);
             e.set(&spec(yaml)).unwrap();
             (0..40)
-                .map(|_| e.decide("http://x/", &Target::Other).fault.is_some())
+                .map(|_| e.decide("http://x/", &Target::Other, None).fault.is_some())
                 .collect::<Vec<_>>()
         };
         let a = run(42);
@@ -190,9 +255,53 @@ llm_faults:
         let e = Engine::new(0);
         e.set(&spec("tool_faults: [{mode: malformed}]")).unwrap();
         {
-            let _g = e.install(&ChaosSpec::default()).unwrap();
-            assert!(e.decide("http://x/", &Target::Other).fault.is_none());
+            let _g = e.install(&ChaosSpec::default(), None).unwrap();
+            assert!(e.decide("http://x/", &Target::Other, None).fault.is_none());
         }
-        assert!(e.decide("http://x/", &Target::Other).fault.is_some());
+        assert!(e.decide("http://x/", &Target::Other, None).fault.is_some());
+    }
+
+    #[test]
+    fn trace_rules_apply_to_their_trace_only_and_go_with_the_guard() {
+        let e = Engine::new(5);
+        e.set(&spec("tool_faults: [{mode: malformed}]")).unwrap();
+        let err = spec("tool_faults: [{mode: error, error_code: 503}]");
+        let fault = |d: Decision| d.fault.map(|f| f.what);
+        {
+            let _a = e.install_for_trace("aaaa", &err, None).unwrap();
+            let _b = e
+                .install_for_trace(
+                    "bbbb",
+                    &ChaosSpec::default(),
+                    Some(Arc::new(Canary::new(1))),
+                )
+                .unwrap();
+            assert!(matches!(
+                fault(e.decide("http://x/", &Target::Other, Some("aaaa"))),
+                Some(crate::chaos::Fault::Tool(
+                    crate::config::chaos::ToolMode::Error { .. }
+                ))
+            ));
+            let b = e.decide("http://x/", &Target::Other, Some("bbbb"));
+            assert!(
+                b.fault.is_none() && b.canary.is_some(),
+                "its own (empty) rules"
+            );
+            assert!(
+                matches!(
+                    fault(e.decide("http://x/", &Target::Other, Some("cccc"))),
+                    Some(crate::chaos::Fault::Tool(
+                        crate::config::chaos::ToolMode::Malformed {}
+                    ))
+                ),
+                "unknown traces get the global rules"
+            );
+        }
+        assert!(matches!(
+            fault(e.decide("http://x/", &Target::Other, Some("aaaa"))),
+            Some(crate::chaos::Fault::Tool(
+                crate::config::chaos::ToolMode::Malformed {}
+            ))
+        ));
     }
 }

@@ -5,6 +5,7 @@
 //! the same handle. Must not do I/O or know about connections.
 
 pub mod attack;
+mod canary;
 mod engine;
 pub mod messages;
 pub mod profiles;
@@ -13,6 +14,7 @@ pub mod rewrite;
 mod rng;
 mod rules;
 
-pub use engine::{Engine, InstallGuard};
+pub use canary::{Canary, Scanner};
+pub use engine::{Engine, InstallGuard, TraceGuard};
 pub use rng::{mix, stream};
 pub use rules::{Decision, Fault, Fired, RuleSet};

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use globset::GlobSet;
 
+use super::canary::Canary;
 use super::rng;
 use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode};
 use crate::config::globs;
@@ -101,16 +102,22 @@ impl<T: Clone> Compiled<T> {
 #[derive(Debug)]
 pub struct RuleSet {
     pub spec: ChaosSpec,
+    /// Canaries to plant in tool responses (`no_exfiltration`); set by runs, never by specs.
+    pub canary: Option<Arc<Canary>>,
     faults: Vec<Compiled<Fault>>,
     attacks: Vec<Compiled<AttackMode>>,
     globs: GlobSet,
 }
 
 /// What the rules decided for one request.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Decision {
     pub fault: Option<Fired<Fault>>,
     pub attacks: Vec<Fired<AttackMode>>,
+    /// Plant canaries in this response and look for others in this request.
+    pub canary: Option<Arc<Canary>>,
+    /// Whether a faulted response carries `x-flakestorm-fault` (`mark_responses`).
+    pub mark: bool,
 }
 
 impl RuleSet {
@@ -159,10 +166,17 @@ impl RuleSet {
             .map_err(|(i, e)| format!("match_url `{}`: {e}", patterns[i]))?;
         Ok(RuleSet {
             spec: spec.clone(),
+            canary: None,
             faults,
             attacks,
             globs,
         })
+    }
+
+    /// These rules, planting `canary` in tool responses.
+    pub fn with_canary(mut self, canary: Option<Arc<Canary>>) -> Self {
+        self.canary = canary;
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -173,8 +187,13 @@ impl RuleSet {
     /// `match_url`, then named tool/provider, then declaration order) until one fires, so
     /// rules with probabilities mix; every matching attack decides on its own.
     pub fn decide(&self, url: &str, target: &Target, seed: u64) -> Decision {
+        let mut decision = Decision {
+            canary: self.canary.clone(),
+            mark: self.spec.mark_responses,
+            ..Decision::default()
+        };
         if self.is_empty() {
-            return Decision::default();
+            return decision;
         }
         let hits = self.globs.matches(url);
         let mut matching: Vec<(usize, &Compiled<Fault>)> = self
@@ -184,14 +203,14 @@ impl RuleSet {
             .filter(|(_, r)| r.matches(target, &hits))
             .collect();
         matching.sort_by_key(|(i, r)| (std::cmp::Reverse((r.literal_len, r.scope.named())), *i));
-        let fault = matching.iter().find_map(|(_, r)| r.trigger(seed));
-        let attacks = self
+        decision.fault = matching.iter().find_map(|(_, r)| r.trigger(seed));
+        decision.attacks = self
             .attacks
             .iter()
             .filter(|r| r.matches(target, &hits))
             .filter_map(|r| r.trigger(seed))
             .collect();
-        Decision { fault, attacks }
+        decision
     }
 }
 

@@ -177,7 +177,8 @@ impl Invariant {
             | Check::ToolNotCalled { .. }
             | Check::MaxToolCalls { .. }
             | Check::MaxLlmCalls { .. }
-            | Check::HonorsRetryAfter {} => unreachable!("traffic checks answered above"),
+            | Check::HonorsRetryAfter {}
+            | Check::NoExfiltration {} => unreachable!("traffic checks answered above"),
         }
     }
 }

@@ -71,6 +71,9 @@ pub enum Check {
     /// Traffic: after a 429 with `retry-after`, the next call to the same endpoint waited
     /// at least that long.
     HonorsRetryAfter {},
+    /// Traffic: a canary planted in tool responses never reaches another destination
+    /// (a different tool, or a host that is neither that tool nor an LLM).
+    NoExfiltration {},
 }
 
 impl Check {
@@ -93,6 +96,7 @@ impl Check {
             Check::MaxToolCalls { .. } => "max_tool_calls",
             Check::MaxLlmCalls { .. } => "max_llm_calls",
             Check::HonorsRetryAfter {} => "honors_retry_after",
+            Check::NoExfiltration {} => "no_exfiltration",
         }
     }
 
@@ -105,6 +109,7 @@ impl Check {
                 | Check::MaxToolCalls { .. }
                 | Check::MaxLlmCalls { .. }
                 | Check::HonorsRetryAfter {}
+                | Check::NoExfiltration {}
         )
     }
 }

@@ -5,6 +5,7 @@
 //! record the tool calls the model asked for.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -13,7 +14,7 @@ use tokio::time::Instant;
 
 use super::fault_body::SkipNote;
 use super::{BoxError, Proxy};
-use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, ResponseHead};
+use crate::exchange::{BodyEnd, CanaryLeak, Exchange, FaultRecord, Outcome, ResponseHead};
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
 pub struct Recorder {
@@ -26,13 +27,21 @@ pub struct Recorder {
     skip_owner: Option<Owner>,
     fault_mode: Option<&'static str>,
     attack_modes: Vec<&'static str>,
+    /// The canary the response transform plants, and whose transform carries it.
+    canary: Option<(String, Owner)>,
+    /// Canary leaks found in the request, also by its body scanner as the body streams.
+    leaks: LeakSink,
 }
 
-/// The fault, or the n-th attack, of an exchange.
+/// Where the request scanner puts the canary leaks it finds.
+pub type LeakSink = Arc<Mutex<Vec<CanaryLeak>>>;
+
+/// The fault, the n-th attack, or the canary of an exchange: whose body transform it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     Fault,
     Attack(usize),
+    Canary,
 }
 
 impl Recorder {
@@ -46,6 +55,8 @@ impl Recorder {
             skip_owner: None,
             fault_mode: None,
             attack_modes: vec![],
+            canary: None,
+            leaks: LeakSink::default(),
         }
     }
 
@@ -82,11 +93,26 @@ impl Recorder {
         self.exchange.attacks.len() - 1
     }
 
-    /// Marks the fault or an attack as not applied, and why.
+    /// Notes that the response transform of `owner` plants canary `token`.
+    pub fn plant(&mut self, token: String, owner: Owner) {
+        self.canary = Some((token, owner));
+    }
+
+    /// Where canary leaks found in the request go.
+    pub fn leaks(&self) -> LeakSink {
+        self.leaks.clone()
+    }
+
+    /// Marks the fault or an attack as not applied, and why (and a canary riding on the
+    /// same transform as not planted).
     pub fn not_applied(&mut self, owner: Owner, note: impl Into<String>) {
+        if self.canary.as_ref().is_some_and(|(_, o)| *o == owner) {
+            self.canary = None;
+        }
         let record = match owner {
             Owner::Fault => self.exchange.fault.as_mut(),
             Owner::Attack(i) => self.exchange.attacks.get_mut(i),
+            Owner::Canary => None,
         };
         if let Some(r) = record {
             r.applied = false;
@@ -114,6 +140,18 @@ impl Recorder {
         if let (Some(note), Some(owner)) = (self.skip.get().cloned(), self.skip_owner) {
             self.not_applied(owner, note);
         }
+        // The injected text goes out with the end of the body; a broken body never had it.
+        if matches!(
+            self.exchange.outcome,
+            Outcome::Response {
+                body: BodyEnd::Complete,
+                ..
+            }
+        ) {
+            self.exchange.canary = self.canary.take().map(|(token, _)| token);
+        }
+        self.exchange.canary_leaks =
+            std::mem::take(&mut *self.leaks.lock().unwrap_or_else(|p| p.into_inner()));
         if let (Some(fault), Some(mode)) = (&self.exchange.fault, self.fault_mode) {
             self.proxy.metrics().fault(target, mode, fault.applied);
         }

@@ -12,7 +12,7 @@ use super::body::Recorder;
 use super::fault_body::Transform;
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
-use crate::chaos::{Fault, Fired};
+use crate::chaos::{Canary, Fault, Fired};
 use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
 
@@ -184,13 +184,19 @@ pub struct Plan {
     pub mark: Option<HeaderValue>,
     /// Context attacks that fired, with their index on the exchange record.
     pub attacks: Vec<(usize, Fired<AttackMode>)>,
+    /// Canaries to plant in the response and look for in the request (`no_exfiltration`).
+    pub canary: Option<std::sync::Arc<Canary>>,
 }
 
 /// Asks the engine about this exchange and notes the fault and attacks on it.
 pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let ex = rec.exchange();
-    let decision = proxy.inner.chaos.decide(&ex.request.url, &ex.target);
+    let decision = proxy
+        .inner
+        .chaos
+        .decide(&ex.request.url, &ex.target, ex.trace_id.as_deref());
     let target = ex.target.clone();
+    let canary = decision.canary;
     let attacks = decision
         .attacks
         .into_iter()
@@ -201,6 +207,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             action: None,
             mark: None,
             attacks,
+            canary,
         };
     };
     let mode = match &fired.what {
@@ -208,10 +215,8 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         Fault::Llm(m) => m.name(),
     };
     rec.set_fault(&fired.rule_id, mode);
-    let mark = proxy
-        .inner
-        .chaos
-        .marks_responses()
+    let mark = decision
+        .mark
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
     let json = format_key(rec.exchange())
@@ -221,6 +226,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         action: Some(action(&fired, &target, json)),
         mark,
         attacks,
+        canary,
     }
 }
 

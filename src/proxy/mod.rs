@@ -8,6 +8,7 @@
 
 mod attack;
 mod body;
+mod canary;
 mod classify;
 mod connect;
 mod fault;

@@ -12,7 +12,6 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
-use super::attack;
 use super::body::Owner;
 use super::body::{ObservedBody, Recorder};
 use super::fault::{self, Action, Dropped};
@@ -20,6 +19,7 @@ use super::fault_body::{FaultBody, Transform};
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{Proxy, ProxyBody, connect};
+use super::{attack, canary};
 use crate::exchange::{
     ErrorSource, Exchange, Outcome, RequestHead, ResponseHead, Route, Target, Timings,
 };
@@ -179,6 +179,9 @@ async fn exchange(
     }
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     headers::strip_hop_by_hop(req.headers_mut(), upgrade);
+    if let Some(c) = &plan.canary {
+        canary::scan_head(&mut rec, c, &uri.to_string(), req.headers());
+    }
     *req.uri_mut() = uri;
     // The upstream protocol is negotiated by ALPN, whatever the client spoke.
     *req.version_mut() = Version::HTTP_11;
@@ -186,8 +189,14 @@ async fn exchange(
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
-        let req = req.map(|b| b.map_err(Into::into).boxed());
+        let mut req = req.map(|b| b.map_err(Into::into).boxed());
+        if let Some(c) = &plan.canary {
+            req = req.map(|b| canary::watch(&rec, c.clone(), b));
+        }
         let mut req = attack::apply(&mut rec, req, &plan.attacks, &mut transform).await;
+        if let Some(c) = &plan.canary {
+            canary::plant(&mut rec, c, &mut transform);
+        }
         if transform.is_some() {
             // A rewrite needs the bytes as they are, not gzip of them.
             req.headers_mut().insert(
@@ -315,6 +324,8 @@ fn recorder<B>(
             .and_then(|v| v.to_str().ok())
             .and_then(crate::exchange::trace_id)
             .map(str::to_string),
+        canary: None,
+        canary_leaks: vec![],
     };
     Recorder::new(proxy.clone(), exchange, Instant::now())
 }

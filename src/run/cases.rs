@@ -6,7 +6,6 @@ use serde::Serialize;
 
 use super::RunContext;
 use crate::chaos::{mix, stream};
-use crate::config::Attribution;
 use crate::exchange::FaultRecord;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,12 +28,17 @@ pub struct CaseResult {
 }
 
 /// Runs one case. `window` asks for the exchanges of this case: its journal window with one
-/// case in flight, or under `attribution: header` the exchanges in it that carry the
-/// case's trace id (`None` if some carried none: the agent does not propagate it).
-pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bool) -> CaseResult {
+/// case in flight, or with a `trace` id (sent as `traceparent`) the exchanges in it that
+/// carry it (`None` if some carried none: the agent does not propagate it).
+pub async fn run_case(
+    ctx: &RunContext,
+    scenario: &str,
+    prompt: &str,
+    window: bool,
+    trace: Option<String>,
+) -> CaseResult {
     let first = ctx.journal.peek_next_id();
     let mut headers = http::HeaderMap::new();
-    let trace = (ctx.attribution == Attribution::Header).then(|| trace_id(ctx, scenario, prompt));
     if let Some(t) = &trace {
         let span = &t[..16];
         let value = format!("00-{t}-{span}-01");
@@ -82,9 +86,10 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, window: bo
 }
 
 /// The case's W3C trace id (32 hex digits): a function of the seed, the scenario and the
-/// prompt, so that two runs with the same seed send the same headers.
-fn trace_id(ctx: &RunContext, scenario: &str, prompt: &str) -> String {
+/// prompt (and its position, so a repeated prompt gets its own), so that two runs with the
+/// same seed send the same headers.
+pub(super) fn trace_id(ctx: &RunContext, scenario: &str, prompt: &str, index: usize) -> String {
     let hi = mix(ctx.engine.seed() ^ stream(scenario));
-    let lo = mix(hi ^ stream(prompt)) | 1; // never all zeros, which W3C forbids
+    let lo = mix(hi ^ stream(prompt) ^ index as u64) | 1; // never all zeros, which W3C forbids
     format!("{hi:016x}{lo:016x}")
 }

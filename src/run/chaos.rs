@@ -6,10 +6,11 @@ use serde::Serialize;
 
 use super::RunContext;
 use super::cases::CaseResult;
-use super::contract::{RunError, run_scenario, view};
+use super::contract::{RunError, UNTRACED_WARNING, view};
+use super::matrix::{ScenarioRun, run_matrix};
 use crate::checks::{Invariant, Verdict};
-use crate::config::InvariantSpec;
 use crate::config::chaos::ChaosSpec;
+use crate::config::{Attribution, Check, InvariantSpec};
 
 pub const SCHEMA: &str = "flakestorm.chaos/1";
 
@@ -34,6 +35,7 @@ pub struct ChaosReport {
     /// Pass rate of the prompts, 0–100.
     pub score: f64,
     pub agent_calls: usize,
+    pub warnings: Vec<String>,
 }
 
 pub async fn run_chaos(
@@ -52,15 +54,32 @@ pub async fn run_chaos(
         .collect::<Result<_, _>>()?;
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
     let ctx = &*ctx.for_traffic(invariants.iter().any(|i| i.check.is_traffic()));
-    let cases = run_scenario(ctx, name, chaos, golden).await?;
+    let run = ScenarioRun {
+        name,
+        chaos,
+        canary: invariants
+            .iter()
+            .any(|i| matches!(i.check, Check::NoExfiltration {})),
+    };
+    let cases = run_matrix(ctx, &[run], golden)
+        .await?
+        .pop()
+        .unwrap_or_default();
+    // Under header attribution a case whose calls lost their trace id met no chaos: it is
+    // not judged, and it does not pass.
+    let untraced = |c: &CaseResult| ctx.attribution == Attribution::Header && c.traffic.is_none();
     let prompts: Vec<PromptVerdict> = cases
         .iter()
         .map(|c| {
-            let checks: Vec<Verdict> = compiled
-                .iter()
-                .map(|inv| inv.check(&view(c, None)))
-                .collect();
-            let passed = !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
+            let checks: Vec<Verdict> = if untraced(c) {
+                vec![Verdict::NotApplicable(UNTRACED_WARNING.into()); compiled.len()]
+            } else {
+                compiled
+                    .iter()
+                    .map(|inv| inv.check(&view(c, None)))
+                    .collect()
+            };
+            let passed = !untraced(c) && !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
             PromptVerdict {
                 prompt: c.prompt.clone(),
                 passed,
@@ -68,6 +87,11 @@ pub async fn run_chaos(
             }
         })
         .collect();
+    let warnings = if cases.iter().any(untraced) {
+        vec![UNTRACED_WARNING.to_string()]
+    } else {
+        vec![]
+    };
     let passed = prompts.iter().filter(|p| p.passed).count();
     Ok(ChaosReport {
         schema: SCHEMA,
@@ -78,5 +102,6 @@ pub async fn run_chaos(
         score: passed as f64 * 100.0 / prompts.len() as f64,
         cases,
         prompts,
+        warnings,
     })
 }

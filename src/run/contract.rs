@@ -4,14 +4,12 @@
 //! calls per invariant. Cells aggregate a scenario's cases; `when`-excluded cells are "not
 //! applicable", never passed.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use serde::Serialize;
-use tokio::sync::Semaphore;
+use std::collections::HashMap;
 
 use super::RunContext;
-use super::cases::{CaseResult, run_case};
+use super::cases::CaseResult;
+use super::matrix::{ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
 use crate::checks::{CaseView, Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
@@ -107,21 +105,41 @@ pub async fn run_contract(
             .iter()
             .any(|i| i.invariant.check.is_traffic()),
     );
+    let canary = |chaos: &ChaosSpec| {
+        contract.invariants.iter().any(|i| {
+            matches!(i.invariant.check, Check::NoExfiltration {}) && applies(i.when, chaos)
+        })
+    };
+    let no_chaos = ChaosSpec::default();
+    let baseline = needs_baseline && !scenarios[0].chaos.is_empty();
+    let runs: Vec<ScenarioRun> = baseline
+        .then_some(("(baseline)", &no_chaos))
+        .into_iter()
+        .chain(scenarios.iter().map(|s| (s.name.as_str(), &s.chaos)))
+        .map(|(name, chaos)| ScenarioRun {
+            name,
+            chaos,
+            canary: canary(chaos),
+        })
+        .collect();
+    let mut results = run_matrix(ctx, &runs, &prompts).await?.into_iter();
     let mut cases: Vec<CaseResult> = vec![];
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
-    if needs_baseline && !scenarios[0].chaos.is_empty() {
-        let base = run_scenario(ctx, "(baseline)", &ChaosSpec::default(), &prompts).await?;
+    if baseline {
+        let base = results.next().unwrap_or_default();
         record_baselines(&base, &mut baselines);
         cases.extend(base);
     }
     let mut cells = vec![];
-    for scenario in &scenarios {
-        let results = run_scenario(ctx, &scenario.name, &scenario.chaos, &prompts).await?;
+    for (scenario, results) in scenarios.iter().zip(results) {
         if scenario.chaos.is_empty() {
             note_stateful(&results, &baselines, &mut warnings);
             record_baselines(&results, &mut baselines);
         }
+        // Under header attribution a case whose calls lost their trace id met no chaos.
+        let untraced_unjudged = ctx.attribution == Attribution::Header
+            && (!scenario.chaos.is_empty() || canary(&scenario.chaos));
         for (i, inv) in invariants.iter().enumerate() {
             let spec = &contract.invariants[i];
             let mine: Vec<&CaseResult> = results
@@ -129,7 +147,7 @@ pub async fn run_contract(
                 .filter(|c| prompts_of(i).contains(&c.prompt))
                 .collect();
             let verdict = if applies(spec.when, &scenario.chaos) {
-                cell(inv, &mine, &baselines)
+                cell(inv, &mine, &baselines, untraced_unjudged)
             } else {
                 Verdict::NotApplicable(format!(
                     "when: {:?} does not hold under `{}`",
@@ -152,12 +170,7 @@ pub async fn run_contract(
         cases.extend(results);
     }
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
-        warnings.push(
-            "attribution: header, but some of the agent's calls carried no traceparent: those \
-             cases' traffic and faults are not attributed (traffic invariants on them are not \
-             applicable); propagate W3C trace context in the agent or use attribution: exclusive"
-                .into(),
-        );
+        warnings.push(UNTRACED_WARNING.into());
     }
     let scored: Vec<(Severity, Option<bool>)> = cells
         .iter()
@@ -180,43 +193,6 @@ pub async fn run_contract(
         score: contract_score(&scored),
         warnings,
     })
-}
-
-/// All prompts under one scenario, at most `ctx.concurrency` at a time. Each case gets the
-/// exchanges it made (and the faults they met) when they can be told apart: with one case
-/// in flight (its journal window), or by its trace id under `attribution: header`.
-pub(super) async fn run_scenario(
-    ctx: &RunContext,
-    name: &str,
-    chaos: &ChaosSpec,
-    prompts: &[String],
-) -> Result<Vec<CaseResult>, RunError> {
-    let _active = ctx
-        .engine
-        .install(chaos)
-        .map_err(|message| RunError::Scenario {
-            scenario: name.to_string(),
-            message,
-        })?;
-    let window = ctx.attributes_cases();
-    let limit = Arc::new(Semaphore::new(ctx.concurrency.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, prompt) in prompts.iter().enumerate() {
-        let (ctx, name, prompt, limit) =
-            (ctx.clone(), name.to_string(), prompt.clone(), limit.clone());
-        tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            let case = run_case(&ctx, &name, &prompt, window).await;
-            if let Some(report) = &ctx.on_case {
-                report(&case);
-            }
-            (i, case)
-        });
-    }
-    let mut out: Vec<(usize, CaseResult)> = tasks.join_all().await;
-    // Reports list cases in prompt order whatever finished first.
-    out.sort_by_key(|(i, _)| *i);
-    Ok(out.into_iter().map(|(_, c)| c).collect())
 }
 
 fn record_baselines(cases: &[CaseResult], baselines: &mut HashMap<String, String>) {
@@ -272,10 +248,29 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
     }
 }
 
-/// A cell fails if any case fails, passes if any passes (the rest not applicable).
-fn cell(inv: &Invariant, cases: &[&CaseResult], baselines: &HashMap<String, String>) -> Verdict {
+/// Why a case cannot be judged when its agent dropped the `traceparent`.
+const UNTRACED: &str = "the agent's calls carried no traceparent, so this scenario's chaos never \
+                        reached them (attribution: header)";
+
+/// The report warning for runs where that happened.
+pub(super) const UNTRACED_WARNING: &str = "attribution: header, but some of the agent's calls carried no traceparent: \
+     those cases met no chaos and their traffic is not attributed, so their checks under chaos \
+     are not applicable; propagate W3C trace context in the agent or use attribution: exclusive";
+
+/// A cell fails if any case fails, passes if any passes (the rest not applicable). With
+/// `untraced_unjudged`, a case whose traffic lost its trace id is not judged.
+fn cell(
+    inv: &Invariant,
+    cases: &[&CaseResult],
+    baselines: &HashMap<String, String>,
+    untraced_unjudged: bool,
+) -> Verdict {
     let (mut passed, mut skipped) = (None, None);
     for c in cases {
+        if untraced_unjudged && c.traffic.is_none() {
+            skipped = skipped.or(Some(UNTRACED.to_string()));
+            continue;
+        }
         match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str))) {
             Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),

@@ -7,6 +7,7 @@ mod cases;
 mod chaos;
 mod ci;
 mod contract;
+mod matrix;
 mod score;
 mod summary;
 
