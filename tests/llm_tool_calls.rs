@@ -37,6 +37,7 @@ data: [DONE]\n\n";
     assert_eq!(asked(&p, 1).await, ["send_email"]);
     let resp = client
         .post(anthropic.http_url("/v1/messages"))
+        .header("accept-encoding", "gzip, deflate")
         .body("{}")
         .send()
         .await
@@ -44,5 +45,10 @@ data: [DONE]\n\n";
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
     assert_eq!(asked(&p, 2).await, ["web_search"]);
+    let seen = anthropic.log.all();
+    assert_eq!(
+        seen[0].headers["accept-encoding"], "identity",
+        "LLM responses are asked for uncompressed so their tool calls can be read"
+    );
     p.stop().await;
 }

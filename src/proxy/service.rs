@@ -197,8 +197,9 @@ async fn exchange(
         if let Some(c) = &plan.canary {
             canary::plant(&mut rec, c, &mut transform);
         }
-        if transform.is_some() {
-            // A rewrite needs the bytes as they are, not gzip of them.
+        if transform.is_some() || matches!(rec.exchange().target, Target::Llm { .. }) {
+            // A rewrite needs the bytes as they are, not gzip of them; so does reading the
+            // tool calls in an LLM response (SDKs ask for gzip, and providers use it).
             req.headers_mut().insert(
                 header::ACCEPT_ENCODING,
                 HeaderValue::from_static("identity"),
