@@ -1,5 +1,6 @@
 //! Contract-run benchmark (issue: the run engine): 4 invariants × 4 scenarios × 3 prompts
-//! against a local agent whose every call takes ~50 ms, at concurrency 1 and 10. The agent
+//! against a local agent whose every call takes ~50 ms, at concurrency 1 and 10 under
+//! exclusive attribution, and 10 under header attribution (all scenarios at once). The agent
 //! only sleeps, so the scenarios' faults never touch it: this measures the run engine's
 //! own cost and parallelism, not an agent's reaction to faults. Reports wall time (median of 5 runs) and agent calls,
 //! and refreshes its section of docs/benchmarks.md. `cargo bench --bench run`.
@@ -96,13 +97,14 @@ async fn main() {
     let agent = Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap();
     let contract = cfg.contract.as_ref().unwrap();
     let mut rows = vec![];
-    for concurrency in [1usize, 10] {
+    use flakestorm::config::Attribution::{Exclusive, Header};
+    for (attribution, concurrency) in [(Exclusive, 1usize), (Exclusive, 10), (Header, 10)] {
         let ctx = RunContext {
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
             agent: agent.clone(),
             concurrency,
-            attribution: Default::default(),
+            attribution,
             config_digest: None,
             on_case: None,
         };
@@ -116,7 +118,8 @@ async fn main() {
             calls = report.agent_calls;
             score = report.score.value;
         }
-        rows.push((concurrency, median(times), calls, score));
+        let mode = format!("{attribution:?}").to_lowercase();
+        rows.push((mode, concurrency, median(times), calls, score));
     }
     daemon.stop().await;
     let mut md = String::from(
@@ -126,13 +129,15 @@ async fn main() {
         "- Command: `cargo bench --bench run` (source: `benches/run.rs`)\n- Machine: {} cores\n\
          - Method: an in-process agent whose every call takes {AGENT_MS} ms (it makes no calls of its own, so this measures the run engine, not fault handling), the real proxy and engine; median wall time of {RUNS} runs.\n\
          - For scale: the Python Flakestorm 2.0 took 5.2 s and 48 agent calls for this shape, one call at a time.\n\n\
-         | concurrency | wall time | agent calls | score |\n|--:|--:|--:|--:|\n",
+         | attribution | concurrency | wall time | agent calls | score |\n|--|--:|--:|--:|--:|\n",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
-    for (c, t, calls, score) in &rows {
-        md.push_str(&format!("| {c} | {t:.3} s | {calls} | {score:.1} |\n"));
+    for (mode, c, t, calls, score) in &rows {
+        md.push_str(&format!(
+            "| {mode} | {c} | {t:.3} s | {calls} | {score:.1} |\n"
+        ));
     }
-    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants.\n<!-- bench:run:end -->\n");
+    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants. Exclusive attribution installs one scenario at a time (4 rounds of 3 concurrent calls); header attribution gives each case its scenario's rules under its trace id, so all 12 cases share the 10 slots.\n<!-- bench:run:end -->\n");
     print!("{md}");
     let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks.md");
     let old = std::fs::read_to_string(&doc).unwrap_or_default();

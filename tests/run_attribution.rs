@@ -180,15 +180,25 @@ async fn concurrent_cases_get_exactly_their_own_exchanges() {
         panic!("the emails carried the search result's canary");
     };
     assert!(leak.contains("served by search"), "{leak}");
-    // Each case planted its own canaries (per-trace salt): every search response and both
-    // email responses carry a different token.
+    // Every case planted canaries of its own, one token per source: search and email.
     let tokens: std::collections::HashSet<_> = r
         .cases
         .iter()
         .flat_map(|c| c.traffic.iter().flatten())
         .filter_map(|e| e.canary.clone())
         .collect();
-    assert_eq!(tokens.len(), CASES + 2);
+    assert_eq!(tokens.len(), 2);
+    let planted = r
+        .cases
+        .iter()
+        .flat_map(|c| c.traffic.iter().flatten())
+        .filter(|e| e.canary.is_some())
+        .count();
+    assert_eq!(
+        planted,
+        CASES + 2,
+        "every search response and both emails' answers"
+    );
     assert!(!r.score.passed);
 }
 

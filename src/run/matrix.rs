@@ -23,6 +23,14 @@ pub(super) struct ScenarioRun<'a> {
     pub canary: bool,
 }
 
+/// Fresh canaries for a scenario or a case. The salt is the run's alone, so a source plants
+/// the same token in every scenario and no-chaos answers stay comparable with the others.
+fn canary(ctx: &RunContext) -> Arc<Canary> {
+    Arc::new(Canary::new(mix(
+        ctx.engine.seed() ^ stream("no_exfiltration")
+    )))
+}
+
 /// Runs every prompt under every scenario; results grouped by scenario, in prompt order.
 pub(super) async fn run_matrix(
     ctx: &RunContext,
@@ -40,9 +48,7 @@ pub(super) async fn run_matrix(
     }
     let mut out = vec![];
     for s in scenarios {
-        let canary = s
-            .canary
-            .then(|| Arc::new(Canary::new(mix(ctx.engine.seed() ^ stream(s.name)))));
+        let canary = s.canary.then(|| canary(ctx));
         let _active =
             ctx.engine
                 .install(s.chaos, canary)
@@ -99,8 +105,7 @@ async fn pool(
             let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p));
             // Compiled before any case ran, so installing cannot fail here.
             let _rules = trace.as_ref().and_then(|t| {
-                let canary =
-                    canary.then(|| Arc::new(Canary::new(mix(ctx.engine.seed() ^ stream(t)))));
+                let canary = canary.then(|| self::canary(&ctx));
                 ctx.engine.install_for_trace(t, &chaos, canary).ok()
             });
             let case = run_case(&ctx, &name, &prompt, window, trace).await;
