@@ -226,3 +226,85 @@ async fn an_agent_that_drops_the_trace_is_reported_not_silently_passed() {
         Verdict::NotApplicable(why) if why.contains("traceparent")
     ));
 }
+
+/// Each case's rules count and draw on their own under header attribution: the same seed
+/// gives every case the same faults however the concurrent cases interleave.
+#[tokio::test]
+async fn per_case_rules_decide_the_same_whatever_runs_beside_them() {
+    async fn statuses(seed: u64) -> Vec<(String, String, Vec<u16>)> {
+        let search = origin::fixed(None, "ACME").await;
+        let yaml = format!(
+            r#"
+tools: [{{name: search, match_url: 'http://{}/*'}}]
+advanced: {{concurrency: {CASES}, attribution: header, seed: {seed}}}
+golden_prompts: ["a", "b", "c", "d"]
+contract:
+  name: Flaky
+  invariants: [{{id: calls, type: max_tool_calls, max: 3}}]
+  chaos_matrix:
+    - name: flaky
+      tool_faults: [{{tool: search, mode: error, error_code: 503, probability: 0.5}}]
+    - name: flakier
+      tool_faults: [{{tool: search, mode: error, error_code: 500, probability: 0.7}}]
+"#,
+            search.addr
+        );
+        let p = start_proxy(&yaml).await;
+        let client = client_via(&p, H1);
+        let url = search.http_url("/q");
+        // Three searches per case, each carrying the case's trace.
+        let a = origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                let trace = req.headers().get("traceparent").cloned().unwrap();
+                for _ in 0..3 {
+                    let r = client.get(&url).header("traceparent", trace.clone());
+                    r.send().await.unwrap().bytes().await.unwrap();
+                }
+                text(r#"{"result": "done"}"#)
+            }
+        })
+        .await;
+        let path = p.dir.path().join("flakestorm.yaml");
+        let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
+            .unwrap()
+            .config;
+        let spec =
+            serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap();
+        let ctx = RunContext {
+            engine: p.daemon.chaos.clone(),
+            journal: p.daemon.journal.clone(),
+            agent: Agent::new(&spec, 0).unwrap(),
+            concurrency: CASES,
+            attribution: Attribution::Header,
+            config_digest: None,
+            on_case: None,
+        };
+        let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+            .await
+            .unwrap();
+        p.stop().await;
+        r.cases
+            .iter()
+            .map(|c| {
+                let seen = c.traffic.as_ref().unwrap();
+                let codes = seen.iter().map(|e| e.status().unwrap()).collect();
+                (c.scenario.clone(), c.prompt.clone(), codes)
+            })
+            .collect()
+    }
+    let a = statuses(11).await;
+    assert_eq!(a.len(), CASES);
+    assert!(a.iter().all(|(_, _, codes)| codes.len() == 3));
+    assert_eq!(a, statuses(11).await, "same seed, same faults per case");
+    assert_ne!(a, statuses(12).await, "the seed decides");
+    let failed = a
+        .iter()
+        .flat_map(|(_, _, c)| c)
+        .filter(|s| **s != 200)
+        .count();
+    assert!(
+        (3..=21).contains(&failed),
+        "about 60% of 24 calls: {failed}"
+    );
+}
