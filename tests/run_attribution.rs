@@ -117,6 +117,7 @@ contract:
         attribution: cfg.advanced.attribution,
         config_digest: None,
         on_case: None,
+        embedder: None,
     };
     // A guard against a hang (the barrier never opening), not a timing claim.
     let report = tokio::time::timeout(

@@ -34,6 +34,8 @@ pub struct ChaosReport {
     /// Pass rate of the prompts, 0–100.
     pub score: f64,
     pub agent_calls: usize,
+    /// E.g. the embeddings endpoint failed (its checks are not applicable).
+    pub warnings: Vec<String>,
 }
 
 pub async fn run_chaos(
@@ -53,12 +55,15 @@ pub async fn run_chaos(
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
     let ctx = &*ctx.for_traffic(invariants.iter().any(|i| i.check.is_traffic()));
     let cases = run_scenario(ctx, name, chaos, golden).await?;
+    let mut warnings = vec![];
+    let checks = invariants.iter().map(|i| &i.check);
+    let sim = super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
     let prompts: Vec<PromptVerdict> = cases
         .iter()
         .map(|c| {
             let checks: Vec<Verdict> = compiled
                 .iter()
-                .map(|inv| inv.check(&view(c, None)))
+                .map(|inv| inv.check(&view(c, None, &sim)))
                 .collect();
             let passed = !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
             PromptVerdict {
@@ -78,5 +83,6 @@ pub async fn run_chaos(
         score: passed as f64 * 100.0 / prompts.len() as f64,
         cases,
         prompts,
+        warnings,
     })
 }

@@ -115,6 +115,7 @@ mod tests {
             prompts: vec![],
             score: 50.0,
             agent_calls: 0,
+            warnings: vec![],
         };
         let skipped = [
             ("mutation", "needs the mutation engine".to_string()),

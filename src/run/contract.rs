@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use super::RunContext;
 use super::cases::{CaseResult, run_case};
 use super::score::{Score, contract_score};
-use crate::checks::{CaseView, Invariant, Verdict};
+use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, ContractSpec, Scenario, Severity, When};
 
@@ -122,6 +122,12 @@ pub async fn run_contract(
             note_stateful(&results, &baselines, &mut warnings);
             record_baselines(&results, &mut baselines);
         }
+        let applicable = contract
+            .invariants
+            .iter()
+            .filter(|i| applies(i.when, &scenario.chaos));
+        let checks = applicable.map(|i| &i.invariant.check);
+        let sim = super::embed::measure(ctx, checks, &results, &baselines, &mut warnings).await;
         for (i, inv) in invariants.iter().enumerate() {
             let spec = &contract.invariants[i];
             let mine: Vec<&CaseResult> = results
@@ -129,7 +135,7 @@ pub async fn run_contract(
                 .filter(|c| prompts_of(i).contains(&c.prompt))
                 .collect();
             let verdict = if applies(spec.when, &scenario.chaos) {
-                cell(inv, &mine, &baselines)
+                cell(inv, &mine, &baselines, &sim)
             } else {
                 Verdict::NotApplicable(format!(
                     "when: {:?} does not hold under `{}`",
@@ -259,7 +265,11 @@ fn applies(when: When, chaos: &ChaosSpec) -> bool {
 }
 
 /// What the checks see of a case.
-pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView<'a> {
+pub(super) fn view<'a>(
+    c: &'a CaseResult,
+    baseline: Option<&'a str>,
+    similarity: &'a Similarity,
+) -> CaseView<'a> {
     CaseView {
         prompt: &c.prompt,
         answer: c
@@ -269,14 +279,20 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
         latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
         baseline,
         traffic: c.traffic.as_deref(),
+        similarity,
     }
 }
 
 /// A cell fails if any case fails, passes if any passes (the rest not applicable).
-fn cell(inv: &Invariant, cases: &[&CaseResult], baselines: &HashMap<String, String>) -> Verdict {
+fn cell(
+    inv: &Invariant,
+    cases: &[&CaseResult],
+    baselines: &HashMap<String, String>,
+    sim: &Similarity,
+) -> Verdict {
     let (mut passed, mut skipped) = (None, None);
     for c in cases {
-        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str))) {
+        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim)) {
             Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
             Verdict::NotApplicable(r) => skipped = skipped.or(Some(r)),

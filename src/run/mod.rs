@@ -7,6 +7,7 @@ mod cases;
 mod chaos;
 mod ci;
 mod contract;
+mod embed;
 mod score;
 mod summary;
 
@@ -19,6 +20,7 @@ pub use cases::CaseResult;
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use contract::{CellResult, ContractReport, RunError, run_contract};
+pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use score::{Score, contract_score};
 pub use summary::summary;
 
@@ -58,4 +60,6 @@ pub struct RunContext {
     /// The loaded config's digest (`Loaded::digest`), stamped on every report.
     pub config_digest: Option<String>,
     pub on_case: Option<OnCase>,
+    /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
+    pub embedder: Option<Embedder>,
 }
