@@ -107,6 +107,7 @@ async fn main() {
             attribution,
             config_digest: None,
             on_case: None,
+            embedder: None,
         };
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);
         for _ in 0..RUNS {

@@ -121,6 +121,7 @@ contract:
         attribution: cfg.advanced.attribution,
         config_digest: None,
         on_case: None,
+        embedder: None,
     };
     // A guard against a hang (the barrier never opening), not a timing claim.
     let report = tokio::time::timeout(
@@ -278,6 +279,7 @@ contract:
             concurrency: CASES,
             attribution: Attribution::Header,
             config_digest: None,
+            embedder: None,
             on_case: None,
         };
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)

@@ -95,6 +95,7 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
         attribution: Default::default(),
         config_digest: None,
         on_case: None,
+        embedder: None,
     };
     let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
         .await
@@ -319,6 +320,7 @@ contract:
         attribution: Default::default(),
         config_digest: None,
         on_case: None,
+        embedder: None,
     };
     let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
         .await

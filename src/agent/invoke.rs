@@ -50,10 +50,27 @@ pub struct Reply {
     pub status: Option<u16>,
 }
 
+/// An HTTP(S) client for flakestorm's own calls (the agent, an embeddings endpoint): it
+/// connects directly, never through the proxy, and trusts public and OS roots.
+pub(crate) type DirectClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+pub(crate) fn direct_client() -> Result<DirectClient, crate::tls::TlsError> {
+    let tls = crate::tls::client_config(None)?;
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let https = HttpsConnectorBuilder::new()
+        .with_tls_config((*tls.pooled).clone())
+        .https_or_http()
+        .enable_all_versions()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new()).build(https))
+}
+
 /// A compiled `agent:` section. Cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: DirectClient,
     endpoint: Uri,
     method: Method,
     headers: HeaderMap,
@@ -67,7 +84,8 @@ pub struct Agent {
 /// How much of a response an error quotes.
 const HEAD: usize = 200;
 
-fn head(body: &[u8]) -> String {
+/// The first 200 bytes of a body, for error messages.
+pub(crate) fn head(body: &[u8]) -> String {
     let cut = body.len().min(HEAD);
     String::from_utf8_lossy(&body[..cut]).into_owned()
 }
@@ -99,17 +117,8 @@ impl Agent {
                 HeaderValue::from_str(v).map_err(|e| bad("headers", format!("`{k}`: {e}")))?;
             headers.insert(name, value);
         }
-        let tls = crate::tls::client_config(None)?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let https = HttpsConnectorBuilder::new()
-            .with_tls_config((*tls.pooled).clone())
-            .https_or_http()
-            .enable_all_versions()
-            .wrap_connector(http);
         Ok(Agent {
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client: direct_client()?,
             endpoint,
             method,
             headers,
@@ -293,7 +302,7 @@ pub fn extract(body: &[u8], path: &ResponsePath) -> Result<String, InvokeError> 
 }
 
 /// The root cause of a client error, e.g. "Connection refused (os error 111)".
-fn cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

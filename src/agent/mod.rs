@@ -7,4 +7,5 @@ mod invoke;
 mod spawn;
 
 pub use invoke::{Agent, AgentError, InvokeError, Reply};
+pub(crate) use invoke::{DirectClient, cause as root_cause, direct_client, head as body_head};
 pub use spawn::{AgentProcess, SpawnError, proxy_env};

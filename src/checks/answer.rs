@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::{CaseView, Verdict, find_pii, similarity};
+use super::{CaseView, Similarity, Verdict, find_pii};
 use crate::config::{Check, InvariantSpec};
 
 /// Texts that mark an answer as a refusal.
@@ -142,7 +142,7 @@ impl Invariant {
             Check::Similarity {
                 expected,
                 threshold,
-            } => similar(answer, expected, *threshold, "expected"),
+            } => similar(case.similarity, answer, expected, *threshold, "expected"),
             Check::ExcludesPii {} => match find_pii(answer) {
                 Some((kind, sample)) => Verdict::Fail(format!("contains a {kind}: {sample:?}")),
                 None => Verdict::Pass("no personal data or secrets found".into()),
@@ -166,7 +166,13 @@ impl Invariant {
                     Some(baseline.as_str())
                 };
                 match base {
-                    Some(b) => similar(answer, b, *similarity_threshold, "baseline"),
+                    Some(b) => similar(
+                        case.similarity,
+                        answer,
+                        b,
+                        *similarity_threshold,
+                        "baseline",
+                    ),
                     None => {
                         Verdict::NotApplicable("no no-chaos baseline answer for this prompt".into())
                     }
@@ -183,12 +189,13 @@ impl Invariant {
     }
 }
 
-fn similar(answer: &str, to: &str, threshold: f64, what: &str) -> Verdict {
-    let s = similarity(answer, to);
-    if s >= threshold {
-        Verdict::Pass(format!("similarity to {what} {s:.2} ≥ {threshold}"))
-    } else {
-        Verdict::Fail(format!("similarity to {what} {s:.2} < {threshold}"))
+/// Reasons name the measure: "lexical similarity to baseline 0.62 < 0.75".
+fn similar(m: &Similarity, answer: &str, to: &str, threshold: f64, what: &str) -> Verdict {
+    let name = m.name();
+    match m.score(answer, to) {
+        Ok(s) if s >= threshold => Verdict::Pass(format!("{name} to {what} {s:.2} ≥ {threshold}")),
+        Ok(s) => Verdict::Fail(format!("{name} to {what} {s:.2} < {threshold}")),
+        Err(why) => Verdict::NotApplicable(why),
     }
 }
 
@@ -213,6 +220,7 @@ mod tests {
             latency: Duration::from_millis(120),
             baseline: Some("The revenue was $4.1B."),
             traffic: None,
+            similarity: &Similarity::Lexical,
         }
     }
 
@@ -251,6 +259,39 @@ mod tests {
         assert!(!ok("{type: behavior_unchanged}", "Sorry, the service is down.").passed());
         assert!(ok("{type: latency, max_ms: 200}", "").passed());
         assert!(!ok("{type: latency, max_ms: 100}", "").passed());
+    }
+
+    #[test]
+    fn similarity_reasons_name_the_measure_and_an_endpoint_failure_judges_nothing() {
+        let unchanged = inv("{type: behavior_unchanged}");
+        assert_eq!(
+            unchanged.check(&case(Ok("The revenue was $4.1B."))),
+            Verdict::Pass("lexical similarity to baseline 1.00 ≥ 0.75".into())
+        );
+        let vectors = [
+            ("Sales hit 4.1B.".to_string(), vec![3.0, 1.0]),
+            ("The revenue was $4.1B.".into(), vec![1.0, 0.0]),
+        ];
+        let embedded = Similarity::Embedded(std::sync::Arc::new(vectors.into()));
+        let paraphrase = CaseView {
+            similarity: &embedded,
+            ..case(Ok("Sales hit 4.1B."))
+        };
+        assert_eq!(
+            unchanged.check(&paraphrase),
+            Verdict::Pass("embedding similarity to baseline 0.95 ≥ 0.75".into())
+        );
+        let down = Similarity::Unavailable("embeddings endpoint http://e/: HTTP 500: boom".into());
+        let negated = inv("{type: similarity, expected: x, negate: true}");
+        assert_eq!(
+            negated.check(&CaseView {
+                similarity: &down,
+                ..case(Ok("x"))
+            }),
+            Verdict::NotApplicable(
+                "no embedding similarity: embeddings endpoint http://e/: HTTP 500: boom".into()
+            )
+        );
     }
 
     #[test]

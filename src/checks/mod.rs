@@ -1,6 +1,7 @@
-//! Invariants evaluated on one case: what the agent answered (`answer`), helped by a
-//! lexical similarity (`similarity`) and PII detectors (`pii`); and what it did on the wire
-//! (`traffic`, over the case's journal slice). Pure: no I/O.
+//! Invariants evaluated on one case: what the agent answered (`answer`), helped by a text
+//! similarity (`similarity`: lexical, or embeddings computed before the checks run) and PII
+//! detectors (`pii`); and what it did on the wire (`traffic`, over the case's journal
+//! slice). Pure: no I/O.
 
 mod answer;
 mod pii;
@@ -13,7 +14,7 @@ use serde::Serialize;
 
 pub use answer::Invariant;
 pub use pii::find_pii;
-pub use similarity::similarity;
+pub use similarity::{Similarity, similarity};
 
 /// What a check sees of one case.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +27,8 @@ pub struct CaseView<'a> {
     pub baseline: Option<&'a str>,
     /// The agent's exchanges during the case, when the run attributed them (traffic checks).
     pub traffic: Option<&'a [std::sync::Arc<crate::exchange::Exchange>]>,
+    /// How `similarity` and `behavior_unchanged` compare texts.
+    pub similarity: &'a Similarity,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

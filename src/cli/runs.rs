@@ -165,6 +165,9 @@ pub async fn chaos_only(
         });
         println!("  ✗ {:?}: {}", p.prompt, why.unwrap_or("failed"));
     }
+    for w in &report.warnings {
+        println!("warning: {w}");
+    }
     println!(
         "\nscore {:.1}/100\nreport: {}",
         report.score,
@@ -241,6 +244,9 @@ pub async fn ci(
     if show.quiet {
         println!("ci {}: {:.1}/100", verdict(report.passed), report.overall);
         return Ok(code);
+    }
+    for w in report.chaos.iter().flat_map(|c| &c.warnings) {
+        println!("warning (chaos phase): {w}");
     }
     println!("\nphases:");
     for p in &report.phases {

@@ -1,14 +1,15 @@
 //! What every run command needs: the daemon (proxy + engine + journal), the agent started
-//! with the proxy environment when `agent.command` is set, and a pre-flight check that it
-//! answers. Failures print one message and become exit code 2.
+//! with the proxy environment when `agent.command` is set, a pre-flight check that it
+//! answers, and the embeddings endpoint (`advanced.embeddings`) tried before anything
+//! starts. Failures print one message and become exit code 2.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentProcess, proxy_env};
-use crate::config::Loaded;
+use crate::config::{Check, Config, Loaded};
 use crate::daemon::Daemon;
-use crate::run::RunContext;
+use crate::run::{Embedder, RunContext};
 
 pub struct Session {
     daemon: Daemon,
@@ -26,6 +27,13 @@ impl Session {
                 "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
             );
             return Err(ExitCode::from(2));
+        };
+        let embedder = match embedder(config).await {
+            Ok(e) => e,
+            Err(message) => {
+                eprintln!("flakestorm: {message}");
+                return Err(ExitCode::from(2));
+            }
         };
         let daemon = match Daemon::start(config).await {
             Ok(d) => d,
@@ -71,6 +79,7 @@ impl Session {
             attribution: config.advanced.attribution,
             config_digest: loaded.digest.clone(),
             on_case,
+            embedder,
         };
         Ok(Session {
             daemon,
@@ -89,6 +98,30 @@ impl Session {
         }
         self.daemon.stop().await;
     }
+}
+
+/// `advanced.embeddings`, tried with one request when an invariant compares texts.
+async fn embedder(config: &Config) -> Result<Option<Embedder>, String> {
+    let Some(spec) = &config.advanced.embeddings else {
+        return Ok(None);
+    };
+    let embedder = Embedder::new(spec).map_err(|e| e.to_string())?;
+    let compares = |c: &Check| {
+        matches!(
+            c,
+            Check::Similarity { .. } | Check::BehaviorUnchanged { .. }
+        )
+    };
+    let contract = config.contract.iter().flat_map(|c| &c.invariants);
+    let mut invariants = config
+        .invariants
+        .iter()
+        .chain(contract.map(|i| &i.invariant));
+    if invariants.any(|i| compares(&i.check)) {
+        let failed = |e| format!("{e} (pre-flight of advanced.embeddings)");
+        embedder.preflight().await.map_err(failed)?;
+    }
+    Ok(Some(embedder))
 }
 
 fn spinner() -> indicatif::ProgressBar {

@@ -9,6 +9,7 @@ mod agent;
 pub mod chaos;
 mod chaos_load;
 mod contract;
+mod embeddings;
 mod error;
 mod expand;
 pub mod globs;
@@ -23,6 +24,7 @@ pub use contract::{
     ContractInvariant, ContractSpec, OutputSpec, ReportFormat, Scenario, ScoringSpec, Severity,
     When,
 };
+pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, InvariantSpec, parse_invariant};
 pub use load::{Loaded, Overrides, digest, load, load_with_env};

@@ -202,6 +202,8 @@ pub struct AdvancedSpec {
     pub retries: u32,
     pub seed: Option<u64>,
     pub attribution: Attribution,
+    /// An embeddings endpoint for `similarity` and `behavior_unchanged` (default: lexical).
+    pub embeddings: Option<super::EmbeddingsSpec>,
 }
 
 impl Default for AdvancedSpec {
@@ -211,6 +213,7 @@ impl Default for AdvancedSpec {
             retries: 2,
             seed: None,
             attribution: Attribution::Exclusive,
+            embeddings: None,
         }
     }
 }

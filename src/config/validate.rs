@@ -330,4 +330,7 @@ fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
             format!("{} is out of range 0..=5", a.retries),
         ));
     }
+    if let Some(e) = &a.embeddings {
+        super::embeddings::check_embeddings(e, errors);
+    }
 }

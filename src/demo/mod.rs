@@ -75,6 +75,7 @@ pub async fn run() -> Result<String, DemoError> {
         attribution: Default::default(),
         config_digest,
         on_case: None,
+        embedder: None,
     };
     let contract = cfg
         .contract

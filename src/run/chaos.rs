@@ -35,6 +35,7 @@ pub struct ChaosReport {
     /// Pass rate of the prompts, 0–100.
     pub score: f64,
     pub agent_calls: usize,
+    /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
 }
 
@@ -65,6 +66,9 @@ pub async fn run_chaos(
         .await?
         .pop()
         .unwrap_or_default();
+    let mut warnings = vec![];
+    let checks = invariants.iter().map(|i| &i.check);
+    let sim = super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
     // Under header attribution a case whose calls lost their trace id met no chaos: it is
     // not judged, and it does not pass.
     let untraced = |c: &CaseResult| ctx.attribution == Attribution::Header && c.traffic.is_none();
@@ -76,7 +80,7 @@ pub async fn run_chaos(
             } else {
                 compiled
                     .iter()
-                    .map(|inv| inv.check(&view(c, None)))
+                    .map(|inv| inv.check(&view(c, None, &sim)))
                     .collect()
             };
             let passed = !untraced(c) && !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
@@ -87,11 +91,9 @@ pub async fn run_chaos(
             }
         })
         .collect();
-    let warnings = if cases.iter().any(untraced) {
-        vec![UNTRACED_WARNING.to_string()]
-    } else {
-        vec![]
-    };
+    if cases.iter().any(untraced) {
+        warnings.push(UNTRACED_WARNING.to_string());
+    }
     let passed = prompts.iter().filter(|p| p.passed).count();
     Ok(ChaosReport {
         schema: SCHEMA,

@@ -11,7 +11,7 @@ use super::RunContext;
 use super::cases::CaseResult;
 use super::matrix::{ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
-use crate::checks::{CaseView, Invariant, Verdict};
+use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, ContractSpec, Scenario, Severity, When};
 
@@ -140,6 +140,12 @@ pub async fn run_contract(
         // Under header attribution a case whose calls lost their trace id met no chaos.
         let untraced_unjudged = ctx.attribution == Attribution::Header
             && (!scenario.chaos.is_empty() || canary(&scenario.chaos));
+        let applicable = contract
+            .invariants
+            .iter()
+            .filter(|i| applies(i.when, &scenario.chaos));
+        let checks = applicable.map(|i| &i.invariant.check);
+        let sim = super::embed::measure(ctx, checks, &results, &baselines, &mut warnings).await;
         for (i, inv) in invariants.iter().enumerate() {
             let spec = &contract.invariants[i];
             let mine: Vec<&CaseResult> = results
@@ -147,7 +153,7 @@ pub async fn run_contract(
                 .filter(|c| prompts_of(i).contains(&c.prompt))
                 .collect();
             let verdict = if applies(spec.when, &scenario.chaos) {
-                cell(inv, &mine, &baselines, untraced_unjudged)
+                cell(inv, &mine, &baselines, &sim, untraced_unjudged)
             } else {
                 Verdict::NotApplicable(format!(
                     "when: {:?} does not hold under `{}`",
@@ -235,7 +241,11 @@ fn applies(when: When, chaos: &ChaosSpec) -> bool {
 }
 
 /// What the checks see of a case.
-pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView<'a> {
+pub(super) fn view<'a>(
+    c: &'a CaseResult,
+    baseline: Option<&'a str>,
+    similarity: &'a Similarity,
+) -> CaseView<'a> {
     CaseView {
         prompt: &c.prompt,
         answer: c
@@ -245,6 +255,7 @@ pub(super) fn view<'a>(c: &'a CaseResult, baseline: Option<&'a str>) -> CaseView
         latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
         baseline,
         traffic: c.traffic.as_deref(),
+        similarity,
     }
 }
 
@@ -263,6 +274,7 @@ fn cell(
     inv: &Invariant,
     cases: &[&CaseResult],
     baselines: &HashMap<String, String>,
+    sim: &Similarity,
     untraced_unjudged: bool,
 ) -> Verdict {
     let (mut passed, mut skipped) = (None, None);
@@ -271,7 +283,7 @@ fn cell(
             skipped = skipped.or(Some(UNTRACED.to_string()));
             continue;
         }
-        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str))) {
+        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim)) {
             Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
             Verdict::NotApplicable(r) => skipped = skipped.or(Some(r)),

@@ -7,6 +7,7 @@ mod cases;
 mod chaos;
 mod ci;
 mod contract;
+mod embed;
 mod matrix;
 mod score;
 mod summary;
@@ -20,6 +21,7 @@ pub use cases::CaseResult;
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use contract::{CellResult, ContractReport, RunError, run_contract};
+pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use score::{Score, contract_score};
 pub use summary::summary;
 
@@ -59,4 +61,6 @@ pub struct RunContext {
     /// The loaded config's digest (`Loaded::digest`), stamped on every report.
     pub config_digest: Option<String>,
     pub on_case: Option<OnCase>,
+    /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
+    pub embedder: Option<Embedder>,
 }

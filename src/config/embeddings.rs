@@ -1,0 +1,135 @@
+//! `advanced.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint for `similarity`
+//! and `behavior_unchanged` (absent: the built-in lexical similarity). The spec and its
+//! checks only; the client lives in `run::embed`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsSpec {
+    /// Full URL of the endpoint, e.g. `http://127.0.0.1:11434/v1/embeddings`.
+    pub url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` when set.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Limit for one request (a batch of texts).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    30_000
+}
+
+/// The key never reaches logs, even through `{:?}` of the whole config.
+impl fmt::Debug for EmbeddingsSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddingsSpec")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+/// Whether `value` is an absolute http(s) URL with a host.
+fn is_http_url(value: &str) -> bool {
+    value
+        .parse::<http::Uri>()
+        .ok()
+        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+}
+
+pub(super) fn check_embeddings(e: &EmbeddingsSpec, errors: &mut Vec<ConfigError>) {
+    let at = |field: &str| format!("advanced.embeddings.{field}");
+    if !is_http_url(&e.url) {
+        errors.push(ConfigError::new(
+            at("url"),
+            format!(
+                "`{}` is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1/embeddings",
+                e.url
+            ),
+        ));
+    }
+    if e.model.trim().is_empty() {
+        errors.push(ConfigError::new(at("model"), "must not be empty"));
+    }
+    if e.timeout_ms == 0 {
+        errors.push(ConfigError::new(at("timeout_ms"), "must be greater than 0"));
+    }
+    match e.api_key.as_deref() {
+        Some("") => errors.push(ConfigError::new(
+            at("api_key"),
+            "is empty (an unset variable?); leave it out for endpoints without a key",
+        )),
+        Some(k) if http::HeaderValue::from_str(&format!("Bearer {k}")).is_err() => {
+            errors.push(ConfigError::new(
+                at("api_key"),
+                "must be usable as an HTTP header value (no control characters)",
+            ));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Overrides, load_with_env};
+
+    fn load(yaml: &str) -> Result<super::super::Config, Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flakestorm.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let vars = [("KEY".to_string(), "sk-test".to_string())].into();
+        load_with_env(Some(&path), &Overrides::default(), &vars)
+            .map(|l| l.config)
+            .map_err(|e| e.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_full_section_loads_with_defaults_and_expanded_key() {
+        let c = load("advanced:\n  embeddings: {url: 'http://127.0.0.1:1/v1/embeddings', model: m, api_key: '${KEY}'}\n")
+            .unwrap();
+        let e = c.advanced.embeddings.unwrap();
+        assert_eq!((e.model.as_str(), e.timeout_ms), ("m", 30_000));
+        assert_eq!(e.api_key.as_deref(), Some("sk-test"));
+        assert!(!format!("{e:?}").contains("sk-test"), "Debug hides the key");
+        assert_eq!(
+            load("advanced: {seed: 1}\n").unwrap().advanced.embeddings,
+            None
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors_with_their_paths() {
+        let errors = load(
+            "advanced:\n  embeddings: {url: 'ftp://x/v1/embeddings', model: ' ', timeout_ms: 0, api_key: ''}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            [
+                "advanced.embeddings.url: `ftp://x/v1/embeddings` is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1/embeddings",
+                "advanced.embeddings.model: must not be empty",
+                "advanced.embeddings.timeout_ms: must be greater than 0",
+                "advanced.embeddings.api_key: is empty (an unset variable?); leave it out for endpoints without a key",
+            ]
+        );
+        let errors = load("advanced:\n  embeddings: {url: 'not a url', model: m}\n").unwrap_err();
+        assert!(
+            errors[0].starts_with("advanced.embeddings.url: `not a url`"),
+            "{errors:?}"
+        );
+        let errors = load("advanced:\n  embeddings: {url: 'http://h/', modle: m}\n").unwrap_err();
+        assert!(
+            errors[0].starts_with("advanced.embeddings.modle: unknown field `modle`"),
+            "{errors:?}"
+        );
+    }
+}
