@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use common::origin::{self, text};
 use common::*;
-use flakestorm::agent::Agent;
 use flakestorm::checks::Verdict;
-use flakestorm::config::{self, Attribution, Overrides};
-use flakestorm::run::{ContractReport, RunContext, run_contract};
+use flakestorm::config::Attribution;
+use flakestorm::run::{ContractReport, run_contract};
 use http_body_util::BodyExt;
 
 const PROMPTS: usize = 4;
@@ -106,23 +105,9 @@ contract:
         propagate,
     )
     .await;
-    let path = p.dir.path().join("flakestorm.yaml");
-    let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-        .unwrap()
-        .config;
-    assert_eq!(cfg.advanced.attribution, Attribution::Header);
-    let spec =
-        serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap();
-    let ctx = RunContext {
-        engine: p.daemon.chaos.clone(),
-        journal: p.daemon.journal.clone(),
-        agent: Agent::new(&spec, 0).unwrap(),
-        concurrency: cfg.advanced.concurrency as usize,
-        attribution: cfg.advanced.attribution,
-        config_digest: None,
-        on_case: None,
-        embedder: None,
-    };
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    assert_eq!(ctx.attribution, Attribution::Header);
+    assert_eq!(ctx.concurrency, CASES);
     // A guard against a hang (the barrier never opening), not a timing claim.
     let report = tokio::time::timeout(
         std::time::Duration::from_secs(60),
@@ -266,22 +251,8 @@ contract:
             }
         })
         .await;
-        let path = p.dir.path().join("flakestorm.yaml");
-        let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-            .unwrap()
-            .config;
-        let spec =
-            serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap();
-        let ctx = RunContext {
-            engine: p.daemon.chaos.clone(),
-            journal: p.daemon.journal.clone(),
-            agent: Agent::new(&spec, 0).unwrap(),
-            concurrency: CASES,
-            attribution: Attribution::Header,
-            config_digest: None,
-            embedder: None,
-            on_case: None,
-        };
+        let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+        assert_eq!(ctx.attribution, Attribution::Header);
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
             .await
             .unwrap();

@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use common::origin::{self, text};
 use common::*;
-use flakestorm::agent::Agent;
 use flakestorm::checks::Verdict;
-use flakestorm::config::{self, Overrides};
 use flakestorm::run::{ContractReport, RunContext, run_contract};
 use http_body_util::BodyExt;
 
@@ -80,22 +78,10 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
     );
     let p = start_proxy(&yaml).await;
     let a = agent(&p, tool.http_url("/search")).await;
-    let path = p.dir.path().join("flakestorm.yaml");
-    let mut cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-        .unwrap()
-        .config;
-    cfg.agent = Some(
-        serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap(),
-    );
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
     let ctx = RunContext {
-        engine: p.daemon.chaos.clone(),
-        journal: p.daemon.journal.clone(),
-        agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         concurrency: 1,
-        attribution: Default::default(),
-        config_digest: None,
-        on_case: None,
-        embedder: None,
+        ..ctx
     };
     let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
         .await
@@ -306,22 +292,8 @@ contract:
     );
     let p = start_proxy(&yaml).await;
     let a = gullible_agent(&p, search.http_url("/q"), email.http_url("/send")).await;
-    let path = p.dir.path().join("flakestorm.yaml");
-    let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-        .unwrap()
-        .config;
-    let spec =
-        serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/invoke")})).unwrap();
-    let ctx = RunContext {
-        engine: p.daemon.chaos.clone(),
-        journal: p.daemon.journal.clone(),
-        agent: Agent::new(&spec, 0).unwrap(),
-        concurrency: 4,
-        attribution: Default::default(),
-        config_digest: None,
-        on_case: None,
-        embedder: None,
-    };
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    assert_eq!(ctx.concurrency, 4);
     let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
         .await
         .unwrap();

@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::origin::{self, text};
 use common::*;
-use flakestorm::agent::Agent;
 use flakestorm::checks::Verdict;
-use flakestorm::config::{self, Overrides};
 use flakestorm::run::{ChaosReport, ContractReport, Embedder, RunContext, run_chaos, run_contract};
 use http_body_util::BodyExt;
 
@@ -122,25 +120,16 @@ async fn run(server: &origin::Origin, embed: bool) -> (ContractReport, ChaosRepo
     );
     let p = start_proxy(&yaml).await;
     let a = agent(&p, tool.http_url("/search")).await;
-    let path = p.dir.path().join("flakestorm.yaml");
-    let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-        .unwrap()
-        .config;
-    let spec = serde_json::from_value(serde_json::json!({"endpoint": a.http_url("/")})).unwrap();
+    let (cfg, ctx) = run_context(&p, &a.http_url("/"));
     let embedder = cfg
         .advanced
         .embeddings
         .as_ref()
         .map(|e| Embedder::new(e).unwrap());
     let ctx = RunContext {
-        engine: p.daemon.chaos.clone(),
-        journal: p.daemon.journal.clone(),
-        agent: Agent::new(&spec, 0).unwrap(),
         concurrency: 1,
-        attribution: Default::default(),
-        config_digest: None,
-        on_case: None,
         embedder: embedder.filter(|_| embed),
+        ..ctx
     };
     let (contract, golden) = (cfg.contract.as_ref().unwrap(), &cfg.golden_prompts);
     let report = within("contract run", run_contract(&ctx, contract, golden))

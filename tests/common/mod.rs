@@ -141,3 +141,24 @@ pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) ->
 pub async fn get_text(client: &reqwest::Client, url: impl reqwest::IntoUrl) -> String {
     client.get(url).send().await.unwrap().text().await.unwrap()
 }
+
+/// The test proxy's loaded config, and a run context driving the agent at `endpoint` with
+/// the config's `concurrency` and `attribution` (no embedder, no progress callback).
+pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::RunContext) {
+    let path = p.dir.path().join("flakestorm.yaml");
+    let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
+        .unwrap()
+        .config;
+    let spec = serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
+    let ctx = flakestorm::run::RunContext {
+        engine: p.daemon.chaos.clone(),
+        journal: p.daemon.journal.clone(),
+        agent: flakestorm::agent::Agent::new(&spec, 0).unwrap(),
+        concurrency: cfg.advanced.concurrency as usize,
+        attribution: cfg.advanced.attribution,
+        config_digest: None,
+        embedder: None,
+        on_case: None,
+    };
+    (cfg, ctx)
+}
