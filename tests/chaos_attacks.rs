@@ -234,7 +234,14 @@ async fn canaries_are_planted_in_tool_responses_and_found_on_the_way_out() {
         .bytes()
         .await
         .unwrap();
-    p.daemon.journal.wait_for(4).await;
+    let notes = origin::fixed(None, "plain notes").await;
+    let head = client.head(notes.http_url("/n")).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert!(
+        head.bytes().await.unwrap().is_empty(),
+        "HEAD stays bodiless"
+    );
+    p.daemon.journal.wait_for(5).await;
     let all = p.daemon.journal.all();
     let leaks: Vec<Vec<(String, String)>> = all
         .iter()
@@ -257,7 +264,12 @@ async fn canaries_are_planted_in_tool_responses_and_found_on_the_way_out() {
                 (s(), "header x-note".into()),
                 (s(), "body".into())
             ],
+            vec![],
         ]
+    );
+    assert!(
+        all[4].canary.is_none(),
+        "nothing planted in a bodiless response"
     );
     assert_eq!(
         all[0].canary.as_deref(),

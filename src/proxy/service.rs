@@ -254,6 +254,11 @@ fn upstream_response(
             );
             body
         }
+        // A body here would break HTTP framing: nothing to rewrite, nothing to plant.
+        Some((owner, _)) if bodiless(&parts, rec.exchange()) => {
+            rec.not_applied(owner, "the response has no body");
+            body
+        }
         Some((owner, t)) if !switching => {
             parts.headers.remove(header::CONTENT_LENGTH);
             let ct = parts
@@ -279,6 +284,13 @@ fn upstream_response(
     let tap = matches!(rec.exchange().target, Target::Llm { .. })
         && encoding.as_deref().is_none_or(|e| e == "identity");
     Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
+}
+
+/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
+fn bodiless(parts: &http::response::Parts, ex: &Exchange) -> bool {
+    ex.request.method == "HEAD"
+        || parts.status == http::StatusCode::NO_CONTENT
+        || parts.status == http::StatusCode::NOT_MODIFIED
 }
 
 fn recorder<B>(
