@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::origin::{self, text};
-use flakestorm::agent::{Agent, AgentProcess, InvokeError, proxy_env};
+use flakestorm::agent::{Agent, AgentProcess, InvokeError, proxy_env, wait_ready};
 use flakestorm::config::AgentSpec;
 use http_body_util::BodyExt;
 
@@ -138,11 +138,18 @@ async fn the_agent_command_gets_the_proxy_environment() {
     let out = dir.path().join("env.txt");
     let addr = "127.0.0.1:4567".parse().unwrap();
     let env = proxy_env(addr, std::path::Path::new("/tmp/ca.pem"));
+    let tmp = dir.path().join("env.tmp");
     let cmd = format!(
-        "echo \"$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY]\" > {}",
+        "echo \"$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY]\" > {0} && mv {0} {1} && sleep 30",
+        tmp.display(),
         out.display()
     );
-    let p = AgentProcess::start(&cmd, &env, None, Duration::from_secs(5))
+    let mut p = AgentProcess::start(&cmd, &env).unwrap();
+    let written = || {
+        let out = out.clone();
+        async move { out.exists() }
+    };
+    wait_ready(Some(&mut p), "env.txt", Duration::from_secs(10), written)
         .await
         .unwrap();
     p.stop(Duration::from_secs(5)).await;
@@ -155,18 +162,57 @@ async fn the_agent_command_gets_the_proxy_environment() {
 
 #[tokio::test]
 async fn an_agent_that_dies_before_ready_is_reported() {
-    let err = AgentProcess::start(
-        "exit 3",
-        &[],
-        Some("http://127.0.0.1:9/health"),
-        Duration::from_secs(10),
-    )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    let mut p = AgentProcess::start("exit 3", &[]).unwrap();
+    let never = || async { false };
+    let err = wait_ready(Some(&mut p), "ready", Duration::from_secs(10), never)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.contains("exited") && err.contains("exit status: 3"),
         "{err}"
     );
+}
+
+/// Dropping the handle (an interrupted run) stops what `sh -c` started, not just the shell.
+#[tokio::test]
+async fn dropping_the_agent_stops_its_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let cmd = format!(
+        "sleep 300 & echo $! > {0}.tmp && mv {0}.tmp {0}; wait",
+        pid_file.display()
+    );
+    let mut p = AgentProcess::start(&cmd, &[]).unwrap();
+    let started = || {
+        let f = pid_file.clone();
+        async move { f.exists() }
+    };
+    wait_ready(Some(&mut p), "child.pid", Duration::from_secs(10), started)
+        .await
+        .unwrap();
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    // Running, as opposed to gone or a zombie waiting to be reaped.
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|s| !s.starts_with('Z'))
+        })
+    };
+    assert!(alive(&pid), "the grandchild runs");
+    drop(p);
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(&pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the sleep in the agent's group was stopped");
 }

@@ -383,3 +383,124 @@ fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
         "no report: no case ran"
     );
 }
+
+/// Ctrl-C during a run: flakestorm stops the agent it started (its whole process group),
+/// says so, and exits 130, instead of leaving the agent running.
+#[test]
+fn ctrl_c_stops_the_run_and_the_agent_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let fifo = dir.path().join("invoked");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Accepts connections, never answers; tells the test its pid once a case is invoked.
+    std::fs::write(
+        dir.path().join("agent.py"),
+        r#"import os, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    c, _ = s.accept()
+    held.append(c)
+    c.settimeout(0.5)
+    try:
+        data = c.recv(1)
+    except socket.timeout:
+        continue
+    if data:
+        with open(sys.argv[2], "w") as f:
+            f.write(str(os.getpid()))
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!(
+            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port} {}'\n  timeout: 60000\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n",
+            fifo.display()
+        ),
+    )
+    .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["contract", "run"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = fifo.clone();
+    std::thread::spawn(move || tx.send(std::fs::read_to_string(reader).unwrap()));
+    let Ok(agent_pid) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+        let _ = run.kill();
+        let out = run.wait_with_output().unwrap();
+        panic!(
+            "no case reached the agent: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let status = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // An agent left running would hold the stderr pipe open: bound the wait, then clean up.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(run.wait_with_output().unwrap()));
+    let Ok(out) = rx.recv_timeout(std::time::Duration::from_secs(30)) else {
+        let _ = Command::new("kill")
+            .args(["-KILL", agent_pid.trim()])
+            .status();
+        panic!("flakestorm did not finish: the agent it started kept running");
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let running =
+        std::fs::read_to_string(format!("/proc/{}/stat", agent_pid.trim())).is_ok_and(|stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|s| !s.starts_with('Z'))
+        });
+    assert!(!running, "the agent (pid {agent_pid}) was stopped");
+    assert!(
+        !dir.path().join("reports").exists(),
+        "no report for a stopped run"
+    );
+}
+
+/// An agent endpoint that already answers before `agent.command` starts belongs to some
+/// other process (an agent left from an earlier run): the run refuses to use it.
+#[test]
+fn a_port_taken_before_the_agent_starts_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!(
+            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent: {{endpoint: 'http://127.0.0.1:{port}/invoke', command: 'exit 0'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "http://127.0.0.1:{port}/invoke accepted connections before agent.command started"
+        )),
+        "{err}"
+    );
+}

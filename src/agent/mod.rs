@@ -8,4 +8,4 @@ mod spawn;
 
 pub use invoke::{Agent, AgentError, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, cause as root_cause, direct_client, head as body_head};
-pub use spawn::{AgentProcess, SpawnError, proxy_env};
+pub use spawn::{AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready};

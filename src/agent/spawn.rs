@@ -1,7 +1,9 @@
-//! `agent.command`: start the agent with the proxy environment (config.md), wait until
-//! `ready_url` answers 2xx, and stop it at the end, also when the run is interrupted (the
-//! child is killed when its handle drops).
+//! `agent.command`: start the agent with the proxy environment (config.md), wait until it
+//! is ready (`ready_url` answers 2xx, or without one its endpoint accepts connections), and
+//! stop it at the end: SIGTERM to its process group, then SIGKILL. Dropping the handle
+//! (an interrupted run) kills the group too, so no agent outlives flakestorm.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
@@ -20,14 +22,15 @@ pub enum SpawnError {
         command: String,
         source: std::io::Error,
     },
-    #[error("agent command `{command}` exited ({status}) before {ready_url} answered")]
+    #[error("agent command `{command}` exited ({status}) before {what}{hint}")]
     Exited {
         command: String,
         status: String,
-        ready_url: String,
+        what: String,
+        hint: &'static str,
     },
-    #[error("agent did not answer 2xx at {ready_url} within {secs}s")]
-    NotReady { ready_url: String, secs: u64 },
+    #[error("agent was not ready within {secs}s: {what}")]
+    NotReady { what: String, secs: u64 },
     #[error("agent.ready_url `{0}` is not a URL")]
     BadUrl(String),
 }
@@ -59,17 +62,13 @@ pub fn proxy_env(proxy: SocketAddr, ca: &Path) -> Vec<(String, String)> {
 pub struct AgentProcess {
     child: Child,
     command: String,
+    /// Its process group (the `sh -c` leader's pid), signalled as a whole.
+    group: Option<u32>,
 }
 
 impl AgentProcess {
-    /// Runs `command` with `sh -c` and `env`; with `ready_url`, waits until it answers 2xx
-    /// (polling every 100 ms) for at most `wait`.
-    pub async fn start(
-        command: &str,
-        env: &[(String, String)],
-        ready_url: Option<&str>,
-        wait: Duration,
-    ) -> Result<AgentProcess, SpawnError> {
+    /// Runs `command` with `sh -c` and `env`, in a process group of its own.
+    pub fn start(command: &str, env: &[(String, String)]) -> Result<AgentProcess, SpawnError> {
         let child = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -83,59 +82,113 @@ impl AgentProcess {
                 command: command.to_string(),
                 source,
             })?;
-        let mut process = AgentProcess {
+        let group = child.id();
+        Ok(AgentProcess {
             child,
             command: command.to_string(),
-        };
-        if let Some(url) = ready_url {
-            process.wait_ready(url, wait).await?;
-        }
-        Ok(process)
+            group,
+        })
     }
 
-    async fn wait_ready(&mut self, url: &str, wait: Duration) -> Result<(), SpawnError> {
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|_| SpawnError::BadUrl(url.to_string()))?;
-        let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let (command, status) = (self.command.clone(), status.to_string());
-                return Err(SpawnError::Exited {
-                    command,
-                    status,
-                    ready_url: url.to_string(),
-                });
-            }
-            let probe = tokio::time::timeout(Duration::from_secs(1), client.get(uri.clone())).await;
-            if let Ok(Ok(resp)) = probe
-                && resp.status().is_success()
-            {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(SpawnError::NotReady {
-                    ready_url: url.to_string(),
-                    secs: wait.as_secs(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    /// The error for an agent that exited while flakestorm waited for `what`.
+    fn exited(&mut self, what: &str, answered: bool) -> Option<SpawnError> {
+        let status = self.child.try_wait().ok().flatten()?;
+        Some(SpawnError::Exited {
+            command: self.command.clone(),
+            status: status.to_string(),
+            what: what.to_string(),
+            hint: if answered {
+                "; something else answers there (an agent left from an earlier run?)"
+            } else {
+                ""
+            },
+        })
     }
 
-    /// Stops the agent: SIGTERM, then SIGKILL if it is still running after `grace`.
+    /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
     pub async fn stop(mut self, grace: Duration) {
-        if let Some(pid) = self.child.id() {
-            // `kill` the command: no unsafe signal FFI needed.
-            let _ = Command::new("kill")
-                .args(["-TERM", "--", &format!("-{pid}")])
-                .status()
-                .await;
-            if tokio::time::timeout(grace, self.child.wait()).await.is_ok() {
-                return;
-            }
-        }
-        let _ = self.child.kill().await;
+        signal_group(self.group, "TERM");
+        let _ = tokio::time::timeout(grace, self.child.wait()).await;
+        signal_group(self.group.take(), "KILL");
     }
+}
+
+impl Drop for AgentProcess {
+    /// An interrupted run: the same as `stop`, blocking for at most two seconds.
+    fn drop(&mut self) {
+        let Some(group) = self.group.take() else {
+            return;
+        };
+        signal_group(Some(group), "TERM");
+        for _ in 0..40 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal_group(Some(group), "KILL");
+    }
+}
+
+/// Sends `signal` to process group `group` with the `kill` command (no unsafe signal FFI).
+fn signal_group(group: Option<u32>, signal: &str) {
+    if let Some(pid) = group {
+        let _ = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Polls `probe` every 100 ms until it succeeds, for at most `wait`; `what` names what is
+/// awaited in errors. With the agent's `process`, its exit ends the wait at once, and an
+/// exit seen when the probe succeeded means something else answered.
+pub async fn wait_ready<F, Fut>(
+    mut process: Option<&mut AgentProcess>,
+    what: &str,
+    wait: Duration,
+    mut probe: F,
+) -> Result<(), SpawnError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if let Some(e) = process.as_mut().and_then(|p| p.exited(what, false)) {
+            return Err(e);
+        }
+        if probe().await {
+            return match process.as_mut().and_then(|p| p.exited(what, true)) {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(SpawnError::NotReady {
+                what: what.to_string(),
+                secs: wait.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A probe: a boxed check that something is ready.
+pub type Probe = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// A probe of whether `url` answers a GET with 2xx within a second.
+pub fn url_probe(url: &str) -> Result<impl FnMut() -> Probe + use<>, SpawnError> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|_| SpawnError::BadUrl(url.to_string()))?;
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    Ok(move || {
+        let (client, uri) = (client.clone(), uri.clone());
+        Box::pin(async move {
+            let probe = tokio::time::timeout(Duration::from_secs(1), client.get(uri)).await;
+            matches!(probe, Ok(Ok(resp)) if resp.status().is_success())
+        }) as Probe
+    })
 }

@@ -315,9 +315,18 @@ where
     F: FnOnce(Loaded) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<ExitCode>>,
 {
-    match load(config, Overrides::default()) {
-        Ok(loaded) => run(loaded).await.unwrap_or_else(failed),
-        Err(code) => code,
+    let loaded = match load(config, Overrides::default()) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    // Dropping an interrupted run stops the agent it started and the proxy.
+    tokio::select! {
+        result = run(loaded) => result.unwrap_or_else(failed),
+        // A handler that could not be installed disables this branch; the run goes on.
+        Ok(()) = wait_for_signal() => {
+            eprintln!("flakestorm: interrupted: the run was stopped and no report was written");
+            ExitCode::from(130)
+        }
     }
 }
 

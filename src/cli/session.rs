@@ -6,8 +6,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::agent::{Agent, AgentProcess, proxy_env};
-use crate::config::{Check, Config, Loaded};
+use crate::agent::{Agent, AgentProcess, Probe, proxy_env, url_probe, wait_ready};
+use crate::config::{AgentSpec, Check, Config, Loaded};
 use crate::daemon::Daemon;
 use crate::run::{Embedder, RunContext};
 
@@ -46,20 +46,13 @@ impl Session {
             "flakestorm: proxy on {} for the agent's traffic",
             daemon.proxy_addr
         );
-        let process = match &spec.command {
-            Some(cmd) => {
-                let env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path);
-                let wait = Duration::from_millis(spec.timeout.max(30_000));
-                match AgentProcess::start(cmd, &env, spec.ready_url.as_deref(), wait).await {
-                    Ok(p) => Some(p),
-                    Err(e) => return Err(fail(daemon, None, e.to_string()).await),
-                }
-            }
-            None => None,
-        };
         let agent = match Agent::new(spec, config.advanced.retries) {
             Ok(a) => a,
-            Err(e) => return Err(fail(daemon, process, e.to_string()).await),
+            Err(e) => return Err(fail(daemon, None, e.to_string()).await),
+        };
+        let process = match start_agent(spec, &agent, &daemon).await {
+            Ok(p) => p,
+            Err(e) => return Err(fail(daemon, None, e).await),
         };
         if let Err(e) = agent.preflight().await {
             return Err(fail(daemon, process, e.to_string()).await);
@@ -97,6 +90,58 @@ impl Session {
             p.stop(Duration::from_secs(5)).await;
         }
         self.daemon.stop().await;
+    }
+}
+
+/// Starts `agent.command` with the proxy environment, and waits until the agent is ready:
+/// `ready_url` answers 2xx or, without one, the endpoint accepts connections. A `ready_url`
+/// without a command is waited for too (config.md: polled before the run starts).
+async fn start_agent(
+    spec: &AgentSpec,
+    agent: &Agent,
+    daemon: &Daemon,
+) -> Result<Option<AgentProcess>, String> {
+    let wait = Duration::from_millis(spec.timeout.max(30_000));
+    let (what, mut probe): (String, Box<dyn FnMut() -> Probe + Send>) = match &spec.ready_url {
+        Some(url) => (
+            format!("{url} answered 2xx"),
+            Box::new(url_probe(url).map_err(|e| e.to_string())?),
+        ),
+        None => {
+            let agent = agent.clone();
+            let probe = move || {
+                let agent = agent.clone();
+                Box::pin(async move { agent.preflight().await.is_ok() }) as Probe
+            };
+            (
+                format!("{} accepted connections", spec.endpoint),
+                Box::new(probe),
+            )
+        }
+    };
+    let Some(cmd) = &spec.command else {
+        if spec.ready_url.is_some() {
+            wait_ready(None, &what, wait, probe)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        return Ok(None);
+    };
+    // Whatever answers before the agent starts is not the agent this run started.
+    if probe().await {
+        return Err(format!(
+            "{what} before agent.command started: another process (an agent left from an \
+             earlier run?) is there; stop it or use another port"
+        ));
+    }
+    let env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path);
+    let mut process = AgentProcess::start(cmd, &env).map_err(|e| e.to_string())?;
+    match wait_ready(Some(&mut process), &what, wait, probe).await {
+        Ok(()) => Ok(Some(process)),
+        Err(e) => {
+            process.stop(Duration::from_secs(5)).await;
+            Err(e.to_string())
+        }
     }
 }
 
