@@ -107,7 +107,25 @@ pub fn check_agent(a: &AgentSpec) -> Vec<ConfigError> {
     if let Err(e) = ResponsePath::parse(&a.response_path) {
         err("response_path", e);
     }
+    check_headers(&a.headers, &mut errors);
     errors
+}
+
+/// `agent.headers`, parsed as the driver parses them (values after `${VAR}` expansion).
+/// A bad value is not shown: headers carry secrets.
+fn check_headers(headers: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) {
+    for (name, value) in headers {
+        let path = format!("agent.headers.{name}");
+        if let Err(e) = http::HeaderName::from_bytes(name.as_bytes()) {
+            errors.push(ConfigError::new(&path, e.to_string()));
+        }
+        if let Err(e) = http::HeaderValue::from_str(value) {
+            errors.push(ConfigError::new(
+                path,
+                format!("{e}: control characters such as a newline are not allowed"),
+            ));
+        }
+    }
 }
 
 /// A compiled `response_path`: where the answer is in the agent's JSON response.

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::chaos::ChaosSpec;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
+use super::crosscheck::{Context, check_has_prompts, warn_undeclared_tool};
 use super::invariants::{InvariantSpec, check_invariant, parse_invariant};
 use super::load::section;
 use super::schema::ToolSpec;
@@ -201,10 +202,11 @@ pub(super) fn prompts_section(v: Value, errors: &mut Vec<ConfigError>) -> Vec<St
 pub(super) fn contract_section(
     v: Value,
     top_matrix: Option<Value>,
-    tools: &[ToolSpec],
+    ctx: Context<'_>,
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
 ) -> Option<ContractSpec> {
+    let tools = ctx.tools;
     let Value::Object(mut map) = v else {
         errors.push(ConfigError::new(
             "contract",
@@ -226,8 +228,16 @@ pub(super) fn contract_section(
         .remove("description")
         .and_then(|d| d.as_str().map(str::to_string));
     let invariants = match map.remove("invariants") {
-        Some(Value::Array(items)) => contract_invariants(items, errors),
-        None | Some(Value::Null) => vec![],
+        Some(Value::Array(items)) if !items.is_empty() => {
+            contract_invariants(items, ctx, errors, warnings)
+        }
+        None | Some(Value::Null | Value::Array(_)) => {
+            errors.push(ConfigError::new(
+                "contract.invariants",
+                "needs at least one invariant",
+            ));
+            vec![]
+        }
         Some(_) => {
             errors.push(ConfigError::new("contract.invariants", "expected a list"));
             vec![]
@@ -258,66 +268,86 @@ pub(super) fn contract_section(
     })
 }
 
-fn contract_invariants(items: Vec<Value>, errors: &mut Vec<ConfigError>) -> Vec<ContractInvariant> {
+fn contract_invariants(
+    items: Vec<Value>,
+    ctx: Context<'_>,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> Vec<ContractInvariant> {
     let mut ids = HashSet::new();
     let mut out = vec![];
     for (i, item) in items.into_iter().enumerate() {
+        // Checked here, where the index is still the file's.
         let path = format!("contract.invariants[{i}]");
-        let Value::Object(mut map) = item else {
-            errors.push(ConfigError::new(
-                &path,
-                "expected a mapping with id and type",
-            ));
+        let Some(inv) = contract_invariant(item, &path, &mut ids, errors) else {
             continue;
         };
-        let mut field = |key: &str| map.remove(key);
-        let id = match field("id") {
-            Some(Value::String(id)) if !id.is_empty() => id,
-            _ => {
-                errors.push(ConfigError::new(
-                    format!("{path}.id"),
-                    "required: a unique name for this invariant",
-                ));
-                continue;
-            }
-        };
-        if !ids.insert(id.clone()) {
-            errors.push(ConfigError::new(
-                format!("{path}.id"),
-                format!("duplicate invariant id `{id}`"),
-            ));
-        }
-        let severity = field("severity")
-            .and_then(|v| section(v, &format!("{path}.severity"), errors))
-            .unwrap_or_default();
-        let when = field("when")
-            .and_then(|v| section(v, &format!("{path}.when"), errors))
-            .unwrap_or_default();
-        let probes = field("probes")
-            .and_then(|v| section(v, &format!("{path}.probes"), errors))
-            .unwrap_or_default();
-        match parse_invariant(Value::Object(map)) {
-            Ok(invariant) => {
-                check_invariant(&invariant, &path, errors);
-                out.push(ContractInvariant {
-                    id,
-                    severity,
-                    when,
-                    probes,
-                    invariant,
-                });
-            }
-            Err((f, msg)) => {
-                let p = if f.is_empty() {
-                    path
-                } else {
-                    format!("{path}.{f}")
-                };
-                errors.push(ConfigError::new(p, msg));
-            }
-        }
+        check_invariant(&inv.invariant, &path, errors);
+        warn_undeclared_tool(&inv.invariant.check, &path, ctx.tools, warnings);
+        check_has_prompts(&inv, &path, ctx.golden, errors);
+        out.push(inv);
     }
     out
+}
+
+/// One contract invariant at `path`; `None` (with the errors recorded) when it does not parse.
+fn contract_invariant(
+    item: Value,
+    path: &str,
+    ids: &mut HashSet<String>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<ContractInvariant> {
+    let Value::Object(mut map) = item else {
+        errors.push(ConfigError::new(
+            path,
+            "expected a mapping with id and type",
+        ));
+        return None;
+    };
+    let mut field = |key: &str| map.remove(key);
+    let id = match field("id") {
+        Some(Value::String(id)) if !id.is_empty() => id,
+        _ => {
+            errors.push(ConfigError::new(
+                format!("{path}.id"),
+                "required: a unique name for this invariant",
+            ));
+            return None;
+        }
+    };
+    if !ids.insert(id.clone()) {
+        errors.push(ConfigError::new(
+            format!("{path}.id"),
+            format!("duplicate invariant id `{id}`"),
+        ));
+    }
+    let severity = field("severity")
+        .and_then(|v| section(v, &format!("{path}.severity"), errors))
+        .unwrap_or_default();
+    let when = field("when")
+        .and_then(|v| section(v, &format!("{path}.when"), errors))
+        .unwrap_or_default();
+    let probes = field("probes")
+        .and_then(|v| section(v, &format!("{path}.probes"), errors))
+        .unwrap_or_default();
+    match parse_invariant(Value::Object(map)) {
+        Ok(invariant) => Some(ContractInvariant {
+            id,
+            severity,
+            when,
+            probes,
+            invariant,
+        }),
+        Err((f, msg)) => {
+            let p = if f.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}.{f}")
+            };
+            errors.push(ConfigError::new(p, msg));
+            None
+        }
+    }
 }
 
 fn scenarios(

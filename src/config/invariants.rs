@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use super::schema::ToolSpec;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -216,4 +217,39 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         }
         _ => {}
     }
+}
+
+/// `invariants:` element by element, each error at its field; `tools` are the declared
+/// ones, for the warning about traffic checks that name others.
+pub(super) fn invariant_list(
+    v: serde_json::Value,
+    tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> Vec<InvariantSpec> {
+    let serde_json::Value::Array(items) = v else {
+        errors.push(ConfigError::new("invariants", "expected a list of checks"));
+        return vec![];
+    };
+    let mut out = vec![];
+    for (i, item) in items.into_iter().enumerate() {
+        // Checked here, where the index is still the file's.
+        let path = format!("invariants[{i}]");
+        match parse_invariant(item) {
+            Ok(inv) => {
+                check_invariant(&inv, &path, errors);
+                super::crosscheck::warn_undeclared_tool(&inv.check, &path, tools, warnings);
+                out.push(inv);
+            }
+            Err((field, msg)) => {
+                let at = if field.is_empty() {
+                    path
+                } else {
+                    format!("{path}.{field}")
+                };
+                errors.push(ConfigError::new(at, msg));
+            }
+        }
+    }
+    out
 }

@@ -66,23 +66,6 @@ pub struct Loaded {
     pub digest: Option<String>,
 }
 
-/// Only JSON reports are written so far: say so rather than ignore the other formats.
-fn warn_unrendered_formats(c: &Config, warnings: &mut Vec<String>) {
-    let other: Vec<String> = c
-        .output
-        .format
-        .iter()
-        .filter(|f| **f != super::ReportFormat::Json)
-        .map(|f| format!("{f:?}").to_lowercase())
-        .collect();
-    if !other.is_empty() {
-        warnings.push(format!(
-            "output.format: {} reports are not rendered in this build; the JSON report is written",
-            other.join(", ")
-        ));
-    }
-}
-
 /// `sha256:` and the hex SHA-256 of `bytes` (ring is already linked for TLS).
 pub fn digest(bytes: &[u8]) -> String {
     let d = ring::digest::digest(&ring::digest::SHA256, bytes);
@@ -132,7 +115,7 @@ pub fn load_with_env(
     validate(&config, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
-    warn_unrendered_formats(&config, &mut warnings);
+    super::crosscheck::warn_config(&config, &mut warnings);
     if errors.is_empty() {
         Ok(Loaded {
             config,
@@ -239,19 +222,26 @@ fn sections(
         chaos_index = index;
     }
     if let Some(v) = take("invariants", errors) {
-        c.invariants = invariant_list(v, errors);
+        c.invariants = super::invariants::invariant_list(v, &c.tools, errors, warnings);
     }
     if let Some(v) = take("agent", errors) {
         c.agent = section(v, "agent", errors);
     }
+    // Prompts to run, or a broken `golden_prompts:` already reported.
+    let mut golden = false;
     if let Some(v) = take("golden_prompts", errors) {
+        let before = errors.len();
         c.golden_prompts = super::contract::prompts_section(v, errors);
+        golden = !c.golden_prompts.is_empty() || errors.len() > before;
     }
     let top_matrix = take("chaos_matrix", errors);
     match take("contract", errors) {
         Some(v) => {
-            c.contract =
-                super::contract::contract_section(v, top_matrix, &c.tools, errors, warnings)
+            let ctx = super::crosscheck::Context {
+                tools: &c.tools,
+                golden,
+            };
+            c.contract = super::contract::contract_section(v, top_matrix, ctx, errors, warnings)
         }
         None if top_matrix.is_some() => {
             errors.push(ConfigError::new(
@@ -354,33 +344,6 @@ fn join_path(base: &str, inner: &str) -> String {
     } else {
         format!("{base}.{inner}")
     }
-}
-
-/// `invariants:` element by element, each error at its field.
-fn invariant_list(v: Value, errors: &mut Vec<ConfigError>) -> Vec<super::InvariantSpec> {
-    let Value::Array(items) = v else {
-        errors.push(ConfigError::new("invariants", "expected a list of checks"));
-        return vec![];
-    };
-    let mut out = vec![];
-    for (i, item) in items.into_iter().enumerate() {
-        match super::invariants::parse_invariant(item) {
-            Ok(inv) => {
-                // Checked here, where the index is still the file's.
-                super::invariants::check_invariant(&inv, &format!("invariants[{i}]"), errors);
-                out.push(inv);
-            }
-            Err((field, msg)) => {
-                let path = if field.is_empty() {
-                    format!("invariants[{i}]")
-                } else {
-                    format!("invariants[{i}].{field}")
-                };
-                errors.push(ConfigError::new(path, msg));
-            }
-        }
-    }
-    out
 }
 
 /// Relative paths are relative to the config file's folder (like compose files).

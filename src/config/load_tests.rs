@@ -204,6 +204,15 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         "{:?}",
         loaded.warnings
     );
+    // It resets the agent before each case and runs 10 cases at a time.
+    assert!(
+        loaded.warnings.iter().any(|w| w.starts_with(
+            "agent.reset_endpoint with advanced.concurrency 10: a reset before one case"
+        )),
+        "{:?}",
+        loaded.warnings
+    );
+    assert_eq!(loaded.warnings.len(), 6, "{:?}", loaded.warnings);
 }
 
 /// Every shipped config file parses, and the commented default matches the built-in one.

@@ -9,6 +9,7 @@ mod agent;
 pub mod chaos;
 mod chaos_load;
 mod contract;
+mod crosscheck;
 mod embeddings;
 mod error;
 mod expand;
