@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::chaos::ChaosSpec;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
-use super::crosscheck::{Context, check_has_prompts, warn_undeclared_tool};
+use super::crosscheck::{Context, check_has_prompts, check_undeclared_tool};
 use super::invariants::{InvariantSpec, check_invariant, parse_invariant};
 use super::load::section;
 use super::schema::ToolSpec;
@@ -283,7 +283,7 @@ fn contract_invariants(
             continue;
         };
         check_invariant(&inv.invariant, &path, errors);
-        warn_undeclared_tool(&inv.invariant.check, &path, ctx.tools, warnings);
+        check_undeclared_tool(&inv.invariant.check, &path, ctx.tools, errors, warnings);
         check_has_prompts(&inv, &path, ctx.golden, errors);
         out.push(inv);
     }

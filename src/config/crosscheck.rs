@@ -17,31 +17,40 @@ pub(super) struct Context<'a> {
     pub golden: bool,
 }
 
-/// A traffic invariant at `path` that names a tool `tools:` does not declare. Not an
-/// error: `tool_called` / `tool_not_called` also match tool calls the LLM asks for by name,
-/// which may be in-process tools that never reach the wire.
-pub(super) fn warn_undeclared_tool(
+/// A traffic invariant at `path` that names a tool `tools:` does not declare. For
+/// `tool_called` / `tool_not_called` a warning: they also match tool calls the LLM asks for
+/// by name, which may be in-process tools that never reach the wire. For `max_tool_calls`
+/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail.
+pub(super) fn check_undeclared_tool(
     check: &Check,
     path: &str,
     tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
 ) {
-    let (tool, why) = match check {
-        Check::ToolCalled { tool } | Check::ToolNotCalled { tool } => (
-            tool,
-            "only tool calls the LLM asks for by that name can match",
-        ),
+    let (tool, counted) = match check {
+        Check::ToolCalled { tool } | Check::ToolNotCalled { tool } => (tool, false),
         Check::MaxToolCalls {
             tool: Some(tool), ..
-        } => (
-            tool,
-            "max_tool_calls counts HTTP calls to `tools:` entries only, so it counts none",
-        ),
+        } => (tool, true),
         _ => return,
     };
-    if !tools.iter().any(|t| t.name == *tool) {
+    if tools.iter().any(|t| t.name == *tool) {
+        return;
+    }
+    let at = format!("{path}.tool");
+    if counted {
+        errors.push(ConfigError::new(
+            at,
+            format!(
+                "`{tool}` is not a name from `tools:`; max_tool_calls counts HTTP calls to \
+                 `tools:` entries, so it would count none"
+            ),
+        ));
+    } else {
         warnings.push(format!(
-            "{path}.tool: `{tool}` is not a name from `tools:`; {why}"
+            "{at}: `{tool}` is not a name from `tools:`; only tool calls the LLM asks for by \
+             that name can match"
         ));
     }
 }

@@ -29,7 +29,7 @@ const TOOLS: &str = "tools: [{name: search, match_url: 'https://s.example/*'}]\n
 const AGENT: &str = "agent: {endpoint: 'http://127.0.0.1:1/invoke'}\n";
 
 #[test]
-fn traffic_invariants_naming_undeclared_tools_warn_and_load() {
+fn traffic_invariants_naming_undeclared_tools_warn_or_fail() {
     let yaml = format!(
         "{TOOLS}golden_prompts: [hi]
 invariants:
@@ -41,7 +41,6 @@ contract:
   invariants:
     - {{id: a, type: max_tool_calls, max: 1, tool: search}}
     - {{id: b, type: tool_called, tool: nosuch}}
-    - {{id: c, type: max_tool_calls, max: 1, tool: fetch}}
 "
     );
     assert_eq!(
@@ -49,7 +48,13 @@ contract:
         [
             "invariants[1].tool: `email` is not a name from `tools:`; only tool calls the LLM asks for by that name can match",
             "contract.invariants[1].tool: `nosuch` is not a name from `tools:`; only tool calls the LLM asks for by that name can match",
-            "contract.invariants[2].tool: `fetch` is not a name from `tools:`; max_tool_calls counts HTTP calls to `tools:` entries only, so it counts none",
+        ]
+    );
+    let counted = format!("{yaml}    - {{id: c, type: max_tool_calls, max: 1, tool: fetch}}\n");
+    assert_eq!(
+        errors_of(&counted, &[]),
+        [
+            "contract.invariants[2].tool: `fetch` is not a name from `tools:`; max_tool_calls counts HTTP calls to `tools:` entries, so it would count none"
         ]
     );
 }

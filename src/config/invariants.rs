@@ -238,7 +238,9 @@ pub(super) fn invariant_list(
         match parse_invariant(item) {
             Ok(inv) => {
                 check_invariant(&inv, &path, errors);
-                super::crosscheck::warn_undeclared_tool(&inv.check, &path, tools, warnings);
+                super::crosscheck::check_undeclared_tool(
+                    &inv.check, &path, tools, errors, warnings,
+                );
                 out.push(inv);
             }
             Err((field, msg)) => {
