@@ -158,6 +158,11 @@ impl Agent {
         }
     }
 
+    /// Whether a `reset_endpoint` is POSTed before every case.
+    pub fn resets(&self) -> bool {
+        self.reset.is_some()
+    }
+
     /// POSTs `reset_endpoint`, if configured, so the next case starts clean.
     pub async fn reset(&self) -> Result<(), InvokeError> {
         let Some(url) = &self.reset else {

@@ -124,7 +124,9 @@ impl Engine {
         if let Some(t) = trace {
             let traces = self.inner.traces.read().unwrap_or_else(|p| p.into_inner());
             if let Some(s) = traces.get(t) {
-                return s.rules.decide(url, target, s.seed);
+                let mut d = s.rules.decide(url, target, s.seed);
+                d.scoped = true;
+                return d;
             }
         }
         self.rules().decide(url, target, self.inner.seed)

@@ -118,6 +118,8 @@ pub struct Decision {
     pub canary: Option<Arc<Canary>>,
     /// Whether a faulted response carries `x-flakestorm-fault` (`mark_responses`).
     pub mark: bool,
+    /// The rules were installed for the request's trace id (one case of a run).
+    pub scoped: bool,
 }
 
 impl RuleSet {

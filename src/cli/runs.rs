@@ -163,6 +163,12 @@ pub async fn chaos_only(
                 None
             }
         });
+        let why = why.or_else(|| {
+            p.checks.iter().find_map(|v| match v {
+                Verdict::NotApplicable(r) => Some(r.as_str()),
+                _ => None,
+            })
+        });
         println!("  ✗ {:?}: {}", p.prompt, why.unwrap_or("failed"));
     }
     for w in &report.warnings {

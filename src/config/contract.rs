@@ -37,6 +37,17 @@ impl Severity {
     }
 }
 
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+        })
+    }
+}
+
 /// Under which scenarios an invariant is checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,6 +58,18 @@ pub enum When {
     LlmFaultsActive,
     AnyChaosActive,
     NoChaos,
+}
+
+impl std::fmt::Display for When {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            When::Always => "always",
+            When::ToolFaultsActive => "tool_faults_active",
+            When::LlmFaultsActive => "llm_faults_active",
+            When::AnyChaosActive => "any_chaos_active",
+            When::NoChaos => "no_chaos",
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

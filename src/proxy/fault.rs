@@ -186,6 +186,10 @@ pub struct Plan {
     pub attacks: Vec<(usize, Fired<AttackMode>)>,
     /// Canaries to plant in the response and look for in the request (`no_exfiltration`).
     pub canary: Option<std::sync::Arc<Canary>>,
+    /// Under which key the upstream's response format is remembered (`format_key`, per
+    /// trace when the rules are a case's own, so a case's faults do not depend on what
+    /// concurrent cases saw first).
+    pub format_key: Option<String>,
 }
 
 /// Asks the engine about this exchange and notes the fault and attacks on it.
@@ -197,6 +201,10 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .decide(&ex.request.url, &ex.target, ex.trace_id.as_deref());
     let target = ex.target.clone();
     let canary = decision.canary;
+    let format_key = format_key(ex).map(|k| match (&ex.trace_id, decision.scoped) {
+        (Some(t), true) => format!("{t}|{k}"),
+        _ => k.to_string(),
+    });
     let attacks = decision
         .attacks
         .into_iter()
@@ -208,6 +216,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             mark: None,
             attacks,
             canary,
+            format_key,
         };
     };
     let mode = match &fired.what {
@@ -219,7 +228,8 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .mark
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
-    let json = format_key(rec.exchange())
+    let json = format_key
+        .as_deref()
         .and_then(|k| proxy.speaks_json(k))
         .unwrap_or_else(|| wants_json(request));
     Plan {
@@ -227,6 +237,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         mark,
         attacks,
         canary,
+        format_key,
     }
 }
 

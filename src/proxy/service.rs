@@ -217,7 +217,7 @@ async fn exchange(
                 .headers()
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok());
-            if let (Some(ct), Some(key)) = (ct, fault::format_key(rec.exchange())) {
+            if let (Some(ct), Some(key)) = (ct, &plan.format_key) {
                 proxy.note_format(key, ct.contains("json"));
             }
             Ok(upstream_response(rec, resp, transform, plan.mark))

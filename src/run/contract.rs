@@ -69,12 +69,14 @@ pub async fn run_contract(
                 .map_err(|e| RunError::Invariant(format!("{}: {e}", i.id)))
         })
         .collect::<Result<_, _>>()?;
+    // An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
+    // judges), else the golden prompts.
     let prompts_of = |i: usize| -> Vec<String> {
-        let probes = &contract.invariants[i].probes;
-        if probes.is_empty() {
-            golden.to_vec()
-        } else {
-            probes.clone()
+        let spec = &contract.invariants[i];
+        match &spec.invariant.check {
+            _ if !spec.probes.is_empty() => spec.probes.clone(),
+            Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
+            _ => golden.to_vec(),
         }
     };
     let mut prompts: Vec<String> = vec![];
@@ -133,13 +135,12 @@ pub async fn run_contract(
     }
     let mut cells = vec![];
     for (scenario, results) in scenarios.iter().zip(results) {
-        if scenario.chaos.is_empty() {
+        if scenario.chaos.is_empty() && !ctx.agent.resets() {
             note_stateful(&results, &baselines, &mut warnings);
-            record_baselines(&results, &mut baselines);
         }
         // Under header attribution a case whose calls lost their trace id met no chaos.
-        let untraced_unjudged = ctx.attribution == Attribution::Header
-            && (!scenario.chaos.is_empty() || canary(&scenario.chaos));
+        let untraced_unjudged =
+            ctx.attribution == Attribution::Header && !scenario.chaos.is_empty();
         let applicable = contract
             .invariants
             .iter()
@@ -156,7 +157,7 @@ pub async fn run_contract(
                 cell(inv, &mine, &baselines, &sim, untraced_unjudged)
             } else {
                 Verdict::NotApplicable(format!(
-                    "when: {:?} does not hold under `{}`",
+                    "when: {} does not hold under `{}`",
                     spec.when, scenario.name
                 ))
             };
@@ -173,10 +174,25 @@ pub async fn run_contract(
                 cases: judged,
             });
         }
+        // Recorded after judging: a no-chaos answer is not compared with itself.
+        if scenario.chaos.is_empty() {
+            record_baselines(&results, &mut baselines);
+        }
         cases.extend(results);
     }
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.into());
+    }
+    if !cells.is_empty()
+        && cells
+            .iter()
+            .all(|c| matches!(c.verdict, Verdict::NotApplicable(_)))
+    {
+        warnings.push(
+            "no cell could be judged (every cell is not applicable, see their reasons): the \
+             contract does not pass"
+                .into(),
+        );
     }
     let scored: Vec<(Severity, Option<bool>)> = cells
         .iter()

@@ -44,6 +44,14 @@ pub(super) async fn run_matrix(
         })?;
     }
     if ctx.attribution == Attribution::Header {
+        // Calls that lost their trace id meet no rules at all, not the config's `chaos:`.
+        let _none = ctx
+            .engine
+            .install(&ChaosSpec::default(), None)
+            .map_err(|message| RunError::Scenario {
+                scenario: "(no scenario)".into(),
+                message,
+            })?;
         return Ok(per_trace(ctx, scenarios, prompts).await);
     }
     let mut out = vec![];

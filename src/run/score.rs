@@ -7,8 +7,9 @@ use crate::config::Severity;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Score {
-    /// 0..=100, or 100 when no cell applied.
+    /// 0..=100; 0 when no cell could be judged.
     pub value: f64,
+    /// False when a critical cell failed, or when no cell could be judged.
     pub passed: bool,
     pub failed_critical: usize,
 }
@@ -25,14 +26,15 @@ pub fn contract_score(cells: &[(Severity, Option<bool>)]) -> Score {
             failed_critical += 1;
         }
     }
+    // A contract that judged nothing proves nothing: it does not pass.
     let value = if total == 0 {
-        100.0
+        0.0
     } else {
         f64::from(got) * 100.0 / f64::from(total)
     };
     Score {
         value,
-        passed: failed_critical == 0,
+        passed: failed_critical == 0 && total > 0,
         failed_critical,
     }
 }
@@ -56,6 +58,11 @@ mod tests {
             (Severity::Low, Some(true)),
         ]);
         assert_eq!((s.passed, s.failed_critical), (false, 1));
-        assert_eq!(contract_score(&[(Severity::High, None)]).value, 100.0);
+        let nothing = contract_score(&[(Severity::High, None)]);
+        assert_eq!(
+            (nothing.value, nothing.passed),
+            (0.0, false),
+            "nothing judged"
+        );
     }
 }

@@ -58,7 +58,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     {
         if let Verdict::Fail(reason) = &c.verdict {
             out.push_str(&format!(
-                "\n✗ {} under {} ({:?}): {reason}",
+                "\n✗ {} under {} ({}): {reason}",
                 c.invariant, c.scenario, c.severity
             ));
         }
