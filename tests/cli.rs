@@ -504,3 +504,21 @@ fn a_port_taken_before_the_agent_starts_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn usage_errors_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), "golden_prompts: [hi]\n").unwrap();
+    let (code, _, err) = flakestorm(&["contract", "validate"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no `contract:` section"), "{err}");
+    for bad in ["nan", "101", "-1", "high"] {
+        let arg = format!("--min-score={bad}");
+        let (code, _, err) = flakestorm(&["ci", &arg], dir.path());
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains(&format!("`{bad}` is not a score from 0 to 100")),
+            "{err}"
+        );
+    }
+}

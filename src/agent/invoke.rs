@@ -36,6 +36,8 @@ pub enum InvokeError {
     Timeout { ms: u64 },
     #[error("agent answered HTTP {status}: {head}")]
     Status { status: u16, head: String },
+    #[error("path `{path}` is null in response: {head}")]
+    PathNull { path: String, head: String },
     #[error("path `{path}` not found in response: {head}")]
     PathNotFound { path: String, head: String },
 }
@@ -152,9 +154,10 @@ impl Agent {
         {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(self.unreachable(e.to_string())),
-            Err(_) => Err(InvokeError::Timeout {
-                ms: self.timeout.as_millis() as u64,
-            }),
+            Err(_) => Err(self.unreachable(format!(
+                "connecting timed out after {} ms",
+                self.timeout.as_millis()
+            ))),
         }
     }
 
@@ -298,6 +301,11 @@ pub fn extract(body: &[u8], path: &ResponsePath) -> Result<String, InvokeError> 
     };
     match path.get(&v) {
         Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        // `null` is no answer, not the text "null".
+        Some(serde_json::Value::Null) => Err(InvokeError::PathNull {
+            path: path.as_str().to_string(),
+            head: head(body),
+        }),
         Some(other) => Ok(other.to_string()),
         None => Err(InvokeError::PathNotFound {
             path: path.as_str().to_string(),
@@ -341,6 +349,13 @@ mod tests {
             Ok(r#"{"n":4}"#.into())
         );
         assert_eq!(extract(b"plain words", &path), Ok("plain words".into()));
+        assert_eq!(
+            extract(br#"{"data": {"answer": null}}"#, &path)
+                .unwrap_err()
+                .to_string(),
+            r#"path `data.answer` is null in response: {"data": {"answer": null}}"#,
+            "null is no answer"
+        );
         let err = extract(br#"{"result": "x"}"#, &path)
             .unwrap_err()
             .to_string();

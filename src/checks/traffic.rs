@@ -105,7 +105,8 @@ fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
             .iter()
             .find(|n| n.request.url == e.request.url);
         if let Some(n) = next {
-            let waited = n.timings.started_at_ms as f64 - answered;
+            // Started before the 429 was fully answered reads as 0 ms, not "-0 ms".
+            let waited = (n.timings.started_at_ms as f64 - answered).max(0.0);
             // Wall-clock milliseconds: allow a millisecond of rounding.
             if waited + 1.0 < ms {
                 return Verdict::Fail(format!(

@@ -60,7 +60,7 @@ pub enum Command {
         chaos_profile: Option<String>,
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
-        #[arg(long, value_name = "SCORE")]
+        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
         min_score: Option<f64>,
         #[command(flatten)]
         show: ShowArgs,
@@ -72,7 +72,7 @@ pub enum Command {
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
         /// Exit 1 when the overall score is below this.
-        #[arg(long, value_name = "SCORE")]
+        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
         min_score: Option<f64>,
         #[command(flatten)]
         show: ShowArgs,
@@ -117,7 +117,7 @@ pub enum ContractCommand {
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
         /// Exit 1 when the score is below this, even without a critical failure.
-        #[arg(long, value_name = "SCORE")]
+        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
         min_score: Option<f64>,
         #[command(flatten)]
         show: ShowArgs,
@@ -130,7 +130,7 @@ pub enum ContractCommand {
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
         /// Exit 1 when the score is below this, even without a critical failure.
-        #[arg(long, value_name = "SCORE")]
+        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
         min_score: Option<f64>,
     },
     /// Check the config (contract included) and list every problem.
@@ -234,7 +234,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Profiles { command } => return profiles(command),
         Command::Contract {
             command: ContractCommand::Validate { config },
-        } => return validate(&config),
+        } => return validate(&config, true),
         Command::Contract {
             command:
                 ContractCommand::Run {
@@ -292,7 +292,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             show,
         } => return job(&config, |l| runs::ci(l, output, min_score, show.show())).await,
         Command::Init { force } => init(force),
-        Command::Validate { config } => return validate(&config),
+        Command::Validate { config } => return validate(&config, false),
         Command::Demo => crate::demo::run()
             .await
             .map(|text| print!("{text}"))
@@ -300,6 +300,14 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Ca { command } => ca(command),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// `--min-score`: a number from 0 to 100.
+fn score_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a score from 0 to 100")),
+    }
 }
 
 /// An error the command could not recover from: printed, exit 1.
@@ -352,8 +360,13 @@ fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
     }
 }
 
-fn validate(arg: &ConfigArg) -> ExitCode {
+/// `contract`: the file must also have a `contract:` section (`contract validate`).
+fn validate(arg: &ConfigArg, contract: bool) -> ExitCode {
     match load(arg, Overrides::default()) {
+        Ok(loaded) if contract && loaded.config.contract.is_none() => {
+            eprintln!("flakestorm: no `contract:` section to validate");
+            ExitCode::from(2)
+        }
         Ok(loaded) => {
             let name = loaded
                 .file

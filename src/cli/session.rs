@@ -19,7 +19,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// `progress`: show a live count of cases on stderr (when it is a terminal).
+    /// `progress`: say where the proxy is and show a live count of cases on stderr (when
+    /// it is a terminal); off for `--quiet`, `--json` and `contract score`.
     pub async fn start(loaded: &Loaded, progress: bool) -> Result<Session, ExitCode> {
         let config = &loaded.config;
         let Some(spec) = &config.agent else {
@@ -42,10 +43,12 @@ impl Session {
                 return Err(ExitCode::from(1));
             }
         };
-        eprintln!(
-            "flakestorm: proxy on {} for the agent's traffic",
-            daemon.proxy_addr
-        );
+        if progress {
+            eprintln!(
+                "flakestorm: proxy on {} for the agent's traffic",
+                daemon.proxy_addr
+            );
+        }
         let agent = match Agent::new(spec, config.advanced.retries) {
             Ok(a) => a,
             Err(e) => return Err(fail(daemon, None, e.to_string()).await),
