@@ -302,6 +302,12 @@ mod tests {
             r#"{"a":"b X"}"#,
             "untyped JSON stays JSON"
         );
+        assert_eq!(
+            inject_tool_response(br#"{"zeta": 1, "alpha": "text"}"#, "application/json", "X")
+                .unwrap(),
+            r#"{"zeta":1,"alpha":"text X"}"#,
+            "keys keep the tool's order"
+        );
         assert!(inject_tool_response(b"\x89PNG", "image/png", "X").is_err());
         assert!(inject_tool_response(b"{broken", "application/json", "X").is_err());
     }

@@ -239,7 +239,8 @@ fn anthropic_overload_arrives_as_an_error_event_mid_stream() {
         "text/event-stream",
         &anthropic_stream(),
     );
-    assert!(r.text.contains("event: error\ndata: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"},\"type\":\"error\"}\n\n"), "{}", r.text);
+    // Byte for byte what provider-wire-formats.md shows (serde_json keeps key order).
+    assert!(r.text.contains("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), "{}", r.text);
     assert!(!r.text.contains("message_stop"));
 }
 
