@@ -17,6 +17,21 @@ fn flakestorm(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
     )
 }
 
+/// A loopback port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Writes `flakestorm.yaml` in `dir`: ephemeral proxy and control listeners, then `rest`.
+fn write_config(dir: &std::path::Path, rest: &str) {
+    let base = "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '127.0.0.1:0'}\n";
+    std::fs::write(dir.join("flakestorm.yaml"), format!("{base}{rest}")).unwrap();
+}
+
 #[test]
 fn validate_lists_every_error_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -217,11 +232,7 @@ fn python_agent() -> PythonAgent {
         .read_line(&mut line)
         .unwrap();
     let tool_port: u16 = line.trim().parse().unwrap();
-    let agent_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let agent_port = closed_port();
     let yaml = format!(
         r#"
 proxy: {{listen: "127.0.0.1:0"}}
@@ -358,18 +369,13 @@ fn init_writes_a_starter_that_validates() {
 #[test]
 fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    std::fs::write(
-        dir.path().join("flakestorm.yaml"),
-        format!(
-            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
+    let port = closed_port();
+    write_config(
+        dir.path(),
+        &format!(
+            "agent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
         ),
-    )
-    .unwrap();
+    );
     let (code, _, err) = flakestorm(&["contract", "run"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(
@@ -389,11 +395,7 @@ fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
 #[test]
 fn ctrl_c_stops_the_run_and_the_agent_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = closed_port();
     let fifo = dir.path().join("invoked");
     assert!(
         Command::new("mkfifo")
@@ -425,14 +427,13 @@ while True:
 "#,
     )
     .unwrap();
-    std::fs::write(
-        dir.path().join("flakestorm.yaml"),
-        format!(
-            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port} {}'\n  timeout: 60000\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n",
+    write_config(
+        dir.path(),
+        &format!(
+            "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port} {}'\n  timeout: 60000\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n",
             fifo.display()
         ),
-    )
-    .unwrap();
+    );
     let mut run = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
         .args(["contract", "run"])
         .current_dir(dir.path())
@@ -488,13 +489,12 @@ fn a_port_taken_before_the_agent_starts_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = squatter.local_addr().unwrap().port();
-    std::fs::write(
-        dir.path().join("flakestorm.yaml"),
-        format!(
-            "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\nagent: {{endpoint: 'http://127.0.0.1:{port}/invoke', command: 'exit 0'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
+    write_config(
+        dir.path(),
+        &format!(
+            "agent: {{endpoint: 'http://127.0.0.1:{port}/invoke', command: 'exit 0'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n"
         ),
-    )
-    .unwrap();
+    );
     let (code, _, err) = flakestorm(&["contract", "run"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(
@@ -521,4 +521,23 @@ fn usage_errors_name_the_problem() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn an_unreachable_embeddings_endpoint_stops_the_run_before_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    write_config(
+        dir.path(),
+        &format!(
+            "agent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: similarity, expected: hi}}]\nadvanced:\n  embeddings: {{url: 'http://127.0.0.1:{port}/v1/embeddings', model: m}}\n"
+        ),
+    );
+    let (code, _, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    let expected =
+        format!("embeddings endpoint http://127.0.0.1:{port}/v1/embeddings: unreachable: ");
+    assert!(err.contains(&expected), "{err}");
+    assert!(err.contains("pre-flight of advanced.embeddings"), "{err}");
+    assert!(!dir.path().join("reports").exists(), "no case ran");
 }
