@@ -230,8 +230,14 @@ async fn an_agent_that_drops_the_trace_is_reported_not_silently_passed() {
 /// gives every case the same faults however the concurrent cases interleave.
 #[tokio::test]
 async fn per_case_rules_decide_the_same_whatever_runs_beside_them() {
-    async fn statuses(seed: u64) -> Vec<(String, String, Vec<u16>)> {
-        let search = origin::fixed(None, "ACME").await;
+    type Seen = Vec<(String, String, Vec<(u16, String)>)>;
+    /// Each case's calls: status and content type (a synthetic error is JSON once the
+    /// tool has answered JSON: learned per case, so concurrency cannot change it).
+    async fn statuses(seed: u64) -> Seen {
+        let search = origin::start(None, |_req| async move {
+            origin::typed(r#"{"hits": ["ACME"]}"#, "application/json")
+        })
+        .await;
         let yaml = format!(
             r#"
 tools: [{{name: search, match_url: 'http://{}/*'}}]
@@ -274,20 +280,41 @@ contract:
             .iter()
             .map(|c| {
                 let seen = c.traffic.as_ref().unwrap();
-                let codes = seen.iter().map(|e| e.status().unwrap()).collect();
+                let codes = seen
+                    .iter()
+                    .map(|e| (e.status().unwrap(), content_type(e)))
+                    .collect();
                 (c.scenario.clone(), c.prompt.clone(), codes)
             })
             .collect()
     }
+    fn content_type(e: &flakestorm::exchange::Exchange) -> String {
+        let flakestorm::exchange::Outcome::Response { response, .. } = &e.outcome else {
+            return String::new();
+        };
+        let ct = response.headers.iter().find(|(k, _)| k == "content-type");
+        ct.map(|(_, v)| v.clone()).unwrap_or_default()
+    }
     let a = statuses(11).await;
     assert_eq!(a.len(), CASES);
     assert!(a.iter().all(|(_, _, codes)| codes.len() == 3));
+    let error_types: std::collections::HashSet<&str> = a
+        .iter()
+        .flat_map(|(_, _, c)| c)
+        .filter(|(s, _)| *s != 200)
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert_eq!(
+        error_types.len(),
+        2,
+        "text before the case saw JSON, JSON after: {error_types:?}"
+    );
     assert_eq!(a, statuses(11).await, "same seed, same faults per case");
     assert_ne!(a, statuses(12).await, "the seed decides");
     let failed = a
         .iter()
         .flat_map(|(_, _, c)| c)
-        .filter(|s| **s != 200)
+        .filter(|(s, _)| *s != 200)
         .count();
     assert!(
         (3..=21).contains(&failed),
