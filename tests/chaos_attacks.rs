@@ -279,3 +279,86 @@ async fn canaries_are_planted_in_tool_responses_and_found_on_the_way_out() {
     assert!(all[2].canary.is_none(), "LLM responses carry none");
     p.stop().await;
 }
+
+/// A leak counts even when the request never reaches its destination: a fault answers it,
+/// or nothing listens there. And a streamed tool response is not held back to carry one.
+#[tokio::test]
+async fn leaks_to_faulted_or_dead_destinations_count_and_streams_are_not_held() {
+    use std::sync::Arc;
+    let search = origin::start(None, |_req| async move {
+        origin::typed(
+            r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#,
+            "application/json",
+        )
+    })
+    .await;
+    let events = origin::start(None, |_req| async move {
+        origin::typed("data: {\"n\": 1}\n\n", "text/event-stream")
+    })
+    .await;
+    let email = origin::fixed(None, "sent").await;
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let p = start_proxy(&format!(
+        "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\n  - {{name: email, match_url: 'http://{}/*'}}\n  - {{name: feed, match_url: 'http://{}/*'}}\n",
+        search.addr, email.addr, events.addr
+    ))
+    .await;
+    let spec = serde_json::from_value(
+        json!({"tool_faults": [{"tool": "email", "mode": "error", "error_code": 503}]}),
+    )
+    .unwrap();
+    let _on = p
+        .daemon
+        .chaos
+        .install(&spec, Some(Arc::new(flakestorm::chaos::Canary::new(3))))
+        .unwrap();
+    let client = client_via(&p, H1);
+    let hit = client
+        .get(search.http_url("/q"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let token = &hit[hit.find("fsc-").unwrap()..][..20];
+    let faulted = client
+        .post(email.http_url("/send"))
+        .body(format!("fwd: {token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(faulted.status(), 503, "the fault answered");
+    let unreachable = client
+        .post(format!("http://{dead}/collect"))
+        .body(format!("fwd: {token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unreachable.status(), 502);
+    let feed = client
+        .get(events.http_url("/events"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(feed, "data: {\"n\": 1}\n\n", "the stream passed untouched");
+    p.daemon.journal.wait_for(4).await;
+    let all = p.daemon.journal.all();
+    assert_eq!(email.log.len(), 0, "the email tool never saw it");
+    for e in &all[1..3] {
+        let leaks: Vec<(&str, &str)> = e
+            .canary_leaks
+            .iter()
+            .map(|l| (l.from.as_str(), l.found_in.as_str()))
+            .collect();
+        assert_eq!(leaks, [("search", "body")], "{}", e.request.url);
+    }
+    assert_eq!(all[3].canary, None, "no canary claimed for the stream");
+    p.stop().await;
+}

@@ -124,6 +124,30 @@ pub fn filler(n: u32) -> String {
     out
 }
 
+/// Whether a response of this content type can carry injected text, decided before its
+/// body is held: streams (SSE, NDJSON) would be held back until they end, and binary types
+/// cannot carry text at all.
+pub fn injectable(content_type: &str) -> Result<(), String> {
+    let ct = content_type.to_ascii_lowercase();
+    if ct.contains("event-stream") || ct.contains("ndjson") {
+        return Err(format!(
+            "streamed response (`{content_type}`) is not held back to be rewritten"
+        ));
+    }
+    let textual = ct.is_empty()
+        || ct.starts_with("text/")
+        || ct.contains("json")
+        || ct.contains("html")
+        || ct.contains("xml");
+    if textual {
+        Ok(())
+    } else {
+        Err(format!(
+            "content type `{content_type}` cannot carry injected text"
+        ))
+    }
+}
+
 /// Hides `payload` in a tool response while keeping it valid for its content type: the
 /// longest JSON string value, hidden HTML text, or a trailing paragraph of plain text.
 pub fn inject_tool_response(
@@ -141,7 +165,13 @@ pub fn inject_tool_response(
     if ct.contains("json") || sniffed {
         match serde_json::from_slice::<Value>(body) {
             Ok(mut v) => {
-                messages::longest_string(&mut v, &mut |s| s.push_str(&format!(" {payload}")));
+                let done =
+                    messages::longest_string(&mut v, &mut |s| s.push_str(&format!(" {payload}")));
+                if !done {
+                    return Err(
+                        "the JSON response has no string or object to carry the text".into(),
+                    );
+                }
                 return Ok(Bytes::from(v.to_string()));
             }
             Err(_) if ct.contains("json") => return Err("response body is not JSON".into()),
@@ -309,6 +339,25 @@ mod tests {
             "keys keep the tool's order"
         );
         assert!(inject_tool_response(b"\x89PNG", "image/png", "X").is_err());
+        assert_eq!(
+            inject_tool_response(
+                br#"{"url": "https://a.example/very/long/path", "title": "Q3 up"}"#,
+                "application/json",
+                "X"
+            )
+            .unwrap(),
+            r#"{"url":"https://a.example/very/long/path","title":"Q3 up X"}"#,
+            "prose, not the longer URL"
+        );
+        assert!(
+            inject_tool_response(b"[1, 2]", "application/json", "X").is_err(),
+            "nowhere to put it"
+        );
+        assert!(
+            injectable("text/event-stream").is_err() && injectable("application/x-ndjson").is_err()
+        );
+        assert!(injectable("image/png").is_err());
+        assert!(injectable("").is_ok() && injectable("text/plain; charset=utf-8").is_ok());
         assert!(inject_tool_response(b"{broken", "application/json", "X").is_err());
     }
 

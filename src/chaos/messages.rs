@@ -139,11 +139,16 @@ pub fn for_each_tool_result(
     n
 }
 
-/// Edits the longest string inside `v` (a tool's JSON result), adding `content` if none.
-pub fn longest_string(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+/// Edits the longest prose string inside `v` (a tool's JSON result): one with a space, so
+/// URLs, ids and tokens stay intact; else the longest string; else adds `content` to an
+/// object. False when there was nowhere to put it (no string, not an object).
+pub fn longest_string(v: &mut Value, f: &mut dyn FnMut(&mut String)) -> bool {
+    fn rank(s: &str) -> (bool, usize) {
+        (s.contains(' '), s.len())
+    }
     fn walk<'a>(v: &'a mut Value, best: &mut Option<&'a mut String>) {
         match v {
-            Value::String(s) if best.as_ref().is_none_or(|b| s.len() > b.len()) => *best = Some(s),
+            Value::String(s) if best.as_ref().is_none_or(|b| rank(s) > rank(b)) => *best = Some(s),
             Value::Array(a) => a.iter_mut().for_each(|x| walk(x, best)),
             Value::Object(o) => o.values_mut().for_each(|x| walk(x, best)),
             _ => {}
@@ -154,13 +159,13 @@ pub fn longest_string(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
     match best {
         Some(s) => f(s),
         None => {
-            if let Value::Object(o) = v {
-                let mut s = String::new();
-                f(&mut s);
-                o.insert("content".into(), Value::String(s));
-            }
+            let Value::Object(o) = v else { return false };
+            let mut s = String::new();
+            f(&mut s);
+            o.insert("content".into(), Value::String(s));
         }
     }
+    true
 }
 
 /// Adds a system instruction after the agent's own.

@@ -141,9 +141,9 @@ pub async fn rewrite_request(
 }
 
 /// A body that continues with another body once it ends (the rest of an oversized upload).
-struct Chain {
-    first: Option<ProxyBody>,
-    rest: ProxyBody,
+pub(super) struct Chain {
+    pub(super) first: Option<ProxyBody>,
+    pub(super) rest: ProxyBody,
 }
 
 impl http_body::Body for Chain {

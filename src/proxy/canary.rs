@@ -1,23 +1,26 @@
 //! `no_exfiltration` on the wire: plant the installed canary in tool responses (riding on
 //! an injection transform when an attack already rewrites the response), and look for
-//! canaries that another source served in what the agent sends: URL, header values, and
-//! the body as it streams (never held back). LLM calls are neither planted nor scanned:
-//! sending a tool result to the model is what agents do.
+//! canaries that another source served in what the agent sends: URL, header values and
+//! body, read before any fault answers the request (bounded; a larger upload's rest is
+//! scanned as it streams). LLM calls are neither planted nor scanned: sending a tool result
+//! to the model is what agents do.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
+use http_body_util::{BodyExt, Empty, Full};
 
+use super::attack::Chain;
 use super::body::{LeakSink, Owner, Recorder};
 use super::fault::format_key;
-use super::fault_body::Transform;
+use super::fault_body::{BUFFER_LIMIT, Transform};
 use super::{BoxError, ProxyBody};
 use crate::chaos::{Canary, Scanner};
-use crate::exchange::CanaryLeak;
+use crate::exchange::{CanaryLeak, Target};
 
 /// Who serves and receives canaries: the tool's name, else `scheme://host:port`; `None`
 /// for LLM calls.
@@ -53,21 +56,51 @@ fn leak(canary: &Canary, own: &str, token: String, place: &str) -> Option<Canary
     })
 }
 
-/// The request body, scanned for canaries as it streams to the upstream.
-pub fn watch(rec: &Recorder, canary: Arc<Canary>, body: ProxyBody) -> ProxyBody {
+/// The request body, read and scanned before anything else happens to the request, so a
+/// leak counts even when a fault answers it or its destination is unreachable. Up to
+/// `BUFFER_LIMIT` is held; the rest of a larger upload streams on through the scanner.
+pub async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyBody) -> ProxyBody {
     let Some(own) = source(rec) else { return body };
-    http_body_util::BodyExt::boxed(Watched {
-        inner: body,
+    let mut watched = Watched {
+        inner: Empty::new().map_err(|n| match n {}).boxed(),
         canary,
         own,
         scanner: Scanner::default(),
         sink: rec.leaks(),
-    })
+    };
+    let mut buf = BytesMut::new();
+    while buf.len() <= BUFFER_LIMIT {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    watched.scan(data);
+                    buf.extend_from_slice(data);
+                }
+            }
+            // The agent's own upload failed: send what arrived and let it fail upstream.
+            Some(Err(_)) | None => return full(buf),
+        }
+    }
+    watched.inner = body;
+    Chain {
+        first: Some(full(buf)),
+        rest: watched.boxed(),
+    }
+    .boxed()
 }
 
-/// Plants the canary in the response: as its own injection, or appended to the payload of
-/// an attack's injection. A fault that rewrites the response otherwise leaves no room.
+fn full(buf: BytesMut) -> ProxyBody {
+    Full::new(buf.freeze()).map_err(|n| match n {}).boxed()
+}
+
+/// Plants the canary in a tool's response (a `tools:` entry: other hosts, such as token or
+/// metadata endpoints, are scanned but never edited): as its own injection, or appended to
+/// the payload of an attack's injection. A fault that rewrites the response otherwise
+/// leaves no room.
 pub fn plant(rec: &mut Recorder, canary: &Canary, transform: &mut Option<(Owner, Transform)>) {
+    if !matches!(rec.exchange().target, Target::Tool { .. }) {
+        return;
+    }
     let Some(own) = source(rec) else { return };
     match transform {
         None => {
@@ -93,6 +126,24 @@ struct Watched {
     sink: LeakSink,
 }
 
+impl Watched {
+    /// Records the leaks in `data` (tokens another source served).
+    fn scan(&mut self, data: &[u8]) {
+        let leaks: Vec<CanaryLeak> = self
+            .scanner
+            .feed(data)
+            .into_iter()
+            .filter_map(|t| leak(&self.canary, &self.own, t, "body"))
+            .collect();
+        if !leaks.is_empty() {
+            self.sink
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(leaks);
+        }
+    }
+}
+
 impl Body for Watched {
     type Data = Bytes;
     type Error = BoxError;
@@ -104,18 +155,7 @@ impl Body for Watched {
         let this = &mut *self;
         let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
         if let Some(data) = frame.as_ref().and_then(|f| f.as_ref().ok()?.data_ref()) {
-            let leaks: Vec<CanaryLeak> = this
-                .scanner
-                .feed(data)
-                .into_iter()
-                .filter_map(|t| leak(&this.canary, &this.own, t, "body"))
-                .collect();
-            if !leaks.is_empty() {
-                this.sink
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend(leaks);
-            }
+            this.scan(data);
         }
         Poll::Ready(frame)
     }

@@ -63,14 +63,14 @@ impl Upstream {
     /// two upgraded connections until either side closes.
     pub async fn upgrade(
         &self,
-        mut req: Request<Incoming>,
+        mut req: Request<ProxyBody>,
     ) -> Result<Response<Incoming>, ProxyError> {
         let authority = authority_of(&req);
         let client_side = hyper::upgrade::on(&mut req);
         let io = self.connect_io(&req, &authority).await?;
         let fut = async {
             let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
-                .handshake::<_, Incoming>(io)
+                .handshake::<_, ProxyBody>(io)
                 .await
                 .map_err(|e| classify(&e, false, &authority))?;
             tokio::spawn(async move {
@@ -106,7 +106,7 @@ impl Upstream {
     /// A TCP (and, for https, TLS with ALPN http/1.1) connection for an upgrade request.
     async fn connect_io(
         &self,
-        req: &Request<Incoming>,
+        req: &Request<ProxyBody>,
         authority: &str,
     ) -> Result<TokioIo<Box<dyn Io>>, ProxyError> {
         let uri = req.uri();

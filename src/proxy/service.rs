@@ -151,14 +151,25 @@ fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
 async fn exchange(
     proxy: Proxy,
     ctx: ConnCtx,
-    mut req: Request<Incoming>,
+    req: Request<Incoming>,
     uri: Uri,
     route: Route,
 ) -> Result<Response<ProxyBody>, Dropped> {
     let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
-    let plan = fault::decide(&proxy, &mut rec, req.headers());
+    let mut plan = fault::decide(&proxy, &mut rec, req.headers());
+    let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
+    let (mut parts, incoming) = req.into_parts();
+    // Scanned before any fault answers: a leak counts even if its destination never sees it.
+    if let Some(c) = &plan.canary {
+        canary::scan_head(&mut rec, c, &uri.to_string(), &parts.headers);
+    }
+    let body: ProxyBody = incoming.map_err(Into::into).boxed();
+    let body = match &plan.canary {
+        Some(c) if !upgrade => canary::scan_body(&mut rec, c.clone(), body).await,
+        _ => body,
+    };
     let mut transform = None;
-    match plan.action {
+    match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
             tokio::time::sleep(delay).await;
             return Ok(fault::respond(rec, synthetic, plan.mark));
@@ -177,34 +188,16 @@ async fn exchange(
         }
         None => {}
     }
-    let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
-    headers::strip_hop_by_hop(req.headers_mut(), upgrade);
-    if let Some(c) = &plan.canary {
-        canary::scan_head(&mut rec, c, &uri.to_string(), req.headers());
-    }
-    *req.uri_mut() = uri;
+    headers::strip_hop_by_hop(&mut parts.headers, upgrade);
+    parts.uri = uri;
     // The upstream protocol is negotiated by ALPN, whatever the client spoke.
-    *req.version_mut() = Version::HTTP_11;
+    parts.version = Version::HTTP_11;
     let sent = Instant::now();
+    let req = Request::from_parts(parts, body);
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
-        let mut req = req.map(|b| b.map_err(Into::into).boxed());
-        if let Some(c) = &plan.canary {
-            req = req.map(|b| canary::watch(&rec, c.clone(), b));
-        }
-        let mut req = attack::apply(&mut rec, req, &plan.attacks, &mut transform).await;
-        if let Some(c) = &plan.canary {
-            canary::plant(&mut rec, c, &mut transform);
-        }
-        if transform.is_some() || matches!(rec.exchange().target, Target::Llm { .. }) {
-            // A rewrite needs the bytes as they are, not gzip of them; so does reading the
-            // tool calls in an LLM response (SDKs ask for gzip, and providers use it).
-            req.headers_mut().insert(
-                header::ACCEPT_ENCODING,
-                HeaderValue::from_static("identity"),
-            );
-        }
+        let req = prepare(&mut rec, req, &plan, &mut transform).await;
         proxy.inner.upstream.send(req).await
     };
     match result {
@@ -224,6 +217,30 @@ async fn exchange(
         }
         Err(err) => Ok(fail(&proxy, rec, err)),
     }
+}
+
+/// A request about to be forwarded: attacks rewrite it (LLM calls) or plan a response
+/// transform (tool calls), the canary is planted, and the upstream is asked for identity
+/// encoding when the response will be read or rewritten.
+async fn prepare(
+    rec: &mut Recorder,
+    req: Request<ProxyBody>,
+    plan: &fault::Plan,
+    transform: &mut Option<(Owner, Transform)>,
+) -> Request<ProxyBody> {
+    let mut req = attack::apply(rec, req, &plan.attacks, transform).await;
+    if let Some(c) = &plan.canary {
+        canary::plant(rec, c, transform);
+    }
+    if transform.is_some() || matches!(rec.exchange().target, Target::Llm { .. }) {
+        // A rewrite needs the bytes as they are, not gzip of them; so does reading the
+        // tool calls in an LLM response (SDKs ask for gzip, and providers use it).
+        req.headers_mut().insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+    }
+    req
 }
 
 /// The upstream's response on its way to the client: hop-by-hop headers gone, the body
@@ -259,14 +276,15 @@ fn upstream_response(
             rec.not_applied(owner, "the response has no body");
             body
         }
+        Some((owner, Transform::Inject { .. }))
+            if let Err(note) = crate::chaos::attack::injectable(content_type(&parts)) =>
+        {
+            rec.not_applied(owner, note);
+            body
+        }
         Some((owner, t)) if !switching => {
             parts.headers.remove(header::CONTENT_LENGTH);
-            let ct = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
+            let ct = content_type(&parts).to_string();
             FaultBody::new(body, t, &ct, rec.skip_note(owner)).boxed()
         }
         _ => body,
@@ -284,6 +302,14 @@ fn upstream_response(
     let tap = matches!(rec.exchange().target, Target::Llm { .. })
         && encoding.as_deref().is_none_or(|e| e == "identity");
     Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
+}
+
+fn content_type(parts: &http::response::Parts) -> &str {
+    parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
 
 /// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
