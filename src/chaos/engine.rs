@@ -9,14 +9,16 @@ use std::sync::{Arc, RwLock};
 
 use super::canary::Canary;
 use super::rng::{mix, stream};
-use super::rules::{Decision, RuleSet};
+use super::rules::{Decision, Formats, RuleSet};
 use crate::config::chaos::ChaosSpec;
 use crate::exchange::Target;
 
-/// Rules installed for one trace id, drawing from their own seed.
+/// Rules installed for one trace id, drawing from their own seed, with their own memory of
+/// response formats.
 struct Scoped {
     rules: Arc<RuleSet>,
     seed: u64,
+    formats: Formats,
 }
 
 struct Inner {
@@ -112,7 +114,14 @@ impl Engine {
             .traces
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(trace.to_string(), Scoped { rules, seed });
+            .insert(
+                trace.to_string(),
+                Scoped {
+                    rules,
+                    seed,
+                    formats: Formats::default(),
+                },
+            );
         Ok(TraceGuard {
             engine: self.clone(),
             trace: trace.to_string(),
@@ -121,13 +130,16 @@ impl Engine {
 
     /// What happens to a request for `url` of kind `target`, carrying trace id `trace`.
     pub fn decide(&self, url: &str, target: &Target, trace: Option<&str>) -> Decision {
-        if let Some(t) = trace {
+        let scoped = trace.and_then(|t| {
             let traces = self.inner.traces.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(s) = traces.get(t) {
-                let mut d = s.rules.decide(url, target, s.seed);
-                d.scoped = true;
-                return d;
-            }
+            traces
+                .get(t)
+                .map(|s| (s.rules.clone(), s.seed, s.formats.clone()))
+        });
+        if let Some((rules, seed, formats)) = scoped {
+            let mut d = rules.decide(url, target, seed);
+            d.formats = Some(formats);
+            return d;
         }
         self.rules().decide(url, target, self.inner.seed)
     }

@@ -17,4 +17,4 @@ mod rules;
 pub use canary::{Canary, Scanner};
 pub use engine::{Engine, InstallGuard, TraceGuard};
 pub use rng::{mix, stream};
-pub use rules::{Decision, Fault, Fired, RuleSet};
+pub use rules::{Decision, Fault, Fired, Formats, RuleSet};

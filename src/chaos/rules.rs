@@ -118,9 +118,13 @@ pub struct Decision {
     pub canary: Option<Arc<Canary>>,
     /// Whether a faulted response carries `x-flakestorm-fault` (`mark_responses`).
     pub mark: bool,
-    /// The rules were installed for the request's trace id (one case of a run).
-    pub scoped: bool,
+    /// For rules installed for the request's trace id (one case of a run): that case's own
+    /// memory of each upstream's response format, dropped with its rules.
+    pub formats: Option<Formats>,
 }
+
+/// Whether each upstream (by `format_key`) last answered JSON.
+pub type Formats = Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>>;
 
 impl RuleSet {
     /// Compiles `spec`; errors name the rule (`chaos.tool_faults[1].match_url: …`).

@@ -12,7 +12,7 @@ use super::body::Recorder;
 use super::fault_body::Transform;
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
-use crate::chaos::{Canary, Fault, Fired};
+use crate::chaos::{Canary, Fault, Fired, Formats};
 use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
 
@@ -186,10 +186,38 @@ pub struct Plan {
     pub attacks: Vec<(usize, Fired<AttackMode>)>,
     /// Canaries to plant in the response and look for in the request (`no_exfiltration`).
     pub canary: Option<std::sync::Arc<Canary>>,
-    /// Under which key the upstream's response format is remembered (`format_key`, per
-    /// trace when the rules are a case's own, so a case's faults do not depend on what
-    /// concurrent cases saw first).
+    /// Under which key the upstream's response format is remembered (`format_key`).
     pub format_key: Option<String>,
+    /// A case's own format memory when its rules are per trace, so its synthetic errors do
+    /// not depend on what concurrent cases saw first; else the proxy's.
+    pub formats: Option<Formats>,
+}
+
+impl Plan {
+    /// Remembers whether the upstream answered JSON.
+    pub fn note_format(&self, proxy: &Proxy, json: bool) {
+        let Some(key) = &self.format_key else { return };
+        match &self.formats {
+            Some(f) => {
+                f.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key.clone(), json);
+            }
+            None => proxy.note_format(key, json),
+        }
+    }
+
+    fn speaks_json(&self, proxy: &Proxy) -> Option<bool> {
+        let key = self.format_key.as_deref()?;
+        match &self.formats {
+            Some(f) => f
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(key)
+                .copied(),
+            None => proxy.speaks_json(key),
+        }
+    }
 }
 
 /// Asks the engine about this exchange and notes the fault and attacks on it.
@@ -201,10 +229,8 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .decide(&ex.request.url, &ex.target, ex.trace_id.as_deref());
     let target = ex.target.clone();
     let canary = decision.canary;
-    let format_key = format_key(ex).map(|k| match (&ex.trace_id, decision.scoped) {
-        (Some(t), true) => format!("{t}|{k}"),
-        _ => k.to_string(),
-    });
+    let formats = decision.formats;
+    let format_key = format_key(ex).map(str::to_string);
     let attacks = decision
         .attacks
         .into_iter()
@@ -217,6 +243,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             attacks,
             canary,
             format_key,
+            formats,
         };
     };
     let mode = match &fired.what {
@@ -228,17 +255,19 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         .mark
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
         .flatten();
-    let json = format_key
-        .as_deref()
-        .and_then(|k| proxy.speaks_json(k))
-        .unwrap_or_else(|| wants_json(request));
-    Plan {
-        action: Some(action(&fired, &target, json)),
+    let mut plan = Plan {
+        action: None,
         mark,
         attacks,
         canary,
         format_key,
-    }
+        formats,
+    };
+    let json = plan
+        .speaks_json(proxy)
+        .unwrap_or_else(|| wants_json(request));
+    plan.action = Some(action(&fired, &target, json));
+    plan
 }
 
 /// Answers with a fault's synthetic response and records it.

@@ -210,8 +210,8 @@ async fn exchange(
                 .headers()
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok());
-            if let (Some(ct), Some(key)) = (ct, &plan.format_key) {
-                proxy.note_format(key, ct.contains("json"));
+            if let Some(ct) = ct {
+                plan.note_format(&proxy, ct.contains("json"));
             }
             Ok(upstream_response(rec, resp, transform, plan.mark))
         }

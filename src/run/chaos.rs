@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::RunContext;
 use super::cases::CaseResult;
-use super::contract::{RunError, UNTRACED_WARNING, view};
+use super::contract::RunError;
+use super::judge::{UNTRACED_WARNING, view};
 use super::matrix::{ScenarioRun, run_matrix};
 use crate::checks::{Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;

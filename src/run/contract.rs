@@ -9,11 +9,12 @@ use std::collections::HashMap;
 
 use super::RunContext;
 use super::cases::CaseResult;
+use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
-use crate::checks::{CaseView, Invariant, Similarity, Verdict};
+use crate::checks::{Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
-use crate::config::{Attribution, Check, ContractSpec, Scenario, Severity, When};
+use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/1";
@@ -69,51 +70,35 @@ pub async fn run_contract(
                 .map_err(|e| RunError::Invariant(format!("{}: {e}", i.id)))
         })
         .collect::<Result<_, _>>()?;
-    // An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
-    // judges), else the golden prompts.
-    let prompts_of = |i: usize| -> Vec<String> {
-        let spec = &contract.invariants[i];
-        match &spec.invariant.check {
-            _ if !spec.probes.is_empty() => spec.probes.clone(),
-            Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
-            _ => golden.to_vec(),
-        }
-    };
+    let prompts_of: Vec<Vec<String>> = contract
+        .invariants
+        .iter()
+        .map(|i| prompts_of(i, golden))
+        .collect();
     let mut prompts: Vec<String> = vec![];
-    for i in 0..invariants.len() {
-        for p in prompts_of(i) {
-            if !prompts.contains(&p) {
-                prompts.push(p);
-            }
+    for p in prompts_of.iter().flatten() {
+        if !prompts.contains(p) {
+            prompts.push(p.clone());
         }
     }
     if prompts.is_empty() && !invariants.is_empty() {
         return Err(RunError::NoPrompts(contract.name.clone()));
     }
-    let mut scenarios: Vec<Scenario> = contract.chaos_matrix.clone();
-    if scenarios.is_empty() {
-        scenarios.push(Scenario {
-            name: "no-chaos".into(),
-            chaos: ChaosSpec::default(),
-        });
-    }
-    // Stable sort: no-chaos scenarios first, the rest in the order written.
-    scenarios.sort_by_key(|s| !s.chaos.is_empty());
-    let needs_baseline = contract.invariants.iter().any(|i| matches!(&i.invariant.check, Check::BehaviorUnchanged { baseline, .. } if baseline == "auto"));
+    let scenarios = ordered_scenarios(contract);
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let ctx = &*ctx.for_traffic(
-        contract
-            .invariants
-            .iter()
-            .any(|i| i.invariant.check.is_traffic()),
-    );
-    let canary = |chaos: &ChaosSpec| {
-        contract.invariants.iter().any(|i| {
-            matches!(i.invariant.check, Check::NoExfiltration {}) && applies(i.when, chaos)
-        })
+    let traffic = contract
+        .invariants
+        .iter()
+        .any(|i| i.invariant.check.is_traffic());
+    let ctx = &*ctx.for_traffic(traffic);
+    let judge = Judge {
+        ctx,
+        contract,
+        invariants: &invariants,
+        prompts_of: &prompts_of,
     };
     let no_chaos = ChaosSpec::default();
-    let baseline = needs_baseline && !scenarios[0].chaos.is_empty();
+    let baseline = needs_baseline(contract) && !scenarios[0].chaos.is_empty();
     let runs: Vec<ScenarioRun> = baseline
         .then_some(("(baseline)", &no_chaos))
         .into_iter()
@@ -121,7 +106,7 @@ pub async fn run_contract(
         .map(|(name, chaos)| ScenarioRun {
             name,
             chaos,
-            canary: canary(chaos),
+            canary: judge.plants_canaries(chaos),
         })
         .collect();
     let mut results = run_matrix(ctx, &runs, &prompts).await?.into_iter();
@@ -135,74 +120,13 @@ pub async fn run_contract(
     }
     let mut cells = vec![];
     for (scenario, results) in scenarios.iter().zip(results) {
-        if scenario.chaos.is_empty() && !ctx.agent.resets() {
-            note_stateful(&results, &baselines, &mut warnings);
-        }
-        // Under header attribution a case whose calls lost their trace id met no chaos.
-        let untraced_unjudged =
-            ctx.attribution == Attribution::Header && !scenario.chaos.is_empty();
-        let applicable = contract
-            .invariants
-            .iter()
-            .filter(|i| applies(i.when, &scenario.chaos));
-        let checks = applicable.map(|i| &i.invariant.check);
-        let sim = super::embed::measure(ctx, checks, &results, &baselines, &mut warnings).await;
-        for (i, inv) in invariants.iter().enumerate() {
-            let spec = &contract.invariants[i];
-            let mine: Vec<&CaseResult> = results
-                .iter()
-                .filter(|c| prompts_of(i).contains(&c.prompt))
-                .collect();
-            let verdict = if applies(spec.when, &scenario.chaos) {
-                cell(inv, &mine, &baselines, &sim, untraced_unjudged)
-            } else {
-                Verdict::NotApplicable(format!(
-                    "when: {} does not hold under `{}`",
-                    spec.when, scenario.name
-                ))
-            };
-            let judged = if matches!(verdict, Verdict::NotApplicable(_)) {
-                0
-            } else {
-                mine.len()
-            };
-            cells.push(CellResult {
-                invariant: spec.id.clone(),
-                scenario: scenario.name.clone(),
-                severity: spec.severity,
-                verdict,
-                cases: judged,
-            });
-        }
-        // Recorded after judging: a no-chaos answer is not compared with itself.
-        if scenario.chaos.is_empty() {
-            record_baselines(&results, &mut baselines);
-        }
+        let judged = judge
+            .scenario(scenario, &results, &mut baselines, &mut warnings)
+            .await;
+        cells.extend(judged);
         cases.extend(results);
     }
-    if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
-        warnings.push(UNTRACED_WARNING.into());
-    }
-    if !cells.is_empty()
-        && cells
-            .iter()
-            .all(|c| matches!(c.verdict, Verdict::NotApplicable(_)))
-    {
-        warnings.push(
-            "no cell could be judged (every cell is not applicable, see their reasons): the \
-             contract does not pass"
-                .into(),
-        );
-    }
-    let scored: Vec<(Severity, Option<bool>)> = cells
-        .iter()
-        .map(|c| {
-            (
-                c.severity,
-                (!matches!(c.verdict, Verdict::NotApplicable(_))).then(|| c.verdict.passed()),
-            )
-        })
-        .collect();
+    run_warnings(ctx, &cases, &cells, &mut warnings);
     Ok(ContractReport {
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
@@ -211,104 +135,69 @@ pub async fn run_contract(
         scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
         agent_calls: cases.len(),
         cases,
+        score: score(&cells),
         cells,
-        score: contract_score(&scored),
         warnings,
     })
 }
 
-fn record_baselines(cases: &[CaseResult], baselines: &mut HashMap<String, String>) {
-    for c in cases {
-        if let Some(a) = &c.answer {
-            baselines
-                .entry(c.prompt.clone())
-                .or_insert_with(|| a.clone());
-        }
+/// An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
+/// judges), else the golden prompts.
+fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
+    match &i.invariant.check {
+        _ if !i.probes.is_empty() => i.probes.clone(),
+        Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
+        _ => golden.to_vec(),
     }
 }
 
-/// The same prompt answered differently without chaos suggests state carried between cases.
-fn note_stateful(
+/// The matrix (or a single no-chaos scenario), no-chaos scenarios first: their answers are
+/// the baselines. The sort is stable, so the rest keep the order written.
+fn ordered_scenarios(contract: &ContractSpec) -> Vec<Scenario> {
+    let mut scenarios: Vec<Scenario> = contract.chaos_matrix.clone();
+    if scenarios.is_empty() {
+        scenarios.push(Scenario {
+            name: "no-chaos".into(),
+            chaos: ChaosSpec::default(),
+        });
+    }
+    scenarios.sort_by_key(|s| !s.chaos.is_empty());
+    scenarios
+}
+
+fn needs_baseline(contract: &ContractSpec) -> bool {
+    contract.invariants.iter().any(|i| {
+        matches!(&i.invariant.check, Check::BehaviorUnchanged { baseline, .. } if baseline == "auto")
+    })
+}
+
+/// Report-level warnings: lost trace ids, and a contract in which nothing was judged.
+fn run_warnings(
+    ctx: &RunContext,
     cases: &[CaseResult],
-    baselines: &HashMap<String, String>,
+    cells: &[CellResult],
     warnings: &mut Vec<String>,
 ) {
-    let differs = cases
+    if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
+        warnings.push(UNTRACED_WARNING.into());
+    }
+    let unjudged = |c: &CellResult| matches!(c.verdict, Verdict::NotApplicable(_));
+    if !cells.is_empty() && cells.iter().all(unjudged) {
+        warnings.push(
+            "no cell could be judged (every cell is not applicable, see their reasons): the \
+             contract does not pass"
+                .into(),
+        );
+    }
+}
+
+fn score(cells: &[CellResult]) -> Score {
+    let scored: Vec<(Severity, Option<bool>)> = cells
         .iter()
-        .any(|c| matches!((&c.answer, baselines.get(&c.prompt)), (Some(a), Some(b)) if a != b));
-    if differs {
-        warnings.push("the agent answered the same prompt differently without chaos; if it keeps state between \
-                       cases, set agent.reset_endpoint"
-            .into());
-    }
-}
-
-fn applies(when: When, chaos: &ChaosSpec) -> bool {
-    let tool = !chaos.tool_faults.is_empty();
-    let llm = !chaos.llm_faults.is_empty();
-    let any = !chaos.is_empty();
-    match when {
-        When::Always => true,
-        When::ToolFaultsActive => tool,
-        When::LlmFaultsActive => llm,
-        When::AnyChaosActive => any,
-        When::NoChaos => !any,
-    }
-}
-
-/// What the checks see of a case.
-pub(super) fn view<'a>(
-    c: &'a CaseResult,
-    baseline: Option<&'a str>,
-    similarity: &'a Similarity,
-) -> CaseView<'a> {
-    CaseView {
-        prompt: &c.prompt,
-        answer: c
-            .answer
-            .as_deref()
-            .ok_or(c.error.as_deref().unwrap_or("no answer")),
-        latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
-        baseline,
-        traffic: c.traffic.as_deref(),
-        similarity,
-    }
-}
-
-/// Why a case cannot be judged when its agent dropped the `traceparent`.
-const UNTRACED: &str = "the agent's calls carried no traceparent, so this scenario's chaos never \
-                        reached them (attribution: header)";
-
-/// The report warning for runs where that happened.
-pub(super) const UNTRACED_WARNING: &str = "attribution: header, but some of the agent's calls carried no traceparent: \
-     those cases met no chaos and their traffic is not attributed, so their checks under chaos \
-     are not applicable; propagate W3C trace context in the agent or use attribution: exclusive";
-
-/// A cell fails if any case fails, passes if any passes (the rest not applicable). With
-/// `untraced_unjudged`, a case whose traffic lost its trace id is not judged.
-fn cell(
-    inv: &Invariant,
-    cases: &[&CaseResult],
-    baselines: &HashMap<String, String>,
-    sim: &Similarity,
-    untraced_unjudged: bool,
-) -> Verdict {
-    let (mut passed, mut skipped) = (None, None);
-    for c in cases {
-        if untraced_unjudged && c.traffic.is_none() {
-            skipped = skipped.or(Some(UNTRACED.to_string()));
-            continue;
-        }
-        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim)) {
-            Verdict::Fail(r) => return Verdict::Fail(format!("{:?}: {r}", c.prompt)),
-            Verdict::Pass(r) => passed = passed.or(Some(r)),
-            Verdict::NotApplicable(r) => skipped = skipped.or(Some(r)),
-        }
-    }
-    match passed {
-        Some(r) if cases.len() == 1 => Verdict::Pass(r),
-        Some(_) => Verdict::Pass(format!("{} cases passed", cases.len())),
-        // Why the first case could not be judged says why the cell could not.
-        None => Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
-    }
+        .map(|c| {
+            let judged = !matches!(c.verdict, Verdict::NotApplicable(_));
+            (c.severity, judged.then(|| c.verdict.passed()))
+        })
+        .collect();
+    contract_score(&scored)
 }

@@ -8,6 +8,7 @@ mod chaos;
 mod ci;
 mod contract;
 mod embed;
+mod judge;
 mod matrix;
 mod score;
 mod summary;
