@@ -390,8 +390,9 @@ fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
     );
 }
 
-/// Ctrl-C during a run: flakestorm stops the agent it started (its whole process group),
-/// says so, and exits 130, instead of leaving the agent running.
+/// Ctrl-C during a run: flakestorm stops the agent it started (its whole process group:
+/// here the agent is the shell's child, not the shell), says so, and exits 130, instead of
+/// leaving the agent running.
 #[test]
 fn ctrl_c_stops_the_run_and_the_agent_it_started() {
     let dir = tempfile::tempdir().unwrap();
@@ -430,7 +431,7 @@ while True:
     write_config(
         dir.path(),
         &format!(
-            "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port} {}'\n  timeout: 60000\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n",
+            "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port} {} & wait'\n  timeout: 60000\ngolden_prompts: [hi]\ncontract:\n  name: c\n  invariants: [{{id: a, type: completes}}]\n",
             fifo.display()
         ),
     );

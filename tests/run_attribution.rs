@@ -24,15 +24,17 @@ async fn agent(
     proxy: &TestProxy,
     search: String,
     email: String,
+    telemetry: String,
     propagate: bool,
 ) -> origin::Origin {
     let client = client_via(proxy, H1);
     let barrier = Arc::new(tokio::sync::Barrier::new(CASES));
     origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
-        let (client, search, email, barrier) = (
+        let (client, search, email, telemetry, barrier) = (
             client.clone(),
             search.clone(),
             email.clone(),
+            telemetry.clone(),
             barrier.clone(),
         );
         async move {
@@ -53,6 +55,9 @@ async fn agent(
                 .text()
                 .await
                 .unwrap();
+            // Like an OpenTelemetry exporter's upload: never traced, and no tool's call, so
+            // it neither belongs to a case nor makes the cases beside it unjudgeable.
+            client.post(&telemetry).body("spans").send().await.unwrap();
             if prompt.contains("report") && found.contains("send the report by email") {
                 call(client.post(&email))
                     .body(found.clone())
@@ -102,10 +107,12 @@ contract:
         search.addr, email.addr
     );
     let p = start_proxy(&yaml).await;
+    let telemetry = origin::fixed(None, "ok").await;
     let a = agent(
         &p,
         search.http_url("/q"),
         email.http_url("/send"),
+        telemetry.http_url("/v1/traces"),
         propagate,
     )
     .await;
@@ -233,7 +240,7 @@ async fn per_case_rules_decide_the_same_whatever_runs_beside_them() {
     type Seen = Vec<(String, String, Vec<(u16, String)>)>;
     /// Each case's calls: status and content type (a synthetic error is JSON once the
     /// tool has answered JSON: learned per case, so concurrency cannot change it).
-    async fn statuses(seed: u64) -> Seen {
+    async fn statuses(seed: u64, concurrency: usize) -> Seen {
         let search = origin::start(None, |_req| async move {
             origin::typed(r#"{"hits": ["ACME"]}"#, "application/json")
         })
@@ -241,7 +248,7 @@ async fn per_case_rules_decide_the_same_whatever_runs_beside_them() {
         let yaml = format!(
             r#"
 tools: [{{name: search, match_url: 'http://{}/*'}}]
-advanced: {{concurrency: {CASES}, attribution: header, seed: {seed}}}
+advanced: {{concurrency: {concurrency}, attribution: header, seed: {seed}}}
 golden_prompts: ["a", "b", "c", "d"]
 contract:
   name: Flaky
@@ -295,7 +302,7 @@ contract:
         let ct = response.headers.iter().find(|(k, _)| k == "content-type");
         ct.map(|(_, v)| v.clone()).unwrap_or_default()
     }
-    let a = statuses(11).await;
+    let a = statuses(11, CASES).await;
     assert_eq!(a.len(), CASES);
     assert!(a.iter().all(|(_, _, codes)| codes.len() == 3));
     let error_types: std::collections::HashSet<&str> = a
@@ -309,8 +316,13 @@ contract:
         2,
         "text before the case saw JSON, JSON after: {error_types:?}"
     );
-    assert_eq!(a, statuses(11).await, "same seed, same faults per case");
-    assert_ne!(a, statuses(12).await, "the seed decides");
+    assert_eq!(
+        a,
+        statuses(11, 1).await,
+        "same seed, same faults per case, one at a time or all at once"
+    );
+    assert_eq!(a, statuses(11, CASES).await);
+    assert_ne!(a, statuses(12, CASES).await, "the seed decides");
     let failed = a
         .iter()
         .flat_map(|(_, _, c)| c)

@@ -107,14 +107,16 @@ impl AgentProcess {
 
     /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
     pub async fn stop(mut self, grace: Duration) {
-        signal_group(self.group, "TERM");
+        let group = self.group.take();
+        signal_group_async(group, "TERM").await;
         let _ = tokio::time::timeout(grace, self.child.wait()).await;
-        signal_group(self.group.take(), "KILL");
+        signal_group_async(group, "KILL").await;
     }
 }
 
 impl Drop for AgentProcess {
-    /// An interrupted run: the same as `stop`, blocking for at most two seconds.
+    /// An interrupted run (the handle dropped without `stop`): the same, blocking for at
+    /// most two seconds, which only happens when flakestorm is exiting.
     fn drop(&mut self) {
         let Some(group) = self.group.take() else {
             return;
@@ -127,6 +129,17 @@ impl Drop for AgentProcess {
             std::thread::sleep(Duration::from_millis(50));
         }
         signal_group(Some(group), "KILL");
+    }
+}
+
+async fn signal_group_async(group: Option<u32>, signal: &str) {
+    if let Some(pid) = group {
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
     }
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::RunContext;
 use crate::chaos::{mix, stream};
-use crate::exchange::FaultRecord;
+use crate::exchange::{FaultRecord, Target};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseResult {
@@ -58,7 +58,11 @@ pub async fn run_case(
         let last = ctx.journal.peek_next_id().saturating_sub(1);
         // The agent's calls are recorded when their bodies end, which is before it answers.
         let mut slice = ctx.journal.slice(first, last);
-        let untraced = slice.iter().any(|e| e.trace_id.is_none());
+        // Only calls chaos is about count: an exporter's own untraced span upload does not
+        // make every case beside it unjudgeable.
+        let untraced = slice
+            .iter()
+            .any(|e| e.trace_id.is_none() && !matches!(e.target, Target::Other));
         if let Some(t) = &trace {
             slice.retain(|e| e.trace_id.as_deref() == Some(t));
         }
