@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Loaded, Overrides};
 
+mod commands;
 mod runs;
 mod session;
-use crate::daemon::Daemon;
-use crate::tls::{CA_CERT_FILE, CertificateAuthority};
+
+use commands::{ca, init, profiles, serve, wait_for_signal};
 
 /// Default config file looked for in the working directory when `-c` is not given.
 const DEFAULT_CONFIG: &str = "flakestorm.yaml";
@@ -376,123 +376,4 @@ fn validate(arg: &ConfigArg, contract: bool) -> ExitCode {
         }
         Err(code) => code,
     }
-}
-
-async fn serve(loaded: Loaded) -> anyhow::Result<()> {
-    let daemon = Daemon::start(&loaded.config).await?;
-    let ca =
-        std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
-    // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
-    println!("flakestorm: proxy listening on {}", daemon.proxy_addr);
-    println!("flakestorm: control listening on {}", daemon.control_addr);
-    let rules = daemon.chaos.rules();
-    if !rules.is_empty() {
-        let s = &rules.spec;
-        let n = s.tool_faults.len() + s.llm_faults.len() + s.context_attacks.rules().len();
-        println!(
-            "flakestorm: chaos active: {n} rules (seed {})",
-            daemon.chaos.seed()
-        );
-    }
-    if daemon.ca_created {
-        println!("flakestorm: created a new CA at {}", ca.display());
-    }
-    let ca = ca.display();
-    let proxy = format!("http://{}", daemon.proxy_addr);
-    println!(
-        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
-         REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
-    );
-    wait_for_signal().await?;
-    eprintln!("flakestorm: shutting down (draining in-flight requests)");
-    daemon.stop().await;
-    Ok(())
-}
-
-async fn wait_for_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
-    Ok(())
-}
-
-/// The commented starter config `init` writes.
-const STARTER: &str = include_str!("../../config/starter.yaml");
-
-fn init(force: bool) -> anyhow::Result<()> {
-    let path = Path::new(DEFAULT_CONFIG);
-    if path.exists() && !force {
-        anyhow::bail!("{DEFAULT_CONFIG} already exists; pass --force to replace it");
-    }
-    std::fs::write(path, STARTER).with_context(|| format!("writing {DEFAULT_CONFIG}"))?;
-    println!(
-        "wrote {DEFAULT_CONFIG}: set agent.endpoint and tools, then `flakestorm contract run`"
-    );
-    Ok(())
-}
-
-fn profiles(command: ProfilesCommand) -> ExitCode {
-    use crate::chaos::profiles;
-    match command {
-        ProfilesCommand::List => {
-            for (name, yaml) in profiles::PROFILES {
-                println!("{name:<22} {}", profiles::description(yaml));
-            }
-            ExitCode::SUCCESS
-        }
-        ProfilesCommand::Show { name } => match profiles::yaml(&name) {
-            Some(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            None => {
-                eprintln!(
-                    "flakestorm: {}",
-                    profiles::load(&name).err().unwrap_or_default()
-                );
-                ExitCode::from(2)
-            }
-        },
-    }
-}
-
-fn ca(command: CaCommand) -> anyhow::Result<()> {
-    let (arg, action) = match &command {
-        CaCommand::Init { config, .. } => (config, "init"),
-        CaCommand::Export { config } => (config, "export"),
-        CaCommand::Path { config } => (config, "path"),
-    };
-    let loaded = load(arg, Overrides::default())
-        .map_err(|_| anyhow::anyhow!("the configuration is invalid"))?;
-    let dir = loaded.config.ca.dir;
-    match (action, &command) {
-        ("init", CaCommand::Init { force, .. }) => {
-            let ca = CertificateAuthority::create(&dir, *force)?;
-            println!(
-                "created CA certificate {} (key {} is private, mode 0600)",
-                ca.cert_path().display(),
-                dir.join(crate::tls::CA_KEY_FILE).display()
-            );
-        }
-        ("export", _) => {
-            let ca = CertificateAuthority::load(&dir)
-                .with_context(|| format!("no CA in {}; run `flakestorm ca init`", dir.display()))?;
-            print!("{}", ca.cert_pem());
-        }
-        _ => {
-            let path = dir.join(CA_CERT_FILE);
-            println!("{}", std::fs::canonicalize(&path).unwrap_or(path).display());
-        }
-    }
-    Ok(())
 }

@@ -253,10 +253,10 @@ fn sections(
     }
     if let Some(v) = take("scoring", errors) {
         c.scoring = section(v, "scoring", errors).unwrap_or_default();
-        super::contract::check_scoring(&c.scoring, errors);
+        super::output::check_scoring(&c.scoring, errors);
     }
     if let Some(v) = take("output", errors) {
-        c.output = super::contract::output_section(v, errors);
+        c.output = super::output::output_section(v, errors);
     }
     if let Some(v) = take("advanced", errors) {
         c.advanced = advanced(v, warnings, errors).unwrap_or_default();

@@ -19,6 +19,7 @@ mod listener;
 pub mod rescue;
 mod service;
 mod tunnel;
+mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

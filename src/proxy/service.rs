@@ -13,16 +13,14 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::body::Owner;
-use super::body::{ObservedBody, Recorder};
+use super::body::Recorder;
 use super::fault::{self, Action, Dropped};
-use super::fault_body::{FaultBody, Transform};
+use super::fault_body::Transform;
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{Proxy, ProxyBody, connect};
-use super::{attack, canary};
-use crate::exchange::{
-    ErrorSource, Exchange, Outcome, RequestHead, ResponseHead, Route, Target, Timings,
-};
+use super::{attack, canary, upstream};
+use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, Route, Target, Timings};
 
 /// Who is on the other end of a client connection.
 #[derive(Debug, Clone)]
@@ -213,7 +211,7 @@ async fn exchange(
             if let Some(ct) = ct {
                 plan.note_format(&proxy, ct.contains("json"));
             }
-            Ok(upstream_response(rec, resp, transform, plan.mark))
+            Ok(upstream::response(rec, resp, transform, plan.mark))
         }
         Err(err) => Ok(fail(&proxy, rec, err)),
     }
@@ -241,82 +239,6 @@ async fn prepare(
         );
     }
     req
-}
-
-/// The upstream's response on its way to the client: hop-by-hop headers gone, the body
-/// observed and, under a fault or attack, transformed as it streams.
-fn upstream_response(
-    mut rec: Recorder,
-    resp: Response<Incoming>,
-    transform: Option<(Owner, Transform)>,
-    mark: Option<HeaderValue>,
-) -> Response<ProxyBody> {
-    let (mut parts, body) = resp.into_parts();
-    let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
-    headers::strip_hop_by_hop(&mut parts.headers, switching);
-    let body: ProxyBody = body.map_err(Into::into).boxed();
-    let encoding = parts
-        .headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = match transform {
-        Some((owner, _)) if encoding.as_deref().is_some_and(|e| e != "identity") => {
-            rec.not_applied(
-                owner,
-                format!(
-                    "response is compressed ({}); passed through",
-                    encoding.clone().unwrap_or_default()
-                ),
-            );
-            body
-        }
-        // A body here would break HTTP framing: nothing to rewrite, nothing to plant.
-        Some((owner, _)) if bodiless(&parts, rec.exchange()) => {
-            rec.not_applied(owner, "the response has no body");
-            body
-        }
-        Some((owner, Transform::Inject { .. }))
-            if let Err(note) = crate::chaos::attack::injectable(content_type(&parts)) =>
-        {
-            rec.not_applied(owner, note);
-            body
-        }
-        Some((owner, t)) if !switching => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            let ct = content_type(&parts).to_string();
-            FaultBody::new(body, t, &ct, rec.skip_note(owner)).boxed()
-        }
-        _ => body,
-    };
-    if let Some(m) = mark {
-        parts.headers.insert(fault::FAULT_HEADER, m);
-    }
-    let head = ResponseHead {
-        status: parts.status.as_u16(),
-        version: format!("{:?}", parts.version),
-        headers: headers::header_list(&parts.headers),
-    };
-    // The agent acts on what it received, so the copy is taken after any transform; a
-    // compressed body cannot be read without decoding it.
-    let tap = matches!(rec.exchange().target, Target::Llm { .. })
-        && encoding.as_deref().is_none_or(|e| e == "identity");
-    Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
-}
-
-fn content_type(parts: &http::response::Parts) -> &str {
-    parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-}
-
-/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
-fn bodiless(parts: &http::response::Parts, ex: &Exchange) -> bool {
-    ex.request.method == "HEAD"
-        || parts.status == http::StatusCode::NO_CONTENT
-        || parts.status == http::StatusCode::NOT_MODIFIED
 }
 
 fn recorder<B>(

@@ -1,0 +1,116 @@
+//! `scoring` (the weights `ci` combines phases with) and `output` (report formats and
+//! folder) (config.md): how runs report.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::load::section;
+use super::{ConfigError, OneOrMany};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScoringSpec {
+    pub mutation: f64,
+    pub chaos: f64,
+    pub contract: f64,
+    pub replay: f64,
+}
+
+impl Default for ScoringSpec {
+    fn default() -> Self {
+        ScoringSpec {
+            mutation: 0.20,
+            chaos: 0.35,
+            contract: 0.35,
+            replay: 0.10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportFormat {
+    Json,
+    Html,
+    Junit,
+    Markdown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSpec {
+    pub format: Vec<ReportFormat>,
+    pub path: PathBuf,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            format: vec![ReportFormat::Json],
+            path: PathBuf::from("reports"),
+        }
+    }
+}
+
+/// `output`: `format` is one format or a list.
+pub(super) fn output_section(v: Value, errors: &mut Vec<ConfigError>) -> OutputSpec {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Raw {
+        #[serde(default)]
+        format: Option<OneOrMany>,
+        #[serde(default)]
+        path: Option<PathBuf>,
+    }
+    let Some(raw) = section::<Raw>(v, "output", errors) else {
+        return OutputSpec::default();
+    };
+    let mut out = OutputSpec::default();
+    if let Some(f) = raw.format {
+        out.format = f
+            .as_slice()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let parsed = serde_json::from_value::<ReportFormat>(Value::String(name.clone()));
+                parsed
+                    .map_err(|e| {
+                        errors.push(ConfigError::new(
+                            format!("output.format[{i}]"),
+                            e.to_string(),
+                        ))
+                    })
+                    .ok()
+            })
+            .collect();
+    }
+    if let Some(p) = raw.path {
+        out.path = p;
+    }
+    out
+}
+
+pub(super) fn check_scoring(s: &ScoringSpec, errors: &mut Vec<ConfigError>) {
+    let parts = [
+        ("mutation", s.mutation),
+        ("chaos", s.chaos),
+        ("contract", s.contract),
+        ("replay", s.replay),
+    ];
+    for (name, w) in parts {
+        if !(0.0..=1.0).contains(&w) {
+            errors.push(ConfigError::new(
+                format!("scoring.{name}"),
+                format!("{w} is outside 0..=1"),
+            ));
+        }
+    }
+    let sum: f64 = parts.iter().map(|(_, w)| w).sum();
+    if (sum - 1.0).abs() > 1e-6 {
+        errors.push(ConfigError::new(
+            "scoring",
+            format!("weights sum to {sum}; they must sum to 1.0"),
+        ));
+    }
+}

@@ -1,0 +1,90 @@
+//! The upstream's response on its way to the client: hop-by-hop headers stripped, the body
+//! transformed as it streams when a fault or attack planned it (and the response can carry
+//! it), then observed and recorded by `ObservedBody`.
+
+use http::{HeaderValue, Response, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::ProxyBody;
+use super::body::{ObservedBody, Owner, Recorder};
+use super::fault;
+use super::fault_body::{FaultBody, Transform};
+use super::headers;
+use crate::exchange::{Exchange, ResponseHead, Target};
+
+/// The upstream's response on its way to the client: hop-by-hop headers gone, the body
+/// observed and, under a fault or attack, transformed as it streams.
+pub(super) fn response(
+    mut rec: Recorder,
+    resp: Response<Incoming>,
+    transform: Option<(Owner, Transform)>,
+    mark: Option<HeaderValue>,
+) -> Response<ProxyBody> {
+    let (mut parts, body) = resp.into_parts();
+    let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    headers::strip_hop_by_hop(&mut parts.headers, switching);
+    let body: ProxyBody = body.map_err(Into::into).boxed();
+    let encoding = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = match transform {
+        Some((owner, _)) if encoding.as_deref().is_some_and(|e| e != "identity") => {
+            rec.not_applied(
+                owner,
+                format!(
+                    "response is compressed ({}); passed through",
+                    encoding.clone().unwrap_or_default()
+                ),
+            );
+            body
+        }
+        // A body here would break HTTP framing: nothing to rewrite, nothing to plant.
+        Some((owner, _)) if bodiless(&parts, rec.exchange()) => {
+            rec.not_applied(owner, "the response has no body");
+            body
+        }
+        Some((owner, Transform::Inject { .. }))
+            if let Err(note) = crate::chaos::attack::injectable(content_type(&parts)) =>
+        {
+            rec.not_applied(owner, note);
+            body
+        }
+        Some((owner, t)) if !switching => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let ct = content_type(&parts).to_string();
+            FaultBody::new(body, t, &ct, rec.skip_note(owner)).boxed()
+        }
+        _ => body,
+    };
+    if let Some(m) = mark {
+        parts.headers.insert(fault::FAULT_HEADER, m);
+    }
+    let head = ResponseHead {
+        status: parts.status.as_u16(),
+        version: format!("{:?}", parts.version),
+        headers: headers::header_list(&parts.headers),
+    };
+    // The agent acts on what it received, so the copy is taken after any transform; a
+    // compressed body cannot be read without decoding it.
+    let tap = matches!(rec.exchange().target, Target::Llm { .. })
+        && encoding.as_deref().is_none_or(|e| e == "identity");
+    Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
+}
+
+fn content_type(parts: &http::response::Parts) -> &str {
+    parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
+fn bodiless(parts: &http::response::Parts, ex: &Exchange) -> bool {
+    ex.request.method == "HEAD"
+        || parts.status == http::StatusCode::NO_CONTENT
+        || parts.status == http::StatusCode::NOT_MODIFIED
+}
