@@ -28,7 +28,7 @@ fn source(rec: &Recorder) -> Option<String> {
     format_key(rec.exchange()).map(str::to_string)
 }
 
-/// Scans the request's URL and header values now; the body is scanned by `watch`.
+/// Scans the request's URL and header values; `scan_body` does the body.
 pub fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &HeaderMap) {
     let Some(own) = source(rec) else { return };
     let mut found = vec![];
