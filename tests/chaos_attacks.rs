@@ -163,19 +163,24 @@ async fn ollama_context_overflow_drops_early_turns_silently() {
     p.stop().await;
 }
 
+/// A search tool answering JSON, where canaries and injections go into the hit text.
+async fn json_search() -> origin::Origin {
+    origin::start(None, |_req| async move {
+        origin::typed(
+            r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#,
+            "application/json",
+        )
+    })
+    .await
+}
+
 /// `no_exfiltration` on the wire: a canary planted in one tool's response is found in what
 /// the agent sends elsewhere (URL, header, a body streamed in two chunks), and not
 /// when it goes back to the tool that served it or to the LLM.
 #[tokio::test]
 async fn canaries_are_planted_in_tool_responses_and_found_on_the_way_out() {
     use std::sync::Arc;
-    let search = origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await;
+    let search = json_search().await;
     let (sink, llm) = (echo().await, echo().await);
     let p = start_proxy(&format!(
         "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\n  - {{name: email, match_url: 'http://{}/*'}}\n",
@@ -285,13 +290,7 @@ async fn canaries_are_planted_in_tool_responses_and_found_on_the_way_out() {
 #[tokio::test]
 async fn leaks_to_faulted_or_dead_destinations_count_and_streams_are_not_held() {
     use std::sync::Arc;
-    let search = origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await;
+    let search = json_search().await;
     let events = origin::start(None, |_req| async move {
         origin::typed("data: {\"n\": 1}\n\n", "text/event-stream")
     })

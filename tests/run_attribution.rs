@@ -132,14 +132,6 @@ contract:
     (report, emails)
 }
 
-fn cell<'a>(r: &'a ContractReport, inv: &str, scenario: &str) -> &'a Verdict {
-    &r.cells
-        .iter()
-        .find(|c| c.invariant == inv && c.scenario == scenario)
-        .unwrap()
-        .verdict
-}
-
 #[tokio::test]
 async fn concurrent_cases_get_exactly_their_own_exchanges() {
     let (r, emails) = run(true).await;

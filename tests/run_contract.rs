@@ -91,14 +91,6 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
     (report, tool_calls)
 }
 
-fn cell<'a>(r: &'a ContractReport, inv: &str, scenario: &str) -> &'a Verdict {
-    &r.cells
-        .iter()
-        .find(|c| c.invariant == inv && c.scenario == scenario)
-        .unwrap()
-        .verdict
-}
-
 #[tokio::test]
 async fn scenarios_reach_the_agents_own_tool_calls_and_cells_follow_when() {
     let (r, tool_calls) = run_once(CONTRACT, 42).await;

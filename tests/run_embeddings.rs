@@ -156,14 +156,6 @@ async fn run(server: &origin::Origin, embed: bool) -> (ContractReport, ChaosRepo
     (report, chaos)
 }
 
-fn cell<'a>(r: &'a ContractReport, inv: &str, scenario: &str) -> &'a Verdict {
-    let found = r
-        .cells
-        .iter()
-        .find(|c| c.invariant == inv && c.scenario == scenario);
-    &found.unwrap().verdict
-}
-
 fn reason(v: &Verdict) -> &str {
     match v {
         Verdict::Pass(r) | Verdict::Fail(r) | Verdict::NotApplicable(r) => r,

@@ -162,3 +162,16 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
     };
     (cfg, ctx)
 }
+
+/// The verdict of the cell of invariant `inv` under `scenario`.
+pub fn cell<'a>(
+    r: &'a flakestorm::run::ContractReport,
+    inv: &str,
+    scenario: &str,
+) -> &'a flakestorm::checks::Verdict {
+    &r.cells
+        .iter()
+        .find(|c| c.invariant == inv && c.scenario == scenario)
+        .unwrap_or_else(|| panic!("no cell {inv} × {scenario}"))
+        .verdict
+}
