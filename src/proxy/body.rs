@@ -29,8 +29,9 @@ pub struct Recorder {
     attack_modes: Vec<&'static str>,
     /// The canary the response transform plants, and whose transform carries it.
     canary: Option<(String, Owner)>,
-    /// Canary leaks found in the request, also by its body scanner as the body streams.
-    leaks: LeakSink,
+    /// Canary leaks found in the request, also by its body scanner as the body streams;
+    /// made only when a canary is installed, so other requests pay no allocation for it.
+    leaks: Option<LeakSink>,
 }
 
 /// Where the request scanner puts the canary leaks it finds.
@@ -56,7 +57,7 @@ impl Recorder {
             fault_mode: None,
             attack_modes: vec![],
             canary: None,
-            leaks: LeakSink::default(),
+            leaks: None,
         }
     }
 
@@ -99,8 +100,8 @@ impl Recorder {
     }
 
     /// Where canary leaks found in the request go.
-    pub fn leaks(&self) -> LeakSink {
-        self.leaks.clone()
+    pub fn leaks(&mut self) -> LeakSink {
+        self.leaks.get_or_insert_with(LeakSink::default).clone()
     }
 
     /// Marks the fault or an attack as not applied, and why (and a canary riding on the
@@ -150,8 +151,10 @@ impl Recorder {
         ) {
             self.exchange.canary = self.canary.take().map(|(token, _)| token);
         }
-        self.exchange.canary_leaks =
-            std::mem::take(&mut *self.leaks.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(sink) = &self.leaks {
+            self.exchange.canary_leaks =
+                std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
+        }
         if let (Some(fault), Some(mode)) = (&self.exchange.fault, self.fault_mode) {
             self.proxy.metrics().fault(target, mode, fault.applied);
         }
