@@ -58,10 +58,8 @@ pub enum Command {
         /// A built-in profile instead of the config's `chaos:` section.
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
-        #[arg(short, long, value_name = "PATH")]
-        output: Option<PathBuf>,
-        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
-        min_score: Option<f64>,
+        #[command(flatten)]
+        report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
     },
@@ -69,11 +67,8 @@ pub enum Command {
     Ci {
         #[command(flatten)]
         config: ConfigArg,
-        #[arg(short, long, value_name = "PATH")]
-        output: Option<PathBuf>,
-        /// Exit 1 when the overall score is below this.
-        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
-        min_score: Option<f64>,
+        #[command(flatten)]
+        report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
     },
@@ -113,12 +108,8 @@ pub enum ContractCommand {
     Run {
         #[command(flatten)]
         config: ConfigArg,
-        /// Report file (default: output.path/contract.json).
-        #[arg(short, long, value_name = "PATH")]
-        output: Option<PathBuf>,
-        /// Exit 1 when the score is below this, even without a critical failure.
-        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
-        min_score: Option<f64>,
+        #[command(flatten)]
+        report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
     },
@@ -126,12 +117,8 @@ pub enum ContractCommand {
     Score {
         #[command(flatten)]
         config: ConfigArg,
-        /// Report file (default: output.path/contract.json).
-        #[arg(short, long, value_name = "PATH")]
-        output: Option<PathBuf>,
-        /// Exit 1 when the score is below this, even without a critical failure.
-        #[arg(long, value_name = "SCORE", value_parser = score_arg)]
-        min_score: Option<f64>,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// Check the config (contract included) and list every problem.
     Validate {
@@ -190,6 +177,17 @@ impl ShowArgs {
     }
 }
 
+/// Where a run's report goes and the score it must reach.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Report file (default: output.path/<contract|chaos|ci>.json).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when the score is below this (0–100), even without a critical failure.
+    #[arg(long, value_name = "SCORE", value_parser = score_arg)]
+    pub min_score: Option<f64>,
+}
+
 #[derive(Debug, Args)]
 pub struct ConfigArg {
     /// Config file (default: ./flakestorm.yaml if present, else built-in defaults).
@@ -239,38 +237,28 @@ pub async fn run(cli: Cli) -> ExitCode {
             command:
                 ContractCommand::Run {
                     config,
-                    output,
-                    min_score,
+                    report,
                     show,
                 },
         } => {
-            return job(&config, |l| {
-                runs::contract(l, output, min_score, show.show())
-            })
-            .await;
+            return job(&config, |l| runs::contract(l, report, show.show())).await;
         }
         Command::Contract {
-            command:
-                ContractCommand::Score {
-                    config,
-                    output,
-                    min_score,
-                },
+            command: ContractCommand::Score { config, report },
         } => {
             let show = runs::Show {
                 quiet: true,
                 json: false,
                 score_only: true,
             };
-            return job(&config, |l| runs::contract(l, output, min_score, show)).await;
+            return job(&config, |l| runs::contract(l, report, show)).await;
         }
         Command::Run {
             config,
             chaos_only,
             chaos,
             chaos_profile,
-            output,
-            min_score,
+            report,
             show,
         } => {
             if !chaos_only || chaos {
@@ -281,16 +269,15 @@ pub async fn run(cli: Cli) -> ExitCode {
             }
             let show = show.show();
             return job(&config, |l| {
-                runs::chaos_only(l, chaos_profile, output, min_score, show)
+                runs::chaos_only(l, chaos_profile, report, show)
             })
             .await;
         }
         Command::Ci {
             config,
-            output,
-            min_score,
+            report,
             show,
-        } => return job(&config, |l| runs::ci(l, output, min_score, show.show())).await,
+        } => return job(&config, |l| runs::ci(l, report, show.show())).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo => crate::demo::run()

@@ -3,11 +3,12 @@
 //! 0 passed, 1 failed (a critical cell, or below `--min-score`), 2 bad config or
 //! unreachable agent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::ReportArgs;
 use super::session::Session;
 use crate::checks::Verdict;
 use crate::config::Loaded;
@@ -48,10 +49,13 @@ fn color() -> bool {
 
 pub async fn contract(
     loaded: Loaded,
-    out: Option<PathBuf>,
-    min_score: Option<f64>,
+    report_args: ReportArgs,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
+    let ReportArgs {
+        output: out,
+        min_score,
+    } = report_args;
     let config = &loaded.config;
     let Some(contract) = &config.contract else {
         eprintln!("flakestorm: a contract run needs a `contract:` section");
@@ -95,10 +99,13 @@ pub async fn contract(
 pub async fn chaos_only(
     loaded: Loaded,
     profile: Option<String>,
-    out: Option<PathBuf>,
-    min_score: Option<f64>,
+    report_args: ReportArgs,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
+    let ReportArgs {
+        output: out,
+        min_score,
+    } = report_args;
     let config = &loaded.config;
     let (name, chaos) = match profile {
         Some(p) => match crate::chaos::profiles::load(&p) {
@@ -183,12 +190,11 @@ pub async fn chaos_only(
 }
 
 /// `ci`: contract and chaos phases once each, one weighted score.
-pub async fn ci(
-    loaded: Loaded,
-    out: Option<PathBuf>,
-    min_score: Option<f64>,
-    show: Show,
-) -> anyhow::Result<ExitCode> {
+pub async fn ci(loaded: Loaded, report_args: ReportArgs, show: Show) -> anyhow::Result<ExitCode> {
+    let ReportArgs {
+        output: out,
+        min_score,
+    } = report_args;
     let config = &loaded.config;
     let mut skipped: Vec<(&'static str, String)> = vec![
         (
