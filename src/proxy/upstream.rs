@@ -11,7 +11,7 @@ use super::body::{ObservedBody, Owner, Recorder};
 use super::fault;
 use super::fault_body::{FaultBody, Transform};
 use super::headers;
-use crate::exchange::{Exchange, ResponseHead, Target};
+use crate::exchange::{ResponseHead, Target};
 
 /// The upstream's response on its way to the client: hop-by-hop headers gone, the body
 /// observed and, under a fault or attack, transformed as it streams.
@@ -42,7 +42,7 @@ pub(super) fn response(
             body
         }
         // A body here would break HTTP framing: nothing to rewrite, nothing to plant.
-        Some((owner, _)) if bodiless(&parts, rec.exchange()) => {
+        Some((owner, _)) if bodiless(&rec.exchange().request.method, parts.status) => {
             rec.not_applied(owner, "the response has no body");
             body
         }
@@ -83,8 +83,22 @@ fn content_type(parts: &http::response::Parts) -> &str {
 }
 
 /// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
-fn bodiless(parts: &http::response::Parts, ex: &Exchange) -> bool {
-    ex.request.method == "HEAD"
-        || parts.status == http::StatusCode::NO_CONTENT
-        || parts.status == http::StatusCode::NOT_MODIFIED
+fn bodiless(method: &str, status: http::StatusCode) -> bool {
+    method == "HEAD"
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
+}
+
+#[cfg(test)]
+mod tests {
+    use http::StatusCode;
+
+    #[test]
+    fn head_204_and_304_carry_no_body() {
+        assert!(super::bodiless("HEAD", StatusCode::OK));
+        assert!(super::bodiless("GET", StatusCode::NO_CONTENT));
+        assert!(super::bodiless("POST", StatusCode::NOT_MODIFIED));
+        assert!(!super::bodiless("GET", StatusCode::OK));
+        assert!(!super::bodiless("POST", StatusCode::SERVICE_UNAVAILABLE));
+    }
 }
