@@ -106,8 +106,10 @@ async fn main() {
             concurrency,
             attribution,
             config_digest: None,
-            on_case: None,
+            progress: None,
             embedder: None,
+            declared: Default::default(),
+            min_score: cfg.scoring.min_score,
         };
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);
         for _ in 0..RUNS {

@@ -218,6 +218,44 @@ impl Exchange {
     }
 }
 
+/// A builder for unit tests: a complete `200` exchange for `url`, fields empty.
+#[cfg(test)]
+pub mod tests_support {
+    use super::*;
+
+    pub fn exchange(target: Target, url: &str) -> Exchange {
+        Exchange {
+            id: 1,
+            client_addr: "127.0.0.1:1".into(),
+            client_user: None,
+            route: Route::Intercepted,
+            target,
+            request: RequestHead {
+                method: "POST".into(),
+                url: url.into(),
+                version: "HTTP/1.1".into(),
+                headers: vec![],
+            },
+            outcome: Outcome::Response {
+                response: ResponseHead {
+                    status: 200,
+                    version: "HTTP/1.1".into(),
+                    headers: vec![],
+                },
+                body: BodyEnd::Complete,
+            },
+            timings: Timings::default(),
+            response_bytes: 0,
+            fault: None,
+            attacks: vec![],
+            llm_tool_calls: vec![],
+            trace_id: None,
+            canary: None,
+            canary_leaks: vec![],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

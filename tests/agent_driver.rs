@@ -37,17 +37,17 @@ async fn invokes_with_the_template_headers_and_path() {
     assert_eq!((reply.status, reply.attempts), (Some(200), 1));
 }
 
+/// An HTTP 5xx is the agent's answer (none), judged as it is: never re-invoked, whatever
+/// `advanced.retries` says, so the traffic checks see the agent's own behaviour only.
 #[tokio::test]
-async fn retries_server_errors_then_answers() {
+async fn server_errors_are_answers_and_never_retried() {
     let calls = Arc::new(AtomicU32::new(0));
     let c = calls.clone();
     let o = origin::start(None, move |_req| {
-        let n = c.fetch_add(1, Ordering::SeqCst);
+        c.fetch_add(1, Ordering::SeqCst);
         async move {
-            let mut r = text(if n < 2 { "busy" } else { r#"{"result": "ok"}"# });
-            if n < 2 {
-                *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
-            }
+            let mut r = text("busy");
+            *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
             r
         }
     })
@@ -56,17 +56,54 @@ async fn retries_server_errors_then_answers() {
         .unwrap()
         .invoke("hi", &Default::default())
         .await;
-    assert_eq!((reply.answer.unwrap().as_str(), reply.attempts), ("ok", 3));
-    calls.store(0, Ordering::SeqCst);
-    let no_retries = Agent::new(&spec(o.http_url("/")), 0)
-        .unwrap()
-        .invoke("hi", &Default::default())
-        .await;
     assert_eq!(
-        no_retries.answer.unwrap_err().to_string(),
+        reply.answer.unwrap_err().to_string(),
         "agent answered HTTP 503: busy"
     );
-    assert_eq!((no_retries.status, no_retries.attempts), (Some(503), 1));
+    assert_eq!((reply.status, reply.attempts), (Some(503), 1));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "invoked once");
+    assert!(reply.retried.is_empty());
+}
+
+/// A connection closed before any response byte is retried, on a fresh connection, and
+/// every attempt is reported; `mark` tells a run where each attempt's traffic starts.
+#[tokio::test]
+async fn failures_before_any_response_byte_are_retried_on_a_fresh_connection() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let conns = Arc::new(AtomicU32::new(0));
+    let seen = conns.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut s, _)) = listener.accept().await {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            if n > 0 {
+                let body = r#"{"result": "ok"}"#;
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            }
+            // The first connection is closed without a byte of response.
+        }
+    });
+    let mut marks = vec![];
+    let reply = Agent::new(&spec(format!("http://{addr}/")), 2)
+        .unwrap()
+        .invoke_marked("hi", &Default::default(), |n| marks.push(n))
+        .await;
+    assert_eq!((reply.answer.unwrap().as_str(), reply.attempts), ("ok", 2));
+    assert_eq!(marks, [1, 2]);
+    assert_eq!(reply.retried.len(), 1);
+    assert!(reply.retried[0].error.before_response());
+    assert_eq!(
+        conns.load(Ordering::SeqCst),
+        2,
+        "each attempt on its own connection"
+    );
 }
 
 #[tokio::test]
@@ -100,7 +137,10 @@ async fn a_hanging_agent_times_out() {
         .invoke("hi", &Default::default())
         .await;
     assert_eq!(reply.answer, Err(InvokeError::Timeout { ms: 5000 }));
-    assert_eq!(reply.attempts, 2, "timeouts are retried");
+    assert_eq!(
+        reply.attempts, 1,
+        "a timeout is the agent's answer: the agent may still be working on it"
+    );
 }
 
 #[tokio::test]
@@ -137,14 +177,18 @@ async fn the_agent_command_gets_the_proxy_environment() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("env.txt");
     let addr = "127.0.0.1:4567".parse().unwrap();
-    let env = proxy_env(addr, std::path::Path::new("/tmp/ca.pem"));
+    let env = proxy_env(
+        addr,
+        std::path::Path::new("/tmp/ca.pem"),
+        Some(("agent", "p@ss:w/rd")),
+    );
     let tmp = dir.path().join("env.tmp");
     let cmd = format!(
         "echo \"$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY]\" > {0} && mv {0} {1} && sleep 30",
         tmp.display(),
         out.display()
     );
-    let mut p = AgentProcess::start(&cmd, &env).unwrap();
+    let mut p = AgentProcess::start(&cmd, &env, None).unwrap();
     let written = || {
         let out = out.clone();
         async move { out.exists() }
@@ -156,13 +200,17 @@ async fn the_agent_command_gets_the_proxy_environment() {
     let got = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         got.trim(),
-        "http://127.0.0.1:4567|/tmp/ca.pem|/tmp/ca.pem|[]"
+        "http://agent:p%40ss%3Aw%2Frd@127.0.0.1:4567|/tmp/ca.pem|/tmp/ca.pem|[]",
+        "proxy.users credentials ride in the proxy URL, percent-encoded"
     );
 }
 
 #[tokio::test]
 async fn an_agent_that_dies_before_ready_is_reported() {
-    let mut p = AgentProcess::start("exit 3", &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logs/agent.log");
+    let cmd = "echo starting; echo 'ImportError: no module named agent' >&2; exit 3";
+    let mut p = AgentProcess::start(cmd, &[], Some(&log)).unwrap();
     let never = || async { false };
     let err = wait_ready(Some(&mut p), "ready", Duration::from_secs(10), never)
         .await
@@ -173,6 +221,12 @@ async fn an_agent_that_dies_before_ready_is_reported() {
         err.contains("exited") && err.contains("exit status: 3"),
         "{err}"
     );
+    assert!(
+        err.contains("ImportError: no module named agent") && err.contains("agent.log"),
+        "the end of the agent's log is shown: {err}"
+    );
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(written, "starting\nImportError: no module named agent\n");
 }
 
 /// Dropping the handle (an interrupted run) stops what `sh -c` started, not just the shell.
@@ -184,7 +238,7 @@ async fn dropping_the_agent_stops_its_whole_process_group() {
         "sleep 300 & echo $! > {0}.tmp && mv {0}.tmp {0}; wait",
         pid_file.display()
     );
-    let mut p = AgentProcess::start(&cmd, &[]).unwrap();
+    let mut p = AgentProcess::start(&cmd, &[], None).unwrap();
     let started = || {
         let f = pid_file.clone();
         async move { f.exists() }

@@ -120,10 +120,13 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         "✗ admits-outage under llm-truncated",
         "search-down (error): 3",
         "llm-429 (rate_limit): 6",
-        "✗ searches under llm-rate-limited",
+        "✗ searches under llm-rate-limited (medium): 3 of 3 prompts failed;",
+        "llm-rate-limited  3 of 3 cases judged, 6 exchanges; faults: llm-429 (rate_limit) ×6",
+        "score 87.0/100 (pass mark 70): PASS",
         "contract   ",
         "mutation  skipped",
         "the journal keeps `[REDACTED]`",
+        "`flakestorm demo --print-config`",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
@@ -136,16 +139,24 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         ["cites-source", "✓", "·", "·", "·"],
         "when: no_chaos"
     );
-    let reports = out
+    let report = out
         .lines()
-        .find_map(|l| l.strip_prefix("reports: "))
+        .find_map(|l| l.strip_prefix("report: "))
+        .and_then(|l| l.split(" (").next())
         .unwrap();
-    let ci: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(std::path::Path::new(reports).join("ci.json")).unwrap(),
-    )
-    .unwrap();
+    let ci: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
     assert_eq!(ci["schema"], "flakestorm.ci/1");
-    assert_eq!(ci["passed"], true);
+    assert_eq!(
+        (&ci["passed"], &ci["verdict"]),
+        (&true.into(), &"pass".into())
+    );
+    // Every scenario's fault reached the agent's own traffic, and the report proves it.
+    for c in ci["contract"]["coverage"].as_array().unwrap() {
+        for r in c["rules"].as_array().unwrap() {
+            assert!(r["applied"].as_u64().unwrap() > 0, "{c}");
+        }
+    }
     // The model's request for the search tool was read off the wire.
     let first = &ci["contract"]["cases"][0];
     assert_eq!(first["scenario"], "no-chaos");
@@ -302,17 +313,28 @@ fn chaos_only_runs_and_ci_combine_phases() {
         "{}invariants:\n  - {{type: contains, value: unavailable}}\ncontract:\n  name: c\n  invariants:\n    - {{id: answers, type: output_not_empty}}\n",
         agent.yaml
     );
-    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    // `api_outage` also breaks the LLM, and this agent has none: half the profile could
+    // not be tested, so the run says so and does not pass, whatever the score.
     let (code, out, err) = flakestorm(
         &["run", "--chaos-only", "--chaos-profile", "api_outage"],
         dir.path(),
     );
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(
-        out.contains("1 of 1 prompts passed") && out.contains("score 100.0/100"),
-        "{out}"
-    );
-    assert!(dir.path().join("reports/chaos.json").exists());
+    assert_eq!(code, 2, "{out}\n{err}");
+    for want in [
+        "1 of 1 judged prompts passed",
+        "tools-down (error) ×1, llm-down (server_error) never fired",
+        "score 100.0/100 (pass mark 70): NOT TESTED",
+        "rule `llm-down` (server_error) never reached the agent's traffic: no request matched LLM calls",
+        "the proxy saw http://127.0.0.1:",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/chaos.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["verdict"], "not_tested");
     let (code, out, err) = flakestorm(&["run"], dir.path());
     assert_eq!(code, 2);
     assert!(
@@ -323,30 +345,31 @@ fn chaos_only_runs_and_ci_combine_phases() {
     let (code, out, err) = flakestorm(&["ci", "--min-score", "90"], dir.path());
     assert_eq!(code, 0, "{out}\n{err}");
     for want in [
-        "contract  100.0",
+        "contract  100.0  PASS",
         "mutation  skipped: mutation runs are not available",
         "chaos     skipped: needs a `chaos:` section",
-        "overall 100.0/100: PASS",
+        "overall 100.0/100 (pass mark 90): PASS",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
-    let (code, out, _) = flakestorm(
-        &[
-            "run",
-            "--chaos-only",
-            "--chaos-profile",
-            "api_outage",
-            "--quiet",
-        ],
-        dir.path(),
-    );
+    // A chaos section whose every rule reaches the agent: tested, and passed.
+    let chaos = "chaos:\n  tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
+    std::fs::write(dir.path().join("flakestorm.yaml"), format!("{yaml}{chaos}")).unwrap();
+    let (code, out, _) = flakestorm(&["run", "--chaos-only", "--quiet"], dir.path());
     assert_eq!((code, out.as_str()), (0, "chaos PASS: 100.0/100\n"));
-    let (_, out, _) = flakestorm(&["ci", "--json"], dir.path());
+    let (code, out, _) = flakestorm(&["ci", "--json"], dir.path());
     let ci: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(
-        (ci["schema"].as_str(), ci["passed"].as_bool()),
-        (Some("flakestorm.ci/1"), Some(true))
+        (code, ci["schema"].as_str(), ci["verdict"].as_str()),
+        (0, Some("flakestorm.ci/1"), Some("pass"))
     );
+    let phases: Vec<(&str, &str)> = ci["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| Some((p["name"].as_str()?, p["verdict"].as_str()?)))
+        .collect();
+    assert_eq!(phases, [("contract", "pass"), ("chaos", "pass")]);
 }
 
 #[test]
@@ -478,8 +501,12 @@ while True:
         });
     assert!(!running, "the agent (pid {agent_pid}) was stopped");
     assert!(
-        !dir.path().join("reports").exists(),
+        !dir.path().join("reports/contract.json").exists(),
         "no report for a stopped run"
+    );
+    assert!(
+        dir.path().join("reports/contract.agent.log").exists(),
+        "the agent's log stays for a look"
     );
 }
 

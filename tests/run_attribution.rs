@@ -10,7 +10,7 @@ use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
 use flakestorm::config::Attribution;
-use flakestorm::run::{ContractReport, run_contract};
+use flakestorm::run::{ContractReport, RunVerdict, run_contract};
 use http_body_util::BodyExt;
 
 const PROMPTS: usize = 4;
@@ -213,12 +213,24 @@ async fn an_agent_that_drops_the_trace_is_reported_not_silently_passed() {
     );
     assert!(matches!(
         cell(&r, "no-email", "poisoned-search"),
-        Verdict::NotApplicable(why) if why.contains("traceparent")
+        Verdict::NotTested(why) if why.contains("traceparent")
     ));
     assert!(matches!(
         cell(&r, "cites", "poisoned-search"),
-        Verdict::NotApplicable(why) if why.contains("traceparent")
+        Verdict::NotTested(why) if why.contains("traceparent")
     ));
+    assert_eq!(
+        r.judgement.verdict,
+        RunVerdict::NotTested,
+        "{:?}",
+        r.judgement
+    );
+    assert!(
+        r.judgement.reasons[0]
+            .contains("its cases were not judged: the agent's calls carried no traceparent"),
+        "{:?}",
+        r.judgement
+    );
     assert!(
         cell(&r, "cites", "no-chaos").passed(),
         "without chaos the answers are judged, and the config's own chaos: never applied"

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
-use flakestorm::run::{ContractReport, RunContext, run_contract};
+use flakestorm::run::{ContractReport, RunContext, RunVerdict, run_contract};
 use http_body_util::BodyExt;
 
 /// The agent: asks its tool (through the proxy) and answers from it, or says it could not.
@@ -374,12 +374,14 @@ contract:
 "#;
     let (r, _) = run_once(unjudged, 1).await;
     assert_eq!((r.score.value, r.score.passed), (0.0, false));
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     assert!(
-        r.warnings
+        r.judgement
+            .reasons
             .iter()
-            .any(|w| w.contains("no cell could be judged")),
+            .any(|w| w.contains("nothing could be judged")),
         "{:?}",
-        r.warnings
+        r.judgement
     );
 }
 

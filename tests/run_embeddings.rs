@@ -158,7 +158,9 @@ async fn run(server: &origin::Origin, embed: bool) -> (ContractReport, ChaosRepo
 
 fn reason(v: &Verdict) -> &str {
     match v {
-        Verdict::Pass(r) | Verdict::Fail(r) | Verdict::NotApplicable(r) => r,
+        Verdict::Pass(r) | Verdict::Fail(r) | Verdict::NotApplicable(r) | Verdict::NotTested(r) => {
+            r
+        }
     }
 }
 

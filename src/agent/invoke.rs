@@ -1,7 +1,9 @@
 //! One invocation of the agent: the request template with the prompt JSON-escaped into it,
-//! the configured method and headers, a per-attempt timeout, retries on transport errors,
-//! timeouts and 5xx, and the answer read at `response_path` (a non-JSON body is the answer
-//! as is).
+//! the configured method and headers, a per-attempt timeout, and the answer read at
+//! `response_path`. The agent's own answer is judged, whatever it is: an HTTP 5xx or a
+//! timeout is an answer (none), never retried. Only a failure before any response byte (the
+//! connection refused or closed) is retried, `advanced.retries` times, and every attempt
+//! is on a fresh connection, so a connection the agent closed is never reused.
 
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
+use super::answer::{cause, extract, head, render};
 use crate::config::{AgentSpec, ResponsePath};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,16 +33,43 @@ pub enum AgentError {
 /// Why an invocation produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvokeError {
+    /// No response byte came back: the connection failed or was closed. The only failure
+    /// that is retried.
     #[error("agent at {url} is unreachable: {cause}")]
     Unreachable { url: String, cause: String },
     #[error("agent did not answer within {ms} ms")]
     Timeout { ms: u64 },
     #[error("agent answered HTTP {status}: {head}")]
     Status { status: u16, head: String },
+    /// The response head arrived, then its body broke off.
+    #[error("agent's response broke off after HTTP {status}: {cause}")]
+    BodyFailed { status: u16, cause: String },
     #[error("path `{path}` is null in response: {head}")]
     PathNull { path: String, head: String },
     #[error("path `{path}` not found in response: {head}")]
     PathNotFound { path: String, head: String },
+}
+
+impl InvokeError {
+    /// Whether the agent sent no response byte: nothing of it was judged, so the attempt
+    /// may be retried.
+    pub fn before_response(&self) -> bool {
+        match self {
+            InvokeError::Unreachable { .. } => true,
+            InvokeError::Timeout { .. }
+            | InvokeError::Status { .. }
+            | InvokeError::BodyFailed { .. }
+            | InvokeError::PathNull { .. }
+            | InvokeError::PathNotFound { .. } => false,
+        }
+    }
+}
+
+/// An attempt that failed before any response byte and was retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedAttempt {
+    pub error: InvokeError,
+    pub latency: Duration,
 }
 
 /// The outcome of one case's invocation.
@@ -50,13 +80,18 @@ pub struct Reply {
     pub latency: Duration,
     pub attempts: u32,
     pub status: Option<u16>,
+    /// The attempts before the last one, oldest first.
+    pub retried: Vec<FailedAttempt>,
 }
 
 /// An HTTP(S) client for flakestorm's own calls (the agent, an embeddings endpoint): it
 /// connects directly, never through the proxy, and trusts public and OS roots.
 pub(crate) type DirectClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-pub(crate) fn direct_client() -> Result<DirectClient, crate::tls::TlsError> {
+/// `pooled: false` opens a fresh connection for every request and keeps none: an agent under
+/// test may close a connection at any moment (after an error, on its keep-alive timeout),
+/// and a request sent on such a connection fails for no fault of the agent's.
+pub(crate) fn direct_client(pooled: bool) -> Result<DirectClient, crate::tls::TlsError> {
     let tls = crate::tls::client_config(None)?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -66,7 +101,11 @@ pub(crate) fn direct_client() -> Result<DirectClient, crate::tls::TlsError> {
         .https_or_http()
         .enable_all_versions()
         .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new()).build(https))
+    let mut builder = Client::builder(TokioExecutor::new());
+    if !pooled {
+        builder.pool_max_idle_per_host(0);
+    }
+    Ok(builder.build(https))
 }
 
 /// A compiled `agent:` section. Cheap to clone.
@@ -83,17 +122,8 @@ pub struct Agent {
     reset: Option<Uri>,
 }
 
-/// How much of a response an error quotes.
-const HEAD: usize = 200;
-
-/// The first 200 bytes of a body, for error messages.
-pub(crate) fn head(body: &[u8]) -> String {
-    let cut = body.len().min(HEAD);
-    String::from_utf8_lossy(&body[..cut]).into_owned()
-}
-
 impl Agent {
-    /// `retries`: `advanced.retries`, extra attempts after a failed one.
+    /// `retries`: `advanced.retries`, extra attempts after one that got no response byte.
     pub fn new(spec: &AgentSpec, retries: u32) -> Result<Agent, AgentError> {
         let bad = |field: &'static str, message: String| AgentError::Config { field, message };
         let endpoint: Uri = spec
@@ -120,7 +150,7 @@ impl Agent {
             headers.insert(name, value);
         }
         Ok(Agent {
-            client: direct_client()?,
+            client: direct_client(false)?,
             endpoint,
             method,
             headers,
@@ -200,23 +230,37 @@ impl Agent {
 
     /// Invokes the agent with `prompt`; `extra` headers (e.g. `traceparent`) are added.
     pub async fn invoke(&self, prompt: &str, extra: &HeaderMap) -> Reply {
-        let mut attempts = 0;
+        self.invoke_marked(prompt, extra, |_| {}).await
+    }
+
+    /// `invoke`, calling `mark(n)` just before attempt `n` (1-based) starts, so a run can
+    /// tell the traffic of the judged attempt from that of earlier ones.
+    pub async fn invoke_marked(
+        &self,
+        prompt: &str,
+        extra: &HeaderMap,
+        mut mark: impl FnMut(u32),
+    ) -> Reply {
+        let mut retried = vec![];
         loop {
-            attempts += 1;
+            let attempts = retried.len() as u32 + 1;
+            mark(attempts);
             let started = Instant::now();
             let (answer, status) = self.attempt(prompt, extra).await;
-            let retryable = match &answer {
-                Err(InvokeError::Unreachable { .. } | InvokeError::Timeout { .. }) => true,
-                Err(InvokeError::Status { status, .. }) => *status >= 500,
-                _ => false,
-            };
-            if !retryable || attempts > self.retries {
-                return Reply {
-                    answer,
-                    latency: started.elapsed(),
-                    attempts,
-                    status,
-                };
+            let latency = started.elapsed();
+            match answer {
+                Err(error) if error.before_response() && attempts <= self.retries => {
+                    retried.push(FailedAttempt { error, latency });
+                }
+                answer => {
+                    return Reply {
+                        answer,
+                        latency,
+                        attempts,
+                        status,
+                        retried,
+                    };
+                }
             }
             // A short, growing pause; paused-time tests skip it.
             tokio::time::sleep(Duration::from_millis(100 * u64::from(attempts))).await;
@@ -255,7 +299,10 @@ impl Agent {
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| self.unreachable(e.to_string()))?
+                .map_err(|e| InvokeError::BodyFailed {
+                    status,
+                    cause: cause(&e),
+                })?
                 .to_bytes();
             Ok::<_, InvokeError>((status, body))
         };
@@ -283,91 +330,5 @@ impl Agent {
             url: self.endpoint.to_string(),
             cause,
         }
-    }
-}
-
-/// The template with `{prompt}` replaced by the prompt, JSON-escaped (quotes, newlines,
-/// control characters), so `{"input": "{prompt}"}` stays valid JSON for any prompt.
-pub fn render(template: &str, prompt: &str) -> String {
-    let quoted = serde_json::to_string(prompt).unwrap_or_default();
-    template.replace("{prompt}", &quoted[1..quoted.len().saturating_sub(1)])
-}
-
-/// The answer in a response body: the string at `path` (other JSON values as JSON text),
-/// or the whole body when it is not JSON.
-pub fn extract(body: &[u8], path: &ResponsePath) -> Result<String, InvokeError> {
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return Ok(String::from_utf8_lossy(body).into_owned());
-    };
-    match path.get(&v) {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        // `null` is no answer, not the text "null".
-        Some(serde_json::Value::Null) => Err(InvokeError::PathNull {
-            path: path.as_str().to_string(),
-            head: head(body),
-        }),
-        Some(other) => Ok(other.to_string()),
-        None => Err(InvokeError::PathNotFound {
-            path: path.as_str().to_string(),
-            head: head(body),
-        }),
-    }
-}
-
-/// The root cause of a client error, e.g. "Connection refused (os error 111)".
-pub(crate) fn cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prompts_are_json_escaped_into_the_template() {
-        let body = render(
-            r#"{"input": "{prompt}", "n": 1}"#,
-            "say \"hi\"\nthen\tstop \\",
-        );
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(v["input"], "say \"hi\"\nthen\tstop \\");
-    }
-
-    #[test]
-    fn answers_by_path_or_as_text() {
-        let path = ResponsePath::parse("data.answer").unwrap();
-        assert_eq!(
-            extract(br#"{"data": {"answer": "42"}}"#, &path),
-            Ok("42".into())
-        );
-        assert_eq!(
-            extract(br#"{"data": {"answer": {"n": 4}}}"#, &path),
-            Ok(r#"{"n":4}"#.into())
-        );
-        assert_eq!(extract(b"plain words", &path), Ok("plain words".into()));
-        assert_eq!(
-            extract(br#"{"data": {"answer": null}}"#, &path)
-                .unwrap_err()
-                .to_string(),
-            r#"path `data.answer` is null in response: {"data": {"answer": null}}"#,
-            "null is no answer"
-        );
-        let err = extract(br#"{"result": "x"}"#, &path)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            r#"path `data.answer` not found in response: {"result": "x"}"#
-        );
-        let long = format!(r#"{{"pad": "{}"}}"#, "y".repeat(500));
-        let err = extract(long.as_bytes(), &path).unwrap_err().to_string();
-        assert_eq!(
-            err.len(),
-            "path `data.answer` not found in response: ".len() + 200
-        );
     }
 }

@@ -3,9 +3,12 @@
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
+mod answer;
 mod invoke;
 mod spawn;
 
-pub use invoke::{Agent, AgentError, InvokeError, Reply};
-pub(crate) use invoke::{DirectClient, cause as root_cause, direct_client, head as body_head};
-pub use spawn::{AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready};
+pub(crate) use answer::{cause as root_cause, head as body_head};
+pub use answer::{extract, render};
+pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
+pub(crate) use invoke::{DirectClient, direct_client};
+pub use spawn::{AgentProcess, Probe, SpawnError, log_tail, proxy_env, url_probe, wait_ready};

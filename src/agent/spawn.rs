@@ -1,7 +1,9 @@
-//! `agent.command`: start the agent with the proxy environment (config.md), wait until it
-//! is ready (`ready_url` answers 2xx, or without one its endpoint accepts connections), and
-//! stop it at the end: SIGTERM to its process group, then SIGKILL. Dropping the handle
-//! (an interrupted run) kills the group too, so no agent outlives flakestorm.
+//! `agent.command`: start the agent with the proxy environment (config.md; with proxy
+//! credentials when `proxy.users` is set) and `agent.env`, its output written to a log
+//! file, wait until it is ready (`ready_url` answers 2xx, or without one its endpoint
+//! accepts connections), and stop it at the end: SIGTERM to its process group, then
+//! SIGKILL. Dropping the handle (an interrupted run) kills the group too, so no agent
+//! outlives flakestorm.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,12 +24,19 @@ pub enum SpawnError {
         command: String,
         source: std::io::Error,
     },
-    #[error("agent command `{command}` exited ({status}) before {what}{hint}")]
+    #[error("agent command `{command}` exited ({status}) before {what}{hint}{tail}")]
     Exited {
         command: String,
         status: String,
         what: String,
         hint: &'static str,
+        /// The end of its log, as `:\n<lines>`, or empty.
+        tail: String,
+    },
+    #[error("agent log {path}: {source}")]
+    Log {
+        path: String,
+        source: std::io::Error,
     },
     #[error("agent was not ready within {secs}s: {what}")]
     NotReady { what: String, secs: u64 },
@@ -37,8 +46,16 @@ pub enum SpawnError {
 
 /// The environment that routes an agent through the proxy and makes it trust the CA.
 /// `NO_PROXY` is emptied: a `localhost` entry would let local LLMs (Ollama) bypass it.
-pub fn proxy_env(proxy: SocketAddr, ca: &Path) -> Vec<(String, String)> {
-    let url = format!("http://{proxy}");
+/// With `user` (name, password), the proxy URL carries them (`proxy.users`).
+pub fn proxy_env(
+    proxy: SocketAddr,
+    ca: &Path,
+    user: Option<(&str, &str)>,
+) -> Vec<(String, String)> {
+    let auth = user
+        .map(|(n, p)| format!("{}:{}@", userinfo(n), userinfo(p)))
+        .unwrap_or_default();
+    let url = format!("http://{auth}{proxy}");
     let ca = ca.display().to_string();
     let mut env = vec![];
     for name in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
@@ -58,22 +75,63 @@ pub fn proxy_env(proxy: SocketAddr, ca: &Path) -> Vec<(String, String)> {
     env
 }
 
+/// Percent-encodes a URL userinfo part (RFC 3986: all but unreserved characters).
+fn userinfo(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// A running agent started by flakestorm.
 pub struct AgentProcess {
     child: Child,
     command: String,
     /// Its process group (the `sh -c` leader's pid), signalled as a whole.
     group: Option<u32>,
+    /// Where its stdout and stderr go, if not inherited.
+    log: Option<std::path::PathBuf>,
 }
 
 impl AgentProcess {
-    /// Runs `command` with `sh -c` and `env`, in a process group of its own.
-    pub fn start(command: &str, env: &[(String, String)]) -> Result<AgentProcess, SpawnError> {
+    /// Runs `command` with `sh -c` and `env`, in a process group of its own; its stdout and
+    /// stderr go to `log` (created with its folder, replaced each run), else inherited.
+    pub fn start(
+        command: &str,
+        env: &[(String, String)],
+        log: Option<&Path>,
+    ) -> Result<AgentProcess, SpawnError> {
+        let (out, err) = match log {
+            Some(path) => {
+                let fail = |source| SpawnError::Log {
+                    path: path.display().to_string(),
+                    source,
+                };
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(fail)?;
+                }
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .open(path)
+                    .map_err(fail)?;
+                let copy = file.try_clone().map_err(fail)?;
+                (Stdio::from(file), Stdio::from(copy))
+            }
+            None => (Stdio::inherit(), Stdio::inherit()),
+        };
         let child = Command::new("sh")
             .arg("-c")
             .arg(command)
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
             // Its own process group, so stopping it reaches what `sh -c` started.
             .process_group(0)
             .kill_on_drop(true)
@@ -87,7 +145,26 @@ impl AgentProcess {
             child,
             command: command.to_string(),
             group,
+            log: log.map(Path::to_path_buf),
         })
+    }
+
+    /// Its log file, if its output goes to one.
+    pub fn log(&self) -> Option<&Path> {
+        self.log.as_deref()
+    }
+
+    /// How it exited, if it has (an agent that crashed during a run).
+    pub fn exit_status(&mut self) -> Option<String> {
+        self.child.try_wait().ok().flatten().map(|s| s.to_string())
+    }
+
+    /// The last lines of its log, as `:\n<lines>` for an error message, or empty.
+    pub fn tail(&self) -> String {
+        self.log
+            .as_deref()
+            .map(|p| log_tail(p, 20))
+            .unwrap_or_default()
     }
 
     /// The error for an agent that exited while flakestorm waited for `what`.
@@ -102,6 +179,7 @@ impl AgentProcess {
             } else {
                 ""
             },
+            tail: self.tail(),
         })
     }
 
@@ -130,6 +208,19 @@ impl Drop for AgentProcess {
         }
         signal_group(Some(group), "KILL");
     }
+}
+
+/// The last `n` lines of a log file, as `:\n<lines>` (with its path), or empty when the
+/// file is empty or unreadable.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = lines[lines.len().saturating_sub(n)..].join("\n");
+    format!("; the end of its log ({}):\n{tail}", path.display())
 }
 
 async fn signal_group_async(group: Option<u32>, signal: &str) {

@@ -92,10 +92,11 @@ impl Engine {
         spec: &ChaosSpec,
         canary: Option<Arc<Canary>>,
     ) -> Result<InstallGuard, String> {
-        let rules = RuleSet::compile(spec)?.with_canary(canary);
-        let previous = self.swap(Arc::new(rules));
+        let rules = Arc::new(RuleSet::compile(spec)?.with_canary(canary));
+        let previous = self.swap(rules.clone());
         Ok(InstallGuard {
             engine: self.clone(),
+            installed: rules,
             previous: Some(previous),
         })
     }
@@ -117,7 +118,7 @@ impl Engine {
             .insert(
                 trace.to_string(),
                 Scoped {
-                    rules,
+                    rules: rules.clone(),
                     seed,
                     formats: Formats::default(),
                 },
@@ -125,6 +126,7 @@ impl Engine {
         Ok(TraceGuard {
             engine: self.clone(),
             trace: trace.to_string(),
+            installed: rules,
         })
     }
 
@@ -148,7 +150,15 @@ impl Engine {
 /// Restores the previous rules when dropped.
 pub struct InstallGuard {
     engine: Engine,
+    installed: Arc<RuleSet>,
     previous: Option<Arc<RuleSet>>,
+}
+
+impl InstallGuard {
+    /// The rules this guard installed, with their counters.
+    pub fn rules(&self) -> &RuleSet {
+        &self.installed
+    }
 }
 
 impl Drop for InstallGuard {
@@ -163,6 +173,14 @@ impl Drop for InstallGuard {
 pub struct TraceGuard {
     engine: Engine,
     trace: String,
+    installed: Arc<RuleSet>,
+}
+
+impl TraceGuard {
+    /// The rules installed for this trace id, with their counters.
+    pub fn rules(&self) -> &RuleSet {
+        &self.installed
+    }
 }
 
 impl Drop for TraceGuard {

@@ -13,8 +13,10 @@ pub mod respond;
 pub mod rewrite;
 mod rng;
 mod rules;
+mod stats;
 
 pub use canary::{Canary, Scanner};
 pub use engine::{Engine, InstallGuard, TraceGuard};
 pub use rng::{mix, stream};
 pub use rules::{Decision, Fault, Fired, Formats, RuleSet};
+pub use stats::{RuleKind, RuleStats, sum as sum_stats};

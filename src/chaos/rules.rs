@@ -9,6 +9,7 @@ use globset::GlobSet;
 
 use super::canary::Canary;
 use super::rng;
+use super::stats::{RuleKind, RuleStats};
 use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode};
 use crate::config::globs;
 use crate::exchange::{Provider, Target};
@@ -64,6 +65,30 @@ impl Scope {
     fn named(&self) -> bool {
         !matches!(self, Scope::AnyTool | Scope::Llm(None))
     }
+
+    /// The tool this scope names, if one.
+    fn tool(&self) -> Option<&str> {
+        match self {
+            Scope::Tool(name) => Some(name),
+            Scope::Attack { tool: Some(t), .. } if t != "*" => Some(t),
+            Scope::AnyTool | Scope::Llm(_) | Scope::Attack { .. } => None,
+        }
+    }
+
+    /// In words, for reports that explain why a rule never fired.
+    fn describe(&self) -> String {
+        match self {
+            Scope::AnyTool => "any request that is not an LLM call".into(),
+            Scope::Tool(name) => format!("calls to tool `{name}`"),
+            Scope::Llm(None) => "LLM calls".into(),
+            Scope::Llm(Some(p)) => format!("{} LLM calls", p.as_str()),
+            Scope::Attack { tool, provider } => match (tool.as_deref(), provider) {
+                (_, Some(p)) => format!("{} LLM calls", p.as_str()),
+                (Some(t), None) if t != "*" => format!("responses of tool `{t}`"),
+                _ => "tool responses and LLM calls".into(),
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -78,6 +103,10 @@ struct Compiled<T> {
     after_calls: u64,
     stream: u64,
     calls: AtomicU64,
+    fired: AtomicU64,
+    kind: RuleKind,
+    mode: &'static str,
+    match_url: Option<String>,
     what: T,
 }
 
@@ -86,11 +115,30 @@ impl<T: Clone> Compiled<T> {
     fn trigger(&self, seed: u64) -> Option<Fired<T>> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let draw = rng::draw(seed, self.stream, n);
-        (n > self.after_calls && rng::unit(draw) < self.probability).then(|| Fired {
+        let fires = n > self.after_calls && rng::unit(draw) < self.probability;
+        if fires {
+            self.fired.fetch_add(1, Ordering::Relaxed);
+        }
+        fires.then(|| Fired {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw,
         })
+    }
+
+    fn stats(&self) -> RuleStats {
+        RuleStats {
+            rule: self.id.to_string(),
+            kind: self.kind,
+            mode: self.mode,
+            matched: self.calls.load(Ordering::Relaxed),
+            fired: self.fired.load(Ordering::Relaxed),
+            scope: self.scope.describe(),
+            tool: self.scope.tool().map(str::to_string),
+            match_url: self.match_url.clone(),
+            probability: self.probability,
+            after_calls: self.after_calls,
+        }
     }
 
     fn matches(&self, target: &Target, url_hits: &[usize]) -> bool {
@@ -139,7 +187,7 @@ impl RuleSet {
             faults.push(compiled(
                 r,
                 &format!("tool_faults[{i}]"),
-                scope,
+                (scope, RuleKind::ToolFault, r.mode.name()),
                 Fault::Tool(r.mode.clone()),
                 &mut patterns,
             )?);
@@ -149,7 +197,7 @@ impl RuleSet {
             faults.push(compiled(
                 r,
                 &format!("llm_faults[{i}]"),
-                scope,
+                (scope, RuleKind::LlmFault, r.mode.name()),
                 Fault::Llm(r.mode.clone()),
                 &mut patterns,
             )?);
@@ -163,7 +211,7 @@ impl RuleSet {
             attacks.push(compiled(
                 r,
                 &format!("context_attacks[{i}]"),
-                scope,
+                (scope, RuleKind::ContextAttack, r.mode.name()),
                 r.mode.clone(),
                 &mut patterns,
             )?);
@@ -187,6 +235,14 @@ impl RuleSet {
 
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty() && self.attacks.is_empty()
+    }
+
+    /// Each rule's counters since it was installed, faults first, in spec order.
+    pub fn stats(&self) -> Vec<RuleStats> {
+        let faults = self.faults.iter().map(Compiled::stats);
+        faults
+            .chain(self.attacks.iter().map(Compiled::stats))
+            .collect()
     }
 
     /// Offers the call to the matching fault rules, most specific first (longest literal
@@ -223,7 +279,7 @@ impl RuleSet {
 fn compiled<M, T>(
     rule: &Rule<M>,
     default_id: &str,
-    scope: Scope,
+    (scope, kind, mode): (Scope, RuleKind, &'static str),
     what: T,
     patterns: &mut Vec<String>,
 ) -> Result<Compiled<T>, String> {
@@ -257,6 +313,10 @@ fn compiled<M, T>(
         probability,
         after_calls: after_calls.unwrap_or(0),
         calls: AtomicU64::new(0),
+        fired: AtomicU64::new(0),
+        kind,
+        mode,
+        match_url: match_url.clone(),
         what,
     })
 }

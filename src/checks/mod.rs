@@ -38,10 +38,22 @@ pub enum Verdict {
     Fail(String),
     /// The check does not apply to this case (e.g. `refusal_check` on a benign prompt).
     NotApplicable(String),
+    /// The check could not be judged: the chaos it is about never happened, or the
+    /// environment failed (flakestorm's own errors, an untrusted upstream). Never a pass,
+    /// never the agent's failure.
+    NotTested(String),
 }
 
 impl Verdict {
     pub fn passed(&self) -> bool {
         matches!(self, Verdict::Pass(_))
+    }
+
+    /// Passed or failed: a verdict on the agent.
+    pub fn judged(&self) -> bool {
+        match self {
+            Verdict::Pass(_) | Verdict::Fail(_) => true,
+            Verdict::NotApplicable(_) | Verdict::NotTested(_) => false,
+        }
     }
 }

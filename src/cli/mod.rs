@@ -9,6 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{self, Loaded, Overrides};
 
 mod commands;
+mod progress;
+mod report_path;
 mod runs;
 mod session;
 
@@ -94,7 +96,11 @@ pub enum Command {
         command: CaCommand,
     },
     /// Run the embedded demo offline: mock tool + LLM, an agent calling them through the proxy.
-    Demo,
+    Demo {
+        /// Print the demo's flakestorm.yaml (its agent, tools, faults and contract) and exit.
+        #[arg(long)]
+        print_config: bool,
+    },
     /// Check a config file and list every problem in it.
     Validate {
         #[command(flatten)]
@@ -183,7 +189,7 @@ pub struct ReportArgs {
     /// Report file (default: output.path/<contract|chaos|ci>.json).
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Exit 1 when the score is below this (0–100), even without a critical failure.
+    /// The pass mark (0–100): below it the run fails (default: scoring.min_score, 70).
     #[arg(long, value_name = "SCORE", value_parser = score_arg)]
     pub min_score: Option<f64>,
 }
@@ -280,7 +286,13 @@ pub async fn run(cli: Cli) -> ExitCode {
         } => return job(&config, |l| runs::ci(l, report, show.show())).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
-        Command::Demo => crate::demo::run()
+        Command::Demo { print_config: true } => {
+            print!("{}", crate::demo::DEMO_CONFIG);
+            Ok(())
+        }
+        Command::Demo {
+            print_config: false,
+        } => crate::demo::run()
             .await
             .map(|text| print!("{text}"))
             .map_err(Into::into),

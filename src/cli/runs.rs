@@ -1,18 +1,21 @@
-//! The run commands: `contract run`, `run --chaos-only` and `ci`. Each starts a session
-//! (proxy, agent, pre-flight), runs, writes its JSON report and prints a summary. Exit codes:
-//! 0 passed, 1 failed (a critical cell, or below `--min-score`), 2 bad config or
-//! unreachable agent.
+//! The run commands: `contract run`, `run --chaos-only` and `ci`. Each checks where its
+//! report goes, starts a session (proxy, agent, pre-flight), runs, writes its JSON report
+//! and prints a summary. The exit code is the verdict's: 0 pass, 1 fail (the agent),
+//! 2 not tested or error (the run could not judge the agent), and 2 for bad config or an
+//! unreachable agent before any case.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use super::ReportArgs;
-use super::session::Session;
-use crate::checks::Verdict;
+use super::report_path;
+use super::session::{Options, Session};
 use crate::config::Loaded;
-use crate::run::{combine, run_chaos, run_contract, summary};
+use crate::run::{
+    RunVerdict, chaos_summary, combine, run_chaos, run_contract, summary, verdict_line,
+};
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
 /// stdout instead of the summary).
@@ -30,68 +33,74 @@ impl Show {
     }
 }
 
-/// Exit 0 on a pass, 1 on a failure (2 is for bad config, returned where it is found).
-fn exit(passed: bool) -> ExitCode {
-    if passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-fn verdict(passed: bool) -> &'static str {
-    if passed { "PASS" } else { "FAIL" }
-}
-
 fn color() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout())
 }
 
-pub async fn contract(
-    loaded: Loaded,
-    report_args: ReportArgs,
+/// The report path (checked before anything starts) and a session for the run.
+async fn begin(
+    loaded: &Loaded,
+    args: &ReportArgs,
+    file: &str,
     show: Show,
-) -> anyhow::Result<ExitCode> {
-    let ReportArgs {
-        output: out,
-        min_score,
-    } = report_args;
+) -> Result<(Session, PathBuf), ExitCode> {
+    let path = report_path::resolve(args.output.as_deref(), &loaded.config.output.path, file)
+        .map_err(|e| {
+            eprintln!("flakestorm: {e}");
+            ExitCode::from(2)
+        })?;
+    let opts = Options {
+        progress: show.summary(),
+        agent_log: report_path::agent_log(&path),
+        min_score: args.min_score.unwrap_or(loaded.config.scoring.min_score),
+    };
+    let session = Session::start(loaded, opts).await?;
+    Ok((session, path))
+}
+
+pub async fn contract(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
     let Some(contract) = &config.contract else {
         eprintln!("flakestorm: a contract run needs a `contract:` section");
         return Ok(ExitCode::from(2));
     };
-    let session = match Session::start(&loaded, show.summary()).await {
+    let (session, path) = match begin(&loaded, &args, "contract.json", show).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let result = run_contract(&session.ctx, contract, &config.golden_prompts).await;
-    session.stop().await;
-    let report = match result {
+    let crashed = session.stop().await;
+    let mut report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let path = out.unwrap_or_else(|| config.output.path.join("contract.json"));
+    report.warnings.extend(crashed);
     write_report(&report, &path)?;
-    let passed = report.score.passed && min_score.is_none_or(|m| report.score.value >= m);
+    let verdict = report.judgement.verdict;
     if show.score_only {
         println!("{:.1}", report.score.value);
+        if !verdict.passed() {
+            eprint!(
+                "{}",
+                verdict_line(report.score.value, report.min_score, &report.judgement)
+            );
+        }
     } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if show.quiet {
         println!(
             "contract {}: {:.1}/100",
-            verdict(passed),
+            verdict.label(),
             report.score.value
         );
     } else {
         print!("{}", summary(&report, color()));
         println!("report: {}", path.display());
     }
-    Ok(exit(passed))
+    Ok(exit(verdict))
 }
 
 /// `run --chaos-only`: golden prompts under the `chaos:` section or `profile`, checked with
@@ -99,13 +108,9 @@ pub async fn contract(
 pub async fn chaos_only(
     loaded: Loaded,
     profile: Option<String>,
-    report_args: ReportArgs,
+    args: ReportArgs,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
-    let ReportArgs {
-        output: out,
-        min_score,
-    } = report_args;
     let config = &loaded.config;
     let (name, chaos) = match profile {
         Some(p) => match crate::chaos::profiles::load(&p) {
@@ -125,76 +130,36 @@ pub async fn chaos_only(
         eprintln!("flakestorm: a chaos run needs `invariants:` to check the answers with");
         return Ok(ExitCode::from(2));
     }
-    let session = match Session::start(&loaded, show.summary()).await {
+    let (session, path) = match begin(&loaded, &args, "chaos.json", show).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let result = run_chaos(
-        &session.ctx,
-        &name,
-        &chaos,
-        &config.golden_prompts,
-        &config.invariants,
-    )
-    .await;
-    session.stop().await;
-    let report = match result {
+    let golden = &config.golden_prompts;
+    let result = run_chaos(&session.ctx, &name, &chaos, golden, &config.invariants).await;
+    let crashed = session.stop().await;
+    let mut report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let path = out.unwrap_or_else(|| config.output.path.join("chaos.json"));
+    report.warnings.extend(crashed);
     write_report(&report, &path)?;
-    let ok = min_score.is_none_or(|m| report.score >= m);
+    let verdict = report.judgement.verdict;
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(exit(ok));
+    } else if show.quiet {
+        println!("chaos {}: {:.1}/100", verdict.label(), report.score);
+    } else {
+        print!("{}", chaos_summary(&report));
+        println!("report: {}", path.display());
     }
-    if show.quiet {
-        println!("chaos {}: {:.1}/100", verdict(ok), report.score);
-        return Ok(exit(ok));
-    }
-    let passed = report.prompts.iter().filter(|p| p.passed).count();
-    println!(
-        "chaos run under {:?}: {passed} of {} prompts passed",
-        report.chaos,
-        report.prompts.len()
-    );
-    for p in report.prompts.iter().filter(|p| !p.passed) {
-        let why = p.checks.iter().find_map(|v| {
-            if let Verdict::Fail(r) = v {
-                Some(r.as_str())
-            } else {
-                None
-            }
-        });
-        let why = why.or_else(|| {
-            p.checks.iter().find_map(|v| match v {
-                Verdict::NotApplicable(r) => Some(r.as_str()),
-                _ => None,
-            })
-        });
-        println!("  ✗ {:?}: {}", p.prompt, why.unwrap_or("failed"));
-    }
-    for w in &report.warnings {
-        println!("warning: {w}");
-    }
-    println!(
-        "\nscore {:.1}/100\nreport: {}",
-        report.score,
-        path.display()
-    );
-    Ok(exit(ok))
+    Ok(exit(verdict))
 }
 
 /// `ci`: contract and chaos phases once each, one weighted score.
-pub async fn ci(loaded: Loaded, report_args: ReportArgs, show: Show) -> anyhow::Result<ExitCode> {
-    let ReportArgs {
-        output: out,
-        min_score,
-    } = report_args;
+pub async fn ci(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
     let mut skipped: Vec<(&'static str, String)> = vec![
         (
@@ -213,28 +178,30 @@ pub async fn ci(loaded: Loaded, report_args: ReportArgs, show: Show) -> anyhow::
     if !chaos_runs {
         skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
     }
-    let session = match Session::start(&loaded, show.summary()).await {
+    let (session, path) = match begin(&loaded, &args, "ci.json", show).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    let golden = &config.golden_prompts;
     let contract = match &config.contract {
-        Some(c) => Some(run_contract(&session.ctx, c, &config.golden_prompts).await),
+        Some(c) => Some(run_contract(&session.ctx, c, golden).await),
         None => None,
     };
     let chaos = match chaos_runs {
-        true => Some(
-            run_chaos(
+        true => {
+            let run = run_chaos(
                 &session.ctx,
                 "chaos",
                 &config.chaos,
-                &config.golden_prompts,
+                golden,
                 &config.invariants,
-            )
-            .await,
-        ),
+            );
+            Some(run.await)
+        }
         false => None,
     };
-    session.stop().await;
+    let min_score = session.ctx.min_score;
+    let crashed = session.stop().await;
     let (contract, chaos) = match (contract.transpose(), chaos.transpose()) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
@@ -242,39 +209,50 @@ pub async fn ci(loaded: Loaded, report_args: ReportArgs, show: Show) -> anyhow::
             return Ok(ExitCode::from(2));
         }
     };
-    if let Some(c) = contract.as_ref().filter(|_| show.summary()) {
-        print!("{}", summary(c, color()));
+    let mut report = combine(&config.scoring, contract, chaos, &skipped, min_score);
+    if let Some(c) = report.contract.as_mut() {
+        c.warnings.extend(crashed);
     }
-    let report = combine(&config.scoring, contract, chaos, &skipped, min_score);
-    let path = out.unwrap_or_else(|| config.output.path.join("ci.json"));
     write_report(&report, &path)?;
-    let code = exit(report.passed);
+    let verdict = report.judgement.verdict;
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(code);
+        return Ok(exit(verdict));
     }
     if show.quiet {
-        println!("ci {}: {:.1}/100", verdict(report.passed), report.overall);
-        return Ok(code);
+        println!("ci {}: {:.1}/100", verdict.label(), report.overall);
+        return Ok(exit(verdict));
     }
-    for w in report.chaos.iter().flat_map(|c| &c.warnings) {
-        println!("warning (chaos phase): {w}");
+    if let Some(c) = &report.contract {
+        print!("{}", summary(c, color()));
+    }
+    if let Some(c) = &report.chaos {
+        print!("\n{}", chaos_summary(c));
     }
     println!("\nphases:");
     for p in &report.phases {
-        match (p.score, &p.skipped) {
-            (Some(s), _) => println!("  {:<9} {s:>5.1}  (weight {})", p.name, p.weight),
-            (None, Some(why)) => println!("  {:<9} skipped: {why}", p.name),
-            (None, None) => println!("  {:<9} -", p.name),
+        match (p.score, &p.skipped, p.verdict) {
+            (Some(s), _, v) => println!(
+                "  {:<9} {s:>5.1}  {}  (weight {})",
+                p.name,
+                v.map_or("", RunVerdict::label),
+                p.weight
+            ),
+            (None, Some(why), _) => println!("  {:<9} skipped: {why}", p.name),
+            (None, None, _) => println!("  {:<9} -", p.name),
         }
     }
-    println!(
-        "\noverall {:.1}/100: {}\nreport: {}",
-        report.overall,
-        verdict(report.passed),
-        path.display()
+    print!(
+        "{}",
+        verdict_line(report.overall, report.min_score, &report.judgement)
+            .replacen("score", "overall", 1)
     );
-    Ok(code)
+    println!("report: {}", path.display());
+    Ok(exit(verdict))
+}
+
+fn exit(verdict: RunVerdict) -> ExitCode {
+    ExitCode::from(verdict.exit_code())
 }
 
 fn write_report(report: &impl serde::Serialize, path: &Path) -> anyhow::Result<()> {

@@ -1,28 +1,41 @@
 //! What every run command needs: the daemon (proxy + engine + journal), the agent started
 //! with the proxy environment when `agent.command` is set, a pre-flight check that it
 //! answers, and the embeddings endpoint (`advanced.embeddings`) tried before anything
-//! starts. Failures print one message and become exit code 2.
+//! starts. A run that starts its own agent puts its proxy on a free port unless the config
+//! names one, and its control API always, so a `flakestorm serve` on the defaults is no
+//! obstacle. Failures print one message and become exit code 2.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::progress;
 use crate::agent::{Agent, AgentProcess, Probe, proxy_env, url_probe, wait_ready};
 use crate::config::{AgentSpec, Check, Config, Loaded};
 use crate::daemon::Daemon;
-use crate::run::{Embedder, RunContext};
+use crate::run::{Declared, Embedder, RunContext};
+
+/// How a run command wants its session.
+pub struct Options {
+    /// Say where the proxy is and show progress on stderr; off for `--quiet`, `--json`
+    /// and `contract score`.
+    pub progress: bool,
+    /// Where `agent.command`'s output goes (beside the report).
+    pub agent_log: PathBuf,
+    /// `--min-score`, else `scoring.min_score`.
+    pub min_score: f64,
+}
 
 pub struct Session {
     daemon: Daemon,
     process: Option<AgentProcess>,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Option<progress::Display>,
     pub ctx: RunContext,
 }
 
 impl Session {
-    /// `progress`: say where the proxy is and show a live count of cases on stderr (when
-    /// it is a terminal); off for `--quiet`, `--json` and `contract score`.
-    pub async fn start(loaded: &Loaded, progress: bool) -> Result<Session, ExitCode> {
-        let config = &loaded.config;
+    pub async fn start(loaded: &Loaded, opts: Options) -> Result<Session, ExitCode> {
+        let config = &run_config(loaded);
         let Some(spec) = &config.agent else {
             eprintln!(
                 "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
@@ -40,10 +53,10 @@ impl Session {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("flakestorm: error: {e}");
-                return Err(ExitCode::from(1));
+                return Err(ExitCode::from(2));
             }
         };
-        if progress {
+        if opts.progress {
             eprintln!(
                 "flakestorm: proxy on {} for the agent's traffic",
                 daemon.proxy_addr
@@ -53,20 +66,20 @@ impl Session {
             Ok(a) => a,
             Err(e) => return Err(fail(daemon, None, e.to_string()).await),
         };
-        let process = match start_agent(spec, &agent, &daemon).await {
+        let process = match start_agent(config, &agent, &daemon, &opts.agent_log).await {
             Ok(p) => p,
             Err(e) => return Err(fail(daemon, None, e).await),
         };
+        if process.is_some() && opts.progress {
+            eprintln!(
+                "flakestorm: the agent's output goes to {}",
+                opts.agent_log.display()
+            );
+        }
         if let Err(e) = agent.preflight().await {
             return Err(fail(daemon, process, e.to_string()).await);
         }
-        let bar = (progress && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(spinner);
-        let on_case = bar.clone().map(|b| -> crate::run::OnCase {
-            std::sync::Arc::new(move |c: &crate::run::CaseResult| {
-                b.inc(1);
-                b.set_message(format!("{}: {}", c.scenario, c.prompt));
-            })
-        });
+        let display = opts.progress.then(progress::Display::new);
         let ctx = RunContext {
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
@@ -74,54 +87,74 @@ impl Session {
             concurrency: config.advanced.concurrency as usize,
             attribution: config.advanced.attribution,
             config_digest: loaded.digest.clone(),
-            on_case,
+            progress: display.as_ref().map(progress::Display::hooks),
             embedder,
+            declared: Declared {
+                tools: config.tools.clone(),
+                llm: config.llm.clone(),
+            },
+            min_score: opts.min_score,
         };
         Ok(Session {
             daemon,
             process,
-            progress: bar,
+            progress: display,
             ctx,
         })
     }
 
-    pub async fn stop(self) {
-        if let Some(b) = &self.progress {
-            b.finish_and_clear();
+    /// Stops the agent and the proxy. Returns a warning when the agent had exited during
+    /// the run (crashed), with the end of its log.
+    pub async fn stop(self) -> Option<String> {
+        if let Some(p) = &self.progress {
+            p.finish();
         }
-        if let Some(p) = self.process {
+        let mut crashed = None;
+        if let Some(mut p) = self.process {
+            if let Some(status) = p.exit_status() {
+                crashed = Some(format!(
+                    "the agent (agent.command) exited during the run ({status}); cases after \
+                     that could not reach it{}",
+                    p.tail()
+                ));
+            }
             p.stop(Duration::from_secs(5)).await;
         }
         self.daemon.stop().await;
+        crashed
     }
 }
 
-/// Starts `agent.command` with the proxy environment, and waits until the agent is ready:
-/// `ready_url` answers 2xx or, without one, the endpoint accepts connections. A `ready_url`
-/// without a command is waited for too (config.md: polled before the run starts).
+/// The config a run uses: with `agent.command`, a proxy on a free port unless the config
+/// names one (the agent is told where it is); the control API on a free port unless named
+/// (nothing needs to find a run's control API at a fixed address).
+fn run_config(loaded: &Loaded) -> Config {
+    let mut config = loaded.config.clone();
+    let starts_agent = config.agent.as_ref().is_some_and(|a| a.command.is_some());
+    if starts_agent && !loaded.named.proxy_listen {
+        config.proxy.listen = "127.0.0.1:0".into();
+    }
+    if !loaded.named.control_listen {
+        config.control.listen = "127.0.0.1:0".into();
+    }
+    config
+}
+
+/// Starts `agent.command` with the proxy environment (and `agent.env`), its output to
+/// `log`, and waits until the agent is ready: `ready_url` answers 2xx or, without one, the
+/// endpoint accepts connections. A `ready_url` without a command is waited for too
+/// (config.md: polled before the run starts).
 async fn start_agent(
-    spec: &AgentSpec,
+    config: &Config,
     agent: &Agent,
     daemon: &Daemon,
+    log: &std::path::Path,
 ) -> Result<Option<AgentProcess>, String> {
-    let wait = Duration::from_millis(spec.timeout.max(30_000));
-    let (what, mut probe): (String, Box<dyn FnMut() -> Probe + Send>) = match &spec.ready_url {
-        Some(url) => (
-            format!("{url} answered 2xx"),
-            Box::new(url_probe(url).map_err(|e| e.to_string())?),
-        ),
-        None => {
-            let agent = agent.clone();
-            let probe = move || {
-                let agent = agent.clone();
-                Box::pin(async move { agent.preflight().await.is_ok() }) as Probe
-            };
-            (
-                format!("{} accepted connections", spec.endpoint),
-                Box::new(probe),
-            )
-        }
+    let Some(spec) = &config.agent else {
+        return Ok(None);
     };
+    let wait = Duration::from_millis(spec.timeout.max(30_000));
+    let (what, mut probe) = readiness(spec, agent)?;
     let Some(cmd) = &spec.command else {
         if spec.ready_url.is_some() {
             wait_ready(None, &what, wait, probe)
@@ -137,15 +170,46 @@ async fn start_agent(
              earlier run?) is there; stop it or use another port"
         ));
     }
-    let env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path);
-    let mut process = AgentProcess::start(cmd, &env).map_err(|e| e.to_string())?;
+    let user = config.proxy.users.first();
+    let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
+    let mut env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path, user);
+    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
     match wait_ready(Some(&mut process), &what, wait, probe).await {
         Ok(()) => Ok(Some(process)),
         Err(e) => {
+            let tail = match &e {
+                crate::agent::SpawnError::Exited { .. } => String::new(),
+                _ => process.tail(),
+            };
             process.stop(Duration::from_secs(5)).await;
-            Err(e.to_string())
+            Err(format!("{e}{tail}"))
         }
     }
+}
+
+/// What readiness means, in words, and the probe that checks it.
+type Readiness = (String, Box<dyn FnMut() -> Probe + Send>);
+
+/// What readiness means for this agent, and the probe that checks it.
+fn readiness(spec: &AgentSpec, agent: &Agent) -> Result<Readiness, String> {
+    Ok(match &spec.ready_url {
+        Some(url) => (
+            format!("{url} answered 2xx"),
+            Box::new(url_probe(url).map_err(|e| e.to_string())?),
+        ),
+        None => {
+            let agent = agent.clone();
+            let probe = move || {
+                let agent = agent.clone();
+                Box::pin(async move { agent.preflight().await.is_ok() }) as Probe
+            };
+            (
+                format!("{} accepted connections", spec.endpoint),
+                Box::new(probe),
+            )
+        }
+    })
 }
 
 /// `advanced.embeddings`, tried with one request when an invariant compares texts.
@@ -172,18 +236,13 @@ async fn embedder(config: &Config) -> Result<Option<Embedder>, String> {
     Ok(Some(embedder))
 }
 
-fn spinner() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new_spinner();
-    let style = indicatif::ProgressStyle::with_template("{spinner} {pos} cases  {wide_msg}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-    bar.set_style(style);
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
-}
-
 async fn fail(daemon: Daemon, process: Option<AgentProcess>, message: String) -> ExitCode {
     eprintln!("flakestorm: {message}");
     if let Some(p) = process {
+        let tail = p.tail();
+        if !tail.is_empty() {
+            eprintln!("flakestorm: {}", tail.trim_start_matches("; "));
+        }
         p.stop(Duration::from_secs(5)).await;
     }
     daemon.stop().await;

@@ -39,7 +39,25 @@ pub struct AgentSpec {
     /// Polled until 2xx before the run starts.
     #[serde(default)]
     pub ready_url: Option<String>,
+    /// Environment for `command`, on top of flakestorm's proxy and CA variables (`${VAR}`
+    /// expanded at load).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
+
+/// Variables flakestorm sets for `agent.command`: one in `agent.env` overrides them.
+pub const PROXY_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "CURL_CA_BUNDLE",
+];
 
 fn http() -> String {
     "http".into()
@@ -107,8 +125,34 @@ pub fn check_agent(a: &AgentSpec) -> Vec<ConfigError> {
     if let Err(e) = ResponsePath::parse(&a.response_path) {
         err("response_path", e);
     }
+    if !a.env.is_empty() && a.command.is_none() {
+        err(
+            "env",
+            "is the environment of agent.command, which is not set".into(),
+        );
+    }
+    for name in a.env.keys() {
+        let bad = name.is_empty() || name.contains(['=', '\0']);
+        if bad {
+            err(
+                &format!("env.{name}"),
+                "is not a valid variable name".into(),
+            );
+        }
+    }
     check_headers(&a.headers, &mut errors);
     errors
+}
+
+/// Warnings for an agent section that loads but defeats the run: `agent.env` replacing
+/// the proxy or CA variables flakestorm sets.
+pub fn warn_agent(a: &AgentSpec, warnings: &mut Vec<String>) {
+    for name in a.env.keys().filter(|n| PROXY_VARS.contains(&n.as_str())) {
+        warnings.push(format!(
+            "agent.env.{name}: replaces the value flakestorm sets for agent.command; if the \
+             agent's traffic no longer crosses this run's proxy, the run tests nothing"
+        ));
+    }
 }
 
 /// `agent.headers`, parsed as the driver parses them (values after `${VAR}` expansion).

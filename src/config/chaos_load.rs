@@ -66,7 +66,12 @@ pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
         .iter()
         .flat_map(|k| k.chaos_matrix.iter().map(|s| &s.chaos));
     let mut seen = std::collections::BTreeSet::new();
+    let mut any_tool = false;
     for spec in std::iter::once(&c.chaos).chain(scenarios) {
+        any_tool |= spec
+            .tool_faults
+            .iter()
+            .any(|r| r.common.tool.as_deref().is_none_or(|t| t == "*"));
         let named = spec
             .tool_faults
             .iter()
@@ -83,6 +88,15 @@ pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
                 ));
             }
         }
+    }
+    if any_tool {
+        warnings.push(
+            "chaos: `tool: \"*\"` tool faults with no `tools:` declared: in Flakestorm v2 they \
+             faulted the call to the agent endpoint; here they hit the agent's own calls to its \
+             tools (every non-LLM request crossing the proxy), never the endpoint. Declare the \
+             tools under `tools:` (name and match_url) so faults and reports can name them"
+                .into(),
+        );
     }
 }
 

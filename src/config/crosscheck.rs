@@ -75,6 +75,9 @@ pub(super) fn check_has_prompts(
 /// Warnings about a config that loads: things it asks for that a run will not do as the
 /// user may expect.
 pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
+    if let Some(a) = &c.agent {
+        super::agent::warn_agent(a, warnings);
+    }
     warn_reset_with_concurrency(c, warnings);
     warn_unrendered_formats(c, warnings);
 }

@@ -64,6 +64,29 @@ pub struct Loaded {
     pub file: Option<PathBuf>,
     /// `sha256:<hex>` of that file's bytes, so a report names the config that produced it.
     pub digest: Option<String>,
+    /// Which listen addresses the file, the environment or a flag named (the others are
+    /// defaults, which a run that starts its own agent may replace with free ports).
+    pub named: Named,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Named {
+    pub proxy_listen: bool,
+    pub control_listen: bool,
+}
+
+impl Named {
+    fn of(root: &Map<String, Value>) -> Named {
+        let has = |section: &str| {
+            root.get(section)
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.contains_key("listen"))
+        };
+        Named {
+            proxy_listen: has("proxy"),
+            control_listen: has("control"),
+        }
+    }
 }
 
 /// `sha256:` and the hex SHA-256 of `bytes` (ring is already linked for TLS).
@@ -104,6 +127,7 @@ pub fn load_with_env(
         None => String::new(),
     };
     let root = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
+    let named = Named::of(&root);
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let (mut config, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
@@ -122,6 +146,7 @@ pub fn load_with_env(
             warnings,
             file: file.map(Path::to_path_buf),
             digest: file.map(|_| digest(text.as_bytes())),
+            named,
         })
     } else {
         Err(fail(errors))

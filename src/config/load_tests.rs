@@ -299,11 +299,19 @@ fn v2_fields_a_mode_does_not_use_are_warnings() {
     );
     let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new()).unwrap();
     assert_eq!(
-        loaded.warnings,
+        loaded.warnings[..2],
         [
             "chaos.tool_faults[0].delay_ms: not used by mode `error`; ignored",
             "chaos.tool_faults[0].payload: not used by mode `error`; ignored"
         ]
+    );
+    // v2's `tool: "*"` meant the agent endpoint; here it means the agent's own tool calls.
+    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+    let v2 = &loaded.warnings[2];
+    assert!(
+        v2.contains("in Flakestorm v2 they faulted the call to the agent endpoint")
+            && v2.contains("Declare the tools under `tools:`"),
+        "{v2}"
     );
 }
 

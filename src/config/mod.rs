@@ -20,13 +20,13 @@ mod output;
 mod schema;
 mod validate;
 
-pub use agent::{AgentSpec, ResponsePath};
+pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
 pub use chaos_load::parse_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, InvariantSpec, parse_invariant};
-pub use load::{Loaded, Overrides, digest, load, load_with_env};
-pub use output::{OutputSpec, ReportFormat, ScoringSpec};
+pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
+pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
 pub use validate::{check_chaos, listen_addr};

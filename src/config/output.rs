@@ -16,7 +16,13 @@ pub struct ScoringSpec {
     pub chaos: f64,
     pub contract: f64,
     pub replay: f64,
+    /// The pass mark (0–100) every run's score must reach; `--min-score` overrides it.
+    /// Not a weight. Added by flakestorm (v2 had none: a contract passed at any score).
+    pub min_score: f64,
 }
+
+/// The default pass mark: a run scoring below it does not pass.
+pub const DEFAULT_MIN_SCORE: f64 = 70.0;
 
 impl Default for ScoringSpec {
     fn default() -> Self {
@@ -25,6 +31,7 @@ impl Default for ScoringSpec {
             chaos: 0.35,
             contract: 0.35,
             replay: 0.10,
+            min_score: DEFAULT_MIN_SCORE,
         }
     }
 }
@@ -105,6 +112,12 @@ pub(super) fn check_scoring(s: &ScoringSpec, errors: &mut Vec<ConfigError>) {
                 format!("{w} is outside 0..=1"),
             ));
         }
+    }
+    if !(0.0..=100.0).contains(&s.min_score) {
+        errors.push(ConfigError::new(
+            "scoring.min_score",
+            format!("{} is outside 0..=100", s.min_score),
+        ));
     }
     let sum: f64 = parts.iter().map(|(_, w)| w).sum();
     if (sum - 1.0).abs() > 1e-6 {

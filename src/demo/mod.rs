@@ -2,7 +2,8 @@
 //! a mock OpenAI-compatible LLM (HTTPS, throwaway CA), a small HTTP agent that calls both
 //! through the proxy, and `ci` on `config/demo.yaml`: a contract under three faults (tool
 //! outage, LLM rate limit, truncated LLM answers) with traffic invariants, and a chaos run.
-//! Reports go to a temporary folder; the summary says where.
+//! Its working files (CAs, config) live in a temporary folder removed at the end; its
+//! report goes to one stated place, `<temp>/flakestorm-demo/ci.json`, replaced each run.
 
 mod agent;
 mod origins;
@@ -11,9 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::config::{self, Overrides, ScoringSpec};
+use crate::config::{self, Overrides};
 use crate::daemon::Daemon;
-use crate::run::{RunContext, combine, run_chaos, run_contract, summary};
+use crate::run::{Declared, RunContext, chaos_summary, combine, run_chaos, run_contract, summary};
 
 /// The demo's configuration (ports come from `DEMO_*` variables).
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -31,7 +32,18 @@ impl DemoError {
 /// Runs the demo and returns the text to print.
 pub async fn run() -> Result<String, DemoError> {
     let dir = tempfile_dir()?;
-    let mocks = origins::start(&dir).await?;
+    let result = run_in(&dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Where the demo's report goes, replaced by the next demo.
+pub fn reports_dir() -> PathBuf {
+    std::env::temp_dir().join("flakestorm-demo")
+}
+
+async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
+    let mocks = origins::start(dir).await?;
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(DemoError::from("binding the agent"))?;
@@ -74,8 +86,13 @@ pub async fn run() -> Result<String, DemoError> {
         concurrency: 1,
         attribution: Default::default(),
         config_digest,
-        on_case: None,
+        progress: None,
         embedder: None,
+        declared: Declared {
+            tools: cfg.tools.clone(),
+            llm: cfg.llm.clone(),
+        },
+        min_score: cfg.scoring.min_score,
     };
     let contract = cfg
         .contract
@@ -100,16 +117,13 @@ pub async fn run() -> Result<String, DemoError> {
     );
     let _ = writeln!(
         out,
-        "Its tool and LLM calls cross the proxy on {}; the rules are config/demo.yaml.\n",
+        "Its tool and LLM calls cross the proxy on {}; its agent, tools, faults and contract:\n\
+         `flakestorm demo --print-config`.\n",
         daemon.proxy_addr
     );
     out.push_str(&summary(&contract, false));
-    let passed = chaos.prompts.iter().filter(|p| p.passed).count();
-    let _ = writeln!(
-        out,
-        "\nchaos run (LLM answers cut to 4 tokens): {passed} of {} prompts passed",
-        chaos.prompts.len()
-    );
+    let _ = writeln!(out, "\nchaos phase (LLM answers cut to 4 tokens):");
+    out.push_str(&chaos_summary(&chaos));
     let skipped = [
         (
             "mutation",
@@ -121,11 +135,11 @@ pub async fn run() -> Result<String, DemoError> {
         ),
     ];
     let ci = combine(
-        &ScoringSpec::default(),
+        &cfg.scoring,
         Some(contract),
         Some(chaos),
         &skipped,
-        None,
+        cfg.scoring.min_score,
     );
     let _ = writeln!(out, "\nphases:");
     for p in &ci.phases {
@@ -136,11 +150,23 @@ pub async fn run() -> Result<String, DemoError> {
         }
         .ok();
     }
-    let verdict = if ci.passed { "PASS" } else { "FAIL" };
-    let _ = writeln!(out, "overall {:.1}/100: {verdict}", ci.overall);
+    let _ = writeln!(
+        out,
+        "overall {:.1}/100 (pass mark {}): {}",
+        ci.overall,
+        ci.min_score,
+        ci.judgement.verdict.label()
+    );
+    for r in &ci.judgement.reasons {
+        let _ = writeln!(out, "  - {r}");
+    }
     traffic(&mut out, &daemon);
-    let reports = write_reports(&dir, &ci)?;
-    let _ = writeln!(out, "\nreports: {}", reports.display());
+    let reports = write_reports(&ci)?;
+    let _ = writeln!(
+        out,
+        "\nreport: {} (only the latest demo's is kept)",
+        reports.join("ci.json").display()
+    );
     let _ = writeln!(
         out,
         "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
@@ -179,8 +205,8 @@ fn traffic(out: &mut String, daemon: &Daemon) {
     }
 }
 
-fn write_reports(dir: &std::path::Path, ci: &crate::run::CiReport) -> Result<PathBuf, DemoError> {
-    let reports = dir.join("reports");
+fn write_reports(ci: &crate::run::CiReport) -> Result<PathBuf, DemoError> {
+    let reports = reports_dir();
     std::fs::create_dir_all(&reports).map_err(DemoError::from("creating the reports folder"))?;
     let json = serde_json::to_string_pretty(ci).map_err(DemoError::from("encoding the report"))?;
     std::fs::write(reports.join("ci.json"), json).map_err(DemoError::from("writing the report"))?;

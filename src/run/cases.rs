@@ -1,10 +1,14 @@
 //! One case: reset the agent if configured, invoke it with a prompt under the installed
 //! scenario, and collect its answer and its exchanges with the faults they met (design.md
-//! §6: the case's journal window when cases run one at a time, or its trace id).
+//! §6: the case's journal window when cases run one at a time, or its trace id). Only the
+//! judged attempt's traffic is the case's: earlier attempts (retried because no response
+//! byte came back) are listed but their traffic is not judged. A case whose traffic met
+//! flakestorm's own errors is not judged (`environment`).
 
 use serde::Serialize;
 
 use super::RunContext;
+use super::environment;
 use crate::chaos::{mix, stream};
 use crate::exchange::{FaultRecord, Target};
 
@@ -18,6 +22,12 @@ pub struct CaseResult {
     pub error: Option<String>,
     pub latency_ms: f64,
     pub attempts: u32,
+    /// Attempts before the judged one, each failed before any response byte.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<EarlierAttempt>,
+    /// Why this case is not judged (an environment error, a lost trace id); its checks
+    /// are then neither passed nor failed.
+    pub not_judged: Option<String>,
     /// Faults and attacks fired on the agent's traffic during the case.
     pub faults: Vec<FaultRecord>,
     /// The agent's exchanges during the case, as the journal recorded them (redacted);
@@ -25,6 +35,46 @@ pub struct CaseResult {
     /// attribution, or the agent dropped the case's `traceparent` under header attribution).
     #[serde(rename = "exchanges")]
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
+    /// Journal ids of the judged attempt's window, first and last.
+    #[serde(skip)]
+    pub window: (u64, u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EarlierAttempt {
+    pub error: String,
+    pub latency_ms: f64,
+}
+
+impl CaseResult {
+    /// A case for unit tests: `prompt` answered `answer` (or not), nothing else.
+    #[cfg(test)]
+    pub(crate) fn for_test(prompt: &str, answer: Option<&str>) -> CaseResult {
+        CaseResult {
+            scenario: "s".into(),
+            prompt: prompt.into(),
+            answer: answer.map(Into::into),
+            error: answer
+                .is_none()
+                .then(|| "agent answered HTTP 500: boom".into()),
+            latency_ms: 1.0,
+            attempts: 1,
+            earlier_attempts: vec![],
+            not_judged: None,
+            faults: vec![],
+            traffic: None,
+            window: (0, 0),
+        }
+    }
+
+    /// The journal ids that belong to this case: its exchanges when attributed, else its
+    /// window.
+    pub(super) fn window_ids(&self) -> Vec<u64> {
+        match &self.traffic {
+            Some(t) => t.iter().map(|e| e.id).collect(),
+            None => (self.window.0..=self.window.1).collect(),
+        }
+    }
 }
 
 /// Runs one case. `window` asks for the exchanges of this case: its journal window with one
@@ -37,7 +87,6 @@ pub async fn run_case(
     window: bool,
     trace: Option<String>,
 ) -> CaseResult {
-    let first = ctx.journal.peek_next_id();
     let mut headers = http::HeaderMap::new();
     if let Some(t) = &trace {
         let span = &t[..16];
@@ -47,17 +96,22 @@ pub async fn run_case(
             value.parse().expect("hex is a valid header value"),
         );
     }
-    let reset = ctx.agent.reset().await;
-    let reply = ctx.agent.invoke(prompt, &headers).await;
-    let answer = match (reset, reply.answer) {
-        (Err(e), _) => Err(format!("reset failed: {e}")),
-        (Ok(()), a) => a.map_err(|e| e.to_string()),
+    let mut first = ctx.journal.peek_next_id();
+    let reply = match ctx.agent.reset().await {
+        Ok(()) => {
+            let mark = |_| first = ctx.journal.peek_next_id();
+            Ok(ctx.agent.invoke_marked(prompt, &headers, mark).await)
+        }
+        Err(e) => Err(format!("reset failed: {e}")),
     };
+    let last = ctx.journal.peek_next_id().saturating_sub(1);
+    // The agent's calls are recorded when their bodies end, which is before it answers.
+    let mut slice = ctx.journal.slice(first, last);
+    // Environment errors count whoever's they are: with cases in flight together, a
+    // neighbour's refused upstream or 407 is this case's too.
+    let not_judged = environment::problem(&slice);
     let (mut faults, mut traffic) = (vec![], None);
     if window {
-        let last = ctx.journal.peek_next_id().saturating_sub(1);
-        // The agent's calls are recorded when their bodies end, which is before it answers.
-        let mut slice = ctx.journal.slice(first, last);
         // Only calls chaos is about count: an exporter's own untraced span upload does not
         // make every case beside it unjudgeable.
         let untraced = slice
@@ -73,19 +127,37 @@ pub async fn run_case(
             traffic = Some(slice);
         }
     }
-    let (answer, error) = match answer {
-        Ok(a) => (Some(a), None),
-        Err(e) => (None, Some(e)),
+    let (answer, error, latency, attempts, earlier) = match reply {
+        Err(why) => (None, Some(why), 0.0, 0, vec![]),
+        Ok(r) => {
+            let earlier = r
+                .retried
+                .iter()
+                .map(|a| EarlierAttempt {
+                    error: a.error.to_string(),
+                    latency_ms: a.latency.as_secs_f64() * 1000.0,
+                })
+                .collect();
+            let ms = r.latency.as_secs_f64() * 1000.0;
+            let (answer, error) = match r.answer {
+                Ok(a) => (Some(a), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            (answer, error, ms, r.attempts, earlier)
+        }
     };
     CaseResult {
         scenario: scenario.to_string(),
         prompt: prompt.to_string(),
         answer,
         error,
-        latency_ms: reply.latency.as_secs_f64() * 1000.0,
-        attempts: reply.attempts,
+        latency_ms: latency,
+        attempts,
+        earlier_attempts: earlier,
+        not_judged,
         faults,
         traffic,
+        window: (first, last),
     }
 }
 

@@ -1,24 +1,31 @@
 //! Chaos-only runs: every golden prompt under one set of faults (the `chaos:` section or a
 //! profile), checked with the top-level invariants. The score is the pass rate of the
-//! prompts (design.md §7): a prompt passes when every invariant that applies passes.
+//! prompts that could be judged (design.md §7): a prompt passes when every invariant that
+//! applies passes; a prompt whose case met an environment error, or whose run's chaos
+//! never reached the agent, is not judged.
 
 use serde::Serialize;
 
 use super::RunContext;
 use super::cases::CaseResult;
 use super::contract::RunError;
+use super::coverage::{self, Coverage};
 use super::judge::{UNTRACED_WARNING, view};
 use super::matrix::{ScenarioRun, run_matrix};
+use super::verdict::{Evidence, Judgement, decide};
 use crate::checks::{Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
-use crate::config::{Attribution, Check, InvariantSpec};
+use crate::config::{Attribution, Check, InvariantSpec, When};
 
 pub const SCHEMA: &str = "flakestorm.chaos/1";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptVerdict {
     pub prompt: String,
+    /// Every check that applies passed. False for a prompt that was not judged.
     pub passed: bool,
+    /// Judged: not an environment error, and the chaos reached the agent.
+    pub judged: bool,
     /// One verdict per invariant, in config order.
     pub checks: Vec<Verdict>,
 }
@@ -33,8 +40,12 @@ pub struct ChaosReport {
     pub seed: u64,
     pub cases: Vec<CaseResult>,
     pub prompts: Vec<PromptVerdict>,
-    /// Pass rate of the prompts, 0–100.
+    /// Pass rate of the judged prompts, 0–100 (0 when none was judged).
     pub score: f64,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub min_score: f64,
+    pub coverage: Vec<Coverage>,
     pub agent_calls: usize,
     /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
@@ -63,46 +74,74 @@ pub async fn run_chaos(
             .iter()
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
     };
-    let cases = run_matrix(ctx, &[run], golden)
+    let first = ctx.journal.peek_next_id();
+    let outcome = run_matrix(ctx, &[run], golden)
         .await?
         .pop()
         .unwrap_or_default();
+    let covered = coverage::of(
+        name,
+        &outcome.cases,
+        &outcome.exchanges,
+        outcome.stats,
+        &ctx.declared,
+    );
+    let cases = outcome.cases;
     let mut warnings = vec![];
     let checks = invariants.iter().map(|i| &i.check);
     let sim = super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
-    // Under header attribution a case whose calls lost their trace id met no chaos: it is
-    // not judged, and it does not pass.
-    let untraced = |c: &CaseResult| ctx.attribution == Attribution::Header && c.traffic.is_none();
+    let untested = covered.untested(When::Always);
     let prompts: Vec<PromptVerdict> = cases
         .iter()
         .map(|c| {
-            let checks: Vec<Verdict> = if untraced(c) {
-                vec![Verdict::NotApplicable(UNTRACED_WARNING.into()); compiled.len()]
-            } else {
-                compiled
+            let unjudged = c.not_judged.clone().or_else(|| untested.clone());
+            let checks: Vec<Verdict> = match &unjudged {
+                Some(why) => vec![Verdict::NotTested(why.clone()); compiled.len()],
+                None => compiled
                     .iter()
                     .map(|inv| inv.check(&view(c, None, &sim)))
-                    .collect()
+                    .collect(),
             };
-            let passed = !untraced(c) && !checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
+            let failed = checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
             PromptVerdict {
                 prompt: c.prompt.clone(),
-                passed,
+                passed: unjudged.is_none() && !failed,
+                judged: unjudged.is_none(),
                 checks,
             }
         })
         .collect();
-    if cases.iter().any(untraced) {
+    if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.to_string());
     }
+    let judged = prompts.iter().filter(|p| p.judged).count();
     let passed = prompts.iter().filter(|p| p.passed).count();
+    let score = match judged {
+        0 => 0.0,
+        n => passed as f64 * 100.0 / n as f64,
+    };
+    let coverage = vec![covered];
+    let seen = ctx.journal.peek_next_id() - first;
+    let judgement = decide(&Evidence {
+        cases: &cases,
+        coverage: &coverage,
+        exchanges: seen as usize,
+        declares_traffic: ctx.declared.any(),
+        score,
+        min_score: ctx.min_score,
+        failed_critical: 0,
+        judged_anything: judged > 0,
+    });
     Ok(ChaosReport {
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
         chaos: name.to_string(),
         seed: ctx.engine.seed(),
         agent_calls: cases.len(),
-        score: passed as f64 * 100.0 / prompts.len() as f64,
+        score,
+        judgement,
+        min_score: ctx.min_score,
+        coverage,
         cases,
         prompts,
         warnings,

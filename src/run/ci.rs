@@ -1,9 +1,11 @@
 //! `ci`: the phases this build can run (contract, chaos), once each, combined into one
 //! score: the `scoring` weights of the phases that ran, renormalised to sum to 1. Phases
-//! that did not run say why; a critical contract failure fails the whole run.
+//! that did not run say why. The verdict is the worst of the phases' (error, then fail,
+//! then not tested) and the overall score must reach the pass mark.
 
 use serde::Serialize;
 
+use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport};
 use crate::config::ScoringSpec;
 
@@ -17,6 +19,8 @@ pub struct Phase {
     /// Why it did not run.
     pub skipped: Option<String>,
     pub weight: f64,
+    /// The phase's own verdict, when it ran.
+    pub verdict: Option<RunVerdict>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,7 +31,10 @@ pub struct CiReport {
     pub phases: Vec<Phase>,
     /// Weighted mean over the phases that ran.
     pub overall: f64,
-    /// No critical contract failure (and, when given, `overall ≥ --min-score`).
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub min_score: f64,
+    /// The verdict is `pass`.
     pub passed: bool,
     pub contract: Option<ContractReport>,
     pub chaos: Option<ChaosReport>,
@@ -39,18 +46,27 @@ pub fn combine(
     contract: Option<ContractReport>,
     chaos: Option<ChaosReport>,
     skipped: &[(&'static str, String)],
-    min_score: Option<f64>,
+    min_score: f64,
 ) -> CiReport {
     let ran = [
         (
             "contract",
-            contract.as_ref().map(|c| c.score.value),
+            contract.as_ref().map(|c| (c.score.value, &c.judgement)),
             scoring.contract,
         ),
-        ("chaos", chaos.as_ref().map(|c| c.score), scoring.chaos),
+        (
+            "chaos",
+            chaos.as_ref().map(|c| (c.score, &c.judgement)),
+            scoring.chaos,
+        ),
     ];
     let mut phases = vec![];
-    for (name, score, weight) in ran {
+    let mut judgements = vec![];
+    for (name, result, weight) in ran {
+        let score = result.map(|(s, _)| s);
+        if let Some((_, j)) = result {
+            judgements.push((name, j.clone()));
+        }
         let why = skipped
             .iter()
             .find(|(n, _)| *n == name)
@@ -60,6 +76,7 @@ pub fn combine(
             score,
             skipped: if score.is_none() { why } else { None },
             weight,
+            verdict: result.map(|(_, j)| j.verdict),
         });
     }
     for (name, why) in skipped
@@ -75,6 +92,7 @@ pub fn combine(
             score: None,
             skipped: Some(why.clone()),
             weight,
+            verdict: None,
         });
     }
     let (sum, weights) = phases
@@ -82,8 +100,7 @@ pub fn combine(
         .filter_map(|p| p.score.map(|s| (s * p.weight, p.weight)))
         .fold((0.0, 0.0), |(a, b), (s, w)| (a + s, b + w));
     let overall = if weights > 0.0 { sum / weights } else { 0.0 };
-    let critical_ok = contract.as_ref().is_none_or(|c| c.score.passed);
-    let passed = critical_ok && min_score.is_none_or(|m| overall >= m) && weights > 0.0;
+    let judgement = overall_verdict(&judgements, overall, min_score);
     // The phases ran on one config: theirs is the run's.
     let config_digest = contract
         .as_ref()
@@ -94,10 +111,44 @@ pub fn combine(
         config_digest,
         phases,
         overall,
-        passed,
+        passed: judgement.verdict.passed(),
+        judgement,
+        min_score,
         contract,
         chaos,
     }
+}
+
+/// The worst phase verdict (error, fail, not tested), with every phase's reasons; a fail
+/// too when the overall score is below the pass mark.
+fn overall_verdict(phases: &[(&str, Judgement)], overall: f64, min_score: f64) -> Judgement {
+    if phases.is_empty() {
+        return Judgement {
+            verdict: RunVerdict::NotTested,
+            reasons: vec!["no phase ran".into()],
+        };
+    }
+    let mut reasons: Vec<String> = phases
+        .iter()
+        .flat_map(|(name, j)| j.reasons.iter().map(move |r| format!("{name} phase: {r}")))
+        .collect();
+    let has = |v: RunVerdict| phases.iter().any(|(_, j)| j.verdict == v);
+    let low = overall < min_score;
+    if low {
+        reasons.push(format!(
+            "overall score {overall:.1} is below the pass mark {min_score}"
+        ));
+    }
+    let verdict = if has(RunVerdict::Error) {
+        RunVerdict::Error
+    } else if has(RunVerdict::Fail) || low {
+        RunVerdict::Fail
+    } else if has(RunVerdict::NotTested) {
+        RunVerdict::NotTested
+    } else {
+        RunVerdict::Pass
+    };
+    Judgement { verdict, reasons }
 }
 
 #[cfg(test)]
@@ -114,6 +165,12 @@ mod tests {
             cases: vec![],
             prompts: vec![],
             score: 50.0,
+            judgement: Judgement {
+                verdict: RunVerdict::Pass,
+                reasons: vec![],
+            },
+            min_score: 40.0,
+            coverage: vec![],
             agent_calls: 0,
             warnings: vec![],
         };
@@ -124,18 +181,21 @@ mod tests {
         let r = combine(
             &ScoringSpec::default(),
             None,
-            Some(chaos),
+            Some(chaos.clone()),
             &skipped,
-            Some(40.0),
+            40.0,
         );
         assert_eq!(r.overall, 50.0, "only chaos ran: its weight becomes 1");
         assert!(r.passed);
+        let r = combine(&ScoringSpec::default(), None, Some(chaos), &skipped, 60.0);
+        assert_eq!(r.judgement.verdict, RunVerdict::Fail, "below the pass mark");
         let mutation = r.phases.iter().find(|p| p.name == "mutation").unwrap();
         assert_eq!(
             mutation.skipped.as_deref(),
             Some("needs the mutation engine")
         );
-        let r = combine(&ScoringSpec::default(), None, None, &skipped, None);
+        let r = combine(&ScoringSpec::default(), None, None, &skipped, 0.0);
         assert!(!r.passed, "nothing ran: not a pass");
+        assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     }
 }

@@ -9,9 +9,11 @@ use std::collections::HashMap;
 
 use super::RunContext;
 use super::cases::CaseResult;
+use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
-use super::matrix::{ScenarioRun, run_matrix};
+use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
+use super::verdict::{Evidence, Judgement, decide};
 use crate::checks::{Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
@@ -41,6 +43,13 @@ pub struct ContractReport {
     pub cases: Vec<CaseResult>,
     pub cells: Vec<CellResult>,
     pub score: Score,
+    /// `pass`, `fail`, `not_tested` or `error`, and why it is not a pass.
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    /// The pass mark the score had to reach.
+    pub min_score: f64,
+    /// Per scenario (the baseline pass included): what its chaos did.
+    pub coverage: Vec<Coverage>,
     /// Times the agent was invoked (scenarios × prompts, plus baselines).
     pub agent_calls: usize,
     pub warnings: Vec<String>,
@@ -98,35 +107,64 @@ pub async fn run_contract(
         prompts_of: &prompts_of,
     };
     let no_chaos = ChaosSpec::default();
-    let baseline = needs_baseline(contract) && !scenarios[0].chaos.is_empty();
+    // Baselines come from a no-chaos pass without canaries: the first scenario when it is
+    // one, else a pass flakestorm adds (never judged, never planted).
+    let first_clean = scenarios[0].chaos.is_empty() && !judge.plants_canaries(&scenarios[0].chaos);
+    let baseline = needs_baseline(contract) && !first_clean;
     let runs: Vec<ScenarioRun> = baseline
-        .then_some(("(baseline)", &no_chaos))
-        .into_iter()
-        .chain(scenarios.iter().map(|s| (s.name.as_str(), &s.chaos)))
-        .map(|(name, chaos)| ScenarioRun {
-            name,
-            chaos,
-            canary: judge.plants_canaries(chaos),
+        .then_some(ScenarioRun {
+            name: "(baseline)",
+            chaos: &no_chaos,
+            canary: false,
         })
+        .into_iter()
+        .chain(scenarios.iter().map(|s| ScenarioRun {
+            name: &s.name,
+            chaos: &s.chaos,
+            canary: judge.plants_canaries(&s.chaos),
+        }))
         .collect();
-    let mut results = run_matrix(ctx, &runs, &prompts).await?.into_iter();
-    let mut cases: Vec<CaseResult> = vec![];
+    let first = ctx.journal.peek_next_id();
+    let mut outcomes = run_matrix(ctx, &runs, &prompts).await?.into_iter();
+    let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
     if baseline {
-        let base = results.next().unwrap_or_default();
-        record_baselines(&base, &mut baselines);
-        cases.extend(base);
+        let base = outcomes.next().unwrap_or_default();
+        record_baselines(&base.cases, &mut baselines);
+        coverage.push(cover(ctx, "(baseline)", &base));
+        cases.extend(base.cases);
     }
     let mut cells = vec![];
-    for (scenario, results) in scenarios.iter().zip(results) {
+    for (scenario, outcome) in scenarios.iter().zip(outcomes) {
+        let covered = cover(ctx, &scenario.name, &outcome);
         let judged = judge
-            .scenario(scenario, &results, &mut baselines, &mut warnings)
+            .scenario(
+                scenario,
+                &outcome.cases,
+                &covered,
+                &mut baselines,
+                &mut warnings,
+            )
             .await;
         cells.extend(judged);
-        cases.extend(results);
+        cases.extend(outcome.cases);
+        coverage.push(covered);
     }
-    run_warnings(ctx, &cases, &cells, &mut warnings);
+    run_warnings(ctx, &cases, &mut warnings);
+    let mut score = score(&cells);
+    let seen = ctx.journal.peek_next_id() - first;
+    let judgement = decide(&Evidence {
+        cases: &cases,
+        coverage: &coverage,
+        exchanges: seen as usize,
+        declares_traffic: ctx.declared.any(),
+        score: score.value,
+        min_score: ctx.min_score,
+        failed_critical: score.failed_critical,
+        judged_anything: cells.iter().any(|c| c.verdict.judged()),
+    });
+    score.passed = judgement.verdict.passed();
     Ok(ContractReport {
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
@@ -135,10 +173,17 @@ pub async fn run_contract(
         scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
         agent_calls: cases.len(),
         cases,
-        score: score(&cells),
+        score,
+        judgement,
+        min_score: ctx.min_score,
+        coverage,
         cells,
         warnings,
     })
+}
+
+fn cover(ctx: &RunContext, name: &str, o: &ScenarioOutcome) -> Coverage {
+    coverage::of(name, &o.cases, &o.exchanges, o.stats.clone(), &ctx.declared)
 }
 
 /// An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
@@ -171,33 +216,17 @@ fn needs_baseline(contract: &ContractSpec) -> bool {
     })
 }
 
-/// Report-level warnings: lost trace ids, and a contract in which nothing was judged.
-fn run_warnings(
-    ctx: &RunContext,
-    cases: &[CaseResult],
-    cells: &[CellResult],
-    warnings: &mut Vec<String>,
-) {
+/// Report-level warnings: lost trace ids.
+fn run_warnings(ctx: &RunContext, cases: &[CaseResult], warnings: &mut Vec<String>) {
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.into());
-    }
-    let unjudged = |c: &CellResult| matches!(c.verdict, Verdict::NotApplicable(_));
-    if !cells.is_empty() && cells.iter().all(unjudged) {
-        warnings.push(
-            "no cell could be judged (every cell is not applicable, see their reasons): the \
-             contract does not pass"
-                .into(),
-        );
     }
 }
 
 fn score(cells: &[CellResult]) -> Score {
     let scored: Vec<(Severity, Option<bool>)> = cells
         .iter()
-        .map(|c| {
-            let judged = !matches!(c.verdict, Verdict::NotApplicable(_));
-            (c.severity, judged.then(|| c.verdict.passed()))
-        })
+        .map(|c| (c.severity, c.verdict.judged().then(|| c.verdict.passed())))
         .collect();
     contract_score(&scored)
 }

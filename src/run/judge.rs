@@ -1,20 +1,19 @@
 //! Judging a contract scenario's cases: every invariant whose `when` applies is checked on
 //! the cases of its prompts (a cell), with no extra agent calls; `when`-excluded cells are
-//! not applicable, never passed. Also owns the no-chaos baselines (`behavior_unchanged`)
-//! and the stateful-agent warning. No I/O besides the embeddings measure.
+//! not applicable, never passed; cells of a scenario whose chaos never reached the agent
+//! are not tested; cases that could not be judged (environment errors) are skipped. Also
+//! owns the no-chaos baselines (`behavior_unchanged`) and the stateful-agent warning. No
+//! I/O besides the embeddings measure.
 
 use std::collections::HashMap;
 
 use super::RunContext;
 use super::cases::CaseResult;
 use super::contract::CellResult;
+use super::coverage::Coverage;
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;
-use crate::config::{Attribution, Check, ContractSpec, Scenario, When};
-
-/// Why a case cannot be judged when its agent dropped the `traceparent`.
-const UNTRACED: &str = "the agent's calls carried no traceparent, so this scenario's chaos never \
-                        reached them (attribution: header)";
+use crate::config::{Check, ContractSpec, Scenario, When};
 
 /// The report warning for runs where that happened.
 pub(super) const UNTRACED_WARNING: &str = "attribution: header, but some of the agent's calls carried no traceparent: \
@@ -44,6 +43,7 @@ impl Judge<'_> {
         &self,
         scenario: &Scenario,
         results: &[CaseResult],
+        coverage: &Coverage,
         baselines: &mut HashMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Vec<CellResult> {
@@ -51,8 +51,6 @@ impl Judge<'_> {
         if chaos.is_empty() && !ctx.agent.resets() {
             note_stateful(results, baselines, warnings);
         }
-        // Under header attribution a case whose calls lost their trace id met no chaos.
-        let untraced_unjudged = ctx.attribution == Attribution::Header && !chaos.is_empty();
         let applicable = self
             .contract
             .invariants
@@ -67,14 +65,17 @@ impl Judge<'_> {
                 .iter()
                 .filter(|c| self.prompts_of[i].contains(&c.prompt))
                 .collect();
-            let (verdict, judged) = if applies(spec.when, chaos) {
-                cell(inv, &mine, baselines, &sim, untraced_unjudged)
-            } else {
-                let why = format!(
-                    "when: {} does not hold under `{}`",
-                    spec.when, scenario.name
-                );
-                (Verdict::NotApplicable(why), 0)
+            let untested = coverage.untested(spec.when).filter(|_| !chaos.is_empty());
+            let (verdict, judged) = match (applies(spec.when, chaos), untested) {
+                (false, _) => {
+                    let why = format!(
+                        "when: {} does not hold under `{}`",
+                        spec.when, scenario.name
+                    );
+                    (Verdict::NotApplicable(why), 0)
+                }
+                (true, Some(why)) => (Verdict::NotTested(why), 0),
+                (true, None) => cell(inv, &mine, baselines, &sim),
             };
             cells.push(CellResult {
                 invariant: spec.id.clone(),
@@ -92,7 +93,7 @@ impl Judge<'_> {
 }
 
 pub(super) fn record_baselines(cases: &[CaseResult], baselines: &mut HashMap<String, String>) {
-    for c in cases {
+    for c in cases.iter().filter(|c| c.not_judged.is_none()) {
         if let Some(a) = &c.answer {
             baselines
                 .entry(c.prompt.clone())
@@ -149,37 +150,46 @@ pub(super) fn view<'a>(
     }
 }
 
-/// A cell fails if any case fails, passes if any passes (the rest not applicable); with the
-/// number of cases judged (passed or failed). With `untraced_unjudged`, a case whose
-/// traffic lost its trace id is not judged.
+/// A cell fails if any case fails (saying how many of its prompts did), passes if any
+/// passes (the rest not applicable); with the number of cases judged (passed or failed).
+/// Cases that could not be judged are skipped; if none was judged, the cell is not tested.
 fn cell(
     inv: &Invariant,
     cases: &[&CaseResult],
     baselines: &HashMap<String, String>,
     sim: &Similarity,
-    untraced_unjudged: bool,
 ) -> (Verdict, usize) {
-    let (mut passed, mut skipped, mut judged) = (None, None, 0);
+    let (mut passed, mut failed, mut skipped, mut unjudged) = (None, vec![], None, None);
+    let mut judged = 0;
     for c in cases {
-        if untraced_unjudged && c.traffic.is_none() {
-            skipped = skipped.or(Some(UNTRACED.to_string()));
+        if let Some(why) = &c.not_judged {
+            unjudged = unjudged.or(Some(why.clone()));
             continue;
         }
         match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim)) {
-            Verdict::Fail(r) => return (Verdict::Fail(format!("{:?}: {r}", c.prompt)), judged + 1),
+            Verdict::Fail(r) => failed.push(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
-            Verdict::NotApplicable(r) => {
+            Verdict::NotApplicable(r) | Verdict::NotTested(r) => {
                 skipped = skipped.or(Some(r));
                 continue;
             }
         }
         judged += 1;
     }
-    match passed {
-        Some(r) if judged == 1 => (Verdict::Pass(r), 1),
-        Some(_) => (Verdict::Pass(format!("{judged} cases passed")), judged),
+    if let Some(first) = failed.first() {
+        let why = match failed.len() {
+            1 if judged == 1 => first.clone(),
+            n => format!("{n} of {judged} prompts failed; {first}"),
+        };
+        return (Verdict::Fail(why), judged);
+    }
+    match (passed, unjudged) {
+        (Some(r), _) if judged == 1 => (Verdict::Pass(r), 1),
+        (Some(_), _) => (Verdict::Pass(format!("{judged} cases passed")), judged),
+        // Nothing judged because the environment failed: not tested, with the cause.
+        (None, Some(why)) if skipped.is_none() => (Verdict::NotTested(why), 0),
         // Why the first case could not be judged says why the cell could not.
-        None => (
+        (None, _) => (
             Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
             0,
         ),

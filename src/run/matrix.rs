@@ -2,7 +2,9 @@
 //! attribution one scenario's rules are installed globally at a time and its cases run at
 //! most `concurrency` at once. Under `header` attribution every case gets its scenario's
 //! rules under its own trace id, so cases of all scenarios share one pool of `concurrency`
-//! slots. Either way a scenario may plant `no_exfiltration` canaries.
+//! slots. Either way a scenario may plant `no_exfiltration` canaries, and each scenario
+//! comes back with what its chaos did: its rules' counters and the exchanges recorded
+//! while it ran (`coverage`).
 
 use std::sync::Arc;
 
@@ -11,9 +13,14 @@ use tokio::sync::Semaphore;
 use super::RunContext;
 use super::cases::{CaseResult, run_case, trace_id};
 use super::contract::RunError;
-use crate::chaos::{Canary, RuleSet, mix, stream};
+use crate::chaos::{Canary, RuleSet, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
 use crate::config::chaos::ChaosSpec;
+use crate::exchange::Exchange;
+
+/// Why a case cannot be judged when its agent dropped the `traceparent`.
+pub(super) const UNTRACED: &str = "the agent's calls carried no traceparent, so this \
+     scenario's chaos never reached them (attribution: header)";
 
 /// One scenario to run every prompt under.
 pub(super) struct ScenarioRun<'a> {
@@ -21,6 +28,17 @@ pub(super) struct ScenarioRun<'a> {
     pub chaos: &'a ChaosSpec,
     /// Plant canaries in tool responses (a `no_exfiltration` check applies).
     pub canary: bool,
+}
+
+/// A scenario's cases and what its chaos did.
+#[derive(Debug, Default)]
+pub(super) struct ScenarioOutcome {
+    /// In prompt order.
+    pub cases: Vec<CaseResult>,
+    /// Its rules' counters (summed over its cases' installs under header attribution).
+    pub stats: Vec<RuleStats>,
+    /// The exchanges recorded while it ran: its window, or its cases' traced exchanges.
+    pub exchanges: Vec<Arc<Exchange>>,
 }
 
 /// Fresh canaries for a scenario or a case. The salt is the run's alone, so a source plants
@@ -36,37 +54,43 @@ pub(super) async fn run_matrix(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
-) -> Result<Vec<Vec<CaseResult>>, RunError> {
+) -> Result<Vec<ScenarioOutcome>, RunError> {
+    let rejected = |name: &str| {
+        let scenario = name.to_string();
+        move |message| RunError::Scenario { scenario, message }
+    };
     for s in scenarios {
-        RuleSet::compile(s.chaos).map_err(|message| RunError::Scenario {
-            scenario: s.name.to_string(),
-            message,
-        })?;
+        RuleSet::compile(s.chaos).map_err(rejected(s.name))?;
+    }
+    if let Some(p) = &ctx.progress {
+        (p.planned)(scenarios.len() * prompts.len());
     }
     if ctx.attribution == Attribution::Header {
         // Calls that lost their trace id meet no rules at all, not the config's `chaos:`.
         let _none = ctx
             .engine
             .install(&ChaosSpec::default(), None)
-            .map_err(|message| RunError::Scenario {
-                scenario: "(no scenario)".into(),
-                message,
-            })?;
+            .map_err(rejected("(no scenario)"))?;
         return Ok(per_trace(ctx, scenarios, prompts).await);
     }
     let mut out = vec![];
     for s in scenarios {
         let canary = s.canary.then(|| canary(ctx));
-        let _active =
-            ctx.engine
-                .install(s.chaos, canary)
-                .map_err(|message| RunError::Scenario {
-                    scenario: s.name.to_string(),
-                    message,
-                })?;
+        let active = ctx
+            .engine
+            .install(s.chaos, canary)
+            .map_err(rejected(s.name))?;
+        let start = ctx.journal.peek_next_id();
         let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
-        let mut results = pool(ctx, &[(s.name, s.chaos, false)], prompts, &cells, false).await;
-        out.push(results.pop().unwrap_or_default());
+        let mut done = pool(ctx, &[(s.name, s.chaos, false)], prompts, &cells, false).await;
+        let end = ctx.journal.peek_next_id().saturating_sub(1);
+        let stats = active.rules().stats();
+        drop(active);
+        out.push(ScenarioOutcome {
+            cases: done.pop().map(|d| d.cases).unwrap_or_default(),
+            stats,
+            exchanges: ctx.journal.slice(start, end),
+        });
     }
     Ok(out)
 }
@@ -76,7 +100,7 @@ async fn per_trace(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
-) -> Vec<Vec<CaseResult>> {
+) -> Vec<ScenarioOutcome> {
     let specs: Vec<(&str, &ChaosSpec, bool)> = scenarios
         .iter()
         .map(|s| (s.name, s.chaos, s.canary))
@@ -95,7 +119,7 @@ async fn pool(
     prompts: &[String],
     cells: &[(usize, usize)],
     traced: bool,
-) -> Vec<Vec<CaseResult>> {
+) -> Vec<ScenarioOutcome> {
     let window = ctx.attributes_cases();
     let limit = Arc::new(Semaphore::new(ctx.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -112,23 +136,35 @@ async fn pool(
             let _permit = limit.acquire_owned().await;
             let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p));
             // Compiled before any case ran, so installing cannot fail here.
-            let _rules = trace.as_ref().and_then(|t| {
+            let rules = trace.as_ref().and_then(|t| {
                 let canary = canary.then(|| self::canary(&ctx));
                 ctx.engine.install_for_trace(t, &chaos, canary).ok()
             });
-            let case = run_case(&ctx, &name, &prompt, window, trace).await;
-            if let Some(report) = &ctx.on_case {
-                report(&case);
+            let mut case = run_case(&ctx, &name, &prompt, window, trace).await;
+            if traced && !chaos.is_empty() && case.traffic.is_none() {
+                case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
             }
-            (s, p, case)
+            let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
+            if let Some(progress) = &ctx.progress {
+                (progress.case)(&case);
+            }
+            (s, p, case, stats)
         });
     }
-    let mut done: Vec<(usize, usize, CaseResult)> = tasks.join_all().await;
+    let mut done: Vec<(usize, usize, CaseResult, Vec<RuleStats>)> = tasks.join_all().await;
     // Reports list cases in scenario and prompt order whatever finished first.
-    done.sort_by_key(|(s, p, _)| (*s, *p));
-    let mut out: Vec<Vec<CaseResult>> = (0..specs.len()).map(|_| vec![]).collect();
-    for (s, _, case) in done {
-        out[s].push(case);
+    done.sort_by_key(|(s, p, _, _)| (*s, *p));
+    let mut out: Vec<ScenarioOutcome> = (0..specs.len()).map(|_| Default::default()).collect();
+    let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; specs.len()];
+    for (s, _, case, case_stats) in done {
+        out[s]
+            .exchanges
+            .extend(case.traffic.iter().flatten().cloned());
+        out[s].cases.push(case);
+        stats[s].push(case_stats);
+    }
+    for (o, s) in out.iter_mut().zip(stats) {
+        o.stats = sum_stats(&s);
     }
     out
 }

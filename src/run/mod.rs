@@ -1,30 +1,37 @@
 //! Runs: drive the agent through scenarios and judge what it did. `contract` runs the
-//! invariants × chaos-scenarios matrix (design.md §5) and scores it (§7). The proxy is
-//! reached only through the chaos `Engine` (scenarios are installed on it) and the
-//! `Journal` (the faults each case met): this module never touches sockets of the proxy.
+//! invariants × chaos-scenarios matrix (design.md §5) and scores it (§7); `coverage`
+//! proves each scenario's chaos reached the agent; `verdict` decides pass, fail, not
+//! tested or error. The proxy is reached only through the chaos `Engine` (scenarios are
+//! installed on it) and the `Journal` (the faults each case met): this module never
+//! touches sockets of the proxy.
 
 mod cases;
 mod chaos;
 mod ci;
 mod contract;
+mod coverage;
 mod embed;
+mod environment;
 mod judge;
 mod matrix;
 mod score;
 mod summary;
+mod verdict;
 
 use crate::agent::Agent;
 use crate::chaos::Engine;
 use crate::config::Attribution;
 use crate::journal::Journal;
 
-pub use cases::CaseResult;
+pub use cases::{CaseResult, EarlierAttempt};
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use contract::{CellResult, ContractReport, RunError, run_contract};
+pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use score::{Score, contract_score};
-pub use summary::summary;
+pub use summary::{chaos_summary, summary, verdict_line};
+pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {
     /// This context, or a copy that runs one case at a time when `traffic` checks need each
@@ -46,8 +53,12 @@ impl RunContext {
     }
 }
 
-/// Called after every case (progress display).
-pub type OnCase = std::sync::Arc<dyn Fn(&CaseResult) + Send + Sync>;
+/// A progress display: told how many more cases a run plans, then of each case as it ends.
+#[derive(Clone)]
+pub struct Progress {
+    pub planned: std::sync::Arc<dyn Fn(usize) + Send + Sync>,
+    pub case: std::sync::Arc<dyn Fn(&CaseResult) + Send + Sync>,
+}
 
 /// What a run needs from the daemon and the agent.
 #[derive(Clone)]
@@ -61,7 +72,11 @@ pub struct RunContext {
     pub attribution: Attribution,
     /// The loaded config's digest (`Loaded::digest`), stamped on every report.
     pub config_digest: Option<String>,
-    pub on_case: Option<OnCase>,
+    pub progress: Option<Progress>,
+    /// `tools:` and `llm:`: where the agent's traffic should go.
+    pub declared: Declared,
+    /// The pass mark (`--min-score`, else `scoring.min_score`).
+    pub min_score: f64,
     /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
     pub embedder: Option<Embedder>,
 }

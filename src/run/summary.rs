@@ -1,26 +1,47 @@
 //! Plain-text renderings of run reports for the terminal: the contract matrix (✓ pass,
-//! ✗ fail, · not applicable), failures with their reasons, the score.
+//! ✗ fail, ? not tested, · not applicable), what each scenario's chaos did, failures with
+//! their reasons, the chaos-only prompts, and the verdict line with the pass mark and why
+//! the run did not pass.
 
-use super::ContractReport;
+use std::fmt::Write as _;
+
+use super::coverage::Coverage;
+use super::verdict::{Judgement, RunVerdict};
+use super::{ChaosReport, ContractReport};
 use crate::checks::Verdict;
 
-/// The matrix, one row per invariant, one column per scenario: ✓ pass, ✗ fail, · n/a.
+/// The contract report: matrix, scenarios, failures, warnings, verdict.
 /// `color`: ANSI colours for the marks (a terminal).
 pub fn summary(r: &ContractReport, color: bool) -> String {
     let mut out = format!(
         "contract {:?}: {} agent calls\n\n",
         r.contract, r.agent_calls
     );
-    let width = r
-        .cells
-        .iter()
-        .map(|c| c.invariant.len())
-        .max()
-        .unwrap_or(9)
-        .max(9);
-    out.push_str(&format!("  {:<width$}", "invariant"));
+    matrix(r, color, &mut out);
+    scenarios(&r.coverage, &mut out);
+    for c in &r.cells {
+        let (mark, reason) = match &c.verdict {
+            Verdict::Fail(reason) => ("✗", reason.as_str()),
+            Verdict::NotTested(reason) => ("? not tested:", reason.as_str()),
+            Verdict::Pass(_) | Verdict::NotApplicable(_) => continue,
+        };
+        let _ = write!(
+            out,
+            "\n{mark} {} under {} ({}): {reason}",
+            c.invariant, c.scenario, c.severity
+        );
+    }
+    warnings(&r.warnings, &mut out);
+    out.push_str(&verdict_line(r.score.value, r.min_score, &r.judgement));
+    out
+}
+
+fn matrix(r: &ContractReport, color: bool, out: &mut String) {
+    let width = r.cells.iter().map(|c| c.invariant.len()).max().unwrap_or(9);
+    let width = width.max(9);
+    let _ = write!(out, "  {:<width$}", "invariant");
     for s in &r.scenarios {
-        out.push_str(&format!("  {s}"));
+        let _ = write!(out, "  {s}");
     }
     out.push('\n');
     let mut ids: Vec<&str> = vec![];
@@ -30,7 +51,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
         }
     }
     for id in ids {
-        out.push_str(&format!("  {id:<width$}"));
+        let _ = write!(out, "  {id:<width$}");
         for s in &r.scenarios {
             let verdict = r
                 .cells
@@ -40,37 +61,99 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
             let (mark, ansi) = match verdict {
                 Some(Verdict::Pass(_)) => ("✓", "32"),
                 Some(Verdict::Fail(_)) => ("✗", "31"),
-                _ => ("·", "2"),
+                Some(Verdict::NotTested(_)) => ("?", "33"),
+                Some(Verdict::NotApplicable(_)) | None => ("·", "2"),
             };
             let pad = " ".repeat(s.chars().count().saturating_sub(1));
             if color {
-                out.push_str(&format!("  \x1b[{ansi}m{mark}\x1b[0m{pad}"));
+                let _ = write!(out, "  \x1b[{ansi}m{mark}\x1b[0m{pad}");
             } else {
-                out.push_str(&format!("  {mark}{pad}"));
+                let _ = write!(out, "  {mark}{pad}");
             }
         }
         out.push('\n');
     }
-    for c in r
-        .cells
-        .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Fail(_)))
-    {
-        if let Verdict::Fail(reason) = &c.verdict {
-            out.push_str(&format!(
-                "\n✗ {} under {} ({}): {reason}",
-                c.invariant, c.scenario, c.severity
-            ));
+}
+
+/// One line per scenario: cases judged, exchanges, faults fired (or never fired).
+fn scenarios(coverage: &[Coverage], out: &mut String) {
+    let width = coverage.iter().map(|c| c.scenario.len()).max().unwrap_or(0);
+    out.push_str("\nscenarios:\n");
+    for c in coverage {
+        let _ = write!(
+            out,
+            "  {:<width$}  {} of {} cases judged, {} exchanges",
+            c.scenario, c.judged, c.cases, c.exchanges
+        );
+        let fired: Vec<String> = c
+            .rules
+            .iter()
+            .map(|r| match r.applied {
+                0 => format!("{} ({}) never fired", r.stats.rule, r.stats.mode),
+                n => format!("{} ({}) ×{n}", r.stats.rule, r.stats.mode),
+            })
+            .collect();
+        if !fired.is_empty() {
+            let _ = write!(out, "; faults: {}", fired.join(", "));
         }
+        if c.not_tested.is_some() {
+            out.push_str("  [NOT TESTED]");
+        }
+        out.push('\n');
     }
-    for w in &r.warnings {
-        out.push_str(&format!("\nwarning: {w}"));
+    let outside: usize = coverage.iter().map(|c| c.outside_cases).sum();
+    if outside > 0 {
+        let _ = writeln!(
+            out,
+            "  ({outside} exchanges belonged to no case, e.g. between cases or an exporter's \
+             uploads: reported in the JSON, judged in none)"
+        );
     }
-    let verdict = if r.score.passed {
-        "PASS"
-    } else {
-        "FAIL (a critical invariant failed)"
-    };
-    out.push_str(&format!("\n\nscore {:.1}/100: {verdict}\n", r.score.value));
+}
+
+fn warnings(list: &[String], out: &mut String) {
+    for w in list {
+        let _ = write!(out, "\nwarning: {w}");
+    }
+}
+
+/// `score 87.0/100 (pass mark 70): PASS`, then why it is not a pass, one reason a line.
+pub fn verdict_line(score: f64, min_score: f64, j: &Judgement) -> String {
+    let mut out = format!(
+        "\n\nscore {score:.1}/100 (pass mark {min_score}): {}\n",
+        j.verdict.label()
+    );
+    for r in &j.reasons {
+        let _ = writeln!(out, "  - {r}");
+    }
+    if j.verdict != RunVerdict::Pass && j.verdict != RunVerdict::Fail {
+        out.push_str(
+            "  (exit 2: the run could not judge the agent; fix the above and run again)\n",
+        );
+    }
+    out
+}
+
+/// The chaos-only report: prompts, what the chaos did, failures, warnings, verdict.
+pub fn chaos_summary(r: &ChaosReport) -> String {
+    let passed = r.prompts.iter().filter(|p| p.passed).count();
+    let judged = r.prompts.iter().filter(|p| p.judged).count();
+    let mut out = format!(
+        "chaos run under {:?}: {passed} of {judged} judged prompts passed ({} prompts)\n",
+        r.chaos,
+        r.prompts.len()
+    );
+    scenarios(&r.coverage, &mut out);
+    for p in r.prompts.iter().filter(|p| !p.passed) {
+        let why = p.checks.iter().find_map(|v| match v {
+            Verdict::Fail(r) => Some(("✗", r.as_str())),
+            Verdict::NotTested(r) => Some(("? not judged:", r.as_str())),
+            Verdict::Pass(_) | Verdict::NotApplicable(_) => None,
+        });
+        let (mark, why) = why.unwrap_or(("✗", "failed"));
+        let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);
+    }
+    warnings(&r.warnings, &mut out);
+    out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
 }

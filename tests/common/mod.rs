@@ -158,7 +158,12 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         attribution: cfg.advanced.attribution,
         config_digest: None,
         embedder: None,
-        on_case: None,
+        progress: None,
+        declared: flakestorm::run::Declared {
+            tools: cfg.tools.clone(),
+            llm: cfg.llm.clone(),
+        },
+        min_score: cfg.scoring.min_score,
     };
     (cfg, ctx)
 }

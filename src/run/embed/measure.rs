@@ -75,16 +75,7 @@ mod tests {
     use super::*;
 
     fn case(prompt: &str, answer: Option<&str>) -> CaseResult {
-        CaseResult {
-            scenario: "s".into(),
-            prompt: prompt.into(),
-            answer: answer.map(Into::into),
-            error: None,
-            latency_ms: 1.0,
-            attempts: 1,
-            faults: vec![],
-            traffic: None,
-        }
+        CaseResult::for_test(prompt, answer)
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl Embedder {
             url.port().map(|p| format!(":{p}")).unwrap_or_default()
         ) + url.path();
         Ok(Embedder {
-            client: direct_client()?,
+            client: direct_client(true)?,
             url,
             shown,
             model: spec.model.clone(),

@@ -1,0 +1,63 @@
+//! What an installed rule set did: per rule, how many requests it matched and how many it
+//! fired on. Runs read these to prove a scenario's chaos happened, and to say why a rule
+//! that never fired did not (nothing matched its scope or URL, or its probability and
+//! `after_calls` held it back).
+
+use serde::Serialize;
+
+/// Which list of a `chaos:` spec a rule comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    ToolFault,
+    LlmFault,
+    ContextAttack,
+}
+
+/// Counters and shape of one rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleStats {
+    /// The rule's id (`tool_faults[0]` unless the config names it).
+    pub rule: String,
+    pub kind: RuleKind,
+    pub mode: &'static str,
+    /// Requests its scope and `match_url` matched.
+    pub matched: u64,
+    /// Requests it fired on (after `probability` and `after_calls`).
+    pub fired: u64,
+    /// What the rule is scoped to, in words: "tool `web_search`", "LLM calls".
+    #[serde(skip)]
+    pub scope: String,
+    /// The tool it names, if any.
+    #[serde(skip)]
+    pub tool: Option<String>,
+    #[serde(skip)]
+    pub match_url: Option<String>,
+    #[serde(skip)]
+    pub probability: f64,
+    #[serde(skip)]
+    pub after_calls: u64,
+}
+
+impl RuleStats {
+    /// Adds `other`'s counters (the same rule installed for another case's trace id).
+    pub fn absorb(&mut self, other: &RuleStats) {
+        self.matched += other.matched;
+        self.fired += other.fired;
+    }
+}
+
+/// Sums the stats of several installs of the same spec, rule by rule (same order).
+pub fn sum(all: &[Vec<RuleStats>]) -> Vec<RuleStats> {
+    let mut out: Vec<RuleStats> = vec![];
+    for stats in all {
+        if out.is_empty() {
+            out = stats.clone();
+            continue;
+        }
+        for (mine, theirs) in out.iter_mut().zip(stats) {
+            mine.absorb(theirs);
+        }
+    }
+    out
+}

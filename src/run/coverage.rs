@@ -1,0 +1,236 @@
+//! Proof that chaos happened. For each scenario: the exchanges the proxy recorded while it
+//! ran, each rule's counters (requests matched, fired) and how often its fault or attack
+//! was applied to the agent's traffic; a rule that never reached the traffic gets the
+//! likely cause in words (nothing crossed the proxy, nothing matched its scope or URL,
+//! with the hosts that were seen, or its probability held it back). Pure.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::cases::CaseResult;
+use crate::chaos::{RuleKind, RuleStats};
+use crate::config::{LlmEndpointSpec, ToolSpec, When};
+use crate::exchange::{Exchange, Target};
+
+/// What the config says the agent's traffic is, to explain rules that matched nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Declared {
+    pub tools: Vec<ToolSpec>,
+    pub llm: Vec<LlmEndpointSpec>,
+}
+
+impl Declared {
+    /// Whether the config expects traffic to cross the proxy at all.
+    pub fn any(&self) -> bool {
+        !self.tools.is_empty() || !self.llm.is_empty()
+    }
+}
+
+/// One rule of a scenario and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleCoverage {
+    #[serde(flatten)]
+    pub stats: RuleStats,
+    /// Times its fault or attack was applied to the agent's traffic (the journal's records).
+    pub applied: usize,
+    /// Why it never reached the agent's traffic; null when it did.
+    pub why_not: Option<String>,
+}
+
+/// What a scenario's chaos did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    pub scenario: String,
+    /// Exchanges the proxy recorded while the scenario ran.
+    pub exchanges: usize,
+    /// Of those, the ones that belong to no case (between cases, or an exporter's
+    /// untraced uploads): reported, judged in none.
+    pub outside_cases: usize,
+    pub cases: usize,
+    /// Cases that could be judged (no environment error, traffic attributed).
+    pub judged: usize,
+    pub rules: Vec<RuleCoverage>,
+    /// Why the scenario tested nothing it claims; null when its chaos reached the agent
+    /// (or it has none).
+    pub not_tested: Option<String>,
+}
+
+/// The coverage of scenario `name` from its cases, the exchanges recorded while it ran and
+/// its rules' counters.
+pub(super) fn of(
+    name: &str,
+    cases: &[CaseResult],
+    exchanges: &[Arc<Exchange>],
+    stats: Vec<RuleStats>,
+    declared: &Declared,
+) -> Coverage {
+    // Cases whose traffic is not attributed (a lost trace id) say why better than the
+    // empty list of exchanges would.
+    let unattributed = cases.iter().find_map(|c| c.not_judged.as_deref());
+    let rules: Vec<RuleCoverage> = stats
+        .into_iter()
+        .map(|stats| {
+            let applied = applied(&stats.rule, exchanges);
+            let why_not = (applied == 0).then(|| match unattributed {
+                Some(why) if exchanges.is_empty() => format!("its cases were not judged: {why}"),
+                _ => why_not(&stats, exchanges, declared),
+            });
+            RuleCoverage {
+                stats,
+                applied,
+                why_not,
+            }
+        })
+        .collect();
+    let not_tested = match rules.iter().any(|r| r.applied > 0) {
+        true => None,
+        false => rules
+            .first()
+            .and_then(|r| r.why_not.clone())
+            .map(|why| format!("none of its rules reached the agent's traffic: {why}")),
+    };
+    let inside: HashSet<u64> = cases.iter().flat_map(|c| c.window_ids()).collect();
+    Coverage {
+        scenario: name.to_string(),
+        exchanges: exchanges.len(),
+        outside_cases: exchanges.iter().filter(|e| !inside.contains(&e.id)).count(),
+        cases: cases.len(),
+        judged: cases.iter().filter(|c| c.not_judged.is_none()).count(),
+        rules,
+        not_tested,
+    }
+}
+
+impl Coverage {
+    /// Why a cell with this `when` tests nothing under this scenario: its chaos never
+    /// reached the agent (the kind the `when` is about, for the `*_faults_active` ones).
+    pub(super) fn untested(&self, when: When) -> Option<String> {
+        let kind = match when {
+            When::ToolFaultsActive => Some(RuleKind::ToolFault),
+            When::LlmFaultsActive => Some(RuleKind::LlmFault),
+            When::Always | When::AnyChaosActive | When::NoChaos => None,
+        };
+        let Some(kind) = kind else {
+            return self.not_tested.clone();
+        };
+        let mut of_kind = self.rules.iter().filter(|r| r.stats.kind == kind);
+        let first = of_kind.clone().next()?;
+        if of_kind.any(|r| r.applied > 0) {
+            return None;
+        }
+        let what = match kind {
+            RuleKind::ToolFault => "no tool fault",
+            RuleKind::LlmFault | RuleKind::ContextAttack => "no LLM fault",
+        };
+        let why = first.why_not.as_deref().unwrap_or("it never fired");
+        Some(format!("{what} reached the agent's traffic: {why}"))
+    }
+}
+
+/// Records of `rule` applied in `exchanges` (faults and attacks alike).
+fn applied(rule: &str, exchanges: &[Arc<Exchange>]) -> usize {
+    exchanges
+        .iter()
+        .flat_map(|e| e.fault.iter().chain(&e.attacks))
+        .filter(|f| f.rule == rule && f.applied)
+        .count()
+}
+
+/// The likely reason a rule never reached the traffic, in words.
+fn why_not(rule: &RuleStats, exchanges: &[Arc<Exchange>], declared: &Declared) -> String {
+    if exchanges.is_empty() {
+        return "no request crossed the proxy while it ran: the agent is not using \
+                flakestorm's proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, \
+                or let flakestorm start the agent with agent.command)"
+            .into();
+    }
+    if rule.matched == 0 {
+        let url = rule
+            .match_url
+            .as_deref()
+            .map(|u| format!(" with match_url `{u}`"))
+            .unwrap_or_default();
+        let hint = hint(rule, declared);
+        return format!(
+            "no request matched {}{url}{hint}; the proxy saw {}",
+            rule.scope,
+            seen(exchanges)
+        );
+    }
+    if rule.fired == 0 {
+        return format!(
+            "it matched {} request(s) but never fired (probability {}, after_calls {}): \
+             raise the probability, lower after_calls or run more prompts",
+            rule.matched, rule.probability, rule.after_calls
+        );
+    }
+    let note = exchanges
+        .iter()
+        .flat_map(|e| e.fault.iter().chain(&e.attacks))
+        .find(|f| f.rule == rule.rule)
+        .and_then(|f| f.note.clone())
+        .unwrap_or_else(|| "the request ended before it could act".into());
+    format!(
+        "it fired {} time(s) but could not be applied: {note}",
+        rule.fired
+    )
+}
+
+/// What the config says about where a rule's traffic should come from.
+fn hint(rule: &RuleStats, declared: &Declared) -> String {
+    match rule.kind {
+        RuleKind::ToolFault | RuleKind::ContextAttack => {
+            let named = rule
+                .tool
+                .as_deref()
+                .and_then(|n| declared.tools.iter().find(|t| t.name == n));
+            match named {
+                Some(t) => format!(
+                    " (tools: `{}` is {})",
+                    t.name,
+                    t.match_url.as_slice().join(", ")
+                ),
+                None => String::new(),
+            }
+        }
+        RuleKind::LlmFault if declared.llm.is_empty() => " (LLM calls are recognised by their \
+             API path, e.g. /v1/chat/completions, or declared under llm:)"
+            .into(),
+        RuleKind::LlmFault => String::new(),
+    }
+}
+
+/// The origins the proxy saw, with their kind and count, most frequent first (at most 6).
+pub(super) fn seen(exchanges: &[Arc<Exchange>]) -> String {
+    let mut by: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for e in exchanges {
+        let kind = match &e.target {
+            Target::Tool { name } => format!("tool {name}"),
+            other => other.kind().to_string(),
+        };
+        *by.entry((origin(&e.request.url).to_string(), kind))
+            .or_default() += 1;
+    }
+    let mut list: Vec<_> = by.into_iter().collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let shown: Vec<String> = list
+        .iter()
+        .take(6)
+        .map(|((o, kind), n)| format!("{o} ({kind}) ×{n}"))
+        .collect();
+    let more = list.len().saturating_sub(6);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", shown.join(", "))
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    url[after..].find('/').map_or(url, |i| &url[..after + i])
+}

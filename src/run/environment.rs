@@ -1,0 +1,123 @@
+//! Environment errors are not agent behaviour. A case whose tool or LLM calls ended in
+//! flakestorm's own errors, which no fault caused (an upstream whose certificate flakestorm
+//! does not trust, a refused connection, a proxy-auth 407, an agent that does not trust
+//! flakestorm's CA), tested the environment, not the agent: it is *not judged*, with one
+//! line that names the cause and the fix. Pure.
+
+use std::sync::Arc;
+
+use crate::exchange::{ErrorSource, Exchange, Outcome, Target};
+
+/// Why the case whose traffic is `exchanges` cannot be judged, if an environment error
+/// reached it: the first one, with what to do about it.
+pub(super) fn problem(exchanges: &[Arc<Exchange>]) -> Option<String> {
+    exchanges.iter().find_map(|e| explain(e))
+}
+
+/// The cause and fix for one exchange that ended in flakestorm's own error, if it counts.
+fn explain(e: &Exchange) -> Option<String> {
+    let Outcome::Error { error, .. } = &e.outcome else {
+        return None;
+    };
+    // An injected fault is the chaos under test; an exfiltration attempt to an unreachable
+    // host is the agent's behaviour, whatever became of the request.
+    if error.source == ErrorSource::Injected || e.fault.is_some() || !e.canary_leaks.is_empty() {
+        return None;
+    }
+    let msg = &error.message;
+    let fix = match error.kind.as_str() {
+        "proxy_auth_required" => {
+            "the agent's proxy variables carry no valid credentials for proxy.users: set \
+             HTTPS_PROXY=http://NAME:PASSWORD@host:port (runs with agent.command set it)"
+        }
+        "client_tls" => {
+            "the agent does not trust flakestorm's CA: point SSL_CERT_FILE, REQUESTS_CA_BUNDLE \
+             and NODE_EXTRA_CA_CERTS at it (`flakestorm ca path`), as agent.command does"
+        }
+        // An exporter's failing upload is nobody's case; only tool and LLM calls count.
+        _ if matches!(e.target, Target::Other) => return None,
+        "upstream_tls" => {
+            "flakestorm does not trust the upstream's certificate; for a private or test CA, \
+             set proxy.upstream_ca_file to its PEM"
+        }
+        "upstream_connect" => "is the service running, and reachable from flakestorm?",
+        "upstream_timeout" => {
+            "the upstream was too slow for flakestorm (proxy.connect_timeout_ms, \
+             proxy.response_timeout_ms)"
+        }
+        "upstream_protocol" => "the upstream broke the HTTP exchange",
+        "bad_request" | "bad_connect_target" => {
+            "the agent sent a request flakestorm cannot forward (is it using the proxy as a \
+             base URL? add a proxy.reverse route)"
+        }
+        _ => "flakestorm failed on this request (please report it)",
+    };
+    Some(format!(
+        "{} {}: {msg}; {fix}",
+        e.request.method, e.request.url
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::{ErrorInfo, FaultRecord, Provider};
+
+    fn failed(target: Target, source: ErrorSource, kind: &str) -> Exchange {
+        let mut e = crate::exchange::tests_support::exchange(target, "https://llm.test/v1/chat");
+        e.outcome = Outcome::Error {
+            error: ErrorInfo {
+                source,
+                kind: kind.into(),
+                message: format!("{kind} happened"),
+            },
+            status: Some(502),
+        };
+        e
+    }
+
+    #[test]
+    fn only_flakestorms_own_errors_on_tool_and_llm_calls_count() {
+        let llm = || Target::Llm {
+            provider: Provider::Openai,
+        };
+        let tls = failed(llm(), ErrorSource::Upstream, "upstream_tls");
+        let why = problem(&[Arc::new(tls)]).unwrap();
+        assert!(why.contains("proxy.upstream_ca_file"), "{why}");
+        assert!(why.starts_with("POST https://llm.test/v1/chat: upstream_tls happened"));
+        let injected = failed(llm(), ErrorSource::Injected, "injected_timeout");
+        assert_eq!(
+            problem(&[Arc::new(injected)]),
+            None,
+            "chaos is not an error"
+        );
+        let mut faulted = failed(llm(), ErrorSource::Upstream, "upstream_connect");
+        faulted.fault = Some(FaultRecord {
+            rule: "r".into(),
+            mode: "slow".into(),
+            applied: true,
+            note: None,
+        });
+        assert_eq!(problem(&[Arc::new(faulted)]), None);
+        let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect");
+        assert_eq!(problem(&[Arc::new(exporter)]), None, "nobody's case");
+        let auth = failed(
+            Target::Other,
+            ErrorSource::Downstream,
+            "proxy_auth_required",
+        );
+        assert!(
+            problem(&[Arc::new(auth)])
+                .unwrap()
+                .contains("NAME:PASSWORD")
+        );
+        let mut leak = failed(Target::Other, ErrorSource::Upstream, "upstream_connect");
+        leak.target = Target::Tool { name: "t".into() };
+        leak.canary_leaks = vec![crate::exchange::CanaryLeak {
+            canary: "fsc-1".into(),
+            from: "search".into(),
+            found_in: "body".into(),
+        }];
+        assert_eq!(problem(&[Arc::new(leak)]), None, "an exfiltration attempt");
+    }
+}

@@ -1,0 +1,158 @@
+//! The run's verdict, the product. A run that could not test what it claims says so and
+//! does not pass: environment errors in most cases make it an `error`; a fault that never
+//! reached the agent's traffic, or no traffic at all while tools or LLMs are declared, make
+//! it `not_tested`; a failed critical cell, a score below the pass mark, or an agent that
+//! answered fewer than half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail,
+//! 2 not tested or error (docs/invariants.md, "Verdicts").
+
+use serde::Serialize;
+
+use super::cases::CaseResult;
+use super::coverage::Coverage;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunVerdict {
+    Pass,
+    /// The agent failed what was tested.
+    Fail,
+    /// The run could not test what it claims (chaos that never fired, no traffic).
+    NotTested,
+    /// Most cases could not be judged (flakestorm's or the environment's errors).
+    Error,
+}
+
+impl RunVerdict {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunVerdict::Pass => 0,
+            RunVerdict::Fail => 1,
+            RunVerdict::NotTested | RunVerdict::Error => 2,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "PASS",
+            RunVerdict::Fail => "FAIL",
+            RunVerdict::NotTested => "NOT TESTED",
+            RunVerdict::Error => "ERROR",
+        }
+    }
+
+    pub fn passed(self) -> bool {
+        self == RunVerdict::Pass
+    }
+}
+
+/// A verdict and, unless it is a pass, why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgement {
+    pub verdict: RunVerdict,
+    #[serde(rename = "verdict_reasons")]
+    pub reasons: Vec<String>,
+}
+
+/// What a run's verdict is decided from.
+pub(super) struct Evidence<'a> {
+    pub cases: &'a [CaseResult],
+    pub coverage: &'a [Coverage],
+    /// Exchanges the proxy recorded during the whole run, attributed or not.
+    pub exchanges: usize,
+    /// `tools:` or `llm:` entries exist: traffic must cross the proxy.
+    pub declares_traffic: bool,
+    pub score: f64,
+    pub min_score: f64,
+    pub failed_critical: usize,
+    /// Something was judged (a cell passed or failed; a prompt was judged).
+    pub judged_anything: bool,
+}
+
+pub(super) fn decide(e: &Evidence) -> Judgement {
+    let errors = errors(e.cases);
+    if !errors.is_empty() {
+        return Judgement {
+            verdict: RunVerdict::Error,
+            reasons: errors,
+        };
+    }
+    let untested = untested(e);
+    let mut failed = vec![];
+    if e.judged_anything {
+        if e.failed_critical > 0 {
+            failed.push(format!("{} critical cell(s) failed", e.failed_critical));
+        }
+        if e.score < e.min_score {
+            failed.push(format!(
+                "score {:.1} is below the pass mark {}",
+                e.score, e.min_score
+            ));
+        }
+        failed.extend(unanswered(e.cases));
+    }
+    let (verdict, mut reasons) = match (failed.is_empty(), untested.is_empty()) {
+        (false, _) => (RunVerdict::Fail, failed),
+        (true, false) => (RunVerdict::NotTested, vec![]),
+        (true, true) => (RunVerdict::Pass, vec![]),
+    };
+    reasons.extend(untested);
+    Judgement { verdict, reasons }
+}
+
+/// More than half of the cases not judged: the run measured its environment, not the agent.
+fn errors(cases: &[CaseResult]) -> Vec<String> {
+    let not: Vec<&CaseResult> = cases.iter().filter(|c| c.not_judged.is_some()).collect();
+    if cases.is_empty() || not.len() * 2 <= cases.len() {
+        return vec![];
+    }
+    let first = not[0].not_judged.as_deref().unwrap_or_default();
+    vec![format!(
+        "{} of {} cases could not be judged; the first: {first}",
+        not.len(),
+        cases.len()
+    )]
+}
+
+/// Chaos that never reached the agent, traffic that never crossed the proxy, nothing judged.
+fn untested(e: &Evidence) -> Vec<String> {
+    let mut out = vec![];
+    let exchanges = e.exchanges;
+    let unfired = e.coverage.iter().flat_map(|c| &c.rules);
+    let unfired = unfired.filter(|r| r.why_not.is_some()).count();
+    if exchanges == 0 && (e.declares_traffic || unfired > 0) {
+        out.push(
+            "no request crossed the proxy during the run: the agent is not using flakestorm's \
+             proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, or let flakestorm \
+             start it with agent.command)"
+                .to_string(),
+        );
+    }
+    for c in e.coverage {
+        for r in &c.rules {
+            if let Some(why) = r.why_not.as_deref().filter(|_| exchanges > 0) {
+                out.push(format!(
+                    "scenario `{}`: rule `{}` ({}) never reached the agent's traffic: {why}",
+                    c.scenario, r.stats.rule, r.stats.mode
+                ));
+            }
+        }
+    }
+    if !e.judged_anything {
+        out.push("nothing could be judged (see the cells' and cases' reasons)".into());
+    }
+    out
+}
+
+/// An agent that answered fewer than half of its judged cases failed, whatever the score.
+fn unanswered(cases: &[CaseResult]) -> Option<String> {
+    let judged: Vec<&CaseResult> = cases.iter().filter(|c| c.not_judged.is_none()).collect();
+    let silent: Vec<&&CaseResult> = judged.iter().filter(|c| c.answer.is_none()).collect();
+    (silent.len() * 2 > judged.len()).then(|| {
+        let why = silent[0].error.as_deref().unwrap_or("no answer");
+        format!(
+            "the agent answered {} of {} cases; the first without an answer: {why}",
+            judged.len() - silent.len(),
+            judged.len()
+        )
+    })
+}
