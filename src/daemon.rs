@@ -26,12 +26,27 @@ pub enum DaemonError {
     Proxy(#[from] ProxyBuildError),
     #[error("chaos rules: {0}")]
     Chaos(String),
-    #[error("cannot listen on {addr} for the {what}: {source}")]
+    #[error(
+        "cannot listen on {addr} for the {what}: {source}{}",
+        in_use_hint(source)
+    )]
     Bind {
         what: &'static str,
         addr: String,
         source: std::io::Error,
     },
+}
+
+/// What to do about an address in use: another flakestorm (`serve`, a run) holds it.
+fn in_use_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            " (another flakestorm, such as `flakestorm serve`, may hold it: a run starts its \
+             own proxy, so stop the other one or set another address (proxy.listen, \
+             control.listen); runs that start the agent with agent.command pick free ports)"
+        }
+        _ => "",
+    }
 }
 
 /// A running daemon. Dropping it does not stop it; call `stop`.

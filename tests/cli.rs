@@ -1,36 +1,10 @@
 //! The binary's commands as a user runs them: exit codes, messages, files.
 
+mod common;
+
 use std::process::Command;
 
-fn flakestorm(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        text(out.stdout),
-        text(out.stderr),
-    )
-}
-
-/// A loopback port nothing listens on (bound, then released).
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Writes `flakestorm.yaml` in `dir`: ephemeral proxy and control listeners, then `rest`.
-fn write_config(dir: &std::path::Path, rest: &str) {
-    let base = "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '127.0.0.1:0'}\n";
-    std::fs::write(dir.join("flakestorm.yaml"), format!("{base}{rest}")).unwrap();
-}
+use common::cli::*;
 
 #[test]
 fn validate_lists_every_error_and_exits_2() {
@@ -214,51 +188,6 @@ fn profiles_list_show_and_unknown_names() {
         !out.contains("listening"),
         "never starts with an unknown profile"
     );
-}
-
-/// A Python search tool and a Python agent (tests/fixtures/agent) in `dir`'s config: the
-/// tool runs now (killed by the guard), the agent is started by flakestorm itself.
-struct PythonAgent {
-    tool: std::process::Child,
-    yaml: String,
-}
-
-impl Drop for PythonAgent {
-    fn drop(&mut self) {
-        let _ = self.tool.kill();
-        let _ = self.tool.wait();
-    }
-}
-
-fn python_agent() -> PythonAgent {
-    use std::io::BufRead;
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
-    let mut tool = Command::new("python3")
-        .arg(fixtures.join("tool.py"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(tool.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let tool_port: u16 = line.trim().parse().unwrap();
-    let agent_port = closed_port();
-    let yaml = format!(
-        r#"
-proxy: {{listen: "127.0.0.1:0"}}
-control: {{listen: "127.0.0.1:0"}}
-advanced: {{concurrency: 1, seed: 1}}
-tools: [{{name: web_search, match_url: "http://127.0.0.1:{tool_port}/*"}}]
-agent:
-  endpoint: "http://127.0.0.1:{agent_port}/invoke"
-  command: "TOOL_URL=http://127.0.0.1:{tool_port}/search exec python3 {agent} {agent_port}"
-  ready_url: "http://127.0.0.1:{agent_port}/health"
-golden_prompts: ["What was ACME's Q3 revenue?"]
-"#,
-        agent = fixtures.join("agent.py").display()
-    );
-    PythonAgent { tool, yaml }
 }
 
 /// `contract run` end to end: flakestorm starts the (Python) agent with the proxy

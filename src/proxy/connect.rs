@@ -105,7 +105,7 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     }
     let start = match LazyConfigAcceptor::new(Acceptor::default(), io).await {
         Ok(start) => start,
-        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
     };
     let name = start
         .client_hello()
@@ -113,11 +113,11 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
         .map_or(host.clone(), str::to_string);
     let config = match proxy.inner.leaves.server_config(&name) {
         Ok(c) => c,
-        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
     };
     let tls = match start.into_stream(config).await {
         Ok(tls) => tls,
-        Err(e) => return handshake_failed(&proxy, &ctx, &host, &e.to_string()),
+        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
     };
     proxy.metrics().tls_handshake(true);
     let ctx = ConnCtx {
@@ -131,10 +131,11 @@ fn io_starts_tls<T>(io: &Prefixed<T>) -> bool {
     io.first_byte() == Some(TLS_HANDSHAKE)
 }
 
-fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, host: &str, why: &str) {
+fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
     proxy.metrics().tls_handshake(false);
     tracing::info!(
-        "TLS handshake with client {} for {host} failed: {why}",
+        "TLS handshake with client {} for {authority} failed: {why}",
         ctx.peer
     );
+    super::service::handshake_failed(proxy, ctx, authority, why);
 }

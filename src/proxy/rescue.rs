@@ -21,6 +21,9 @@ pub enum ErrorKind {
     BadRequest,
     BadConnectTarget,
     ProxyAuthRequired,
+    /// The client aborted the TLS handshake inside a CONNECT tunnel (it does not trust
+    /// flakestorm's CA). Never answered: journaled only.
+    ClientTls,
     Internal,
 }
 
@@ -34,6 +37,7 @@ impl ErrorKind {
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::BadConnectTarget => "bad_connect_target",
             ErrorKind::ProxyAuthRequired => "proxy_auth_required",
+            ErrorKind::ClientTls => "client_tls",
             ErrorKind::Internal => "internal",
         }
     }
@@ -44,7 +48,9 @@ impl ErrorKind {
                 StatusCode::BAD_GATEWAY
             }
             ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorKind::BadRequest | ErrorKind::BadConnectTarget => StatusCode::BAD_REQUEST,
+            ErrorKind::BadRequest | ErrorKind::BadConnectTarget | ErrorKind::ClientTls => {
+                StatusCode::BAD_REQUEST
+            }
             ErrorKind::ProxyAuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -56,9 +62,10 @@ impl ErrorKind {
             | ErrorKind::UpstreamTimeout
             | ErrorKind::UpstreamTls
             | ErrorKind::UpstreamProtocol => ErrorSource::Upstream,
-            ErrorKind::BadRequest | ErrorKind::BadConnectTarget | ErrorKind::ProxyAuthRequired => {
-                ErrorSource::Downstream
-            }
+            ErrorKind::BadRequest
+            | ErrorKind::BadConnectTarget
+            | ErrorKind::ProxyAuthRequired
+            | ErrorKind::ClientTls => ErrorSource::Downstream,
             ErrorKind::Internal => ErrorSource::Internal,
         }
     }

@@ -291,6 +291,27 @@ fn recorder<B>(
     Recorder::new(proxy.clone(), exchange, Instant::now())
 }
 
+/// Records a CONNECT whose TLS handshake with the client failed, so that a run can tell an
+/// agent that does not trust flakestorm's CA: no request came through the tunnel. Not a
+/// request: journaled, not counted in the request metrics (the handshake metric counts it).
+pub fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
+    let uri = rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
+    let Ok(req) = Request::connect(uri.clone()).body(()) else {
+        return;
+    };
+    let mut ex = recorder(proxy, ctx, &req, &uri, Route::Intercepted).into_exchange();
+    let host = uri.host().unwrap_or_default();
+    let err = ProxyError::new(
+        ErrorKind::ClientTls,
+        format!("the client aborted TLS with flakestorm for {host}: {why}"),
+    );
+    ex.outcome = Outcome::Error {
+        error: err.info(),
+        status: None,
+    };
+    proxy.journal().record(ex);
+}
+
 /// Records `err` on the exchange and answers it.
 fn fail(proxy: &Proxy, rec: Recorder, err: ProxyError) -> Response<ProxyBody> {
     let info = err.info();

@@ -49,7 +49,8 @@ pub struct Coverage {
     /// untraced uploads): reported, judged in none.
     pub outside_cases: usize,
     pub cases: usize,
-    /// Cases that could be judged (no environment error, traffic attributed).
+    /// Cases that could be judged (no environment error, traffic attributed, the
+    /// scenario's chaos reached the agent).
     pub judged: usize,
     pub rules: Vec<RuleCoverage>,
     /// Why the scenario tested nothing it claims; null when its chaos reached the agent
@@ -97,7 +98,11 @@ pub(super) fn of(
         exchanges: exchanges.len(),
         outside_cases: exchanges.iter().filter(|e| !inside.contains(&e.id)).count(),
         cases: cases.len(),
-        judged: cases.iter().filter(|c| c.not_judged.is_none()).count(),
+        // A scenario whose chaos never happened judged nothing it is about.
+        judged: match not_tested {
+            Some(_) => 0,
+            None => cases.iter().filter(|c| c.not_judged.is_none()).count(),
+        },
         rules,
         not_tested,
     }

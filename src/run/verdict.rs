@@ -1,7 +1,7 @@
 //! The run's verdict, the product. A run that could not test what it claims says so and
-//! does not pass: environment errors in most cases make it an `error`; a fault that never
-//! reached the agent's traffic, or no traffic at all while tools or LLMs are declared, make
-//! it `not_tested`; a failed critical cell, a score below the pass mark, or an agent that
+//! does not pass: environment errors in most cases make it an `error`; a case that could
+//! not be judged, a fault that never reached the agent's traffic, or no traffic at all
+//! while tools or LLMs are declared, make it `not_tested`; a failed critical cell, a score below the pass mark, or an agent that
 //! answered fewer than half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail,
 //! 2 not tested or error (docs/invariants.md, "Verdicts").
 
@@ -101,16 +101,22 @@ pub(super) fn decide(e: &Evidence) -> Judgement {
 
 /// More than half of the cases not judged: the run measured its environment, not the agent.
 fn errors(cases: &[CaseResult]) -> Vec<String> {
-    let not: Vec<&CaseResult> = cases.iter().filter(|c| c.not_judged.is_some()).collect();
-    if cases.is_empty() || not.len() * 2 <= cases.len() {
-        return vec![];
+    match not_judged(cases) {
+        Some((n, why)) if n * 2 > cases.len() => vec![why],
+        _ => vec![],
     }
-    let first = not[0].not_judged.as_deref().unwrap_or_default();
-    vec![format!(
+}
+
+/// How many cases could not be judged, and a line saying so with the first reason.
+fn not_judged(cases: &[CaseResult]) -> Option<(usize, String)> {
+    let not: Vec<&CaseResult> = cases.iter().filter(|c| c.not_judged.is_some()).collect();
+    let first = not.first()?.not_judged.as_deref().unwrap_or_default();
+    let line = format!(
         "{} of {} cases could not be judged; the first: {first}",
         not.len(),
         cases.len()
-    )]
+    );
+    Some((not.len(), line))
 }
 
 /// Chaos that never reached the agent, traffic that never crossed the proxy, nothing judged.
@@ -137,6 +143,8 @@ fn untested(e: &Evidence) -> Vec<String> {
             }
         }
     }
+    // Fewer than half (more is an error): what they would have shown is unknown.
+    out.extend(not_judged(e.cases).map(|(_, why)| why));
     if !e.judged_anything {
         out.push("nothing could be judged (see the cells' and cases' reasons)".into());
     }

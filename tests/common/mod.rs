@@ -4,6 +4,7 @@
 //! and nothing sleeps to wait for readiness.
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod cli;
 pub mod origin;
 
 use std::net::SocketAddr;

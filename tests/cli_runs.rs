@@ -1,0 +1,170 @@
+//! Run commands as a user meets them: an agent that bypasses the proxy, a `serve` already on
+//! the default ports, `-o` naming a folder, proxy credentials, an agent that crashes. Each
+//! test starts a Python agent with `agent.command`.
+
+mod common;
+
+use common::cli::*;
+
+fn report(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+const CONTRACT: &str = "contract:\n  name: Research agent\n  invariants:\n    - {id: answers, type: output_not_empty}\n    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
+
+/// Started by hand without the proxy variables (here: they are unset before the agent
+/// starts), the agent calls its tool directly: nothing is tested, and the run says so,
+/// exit 2, not a PASS.
+#[test]
+fn an_agent_that_bypasses_the_proxy_is_not_tested() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let yaml = agent.yaml.replace(
+        "command: \"exec",
+        "command: \"unset HTTPS_PROXY HTTP_PROXY https_proxy http_proxy; exec",
+    );
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!("{yaml}{CONTRACT}"),
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 2, "{out}\n{err}");
+    for want in [
+        "search-down  0 of 1 cases judged, 0 exchanges; faults: tool_faults[0] (error) never fired  [NOT TESTED]",
+        "? not tested: admits-outage under search-down",
+        ": NOT TESTED\n  - no request crossed the proxy during the run: the agent is not using flakestorm's proxy",
+        "(exit 2: the run could not judge the agent",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let r = report(&dir.path().join("reports/contract.json"));
+    assert_eq!(
+        (&r["verdict"], &r["score"]["passed"]),
+        (&"not_tested".into(), &false.into())
+    );
+}
+
+/// A `flakestorm serve` holds the default ports (8080, 8081): a run that starts its own
+/// agent does not need them and takes free ones.
+#[test]
+fn a_run_works_while_serve_holds_the_default_ports() {
+    // Held by this test, or already by someone else: either way taken.
+    let _proxy = std::net::TcpListener::bind("127.0.0.1:8080");
+    let _control = std::net::TcpListener::bind("127.0.0.1:8081");
+    assert!(std::net::TcpStream::connect("127.0.0.1:8080").is_ok());
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!("{}{CONTRACT}", agent.yaml),
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains(": PASS"), "{out}");
+    assert!(!err.contains("127.0.0.1:8080"), "{err}");
+    let r = report(&dir.path().join("reports/contract.json"));
+    assert_eq!(
+        r["cases"][1]["faults"][0]["mode"], "error",
+        "the fault reached the agent"
+    );
+}
+
+/// `-o` naming a folder writes inside it; a path that cannot be written is refused before
+/// the agent is even started.
+#[test]
+fn report_paths_are_checked_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!("{}{CONTRACT}", agent.yaml),
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run", "-o", "out/"], dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(dir.path().join("out/contract.json").exists());
+    assert!(
+        dir.path().join("out/contract.agent.log").exists(),
+        "the agent's output beside the report"
+    );
+    let (code, _, err) = flakestorm(&["ci", "-o", "out", "--quiet"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        dir.path().join("out/ci.json").exists(),
+        "an existing folder: inside it"
+    );
+    std::fs::write(dir.path().join("afile"), "x").unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run", "-o", "afile/r.json"], dir.path());
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("report path afile/r.json: afile is not a folder"),
+        "{err}"
+    );
+    assert!(!out.contains("cases"), "no case ran: {out}");
+}
+
+/// With `proxy.users`, the agent flakestorm starts gets the credentials in its proxy URL.
+#[test]
+fn the_agent_gets_the_proxy_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let users = "proxy:\n  users: [{name: agent, password: \"${FS_TEST_PW}\"}]\n";
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!("{}{users}{CONTRACT}", agent.yaml),
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm_env(
+        &["contract", "run"],
+        dir.path(),
+        &[("FS_TEST_PW", "s3cret:/@")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let r = report(&dir.path().join("reports/contract.json"));
+    let ex = &r["cases"][0]["exchanges"][0];
+    assert_eq!(
+        (&ex["client_user"], &ex["target"]["name"]),
+        (&"agent".into(), &"web_search".into())
+    );
+}
+
+/// An agent that dies during the run: the cases after that are its failure, and the report
+/// and summary show the end of its log.
+#[test]
+fn an_agent_that_crashes_during_the_run_is_reported_with_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    std::fs::write(
+        dir.path().join("agent.py"),
+        r#"import http.server, json, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        b = json.dumps({"result": "ok"}).encode()
+        self.send_response(200); self.send_header("content-length", str(len(b))); self.end_headers()
+        self.wfile.write(b); self.wfile.flush()
+        print("agent: out of memory, exiting", file=sys.stderr, flush=True)
+        os._exit(3)
+    def do_GET(self):
+        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#,
+    )
+    .unwrap();
+    write_config(
+        dir.path(),
+        &format!(
+            "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'exec python3 agent.py {port}'\n  ready_url: 'http://127.0.0.1:{port}/health'\ngolden_prompts: [one, two]\ncontract:\n  name: c\n  invariants: [{{id: answers, type: completes}}]\n"
+        ),
+    );
+    let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("warning: the agent (agent.command) exited during the run (exit status: 3)")
+            && out.contains("agent: out of memory, exiting"),
+        "{out}"
+    );
+}

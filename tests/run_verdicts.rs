@@ -1,0 +1,249 @@
+//! Verdicts a user can trust (docs/invariants.md, "Verdicts"): a run that tested nothing
+//! is never a pass, environment errors are not the agent's behaviour, an agent that fails
+//! its cases does not pass at score 0, and the agent is judged on its own answers and its
+//! own retries, never on flakestorm's.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use common::origin::{self, text};
+use common::*;
+use flakestorm::checks::Verdict;
+use flakestorm::run::{ContractReport, RunContext, RunVerdict, run_contract};
+use http_body_util::BodyExt;
+
+/// An agent that asks its search tool with `client` and answers from it, or apologises.
+async fn agent(client: reqwest::Client, tool_url: String) -> origin::Origin {
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (client, tool_url) = (client.clone(), tool_url.clone());
+        async move {
+            let _ = req.into_body().collect().await;
+            let answer = match client.get(&tool_url).send().await {
+                Ok(r) if r.status().is_success() => {
+                    format!(
+                        "According to search: {}",
+                        r.text().await.unwrap_or_default()
+                    )
+                }
+                Ok(r) => format!("Sorry, search is unavailable ({}).", r.status()),
+                Err(e) => format!("Sorry, search is unavailable ({e})."),
+            };
+            text(&serde_json::json!({"result": answer}).to_string())
+        }
+    })
+    .await
+}
+
+const CONTRACT: &str = r#"
+golden_prompts: ["What was ACME's Q3 revenue?", "Who is ACME's CEO?"]
+contract:
+  name: Research agent
+  invariants:
+    - {id: cites, type: regex, pattern: "(?i)according to", severity: critical, when: no_chaos}
+    - {id: admits-outage, type: contains, value: unavailable, severity: high, when: tool_faults_active}
+    - {id: answers, type: completes}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-down
+      tool_faults: [{id: search-down, tool: web_search, mode: error, error_code: 503}]
+"#;
+
+async fn contract(p: &TestProxy, endpoint: &str) -> ContractReport {
+    let (cfg, ctx) = run_context(p, endpoint);
+    let ctx = RunContext {
+        concurrency: 1,
+        ..ctx
+    };
+    run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+        .await
+        .unwrap()
+}
+
+/// What most Flakestorm v2 users do first: start the agent by hand, without the proxy
+/// variables. Its tool is called directly, no fault fires, and the run says so.
+#[tokio::test]
+async fn an_agent_that_bypasses_the_proxy_is_not_tested() {
+    let tool = origin::fixed(None, "revenue was $4.1B").await;
+    let yaml = format!(
+        "{CONTRACT}tools:\n  - {{name: web_search, match_url: 'http://{}/*'}}\n",
+        tool.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let a = agent(direct_client(), tool.http_url("/search")).await;
+    let r = contract(&p, &a.http_url("/invoke")).await;
+    assert_eq!(tool.log.len(), 4, "the tool got every call, directly");
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
+    assert_eq!(r.judgement.verdict.exit_code(), 2);
+    assert!(
+        r.judgement.reasons[0].starts_with(
+            "no request crossed the proxy during the run: the agent is not using flakestorm's proxy"
+        ),
+        "{:?}",
+        r.judgement.reasons
+    );
+    assert!(!r.score.passed);
+    assert!(matches!(
+        cell(&r, "admits-outage", "search-down"),
+        Verdict::NotTested(why) if why.contains("no request crossed the proxy")
+    ));
+    let down = r
+        .coverage
+        .iter()
+        .find(|c| c.scenario == "search-down")
+        .unwrap();
+    assert_eq!((down.exchanges, down.rules[0].applied), (0, 0));
+    assert!(down.not_tested.is_some());
+    p.stop().await;
+}
+
+/// A rule whose URL matches nothing the agent calls is named, with the hosts seen.
+#[tokio::test]
+async fn a_rule_that_matches_nothing_says_what_the_proxy_saw() {
+    let tool = origin::fixed(None, "revenue was $4.1B").await;
+    // The tool's glob names another port: the agent's calls are `other`, not `web_search`.
+    let yaml =
+        format!("{CONTRACT}tools:\n  - {{name: web_search, match_url: 'http://127.0.0.1:9/*'}}\n");
+    let p = start_proxy(&yaml).await;
+    let a = agent(client_via(&p, H1), tool.http_url("/search")).await;
+    let r = contract(&p, &a.http_url("/invoke")).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
+    let why = &r.judgement.reasons[0];
+    let want = format!(
+        "scenario `search-down`: rule `search-down` (error) never reached the agent's traffic: \
+         no request matched calls to tool `web_search` (tools: `web_search` is \
+         http://127.0.0.1:9/*); the proxy saw http://{} (other) ×2",
+        tool.addr
+    );
+    assert_eq!(why, &want);
+    assert!(
+        cell(&r, "cites", "no-chaos").passed(),
+        "no-chaos is still judged"
+    );
+    p.stop().await;
+}
+
+/// The upstream's certificate is not trusted by flakestorm (no `proxy.upstream_ca_file`):
+/// every tool call that reaches it ends in the proxy's own 502. That is the environment,
+/// not the agent: those cases are not judged, the fix is named, and the run does not pass
+/// (under search-down the fault answers before any upstream, so half the cases are judged).
+#[tokio::test]
+async fn an_untrusted_upstream_is_not_the_agents_failure() {
+    let tool = origin::fixed(Some(H1), "revenue was $4.1B").await;
+    let yaml = format!(
+        "{CONTRACT}proxy: {{upstream_ca_file: null}}\ntools:\n  - {{name: web_search, match_url: 'https://localhost:{}/*'}}\n",
+        tool.addr.port()
+    );
+    let p = start_proxy(&yaml).await;
+    let a = agent(client_via(&p, H1), tool.https_url("/search")).await;
+    let r = contract(&p, &a.http_url("/invoke")).await;
+    let no_chaos: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.scenario == "no-chaos")
+        .collect();
+    for c in &no_chaos {
+        let why = c.not_judged.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("TLS with upstream") && why.contains("set proxy.upstream_ca_file"),
+            "{why}"
+        );
+    }
+    assert!(matches!(
+        cell(&r, "cites", "no-chaos"),
+        Verdict::NotTested(why) if why.contains("proxy.upstream_ca_file")
+    ));
+    assert_eq!(
+        r.judgement.verdict,
+        RunVerdict::NotTested,
+        "{:?}",
+        r.judgement
+    );
+    assert!(
+        r.judgement.reasons[0]
+            .starts_with("2 of 4 cases could not be judged; the first: GET https://localhost:"),
+        "{:?}",
+        r.judgement.reasons
+    );
+    assert!(cell(&r, "admits-outage", "search-down").passed());
+    p.stop().await;
+}
+
+/// An agent that does not trust flakestorm's CA aborts TLS in the tunnel: no request
+/// comes through, and the case says what to fix.
+#[tokio::test]
+async fn an_agent_that_does_not_trust_the_ca_is_told_so() {
+    let tool = origin::fixed(Some(H1), "revenue was $4.1B").await;
+    let yaml = format!(
+        "{CONTRACT}tools:\n  - {{name: web_search, match_url: 'https://localhost:{}/*'}}\n",
+        tool.addr.port()
+    );
+    let p = start_proxy(&yaml).await;
+    // Trusts the origin's CA, not flakestorm's: the interception fails.
+    let untrusting = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(p.url()).unwrap())
+        .use_preconfigured_tls(tls_client(
+            &std::fs::read_to_string(fixture("test-ca.pem")).unwrap(),
+            H1,
+        ))
+        .build()
+        .unwrap();
+    let a = agent(untrusting, tool.https_url("/search")).await;
+    let r = contract(&p, &a.http_url("/invoke")).await;
+    let why = r.cases[0].not_judged.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with(&format!("CONNECT https://localhost:{}/", tool.addr.port()))
+            && why.contains("the agent does not trust flakestorm's CA"),
+        "{why}"
+    );
+    // The handshake fails before any request, so search-down's fault cannot fire either:
+    // every case is unjudged, and the run is an error.
+    assert_eq!(r.judgement.verdict, RunVerdict::Error, "{:?}", r.judgement);
+    assert!(r.judgement.reasons[0].starts_with("4 of 4 cases could not be judged"));
+    assert_eq!(tool.log.len(), 0);
+    p.stop().await;
+}
+
+/// An agent that answers HTTP 500 to every prompt gets `completes` failed on every case:
+/// that is a failure, not a pass at score 0; and flakestorm invoked it once per case even
+/// with `advanced.retries: 2` (the 500 is its answer).
+#[tokio::test]
+async fn an_agent_that_answers_500_fails() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    let broken = origin::start(None, move |_req| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let mut r = text(r#"{"detail": "Internal Server Error"}"#);
+            *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        }
+    })
+    .await;
+    let yaml = "golden_prompts: [a, b, c, d]\ncontract:\n  name: c\n  invariants:\n    - {id: answers, type: completes}\n";
+    let p = start_proxy(yaml).await;
+    let (cfg, ctx) = run_context(&p, &broken.http_url("/invoke"));
+    let spec = serde_json::from_value(serde_json::json!({"endpoint": broken.http_url("/invoke")}));
+    let ctx = RunContext {
+        agent: flakestorm::agent::Agent::new(&spec.unwrap(), 2).unwrap(),
+        ..ctx
+    };
+    let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "one invocation per case");
+    assert!(r.cases.iter().all(|c| c.attempts == 1));
+    assert_eq!(r.score.value, 0.0);
+    assert_eq!(r.judgement.verdict, RunVerdict::Fail);
+    assert_eq!(r.judgement.verdict.exit_code(), 1);
+    assert_eq!(
+        r.judgement.reasons,
+        [
+            "score 0.0 is below the pass mark 70",
+            "the agent answered 0 of 4 cases; the first without an answer: agent answered \
+             HTTP 500: {\"detail\": \"Internal Server Error\"}"
+        ]
+    );
+    p.stop().await;
+}
