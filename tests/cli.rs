@@ -120,7 +120,7 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         .unwrap();
     let ci: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
-    assert_eq!(ci["schema"], "flakestorm.ci/1");
+    assert_eq!(ci["schema"], "flakestorm.ci/2");
     assert_eq!(
         (&ci["passed"], &ci["verdict"]),
         (&true.into(), &"pass".into())
@@ -209,7 +209,7 @@ fn contract_run_starts_the_agent_and_scores_it() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/report.json")).unwrap())
             .unwrap();
-    assert_eq!(report["schema"], "flakestorm.contract/1");
+    assert_eq!(report["schema"], "flakestorm.contract/2");
     assert_eq!(
         report["config_digest"],
         flakestorm::config::digest(yaml.as_bytes())
@@ -290,7 +290,7 @@ fn chaos_only_runs_and_ci_combine_phases() {
     let ci: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(
         (code, ci["schema"].as_str(), ci["verdict"].as_str()),
-        (0, Some("flakestorm.ci/1"), Some("pass"))
+        (0, Some("flakestorm.ci/2"), Some("pass"))
     );
     let phases: Vec<(&str, &str)> = ci["phases"]
         .as_array()

@@ -17,7 +17,7 @@ use crate::checks::{Invariant, Verdict};
 use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, InvariantSpec, When};
 
-pub const SCHEMA: &str = "flakestorm.chaos/1";
+pub const SCHEMA: &str = "flakestorm.chaos/2";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptVerdict {

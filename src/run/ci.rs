@@ -9,7 +9,7 @@ use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport};
 use crate::config::ScoringSpec;
 
-pub const SCHEMA: &str = "flakestorm.ci/1";
+pub const SCHEMA: &str = "flakestorm.ci/2";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Phase {

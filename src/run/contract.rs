@@ -19,7 +19,7 @@ use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
-pub const SCHEMA: &str = "flakestorm.contract/1";
+pub const SCHEMA: &str = "flakestorm.contract/2";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CellResult {
