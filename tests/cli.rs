@@ -141,6 +141,10 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         .filter_map(|e| e.get("llm_tool_calls"))
         .collect();
     assert_eq!(asked, [&serde_json::json!(["web_search"])]);
+    // A binary-only user can read the demo's rules.
+    let (code, yaml, _) = flakestorm(&["demo", "--print-config"], dir.path());
+    assert_eq!(code, 0);
+    assert_eq!(yaml, include_str!("../config/demo.yaml"));
 }
 
 #[test]
@@ -422,13 +426,20 @@ while True:
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
-    let running =
+    let running = || {
         std::fs::read_to_string(format!("/proc/{}/stat", agent_pid.trim())).is_ok_and(|stat| {
             stat.rsplit(") ")
                 .next()
                 .is_some_and(|s| !s.starts_with('Z'))
-        });
-    assert!(!running, "the agent (pid {agent_pid}) was stopped");
+        })
+    };
+    // flakestorm sent SIGKILL to the agent's group before it exited; the kernel may take
+    // a moment to finish the process off.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(), "the agent (pid {agent_pid}) was stopped");
     assert!(
         !dir.path().join("reports/contract.json").exists(),
         "no report for a stopped run"

@@ -64,6 +64,14 @@ fn a_run_works_while_serve_holds_the_default_ports() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains(": PASS"), "{out}");
     assert!(!err.contains("127.0.0.1:8080"), "{err}");
+    // Off a terminal, progress is a line per case on stderr.
+    for want in [
+        "flakestorm: [1/2] no-chaos: \"What was ACME's Q3 revenue?\": answered in ",
+        "flakestorm: [2/2] search-down: \"What was ACME's Q3 revenue?\": answered in ",
+        ", 1 fault(s)",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
     let r = report(&dir.path().join("reports/contract.json"));
     assert_eq!(
         r["cases"][1]["faults"][0]["mode"], "error",
