@@ -230,39 +230,16 @@ mod tests {
     use crate::exchange::*;
 
     fn exchange(url: &str, headers: &[(&str, &str)]) -> Exchange {
-        let headers = headers
+        let mut e = tests_support::exchange(Target::Other, url);
+        e.request.method = "GET".into();
+        e.request.headers = headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Exchange {
-            id: 0,
-            client_addr: "127.0.0.1:1".into(),
-            client_user: None,
-            route: Route::Forward,
-            target: Target::Other,
-            request: RequestHead {
-                method: "GET".into(),
-                url: url.into(),
-                version: "HTTP/1.1".into(),
-                headers,
-            },
-            outcome: Outcome::Response {
-                response: ResponseHead {
-                    status: 200,
-                    version: "HTTP/1.1".into(),
-                    headers: vec![("set-cookie".into(), "sid=1".into())],
-                },
-                body: BodyEnd::Complete,
-            },
-            timings: Timings::default(),
-            response_bytes: 0,
-            fault: None,
-            attacks: vec![],
-            llm_tool_calls: vec![],
-            trace_id: None,
-            canary: None,
-            canary_leaks: vec![],
+        if let Outcome::Response { response, .. } = &mut e.outcome {
+            response.headers = vec![("set-cookie".into(), "sid=1".into())];
         }
+        e
     }
 
     #[test]

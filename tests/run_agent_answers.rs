@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::origin::{self, text};
 use common::*;
-use flakestorm::run::{RunContext, RunVerdict, run_contract};
+use flakestorm::run::RunVerdict;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -89,20 +89,7 @@ async fn healthy_prompts_never_fail_after_the_agent_answered_500() {
     for retries in [0, 2] {
         let (addr, conns) = closing_agent().await;
         let p = start_proxy(&yaml).await;
-        let endpoint = format!("http://{addr}/invoke");
-        let (cfg, ctx) = run_context(&p, &endpoint);
-        let spec = serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
-        let ctx = RunContext {
-            agent: flakestorm::agent::Agent::new(&spec, retries).unwrap(),
-            concurrency: 1,
-            ..ctx
-        };
-        let r = within(
-            "the run",
-            run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts),
-        )
-        .await
-        .unwrap();
+        let r = contract_run(&p, &format!("http://{addr}/invoke"), retries).await;
         let spurious: Vec<_> = r
             .cases
             .iter()
@@ -173,15 +160,7 @@ contract:
         }
     })
     .await;
-    let (cfg, ctx) = run_context(&p, &agent.http_url("/invoke"));
-    let spec = serde_json::from_value(serde_json::json!({"endpoint": agent.http_url("/invoke")}));
-    let ctx = RunContext {
-        agent: flakestorm::agent::Agent::new(&spec.unwrap(), 2).unwrap(),
-        ..ctx
-    };
-    let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
-        .await
-        .unwrap();
+    let r = contract_run(&p, &agent.http_url("/invoke"), 2).await;
     let case = &r.cases[0];
     assert_eq!(case.attempts, 1, "the 500 was its answer");
     assert_eq!(

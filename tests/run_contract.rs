@@ -6,43 +6,12 @@ mod common;
 
 use std::sync::Arc;
 
+use common::agents::research;
 use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
 use flakestorm::run::{ContractReport, RunContext, RunVerdict, run_contract};
 use http_body_util::BodyExt;
-
-/// The agent: asks its tool (through the proxy) and answers from it, or says it could not.
-async fn agent(proxy: &TestProxy, tool_url: String) -> origin::Origin {
-    let client = client_via(proxy, H1);
-    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
-        let (client, tool_url) = (client.clone(), tool_url.clone());
-        async move {
-            let body: serde_json::Value =
-                serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes())
-                    .unwrap();
-            let prompt = body["input"].as_str().unwrap_or_default().to_string();
-            let resp = client
-                .get(format!("{tool_url}?q={}", prompt.len()))
-                .send()
-                .await
-                .unwrap();
-            let answer = if resp.status().is_success() {
-                format!(
-                    "According to the search tool: {}",
-                    resp.text().await.unwrap()
-                )
-            } else {
-                format!(
-                    "Sorry, search is unavailable right now (status {}).",
-                    resp.status().as_u16()
-                )
-            };
-            text(&serde_json::json!({"result": answer}).to_string())
-        }
-    })
-    .await
-}
 
 const CONTRACT: &str = r#"
 golden_prompts: ["What was ACME's Q3 revenue?", "Who is ACME's CEO?"]
@@ -77,7 +46,7 @@ async fn run_once(contract: &str, seed: u64) -> (ContractReport, usize) {
         tool.addr
     );
     let p = start_proxy(&yaml).await;
-    let a = agent(&p, tool.http_url("/search")).await;
+    let a = research(client_via(&p, H1), tool.http_url("/search")).await;
     let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
     let ctx = RunContext {
         concurrency: 1,
@@ -136,7 +105,11 @@ async fn scenarios_reach_the_agents_own_tool_calls_and_cells_follow_when() {
             .all(|c| c.faults.iter().any(|f| f.rule == "search-down")),
         "each case met the fault"
     );
-    assert!(down[0].answer.as_ref().unwrap().contains("status 503"));
+    assert!(
+        down[0].answer.as_ref().unwrap().contains("status 503"),
+        "{:?}",
+        down[0].answer
+    );
     assert_eq!(down[0].error, None);
     // The no-chaos answers are the baseline, not compared with themselves.
     assert!(matches!(

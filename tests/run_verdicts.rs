@@ -8,33 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use common::agents::research;
 use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
-use flakestorm::run::{ContractReport, RunContext, RunVerdict, run_contract};
-use http_body_util::BodyExt;
-
-/// An agent that asks its search tool with `client` and answers from it, or apologises.
-async fn agent(client: reqwest::Client, tool_url: String) -> origin::Origin {
-    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
-        let (client, tool_url) = (client.clone(), tool_url.clone());
-        async move {
-            let _ = req.into_body().collect().await;
-            let answer = match client.get(&tool_url).send().await {
-                Ok(r) if r.status().is_success() => {
-                    format!(
-                        "According to search: {}",
-                        r.text().await.unwrap_or_default()
-                    )
-                }
-                Ok(r) => format!("Sorry, search is unavailable ({}).", r.status()),
-                Err(e) => format!("Sorry, search is unavailable ({e})."),
-            };
-            text(&serde_json::json!({"result": answer}).to_string())
-        }
-    })
-    .await
-}
+use flakestorm::run::RunVerdict;
 
 const CONTRACT: &str = r#"
 golden_prompts: ["What was ACME's Q3 revenue?", "Who is ACME's CEO?"]
@@ -50,17 +28,6 @@ contract:
       tool_faults: [{id: search-down, tool: web_search, mode: error, error_code: 503}]
 "#;
 
-async fn contract(p: &TestProxy, endpoint: &str) -> ContractReport {
-    let (cfg, ctx) = run_context(p, endpoint);
-    let ctx = RunContext {
-        concurrency: 1,
-        ..ctx
-    };
-    run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
-        .await
-        .unwrap()
-}
-
 /// What most Flakestorm v2 users do first: start the agent by hand, without the proxy
 /// variables. Its tool is called directly, no fault fires, and the run says so.
 #[tokio::test]
@@ -71,8 +38,8 @@ async fn an_agent_that_bypasses_the_proxy_is_not_tested() {
         tool.addr
     );
     let p = start_proxy(&yaml).await;
-    let a = agent(direct_client(), tool.http_url("/search")).await;
-    let r = contract(&p, &a.http_url("/invoke")).await;
+    let a = research(direct_client(), tool.http_url("/search")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
     assert_eq!(tool.log.len(), 4, "the tool got every call, directly");
     assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
     assert_eq!(r.judgement.verdict.exit_code(), 2);
@@ -106,8 +73,8 @@ async fn a_rule_that_matches_nothing_says_what_the_proxy_saw() {
     let yaml =
         format!("{CONTRACT}tools:\n  - {{name: web_search, match_url: 'http://127.0.0.1:9/*'}}\n");
     let p = start_proxy(&yaml).await;
-    let a = agent(client_via(&p, H1), tool.http_url("/search")).await;
-    let r = contract(&p, &a.http_url("/invoke")).await;
+    let a = research(client_via(&p, H1), tool.http_url("/search")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
     assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     let why = &r.judgement.reasons[0];
     let want = format!(
@@ -136,8 +103,8 @@ async fn an_untrusted_upstream_is_not_the_agents_failure() {
         tool.addr.port()
     );
     let p = start_proxy(&yaml).await;
-    let a = agent(client_via(&p, H1), tool.https_url("/search")).await;
-    let r = contract(&p, &a.http_url("/invoke")).await;
+    let a = research(client_via(&p, H1), tool.https_url("/search")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
     let no_chaos: Vec<_> = r
         .cases
         .iter()
@@ -189,8 +156,8 @@ async fn an_agent_that_does_not_trust_the_ca_is_told_so() {
         ))
         .build()
         .unwrap();
-    let a = agent(untrusting, tool.https_url("/search")).await;
-    let r = contract(&p, &a.http_url("/invoke")).await;
+    let a = research(untrusting, tool.https_url("/search")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
     let why = r.cases[0].not_judged.as_deref().unwrap_or_default();
     assert!(
         why.starts_with(&format!("CONNECT https://localhost:{}/", tool.addr.port()))
@@ -223,15 +190,7 @@ async fn an_agent_that_answers_500_fails() {
     .await;
     let yaml = "golden_prompts: [a, b, c, d]\ncontract:\n  name: c\n  invariants:\n    - {id: answers, type: completes}\n";
     let p = start_proxy(yaml).await;
-    let (cfg, ctx) = run_context(&p, &broken.http_url("/invoke"));
-    let spec = serde_json::from_value(serde_json::json!({"endpoint": broken.http_url("/invoke")}));
-    let ctx = RunContext {
-        agent: flakestorm::agent::Agent::new(&spec.unwrap(), 2).unwrap(),
-        ..ctx
-    };
-    let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
-        .await
-        .unwrap();
+    let r = contract_run(&p, &broken.http_url("/invoke"), 2).await;
     assert_eq!(calls.load(Ordering::SeqCst), 4, "one invocation per case");
     assert!(r.cases.iter().all(|c| c.attempts == 1));
     assert_eq!(r.score.value, 0.0);

@@ -156,43 +156,25 @@ mod tests {
         start: u64,
         total: f64,
     ) -> Arc<Exchange> {
-        let headers = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Arc::new(Exchange {
-            id: start,
-            client_addr: String::new(),
-            client_user: None,
-            route: Route::Intercepted,
-            target,
-            request: RequestHead {
-                method: "POST".into(),
-                url: url.into(),
+        let mut e = tests_support::exchange(target, url);
+        e.id = start;
+        e.outcome = Outcome::Response {
+            response: ResponseHead {
+                status,
                 version: "HTTP/1.1".into(),
-                headers: vec![],
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
             },
-            outcome: Outcome::Response {
-                response: ResponseHead {
-                    status,
-                    version: "HTTP/1.1".into(),
-                    headers,
-                },
-                body: BodyEnd::Complete,
-            },
-            timings: Timings {
-                started_at_ms: start,
-                upstream_headers_ms: None,
-                total_ms: total,
-            },
-            response_bytes: 0,
-            fault: None,
-            attacks: vec![],
-            llm_tool_calls: vec![],
-            trace_id: None,
-            canary: None,
-            canary_leaks: vec![],
-        })
+            body: BodyEnd::Complete,
+        };
+        e.timings = Timings {
+            started_at_ms: start,
+            upstream_headers_ms: None,
+            total_ms: total,
+        };
+        Arc::new(e)
     }
 
     fn tool(name: &str) -> Target {

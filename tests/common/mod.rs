@@ -4,6 +4,7 @@
 //! and nothing sleeps to wait for readiness.
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod agents;
 pub mod cli;
 pub mod origin;
 
@@ -180,4 +181,36 @@ pub fn cell<'a>(
         .find(|c| c.invariant == inv && c.scenario == scenario)
         .unwrap_or_else(|| panic!("no cell {inv} × {scenario}"))
         .verdict
+}
+
+/// Runs the contract of `p`'s config against the agent at `endpoint`, one case at a time,
+/// re-invoking it up to `retries` times when an attempt gets no response byte.
+pub async fn contract_run(
+    p: &TestProxy,
+    endpoint: &str,
+    retries: u32,
+) -> flakestorm::run::ContractReport {
+    let (cfg, ctx) = run_context(p, endpoint);
+    let spec = serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
+    let ctx = flakestorm::run::RunContext {
+        agent: flakestorm::agent::Agent::new(&spec, retries).unwrap(),
+        concurrency: 1,
+        ..ctx
+    };
+    let contract = cfg.contract.as_ref().unwrap();
+    within(
+        "the contract run",
+        run_contract_report(&ctx, contract, &cfg.golden_prompts),
+    )
+    .await
+}
+
+async fn run_contract_report(
+    ctx: &flakestorm::run::RunContext,
+    contract: &flakestorm::config::ContractSpec,
+    golden: &[String],
+) -> flakestorm::run::ContractReport {
+    flakestorm::run::run_contract(ctx, contract, golden)
+        .await
+        .unwrap()
 }
