@@ -186,10 +186,10 @@ fn cell(
     match (passed, unjudged) {
         (Some(r), _) if judged == 1 => (Verdict::Pass(r), 1),
         (Some(_), _) => (Verdict::Pass(format!("{judged} cases passed")), judged),
-        // Nothing judged because the environment failed: not tested, with the cause.
-        (None, Some(why)) if skipped.is_none() => (Verdict::NotTested(why), 0),
-        // Why the first case could not be judged says why the cell could not.
-        (None, _) => (
+        // A case that could not be judged might have applied: not tested, with the cause.
+        (None, Some(why)) => (Verdict::NotTested(why), 0),
+        // Why the first case did not apply says why the cell does not.
+        (None, None) => (
             Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
             0,
         ),
