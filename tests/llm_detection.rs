@@ -1,8 +1,10 @@
 //! LLM calls are recognised by API path, not by endpoint: under an `llm:` entry, a trace
 //! upload and an embeddings call reach the origin untouched by LLM faults while the chat
-//! call gets them.
+//! call gets them, and embeddings calls are exempt from `no_exfiltration` like LLM calls.
 
 mod common;
+
+use std::sync::Arc;
 
 use common::origin;
 use common::*;
@@ -63,4 +65,50 @@ async fn only_generation_calls_under_an_llm_entry_get_llm_faults() {
         "{metrics}"
     );
     p.stop().await;
+}
+
+/// A tool result sent to an embedding model is not a leak; the same token sent to an
+/// `other` host (a trace path on a host that is no well-known provider) is.
+#[tokio::test]
+async fn embeddings_calls_are_exempt_from_canary_scans() {
+    let search = json_search().await;
+    let models = json_origin(r#"{"data": []}"#).await;
+    let p = start_proxy(&format!(
+        "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\n",
+        search.addr
+    ))
+    .await;
+    let _on = p
+        .daemon
+        .chaos
+        .install(
+            &Default::default(),
+            Some(Arc::new(flakestorm::chaos::Canary::new(7))),
+        )
+        .unwrap();
+    let client = client_via(&p, H1);
+    let hit = get_text(&client, search.http_url("/q")).await;
+    let token = &hit[hit.find("fsc-").expect("a canary was planted")..][..20];
+    for path in ["/v1/embeddings", "/api/embed", "/v1/traces/ingest"] {
+        let resp = client
+            .post(models.http_url(path))
+            .header("content-type", "application/json")
+            .body(format!(r#"{{"input": "{token}"}}"#))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+    }
+    p.daemon.journal.wait_for(4).await;
+    let all = p.daemon.journal.all();
+    let leaks: Vec<usize> = all.iter().map(|e| e.canary_leaks.len()).collect();
+    assert_eq!(leaks, [0, 0, 0, 1]);
+    assert_eq!(all[3].target, Target::Other);
+    assert_eq!(all[3].canary_leaks[0].from, "search");
+    p.stop().await;
+}
+
+/// A search tool answering JSON, where the canary goes into the hit text.
+async fn json_search() -> origin::Origin {
+    json_origin(r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#).await
 }
