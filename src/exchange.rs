@@ -25,12 +25,21 @@ impl Provider {
     }
 }
 
-/// What an intercepted request is: a call to an LLM, to a named tool, or anything else.
+/// What an intercepted request is: a generation call to an LLM, an embeddings call, a call
+/// to a named tool, or anything else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Target {
-    Llm { provider: Provider },
-    Tool { name: String },
+    Llm {
+        provider: Provider,
+    },
+    /// Model infrastructure, not an LLM call and not a tool: no chaos rule applies to it.
+    Embeddings {
+        provider: Provider,
+    },
+    Tool {
+        name: String,
+    },
     Other,
 }
 
@@ -38,6 +47,7 @@ impl Target {
     pub fn kind(&self) -> &'static str {
         match self {
             Target::Llm { .. } => "llm",
+            Target::Embeddings { .. } => "embeddings",
             Target::Tool { .. } => "tool",
             Target::Other => "other",
         }
@@ -273,5 +283,16 @@ mod tests {
         ] {
             assert_eq!(trace_id(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn embeddings_targets_are_tagged_by_kind() {
+        let t = Target::Embeddings {
+            provider: Provider::Gemini,
+        };
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json, r#"{"kind":"embeddings","provider":"gemini"}"#);
+        assert_eq!(serde_json::from_str::<Target>(&json).unwrap(), t);
+        assert_eq!(t.kind(), "embeddings");
     }
 }

@@ -336,4 +336,29 @@ llm_faults:
             ))
         ));
     }
+
+    #[test]
+    fn no_rule_applies_to_embeddings_calls() {
+        let e = Engine::new(3);
+        e.set(&spec(
+            r#"
+tool_faults: [{tool: "*", mode: error, error_code: 500}]
+llm_faults: [{mode: rate_limit}]
+context_attacks:
+  - {type: indirect_injection, payload: x}
+  - {type: memory_poisoning, payload: y}
+"#,
+        ))
+        .unwrap();
+        let d = e.decide(
+            "https://api.openai.com/v1/embeddings",
+            &Target::Embeddings {
+                provider: Provider::Openai,
+            },
+            None,
+        );
+        assert!(d.fault.is_none() && d.attacks.is_empty(), "{d:?}");
+        let d = e.decide("https://api.openai.com/v1/files", &Target::Other, None);
+        assert!(d.fault.is_some(), "`tool: \"*\"` still covers `other`");
+    }
 }

@@ -32,7 +32,7 @@ pub struct Fired<T> {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Scope {
-    /// `tool: "*"`: every request that is not an LLM call.
+    /// `tool: "*"`: every request that is not an LLM call (nor an embeddings call).
     AnyTool,
     Tool(String),
     Llm(Option<Provider>),
@@ -44,21 +44,31 @@ enum Scope {
 }
 
 impl Scope {
+    /// Embeddings calls are model infrastructure, neither an LLM call nor a tool: no scope
+    /// applies to them.
     fn applies(&self, target: &Target) -> bool {
-        match (self, target) {
-            (Scope::AnyTool, Target::Tool { .. } | Target::Other) => true,
-            (Scope::Tool(name), Target::Tool { name: t }) => name == t,
-            (Scope::Llm(p), Target::Llm { provider }) => p.is_none_or(|p| p == *provider),
-            (Scope::Attack { tool, provider }, t) => match t {
-                Target::Llm { provider: got } => {
-                    provider.is_none_or(|p| p == *got) && tool.is_none()
+        let (tool, provider) = match target {
+            Target::Embeddings { .. } => return false,
+            Target::Llm { provider } => (None, Some(*provider)),
+            Target::Tool { name } => (Some(name.as_str()), None),
+            Target::Other => (None, None),
+        };
+        match self {
+            Scope::AnyTool => provider.is_none(),
+            Scope::Tool(name) => tool == Some(name.as_str()),
+            Scope::Llm(want) => provider.is_some_and(|got| want.is_none_or(|p| p == got)),
+            Scope::Attack {
+                tool: want_tool,
+                provider: want_provider,
+            } => match provider {
+                Some(got) => want_provider.is_none_or(|p| p == got) && want_tool.is_none(),
+                None => {
+                    want_provider.is_none()
+                        && want_tool
+                            .as_deref()
+                            .is_none_or(|t| t == "*" || Some(t) == tool)
                 }
-                Target::Tool { name } => {
-                    provider.is_none() && tool.as_ref().is_none_or(|t| t == "*" || t == name)
-                }
-                Target::Other => provider.is_none() && tool.as_deref().is_none_or(|t| t == "*"),
             },
-            _ => false,
         }
     }
 

@@ -225,6 +225,29 @@ mod tests {
     }
 
     #[test]
+    fn max_llm_calls_counts_generation_calls_only() {
+        let p = Provider::Openai;
+        let t = [
+            ex(Target::Llm { provider: p }, "l", 200, &[], 1, 1.0),
+            ex(Target::Embeddings { provider: p }, "e", 200, &[], 2, 1.0),
+            ex(
+                Target::Other,
+                "https://api.openai.com/v1/traces/ingest",
+                200,
+                &[],
+                3,
+                1.0,
+            ),
+        ];
+        let v = |c: Check| check(&c, &t).unwrap();
+        assert_eq!(
+            v(Check::MaxLlmCalls { max: 1 }),
+            Verdict::Pass("1 LLM calls ≤ 1".into())
+        );
+        assert!(v(Check::MaxToolCalls { max: 0, tool: None }).passed());
+    }
+
+    #[test]
     fn exfiltration_is_a_leak_recorded_by_the_proxy() {
         let check = |t: &[Arc<Exchange>]| super::check(&Check::NoExfiltration {}, t).unwrap();
         let mut served = (*ex(tool("search"), "http://s/q", 200, &[], 1, 1.0)).clone();

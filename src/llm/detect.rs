@@ -1,18 +1,83 @@
-//! Which LLM provider a request is for, from its host and path alone.
+//! What a request to an LLM API is, from its host and path alone.
 //!
-//! Well-known provider hosts are recognised first; then the API paths every
-//! OpenAI-compatible, Anthropic, Gemini and Ollama server uses, on any host (vLLM, LM
-//! Studio, LiteLLM, Azure, self-hosted Ollama). Explicit `llm:` entries in the config win
-//! over this; see `proxy::classify`.
+//! The path says what kind of call it is (`api`): generation, embeddings, another API of a
+//! provider (models, files, batches, traces, token counts, a stored response…), or a path
+//! flakestorm does not know. A well-known provider host decides the provider; on any other
+//! host (vLLM, LM Studio, LiteLLM, self-hosted Ollama) the path does. Only generation calls
+//! are LLM calls. Explicit `llm:` entries use `declared` (see `proxy::classify`).
 
-use crate::exchange::Provider;
+use crate::exchange::{Provider, Target};
 
-/// The provider a request targets, or `None` when it does not look like an LLM call.
-pub fn detect(host: &str, path: &str) -> Option<Provider> {
-    by_host(host).or_else(|| by_path(path))
+/// What an API path is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// Generating text, with the provider whose path shape it is.
+    Generate(Provider),
+    /// Computing embeddings.
+    Embed(Provider),
+    /// Another provider API: models, files, uploads, batches, fine-tuning, traces,
+    /// moderations, token counts, stored responses and completions, Ollama's model admin.
+    Auxiliary,
+    /// Not a path flakestorm knows.
+    Unknown,
 }
 
-fn by_host(host: &str) -> Option<Provider> {
+/// Path suffixes of generation and embedding endpoints, on any host. `/chat/completions`
+/// and `/completions` also cover Azure's `/openai/deployments/{d}/…`, `/embeddings` its
+/// embeddings and every OpenAI-compatible server's. A path *below* one of these
+/// (`/v1/messages/count_tokens`, `/v1/responses/{id}`) is `Auxiliary`.
+const ENDPOINTS: [(&str, Api); 6] = [
+    ("/chat/completions", Api::Generate(Provider::Openai)),
+    ("/completions", Api::Generate(Provider::Openai)),
+    ("/v1/responses", Api::Generate(Provider::Openai)),
+    ("/openai/responses", Api::Generate(Provider::Openai)),
+    ("/v1/messages", Api::Generate(Provider::Anthropic)),
+    ("/embeddings", Api::Embed(Provider::Openai)),
+];
+
+/// Path segments that name a provider's non-generation resources, anywhere in the path.
+/// `models` is only `Auxiliary` as the last or next-to-last segment (list or get a model),
+/// so a gateway's `/models/{m}/generate` stays unknown.
+const RESOURCES: [&str; 9] = [
+    "files",
+    "uploads",
+    "batches",
+    "fine_tuning",
+    "traces",
+    "vector_stores",
+    "moderations",
+    "cachedContents",
+    "tunedModels",
+];
+
+/// The target of a request to `host` and `path`, when no config entry names it.
+pub fn detect(host: &str, path: &str) -> Target {
+    let api = api(path);
+    let provider = |p| provider_host(host).unwrap_or(p);
+    match api {
+        Api::Generate(p) => Target::Llm {
+            provider: provider(p),
+        },
+        Api::Embed(p) => Target::Embeddings {
+            provider: provider(p),
+        },
+        Api::Auxiliary | Api::Unknown => Target::Other,
+    }
+}
+
+/// The target of a request under an `llm:` entry of `provider`: the user declared it an LLM
+/// endpoint, so unknown paths (a gateway's `/generate`) are LLM calls too; embeddings and
+/// known non-generation paths are not.
+pub fn declared(provider: Provider, path: &str) -> Target {
+    match api(path) {
+        Api::Generate(_) | Api::Unknown => Target::Llm { provider },
+        Api::Embed(_) => Target::Embeddings { provider },
+        Api::Auxiliary => Target::Other,
+    }
+}
+
+/// The provider whose own API host this is, if it is one.
+pub fn provider_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     match host.as_str() {
         "api.openai.com" => Some(Provider::Openai),
@@ -24,70 +89,70 @@ fn by_host(host: &str) -> Option<Provider> {
     }
 }
 
-fn by_path(path: &str) -> Option<Provider> {
-    let path = path.split('?').next().unwrap_or(path);
-    if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
-        return Some(Provider::Gemini);
+/// What `path` (query allowed) is for. The path alone decides: a `GET /v1/responses/{id}`
+/// (a stored response) is `Auxiliary` like every path below a generation endpoint.
+pub fn api(path: &str) -> Api {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let path = path.trim_end_matches('/');
+    if let Some(api) = ollama(path) {
+        return api;
     }
-    if path == "/api/chat" || path == "/api/generate" {
-        return Some(Provider::Ollama);
+    let last = path.rsplit('/').next().unwrap_or_default();
+    if let Some((_, method)) = last.rsplit_once(':') {
+        return gemini(method).unwrap_or_else(|| known_if(resource(path, false)));
     }
-    if path.ends_with("/v1/messages") {
-        return Some(Provider::Anthropic);
+    if let Some((_, api)) = ENDPOINTS.iter().find(|(s, _)| path.ends_with(s)) {
+        return *api;
     }
-    // `/chat/completions` also covers Azure's `/openai/deployments/{d}/chat/completions`.
-    if path.ends_with("/chat/completions") || path.ends_with("/v1/responses") {
-        return Some(Provider::Openai);
+    let below = ENDPOINTS.iter().any(|(s, _)| below(path, s));
+    known_if(below || resource(path, true))
+}
+
+fn known_if(auxiliary: bool) -> Api {
+    if auxiliary {
+        Api::Auxiliary
+    } else {
+        Api::Unknown
     }
-    None
+}
+
+/// Gemini's `models/{m}:method` (Vertex: `…/publishers/google/models/{m}:method`).
+fn gemini(method: &str) -> Option<Api> {
+    match method {
+        "generateContent" | "streamGenerateContent" => Some(Api::Generate(Provider::Gemini)),
+        "embedContent" | "batchEmbedContents" => Some(Api::Embed(Provider::Gemini)),
+        "countTokens" | "computeTokens" | "batchGenerateContent" | "asyncBatchEmbedContent" => {
+            Some(Api::Auxiliary)
+        }
+        _ => None,
+    }
+}
+
+/// Ollama's native API, by exact path (its default host is any `host:11434`).
+fn ollama(path: &str) -> Option<Api> {
+    match path {
+        "/api/chat" | "/api/generate" => Some(Api::Generate(Provider::Ollama)),
+        "/api/embed" | "/api/embeddings" => Some(Api::Embed(Provider::Ollama)),
+        "/api/tags" | "/api/show" | "/api/ps" | "/api/version" | "/api/pull" | "/api/push"
+        | "/api/create" | "/api/copy" | "/api/delete" => Some(Api::Auxiliary),
+        _ if path.starts_with("/api/blobs/") => Some(Api::Auxiliary),
+        _ => None,
+    }
+}
+
+/// Whether `suffix` occurs in `path` followed by `/`.
+fn below(path: &str, suffix: &str) -> bool {
+    path.match_indices(suffix)
+        .any(|(i, _)| path.as_bytes().get(i + suffix.len()) == Some(&b'/'))
+}
+
+fn resource(path: &str, models: bool) -> bool {
+    let mut tail = path.rsplit('/');
+    let (last, before) = (tail.next(), tail.next());
+    path.split('/').any(|s| RESOURCES.contains(&s))
+        || (models && (last == Some("models") || before == Some("models")))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_hosts_win_whatever_the_path() {
-        assert_eq!(
-            detect("api.openai.com", "/v1/models"),
-            Some(Provider::Openai)
-        );
-        assert_eq!(
-            detect("API.Anthropic.com.", "/x"),
-            Some(Provider::Anthropic)
-        );
-        assert_eq!(detect("my.openai.azure.com", "/x"), Some(Provider::Openai));
-        assert_eq!(
-            detect("us-central1-aiplatform.googleapis.com", "/v1/projects/p"),
-            Some(Provider::Gemini)
-        );
-    }
-
-    #[test]
-    fn compatible_servers_by_path() {
-        let cases = [
-            ("/v1/chat/completions", Some(Provider::Openai)),
-            (
-                "/openai/deployments/gpt/chat/completions?api-version=1",
-                Some(Provider::Openai),
-            ),
-            ("/v1/responses", Some(Provider::Openai)),
-            ("/v1/messages", Some(Provider::Anthropic)),
-            (
-                "/v1beta/models/gemini-2.5-flash:generateContent",
-                Some(Provider::Gemini),
-            ),
-            (
-                "/v1beta/models/g:streamGenerateContent?alt=sse",
-                Some(Provider::Gemini),
-            ),
-            ("/api/chat", Some(Provider::Ollama)),
-            ("/api/generate", Some(Provider::Ollama)),
-            ("/v1/search", None),
-            ("/api/chats", None),
-        ];
-        for (path, want) in cases {
-            assert_eq!(detect("127.0.0.1", path), want, "{path}");
-        }
-    }
-}
+#[path = "detect_tests.rs"]
+mod tests;

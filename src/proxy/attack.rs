@@ -36,7 +36,8 @@ pub async fn apply(
         Target::Llm { provider } if !attacks.is_empty() || truncate_ollama => {
             rewrite_request(req, rec, provider, attacks, truncate_ollama).await
         }
-        Target::Llm { .. } => req,
+        // Scopes give embeddings calls no attacks; their bodies are never rewritten.
+        Target::Llm { .. } | Target::Embeddings { .. } => req,
         Target::Tool { .. } | Target::Other => {
             for (i, fired) in attacks {
                 match (

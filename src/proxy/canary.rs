@@ -2,8 +2,10 @@
 //! an injection transform when an attack already rewrites the response), and look for
 //! canaries that another source served in what the agent sends: URL, header values and
 //! body, read before any fault answers the request (bounded; a larger upload's rest is
-//! scanned as it streams). LLM calls are neither planted nor scanned: sending a tool result
-//! to the model is what agents do.
+//! scanned as it streams). LLM and embeddings calls are neither planted nor scanned:
+//! sending a tool result to the model (or to an embedding model, as RAG agents do) is what
+//! agents do. Nor are a well-known provider host's other APIs (trace uploads, files): that
+//! data goes to the provider the LLM calls already reach.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,9 +25,27 @@ use crate::chaos::{Canary, Scanner};
 use crate::exchange::{CanaryLeak, Target};
 
 /// Who serves and receives canaries: the tool's name, else `scheme://host:port`; `None`
-/// for LLM calls.
+/// for what is exempt (LLM and embeddings calls, a provider host's other APIs).
 fn source(rec: &Recorder) -> Option<String> {
-    format_key(rec.exchange()).map(str::to_string)
+    let ex = rec.exchange();
+    if exempt(&ex.target, &ex.request.url) {
+        return None;
+    }
+    format_key(ex).map(str::to_string)
+}
+
+/// Requests that are neither planted nor scanned: LLM and embeddings calls, and the other
+/// APIs of a well-known provider host (`llm::provider_host`) that no `tools:` entry names.
+fn exempt(target: &Target, url: &str) -> bool {
+    match target {
+        Target::Llm { .. } | Target::Embeddings { .. } => true,
+        Target::Tool { .. } => false,
+        Target::Other => url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().and_then(crate::llm::provider_host))
+            .is_some(),
+    }
 }
 
 /// Scans the request's URL and header values; `scan_body` does the body.
@@ -166,5 +186,40 @@ impl Body for Watched {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::Provider;
+
+    #[test]
+    fn model_calls_and_provider_apis_are_exempt() {
+        let openai = Provider::Openai;
+        let llm = Target::Llm { provider: openai };
+        let emb = Target::Embeddings { provider: openai };
+        let tool = Target::Tool {
+            name: "search".into(),
+        };
+        for (target, url, want) in [
+            (&llm, "http://127.0.0.1:1/v1/chat/completions", true),
+            (&emb, "http://127.0.0.1:1/v1/embeddings", true),
+            (
+                &Target::Other,
+                "https://api.openai.com/v1/traces/ingest",
+                true,
+            ),
+            (&Target::Other, "https://API.anthropic.com./v1/files", true),
+            (
+                &Target::Other,
+                "https://evil.example/v1/traces/ingest",
+                false,
+            ),
+            (&Target::Other, "not a url", false),
+            (&tool, "https://api.openai.com/v1/files", false),
+        ] {
+            assert_eq!(exempt(target, url), want, "{target:?} {url}");
+        }
     }
 }

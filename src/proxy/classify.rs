@@ -1,6 +1,10 @@
 //! What a request is (design.md §2 "target"): `llm:` entries first, then `tools:` globs,
-//! then well-known LLM hosts and paths (`llm::detect`), else `other`. Explicit config beats
-//! heuristics; among tools the first declared match wins.
+//! then well-known LLM hosts and API paths (`llm::detect`), else `other`. Explicit config
+//! beats heuristics; among tools the first declared match wins. Under an `llm:` entry the
+//! path still says what the call is (`llm::declared`): its provider's generation calls and
+//! unknown paths are LLM calls, embeddings are `embeddings`, and the provider APIs that are
+//! neither (models, files, traces, batches, token counts) are `other` (the entry decides:
+//! `tools:` globs are not consulted).
 
 use globset::GlobSet;
 
@@ -48,9 +52,7 @@ impl Classifier {
 
     pub fn classify(&self, url: &str, host: &str, path: &str) -> Target {
         if let Some(i) = self.llm.matches(url).into_iter().min() {
-            return Target::Llm {
-                provider: self.llm_of_pattern[i],
-            };
+            return crate::llm::declared(self.llm_of_pattern[i], path);
         }
         if let Some(i) = self
             .tools
@@ -63,10 +65,7 @@ impl Classifier {
                 name: self.tool_names[i].clone(),
             };
         }
-        match crate::llm::detect(host, path) {
-            Some(provider) => Target::Llm { provider },
-            None => Target::Other,
-        }
+        crate::llm::detect(host, path)
     }
 }
 
@@ -128,5 +127,93 @@ mod tests {
             }
         );
         assert_eq!(t("http://10.0.0.1/x", "10.0.0.1", "/x"), Target::Other);
+    }
+
+    /// Classifies `url` as the proxy does: host and path from the URL, query excluded.
+    fn of(c: &Classifier, url: &str) -> Target {
+        let uri: http::Uri = url.parse().unwrap();
+        c.classify(url, uri.host().unwrap(), uri.path())
+    }
+
+    fn llm(provider: Provider) -> Target {
+        Target::Llm { provider }
+    }
+
+    #[test]
+    fn an_llm_entry_keeps_unknown_paths_but_not_embeddings_or_provider_apis() {
+        let tools = vec![ToolSpec {
+            name: "gateway".into(),
+            match_url: OneOrMany::One("http://127.0.0.1:5102/*".into()),
+        }];
+        let llm_entries = vec![LlmEndpointSpec {
+            provider: LlmProvider::Openai,
+            match_url: OneOrMany::Many(vec!["http://127.0.0.1:5102/v1/*".into()]),
+        }];
+        let c = Classifier::new(&tools, &llm_entries).unwrap();
+        let base = "http://127.0.0.1:5102";
+        for (path, want) in [
+            ("/v1/chat/completions?api-version=1", llm(Provider::Openai)),
+            ("/v1/messages", llm(Provider::Openai)),
+            ("/v1/generate", llm(Provider::Openai)),
+            (
+                "/v1/embeddings",
+                Target::Embeddings {
+                    provider: Provider::Openai,
+                },
+            ),
+            ("/v1/models", Target::Other),
+            ("/v1/traces/ingest", Target::Other),
+            ("/v1/files?purpose=batch", Target::Other),
+            ("/v1/messages/count_tokens", Target::Other),
+            (
+                "/health",
+                Target::Tool {
+                    name: "gateway".into(),
+                },
+            ),
+        ] {
+            assert_eq!(of(&c, &format!("{base}{path}")), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn provider_hosts_are_llm_calls_only_on_generation_paths() {
+        let c = Classifier::new(&[], &[]).unwrap();
+        for (url, want) in [
+            (
+                "https://api.openai.com/v1/chat/completions?stream=true",
+                llm(Provider::Openai),
+            ),
+            (
+                "https://api.openai.com/v1/embeddings",
+                Target::Embeddings {
+                    provider: Provider::Openai,
+                },
+            ),
+            ("https://api.openai.com/v1/traces/ingest", Target::Other),
+            ("https://api.openai.com/v1/models", Target::Other),
+            ("https://api.openai.com/v1/files", Target::Other),
+            ("https://api.openai.com/v1/responses/resp_1", Target::Other),
+            (
+                "https://api.anthropic.com/v1/messages",
+                llm(Provider::Anthropic),
+            ),
+            (
+                "https://api.anthropic.com/v1/messages/count_tokens",
+                Target::Other,
+            ),
+            (
+                "https://api.anthropic.com/v1/messages/batches",
+                Target::Other,
+            ),
+            (
+                "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?alt=sse",
+                llm(Provider::Gemini),
+            ),
+            ("http://gpu:11434/api/chat", llm(Provider::Ollama)),
+            ("http://gpu:11434/api/tags", Target::Other),
+        ] {
+            assert_eq!(of(&c, url), want, "{url}");
+        }
     }
 }

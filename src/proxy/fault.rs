@@ -33,11 +33,11 @@ pub enum Action {
 
 /// Which upstream an exchange talks to, for remembering its response format: the tool's
 /// name, else `scheme://authority` (a URL prefix, so the two never collide). LLM calls
-/// need none: their faults speak the provider's format.
+/// need none: their faults speak the provider's format; embeddings calls get no faults.
 pub fn format_key(ex: &crate::exchange::Exchange) -> Option<&str> {
     match &ex.target {
         Target::Tool { name } => Some(name),
-        Target::Llm { .. } => None,
+        Target::Llm { .. } | Target::Embeddings { .. } => None,
         Target::Other => {
             let url = &ex.request.url;
             let after_scheme = url.find("://").map_or(0, |i| i + 3);
@@ -55,10 +55,10 @@ pub fn action(fired: &Fired<Fault>, target: &Target, json: bool) -> Action {
     match &fired.what {
         Fault::Tool(mode) => tool(mode, json),
         Fault::Llm(mode) => {
-            // Scopes guarantee an LLM target; `Other` cannot reach here, but stay total.
+            // Scopes guarantee an LLM target; the others cannot reach here, but stay total.
             let provider = match target {
-                Target::Llm { provider } => *provider,
-                _ => Provider::Openai,
+                Target::Llm { provider } | Target::Embeddings { provider } => *provider,
+                Target::Tool { .. } | Target::Other => Provider::Openai,
             };
             llm(mode, provider, fired.draw)
         }
