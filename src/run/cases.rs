@@ -112,11 +112,16 @@ pub async fn run_case(
     let not_judged = environment::problem(&slice);
     let (mut faults, mut traffic) = (vec![], None);
     if window {
-        // Only calls chaos is about count: an exporter's own untraced span upload does not
-        // make every case beside it unjudgeable.
-        let untraced = slice
-            .iter()
-            .any(|e| e.trace_id.is_none() && !matches!(e.target, Target::Other));
+        // Only calls chaos is about count: an exporter's own untraced span upload, or an
+        // embeddings call (no rule applies to one), does not make every case beside it
+        // unjudgeable.
+        let untraced = slice.iter().any(|e| {
+            e.trace_id.is_none()
+                && match e.target {
+                    Target::Tool { .. } | Target::Llm { .. } => true,
+                    Target::Embeddings { .. } | Target::Other => false,
+                }
+        });
         if let Some(t) = &trace {
             slice.retain(|e| e.trace_id.as_deref() == Some(t));
         }

@@ -34,7 +34,8 @@ fn explain(e: &Exchange) -> Option<String> {
             "the agent does not trust flakestorm's CA: point SSL_CERT_FILE, REQUESTS_CA_BUNDLE \
              and NODE_EXTRA_CA_CERTS at it (`flakestorm ca path`), as agent.command does"
         }
-        // An exporter's failing upload is nobody's case; only tool and LLM calls count.
+        // An exporter's failing upload is nobody's case; tool, LLM and embeddings calls
+        // (the agent's own work) count.
         _ if matches!(e.target, Target::Other) => return None,
         "upstream_tls" => {
             "flakestorm does not trust the upstream's certificate; for a private or test CA, \
