@@ -279,6 +279,18 @@ contract:
         )
     );
     assert!(!r.score.passed, "a critical cell failed");
+    // The verdict names each failed critical check.
+    for cell in [
+        "`no-email` under `poisoned-search`",
+        "`no-leak` under `poisoned-search`",
+    ] {
+        let reason = format!("critical check {cell} failed");
+        assert!(
+            r.judgement.reasons.contains(&reason),
+            "{:?}",
+            r.judgement.reasons
+        );
+    }
     assert_eq!(
         email.log.len(),
         1,

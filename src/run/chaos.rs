@@ -129,7 +129,7 @@ pub async fn run_chaos(
         declares_traffic: ctx.declared.any(),
         score,
         min_score: ctx.min_score,
-        failed_critical: 0,
+        failed_critical: vec![],
         judged_anything: judged > 0,
     });
     Ok(ChaosReport {

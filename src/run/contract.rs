@@ -161,7 +161,7 @@ pub async fn run_contract(
         declares_traffic: ctx.declared.any(),
         score: score.value,
         min_score: ctx.min_score,
-        failed_critical: score.failed_critical,
+        failed_critical: failed_critical(&cells),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
     });
     score.passed = judgement.verdict.passed();
@@ -221,6 +221,15 @@ fn run_warnings(ctx: &RunContext, cases: &[CaseResult], warnings: &mut Vec<Strin
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.into());
     }
+}
+
+/// The failed critical cells, named for the verdict's reasons.
+fn failed_critical(cells: &[CellResult]) -> Vec<String> {
+    cells
+        .iter()
+        .filter(|c| c.severity == Severity::Critical && c.verdict.judged() && !c.verdict.passed())
+        .map(|c| format!("`{}` under `{}`", c.invariant, c.scenario))
+        .collect()
 }
 
 fn score(cells: &[CellResult]) -> Score {

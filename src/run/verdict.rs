@@ -63,7 +63,8 @@ pub(super) struct Evidence<'a> {
     pub declares_traffic: bool,
     pub score: f64,
     pub min_score: f64,
-    pub failed_critical: usize,
+    /// The failed critical cells, as `` `invariant` under `scenario` ``.
+    pub failed_critical: Vec<String>,
     /// Something was judged (a cell passed or failed; a prompt was judged).
     pub judged_anything: bool,
 }
@@ -79,8 +80,8 @@ pub(super) fn decide(e: &Evidence) -> Judgement {
     let untested = untested(e);
     let mut failed = vec![];
     if e.judged_anything {
-        if e.failed_critical > 0 {
-            failed.push(format!("{} critical cell(s) failed", e.failed_critical));
+        for cell in &e.failed_critical {
+            failed.push(format!("critical check {cell} failed"));
         }
         if e.score < e.min_score {
             failed.push(format!(

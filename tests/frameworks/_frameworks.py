@@ -1,0 +1,384 @@
+"""Origins, runs and report helpers for the agent-framework suite (tests/frameworks).
+
+* `ScriptedLLM` – an OpenAI-compatible Chat Completions origin over HTTPS (the test CA),
+                  deterministic: asked a question with tools declared, it requests
+                  `web_search`; given the tool's result, it answers "According to
+                  web_search: <result>" (or admits the outage when the result is an error).
+                  JSON and SSE (`stream: true`).
+* `ToolAPI`     – a search API over HTTPS: `GET /search?q=…` → `{"results": [FACT]}`.
+* `Stack`       – both origins plus the agent's port, and `run_contract()`, which writes a
+                  flakestorm.yaml, runs `flakestorm contract run` (which starts the agent
+                  with `agent.command`) and returns its exit code, output and report.
+
+Both origins record every request and answer with `X-Origin-Seq: <n>` (the 1-based index
+of the request in their record). The proxy journal keeps response headers, so each
+exchange in the report says which origin request answered it, and an exchange without
+the header was answered by flakestorm itself (a fault).
+
+The origin server and `flakestorm serve` start/stop come from
+tests/pyharness/flakestorm_harness.py (shared with tests/clients and tests/conformance),
+which conftest.py puts on sys.path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+import flakestorm_harness as harness
+from flakestorm_harness import TEST_CA, Recorded, binary, clean_env
+
+AGENTS = Path(__file__).resolve().parent / "agents"
+NETAUDIT = Path(__file__).resolve().parent / "netaudit"
+FACT = "ACME Q3 revenue was $4.1B"
+SORRY = "Sorry, web_search is unavailable right now."
+RUN_TIMEOUT_S = 120  # a whole `contract run`, agent start-up included
+MODEL = "gpt-4o-mini"
+
+# What a tool result that reports a failure looks like to the scripted model.
+_ERROR_RE = re.compile(r"(?i)error|failed|unavailable|exception")
+
+# Variables that would make the LangChain stack call out (LangSmith tracing, its gateway)
+# or point the SDK somewhere else: never inherited by flakestorm or the agent.
+_FOREIGN_PREFIXES = ("LANGSMITH_", "LANGCHAIN_", "OPENAI_", "LANGGRAPH_")
+
+
+class _Recording(harness.OriginHandler):
+    def _record(self) -> tuple[int, bytes]:
+        body = self._read_body()
+        headers: dict[str, str] = {}
+        for k, v in self.headers.items():
+            headers[k.lower()] = f"{headers[k.lower()]}, {v}" if k.lower() in headers else v
+        return self.server.origin.record_seq(Recorded(self.command, self.path, headers, body)), body
+
+    def _send_json(self, obj: dict, seq: int, status: int = 200):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Origin-Seq", str(seq))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _SeqOrigin(harness.Origin):
+    def record_seq(self, r: Recorded) -> int:
+        with self._lock:
+            self.requests.append(r)
+            return len(self.requests)
+
+    def snapshot(self) -> list[Recorded]:
+        with self._lock:
+            return list(self.requests)
+
+
+# ------------------------------------------------------------------- scripted LLM
+
+
+def _text(content) -> str:
+    """A message's content as text (a string, or a list of text parts)."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def script(req: dict) -> dict:
+    """The scripted model's reply to a Chat Completions request: an assistant message."""
+    messages = req.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        result = _text(last.get("content"))
+        text = SORRY if _ERROR_RE.search(result) else f"According to web_search: {result}"
+        return {"role": "assistant", "content": text}
+    if last.get("role") == "user" and req.get("tools"):
+        args = json.dumps({"query": _text(last.get("content"))})
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "web_search", "arguments": args}}]}
+    return {"role": "assistant", "content": "I can only answer with web_search."}
+
+
+class _LLMHandler(_Recording):
+    def do_POST(self):
+        seq, body = self._record()
+        if self.path != "/v1/chat/completions":
+            return self._send_json({"error": {"message": f"no route {self.path}", "type": "invalid_request_error",
+                                              "param": None, "code": None}}, seq, 404)
+        req = json.loads(body or b"{}")
+        model = req.get("model", MODEL)
+        message = script(req)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        usage = {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
+        cid = f"chatcmpl-{seq}"
+        if not req.get("stream"):
+            choice = {"index": 0, "message": {"refusal": None, **message}, "finish_reason": finish, "logprobs": None}
+            return self._send_json({"id": cid, "object": "chat.completion", "created": 1700000000, "model": model,
+                                    "choices": [choice], "usage": usage}, seq)
+
+        # SSE as provider-wire-formats.md §1.2: chunks, a finish chunk, [DONE].
+        def chunk(delta: dict, finish_reason=None) -> dict:
+            return {"id": cid, "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+        frames = [chunk({"role": "assistant", "content": ""})]
+        if message.get("tool_calls"):
+            call = message["tool_calls"][0]
+            args = call["function"]["arguments"]
+            frames.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                                                 "function": {"name": "web_search", "arguments": ""}}]}))
+            half = len(args) // 2
+            for piece in (args[:half], args[half:]):
+                frames.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        else:
+            words = message["content"].split(" ")
+            for i, w in enumerate(words):
+                frames.append(chunk({"content": w if i == 0 else " " + w}))
+        frames.append(chunk({}, finish))
+        if (req.get("stream_options") or {}).get("include_usage"):
+            frames.append({"id": cid, "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+                           "choices": [], "usage": usage})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Origin-Seq", str(seq))
+        self.end_headers()
+        try:
+            for f in frames:
+                self._write_chunk(f"data: {json.dumps(f)}\n\n".encode())
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._end_chunked()
+        except OSError:
+            pass  # the client went away (a fault cut the stream)
+
+
+class ScriptedLLM(_SeqOrigin):
+    def __init__(self):
+        super().__init__(True, _LLMHandler)
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url()}/v1"
+
+
+# ----------------------------------------------------------------------- tool API
+
+
+class _ToolHandler(_Recording):
+    def do_GET(self):
+        seq, _ = self._record()
+        parts = urlsplit(self.path)
+        if parts.path != "/search":
+            return self._send_json({"error": f"no route {parts.path}"}, seq, 404)
+        query = parse_qs(parts.query).get("q", [""])[0]
+        self._send_json({"query": query, "results": [FACT]}, seq)
+
+
+class ToolAPI(_SeqOrigin):
+    def __init__(self):
+        super().__init__(True, _ToolHandler)
+
+    @property
+    def search_url(self) -> str:
+        return f"{self.url()}/search"
+
+
+# ------------------------------------------------------------------ contract runs
+
+
+def closed_port() -> int:
+    """A loopback port just bound and released (like tests/cli.rs `closed_port`): the
+    agent's port, which its command line must name before flakestorm starts it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def runner_env() -> dict[str, str]:
+    """flakestorm's environment (the agent inherits it): no proxy or CA variables, and
+    nothing that would switch on LangSmith or point the SDK elsewhere."""
+    return {k: v for k, v in clean_env().items() if not k.upper().startswith(_FOREIGN_PREFIXES)}
+
+
+def q(s: str) -> str:
+    """A YAML scalar (JSON strings are YAML double-quoted strings)."""
+    return json.dumps(s)
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    report: dict | None
+    config: str
+
+    def why(self) -> str:
+        """Context for assertion messages."""
+        return f"exit {self.code}\nstdout:\n{self.stdout[-6000:]}\nstderr:\n{self.stderr[-6000:]}"
+
+
+class Stack:
+    """A scripted LLM, a tool API and a port for the agent, for one contract run."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.llm = ScriptedLLM()
+        self.tool = ToolAPI()
+        self.agent_port = closed_port()
+        self.netaudit_log = tmp / "netaudit.jsonl"
+
+    def netaudit(self) -> list[dict]:
+        """What the agent process connected to and looked up (netaudit/sitecustomize.py)."""
+        if not self.netaudit_log.is_file():
+            return []
+        return [json.loads(line) for line in self.netaudit_log.read_text().splitlines()]
+
+    def close(self):
+        self.llm.close()
+        self.tool.close()
+
+    def agent_env(self, **extra: str) -> dict[str, str]:
+        """How its users configure the agent: the SDK's own variables, tracing off."""
+        env = {
+            "OPENAI_BASE_URL": self.llm.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "TOOL_URL": self.tool.search_url,
+            # No LangSmith uploads (they are off unless switched on; said explicitly).
+            "LANGSMITH_TRACING": "false",
+            "LANGCHAIN_TRACING_V2": "false",
+            "LANGCHAIN_TRACING": "false",
+            # Test instrumentation (netaudit/sitecustomize.py): log every connect and lookup.
+            "PYTHONPATH": str(NETAUDIT),
+            "FRAMEWORKS_NETAUDIT": str(self.netaudit_log),
+        }
+        env.update(extra)
+        return env
+
+    def agent_command(self, prefix: str = "") -> str:
+        """The agent's command line: the env it needs comes from `agent.env`
+        (`agent_env()`), the proxy and CA variables from flakestorm."""
+        agent = AGENTS / "langgraph_agent.py"
+        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
+
+    def config(self, contract: str, golden_prompts: list[str], *, prefix: str = "", extra: str = "",
+               **env: str) -> str:
+        """A flakestorm.yaml that starts the agent (`agent.command` + `agent.env`, with `env`
+        added to `agent_env()`) and lets flakestorm pick its ports."""
+        agent_env = "".join(f"    {k}: {q(v)}\n" for k, v in self.agent_env(**env).items())
+        return (
+            "proxy:\n"
+            f"  upstream_ca_file: {q(str(TEST_CA))}\n"
+            "ca:\n"
+            f"  dir: {q(str(self.tmp / 'certs'))}\n"
+            "tools:\n"
+            f"  - {{name: web_search, match_url: {q(self.tool.url() + '/*')}}}\n"
+            "agent:\n"
+            f"  endpoint: {q(f'http://127.0.0.1:{self.agent_port}/invoke')}\n"
+            f"  command: {q(self.agent_command(prefix))}\n"
+            "  env:\n" + agent_env +
+            f"  ready_url: {q(f'http://127.0.0.1:{self.agent_port}/health')}\n"
+            "  timeout: 20000\n"
+            "advanced: {seed: 7, concurrency: 1}\n"
+            "golden_prompts:\n" + "".join(f"  - {q(p)}\n" for p in golden_prompts) + extra + contract
+        )
+
+    def run_contract(self, config: str) -> Run:
+        path = self.tmp / "flakestorm.yaml"
+        path.write_text(config)
+        report_path = self.tmp / "report.json"
+        try:
+            p = subprocess.run(
+                [str(binary()), "contract", "run", "-c", str(path), "-o", str(report_path)],
+                cwd=self.tmp, env=runner_env(), capture_output=True, text=True,
+                timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"flakestorm contract run took over {RUN_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}",
+                        pytrace=False)
+        report = json.loads(report_path.read_text()) if report_path.is_file() else None
+        return Run(p.returncode, p.stdout, p.stderr, report, config)
+
+
+# --------------------------------------------------------------- report helpers
+
+
+def cases(report: dict, scenario: str) -> list[dict]:
+    out = [c for c in report["cases"] if c["scenario"] == scenario]
+    assert out, f"no cases for scenario {scenario!r} in {[c['scenario'] for c in report['cases']]}"
+    return out
+
+
+def cell(report: dict, invariant: str, scenario: str) -> dict:
+    hits = [c for c in report["cells"] if c["invariant"] == invariant and c["scenario"] == scenario]
+    assert len(hits) == 1, f"cell {invariant} × {scenario}: {hits}"
+    return hits[0]
+
+
+def exchanges(case: dict, kind: str) -> list[dict]:
+    """The case's exchanges to `kind` (`llm` or `tool`), in journal order."""
+    assert case["exchanges"] is not None, f"case has no exchanges (traffic not attributed): {case}"
+    return sorted((e for e in case["exchanges"] if e["target"]["kind"] == kind), key=lambda e: e["id"])
+
+
+def header(e: dict, name: str, side: str = "response") -> str | None:
+    """A header of an exchange's request or response, case-insensitively."""
+    if side == "request":
+        hs = e["request"]["headers"]
+    else:
+        resp = e["outcome"].get("response") or {}
+        hs = resp.get("headers") or {}
+    items = hs.items() if isinstance(hs, dict) else (tuple(h) for h in hs)
+    for k, v in items:
+        if k.lower() == name.lower():
+            return v[0] if isinstance(v, list) else v
+    return None
+
+
+def status(e: dict) -> int | None:
+    o = e["outcome"]
+    return (o.get("response") or {}).get("status") if o.get("outcome") == "response" else o.get("status")
+
+
+def origin_seq(e: dict) -> int | None:
+    """Which origin request answered this exchange (None: flakestorm answered it)."""
+    v = header(e, "x-origin-seq")
+    return int(v) if v is not None else None
+
+
+def sdk_retry_count(e: dict) -> int | None:
+    """The openai SDK numbers its attempts: `x-stainless-retry-count` (0 = first try)."""
+    v = header(e, "x-stainless-retry-count", side="request")
+    return int(v) if v is not None else None
+
+
+# ------------------------------------------------------------ flakestorm serve
+
+
+class Flakestorm(harness.Flakestorm):
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of every sample of `name` whose labels include `labels`."""
+        code, body = self.control("GET", "/metrics")
+        assert code == 200, body
+        total = 0.0
+        for line in body.decode().splitlines():
+            m = re.match(rf"^{re.escape(name)}(?:\{{(.*)\}})?\s+(\S+)$", line)
+            if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
+                total += float(m.group(2))
+        return total
+
+    def llm_calls(self) -> float:
+        return self.metric("flakestorm_requests_total", target="llm")
+
+    def chaos(self, body: dict):
+        code, resp = self.control("PUT", "/v1/chaos", body)
+        assert code == 200, f"PUT /v1/chaos {body} -> {code} {resp!r}"
