@@ -165,13 +165,7 @@ async fn ollama_context_overflow_drops_early_turns_silently() {
 
 /// A search tool answering JSON, where canaries and injections go into the hit text.
 async fn json_search() -> origin::Origin {
-    origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await
+    origin::json(r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#).await
 }
 
 /// `no_exfiltration` on the wire: a canary planted in one tool's response is found in what

@@ -11,16 +11,9 @@ use common::*;
 use flakestorm::exchange::{Provider, Target};
 
 /// An origin answering every request with a small JSON body.
-async fn json_origin(body: &'static str) -> origin::Origin {
-    origin::start(None, move |_req| async move {
-        origin::typed(body, "application/json")
-    })
-    .await
-}
-
 #[tokio::test]
 async fn only_generation_calls_under_an_llm_entry_get_llm_faults() {
-    let o = json_origin(r#"{"ok": true}"#).await;
+    let o = origin::json(r#"{"ok": true}"#).await;
     let p = start_proxy(&format!(
         "llm:\n  - {{provider: openai, match_url: ['http://{}/v1/*']}}\nchaos:\n  llm_faults: [{{mode: rate_limit}}]\n",
         o.addr
@@ -72,7 +65,7 @@ async fn only_generation_calls_under_an_llm_entry_get_llm_faults() {
 #[tokio::test]
 async fn embeddings_calls_are_exempt_from_canary_scans() {
     let search = json_search().await;
-    let models = json_origin(r#"{"data": []}"#).await;
+    let models = origin::json(r#"{"data": []}"#).await;
     let p = start_proxy(&format!(
         "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\n",
         search.addr
@@ -110,5 +103,5 @@ async fn embeddings_calls_are_exempt_from_canary_scans() {
 
 /// A search tool answering JSON, where the canary goes into the hit text.
 async fn json_search() -> origin::Origin {
-    json_origin(r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#).await
+    origin::json(r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#).await
 }

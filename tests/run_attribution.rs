@@ -74,13 +74,7 @@ async fn agent(
 }
 
 async fn run(propagate: bool) -> (ContractReport, usize) {
-    let search = origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await;
+    let search = origin::search_tool().await;
     let email = origin::fixed(None, "sent").await;
     let yaml = format!(
         r#"

@@ -219,13 +219,7 @@ async fn gullible_agent(
 
 #[tokio::test]
 async fn a_gullible_agent_is_caught_by_tool_not_called_and_no_exfiltration() {
-    let search = origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await;
+    let search = origin::search_tool().await;
     let mails = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = mails.clone();
     let email = origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
@@ -423,13 +417,7 @@ contract:
 /// with, which flakestorm then adds so that baselines carry no canary text.
 #[tokio::test]
 async fn canaries_stay_out_of_the_baselines() {
-    let search = origin::start(None, |_req| async move {
-        origin::typed(
-            r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#,
-            "application/json",
-        )
-    })
-    .await;
+    let search = origin::search_tool().await;
     let email = origin::fixed(None, "sent").await;
     let yaml = format!(
         r#"

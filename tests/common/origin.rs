@@ -155,6 +155,20 @@ pub async fn fixed(tls: Option<&[&[u8]]>, body: &'static str) -> Origin {
     start(tls, move |_req| async move { text(body) }).await
 }
 
+/// An origin answering every request with `body` (200, application/json), over plain HTTP.
+pub async fn json(body: &'static str) -> Origin {
+    start(
+        None,
+        move |_req| async move { typed(body, "application/json") },
+    )
+    .await
+}
+
+/// A search tool's API: every request gets `{"results": [the fact]}`.
+pub async fn search_tool() -> Origin {
+    json(r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#).await
+}
+
 /// A response body the test writes into chunk by chunk; the handler hands the sender out.
 pub fn channel_body() -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
     use futures_util::stream;
