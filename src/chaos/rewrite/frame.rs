@@ -15,6 +15,9 @@ pub enum Framing {
 pub struct Splitter {
     framing: Framing,
     buf: BytesMut,
+    /// How much of `buf` is known to hold no terminator: a frame arriving in small chunks
+    /// is scanned once, not once per chunk (quadratic in a hostile upstream's hands).
+    scanned: usize,
 }
 
 impl Splitter {
@@ -22,6 +25,7 @@ impl Splitter {
         Splitter {
             framing,
             buf: BytesMut::new(),
+            scanned: 0,
         }
     }
 
@@ -30,18 +34,23 @@ impl Splitter {
         let mut frames = vec![];
         while let Some(end) = self.frame_end() {
             frames.push(self.buf.split_to(end).freeze());
+            self.scanned = 0;
         }
+        // A terminator may straddle chunks: rescan its longest prefix next time.
+        self.scanned = self.buf.len().saturating_sub(3);
         frames
     }
 
     /// Bytes after the last complete frame (an unterminated tail).
     pub fn rest(&mut self) -> Bytes {
+        self.scanned = 0;
         std::mem::take(&mut self.buf).freeze()
     }
 
     fn frame_end(&self) -> Option<usize> {
-        let b = &self.buf[..];
-        match self.framing {
+        let from = self.scanned.min(self.buf.len());
+        let b = &self.buf[from..];
+        let end = match self.framing {
             Framing::Ndjson => b.iter().position(|&c| c == b'\n').map(|i| i + 1),
             Framing::Sse => {
                 let lf = find(b, b"\n\n").map(|i| i + 2);
@@ -51,7 +60,8 @@ impl Splitter {
                     (a, c) => a.or(c),
                 }
             }
-        }
+        };
+        end.map(|e| e + from)
     }
 }
 

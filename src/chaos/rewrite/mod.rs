@@ -6,7 +6,7 @@
 //! through unchanged and the fault is reported as skipped. Pure: no I/O, no clocks.
 
 mod drift;
-mod frame;
+pub mod frame;
 mod json;
 mod responses;
 mod shape;
