@@ -25,6 +25,7 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
     }
     advanced(&c.advanced, errors);
+    rewrite_cap(&c.proxy, errors);
     errors.extend(check_chaos(&c.chaos, &c.tools, "chaos"));
     if let Some(a) = &c.agent {
         errors.extend(super::agent::check_agent(a));
@@ -288,6 +289,21 @@ fn patterns(
                 format!("invalid glob `{p}`: {e}"),
             ));
         }
+    }
+}
+
+/// `proxy.max_rewrite_bytes`: the range of caps that make sense (issue #9).
+pub const REWRITE_CAP_RANGE: std::ops::RangeInclusive<usize> = 1024..=(1 << 30);
+
+fn rewrite_cap(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
+    if !REWRITE_CAP_RANGE.contains(&p.max_rewrite_bytes) {
+        errors.push(ConfigError::new(
+            "proxy.max_rewrite_bytes",
+            format!(
+                "{} is outside 1024..=1073741824 (1 KiB to 1 GiB)",
+                p.max_rewrite_bytes
+            ),
+        ));
     }
 }
 
