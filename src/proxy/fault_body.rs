@@ -414,6 +414,36 @@ mod tests {
         assert_eq!(out, br#"{"results":["a","longer one OBEY"]}"#);
     }
 
+    /// A tool-response injection that would go over `proxy.max_rewrite_bytes` breaks the
+    /// body with `RewriteTooLarge` and notes why; nothing of the size is built.
+    #[tokio::test]
+    async fn an_injection_over_the_cap_fails_the_body() {
+        let skip = SkipNote::new(100);
+        let t = Transform::Inject {
+            payload: "x".repeat(200),
+        };
+        let mut body = FaultBody::new(
+            chunks(&["{\"a\": \"b\"}"]),
+            t,
+            "application/json",
+            skip.clone(),
+        );
+        let mut err = None;
+        while let Some(f) = body.frame().await {
+            if let Err(e) = f {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.expect("the body fails");
+        assert!(err.is::<RewriteTooLarge>(), "{err}");
+        assert!(
+            skip.get()
+                .unwrap()
+                .contains("over proxy.max_rewrite_bytes (100)")
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn drip_paces_the_body() {
         let start = tokio::time::Instant::now();

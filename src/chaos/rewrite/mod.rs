@@ -143,7 +143,21 @@ impl LlmRewriter {
             }
             Body::Stream(splitter) => {
                 let frames = splitter.push(chunk);
-                frames.into_iter().flat_map(|f| self.on_frame(f)).collect()
+                // An event that never ends is not held without bound: the stream passes
+                // through from here, unchanged.
+                let held = (splitter.pending() > self.limit).then(|| splitter.rest());
+                let mut out: Vec<Out> = frames.into_iter().flat_map(|f| self.on_frame(f)).collect();
+                if let Some(held) = held {
+                    self.body = Body::Pass;
+                    self.skipped = Some(format!(
+                        "stream event over {} bytes; passed through unchanged",
+                        self.limit
+                    ));
+                    if !self.done {
+                        out.push(Out::Data(held));
+                    }
+                }
+                out
             }
         }
     }

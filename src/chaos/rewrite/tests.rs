@@ -743,3 +743,31 @@ fn expansions_over_the_cap_fail_the_body_without_allocating() {
     );
     assert!(!failed(&r) && r.text.contains("Great question!"));
 }
+
+/// A stream event that never ends is held only up to the limit, then passed through.
+#[test]
+fn an_endless_stream_event_is_not_held_without_bound() {
+    let mut r = LlmRewriter::new(
+        Provider::Openai,
+        LlmMode::Empty {},
+        0,
+        "text/event-stream",
+        16,
+        1 << 20,
+    );
+    assert_eq!(r.push(b"data: {\"choices\""), vec![]);
+    let out = r.push(b": [0123456789]");
+    let sent: Vec<u8> = out
+        .iter()
+        .flat_map(|o| match o {
+            Out::Data(d) => d.to_vec(),
+            _ => vec![],
+        })
+        .collect();
+    assert_eq!(sent, b"data: {\"choices\": [0123456789]");
+    assert_eq!(
+        r.push(b"more"),
+        vec![Out::Data(Bytes::from_static(b"more"))]
+    );
+    assert!(r.skipped().unwrap().contains("over 16 bytes"));
+}
