@@ -406,6 +406,36 @@ mod tests {
         );
     }
 
+    /// docs/faults.md ("Ranges") says what this table says.
+    #[test]
+    fn the_documented_ranges_are_the_checked_ones() {
+        let doc = include_str!("../../../docs/faults.md");
+        for (field, r) in RANGES {
+            let bounds = format!("{}..={}", num(r.min), num(r.max));
+            assert!(
+                doc.lines().any(|l| l.starts_with('|')
+                    && l.contains(&format!("`{field}`"))
+                    && l.contains(&bounds)),
+                "docs/faults.md has no row for `{field}` with {bounds}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_rewrite_cap_has_a_range_too() {
+        for (cap, ok) in [("10", false), ("1024", true), ("2000000000", false)] {
+            let errors = load_errors(&format!("proxy:\n  max_rewrite_bytes: {cap}\n"));
+            assert_eq!(errors.is_empty(), ok, "{cap}: {errors:?}");
+            if !ok {
+                assert!(
+                    errors[0].starts_with("proxy.max_rewrite_bytes: "),
+                    "{errors:?}"
+                );
+                assert!(errors[0].contains("1024..=1073741824"), "{errors:?}");
+            }
+        }
+    }
+
     #[test]
     fn parse_errors_on_numeric_fields_name_the_range() {
         assert_eq!(
