@@ -117,6 +117,11 @@ pub enum BodyEnd {
     },
     /// The connection was upgraded (101, e.g. WebSocket); bytes after it are not recorded.
     Upgraded,
+    /// The proxy broke the body off after the head was sent: a chaos rewrite would have
+    /// gone over `proxy.max_rewrite_bytes`.
+    ProxyAborted {
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -35,8 +35,8 @@ pub async fn put_chaos(
     let value: Value = if yaml {
         use figment::providers::{Format, Yaml};
         let text = String::from_utf8_lossy(&body);
-        figment::Figment::from(Yaml::string(&text))
-            .extract()
+        // As the config loader does, so `.nan` and `.inf` are refused here too.
+        crate::config::finite::extract(&figment::Figment::from(Yaml::string(&text)))
             .map_err(|e| ApiError::BadBody(e.to_string()))?
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("not JSON: {e}")))?
@@ -161,6 +161,65 @@ mod tests {
         assert!(!s.chaos.rules().is_empty());
         call(&s, "POST", "/v1/reset", "", "").await;
         assert!(s.chaos.rules().is_empty());
+    }
+
+    /// Issue #9: these were answered 200 and installed, and the next LLM call aborted the
+    /// process (or NaN/infinity fired always). Now 422 with the path and the range, and
+    /// the rules in force stay as they were.
+    #[tokio::test]
+    async fn the_issue_payloads_are_refused_with_path_and_range() {
+        let s = state();
+        let cases = [
+            (
+                "application/json",
+                r#"{"llm_faults":[{"mode":"response_drift","drift_type":"verbosity_shift","direction":"expand","factor":1e12}]}"#,
+                "chaos.llm_faults[0].factor",
+                "1000000000000 is outside 1..=100",
+            ),
+            (
+                "application/json",
+                r#"{"context_attacks":[{"type":"overflow","inject_tokens":4294967295}]}"#,
+                "chaos.context_attacks[0].inject_tokens",
+                "4294967295 is outside 1..=2000000",
+            ),
+            (
+                "application/json",
+                r#"{"llm_faults":[{"mode":"response_drift","factor":1e300}]}"#,
+                "chaos.llm_faults[0].factor",
+                "1e300 is outside 1..=100",
+            ),
+            (
+                "application/yaml",
+                "llm_faults:\n  - {mode: empty, probability: .nan}\n",
+                "chaos.llm_faults[0].probability",
+                ".nan is not a finite number; allowed: 0..=1",
+            ),
+            (
+                "application/yaml",
+                "llm_faults:\n  - {mode: empty, probability: .inf}\n",
+                "chaos.llm_faults[0].probability",
+                ".inf is not a finite number; allowed: 0..=1",
+            ),
+            (
+                "application/yaml",
+                "context_attacks: {overflow: {inject_tokens: 4294967296}}\n",
+                "chaos.context_attacks[0].inject_tokens",
+                "4294967296 is outside 1..=2000000",
+            ),
+        ];
+        for (ct, body, path, message) in cases {
+            let (status, err) = call(&s, "PUT", "/v1/chaos", ct, body).await;
+            assert_eq!(status, 422, "{body}: {err}");
+            let errors = err["error"]["errors"].as_array().unwrap();
+            assert_eq!(errors.len(), 1, "{body}: {err}");
+            assert_eq!(errors[0]["path"], path, "{body}");
+            let got = errors[0]["message"].as_str().unwrap();
+            assert!(got.starts_with(message), "{body}: {got}");
+            assert!(s.chaos.rules().is_empty(), "{body} was installed");
+        }
+        let edge = r#"{"llm_faults":[{"mode":"response_drift","factor":100,"probability":1}]}"#;
+        let (status, body) = call(&s, "PUT", "/v1/chaos", "application/json", edge).await;
+        assert_eq!(status, 200, "the bounds themselves are allowed: {body}");
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::budget::{Budget, TooLarge};
 use super::messages;
 use crate::config::chaos::{AttackMode, Strategy};
 use crate::exchange::Provider;
@@ -33,20 +34,45 @@ pub fn payload(a: &AttackMode, draw: u64) -> Option<String> {
     }
 }
 
-/// Applies `attack` to an outgoing LLM request; the error says why it could not.
+/// Why an attack did not apply to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotApplied {
+    /// The request had nowhere to put it: the attack is skipped, the request goes on.
+    Skip(String),
+    /// The rewrite would have gone over its cap: the exchange fails.
+    TooLarge(TooLarge),
+}
+
+impl From<&str> for NotApplied {
+    fn from(note: &str) -> Self {
+        NotApplied::Skip(note.into())
+    }
+}
+
+/// Room for what a fabricated turn or system message adds around its text.
+const WRAPPING: usize = 256;
+
+/// Applies `attack` to an outgoing LLM request; the error says why it could not. What it
+/// adds is counted against `budget` before it is built.
 pub fn apply_to_request(
     p: Provider,
     body: &mut Value,
     attack: &AttackMode,
     draw: u64,
-) -> Result<(), String> {
+    budget: &mut Budget,
+) -> Result<(), NotApplied> {
     let text = payload(attack, draw).unwrap_or_default();
+    let with_sep = text.len().saturating_add(2);
     match attack {
         AttackMode::IndirectInjection { .. } => {
-            let n = messages::for_each_tool_result(p, body, &mut |s| {
-                s.push_str(&format!("\n\n{text}"))
+            let mut over = None;
+            let n = messages::for_each_tool_result(p, body, &mut |s| match budget.grow(with_sep) {
+                Ok(()) => s.push_str(&format!("\n\n{text}")),
+                Err(e) => over = Some(e),
             });
-            if n == 0 {
+            if let Some(e) = over {
+                Err(NotApplied::TooLarge(e))
+            } else if n == 0 {
                 Err("the request carries no tool results".into())
             } else {
                 Ok(())
@@ -55,23 +81,38 @@ pub fn apply_to_request(
         AttackMode::MemoryPoisoning { strategy, .. } => {
             let content =
                 messages::last_user_content(p, body).ok_or("the request has no user message")?;
+            let mut over = None;
             messages::edit_text(content, &mut |s| {
+                let new_len = match strategy {
+                    Strategy::Replace => text.len(),
+                    Strategy::Prepend | Strategy::Append => s.len().saturating_add(with_sep),
+                };
+                if let Err(e) = budget.replace(s.len(), new_len) {
+                    over = Some(e);
+                    return;
+                }
                 *s = match strategy {
                     Strategy::Prepend => format!("{text}\n\n{s}"),
                     Strategy::Append => format!("{s}\n\n{text}"),
                     Strategy::Replace => text.clone(),
                 }
             });
-            Ok(())
+            over.map_or(Ok(()), |e| Err(NotApplied::TooLarge(e)))
         }
         AttackMode::Overflow { inject_tokens } => {
             let content =
                 messages::last_user_content(p, body).ok_or("the request has no user message")?;
+            budget
+                .grow(filler_len(*inject_tokens).saturating_add(2))
+                .map_err(NotApplied::TooLarge)?;
             let fill = filler(*inject_tokens);
             messages::edit_text(content, &mut |s| *s = format!("{fill}\n\n{s}"));
             Ok(())
         }
         AttackMode::ConflictingContext { .. } => {
+            budget
+                .grow(text.len().saturating_add(WRAPPING))
+                .map_err(NotApplied::TooLarge)?;
             if messages::add_system(p, body, &text) {
                 Ok(())
             } else {
@@ -79,6 +120,9 @@ pub fn apply_to_request(
             }
         }
         AttackMode::InjectionViaContext { .. } => {
+            budget
+                .grow(text.len().saturating_add(WRAPPING))
+                .map_err(NotApplied::TooLarge)?;
             let ok = messages::insert_turns(
                 p,
                 body,
@@ -94,27 +138,40 @@ pub fn apply_to_request(
     }
 }
 
-/// `n` tokens of plausible filler (reproducible).
+const WORDS: &[&str] = &[
+    "the",
+    "quarterly",
+    "report",
+    "notes",
+    "that",
+    "revenue",
+    "figures",
+    "were",
+    "restated",
+    "twice",
+    "according",
+    "to",
+    "archived",
+    "records",
+    "and",
+    "memos",
+];
+
+/// The length of `filler(n)`, computed without building it.
+pub fn filler_len(n: u32) -> usize {
+    let n = n as usize;
+    let cycle: usize = WORDS.iter().map(|w| w.len()).sum();
+    let whole = (n / WORDS.len()).saturating_mul(cycle);
+    let rest: usize = WORDS[..n % WORDS.len()].iter().map(|w| w.len()).sum();
+    // Words, plus a space between each two.
+    whole
+        .saturating_add(rest)
+        .saturating_add(n.saturating_sub(1))
+}
+
+/// `n` tokens of plausible filler (reproducible). Callers size it with `filler_len` first.
 pub fn filler(n: u32) -> String {
-    const WORDS: &[&str] = &[
-        "the",
-        "quarterly",
-        "report",
-        "notes",
-        "that",
-        "revenue",
-        "figures",
-        "were",
-        "restated",
-        "twice",
-        "according",
-        "to",
-        "archived",
-        "records",
-        "and",
-        "memos",
-    ];
-    let mut out = String::with_capacity(n as usize * 7);
+    let mut out = String::with_capacity(filler_len(n));
     for i in 0..n as usize {
         if i > 0 {
             out.push(' ');
@@ -200,9 +257,67 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn big() -> Budget {
+        Budget::new(crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES, 0)
+    }
+
     fn apply(p: Provider, mut body: Value, a: AttackMode) -> Value {
-        apply_to_request(p, &mut body, &a, 0).unwrap();
+        apply_to_request(p, &mut body, &a, 0, &mut big()).unwrap();
         body
+    }
+
+    #[test]
+    fn filler_len_is_exact() {
+        for n in [0, 1, 2, 15, 16, 17, 1000, 12345] {
+            assert_eq!(filler_len(n), filler(n).len(), "{n}");
+        }
+        assert!(filler_len(u32::MAX) > 20_000_000_000, "no wrap on 64-bit");
+    }
+
+    /// Issue #9: `inject_tokens: 4294967295` made the proxy allocate 30 GB for the filler.
+    /// Sized first, it is refused before anything is built.
+    #[test]
+    fn rewrites_over_the_budget_are_refused_before_they_are_built() {
+        let chat = || json!({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": "sunny"}]});
+        let mut body = chat();
+        let huge = AttackMode::Overflow {
+            inject_tokens: u32::MAX,
+        };
+        let got = apply_to_request(Provider::Openai, &mut body, &huge, 0, &mut big());
+        assert!(
+            matches!(got, Err(NotApplied::TooLarge(ref e)) if e.limit == 16 << 20),
+            "{got:?}"
+        );
+        assert_eq!(body, chat(), "nothing changed");
+        let small = || Budget::new(1000, 100);
+        let attacks = [
+            AttackMode::Overflow {
+                inject_tokens: 1000,
+            },
+            AttackMode::IndirectInjection {
+                payloads: vec!["x".repeat(2000)],
+                payload: None,
+            },
+            AttackMode::MemoryPoisoning {
+                payload: "x".repeat(2000),
+                strategy: Strategy::Append,
+            },
+            AttackMode::ConflictingContext {
+                payload: Some("x".repeat(2000)),
+            },
+            AttackMode::InjectionViaContext {
+                payload: "x".repeat(2000),
+            },
+        ];
+        for a in attacks {
+            let mut body = chat();
+            let got = apply_to_request(Provider::Openai, &mut body, &a, 0, &mut small());
+            assert!(
+                matches!(got, Err(NotApplied::TooLarge(_))),
+                "{a:?}: {got:?}"
+            );
+            assert_eq!(body, chat(), "{a:?} changed the body");
+        }
     }
 
     #[test]
@@ -237,7 +352,7 @@ mod tests {
         );
         let mut none = json!({"messages": [{"role": "user", "content": "q"}]});
         assert!(
-            apply_to_request(Provider::Openai, &mut none, &a(), 0).is_err(),
+            apply_to_request(Provider::Openai, &mut none, &a(), 0, &mut big()).is_err(),
             "no tool results: not applied"
         );
     }

@@ -5,6 +5,7 @@
 //! the same handle. Must not do I/O or know about connections.
 
 pub mod attack;
+pub mod budget;
 mod canary;
 mod engine;
 pub mod messages;

@@ -10,7 +10,7 @@ use globset::GlobSet;
 use super::canary::Canary;
 use super::rng;
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode};
+use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode, ranges};
 use crate::config::globs;
 use crate::exchange::{Provider, Target};
 
@@ -187,6 +187,27 @@ pub type Formats = Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>
 impl RuleSet {
     /// Compiles `spec`; errors name the rule (`chaos.tool_faults[1].match_url: …`).
     pub fn compile(spec: &ChaosSpec) -> Result<RuleSet, String> {
+        // The same range check as config loading: a spec built any other way (profiles,
+        // code) cannot install a value the hot path would choke on.
+        let bad = |list: &str, i: usize, found: Vec<(&str, String)>| {
+            found
+                .into_iter()
+                .next()
+                .map(|(field, msg)| format!("{list}[{i}].{field}: {msg}"))
+        };
+        let out_of_range = (spec.tool_faults.iter().enumerate())
+            .find_map(|(i, r)| bad("tool_faults", i, ranges::check_rule(r)))
+            .or_else(|| {
+                (spec.llm_faults.iter().enumerate())
+                    .find_map(|(i, r)| bad("llm_faults", i, ranges::check_rule(r)))
+            })
+            .or_else(|| {
+                (spec.context_attacks.rules().iter().enumerate())
+                    .find_map(|(i, r)| bad("context_attacks", i, ranges::check_rule(r)))
+            });
+        if let Some(e) = out_of_range {
+            return Err(e);
+        }
         let mut patterns = vec![];
         let mut faults = vec![];
         for (i, r) in spec.tool_faults.iter().enumerate() {

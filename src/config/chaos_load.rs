@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::{ChaosSpec, ContextAttacks, Rule, attack_list, parse_rule};
+use super::chaos::{ChaosSpec, ContextAttacks, Rule, attack_list, parse_rule, ranges};
 use super::load::section;
 use super::schema::{Config, ToolSpec};
 
@@ -144,12 +144,14 @@ pub(super) fn chaos_section(
     ) -> Vec<Rule<M>> {
         let mut out = vec![];
         for (i, item) in items.into_iter().enumerate() {
-            match parse_rule::<M>(item) {
+            match parse_rule::<M>(item.clone()) {
                 Ok(r) => {
                     index.push((list, out.len(), i));
                     out.push(r);
                 }
                 Err((field, msg)) => {
+                    // A number serde refused (`.nan`, `-1`, past u32) still gets its range.
+                    let msg = ranges::explain(&field, item.get(&field), msg);
                     let path = if field.is_empty() {
                         format!("{prefix}.{list}[{i}]")
                     } else {

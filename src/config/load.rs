@@ -191,7 +191,8 @@ fn layered(
     if let Some(v) = &o.ca_dir {
         fig = fig.merge(Serialized::default("ca.dir", v));
     }
-    let value: Value = fig.extract().map_err(|e| {
+    // Hook (issue #9, chaos rules): keeps `.nan`/`.inf` visible so they are refused.
+    let value: Value = super::finite::extract(&fig).map_err(|e| {
         let path = e.path.join(".");
         let message = e.to_string();
         ConfigError::new(path, message)

@@ -286,7 +286,7 @@ chaos:
         "chaos.tool_faults[3].probability: 1.5 is outside 0..=1",
         "chaos.llm_faults[0].drift_type: unknown variant `sideways`, expected one of `json_field_rename`",
         "chaos.llm_faults[1].tool: llm_faults apply to LLM calls",
-        "chaos.llm_faults[1].max_tokens: must be at least 1",
+        "chaos.llm_faults[1].max_tokens: 0 is outside 1..=10000000",
         "chaos.context_attacks[0].strategy: unknown variant `sometimes`, expected one of `prepend`, `append`, `replace`",
     ];
     assert_exactly(&errors, &expect);

@@ -13,6 +13,7 @@ mod crosscheck;
 mod embeddings;
 mod error;
 mod expand;
+pub(crate) mod finite;
 pub mod globs;
 mod invariants;
 mod load;

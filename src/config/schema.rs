@@ -55,6 +55,9 @@ pub struct ProxySpec {
     pub max_header_bytes: usize,
     /// Leaf certificates kept in memory.
     pub leaf_cache_size: usize,
+    /// Issue #9: the most bytes a chaos rewrite (drift, overflow, injection…) may make a
+    /// body; going over fails that one exchange.
+    pub max_rewrite_bytes: usize,
 }
 
 impl Default for ProxySpec {
@@ -71,6 +74,7 @@ impl Default for ProxySpec {
             drain_timeout_ms: 10_000,
             max_header_bytes: 64 * 1024,
             leaf_cache_size: 1000,
+            max_rewrite_bytes: crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use super::ConfigError;
-use super::chaos::{AttackMode, ChaosSpec, Common, LlmMode, ToolMode};
+use super::chaos::{AttackMode, ChaosSpec, Common, ranges};
 use super::globs;
 use super::schema::*;
 
@@ -25,6 +25,7 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
     }
     advanced(&c.advanced, errors);
+    rewrite_cap(&c.proxy, errors);
     errors.extend(check_chaos(&c.chaos, &c.tools, "chaos"));
     if let Some(a) = &c.agent {
         errors.extend(super::agent::check_agent(a));
@@ -49,12 +50,6 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut ids = HashSet::new();
     let mut common = |list: &str, i: usize, c: &Common, errors: &mut Vec<ConfigError>| {
-        if let Some(p) = c.probability.filter(|p| !(0.0..=1.0).contains(p)) {
-            errors.push(ConfigError::new(
-                at(list, i, "probability"),
-                format!("{p} is outside 0..=1"),
-            ));
-        }
         if let Some(Err(e)) = c.match_url.as_deref().map(globs::url_glob) {
             errors.push(ConfigError::new(
                 at(list, i, "match_url"),
@@ -80,6 +75,13 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
             errors.push(ConfigError::new(at(list, i, "tool"), msg));
         }
     };
+    // Every numeric field against its range (config::chaos::ranges), the same check
+    // `RuleSet::compile` makes.
+    let numbers = |list: &str, i: usize, bad: Vec<(&str, String)>, errors: &mut Vec<_>| {
+        for (field, msg) in bad {
+            errors.push(ConfigError::new(at(list, i, field), msg));
+        }
+    };
     for (i, r) in spec.tool_faults.iter().enumerate() {
         common("tool_faults", i, &r.common, &mut errors);
         if r.common.tool.is_none() {
@@ -94,12 +96,7 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
                 "only llm_faults and context_attacks take a provider",
             ));
         }
-        if let ToolMode::Error { error_code, .. } = r.mode
-            && !(100..=599).contains(&error_code)
-        {
-            let msg = format!("{error_code} is not an HTTP status (100..=599)");
-            errors.push(ConfigError::new(at("tool_faults", i, "error_code"), msg));
-        }
+        numbers("tool_faults", i, ranges::check_rule(r), &mut errors);
     }
     for (i, r) in spec.llm_faults.iter().enumerate() {
         common("llm_faults", i, &r.common, &mut errors);
@@ -109,41 +106,19 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
                 "llm_faults apply to LLM calls; use provider or match_url to narrow them",
             ));
         }
-        match r.mode {
-            LlmMode::TruncatedResponse { max_tokens: 0 } => {
-                errors.push(ConfigError::new(
-                    at("llm_faults", i, "max_tokens"),
-                    "must be at least 1",
-                ));
-            }
-            LlmMode::ServerError {
-                status: Some(s), ..
-            } if !(500..=599).contains(&s) => {
-                errors.push(ConfigError::new(
-                    at("llm_faults", i, "status"),
-                    format!("{s} is not a 5xx status"),
-                ));
-            }
-            LlmMode::RateLimit { retry_after_s, .. }
-                if !(0.0..=86_400.0).contains(&retry_after_s) =>
-            {
-                errors.push(ConfigError::new(
-                    at("llm_faults", i, "retry_after_s"),
-                    "must be between 0 and 86400",
-                ));
-            }
-            _ => {}
-        }
+        numbers("llm_faults", i, ranges::check_rule(r), &mut errors);
     }
     for (i, r) in spec.context_attacks.rules().iter().enumerate() {
         common("context_attacks", i, &r.common, &mut errors);
+        numbers("context_attacks", i, ranges::check_rule(r), &mut errors);
         let empty = match &r.mode {
             AttackMode::IndirectInjection { payloads, payload } => {
                 payloads.iter().chain(payload).all(String::is_empty)
             }
             AttackMode::MemoryPoisoning { payload, .. }
             | AttackMode::InjectionViaContext { payload } => payload.is_empty(),
-            AttackMode::Overflow { inject_tokens } => *inject_tokens == 0,
+            // Its size is a number, checked against its range above.
+            AttackMode::Overflow { .. } => false,
             AttackMode::ConflictingContext { .. } => false,
         };
         if empty {
@@ -314,6 +289,21 @@ fn patterns(
                 format!("invalid glob `{p}`: {e}"),
             ));
         }
+    }
+}
+
+/// `proxy.max_rewrite_bytes`: the range of caps that make sense (issue #9).
+pub const REWRITE_CAP_RANGE: std::ops::RangeInclusive<usize> = 1024..=(1 << 30);
+
+fn rewrite_cap(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
+    if !REWRITE_CAP_RANGE.contains(&p.max_rewrite_bytes) {
+        errors.push(ConfigError::new(
+            "proxy.max_rewrite_bytes",
+            format!(
+                "{} is outside 1024..=1073741824 (1 KiB to 1 GiB)",
+                p.max_rewrite_bytes
+            ),
+        ));
     }
 }
 

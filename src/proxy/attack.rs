@@ -1,7 +1,9 @@
 //! Context attacks on the wire: the outgoing LLM request is held (bounded), rewritten by
 //! `chaos::attack` for each attack that fired, and sent on with its new length; tool
 //! responses get indirect injections through a body transform. A body that is too large,
-//! compressed or not JSON passes through untouched and each attack says why.
+//! compressed or not JSON passes through untouched and each attack says why. A rewrite
+//! that would go over `proxy.max_rewrite_bytes` fails the exchange before anything is sent
+//! upstream (`rewrite_too_large`, see `rescue`).
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, header};
@@ -10,19 +12,23 @@ use http_body_util::{BodyExt, Full};
 use super::ProxyBody;
 use super::body::{Owner, Recorder};
 use super::fault_body::{BUFFER_LIMIT, Transform};
+use super::rescue::{ErrorKind, ProxyError};
 use crate::chaos::Fired;
+use crate::chaos::attack::NotApplied;
+use crate::chaos::budget::Budget;
 use crate::chaos::{attack, messages};
 use crate::config::chaos::AttackMode;
 use crate::exchange::{Provider, Target};
 
 /// Applies the attacks that fired: LLM requests are rewritten now; a tool response gets an
-/// injection transform (unless a fault already rewrites it).
+/// injection transform (unless a fault already rewrites it). The error: a rewrite would
+/// have gone over `proxy.max_rewrite_bytes`; the exchange fails with it.
 pub async fn apply(
     rec: &mut Recorder,
     req: Request<ProxyBody>,
     attacks: &[(usize, Fired<AttackMode>)],
     transform: &mut Option<(Owner, Transform)>,
-) -> Request<ProxyBody> {
+) -> Result<Request<ProxyBody>, ProxyError> {
     let ex = rec.exchange();
     let truncate_ollama = ex.target
         == Target::Llm {
@@ -37,7 +43,7 @@ pub async fn apply(
             rewrite_request(req, rec, provider, attacks, truncate_ollama).await
         }
         // Scopes give embeddings calls no attacks; their bodies are never rewritten.
-        Target::Llm { .. } | Target::Embeddings { .. } => req,
+        Target::Llm { .. } | Target::Embeddings { .. } => Ok(req),
         Target::Tool { .. } | Target::Other => {
             for (i, fired) in attacks {
                 match (
@@ -54,7 +60,7 @@ pub async fn apply(
                     (false, None) => rec.not_applied(Owner::Attack(*i), "no payload"),
                 }
             }
-            req
+            Ok(req)
         }
     }
 }
@@ -67,7 +73,7 @@ pub async fn rewrite_request(
     provider: Provider,
     attacks: &[(usize, Fired<AttackMode>)],
     truncate_ollama: bool,
-) -> Request<ProxyBody> {
+) -> Result<Request<ProxyBody>, ProxyError> {
     let (mut parts, mut body) = req.into_parts();
     let mut buf = BytesMut::new();
     let skip_all = |rec: &mut Recorder, note: &str| {
@@ -85,10 +91,10 @@ pub async fn rewrite_request(
             Err(e) => {
                 // The agent's own upload failed: send what arrived and let it fail upstream.
                 skip_all(rec, &format!("request body failed: {e}"));
-                return Request::from_parts(
+                return Ok(Request::from_parts(
                     parts,
                     Full::new(buf.freeze()).map_err(|n| match n {}).boxed(),
-                );
+                ));
             }
         }
         if buf.len() > BUFFER_LIMIT {
@@ -97,14 +103,14 @@ pub async fn rewrite_request(
                 &format!("request body over {BUFFER_LIMIT} bytes; sent unchanged"),
             );
             let head = Full::new(buf.freeze()).map_err(|n| match n {}).boxed();
-            return Request::from_parts(
+            return Ok(Request::from_parts(
                 parts,
                 Chain {
                     first: Some(head),
                     rest: body,
                 }
                 .boxed(),
-            );
+            ));
         }
     }
     let original = buf.freeze();
@@ -124,21 +130,51 @@ pub async fn rewrite_request(
                 "request body is not JSON"
             },
         );
-        return Request::from_parts(parts, Full::new(original).map_err(|n| match n {}).boxed());
+        return Ok(Request::from_parts(
+            parts,
+            Full::new(original).map_err(|n| match n {}).boxed(),
+        ));
     };
+    let cap = rec.max_rewrite_bytes();
+    let mut budget = Budget::new(cap, original.len());
     for (i, fired) in attacks {
-        if let Err(note) = attack::apply_to_request(provider, &mut json, &fired.what, fired.draw) {
-            rec.not_applied(Owner::Attack(*i), note);
+        let applied =
+            attack::apply_to_request(provider, &mut json, &fired.what, fired.draw, &mut budget);
+        match applied {
+            Ok(()) => {}
+            Err(NotApplied::Skip(note)) => rec.not_applied(Owner::Attack(*i), note),
+            Err(NotApplied::TooLarge(e)) => return Err(too_large(rec, *i, e.to_string())),
         }
     }
     if truncate_ollama && !messages::drop_early_turns(&mut json) {
         rec.not_applied(Owner::Fault, "the conversation is too short to truncate");
     }
     let bytes = Bytes::from(json.to_string());
+    // The budget counts text; JSON escapes can add a little on top.
+    if bytes.len() > cap {
+        let msg = format!(
+            "the rewritten request is {} bytes, over proxy.max_rewrite_bytes ({cap}); this \
+             exchange failed instead",
+            bytes.len()
+        );
+        let first = attacks.first().map_or(0, |(i, _)| *i);
+        return Err(too_large(rec, first, msg));
+    }
     parts
         .headers
         .insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-    Request::from_parts(parts, Full::new(bytes).map_err(|n| match n {}).boxed())
+    Ok(Request::from_parts(
+        parts,
+        Full::new(bytes).map_err(|n| match n {}).boxed(),
+    ))
+}
+
+/// Attack `i` would have made the request too large: it is recorded as not applied, and
+/// the exchange fails with a proxy error (nothing is sent upstream).
+fn too_large(rec: &mut Recorder, i: usize, why: String) -> ProxyError {
+    tracing::warn!("chaos rewrite failed its exchange: {why}");
+    rec.not_applied(Owner::Attack(i), why.clone());
+    ProxyError::new(ErrorKind::RewriteTooLarge, why)
 }
 
 /// A body that continues with another body once it ends (the rest of an oversized upload).

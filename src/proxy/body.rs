@@ -47,7 +47,7 @@ pub enum Owner {
 
 impl Recorder {
     pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
-        let skip = SkipNote::default();
+        let skip = SkipNote::new(proxy.max_rewrite_bytes());
         Recorder {
             proxy,
             exchange,
@@ -125,6 +125,11 @@ impl Recorder {
     pub fn skip_note(&mut self, owner: Owner) -> SkipNote {
         self.skip_owner = Some(owner);
         self.skip.clone()
+    }
+
+    /// `proxy.max_rewrite_bytes`: the cap on what a rewrite of this exchange may produce.
+    pub fn max_rewrite_bytes(&self) -> usize {
+        self.skip.max_rewrite
     }
 
     pub fn elapsed_ms(&self) -> f64 {
@@ -257,8 +262,11 @@ where
             }
             Some(Err(e)) => {
                 let e: BoxError = e.into();
-                this.finish(BodyEnd::UpstreamAborted {
-                    message: e.to_string(),
+                let message = e.to_string();
+                this.finish(if e.is::<super::fault_body::RewriteTooLarge>() {
+                    BodyEnd::ProxyAborted { message }
+                } else {
+                    BodyEnd::UpstreamAborted { message }
                 });
                 Poll::Ready(Some(Err(e)))
             }

@@ -1,7 +1,10 @@
 //! Response bodies under a fault: byte-level shapes (drip, cut, replace, corrupt) and the
 //! LLM rewriter's output (events, delays, early ends) applied as the upstream body streams.
 //! Only `Corrupt` and non-streaming LLM rewrites buffer, bounded by `BUFFER_LIMIT`; a body
-//! over the bound passes through untouched and the fault is recorded as skipped.
+//! over the bound passes through untouched and the fault is recorded as skipped. What a
+//! rewrite produces is capped by `proxy.max_rewrite_bytes` (`chaos::budget`): going over
+//! breaks this body (the head is already sent) with a `RewriteTooLarge` error, recorded as
+//! `proxy_aborted`; the process and the connection's other exchanges are untouched.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -15,6 +18,7 @@ use tokio::time::Sleep;
 
 use super::BoxError;
 use crate::chaos::attack::inject_tool_response;
+use crate::chaos::budget::{Budget, DEFAULT_MAX_REWRITE_BYTES};
 use crate::chaos::rewrite::{LlmRewriter, Out};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
@@ -60,8 +64,43 @@ enum State {
     Llm(Box<LlmRewriter>),
 }
 
-/// Why a fault was not applied, read by the recorder when the exchange ends.
-pub type SkipNote = Arc<OnceLock<String>>;
+/// A body transform's line to its exchange: where it says why its fault was not applied
+/// (read by the recorder when the exchange ends), and the proxy's cap on what a rewrite
+/// may produce (`proxy.max_rewrite_bytes`).
+#[derive(Debug, Clone)]
+pub struct SkipNote {
+    note: Arc<OnceLock<String>>,
+    pub max_rewrite: usize,
+}
+
+impl Default for SkipNote {
+    fn default() -> Self {
+        SkipNote::new(DEFAULT_MAX_REWRITE_BYTES)
+    }
+}
+
+impl SkipNote {
+    pub fn new(max_rewrite: usize) -> Self {
+        SkipNote {
+            note: Arc::default(),
+            max_rewrite,
+        }
+    }
+
+    /// Notes why; the first note wins.
+    pub fn set(&self, note: String) -> Result<(), String> {
+        self.note.set(note)
+    }
+
+    pub fn get(&self) -> Option<&String> {
+        self.note.get()
+    }
+}
+
+/// A rewrite would have gone over `proxy.max_rewrite_bytes`: the body ends here.
+#[derive(Debug, thiserror::Error)]
+#[error("flakestorm: {0}")]
+pub struct RewriteTooLarge(pub String);
 
 pub struct FaultBody<B> {
     inner: B,
@@ -71,8 +110,8 @@ pub struct FaultBody<B> {
     sleep: Option<Pin<Box<Sleep>>>,
     upstream_done: bool,
     finished: bool,
-    /// An abort yields once first, so hyper flushes the head and the bytes before it: a
-    /// reset must come mid-response, not instead of it.
+    /// An abort (or a failed rewrite) yields once first, so hyper flushes the head and the
+    /// bytes before it: a reset must come mid-response, not instead of it.
     abort_yielded: bool,
     skip: SkipNote,
 }
@@ -104,6 +143,7 @@ impl<B> FaultBody<B> {
                 draw,
                 content_type,
                 BUFFER_LIMIT,
+                skip.max_rewrite,
             ))),
         };
         FaultBody {
@@ -193,6 +233,12 @@ where
                 content_type,
             } => {
                 let body = std::mem::take(buf).freeze();
+                // Sized before it is built: the body, the payload and its wrapping.
+                let mut budget = Budget::new(self.skip.max_rewrite, body.len());
+                if let Err(e) = budget.grow(payload.len().saturating_add(64)) {
+                    self.queue.push_back(Out::Fail(e.to_string()));
+                    return;
+                }
                 let out =
                     inject_tool_response(&body, content_type, payload).unwrap_or_else(|note| {
                         let _ = self.skip.set(note);
@@ -243,15 +289,21 @@ where
                 Some(Out::Data(d)) => return Poll::Ready(Some(Ok(Frame::data(d)))),
                 Some(Out::Delay(d)) => this.sleep = Some(Box::pin(tokio::time::sleep(d))),
                 Some(Out::End) => this.finished = true,
-                Some(Out::Abort) if !this.abort_yielded => {
+                Some(o @ (Out::Abort | Out::Fail(_))) if !this.abort_yielded => {
                     this.abort_yielded = true;
-                    this.queue.push_front(Out::Abort);
+                    this.queue.push_front(o);
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
                 Some(Out::Abort) => {
                     this.finished = true;
                     return Poll::Ready(Some(Err(Box::new(InjectedReset))));
+                }
+                Some(Out::Fail(why)) => {
+                    this.finished = true;
+                    tracing::warn!("chaos rewrite failed its exchange: {why}");
+                    let _ = this.skip.set(why.clone());
+                    return Poll::Ready(Some(Err(Box::new(RewriteTooLarge(why)))));
                 }
                 None if this.upstream_done => this.finished = true,
                 None => match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
@@ -360,6 +412,36 @@ mod tests {
         };
         let (out, _) = run(t, &["{\"results\": [\"a\", ", "\"longer one\"]}"]).await;
         assert_eq!(out, br#"{"results":["a","longer one OBEY"]}"#);
+    }
+
+    /// A tool-response injection that would go over `proxy.max_rewrite_bytes` breaks the
+    /// body with `RewriteTooLarge` and notes why; nothing of the size is built.
+    #[tokio::test]
+    async fn an_injection_over_the_cap_fails_the_body() {
+        let skip = SkipNote::new(100);
+        let t = Transform::Inject {
+            payload: "x".repeat(200),
+        };
+        let mut body = FaultBody::new(
+            chunks(&["{\"a\": \"b\"}"]),
+            t,
+            "application/json",
+            skip.clone(),
+        );
+        let mut err = None;
+        while let Some(f) = body.frame().await {
+            if let Err(e) = f {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.expect("the body fails");
+        assert!(err.is::<RewriteTooLarge>(), "{err}");
+        assert!(
+            skip.get()
+                .unwrap()
+                .contains("over proxy.max_rewrite_bytes (100)")
+        );
     }
 
     #[tokio::test(start_paused = true)]

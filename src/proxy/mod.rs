@@ -71,6 +71,8 @@ struct Settings {
     response_timeout: Duration,
     drain_timeout: Duration,
     max_header_bytes: usize,
+    /// `proxy.max_rewrite_bytes`: the cap on what a chaos rewrite produces.
+    max_rewrite_bytes: usize,
 }
 
 impl Settings {
@@ -108,6 +110,7 @@ impl Settings {
             response_timeout: Duration::from_millis(p.response_timeout_ms),
             drain_timeout: Duration::from_millis(p.drain_timeout_ms),
             max_header_bytes: p.max_header_bytes,
+            max_rewrite_bytes: p.max_rewrite_bytes,
         })
     }
 }
@@ -182,6 +185,11 @@ impl Proxy {
 
     fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// `proxy.max_rewrite_bytes`.
+    fn max_rewrite_bytes(&self) -> usize {
+        self.inner.settings.max_rewrite_bytes
     }
 
     fn settings(&self) -> &Settings {

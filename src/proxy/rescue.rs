@@ -24,6 +24,9 @@ pub enum ErrorKind {
     /// The client aborted the TLS handshake inside a CONNECT tunnel (it does not trust
     /// flakestorm's CA). Never answered: journaled only.
     ClientTls,
+    /// A chaos rewrite would have made the request bigger than `proxy.max_rewrite_bytes`;
+    /// the exchange fails instead of the process.
+    RewriteTooLarge,
     Internal,
 }
 
@@ -38,6 +41,7 @@ impl ErrorKind {
             ErrorKind::BadConnectTarget => "bad_connect_target",
             ErrorKind::ProxyAuthRequired => "proxy_auth_required",
             ErrorKind::ClientTls => "client_tls",
+            ErrorKind::RewriteTooLarge => "rewrite_too_large",
             ErrorKind::Internal => "internal",
         }
     }
@@ -52,7 +56,7 @@ impl ErrorKind {
                 StatusCode::BAD_REQUEST
             }
             ErrorKind::ProxyAuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
-            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::RewriteTooLarge | ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -66,7 +70,7 @@ impl ErrorKind {
             | ErrorKind::BadConnectTarget
             | ErrorKind::ProxyAuthRequired
             | ErrorKind::ClientTls => ErrorSource::Downstream,
-            ErrorKind::Internal => ErrorSource::Internal,
+            ErrorKind::RewriteTooLarge | ErrorKind::Internal => ErrorSource::Internal,
         }
     }
 }

@@ -195,8 +195,11 @@ async fn exchange(
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
-        let req = prepare(&mut rec, req, &plan, &mut transform).await;
-        proxy.inner.upstream.send(req).await
+        // Hook (issue #9, chaos rules): a rewrite over proxy.max_rewrite_bytes fails here.
+        match prepare(&mut rec, req, &plan, &mut transform).await {
+            Ok(req) => proxy.inner.upstream.send(req).await,
+            Err(e) => Err(e),
+        }
     };
     match result {
         Ok(resp) => {
@@ -225,8 +228,8 @@ async fn prepare(
     req: Request<ProxyBody>,
     plan: &fault::Plan,
     transform: &mut Option<(Owner, Transform)>,
-) -> Request<ProxyBody> {
-    let mut req = attack::apply(rec, req, &plan.attacks, transform).await;
+) -> Result<Request<ProxyBody>, ProxyError> {
+    let mut req = attack::apply(rec, req, &plan.attacks, transform).await?;
     if let Some(c) = &plan.canary {
         canary::plant(rec, c, transform);
     }
@@ -238,7 +241,7 @@ async fn prepare(
             HeaderValue::from_static("identity"),
         );
     }
-    req
+    Ok(req)
 }
 
 fn recorder<B>(

@@ -47,6 +47,10 @@ fn explain(e: &Exchange) -> Option<String> {
              proxy.response_timeout_ms)"
         }
         "upstream_protocol" => "the upstream broke the HTTP exchange",
+        "rewrite_too_large" => {
+            "a chaos rule's rewrite would have gone over proxy.max_rewrite_bytes: raise it, or \
+             make the rule smaller (inject_tokens, factor, payload)"
+        }
         "bad_request" | "bad_connect_target" => {
             "the agent sent a request flakestorm cannot forward (is it using the proxy as a \
              base URL? add a proxy.reverse route)"

@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::shape::{self, Kind};
+use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::{Direction, DriftType, LlmMode, Severity};
 use crate::exchange::Provider;
 
@@ -12,10 +13,12 @@ pub struct Drift {
     spec: Option<(DriftType, Severity, Direction, f64)>,
     /// Whether the first text piece of a stream has been seen.
     started: bool,
+    /// What the rewritten body may grow to (`proxy.max_rewrite_bytes`).
+    budget: Budget,
 }
 
 impl Drift {
-    pub fn new(mode: &LlmMode, _draw: u64) -> Self {
+    pub fn new(mode: &LlmMode, _draw: u64, budget: Budget) -> Self {
         let spec = match mode {
             LlmMode::ResponseDrift {
                 drift_type,
@@ -28,19 +31,39 @@ impl Drift {
         Drift {
             spec,
             started: false,
+            budget,
         }
     }
 
-    /// Drifts a whole response; true when something changed.
-    pub fn whole(&mut self, p: Provider, v: &mut Value) -> bool {
+    /// A whole body of `n` bytes is about to be drifted: the cap is on its new size.
+    pub fn body_size(&mut self, n: usize) {
+        self.budget = Budget::new(self.budget.limit(), n);
+    }
+
+    /// Drifts a whole response; true when something changed. The body's size is counted
+    /// against the budget piece by piece; the one rewrite that can grow without bound
+    /// (`verbosity_shift` `expand`) is sized before it is built.
+    pub fn whole(&mut self, p: Provider, v: &mut Value) -> Result<bool, TooLarge> {
         let Some((kind, sev, dir, factor)) = self.spec else {
-            return false;
+            return Ok(false);
         };
         let mut changed = false;
         if kind == DriftType::JsonFieldRename {
             shape::for_each_tool_args(p, v, false, &mut |a| changed |= rename_in(a, sev));
         }
+        let budget = &mut self.budget;
+        let mut over = None;
         shape::for_each_text(p, v, false, &mut |s| {
+            if over.is_some() {
+                return;
+            }
+            if kind == DriftType::VerbosityShift && dir == Direction::Expand {
+                let len = expanded_len(s, factor);
+                if let Err(e) = budget.replace(s.len(), len) {
+                    over = Some(e);
+                    return;
+                }
+            }
             let new = match kind {
                 DriftType::JsonFieldRename => rename_json_text(s, sev),
                 DriftType::VerbosityShift => Some(verbosity(s, dir, factor)),
@@ -48,21 +71,38 @@ impl Drift {
                 DriftType::RefusalRephrase => Some(refusal(sev).to_string()),
                 DriftType::ToneShift => Some(tone(s, sev, true)),
             };
+            // The other rewrites grow a piece by a bounded factor: count them once built.
+            if !(kind == DriftType::VerbosityShift && dir == Direction::Expand)
+                && let Some(n) = &new
+                && let Err(e) = budget.replace(s.len(), n.len())
+            {
+                over = Some(e);
+                return;
+            }
             if let Some(n) = new.filter(|n| n != s) {
                 *s = n;
                 changed = true;
             }
         });
-        changed
+        match over {
+            Some(e) => Err(e),
+            None => Ok(changed),
+        }
     }
 
-    /// Drifts one stream event; true when it changed.
-    pub fn stream_event(&mut self, p: Provider, v: &mut Value, kind: Kind) -> bool {
+    /// Drifts one stream event; true when it changed. Only what the rewrite adds to the
+    /// stream counts against the budget.
+    pub fn stream_event(
+        &mut self,
+        p: Provider,
+        v: &mut Value,
+        kind: Kind,
+    ) -> Result<bool, TooLarge> {
         let Some((dt, sev, dir, factor)) = self.spec else {
-            return false;
+            return Ok(false);
         };
         if kind != Kind::Content && kind != Kind::Finish {
-            return false;
+            return Ok(false);
         }
         let mut changed = false;
         if dt == DriftType::JsonFieldRename {
@@ -70,11 +110,21 @@ impl Drift {
             shape::for_each_tool_args(p, v, true, &mut |a| {
                 changed |= a.is_object() && rename_in(a, sev)
             });
-            return changed;
+            return Ok(changed);
         }
         let mut first = !self.started;
+        let budget = &mut self.budget;
+        let mut over = None;
         shape::for_each_text(p, v, true, &mut |s| {
-            if s.is_empty() {
+            if s.is_empty() || over.is_some() {
+                return;
+            }
+            if dt == DriftType::VerbosityShift
+                && dir == Direction::Expand
+                && first
+                && let Err(e) = budget.grow(preamble_len(factor))
+            {
+                over = Some(e);
                 return;
             }
             let new = match dt {
@@ -91,24 +141,53 @@ impl Drift {
                 _ => s.clone(),
             };
             first = false;
+            if dt != DriftType::VerbosityShift
+                && let Err(e) = budget.replace(s.len(), new.len())
+            {
+                over = Some(e);
+                return;
+            }
             if new != *s {
                 *s = new;
                 changed = true;
             }
         });
         self.started |= !first;
-        changed
+        match over {
+            Some(e) => Err(e),
+            None => Ok(changed),
+        }
     }
 }
 
+const SENTENCE: &str = "Great question! Let me walk you through this carefully and in detail. ";
+const SUMMARY: &str = "\n\nIn summary: ";
+
+/// How many times `expand` repeats the sentence (ranges keep `factor` in 1..=100; the cast
+/// saturates whatever it is).
+fn repeats(factor: f64) -> usize {
+    factor.round().max(1.0) as usize
+}
+
+fn preamble_len(factor: f64) -> usize {
+    SENTENCE.len().saturating_mul(repeats(factor))
+}
+
+/// The length `verbosity` `expand` gives `s`, computed without building it.
+fn expanded_len(s: &str, factor: f64) -> usize {
+    preamble_len(factor)
+        .saturating_add(s.len().saturating_mul(2))
+        .saturating_add(SUMMARY.len())
+}
+
+/// Only called once `preamble_len` has passed the budget.
 fn preamble(factor: f64) -> String {
-    let sentence = "Great question! Let me walk you through this carefully and in detail. ";
-    sentence.repeat(factor.round().max(1.0) as usize)
+    SENTENCE.repeat(repeats(factor))
 }
 
 fn verbosity(s: &str, dir: Direction, factor: f64) -> String {
     match dir {
-        Direction::Expand => format!("{}{s}\n\nIn summary: {s}", preamble(factor)),
+        Direction::Expand => format!("{}{s}{SUMMARY}{s}", preamble(factor)),
         Direction::Compress => {
             let words = s.split_whitespace().count();
             let keep = ((words as f64 / factor).ceil() as u32).max(1);

@@ -41,6 +41,11 @@ impl Splitter {
         frames
     }
 
+    /// How many bytes wait for their frame's end.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Bytes after the last complete frame (an unterminated tail).
     pub fn rest(&mut self) -> Bytes {
         self.scanned = 0;

@@ -55,7 +55,13 @@ impl LlmRewriter {
             LlmMode::ToolCallCorruption { corruption } => {
                 corrupt_tools(p, &mut v, false, corruption, true)
             }
-            LlmMode::ResponseDrift { .. } => self.drift.whole(p, &mut v),
+            LlmMode::ResponseDrift { .. } => {
+                self.drift.body_size(body.len());
+                match self.drift.whole(p, &mut v) {
+                    Ok(changed) => changed,
+                    Err(e) => return self.fail(e),
+                }
+            }
             // Decided before forwarding (see proxy::fault); nothing to do on the body.
             LlmMode::Timeout { .. }
             | LlmMode::RateLimit { .. }

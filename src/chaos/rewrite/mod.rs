@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use self::frame::{Event, Framing, Splitter};
 use self::shape::Kind;
+use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
 
@@ -30,6 +31,8 @@ pub enum Out {
     End,
     /// Break the connection here.
     Abort,
+    /// Fail the exchange here: the rewrite would have gone over `proxy.max_rewrite_bytes`.
+    Fail(String),
 }
 
 enum Body {
@@ -79,6 +82,7 @@ impl LlmRewriter {
         draw: u64,
         content_type: &str,
         limit: usize,
+        max_rewrite: usize,
     ) -> Self {
         let ct = content_type.to_ascii_lowercase();
         let (body, skipped) = if ct.starts_with("text/event-stream") {
@@ -99,7 +103,7 @@ impl LlmRewriter {
             LlmMode::TruncatedResponse { max_tokens } => max_tokens,
             _ => 0,
         };
-        let drift = drift::Drift::new(&mode, draw);
+        let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
             provider,
             mode,
@@ -139,7 +143,21 @@ impl LlmRewriter {
             }
             Body::Stream(splitter) => {
                 let frames = splitter.push(chunk);
-                frames.into_iter().flat_map(|f| self.on_frame(f)).collect()
+                // An event that never ends is not held without bound: the stream passes
+                // through from here, unchanged.
+                let held = (splitter.pending() > self.limit).then(|| splitter.rest());
+                let mut out: Vec<Out> = frames.into_iter().flat_map(|f| self.on_frame(f)).collect();
+                if let Some(held) = held {
+                    self.body = Body::Pass;
+                    self.skipped = Some(format!(
+                        "stream event over {} bytes; passed through unchanged",
+                        self.limit
+                    ));
+                    if !self.done {
+                        out.push(Out::Data(held));
+                    }
+                }
+                out
             }
         }
     }
@@ -162,6 +180,13 @@ impl LlmRewriter {
             self.skipped = Some(self.not_applied_reason().to_string());
         }
         out
+    }
+
+    /// Ends the body with a failure: the rewrite would have gone over its cap.
+    fn fail(&mut self, e: TooLarge) -> Vec<Out> {
+        self.done = true;
+        self.skipped = Some(e.to_string());
+        vec![Out::Fail(e.to_string())]
     }
 
     fn not_applied_reason(&self) -> &'static str {
@@ -327,11 +352,13 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                if self.drift.stream_event(p, j, kind) {
-                    self.applied = true;
-                    vec![Out::Data(ev.encode())]
-                } else {
-                    vec![Out::Data(frame)]
+                match self.drift.stream_event(p, j, kind) {
+                    Ok(true) => {
+                        self.applied = true;
+                        vec![Out::Data(ev.encode())]
+                    }
+                    Ok(false) => vec![Out::Data(frame)],
+                    Err(e) => self.fail(e),
                 }
             }
             _ => vec![Out::Data(frame)],

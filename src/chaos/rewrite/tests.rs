@@ -10,15 +10,27 @@ struct Run {
 
 /// Feeds `chunks` through a rewriter and collects what the client would get.
 fn run(p: Provider, mode: LlmMode, ct: &str, chunks: &[String]) -> Run {
-    let mut r = LlmRewriter::new(p, mode, 7, ct, 1 << 20);
+    run_capped(
+        p,
+        mode,
+        ct,
+        chunks,
+        crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES,
+    )
+}
+
+/// `run` with `max_rewrite` as `proxy.max_rewrite_bytes`.
+fn run_capped(p: Provider, mode: LlmMode, ct: &str, chunks: &[String], max_rewrite: usize) -> Run {
+    let mut r = LlmRewriter::new(p, mode, 7, ct, 1 << 20, max_rewrite);
     let mut outs = vec![];
+    let ends = |o: &Out| matches!(o, Out::End | Out::Abort | Out::Fail(_));
     for c in chunks {
         outs.extend(r.push(c.as_bytes()));
-        if outs.iter().any(|o| matches!(o, Out::End | Out::Abort)) {
+        if outs.iter().any(ends) {
             break;
         }
     }
-    if !outs.iter().any(|o| matches!(o, Out::End | Out::Abort)) {
+    if !outs.iter().any(ends) {
         outs.extend(r.finish());
     } else {
         let _ = r.finish();
@@ -408,6 +420,7 @@ fn unparseable_or_oversized_bodies_pass_through_and_are_reported() {
         0,
         "application/json",
         4,
+        1 << 20,
     );
     let out = small.push(b"{\"choices\":[]}");
     assert_eq!(
@@ -648,4 +661,113 @@ fn responses_api_server_error_mid_stream_is_response_failed() {
         ("response.failed", Some("failed"))
     );
     assert_eq!(last["response"]["error"]["code"], "server_error");
+}
+
+fn expand(factor: f64) -> LlmMode {
+    LlmMode::ResponseDrift {
+        drift_type: DriftType::VerbosityShift,
+        severity: Severity::Subtle,
+        direction: Direction::Expand,
+        factor,
+    }
+}
+
+fn failed(r: &Run) -> bool {
+    matches!(r.outs.last(), Some(Out::Fail(m)) if m.contains("proxy.max_rewrite_bytes"))
+}
+
+/// Issue #9: `factor: 1e12` asked for 70 TB and aborted the process; `1e300` panicked with
+/// `capacity overflow`. Sized before anything is built, they now fail the one body.
+#[test]
+fn expansions_over_the_cap_fail_the_body_without_allocating() {
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}]}).to_string();
+    let cap = crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES;
+    for factor in [1e12, 1e300, f64::INFINITY] {
+        let r = run_capped(
+            Provider::Openai,
+            expand(factor),
+            "application/json",
+            std::slice::from_ref(&body),
+            cap,
+        );
+        assert!(failed(&r), "factor {factor}: {:?}", r.outs);
+        assert!(
+            r.skipped
+                .unwrap()
+                .contains("over proxy.max_rewrite_bytes (16777216)")
+        );
+    }
+    // In range, under a small cap: fails; under the default: applied.
+    let small = run_capped(
+        Provider::Openai,
+        expand(100.0),
+        "application/json",
+        std::slice::from_ref(&body),
+        4096,
+    );
+    assert!(failed(&small), "{:?}", small.outs);
+    let fine = run(Provider::Openai, expand(100.0), "application/json", &[body]);
+    assert!(fine.text.contains("In summary: Paris."), "{}", fine.text);
+
+    let stream: Vec<String> = ["Par", "is."]
+        .iter()
+        .map(|t| {
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": t}}]})
+            )
+        })
+        .chain(["data: [DONE]\n\n".to_string()])
+        .collect();
+    let r = run_capped(
+        Provider::Openai,
+        expand(1e300),
+        "text/event-stream",
+        &stream,
+        cap,
+    );
+    assert!(failed(&r), "{:?}", r.outs);
+    let r = run_capped(
+        Provider::Openai,
+        expand(100.0),
+        "text/event-stream",
+        &stream,
+        1000,
+    );
+    assert!(failed(&r), "{:?}", r.outs);
+    let r = run(
+        Provider::Openai,
+        expand(100.0),
+        "text/event-stream",
+        &stream,
+    );
+    assert!(!failed(&r) && r.text.contains("Great question!"));
+}
+
+/// A stream event that never ends is held only up to the limit, then passed through.
+#[test]
+fn an_endless_stream_event_is_not_held_without_bound() {
+    let mut r = LlmRewriter::new(
+        Provider::Openai,
+        LlmMode::Empty {},
+        0,
+        "text/event-stream",
+        16,
+        1 << 20,
+    );
+    assert_eq!(r.push(b"data: {\"choices\""), vec![]);
+    let out = r.push(b": [0123456789]");
+    let sent: Vec<u8> = out
+        .iter()
+        .flat_map(|o| match o {
+            Out::Data(d) => d.to_vec(),
+            _ => vec![],
+        })
+        .collect();
+    assert_eq!(sent, b"data: {\"choices\": [0123456789]");
+    assert_eq!(
+        r.push(b"more"),
+        vec![Out::Data(Bytes::from_static(b"more"))]
+    );
+    assert!(r.skipped().unwrap().contains("over 16 bytes"));
 }

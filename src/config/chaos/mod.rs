@@ -14,6 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::LlmProvider;
 
 mod modes;
+pub mod ranges;
 
 pub use modes::*;
 
@@ -141,6 +142,30 @@ pub(crate) fn field_named_in(
         && let Some((k, _)) = rule
             .iter()
             .find(|(_, val)| val.as_str() == Some(v.as_str()))
+    {
+        return k.clone();
+    }
+    // A number of the wrong kind (`-1` for a u64, 2^32 for a u32) or a non-finite marker
+    // (`config::finite`): the field holding that value.
+    let number = ["invalid value: integer `", "invalid type: integer `"]
+        .iter()
+        .chain(&[
+            "invalid value: floating point `",
+            "invalid type: floating point `",
+        ])
+        .find_map(|p| quoted(p));
+    if let Some(n) = number
+        && let Some((k, _)) = rule
+            .iter()
+            .find(|(_, val)| val.is_number() && val.to_string() == n)
+    {
+        return k.clone();
+    }
+    if let Some(rest) = msg.strip_prefix("invalid type: string \"")
+        && let Some(s) = rest.split('"').next()
+        && let Some((k, _)) = rule
+            .iter()
+            .find(|(_, val)| val.as_str() == Some(s) && crate::config::finite::is_marker(s))
     {
         return k.clone();
     }

@@ -1,0 +1,147 @@
+//! Issue #9: no chaos rule can crash the daemon. A rule in range whose rewrite would go
+//! over `proxy.max_rewrite_bytes` fails only its own exchange, with a clear error in the
+//! journal, and the daemon serves the next request as usual.
+
+mod common;
+
+use common::origin::{self, Body};
+use common::*;
+use flakestorm::exchange::{BodyEnd, Outcome};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+/// An LLM origin that answers with the JSON body it received.
+async fn echo() -> origin::Origin {
+    origin::start(
+        None,
+        |req: http::Request<hyper::body::Incoming>| async move {
+            let bytes = req.into_body().collect().await.unwrap().to_bytes();
+            let mut r = http::Response::new(Body::new(
+                http_body_util::Full::new(bytes).map_err(|n| match n {}),
+            ));
+            r.headers_mut().insert(
+                "content-type",
+                http::HeaderValue::from_static("application/json"),
+            );
+            r
+        },
+    )
+    .await
+}
+
+fn chat() -> String {
+    json!({"model": "m", "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+        .to_string()
+}
+
+#[tokio::test]
+async fn an_attack_over_the_cap_fails_its_request_and_the_next_one_is_served() {
+    let o = echo().await;
+    // 10 000 tokens of filler (~67 KB) is in range, but over a 4 KiB cap.
+    let p = start_proxy(
+        "proxy:\n  max_rewrite_bytes: 4096\nchaos:\n  context_attacks:\n    - {type: overflow, inject_tokens: 10000, match_url: '*big*'}\n",
+    )
+    .await;
+    let client = client_via(&p, H1);
+    let big = client
+        .post(o.http_url("/v1/chat/completions?big=1"))
+        .header("content-type", "application/json")
+        .body(chat())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 500);
+    assert_eq!(big.headers()["x-flakestorm-error"], "rewrite_too_large");
+    let text = big.text().await.unwrap();
+    assert!(
+        text.contains("over proxy.max_rewrite_bytes (4096)"),
+        "{text}"
+    );
+    assert_eq!(o.log.len(), 0, "nothing was sent upstream");
+
+    let next = client
+        .post(o.http_url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(chat())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(next.status(), 200);
+    let seen: Value = serde_json::from_slice(&next.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        seen["messages"][0]["content"],
+        "What is the capital of France?"
+    );
+
+    p.daemon.journal.wait_for(2).await;
+    let all = p.daemon.journal.all();
+    match &all[0].outcome {
+        Outcome::Error { error, status } => {
+            assert_eq!(
+                (error.kind.as_str(), *status),
+                ("rewrite_too_large", Some(500))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let attack = &all[0].attacks[0];
+    assert!(!attack.applied);
+    assert!(
+        attack
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("max_rewrite_bytes")
+    );
+    assert!(matches!(all[1].outcome, Outcome::Response { .. }));
+}
+
+#[tokio::test]
+async fn a_response_rewrite_over_the_cap_breaks_its_body_and_the_next_one_is_served() {
+    let o = origin::json(
+        r#"{"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}]}"#,
+    )
+    .await;
+    // factor 100 is in range: a 7 KB preamble, over a 4 KiB cap.
+    let p = start_proxy(
+        "proxy:\n  max_rewrite_bytes: 4096\nchaos:\n  llm_faults:\n    - {mode: response_drift, drift_type: verbosity_shift, direction: expand, factor: 100, match_url: '*big*'}\n",
+    )
+    .await;
+    let client = client_via(&p, H1);
+    let big = client
+        .post(o.http_url("/v1/chat/completions?big=1"))
+        .header("content-type", "application/json")
+        .body(chat())
+        .send()
+        .await
+        .unwrap();
+    // The head was already sent: the body is broken off, as when an upstream fails mid-body.
+    assert_eq!(big.status(), 200);
+    assert!(big.bytes().await.is_err(), "the body must not complete");
+
+    let next = client
+        .post(o.http_url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(chat())
+        .send()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&next.bytes().await.unwrap()).unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "Paris.");
+
+    p.daemon.journal.wait_for(2).await;
+    let all = p.daemon.journal.all();
+    let first = all.iter().find(|e| e.request.url.contains("big")).unwrap();
+    match &first.outcome {
+        Outcome::Response {
+            body: BodyEnd::ProxyAborted { message },
+            ..
+        } => assert!(
+            message.contains("over proxy.max_rewrite_bytes (4096)"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let fault = first.fault.as_ref().unwrap();
+    assert!(!fault.applied && fault.note.as_deref().unwrap().contains("max_rewrite_bytes"));
+}
