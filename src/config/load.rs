@@ -118,7 +118,7 @@ pub fn load_with_env(
         errors,
     };
     let text = match file {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+        Some(path) => read_limited(path).map_err(|e| {
             fail(vec![ConfigError::new(
                 "",
                 format!("cannot read config file: {e}"),
@@ -126,6 +126,7 @@ pub fn load_with_env(
         })?,
         None => String::new(),
     };
+    super::untrusted::check_yaml(&text).map_err(fail)?;
     let root = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
     let named = Named::of(&root);
     let mut errors = Vec::new();
@@ -151,6 +152,17 @@ pub fn load_with_env(
     } else {
         Err(fail(errors))
     }
+}
+
+/// Reads at most one byte past the size limit, so a huge file is refused without being
+/// read whole (`check_yaml` names the limit).
+fn read_limited(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(super::untrusted::MAX_BYTES as u64 + 1)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// file < env < flags, merged into one JSON value.

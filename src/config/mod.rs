@@ -18,6 +18,7 @@ mod invariants;
 mod load;
 mod output;
 mod schema;
+pub mod untrusted;
 mod validate;
 
 pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
