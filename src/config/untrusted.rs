@@ -90,7 +90,10 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
         };
         let starts_node = matches!(
             event,
-            Event::Scalar(..) | Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..)
+            Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..)
         );
         if starts_node && !is_key {
             // A value (or list item) completes; the next node in a mapping is a key again.
@@ -127,7 +130,13 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
             }
             Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..) if is_key => {
                 // A complex key: rare and never a config field; give it a placeholder path.
-                if let Some(Frame::Map { at_key, child, path, .. }) = stack.last_mut() {
+                if let Some(Frame::Map {
+                    at_key,
+                    child,
+                    path,
+                    ..
+                }) = stack.last_mut()
+                {
                     *child = join(path, "?");
                     *at_key = false;
                 }
@@ -222,9 +231,7 @@ mod tests {
             ]
         );
         // The same key in different mappings, or in list items, is no duplicate.
-        assert!(
-            check_yaml("a: {x: 1}\nb: {x: 2}\nl:\n  - {x: 1}\n  - {x: 2}\n").is_ok()
-        );
+        assert!(check_yaml("a: {x: 1}\nb: {x: 2}\nl:\n  - {x: 1}\n  - {x: 2}\n").is_ok());
     }
 
     #[test]
@@ -233,9 +240,13 @@ mod tests {
         let m = messages(&deep);
         assert_eq!(m.len(), 1);
         assert!(m[0].starts_with("nesting deeper than 64 levels"), "{m:?}");
-        let block: String = (0..100).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+        let block: String = (0..100)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
         assert!(messages(&block)[0].starts_with("nesting deeper than 64"));
-        let ok: String = (0..60).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+        let ok: String = (0..60)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
         assert!(check_yaml(&ok).is_ok());
         let big = format!("a: \"{}\"\n", "x".repeat(MAX_BYTES));
         assert!(messages(&big)[0].contains("larger than the limit of 1048576 bytes"));
@@ -247,6 +258,9 @@ mod tests {
     #[test]
     fn syntax_errors_say_where() {
         let m = messages("proxy:\n  listen: [\n");
-        assert!(m[0].starts_with("YAML syntax error") && m[0].contains("line"), "{m:?}");
+        assert!(
+            m[0].starts_with("YAML syntax error") && m[0].contains("line"),
+            "{m:?}"
+        );
     }
 }
