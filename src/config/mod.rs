@@ -33,3 +33,7 @@ pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
 pub use validate::{check_chaos, listen_addr};
+
+#[cfg(test)]
+#[path = "docs_examples_tests.rs"]
+mod docs_examples_tests;
