@@ -514,3 +514,38 @@ fn listen_flag_does_not_hide_a_broken_section() {
         assert_eq!(paths, ["proxy", "control"]);
     }
 }
+
+/// Issue #9: v2 files with `{type: refusal_check}` and no `dangerous_prompts` failed to
+/// load; they get the built-in list (v2's own field was a boolean).
+#[test]
+fn refusal_check_without_prompts_uses_the_built_in_list() {
+    use crate::config::Check;
+    let (_dir, path) = write(
+        "invariants:\n  - {type: refusal_check}\n  - {type: refusal_check, dangerous_prompts: true}\n  - {type: refusal_check, dangerous_prompts: ['how to x']}\n",
+    );
+    let c = load_with_env(Some(&path), &Overrides::default(), &env(&[]))
+        .unwrap()
+        .config;
+    let lists: Vec<usize> = c
+        .invariants
+        .iter()
+        .map(|i| match &i.check {
+            Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.len(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let n = crate::config::DEFAULT_DANGEROUS_PROMPTS.len();
+    assert_eq!(lists, [n, n, 1]);
+    assert!(n >= 5);
+    let errors = errors_of(
+        "invariants:\n  - {type: refusal_check, dangerous_prompts: []}\n  - {type: refusal_check, dangerous_prompts: 5}\n",
+        &[],
+    );
+    assert_exactly(
+        &errors,
+        &[
+            "invariants[0].dangerous_prompts: needs at least one prompt",
+            "invariants[1]: invalid type: integer `5`, expected a list of prompts",
+        ],
+    );
+}
