@@ -41,6 +41,12 @@ pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::BadBody(e.to_string()))
     } else {
         untrusted::check_json(body).map_err(|e| fail(vec![e]))?;
+        if let Ok(text) = std::str::from_utf8(body) {
+            let duplicates = untrusted::json_duplicate_keys(text);
+            if !duplicates.is_empty() {
+                return Err(fail(duplicates));
+            }
+        }
         serde_json::from_slice(body).map_err(|e| ApiError::BadBody(format!("not JSON: {e}")))
     }
 }

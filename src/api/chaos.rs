@@ -252,6 +252,16 @@ mod tests {
                 .unwrap()
                 .contains("duplicate key `tool_faults` (lines 1 and 2)")
         );
+        let dup_json =
+            r#"{"tool_faults": [], "tool_faults": [{"tool": "search", "mode": "error"}]}"#;
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", dup_json).await;
+        assert_eq!(status, 400, "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate key `tool_faults`")
+        );
         assert!(s.chaos.rules().is_empty());
     }
 

@@ -207,6 +207,18 @@ pub fn check_json(bytes: &[u8]) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Duplicate keys of a JSON text (serde_json keeps the last one silently). JSON is YAML, so
+/// the YAML pass finds them; its other findings are left to serde_json's own messages.
+/// Call after `check_json`, which bounds the depth.
+pub fn json_duplicate_keys(text: &str) -> Vec<ConfigError> {
+    check_yaml(text)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.message.starts_with("duplicate key"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +265,15 @@ mod tests {
         assert!(check_json(format!("{}1{}", "[".repeat(65), "]".repeat(65)).as_bytes()).is_err());
         assert!(check_json(format!("{}1{}", "[".repeat(64), "]".repeat(64)).as_bytes()).is_ok());
         assert!(check_json(br#"{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]"}"#).is_ok());
+    }
+
+    #[test]
+    fn duplicate_keys_in_json_are_found() {
+        let json = r#"{"tool_faults":[{"tool":"search","mode":"error","mode":"timeout"}],"llm_faults":[]}"#;
+        let found = json_duplicate_keys(json);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "tool_faults[0].mode");
+        assert!(json_duplicate_keys(r#"{"a":{"b":1},"c":[{"b":2}]}"#).is_empty());
     }
 
     #[test]
