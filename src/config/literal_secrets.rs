@@ -1,10 +1,11 @@
-//! Warnings for credentials written into the config file itself. Files get committed,
-//! pasted into issues and printed by CI; a `${VAR}` reference keeps the secret in the
-//! environment. (config.md: `model.api_key` must be a reference; these fields get a warning
-//! so existing files keep loading.)
+//! Credentials written into the config file itself. Files get committed, pasted into
+//! issues and printed by CI; a `${VAR}` reference keeps the secret in the environment.
+//! `model.api_key` must be a reference (the shared schema, as Flakestorm v2 did: a load
+//! error); the other credential fields get a warning so existing files keep loading.
 
 use serde_json::Value;
 
+use super::ConfigError;
 use super::redact::looks_secret;
 
 /// Header names whose values are credentials.
@@ -30,9 +31,16 @@ fn warning(path: &str, var: &str) -> String {
     )
 }
 
-/// Appends a warning for each literal secret in the file's own value (before env/flags).
-pub fn warn(file: &Value, warnings: &mut Vec<String>) {
+/// Appends a warning for each literal secret in the file's own value (before env/flags),
+/// and an error for a literal `model.api_key`.
+pub fn check(file: &Value, warnings: &mut Vec<String>, errors: &mut Vec<ConfigError>) {
     let at = |path: &[&str]| path.iter().try_fold(file, |v, k| v.get(k));
+    if at(&["model", "api_key"]).is_some_and(literal) {
+        errors.push(ConfigError::new(
+            "model.api_key",
+            "Literal API keys are not allowed in config. Use: api_key: \"${OPENAI_API_KEY}\"",
+        ));
+    }
     if at(&["control", "token"]).is_some_and(literal) {
         warnings.push(warning("control.token", "FLAKESTORM_API_TOKEN"));
     }
@@ -74,7 +82,9 @@ mod tests {
         .extract()
         .unwrap();
         let mut out = vec![];
-        warn(&v, &mut out);
+        let mut errors = vec![];
+        check(&v, &mut out, &mut errors);
+        out.extend(errors.iter().map(ToString::to_string));
         out.into_iter()
             .map(|w| w.split(':').next().unwrap().to_string())
             .collect()
@@ -103,6 +113,8 @@ agent:
                 "agent.headers.X-Custom",
             ]
         );
+        assert_eq!(warnings("model: {api_key: sk-abc}\n"), ["model.api_key"]);
+        assert!(warnings("model: {api_key: \"${K}\"}\n").is_empty());
         assert!(warnings("control: {token: \"${T}\"}\n").is_empty());
     }
 }

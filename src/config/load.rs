@@ -131,7 +131,7 @@ pub fn load_with_env(
     let named = Named::of(&root);
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    super::literal_secrets::warn(&file_value, &mut warnings);
+    super::literal_secrets::check(&file_value, &mut warnings, &mut errors);
     // Strings that may be credentials, as written and as expanded: no error may quote them.
     let mut secrets = vec![];
     let mut expanded = Value::Object(root.clone());
