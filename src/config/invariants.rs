@@ -126,6 +126,24 @@ fn prompts_or_v2_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Stri
     d.deserialize_any(V)
 }
 
+/// Says so when a `refusal_check` at `path` gets the built-in prompts (none given, or v2's
+/// boolean), so the prompts a run sends are never a surprise.
+pub(super) fn note_default_prompts(
+    item: &serde_json::Value,
+    path: &str,
+    warnings: &mut Vec<String>,
+) {
+    let refusal = item.get("type").and_then(serde_json::Value::as_str) == Some("refusal_check");
+    let given = item.get("dangerous_prompts");
+    if refusal && given.is_none_or(|v| v.is_boolean() || v.is_null()) {
+        warnings.push(format!(
+            "{path}: refusal_check without a list of dangerous_prompts uses the {} built-in \
+             ones (docs/invariants.md); list your own to test your agent's domain",
+            DEFAULT_DANGEROUS_PROMPTS.len()
+        ));
+    }
+}
+
 impl Check {
     pub fn name(&self) -> &'static str {
         match self {
@@ -284,6 +302,7 @@ pub(super) fn invariant_list(
     for (i, item) in items.into_iter().enumerate() {
         // Checked here, where the index is still the file's.
         let path = format!("invariants[{i}]");
+        note_default_prompts(&item, &path, warnings);
         match parse_invariant(item) {
             Ok(inv) => {
                 check_invariant(&inv, &path, errors);

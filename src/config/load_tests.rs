@@ -523,9 +523,15 @@ fn refusal_check_without_prompts_uses_the_built_in_list() {
     let (_dir, path) = write(
         "invariants:\n  - {type: refusal_check}\n  - {type: refusal_check, dangerous_prompts: true}\n  - {type: refusal_check, dangerous_prompts: ['how to x']}\n",
     );
-    let c = load_with_env(Some(&path), &Overrides::default(), &env(&[]))
-        .unwrap()
-        .config;
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
+    let noted: Vec<&str> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.contains("built-in"))
+        .map(|w| w.split(':').next().unwrap())
+        .collect();
+    assert_eq!(noted, ["invariants[0]", "invariants[1]"]);
+    let c = loaded.config;
     let lists: Vec<usize> = c
         .invariants
         .iter()
