@@ -3,7 +3,7 @@
 //! path, as the config loader does.
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
@@ -23,25 +23,25 @@ pub async fn get_chaos(State(s): State<ApiState>) -> Json<Value> {
 }
 
 /// Replaces the rules. Body: a `chaos:` section as JSON, or YAML with a YAML content type.
+/// Parsing runs on the blocking pool: a hostile body must not stall the async workers that
+/// carry proxied traffic (size and depth are capped too, see `config::untrusted`).
 pub async fn put_chaos(
     State(s): State<ApiState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let yaml = headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.contains("yaml"));
-    let value: Value = if yaml {
-        use figment::providers::{Format, Yaml};
-        let text = String::from_utf8_lossy(&body);
-        // As the config loader does, so `.nan` and `.inf` are refused here too.
-        crate::config::finite::extract(&figment::Figment::from(Yaml::string(&text)))
-            .map_err(|e| ApiError::BadBody(e.to_string()))?
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::BadBody(format!("not JSON: {e}")))?
-    };
-    let (spec, warnings) = parse_chaos(value, &s.tools).map_err(ApiError::InvalidChaos)?;
+    let body = super::body::read_limited(body).await?;
+    let tools = s.tools.clone();
+    let (spec, warnings) = tokio::task::spawn_blocking(move || {
+        let value = super::body::parse(&body, yaml)?;
+        parse_chaos(value, &tools).map_err(ApiError::InvalidChaos)
+    })
+    .await
+    .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
     s.chaos.set(&spec).map_err(ApiError::BadBody)?;
     tracing::info!("chaos rules replaced through the API");
     let mut out = current(&s);
@@ -264,5 +264,110 @@ mod tests {
         );
         let (_, list) = call(&s, "GET", "/v1/profiles", "", "").await;
         assert_eq!(list["profiles"].as_array().unwrap().len(), 7);
+    }
+
+    #[tokio::test]
+    async fn oversized_and_deeply_nested_bodies_are_refused_with_4xx() {
+        let s = state();
+        let big = format!(
+            "{{\"tool_faults\": [], \"x\": \"{}\"}}",
+            "a".repeat(1024 * 1024)
+        );
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", &big).await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (413, Some("too_large"))
+        );
+        // The issue's body: 117 KiB of nesting, once 4.5 s of parsing on an async worker.
+        let depth = 40_000;
+        let deep = format!("tool_faults: {}{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(deep.len() > 117 * 1024 / 2);
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/yaml", &deep).await;
+        assert_eq!(status, 400, "{err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("nesting deeper than 64 levels"),
+            "{message}"
+        );
+        let deep_json = format!(
+            "{{\"tool_faults\": {}{}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", &deep_json).await;
+        assert_eq!(status, 400, "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nesting deeper than 64")
+        );
+        let dup = "tool_faults: []\ntool_faults: [{tool: search, mode: error}]\n";
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/yaml", dup).await;
+        assert_eq!(status, 400, "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate key `tool_faults` (lines 1 and 2)")
+        );
+        let dup_json =
+            r#"{"tool_faults": [], "tool_faults": [{"tool": "search", "mode": "error"}]}"#;
+        let (status, err) = call(&s, "PUT", "/v1/chaos", "application/json", dup_json).await;
+        assert_eq!(status, 400, "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate key `tool_faults`")
+        );
+        assert!(s.chaos.rules().is_empty());
+    }
+
+    /// A body being parsed holds a blocking-pool thread, not the async worker: on a
+    /// single-threaded runtime another request is answered while the parse is held open.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_body_being_parsed_does_not_hold_up_other_requests() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let s = state();
+        let (entered, release) = super::super::body::gate::arm();
+        let (answered_tx, answered_rx) = std::sync::mpsc::channel::<()>();
+        let forced = Arc::new(AtomicBool::new(false));
+        // Deadlock breaker only (no timing is asserted): if the parse ran on this runtime's
+        // only thread, nothing else could run until the parse was released.
+        let watchdog = {
+            let forced = forced.clone();
+            std::thread::spawn(move || {
+                let waited = answered_rx.recv_timeout(std::time::Duration::from_secs(20));
+                forced.store(waited.is_err(), Ordering::SeqCst);
+                let _ = release.send(());
+            })
+        };
+        let put = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                call(
+                    &s,
+                    "PUT",
+                    "/v1/chaos",
+                    "application/yaml",
+                    "# gate\ntool_faults: []\n",
+                )
+                .await
+            })
+        };
+        tokio::task::spawn_blocking(move || entered.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        let (status, _) = call(&s, "GET", "/v1/chaos", "", "").await;
+        assert_eq!(status, 200);
+        answered_tx.send(()).unwrap();
+        assert_eq!(put.await.unwrap().0, 200);
+        watchdog.join().unwrap();
+        assert!(
+            !forced.load(Ordering::SeqCst),
+            "GET waited for the parse to be released"
+        );
     }
 }

@@ -12,6 +12,8 @@ pub enum ApiError {
     NotFound,
     #[error("bad request body: {0}")]
     BadBody(String),
+    #[error("request body too large: {0}")]
+    TooLarge(String),
     #[error("invalid chaos rules ({} problems)", .0.len())]
     InvalidChaos(Vec<crate::config::ConfigError>),
     #[error("{0}")]
@@ -24,6 +26,7 @@ impl ApiError {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
+            ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::InvalidChaos(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_chaos"),
             ApiError::UnknownProfile(_) => (StatusCode::NOT_FOUND, "unknown_profile"),
         }

@@ -2,6 +2,7 @@
 //! Run, chaos and recording endpoints arrive with their capabilities. `error` is the only
 //! place API errors get HTTP statuses.
 
+mod body;
 mod chaos;
 mod error;
 
@@ -87,12 +88,21 @@ async fn require_token(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer);
     if sent == Some(token.as_ref()) {
         Ok(next.run(req).await)
     } else {
         Err(ApiError::Unauthorized)
     }
+}
+
+/// The credentials of an `Authorization: Bearer <token>` value; the scheme is
+/// case-insensitive (RFC 9110 §11.1), so `bearer` and `BEARER` work too.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start_matches(' '))
 }
 
 #[cfg(test)]
@@ -154,6 +164,21 @@ mod tests {
             get(app.clone(), "/v1/ca.pem", Some("Bearer t0k")).await.0,
             200
         );
-        assert_eq!(get(app, "/healthz", None).await.0, 200);
+        assert_eq!(get(app.clone(), "/healthz", None).await.0, 200);
+        for scheme in ["bearer", "BEARER", "bEaReR"] {
+            let auth = format!("{scheme} t0k");
+            assert_eq!(
+                get(app.clone(), "/v1/ca.pem", Some(&auth)).await.0,
+                200,
+                "{auth}"
+            );
+        }
+        for wrong in ["Basic t0k", "Bearer", "Bearert0k", "Bearer t0k2"] {
+            assert_eq!(
+                get(app.clone(), "/v1/ca.pem", Some(wrong)).await.0,
+                401,
+                "{wrong}"
+            );
+        }
     }
 }

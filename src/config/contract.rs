@@ -195,6 +195,7 @@ fn contract_invariants(
     for (i, item) in items.into_iter().enumerate() {
         // Checked here, where the index is still the file's.
         let path = format!("contract.invariants[{i}]");
+        super::invariants::note_default_prompts(&item, &path, warnings);
         let Some(inv) = contract_invariant(item, &path, &mut ids, errors) else {
             continue;
         };

@@ -118,7 +118,7 @@ pub fn load_with_env(
         errors,
     };
     let text = match file {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+        Some(path) => read_limited(path).map_err(|e| {
             fail(vec![ConfigError::new(
                 "",
                 format!("cannot read config file: {e}"),
@@ -126,10 +126,18 @@ pub fn load_with_env(
         })?,
         None => String::new(),
     };
-    let root = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
+    super::untrusted::check_yaml(&text).map_err(fail)?;
+    let (root, file_value) = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
     let named = Named::of(&root);
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
+    super::literal_secrets::check(&file_value, &mut warnings, &mut errors);
+    // Strings that may be credentials, as written and as expanded: no error may quote them.
+    let mut secrets = vec![];
+    let mut expanded = Value::Object(root.clone());
+    expand_value(&mut expanded, "", &env, &mut vec![]);
+    super::redact::collect(&expanded, &mut secrets);
+    super::redact::collect(&Value::Object(root.clone()), &mut secrets);
     let (mut config, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     let base = file
         .and_then(Path::parent)
@@ -140,6 +148,9 @@ pub fn load_with_env(
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
     super::crosscheck::warn_config(&config, &mut warnings);
+    for e in &mut errors {
+        super::redact::scrub(&mut e.message, &secrets);
+    }
     if errors.is_empty() {
         Ok(Loaded {
             config,
@@ -153,12 +164,48 @@ pub fn load_with_env(
     }
 }
 
-/// file < env < flags, merged into one JSON value.
+/// Reads at most one byte past the size limit, so a huge file is refused without being
+/// read whole (`check_yaml` names the limit).
+fn read_limited(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(super::untrusted::MAX_BYTES as u64 + 1)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// file < env < flags, merged into one JSON value; also the file's own value (before env
+/// and flags), for checks on what the file itself says.
 fn layered(
     text: &str,
     vars: &BTreeMap<String, String>,
     o: &Overrides,
-) -> Result<Map<String, Value>, ConfigError> {
+) -> Result<(Map<String, Value>, Value), ConfigError> {
+    let located = |e: figment::Error| {
+        let path = e.path.join(".");
+        let message = super::redact::serde_message(&e.to_string());
+        ConfigError::new(path, message)
+    };
+    let file: Value = Figment::new()
+        .merge(Yaml::string(text))
+        .extract()
+        .map_err(located)?;
+    // A value set under a section the file spells as a scalar (`proxy: "x"` plus
+    // `--listen`) would replace that section whole and hide its error: such layers are
+    // skipped, so the file's error is reported as it is without them.
+    let fits = |path: &str| {
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut node = &file;
+        for part in &parts[..parts.len() - 1] {
+            match node.get(part) {
+                None | Some(Value::Null) => return true,
+                Some(next @ Value::Object(_)) => node = next,
+                Some(_) => return false,
+            }
+        }
+        true
+    };
     let mut fig = Figment::new().merge(Yaml::string(text));
     // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
     // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
@@ -176,34 +223,58 @@ fn layered(
             .iter()
             .chain(PENDING.iter().map(|(s, _)| s))
             .any(|s| *s == top)
+            && fits(&path)
         {
             let parsed: figment::value::Value =
                 value.parse().unwrap_or_else(|never| match never {});
             fig = fig.merge(Serialized::default(&path, parsed));
         }
     }
-    if let Some(v) = &o.proxy_listen {
-        fig = fig.merge(Serialized::default("proxy.listen", v));
+    let flags = [
+        (
+            "proxy.listen",
+            o.proxy_listen.as_ref().map(|v| Value::from(v.as_str())),
+        ),
+        (
+            "control.listen",
+            o.control_listen.as_ref().map(|v| Value::from(v.as_str())),
+        ),
+        (
+            "ca.dir",
+            o.ca_dir
+                .as_ref()
+                .map(|v| Value::from(v.display().to_string())),
+        ),
+    ];
+    for (path, value) in flags {
+        if let Some(v) = value.filter(|_| fits(path)) {
+            fig = fig.merge(Serialized::default(path, v));
+        }
     }
-    if let Some(v) = &o.control_listen {
-        fig = fig.merge(Serialized::default("control.listen", v));
-    }
-    if let Some(v) = &o.ca_dir {
-        fig = fig.merge(Serialized::default("ca.dir", v));
-    }
-    // Hook (issue #9, chaos rules): keeps `.nan`/`.inf` visible so they are refused.
-    let value: Value = super::finite::extract(&fig).map_err(|e| {
-        let path = e.path.join(".");
-        let message = e.to_string();
-        ConfigError::new(path, message)
-    })?;
+    // Keeps `.nan`/`.inf` visible (as strings no number field accepts) so they are refused.
+    let value: Value = super::finite::extract(&fig).map_err(|e| located(*e))?;
     match value {
-        Value::Object(map) => Ok(map),
-        Value::Null => Ok(Map::new()),
+        Value::Object(map) => Ok((map, file)),
+        Value::Null => Ok((Map::new(), file)),
         other => Err(ConfigError::new(
             "",
-            format!("the top level must be a mapping of sections, found {other}"),
+            format!(
+                "the top level must be a mapping of sections, found {}",
+                kind(&other)
+            ),
         )),
+    }
+}
+
+/// A JSON value's kind, for messages that must not quote the value itself.
+pub(super) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
     }
 }
 
@@ -324,25 +395,95 @@ fn advanced(
     section(v, "advanced", errors)
 }
 
-/// Deserializes one section; on failure records the error with its full path.
+/// Deserializes one section; on failure records every error with its full path. serde stops
+/// at the first bad value, so each bad value is taken out and the rest tried again (a few
+/// rounds at most), until none is left or the remaining problem is the section itself.
 pub(super) fn section<T: DeserializeOwned>(
     v: Value,
     name: &str,
     errors: &mut Vec<ConfigError>,
 ) -> Option<T> {
-    match serde_path_to_error::deserialize::<_, T>(v) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            let inner = e.path().to_string();
+    /// More rounds than any section has fields.
+    const MAX_ROUNDS: usize = 64;
+    let mut v = v;
+    let mut found = false;
+    // (path of the mapping, key) taken out, so their "missing field" is not a new problem.
+    let mut removed: Vec<(String, String)> = vec![];
+    for _ in 0..MAX_ROUNDS {
+        let e = match serde_path_to_error::deserialize::<_, T>(v.clone()) {
+            Ok(t) => return (!found).then_some(t),
+            Err(e) => e,
+        };
+        let inner = e.path().to_string();
+        let segments: Vec<serde_path_to_error::Segment> = e.path().iter().cloned().collect();
+        let message = super::redact::serde_message(&e.into_inner().to_string());
+        let ours = missing_field(&message)
+            .is_some_and(|k| removed.iter().any(|(p, r)| *p == inner && r == k));
+        if !ours {
             let path = if inner == "." {
                 name.to_string()
             } else {
                 join_path(name, &inner)
             };
-            errors.push(ConfigError::new(path, e.into_inner().to_string()));
-            None
+            errors.push(ConfigError::new(path, message));
+            found = true;
+        }
+        match take_out(&mut v, &segments) {
+            Some(taken) => removed.push(taken),
+            None => break,
         }
     }
+    None
+}
+
+/// `missing field `x`` -> `x`.
+fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.split('`').next()
+}
+
+/// Removes the value at `segments` (or, inside a list, the nearest enclosing mapping entry)
+/// and says which (mapping path, key) went; None when only the section itself is left.
+fn take_out(v: &mut Value, segments: &[serde_path_to_error::Segment]) -> Option<(String, String)> {
+    use serde_path_to_error::Segment;
+    // The deepest prefix of `segments` that ends in a mapping key.
+    let mut keys = vec![];
+    for (i, seg) in segments.iter().enumerate() {
+        match seg {
+            Segment::Map { .. } => keys.push(i),
+            Segment::Seq { .. } => {}
+            _ => break,
+        }
+    }
+    let last = *keys.last()?;
+    let mut node = &mut *v;
+    for seg in &segments[..last] {
+        node = match (seg, node) {
+            (Segment::Map { key }, Value::Object(m)) => m.get_mut(key)?,
+            (Segment::Seq { index }, Value::Array(a)) => a.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    let (Segment::Map { key }, Value::Object(map)) = (&segments[last], node) else {
+        return None;
+    };
+    map.remove(key)?;
+    let parent: String = segments[..last]
+        .iter()
+        .map(|s| match s {
+            Segment::Map { key } => format!(".{key}"),
+            Segment::Seq { index } => format!("[{index}]"),
+            _ => String::new(),
+        })
+        .collect();
+    let parent = parent.strip_prefix('.').unwrap_or(&parent);
+    Some((
+        if parent.is_empty() {
+            ".".into()
+        } else {
+            parent.to_string()
+        },
+        key.clone(),
+    ))
 }
 
 /// Deserializes a list element by element, so every bad element is reported.
@@ -357,7 +498,7 @@ fn list<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>
         other => {
             errors.push(ConfigError::new(
                 name,
-                format!("expected a list, found {other}"),
+                format!("expected a list, found {}", kind(&other)),
             ));
             vec![]
         }

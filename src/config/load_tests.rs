@@ -393,3 +393,165 @@ fn digest_is_the_sha256_of_the_file() {
         "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+/// Issue #9: two `chaos:` sections lost the first one's rules and `validate` said ok.
+#[test]
+fn duplicate_keys_are_errors_naming_both_lines() {
+    let errors = errors_of(
+        "chaos:\n  tool_faults: [{tool: '*', mode: error, error_code: 503}]\nproxy:\n  listen: 127.0.0.1:1\n  listen: 127.0.0.1:2\nchaos:\n  llm_faults: []\n",
+        &[],
+    );
+    assert_exactly(
+        &errors,
+        &[
+            "proxy.listen: duplicate key `listen` (lines 4 and 5)",
+            "chaos: duplicate key `chaos` (lines 1 and 6)",
+        ],
+    );
+}
+
+/// Issue #9: `validate` spent seconds on deeply nested YAML; refused at the depth limit.
+#[test]
+fn deep_nesting_in_a_file_is_refused() {
+    let errors = errors_of(
+        &format!("tools: {}{}\n", "[".repeat(40_000), "]".repeat(40_000)),
+        &[],
+    );
+    assert_exactly(&errors, &["nesting deeper than 64 levels"]);
+}
+
+/// Issue #9: serde stops at the first bad field; every bad field of a section is reported.
+#[test]
+fn every_error_inside_a_section_is_reported() {
+    let errors = errors_of(
+        "proxy:\n  connect_timeout_ms: soon\n  max_header_bytes: -1\n  bogus: 1\n  users:\n    - {name: a, password: p, extra: 1}\nadvanced:\n  concurrency: many\n  attribution: magic\n",
+        &[],
+    );
+    assert_exactly(
+        &errors,
+        &[
+            "proxy.connect_timeout_ms: invalid type: string \"soon\", expected u64",
+            "proxy.max_header_bytes: invalid value: integer `-1`",
+            "proxy.bogus: unknown field `bogus`",
+            "proxy.users[0].extra: unknown field `extra`",
+            "advanced.concurrency: invalid type: string \"many\"",
+            "advanced.attribution: unknown variant `magic`",
+        ],
+    );
+}
+
+/// Issue #9: an API key pasted into a number field was printed back in the error.
+#[test]
+fn no_secret_is_echoed_in_an_error() {
+    let key = "sk-proj-4f9Qm2Lx7Rt8Vb1Nc6Zd3Wy5";
+    let errors = errors_of(
+        &format!(
+            "proxy:\n  connect_timeout_ms: \"{key}\"\ncontrol:\n  listen: \"{key}\"\nadvanced:\n  attribution: \"{key}\"\njournal:\n  capacity: \"${{KEY}}\"\ntools: \"{key}\"\n"
+        ),
+        &[("KEY", "ghp_abcdefghijklmnop1234")],
+    );
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    for e in &errors {
+        assert!(!e.contains(key) && !e.contains("ghp_"), "{e}");
+    }
+    assert!(
+        errors.iter().any(|e| {
+            e.starts_with(
+        "proxy.connect_timeout_ms: invalid type: string (32 characters, not shown), expected u64"
+    )
+        }),
+        "{errors:#?}"
+    );
+}
+
+/// Issue #9: literal credentials load, with a warning recommending `${VAR}`.
+#[test]
+fn literal_secrets_are_warned_about() {
+    let (_dir, path) = write(
+        "control:\n  token: t0ps3cret\nproxy:\n  users: [{name: a, password: hunter2}]\nadvanced:\n  embeddings: {url: 'http://127.0.0.1:1/v1/embeddings', model: m, api_key: sk-abc}\n",
+    );
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
+    let named: Vec<&str> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.contains("literal secret"))
+        .map(|w| w.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "control.token",
+            "proxy.users[0].password",
+            "advanced.embeddings.api_key"
+        ]
+    );
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| !w.contains("t0ps3cret") && !w.contains("hunter2"))
+    );
+}
+
+/// Issue #9: `proxy: "<string>"` plus `--listen` started `serve` although `validate`
+/// reported the section; a flag or env layer no longer replaces a broken section.
+#[test]
+fn listen_flag_does_not_hide_a_broken_section() {
+    let (_dir, path) = write("proxy: \"127.0.0.1:9000\"\ncontrol: 8081\n");
+    let o = Overrides {
+        proxy_listen: Some("127.0.0.1:9001".into()),
+        control_listen: Some("127.0.0.1:9002".into()),
+        ..Overrides::default()
+    };
+    for vars in [
+        env(&[]),
+        env(&[("FLAKESTORM_PROXY__LISTEN", "127.0.0.1:9003")]),
+    ] {
+        let with = load_with_env(Some(&path), &o, &vars).unwrap_err();
+        let without = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap_err();
+        assert_eq!(with.errors, without.errors);
+        let paths: Vec<&str> = with.errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["proxy", "control"]);
+    }
+}
+
+/// Issue #9: v2 files with `{type: refusal_check}` and no `dangerous_prompts` failed to
+/// load; they get the built-in list (v2's own field was a boolean).
+#[test]
+fn refusal_check_without_prompts_uses_the_built_in_list() {
+    use crate::config::Check;
+    let (_dir, path) = write(
+        "invariants:\n  - {type: refusal_check}\n  - {type: refusal_check, dangerous_prompts: true}\n  - {type: refusal_check, dangerous_prompts: ['how to x']}\n",
+    );
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
+    let noted: Vec<&str> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.contains("built-in"))
+        .map(|w| w.split(':').next().unwrap())
+        .collect();
+    assert_eq!(noted, ["invariants[0]", "invariants[1]"]);
+    let c = loaded.config;
+    let lists: Vec<usize> = c
+        .invariants
+        .iter()
+        .map(|i| match &i.check {
+            Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.len(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let n = crate::config::DEFAULT_DANGEROUS_PROMPTS.len();
+    assert_eq!(lists, [n, n, 1]);
+    assert!(n >= 5);
+    let errors = errors_of(
+        "invariants:\n  - {type: refusal_check, dangerous_prompts: []}\n  - {type: refusal_check, dangerous_prompts: 5}\n",
+        &[],
+    );
+    assert_exactly(
+        &errors,
+        &[
+            "invariants[0].dangerous_prompts: needs at least one prompt",
+            "invariants[1].dangerous_prompts: invalid type: integer `5`, expected a list of prompts (or true, as in Flakestorm v2)",
+        ],
+    );
+}

@@ -16,9 +16,12 @@ mod expand;
 pub(crate) mod finite;
 pub mod globs;
 mod invariants;
+mod literal_secrets;
 mod load;
 mod output;
+mod redact;
 mod schema;
+pub mod untrusted;
 mod validate;
 
 pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
@@ -26,8 +29,12 @@ pub use chaos_load::parse_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors};
-pub use invariants::{Check, InvariantSpec, parse_invariant};
+pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
 pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
 pub use validate::{check_chaos, listen_addr};
+
+#[cfg(test)]
+#[path = "docs_examples_tests.rs"]
+mod docs_examples_tests;

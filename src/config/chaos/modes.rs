@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum TimeoutEnd {
     /// A `504 Gateway Timeout`, as a gateway in front of the service would answer.
     #[default]
+    #[serde(rename = "status_504", alias = "status504")]
     Status504,
     /// The connection closes with no response, as a dead upstream behind a load balancer.
     Close,

@@ -1,0 +1,82 @@
+//! Request bodies of the control API: read with a size cap, then parsed (JSON, or YAML with
+//! a YAML content type) after the same size and depth checks as config files. `parse` is
+//! synchronous and meant for the blocking pool (`spawn_blocking`), never an async worker.
+
+use axum::body::Body;
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use super::ApiError;
+use crate::config::untrusted::{self, MAX_BYTES};
+
+/// The whole body, or 413 once it passes `MAX_BYTES` (read no further).
+pub async fn read_limited(body: Body) -> Result<Vec<u8>, ApiError> {
+    match http_body_util::Limited::new(body, MAX_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => Ok(collected.to_bytes().to_vec()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
+            "the body is larger than {MAX_BYTES} bytes (1 MiB)"
+        ))),
+        Err(e) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
+    }
+}
+
+/// Parses a body. Blocks (CPU) in proportion to its size: call it off the async workers.
+pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
+    #[cfg(test)]
+    gate::wait(body);
+    let fail = |errors: Vec<crate::config::ConfigError>| {
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        ApiError::BadBody(text.join("; "))
+    };
+    if yaml {
+        let text = std::str::from_utf8(body)
+            .map_err(|e| ApiError::BadBody(format!("YAML body is not UTF-8: {e}")))?;
+        untrusted::check_yaml(text).map_err(fail)?;
+        use figment::providers::{Format, Yaml};
+        // As the config loader does, so `.nan` and `.inf` are refused here too.
+        crate::config::finite::extract(&figment::Figment::from(Yaml::string(text)))
+            .map_err(|e| ApiError::BadBody(e.to_string()))
+    } else {
+        untrusted::check_json(body).map_err(|e| fail(vec![e]))?;
+        if let Ok(text) = std::str::from_utf8(body) {
+            let duplicates = untrusted::json_duplicate_keys(text);
+            if !duplicates.is_empty() {
+                return Err(fail(duplicates));
+            }
+        }
+        serde_json::from_slice(body).map_err(|e| ApiError::BadBody(format!("not JSON: {e}")))
+    }
+}
+
+/// Test hook: holds `parse` until the test lets it go, so a test can show that other
+/// requests are served while a parse is in progress.
+#[cfg(test)]
+pub mod gate {
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+
+    static GATE: Mutex<Option<(Sender<()>, Receiver<()>)>> = Mutex::new(None);
+
+    /// Arms the gate: the next `parse` of a body starting with `# gate` signals `entered`,
+    /// then waits for `release` (other bodies, from tests running alongside, pass).
+    pub fn arm() -> (Receiver<()>, Sender<()>) {
+        let (entered_tx, entered_rx) = channel();
+        let (release_tx, release_rx) = channel();
+        *GATE.lock().unwrap() = Some((entered_tx, release_rx));
+        (entered_rx, release_tx)
+    }
+
+    pub(super) fn wait(body: &[u8]) {
+        if !body.starts_with(b"# gate") {
+            return;
+        }
+        let armed = GATE.lock().unwrap().take();
+        if let Some((entered, release)) = armed {
+            let _ = entered.send(());
+            let _ = release.recv();
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! Checks on YAML and JSON text before the real parsers see it: size, nesting depth, and
+//! duplicate mapping keys. The same limits apply to config files (`validate`, `serve`) and
+//! to control-API bodies.
+//!
+//! Why a pre-pass: serde_yaml (behind figment) keeps the *last* of two equal keys without a
+//! word, and its parse time grows with the square of the nesting depth before its own
+//! recursion limit is reached. A streaming event parser (yaml-rust2) sees every key with its
+//! line, and stops as soon as the depth limit is crossed, so hostile input costs little.
+
+use std::collections::HashMap;
+
+use yaml_rust2::parser::{Event, Parser};
+
+use super::ConfigError;
+
+/// Largest config file or control-API body accepted.
+pub const MAX_BYTES: usize = 1024 * 1024;
+/// Deepest nesting of mappings and lists accepted (real configs stay under 10).
+pub const MAX_DEPTH: usize = 64;
+
+fn too_large(len: usize) -> ConfigError {
+    ConfigError::new(
+        "",
+        format!("{len} bytes is larger than the limit of {MAX_BYTES} bytes (1 MiB)"),
+    )
+}
+
+fn too_deep(line: usize) -> ConfigError {
+    ConfigError::new(
+        "",
+        format!("nesting deeper than {MAX_DEPTH} levels (at line {line}); not a configuration"),
+    )
+}
+
+/// One open mapping or list, and where we are inside it.
+enum Frame {
+    Map {
+        /// Path of the mapping itself.
+        path: String,
+        /// Keys seen so far, with their lines.
+        seen: HashMap<String, usize>,
+        /// Expecting a key (true) or its value (false).
+        at_key: bool,
+        /// Path of the value being read.
+        child: String,
+    },
+    Seq {
+        path: String,
+        next: usize,
+    },
+}
+
+fn join(base: &str, key: &str) -> String {
+    if base.is_empty() {
+        key.to_string()
+    } else {
+        format!("{base}.{key}")
+    }
+}
+
+/// Size, depth and duplicate keys of a YAML text. Syntax errors are reported here too (with
+/// their line), so the slower parser never runs on text this one could not read.
+pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
+    if text.len() > MAX_BYTES {
+        return Err(vec![too_large(text.len())]);
+    }
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = vec![];
+    let mut errors = vec![];
+    loop {
+        let (event, mark) = match parser.next_token() {
+            Ok(e) => e,
+            Err(e) if e.info().contains("recursion limit") => {
+                return Err(vec![too_deep(e.marker().line())]);
+            }
+            Err(e) => {
+                errors.push(ConfigError::new("", format!("YAML syntax error: {e}")));
+                return Err(errors);
+            }
+        };
+        let line = mark.line();
+        // The path of the node this event starts, and whether it is a key.
+        let (node_path, is_key) = match stack.last_mut() {
+            None => (String::new(), false),
+            Some(Frame::Map {
+                at_key: true, path, ..
+            }) => (path.clone(), true),
+            Some(Frame::Map { child, .. }) => (child.clone(), false),
+            Some(Frame::Seq { path, next }) => (format!("{path}[{next}]"), false),
+        };
+        let starts_node = matches!(
+            event,
+            Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..)
+        );
+        if starts_node && !is_key {
+            // A value (or list item) completes; the next node in a mapping is a key again.
+            match stack.last_mut() {
+                Some(Frame::Map { at_key, .. }) => *at_key = true,
+                Some(Frame::Seq { next, .. }) => *next += 1,
+                None => {}
+            }
+        }
+        match event {
+            Event::StreamEnd => break,
+            Event::DocumentStart | Event::DocumentEnd => stack.clear(),
+            Event::Scalar(key, ..) if is_key => {
+                let Some(Frame::Map {
+                    path,
+                    seen,
+                    at_key,
+                    child,
+                }) = stack.last_mut()
+                else {
+                    unreachable!("is_key implies a mapping frame")
+                };
+                *child = join(path, &key);
+                *at_key = false;
+                if let Some(first) = seen.insert(key.clone(), line) {
+                    errors.push(ConfigError::new(
+                        child.clone(),
+                        format!(
+                            "duplicate key `{key}` (lines {first} and {line}); YAML would keep only \
+                             the last one and silently drop the first: merge them into one"
+                        ),
+                    ));
+                }
+            }
+            Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..) if is_key => {
+                // A complex key: rare and never a config field; give it a placeholder path.
+                if let Some(Frame::Map {
+                    at_key,
+                    child,
+                    path,
+                    ..
+                }) = stack.last_mut()
+                {
+                    *child = join(path, "?");
+                    *at_key = false;
+                }
+                if !matches!(event, Event::Alias(_)) {
+                    stack.push(open(&event, join(&node_path, "?")));
+                }
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(vec![too_deep(line)]);
+                }
+                stack.push(open(&event, node_path));
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn open(event: &Event, path: String) -> Frame {
+    match event {
+        Event::MappingStart(..) => Frame::Map {
+            path,
+            seen: HashMap::new(),
+            at_key: true,
+            child: String::new(),
+        },
+        _ => Frame::Seq { path, next: 0 },
+    }
+}
+
+/// Size and nesting depth of a JSON text, in one linear pass, before serde_json parses it.
+pub fn check_json(bytes: &[u8]) -> Result<(), ConfigError> {
+    if bytes.len() > MAX_BYTES {
+        return Err(too_large(bytes.len()));
+    }
+    let (mut depth, mut line, mut in_string, mut escaped) = (0usize, 1usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(too_deep(line));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'\n' => line += 1,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Duplicate keys of a JSON text (serde_json keeps the last one silently). JSON is YAML, so
+/// the YAML pass finds them; its other findings are left to serde_json's own messages.
+/// Call after `check_json`, which bounds the depth.
+pub fn json_duplicate_keys(text: &str) -> Vec<ConfigError> {
+    check_yaml(text)
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.message.starts_with("duplicate key"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(text: &str) -> Vec<String> {
+        check_yaml(text)
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn duplicate_keys_name_the_key_its_path_and_both_lines() {
+        let text = "chaos:\n  tool_faults: []\nproxy:\n  listen: a\n  users:\n    - {name: a, password: b, name: c}\nchaos:\n  llm_faults: []\n";
+        assert_eq!(
+            messages(text),
+            [
+                "proxy.users[0].name: duplicate key `name` (lines 6 and 6); YAML would keep only the last one and silently drop the first: merge them into one",
+                "chaos: duplicate key `chaos` (lines 1 and 7); YAML would keep only the last one and silently drop the first: merge them into one",
+            ]
+        );
+        // The same key in different mappings, or in list items, is no duplicate.
+        assert!(check_yaml("a: {x: 1}\nb: {x: 2}\nl:\n  - {x: 1}\n  - {x: 2}\n").is_ok());
+    }
+
+    #[test]
+    fn deep_nesting_and_size_are_refused_before_parsing() {
+        let deep = format!("a: {}{}", "[".repeat(40_000), "]".repeat(40_000));
+        let m = messages(&deep);
+        assert_eq!(m.len(), 1);
+        assert!(m[0].starts_with("nesting deeper than 64 levels"), "{m:?}");
+        let block: String = (0..100)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert!(messages(&block)[0].starts_with("nesting deeper than 64"));
+        let ok: String = (0..60)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert!(check_yaml(&ok).is_ok());
+        let big = format!("a: \"{}\"\n", "x".repeat(MAX_BYTES));
+        assert!(messages(&big)[0].contains("larger than the limit of 1048576 bytes"));
+        assert!(check_json(format!("{}1{}", "[".repeat(65), "]".repeat(65)).as_bytes()).is_err());
+        assert!(check_json(format!("{}1{}", "[".repeat(64), "]".repeat(64)).as_bytes()).is_ok());
+        assert!(check_json(br#"{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]"}"#).is_ok());
+    }
+
+    #[test]
+    fn duplicate_keys_in_json_are_found() {
+        let json = r#"{"tool_faults":[{"tool":"search","mode":"error","mode":"timeout"}],"llm_faults":[]}"#;
+        let found = json_duplicate_keys(json);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "tool_faults[0].mode");
+        assert!(json_duplicate_keys(r#"{"a":{"b":1},"c":[{"b":2}]}"#).is_empty());
+    }
+
+    #[test]
+    fn syntax_errors_say_where() {
+        let m = messages("proxy:\n  listen: [\n");
+        assert!(
+            m[0].starts_with("YAML syntax error") && m[0].contains("line"),
+            "{m:?}"
+        );
+    }
+}
