@@ -18,6 +18,7 @@ mod invariants;
 mod load;
 mod output;
 mod schema;
+mod targets;
 mod validate;
 
 pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
@@ -29,4 +30,5 @@ pub use invariants::{Check, InvariantSpec, parse_invariant};
 pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
+pub use targets::{TargetRule, parse_target_rule};
 pub use validate::{check_chaos, listen_addr};

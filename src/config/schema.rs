@@ -31,6 +31,9 @@ pub struct Config {
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,
     pub output: super::OutputSpec,
+    /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
+    /// (warned). A command-line choice only: never read from a file or the environment.
+    pub allow_open_proxy: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +58,9 @@ pub struct ProxySpec {
     pub max_header_bytes: usize,
     /// Leaf certificates kept in memory.
     pub leaf_cache_size: usize,
+    /// Loopback or link-local destinations still reachable when the proxy listens off
+    /// loopback (entries as in `config::targets`); ignored on a loopback listen.
+    pub allow_loopback_targets: Vec<String>,
 }
 
 impl Default for ProxySpec {
@@ -71,6 +77,7 @@ impl Default for ProxySpec {
             drain_timeout_ms: 10_000,
             max_header_bytes: 64 * 1024,
             leaf_cache_size: 1000,
+            allow_loopback_targets: vec![],
         }
     }
 }
