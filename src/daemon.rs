@@ -200,20 +200,21 @@ impl Daemon {
     /// during the drain gives up on it at once. SIGHUP is logged and ignored: there is no
     /// config reload (rules change at runtime through `PUT /v1/chaos`; anything else needs
     /// a restart), and a closed terminal must not kill the daemon without a drain.
-    pub async fn run_until_signal(self) -> std::io::Result<Stopped> {
-        let mut signals = Signals::install()?;
+    /// `signals` are installed before the daemon announces itself, so that no signal sent
+    /// after the announcement meets the default action.
+    pub async fn run_until_signal(self, mut signals: Signals) -> Stopped {
         signals.stop_requested().await;
         eprintln!("flakestorm: shutting down (draining in-flight requests; signal again to force)");
         tokio::select! {
-            () = self.stop() => Ok(Stopped::Drained),
-            () = signals.stop_requested() => Ok(Stopped::Forced),
+            () = self.stop() => Stopped::Drained,
+            () = signals.stop_requested() => Stopped::Forced,
         }
     }
 }
 
 /// SIGINT, SIGTERM and SIGHUP, installed once (a handler replaces the default action for
 /// the life of the process).
-struct Signals {
+pub struct Signals {
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -224,7 +225,7 @@ struct Signals {
 
 impl Signals {
     #[cfg(unix)]
-    fn install() -> std::io::Result<Signals> {
+    pub fn install() -> std::io::Result<Signals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
@@ -234,7 +235,7 @@ impl Signals {
     }
 
     #[cfg(not(unix))]
-    fn install() -> std::io::Result<Signals> {
+    pub fn install() -> std::io::Result<Signals> {
         Ok(Signals {})
     }
 

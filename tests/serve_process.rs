@@ -94,6 +94,8 @@ struct Serve {
     child: Child,
     proxy: String,
     stderr: Lines<BufReader<ChildStderr>>,
+    /// Kept open: serve prints more lines after the address, and a closed pipe kills it.
+    _stdout: Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 async fn serve(dir: &std::path::Path, extra: &str, log: &str) -> Serve {
@@ -122,6 +124,7 @@ async fn serve(dir: &std::path::Path, extra: &str, log: &str) -> Serve {
         child,
         proxy,
         stderr,
+        _stdout: out,
     }
 }
 

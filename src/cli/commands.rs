@@ -9,10 +9,11 @@ use anyhow::Context;
 
 use super::{CaCommand, DEFAULT_CONFIG, ProfilesCommand, load};
 use crate::config::{Loaded, Overrides};
-use crate::daemon::{Daemon, Stopped};
+use crate::daemon::{Daemon, Signals, Stopped};
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 
 pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
+    let signals = Signals::install().context("installing the signal handlers")?;
     let daemon = Daemon::start(&loaded.config).await?;
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
@@ -37,11 +38,7 @@ pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
         "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
          REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
     );
-    match daemon
-        .run_until_signal()
-        .await
-        .context("installing the signal handlers")?
-    {
+    match daemon.run_until_signal(signals).await {
         Stopped::Drained => Ok(()),
         Stopped::Forced => {
             anyhow::bail!(
