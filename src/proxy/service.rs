@@ -69,7 +69,11 @@ fn well_formed<B>(req: &Request<B>) -> Result<(), ProxyError> {
             "the request has more than one Host header (RFC 9112 §3.2)",
         ));
     }
-    if let Some(a) = req.uri().authority()
+    // CONNECT targets are checked by `connect` (400 `bad_connect_target`).
+    if let Some(a) = req
+        .uri()
+        .authority()
+        .filter(|_| req.method() != Method::CONNECT)
         && let Some(port) = port_text(a)
         && !port.is_empty()
         && port.parse::<u16>().is_err()
@@ -402,4 +406,32 @@ pub fn reject<B>(
     let mut rec = rec;
     rec.exchange_mut().target = Target::Other;
     fail(proxy, rec, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_text_skips_userinfo_and_ipv6_brackets() {
+        let port = |a: &str| port_text(&a.parse().unwrap()).map(str::to_string);
+        assert_eq!(port("h:99999").as_deref(), Some("99999"));
+        assert_eq!(port("[::1]:65536").as_deref(), Some("65536"));
+        assert_eq!(port("[::1]"), None);
+        assert_eq!(port("u:pw@h"), None);
+        assert_eq!(port("u:pw@h:8080").as_deref(), Some("8080"));
+    }
+
+    #[test]
+    fn userinfo_is_dropped_and_nothing_else_changes() {
+        let uri: Uri = "http://agent:s3cret@api.example:8080/v1/x?q=1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            without_userinfo(&uri).to_string(),
+            "http://api.example:8080/v1/x?q=1"
+        );
+        let plain: Uri = "http://api.example/v1".parse().unwrap();
+        assert_eq!(without_userinfo(&plain), plain);
+    }
 }
