@@ -47,3 +47,30 @@ impl tower_service::Service<Uri> for GuardedConnector {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::rescue::ErrorKind;
+    use tower_service::Service;
+
+    /// The connector is what requests inside an intercepted tunnel go through: it refuses
+    /// the daemon's own ports however the URI spells the host.
+    #[tokio::test]
+    async fn refuses_own_listeners_whatever_the_uri_spells() {
+        let guard = Arc::new(Guard::new([127, 0, 0, 1].into(), vec![]));
+        guard.set_own(vec![([127, 0, 0, 1], 8081).into()]);
+        let mut c = GuardedConnector {
+            guard,
+            timeout: Duration::from_secs(5),
+        };
+        for uri in [
+            "https://127.1:8081/v1/chaos",
+            "http://2130706433:8081/",
+            "https://[::ffff:127.0.0.1]:8081/",
+        ] {
+            let err = c.call(uri.parse().unwrap()).await.expect_err(uri);
+            assert_eq!(err.kind, ErrorKind::ForbiddenTarget, "{uri}: {err}");
+        }
+    }
+}
