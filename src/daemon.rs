@@ -27,6 +27,13 @@ pub enum DaemonError {
     #[error("chaos rules: {0}")]
     Chaos(String),
     #[error(
+        "proxy.listen is {0}, which is not a loopback address, and proxy.users is empty: anyone \
+         who can reach {0} could use this proxy to reach whatever this machine can. Either add \
+         proxy.users (clients then send Proxy-Authorization: Basic), or pass --allow-open-proxy \
+         if every client that can reach it is trusted (see docs/security.md)"
+    )]
+    OpenProxy(SocketAddr),
+    #[error(
         "cannot listen on {addr} for the {what}: {source}{}",
         in_use_hint(source)
     )]
@@ -85,10 +92,12 @@ impl Daemon {
             journal.clone(),
             metrics.clone(),
         )?;
+        open_proxy_rule(config)?;
         let proxy_listener = bind("proxy", &config.proxy.listen).await?;
         let control_listener = bind("control listener", &config.control.listen).await?;
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
+        proxy.set_own_listeners(vec![proxy_addr, control_addr]);
         let state = ApiState {
             chaos: chaos.clone(),
             tools: config.tools.clone().into(),
@@ -129,6 +138,27 @@ impl Daemon {
     }
 }
 
+/// A proxy reachable off loopback needs `proxy.users`, or the user's explicit
+/// `--allow-open-proxy` (then warned about): an open proxy by accident is a way into the
+/// machine's network and its loopback services.
+fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
+    let Ok(addr) = listen_addr(&config.proxy.listen) else {
+        return Ok(()); // `bind` reports the malformed address
+    };
+    if addr.ip().to_canonical().is_loopback() || !config.proxy.users.is_empty() {
+        return Ok(());
+    }
+    if !config.allow_open_proxy {
+        return Err(DaemonError::OpenProxy(addr));
+    }
+    tracing::warn!(
+        "the proxy listens on {addr} without proxy.users (--allow-open-proxy): any client \
+         that can reach it may use it; loopback and link-local destinations are refused \
+         unless proxy.allow_loopback_targets lists them"
+    );
+    Ok(())
+}
+
 /// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.
 fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
@@ -154,4 +184,78 @@ fn local_addr(l: &TcpListener, what: &'static str) -> Result<SocketAddr, DaemonE
         addr: "?".into(),
         source,
     })
+}
+
+/// How `run_until_signal` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// In-flight exchanges finished (or the drain deadline cut them).
+    Drained,
+    /// A second SIGINT/SIGTERM arrived during the drain: nothing was waited for.
+    Forced,
+}
+
+impl Daemon {
+    /// Serves until SIGINT or SIGTERM, then drains (`stop`); a second SIGINT or SIGTERM
+    /// during the drain gives up on it at once. SIGHUP is logged and ignored: there is no
+    /// config reload (rules change at runtime through `PUT /v1/chaos`; anything else needs
+    /// a restart), and a closed terminal must not kill the daemon without a drain.
+    /// `signals` are installed before the daemon announces itself, so that no signal sent
+    /// after the announcement meets the default action.
+    pub async fn run_until_signal(self, mut signals: Signals) -> Stopped {
+        signals.stop_requested().await;
+        eprintln!("flakestorm: shutting down (draining in-flight requests; signal again to force)");
+        tokio::select! {
+            () = self.stop() => Stopped::Drained,
+            () = signals.stop_requested() => Stopped::Forced,
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, installed once (a handler replaces the default action for
+/// the life of the process).
+pub struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    pub fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    pub fn install() -> std::io::Result<Signals> {
+        Ok(Signals {})
+    }
+
+    /// Resolves at the next SIGINT or SIGTERM; logs each SIGHUP on the way.
+    #[cfg(unix)]
+    async fn stop_requested(&mut self) {
+        loop {
+            tokio::select! {
+                _ = self.int.recv() => return,
+                _ = self.term.recv() => return,
+                _ = self.hup.recv() => tracing::warn!(
+                    "SIGHUP ignored: flakestorm does not reload its config (change chaos rules \
+                     with PUT /v1/chaos; restart for anything else)"
+                ),
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn stop_requested(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

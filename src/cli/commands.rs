@@ -1,5 +1,6 @@
 //! The commands that are not runs: `serve` (the daemon until a signal), `init`,
-//! `profiles`, `ca`; and waiting for SIGINT/SIGTERM, which runs use too.
+//! `profiles`, `ca`; and waiting for SIGINT/SIGTERM, which runs use (`serve`'s signal
+//! handling, SIGHUP and a forced second signal included, is `Daemon::run_until_signal`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -8,10 +9,11 @@ use anyhow::Context;
 
 use super::{CaCommand, DEFAULT_CONFIG, ProfilesCommand, load};
 use crate::config::{Loaded, Overrides};
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, Signals, Stopped};
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 
 pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
+    let signals = Signals::install().context("installing the signal handlers")?;
     let daemon = Daemon::start(&loaded.config).await?;
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
@@ -36,10 +38,14 @@ pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
         "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
          REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
     );
-    wait_for_signal().await?;
-    eprintln!("flakestorm: shutting down (draining in-flight requests)");
-    daemon.stop().await;
-    Ok(())
+    match daemon.run_until_signal(signals).await {
+        Stopped::Drained => Ok(()),
+        Stopped::Forced => {
+            anyhow::bail!(
+                "second signal during the drain: stopped without waiting for in-flight requests"
+            )
+        }
+    }
 }
 
 pub(super) async fn wait_for_signal() -> anyhow::Result<()> {

@@ -45,6 +45,8 @@ pub enum Command {
         /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
     /// Golden prompts against the agent: `--chaos-only` runs them under the configured chaos
     /// (or a profile) and checks them with `invariants:`. Mutation runs come later.
@@ -64,6 +66,8 @@ pub enum Command {
         report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
     /// Every phase this build can run (contract, chaos), once each, one weighted score.
     Ci {
@@ -73,6 +77,8 @@ pub enum Command {
         report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
     /// Write a commented starter flakestorm.yaml in the current folder.
     Init {
@@ -118,6 +124,8 @@ pub enum ContractCommand {
         report: ReportArgs,
         #[command(flatten)]
         show: ShowArgs,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
     /// Run the contract and print only its score (0–100): a CI gate. Exit codes as `run`.
     Score {
@@ -125,6 +133,8 @@ pub enum ContractCommand {
         config: ConfigArg,
         #[command(flatten)]
         report: ReportArgs,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
     /// Check the config (contract included) and list every problem.
     Validate {
@@ -194,6 +204,15 @@ pub struct ReportArgs {
     pub min_score: Option<f64>,
 }
 
+/// For commands that start a proxy.
+#[derive(Debug, Args)]
+pub struct OpenProxyArg {
+    /// Start even though proxy.listen is not loopback and proxy.users is empty (an open
+    /// proxy: every client that can reach it may use it). See docs/security.md.
+    #[arg(long)]
+    pub allow_open_proxy: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct ConfigArg {
     /// Config file (default: ./flakestorm.yaml if present, else built-in defaults).
@@ -211,6 +230,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             listen,
             control_listen,
             chaos_profile,
+            open,
         } => {
             let overrides = Overrides {
                 proxy_listen: listen,
@@ -221,6 +241,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Ok(loaded) => loaded,
                 Err(code) => return code,
             };
+            loaded.config.allow_open_proxy = open.allow_open_proxy;
             if let Some(name) = chaos_profile {
                 match crate::chaos::profiles::load(&name) {
                     Ok(mut spec) => {
@@ -245,19 +266,25 @@ pub async fn run(cli: Cli) -> ExitCode {
                     config,
                     report,
                     show,
+                    open,
                 },
         } => {
-            return job(&config, |l| runs::contract(l, report, show.show())).await;
+            return job(&config, open, |l| runs::contract(l, report, show.show())).await;
         }
         Command::Contract {
-            command: ContractCommand::Score { config, report },
+            command:
+                ContractCommand::Score {
+                    config,
+                    report,
+                    open,
+                },
         } => {
             let show = runs::Show {
                 quiet: true,
                 json: false,
                 score_only: true,
             };
-            return job(&config, |l| runs::contract(l, report, show)).await;
+            return job(&config, open, |l| runs::contract(l, report, show)).await;
         }
         Command::Run {
             config,
@@ -266,6 +293,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             chaos_profile,
             report,
             show,
+            open,
         } => {
             if !chaos_only || chaos {
                 eprintln!(
@@ -274,7 +302,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 return ExitCode::from(2);
             }
             let show = show.show();
-            return job(&config, |l| {
+            return job(&config, open, |l| {
                 runs::chaos_only(l, chaos_profile, report, show)
             })
             .await;
@@ -283,7 +311,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             config,
             report,
             show,
-        } => return job(&config, |l| runs::ci(l, report, show.show())).await,
+            open,
+        } => return job(&config, open, |l| runs::ci(l, report, show.show())).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo { print_config: true } => {
@@ -317,15 +346,16 @@ fn failed(e: anyhow::Error) -> ExitCode {
 
 /// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
 /// the run decides its own code, and an error it could not recover from exits 1.
-async fn job<F, Fut>(config: &ConfigArg, run: F) -> ExitCode
+async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode
 where
     F: FnOnce(Loaded) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<ExitCode>>,
 {
-    let loaded = match load(config, Overrides::default()) {
+    let mut loaded = match load(config, Overrides::default()) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    loaded.config.allow_open_proxy = open.allow_open_proxy;
     // Dropping an interrupted run stops the agent it started and the proxy.
     tokio::select! {
         result = run(loaded) => result.unwrap_or_else(failed),

@@ -22,6 +22,7 @@ mod output;
 mod redact;
 mod schema;
 pub mod untrusted;
+mod targets;
 mod validate;
 
 pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
@@ -33,6 +34,7 @@ pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_inva
 pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
+pub use targets::{TargetRule, parse_target_rule};
 pub use validate::{check_chaos, listen_addr};
 
 #[cfg(test)]

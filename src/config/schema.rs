@@ -31,6 +31,9 @@ pub struct Config {
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,
     pub output: super::OutputSpec,
+    /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
+    /// (warned). A command-line choice only: never read from a file or the environment.
+    pub allow_open_proxy: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +61,9 @@ pub struct ProxySpec {
     /// Issue #9: the most bytes a chaos rewrite (drift, overflow, injection…) may make a
     /// body; going over fails that one exchange.
     pub max_rewrite_bytes: usize,
+    /// Loopback or link-local destinations still reachable when the proxy listens off
+    /// loopback (entries as in `config::targets`); ignored on a loopback listen.
+    pub allow_loopback_targets: Vec<String>,
 }
 
 impl Default for ProxySpec {
@@ -75,6 +81,7 @@ impl Default for ProxySpec {
             max_header_bytes: 64 * 1024,
             leaf_cache_size: 1000,
             max_rewrite_bytes: crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES,
+            allow_loopback_targets: vec![],
         }
     }
 }

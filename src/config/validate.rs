@@ -182,6 +182,14 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
     }
     users(&p.users, errors);
     reverse(&p.reverse, errors);
+    for (i, entry) in p.allow_loopback_targets.iter().enumerate() {
+        if let Err(e) = super::parse_target_rule(entry) {
+            errors.push(ConfigError::new(
+                format!("proxy.allow_loopback_targets[{i}]"),
+                e,
+            ));
+        }
+    }
 }
 
 fn users(users: &[UserSpec], errors: &mut Vec<ConfigError>) {

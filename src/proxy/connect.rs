@@ -16,7 +16,6 @@ use rustls::server::Acceptor;
 use tokio::io::AsyncReadExt;
 use tokio_rustls::LazyConfigAcceptor;
 
-use super::forward::connect_tcp;
 use super::rescue::{ErrorKind, ProxyError};
 use super::service::{ConnCtx, reject};
 use super::tunnel::{Prefixed, relay};
@@ -33,10 +32,13 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
     let Some(authority) = req
         .uri()
         .authority()
-        .filter(|a| a.port_u16().is_some())
+        .filter(|a| a.port_u16().is_some() && !bare_host(a).is_empty())
         .cloned()
     else {
-        let msg = format!("CONNECT target must be host:port, got `{}`", req.uri());
+        let msg = format!(
+            "CONNECT target must be host:port with a host and a port from 1 to 65535, got `{}`",
+            req.uri()
+        );
         return reject(
             &proxy,
             &ctx,
@@ -50,7 +52,12 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
     let s = proxy.settings();
     if s.passthrough.is_match(host) || !s.intercept.is_match(host) {
         // Connect before answering, so an unreachable host is a real 502 on the CONNECT.
-        let upstream = match connect_tcp(host, port, s.connect_timeout).await {
+        let upstream = match proxy
+            .inner
+            .guard
+            .connect(host, port, s.connect_timeout)
+            .await
+        {
             Ok(u) => u,
             Err(e) => return reject(&proxy, &ctx, &req, e),
         };
@@ -61,6 +68,13 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
             }
         });
     } else {
+        // Refused destinations fail the CONNECT itself, before any TLS; other resolution
+        // failures surface on the requests inside, as before.
+        if let Err(e) = proxy.inner.guard.resolve(host, port).await
+            && e.kind == ErrorKind::ForbiddenTarget
+        {
+            return reject(&proxy, &ctx, &req, e);
+        }
         let p = proxy.clone();
         proxy
             .inner
@@ -97,7 +111,8 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     let host = bare_host(&authority).to_string();
     if n == 0 || !io_starts_tls(&io) {
         let port = authority.port_u16().unwrap_or(443);
-        match connect_tcp(&host, port, proxy.settings().connect_timeout).await {
+        let timeout = proxy.settings().connect_timeout;
+        match proxy.inner.guard.connect(&host, port, timeout).await {
             Ok(upstream) => relay(&proxy, io, upstream, authority.as_str()).await,
             Err(e) => tracing::info!("non-TLS tunnel from {}: {e}", ctx.peer),
         }

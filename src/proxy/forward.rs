@@ -3,39 +3,52 @@
 //! connection for upgrade requests (WebSocket), whose bytes are then relayed both ways.
 
 use std::error::Error as StdError;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls_pki_types::ServerName;
-use tokio::net::TcpStream;
 
 use super::ProxyBody;
+use super::connector::GuardedConnector;
+use super::guard::Guard;
 use super::rescue::{ErrorKind, ProxyError};
 use crate::tls::UpstreamTls;
 
 pub struct Upstream {
-    client: Client<HttpsConnector<HttpConnector>, ProxyBody>,
+    client: Client<HttpsConnector<GuardedConnector>, ProxyBody>,
     tls: UpstreamTls,
+    guard: Arc<Guard>,
     connect_timeout: Duration,
     response_timeout: Duration,
 }
 
+/// A client's request body that failed to arrive whole (bad chunked framing, a reset):
+/// the client's fault, answered 400, never blamed on the upstream.
+#[derive(Debug, thiserror::Error)]
+#[error("the client's request body is malformed or incomplete: {0}")]
+pub struct ClientBodyError(#[source] pub hyper::Error);
+
 impl Upstream {
-    pub fn new(tls: UpstreamTls, connect_timeout: Duration, response_timeout: Duration) -> Self {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(connect_timeout));
+    pub fn new(
+        tls: UpstreamTls,
+        guard: Arc<Guard>,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Self {
+        let tcp = GuardedConnector {
+            guard: guard.clone(),
+            timeout: connect_timeout,
+        };
         let https = HttpsConnectorBuilder::new()
             .with_tls_config((*tls.pooled).clone())
             .https_or_http()
             .enable_all_versions()
-            .wrap_connector(http);
+            .wrap_connector(tcp);
         let client = Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
@@ -44,6 +57,7 @@ impl Upstream {
         Upstream {
             client,
             tls,
+            guard,
             connect_timeout,
             response_timeout,
         }
@@ -68,6 +82,7 @@ impl Upstream {
         let authority = authority_of(&req);
         let client_side = hyper::upgrade::on(&mut req);
         let io = self.connect_io(&req, &authority).await?;
+        origin_form(&mut req);
         let fut = async {
             let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
                 .handshake::<_, ProxyBody>(io)
@@ -118,7 +133,10 @@ impl Upstream {
             .to_string();
         let https = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let tcp = connect_tcp(&host, port, self.connect_timeout).await?;
+        let tcp = self
+            .guard
+            .connect(&host, port, self.connect_timeout)
+            .await?;
         if !https {
             return Ok(TokioIo::new(Box::new(tcp)));
         }
@@ -144,30 +162,28 @@ impl Upstream {
     }
 }
 
+/// Makes `req` what an origin server expects on a direct connection (RFC 9112 §3.2.1):
+/// the path and query as the target, the authority in `Host`. The pooled client does this
+/// itself; the upgrade connection is a bare HTTP/1.1 connection that sends what it gets.
+fn origin_form<B>(req: &mut Request<B>) {
+    let uri = req.uri().clone();
+    if let Some(a) = uri.authority()
+        && !req.headers().contains_key(http::header::HOST)
+        && let Ok(host) = http::HeaderValue::from_str(a.as_str())
+    {
+        req.headers_mut().insert(http::header::HOST, host);
+    }
+    let pq = uri
+        .path_and_query()
+        .map_or("/", http::uri::PathAndQuery::as_str);
+    if let Ok(origin) = pq.parse() {
+        *req.uri_mut() = origin;
+    }
+}
+
 /// Object-safe stream for upgrade connections (plain or TLS).
 pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
-
-/// Opens a TCP connection with TCP_NODELAY, bounded by `timeout`.
-pub async fn connect_tcp(
-    host: &str,
-    port: u16,
-    timeout: Duration,
-) -> Result<TcpStream, ProxyError> {
-    let authority = format!("{host}:{port}");
-    let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| {
-            let secs = timeout.as_secs_f64();
-            ProxyError::new(
-                ErrorKind::UpstreamTimeout,
-                format!("connecting to upstream {authority} timed out after {secs}s"),
-            )
-        })?
-        .map_err(|e| classify(&e, true, &authority))?;
-    let _ = stream.set_nodelay(true);
-    Ok(stream)
-}
 
 fn authority_of<B>(req: &Request<B>) -> String {
     req.uri()
@@ -193,11 +209,23 @@ fn inspect(e: &(dyn StdError + 'static), tls: &mut Option<String>, timed_out: &m
 }
 
 /// Turns an upstream failure into a `ProxyError` that names the upstream and the cause.
-fn classify(err: &(dyn StdError + 'static), connecting: bool, authority: &str) -> ProxyError {
+/// A `ProxyError` already in the chain (the guard refused, the connector timed out) and a
+/// client body failure are reported as themselves.
+pub(super) fn classify(
+    err: &(dyn StdError + 'static),
+    connecting: bool,
+    authority: &str,
+) -> ProxyError {
     let mut chain = vec![];
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     let (mut tls, mut timed_out) = (None, false);
     while let Some(e) = cur {
+        if let Some(p) = e.downcast_ref::<ProxyError>() {
+            return p.clone();
+        }
+        if let Some(b) = e.downcast_ref::<ClientBodyError>() {
+            return ProxyError::new(ErrorKind::BadRequest, b.to_string());
+        }
         inspect(e, &mut tls, &mut timed_out);
         let text = e.to_string();
         // hyper-util's wrappers ("client error (Connect)") say nothing the cause does not.

@@ -11,9 +11,11 @@ mod body;
 mod canary;
 mod classify;
 mod connect;
+mod connector;
 mod fault;
 mod fault_body;
 mod forward;
+mod guard;
 mod headers;
 mod listener;
 pub mod rescue;
@@ -73,6 +75,7 @@ struct Settings {
     max_header_bytes: usize,
     /// `proxy.max_rewrite_bytes`: the cap on what a chaos rewrite produces.
     max_rewrite_bytes: usize,
+    allow_loopback_targets: Vec<crate::config::TargetRule>,
 }
 
 impl Settings {
@@ -111,6 +114,18 @@ impl Settings {
             drain_timeout: Duration::from_millis(p.drain_timeout_ms),
             max_header_bytes: p.max_header_bytes,
             max_rewrite_bytes: p.max_rewrite_bytes,
+            allow_loopback_targets: p
+                .allow_loopback_targets
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    crate::config::parse_target_rule(e)
+                        .map_err(|e| bad(&format!("proxy.allow_loopback_targets[{i}]"), e))
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+                .collect(),
         })
     }
 }
@@ -131,6 +146,8 @@ struct Shared {
     chaos: Engine,
     leaves: LeafCache,
     upstream: forward::Upstream,
+    /// Destinations refused (own listeners; loopback off loopback): shared with `upstream`.
+    guard: Arc<guard::Guard>,
     classifier: classify::Classifier,
     journal: Journal,
     metrics: Metrics,
@@ -153,8 +170,16 @@ impl Proxy {
     ) -> Result<Self, ProxyBuildError> {
         let settings = Settings::compile(config)?;
         let tls = crate::tls::client_config(config.proxy.upstream_ca_file.as_deref())?;
-        let upstream =
-            forward::Upstream::new(tls, settings.connect_timeout, settings.response_timeout);
+        let guard = Arc::new(guard::Guard::new(
+            settings.listen.ip(),
+            settings.allow_loopback_targets.clone(),
+        ));
+        let upstream = forward::Upstream::new(
+            tls,
+            guard.clone(),
+            settings.connect_timeout,
+            settings.response_timeout,
+        );
         let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
         let classifier = classify::Classifier::new(&config.tools, &config.llm)
             .map_err(ProxyBuildError::Config)?;
@@ -164,6 +189,7 @@ impl Proxy {
             chaos,
             leaves,
             upstream,
+            guard,
             classifier,
             journal,
             metrics,
@@ -177,6 +203,12 @@ impl Proxy {
     /// The configured listen address.
     pub fn listen_addr(&self) -> SocketAddr {
         self.inner.settings.listen
+    }
+
+    /// Tells the proxy its bound listeners (its own port and the control port), which it
+    /// never forwards to, by any address of this machine.
+    pub fn set_own_listeners(&self, addrs: Vec<SocketAddr>) {
+        self.inner.guard.set_own(addrs);
     }
 
     pub fn journal(&self) -> &Journal {

@@ -21,6 +21,9 @@ pub enum ErrorKind {
     BadRequest,
     BadConnectTarget,
     ProxyAuthRequired,
+    /// The destination is one the proxy refuses (its own listeners; loopback or link-local
+    /// when listening off loopback): see `guard`.
+    ForbiddenTarget,
     /// The client aborted the TLS handshake inside a CONNECT tunnel (it does not trust
     /// flakestorm's CA). Never answered: journaled only.
     ClientTls,
@@ -40,6 +43,7 @@ impl ErrorKind {
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::BadConnectTarget => "bad_connect_target",
             ErrorKind::ProxyAuthRequired => "proxy_auth_required",
+            ErrorKind::ForbiddenTarget => "forbidden_target",
             ErrorKind::ClientTls => "client_tls",
             ErrorKind::RewriteTooLarge => "rewrite_too_large",
             ErrorKind::Internal => "internal",
@@ -56,6 +60,7 @@ impl ErrorKind {
                 StatusCode::BAD_REQUEST
             }
             ErrorKind::ProxyAuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            ErrorKind::ForbiddenTarget => StatusCode::FORBIDDEN,
             ErrorKind::RewriteTooLarge | ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -69,6 +74,7 @@ impl ErrorKind {
             ErrorKind::BadRequest
             | ErrorKind::BadConnectTarget
             | ErrorKind::ProxyAuthRequired
+            | ErrorKind::ForbiddenTarget
             | ErrorKind::ClientTls => ErrorSource::Downstream,
             ErrorKind::RewriteTooLarge | ErrorKind::Internal => ErrorSource::Internal,
         }

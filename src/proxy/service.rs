@@ -16,9 +16,10 @@ use super::body::Owner;
 use super::body::Recorder;
 use super::fault::{self, Action, Dropped};
 use super::fault_body::Transform;
+use super::forward::ClientBodyError;
 use super::headers::{self, AuthError};
 use super::rescue::{self, ErrorKind, ProxyError};
-use super::{Proxy, ProxyBody, connect};
+use super::{BoxError, Proxy, ProxyBody, connect};
 use super::{attack, canary, upstream};
 use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, Route, Target, Timings};
 
@@ -36,6 +37,9 @@ pub async fn handle(
     ctx: ConnCtx,
     req: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Dropped> {
+    if let Err(err) = well_formed(&req) {
+        return Ok(reject(&proxy, &ctx, &req, err));
+    }
     if let Some(authority) = ctx.tunnel.clone() {
         let uri = rebuild(Scheme::HTTPS, authority, req.uri());
         return exchange(proxy, ctx, req, uri, Route::Intercepted).await;
@@ -51,8 +55,61 @@ pub async fn handle(
     if req.method() == Method::CONNECT {
         return Ok(connect::handle(proxy, ctx, req).await);
     }
-    let uri = req.uri().clone();
+    let uri = without_userinfo(req.uri());
     exchange(proxy, ctx, req, uri, Route::Forward).await
+}
+
+/// What hyper lets through but a proxy must refuse (400): more than one `Host` (RFC 9112
+/// §3.2), and an authority whose port is not a number from 0 to 65535 (it would otherwise
+/// be read as "no port" and sent to the scheme's default).
+fn well_formed<B>(req: &Request<B>) -> Result<(), ProxyError> {
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(ProxyError::new(
+            ErrorKind::BadRequest,
+            "the request has more than one Host header (RFC 9112 §3.2)",
+        ));
+    }
+    // CONNECT targets are checked by `connect` (400 `bad_connect_target`).
+    if let Some(a) = req
+        .uri()
+        .authority()
+        .filter(|_| req.method() != Method::CONNECT)
+        && let Some(port) = port_text(a)
+        && !port.is_empty()
+        && port.parse::<u16>().is_err()
+    {
+        return Err(ProxyError::new(
+            ErrorKind::BadRequest,
+            format!(
+                "port `{port}` in `{}` is not a number from 0 to 65535",
+                a.host()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The text after the host's `:` in an authority (userinfo and IPv6 brackets skipped).
+fn port_text(a: &Authority) -> Option<&str> {
+    let s = a.as_str();
+    let hostport = s.rsplit_once('@').map_or(s, |(_, h)| h);
+    let after_host = match hostport.rfind(']') {
+        Some(i) => &hostport[i + 1..],
+        None => hostport,
+    };
+    after_host.rsplit_once(':').map(|(_, p)| p)
+}
+
+/// `uri` without `user:password@`: credentials in a URL must reach no log, journal or
+/// upstream pool key (origin-form requests never carried them to the origin anyway).
+fn without_userinfo(uri: &Uri) -> Uri {
+    let Some(a) = uri.authority().filter(|a| a.as_str().contains('@')) else {
+        return uri.clone();
+    };
+    let bare = a.as_str().rsplit_once('@').map_or(a.as_str(), |(_, h)| h);
+    let mut parts = uri.clone().into_parts();
+    parts.authority = bare.parse().ok();
+    Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
 }
 
 fn auth_error(e: AuthError) -> ProxyError {
@@ -161,7 +218,10 @@ async fn exchange(
     if let Some(c) = &plan.canary {
         canary::scan_head(&mut rec, c, &uri.to_string(), &parts.headers);
     }
-    let body: ProxyBody = incoming.map_err(Into::into).boxed();
+    // Marked, so that a client's broken upload is answered 400, not blamed on the upstream.
+    let body: ProxyBody = incoming
+        .map_err(|e| -> BoxError { Box::new(ClientBodyError(e)) })
+        .boxed();
     let body = match &plan.canary {
         Some(c) if !upgrade => canary::scan_body(&mut rec, c.clone(), body).await,
         _ => body,
@@ -251,6 +311,7 @@ fn recorder<B>(
     uri: &Uri,
     route: Route,
 ) -> Recorder {
+    let uri = &without_userinfo(uri);
     let url = uri.to_string();
     let host = uri.host().unwrap_or_default();
     let target = proxy.inner.classifier.classify(&url, host, uri.path());
@@ -348,4 +409,32 @@ pub fn reject<B>(
     let mut rec = rec;
     rec.exchange_mut().target = Target::Other;
     fail(proxy, rec, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_text_skips_userinfo_and_ipv6_brackets() {
+        let port = |a: &str| port_text(&a.parse().unwrap()).map(str::to_string);
+        assert_eq!(port("h:99999").as_deref(), Some("99999"));
+        assert_eq!(port("[::1]:65536").as_deref(), Some("65536"));
+        assert_eq!(port("[::1]"), None);
+        assert_eq!(port("u:pw@h"), None);
+        assert_eq!(port("u:pw@h:8080").as_deref(), Some("8080"));
+    }
+
+    #[test]
+    fn userinfo_is_dropped_and_nothing_else_changes() {
+        let uri: Uri = "http://agent:s3cret@api.example:8080/v1/x?q=1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            without_userinfo(&uri).to_string(),
+            "http://api.example:8080/v1/x?q=1"
+        );
+        let plain: Uri = "http://api.example/v1".parse().unwrap();
+        assert_eq!(without_userinfo(&plain), plain);
+    }
 }

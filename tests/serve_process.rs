@@ -1,0 +1,223 @@
+//! `flakestorm serve` as a process (issue #9): the open-proxy rule whichever layer named the
+//! listen address, SIGHUP logged and ignored, a second SIGTERM during the drain exits at
+//! once, and a password in a URL reaches no log line even at debug level.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::cli::{flakestorm_env, write_config};
+
+use common::origin;
+use common::within;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, Command};
+
+/// `flakestorm` with `args` and `env` in `dir`, killed (and the test failed) if it does not
+/// exit by itself: an open proxy that starts would otherwise serve forever.
+async fn exits(
+    args: &[&str],
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output();
+    let out = within(&format!("{args:?} exits"), out).await.unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+#[tokio::test]
+async fn an_open_proxy_is_refused_from_file_env_or_flag_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_config(d, "");
+    let file = d.join("open.yaml");
+    std::fs::write(
+        &file,
+        "proxy: {listen: '0.0.0.0:0'}\ncontrol: {listen: '127.0.0.1:0'}\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
+        (&["serve", "-c", file], &[]),
+        (&["serve"], &[("FLAKESTORM_PROXY__LISTEN", "0.0.0.0:0")]),
+        (&["serve", "--listen", "[::]:0"], &[]),
+    ];
+    for (args, env) in cases {
+        let (code, out, err) = exits(args, d, env).await;
+        assert_eq!(code, 1, "{args:?} {env:?}: {out}{err}");
+        assert!(!out.contains("proxy listening"), "{out}");
+        for needle in ["proxy.listen", "proxy.users", "--allow-open-proxy"] {
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+    // Run commands start a proxy too: same rule, same flag.
+    let run = d.join("run.yaml");
+    let port = common::cli::closed_port();
+    std::fs::write(
+        &run,
+        format!(
+            "proxy: {{listen: '0.0.0.0:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\n\
+             agent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\n\
+             chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\ninvariants: [{{type: output_not_empty}}]\n"
+        ),
+    )
+    .unwrap();
+    let run = run.to_str().unwrap();
+    let (code, out, err) = exits(&["run", "--chaos-only", "-c", run], d, &[]).await;
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("--allow-open-proxy"), "{err}");
+    for cmd in [
+        &["contract", "run"][..],
+        &["contract", "score"],
+        &["ci"],
+        &["run"],
+    ] {
+        let (_, out, _) = flakestorm_env(&[cmd, &["--help"]].concat(), d, &[]);
+        assert!(out.contains("--allow-open-proxy"), "{cmd:?}: {out}");
+    }
+}
+
+/// A running `serve`, its proxy address and its stderr lines.
+struct Serve {
+    child: Child,
+    proxy: String,
+    stderr: Lines<BufReader<ChildStderr>>,
+    /// Kept open: serve prints more lines after the address, and a closed pipe kills it.
+    _stdout: Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+async fn serve(dir: &std::path::Path, extra: &str, log: &str) -> Serve {
+    write_config(dir, extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .arg("serve")
+        .current_dir(dir)
+        .env("RUST_LOG", log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let proxy = within("serve prints its address", async {
+        loop {
+            let line = out.next_line().await.unwrap().expect("serve exited early");
+            if let Some(a) = line.strip_prefix("flakestorm: proxy listening on ") {
+                return a.to_string();
+            }
+        }
+    })
+    .await;
+    let stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    Serve {
+        child,
+        proxy,
+        stderr,
+        _stdout: out,
+    }
+}
+
+impl Serve {
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().unwrap().to_string();
+        let ok = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{name}");
+    }
+
+    /// Reads stderr until a line containing `needle`; panics if it ends first.
+    async fn wait_for_line(&mut self, needle: &str) -> String {
+        within(needle, async {
+            loop {
+                match self.stderr.next_line().await.unwrap() {
+                    Some(l) if l.contains(needle) => return l,
+                    Some(_) => {}
+                    None => panic!("stderr ended before `{needle}`"),
+                }
+            }
+        })
+        .await
+    }
+}
+
+#[tokio::test]
+async fn sighup_is_ignored_and_a_second_signal_forces_the_exit_during_a_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    // An upstream that never answers keeps one exchange in flight for the drain.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let mut s = serve(dir.path(), "", "info").await;
+
+    s.signal("HUP");
+    s.wait_for_line("SIGHUP ignored").await;
+
+    let mut client = tokio::net::TcpStream::connect(&s.proxy).await.unwrap();
+    client
+        .write_all(
+            format!("GET http://{silent_addr}/ HTTP/1.1\r\nHost: {silent_addr}\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    // The request reached the upstream: the proxy is alive after SIGHUP, and busy.
+    let (_held, _) = within("the request reaches the upstream", silent.accept())
+        .await
+        .unwrap();
+
+    s.signal("TERM");
+    s.wait_for_line("shutting down").await;
+    // drain_timeout_ms defaults to 10 s and the response timeout to 600 s: only the
+    // second signal ends this process within `within`'s bound.
+    s.signal("TERM");
+    let status = within("a forced exit", s.child.wait()).await.unwrap();
+    assert!(!status.success(), "{status:?}");
+    s.wait_for_line("second signal").await;
+    let mut rest = Vec::new();
+    let _ = client.read_to_end(&mut rest).await;
+}
+
+#[tokio::test]
+async fn a_password_in_a_url_reaches_no_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = origin::fixed(None, "hi").await;
+    let mut s = serve(dir.path(), "", "debug").await;
+    let a = o.addr;
+    let mut client = tokio::net::TcpStream::connect(&s.proxy).await.unwrap();
+    client
+        .write_all(
+            format!(
+                "GET http://agent:s3cret-pw@{a}/x HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    within("the reply", client.read_to_string(&mut reply))
+        .await
+        .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    s.signal("TERM");
+    within("exit", s.child.wait()).await.unwrap();
+    let mut log = String::new();
+    while let Some(l) = s.stderr.next_line().await.unwrap() {
+        log.push_str(&l);
+        log.push('\n');
+    }
+    // Debug logging was on (hyper's pool names the upstream), and no line has the secret.
+    assert!(log.contains(&a.to_string()), "{log}");
+    assert!(!log.contains("s3cret"), "{log}");
+}
