@@ -21,8 +21,8 @@ mod load;
 mod output;
 mod redact;
 mod schema;
-pub mod untrusted;
 mod targets;
+pub mod untrusted;
 mod validate;
 
 pub use agent::{AgentSpec, PROXY_VARS, ResponsePath};
