@@ -221,3 +221,51 @@ async fn a_password_in_a_url_reaches_no_log_line() {
     assert!(log.contains(&a.to_string()), "{log}");
     assert!(!log.contains("s3cret"), "{log}");
 }
+
+/// A supervisor that closed serve's stdout: the address lines cannot be written, serve
+/// says so on stderr and keeps serving (it used to panic in `println!`).
+#[tokio::test]
+async fn serve_keeps_serving_when_its_stdout_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = origin::fixed(None, "hi").await;
+    let port = common::cli::closed_port();
+    write_config(dir.path(), "");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = within("the stdout warning", async {
+        loop {
+            let l = stderr.next_line().await.unwrap().expect("serve exited");
+            if l.contains("cannot write to stdout") {
+                return l;
+            }
+        }
+    })
+    .await;
+    assert!(line.contains("serving anyway"), "{line}");
+    let a = o.addr;
+    let mut client = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    client
+        .write_all(
+            format!("GET http://{a}/x HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    within("the reply", client.read_to_string(&mut reply))
+        .await
+        .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}

@@ -12,32 +12,51 @@ use crate::config::{Loaded, Overrides};
 use crate::daemon::{Daemon, Signals, Stopped};
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
 
+/// A line for `serve`'s stdout, collected so one failed write is handled once.
+macro_rules! say {
+    ($out:ident, $($arg:tt)*) => {{
+        $out.push_str(&format!($($arg)*));
+        $out.push('\n');
+    }};
+}
+
 pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
     let signals = Signals::install().context("installing the signal handlers")?;
     let daemon = Daemon::start(&loaded.config).await?;
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
     // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
-    println!("flakestorm: proxy listening on {}", daemon.proxy_addr);
-    println!("flakestorm: control listening on {}", daemon.control_addr);
+    let mut out = String::new();
+    say!(out, "flakestorm: proxy listening on {}", daemon.proxy_addr);
+    say!(
+        out,
+        "flakestorm: control listening on {}",
+        daemon.control_addr
+    );
     let rules = daemon.chaos.rules();
     if !rules.is_empty() {
         let s = &rules.spec;
         let n = s.tool_faults.len() + s.llm_faults.len() + s.context_attacks.rules().len();
-        println!(
+        say!(
+            out,
             "flakestorm: chaos active: {n} rules (seed {})",
             daemon.chaos.seed()
         );
     }
     if daemon.ca_created {
-        println!("flakestorm: created a new CA at {}", ca.display());
+        say!(out, "flakestorm: created a new CA at {}", ca.display());
     }
     let ca = ca.display();
     let proxy = format!("http://{}", daemon.proxy_addr);
-    println!(
+    say!(
+        out,
         "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
          REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
     );
+    // A closed stdout (a supervisor that dropped it) must not stop the daemon.
+    if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {
+        eprintln!("flakestorm: warning: cannot write to stdout ({e}); serving anyway");
+    }
     match daemon.run_until_signal(signals).await {
         Stopped::Drained => Ok(()),
         Stopped::Forced => {
