@@ -182,6 +182,53 @@ async fn a_clients_malformed_chunked_body_is_a_400_not_an_upstream_error() {
     p.stop().await;
 }
 
+/// The same broken upload where the proxy holds the body before forwarding it: an LLM
+/// request under a context attack (held whole: nothing reaches the origin), and a tool
+/// call while a canary is planted (scanned as it goes).
+#[tokio::test]
+async fn a_malformed_chunked_body_is_a_400_where_the_proxy_buffers_it_too() {
+    let o = origin::start(
+        None,
+        |req: http::Request<hyper::body::Incoming>| async move {
+            let _ = http_body_util::BodyExt::collect(req.into_body()).await;
+            origin::text("ok")
+        },
+    )
+    .await;
+    let a = o.addr;
+    let broken = |path: &str| {
+        format!(
+            "POST http://{a}{path} HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\n\
+             Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"a\":\r\nzz-not-hex\r\nmore\r\n0\r\n\r\n"
+        )
+    };
+    let attacked =
+        start_proxy("chaos:\n  context_attacks:\n    - {type: overflow, inject_tokens: 10}\n")
+            .await;
+    let head = raw(attacked.addr(), broken("/v1/chat/completions").as_bytes()).await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    assert_eq!(last_error_kind(&attacked), "bad_request");
+    assert_eq!(o.log.len(), 0, "the held request was not sent");
+    attacked.stop().await;
+
+    let planted = start_proxy(&format!(
+        "tools:\n  - {{name: email, match_url: 'http://{a}/mail*'}}\n"
+    ))
+    .await;
+    let _canary = planted
+        .daemon
+        .chaos
+        .install(
+            &Default::default(),
+            Some(std::sync::Arc::new(flakestorm::chaos::Canary::new(9))),
+        )
+        .unwrap();
+    let head = raw(planted.addr(), broken("/mail").as_bytes()).await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    assert_eq!(last_error_kind(&planted), "bad_request");
+    planted.stop().await;
+}
+
 #[tokio::test]
 async fn a_password_in_the_url_reaches_neither_the_origin_nor_the_journal() {
     let o = origin::fixed(None, "hi").await;

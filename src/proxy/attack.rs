@@ -89,12 +89,9 @@ pub async fn rewrite_request(
             Ok(Ok(data)) => buf.extend_from_slice(&data),
             Ok(Err(_trailers)) => {}
             Err(e) => {
-                // The agent's own upload failed: send what arrived and let it fail upstream.
+                // The agent's own upload failed: its fault (400), nothing goes upstream.
                 skip_all(rec, &format!("request body failed: {e}"));
-                return Ok(Request::from_parts(
-                    parts,
-                    Full::new(buf.freeze()).map_err(|n| match n {}).boxed(),
-                ));
+                return Err(ProxyError::new(ErrorKind::BadRequest, e.to_string()));
             }
         }
         if buf.len() > BUFFER_LIMIT {
@@ -175,6 +172,31 @@ fn too_large(rec: &mut Recorder, i: usize, why: String) -> ProxyError {
     tracing::warn!("chaos rewrite failed its exchange: {why}");
     rec.not_applied(Owner::Attack(i), why.clone());
     ProxyError::new(ErrorKind::RewriteTooLarge, why)
+}
+
+/// `head`, then `error`: a client's upload that broke after `head` arrived, so that it
+/// still fails where it is forwarded (answered 400 there, see `forward::ClientBodyError`).
+pub(super) fn broken_after(head: Bytes, error: super::BoxError) -> ProxyBody {
+    Chain {
+        first: Some(Full::new(head).map_err(|n| match n {}).boxed()),
+        rest: Broken(Some(error)).boxed(),
+    }
+    .boxed()
+}
+
+/// A body whose next frame is its error.
+struct Broken(Option<super::BoxError>);
+
+impl http_body::Body for Broken {
+    type Data = Bytes;
+    type Error = super::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        std::task::Poll::Ready(self.0.take().map(Err))
+    }
 }
 
 /// A body that continues with another body once it ends (the rest of an oversized upload).

@@ -97,8 +97,9 @@ pub async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyB
                     buf.extend_from_slice(data);
                 }
             }
-            // The agent's own upload failed: send what arrived and let it fail upstream.
-            Some(Err(_)) | None => return full(buf),
+            // The agent's own upload failed: what arrived, then its error (answered 400).
+            Some(Err(e)) => return super::attack::broken_after(buf.freeze(), e),
+            None => return full(buf),
         }
     }
     watched.inner = body;
