@@ -141,7 +141,7 @@ impl Daemon {
 /// A proxy reachable off loopback needs `proxy.users`, or the user's explicit
 /// `--allow-open-proxy` (then warned about): an open proxy by accident is a way into the
 /// machine's network and its loopback services.
-fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
+pub fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
     let Ok(addr) = listen_addr(&config.proxy.listen) else {
         return Ok(()); // `bind` reports the malformed address
     };

@@ -90,3 +90,23 @@ fn a_key_in_a_number_field_is_not_printed() {
         "{out}{err}"
     );
 }
+
+/// An open proxy is valid YAML that `serve` refuses: `validate` says so (a warning, exit 0).
+#[test]
+fn validate_warns_about_an_open_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        "proxy: {listen: '0.0.0.0:0'}\ncontrol: {listen: '127.0.0.1:0'}\n",
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["validate"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("warning: serve and runs will refuse this config")
+            && err.contains("--allow-open-proxy"),
+        "{err}"
+    );
+    let (code, err) = serve_outcome(&[], dir.path()).unwrap();
+    assert_eq!(code, 1, "{err}");
+}

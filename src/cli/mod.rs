@@ -397,6 +397,10 @@ fn validate(arg: &ConfigArg, contract: bool) -> ExitCode {
             ExitCode::from(2)
         }
         Ok(loaded) => {
+            // Valid YAML that `serve` would still refuse: said now, not at start-up.
+            if let Err(e) = crate::daemon::open_proxy_rule(&loaded.config) {
+                eprintln!("flakestorm: warning: serve and runs will refuse this config: {e}");
+            }
             let name = loaded
                 .file
                 .map_or_else(|| "built-in defaults".into(), |f| f.display().to_string());
