@@ -55,6 +55,15 @@ pub struct ProxySpec {
     pub max_header_bytes: usize,
     /// Leaf certificates kept in memory.
     pub leaf_cache_size: usize,
+    // Connection lifetime limits (issue #9): no client connection lives forever.
+    /// From accept (or from a keep-alive request's first byte) to a complete request head.
+    pub header_timeout_ms: u64,
+    /// How long a keep-alive connection may sit between requests, no byte sent.
+    pub idle_timeout_ms: u64,
+    /// From an intercepted CONNECT's first TLS byte to a finished handshake.
+    pub tls_handshake_timeout_ms: u64,
+    /// Client connections open at once (tunnels included); more are refused with a 503.
+    pub max_connections: usize,
 }
 
 impl Default for ProxySpec {
@@ -71,6 +80,10 @@ impl Default for ProxySpec {
             drain_timeout_ms: 10_000,
             max_header_bytes: 64 * 1024,
             leaf_cache_size: 1000,
+            header_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            tls_handshake_timeout_ms: 10_000,
+            max_connections: 1024,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! errors become responses. This module must not reach into `run`: the two meet only
 //! through the journal (and, later, the chaos engine handle).
 
+mod accept;
 mod attack;
 mod body;
 mod canary;
@@ -20,6 +21,7 @@ pub mod rescue;
 mod service;
 mod tunnel;
 mod upstream;
+mod watchdog;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +73,10 @@ struct Settings {
     response_timeout: Duration,
     drain_timeout: Duration,
     max_header_bytes: usize,
+    /// Connection deadlines and cap (listener, watchdog, connect).
+    conn_limits: watchdog::Limits,
+    tls_handshake_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Settings {
@@ -108,6 +114,12 @@ impl Settings {
             response_timeout: Duration::from_millis(p.response_timeout_ms),
             drain_timeout: Duration::from_millis(p.drain_timeout_ms),
             max_header_bytes: p.max_header_bytes,
+            conn_limits: watchdog::Limits {
+                header: Duration::from_millis(p.header_timeout_ms),
+                idle: Duration::from_millis(p.idle_timeout_ms),
+            },
+            tls_handshake_timeout: Duration::from_millis(p.tls_handshake_timeout_ms),
+            max_connections: p.max_connections,
         })
     }
 }
@@ -132,6 +144,8 @@ struct Shared {
     journal: Journal,
     metrics: Metrics,
     shutdown: Shutdown,
+    /// Client sockets open now (tunnels included), checked against `max_connections`.
+    open_connections: std::sync::atomic::AtomicUsize,
 }
 
 /// Cheap-clone handle to a proxy instance.
@@ -165,6 +179,7 @@ impl Proxy {
             journal,
             metrics,
             shutdown: Shutdown::default(),
+            open_connections: Default::default(),
         };
         Ok(Proxy {
             inner: Arc::new(shared),
