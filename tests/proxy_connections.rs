@@ -223,3 +223,21 @@ async fn over_the_cap_a_connection_is_refused_and_counted_and_traffic_goes_on() 
     );
     p.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_control_connection_is_closed_and_the_api_keeps_serving() {
+    let p = start_proxy(LIMITS).await;
+    let mut silent = TcpStream::connect(p.daemon.control_addr).await.unwrap();
+    let opened = Instant::now();
+    let (got, closed) = within(
+        "silent control connection closed",
+        read_until_closed(&mut silent),
+    )
+    .await;
+    assert_eq!(got, "");
+    assert_closed_after(opened, closed, Duration::from_secs(5));
+    let health = format!("http://{}/healthz", p.daemon.control_addr);
+    let body = within("healthz", get_text(&direct_client(), health)).await;
+    assert!(body.contains("ok"), "{body}");
+    p.stop().await;
+}

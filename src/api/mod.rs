@@ -3,6 +3,7 @@
 //! place API errors get HTTP statuses.
 
 mod chaos;
+mod deadline;
 mod error;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
+pub use deadline::DeadlineListener;
 pub use error::ApiError;
 
 use crate::chaos::Engine;
