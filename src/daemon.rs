@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiState, router};
+use crate::api::{ApiState, DeadlineListener, router};
 use crate::chaos::Engine;
 use crate::config::{Config, listen_addr};
 use crate::journal::{Journal, Redactor};
@@ -105,6 +105,11 @@ impl Daemon {
             ca_pem: ca.cert_pem().into(),
             token: config.control.token.as_deref().map(Into::into),
         };
+        // No control connection lives forever either (docs/proxy.md, connection limits).
+        let control_listener = DeadlineListener::new(
+            control_listener,
+            std::time::Duration::from_millis(config.proxy.header_timeout_ms),
+        );
         let stop = CancellationToken::new();
         let proxy_task = tokio::spawn(proxy.serve(proxy_listener, stop.clone().cancelled_owned()));
         let api_stop = stop.clone();

@@ -56,8 +56,22 @@ pub struct FaultLabels {
     pub mode: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectLabels {
+    /// `cap` (over `proxy.max_connections`) or `fd_limit` (accept failed: no descriptors).
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TimeoutLabels {
+    /// `header`, `idle` or `tls_handshake`.
+    pub kind: &'static str,
+}
+
 struct Inner {
     registry: Registry,
+    connections_rejected: Family<RejectLabels, Counter>,
+    connection_timeouts: Family<TimeoutLabels, Counter>,
     faults_injected: Family<FaultLabels, Counter>,
     faults_skipped: Family<FaultLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
@@ -145,8 +159,23 @@ impl Metrics {
             "Faults that fired but could not be applied (response not parseable, too large, no content)",
             faults_skipped.clone(),
         );
+        let connections_rejected = Family::<RejectLabels, Counter>::default();
+        registry.register(
+            "connections_rejected",
+            "Client connections refused over proxy.max_connections (cap), or accept attempts \
+             that failed for lack of file descriptors (fd_limit)",
+            connections_rejected.clone(),
+        );
+        let connection_timeouts = Family::<TimeoutLabels, Counter>::default();
+        registry.register(
+            "connection_timeouts",
+            "Client connections closed by a deadline: header, idle or tls_handshake",
+            connection_timeouts.clone(),
+        );
         let inner = Inner {
             registry,
+            connections_rejected,
+            connection_timeouts,
             faults_injected,
             faults_skipped,
             requests,
@@ -224,6 +253,22 @@ impl Metrics {
         self.inner.tunnels.inc();
     }
 
+    /// A connection refused (`cap`) or an accept that failed for lack of fds (`fd_limit`).
+    pub fn connection_rejected(&self, reason: &'static str) {
+        self.inner
+            .connections_rejected
+            .get_or_create(&RejectLabels { reason })
+            .inc();
+    }
+
+    /// A connection closed by a deadline (`header`, `idle`, `tls_handshake`).
+    pub fn connection_timeout(&self, kind: &'static str) {
+        self.inner
+            .connection_timeouts
+            .get_or_create(&TimeoutLabels { kind })
+            .inc();
+    }
+
     /// The OpenMetrics text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -267,5 +312,21 @@ mod tests {
             text.contains(r#"flakestorm_requests_total{target="tool",status_class="error"} 1"#)
         );
         assert!(text.contains("flakestorm_active_connections 0"));
+    }
+
+    #[test]
+    fn counts_rejections_and_timeouts_by_label() {
+        let m = Metrics::new();
+        m.connection_rejected("cap");
+        m.connection_rejected("cap");
+        m.connection_rejected("fd_limit");
+        m.connection_timeout("tls_handshake");
+        let text = m.encode();
+        assert!(
+            text.contains(r#"flakestorm_connections_rejected_total{reason="cap"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"flakestorm_connections_rejected_total{reason="fd_limit"} 1"#));
+        assert!(text.contains(r#"flakestorm_connection_timeouts_total{kind="tls_handshake"} 1"#));
     }
 }

@@ -30,6 +30,11 @@ pub struct StopReport {
 
 impl ProxyProcess {
     pub fn start(root: &Path) -> Result<Self> {
+        Self::start_with(root, "")
+    }
+
+    /// Starts with `extra` appended to the config (whole top-level sections, e.g. `chaos:`).
+    pub fn start_with(root: &Path, extra: &str) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("flakestorm.yaml");
         let upstream_ca = root.join("tests/fixtures/test-ca.pem");
@@ -38,14 +43,17 @@ impl ProxyProcess {
             &config,
             format!(
                 "proxy:\n  listen: \"127.0.0.1:0\"\n  upstream_ca_file: \"{}\"\n\
-                 control:\n  listen: \"127.0.0.1:0\"\nca:\n  dir: \"{}\"\n",
+                 control:\n  listen: \"127.0.0.1:0\"\nca:\n  dir: \"{}\"\n{extra}",
                 upstream_ca.display(),
                 ca_dir.display()
             ),
         )?;
         let stderr_path = dir.path().join("stderr.log");
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        // FLAKESTORM_BIN runs another build (e.g. a saved baseline) against the same load.
+        let bin = std::env::var_os("FLAKESTORM_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_flakestorm").into());
+        let mut child = Command::new(bin)
             .arg("serve")
             .arg("-c")
             .arg(&config)

@@ -4,6 +4,7 @@
 
 mod body;
 mod chaos;
+mod deadline;
 mod error;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
+pub use deadline::DeadlineListener;
 pub use error::ApiError;
 
 use crate::chaos::Engine;

@@ -64,6 +64,15 @@ pub struct ProxySpec {
     /// Loopback or link-local destinations still reachable when the proxy listens off
     /// loopback (entries as in `config::targets`); ignored on a loopback listen.
     pub allow_loopback_targets: Vec<String>,
+    // Connection lifetime limits (issue #9): no client connection lives forever.
+    /// From accept (or from a keep-alive request's first byte) to a complete request head.
+    pub header_timeout_ms: u64,
+    /// How long a keep-alive connection may sit between requests, no byte sent.
+    pub idle_timeout_ms: u64,
+    /// From an intercepted CONNECT's first TLS byte to a finished handshake.
+    pub tls_handshake_timeout_ms: u64,
+    /// Client connections open at once (tunnels included); more are refused with a 503.
+    pub max_connections: usize,
 }
 
 impl Default for ProxySpec {
@@ -82,6 +91,10 @@ impl Default for ProxySpec {
             leaf_cache_size: 1000,
             max_rewrite_bytes: crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES,
             allow_loopback_targets: vec![],
+            header_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            tls_handshake_timeout_ms: 10_000,
+            max_connections: 1024,
         }
     }
 }

@@ -153,6 +153,9 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
         ("connect_timeout_ms", p.connect_timeout_ms),
         ("response_timeout_ms", p.response_timeout_ms),
         ("drain_timeout_ms", p.drain_timeout_ms),
+        ("header_timeout_ms", p.header_timeout_ms),
+        ("idle_timeout_ms", p.idle_timeout_ms),
+        ("tls_handshake_timeout_ms", p.tls_handshake_timeout_ms),
     ] {
         if v == 0 {
             errors.push(ConfigError::new(
@@ -165,6 +168,12 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new(
             "proxy.max_header_bytes",
             "must be at least 8192",
+        ));
+    }
+    if p.max_connections == 0 {
+        errors.push(ConfigError::new(
+            "proxy.max_connections",
+            "must be at least 1",
         ));
     }
     if p.leaf_cache_size == 0 {

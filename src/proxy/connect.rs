@@ -118,21 +118,31 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
         }
         return;
     }
-    let start = match LazyConfigAcceptor::new(Acceptor::default(), io).await {
-        Ok(start) => start,
-        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
+    // The whole handshake is bounded: a partial TLS record must not hold the tunnel forever.
+    let limit = proxy.settings().tls_handshake_timeout;
+    let handshake = async {
+        let start = LazyConfigAcceptor::new(Acceptor::default(), io)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = start
+            .client_hello()
+            .server_name()
+            .map_or(host.clone(), str::to_string);
+        let config = proxy
+            .inner
+            .leaves
+            .server_config(&name)
+            .map_err(|e| e.to_string())?;
+        start.into_stream(config).await.map_err(|e| e.to_string())
     };
-    let name = start
-        .client_hello()
-        .server_name()
-        .map_or(host.clone(), str::to_string);
-    let config = match proxy.inner.leaves.server_config(&name) {
-        Ok(c) => c,
-        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
-    };
-    let tls = match start.into_stream(config).await {
-        Ok(tls) => tls,
-        Err(e) => return handshake_failed(&proxy, &ctx, &authority, &e.to_string()),
+    let tls = match tokio::time::timeout(limit, handshake).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => return handshake_failed(&proxy, &ctx, &authority, &e),
+        Err(_) => {
+            proxy.metrics().connection_timeout("tls_handshake");
+            let why = format!("not finished within {limit:?} (proxy.tls_handshake_timeout_ms)");
+            return handshake_failed(&proxy, &ctx, &authority, &why);
+        }
     };
     proxy.metrics().tls_handshake(true);
     let ctx = ConnCtx {

@@ -1,38 +1,60 @@
 //! Accepting connections and stopping gracefully: on shutdown the listener closes, every
 //! HTTP connection is asked to finish its in-flight exchanges (HTTP/1.1 closes after the
 //! current response, HTTP/2 sends GOAWAY), and whatever is still running at the drain
-//! deadline is cut.
+//! deadline is cut. Connections over `proxy.max_connections` are refused, accept errors
+//! back off (`accept`), and every connection is held to the header and idle deadlines
+//! (`watchdog`).
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
+use http_body_util::BodyExt;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::Proxy;
+use super::accept::{self, Backoff, LogLimiter};
 use super::service::{self, ConnCtx};
-
-/// How long a client may take to send a request head (slow-loris bound).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+use super::watchdog::{Activity, Expired, Watched};
+use super::{Proxy, ProxyBody};
+use crate::telemetry::ConnectionGuard;
 
 impl Proxy {
     /// Serves `listener` until `shutdown` resolves, then drains.
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
+        let mut backoff = Backoff::default();
+        let mut exhausted_log = LogLimiter::new(accept::LOG_EVERY);
+        let mut refused_log = LogLimiter::new(accept::LOG_EVERY);
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, peer)) => self.spawn_connection(stream, peer),
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning on the error.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok((stream, peer)) => {
+                        backoff.succeeded();
+                        self.admit(stream, peer, &mut refused_log);
                     }
+                    Err(e) if accept::is_resource_exhaustion(&e) => {
+                        self.metrics().connection_rejected("fd_limit");
+                        let pause = backoff.failed();
+                        if let Some(n) = exhausted_log.hit(tokio::time::Instant::now()) {
+                            tracing::warn!(
+                                "accept failed {n} time(s) in the last {:?}: {e} (pausing \
+                                 accepts, now {pause:?}; raise `ulimit -n` or lower \
+                                 proxy.max_connections)",
+                                accept::LOG_EVERY
+                            );
+                        }
+                        tokio::select! {
+                            () = &mut shutdown => break,
+                            () = tokio::time::sleep(pause) => {}
+                        }
+                    }
+                    // Per-connection failures (the peer reset before accept): nothing to wait for.
+                    Err(e) => tracing::debug!("accept failed: {e}"),
                 },
             }
         }
@@ -40,17 +62,37 @@ impl Proxy {
         self.drain().await;
     }
 
-    fn spawn_connection(&self, stream: TcpStream, peer: SocketAddr) {
+    /// Starts serving `stream`, or refuses it when `proxy.max_connections` are open.
+    fn admit(&self, stream: TcpStream, peer: SocketAddr, refused_log: &mut LogLimiter) {
+        let open = &self.inner.open_connections;
+        let max = self.settings().max_connections;
+        // Only this loop increments, so the check cannot be raced past the cap.
+        if open.load(Ordering::Acquire) >= max {
+            self.metrics().connection_rejected("cap");
+            if let Some(n) = refused_log.hit(tokio::time::Instant::now()) {
+                tracing::warn!(
+                    "refused {n} connection(s) in the last {:?}: {max} open \
+                     (proxy.max_connections); latest from {peer}",
+                    accept::LOG_EVERY
+                );
+            }
+            accept::refuse(stream);
+            return;
+        }
+        open.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot {
+            proxy: self.clone(),
+            _metric: self.metrics().connection_opened(),
+        };
         let _ = stream.set_nodelay(true);
         let proxy = self.clone();
         self.inner.shutdown.tasks.spawn(async move {
-            let _open = proxy.metrics().connection_opened();
             let ctx = ConnCtx {
                 peer,
                 user: None,
                 tunnel: None,
             };
-            serve_http(proxy, ctx, TokioIo::new(stream)).await;
+            serve_watched(proxy, ctx, stream, slot).await;
         });
     }
 
@@ -83,31 +125,83 @@ pub(super) fn serve_http<I>(
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    Box::pin(serve_http_inner(proxy, ctx, io))
+    // hyper IO -> tokio IO (to watch reads) -> hyper IO again; both wrappers are thin.
+    Box::pin(serve_watched(proxy, ctx, TokioIo::new(io), ()))
 }
 
-async fn serve_http_inner<I>(proxy: Proxy, ctx: ConnCtx, io: I)
+/// A client socket's place under `proxy.max_connections` (and in the open-connections
+/// gauge), held by the socket wrapper so a CONNECT tunnel keeps it after the upgrade.
+struct Slot {
+    proxy: Proxy,
+    _metric: ConnectionGuard,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.proxy
+            .inner
+            .open_connections
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn serve_watched<T, S>(proxy: Proxy, ctx: ConnCtx, io: T, slot: S)
 where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: Unpin + Send + 'static,
 {
+    let activity = Activity::new();
+    let io = TokioIo::new(Watched::new(io, activity.clone(), slot));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        // The watchdog times heads from accept, which hyper's timer cannot (see watchdog).
+        .header_read_timeout(None)
         .max_buf_size(proxy.settings().max_header_bytes);
     builder.http2().timer(TokioTimer::new());
     let peer = ctx.peer;
+    let limits = proxy.settings().conn_limits;
     let drain = proxy.inner.shutdown.drain.clone();
     let hard = proxy.inner.shutdown.hard.clone();
     let svc = {
         let proxy = proxy.clone();
-        service_fn(move |req| service::handle(proxy.clone(), ctx.clone(), req))
+        let activity = activity.clone();
+        service_fn(move |req| {
+            let busy = activity.request_started();
+            let handled = service::handle(proxy.clone(), ctx.clone(), req);
+            async move {
+                // The request stays in flight until hyper drops the response body.
+                handled.await.map(|resp| {
+                    resp.map(|body| -> ProxyBody {
+                        body.map_frame(move |f| {
+                            let _ = &busy;
+                            f
+                        })
+                        .boxed()
+                    })
+                })
+            }
+        })
     };
     let conn = builder.serve_connection_with_upgrades(io, svc);
     tokio::pin!(conn);
     let result = tokio::select! {
         r = conn.as_mut() => r,
+        expired = activity.expired(limits) => {
+            proxy.metrics().connection_timeout(expired.label());
+            match expired {
+                Expired::Header => tracing::info!(
+                    "closed connection from {peer}: no complete request head within {:?}",
+                    limits.header
+                ),
+                Expired::Idle => tracing::debug!(
+                    "closed connection from {peer}: idle for {:?}",
+                    limits.idle
+                ),
+            }
+            return;
+        }
         () = drain.cancelled() => {
             conn.as_mut().graceful_shutdown();
             tokio::select! {

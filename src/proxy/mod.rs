@@ -6,6 +6,7 @@
 //! errors become responses. This module must not reach into `run`: the two meet only
 //! through the journal (and, later, the chaos engine handle).
 
+mod accept;
 mod attack;
 mod body;
 mod canary;
@@ -22,6 +23,7 @@ pub mod rescue;
 mod service;
 mod tunnel;
 mod upstream;
+mod watchdog;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -76,6 +78,10 @@ struct Settings {
     /// `proxy.max_rewrite_bytes`: the cap on what a chaos rewrite produces.
     max_rewrite_bytes: usize,
     allow_loopback_targets: Vec<crate::config::TargetRule>,
+    /// Connection deadlines and cap (listener, watchdog, connect).
+    conn_limits: watchdog::Limits,
+    tls_handshake_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Settings {
@@ -126,6 +132,12 @@ impl Settings {
                 .into_iter()
                 .flatten()
                 .collect(),
+            conn_limits: watchdog::Limits {
+                header: Duration::from_millis(p.header_timeout_ms),
+                idle: Duration::from_millis(p.idle_timeout_ms),
+            },
+            tls_handshake_timeout: Duration::from_millis(p.tls_handshake_timeout_ms),
+            max_connections: p.max_connections,
         })
     }
 }
@@ -152,6 +164,8 @@ struct Shared {
     journal: Journal,
     metrics: Metrics,
     shutdown: Shutdown,
+    /// Client sockets open now (tunnels included), checked against `max_connections`.
+    open_connections: std::sync::atomic::AtomicUsize,
 }
 
 /// Cheap-clone handle to a proxy instance.
@@ -194,6 +208,7 @@ impl Proxy {
             journal,
             metrics,
             shutdown: Shutdown::default(),
+            open_connections: Default::default(),
         };
         Ok(Proxy {
             inner: Arc::new(shared),
