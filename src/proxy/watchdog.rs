@@ -9,6 +9,11 @@
 //! (and holds the connection's slot under `proxy.max_connections` for as long as the socket
 //! lives, tunnels included), and `RequestGuard` marks a request in flight until its
 //! response body is done.
+//!
+//! State changes never wake the watcher (a wake per request, across threads, cost more
+//! than the request itself): the watcher wakes at least every `min(header, idle)` and
+//! re-reads the state. Every change starts a deadline at least that far ahead, so none is
+//! missed or late.
 
 use std::io;
 use std::pin::Pin;
@@ -19,7 +24,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The deadlines one connection is held to.
@@ -60,8 +64,6 @@ struct State {
     phase: Phase,
     since: Instant,
     in_flight: usize,
-    /// Bumped on every change, so a deadline that fires as the state changes is ignored.
-    epoch: u64,
 }
 
 #[derive(Debug)]
@@ -72,7 +74,6 @@ pub(super) struct Activity {
     /// HTTP/2 (seen from the preface): frames such as PING arrive between requests, so a
     /// byte while idle does not start a head deadline.
     h2: AtomicBool,
-    changed: Notify,
 }
 
 impl Activity {
@@ -82,11 +83,9 @@ impl Activity {
                 phase: Phase::Head,
                 since: Instant::now(),
                 in_flight: 0,
-                epoch: 0,
             }),
             idle: AtomicBool::new(false),
             h2: AtomicBool::new(false),
-            changed: Notify::new(),
         })
     }
 
@@ -97,9 +96,7 @@ impl Activity {
     fn set(&self, s: &mut State, phase: Phase) {
         s.phase = phase;
         s.since = Instant::now();
-        s.epoch += 1;
         self.idle.store(phase == Phase::Idle, Ordering::Relaxed);
-        self.changed.notify_one();
     }
 
     /// A request head was parsed: no deadline until its response is done.
@@ -138,26 +135,22 @@ impl Activity {
 
     /// Resolves when the connection has overrun a deadline; pending while it keeps to them.
     pub async fn expired(&self, limits: Limits) -> Expired {
+        let step = limits.header.min(limits.idle);
         loop {
-            let (deadline, kind, epoch) = {
+            let (deadline, kind) = {
                 let s = self.state();
                 match s.phase {
-                    Phase::Busy => (None, Expired::Idle, s.epoch),
-                    Phase::Head => (Some(s.since + limits.header), Expired::Header, s.epoch),
-                    Phase::Idle => (Some(s.since + limits.idle), Expired::Idle, s.epoch),
+                    Phase::Busy => (None, Expired::Idle),
+                    Phase::Head => (Some(s.since + limits.header), Expired::Header),
+                    Phase::Idle => (Some(s.since + limits.idle), Expired::Idle),
                 }
             };
-            match deadline {
-                None => self.changed.notified().await,
-                Some(at) => tokio::select! {
-                    () = tokio::time::sleep_until(at) => {
-                        if self.state().epoch == epoch {
-                            return kind;
-                        }
-                    }
-                    () = self.changed.notified() => {}
-                },
+            let now = Instant::now();
+            if deadline.is_some_and(|d| d <= now) {
+                return kind;
             }
+            let next = deadline.map_or(now + step, |d| d.min(now + step));
+            tokio::time::sleep_until(next).await;
         }
     }
 }
@@ -279,6 +272,39 @@ mod tests {
         let start = Instant::now();
         assert_eq!(a.expired(LIMITS).await, Expired::Idle);
         assert_eq!(start.elapsed(), LIMITS.idle);
+    }
+
+    /// The watcher is never woken by a change: it must still meet a deadline that a change
+    /// made earlier than the one it was sleeping towards.
+    #[tokio::test(start_paused = true)]
+    async fn a_running_watcher_meets_deadlines_that_changes_brought_forward() {
+        let a = Activity::new();
+        drop(a.request_started()); // idle: its deadline is 60 s away
+        let start = Instant::now();
+        let watcher = tokio::spawn({
+            let a = a.clone();
+            async move { a.expired(LIMITS).await }
+        });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        a.bytes_read(None); // a head starts: 10 s from now, before the idle deadline
+        assert_eq!(watcher.await.unwrap(), Expired::Header);
+        assert_eq!(start.elapsed(), Duration::from_secs(15));
+
+        let short_idle = Limits {
+            header: Duration::from_secs(60),
+            idle: Duration::from_secs(10),
+        };
+        let a = Activity::new();
+        let guard = a.request_started();
+        let start = Instant::now();
+        let watcher = tokio::spawn({
+            let a = a.clone();
+            async move { a.expired(short_idle).await }
+        });
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        drop(guard);
+        assert_eq!(watcher.await.unwrap(), Expired::Idle);
+        assert_eq!(start.elapsed(), Duration::from_secs(35));
     }
 
     #[tokio::test(start_paused = true)]
