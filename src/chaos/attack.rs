@@ -61,6 +61,11 @@ pub fn apply_to_request(
     draw: u64,
     budget: &mut Budget,
 ) -> Result<(), NotApplied> {
+    if !body.is_object() {
+        return Err(NotApplied::Skip(
+            "the request body is not a JSON object".into(),
+        ));
+    }
     let text = payload(attack, draw).unwrap_or_default();
     let with_sep = text.len().saturating_add(2);
     match attack {
@@ -256,6 +261,34 @@ pub fn inject_tool_response(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Found by tests/fuzz.rs: a request body of valid JSON but the wrong shape is left
+    /// alone (the attack is skipped), never indexed into.
+    #[test]
+    fn bodies_of_the_wrong_shape_are_skipped_not_indexed() {
+        let conflict = AttackMode::ConflictingContext { payload: None };
+        let injection = AttackMode::IndirectInjection {
+            payloads: vec!["x".into()],
+            payload: None,
+        };
+        for p in [
+            Provider::Openai,
+            Provider::Anthropic,
+            Provider::Gemini,
+            Provider::Ollama,
+        ] {
+            for body in [json!("tool_result"), json!(5), json!([1, 2])] {
+                let mut b = body.clone();
+                let r = apply_to_request(p, &mut b, &conflict, 1, &mut big());
+                assert!(matches!(r, Err(NotApplied::Skip(_))), "{p:?} {body}");
+                assert_eq!(b, body);
+            }
+            let mut b =
+                json!({"systemInstruction": "be nice", "messages": [3, "x"], "contents": [1]});
+            let _ = apply_to_request(p, &mut b, &conflict, 1, &mut big());
+            let _ = apply_to_request(p, &mut b, &injection, 1, &mut big());
+        }
+    }
 
     fn big() -> Budget {
         Budget::new(crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES, 0)

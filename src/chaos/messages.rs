@@ -100,7 +100,8 @@ pub fn for_each_tool_result(
     let Some(turns) = body.get_mut(turns_key(p)).and_then(Value::as_array_mut) else {
         return n;
     };
-    for m in turns.iter_mut() {
+    // A turn that is not an object is no message: skipped, never indexed into.
+    for m in turns.iter_mut().filter(|m| m.is_object()) {
         match p {
             Provider::Openai | Provider::Ollama if m["role"] == "tool" => {
                 if let Some(c) = m.get_mut("content") {
@@ -181,10 +182,22 @@ pub fn add_system(p: Provider, body: &mut Value, text: &str) -> bool {
             true
         }
         Provider::Gemini => {
-            let parts = &mut body["systemInstruction"]["parts"];
-            match parts.as_array_mut() {
-                Some(a) => a.push(json!({"text": text})),
-                None => *parts = json!([{"text": text}]),
+            let Some(o) = body.as_object_mut() else {
+                return false;
+            };
+            let si = o
+                .entry("systemInstruction")
+                .or_insert_with(|| json!({"parts": []}));
+            if !si.is_object() {
+                *si = json!({"parts": []});
+            }
+            let parts = si
+                .as_object_mut()
+                .map(|si| si.entry("parts").or_insert_with(|| json!([])));
+            match parts {
+                Some(Value::Array(a)) => a.push(json!({"text": text})),
+                Some(other) => *other = json!([{"text": text}]),
+                None => return false,
             }
             true
         }

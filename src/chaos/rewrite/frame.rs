@@ -104,7 +104,10 @@ impl Event {
                 (name, data.join("\n"))
             }
         };
-        let json = serde_json::from_str(&data).ok();
+        // Only an object is a provider event: rewrites index into it.
+        let json = serde_json::from_str(&data)
+            .ok()
+            .filter(serde_json::Value::is_object);
         Event {
             name,
             data,

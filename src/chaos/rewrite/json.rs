@@ -11,8 +11,13 @@ use crate::exchange::Provider;
 impl LlmRewriter {
     pub(super) fn rewrite_json(&mut self, body: Bytes) -> Vec<Out> {
         let p = self.provider;
-        let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
-            self.skipped = Some("response body is not JSON; passed through unchanged".into());
+        // Rewrites index into the body: only an object has the provider's shape.
+        let Some(mut v) = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(Value::is_object)
+        else {
+            self.skipped =
+                Some("response body is not a JSON object; passed through unchanged".into());
             return vec![Out::Data(body)];
         };
         let changed = match self.mode.clone() {

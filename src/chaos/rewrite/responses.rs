@@ -17,7 +17,9 @@ pub fn is_responses(v: &Value) -> bool {
 
 fn each_output_text(output: &mut Value, f: &mut dyn FnMut(&mut String)) {
     for item in output.as_array_mut().into_iter().flatten() {
-        each_content_text(&mut item["content"], f);
+        if let Some(content) = item.get_mut("content") {
+            each_content_text(content, f);
+        }
     }
 }
 
@@ -47,11 +49,22 @@ pub fn for_each_text(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
             string_at(&mut v["part"], "text", f)
         }
         "response.output_item.added" | "response.output_item.done" => {
-            each_content_text(&mut v["item"]["content"], f)
+            if let Some(content) = at(v, &["item", "content"]) {
+                each_content_text(content, f)
+            }
         }
-        _ if v.get("response").is_some() => each_output_text(&mut v["response"]["output"], f),
-        _ => {}
+        _ => {
+            if let Some(output) = at(v, &["response", "output"]) {
+                each_output_text(output, f)
+            }
+        }
     }
+}
+
+/// The value at `keys` if every step is an object that has it (indexing would panic on a
+/// number or a string, and insert nulls where a key is missing).
+fn at<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
+    keys.iter().try_fold(v, |v, k| v.get_mut(*k))
 }
 
 fn each_call(output: &mut Value, f: &mut dyn FnMut(&mut Value)) {
@@ -77,8 +90,11 @@ pub fn for_each_call(v: &mut Value, f: &mut dyn FnMut(&mut Value)) {
         {
             f(&mut v["item"])
         }
-        _ if v.get("response").is_some() => each_call(&mut v["response"]["output"], f),
-        _ => {}
+        _ => {
+            if let Some(output) = at(v, &["response", "output"]) {
+                each_call(output, f)
+            }
+        }
     }
 }
 

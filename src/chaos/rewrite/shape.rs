@@ -260,11 +260,15 @@ pub fn mark_truncated(p: Provider, v: &mut Value) {
     }
     match p {
         Provider::Openai => visit(v, &[K("choices"), All], &mut |c| {
-            c["finish_reason"] = json!("length")
+            if let Some(c) = c.as_object_mut() {
+                c.insert("finish_reason".into(), json!("length"));
+            }
         }),
         Provider::Anthropic => v["stop_reason"] = json!("max_tokens"),
         Provider::Gemini => visit(v, &[K("candidates"), All], &mut |c| {
-            c["finishReason"] = json!("MAX_TOKENS")
+            if let Some(c) = c.as_object_mut() {
+                c.insert("finishReason".into(), json!("MAX_TOKENS"));
+            }
         }),
         Provider::Ollama => {
             v["done"] = json!(true);
@@ -344,7 +348,8 @@ pub fn garbage_frame(p: Provider, ev: &Event) -> Event {
 pub fn gemini_malformed_call(v: &mut Value) -> bool {
     let mut changed = false;
     visit(v, &[K("candidates"), All], &mut |c| {
-        let Some(parts) = c["content"]["parts"].as_array_mut() else {
+        let parts = c.get_mut("content").and_then(|c| c.get_mut("parts"));
+        let Some(parts) = parts.and_then(Value::as_array_mut) else {
             return;
         };
         let before = parts.len();

@@ -411,7 +411,7 @@ fn unparseable_or_oversized_bodies_pass_through_and_are_reported() {
         (r.text.as_str(), r.skipped.as_deref()),
         (
             "<html>not json</html>",
-            Some("response body is not JSON; passed through unchanged")
+            Some("response body is not a JSON object; passed through unchanged")
         )
     );
     let mut small = LlmRewriter::new(
@@ -770,4 +770,48 @@ fn an_endless_stream_event_is_not_held_without_bound() {
         vec![Out::Data(Bytes::from_static(b"more"))]
     );
     assert!(r.skipped().unwrap().contains("over 16 bytes"));
+}
+
+/// Found by tests/fuzz.rs: JSON that is valid but not the provider's shape (a number where
+/// an event or a message is, a string for a turn) passes through, never panics.
+#[test]
+fn valid_json_of_the_wrong_shape_passes_through() {
+    for (provider, ct, body) in [
+        (
+            Provider::Ollama,
+            "application/x-ndjson",
+            "18446744073709551616\n",
+        ),
+        (
+            Provider::Ollama,
+            "application/json",
+            r#"{"message": 5, "done": true}"#,
+        ),
+        (
+            Provider::Openai,
+            "application/json",
+            r#"{"choices": [1, "x"]}"#,
+        ),
+        (
+            Provider::Gemini,
+            "text/event-stream",
+            "data: {\"candidates\": [7]}\n\n",
+        ),
+        (
+            Provider::Openai,
+            "text/event-stream",
+            "data: {\"type\": \"response.output_item.done\", \"item\": 3, \"response\": 4}\n\n",
+        ),
+    ] {
+        for mode in [
+            LlmMode::TruncatedResponse { max_tokens: 1 },
+            LlmMode::Empty {},
+            LlmMode::ToolCallCorruption {
+                corruption: crate::config::chaos::Corruption::InvalidJson,
+            },
+        ] {
+            let r = run(provider, mode.clone(), ct, &[body.into()]);
+            assert!(!r.text.is_empty(), "{provider:?} {mode:?} {body}");
+        }
+    }
 }
