@@ -36,7 +36,10 @@ fn an_agent_that_bypasses_the_proxy_is_not_tested() {
         ": NOT TESTED\n  - no request crossed the proxy during the run: the agent is not using flakestorm's proxy",
         "(exit 2: the run could not judge the agent",
     ] {
-        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        assert!(
+            out.contains(want),
+            "missing {want:?} in:\n{out}\nstderr:\n{err}"
+        );
     }
     let r = report(&dir.path().join("reports/contract.json"));
     assert_eq!(
