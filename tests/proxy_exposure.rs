@@ -8,28 +8,11 @@ mod common;
 use std::net::SocketAddr;
 
 use common::origin;
+use common::raw::raw;
 use common::*;
 use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::{Daemon, DaemonError};
 use flakestorm::exchange::Outcome;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn raw(proxy: SocketAddr, bytes: &[u8]) -> String {
-    let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
-    s.write_all(bytes).await.unwrap();
-    let mut out = Vec::new();
-    within("proxy answers", async {
-        let mut buf = [0u8; 4096];
-        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// Every way of writing "this machine" that resolves to it.
 const SPELLINGS: &[&str] = &[

@@ -7,6 +7,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::origin;
+use common::raw::raw;
 use common::*;
 use flakestorm::exchange::Outcome;
 use flakestorm::proxy::ERROR_HEADER;
@@ -16,25 +17,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn closed_port() -> SocketAddr {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     l.local_addr().unwrap()
-}
-
-/// Writes `bytes` to the proxy and reads the response head (or whatever comes before the
-/// proxy closes the connection).
-async fn raw(proxy: SocketAddr, bytes: &[u8]) -> String {
-    let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
-    s.write_all(bytes).await.unwrap();
-    let mut out = Vec::new();
-    within("proxy answers", async {
-        let mut buf = [0u8; 4096];
-        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn still_serving(p: &TestProxy) {

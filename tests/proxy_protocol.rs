@@ -5,36 +5,13 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use common::origin;
+use common::raw::{exchange_raw, raw};
 use common::*;
 use flakestorm::exchange::Outcome;
 use flakestorm::proxy::ERROR_HEADER;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-/// Writes `bytes` on `s` and reads up to the end of the response head.
-async fn exchange_raw<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, bytes: &[u8]) -> String {
-    s.write_all(bytes).await.unwrap();
-    let mut out = Vec::new();
-    within("proxy answers", async {
-        let mut buf = [0u8; 4096];
-        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-async fn raw(proxy: SocketAddr, bytes: &[u8]) -> String {
-    let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
-    exchange_raw(&mut s, bytes).await
-}
 
 /// An origin that accepts every upgrade (101) and records the request line it got.
 async fn upgrading_origin(tls: Option<&[&[u8]]>) -> origin::Origin {

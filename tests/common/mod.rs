@@ -7,6 +7,7 @@
 pub mod agents;
 pub mod cli;
 pub mod origin;
+pub mod raw;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
