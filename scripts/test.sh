@@ -7,6 +7,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# System tools the tests run (curl in tests/clients, kill from procps in the process tests,
+# the venv module for the Python suites), installed with apt when missing on a clean machine.
+missing=()
+command -v curl >/dev/null || missing+=(curl)
+type -P kill >/dev/null || missing+=(procps)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing ${missing[*]} (apt)"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}"
+fi
+# fmt and clippy are components: a minimal rustup profile lacks them.
+if command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -22,12 +38,12 @@ if [ ! -x .venv-tests/bin/python ]; then
   python3 -m venv .venv-tests
 fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
-  -r tests/clients/requirements.txt -r tests/conformance/requirements.txt
+  -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
+  -r tests/frameworks/requirements.txt
 FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs (tests/conformance)"
 FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/conformance -q
 
 echo "==> a LangGraph agent under contract runs (tests/frameworks)"
-.venv-tests/bin/pip install --quiet --disable-pip-version-check -r tests/frameworks/requirements.txt
 FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/frameworks -q
