@@ -34,16 +34,17 @@ cargo test --locked
 
 echo "==> real clients through the proxy (tests/clients)"
 cargo build --locked --quiet
+bin="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/flakestorm"
 if [ ! -x .venv-tests/bin/python ]; then
   python3 -m venv .venv-tests
 fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
   -r tests/frameworks/requirements.txt
-FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/clients -q
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs (tests/conformance)"
-FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/conformance -q
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q
 
 echo "==> a LangGraph agent under contract runs (tests/frameworks)"
-FLAKESTORM_BIN="$PWD/target/debug/flakestorm" .venv-tests/bin/python -m pytest tests/frameworks -q
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
