@@ -4,30 +4,10 @@
 
 mod common;
 
-use common::origin::{self, Body};
+use common::origin;
 use common::*;
 use flakestorm::exchange::{BodyEnd, Outcome};
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
-
-/// An LLM origin that answers with the JSON body it received.
-async fn echo() -> origin::Origin {
-    origin::start(
-        None,
-        |req: http::Request<hyper::body::Incoming>| async move {
-            let bytes = req.into_body().collect().await.unwrap().to_bytes();
-            let mut r = http::Response::new(Body::new(
-                http_body_util::Full::new(bytes).map_err(|n| match n {}),
-            ));
-            r.headers_mut().insert(
-                "content-type",
-                http::HeaderValue::from_static("application/json"),
-            );
-            r
-        },
-    )
-    .await
-}
 
 fn chat() -> String {
     json!({"model": "m", "messages": [{"role": "user", "content": "What is the capital of France?"}]})
@@ -36,7 +16,7 @@ fn chat() -> String {
 
 #[tokio::test]
 async fn an_attack_over_the_cap_fails_its_request_and_the_next_one_is_served() {
-    let o = echo().await;
+    let o = origin::echo().await;
     // 10 000 tokens of filler (~67 KB) is in range, but over a 4 KiB cap.
     let p = start_proxy(
         "proxy:\n  max_rewrite_bytes: 4096\nchaos:\n  context_attacks:\n    - {type: overflow, inject_tokens: 10000, match_url: '*big*'}\n",

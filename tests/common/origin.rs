@@ -164,6 +164,20 @@ pub async fn json(body: &'static str) -> Origin {
     .await
 }
 
+/// An origin that answers with the body it received, as JSON: what the LLM would have seen.
+pub async fn echo() -> Origin {
+    start(None, |req: Request<Incoming>| async move {
+        let bytes = req.into_body().collect().await.unwrap().to_bytes();
+        let mut r = Response::new(Full::new(bytes).map_err(|n| match n {}).boxed());
+        r.headers_mut().insert(
+            "content-type",
+            http::HeaderValue::from_static("application/json"),
+        );
+        r
+    })
+    .await
+}
+
 /// A search tool's API: every request gets `{"results": [the fact]}`.
 pub async fn search_tool() -> Origin {
     json(r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#).await
