@@ -19,9 +19,13 @@ fn explain(e: &Exchange) -> Option<String> {
     let Outcome::Error { error, .. } = &e.outcome else {
         return None;
     };
-    // An injected fault is the chaos under test; an exfiltration attempt to an unreachable
-    // host is the agent's behaviour, whatever became of the request.
-    if error.source == ErrorSource::Injected || e.fault.is_some() || !e.canary_leaks.is_empty() {
+    // An injected fault is the chaos under test, and so is an upstream timeout that an
+    // applied fault's delay brought about; an exfiltration attempt to an unreachable host
+    // is the agent's behaviour, whatever became of the request. A fault that fired on a
+    // call whose upstream failed on its own (refused, untrusted) does not excuse it.
+    let delayed_by_chaos =
+        error.kind == "upstream_timeout" && e.fault.as_ref().is_some_and(|f| f.applied);
+    if error.source == ErrorSource::Injected || delayed_by_chaos || !e.canary_leaks.is_empty() {
         return None;
     }
     let msg = &error.message;
@@ -96,14 +100,25 @@ mod tests {
             None,
             "chaos is not an error"
         );
-        let mut faulted = failed(llm(), ErrorSource::Upstream, "upstream_connect");
-        faulted.fault = Some(FaultRecord {
+        let slow = Some(FaultRecord {
             rule: "r".into(),
             mode: "slow".into(),
             applied: true,
             note: None,
         });
-        assert_eq!(problem(&[Arc::new(faulted)]), None);
+        let mut delayed = failed(llm(), ErrorSource::Upstream, "upstream_timeout");
+        delayed.fault = slow.clone();
+        assert_eq!(
+            problem(&[Arc::new(delayed)]),
+            None,
+            "the delay is the chaos"
+        );
+        let mut refused = failed(llm(), ErrorSource::Upstream, "upstream_connect");
+        refused.fault = slow;
+        assert!(
+            problem(&[Arc::new(refused)]).is_some(),
+            "a fault that fired does not excuse an upstream that refused on its own"
+        );
         let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect");
         assert_eq!(problem(&[Arc::new(exporter)]), None, "nobody's case");
         let auth = failed(
