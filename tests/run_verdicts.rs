@@ -28,6 +28,85 @@ contract:
       tool_faults: [{id: search-down, tool: web_search, mode: error, error_code: 503}]
 "#;
 
+/// The same agent, whose telemetry exporter does use the proxy: its uploads crossing the
+/// proxy do not show that the agent's tool calls did. Still not tested.
+#[tokio::test]
+async fn an_exporter_through_the_proxy_does_not_make_a_bypassing_agent_tested() {
+    let tool = origin::fixed(None, "revenue was $4.1B").await;
+    let collector = origin::fixed(None, "ok").await;
+    let yaml = format!(
+        "{CONTRACT}tools:\n  - {{name: web_search, match_url: 'http://{}/*'}}\n",
+        tool.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let research_agent = research(direct_client(), tool.http_url("/search")).await;
+    let upload = collector.http_url("/v1/traces");
+    let invoke = research_agent.http_url("/invoke");
+    let agent = exporting(&p, &upload, &invoke).await;
+    let r = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(
+        collector.log.len(),
+        4,
+        "every case uploaded through the proxy"
+    );
+    assert_eq!(tool.log.len(), 4, "the tool got every call, directly");
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
+    let said = r.judgement.reasons.join("\n");
+    assert!(
+        said.contains("rule `search-down` (error) never reached the agent's traffic")
+            && said.contains(&format!(
+                "the proxy saw http://{} (other) ×2",
+                collector.addr
+            )),
+        "{said}"
+    );
+    // Without chaos, the tools declared are what must be crossed.
+    let no_chaos = CONTRACT
+        .split("    - name: search-down")
+        .next()
+        .unwrap()
+        .to_string();
+    let yaml = format!(
+        "{no_chaos}tools:\n  - {{name: web_search, match_url: 'http://{}/*'}}\n",
+        tool.addr
+    );
+    let q = start_proxy(&yaml).await;
+    let agent = exporting(&q, &upload, &invoke).await;
+    let r = contract_run(&q, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
+    assert!(
+        r.judgement.reasons[0].starts_with(
+            "no call to the agent's tools or LLMs crossed the proxy during the run, only 2 other"
+        ),
+        "{:?}",
+        r.judgement.reasons
+    );
+    q.stop().await;
+    p.stop().await;
+}
+
+/// An agent that uploads a span to `upload` through `p`'s proxy, then has the research
+/// agent at `invoke` (which calls its tool directly) answer.
+async fn exporting(p: &TestProxy, upload: &str, invoke: &str) -> origin::Origin {
+    let (proxied, upload, invoke) = (client_via(p, H1), upload.to_string(), invoke.to_string());
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (proxied, upload, invoke) = (proxied.clone(), upload.clone(), invoke.clone());
+        async move {
+            use http_body_util::BodyExt;
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            proxied.post(&upload).body("spans").send().await.unwrap();
+            let answer = direct_client()
+                .post(&invoke)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            text(&answer.text().await.unwrap())
+        }
+    })
+    .await
+}
+
 /// What most Flakestorm v2 users do first: start the agent by hand, without the proxy
 /// variables. Its tool is called directly, no fault fires, and the run says so.
 #[tokio::test]

@@ -121,11 +121,11 @@ pub async fn run_chaos(
         n => passed as f64 * 100.0 / n as f64,
     };
     let coverage = vec![covered];
-    let seen = ctx.journal.peek_next_id() - first;
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: seen as usize,
+        exchanges: (ctx.journal.peek_next_id() - first) as usize,
+        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, first),
         declares_traffic: ctx.declared.any(),
         score,
         min_score: ctx.min_score,

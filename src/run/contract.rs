@@ -153,11 +153,11 @@ pub async fn run_contract(
     }
     run_warnings(ctx, &cases, &mut warnings);
     let mut score = score(&cells);
-    let seen = ctx.journal.peek_next_id() - first;
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: seen as usize,
+        exchanges: (ctx.journal.peek_next_id() - first) as usize,
+        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, first),
         declares_traffic: ctx.declared.any(),
         score: score.value,
         min_score: ctx.min_score,

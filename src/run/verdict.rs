@@ -9,6 +9,8 @@ use serde::Serialize;
 
 use super::cases::CaseResult;
 use super::coverage::Coverage;
+use crate::exchange::{Exchange, Outcome, Target};
+use crate::journal::Journal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,6 +61,9 @@ pub(super) struct Evidence<'a> {
     pub coverage: &'a [Coverage],
     /// Exchanges the proxy recorded during the whole run, attributed or not.
     pub exchanges: usize,
+    /// Of those, the agent's own work (`agent_traffic`): an exporter's uploads alone do
+    /// not show that the agent's calls crossed the proxy.
+    pub agent_exchanges: usize,
     /// `tools:` or `llm:` entries exist: traffic must cross the proxy.
     pub declares_traffic: bool,
     pub score: f64,
@@ -67,6 +72,28 @@ pub(super) struct Evidence<'a> {
     pub failed_critical: Vec<String>,
     /// Something was judged (a cell passed or failed; a prompt was judged).
     pub judged_anything: bool,
+}
+
+/// How many of the exchanges recorded since id `first` were the agent's own work: calls to
+/// its tools, LLMs and embeddings, or requests the proxy refused it (untrusted CA, proxy
+/// auth). An exporter's uploads crossing the proxy do not show that the agent's calls did.
+/// Exchanges the bounded journal already dropped are counted as the agent's.
+pub(super) fn agent_traffic(journal: &Journal, first: u64) -> usize {
+    let last = journal.peek_next_id();
+    if last == first {
+        return 0;
+    }
+    let kept = journal.slice(first, last - 1);
+    let dropped = (last - first) as usize - kept.len();
+    let refused = |e: &Exchange| {
+        matches!(&e.outcome, Outcome::Error { error, .. }
+            if matches!(error.kind.as_str(), "client_tls" | "proxy_auth_required"))
+    };
+    dropped
+        + kept
+            .iter()
+            .filter(|e| !matches!(e.target, Target::Other) || refused(e))
+            .count()
 }
 
 pub(super) fn decide(e: &Evidence) -> Judgement {
@@ -133,6 +160,13 @@ fn untested(e: &Evidence) -> Vec<String> {
              start it with agent.command)"
                 .to_string(),
         );
+    } else if e.agent_exchanges == 0 && e.declares_traffic && unfired == 0 {
+        // With unfired rules, their lines below say what the proxy saw instead.
+        out.push(format!(
+            "no call to the agent's tools or LLMs crossed the proxy during the run, only \
+             {exchanges} other request(s) (an exporter's?): the agent's own calls bypass \
+             flakestorm's proxy, or the tools:/llm: globs do not match them"
+        ));
     }
     for c in e.coverage {
         for r in &c.rules {
