@@ -95,12 +95,16 @@ pub fn combine(
             verdict: None,
         });
     }
+    // A phase that was not tested has a score that measures nothing about the agent (0
+    // when nothing was judged): it stays out of the mean, and says so in the verdict.
     let (sum, weights) = phases
         .iter()
+        .filter(|p| p.verdict != Some(RunVerdict::NotTested))
         .filter_map(|p| p.score.map(|s| (s * p.weight, p.weight)))
         .fold((0.0, 0.0), |(a, b), (s, w)| (a + s, b + w));
     let overall = if weights > 0.0 { sum / weights } else { 0.0 };
-    let judgement = overall_verdict(&judgements, overall, min_score);
+    let scored = weights > 0.0;
+    let judgement = overall_verdict(&judgements, scored.then_some(overall), min_score);
     // The phases ran on one config: theirs is the run's.
     let config_digest = contract
         .as_ref()
@@ -120,8 +124,12 @@ pub fn combine(
 }
 
 /// The worst phase verdict (error, fail, not tested), with every phase's reasons; a fail
-/// too when the overall score is below the pass mark.
-fn overall_verdict(phases: &[(&str, Judgement)], overall: f64, min_score: f64) -> Judgement {
+/// too when the overall score (of the tested phases, if any) is below the pass mark.
+fn overall_verdict(
+    phases: &[(&str, Judgement)],
+    overall: Option<f64>,
+    min_score: f64,
+) -> Judgement {
     if phases.is_empty() {
         return Judgement {
             verdict: RunVerdict::NotTested,
@@ -133,12 +141,13 @@ fn overall_verdict(phases: &[(&str, Judgement)], overall: f64, min_score: f64) -
         .flat_map(|(name, j)| j.reasons.iter().map(move |r| format!("{name} phase: {r}")))
         .collect();
     let has = |v: RunVerdict| phases.iter().any(|(_, j)| j.verdict == v);
-    let low = overall < min_score;
-    if low {
+    let low = overall.filter(|o| *o < min_score);
+    if let Some(overall) = low {
         reasons.push(format!(
             "overall score {overall:.1} is below the pass mark {min_score}"
         ));
     }
+    let low = low.is_some();
     let verdict = if has(RunVerdict::Error) {
         RunVerdict::Error
     } else if has(RunVerdict::Fail) || low {
@@ -197,5 +206,40 @@ mod tests {
         let r = combine(&ScoringSpec::default(), None, None, &skipped, 0.0);
         assert!(!r.passed, "nothing ran: not a pass");
         assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
+    }
+
+    /// A phase that judged nothing scores 0, which says nothing about the agent: the run is
+    /// not tested (exit 2), not failed for a low overall score.
+    #[test]
+    fn an_untested_phase_is_not_a_low_score() {
+        let untested = ChaosReport {
+            schema: super::super::chaos::SCHEMA,
+            config_digest: None,
+            chaos: "chaos".into(),
+            seed: 1,
+            cases: vec![],
+            prompts: vec![],
+            score: 0.0,
+            judgement: Judgement {
+                verdict: RunVerdict::NotTested,
+                reasons: vec!["no request crossed the proxy during the run".into()],
+            },
+            min_score: 70.0,
+            coverage: vec![],
+            agent_calls: 0,
+            warnings: vec![],
+        };
+        let r = combine(&ScoringSpec::default(), None, Some(untested), &[], 70.0);
+        assert_eq!(
+            r.judgement.verdict,
+            RunVerdict::NotTested,
+            "{:?}",
+            r.judgement
+        );
+        assert!(
+            !r.judgement.reasons.iter().any(|w| w.contains("pass mark")),
+            "{:?}",
+            r.judgement.reasons
+        );
     }
 }
