@@ -125,3 +125,29 @@ async fn a_response_rewrite_over_the_cap_breaks_its_body_and_the_next_one_is_ser
     let fault = first.fault.as_ref().unwrap();
     assert!(!fault.applied && fault.note.as_deref().unwrap().contains("max_rewrite_bytes"));
 }
+
+/// The cap is on what a rewrite produces: an attack that was skipped (no tool results to
+/// inject into) leaves a request over the cap as the agent sent it, byte for byte.
+#[tokio::test]
+async fn a_request_no_attack_changed_is_forwarded_whatever_its_size() {
+    let o = origin::echo().await;
+    let p = start_proxy(
+        "proxy:\n  max_rewrite_bytes: 1024\nchaos:\n  context_attacks:\n    - {type: indirect_injection, payload: PWNED}\n",
+    )
+    .await;
+    let long = "x".repeat(4000);
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": long}]}).to_string();
+    let resp = client_via(&p, H1)
+        .post(o.http_url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), body, "sent unchanged");
+    p.daemon.journal.wait_for(1).await;
+    let attacks = p.daemon.journal.all()[0].attacks.clone();
+    assert!(attacks.len() == 1 && !attacks[0].applied, "{attacks:?}");
+    p.stop().await;
+}

@@ -134,28 +134,38 @@ pub async fn rewrite_request(
     };
     let cap = rec.max_rewrite_bytes();
     let mut budget = Budget::new(cap, original.len());
+    // The last attack that changed the body: what a final size overrun is blamed on.
+    let mut last_applied = None;
     for (i, fired) in attacks {
         let applied =
             attack::apply_to_request(provider, &mut json, &fired.what, fired.draw, &mut budget);
         match applied {
-            Ok(()) => {}
+            Ok(()) => last_applied = Some(*i),
             Err(NotApplied::Skip(note)) => rec.not_applied(Owner::Attack(*i), note),
             Err(NotApplied::TooLarge(e)) => return Err(too_large(rec, *i, e.to_string())),
         }
     }
-    if truncate_ollama && !messages::drop_early_turns(&mut json) {
+    let truncated = truncate_ollama && messages::drop_early_turns(&mut json);
+    if truncate_ollama && !truncated {
         rec.not_applied(Owner::Fault, "the conversation is too short to truncate");
     }
+    if last_applied.is_none() && !truncated {
+        // Nothing changed: the agent's own bytes go on, whatever their size.
+        return Ok(Request::from_parts(
+            parts,
+            Full::new(original).map_err(|n| match n {}).boxed(),
+        ));
+    }
     let bytes = Bytes::from(json.to_string());
-    // The budget counts text; JSON escapes can add a little on top.
-    if bytes.len() > cap {
+    // The budget counts text; JSON escapes can add a little on top. Only attacks grow a
+    // body (truncation shrinks it).
+    if let Some(i) = last_applied.filter(|_| bytes.len() > cap) {
         let msg = format!(
             "the rewritten request is {} bytes, over proxy.max_rewrite_bytes ({cap}); this \
              exchange failed instead",
             bytes.len()
         );
-        let first = attacks.first().map_or(0, |(i, _)| *i);
-        return Err(too_large(rec, first, msg));
+        return Err(too_large(rec, i, msg));
     }
     parts
         .headers
