@@ -37,7 +37,8 @@ impl Budget {
     /// Adds `extra` bytes, if the body stays within the cap.
     pub fn grow(&mut self, extra: usize) -> Result<(), TooLarge> {
         let needed = self.size.saturating_add(extra);
-        if needed > self.limit {
+        // A body already over the cap that a rewrite does not grow is not failed for it.
+        if extra > 0 && needed > self.limit {
             return Err(TooLarge {
                 needed,
                 limit: self.limit,
@@ -61,6 +62,14 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_over_the_cap_may_be_rewritten_in_place_not_grown() {
+        let mut b = Budget::new(100, 500);
+        assert!(b.replace(10, 10).is_ok(), "same size: a tone change");
+        assert!(b.replace(10, 4).is_ok(), "shrinks");
+        assert!(b.grow(1).is_err(), "grows past the cap");
+    }
 
     #[test]
     fn growth_past_the_cap_is_refused_and_changes_nothing() {
