@@ -69,8 +69,11 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
         });
     } else {
         // Refused destinations fail the CONNECT itself, before any TLS; other resolution
-        // failures surface on the requests inside, as before.
-        if let Err(e) = proxy.inner.guard.resolve(host, port).await
+        // failures (and a resolver slower than connect_timeout_ms, which must not hold the
+        // 200 back) surface on the requests inside, whose connections are checked too.
+        let timeout = proxy.settings().connect_timeout;
+        let resolved = tokio::time::timeout(timeout, proxy.inner.guard.resolve(host, port)).await;
+        if let Ok(Err(e)) = resolved
             && e.kind == ErrorKind::ForbiddenTarget
         {
             return reject(&proxy, &ctx, &req, e);
