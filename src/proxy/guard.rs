@@ -110,14 +110,18 @@ impl Guard {
         };
         let attempt = async {
             let addrs = self.resolve(host, port).await?;
+            // Each address gets its share of the time: a black-holed first address (often
+            // IPv6 in containers) must not use it all before the next is tried.
+            let share = timeout / u32::try_from(addrs.len().max(1)).unwrap_or(u32::MAX);
             let mut last = None;
             for a in addrs {
-                match TcpStream::connect(a).await {
-                    Ok(s) => {
+                match tokio::time::timeout(share, TcpStream::connect(a)).await {
+                    Ok(Ok(s)) => {
                         let _ = s.set_nodelay(true);
                         return Ok(s);
                     }
-                    Err(e) => last = Some(e),
+                    Ok(Err(e)) => last = Some(e),
+                    Err(_) => last = Some(std::io::ErrorKind::TimedOut.into()),
                 }
             }
             let e = last.unwrap_or_else(|| std::io::Error::other("no address"));
