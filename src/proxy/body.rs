@@ -136,13 +136,13 @@ impl Recorder {
         self.started.elapsed().as_secs_f64() * 1000.0
     }
 
-    /// Records the exchange with `outcome`, and counts it (and its fault).
     /// The exchange as built so far, for a record that is not a request and bypasses
     /// `finish` and its metrics (a failed client handshake).
     pub fn into_exchange(self) -> Exchange {
         self.exchange
     }
 
+    /// Records the exchange with `outcome`, and counts it (and its fault).
     pub fn finish(mut self, outcome: Outcome, response_bytes: u64) {
         self.exchange.timings.total_ms = self.elapsed_ms();
         self.exchange.response_bytes = response_bytes;
