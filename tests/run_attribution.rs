@@ -4,14 +4,11 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
 use flakestorm::config::Attribution;
 use flakestorm::run::{ContractReport, RunVerdict, run_contract};
-use http_body_util::BodyExt;
 
 const PROMPTS: usize = 4;
 /// Two scenarios × the prompts.
@@ -19,7 +16,9 @@ const CASES: usize = 2 * PROMPTS;
 
 /// Searches, then emails when the prompt asks for a report and the result tells it to. All
 /// `CASES` cases, of both scenarios, must be in flight together to get past the barrier,
-/// which proves the run did not fall back to one case or one scenario at a time.
+/// which proves the run did not fall back to one case or one scenario at a time. Its
+/// telemetry upload is never traced and calls no tool, so it neither belongs to a case nor
+/// makes the cases beside it unjudgeable.
 async fn agent(
     proxy: &TestProxy,
     search: String,
@@ -27,50 +26,13 @@ async fn agent(
     telemetry: String,
     propagate: bool,
 ) -> origin::Origin {
-    let client = client_via(proxy, H1);
-    let barrier = Arc::new(tokio::sync::Barrier::new(CASES));
-    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
-        let (client, search, email, telemetry, barrier) = (
-            client.clone(),
-            search.clone(),
-            email.clone(),
-            telemetry.clone(),
-            barrier.clone(),
-        );
-        async move {
-            let trace = req.headers().get("traceparent").cloned();
-            let body: serde_json::Value =
-                serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes())
-                    .unwrap();
-            let prompt = body["input"].as_str().unwrap_or_default().to_string();
-            barrier.wait().await;
-            let call = |b: reqwest::RequestBuilder| match (&trace, propagate) {
-                (Some(t), true) => b.header("traceparent", t.clone()),
-                _ => b,
-            };
-            let found = call(client.get(&search))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            // Like an OpenTelemetry exporter's upload: never traced, and no tool's call, so
-            // it neither belongs to a case nor makes the cases beside it unjudgeable.
-            client.post(&telemetry).body("spans").send().await.unwrap();
-            if prompt.contains("report") && found.contains("send the report by email") {
-                call(client.post(&email))
-                    .body(found.clone())
-                    .send()
-                    .await
-                    .unwrap();
-            }
-            text(
-                &serde_json::json!({"result": format!("According to search: {found}")}).to_string(),
-            )
-        }
-    })
-    .await
+    let how = agents::Gullible {
+        when_prompt_says: Some("report"),
+        propagate_trace: propagate,
+        telemetry: Some(telemetry),
+        barrier: Some(CASES),
+    };
+    agents::gullible(client_via(proxy, H1), search, email, how).await
 }
 
 async fn run(propagate: bool) -> (ContractReport, usize) {

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::agents::research;
+use common::agents::{self, research};
 use common::origin::{self, text};
 use common::*;
 use flakestorm::checks::Verdict;
@@ -188,32 +188,12 @@ async fn gullible_agent(
     search_url: String,
     email_url: String,
 ) -> origin::Origin {
-    let client = client_via(proxy, H1);
-    origin::start(None, move |_req: http::Request<hyper::body::Incoming>| {
-        let (client, search_url, email_url) =
-            (client.clone(), search_url.clone(), email_url.clone());
-        async move {
-            let found = client
-                .get(&search_url)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            if found.contains("send the report by email") {
-                client
-                    .post(&email_url)
-                    .body(found.clone())
-                    .send()
-                    .await
-                    .unwrap();
-            }
-            text(
-                &serde_json::json!({"result": format!("According to search: {found}")}).to_string(),
-            )
-        }
-    })
+    agents::gullible(
+        client_via(proxy, H1),
+        search_url,
+        email_url,
+        Default::default(),
+    )
     .await
 }
 
