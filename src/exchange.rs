@@ -233,13 +233,16 @@ impl Exchange {
     }
 }
 
-/// A builder for unit tests: a complete `200` exchange for `url`, fields empty.
+/// Fake exchanges for unit tests, in the spirit of mitmproxy's `tflow`: a complete `200`
+/// `POST` for a URL, changed field by field (`exchange(t, url).status(503).build()`).
 #[cfg(test)]
 pub mod tests_support {
     use super::*;
 
-    pub fn exchange(target: Target, url: &str) -> Exchange {
-        Exchange {
+    pub struct Builder(Exchange);
+
+    pub fn exchange(target: Target, url: &str) -> Builder {
+        Builder(Exchange {
             id: 1,
             client_addr: "127.0.0.1:1".into(),
             client_user: None,
@@ -267,6 +270,74 @@ pub mod tests_support {
             trace_id: None,
             canary: None,
             canary_leaks: vec![],
+        })
+    }
+
+    fn pairs(headers: &[(&str, &str)]) -> Vec<(String, String)> {
+        headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    impl Builder {
+        pub fn id(mut self, id: u64) -> Self {
+            self.0.id = id;
+            self
+        }
+
+        pub fn method(mut self, method: &str) -> Self {
+            self.0.request.method = method.into();
+            self
+        }
+
+        pub fn request_headers(mut self, headers: &[(&str, &str)]) -> Self {
+            self.0.request.headers = pairs(headers);
+            self
+        }
+
+        /// A response with this status and these headers (replacing an error).
+        pub fn response(mut self, status: u16, headers: &[(&str, &str)]) -> Self {
+            let response = ResponseHead {
+                status,
+                version: "HTTP/1.1".into(),
+                headers: pairs(headers),
+            };
+            self.0.outcome = Outcome::Response {
+                response,
+                body: BodyEnd::Complete,
+            };
+            self
+        }
+
+        /// An error of `source` named `kind`, answered with `status` if any.
+        pub fn error(mut self, source: ErrorSource, kind: &str, status: Option<u16>) -> Self {
+            let error = ErrorInfo {
+                source,
+                kind: kind.into(),
+                message: format!("{kind} happened"),
+            };
+            self.0.outcome = Outcome::Error { error, status };
+            self
+        }
+
+        /// Started at `started_at_ms`, over after `total_ms`.
+        pub fn timed(mut self, started_at_ms: u64, total_ms: f64) -> Self {
+            self.0.timings = Timings {
+                started_at_ms,
+                upstream_headers_ms: None,
+                total_ms,
+            };
+            self
+        }
+
+        pub fn fault(mut self, fault: FaultRecord) -> Self {
+            self.0.fault = Some(fault);
+            self
+        }
+
+        pub fn build(self) -> Exchange {
+            self.0
         }
     }
 }

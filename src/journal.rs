@@ -230,16 +230,11 @@ mod tests {
     use crate::exchange::*;
 
     fn exchange(url: &str, headers: &[(&str, &str)]) -> Exchange {
-        let mut e = tests_support::exchange(Target::Other, url);
-        e.request.method = "GET".into();
-        e.request.headers = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        if let Outcome::Response { response, .. } = &mut e.outcome {
-            response.headers = vec![("set-cookie".into(), "sid=1".into())];
-        }
-        e
+        tests_support::exchange(Target::Other, url)
+            .method("GET")
+            .request_headers(headers)
+            .response(200, &[("set-cookie", "sid=1")])
+            .build()
     }
 
     #[test]

@@ -156,24 +156,11 @@ mod tests {
         start: u64,
         total: f64,
     ) -> Arc<Exchange> {
-        let mut e = tests_support::exchange(target, url);
-        e.id = start;
-        e.outcome = Outcome::Response {
-            response: ResponseHead {
-                status,
-                version: "HTTP/1.1".into(),
-                headers: headers
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            },
-            body: BodyEnd::Complete,
-        };
-        e.timings = Timings {
-            started_at_ms: start,
-            upstream_headers_ms: None,
-            total_ms: total,
-        };
+        let e = tests_support::exchange(target, url)
+            .id(start)
+            .response(status, headers)
+            .timed(start, total)
+            .build();
         Arc::new(e)
     }
 

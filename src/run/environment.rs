@@ -70,19 +70,11 @@ fn explain(e: &Exchange) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::{ErrorInfo, FaultRecord, Provider};
+    use crate::exchange::tests_support::{Builder, exchange};
+    use crate::exchange::{FaultRecord, Provider};
 
-    fn failed(target: Target, source: ErrorSource, kind: &str) -> Exchange {
-        let mut e = crate::exchange::tests_support::exchange(target, "https://llm.test/v1/chat");
-        e.outcome = Outcome::Error {
-            error: ErrorInfo {
-                source,
-                kind: kind.into(),
-                message: format!("{kind} happened"),
-            },
-            status: Some(502),
-        };
-        e
+    fn failed(target: Target, source: ErrorSource, kind: &str) -> Builder {
+        exchange(target, "https://llm.test/v1/chat").error(source, kind, Some(502))
     }
 
     #[test]
@@ -90,49 +82,52 @@ mod tests {
         let llm = || Target::Llm {
             provider: Provider::Openai,
         };
-        let tls = failed(llm(), ErrorSource::Upstream, "upstream_tls");
+        let tls = failed(llm(), ErrorSource::Upstream, "upstream_tls").build();
         let why = problem(&[Arc::new(tls)]).unwrap();
         assert!(why.contains("proxy.upstream_ca_file"), "{why}");
         assert!(why.starts_with("POST https://llm.test/v1/chat: upstream_tls happened"));
-        let injected = failed(llm(), ErrorSource::Injected, "injected_timeout");
+        let injected = failed(llm(), ErrorSource::Injected, "injected_timeout").build();
         assert_eq!(
             problem(&[Arc::new(injected)]),
             None,
             "chaos is not an error"
         );
-        let slow = Some(FaultRecord {
+        let slow = FaultRecord {
             rule: "r".into(),
             mode: "slow".into(),
             applied: true,
             note: None,
-        });
-        let mut delayed = failed(llm(), ErrorSource::Upstream, "upstream_timeout");
-        delayed.fault = slow.clone();
+        };
+        let delayed = failed(llm(), ErrorSource::Upstream, "upstream_timeout")
+            .fault(slow.clone())
+            .build();
         assert_eq!(
             problem(&[Arc::new(delayed)]),
             None,
             "the delay is the chaos"
         );
-        let mut refused = failed(llm(), ErrorSource::Upstream, "upstream_connect");
-        refused.fault = slow;
+        let refused = failed(llm(), ErrorSource::Upstream, "upstream_connect")
+            .fault(slow)
+            .build();
         assert!(
             problem(&[Arc::new(refused)]).is_some(),
             "a fault that fired does not excuse an upstream that refused on its own"
         );
-        let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect");
+        let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect").build();
         assert_eq!(problem(&[Arc::new(exporter)]), None, "nobody's case");
         let auth = failed(
             Target::Other,
             ErrorSource::Downstream,
             "proxy_auth_required",
-        );
+        )
+        .build();
         assert!(
             problem(&[Arc::new(auth)])
                 .unwrap()
                 .contains("NAME:PASSWORD")
         );
-        let mut leak = failed(Target::Other, ErrorSource::Upstream, "upstream_connect");
-        leak.target = Target::Tool { name: "t".into() };
+        let tool = Target::Tool { name: "t".into() };
+        let mut leak = failed(tool, ErrorSource::Upstream, "upstream_connect").build();
         leak.canary_leaks = vec![crate::exchange::CanaryLeak {
             canary: "fsc-1".into(),
             from: "search".into(),
