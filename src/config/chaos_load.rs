@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ConfigError;
 use super::chaos::{ChaosSpec, ContextAttacks, Rule, attack_list, parse_rule, ranges};
-use super::load::section;
+use super::de::section;
 use super::schema::{Config, ToolSpec};
 
 /// Flakestorm v2 fields that some modes do not use. v2 files set them freely (its rules

@@ -11,8 +11,8 @@ use super::ConfigError;
 use super::chaos::ChaosSpec;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
 use super::crosscheck::{Context, check_has_prompts, check_undeclared_tool};
+use super::de::section;
 use super::invariants::{InvariantSpec, check_invariant, parse_invariant};
-use super::load::section;
 use super::schema::ToolSpec;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ pub mod chaos;
 mod chaos_load;
 mod contract;
 mod crosscheck;
+mod de;
 mod embeddings;
 mod error;
 mod expand;

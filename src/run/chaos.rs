@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::RunContext;
+use super::RunError;
 use super::cases::CaseResult;
-use super::contract::RunError;
 use super::coverage::{self, Coverage};
 use super::judge::{UNTRACED_WARNING, view};
 use super::matrix::{ScenarioRun, run_matrix};

@@ -7,30 +7,19 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-use super::RunContext;
 use super::cases::CaseResult;
 use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
 use super::verdict::{Evidence, Judgement, decide};
-use crate::checks::{Invariant, Verdict};
+use super::{CellResult, RunContext, RunError};
+use crate::checks::Invariant;
 use crate::config::chaos::ChaosSpec;
 use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CellResult {
-    pub invariant: String,
-    pub scenario: String,
-    pub severity: Severity,
-    #[serde(flatten)]
-    pub verdict: Verdict,
-    /// Cases the cell judged.
-    pub cases: usize,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractReport {
@@ -53,16 +42,6 @@ pub struct ContractReport {
     /// Times the agent was invoked (scenarios × prompts, plus baselines).
     pub agent_calls: usize,
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("contract.invariants: {0}")]
-    Invariant(String),
-    #[error("contract `{0}` has invariants but no prompts: add golden_prompts or probes")]
-    NoPrompts(String),
-    #[error("chaos rules of scenario `{scenario}`: {message}")]
-    Scenario { scenario: String, message: String },
 }
 
 /// Runs `contract` with `golden` prompts against the agent in `ctx`.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use super::RunContext;
+use super::RunError;
 use super::cases::{CaseResult, run_case, trace_id};
-use super::contract::RunError;
 use crate::chaos::{Canary, RuleSet, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
 use crate::config::chaos::ChaosSpec;
