@@ -84,7 +84,7 @@ impl Daemon {
             Redactor::new(&j.redact_headers, &j.redact_query),
         );
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
-        chaos.set(&config.chaos).map_err(DaemonError::Chaos)?;
+        chaos.set(&config.chaos);
         let proxy = Proxy::new(
             config,
             ca.clone(),

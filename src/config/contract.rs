@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::ChaosSpec;
+use super::chaos::CompiledChaos;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
 use super::crosscheck::{Context, check_has_prompts, check_undeclared_tool};
 use super::de::section;
@@ -86,8 +86,9 @@ pub struct ContractInvariant {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scenario {
     pub name: String,
+    /// Compiled at load (`compile_chaos`); serialized as its spec.
     #[serde(flatten)]
-    pub chaos: ChaosSpec,
+    pub chaos: CompiledChaos,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -303,7 +304,10 @@ fn scenarios(
         lenient_v2_fields(&mut rules, &path, warnings);
         let (chaos, index) = chaos_section(rules, &path, errors);
         let parsed = errors.len();
-        errors.extend(super::validate::check_chaos(&chaos, tools, &path));
+        let chaos = super::validate::compile_chaos(&chaos, tools, &path).unwrap_or_else(|e| {
+            errors.extend(e);
+            CompiledChaos::default()
+        });
         remap_chaos_paths(&mut errors[parsed..], &index, &path);
         out.push(Scenario { name, chaos });
     }

@@ -9,6 +9,7 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Yaml};
 use serde_json::{Map, Value};
 
+use super::chaos::ChaosSpec;
 use super::chaos_load::{
     ChaosIndex, chaos_section, lenient_v2_fields, remap_chaos_paths, warn_unroutable_tools,
 };
@@ -138,13 +139,13 @@ pub fn load_with_env(
     expand_value(&mut expanded, "", &env, &mut vec![]);
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
-    let (mut config, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
+    let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     let base = file
         .and_then(Path::parent)
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     resolve_paths(&mut config, &base);
     let parsed = errors.len();
-    validate(&config, &mut errors);
+    validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
     super::crosscheck::warn_config(&config, &mut warnings);
@@ -271,7 +272,7 @@ fn sections(
     env: &dyn Fn(&str) -> Option<String>,
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
-) -> (Config, ChaosIndex) {
+) -> (Config, ChaosSpec, ChaosIndex) {
     let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
         let mut v = root.remove(name)?;
         expand_value(&mut v, name, env, errors);
@@ -279,6 +280,8 @@ fn sections(
     };
     let mut c = Config::default();
     let mut chaos_index = ChaosIndex::new();
+    // Parsed here, compiled into `c.chaos` by `validate` once the tools are known.
+    let mut chaos = ChaosSpec::default();
     if let Some(v) = take("proxy", errors) {
         c.proxy = section(v, "proxy", errors).unwrap_or_default();
     }
@@ -303,7 +306,7 @@ fn sections(
     if let Some(mut v) = take("chaos", errors) {
         lenient_v2_fields(&mut v, "chaos", warnings);
         let (spec, index) = chaos_section(v, "chaos", errors);
-        c.chaos = spec;
+        chaos = spec;
         chaos_index = index;
     }
     if let Some(v) = take("invariants", errors) {
@@ -361,7 +364,7 @@ fn sections(
             }
         }
     }
-    (c, chaos_index)
+    (c, chaos, chaos_index)
 }
 
 /// `advanced` mixes fields this build applies with run-engine ones.

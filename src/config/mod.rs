@@ -36,7 +36,7 @@ pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
-pub use validate::{check_chaos, listen_addr};
+pub use validate::{compile_chaos, listen_addr};
 
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]

@@ -20,7 +20,8 @@ pub struct Config {
     pub journal: JournalSpec,
     pub advanced: AdvancedSpec,
     /// Faults active from startup (also settable at runtime through the control API).
-    pub chaos: super::chaos::ChaosSpec,
+    /// Compiled once at load (`compile_chaos`); the engine installs it as it is.
+    pub chaos: super::chaos::CompiledChaos,
     /// The agent under test (needed by runs, not by `serve`).
     pub agent: Option<super::AgentSpec>,
     /// Checks on every case of mutation and chaos runs.

@@ -15,7 +15,7 @@ use super::score::{Score, contract_score};
 use super::verdict::{Evidence, Judgement, decide};
 use super::{CellResult, RunContext, RunError};
 use crate::checks::Invariant;
-use crate::config::chaos::ChaosSpec;
+use crate::config::chaos::CompiledChaos;
 use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
@@ -85,7 +85,7 @@ pub async fn run_contract(
         invariants: &invariants,
         prompts_of: &prompts_of,
     };
-    let no_chaos = ChaosSpec::default();
+    let no_chaos = CompiledChaos::default();
     // Baselines come from a no-chaos pass without canaries: the first scenario when it is
     // one, else a pass flakestorm adds (never judged, never planted).
     let first_clean = scenarios[0].chaos.is_empty() && !judge.plants_canaries(&scenarios[0].chaos);
@@ -104,7 +104,7 @@ pub async fn run_contract(
         }))
         .collect();
     let first = ctx.journal.peek_next_id();
-    let mut outcomes = run_matrix(ctx, &runs, &prompts).await?.into_iter();
+    let mut outcomes = run_matrix(ctx, &runs, &prompts).await.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
@@ -182,7 +182,7 @@ fn ordered_scenarios(contract: &ContractSpec) -> Vec<Scenario> {
     if scenarios.is_empty() {
         scenarios.push(Scenario {
             name: "no-chaos".into(),
-            chaos: ChaosSpec::default(),
+            chaos: CompiledChaos::default(),
         });
     }
     scenarios.sort_by_key(|s| !s.chaos.is_empty());

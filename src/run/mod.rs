@@ -104,6 +104,4 @@ pub enum RunError {
     Invariant(String),
     #[error("contract `{0}` has invariants but no prompts: add golden_prompts or probes")]
     NoPrompts(String),
-    #[error("chaos rules of scenario `{scenario}`: {message}")]
-    Scenario { scenario: String, message: String },
 }

@@ -13,9 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::LlmProvider;
 
+mod compiled;
 mod modes;
 pub mod ranges;
 
+pub use compiled::{CompiledChaos, Problem};
 pub use modes::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
