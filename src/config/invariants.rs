@@ -167,19 +167,6 @@ impl Check {
             Check::NoExfiltration {} => "no_exfiltration",
         }
     }
-
-    /// Whether the check reads the case's traffic (journal slice) rather than its answer.
-    pub fn is_traffic(&self) -> bool {
-        matches!(
-            self,
-            Check::ToolCalled { .. }
-                | Check::ToolNotCalled { .. }
-                | Check::MaxToolCalls { .. }
-                | Check::MaxLlmCalls { .. }
-                | Check::HonorsRetryAfter {}
-                | Check::NoExfiltration {}
-        )
-    }
 }
 
 fn d080() -> f64 {

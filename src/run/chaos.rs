@@ -66,7 +66,7 @@ pub async fn run_chaos(
         .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
         .collect::<Result<_, _>>()?;
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let ctx = &*ctx.for_traffic(invariants.iter().any(|i| i.check.is_traffic()));
+    let ctx = &*ctx.for_traffic(compiled.iter().any(Invariant::is_traffic));
     let run = ScenarioRun {
         name,
         chaos,

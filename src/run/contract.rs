@@ -74,10 +74,7 @@ pub async fn run_contract(
     }
     let scenarios = ordered_scenarios(contract);
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let traffic = contract
-        .invariants
-        .iter()
-        .any(|i| i.invariant.check.is_traffic());
+    let traffic = invariants.iter().any(Invariant::is_traffic);
     let ctx = &*ctx.for_traffic(traffic);
     let judge = Judge {
         ctx,
