@@ -78,10 +78,11 @@ pub struct Invariant {
 
 impl Invariant {
     /// Sorts the check into an answer or a traffic check (an exhaustive match: a new
-    /// `Check` must say which it is) and compiles its regexes (validated at load; the
-    /// error names the pattern).
+    /// `Check` must say which it is), with the regexes `config::parse_invariant` compiled
+    /// (the error names a pattern that did not compile; loading reports it first).
     pub fn compile(spec: &InvariantSpec) -> Result<Invariant, String> {
-        let regex = |p: &String| Regex::new(p).map_err(|e| format!("`{p}`: {e}"));
+        // Compiled by `config::parse_invariant`, once; reused here.
+        let mut regexes = spec.regexes()?.into_iter();
         let answer = match &spec.check {
             Check::Contains { value } => AnswerCheck::Contains {
                 value: value.clone(),
@@ -91,10 +92,12 @@ impl Invariant {
             },
             Check::Regex { pattern } => AnswerCheck::Regex {
                 pattern: pattern.clone(),
-                re: regex(pattern)?,
+                re: regexes
+                    .next()
+                    .ok_or_else(|| format!("`{pattern}`: not compiled"))?,
             },
-            Check::ExcludesPattern { patterns } => AnswerCheck::ExcludesPattern {
-                res: patterns.iter().map(regex).collect::<Result<_, _>>()?,
+            Check::ExcludesPattern { .. } => AnswerCheck::ExcludesPattern {
+                res: regexes.collect(),
             },
             Check::Latency { max_ms } => AnswerCheck::Latency { max_ms: *max_ms },
             Check::ValidJson {} => AnswerCheck::ValidJson,
