@@ -4,6 +4,9 @@
 //! `attribution: header` installs rules per W3C trace id, so cases of different scenarios
 //! can be in flight at once (design.md §6): a request carrying that trace id gets them.
 
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 

@@ -2,6 +2,9 @@
 //! API) given what the hot path needs besides: scopes and per-rule call counters. Which rule
 //! applies to a request, and whether it fires, is decided here.
 
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -159,7 +159,7 @@ impl Invariant {
         match verdict {
             Verdict::Pass(r) => Verdict::Fail(format!("negated: {r}")),
             Verdict::Fail(r) => Verdict::Pass(format!("negated: {r}")),
-            na => na,
+            na @ (Verdict::NotApplicable(_) | Verdict::NotTested(_)) => na,
         }
     }
 

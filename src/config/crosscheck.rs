@@ -33,7 +33,22 @@ pub(super) fn check_undeclared_tool(
         Check::MaxToolCalls {
             tool: Some(tool), ..
         } => (tool, true),
-        _ => return,
+        Check::MaxToolCalls { tool: None, .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {}
+        | Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Regex { .. }
+        | Check::ExcludesPattern { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::RefusalCheck { .. }
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. } => return,
     };
     if tools.iter().any(|t| t.name == *tool) {
         return;

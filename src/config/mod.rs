@@ -5,6 +5,9 @@
 //! This module owns the *spec* types. Runtime modules compile them once into their own
 //! types (globs, addresses); the hot path never sees unvalidated config.
 
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 mod agent;
 pub mod chaos;
 mod chaos_load;

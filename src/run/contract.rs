@@ -168,7 +168,23 @@ fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
     match &i.invariant.check {
         _ if !i.probes.is_empty() => i.probes.clone(),
         Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
-        _ => golden.to_vec(),
+        Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Regex { .. }
+        | Check::ExcludesPattern { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. }
+        | Check::ToolCalled { .. }
+        | Check::ToolNotCalled { .. }
+        | Check::MaxToolCalls { .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {} => golden.to_vec(),
     }
 }
 
