@@ -434,4 +434,56 @@ mod tests {
             Verdict::NotApplicable(_)
         ));
     }
+
+    #[test]
+    fn the_regexes_parsed_at_load_are_the_ones_run() {
+        use figment::providers::{Format, Yaml};
+        let parse = |yaml: &str| {
+            let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
+                .extract()
+                .unwrap();
+            crate::config::parse_invariant(v).unwrap()
+        };
+        let spec = parse("{type: excludes_pattern, patterns: ['(?i)secret', 'k[0-9]+']}");
+        let compiled: Vec<String> = spec
+            .regexes()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect();
+        assert_eq!(compiled, ["(?i)secret", "k[0-9]+"]);
+        let bad = parse("{type: regex, pattern: 'a('}");
+        let e = Invariant::compile(&bad).err().unwrap();
+        assert!(e.starts_with("`a(`: "), "{e}");
+    }
+
+    #[test]
+    fn every_check_is_an_answer_check_or_a_traffic_check() {
+        let traffic = [
+            "{type: tool_called, tool: t}",
+            "{type: tool_not_called, tool: t}",
+            "{type: max_tool_calls, max: 1}",
+            "{type: max_llm_calls, max: 1}",
+            "{type: honors_retry_after}",
+            "{type: no_exfiltration}",
+        ];
+        let answer = [
+            "{type: contains, value: x}",
+            "{type: regex, pattern: x}",
+            "{type: latency, max_ms: 1}",
+            "{type: completes}",
+            "{type: behavior_unchanged}",
+        ];
+        for y in traffic {
+            assert!(inv(y).is_traffic(), "{y}");
+            let v = inv(y).check(&case(Ok("x")));
+            assert!(
+                matches!(v, Verdict::NotApplicable(_)),
+                "{y}: no traffic, {v:?}"
+            );
+        }
+        for y in answer {
+            assert!(!inv(y).is_traffic(), "{y}");
+        }
+    }
 }

@@ -391,9 +391,7 @@ pub(super) fn invariant_list(
         match parse_invariant(item) {
             Ok(inv) => {
                 check_invariant(&inv, &path, errors);
-                super::crosscheck::check_undeclared_tool(
-                    &inv.check, &path, tools, errors, warnings,
-                );
+                check_undeclared_tool(&inv.check, &path, tools, errors, warnings);
                 out.push(inv);
             }
             Err((field, msg)) => {
@@ -407,4 +405,57 @@ pub(super) fn invariant_list(
         }
     }
     out
+}
+
+/// A traffic invariant at `path` that names a tool `tools:` does not declare. For
+/// `tool_called` / `tool_not_called` a warning: they also match tool calls the LLM asks for
+/// by name, which may be in-process tools that never reach the wire. For `max_tool_calls`
+/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail.
+pub(super) fn check_undeclared_tool(
+    check: &Check,
+    path: &str,
+    tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) {
+    let (tool, counted) = match check {
+        Check::ToolCalled { tool } | Check::ToolNotCalled { tool } => (tool, false),
+        Check::MaxToolCalls {
+            tool: Some(tool), ..
+        } => (tool, true),
+        Check::MaxToolCalls { tool: None, .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {}
+        | Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Regex { .. }
+        | Check::ExcludesPattern { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::RefusalCheck { .. }
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. } => return,
+    };
+    if tools.iter().any(|t| t.name == *tool) {
+        return;
+    }
+    let at = format!("{path}.tool");
+    if counted {
+        errors.push(ConfigError::new(
+            at,
+            format!(
+                "`{tool}` is not a name from `tools:`; max_tool_calls counts HTTP calls to \
+                 `tools:` entries, so it would count none"
+            ),
+        ));
+    } else {
+        warnings.push(format!(
+            "{at}: `{tool}` is not a name from `tools:`; only tool calls the LLM asks for by \
+             that name can match"
+        ));
+    }
 }

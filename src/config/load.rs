@@ -328,7 +328,7 @@ fn sections(
     let top_matrix = take("chaos_matrix", errors);
     match take("contract", errors) {
         Some(v) => {
-            let ctx = super::crosscheck::Context {
+            let ctx = super::contract::Context {
                 tools: &c.tools,
                 golden,
             };

@@ -192,3 +192,92 @@ impl<'de> Deserialize<'de> for CompiledChaos {
         CompiledChaos::try_from(&spec).map_err(serde::de::Error::custom)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::config::{Overrides, load_with_env, parse_chaos};
+
+    fn load(yaml: &str) -> crate::config::Loaded {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flakestorm.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new()).unwrap()
+    }
+
+    const RULES: &str = "
+tools: [{name: search, match_url: 'https://s.example/*'}]
+chaos:
+  tool_faults:
+    - {tool: search, mode: error, error_code: 503, match_url: 'https://s.example/v2/*'}
+    - {tool: search, mode: timeout}
+  llm_faults:
+    - {mode: rate_limit, match_url: 'https://api.openai.com/*'}
+";
+
+    #[test]
+    fn loading_hands_the_runtime_compiled_globs() {
+        let loaded = load(RULES);
+        let chaos = &loaded.config.chaos;
+        assert_eq!(chaos.globs().len(), 2, "one glob per match_url");
+        assert_eq!(chaos.glob_of(), [Some(0), None, Some(1)]);
+        assert!(
+            chaos
+                .globs()
+                .is_match("https://api.openai.com/v1/chat/completions")
+        );
+        // The engine installs them as they are: the rule with a glob matches through it.
+        let rules = crate::chaos::RuleSet::new(chaos);
+        let target = crate::exchange::Target::Tool {
+            name: "search".into(),
+        };
+        let hit = rules.decide("https://s.example/v2/q", &target, 1).fault;
+        assert_eq!(
+            hit.map(|f| f.rule_id.to_string()),
+            Some("tool_faults[0]".into())
+        );
+    }
+
+    #[test]
+    fn scenarios_and_the_control_api_are_compiled_by_the_same_path() {
+        let loaded = load(&format!(
+            "{RULES}golden_prompts: [q]\ncontract:\n  name: c\n  invariants: [{{id: fast, type: latency, max_ms: 9}}]\n  chaos_matrix:\n    - {{name: s, llm_faults: [{{mode: empty, match_url: 'https://x/*'}}]}}\n"
+        ));
+        let scenario = &loaded.config.contract.as_ref().unwrap().chaos_matrix[0].chaos;
+        assert_eq!(scenario.glob_of(), [Some(0)]);
+        let body = serde_json::to_value(loaded.config.chaos.spec()).unwrap();
+        let (api, _) = parse_chaos(body, &loaded.config.tools).unwrap();
+        assert_eq!(api, loaded.config.chaos);
+        assert_eq!(api.glob_of(), loaded.config.chaos.glob_of());
+    }
+
+    #[test]
+    fn every_problem_is_found_in_rule_order_and_code_gets_the_first() {
+        let spec: ChaosSpec = serde_json::from_value(serde_json::json!({
+            "tool_faults": [{"mode": "error", "error_code": 700, "match_url": "a[", "probability": 2}],
+            "llm_faults": [{"mode": "response_drift", "factor": 1e12}],
+        }))
+        .unwrap();
+        let paths: Vec<String> = CompiledChaos::compile(spec.clone())
+            .unwrap_err()
+            .iter()
+            .map(Problem::path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "tool_faults[0].match_url",
+                "tool_faults[0].probability",
+                "tool_faults[0].error_code",
+                "llm_faults[0].factor"
+            ]
+        );
+        let first = CompiledChaos::try_from(&spec).unwrap_err();
+        assert!(
+            first.starts_with("tool_faults[0].match_url: invalid glob"),
+            "{first}"
+        );
+    }
+}
