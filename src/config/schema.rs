@@ -41,10 +41,10 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct ProxySpec {
     pub listen: String,
-    /// Host globs whose CONNECT tunnels are decrypted.
-    pub intercept: Vec<String>,
+    /// Host globs whose CONNECT tunnels are decrypted (compiled as read).
+    pub intercept: super::globs::HostGlobs,
     /// Host globs tunnelled blind; wins over `intercept`.
-    pub passthrough: Vec<String>,
+    pub passthrough: super::globs::HostGlobs,
     pub upstream_ca_file: Option<PathBuf>,
     pub users: Vec<UserSpec>,
     pub reverse: Vec<ReverseSpec>,
@@ -80,8 +80,8 @@ impl Default for ProxySpec {
     fn default() -> Self {
         ProxySpec {
             listen: "127.0.0.1:8080".into(),
-            intercept: vec!["*".into()],
-            passthrough: vec![],
+            intercept: super::globs::HostGlobs::new(vec!["*".into()]),
+            passthrough: super::globs::HostGlobs::new(vec![]),
             upstream_ca_file: None,
             users: vec![],
             reverse: vec![],

@@ -164,13 +164,18 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
     if let Err(e) = listen_addr(&p.listen) {
         errors.push(ConfigError::new("proxy.listen", e));
     }
-    patterns("proxy.intercept", &p.intercept, globs::host_glob, errors);
-    patterns(
-        "proxy.passthrough",
-        &p.passthrough,
-        globs::host_glob,
-        errors,
-    );
+    // Compiled as read (`HostGlobs`): only their bad patterns are left to report.
+    for (path, list) in [
+        ("proxy.intercept", &p.intercept),
+        ("proxy.passthrough", &p.passthrough),
+    ] {
+        for (i, e) in list.bad() {
+            errors.push(ConfigError::new(
+                format!("{path}[{i}]"),
+                format!("invalid glob `{}`: {e}", list[*i]),
+            ));
+        }
+    }
     for (field, v) in [
         ("connect_timeout_ms", p.connect_timeout_ms),
         ("response_timeout_ms", p.response_timeout_ms),

@@ -88,8 +88,11 @@ impl Settings {
     fn compile(c: &Config) -> Result<Self, ProxyBuildError> {
         let p = &c.proxy;
         let bad = |what: &str, e: String| ProxyBuildError::Config(format!("{what}: {e}"));
-        let set = |what: &str, list: &[String]| {
-            globs::set(list, globs::host_glob).map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
+        // Compiled when the config was read; a bad pattern was reported there.
+        let set = |what: &str, list: &globs::HostGlobs| {
+            list.set()
+                .cloned()
+                .map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
         };
         let reverse = p
             .reverse
