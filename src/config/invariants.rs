@@ -1,7 +1,8 @@
-//! `invariants:`: checks on each case's answer (config.md). A closed enum tagged by
-//! `type`; `description` and `negate` are common to all. Regexes are validated at load.
-//! Contract fields (`id`, `severity`, `when`, `probes`) and traffic invariants arrive
-//! with the run engine.
+//! `invariants:`: checks on each case's answer and traffic (config.md). A closed enum
+//! tagged by `type`; `description` and `negate` are common to all. Regexes are compiled
+//! once, by `parse_invariant`: `check_invariant` reports the bad ones, `checks::Invariant`
+//! runs the others. Contract fields (`id`, `severity`, `when`, `probes`) are
+//! `contract.rs`'s `ContractInvariant`.
 
 use serde::{Deserialize, Serialize};
 

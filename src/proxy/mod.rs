@@ -4,7 +4,8 @@
 //! blind tunnel); `service` turns one request into one exchange; `forward` talks to
 //! upstreams; `body` observes response bodies as they stream; `rescue` is the one place
 //! errors become responses. This module must not reach into `run`: the two meet only
-//! through the journal (and, later, the chaos engine handle).
+//! through the journal and the chaos `Engine` handle (runs install rules, the proxy decides
+//! with them).
 
 mod accept;
 mod attack;

@@ -3,7 +3,9 @@
 //! proves each scenario's chaos reached the agent; `verdict` decides pass, fail, not
 //! tested or error. The proxy is reached only through the chaos `Engine` (scenarios are
 //! installed on it) and the `Journal` (the faults each case met): this module never
-//! touches sockets of the proxy.
+//! touches sockets of the proxy. Types the runners share (`RunContext`, `CellResult`,
+//! `RunError`) live here, so `contract`, `judge` and `matrix` never import each other in
+//! a circle.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
