@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use globset::{GlobSet, GlobSetBuilder};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use super::{ChaosSpec, Rule, ranges};
 use crate::config::globs;
@@ -182,14 +182,6 @@ impl PartialEq for CompiledChaos {
 impl Serialize for CompiledChaos {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.spec.serialize(s)
-    }
-}
-
-/// Deserialized as a spec, then compiled: there is no unchecked way in.
-impl<'de> Deserialize<'de> for CompiledChaos {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let spec = ChaosSpec::deserialize(d)?;
-        CompiledChaos::try_from(&spec).map_err(serde::de::Error::custom)
     }
 }
 
