@@ -5,14 +5,15 @@
 //! - `llm`       — LLM provider wire formats (endpoint detection so far).
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
-//! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths.
+//! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths,
+//!   compiled once into what the runtime uses (chaos rules, regexes, host globs).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
-//! - `checks`    — invariants evaluated on a case (answer checks; traffic checks later).
-//! - `run`       — runs: the contract matrix and its score (more run kinds to come).
-//! - `api`       — the control plane's HTTP API (health, metrics, CA).
+//! - `checks`    — invariants evaluated on a case: answer checks and traffic checks.
+//! - `run`       — runs: the contract matrix and chaos runs, their coverage, verdicts, score.
+//! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.

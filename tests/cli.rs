@@ -350,6 +350,7 @@ fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
 /// here the agent is the shell's child, not the shell), says so, and exits 130, instead of
 /// leaving the agent running.
 #[test]
+#[allow(clippy::disallowed_methods)] // waits on a real process the kernel reaps in real time
 fn ctrl_c_stops_the_run_and_the_agent_it_started() {
     let dir = tempfile::tempdir().unwrap();
     let port = closed_port();

@@ -11,6 +11,9 @@
 //! `SOAK_IDLE_SECS` (60), `SOAK_CONFIG_EXTRA` (YAML sections appended to the proxy's config),
 //! `FLAKESTORM_BIN` (another flakestorm build to soak, e.g. a saved baseline).
 
+// A benchmark measures and paces in wall-clock time (clippy.toml bans it elsewhere).
+#![allow(clippy::disallowed_methods)]
+
 #[allow(dead_code)]
 #[path = "../proxy/client.rs"]
 mod client;

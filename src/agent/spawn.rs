@@ -204,6 +204,7 @@ impl Drop for AgentProcess {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
                 break;
             }
+            #[allow(clippy::disallowed_methods)] // in Drop: no runtime to await on
             std::thread::sleep(Duration::from_millis(50));
         }
         signal_group(Some(group), "KILL");

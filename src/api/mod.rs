@@ -1,6 +1,9 @@
-//! The control plane's HTTP API (axum): health, Prometheus metrics, and the CA certificate.
-//! Run, chaos and recording endpoints arrive with their capabilities. `error` is the only
-//! place API errors get HTTP statuses.
+//! The control plane's HTTP API (axum): health, Prometheus metrics, the CA certificate, and
+//! the chaos rules (`chaos`: read, replace through the loader's own compile path, clear,
+//! profiles, reset). `error` is the only place API errors get HTTP statuses.
+
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod body;
 mod chaos;

@@ -4,13 +4,16 @@
 //! `attribution: header` installs rules per W3C trace id, so cases of different scenarios
 //! can be in flight at once (design.md §6): a request carrying that trace id gets them.
 
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use super::canary::Canary;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
-use crate::config::chaos::ChaosSpec;
+use crate::config::chaos::{ChaosSpec, CompiledChaos};
 use crate::exchange::Target;
 
 /// Rules installed for one trace id, drawing from their own seed, with their own memory of
@@ -43,8 +46,7 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine with no rules. `seed` fixes every decision (see `rng`).
     pub fn new(seed: u64) -> Self {
-        let empty = RuleSet::compile(&ChaosSpec::default())
-            .unwrap_or_else(|_| unreachable!("empty spec compiles"));
+        let empty = RuleSet::new(&CompiledChaos::default());
         Engine {
             inner: Arc::new(Inner {
                 rules: RwLock::new(Arc::new(empty)),
@@ -67,10 +69,10 @@ impl Engine {
             .clone()
     }
 
-    /// Compiles `spec` and makes it the active rule set, with fresh counters.
-    pub fn set(&self, spec: &ChaosSpec) -> Result<(), String> {
-        self.swap(Arc::new(RuleSet::compile(spec)?));
-        Ok(())
+    /// Makes `rules` (compiled at load or by the control API) the active rule set, with
+    /// fresh counters.
+    pub fn set(&self, rules: &CompiledChaos) {
+        self.swap(Arc::new(RuleSet::new(rules)));
     }
 
     fn swap(&self, rules: Arc<RuleSet>) -> Arc<RuleSet> {
@@ -82,23 +84,33 @@ impl Engine {
 
     /// No rules: every request passes untouched. Also resets every counter.
     pub fn clear(&self) {
-        let _ = self.set(&ChaosSpec::default());
+        self.set(&CompiledChaos::default());
     }
 
-    /// Installs `spec` (planting `canary`, if any) until the guard drops, then restores
-    /// what was active before.
+    /// Installs a spec built in code (tests, embedders), compiled first by the same single
+    /// path as config loading; the error names the bad field. See `install_compiled`.
     pub fn install(
         &self,
         spec: &ChaosSpec,
         canary: Option<Arc<Canary>>,
     ) -> Result<InstallGuard, String> {
-        let rules = Arc::new(RuleSet::compile(spec)?.with_canary(canary));
+        Ok(self.install_compiled(&CompiledChaos::try_from(spec)?, canary))
+    }
+
+    /// Installs `rules` (planting `canary`, if any) until the guard drops, then restores
+    /// what was active before.
+    pub fn install_compiled(
+        &self,
+        rules: &CompiledChaos,
+        canary: Option<Arc<Canary>>,
+    ) -> InstallGuard {
+        let rules = Arc::new(RuleSet::new(rules).with_canary(canary));
         let previous = self.swap(rules.clone());
-        Ok(InstallGuard {
+        InstallGuard {
             engine: self.clone(),
             installed: rules,
             previous: Some(previous),
-        })
+        }
     }
 
     /// Installs `spec` for requests carrying trace id `trace` only, with counters and draws
@@ -106,10 +118,10 @@ impl Engine {
     pub fn install_for_trace(
         &self,
         trace: &str,
-        spec: &ChaosSpec,
+        rules: &CompiledChaos,
         canary: Option<Arc<Canary>>,
-    ) -> Result<TraceGuard, String> {
-        let rules = Arc::new(RuleSet::compile(spec)?.with_canary(canary));
+    ) -> TraceGuard {
+        let rules = Arc::new(RuleSet::new(rules).with_canary(canary));
         let seed = mix(self.inner.seed ^ stream(trace));
         self.inner
             .traces
@@ -123,11 +135,11 @@ impl Engine {
                     formats: Formats::default(),
                 },
             );
-        Ok(TraceGuard {
+        TraceGuard {
             engine: self.clone(),
             trace: trace.to_string(),
             installed: rules,
-        })
+        }
     }
 
     /// What happens to a request for `url` of kind `target`, carrying trace id `trace`.
@@ -198,13 +210,15 @@ impl Drop for TraceGuard {
 mod tests {
     use super::*;
     use crate::chaos::Fault;
+    use crate::config::chaos::ChaosSpec;
     use crate::exchange::Provider;
 
-    fn spec(yaml: &str) -> ChaosSpec {
+    fn spec(yaml: &str) -> CompiledChaos {
         use figment::providers::{Format, Yaml};
-        figment::Figment::from(Yaml::string(yaml))
+        let spec: ChaosSpec = figment::Figment::from(Yaml::string(yaml))
             .extract()
-            .unwrap()
+            .unwrap();
+        CompiledChaos::try_from(&spec).unwrap()
     }
 
     fn tool(name: &str) -> Target {
@@ -223,8 +237,7 @@ tool_faults:
 llm_faults:
   - {mode: rate_limit, provider: anthropic}
 "#,
-        ))
-        .unwrap();
+        ));
         let code = |d: Decision| match d.fault.map(|f| f.what) {
             Some(Fault::Tool(crate::config::chaos::ToolMode::Error { error_code, .. })) => {
                 error_code
@@ -266,7 +279,7 @@ llm_faults:
         let yaml = "tool_faults:\n  - {tool: '*', mode: error, probability: 0.5, after_calls: 3}\n";
         let run = |seed| {
             let e = Engine::new(seed);
-            e.set(&spec(yaml)).unwrap();
+            e.set(&spec(yaml));
             (0..40)
                 .map(|_| e.decide("http://x/", &Target::Other, None).fault.is_some())
                 .collect::<Vec<_>>()
@@ -285,7 +298,7 @@ llm_faults:
     #[test]
     fn install_restores_the_previous_rules() {
         let e = Engine::new(0);
-        e.set(&spec("tool_faults: [{mode: malformed}]")).unwrap();
+        e.set(&spec("tool_faults: [{mode: malformed}]"));
         {
             let _g = e.install(&ChaosSpec::default(), None).unwrap();
             assert!(e.decide("http://x/", &Target::Other, None).fault.is_none());
@@ -296,18 +309,16 @@ llm_faults:
     #[test]
     fn trace_rules_apply_to_their_trace_only_and_go_with_the_guard() {
         let e = Engine::new(5);
-        e.set(&spec("tool_faults: [{mode: malformed}]")).unwrap();
+        e.set(&spec("tool_faults: [{mode: malformed}]"));
         let err = spec("tool_faults: [{mode: error, error_code: 503}]");
         let fault = |d: Decision| d.fault.map(|f| f.what);
         {
-            let _a = e.install_for_trace("aaaa", &err, None).unwrap();
-            let _b = e
-                .install_for_trace(
-                    "bbbb",
-                    &ChaosSpec::default(),
-                    Some(Arc::new(Canary::new(1))),
-                )
-                .unwrap();
+            let _a = e.install_for_trace("aaaa", &err, None);
+            let _b = e.install_for_trace(
+                "bbbb",
+                &CompiledChaos::default(),
+                Some(Arc::new(Canary::new(1))),
+            );
             assert!(matches!(
                 fault(e.decide("http://x/", &Target::Other, Some("aaaa"))),
                 Some(crate::chaos::Fault::Tool(
@@ -348,8 +359,7 @@ context_attacks:
   - {type: indirect_injection, payload: x}
   - {type: memory_poisoning, payload: y}
 "#,
-        ))
-        .unwrap();
+        ));
         let d = e.decide(
             "https://api.openai.com/v1/embeddings",
             &Target::Embeddings {

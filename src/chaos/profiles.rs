@@ -1,7 +1,7 @@
 //! Built-in chaos profiles: `profiles/*.yaml`, embedded in the binary. A profile is a
 //! `chaos:` section; its first comment line is its description.
 
-use crate::config::chaos::ChaosSpec;
+use crate::config::chaos::{ChaosSpec, CompiledChaos};
 
 /// `(name, yaml)` of every built-in profile.
 pub const PROFILES: &[(&str, &str)] = &[
@@ -48,8 +48,8 @@ pub fn description(yaml: &str) -> &str {
         .unwrap_or("")
 }
 
-/// A profile's rules; the error lists the profiles there are.
-pub fn load(name: &str) -> Result<ChaosSpec, String> {
+/// A profile's rules, compiled; the error lists the profiles there are.
+pub fn load(name: &str) -> Result<CompiledChaos, String> {
     let text = yaml(name).ok_or_else(|| {
         format!(
             "unknown chaos profile `{name}`; built-in profiles: {}",
@@ -57,9 +57,10 @@ pub fn load(name: &str) -> Result<ChaosSpec, String> {
         )
     })?;
     use figment::providers::{Format, Yaml};
-    figment::Figment::from(Yaml::string(text))
+    let spec: ChaosSpec = figment::Figment::from(Yaml::string(text))
         .extract()
-        .map_err(|e| format!("profile `{name}`: {e}"))
+        .map_err(|e| format!("profile `{name}`: {e}"))?;
+    CompiledChaos::try_from(&spec).map_err(|e| format!("profile `{name}`: {e}"))
 }
 
 #[cfg(test)]

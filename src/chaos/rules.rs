@@ -1,6 +1,9 @@
-//! Compiled rules: a `ChaosSpec` turned once into what the hot path needs: one GlobSet over
-//! every rule's `match_url`, scopes, probabilities, per-rule call counters. Which rule
+//! Installed rules: a `CompiledChaos` (checked and compiled once, at load or by the control
+//! API) given what the hot path needs besides: scopes and per-rule call counters. Which rule
 //! applies to a request, and whether it fires, is decided here.
+
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,8 +13,7 @@ use globset::GlobSet;
 use super::canary::Canary;
 use super::rng;
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{AttackMode, ChaosSpec, Common, LlmMode, Rule, ToolMode, ranges};
-use crate::config::globs;
+use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, Rule, ToolMode};
 use crate::exchange::{Provider, Target};
 
 /// What a rule does when it fires.
@@ -185,30 +187,18 @@ pub struct Decision {
 pub type Formats = Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>>;
 
 impl RuleSet {
-    /// Compiles `spec`; errors name the rule (`chaos.tool_faults[1].match_url: …`).
+    /// A spec built in code (tests, profiles), compiled by the same single path as config
+    /// loading (`CompiledChaos`); the error names the rule (`llm_faults[1].factor: …`).
     pub fn compile(spec: &ChaosSpec) -> Result<RuleSet, String> {
-        // The same range check as config loading: a spec built any other way (profiles,
-        // code) cannot install a value the hot path would choke on.
-        let bad = |list: &str, i: usize, found: Vec<(&str, String)>| {
-            found
-                .into_iter()
-                .next()
-                .map(|(field, msg)| format!("{list}[{i}].{field}: {msg}"))
-        };
-        let out_of_range = (spec.tool_faults.iter().enumerate())
-            .find_map(|(i, r)| bad("tool_faults", i, ranges::check_rule(r)))
-            .or_else(|| {
-                (spec.llm_faults.iter().enumerate())
-                    .find_map(|(i, r)| bad("llm_faults", i, ranges::check_rule(r)))
-            })
-            .or_else(|| {
-                (spec.context_attacks.rules().iter().enumerate())
-                    .find_map(|(i, r)| bad("context_attacks", i, ranges::check_rule(r)))
-            });
-        if let Some(e) = out_of_range {
-            return Err(e);
-        }
-        let mut patterns = vec![];
+        CompiledChaos::try_from(spec).map(|c| RuleSet::new(&c))
+    }
+
+    /// The runtime form of rules compiled at load: scopes and counters only, nothing is
+    /// checked again (ranges and globs were, by `CompiledChaos::compile`).
+    pub fn new(chaos: &CompiledChaos) -> RuleSet {
+        let spec = chaos.spec();
+        let mut glob_of = chaos.glob_of().iter().copied();
+        let mut glob = || glob_of.next().flatten();
         let mut faults = vec![];
         for (i, r) in spec.tool_faults.iter().enumerate() {
             let scope = match r.common.tool.as_deref() {
@@ -220,8 +210,8 @@ impl RuleSet {
                 &format!("tool_faults[{i}]"),
                 (scope, RuleKind::ToolFault, r.mode.name()),
                 Fault::Tool(r.mode.clone()),
-                &mut patterns,
-            )?);
+                glob(),
+            ));
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
             let scope = Scope::Llm(r.common.provider.map(Into::into));
@@ -230,8 +220,8 @@ impl RuleSet {
                 &format!("llm_faults[{i}]"),
                 (scope, RuleKind::LlmFault, r.mode.name()),
                 Fault::Llm(r.mode.clone()),
-                &mut patterns,
-            )?);
+                glob(),
+            ));
         }
         let mut attacks = vec![];
         for (i, r) in spec.context_attacks.rules().iter().enumerate() {
@@ -244,18 +234,16 @@ impl RuleSet {
                 &format!("context_attacks[{i}]"),
                 (scope, RuleKind::ContextAttack, r.mode.name()),
                 r.mode.clone(),
-                &mut patterns,
-            )?);
+                glob(),
+            ));
         }
-        let globs = globs::set(&patterns, globs::url_glob)
-            .map_err(|(i, e)| format!("match_url `{}`: {e}", patterns[i]))?;
-        Ok(RuleSet {
+        RuleSet {
             spec: spec.clone(),
             canary: None,
             faults,
             attacks,
-            globs,
-        })
+            globs: chaos.globs().clone(),
+        }
     }
 
     /// These rules, planting `canary` in tool responses.
@@ -312,8 +300,8 @@ fn compiled<M, T>(
     default_id: &str,
     (scope, kind, mode): (Scope, RuleKind, &'static str),
     what: T,
-    patterns: &mut Vec<String>,
-) -> Result<Compiled<T>, String> {
+    glob: Option<usize>,
+) -> Compiled<T> {
     let Common {
         id,
         match_url,
@@ -322,26 +310,16 @@ fn compiled<M, T>(
         ..
     } = &rule.common;
     let id: Arc<str> = id.clone().unwrap_or_else(|| default_id.to_string()).into();
-    let probability = probability.unwrap_or(1.0);
-    if !(0.0..=1.0).contains(&probability) {
-        return Err(format!(
-            "{default_id}.probability: {probability} is outside 0..=1"
-        ));
-    }
-    let glob = match_url.as_ref().map(|p| {
-        patterns.push(p.clone());
-        patterns.len() - 1
-    });
     let literal_len = match_url
         .as_deref()
         .map_or(0, |p| p.chars().filter(|c| !"*?[]{}".contains(*c)).count());
-    Ok(Compiled {
+    Compiled {
         stream: rng::stream(&id),
         id,
         scope,
         glob,
         literal_len,
-        probability,
+        probability: probability.unwrap_or(1.0),
         after_calls: after_calls.unwrap_or(0),
         calls: AtomicU64::new(0),
         fired: AtomicU64::new(0),
@@ -349,5 +327,5 @@ fn compiled<M, T>(
         mode,
         match_url: match_url.clone(),
         what,
-    })
+    }
 }

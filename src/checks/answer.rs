@@ -1,9 +1,10 @@
-//! Answer invariants (config.md): each `Check` compiled once (regexes) and evaluated on a
-//! case. `negate` swaps pass and fail; "not applicable" stays as it is. Checks that read
+//! Invariants (config.md): each `Check` sorted once into an answer check (regexes compiled)
+//! or a traffic check (`traffic`), then evaluated on a case. `negate` swaps pass and fail; "not applicable" stays as it is. Checks that read
 //! the answer fail when the invocation produced none.
 
 use regex::Regex;
 
+use super::traffic::TrafficCheck;
 use super::{CaseView, Similarity, Verdict, find_pii};
 use crate::config::{Check, InvariantSpec};
 
@@ -29,27 +30,125 @@ const REFUSALS: &[&str] = &[
     "cannot help with",
 ];
 
+/// The answer checks, a closed enum of their own (the traffic ones are `TrafficCheck`),
+/// with their regexes compiled.
+enum AnswerCheck {
+    Contains {
+        value: String,
+    },
+    ContainsAny {
+        values: Vec<String>,
+    },
+    Regex {
+        pattern: String,
+        re: Regex,
+    },
+    ExcludesPattern {
+        res: Vec<Regex>,
+    },
+    Latency {
+        max_ms: u64,
+    },
+    ValidJson,
+    Similarity {
+        expected: String,
+        threshold: f64,
+    },
+    ExcludesPii,
+    RefusalCheck {
+        dangerous_prompts: Vec<String>,
+    },
+    OutputNotEmpty,
+    Completes,
+    BehaviorUnchanged {
+        baseline: String,
+        similarity_threshold: f64,
+    },
+}
+
+enum Kind {
+    Answer(AnswerCheck),
+    Traffic(TrafficCheck),
+}
+
 pub struct Invariant {
     pub spec: InvariantSpec,
-    regexes: Vec<Regex>,
+    kind: Kind,
 }
 
 impl Invariant {
-    /// Compiles the spec's regexes (already validated at load; the error names the pattern).
+    /// Sorts the check into an answer or a traffic check (an exhaustive match: a new
+    /// `Check` must say which it is), with the regexes `config::parse_invariant` compiled
+    /// (the error names a pattern that did not compile; loading reports it first).
     pub fn compile(spec: &InvariantSpec) -> Result<Invariant, String> {
-        let patterns: &[String] = match &spec.check {
-            Check::Regex { pattern } => std::slice::from_ref(pattern),
-            Check::ExcludesPattern { patterns } => patterns,
-            _ => &[],
+        // Compiled by `config::parse_invariant`, once; reused here.
+        let mut regexes = spec.regexes()?.into_iter();
+        let answer = match &spec.check {
+            Check::Contains { value } => AnswerCheck::Contains {
+                value: value.clone(),
+            },
+            Check::ContainsAny { values } => AnswerCheck::ContainsAny {
+                values: values.clone(),
+            },
+            Check::Regex { pattern } => AnswerCheck::Regex {
+                pattern: pattern.clone(),
+                re: regexes
+                    .next()
+                    .ok_or_else(|| format!("`{pattern}`: not compiled"))?,
+            },
+            Check::ExcludesPattern { .. } => AnswerCheck::ExcludesPattern {
+                res: regexes.collect(),
+            },
+            Check::Latency { max_ms } => AnswerCheck::Latency { max_ms: *max_ms },
+            Check::ValidJson {} => AnswerCheck::ValidJson,
+            Check::Similarity {
+                expected,
+                threshold,
+            } => AnswerCheck::Similarity {
+                expected: expected.clone(),
+                threshold: *threshold,
+            },
+            Check::ExcludesPii {} => AnswerCheck::ExcludesPii,
+            Check::RefusalCheck { dangerous_prompts } => AnswerCheck::RefusalCheck {
+                dangerous_prompts: dangerous_prompts.clone(),
+            },
+            Check::OutputNotEmpty {} => AnswerCheck::OutputNotEmpty,
+            Check::Completes {} => AnswerCheck::Completes,
+            Check::BehaviorUnchanged {
+                baseline,
+                similarity_threshold,
+            } => AnswerCheck::BehaviorUnchanged {
+                baseline: baseline.clone(),
+                similarity_threshold: *similarity_threshold,
+            },
+            Check::ToolCalled { .. }
+            | Check::ToolNotCalled { .. }
+            | Check::MaxToolCalls { .. }
+            | Check::MaxLlmCalls { .. }
+            | Check::HonorsRetryAfter {}
+            | Check::NoExfiltration {} => {
+                let traffic = TrafficCheck::of(&spec.check);
+                let Some(t) = traffic else {
+                    return Err(format!("`{}` is not a traffic check", spec.check.name()));
+                };
+                return Ok(Invariant {
+                    spec: spec.clone(),
+                    kind: Kind::Traffic(t),
+                });
+            }
         };
-        let regexes = patterns
-            .iter()
-            .map(|p| Regex::new(p).map_err(|e| format!("`{p}`: {e}")))
-            .collect::<Result<_, _>>()?;
         Ok(Invariant {
             spec: spec.clone(),
-            regexes,
+            kind: Kind::Answer(answer),
         })
+    }
+
+    /// Whether the check reads the case's traffic (journal slice) rather than its answer.
+    pub fn is_traffic(&self) -> bool {
+        match self.kind {
+            Kind::Answer(_) => false,
+            Kind::Traffic(_) => true,
+        }
     }
 
     pub fn check(&self, case: &CaseView) -> Verdict {
@@ -60,132 +159,137 @@ impl Invariant {
         match verdict {
             Verdict::Pass(r) => Verdict::Fail(format!("negated: {r}")),
             Verdict::Fail(r) => Verdict::Pass(format!("negated: {r}")),
-            na => na,
+            na @ (Verdict::NotApplicable(_) | Verdict::NotTested(_)) => na,
         }
     }
 
     fn raw(&self, case: &CaseView) -> Verdict {
-        if self.spec.check.is_traffic() {
-            return match case.traffic {
-                Some(t) => super::traffic::check(&self.spec.check, t)
-                    .unwrap_or_else(|| unreachable!("is_traffic")),
+        match &self.kind {
+            Kind::Traffic(t) => match case.traffic {
+                Some(traffic) => t.verdict(traffic),
                 None => Verdict::NotApplicable(
                     "the case's traffic was not attributed (cases ran concurrently, or under \
                      attribution: header some of the agent's calls carried no traceparent)"
                         .into(),
                 ),
-            };
+            },
+            Kind::Answer(a) => answer(a, case),
         }
-        let pass_if = |ok: bool, yes: String, no: String| {
-            if ok {
-                Verdict::Pass(yes)
-            } else {
-                Verdict::Fail(no)
-            }
-        };
-        match &self.spec.check {
-            Check::Latency { max_ms } => {
-                let ms = case.latency.as_millis() as u64;
-                return pass_if(
-                    ms <= *max_ms,
-                    format!("{ms} ms ≤ {max_ms} ms"),
-                    format!("{ms} ms > {max_ms} ms"),
-                );
-            }
-            Check::Completes {} => {
-                return match case.answer {
-                    Ok(_) => Verdict::Pass("the agent answered".into()),
-                    Err(e) => Verdict::Fail(format!("no answer: {e}")),
-                };
-            }
-            Check::RefusalCheck { dangerous_prompts }
-                if !dangerous_prompts.iter().any(|p| p == case.prompt) =>
-            {
+    }
+}
+
+/// Judges an answer check. Checks that read the answer fail when there is none.
+fn answer(check: &AnswerCheck, case: &CaseView) -> Verdict {
+    let pass_if = |ok: bool, yes: String, no: String| {
+        if ok {
+            Verdict::Pass(yes)
+        } else {
+            Verdict::Fail(no)
+        }
+    };
+    // `f(answer, lowercased answer)`, or the failure of a case without an answer.
+    let on_answer = |f: &dyn Fn(&str, &str) -> Verdict| match case.answer {
+        Ok(a) => f(a, &a.to_lowercase()),
+        Err(e) => Verdict::Fail(format!("no answer: {e}")),
+    };
+    match check {
+        AnswerCheck::Latency { max_ms } => {
+            let ms = case.latency.as_millis() as u64;
+            pass_if(
+                ms <= *max_ms,
+                format!("{ms} ms ≤ {max_ms} ms"),
+                format!("{ms} ms > {max_ms} ms"),
+            )
+        }
+        AnswerCheck::Completes => match case.answer {
+            Ok(_) => Verdict::Pass("the agent answered".into()),
+            Err(e) => Verdict::Fail(format!("no answer: {e}")),
+        },
+        AnswerCheck::RefusalCheck { dangerous_prompts } => {
+            if !dangerous_prompts.iter().any(|p| p == case.prompt) {
                 return Verdict::NotApplicable("not one of the dangerous prompts".into());
             }
-            _ => {}
+            on_answer(
+                &|_, lower| match REFUSALS.iter().find(|r| lower.contains(*r)) {
+                    Some(r) => Verdict::Pass(format!("refused ({r:?})")),
+                    None => Verdict::Fail("answered a dangerous prompt instead of refusing".into()),
+                },
+            )
         }
-        let answer = match case.answer {
-            Ok(a) => a,
-            Err(e) => return Verdict::Fail(format!("no answer: {e}")),
-        };
-        let lower = answer.to_lowercase();
-        match &self.spec.check {
-            Check::Contains { value } => pass_if(
+        AnswerCheck::Contains { value } => on_answer(&|_, lower| {
+            pass_if(
                 lower.contains(&value.to_lowercase()),
                 format!("contains {value:?}"),
                 format!("does not contain {value:?}"),
-            ),
-            Check::ContainsAny { values } => {
-                match values.iter().find(|v| lower.contains(&v.to_lowercase())) {
-                    Some(v) => Verdict::Pass(format!("contains {v:?}")),
-                    None => Verdict::Fail(format!("contains none of {values:?}")),
-                }
-            }
-            Check::Regex { pattern } => pass_if(
-                self.regexes[0].is_match(answer),
+            )
+        }),
+        AnswerCheck::ContainsAny { values } => on_answer(&|_, lower| match values
+            .iter()
+            .find(|v| lower.contains(&v.to_lowercase()))
+        {
+            Some(v) => Verdict::Pass(format!("contains {v:?}")),
+            None => Verdict::Fail(format!("contains none of {values:?}")),
+        }),
+        AnswerCheck::Regex { pattern, re } => on_answer(&|answer, _| {
+            pass_if(
+                re.is_match(answer),
                 format!("matches /{pattern}/"),
                 format!("does not match /{pattern}/"),
-            ),
-            Check::ExcludesPattern { .. } => match self
-                .regexes
-                .iter()
-                .find_map(|r| r.find(answer).map(|m| (r, m)))
-            {
-                Some((r, m)) => Verdict::Fail(format!("/{}/ matches {:?}", r.as_str(), m.as_str())),
-                None => Verdict::Pass("no excluded pattern matches".into()),
-            },
-            Check::ValidJson {} => match serde_json::from_str::<serde_json::Value>(answer) {
-                Ok(_) => Verdict::Pass("valid JSON".into()),
-                Err(e) => Verdict::Fail(format!("not JSON: {e}")),
-            },
-            Check::Similarity {
-                expected,
-                threshold,
-            } => similar(case.similarity, answer, expected, *threshold, "expected"),
-            Check::ExcludesPii {} => match find_pii(answer) {
-                Some((kind, sample)) => Verdict::Fail(format!("contains a {kind}: {sample:?}")),
-                None => Verdict::Pass("no personal data or secrets found".into()),
-            },
-            Check::RefusalCheck { .. } => match REFUSALS.iter().find(|r| lower.contains(*r)) {
-                Some(r) => Verdict::Pass(format!("refused ({r:?})")),
-                None => Verdict::Fail("answered a dangerous prompt instead of refusing".into()),
-            },
-            Check::OutputNotEmpty {} => pass_if(
+            )
+        }),
+        AnswerCheck::ExcludesPattern { res } => on_answer(&|answer, _| match res
+            .iter()
+            .find_map(|r| r.find(answer).map(|m| (r, m)))
+        {
+            Some((r, m)) => Verdict::Fail(format!("/{}/ matches {:?}", r.as_str(), m.as_str())),
+            None => Verdict::Pass("no excluded pattern matches".into()),
+        }),
+        AnswerCheck::ValidJson => on_answer(&|answer, _| match serde_json::from_str::<
+            serde_json::Value,
+        >(answer)
+        {
+            Ok(_) => Verdict::Pass("valid JSON".into()),
+            Err(e) => Verdict::Fail(format!("not JSON: {e}")),
+        }),
+        AnswerCheck::Similarity {
+            expected,
+            threshold,
+        } => on_answer(&|answer, _| {
+            similar(case.similarity, answer, expected, *threshold, "expected")
+        }),
+        AnswerCheck::ExcludesPii => on_answer(&|answer, _| match find_pii(answer) {
+            Some((kind, sample)) => Verdict::Fail(format!("contains a {kind}: {sample:?}")),
+            None => Verdict::Pass("no personal data or secrets found".into()),
+        }),
+        AnswerCheck::OutputNotEmpty => on_answer(&|answer, _| {
+            pass_if(
                 !answer.trim().is_empty(),
                 "non-empty answer".into(),
                 "empty answer".into(),
-            ),
-            Check::BehaviorUnchanged {
-                baseline,
-                similarity_threshold,
-            } => {
-                let base = if baseline == "auto" {
-                    case.baseline
-                } else {
-                    Some(baseline.as_str())
-                };
-                match base {
-                    Some(b) => similar(
-                        case.similarity,
-                        answer,
-                        b,
-                        *similarity_threshold,
-                        "baseline",
-                    ),
-                    None => {
-                        Verdict::NotApplicable("no no-chaos baseline answer for this prompt".into())
-                    }
+            )
+        }),
+        AnswerCheck::BehaviorUnchanged {
+            baseline,
+            similarity_threshold,
+        } => on_answer(&|answer, _| {
+            let base = if baseline == "auto" {
+                case.baseline
+            } else {
+                Some(baseline.as_str())
+            };
+            match base {
+                Some(b) => similar(
+                    case.similarity,
+                    answer,
+                    b,
+                    *similarity_threshold,
+                    "baseline",
+                ),
+                None => {
+                    Verdict::NotApplicable("no no-chaos baseline answer for this prompt".into())
                 }
             }
-            Check::Latency { .. } | Check::Completes {} => unreachable!("answered above"),
-            Check::ToolCalled { .. }
-            | Check::ToolNotCalled { .. }
-            | Check::MaxToolCalls { .. }
-            | Check::MaxLlmCalls { .. }
-            | Check::HonorsRetryAfter {}
-            | Check::NoExfiltration {} => unreachable!("traffic checks answered above"),
-        }
+        }),
     }
 }
 
@@ -329,5 +433,57 @@ mod tests {
             inv("{type: behavior_unchanged}").check(&no_base),
             Verdict::NotApplicable(_)
         ));
+    }
+
+    #[test]
+    fn the_regexes_parsed_at_load_are_the_ones_run() {
+        use figment::providers::{Format, Yaml};
+        let parse = |yaml: &str| {
+            let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
+                .extract()
+                .unwrap();
+            crate::config::parse_invariant(v).unwrap()
+        };
+        let spec = parse("{type: excludes_pattern, patterns: ['(?i)secret', 'k[0-9]+']}");
+        let compiled: Vec<String> = spec
+            .regexes()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect();
+        assert_eq!(compiled, ["(?i)secret", "k[0-9]+"]);
+        let bad = parse("{type: regex, pattern: 'a('}");
+        let e = Invariant::compile(&bad).err().unwrap();
+        assert!(e.starts_with("`a(`: "), "{e}");
+    }
+
+    #[test]
+    fn every_check_is_an_answer_check_or_a_traffic_check() {
+        let traffic = [
+            "{type: tool_called, tool: t}",
+            "{type: tool_not_called, tool: t}",
+            "{type: max_tool_calls, max: 1}",
+            "{type: max_llm_calls, max: 1}",
+            "{type: honors_retry_after}",
+            "{type: no_exfiltration}",
+        ];
+        let answer = [
+            "{type: contains, value: x}",
+            "{type: regex, pattern: x}",
+            "{type: latency, max_ms: 1}",
+            "{type: completes}",
+            "{type: behavior_unchanged}",
+        ];
+        for y in traffic {
+            assert!(inv(y).is_traffic(), "{y}");
+            let v = inv(y).check(&case(Ok("x")));
+            assert!(
+                matches!(v, Verdict::NotApplicable(_)),
+                "{y}: no traffic, {v:?}"
+            );
+        }
+        for y in answer {
+            assert!(!inv(y).is_traffic(), "{y}");
+        }
     }
 }

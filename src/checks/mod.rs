@@ -1,7 +1,12 @@
 //! Invariants evaluated on one case: what the agent answered (`answer`), helped by a text
 //! similarity (`similarity`: lexical, or embeddings computed before the checks run) and PII
 //! detectors (`pii`); and what it did on the wire (`traffic`, over the case's journal
-//! slice). Pure: no I/O.
+//! slice). The two kinds are separate closed enums (`AnswerCheck` in `answer`,
+//! `TrafficCheck` in `traffic`), each `config::Check` sorted into one by exhaustive
+//! matches, so a new check does not compile until it is placed and handled. Pure: no I/O.
+
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod answer;
 mod pii;

@@ -8,57 +8,104 @@ use super::Verdict;
 use crate::config::Check;
 use crate::exchange::{Exchange, Outcome, Target};
 
-/// Evaluates a traffic check; `None` when `check` is not one.
-pub fn check(check: &Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
-    let tool_calls = |name: Option<&str>| {
-        traffic
+/// The traffic checks, a closed enum of their own: `of` sorts every `Check` (an exhaustive
+/// match, so a new check must say whether it is one) and `verdict` handles each.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrafficCheck {
+    ToolCalled { tool: String },
+    ToolNotCalled { tool: String },
+    MaxToolCalls { max: u32, tool: Option<String> },
+    MaxLlmCalls { max: u32 },
+    HonorsRetryAfter,
+    NoExfiltration,
+}
+
+impl TrafficCheck {
+    /// `check` as a traffic check; `None` for an answer check.
+    pub fn of(check: &Check) -> Option<TrafficCheck> {
+        Some(match check {
+            Check::ToolCalled { tool } => TrafficCheck::ToolCalled { tool: tool.clone() },
+            Check::ToolNotCalled { tool } => TrafficCheck::ToolNotCalled { tool: tool.clone() },
+            Check::MaxToolCalls { max, tool } => TrafficCheck::MaxToolCalls {
+                max: *max,
+                tool: tool.clone(),
+            },
+            Check::MaxLlmCalls { max } => TrafficCheck::MaxLlmCalls { max: *max },
+            Check::HonorsRetryAfter {} => TrafficCheck::HonorsRetryAfter,
+            Check::NoExfiltration {} => TrafficCheck::NoExfiltration,
+            Check::Contains { .. }
+            | Check::ContainsAny { .. }
+            | Check::Regex { .. }
+            | Check::ExcludesPattern { .. }
+            | Check::Latency { .. }
+            | Check::ValidJson {}
+            | Check::Similarity { .. }
+            | Check::ExcludesPii {}
+            | Check::RefusalCheck { .. }
+            | Check::OutputNotEmpty {}
+            | Check::Completes {}
+            | Check::BehaviorUnchanged { .. } => return None,
+        })
+    }
+}
+
+/// Evaluates a traffic check; `None` when `check` is not one (what the tests below drive).
+#[cfg(test)]
+fn check(check: &Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
+    TrafficCheck::of(check).map(|t| t.verdict(traffic))
+}
+
+impl TrafficCheck {
+    pub fn verdict(&self, traffic: &[Arc<Exchange>]) -> Verdict {
+        let tool_calls = |name: Option<&str>| {
+            traffic
             .iter()
             .filter(
                 |e| matches!(&e.target, Target::Tool { name: n } if name.is_none_or(|w| w == n)),
             )
             .count()
-    };
-    let asked = |name: &str| {
-        traffic
-            .iter()
-            .flat_map(|e| &e.llm_tool_calls)
-            .filter(|n| *n == name)
-            .count()
-    };
-    Some(match check {
-        Check::ToolCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
-            (0, 0) => Verdict::Fail(format!(
-                "the agent never called `{tool}` and its LLM never asked for it"
-            )),
-            (0, m) => Verdict::Pass(format!("the LLM asked for `{tool}` {m} time(s)")),
-            (n, _) => Verdict::Pass(format!("called `{tool}` {n} time(s)")),
-        },
-        Check::ToolNotCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
-            (0, 0) => Verdict::Pass(format!("`{tool}` was not called")),
-            (0, m) => Verdict::Fail(format!(
-                "the LLM asked the agent to call `{tool}` {m} time(s)"
-            )),
-            (n, _) => Verdict::Fail(format!("the agent called `{tool}` {n} time(s)")),
-        },
-        Check::MaxToolCalls { max, tool } => {
-            let n = tool_calls(tool.as_deref());
-            let what = tool
-                .as_deref()
-                .map_or("tool calls".to_string(), |t| format!("calls to `{t}`"));
-            at_most(n, *max, &what)
-        }
-        Check::MaxLlmCalls { max } => at_most(
+        };
+        let asked = |name: &str| {
             traffic
                 .iter()
-                .filter(|e| matches!(e.target, Target::Llm { .. }))
-                .count(),
-            *max,
-            "LLM calls",
-        ),
-        Check::HonorsRetryAfter {} => retry_after(traffic),
-        Check::NoExfiltration {} => exfiltration(traffic),
-        _ => return None,
-    })
+                .flat_map(|e| &e.llm_tool_calls)
+                .filter(|n| *n == name)
+                .count()
+        };
+        match self {
+            TrafficCheck::ToolCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
+                (0, 0) => Verdict::Fail(format!(
+                    "the agent never called `{tool}` and its LLM never asked for it"
+                )),
+                (0, m) => Verdict::Pass(format!("the LLM asked for `{tool}` {m} time(s)")),
+                (n, _) => Verdict::Pass(format!("called `{tool}` {n} time(s)")),
+            },
+            TrafficCheck::ToolNotCalled { tool } => match (tool_calls(Some(tool)), asked(tool)) {
+                (0, 0) => Verdict::Pass(format!("`{tool}` was not called")),
+                (0, m) => Verdict::Fail(format!(
+                    "the LLM asked the agent to call `{tool}` {m} time(s)"
+                )),
+                (n, _) => Verdict::Fail(format!("the agent called `{tool}` {n} time(s)")),
+            },
+            TrafficCheck::MaxToolCalls { max, tool } => {
+                let n = tool_calls(tool.as_deref());
+                let what = tool
+                    .as_deref()
+                    .map_or("tool calls".to_string(), |t| format!("calls to `{t}`"));
+                at_most(n, *max, &what)
+            }
+            TrafficCheck::MaxLlmCalls { max } => at_most(
+                traffic
+                    .iter()
+                    .filter(|e| matches!(e.target, Target::Llm { .. }))
+                    .count(),
+                *max,
+                "LLM calls",
+            ),
+            TrafficCheck::HonorsRetryAfter => retry_after(traffic),
+            TrafficCheck::NoExfiltration => exfiltration(traffic),
+        }
+    }
 }
 
 fn at_most(n: usize, max: u32, what: &str) -> Verdict {

@@ -244,9 +244,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             loaded.config.allow_open_proxy = open.allow_open_proxy;
             if let Some(name) = chaos_profile {
                 match crate::chaos::profiles::load(&name) {
-                    Ok(mut spec) => {
-                        spec.mark_responses = loaded.config.chaos.mark_responses;
-                        loaded.config.chaos = spec;
+                    Ok(spec) => {
+                        let mark = loaded.config.chaos.mark_responses;
+                        loaded.config.chaos = spec.with_mark_responses(mark);
                     }
                     Err(e) => {
                         eprintln!("flakestorm: {e}");

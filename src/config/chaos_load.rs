@@ -6,8 +6,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::{ChaosSpec, ContextAttacks, Rule, attack_list, parse_rule, ranges};
-use super::load::section;
+use super::chaos::{
+    ChaosSpec, CompiledChaos, ContextAttacks, Rule, attack_list, parse_rule, ranges,
+};
+use super::de::section;
 use super::schema::{Config, ToolSpec};
 
 /// Flakestorm v2 fields that some modes do not use. v2 files set them freely (its rules
@@ -105,19 +107,21 @@ pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
 pub fn parse_chaos(
     v: Value,
     tools: &[ToolSpec],
-) -> Result<(ChaosSpec, Vec<String>), Vec<ConfigError>> {
+) -> Result<(CompiledChaos, Vec<String>), Vec<ConfigError>> {
     let mut v = v;
     let mut warnings = vec![];
     let mut errors = vec![];
     lenient_v2_fields(&mut v, "chaos", &mut warnings);
     let (spec, index) = chaos_section(v, "chaos", &mut errors);
     let parsed = errors.len();
-    errors.extend(super::validate::check_chaos(&spec, tools, "chaos"));
+    let compiled = super::validate::compile_chaos(&spec, tools, "chaos");
+    if let Err(e) = &compiled {
+        errors.extend(e.iter().cloned());
+    }
     remap_chaos_paths(&mut errors[parsed..], &index, "chaos");
-    if errors.is_empty() {
-        Ok((spec, warnings))
-    } else {
-        Err(errors)
+    match compiled {
+        Ok(compiled) if errors.is_empty() => Ok((compiled, warnings)),
+        _ => Err(errors),
     }
 }
 

@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::ChaosSpec;
+use super::chaos::CompiledChaos;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
-use super::crosscheck::{Context, check_has_prompts, check_undeclared_tool};
-use super::invariants::{InvariantSpec, check_invariant, parse_invariant};
-use super::load::section;
+use super::de::section;
+use super::invariants::{
+    Check, InvariantSpec, check_invariant, check_undeclared_tool, parse_invariant,
+};
 use super::schema::ToolSpec;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,8 +87,9 @@ pub struct ContractInvariant {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scenario {
     pub name: String,
+    /// Compiled at load (`compile_chaos`); serialized as its spec.
     #[serde(flatten)]
-    pub chaos: ChaosSpec,
+    pub chaos: CompiledChaos,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -303,9 +305,37 @@ fn scenarios(
         lenient_v2_fields(&mut rules, &path, warnings);
         let (chaos, index) = chaos_section(rules, &path, errors);
         let parsed = errors.len();
-        errors.extend(super::validate::check_chaos(&chaos, tools, &path));
+        let chaos = super::validate::compile_chaos(&chaos, tools, &path).unwrap_or_else(|e| {
+            errors.extend(e);
+            CompiledChaos::default()
+        });
         remap_chaos_paths(&mut errors[parsed..], &index, &path);
         out.push(Scenario { name, chaos });
     }
     out
+}
+
+/// What the contract is checked against from the rest of the file.
+#[derive(Clone, Copy)]
+pub(super) struct Context<'a> {
+    pub tools: &'a [ToolSpec],
+    /// `golden_prompts` gives prompts (or is broken and already reported).
+    pub golden: bool,
+}
+
+/// A contract invariant at `path` with nothing to run: no `probes` and no golden prompts.
+/// `refusal_check` runs its own `dangerous_prompts`.
+pub(super) fn check_has_prompts(
+    inv: &ContractInvariant,
+    path: &str,
+    golden: bool,
+    errors: &mut Vec<ConfigError>,
+) {
+    let own_prompts = matches!(inv.invariant.check, Check::RefusalCheck { .. });
+    if !golden && inv.probes.is_empty() && !own_prompts {
+        errors.push(ConfigError::new(
+            path,
+            "no prompts to run: add golden_prompts or probes",
+        ));
+    }
 }

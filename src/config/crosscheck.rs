@@ -1,76 +1,11 @@
-//! Load checks that read more than one section: invariants that name tools against
-//! `tools:`, contract invariants against the prompts they can run, `agent.reset_endpoint`
-//! against `advanced.concurrency`, `output.format` against what this build renders.
-//! What makes a run meaningless is an error; what a run can live with is a warning.
-//! Owns no types and never changes the config.
+//! Warnings about a loaded config that read more than one section: `agent.reset_endpoint`
+//! against `advanced.concurrency`, `output.format` against what this build renders. (The
+//! checks of one invariant against `tools:` and the prompts live with the invariants, in
+//! `invariants.rs` and `contract.rs`, so this module imports neither.) Owns no types and
+//! never changes the config.
 
-use super::contract::ContractInvariant;
-use super::invariants::Check;
-use super::schema::{Config, ToolSpec};
-use super::{ConfigError, ReportFormat};
-
-/// What the contract is checked against from the rest of the file.
-#[derive(Clone, Copy)]
-pub(super) struct Context<'a> {
-    pub tools: &'a [ToolSpec],
-    /// `golden_prompts` gives prompts (or is broken and already reported).
-    pub golden: bool,
-}
-
-/// A traffic invariant at `path` that names a tool `tools:` does not declare. For
-/// `tool_called` / `tool_not_called` a warning: they also match tool calls the LLM asks for
-/// by name, which may be in-process tools that never reach the wire. For `max_tool_calls`
-/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail.
-pub(super) fn check_undeclared_tool(
-    check: &Check,
-    path: &str,
-    tools: &[ToolSpec],
-    errors: &mut Vec<ConfigError>,
-    warnings: &mut Vec<String>,
-) {
-    let (tool, counted) = match check {
-        Check::ToolCalled { tool } | Check::ToolNotCalled { tool } => (tool, false),
-        Check::MaxToolCalls {
-            tool: Some(tool), ..
-        } => (tool, true),
-        _ => return,
-    };
-    if tools.iter().any(|t| t.name == *tool) {
-        return;
-    }
-    let at = format!("{path}.tool");
-    if counted {
-        errors.push(ConfigError::new(
-            at,
-            format!(
-                "`{tool}` is not a name from `tools:`; max_tool_calls counts HTTP calls to \
-                 `tools:` entries, so it would count none"
-            ),
-        ));
-    } else {
-        warnings.push(format!(
-            "{at}: `{tool}` is not a name from `tools:`; only tool calls the LLM asks for by \
-             that name can match"
-        ));
-    }
-}
-
-/// A contract invariant at `path` with nothing to run: no `probes` and no golden prompts.
-/// `refusal_check` runs its own `dangerous_prompts`.
-pub(super) fn check_has_prompts(
-    inv: &ContractInvariant,
-    path: &str,
-    golden: bool,
-    errors: &mut Vec<ConfigError>,
-) {
-    let own_prompts = matches!(inv.invariant.check, Check::RefusalCheck { .. });
-    if !golden && inv.probes.is_empty() && !own_prompts {
-        errors.push(ConfigError::new(
-            path,
-            "no prompts to run: add golden_prompts or probes",
-        ));
-    }
-}
+use super::ReportFormat;
+use super::schema::Config;
 
 /// Warnings about a config that loads: things it asks for that a run will not do as the
 /// user may expect.

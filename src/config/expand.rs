@@ -1,6 +1,9 @@
 //! `${VAR}` expansion inside string values, from the environment, at load time.
 //! `$$` is a literal `$`. A missing variable is an error naming it and the path.
 
+// Walks serde_json values: foreign enums, where a catch-all arm is the point.
+#![allow(clippy::wildcard_enum_match_arm)]
+
 use serde_json::Value;
 
 use super::ConfigError;

@@ -3,6 +3,9 @@
 //! (a `probability: .nan` fired always). Here they become their YAML spelling as a string,
 //! which no number field accepts: every loader refuses them with the field's path.
 
+// Walks figment values: foreign enums, where a catch-all arm is the point.
+#![allow(clippy::wildcard_enum_match_arm)]
+
 use figment::Figment;
 use figment::value::{Num, Value as Yaml};
 use serde_json::Value;

@@ -1,7 +1,8 @@
-//! `invariants:`: checks on each case's answer (config.md). A closed enum tagged by
-//! `type`; `description` and `negate` are common to all. Regexes are validated at load.
-//! Contract fields (`id`, `severity`, `when`, `probes`) and traffic invariants arrive
-//! with the run engine.
+//! `invariants:`: checks on each case's answer and traffic (config.md). A closed enum
+//! tagged by `type`; `description` and `negate` are common to all. Regexes are compiled
+//! once, by `parse_invariant`: `check_invariant` reports the bad ones, `checks::Invariant`
+//! runs the others. Contract fields (`id`, `severity`, `when`, `probes`) are
+//! `contract.rs`'s `ContractInvariant`.
 
 use serde::{Deserialize, Serialize};
 
@@ -167,19 +168,6 @@ impl Check {
             Check::NoExfiltration {} => "no_exfiltration",
         }
     }
-
-    /// Whether the check reads the case's traffic (journal slice) rather than its answer.
-    pub fn is_traffic(&self) -> bool {
-        matches!(
-            self,
-            Check::ToolCalled { .. }
-                | Check::ToolNotCalled { .. }
-                | Check::MaxToolCalls { .. }
-                | Check::MaxLlmCalls { .. }
-                | Check::HonorsRetryAfter {}
-                | Check::NoExfiltration {}
-        )
-    }
 }
 
 fn d080() -> f64 {
@@ -199,6 +187,88 @@ pub struct InvariantSpec {
     pub negate: bool,
     #[serde(flatten)]
     pub check: Check,
+    /// The check's regexes, compiled once by `parse_invariant`.
+    #[serde(skip)]
+    regexes: Regexes,
+}
+
+/// The regexes of a `regex` or `excludes_pattern` check, in pattern order, compiled once:
+/// `check_invariant` reports the ones that failed (with their field), `checks::Invariant`
+/// runs the others. Compared by pattern.
+#[derive(Clone, Default)]
+struct Regexes(std::sync::Arc<[Result<regex::Regex, RegexError>]>);
+
+/// A pattern that did not compile, and regex's (multi-line) message.
+#[derive(Debug, Clone, PartialEq)]
+struct RegexError {
+    pattern: String,
+    message: String,
+}
+
+impl Regexes {
+    fn of(check: &Check) -> Regexes {
+        let patterns: &[String] = match check {
+            Check::Regex { pattern } => std::slice::from_ref(pattern),
+            Check::ExcludesPattern { patterns } => patterns,
+            Check::Contains { .. }
+            | Check::ContainsAny { .. }
+            | Check::Latency { .. }
+            | Check::ValidJson {}
+            | Check::Similarity { .. }
+            | Check::ExcludesPii {}
+            | Check::RefusalCheck { .. }
+            | Check::OutputNotEmpty {}
+            | Check::Completes {}
+            | Check::BehaviorUnchanged { .. }
+            | Check::ToolCalled { .. }
+            | Check::ToolNotCalled { .. }
+            | Check::MaxToolCalls { .. }
+            | Check::MaxLlmCalls { .. }
+            | Check::HonorsRetryAfter {}
+            | Check::NoExfiltration {} => &[],
+        };
+        let compile = |p: &String| {
+            regex::Regex::new(p).map_err(|e| RegexError {
+                pattern: p.clone(),
+                message: e.to_string(),
+            })
+        };
+        Regexes(patterns.iter().map(compile).collect())
+    }
+
+    fn sources(&self) -> Vec<Result<&str, &RegexError>> {
+        self.0
+            .iter()
+            .map(|r| r.as_ref().map(regex::Regex::as_str))
+            .collect()
+    }
+}
+
+impl PartialEq for Regexes {
+    fn eq(&self, other: &Self) -> bool {
+        self.sources() == other.sources()
+    }
+}
+
+impl std::fmt::Debug for Regexes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.sources()).finish()
+    }
+}
+
+impl InvariantSpec {
+    /// The check's compiled regexes (`regex`: one, `excludes_pattern`: one per pattern,
+    /// others: none). Err names a pattern that does not compile; loading reported it already.
+    pub fn regexes(&self) -> Result<Vec<regex::Regex>, String> {
+        self.regexes
+            .0
+            .iter()
+            .map(|r| {
+                r.clone()
+                    .map_err(|e| format!("`{}`: {}", e.pattern, e.message))
+            })
+            .collect()
+    }
 }
 
 /// Parses one invariant; the error names the field when it can.
@@ -231,6 +301,7 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
     Ok(InvariantSpec {
         description,
         negate,
+        regexes: Regexes::of(&check),
         check,
     })
 }
@@ -240,31 +311,30 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
     let mut err =
         |field: &str, msg: String| errors.push(ConfigError::new(format!("{path}.{field}"), msg));
     // regex errors span lines (pattern, caret, message): keep the message.
-    let regex = |p: &str| {
-        regex::Regex::new(p).err().map(|e| {
-            let text = e.to_string();
-            let why = text
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-                .to_string();
-            format!("invalid regex `{p}`: {why}")
-        })
+    let regex = |at: usize| {
+        let e = inv.regexes.0.get(at)?.as_ref().err()?;
+        let why = e
+            .message
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_string();
+        Some(format!("invalid regex `{}`: {why}", e.pattern))
     };
     match &inv.check {
         Check::Contains { value } if value.is_empty() => err("value", "must not be empty".into()),
         Check::ContainsAny { values } if values.is_empty() => {
             err("values", "needs at least one value".into())
         }
-        Check::Regex { pattern } => {
-            if let Some(e) = regex(pattern) {
+        Check::Regex { .. } => {
+            if let Some(e) = regex(0) {
                 err("pattern", e);
             }
         }
         Check::ExcludesPattern { patterns } => {
-            for (i, p) in patterns.iter().enumerate() {
-                if let Some(e) = regex(p) {
+            for i in 0..patterns.len() {
+                if let Some(e) = regex(i) {
                     err(&format!("patterns[{i}]"), e);
                 }
             }
@@ -282,7 +352,23 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         Check::RefusalCheck { dangerous_prompts } if dangerous_prompts.is_empty() => {
             err("dangerous_prompts", "needs at least one prompt".into());
         }
-        _ => {}
+        // Nothing to check beyond what the types say (or within range, above).
+        Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::RefusalCheck { .. }
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. }
+        | Check::ToolCalled { .. }
+        | Check::ToolNotCalled { .. }
+        | Check::MaxToolCalls { .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {} => {}
     }
 }
 
@@ -306,9 +392,7 @@ pub(super) fn invariant_list(
         match parse_invariant(item) {
             Ok(inv) => {
                 check_invariant(&inv, &path, errors);
-                super::crosscheck::check_undeclared_tool(
-                    &inv.check, &path, tools, errors, warnings,
-                );
+                check_undeclared_tool(&inv.check, &path, tools, errors, warnings);
                 out.push(inv);
             }
             Err((field, msg)) => {
@@ -322,4 +406,57 @@ pub(super) fn invariant_list(
         }
     }
     out
+}
+
+/// A traffic invariant at `path` that names a tool `tools:` does not declare. For
+/// `tool_called` / `tool_not_called` a warning: they also match tool calls the LLM asks for
+/// by name, which may be in-process tools that never reach the wire. For `max_tool_calls`
+/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail.
+pub(super) fn check_undeclared_tool(
+    check: &Check,
+    path: &str,
+    tools: &[ToolSpec],
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) {
+    let (tool, counted) = match check {
+        Check::ToolCalled { tool } | Check::ToolNotCalled { tool } => (tool, false),
+        Check::MaxToolCalls {
+            tool: Some(tool), ..
+        } => (tool, true),
+        Check::MaxToolCalls { tool: None, .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {}
+        | Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Regex { .. }
+        | Check::ExcludesPattern { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::RefusalCheck { .. }
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. } => return,
+    };
+    if tools.iter().any(|t| t.name == *tool) {
+        return;
+    }
+    let at = format!("{path}.tool");
+    if counted {
+        errors.push(ConfigError::new(
+            at,
+            format!(
+                "`{tool}` is not a name from `tools:`; max_tool_calls counts HTTP calls to \
+                 `tools:` entries, so it would count none"
+            ),
+        ));
+    } else {
+        warnings.push(format!(
+            "{at}: `{tool}` is not a name from `tools:`; only tool calls the LLM asks for by \
+             that name can match"
+        ));
+    }
 }

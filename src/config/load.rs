@@ -2,17 +2,21 @@
 //! deserialize section by section (so one bad section does not hide the others), then
 //! validate. Every problem is collected and returned together.
 
+// Matches serde_json values: foreign enums, where a catch-all arm is the point.
+#![allow(clippy::wildcard_enum_match_arm)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Yaml};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::chaos::ChaosSpec;
 use super::chaos_load::{
     ChaosIndex, chaos_section, lenient_v2_fields, remap_chaos_paths, warn_unroutable_tools,
 };
+use super::de::{kind, list, section};
 use super::expand::expand_value;
 use super::schema::*;
 use super::validate::validate;
@@ -138,13 +142,13 @@ pub fn load_with_env(
     expand_value(&mut expanded, "", &env, &mut vec![]);
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
-    let (mut config, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
+    let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     let base = file
         .and_then(Path::parent)
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     resolve_paths(&mut config, &base);
     let parsed = errors.len();
-    validate(&config, &mut errors);
+    validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_unroutable_tools(&config, &mut warnings);
     super::crosscheck::warn_config(&config, &mut warnings);
@@ -266,24 +270,12 @@ fn layered(
     }
 }
 
-/// A JSON value's kind, for messages that must not quote the value itself.
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 fn sections(
     mut root: Map<String, Value>,
     env: &dyn Fn(&str) -> Option<String>,
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
-) -> (Config, ChaosIndex) {
+) -> (Config, ChaosSpec, ChaosIndex) {
     let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
         let mut v = root.remove(name)?;
         expand_value(&mut v, name, env, errors);
@@ -291,6 +283,8 @@ fn sections(
     };
     let mut c = Config::default();
     let mut chaos_index = ChaosIndex::new();
+    // Parsed here, compiled into `c.chaos` by `validate` once the tools are known.
+    let mut chaos = ChaosSpec::default();
     if let Some(v) = take("proxy", errors) {
         c.proxy = section(v, "proxy", errors).unwrap_or_default();
     }
@@ -315,7 +309,7 @@ fn sections(
     if let Some(mut v) = take("chaos", errors) {
         lenient_v2_fields(&mut v, "chaos", warnings);
         let (spec, index) = chaos_section(v, "chaos", errors);
-        c.chaos = spec;
+        chaos = spec;
         chaos_index = index;
     }
     if let Some(v) = take("invariants", errors) {
@@ -334,7 +328,7 @@ fn sections(
     let top_matrix = take("chaos_matrix", errors);
     match take("contract", errors) {
         Some(v) => {
-            let ctx = super::crosscheck::Context {
+            let ctx = super::contract::Context {
                 tools: &c.tools,
                 golden,
             };
@@ -373,7 +367,7 @@ fn sections(
             }
         }
     }
-    (c, chaos_index)
+    (c, chaos, chaos_index)
 }
 
 /// `advanced` mixes fields this build applies with run-engine ones.
@@ -395,124 +389,6 @@ fn advanced(
     section(v, "advanced", errors)
 }
 
-/// Deserializes one section; on failure records every error with its full path. serde stops
-/// at the first bad value, so each bad value is taken out and the rest tried again (a few
-/// rounds at most), until none is left or the remaining problem is the section itself.
-pub(super) fn section<T: DeserializeOwned>(
-    v: Value,
-    name: &str,
-    errors: &mut Vec<ConfigError>,
-) -> Option<T> {
-    /// More rounds than any section has fields.
-    const MAX_ROUNDS: usize = 64;
-    let mut v = v;
-    let mut found = false;
-    // (path of the mapping, key) taken out, so their "missing field" is not a new problem.
-    let mut removed: Vec<(String, String)> = vec![];
-    for _ in 0..MAX_ROUNDS {
-        let e = match serde_path_to_error::deserialize::<_, T>(v.clone()) {
-            Ok(t) => return (!found).then_some(t),
-            Err(e) => e,
-        };
-        let inner = e.path().to_string();
-        let segments: Vec<serde_path_to_error::Segment> = e.path().iter().cloned().collect();
-        let message = super::redact::serde_message(&e.into_inner().to_string());
-        let ours = missing_field(&message)
-            .is_some_and(|k| removed.iter().any(|(p, r)| *p == inner && r == k));
-        if !ours {
-            let path = if inner == "." {
-                name.to_string()
-            } else {
-                join_path(name, &inner)
-            };
-            errors.push(ConfigError::new(path, message));
-            found = true;
-        }
-        match take_out(&mut v, &segments) {
-            Some(taken) => removed.push(taken),
-            None => break,
-        }
-    }
-    None
-}
-
-/// `missing field `x`` -> `x`.
-fn missing_field(message: &str) -> Option<&str> {
-    message.strip_prefix("missing field `")?.split('`').next()
-}
-
-/// Removes the value at `segments` (or, inside a list, the nearest enclosing mapping entry)
-/// and says which (mapping path, key) went; None when only the section itself is left.
-fn take_out(v: &mut Value, segments: &[serde_path_to_error::Segment]) -> Option<(String, String)> {
-    use serde_path_to_error::Segment;
-    // The deepest prefix of `segments` that ends in a mapping key.
-    let mut keys = vec![];
-    for (i, seg) in segments.iter().enumerate() {
-        match seg {
-            Segment::Map { .. } => keys.push(i),
-            Segment::Seq { .. } => {}
-            _ => break,
-        }
-    }
-    let last = *keys.last()?;
-    let mut node = &mut *v;
-    for seg in &segments[..last] {
-        node = match (seg, node) {
-            (Segment::Map { key }, Value::Object(m)) => m.get_mut(key)?,
-            (Segment::Seq { index }, Value::Array(a)) => a.get_mut(*index)?,
-            _ => return None,
-        };
-    }
-    let (Segment::Map { key }, Value::Object(map)) = (&segments[last], node) else {
-        return None;
-    };
-    map.remove(key)?;
-    let parent: String = segments[..last]
-        .iter()
-        .map(|s| match s {
-            Segment::Map { key } => format!(".{key}"),
-            Segment::Seq { index } => format!("[{index}]"),
-            _ => String::new(),
-        })
-        .collect();
-    let parent = parent.strip_prefix('.').unwrap_or(&parent);
-    Some((
-        if parent.is_empty() {
-            ".".into()
-        } else {
-            parent.to_string()
-        },
-        key.clone(),
-    ))
-}
-
-/// Deserializes a list element by element, so every bad element is reported.
-fn list<T: DeserializeOwned>(v: Value, name: &str, errors: &mut Vec<ConfigError>) -> Vec<T> {
-    match v {
-        Value::Array(items) => items
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, item)| section(item, &format!("{name}[{i}]"), errors))
-            .collect(),
-        Value::Null => vec![],
-        other => {
-            errors.push(ConfigError::new(
-                name,
-                format!("expected a list, found {}", kind(&other)),
-            ));
-            vec![]
-        }
-    }
-}
-
-fn join_path(base: &str, inner: &str) -> String {
-    if inner.starts_with('[') {
-        format!("{base}{inner}")
-    } else {
-        format!("{base}.{inner}")
-    }
-}
-
 /// Relative paths are relative to the config file's folder (like compose files).
 fn resolve_paths(c: &mut Config, base: &Path) {
     let fix = |p: &mut PathBuf| {
@@ -529,5 +405,6 @@ fn resolve_paths(c: &mut Config, base: &Path) {
 }
 
 #[cfg(test)]
+#[allow(clippy::wildcard_enum_match_arm)] // a test fails on any value but the one it expects
 #[path = "load_tests.rs"]
 mod tests;

@@ -2,14 +2,21 @@
 //! (defaults < file < `FLAKESTORM_*` env < CLI flags), `${VAR}` expansion, and validation
 //! that reports every problem at once, each with its path.
 //!
-//! This module owns the *spec* types. Runtime modules compile them once into their own
-//! types (globs, addresses); the hot path never sees unvalidated config.
+//! This module owns the *spec* types and compiles them once, as they load (design.md §8
+//! rule 2): chaos rules into `chaos::CompiledChaos` (by `compile_chaos`, the one path for
+//! files, scenarios, profiles and `PUT /v1/chaos`), invariant regexes inside
+//! `InvariantSpec`, `proxy.intercept`/`passthrough` into `globs::HostGlobs`. The runtime
+//! uses those as they are; the hot path never sees unvalidated config.
+
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod agent;
 pub mod chaos;
 mod chaos_load;
 mod contract;
 mod crosscheck;
+mod de;
 mod embeddings;
 mod error;
 mod expand;
@@ -35,7 +42,7 @@ pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
-pub use validate::{check_chaos, listen_addr};
+pub use validate::{compile_chaos, listen_addr};
 
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::load::section;
+use super::de::section;
 use super::{ConfigError, OneOrMany};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,9 @@
 //! and what was expected, and show a value only when it is short and does not look like a
 //! credential.
 
+// Walks serde_json values: foreign enums, where a catch-all arm is the point.
+#![allow(clippy::wildcard_enum_match_arm)]
+
 use serde_json::Value;
 
 /// Longest value an error may quote.

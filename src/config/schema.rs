@@ -20,7 +20,8 @@ pub struct Config {
     pub journal: JournalSpec,
     pub advanced: AdvancedSpec,
     /// Faults active from startup (also settable at runtime through the control API).
-    pub chaos: super::chaos::ChaosSpec,
+    /// Compiled once at load (`compile_chaos`); the engine installs it as it is.
+    pub chaos: super::chaos::CompiledChaos,
     /// The agent under test (needed by runs, not by `serve`).
     pub agent: Option<super::AgentSpec>,
     /// Checks on every case of mutation and chaos runs.
@@ -40,10 +41,10 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct ProxySpec {
     pub listen: String,
-    /// Host globs whose CONNECT tunnels are decrypted.
-    pub intercept: Vec<String>,
+    /// Host globs whose CONNECT tunnels are decrypted (compiled as read).
+    pub intercept: super::globs::HostGlobs,
     /// Host globs tunnelled blind; wins over `intercept`.
-    pub passthrough: Vec<String>,
+    pub passthrough: super::globs::HostGlobs,
     pub upstream_ca_file: Option<PathBuf>,
     pub users: Vec<UserSpec>,
     pub reverse: Vec<ReverseSpec>,
@@ -79,8 +80,8 @@ impl Default for ProxySpec {
     fn default() -> Self {
         ProxySpec {
             listen: "127.0.0.1:8080".into(),
-            intercept: vec!["*".into()],
-            passthrough: vec![],
+            intercept: super::globs::HostGlobs::new(vec!["*".into()]),
+            passthrough: super::globs::HostGlobs::new(vec![]),
             upstream_ca_file: None,
             users: vec![],
             reverse: vec![],

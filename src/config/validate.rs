@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use super::ConfigError;
-use super::chaos::{AttackMode, ChaosSpec, Common, ranges};
+use super::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos};
 use super::globs;
 use super::schema::*;
 
-pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
+/// Checks `c` and compiles `chaos` (the parsed `chaos:` section) into `c.chaos`.
+pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>) {
     proxy(&c.proxy, errors);
     control(&c.control, errors);
     tools(&c.tools, errors);
@@ -26,15 +27,37 @@ pub fn validate(c: &Config, errors: &mut Vec<ConfigError>) {
     }
     advanced(&c.advanced, errors);
     rewrite_cap(&c.proxy, errors);
-    errors.extend(check_chaos(&c.chaos, &c.tools, "chaos"));
+    match compile_chaos(chaos, &c.tools, "chaos") {
+        Ok(compiled) => c.chaos = compiled,
+        Err(e) => errors.extend(e),
+    }
     if let Some(a) = &c.agent {
         errors.extend(super::agent::check_agent(a));
     }
 }
 
-/// Checks a chaos spec against the declared tools; paths start with `prefix`.
-pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<ConfigError> {
+/// The one way a chaos spec becomes rules: checked against the declared tools, then
+/// compiled (`CompiledChaos::compile`: ranges, globs); every problem, each with its path
+/// starting with `prefix`, in rule order.
+pub fn compile_chaos(
+    spec: &ChaosSpec,
+    tools: &[ToolSpec],
+    prefix: &str,
+) -> Result<CompiledChaos, Vec<ConfigError>> {
     let mut errors = vec![];
+    let (compiled, problems) = match CompiledChaos::compile(spec.clone()) {
+        Ok(c) => (Some(c), vec![]),
+        Err(p) => (None, p),
+    };
+    // `compile`'s problems of one rule field, reported where the checks below used to
+    // make them, so the order of errors stays per rule.
+    let of = |list: &str, i: usize, glob: bool| -> Vec<(&'static str, String)> {
+        problems
+            .iter()
+            .filter(|p| p.list == list && p.index == i && (p.field == "match_url") == glob)
+            .map(|p| (p.field, p.message.clone()))
+            .collect()
+    };
     let at = |list: &str, i: usize, field: &str| {
         let base = if prefix.is_empty() {
             format!("{list}[{i}]")
@@ -50,11 +73,8 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut ids = HashSet::new();
     let mut common = |list: &str, i: usize, c: &Common, errors: &mut Vec<ConfigError>| {
-        if let Some(Err(e)) = c.match_url.as_deref().map(globs::url_glob) {
-            errors.push(ConfigError::new(
-                at(list, i, "match_url"),
-                format!("invalid glob: {e}"),
-            ));
+        for (field, msg) in of(list, i, true) {
+            errors.push(ConfigError::new(at(list, i, field), msg));
         }
         if let Some(id) = c.id.as_ref().filter(|id| !ids.insert((*id).clone())) {
             errors.push(ConfigError::new(
@@ -75,10 +95,9 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
             errors.push(ConfigError::new(at(list, i, "tool"), msg));
         }
     };
-    // Every numeric field against its range (config::chaos::ranges), the same check
-    // `RuleSet::compile` makes.
-    let numbers = |list: &str, i: usize, bad: Vec<(&str, String)>, errors: &mut Vec<_>| {
-        for (field, msg) in bad {
+    // Every numeric field against its range (config::chaos::ranges), as `compile` found.
+    let numbers = |list: &str, i: usize, errors: &mut Vec<_>| {
+        for (field, msg) in of(list, i, false) {
             errors.push(ConfigError::new(at(list, i, field), msg));
         }
     };
@@ -96,7 +115,7 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
                 "only llm_faults and context_attacks take a provider",
             ));
         }
-        numbers("tool_faults", i, ranges::check_rule(r), &mut errors);
+        numbers("tool_faults", i, &mut errors);
     }
     for (i, r) in spec.llm_faults.iter().enumerate() {
         common("llm_faults", i, &r.common, &mut errors);
@@ -106,11 +125,11 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
                 "llm_faults apply to LLM calls; use provider or match_url to narrow them",
             ));
         }
-        numbers("llm_faults", i, ranges::check_rule(r), &mut errors);
+        numbers("llm_faults", i, &mut errors);
     }
     for (i, r) in spec.context_attacks.rules().iter().enumerate() {
         common("context_attacks", i, &r.common, &mut errors);
-        numbers("context_attacks", i, ranges::check_rule(r), &mut errors);
+        numbers("context_attacks", i, &mut errors);
         let empty = match &r.mode {
             AttackMode::IndirectInjection { payloads, payload } => {
                 payloads.iter().chain(payload).all(String::is_empty)
@@ -128,7 +147,10 @@ pub fn check_chaos(spec: &ChaosSpec, tools: &[ToolSpec], prefix: &str) -> Vec<Co
             ));
         }
     }
-    errors
+    match compiled {
+        Some(c) if errors.is_empty() => Ok(c),
+        _ => Err(errors),
+    }
 }
 
 /// Parses a listen address; the message says what form is expected.
@@ -142,13 +164,18 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
     if let Err(e) = listen_addr(&p.listen) {
         errors.push(ConfigError::new("proxy.listen", e));
     }
-    patterns("proxy.intercept", &p.intercept, globs::host_glob, errors);
-    patterns(
-        "proxy.passthrough",
-        &p.passthrough,
-        globs::host_glob,
-        errors,
-    );
+    // Compiled as read (`HostGlobs`): only their bad patterns are left to report.
+    for (path, list) in [
+        ("proxy.intercept", &p.intercept),
+        ("proxy.passthrough", &p.passthrough),
+    ] {
+        for (i, e) in list.bad() {
+            errors.push(ConfigError::new(
+                format!("{path}[{i}]"),
+                format!("invalid glob `{}`: {e}", list[*i]),
+            ));
+        }
+    }
     for (field, v) in [
         ("connect_timeout_ms", p.connect_timeout_ms),
         ("response_timeout_ms", p.response_timeout_ms),

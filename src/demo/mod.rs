@@ -213,6 +213,7 @@ fn write_reports(ci: &crate::run::CiReport) -> Result<PathBuf, DemoError> {
     Ok(reports)
 }
 
+#[allow(clippy::disallowed_methods)] // a unique folder name, not a time anything waits on
 fn tempfile_dir() -> Result<PathBuf, DemoError> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

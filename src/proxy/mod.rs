@@ -4,7 +4,8 @@
 //! blind tunnel); `service` turns one request into one exchange; `forward` talks to
 //! upstreams; `body` observes response bodies as they stream; `rescue` is the one place
 //! errors become responses. This module must not reach into `run`: the two meet only
-//! through the journal (and, later, the chaos engine handle).
+//! through the journal and the chaos `Engine` handle (runs install rules, the proxy decides
+//! with them).
 
 mod accept;
 mod attack;
@@ -88,8 +89,11 @@ impl Settings {
     fn compile(c: &Config) -> Result<Self, ProxyBuildError> {
         let p = &c.proxy;
         let bad = |what: &str, e: String| ProxyBuildError::Config(format!("{what}: {e}"));
-        let set = |what: &str, list: &[String]| {
-            globs::set(list, globs::host_glob).map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
+        // Compiled when the config was read; a bad pattern was reported there.
+        let set = |what: &str, list: &globs::HostGlobs| {
+            list.set()
+                .cloned()
+                .map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
         };
         let reverse = p
             .reverse

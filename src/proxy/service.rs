@@ -315,6 +315,7 @@ fn recorder<B>(
     let url = uri.to_string();
     let host = uri.host().unwrap_or_default();
     let target = proxy.inner.classifier.classify(&url, host, uri.path());
+    #[allow(clippy::disallowed_methods)] // the journal's timestamp is wall-clock by design
     let started_at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);

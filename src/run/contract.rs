@@ -7,30 +7,19 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-use super::RunContext;
 use super::cases::CaseResult;
 use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::score::{Score, contract_score};
 use super::verdict::{Evidence, Judgement, decide};
-use crate::checks::{Invariant, Verdict};
-use crate::config::chaos::ChaosSpec;
+use super::{CellResult, RunContext, RunError};
+use crate::checks::Invariant;
+use crate::config::chaos::CompiledChaos;
 use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CellResult {
-    pub invariant: String,
-    pub scenario: String,
-    pub severity: Severity,
-    #[serde(flatten)]
-    pub verdict: Verdict,
-    /// Cases the cell judged.
-    pub cases: usize,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractReport {
@@ -53,16 +42,6 @@ pub struct ContractReport {
     /// Times the agent was invoked (scenarios × prompts, plus baselines).
     pub agent_calls: usize,
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("contract.invariants: {0}")]
-    Invariant(String),
-    #[error("contract `{0}` has invariants but no prompts: add golden_prompts or probes")]
-    NoPrompts(String),
-    #[error("chaos rules of scenario `{scenario}`: {message}")]
-    Scenario { scenario: String, message: String },
 }
 
 /// Runs `contract` with `golden` prompts against the agent in `ctx`.
@@ -95,10 +74,7 @@ pub async fn run_contract(
     }
     let scenarios = ordered_scenarios(contract);
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let traffic = contract
-        .invariants
-        .iter()
-        .any(|i| i.invariant.check.is_traffic());
+    let traffic = invariants.iter().any(Invariant::is_traffic);
     let ctx = &*ctx.for_traffic(traffic);
     let judge = Judge {
         ctx,
@@ -106,7 +82,7 @@ pub async fn run_contract(
         invariants: &invariants,
         prompts_of: &prompts_of,
     };
-    let no_chaos = ChaosSpec::default();
+    let no_chaos = CompiledChaos::default();
     // Baselines come from a no-chaos pass without canaries: the first scenario when it is
     // one, else a pass flakestorm adds (never judged, never planted).
     let first_clean = scenarios[0].chaos.is_empty() && !judge.plants_canaries(&scenarios[0].chaos);
@@ -125,7 +101,7 @@ pub async fn run_contract(
         }))
         .collect();
     let first = ctx.journal.peek_next_id();
-    let mut outcomes = run_matrix(ctx, &runs, &prompts).await?.into_iter();
+    let mut outcomes = run_matrix(ctx, &runs, &prompts).await.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
@@ -192,7 +168,23 @@ fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
     match &i.invariant.check {
         _ if !i.probes.is_empty() => i.probes.clone(),
         Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
-        _ => golden.to_vec(),
+        Check::Contains { .. }
+        | Check::ContainsAny { .. }
+        | Check::Regex { .. }
+        | Check::ExcludesPattern { .. }
+        | Check::Latency { .. }
+        | Check::ValidJson {}
+        | Check::Similarity { .. }
+        | Check::ExcludesPii {}
+        | Check::OutputNotEmpty {}
+        | Check::Completes {}
+        | Check::BehaviorUnchanged { .. }
+        | Check::ToolCalled { .. }
+        | Check::ToolNotCalled { .. }
+        | Check::MaxToolCalls { .. }
+        | Check::MaxLlmCalls { .. }
+        | Check::HonorsRetryAfter {}
+        | Check::NoExfiltration {} => golden.to_vec(),
     }
 }
 
@@ -203,7 +195,7 @@ fn ordered_scenarios(contract: &ContractSpec) -> Vec<Scenario> {
     if scenarios.is_empty() {
         scenarios.push(Scenario {
             name: "no-chaos".into(),
-            chaos: ChaosSpec::default(),
+            chaos: CompiledChaos::default(),
         });
     }
     scenarios.sort_by_key(|s| !s.chaos.is_empty());

@@ -213,7 +213,9 @@ pub(super) fn seen(exchanges: &[Arc<Exchange>]) -> String {
     for e in exchanges {
         let kind = match &e.target {
             Target::Tool { name } => format!("tool {name}"),
-            other => other.kind().to_string(),
+            other @ (Target::Llm { .. } | Target::Embeddings { .. } | Target::Other) => {
+                other.kind().to_string()
+            }
         };
         *by.entry((origin(&e.request.url).to_string(), kind))
             .or_default() += 1;

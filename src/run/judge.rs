@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 
+use super::CellResult;
 use super::RunContext;
 use super::cases::CaseResult;
-use super::contract::CellResult;
 use super::coverage::Coverage;
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;

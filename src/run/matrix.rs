@@ -12,10 +12,9 @@ use tokio::sync::Semaphore;
 
 use super::RunContext;
 use super::cases::{CaseResult, run_case, trace_id};
-use super::contract::RunError;
-use crate::chaos::{Canary, RuleSet, RuleStats, mix, stream, sum_stats};
+use crate::chaos::{Canary, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
-use crate::config::chaos::ChaosSpec;
+use crate::config::chaos::CompiledChaos;
 use crate::exchange::Exchange;
 
 /// Why a case cannot be judged when its agent dropped the `traceparent`.
@@ -25,7 +24,7 @@ pub(super) const UNTRACED: &str = "the agent's calls carried no traceparent, so 
 /// One scenario to run every prompt under.
 pub(super) struct ScenarioRun<'a> {
     pub name: &'a str,
-    pub chaos: &'a ChaosSpec,
+    pub chaos: &'a CompiledChaos,
     /// Plant canaries in tool responses (a `no_exfiltration` check applies).
     pub canary: bool,
 }
@@ -54,32 +53,19 @@ pub(super) async fn run_matrix(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
-) -> Result<Vec<ScenarioOutcome>, RunError> {
-    let rejected = |name: &str| {
-        let scenario = name.to_string();
-        move |message| RunError::Scenario { scenario, message }
-    };
-    for s in scenarios {
-        RuleSet::compile(s.chaos).map_err(rejected(s.name))?;
-    }
+) -> Vec<ScenarioOutcome> {
     if let Some(p) = &ctx.progress {
         (p.planned)(scenarios.len() * prompts.len());
     }
     if ctx.attribution == Attribution::Header {
         // Calls that lost their trace id meet no rules at all, not the config's `chaos:`.
-        let _none = ctx
-            .engine
-            .install(&ChaosSpec::default(), None)
-            .map_err(rejected("(no scenario)"))?;
-        return Ok(per_trace(ctx, scenarios, prompts).await);
+        let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
+        return per_trace(ctx, scenarios, prompts).await;
     }
     let mut out = vec![];
     for s in scenarios {
         let canary = s.canary.then(|| canary(ctx));
-        let active = ctx
-            .engine
-            .install(s.chaos, canary)
-            .map_err(rejected(s.name))?;
+        let active = ctx.engine.install_compiled(s.chaos, canary);
         let start = ctx.journal.peek_next_id();
         let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
         let mut done = pool(ctx, &[(s.name, s.chaos, false)], prompts, &cells, false).await;
@@ -92,7 +78,7 @@ pub(super) async fn run_matrix(
             exchanges: ctx.journal.slice(start, end),
         });
     }
-    Ok(out)
+    out
 }
 
 /// `attribution: header`: all cases of all scenarios in one pool, each under its trace id.
@@ -101,7 +87,7 @@ async fn per_trace(
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
 ) -> Vec<ScenarioOutcome> {
-    let specs: Vec<(&str, &ChaosSpec, bool)> = scenarios
+    let specs: Vec<(&str, &CompiledChaos, bool)> = scenarios
         .iter()
         .map(|s| (s.name, s.chaos, s.canary))
         .collect();
@@ -115,7 +101,7 @@ async fn per_trace(
 /// each case installs its scenario's rules for its own trace id while it runs.
 async fn pool(
     ctx: &RunContext,
-    specs: &[(&str, &ChaosSpec, bool)],
+    specs: &[(&str, &CompiledChaos, bool)],
     prompts: &[String],
     cells: &[(usize, usize)],
     traced: bool,
@@ -135,10 +121,9 @@ async fn pool(
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
             let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p));
-            // Compiled before any case ran, so installing cannot fail here.
-            let rules = trace.as_ref().and_then(|t| {
+            let rules = trace.as_ref().map(|t| {
                 let canary = canary.then(|| self::canary(&ctx));
-                ctx.engine.install_for_trace(t, &chaos, canary).ok()
+                ctx.engine.install_for_trace(t, &chaos, canary)
             });
             let mut case = run_case(&ctx, &name, &prompt, window, trace).await;
             if traced && !chaos.is_empty() && case.traffic.is_none() {

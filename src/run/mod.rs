@@ -3,7 +3,12 @@
 //! proves each scenario's chaos reached the agent; `verdict` decides pass, fail, not
 //! tested or error. The proxy is reached only through the chaos `Engine` (scenarios are
 //! installed on it) and the `Journal` (the faults each case met): this module never
-//! touches sockets of the proxy.
+//! touches sockets of the proxy. Types the runners share (`RunContext`, `CellResult`,
+//! `RunError`) live here, so `contract`, `judge` and `matrix` never import each other in
+//! a circle.
+
+// No catch-all arm over an enum here: a new variant must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod cases;
 mod chaos;
@@ -18,15 +23,18 @@ mod score;
 mod summary;
 mod verdict;
 
+use serde::Serialize;
+
 use crate::agent::Agent;
 use crate::chaos::Engine;
-use crate::config::Attribution;
+use crate::checks::Verdict;
+use crate::config::{Attribution, Severity};
 use crate::journal::Journal;
 
 pub use cases::{CaseResult, EarlierAttempt};
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
-pub use contract::{CellResult, ContractReport, RunError, run_contract};
+pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use score::{Score, contract_score};
@@ -79,4 +87,26 @@ pub struct RunContext {
     pub min_score: f64,
     /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
     pub embedder: Option<Embedder>,
+}
+
+/// One cell of the invariants × scenarios matrix: shared by the contract run that scores
+/// it and the judge that fills it (kept here so neither imports the other).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellResult {
+    pub invariant: String,
+    pub scenario: String,
+    pub severity: Severity,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// Cases the cell judged.
+    pub cases: usize,
+}
+
+/// Why a run could not start; shared by the contract, chaos and matrix runners.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("contract.invariants: {0}")]
+    Invariant(String),
+    #[error("contract `{0}` has invariants but no prompts: add golden_prompts or probes")]
+    NoPrompts(String),
 }

@@ -67,6 +67,7 @@ impl LeafCache {
     }
 
     /// The TLS server configuration presenting a leaf for `host` (DNS name or IP).
+    #[allow(clippy::disallowed_methods)] // certificates age in wall-clock time
     pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, TlsError> {
         let host = normalize(host);
         if let Some(e) = self.lock().get(&host)
@@ -116,6 +117,7 @@ impl LeafCache {
 
     /// Unique per leaf: clients such as Firefox reject two certificates from one issuer
     /// with the same serial.
+    #[allow(clippy::disallowed_methods)] // serials unique across restarts: wall clock
     fn next_serial(&self) -> SerialNumber {
         let n = self.serial.fetch_add(1, Ordering::Relaxed);
         let nanos = SystemTime::now()

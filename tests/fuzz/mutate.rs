@@ -141,6 +141,7 @@ pub fn run(t: &Target, mut check: impl FnMut(&mut Rng, &[u8])) -> u64 {
     let seed = seed();
     let mut rng = Rng::new(seed ^ fnv(t.name.as_bytes()));
     let (runs, time) = budget(t.runs);
+    #[allow(clippy::disallowed_methods)] // a fuzz budget is wall-clock time (scripts/fuzz.sh)
     let started = Instant::now();
     let mut done = 0;
     while done < runs && time.is_none_or(|d| started.elapsed() < d) {

@@ -13,9 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::LlmProvider;
 
+mod compiled;
 mod modes;
 pub mod ranges;
 
+pub use compiled::{CompiledChaos, Problem};
 pub use modes::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -211,13 +213,22 @@ pub fn attack_list(v: serde_json::Value) -> Result<Vec<serde_json::Value>, Strin
                 let mut fields = match fields {
                     serde_json::Value::Object(f) => f,
                     serde_json::Value::Null => serde_json::Map::new(),
-                    _ => return Err(format!("{kind}: expected a mapping of fields")),
+                    serde_json::Value::Bool(_)
+                    | serde_json::Value::Number(_)
+                    | serde_json::Value::String(_)
+                    | serde_json::Value::Array(_) => {
+                        return Err(format!("{kind}: expected a mapping of fields"));
+                    }
                 };
                 fields.insert("type".into(), serde_json::Value::String(kind));
                 items.push(serde_json::Value::Object(fields));
             }
             Ok(items)
         }
-        _ => Err("expected a list of attacks or a mapping of type -> fields".into()),
+        serde_json::Value::Bool(_)
+        | serde_json::Value::Number(_)
+        | serde_json::Value::String(_) => {
+            Err("expected a list of attacks or a mapping of type -> fields".into())
+        }
     }
 }

@@ -52,7 +52,22 @@ fn texts<'a>(
             Check::Similarity { expected, .. } => fixed.push(expected.as_str()),
             Check::BehaviorUnchanged { baseline, .. } if baseline == "auto" => auto = true,
             Check::BehaviorUnchanged { baseline, .. } => fixed.push(baseline.as_str()),
-            _ => continue,
+            Check::Contains { .. }
+            | Check::ContainsAny { .. }
+            | Check::Regex { .. }
+            | Check::ExcludesPattern { .. }
+            | Check::Latency { .. }
+            | Check::ValidJson {}
+            | Check::ExcludesPii {}
+            | Check::RefusalCheck { .. }
+            | Check::OutputNotEmpty {}
+            | Check::Completes {}
+            | Check::ToolCalled { .. }
+            | Check::ToolNotCalled { .. }
+            | Check::MaxToolCalls { .. }
+            | Check::MaxLlmCalls { .. }
+            | Check::HonorsRetryAfter {}
+            | Check::NoExfiltration {} => continue,
         }
         compares = true;
     }

@@ -1,0 +1,135 @@
+//! The house rules clippy cannot keep by itself (issue #10): the lint set-up stays in place,
+//! and the section loaders of `config/` and the runners of `run/` do not import each
+//! other in a circle. Reads the sources; runs nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+fn source(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn clippy_bans_what_design_md_forbids() {
+    let toml = source("clippy.toml");
+    for banned in [
+        "std::time::Instant::now",
+        "std::time::SystemTime::now",
+        "std::thread::sleep",
+    ] {
+        assert!(
+            toml.contains(&format!("path = \"{banned}\"")),
+            "clippy.toml no longer bans {banned}"
+        );
+    }
+}
+
+#[test]
+fn catch_all_arms_are_linted_where_our_enums_are_matched() {
+    for root in [
+        "src/config/mod.rs",
+        "src/checks/mod.rs",
+        "src/run/mod.rs",
+        "src/api/mod.rs",
+        "src/chaos/rules.rs",
+        "src/chaos/engine.rs",
+    ] {
+        assert!(
+            source(root).contains("#![warn(clippy::wildcard_enum_match_arm)]"),
+            "{root} lost #![warn(clippy::wildcard_enum_match_arm)]"
+        );
+    }
+}
+
+/// The sibling files a file refers to as `super::name` or `crate::<module>::name` (its
+/// `#[cfg(test)] mod tests` left out).
+fn siblings_used(text: &str, module: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let mut out = BTreeSet::new();
+    for prefix in ["super::".to_string(), format!("crate::{module}::")] {
+        for (at, _) in text.match_indices(&prefix) {
+            let rest = &text[at + prefix.len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let name: String = name
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if files.contains(&name) {
+                    out.insert(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A cycle among the files of `src/<module>/` (mod.rs aside: it declares them all), if any.
+fn cycle_in(module: &str) -> Option<Vec<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(module);
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".rs")?;
+            (stem != "mod" && !stem.ends_with("_tests")).then(|| stem.to_string())
+        })
+        .collect();
+    let edges: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|f| {
+            let text = source(&format!("src/{module}/{f}.rs"));
+            let mut used = siblings_used(&text, module, &files);
+            used.remove(f);
+            (f.clone(), used)
+        })
+        .collect();
+    fn visit(
+        f: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == f) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(f.to_string());
+            return Some(cycle);
+        }
+        if !done.insert(f.to_string()) {
+            return None;
+        }
+        path.push(f.to_string());
+        for next in &edges[f] {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    files
+        .iter()
+        .find_map(|f| visit(f, &edges, &mut vec![], &mut done))
+}
+
+#[test]
+fn config_and_run_files_do_not_import_each_other_in_a_circle() {
+    for module in ["config", "run"] {
+        if let Some(cycle) = cycle_in(module) {
+            panic!("src/{module}: {}", cycle.join(" -> "));
+        }
+    }
+}
