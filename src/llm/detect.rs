@@ -79,14 +79,9 @@ pub fn declared(provider: Provider, path: &str) -> Target {
 /// The provider whose own API host this is, if it is one.
 pub fn provider_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    match host.as_str() {
-        "api.openai.com" => Some(Provider::Openai),
-        "api.anthropic.com" => Some(Provider::Anthropic),
-        "generativelanguage.googleapis.com" => Some(Provider::Gemini),
-        _ if host.ends_with(".openai.azure.com") => Some(Provider::Openai),
-        _ if host.ends_with("-aiplatform.googleapis.com") => Some(Provider::Gemini),
-        _ => None,
-    }
+    super::ALL
+        .into_iter()
+        .find(|p| super::wire(*p).owns_host(&host))
 }
 
 /// What `path` (query allowed) is for. The path alone decides: a `GET /v1/responses/{id}`

@@ -5,22 +5,26 @@
 //! (bounded) because they can only be rewritten whole. A body it cannot parse passes
 //! through unchanged and the fault is reported as skipped. Pure: no I/O, no clocks.
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 mod drift;
-pub mod frame;
 mod json;
-mod responses;
-mod shape;
+mod output;
+
+/// The framer the rewriter splits streams with (it lives with the providers, in `llm`).
+pub use crate::llm::frame;
 
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use self::frame::{Event, Framing, Splitter};
-use self::shape::Kind;
 use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
+use crate::llm::frame::{Event, Framing, Splitter};
+use crate::llm::openai::responses;
+use crate::llm::{Kind, Wire, wire};
 
 /// What the client receives, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +47,7 @@ enum Body {
 
 pub struct LlmRewriter {
     provider: Provider,
+    wire: &'static dyn Wire,
     mode: LlmMode,
     body: Body,
     limit: usize,
@@ -101,11 +106,21 @@ impl LlmRewriter {
         };
         let tokens_left = match mode {
             LlmMode::TruncatedResponse { max_tokens } => max_tokens,
-            _ => 0,
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Garbage {}
+            | LlmMode::ResponseDrift { .. }
+            | LlmMode::ServerError { .. }
+            | LlmMode::StreamCut { .. }
+            | LlmMode::SlowStream { .. }
+            | LlmMode::ToolCallCorruption { .. }
+            | LlmMode::ContextLengthExceeded {} => 0,
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
             provider,
+            wire: wire(provider),
             mode,
             body,
             limit,
@@ -194,7 +209,14 @@ impl LlmRewriter {
             LlmMode::TruncatedResponse { .. } => "the answer was shorter than max_tokens",
             LlmMode::ToolCallCorruption { .. } => "the response had no tool call to corrupt",
             LlmMode::ServerError { .. } => "in_stream errors need a streaming response",
-            _ => "the response had no content to rewrite",
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Garbage {}
+            | LlmMode::ResponseDrift { .. }
+            | LlmMode::StreamCut { .. }
+            | LlmMode::SlowStream { .. }
+            | LlmMode::ContextLengthExceeded {} => "the response had no content to rewrite",
         }
     }
 
@@ -204,16 +226,12 @@ impl LlmRewriter {
         }
         let framing = match &self.body {
             Body::Stream(_) => self.framing(),
-            _ => Framing::Sse,
+            Body::Json(_) | Body::Pass => Framing::Sse,
         };
         let mut ev = Event::parse(&frame, framing);
-        let kind = shape::classify(self.provider, &ev);
-        let p = self.provider;
-        if let Some(j) = ev
-            .json
-            .as_ref()
-            .filter(|j| p == Provider::Openai && responses::is_responses(j))
-        {
+        let kind = crate::llm::classify(self.provider, &ev);
+        let w = self.wire;
+        if let Some(j) = ev.json.as_ref().filter(|j| w.is_responses(j)) {
             if matches!(
                 j["type"].as_str(),
                 Some("response.created" | "response.in_progress")
@@ -231,7 +249,7 @@ impl LlmRewriter {
             && ev
                 .json
                 .as_mut()
-                .is_some_and(|j| shape::carries_output(p, j));
+                .is_some_and(|j| output::carries_output(w, j));
         let out = self.on_event(ev, kind, frame);
         if is_content {
             self.content_events += 1;
@@ -241,29 +259,24 @@ impl LlmRewriter {
     }
 
     fn framing(&self) -> Framing {
-        if self.provider == Provider::Ollama {
-            Framing::Ndjson
-        } else {
-            Framing::Sse
-        }
+        self.wire.framing()
     }
 
     fn on_event(&mut self, mut ev: Event, kind: Kind, frame: Bytes) -> Vec<Out> {
-        let p = self.provider;
+        let w = self.wire;
         // Gemini's last frame carries text as well as the finish reason: text rewrites
         // must see it as content.
-        let is_responses =
-            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
+        let is_responses = ev.json.as_ref().is_some_and(|j| w.is_responses(j));
         let has_text = ev
             .json
             .as_mut()
-            .is_some_and(|j| shape::has_text(p, j, true));
+            .is_some_and(|j| output::has_text(w, j, true));
         let text_bearing = kind == Kind::Content
             || kind == Kind::Finish
                 && ev
                     .json
                     .as_mut()
-                    .is_some_and(|j| shape::has_text(p, j, true));
+                    .is_some_and(|j| output::has_text(w, j, true));
         let end_here = |this: &mut Self, last: Vec<Out>| {
             this.done = true;
             this.applied = true;
@@ -286,7 +299,7 @@ impl LlmRewriter {
                 let carries = ev
                     .json
                     .as_mut()
-                    .is_some_and(|j| shape::carries_output(p, j));
+                    .is_some_and(|j| output::carries_output(w, j));
                 let cut = matches!(kind, Kind::Finish | Kind::Terminal)
                     || (carries && self.content_events >= after_events);
                 if cut {
@@ -296,14 +309,14 @@ impl LlmRewriter {
                 }
             }
             LlmMode::Garbage {} if kind == Kind::Content => {
-                let junk = shape::garbage_frame(p, &ev).encode();
+                let junk = output::garbage_frame(w, &ev).encode();
                 end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
             }
             LlmMode::ServerError { .. } if kind == Kind::Content => {
                 let err = if is_responses {
                     responses::failed_event(&ev, &self.responses.base, self.responses.sequence + 1)
                 } else {
-                    shape::stream_error(p, &ev)
+                    w.stream_error(&ev)
                 };
                 end_here(
                     self,
@@ -318,7 +331,7 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                shape::for_each_text(p, j, true, &mut |s| s.clear());
+                w.for_each_text(j, true, &mut |s| s.clear());
                 self.applied = true;
                 vec![Out::Data(ev.encode())]
             }
@@ -334,7 +347,7 @@ impl LlmRewriter {
                 } else {
                     !self.applied
                 };
-                if json::corrupt_tools(p, j, true, corruption, first) {
+                if json::corrupt_tools(w, j, true, corruption, first) {
                     self.responses.corrupted_delta |= delta;
                     self.applied = true;
                     vec![Out::Data(ev.encode())]
@@ -348,11 +361,10 @@ impl LlmRewriter {
                 vec![Out::Data(frame)]
             }
             LlmMode::ResponseDrift { .. } => {
-                let p = self.provider;
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                match self.drift.stream_event(p, j, kind) {
+                match self.drift.stream_event(w, j, kind) {
                     Ok(true) => {
                         self.applied = true;
                         vec![Out::Data(ev.encode())]
@@ -361,20 +373,28 @@ impl LlmRewriter {
                     Err(e) => self.fail(e),
                 }
             }
-            _ => vec![Out::Data(frame)],
+            // Not this event's business: the mode acts on another kind of event, or was
+            // decided before forwarding (see proxy::fault).
+            LlmMode::Garbage {}
+            | LlmMode::ServerError { .. }
+            | LlmMode::TruncatedResponse { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::ContextLengthExceeded {} => vec![Out::Data(frame)],
         }
     }
 
     /// Spends the token budget on this event's text; once it runs out, trims the text and
     /// ends the stream the way the provider does at its token limit.
     fn truncate_event(&mut self, mut ev: Event, max_tokens: u32) -> Vec<Out> {
-        let p = self.provider;
+        let w = self.wire;
         let Some(j) = ev.json.as_mut() else {
             return vec![Out::Data(ev.encode())];
         };
         let mut budget = self.tokens_left;
         let mut exhausted = false;
-        shape::for_each_text(p, j, true, &mut |s| {
+        w.for_each_text(j, true, &mut |s| {
             let (keep, used) = take_tokens(s, budget);
             budget -= used;
             if keep < s.len() {
@@ -383,12 +403,10 @@ impl LlmRewriter {
             }
         });
         self.tokens_left = budget;
-        let is_responses =
-            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
+        let is_responses = ev.json.as_ref().is_some_and(|j| w.is_responses(j));
         if is_responses {
             let said = &mut self.responses.said;
-            shape::for_each_text(
-                p,
+            w.for_each_text(
                 ev.json.as_mut().unwrap_or(&mut Value::Null),
                 true,
                 &mut |s| said.push_str(s),
@@ -407,16 +425,16 @@ impl LlmRewriter {
         }
         // A frame that already ends the stream (Gemini, Ollama `done`) is marked itself;
         // otherwise the provider's own closing events follow.
-        let closes = p == Provider::Gemini || ev.json.as_ref().is_some_and(|j| j["done"] == true);
+        let closes = ev.json.as_ref().is_some_and(|j| w.truncation_closes(j));
         let mut out = vec![];
         if closes {
-            shape::mark_truncated(p, ev.json.as_mut().unwrap_or(&mut Value::Null));
+            w.mark_truncated(ev.json.as_mut().unwrap_or(&mut Value::Null));
             out.push(Out::Data(ev.encode()));
         } else {
             let last = ev.json.clone().unwrap_or(Value::Null);
             out.push(Out::Data(ev.encode()));
             out.extend(
-                shape::truncation_tail(p, &ev, &last, max_tokens)
+                w.truncation_tail(&ev, &last, max_tokens)
                     .iter()
                     .map(|e| Out::Data(e.encode())),
             );
@@ -451,4 +469,5 @@ pub fn take_tokens(text: &str, budget: u32) -> (usize, u32) {
 
 #[cfg(test)]
 #[path = "tests.rs"]
+#[allow(clippy::wildcard_enum_match_arm)] // tests pick the outputs they look at
 mod tests;

@@ -2,10 +2,12 @@
 //! text lives in `output[].content[].text`, and a stream repeats it in `*.delta`, `*.done`,
 //! `output_item.*` and the final `response.completed` events. Every copy is rewritten so
 //! that an SDK reading deltas and one reading the final response see the same answer.
+//! Requests: the user's input and tool outputs sit in `input`.
 
 use serde_json::{Value, json};
 
-use super::frame::Event;
+use crate::llm::frame::Event;
+use crate::llm::path::{All, Call, If, K, at, visit};
 
 /// Whether a JSON value is a Responses API object or stream event.
 pub fn is_responses(v: &Value) -> bool {
@@ -61,40 +63,31 @@ pub fn for_each_text(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
     }
 }
 
-/// The value at `keys` if every step is an object that has it (indexing would panic on a
-/// number or a string, and insert nulls where a key is missing).
-fn at<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
-    keys.iter().try_fold(v, |v, k| v.get_mut(*k))
-}
+/// Function call items: in a whole response, in `output_item.*` events and in the final
+/// response an event carries.
+pub static OUTPUT: Call = Call {
+    at: &[K("output"), All, If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
+pub static ITEM: Call = Call {
+    at: &[K("item"), If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
+pub static EVENT_OUTPUT: Call = Call {
+    at: &[K("response"), K("output"), All, If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
 
-fn each_call(output: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    for item in output
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["type"] == "function_call")
-    {
-        f(item);
-    }
-}
-
-/// Every function call item (with `name` and `arguments`), and every arguments fragment
-/// (`response.function_call_arguments.delta`, passed as `{"arguments": …}`-less values).
+/// Every function call item (with `name` and `arguments`).
 pub fn for_each_call(v: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    if v["object"] == "response" {
-        return each_call(&mut v["output"], f);
-    }
-    match v["type"].as_str().unwrap_or_default() {
-        "response.output_item.added" | "response.output_item.done"
-            if v["item"]["type"] == "function_call" =>
-        {
-            f(&mut v["item"])
-        }
-        _ => {
-            if let Some(output) = at(v, &["response", "output"]) {
-                each_call(output, f)
-            }
-        }
+    for c in [&OUTPUT, &ITEM, &EVENT_OUTPUT] {
+        visit(v, c.at, f);
     }
 }
 
@@ -158,4 +151,40 @@ pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
     let data =
         json!({"type": "response.failed", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.failed"), data)
+}
+
+/// Whether a request is a Responses API one (`input`, no `messages`).
+pub fn is_request(body: &Value) -> bool {
+    body.get("input").is_some() && body.get("messages").is_none()
+}
+
+/// The user's last input: `input` itself when a string, else its last user item's content.
+pub fn last_user_input(body: &mut Value) -> Option<&mut Value> {
+    let input = body.get_mut("input")?;
+    if input.is_string() {
+        return Some(input);
+    }
+    let item = input
+        .as_array_mut()?
+        .iter_mut()
+        .rev()
+        .find(|m| m["role"] == "user")?;
+    item.get_mut("content")
+}
+
+/// Calls `f` on every `function_call_output` item's output; how many there were.
+pub fn for_each_tool_output(body: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+    let mut n = 0;
+    if let Some(items) = body.get_mut("input").and_then(Value::as_array_mut) {
+        for item in items
+            .iter_mut()
+            .filter(|i| i["type"] == "function_call_output")
+        {
+            if let Some(out) = item.get_mut("output") {
+                n += 1;
+                crate::llm::request::edit_text(out, f);
+            }
+        }
+    }
+    n
 }
