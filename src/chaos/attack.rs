@@ -1,6 +1,7 @@
 //! Context attacks: what an attacker who controls a tool's output (or the conversation
 //! state) can make an agent read. Rewrites of outgoing LLM requests, by provider, and
 //! hiding of injected instructions inside otherwise valid tool responses. Pure.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use bytes::Bytes;
 use serde_json::Value;

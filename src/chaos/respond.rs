@@ -2,6 +2,7 @@
 //! provider (or a real gateway in front of a tool) sends, so the agent's SDK raises what it
 //! raises in production (provider-wire-formats.md §1.4, §2.3, §3.3, §4, §5). A provider's
 //! own errors are its `llm::Wire`'s; this module owns tool and gateway errors.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use bytes::Bytes;
 use serde_json::json;

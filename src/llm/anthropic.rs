@@ -4,12 +4,14 @@
 
 use serde_json::{Value, json};
 
+use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::openai::content_turns;
 use super::path::{All, Call, If, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, edit_text};
 use super::synthetic::{Synthetic, format_secs, request_id};
 use super::wire::{ContextOverflow, Kind, Wire};
+use crate::exchange::Provider;
 
 pub struct Anthropic;
 
@@ -80,6 +82,18 @@ fn error(status: u16, kind: &str, message: &str, draw: u64) -> Synthetic {
 impl Wire for Anthropic {
     fn owns_host(&self, host: &str) -> bool {
         host == "api.anthropic.com"
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[("/v1/messages", Api::Generate(Provider::Anthropic))]
+    }
+
+    fn exact_api(&self, _path: &str) -> Option<Api> {
+        None
+    }
+
+    fn method_api(&self, _method: &str) -> Option<Api> {
+        None
     }
 
     fn framing(&self) -> Framing {

@@ -6,12 +6,14 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::longest_string;
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs};
 use super::wire::{ContextOverflow, Kind, Wire};
+use crate::exchange::Provider;
 
 pub struct Gemini;
 
@@ -72,6 +74,26 @@ fn error(status: u16, kind: &str, message: &str) -> Synthetic {
 impl Wire for Gemini {
     fn owns_host(&self, host: &str) -> bool {
         host == "generativelanguage.googleapis.com" || host.ends_with("-aiplatform.googleapis.com")
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[]
+    }
+
+    fn exact_api(&self, _path: &str) -> Option<Api> {
+        None
+    }
+
+    /// `models/{m}:method` (Vertex: `…/publishers/google/models/{m}:method`).
+    fn method_api(&self, method: &str) -> Option<Api> {
+        match method {
+            "generateContent" | "streamGenerateContent" => Some(Api::Generate(Provider::Gemini)),
+            "embedContent" | "batchEmbedContents" => Some(Api::Embed(Provider::Gemini)),
+            "countTokens" | "computeTokens" | "batchGenerateContent" | "asyncBatchEmbedContent" => {
+                Some(Api::Auxiliary)
+            }
+            _ => None,
+        }
     }
 
     fn framing(&self) -> Framing {

@@ -21,7 +21,7 @@ mod tool_calls;
 pub mod wire;
 
 pub use crate::exchange::Provider;
-pub use detect::{declared, detect, provider_host};
+pub use detect::{Api, declared, detect, provider_host};
 pub use request::{drop_early_turns, edit_text, longest_string};
 pub use synthetic::Synthetic;
 pub use tool_calls::tool_calls;

@@ -5,11 +5,13 @@
 
 use serde_json::{Value, json};
 
+use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::openai::{TURNS, add_system_message, content_turns, tool_message};
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::synthetic::{Synthetic, format_secs};
 use super::wire::{ContextOverflow, Kind, Wire};
+use crate::exchange::Provider;
 
 pub struct Ollama;
 
@@ -34,6 +36,25 @@ impl Wire for Ollama {
     /// Its default host is any `host:11434`: the path decides.
     fn owns_host(&self, _host: &str) -> bool {
         false
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[]
+    }
+
+    fn exact_api(&self, path: &str) -> Option<Api> {
+        match path {
+            "/api/chat" | "/api/generate" => Some(Api::Generate(Provider::Ollama)),
+            "/api/embed" | "/api/embeddings" => Some(Api::Embed(Provider::Ollama)),
+            "/api/tags" | "/api/show" | "/api/ps" | "/api/version" | "/api/pull" | "/api/push"
+            | "/api/create" | "/api/copy" | "/api/delete" => Some(Api::Auxiliary),
+            _ if path.starts_with("/api/blobs/") => Some(Api::Auxiliary),
+            _ => None,
+        }
+    }
+
+    fn method_api(&self, _method: &str) -> Option<Api> {
+        None
     }
 
     fn framing(&self) -> Framing {

@@ -6,11 +6,13 @@ pub mod responses;
 
 use serde_json::{Value, json};
 
+use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, edit_text, role_user};
 use super::synthetic::{Synthetic, format_secs, request_id};
 use super::wire::{ContextOverflow, Kind, Wire};
+use crate::exchange::Provider;
 
 pub struct OpenAi;
 
@@ -123,6 +125,26 @@ fn error(status: u16, message: &str, kind: &str, code: Value, draw: u64) -> Synt
 impl Wire for OpenAi {
     fn owns_host(&self, host: &str) -> bool {
         host == "api.openai.com" || host.ends_with(".openai.azure.com")
+    }
+
+    /// `/chat/completions` and `/completions` also cover Azure's
+    /// `/openai/deployments/{d}/…`, `/embeddings` every OpenAI-compatible server's.
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[
+            ("/chat/completions", Api::Generate(Provider::Openai)),
+            ("/completions", Api::Generate(Provider::Openai)),
+            ("/v1/responses", Api::Generate(Provider::Openai)),
+            ("/openai/responses", Api::Generate(Provider::Openai)),
+            ("/embeddings", Api::Embed(Provider::Openai)),
+        ]
+    }
+
+    fn exact_api(&self, _path: &str) -> Option<Api> {
+        None
+    }
+
+    fn method_api(&self, _method: &str) -> Option<Api> {
+        None
     }
 
     fn framing(&self) -> Framing {

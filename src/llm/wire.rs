@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::path::Call;
 use super::synthetic::Synthetic;
@@ -37,6 +38,12 @@ pub trait Wire: Sync {
     // Detection.
     /// Whether `host` (lowercase, no trailing dot) is the provider's own API host.
     fn owns_host(&self, host: &str) -> bool;
+    /// Path suffixes of its endpoints, on any host (a path *below* one is `Auxiliary`).
+    fn endpoints(&self) -> &'static [(&'static str, Api)];
+    /// What an exact path (no query, no trailing `/`) of its native API is for.
+    fn exact_api(&self, path: &str) -> Option<Api>;
+    /// What a `…/{resource}:method` path is for, by its method.
+    fn method_api(&self, method: &str) -> Option<Api>;
 
     // Responses and streams.
     /// How its streams are framed.

@@ -4,6 +4,7 @@
 //! compressed or not JSON passes through untouched and each attack says why. A rewrite
 //! that would go over `proxy.max_rewrite_bytes` fails the exchange before anything is sent
 //! upstream (`rewrite_too_large`, see `rescue`).
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, header};

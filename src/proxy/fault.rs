@@ -1,6 +1,7 @@
 //! Turning a fired chaos rule into what the proxy does with the exchange: answer at once
 //! (after an optional hold) with a provider-shaped response, drop the connection, or
 //! forward and transform the response on its way back.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use std::time::Duration;
 
