@@ -216,3 +216,26 @@ impl Wire for Anthropic {
         TURNS.insert_before_last_user(body, u, a)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Server tools (`server_tool_use`: web search, code execution) run at Anthropic, not in
+    /// the agent: they are not the agent's calls, for reading or for corrupting.
+    #[test]
+    fn only_tool_use_blocks_are_the_agents_calls() {
+        let mut v = json!({"content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+            {"type": "tool_use", "id": "toolu_1", "name": "email", "input": {"to": "a"}}]});
+        let mut names = vec![];
+        Anthropic.for_each_tool_name(&mut v, false, &mut |n| {
+            names.push(n.as_str().unwrap_or_default().to_string())
+        });
+        assert_eq!(names, ["email"]);
+        let mut args = 0;
+        Anthropic.for_each_tool_args(&mut v, false, &mut |_| args += 1);
+        assert_eq!(args, 1);
+        assert_eq!(crate::llm::tool_calls(v.to_string().as_bytes()), ["email"]);
+    }
+}
