@@ -10,7 +10,7 @@ use super::openai::content_turns;
 use super::path::{All, Call, If, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, edit_text};
 use super::synthetic::{Synthetic, format_secs, request_id};
-use super::wire::{ContextOverflow, Kind, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
 
 pub struct Anthropic;
@@ -110,9 +110,17 @@ impl Wire for Anthropic {
         }
     }
 
-    fn is_responses(&self, _v: &Value) -> bool {
+    fn repeats_output(&self, _v: &Value) -> bool {
         false
     }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, if stream { STREAM_TEXT } else { TEXT }, f)
@@ -154,7 +162,11 @@ impl Wire for Anthropic {
         ]
     }
 
-    fn stream_error(&self, ev: &Event) -> Event {
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
         ev.sibling(
             Some("error"),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),

@@ -12,7 +12,7 @@ use super::longest_string;
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs};
-use super::wire::{ContextOverflow, Kind, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
 
 pub struct Gemini;
@@ -109,9 +109,17 @@ impl Wire for Gemini {
         if done { Kind::Finish } else { Kind::Content }
     }
 
-    fn is_responses(&self, _v: &Value) -> bool {
+    fn repeats_output(&self, _v: &Value) -> bool {
         false
     }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, TEXT, f)
@@ -146,7 +154,11 @@ impl Wire for Gemini {
         vec![]
     }
 
-    fn stream_error(&self, ev: &Event) -> Event {
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
         ev.sibling(
             None,
             json!({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}),

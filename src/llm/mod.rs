@@ -25,7 +25,7 @@ pub use detect::{Api, declared, detect, provider_host};
 pub use request::{drop_early_turns, edit_text, longest_string};
 pub use synthetic::Synthetic;
 pub use tool_calls::tool_calls;
-pub use wire::{ContextOverflow, Kind, Wire};
+pub use wire::{ContextOverflow, Kind, Progress, Wire};
 
 /// Every provider, in the order detection and tool-call reading try them.
 pub const ALL: [Provider; 4] = [

@@ -10,7 +10,7 @@ use super::frame::{Event, Framing};
 use super::openai::{TURNS, add_system_message, content_turns, tool_message};
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::synthetic::{Synthetic, format_secs};
-use super::wire::{ContextOverflow, Kind, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
 
 pub struct Ollama;
@@ -69,9 +69,17 @@ impl Wire for Ollama {
         }
     }
 
-    fn is_responses(&self, _v: &Value) -> bool {
+    fn repeats_output(&self, _v: &Value) -> bool {
         false
     }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, TEXT, f)
@@ -109,7 +117,11 @@ impl Wire for Ollama {
         vec![ev.sibling(None, done)]
     }
 
-    fn stream_error(&self, ev: &Event) -> Event {
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
         ev.sibling(
             None,
             json!({"error": "model runner has unexpectedly stopped"}),

@@ -11,7 +11,7 @@ use super::frame::{Event, Framing};
 use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
 use super::request::{Turns, edit_text, role_user};
 use super::synthetic::{Synthetic, format_secs, request_id};
-use super::wire::{ContextOverflow, Kind, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
 
 pub struct OpenAi;
@@ -177,8 +177,24 @@ impl Wire for OpenAi {
         }
     }
 
-    fn is_responses(&self, v: &Value) -> bool {
+    fn repeats_output(&self, v: &Value) -> bool {
         responses::is_responses(v)
+    }
+
+    fn is_args_fragment(&self, v: &Value) -> bool {
+        v["type"] == "response.function_call_arguments.delta"
+    }
+
+    fn observe(&self, progress: &mut Progress, v: &Value) {
+        if responses::is_responses(v) {
+            responses::observe(progress, v)
+        }
+    }
+
+    fn record_sent(&self, progress: &mut Progress, v: &mut Value) {
+        if responses::is_responses(v) {
+            responses::for_each_text(v, &mut |s| progress.said.push_str(s))
+        }
     }
 
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String)) {
@@ -231,7 +247,15 @@ impl Wire for OpenAi {
         vec![ev.sibling(None, finish), ev.raw_sibling(None, "[DONE]")]
     }
 
-    fn stream_error(&self, ev: &Event) -> Event {
+    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event> {
+        let is_responses = ev.json.as_ref().is_some_and(responses::is_responses);
+        is_responses.then(|| responses::incomplete_event(ev, progress))
+    }
+
+    fn stream_error(&self, ev: &Event, progress: &Progress) -> Event {
+        if ev.json.as_ref().is_some_and(responses::is_responses) {
+            return responses::failed_event(ev, progress);
+        }
         ev.sibling(
             None,
             json!({"error": {"message": "The server had an error while processing your request. Sorry about that!",

@@ -33,6 +33,22 @@ pub enum ContextOverflow {
     DropEarlyTurns,
 }
 
+/// What a stream has sent so far, for formats whose closing events repeat it (the
+/// Responses API's `response.incomplete` / `response.failed` carry the response object,
+/// the text and the next sequence number). The rewriter keeps it; the provider fills it
+/// (`observe`, `record_sent`) and reads it.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// The response object from `response.created`.
+    pub base: Value,
+    /// The text sent so far.
+    pub said: String,
+    /// The last sequence number seen.
+    pub sequence: u64,
+    /// The message item the text deltas belong to.
+    pub item_id: Value,
+}
+
 /// A provider's wire format: detection, responses, streams, errors and requests.
 pub trait Wire: Sync {
     // Detection.
@@ -50,8 +66,16 @@ pub trait Wire: Sync {
     fn framing(&self) -> Framing;
     /// The role of a stream event that is not an error.
     fn classify(&self, ev: &Event) -> Kind;
-    /// Whether a value is an OpenAI Responses API object or event (its own rewrites).
-    fn is_responses(&self, v: &Value) -> bool;
+    /// Whether later events of this stream repeat the whole output (the Responses API's
+    /// `*.done`, `output_item.done`, `response.completed`).
+    fn repeats_output(&self, v: &Value) -> bool;
+    /// Whether a stream event carries a fragment of a call's arguments that later events
+    /// repeat whole (`response.function_call_arguments.delta`).
+    fn is_args_fragment(&self, v: &Value) -> bool;
+    /// Notes what a stream event says about the stream (ids, sequence numbers).
+    fn observe(&self, progress: &mut Progress, v: &Value);
+    /// Notes the text an event sends, as the client gets it.
+    fn record_sent(&self, progress: &mut Progress, v: &mut Value);
     /// Calls `f` on every piece of generated text in a stream chunk or a whole response.
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String));
     /// Where tool calls sit in a stream chunk (`stream`) or a whole response.
@@ -69,7 +93,11 @@ pub trait Wire: Sync {
     /// last content event, already trimmed). `last` is the newest JSON chunk seen.
     fn truncation_tail(&self, ev: &Event, last: &Value, tokens: u32) -> Vec<Event>;
     /// The provider's mid-stream error (an overload after the 200 began).
-    fn stream_error(&self, ev: &Event) -> Event;
+    fn stream_error(&self, ev: &Event, progress: &Progress) -> Event;
+    /// The one event that ends a stream cut at the token limit, for formats that end it
+    /// with a summary of what was sent (`response.incomplete`); `None`: the provider ends
+    /// it with `truncation_closes` / `mark_truncated` / `truncation_tail`.
+    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event>;
     /// The SSE event name a garbage frame carries, so every SDK version parses it.
     fn garbage_event(&self) -> Option<&'static str>;
     /// What the provider answers when the model wrote a broken call, when that is not the

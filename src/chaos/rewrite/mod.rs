@@ -20,14 +20,14 @@ pub use crate::llm::frame;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+#[cfg(test)] // for the tests' `use super::*`
 use serde_json::Value;
 
 use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
 use crate::llm::frame::{Event, Framing, Splitter};
-use crate::llm::openai::responses;
-use crate::llm::{Kind, Wire, wire};
+use crate::llm::{Kind, Progress, Wire, wire};
 
 /// What the client receives, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,20 +63,11 @@ pub struct LlmRewriter {
     applied: bool,
     drift: drift::Drift,
     skipped: Option<String>,
-    /// Responses API streams: the response object from `response.created`, the text sent
-    /// so far and the last sequence number, to end the stream the API's way.
-    responses: ResponsesState,
-}
-
-#[derive(Default)]
-struct ResponsesState {
-    base: Value,
-    said: String,
-    sequence: u64,
-    /// The message item the text deltas belong to.
-    item_id: Value,
-    /// Whether an arguments delta was corrupted (one suffices; full copies are all done).
-    corrupted_delta: bool,
+    /// What the stream has sent so far, for providers that repeat it when they end it.
+    progress: Progress,
+    /// Whether an arguments fragment was corrupted (one suffices where later events repeat
+    /// the arguments whole, and those are all corrupted).
+    corrupted_fragment: bool,
 }
 
 fn ms(v: u64) -> Duration {
@@ -134,7 +125,8 @@ impl LlmRewriter {
             applied: false,
             drift,
             skipped,
-            responses: ResponsesState::default(),
+            progress: Progress::default(),
+            corrupted_fragment: false,
         }
     }
 
@@ -234,19 +226,8 @@ impl LlmRewriter {
         let mut ev = Event::parse(&frame, framing);
         let kind = crate::llm::classify(self.provider, &ev);
         let w = self.wire;
-        if let Some(j) = ev.json.as_ref().filter(|j| w.is_responses(j)) {
-            if matches!(
-                j["type"].as_str(),
-                Some("response.created" | "response.in_progress")
-            ) {
-                self.responses.base = j["response"].clone();
-            }
-            self.responses.sequence = j["sequence_number"]
-                .as_u64()
-                .unwrap_or(self.responses.sequence);
-            if j["type"] == "response.output_text.delta" {
-                self.responses.item_id = j["item_id"].clone();
-            }
+        if let Some(j) = ev.json.as_ref() {
+            w.observe(&mut self.progress, j);
         }
         let is_content = kind == Kind::Content
             && ev
@@ -269,7 +250,7 @@ impl LlmRewriter {
         let w = self.wire;
         // Gemini's last frame carries text as well as the finish reason: text rewrites
         // must see it as content.
-        let is_responses = ev.json.as_ref().is_some_and(|j| w.is_responses(j));
+        let repeats = ev.json.as_ref().is_some_and(|j| w.repeats_output(j));
         let has_text = ev
             .json
             .as_mut()
@@ -316,11 +297,7 @@ impl LlmRewriter {
                 end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
             }
             LlmMode::ServerError { .. } if kind == Kind::Content => {
-                let err = if is_responses {
-                    responses::failed_event(&ev, &self.responses.base, self.responses.sequence + 1)
-                } else {
-                    w.stream_error(&ev)
-                };
+                let err = w.stream_error(&ev, &self.progress);
                 end_here(
                     self,
                     vec![Out::Data(frame), Out::Data(err.encode()), Out::End],
@@ -342,23 +319,23 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                // Responses streams repeat the whole arguments in `.done`, `output_item.done`
-                // and `completed`: every copy is broken, deltas only once.
-                let delta = j["type"] == "response.function_call_arguments.delta";
-                let first = if is_responses {
-                    !delta || !self.responses.corrupted_delta
+                // Streams that repeat the whole arguments later (Responses: `.done`,
+                // `output_item.done`, `completed`): every copy is broken, fragments once.
+                let fragment = w.is_args_fragment(j);
+                let first = if repeats {
+                    !fragment || !self.corrupted_fragment
                 } else {
                     !self.applied
                 };
                 if json::corrupt_tools(w, j, true, corruption, first) {
-                    self.responses.corrupted_delta |= delta;
+                    self.corrupted_fragment |= fragment;
                     self.applied = true;
                     vec![Out::Data(ev.encode())]
                 } else {
                     vec![Out::Data(frame)]
                 }
             }
-            LlmMode::ResponseDrift { .. } if is_responses => {
+            LlmMode::ResponseDrift { .. } if repeats => {
                 let note = "response_drift on streamed Responses API answers is not supported; passed through";
                 self.skipped = Some(note.into());
                 vec![Out::Data(frame)]

@@ -1,13 +1,11 @@
 //! `truncated_response` on streams: the token budget spent event by event, then the
 //! stream ended the way the provider ends one at its token limit (the provider's
-//! `truncation_closes`, `mark_truncated`, `truncation_tail`; the Responses API's
-//! `response.incomplete`).
+//! `truncated_summary`, else `truncation_closes`, `mark_truncated`, `truncation_tail`).
 
 use serde_json::Value;
 
 use super::{LlmRewriter, Out};
 use crate::llm::frame::Event;
-use crate::llm::openai::responses;
 
 impl LlmRewriter {
     /// Spends the token budget on this event's text; once it runs out, trims the text and
@@ -28,22 +26,13 @@ impl LlmRewriter {
             }
         });
         self.tokens_left = budget;
-        let is_responses = ev.json.as_ref().is_some_and(|j| w.is_responses(j));
-        if is_responses {
-            let said = &mut self.responses.said;
-            w.for_each_text(
-                ev.json.as_mut().unwrap_or(&mut Value::Null),
-                true,
-                &mut |s| said.push_str(s),
-            );
+        if let Some(j) = ev.json.as_mut() {
+            w.record_sent(&mut self.progress, j);
         }
         if !exhausted && budget > 0 {
             return vec![Out::Data(ev.encode())];
         }
-        if is_responses {
-            let r = &self.responses;
-            let end =
-                responses::incomplete_event(&ev, &r.base, &r.item_id, &r.said, r.sequence + 1);
+        if let Some(end) = w.truncated_summary(&ev, &self.progress) {
             self.done = true;
             self.applied = true;
             return vec![Out::Data(ev.encode()), Out::Data(end.encode()), Out::End];

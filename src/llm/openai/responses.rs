@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::llm::frame::Event;
 use crate::llm::path::{All, Call, If, K, at, visit};
+use crate::llm::wire::Progress;
 
 /// Whether a JSON value is a Responses API object or stream event.
 pub fn is_responses(v: &Value) -> bool {
@@ -119,13 +120,14 @@ pub fn mark_incomplete(v: &mut Value) {
 /// The event that ends a stream cut at the token limit, carrying the text sent so far.
 /// `base` is the response object from `response.created` (id, model, …); `item_id` the
 /// message item the deltas belonged to.
-pub fn incomplete_event(
-    ev: &Event,
-    base: &Value,
-    item_id: &Value,
-    text: &str,
-    sequence: u64,
-) -> Event {
+pub fn incomplete_event(ev: &Event, progress: &Progress) -> Event {
+    let Progress {
+        base,
+        said: text,
+        sequence,
+        item_id,
+    } = progress;
+    let sequence = sequence + 1;
     let mut response = if base.is_object() {
         base.clone()
     } else {
@@ -140,7 +142,8 @@ pub fn incomplete_event(
 }
 
 /// A server failure after the stream began: `response.failed`, as the API sends it.
-pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
+pub fn failed_event(ev: &Event, progress: &Progress) -> Event {
+    let (base, sequence) = (&progress.base, progress.sequence + 1);
     let mut response = if base.is_object() {
         base.clone()
     } else {
@@ -151,6 +154,21 @@ pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
     let data =
         json!({"type": "response.failed", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.failed"), data)
+}
+
+/// Notes the response object (`response.created`, `response.in_progress`), the sequence
+/// number and the message item the text deltas belong to.
+pub fn observe(progress: &mut Progress, j: &Value) {
+    if matches!(
+        j["type"].as_str(),
+        Some("response.created" | "response.in_progress")
+    ) {
+        progress.base = j["response"].clone();
+    }
+    progress.sequence = j["sequence_number"].as_u64().unwrap_or(progress.sequence);
+    if j["type"] == "response.output_text.delta" {
+        progress.item_id = j["item_id"].clone();
+    }
 }
 
 /// Whether a request is a Responses API one (`input`, no `messages`).
