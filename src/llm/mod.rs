@@ -45,17 +45,13 @@ pub fn wire(p: Provider) -> &'static dyn Wire {
     }
 }
 
-/// The role of a stream event: an error in any provider's spelling, else what `p` says.
-pub fn classify(p: Provider, ev: &frame::Event) -> Kind {
+/// The role of a stream event: an error in any provider's spelling, else what `w` says.
+pub fn classify(w: &dyn Wire, ev: &frame::Event) -> Kind {
     let error = ev.json.as_ref().is_some_and(|j| {
         j.get("error").is_some()
             || j.get("type").and_then(serde_json::Value::as_str) == Some("error")
     });
-    if error {
-        Kind::Error
-    } else {
-        wire(p).classify(ev)
-    }
+    if error { Kind::Error } else { w.classify(ev) }
 }
 
 #[cfg(test)]

@@ -49,7 +49,6 @@ enum Body {
 }
 
 pub struct LlmRewriter {
-    provider: Provider,
     wire: &'static dyn Wire,
     mode: LlmMode,
     body: Body,
@@ -113,7 +112,6 @@ impl LlmRewriter {
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
-            provider,
             wire: wire(provider),
             mode,
             body,
@@ -224,7 +222,7 @@ impl LlmRewriter {
             Body::Json(_) | Body::Pass => Framing::Sse,
         };
         let mut ev = Event::parse(&frame, framing);
-        let kind = crate::llm::classify(self.provider, &ev);
+        let kind = crate::llm::classify(self.wire, &ev);
         let w = self.wire;
         if let Some(j) = ev.json.as_ref() {
             w.observe(&mut self.progress, j);
