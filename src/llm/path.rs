@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 /// One step of a path.
+#[derive(Debug, PartialEq, Eq)]
 pub enum Seg {
     /// The value under this key, when there is one.
     K(&'static str),
@@ -18,6 +19,7 @@ pub use Seg::{All, If, K};
 /// Where a tool call sits: the call object at `at`, its tool name at `name` (relative to
 /// the call), and the keys that may carry its id, in order of preference. Streams repeat a
 /// call across events; the id lets a reader count it once.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Call {
     pub at: &'static [Seg],
     pub name: &'static [&'static str],

@@ -32,13 +32,14 @@ pub fn tool_calls(body: &[u8]) -> Vec<String> {
     found.names
 }
 
-/// Every place any provider puts a call, streamed or whole, each once: the body's own
-/// shape decides (an `llm:` entry's declared provider may serve another's format).
+/// Every place any provider puts a call, streamed or whole, each once (two providers
+/// sharing a shape would otherwise count its calls twice): the body's own shape decides
+/// (an `llm:` entry's declared provider may serve another's format).
 fn sites() -> Vec<&'static Call> {
     let mut sites: Vec<&'static Call> = vec![];
     for p in ALL {
         for c in [true, false].into_iter().flat_map(|s| wire(p).calls(s)) {
-            if !sites.iter().any(|seen| std::ptr::eq(*seen, *c)) {
+            if !sites.contains(c) {
                 sites.push(c);
             }
         }
