@@ -8,7 +8,6 @@ pub mod attack;
 pub mod budget;
 mod canary;
 mod engine;
-pub mod messages;
 pub mod profiles;
 pub mod respond;
 pub mod rewrite;

@@ -214,7 +214,7 @@ impl RuleSet {
             ));
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
-            let scope = Scope::Llm(r.common.provider.map(Into::into));
+            let scope = Scope::Llm(r.common.provider);
             faults.push(compiled(
                 r,
                 &format!("llm_faults[{i}]"),
@@ -227,7 +227,7 @@ impl RuleSet {
         for (i, r) in spec.context_attacks.rules().iter().enumerate() {
             let scope = Scope::Attack {
                 tool: r.common.tool.clone(),
-                provider: r.common.provider.map(Into::into),
+                provider: r.common.provider,
             };
             attacks.push(compiled(
                 r,

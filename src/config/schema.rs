@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::exchange::Provider;
-
 /// The validated configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
@@ -178,26 +176,9 @@ pub struct LlmEndpointSpec {
     pub match_url: OneOrMany,
 }
 
-/// `llm[].provider`: config.md spells Gemini `gemini` (the mutation `model` says `google`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmProvider {
-    Openai,
-    Anthropic,
-    Gemini,
-    Ollama,
-}
-
-impl From<LlmProvider> for Provider {
-    fn from(p: LlmProvider) -> Provider {
-        match p {
-            LlmProvider::Openai => Provider::Openai,
-            LlmProvider::Anthropic => Provider::Anthropic,
-            LlmProvider::Gemini => Provider::Gemini,
-            LlmProvider::Ollama => Provider::Ollama,
-        }
-    }
-}
+/// `llm[].provider`: the provider type itself (`exchange::Provider`, one type for config
+/// and wire), spelled as config.md does: `gemini` (the mutation `model` says `google`).
+pub use crate::exchange::Provider as LlmProvider;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

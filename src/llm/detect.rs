@@ -4,8 +4,11 @@
 //! provider (models, files, batches, traces, token counts, a stored response…), or a path
 //! flakestorm does not know. A well-known provider host decides the provider; on any other
 //! host (vLLM, LM Studio, LiteLLM, self-hosted Ollama) the path does. Only generation calls
-//! are LLM calls. Explicit `llm:` entries use `declared` (see `proxy::classify`).
+//! are LLM calls. Explicit `llm:` entries use `declared` (see `proxy::classify`). Each
+//! provider's own hosts and paths are in its file (`Wire::owns_host`, `endpoints`,
+//! `exact_api`, `method_api`); this module decides between them.
 
+use super::{ALL, wire};
 use crate::exchange::{Provider, Target};
 
 /// What an API path is for.
@@ -21,19 +24,6 @@ pub enum Api {
     /// Not a path flakestorm knows.
     Unknown,
 }
-
-/// Path suffixes of generation and embedding endpoints, on any host. `/chat/completions`
-/// and `/completions` also cover Azure's `/openai/deployments/{d}/…`, `/embeddings` its
-/// embeddings and every OpenAI-compatible server's. A path *below* one of these
-/// (`/v1/messages/count_tokens`, `/v1/responses/{id}`) is `Auxiliary`.
-const ENDPOINTS: [(&str, Api); 6] = [
-    ("/chat/completions", Api::Generate(Provider::Openai)),
-    ("/completions", Api::Generate(Provider::Openai)),
-    ("/v1/responses", Api::Generate(Provider::Openai)),
-    ("/openai/responses", Api::Generate(Provider::Openai)),
-    ("/v1/messages", Api::Generate(Provider::Anthropic)),
-    ("/embeddings", Api::Embed(Provider::Openai)),
-];
 
 /// Path segments that name a provider's non-generation resources, anywhere in the path.
 /// `models` is only `Auxiliary` as the last or next-to-last segment (list or get a model),
@@ -79,14 +69,9 @@ pub fn declared(provider: Provider, path: &str) -> Target {
 /// The provider whose own API host this is, if it is one.
 pub fn provider_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    match host.as_str() {
-        "api.openai.com" => Some(Provider::Openai),
-        "api.anthropic.com" => Some(Provider::Anthropic),
-        "generativelanguage.googleapis.com" => Some(Provider::Gemini),
-        _ if host.ends_with(".openai.azure.com") => Some(Provider::Openai),
-        _ if host.ends_with("-aiplatform.googleapis.com") => Some(Provider::Gemini),
-        _ => None,
-    }
+    super::ALL
+        .into_iter()
+        .find(|p| super::wire(*p).owns_host(&host))
 }
 
 /// What `path` (query allowed) is for. The path alone decides: a `GET /v1/responses/{id}`
@@ -94,17 +79,22 @@ pub fn provider_host(host: &str) -> Option<Provider> {
 pub fn api(path: &str) -> Api {
     let path = path.split(['?', '#']).next().unwrap_or_default();
     let path = path.trim_end_matches('/');
-    if let Some(api) = ollama(path) {
+    let wires = || ALL.into_iter().map(wire);
+    // Exact native paths first: Ollama's `/api/embeddings` is not OpenAI's `/embeddings`.
+    if let Some(api) = wires().find_map(|w| w.exact_api(path)) {
         return api;
     }
     let last = path.rsplit('/').next().unwrap_or_default();
     if let Some((_, method)) = last.rsplit_once(':') {
-        return gemini(method).unwrap_or_else(|| known_if(resource(path, false)));
+        return wires()
+            .find_map(|w| w.method_api(method))
+            .unwrap_or_else(|| known_if(resource(path, false)));
     }
-    if let Some((_, api)) = ENDPOINTS.iter().find(|(s, _)| path.ends_with(s)) {
+    let endpoints = || wires().flat_map(|w| w.endpoints().iter());
+    if let Some((_, api)) = endpoints().find(|(s, _)| path.ends_with(s)) {
         return *api;
     }
-    let below = ENDPOINTS.iter().any(|(s, _)| below(path, s));
+    let below = endpoints().any(|(s, _)| below(path, s));
     known_if(below || resource(path, true))
 }
 
@@ -113,30 +103,6 @@ fn known_if(auxiliary: bool) -> Api {
         Api::Auxiliary
     } else {
         Api::Unknown
-    }
-}
-
-/// Gemini's `models/{m}:method` (Vertex: `…/publishers/google/models/{m}:method`).
-fn gemini(method: &str) -> Option<Api> {
-    match method {
-        "generateContent" | "streamGenerateContent" => Some(Api::Generate(Provider::Gemini)),
-        "embedContent" | "batchEmbedContents" => Some(Api::Embed(Provider::Gemini)),
-        "countTokens" | "computeTokens" | "batchGenerateContent" | "asyncBatchEmbedContent" => {
-            Some(Api::Auxiliary)
-        }
-        _ => None,
-    }
-}
-
-/// Ollama's native API, by exact path (its default host is any `host:11434`).
-fn ollama(path: &str) -> Option<Api> {
-    match path {
-        "/api/chat" | "/api/generate" => Some(Api::Generate(Provider::Ollama)),
-        "/api/embed" | "/api/embeddings" => Some(Api::Embed(Provider::Ollama)),
-        "/api/tags" | "/api/show" | "/api/ps" | "/api/version" | "/api/pull" | "/api/push"
-        | "/api/create" | "/api/copy" | "/api/delete" => Some(Api::Auxiliary),
-        _ if path.starts_with("/api/blobs/") => Some(Api::Auxiliary),
-        _ => None,
     }
 }
 

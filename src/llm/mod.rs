@@ -1,9 +1,77 @@
-//! Provider wire formats: recognising LLM and embedding endpoints from host and path
-//! (`detect`, `declared`) and the tool calls a response asked for (`tool_calls`).
-//! Rewriting bodies and streams is the chaos engine's (`chaos::rewrite`). Pure: no I/O.
+//! Provider wire formats, one file per provider behind one interface (`Wire`):
+//! `openai` (Chat Completions, and the Responses API in `openai::responses`), `anthropic`,
+//! `gemini`, `ollama`. `wire` is the registration: the one place a provider value becomes
+//! its format. Shared machinery: `frame` (the one SSE/NDJSON framer), `path` (locations
+//! in JSON), `request` (conversation edits), `synthetic` (built responses); `detect`
+//! recognises LLM and embedding endpoints, `tool_calls` reads the calls a response asked
+//! for. Rewriting bodies and streams under a fault is the chaos engine's
+//! (`chaos::rewrite`), against this interface only. Pure: no I/O.
+#![deny(clippy::wildcard_enum_match_arm)]
 
+pub mod anthropic;
 mod detect;
+pub mod frame;
+pub mod gemini;
+pub mod ollama;
+pub mod openai;
+pub mod path;
+pub mod request;
+pub mod synthetic;
 mod tool_calls;
+pub mod wire;
 
-pub use detect::{declared, detect, provider_host};
+pub use crate::exchange::Provider;
+pub use detect::{Api, declared, detect, provider_host};
+pub use request::{drop_early_turns, edit_text, longest_string};
+pub use synthetic::Synthetic;
 pub use tool_calls::tool_calls;
+pub use wire::{ContextOverflow, Kind, Progress, Wire};
+
+/// Every provider, in the order detection and tool-call reading try them.
+pub const ALL: [Provider; 4] = [
+    Provider::Openai,
+    Provider::Anthropic,
+    Provider::Gemini,
+    Provider::Ollama,
+];
+
+/// The wire format of `p`. A new provider is a new file and an arm here.
+pub fn wire(p: Provider) -> &'static dyn Wire {
+    match p {
+        Provider::Openai => &openai::OpenAi,
+        Provider::Anthropic => &anthropic::Anthropic,
+        Provider::Gemini => &gemini::Gemini,
+        Provider::Ollama => &ollama::Ollama,
+    }
+}
+
+/// The role of a stream event: an error in any provider's spelling, else what `w` says.
+pub fn classify(w: &dyn Wire, ev: &frame::Event) -> Kind {
+    let error = ev.json.as_ref().is_some_and(|j| {
+        j.get("error").is_some()
+            || j.get("type").and_then(serde_json::Value::as_str) == Some("error")
+    });
+    if error { Kind::Error } else { w.classify(ev) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ALL` lists every provider once: the exhaustive match makes a new variant fail to
+    /// compile here until it is added (and the count below catches a missing entry).
+    #[test]
+    fn all_lists_every_provider() {
+        let index = |p: Provider| match p {
+            Provider::Openai => 0,
+            Provider::Anthropic => 1,
+            Provider::Gemini => 2,
+            Provider::Ollama => 3,
+        };
+        let mut seen = [false; ALL.len()];
+        for p in ALL {
+            seen[index(p)] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+    }
+}

@@ -1,43 +1,50 @@
 //! The tools an LLM response asked the agent to call, by name, read from the bytes the agent
 //! received: a whole JSON body, an SSE stream (`data:` lines) or NDJSON, in any provider's
-//! shape (OpenAI chat `tool_calls[].function`, OpenAI Responses `function_call` items,
-//! Anthropic `tool_use` blocks, Gemini `functionCall` parts, Ollama `tool_calls`). Streams
-//! repeat a call across events (Responses: added, done, completed), so calls that carry an
-//! id are counted once per id.
+//! shape (each provider file's `calls` says where its calls sit). Streams repeat a call
+//! across events (Responses: added, done, completed), so calls that carry an id are counted
+//! once per id.
 
 use serde_json::Value;
 
-/// Keys without which a body holds no tool call: most responses are plain answers, and a
-/// byte scan is far cheaper than parsing them.
-const MARKERS: [&[u8]; 4] = [
-    b"tool_calls",
-    b"tool_use",
-    b"function_call",
-    b"functionCall",
-];
+use super::frame::payloads;
+use super::path::{Call, at, visit};
+use super::{ALL, wire};
 
 /// Tool names in order of first appearance, one per call.
 pub fn tool_calls(body: &[u8]) -> Vec<String> {
-    if !MARKERS
-        .iter()
-        .any(|m| body.windows(m.len()).any(|w| w == *m))
-    {
+    let sites = sites();
+    // Most responses are plain answers: a byte scan is far cheaper than parsing them.
+    let marked = |m: &str| body.windows(m.len()).any(|w| w == m.as_bytes());
+    if !sites.iter().any(|c| marked(c.marker)) {
         return vec![];
     }
     let mut found = Found::default();
     match serde_json::from_slice::<Value>(body) {
-        Ok(v) => found.walk(&v),
+        Ok(mut v) => found.read(&mut v, &sites),
         Err(_) => {
-            for line in String::from_utf8_lossy(body).lines() {
-                let line = line.trim();
-                let data = line.strip_prefix("data:").unwrap_or(line).trim();
-                if let Ok(v) = serde_json::from_str::<Value>(data) {
-                    found.walk(&v);
+            for data in payloads(body) {
+                if let Ok(mut v) = serde_json::from_str::<Value>(&data) {
+                    found.read(&mut v, &sites);
                 }
             }
         }
     }
     found.names
+}
+
+/// Every place any provider puts a call, streamed or whole, each once (two providers
+/// sharing a shape would otherwise count its calls twice): the body's own shape decides
+/// (an `llm:` entry's declared provider may serve another's format).
+fn sites() -> Vec<&'static Call> {
+    let mut sites: Vec<&'static Call> = vec![];
+    for p in ALL {
+        for c in [true, false].into_iter().flat_map(|s| wire(p).calls(s)) {
+            if !sites.contains(c) {
+                sites.push(c);
+            }
+        }
+    }
+    sites
 }
 
 #[derive(Default)]
@@ -47,40 +54,21 @@ struct Found {
 }
 
 impl Found {
-    fn walk(&mut self, v: &Value) {
-        match v {
-            Value::Array(items) => items.iter().for_each(|i| self.walk(i)),
-            Value::Object(map) => {
-                let name = |o: &serde_json::Map<String, Value>| {
-                    o.get("name").and_then(Value::as_str).map(str::to_string)
+    fn read(&mut self, v: &mut Value, sites: &[&Call]) {
+        for c in sites {
+            visit(v, c.at, &mut |call| {
+                let Some(name) = at(call, c.name)
+                    .and_then(|n| n.as_str())
+                    .map(str::to_string)
+                else {
+                    return;
                 };
-                let kind = map.get("type").and_then(Value::as_str);
-                let call = match (kind, map.get("function"), map.get("functionCall")) {
-                    (Some("tool_use" | "function_call"), _, _) => name(map),
-                    (_, Some(Value::Object(f)), _) => name(f),
-                    (_, _, Some(Value::Object(f))) => name(f),
-                    _ => None,
-                };
-                let is_call = call.is_some();
-                if let Some(n) = call {
-                    let id = ["call_id", "id"]
-                        .iter()
-                        .find_map(|k| map.get(*k).and_then(Value::as_str));
-                    self.add(n, id);
-                }
-                for (k, child) in map {
-                    // A call's own fields hold no further calls (its arguments are the user's data).
-                    if !is_call
-                        || !matches!(
-                            k.as_str(),
-                            "function" | "functionCall" | "input" | "arguments"
-                        )
-                    {
-                        self.walk(child);
-                    }
-                }
-            }
-            _ => {}
+                let id = c
+                    .ids
+                    .iter()
+                    .find_map(|k| call.get(*k).and_then(Value::as_str));
+                self.add(name, id);
+            });
         }
     }
 

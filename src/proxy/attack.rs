@@ -4,6 +4,7 @@
 //! compressed or not JSON passes through untouched and each attack says why. A rewrite
 //! that would go over `proxy.max_rewrite_bytes` fails the exchange before anything is sent
 //! upstream (`rewrite_too_large`, see `rescue`).
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, header};
@@ -14,11 +15,12 @@ use super::body::{Owner, Recorder};
 use super::fault_body::{BUFFER_LIMIT, Transform};
 use super::rescue::{ErrorKind, ProxyError};
 use crate::chaos::Fired;
+use crate::chaos::attack;
 use crate::chaos::attack::NotApplied;
 use crate::chaos::budget::Budget;
-use crate::chaos::{attack, messages};
 use crate::config::chaos::AttackMode;
 use crate::exchange::{Provider, Target};
+use crate::llm::drop_early_turns;
 
 /// Applies the attacks that fired: LLM requests are rewritten now; a tool response gets an
 /// injection transform (unless a fault already rewrites it). The error: a rewrite would
@@ -27,20 +29,12 @@ pub async fn apply(
     rec: &mut Recorder,
     req: Request<ProxyBody>,
     attacks: &[(usize, Fired<AttackMode>)],
+    cut_context: bool,
     transform: &mut Option<(Owner, Transform)>,
 ) -> Result<Request<ProxyBody>, ProxyError> {
-    let ex = rec.exchange();
-    let truncate_ollama = ex.target
-        == Target::Llm {
-            provider: Provider::Ollama,
-        }
-        && ex
-            .fault
-            .as_ref()
-            .is_some_and(|f| f.mode == "context_length_exceeded");
-    match ex.target.clone() {
-        Target::Llm { provider } if !attacks.is_empty() || truncate_ollama => {
-            rewrite_request(req, rec, provider, attacks, truncate_ollama).await
+    match rec.exchange().target.clone() {
+        Target::Llm { provider } if !attacks.is_empty() || cut_context => {
+            rewrite_request(req, rec, provider, attacks, cut_context).await
         }
         // Scopes give embeddings calls no attacks; their bodies are never rewritten.
         Target::Llm { .. } | Target::Embeddings { .. } => Ok(req),
@@ -65,14 +59,14 @@ pub async fn apply(
     }
 }
 
-/// Rewrites an LLM request for `attacks` (and, for Ollama, the silent context truncation
-/// a `context_length_exceeded` fault means there).
+/// Rewrites an LLM request for `attacks` (and `cut_context`: the silent context truncation
+/// a `context_length_exceeded` fault means on Ollama, `fault::Plan::cut_context`).
 pub async fn rewrite_request(
     req: Request<ProxyBody>,
     rec: &mut Recorder,
     provider: Provider,
     attacks: &[(usize, Fired<AttackMode>)],
-    truncate_ollama: bool,
+    cut_context: bool,
 ) -> Result<Request<ProxyBody>, ProxyError> {
     let (mut parts, mut body) = req.into_parts();
     let mut buf = BytesMut::new();
@@ -80,7 +74,7 @@ pub async fn rewrite_request(
         for (i, _) in attacks {
             rec.not_applied(Owner::Attack(*i), note);
         }
-        if truncate_ollama {
+        if cut_context {
             rec.not_applied(Owner::Fault, note);
         }
     };
@@ -145,8 +139,8 @@ pub async fn rewrite_request(
             Err(NotApplied::TooLarge(e)) => return Err(too_large(rec, *i, e.to_string())),
         }
     }
-    let truncated = truncate_ollama && messages::drop_early_turns(&mut json);
-    if truncate_ollama && !truncated {
+    let truncated = cut_context && drop_early_turns(&mut json);
+    if cut_context && !truncated {
         rec.not_applied(Owner::Fault, "the conversation is too short to truncate");
     }
     if last_applied.is_none() && !truncated {

@@ -27,7 +27,7 @@ impl Classifier {
         for l in llm {
             for p in l.match_url.as_slice() {
                 llm_patterns.push(p.clone());
-                llm_of_pattern.push(l.provider.into());
+                llm_of_pattern.push(l.provider);
             }
         }
         let mut tool_patterns = vec![];

@@ -1,6 +1,7 @@
 //! Turning a fired chaos rule into what the proxy does with the exchange: answer at once
 //! (after an optional hold) with a provider-shaped response, drop the connection, or
 //! forward and transform the response on its way back.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};
 use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
+use crate::llm::{ContextOverflow, wire};
 
 pub enum Action {
     /// Answer without calling the upstream, after `delay`.
@@ -144,18 +146,28 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
             status,
             in_stream: false,
         } => now(respond::server_error(provider, *status, draw)),
-        LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
-        {
-            Some(s) => now(s),
-            // Ollama truncates the prompt silently: the request rewrite does it.
-            None => Action::Forward {
+        LlmMode::ContextLengthExceeded {} => match wire(provider).context_overflow(draw) {
+            ContextOverflow::Reject(s) => now(s),
+            // Ollama truncates the prompt silently: the request rewrite does it
+            // (`Plan::cut_context`).
+            ContextOverflow::DropEarlyTurns => Action::Forward {
                 delay: Duration::ZERO,
                 transform: None,
             },
         },
-        other => forward(Transform::Llm {
+        // Decided on the response body as it streams back.
+        LlmMode::ServerError {
+            in_stream: true, ..
+        }
+        | LlmMode::TruncatedResponse { .. }
+        | LlmMode::Empty {}
+        | LlmMode::Garbage {}
+        | LlmMode::ResponseDrift { .. }
+        | LlmMode::StreamCut { .. }
+        | LlmMode::SlowStream { .. }
+        | LlmMode::ToolCallCorruption { .. } => forward(Transform::Llm {
             provider,
-            mode: other.clone(),
+            mode: mode.clone(),
             draw,
         }),
     }
@@ -191,6 +203,9 @@ pub struct Plan {
     /// A case's own format memory when its rules are per trace, so its synthetic errors do
     /// not depend on what concurrent cases saw first; else the proxy's.
     pub formats: Option<Formats>,
+    /// A `context_length_exceeded` fault on a provider that cuts the conversation instead
+    /// of refusing it (Ollama): the request is rewritten.
+    pub cut_context: bool,
 }
 
 impl Plan {
@@ -244,6 +259,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             canary,
             format_key,
             formats,
+            cut_context: false,
         };
     };
     let mode = match &fired.what {
@@ -262,12 +278,24 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         canary,
         format_key,
         formats,
+        cut_context: cuts_context(&fired, &target),
     };
     let json = plan
         .speaks_json(proxy)
         .unwrap_or_else(|| wants_json(request));
     plan.action = Some(action(&fired, &target, json));
     plan
+}
+
+/// Whether the fault is a context overflow the provider answers by cutting the turns.
+fn cuts_context(fired: &Fired<Fault>, target: &Target) -> bool {
+    let Fault::Llm(LlmMode::ContextLengthExceeded {}) = &fired.what else {
+        return false;
+    };
+    let Target::Llm { provider } = target else {
+        return false;
+    };
+    wire(*provider).context_overflow(fired.draw) == ContextOverflow::DropEarlyTurns
 }
 
 /// Answers with a fault's synthetic response and records it.

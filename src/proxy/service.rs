@@ -289,7 +289,7 @@ async fn prepare(
     plan: &fault::Plan,
     transform: &mut Option<(Owner, Transform)>,
 ) -> Result<Request<ProxyBody>, ProxyError> {
-    let mut req = attack::apply(rec, req, &plan.attacks, transform).await?;
+    let mut req = attack::apply(rec, req, &plan.attacks, plan.cut_context, transform).await?;
     if let Some(c) = &plan.canary {
         canary::plant(rec, c, transform);
     }

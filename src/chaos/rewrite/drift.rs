@@ -4,10 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::shape::{self, Kind};
 use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::{Direction, DriftType, LlmMode, Severity};
-use crate::exchange::Provider;
+use crate::llm::{Kind, Wire};
 
 pub struct Drift {
     spec: Option<(DriftType, Severity, Direction, f64)>,
@@ -26,7 +25,16 @@ impl Drift {
                 direction,
                 factor,
             } => Some((*drift_type, *severity, *direction, factor.max(1.0))),
-            _ => None,
+            LlmMode::Timeout { .. }
+            | LlmMode::TruncatedResponse { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Garbage {}
+            | LlmMode::ServerError { .. }
+            | LlmMode::StreamCut { .. }
+            | LlmMode::SlowStream { .. }
+            | LlmMode::ToolCallCorruption { .. }
+            | LlmMode::ContextLengthExceeded {} => None,
         };
         Drift {
             spec,
@@ -43,17 +51,17 @@ impl Drift {
     /// Drifts a whole response; true when something changed. The body's size is counted
     /// against the budget piece by piece; the one rewrite that can grow without bound
     /// (`verbosity_shift` `expand`) is sized before it is built.
-    pub fn whole(&mut self, p: Provider, v: &mut Value) -> Result<bool, TooLarge> {
+    pub fn whole(&mut self, w: &dyn Wire, v: &mut Value) -> Result<bool, TooLarge> {
         let Some((kind, sev, dir, factor)) = self.spec else {
             return Ok(false);
         };
         let mut changed = false;
         if kind == DriftType::JsonFieldRename {
-            shape::for_each_tool_args(p, v, false, &mut |a| changed |= rename_in(a, sev));
+            w.for_each_tool_args(v, false, &mut |a| changed |= rename_in(a, sev));
         }
         let budget = &mut self.budget;
         let mut over = None;
-        shape::for_each_text(p, v, false, &mut |s| {
+        w.for_each_text(v, false, &mut |s| {
             if over.is_some() {
                 return;
             }
@@ -94,7 +102,7 @@ impl Drift {
     /// stream counts against the budget.
     pub fn stream_event(
         &mut self,
-        p: Provider,
+        w: &dyn Wire,
         v: &mut Value,
         kind: Kind,
     ) -> Result<bool, TooLarge> {
@@ -107,7 +115,7 @@ impl Drift {
         let mut changed = false;
         if dt == DriftType::JsonFieldRename {
             // Whole argument objects (Gemini, Ollama) can be renamed; streamed fragments cannot.
-            shape::for_each_tool_args(p, v, true, &mut |a| {
+            w.for_each_tool_args(v, true, &mut |a| {
                 changed |= a.is_object() && rename_in(a, sev)
             });
             return Ok(changed);
@@ -115,7 +123,7 @@ impl Drift {
         let mut first = !self.started;
         let budget = &mut self.budget;
         let mut over = None;
-        shape::for_each_text(p, v, true, &mut |s| {
+        w.for_each_text(v, true, &mut |s| {
             if s.is_empty() || over.is_some() {
                 return;
             }
@@ -138,7 +146,10 @@ impl Drift {
                 DriftType::RefusalRephrase if first => refusal(sev).to_string(),
                 DriftType::RefusalRephrase => String::new(),
                 DriftType::ToneShift => tone(s, sev, first),
-                _ => s.clone(),
+                // Past the first piece, or handled before the text (field renames).
+                DriftType::JsonFieldRename
+                | DriftType::VerbosityShift
+                | DriftType::FormatChange => s.clone(),
             };
             first = false;
             if dt != DriftType::VerbosityShift
@@ -225,7 +236,7 @@ fn tone(s: &str, sev: Severity, first: bool) -> String {
         Severity::Subtle if first => format!("Honestly, {s}"),
         Severity::Moderate if first => format!("lol ok so basically {s}"),
         Severity::Significant => s.to_uppercase(),
-        _ => s.to_string(),
+        Severity::Subtle | Severity::Moderate => s.to_string(),
     }
 }
 
@@ -274,7 +285,10 @@ fn rename_in(v: &mut Value, sev: Severity) -> bool {
             }
             None => false,
         },
-        _ => false,
+        // An empty object has no key to rename.
+        Value::Object(_) | Value::Array(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {
+            false
+        }
     }
 }
 

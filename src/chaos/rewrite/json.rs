@@ -4,13 +4,13 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::{LlmRewriter, Out, ms, shape, take_tokens};
+use super::{LlmRewriter, Out, ms, output, take_tokens};
 use crate::config::chaos::{Corruption, LlmMode};
-use crate::exchange::Provider;
+use crate::llm::Wire;
 
 impl LlmRewriter {
     pub(super) fn rewrite_json(&mut self, body: Bytes) -> Vec<Out> {
-        let p = self.provider;
+        let w = self.wire;
         // Rewrites index into the body: only an object has the provider's shape.
         let Some(mut v) = serde_json::from_slice::<Value>(&body)
             .ok()
@@ -41,28 +41,28 @@ impl LlmRewriter {
             LlmMode::TruncatedResponse { max_tokens } => {
                 let mut budget = max_tokens;
                 let mut cut = false;
-                shape::for_each_text(p, &mut v, false, &mut |s| {
+                w.for_each_text(&mut v, false, &mut |s| {
                     let (keep, used) = take_tokens(s, budget);
                     budget -= used;
                     cut |= keep < s.len();
                     s.truncate(keep);
                 });
                 if cut {
-                    shape::mark_truncated(p, &mut v);
+                    w.mark_truncated(&mut v);
                 }
                 cut
             }
             LlmMode::Empty {} => {
-                let had = shape::has_text(p, &mut v, false);
-                shape::for_each_text(p, &mut v, false, &mut |s| s.clear());
+                let had = output::has_text(w, &mut v, false);
+                w.for_each_text(&mut v, false, &mut |s| s.clear());
                 had
             }
             LlmMode::ToolCallCorruption { corruption } => {
-                corrupt_tools(p, &mut v, false, corruption, true)
+                corrupt_tools(w, &mut v, false, corruption, true)
             }
             LlmMode::ResponseDrift { .. } => {
                 self.drift.body_size(body.len());
-                match self.drift.whole(p, &mut v) {
+                match self.drift.whole(w, &mut v) {
                     Ok(changed) => changed,
                     Err(e) => return self.fail(e),
                 }
@@ -85,7 +85,7 @@ impl LlmRewriter {
 /// Corrupts tool calls in `v`: renames tools, or breaks argument JSON (in a stream only
 /// the first argument fragment, `first`, which is enough to break the whole).
 pub(super) fn corrupt_tools(
-    p: Provider,
+    w: &dyn Wire,
     v: &mut Value,
     stream: bool,
     c: Corruption,
@@ -93,29 +93,31 @@ pub(super) fn corrupt_tools(
 ) -> bool {
     let mut changed = false;
     match c {
-        Corruption::UnknownTool => shape::for_each_tool_name(p, v, stream, &mut |n| {
+        Corruption::UnknownTool => w.for_each_tool_name(v, stream, &mut |n| {
             if let Some(name) = n.as_str().filter(|s| !s.is_empty()) {
                 *n = Value::String(format!("{name}_v2"));
                 changed = true;
             }
         }),
-        Corruption::InvalidJson if p == Provider::Gemini => {
-            changed = shape::gemini_malformed_call(v)
-        }
-        Corruption::InvalidJson if p == Provider::Ollama => {
-            changed = shape::ollama_unparsed_call(v)
-        }
-        Corruption::InvalidJson => shape::for_each_tool_args(p, v, stream, &mut |a| match a {
-            Value::String(s) if !s.is_empty() && (first || !stream) && !changed => {
-                s.insert(0, '{');
-                changed = true;
-            }
-            Value::Object(_) => {
-                *a = Value::String(format!("{{{a}"));
-                changed = true;
-            }
-            _ => {}
-        }),
+        // Providers that answer a broken call their own way (Gemini, Ollama) say so.
+        Corruption::InvalidJson => match w.malformed_call(v) {
+            Some(c) => changed = c,
+            None => w.for_each_tool_args(v, stream, &mut |a| match a {
+                Value::String(s) if !s.is_empty() && (first || !stream) && !changed => {
+                    s.insert(0, '{');
+                    changed = true;
+                }
+                Value::Object(_) => {
+                    *a = Value::String(format!("{{{a}"));
+                    changed = true;
+                }
+                Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Array(_) => {}
+            }),
+        },
     }
     changed
 }

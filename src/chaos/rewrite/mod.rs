@@ -5,22 +5,29 @@
 //! (bounded) because they can only be rewritten whole. A body it cannot parse passes
 //! through unchanged and the fault is reported as skipped. Pure: no I/O, no clocks.
 
+#![deny(clippy::wildcard_enum_match_arm)]
+
 mod drift;
-pub mod frame;
 mod json;
-mod responses;
-mod shape;
+mod output;
+mod truncate;
+
+pub use truncate::take_tokens;
+
+/// The framer the rewriter splits streams with (it lives with the providers, in `llm`).
+pub use crate::llm::frame;
 
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+#[cfg(test)] // for the tests' `use super::*`
 use serde_json::Value;
 
-use self::frame::{Event, Framing, Splitter};
-use self::shape::Kind;
 use crate::chaos::budget::{Budget, TooLarge};
 use crate::config::chaos::LlmMode;
 use crate::exchange::Provider;
+use crate::llm::frame::{Event, Framing, Splitter};
+use crate::llm::{Kind, Progress, Wire, wire};
 
 /// What the client receives, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +49,7 @@ enum Body {
 }
 
 pub struct LlmRewriter {
-    provider: Provider,
+    wire: &'static dyn Wire,
     mode: LlmMode,
     body: Body,
     limit: usize,
@@ -55,20 +62,11 @@ pub struct LlmRewriter {
     applied: bool,
     drift: drift::Drift,
     skipped: Option<String>,
-    /// Responses API streams: the response object from `response.created`, the text sent
-    /// so far and the last sequence number, to end the stream the API's way.
-    responses: ResponsesState,
-}
-
-#[derive(Default)]
-struct ResponsesState {
-    base: Value,
-    said: String,
-    sequence: u64,
-    /// The message item the text deltas belong to.
-    item_id: Value,
-    /// Whether an arguments delta was corrupted (one suffices; full copies are all done).
-    corrupted_delta: bool,
+    /// What the stream has sent so far, for providers that repeat it when they end it.
+    progress: Progress,
+    /// Whether an arguments fragment was corrupted (one suffices where later events repeat
+    /// the arguments whole, and those are all corrupted).
+    corrupted_fragment: bool,
 }
 
 fn ms(v: u64) -> Duration {
@@ -101,11 +99,20 @@ impl LlmRewriter {
         };
         let tokens_left = match mode {
             LlmMode::TruncatedResponse { max_tokens } => max_tokens,
-            _ => 0,
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Garbage {}
+            | LlmMode::ResponseDrift { .. }
+            | LlmMode::ServerError { .. }
+            | LlmMode::StreamCut { .. }
+            | LlmMode::SlowStream { .. }
+            | LlmMode::ToolCallCorruption { .. }
+            | LlmMode::ContextLengthExceeded {} => 0,
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
-            provider,
+            wire: wire(provider),
             mode,
             body,
             limit,
@@ -116,7 +123,8 @@ impl LlmRewriter {
             applied: false,
             drift,
             skipped,
-            responses: ResponsesState::default(),
+            progress: Progress::default(),
+            corrupted_fragment: false,
         }
     }
 
@@ -194,7 +202,14 @@ impl LlmRewriter {
             LlmMode::TruncatedResponse { .. } => "the answer was shorter than max_tokens",
             LlmMode::ToolCallCorruption { .. } => "the response had no tool call to corrupt",
             LlmMode::ServerError { .. } => "in_stream errors need a streaming response",
-            _ => "the response had no content to rewrite",
+            LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Garbage {}
+            | LlmMode::ResponseDrift { .. }
+            | LlmMode::StreamCut { .. }
+            | LlmMode::SlowStream { .. }
+            | LlmMode::ContextLengthExceeded {} => "the response had no content to rewrite",
         }
     }
 
@@ -204,34 +219,19 @@ impl LlmRewriter {
         }
         let framing = match &self.body {
             Body::Stream(_) => self.framing(),
-            _ => Framing::Sse,
+            Body::Json(_) | Body::Pass => Framing::Sse,
         };
         let mut ev = Event::parse(&frame, framing);
-        let kind = shape::classify(self.provider, &ev);
-        let p = self.provider;
-        if let Some(j) = ev
-            .json
-            .as_ref()
-            .filter(|j| p == Provider::Openai && responses::is_responses(j))
-        {
-            if matches!(
-                j["type"].as_str(),
-                Some("response.created" | "response.in_progress")
-            ) {
-                self.responses.base = j["response"].clone();
-            }
-            self.responses.sequence = j["sequence_number"]
-                .as_u64()
-                .unwrap_or(self.responses.sequence);
-            if j["type"] == "response.output_text.delta" {
-                self.responses.item_id = j["item_id"].clone();
-            }
+        let kind = crate::llm::classify(self.wire, &ev);
+        let w = self.wire;
+        if let Some(j) = ev.json.as_ref() {
+            w.observe(&mut self.progress, j);
         }
         let is_content = kind == Kind::Content
             && ev
                 .json
                 .as_mut()
-                .is_some_and(|j| shape::carries_output(p, j));
+                .is_some_and(|j| output::carries_output(w, j));
         let out = self.on_event(ev, kind, frame);
         if is_content {
             self.content_events += 1;
@@ -241,29 +241,24 @@ impl LlmRewriter {
     }
 
     fn framing(&self) -> Framing {
-        if self.provider == Provider::Ollama {
-            Framing::Ndjson
-        } else {
-            Framing::Sse
-        }
+        self.wire.framing()
     }
 
     fn on_event(&mut self, mut ev: Event, kind: Kind, frame: Bytes) -> Vec<Out> {
-        let p = self.provider;
+        let w = self.wire;
         // Gemini's last frame carries text as well as the finish reason: text rewrites
         // must see it as content.
-        let is_responses =
-            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
+        let repeats = ev.json.as_ref().is_some_and(|j| w.repeats_output(j));
         let has_text = ev
             .json
             .as_mut()
-            .is_some_and(|j| shape::has_text(p, j, true));
+            .is_some_and(|j| output::has_text(w, j, true));
         let text_bearing = kind == Kind::Content
             || kind == Kind::Finish
                 && ev
                     .json
                     .as_mut()
-                    .is_some_and(|j| shape::has_text(p, j, true));
+                    .is_some_and(|j| output::has_text(w, j, true));
         let end_here = |this: &mut Self, last: Vec<Out>| {
             this.done = true;
             this.applied = true;
@@ -286,7 +281,7 @@ impl LlmRewriter {
                 let carries = ev
                     .json
                     .as_mut()
-                    .is_some_and(|j| shape::carries_output(p, j));
+                    .is_some_and(|j| output::carries_output(w, j));
                 let cut = matches!(kind, Kind::Finish | Kind::Terminal)
                     || (carries && self.content_events >= after_events);
                 if cut {
@@ -296,15 +291,11 @@ impl LlmRewriter {
                 }
             }
             LlmMode::Garbage {} if kind == Kind::Content => {
-                let junk = shape::garbage_frame(p, &ev).encode();
+                let junk = output::garbage_frame(w, &ev).encode();
                 end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
             }
             LlmMode::ServerError { .. } if kind == Kind::Content => {
-                let err = if is_responses {
-                    responses::failed_event(&ev, &self.responses.base, self.responses.sequence + 1)
-                } else {
-                    shape::stream_error(p, &ev)
-                };
+                let err = w.stream_error(&ev, &self.progress);
                 end_here(
                     self,
                     vec![Out::Data(frame), Out::Data(err.encode()), Out::End],
@@ -318,7 +309,7 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                shape::for_each_text(p, j, true, &mut |s| s.clear());
+                w.for_each_text(j, true, &mut |s| s.clear());
                 self.applied = true;
                 vec![Out::Data(ev.encode())]
             }
@@ -326,33 +317,32 @@ impl LlmRewriter {
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                // Responses streams repeat the whole arguments in `.done`, `output_item.done`
-                // and `completed`: every copy is broken, deltas only once.
-                let delta = j["type"] == "response.function_call_arguments.delta";
-                let first = if is_responses {
-                    !delta || !self.responses.corrupted_delta
+                // Streams that repeat the whole arguments later (Responses: `.done`,
+                // `output_item.done`, `completed`): every copy is broken, fragments once.
+                let fragment = w.is_args_fragment(j);
+                let first = if repeats {
+                    !fragment || !self.corrupted_fragment
                 } else {
                     !self.applied
                 };
-                if json::corrupt_tools(p, j, true, corruption, first) {
-                    self.responses.corrupted_delta |= delta;
+                if json::corrupt_tools(w, j, true, corruption, first) {
+                    self.corrupted_fragment |= fragment;
                     self.applied = true;
                     vec![Out::Data(ev.encode())]
                 } else {
                     vec![Out::Data(frame)]
                 }
             }
-            LlmMode::ResponseDrift { .. } if is_responses => {
+            LlmMode::ResponseDrift { .. } if repeats => {
                 let note = "response_drift on streamed Responses API answers is not supported; passed through";
                 self.skipped = Some(note.into());
                 vec![Out::Data(frame)]
             }
             LlmMode::ResponseDrift { .. } => {
-                let p = self.provider;
                 let Some(j) = ev.json.as_mut() else {
                     return vec![Out::Data(frame)];
                 };
-                match self.drift.stream_event(p, j, kind) {
+                match self.drift.stream_event(w, j, kind) {
                     Ok(true) => {
                         self.applied = true;
                         vec![Out::Data(ev.encode())]
@@ -361,94 +351,20 @@ impl LlmRewriter {
                     Err(e) => self.fail(e),
                 }
             }
-            _ => vec![Out::Data(frame)],
+            // Not this event's business: the mode acts on another kind of event, or was
+            // decided before forwarding (see proxy::fault).
+            LlmMode::Garbage {}
+            | LlmMode::ServerError { .. }
+            | LlmMode::TruncatedResponse { .. }
+            | LlmMode::Empty {}
+            | LlmMode::Timeout { .. }
+            | LlmMode::RateLimit { .. }
+            | LlmMode::ContextLengthExceeded {} => vec![Out::Data(frame)],
         }
     }
-
-    /// Spends the token budget on this event's text; once it runs out, trims the text and
-    /// ends the stream the way the provider does at its token limit.
-    fn truncate_event(&mut self, mut ev: Event, max_tokens: u32) -> Vec<Out> {
-        let p = self.provider;
-        let Some(j) = ev.json.as_mut() else {
-            return vec![Out::Data(ev.encode())];
-        };
-        let mut budget = self.tokens_left;
-        let mut exhausted = false;
-        shape::for_each_text(p, j, true, &mut |s| {
-            let (keep, used) = take_tokens(s, budget);
-            budget -= used;
-            if keep < s.len() {
-                s.truncate(keep);
-                exhausted = true;
-            }
-        });
-        self.tokens_left = budget;
-        let is_responses =
-            p == Provider::Openai && ev.json.as_ref().is_some_and(responses::is_responses);
-        if is_responses {
-            let said = &mut self.responses.said;
-            shape::for_each_text(
-                p,
-                ev.json.as_mut().unwrap_or(&mut Value::Null),
-                true,
-                &mut |s| said.push_str(s),
-            );
-        }
-        if !exhausted && budget > 0 {
-            return vec![Out::Data(ev.encode())];
-        }
-        if is_responses {
-            let r = &self.responses;
-            let end =
-                responses::incomplete_event(&ev, &r.base, &r.item_id, &r.said, r.sequence + 1);
-            self.done = true;
-            self.applied = true;
-            return vec![Out::Data(ev.encode()), Out::Data(end.encode()), Out::End];
-        }
-        // A frame that already ends the stream (Gemini, Ollama `done`) is marked itself;
-        // otherwise the provider's own closing events follow.
-        let closes = p == Provider::Gemini || ev.json.as_ref().is_some_and(|j| j["done"] == true);
-        let mut out = vec![];
-        if closes {
-            shape::mark_truncated(p, ev.json.as_mut().unwrap_or(&mut Value::Null));
-            out.push(Out::Data(ev.encode()));
-        } else {
-            let last = ev.json.clone().unwrap_or(Value::Null);
-            out.push(Out::Data(ev.encode()));
-            out.extend(
-                shape::truncation_tail(p, &ev, &last, max_tokens)
-                    .iter()
-                    .map(|e| Out::Data(e.encode())),
-            );
-        }
-        out.push(Out::End);
-        self.done = true;
-        self.applied = true;
-        out
-    }
-}
-
-/// How much of `text` fits in `budget` tokens (a token: a run of non-space characters),
-/// cut at the end of the last whole token, and how many tokens that is.
-pub fn take_tokens(text: &str, budget: u32) -> (usize, u32) {
-    let (mut used, mut in_word, mut end) = (0, false, 0);
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
-            in_word = false;
-            continue;
-        }
-        if !in_word {
-            if used == budget {
-                return (end, used);
-            }
-            used += 1;
-            in_word = true;
-        }
-        end = i + c.len_utf8();
-    }
-    (text.len(), used)
 }
 
 #[cfg(test)]
 #[path = "tests.rs"]
+#[allow(clippy::wildcard_enum_match_arm)] // tests pick the outputs they look at
 mod tests;

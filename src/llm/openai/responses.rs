@@ -2,10 +2,13 @@
 //! text lives in `output[].content[].text`, and a stream repeats it in `*.delta`, `*.done`,
 //! `output_item.*` and the final `response.completed` events. Every copy is rewritten so
 //! that an SDK reading deltas and one reading the final response see the same answer.
+//! Requests: the user's input and tool outputs sit in `input`.
 
 use serde_json::{Value, json};
 
-use super::frame::Event;
+use crate::llm::frame::Event;
+use crate::llm::path::{All, Call, If, K, at, visit};
+use crate::llm::wire::Progress;
 
 /// Whether a JSON value is a Responses API object or stream event.
 pub fn is_responses(v: &Value) -> bool {
@@ -61,40 +64,31 @@ pub fn for_each_text(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
     }
 }
 
-/// The value at `keys` if every step is an object that has it (indexing would panic on a
-/// number or a string, and insert nulls where a key is missing).
-fn at<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
-    keys.iter().try_fold(v, |v, k| v.get_mut(*k))
-}
+/// Function call items: in a whole response, in `output_item.*` events and in the final
+/// response an event carries.
+pub static OUTPUT: Call = Call {
+    at: &[K("output"), All, If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
+pub static ITEM: Call = Call {
+    at: &[K("item"), If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
+pub static EVENT_OUTPUT: Call = Call {
+    at: &[K("response"), K("output"), All, If("type", "function_call")],
+    name: &["name"],
+    ids: &["call_id", "id"],
+    marker: "function_call",
+};
 
-fn each_call(output: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    for item in output
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["type"] == "function_call")
-    {
-        f(item);
-    }
-}
-
-/// Every function call item (with `name` and `arguments`), and every arguments fragment
-/// (`response.function_call_arguments.delta`, passed as `{"arguments": …}`-less values).
+/// Every function call item (with `name` and `arguments`).
 pub fn for_each_call(v: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    if v["object"] == "response" {
-        return each_call(&mut v["output"], f);
-    }
-    match v["type"].as_str().unwrap_or_default() {
-        "response.output_item.added" | "response.output_item.done"
-            if v["item"]["type"] == "function_call" =>
-        {
-            f(&mut v["item"])
-        }
-        _ => {
-            if let Some(output) = at(v, &["response", "output"]) {
-                each_call(output, f)
-            }
-        }
+    for c in [&OUTPUT, &ITEM, &EVENT_OUTPUT] {
+        visit(v, c.at, f);
     }
 }
 
@@ -126,13 +120,14 @@ pub fn mark_incomplete(v: &mut Value) {
 /// The event that ends a stream cut at the token limit, carrying the text sent so far.
 /// `base` is the response object from `response.created` (id, model, …); `item_id` the
 /// message item the deltas belonged to.
-pub fn incomplete_event(
-    ev: &Event,
-    base: &Value,
-    item_id: &Value,
-    text: &str,
-    sequence: u64,
-) -> Event {
+pub fn incomplete_event(ev: &Event, progress: &Progress) -> Event {
+    let Progress {
+        base,
+        said: text,
+        sequence,
+        item_id,
+    } = progress;
+    let sequence = sequence + 1;
     let mut response = if base.is_object() {
         base.clone()
     } else {
@@ -147,7 +142,8 @@ pub fn incomplete_event(
 }
 
 /// A server failure after the stream began: `response.failed`, as the API sends it.
-pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
+pub fn failed_event(ev: &Event, progress: &Progress) -> Event {
+    let (base, sequence) = (&progress.base, progress.sequence + 1);
     let mut response = if base.is_object() {
         base.clone()
     } else {
@@ -158,4 +154,55 @@ pub fn failed_event(ev: &Event, base: &Value, sequence: u64) -> Event {
     let data =
         json!({"type": "response.failed", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.failed"), data)
+}
+
+/// Notes the response object (`response.created`, `response.in_progress`), the sequence
+/// number and the message item the text deltas belong to.
+pub fn observe(progress: &mut Progress, j: &Value) {
+    if matches!(
+        j["type"].as_str(),
+        Some("response.created" | "response.in_progress")
+    ) {
+        progress.base = j["response"].clone();
+    }
+    progress.sequence = j["sequence_number"].as_u64().unwrap_or(progress.sequence);
+    if j["type"] == "response.output_text.delta" {
+        progress.item_id = j["item_id"].clone();
+    }
+}
+
+/// Whether a request is a Responses API one (`input`, no `messages`).
+pub fn is_request(body: &Value) -> bool {
+    body.get("input").is_some() && body.get("messages").is_none()
+}
+
+/// The user's last input: `input` itself when a string, else its last user item's content.
+pub fn last_user_input(body: &mut Value) -> Option<&mut Value> {
+    let input = body.get_mut("input")?;
+    if input.is_string() {
+        return Some(input);
+    }
+    let item = input
+        .as_array_mut()?
+        .iter_mut()
+        .rev()
+        .find(|m| m["role"] == "user")?;
+    item.get_mut("content")
+}
+
+/// Calls `f` on every `function_call_output` item's output; how many there were.
+pub fn for_each_tool_output(body: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+    let mut n = 0;
+    if let Some(items) = body.get_mut("input").and_then(Value::as_array_mut) {
+        for item in items
+            .iter_mut()
+            .filter(|i| i["type"] == "function_call_output")
+        {
+            if let Some(out) = item.get_mut("output") {
+                n += 1;
+                crate::llm::request::edit_text(out, f);
+            }
+        }
+    }
+    n
 }

@@ -1,6 +1,7 @@
 //! Framing of streamed LLM bodies: SSE events (terminated by a blank line, `\n` or
 //! `\r\n`; Gemini really sends `\r\n\r\n`) and NDJSON lines (Ollama). Frames are split
-//! incrementally as chunks arrive and re-encoded in the style they came in.
+//! incrementally as chunks arrive and re-encoded in the style they came in. The one framer:
+//! the chaos rewriter and the tool-call reader both use it.
 
 use bytes::{Bytes, BytesMut};
 
@@ -158,6 +159,21 @@ impl Event {
             }
         }
     }
+}
+
+/// The payload of every line of a whole body that is SSE or NDJSON, not knowing which: a
+/// line's `data:` value, or the line itself.
+pub fn payloads(body: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .map(|line| {
+            let line = line.trim();
+            line.strip_prefix("data:")
+                .unwrap_or(line)
+                .trim()
+                .to_string()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,253 @@
+//! Anthropic's Messages API (provider-wire-formats.md §2): `content[]` blocks, named SSE
+//! events (`content_block_delta`, `message_delta`, `message_stop`), `tool_use` blocks,
+//! `tool_result` blocks in user turns, a top-level `system`, errors with `request-id`.
+
+use serde_json::{Value, json};
+
+use super::detect::Api;
+use super::frame::{Event, Framing};
+use super::openai::content_turns;
+use super::path::{All, Call, If, K, Seg, each_call_name, visit, visit_strings};
+use super::request::{Turns, edit_text};
+use super::synthetic::{Synthetic, format_secs, request_id};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use crate::exchange::Provider;
+
+pub struct Anthropic;
+
+static STREAM_CALL: Call = Call {
+    at: &[K("content_block"), If("type", "tool_use")],
+    name: &["name"],
+    ids: &["id"],
+    marker: "tool_use",
+};
+static CALL: Call = Call {
+    at: &[K("content"), All, If("type", "tool_use")],
+    name: &["name"],
+    ids: &["id"],
+    marker: "tool_use",
+};
+static STREAM_CALLS: [&Call; 1] = [&STREAM_CALL];
+static CALLS: [&Call; 1] = [&CALL];
+
+const STREAM_TEXT: &[&[Seg]] = &[&[K("delta"), K("text")]];
+const TEXT: &[&[Seg]] = &[&[K("content"), All, K("text")]];
+/// Streamed arguments arrive as `partial_json` text; whole ones are `input` objects.
+const STREAM_ARGS: &[Seg] = &[K("delta"), K("partial_json")];
+const ARGS: &[Seg] = &[K("content"), All, If("type", "tool_use"), K("input")];
+
+/// A user turn holding only tool results is the agent's, not the user's.
+fn is_user(m: &Value) -> bool {
+    m["role"] == "user" && !only_tool_results(m)
+}
+
+fn only_tool_results(m: &Value) -> bool {
+    m["content"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty() && c.iter().all(|b| b["type"] == "tool_result"))
+}
+
+const TURNS: Turns = Turns {
+    key: "messages",
+    is_user,
+    content: "content",
+};
+
+fn tool_results(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+    let mut n = 0;
+    for block in m["content"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+    {
+        if block.get("content").is_none() {
+            block["content"] = Value::String(String::new());
+        }
+        n += 1;
+        edit_text(&mut block["content"], f);
+    }
+    n
+}
+
+fn error(status: u16, kind: &str, message: &str, draw: u64) -> Synthetic {
+    let id = request_id("req_", draw);
+    Synthetic::json(
+        status,
+        json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": id}),
+    )
+    .with("request-id", id)
+}
+
+impl Wire for Anthropic {
+    fn owns_host(&self, host: &str) -> bool {
+        host == "api.anthropic.com"
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[("/v1/messages", Api::Generate(Provider::Anthropic))]
+    }
+
+    fn exact_api(&self, _path: &str) -> Option<Api> {
+        None
+    }
+
+    fn method_api(&self, _method: &str) -> Option<Api> {
+        None
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn classify(&self, ev: &Event) -> Kind {
+        let j = ev.json.as_ref();
+        match j.and_then(|j| j["type"].as_str()).or(ev.name.as_deref()) {
+            Some("message_stop") => Kind::Terminal,
+            Some("message_delta") => Kind::Finish,
+            Some("content_block_delta") => Kind::Content,
+            _ => Kind::Meta,
+        }
+    }
+
+    fn repeats_output(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
+
+    fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String)) {
+        visit_strings(v, if stream { STREAM_TEXT } else { TEXT }, f)
+    }
+
+    fn calls(&self, stream: bool) -> &'static [&'static Call] {
+        if stream { &STREAM_CALLS } else { &CALLS }
+    }
+
+    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        each_call_name(v, self.calls(stream), f)
+    }
+
+    fn for_each_tool_args(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        visit(v, if stream { STREAM_ARGS } else { ARGS }, f)
+    }
+
+    fn mark_truncated(&self, v: &mut Value) {
+        v["stop_reason"] = json!("max_tokens");
+    }
+
+    fn truncation_closes(&self, v: &Value) -> bool {
+        v["done"] == true
+    }
+
+    fn truncation_tail(&self, ev: &Event, last: &Value, tokens: u32) -> Vec<Event> {
+        let index = last["index"].clone();
+        vec![
+            ev.sibling(
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": index}),
+            ),
+            ev.sibling(
+                Some("message_delta"),
+                json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null},
+                    "usage": {"output_tokens": tokens}}),
+            ),
+            ev.sibling(Some("message_stop"), json!({"type": "message_stop"})),
+        ]
+    }
+
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+        ev.sibling(
+            Some("error"),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        )
+    }
+
+    fn garbage_event(&self) -> Option<&'static str> {
+        Some("content_block_delta")
+    }
+
+    fn malformed_call(&self, _v: &mut Value) -> Option<bool> {
+        None
+    }
+
+    fn gateway_timeout(&self, draw: u64) -> Synthetic {
+        error(504, "timeout_error", "Request timed out", draw)
+    }
+
+    fn rate_limit(&self, retry_after_s: f64, _quota: bool, draw: u64) -> Synthetic {
+        let message = "Number of request tokens has exceeded your per-minute rate limit";
+        error(429, "rate_limit_error", message, draw)
+            .with("retry-after", format_secs(retry_after_s))
+            .with("anthropic-ratelimit-requests-limit", "50")
+            .with("anthropic-ratelimit-requests-remaining", "0")
+    }
+
+    fn server_error(&self, status: Option<u16>, draw: u64) -> Synthetic {
+        match status.unwrap_or(529) {
+            529 => error(529, "overloaded_error", "Overloaded", draw),
+            504 => error(504, "timeout_error", "Request timed out", draw),
+            s => error(s, "api_error", "Internal server error", draw),
+        }
+    }
+
+    fn context_overflow(&self, draw: u64) -> ContextOverflow {
+        let message = "prompt is too long: 210517 tokens > 200000 maximum";
+        ContextOverflow::Reject(error(400, "invalid_request_error", message, draw))
+    }
+
+    fn last_user_content<'a>(&self, body: &'a mut Value) -> Option<&'a mut Value> {
+        TURNS.last_user_content(body)
+    }
+
+    fn for_each_tool_result(&self, body: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+        TURNS.for_each_tool_result(body, f, tool_results)
+    }
+
+    fn add_system(&self, body: &mut Value, text: &str) -> bool {
+        match body.get_mut("system") {
+            Some(Value::String(s)) => s.push_str(&format!("\n\n{text}")),
+            Some(Value::Array(blocks)) => blocks.push(json!({"type": "text", "text": text})),
+            _ => body["system"] = Value::String(text.to_string()),
+        }
+        true
+    }
+
+    fn insert_turns(&self, body: &mut Value, user: &str, assistant: &str) -> bool {
+        let (u, a) = content_turns(user, assistant);
+        TURNS.insert_before_last_user(body, u, a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Server tools (`server_tool_use`: web search, code execution) run at Anthropic, not in
+    /// the agent: they are not the agent's calls, for reading or for corrupting.
+    #[test]
+    fn only_tool_use_blocks_are_the_agents_calls() {
+        let mut v = json!({"content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+            {"type": "tool_use", "id": "toolu_1", "name": "email", "input": {"to": "a"}}]});
+        let mut names = vec![];
+        Anthropic.for_each_tool_name(&mut v, false, &mut |n| {
+            names.push(n.as_str().unwrap_or_default().to_string())
+        });
+        assert_eq!(names, ["email"]);
+        let mut args = 0;
+        Anthropic.for_each_tool_args(&mut v, false, &mut |_| args += 1);
+        assert_eq!(args, 1);
+        assert_eq!(crate::llm::tool_calls(v.to_string().as_bytes()), ["email"]);
+    }
+}

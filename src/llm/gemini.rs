@@ -1,0 +1,267 @@
+//! Google Gemini's `generateContent` (provider-wire-formats.md §3; Vertex AI the same):
+//! `candidates[].content.parts[]`, SSE chunks whose last carries `finishReason`,
+//! `functionCall` / `functionResponse` parts, `contents` turns with role `model`, a
+//! `systemInstruction`, errors in google.rpc style.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::detect::Api;
+use super::frame::{Event, Framing};
+use super::longest_string;
+use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
+use super::request::{Turns, role_user};
+use super::synthetic::{Synthetic, format_secs};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use crate::exchange::Provider;
+
+pub struct Gemini;
+
+/// The part is the call (its id, if any, sits beside `functionCall`).
+static CALL: Call = Call {
+    at: &[K("candidates"), All, K("content"), K("parts"), All],
+    name: &["functionCall", "name"],
+    ids: &["id"],
+    marker: "functionCall",
+};
+static CALLS: [&Call; 1] = [&CALL];
+
+const TEXT: &[&[Seg]] = &[&[
+    K("candidates"),
+    All,
+    K("content"),
+    K("parts"),
+    All,
+    K("text"),
+]];
+const ARGS: &[Seg] = &[
+    K("candidates"),
+    All,
+    K("content"),
+    K("parts"),
+    All,
+    K("functionCall"),
+    K("args"),
+];
+
+const TURNS: Turns = Turns {
+    key: "contents",
+    is_user: role_user,
+    content: "parts",
+};
+
+fn tool_results(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+    let mut n = 0;
+    for part in m["parts"].as_array_mut().into_iter().flatten() {
+        if let Some(resp) = part
+            .get_mut("functionResponse")
+            .and_then(|r| r.get_mut("response"))
+        {
+            n += 1;
+            longest_string(resp, f);
+        }
+    }
+    n
+}
+
+fn error(status: u16, kind: &str, message: &str) -> Synthetic {
+    Synthetic::json(
+        status,
+        json!({"error": {"code": status, "message": message, "status": kind}}),
+    )
+}
+
+impl Wire for Gemini {
+    fn owns_host(&self, host: &str) -> bool {
+        host == "generativelanguage.googleapis.com" || host.ends_with("-aiplatform.googleapis.com")
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[]
+    }
+
+    fn exact_api(&self, _path: &str) -> Option<Api> {
+        None
+    }
+
+    /// `models/{m}:method` (Vertex: `…/publishers/google/models/{m}:method`).
+    fn method_api(&self, method: &str) -> Option<Api> {
+        match method {
+            "generateContent" | "streamGenerateContent" => Some(Api::Generate(Provider::Gemini)),
+            "embedContent" | "batchEmbedContents" => Some(Api::Embed(Provider::Gemini)),
+            "countTokens" | "computeTokens" | "batchGenerateContent" | "asyncBatchEmbedContent" => {
+                Some(Api::Auxiliary)
+            }
+            _ => None,
+        }
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn classify(&self, ev: &Event) -> Kind {
+        let done = ev
+            .json
+            .as_ref()
+            .and_then(|j| j["candidates"].as_array())
+            .is_some_and(|c| c.iter().any(|c| c.get("finishReason").is_some()));
+        if done { Kind::Finish } else { Kind::Content }
+    }
+
+    fn repeats_output(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
+
+    fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
+        visit_strings(v, TEXT, f)
+    }
+
+    fn calls(&self, _stream: bool) -> &'static [&'static Call] {
+        &CALLS
+    }
+
+    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        each_call_name(v, self.calls(stream), f)
+    }
+
+    fn for_each_tool_args(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        visit(v, ARGS, f)
+    }
+
+    fn mark_truncated(&self, v: &mut Value) {
+        visit(v, &[K("candidates"), All], &mut |c| {
+            if let Some(c) = c.as_object_mut() {
+                c.insert("finishReason".into(), json!("MAX_TOKENS"));
+            }
+        })
+    }
+
+    /// Every chunk can be the last: the trimmed one carries the finish reason itself.
+    fn truncation_closes(&self, _v: &Value) -> bool {
+        true
+    }
+
+    fn truncation_tail(&self, _ev: &Event, _last: &Value, _tokens: u32) -> Vec<Event> {
+        vec![]
+    }
+
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+        ev.sibling(
+            None,
+            json!({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}),
+        )
+    }
+
+    fn garbage_event(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The call is gone and the candidate finishes with `MALFORMED_FUNCTION_CALL`.
+    fn malformed_call(&self, v: &mut Value) -> Option<bool> {
+        let mut changed = false;
+        visit(v, &[K("candidates"), All], &mut |c| {
+            let parts = c.get_mut("content").and_then(|c| c.get_mut("parts"));
+            let Some(parts) = parts.and_then(Value::as_array_mut) else {
+                return;
+            };
+            let before = parts.len();
+            parts.retain(|part| part.get("functionCall").is_none());
+            if parts.len() != before {
+                c["finishReason"] = json!("MALFORMED_FUNCTION_CALL");
+                changed = true;
+            }
+        });
+        Some(changed)
+    }
+
+    fn gateway_timeout(&self, _draw: u64) -> Synthetic {
+        error(
+            504,
+            "DEADLINE_EXCEEDED",
+            "Deadline expired before operation could complete.",
+        )
+    }
+
+    fn rate_limit(&self, retry_after_s: f64, _quota: bool, _draw: u64) -> Synthetic {
+        let secs = format_secs(retry_after_s);
+        let message = "Resource has been exhausted (e.g. check quota).";
+        let mut s = error(429, "RESOURCE_EXHAUSTED", message);
+        let retry = json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{secs}s")}]);
+        s.body = Bytes::from(
+            json!({"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": retry}})
+                .to_string(),
+        );
+        s
+    }
+
+    fn server_error(&self, status: Option<u16>, _draw: u64) -> Synthetic {
+        match status.unwrap_or(503) {
+            500 => error(
+                500,
+                "INTERNAL",
+                "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+            ),
+            s => error(
+                s,
+                "UNAVAILABLE",
+                "The model is overloaded. Please try again later.",
+            ),
+        }
+    }
+
+    fn context_overflow(&self, _draw: u64) -> ContextOverflow {
+        ContextOverflow::Reject(error(
+            400,
+            "INVALID_ARGUMENT",
+            "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).",
+        ))
+    }
+
+    fn last_user_content<'a>(&self, body: &'a mut Value) -> Option<&'a mut Value> {
+        TURNS.last_user_content(body)
+    }
+
+    fn for_each_tool_result(&self, body: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+        TURNS.for_each_tool_result(body, f, tool_results)
+    }
+
+    fn add_system(&self, body: &mut Value, text: &str) -> bool {
+        let Some(o) = body.as_object_mut() else {
+            return false;
+        };
+        let si = o
+            .entry("systemInstruction")
+            .or_insert_with(|| json!({"parts": []}));
+        if !si.is_object() {
+            *si = json!({"parts": []});
+        }
+        let parts = si
+            .as_object_mut()
+            .map(|si| si.entry("parts").or_insert_with(|| json!([])));
+        match parts {
+            Some(Value::Array(a)) => a.push(json!({"text": text})),
+            Some(other) => *other = json!([{"text": text}]),
+            None => return false,
+        }
+        true
+    }
+
+    fn insert_turns(&self, body: &mut Value, user: &str, assistant: &str) -> bool {
+        let u = json!({"role": "user", "parts": [{"text": user}]});
+        let a = json!({"role": "model", "parts": [{"text": assistant}]});
+        TURNS.insert_before_last_user(body, u, a)
+    }
+}

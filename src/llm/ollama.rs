@@ -1,0 +1,196 @@
+//! Ollama's native API (provider-wire-formats.md §4): `/api/chat` (`message`) and
+//! `/api/generate` (`prompt` / `response`), NDJSON streams whose last line is `done: true`,
+//! `tool_calls` with object arguments, `{"error": …}` bodies; a prompt over the context
+//! window is cut silently, not refused.
+
+use serde_json::{Value, json};
+
+use super::detect::Api;
+use super::frame::{Event, Framing};
+use super::openai::{TURNS, add_system_message, content_turns, tool_message};
+use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
+use super::synthetic::{Synthetic, format_secs};
+use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use crate::exchange::Provider;
+
+pub struct Ollama;
+
+static CALL: Call = Call {
+    at: &[K("message"), K("tool_calls"), All],
+    name: &["function", "name"],
+    ids: &["id"],
+    marker: "tool_calls",
+};
+static CALLS: [&Call; 1] = [&CALL];
+
+const TEXT: &[&[Seg]] = &[&[K("message"), K("content")], &[K("response")]];
+const ARGS: &[Seg] = &[
+    K("message"),
+    K("tool_calls"),
+    All,
+    K("function"),
+    K("arguments"),
+];
+
+impl Wire for Ollama {
+    /// Its default host is any `host:11434`: the path decides.
+    fn owns_host(&self, _host: &str) -> bool {
+        false
+    }
+
+    fn endpoints(&self) -> &'static [(&'static str, Api)] {
+        &[]
+    }
+
+    fn exact_api(&self, path: &str) -> Option<Api> {
+        match path {
+            "/api/chat" | "/api/generate" => Some(Api::Generate(Provider::Ollama)),
+            "/api/embed" | "/api/embeddings" => Some(Api::Embed(Provider::Ollama)),
+            "/api/tags" | "/api/show" | "/api/ps" | "/api/version" | "/api/pull" | "/api/push"
+            | "/api/create" | "/api/copy" | "/api/delete" => Some(Api::Auxiliary),
+            _ if path.starts_with("/api/blobs/") => Some(Api::Auxiliary),
+            _ => None,
+        }
+    }
+
+    fn method_api(&self, _method: &str) -> Option<Api> {
+        None
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Ndjson
+    }
+
+    fn classify(&self, ev: &Event) -> Kind {
+        if ev.json.as_ref().is_some_and(|j| j["done"] == json!(true)) {
+            Kind::Finish
+        } else {
+            Kind::Content
+        }
+    }
+
+    fn repeats_output(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn is_args_fragment(&self, _v: &Value) -> bool {
+        false
+    }
+
+    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
+
+    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
+
+    fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
+        visit_strings(v, TEXT, f)
+    }
+
+    fn calls(&self, _stream: bool) -> &'static [&'static Call] {
+        &CALLS
+    }
+
+    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        each_call_name(v, self.calls(stream), f)
+    }
+
+    fn for_each_tool_args(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut Value)) {
+        visit(v, ARGS, f)
+    }
+
+    fn mark_truncated(&self, v: &mut Value) {
+        v["done"] = json!(true);
+        v["done_reason"] = json!("length");
+    }
+
+    fn truncation_closes(&self, v: &Value) -> bool {
+        v["done"] == true
+    }
+
+    fn truncation_tail(&self, ev: &Event, last: &Value, tokens: u32) -> Vec<Event> {
+        let mut done = json!({"model": last["model"], "created_at": last["created_at"], "done": true,
+            "done_reason": "length", "eval_count": tokens});
+        if last.get("response").is_some() {
+            done["response"] = json!("");
+        } else {
+            done["message"] = json!({"role": "assistant", "content": ""});
+        }
+        vec![ev.sibling(None, done)]
+    }
+
+    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
+        None
+    }
+
+    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+        ev.sibling(
+            None,
+            json!({"error": "model runner has unexpectedly stopped"}),
+        )
+    }
+
+    fn garbage_event(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// It cannot parse the model's call: no `tool_calls`, the raw (here broken) call text
+    /// as the message content.
+    fn malformed_call(&self, v: &mut Value) -> Option<bool> {
+        let Some(calls) = v["message"].get_mut("tool_calls").map(Value::take) else {
+            return Some(false);
+        };
+        let Some(first) = calls.as_array().and_then(|c| c.first()) else {
+            return Some(false);
+        };
+        let f = &first["function"];
+        let text = format!(
+            "{{\"name\": \"{}\", \"arguments\": {}",
+            f["name"].as_str().unwrap_or(""),
+            f["arguments"]
+        );
+        v["message"]["content"] = Value::String(text);
+        if let Some(m) = v["message"].as_object_mut() {
+            m.remove("tool_calls");
+        }
+        Some(true)
+    }
+
+    fn gateway_timeout(&self, _draw: u64) -> Synthetic {
+        Synthetic::json(504, json!({"error": "timed out waiting for the model"}))
+    }
+
+    fn rate_limit(&self, retry_after_s: f64, _quota: bool, _draw: u64) -> Synthetic {
+        Synthetic::json(429, json!({"error": "too many requests"}))
+            .with("retry-after", format_secs(retry_after_s))
+    }
+
+    fn server_error(&self, status: Option<u16>, _draw: u64) -> Synthetic {
+        Synthetic::json(
+            status.unwrap_or(500),
+            json!({"error": "model runner has unexpectedly stopped"}),
+        )
+    }
+
+    fn context_overflow(&self, _draw: u64) -> ContextOverflow {
+        ContextOverflow::DropEarlyTurns
+    }
+
+    fn last_user_content<'a>(&self, body: &'a mut Value) -> Option<&'a mut Value> {
+        if body.get("prompt").is_some() {
+            return body.get_mut("prompt");
+        }
+        TURNS.last_user_content(body)
+    }
+
+    fn for_each_tool_result(&self, body: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
+        TURNS.for_each_tool_result(body, f, tool_message)
+    }
+
+    fn add_system(&self, body: &mut Value, text: &str) -> bool {
+        add_system_message(body, text)
+    }
+
+    fn insert_turns(&self, body: &mut Value, user: &str, assistant: &str) -> bool {
+        let (u, a) = content_turns(user, assistant);
+        TURNS.insert_before_last_user(body, u, a)
+    }
+}
