@@ -90,14 +90,14 @@ mod tests {
 
     use super::super::{ApiState, router};
     use crate::chaos::Engine;
-    use crate::config::{OneOrMany, ToolSpec};
+    use crate::config::ToolSpec;
     use crate::exchange::Target;
     use crate::telemetry::Metrics;
 
     fn state() -> ApiState {
         let tools = vec![ToolSpec {
             name: "search".into(),
-            match_url: OneOrMany::One("http://s/*".into()),
+            match_url: "http://s/*".into(),
         }];
         ApiState {
             chaos: Engine::new(9),

@@ -1,7 +1,9 @@
 //! Glob semantics shared by validation and the runtime matchers: URL globs match the whole
 //! URL (`scheme://host[:port]/path?query`) and `*` crosses `/`; host globs match a host
-//! name case-insensitively. `HostGlobs` is a list of host globs compiled once, as the
-//! config is read: validation reports its bad patterns, the proxy matches with its set.
+//! name case-insensitively. `HostGlobs` (`proxy.intercept`, `proxy.passthrough`) and
+//! `UrlGlobs` (`tools[].match_url`, `llm[].match_url`) are compiled once, as the config is
+//! read: validation reports their bad patterns, the proxy builds its matchers from the
+//! compiled globs.
 
 use std::sync::Arc;
 
@@ -122,6 +124,93 @@ impl<'de> Deserialize<'de> for HostGlobs {
     }
 }
 
+/// One string or a list of strings (`match_url: "https://x/*"` or a list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            OneOrMany::One(s) => std::slice::from_ref(s),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// URL globs (`tools[].match_url`, `llm[].match_url`), compiled when read. Reads, writes
+/// and compares as it was written (one pattern or a list).
+#[derive(Clone)]
+pub struct UrlGlobs(Arc<UrlGlobsInner>);
+
+struct UrlGlobsInner {
+    written: OneOrMany,
+    /// Each pattern's glob, in order, or why it is not one.
+    globs: Vec<Result<Glob, String>>,
+}
+
+impl UrlGlobs {
+    pub fn new(written: OneOrMany) -> UrlGlobs {
+        let globs = written.as_slice().iter().map(|p| url_glob(p)).collect();
+        UrlGlobs(Arc::new(UrlGlobsInner { written, globs }))
+    }
+
+    /// The compiled globs, in order (loading reported the bad ones; they are left out).
+    pub fn globs(&self) -> impl Iterator<Item = &Glob> {
+        self.0.globs.iter().filter_map(|g| g.as_ref().ok())
+    }
+
+    /// Every pattern that did not compile: (index, why).
+    pub fn bad(&self) -> Vec<(usize, String)> {
+        let bad = self.0.globs.iter().enumerate();
+        bad.filter_map(|(i, g)| g.as_ref().err().map(|e| (i, e.clone())))
+            .collect()
+    }
+}
+
+impl From<&str> for UrlGlobs {
+    fn from(pattern: &str) -> UrlGlobs {
+        UrlGlobs::new(OneOrMany::One(pattern.into()))
+    }
+}
+
+impl std::ops::Deref for UrlGlobs {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        self.0.written.as_slice()
+    }
+}
+
+impl std::fmt::Debug for UrlGlobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.written.fmt(f)
+    }
+}
+
+impl PartialEq for UrlGlobs {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.written == other.0.written
+    }
+}
+
+impl Serialize for UrlGlobs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.written.serialize(s)
+    }
+}
+
+/// Read as one string or a list (same errors), compiled as it is read; a bad pattern is
+/// kept for validation to report with its index.
+impl<'de> Deserialize<'de> for UrlGlobs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        OneOrMany::deserialize(d).map(UrlGlobs::new)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +236,24 @@ mod tests {
         let at: Vec<usize> = bad.bad().iter().map(|(i, _)| *i).collect();
         assert_eq!(at, [0, 2]);
         assert_eq!(bad.set().unwrap_err().0, 0);
+    }
+
+    #[test]
+    fn url_globs_compile_once_and_keep_every_bad_pattern() {
+        let one = UrlGlobs::from("https://api.x/*");
+        assert_eq!(one.globs().count(), 1);
+        assert!(
+            one.globs()
+                .next()
+                .unwrap()
+                .compile_matcher()
+                .is_match("https://api.x/a/b")
+        );
+        assert_eq!(serde_json::to_value(&one).unwrap(), "https://api.x/*");
+        let many = UrlGlobs::new(OneOrMany::Many(vec!["a[".into(), "ok".into(), "b{".into()]));
+        assert_eq!(many.globs().count(), 1);
+        let at: Vec<usize> = many.bad().iter().map(|(i, _)| *i).collect();
+        assert_eq!(at, [0, 2]);
+        assert_eq!(&*many, ["a[", "ok", "b{"]);
     }
 }

@@ -555,3 +555,25 @@ fn refusal_check_without_prompts_uses_the_built_in_list() {
         ],
     );
 }
+
+#[test]
+fn every_bad_match_url_glob_is_reported_with_its_index() {
+    let errors = errors_of(
+        r#"
+tools:
+  - name: search
+    match_url: "https://api.search.example/*"
+  - name: mail
+    match_url: ["https://mail.example/*", "https://[mail"]
+llm:
+  - provider: openai
+    match_url: "http://llm/{a"
+"#,
+        &[],
+    );
+    let expect = [
+        "tools[1].match_url[1]: invalid glob `https://[mail`: unclosed character class; missing ']'",
+        "llm[0].match_url[0]: invalid glob `http://llm/{a`: unclosed alternate group; missing '}'",
+    ];
+    assert_exactly(&errors, &expect);
+}

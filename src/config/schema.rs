@@ -145,35 +145,20 @@ impl Default for CaSpec {
     }
 }
 
-/// One string or a list of strings (`match_url: "https://x/*"` or a list).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    pub fn as_slice(&self) -> &[String] {
-        match self {
-            OneOrMany::One(s) => std::slice::from_ref(s),
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
+pub use super::globs::{OneOrMany, UrlGlobs};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
-    pub match_url: OneOrMany,
+    pub match_url: UrlGlobs,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmEndpointSpec {
     pub provider: LlmProvider,
-    pub match_url: OneOrMany,
+    pub match_url: UrlGlobs,
 }
 
 /// `llm[].provider`: the provider type itself (`exchange::Provider`, one type for config

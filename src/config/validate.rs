@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 
 use super::ConfigError;
 use super::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos};
-use super::globs;
 use super::schema::*;
 
 /// Checks `c` and compiles `chaos` (the parsed `chaos:` section) into `c.chaos`.
@@ -15,12 +14,7 @@ pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>
     control(&c.control, errors);
     tools(&c.tools, errors);
     for (i, l) in c.llm.iter().enumerate() {
-        patterns(
-            &format!("llm[{i}].match_url"),
-            l.match_url.as_slice(),
-            globs::url_glob,
-            errors,
-        );
+        url_globs(&format!("llm[{i}].match_url"), &l.match_url, errors);
     }
     if c.journal.capacity == 0 {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
@@ -308,31 +302,20 @@ fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {
                 format!("duplicate tool `{}`", t.name),
             ));
         }
-        patterns(
-            &format!("tools[{i}].match_url"),
-            t.match_url.as_slice(),
-            globs::url_glob,
-            errors,
-        );
+        url_globs(&format!("tools[{i}].match_url"), &t.match_url, errors);
     }
 }
 
-fn patterns(
-    path: &str,
-    list: &[String],
-    build: fn(&str) -> Result<globset::Glob, String>,
-    errors: &mut Vec<ConfigError>,
-) {
-    if list.is_empty() && path.ends_with("match_url") {
+/// A `match_url` compiled as it was read: every bad pattern reported with its index.
+fn url_globs(path: &str, globs: &UrlGlobs, errors: &mut Vec<ConfigError>) {
+    if globs.is_empty() {
         errors.push(ConfigError::new(path, "needs at least one URL glob"));
     }
-    for (i, p) in list.iter().enumerate() {
-        if let Err(e) = build(p) {
-            errors.push(ConfigError::new(
-                format!("{path}[{i}]"),
-                format!("invalid glob `{p}`: {e}"),
-            ));
-        }
+    for (i, e) in globs.bad() {
+        errors.push(ConfigError::new(
+            format!("{path}[{i}]"),
+            format!("invalid glob `{}`: {e}", globs[i]),
+        ));
     }
 }
 

@@ -6,9 +6,9 @@
 //! neither (models, files, traces, batches, token counts) are `other` (the entry decides:
 //! `tools:` globs are not consulted).
 
-use globset::GlobSet;
+use globset::{GlobSet, GlobSetBuilder};
 
-use crate::config::{LlmEndpointSpec, ToolSpec, globs};
+use crate::config::{LlmEndpointSpec, ToolSpec};
 use crate::exchange::{Provider, Target};
 
 #[derive(Debug)]
@@ -21,30 +21,30 @@ pub struct Classifier {
 }
 
 impl Classifier {
+    /// From the globs compiled when the config was read (validation reported any bad
+    /// pattern; the set itself cannot fail for valid globs, but says so if it does).
     pub fn new(tools: &[ToolSpec], llm: &[LlmEndpointSpec]) -> Result<Self, String> {
-        let mut llm_patterns = vec![];
+        let mut llm_set = GlobSetBuilder::new();
         let mut llm_of_pattern = vec![];
         for l in llm {
-            for p in l.match_url.as_slice() {
-                llm_patterns.push(p.clone());
+            for g in l.match_url.globs() {
+                llm_set.add(g.clone());
                 llm_of_pattern.push(l.provider);
             }
         }
-        let mut tool_patterns = vec![];
+        let mut tool_set = GlobSetBuilder::new();
         let mut tool_of_pattern = vec![];
         for (i, t) in tools.iter().enumerate() {
-            for p in t.match_url.as_slice() {
-                tool_patterns.push(p.clone());
+            for g in t.match_url.globs() {
+                tool_set.add(g.clone());
                 tool_of_pattern.push(i);
             }
         }
-        let build = |list: &[String]| {
-            globs::set(list, globs::url_glob).map_err(|(i, e)| format!("`{}`: {e}", list[i]))
-        };
+        let build = |b: GlobSetBuilder| b.build().map_err(|e| e.to_string());
         Ok(Classifier {
-            llm: build(&llm_patterns)?,
+            llm: build(llm_set)?,
             llm_of_pattern,
-            tools: build(&tool_patterns)?,
+            tools: build(tool_set)?,
             tool_of_pattern,
             tool_names: tools.iter().map(|t| t.name.clone()).collect(),
         })
@@ -72,23 +72,23 @@ impl Classifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LlmProvider, OneOrMany};
+    use crate::config::{LlmProvider, OneOrMany, UrlGlobs};
 
     #[test]
     fn config_beats_heuristics_and_first_tool_wins() {
         let tools = vec![
             ToolSpec {
                 name: "search".into(),
-                match_url: OneOrMany::One("https://api.search.example/*".into()),
+                match_url: "https://api.search.example/*".into(),
             },
             ToolSpec {
                 name: "all".into(),
-                match_url: OneOrMany::Many(vec!["https://*".into()]),
+                match_url: UrlGlobs::new(OneOrMany::Many(vec!["https://*".into()])),
             },
         ];
         let llm = vec![LlmEndpointSpec {
             provider: LlmProvider::Ollama,
-            match_url: OneOrMany::One("http://127.0.0.1:5102/v1/*".into()),
+            match_url: "http://127.0.0.1:5102/v1/*".into(),
         }];
         let c = Classifier::new(&tools, &llm).unwrap();
         let t = |url: &str, host: &str, path: &str| c.classify(url, host, path);
@@ -143,11 +143,11 @@ mod tests {
     fn an_llm_entry_keeps_unknown_paths_but_not_embeddings_or_provider_apis() {
         let tools = vec![ToolSpec {
             name: "gateway".into(),
-            match_url: OneOrMany::One("http://127.0.0.1:5102/*".into()),
+            match_url: "http://127.0.0.1:5102/*".into(),
         }];
         let llm_entries = vec![LlmEndpointSpec {
             provider: LlmProvider::Openai,
-            match_url: OneOrMany::Many(vec!["http://127.0.0.1:5102/v1/*".into()]),
+            match_url: UrlGlobs::new(OneOrMany::Many(vec!["http://127.0.0.1:5102/v1/*".into()])),
         }];
         let c = Classifier::new(&tools, &llm_entries).unwrap();
         let base = "http://127.0.0.1:5102";

@@ -192,11 +192,7 @@ fn hint(rule: &RuleStats, declared: &Declared) -> String {
                 .as_deref()
                 .and_then(|n| declared.tools.iter().find(|t| t.name == n));
             match named {
-                Some(t) => format!(
-                    " (tools: `{}` is {})",
-                    t.name,
-                    t.match_url.as_slice().join(", ")
-                ),
+                Some(t) => format!(" (tools: `{}` is {})", t.name, t.match_url.join(", ")),
                 None => String::new(),
             }
         }
