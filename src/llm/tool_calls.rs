@@ -4,6 +4,9 @@
 //! across events (Responses: added, done, completed), so calls that carry an id are counted
 //! once per id.
 
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
 use serde_json::Value;
 
 use super::frame::payloads;
@@ -12,19 +15,19 @@ use super::{ALL, wire};
 
 /// Tool names in order of first appearance, one per call.
 pub fn tool_calls(body: &[u8]) -> Vec<String> {
-    let sites = sites();
-    // Most responses are plain answers: a byte scan is far cheaper than parsing them.
-    let marked = |m: &str| body.windows(m.len()).any(|w| w == m.as_bytes());
-    if !sites.iter().any(|c| marked(c.marker)) {
+    let (sites, markers) = sites();
+    // Most responses are plain answers: a byte scan (each distinct marker once, SIMD
+    // substring search) is far cheaper than parsing them. This runs on every LLM response.
+    if !markers.iter().any(|m| m.find(body).is_some()) {
         return vec![];
     }
     let mut found = Found::default();
     match serde_json::from_slice::<Value>(body) {
-        Ok(mut v) => found.read(&mut v, &sites),
+        Ok(mut v) => found.read(&mut v, sites),
         Err(_) => {
             for data in payloads(body) {
                 if let Ok(mut v) = serde_json::from_str::<Value>(&data) {
-                    found.read(&mut v, &sites);
+                    found.read(&mut v, sites);
                 }
             }
         }
@@ -35,16 +38,24 @@ pub fn tool_calls(body: &[u8]) -> Vec<String> {
 /// Every place any provider puts a call, streamed or whole, each once (two providers
 /// sharing a shape would otherwise count its calls twice): the body's own shape decides
 /// (an `llm:` entry's declared provider may serve another's format).
-fn sites() -> Vec<&'static Call> {
-    let mut sites: Vec<&'static Call> = vec![];
-    for p in ALL {
-        for c in [true, false].into_iter().flat_map(|s| wire(p).calls(s)) {
-            if !sites.contains(c) {
-                sites.push(c);
+/// Built once: the sites, and a searcher per distinct marker.
+fn sites() -> &'static (Vec<&'static Call>, Vec<Finder<'static>>) {
+    static SITES: OnceLock<(Vec<&'static Call>, Vec<Finder<'static>>)> = OnceLock::new();
+    SITES.get_or_init(|| {
+        let mut sites: Vec<&'static Call> = vec![];
+        for p in ALL {
+            for c in [true, false].into_iter().flat_map(|s| wire(p).calls(s)) {
+                if !sites.contains(c) {
+                    sites.push(c);
+                }
             }
         }
-    }
-    sites
+        let mut markers: Vec<&'static str> = sites.iter().map(|c| c.marker).collect();
+        markers.sort_unstable();
+        markers.dedup();
+        let finders = markers.into_iter().map(Finder::new).collect();
+        (sites, finders)
+    })
 }
 
 #[derive(Default)]
