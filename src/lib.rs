@@ -2,11 +2,12 @@
 //!
 //! Crate map (a module may use only those listed above it; see docs/architecture.md):
 //! - `exchange`  — the record of one intercepted request and its outcome.
-//! - `llm`       — LLM provider wire formats (endpoint detection so far).
+//! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
+//!   detection, where text and tool calls sit, error bodies, stream endings (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths,
-//!   compiled once into what the runtime uses (chaos rules, regexes, host globs).
+//!   compiled once into what the runtime uses (chaos rules, regexes, host and URL globs).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
