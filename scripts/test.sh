@@ -8,11 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System tools the tests run (curl in tests/clients, kill from procps in the process tests,
-# the venv module for the Python suites), installed with apt when missing on a clean machine.
+# the venv module for the Python suites) and the build needs, installed with apt when
+# missing on a clean machine.
 missing=()
 command -v curl >/dev/null || missing+=(curl)
 type -P kill >/dev/null || missing+=(procps)
 python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
+# The binary's allocator (tikv-jemallocator) builds jemalloc from C: a compiler and make.
+command -v cc >/dev/null || missing+=(gcc)
+command -v make >/dev/null || missing+=(make)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
