@@ -163,17 +163,11 @@ impl Event {
 
 /// The payload of every line of a whole body that is SSE or NDJSON, not knowing which: a
 /// line's `data:` value, or the line itself.
-pub fn payloads(body: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(body)
-        .lines()
-        .map(|line| {
-            let line = line.trim();
-            line.strip_prefix("data:")
-                .unwrap_or(line)
-                .trim()
-                .to_string()
-        })
-        .collect()
+pub fn payloads(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(|line| {
+        let line = line.trim();
+        line.strip_prefix("data:").unwrap_or(line).trim()
+    })
 }
 
 #[cfg(test)]

@@ -23,10 +23,16 @@ pub fn tool_calls(body: &[u8]) -> Vec<String> {
     }
     let mut found = Found::default();
     match serde_json::from_slice::<Value>(body) {
+        // Gemini's `streamGenerateContent` without `alt=sse`: one JSON array of chunks.
+        Ok(Value::Array(chunks)) => {
+            for mut v in chunks {
+                found.read(&mut v, sites);
+            }
+        }
         Ok(mut v) => found.read(&mut v, sites),
         Err(_) => {
-            for data in payloads(body) {
-                if let Ok(mut v) = serde_json::from_str::<Value>(&data) {
+            for data in payloads(&String::from_utf8_lossy(body)) {
+                if let Ok(mut v) = serde_json::from_str::<Value>(data) {
                     found.read(&mut v, sites);
                 }
             }
@@ -106,6 +112,9 @@ mod tests {
         assert_eq!(tool_calls(anthropic), ["web_search"]);
         let gemini = br#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"lookup","args":{}}}]}}]}"#;
         assert_eq!(tool_calls(gemini), ["lookup"]);
+        // streamGenerateContent without alt=sse: a JSON array of chunks.
+        let gemini_array = br#"[{"candidates":[{"content":{"parts":[{"text":"hm"}]}}]},{"candidates":[{"content":{"parts":[{"functionCall":{"name":"lookup","args":{}}}]}}]}]"#;
+        assert_eq!(tool_calls(gemini_array), ["lookup"]);
         let ollama = b"{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"get_weather\",\"arguments\":{}}}]},\"done\":false}\n{\"done\":true}\n";
         assert_eq!(tool_calls(ollama), ["get_weather"]);
         let responses = br#"{"output":[{"type":"function_call","call_id":"c1","name":"email","arguments":"{}"}]}"#;
