@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::openai::content_turns;
-use super::path::{All, Call, If, K, Seg, each_call_name, visit, visit_strings};
+use super::path::{All, Call, If, K, Seg, visit, visit_strings};
 use super::request::{Turns, edit_text};
 use super::synthetic::{Synthetic, format_secs, request_id};
 use super::wire::{ContextOverflow, Kind, Progress, Wire};
@@ -130,10 +130,6 @@ impl Wire for Anthropic {
         if stream { &STREAM_CALLS } else { &CALLS }
     }
 
-    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
-        each_call_name(v, self.calls(stream), f)
-    }
-
     fn for_each_tool_args(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
         visit(v, if stream { STREAM_ARGS } else { ARGS }, f)
     }
@@ -241,7 +237,7 @@ mod tests {
             {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
             {"type": "tool_use", "id": "toolu_1", "name": "email", "input": {"to": "a"}}]});
         let mut names = vec![];
-        Anthropic.for_each_tool_name(&mut v, false, &mut |n| {
+        crate::llm::path::each_call_name(&mut v, Anthropic.calls(false), &mut |n| {
             names.push(n.as_str().unwrap_or_default().to_string())
         });
         assert_eq!(names, ["email"]);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::longest_string;
-use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
+use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs};
 use super::wire::{ContextOverflow, Kind, Progress, Wire};
@@ -127,10 +127,6 @@ impl Wire for Gemini {
 
     fn calls(&self, _stream: bool) -> &'static [&'static Call] {
         &CALLS
-    }
-
-    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
-        each_call_name(v, self.calls(stream), f)
     }
 
     fn for_each_tool_args(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut Value)) {

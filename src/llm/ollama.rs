@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::openai::{TURNS, add_system_message, content_turns, tool_message};
-use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
+use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::synthetic::{Synthetic, format_secs};
 use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
@@ -87,10 +87,6 @@ impl Wire for Ollama {
 
     fn calls(&self, _stream: bool) -> &'static [&'static Call] {
         &CALLS
-    }
-
-    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
-        each_call_name(v, self.calls(stream), f)
     }
 
     fn for_each_tool_args(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut Value)) {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::detect::Api;
 use super::frame::{Event, Framing};
-use super::path::{All, Call, K, Seg, each_call_name, visit, visit_strings};
+use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::request::{Turns, edit_text, role_user};
 use super::synthetic::{Synthetic, format_secs, request_id};
 use super::wire::{ContextOverflow, Kind, Progress, Wire};
@@ -206,10 +206,6 @@ impl Wire for OpenAi {
 
     fn calls(&self, stream: bool) -> &'static [&'static Call] {
         if stream { &STREAM_CALLS } else { &CALLS }
-    }
-
-    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {
-        each_call_name(v, self.calls(stream), f)
     }
 
     fn for_each_tool_args(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value)) {

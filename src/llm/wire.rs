@@ -80,8 +80,6 @@ pub trait Wire: Sync {
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String));
     /// Where tool calls sit in a stream chunk (`stream`) or a whole response.
     fn calls(&self, stream: bool) -> &'static [&'static Call];
-    /// Calls `f` on every tool call's name, wherever `calls` and the value say it is.
-    fn for_each_tool_name(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value));
     /// Calls `f` on tool-call arguments: JSON text or objects.
     fn for_each_tool_args(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut Value));
     /// Marks a whole response (or a closing chunk) as cut by the token limit.

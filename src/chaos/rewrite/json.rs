@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{LlmRewriter, Out, ms, output, take_tokens};
 use crate::config::chaos::{Corruption, LlmMode};
 use crate::llm::Wire;
+use crate::llm::path::each_call_name;
 
 impl LlmRewriter {
     pub(super) fn rewrite_json(&mut self, body: Bytes) -> Vec<Out> {
@@ -93,7 +94,7 @@ pub(super) fn corrupt_tools(
 ) -> bool {
     let mut changed = false;
     match c {
-        Corruption::UnknownTool => w.for_each_tool_name(v, stream, &mut |n| {
+        Corruption::UnknownTool => each_call_name(v, w.calls(stream), &mut |n| {
             if let Some(name) = n.as_str().filter(|s| !s.is_empty()) {
                 *n = Value::String(format!("{name}_v2"));
                 changed = true;

@@ -2,6 +2,7 @@
 //! it carries text or tool-call pieces, and the garbage frame a `garbage` fault sends.
 //! Where things sit is the provider's (`llm::Wire`).
 
+use crate::llm::path::each_call_name;
 use serde_json::Value;
 
 use crate::llm::Wire;
@@ -21,7 +22,7 @@ pub fn carries_output(w: &dyn Wire, v: &mut Value) -> bool {
     w.for_each_tool_args(v, true, &mut |a| {
         any |= !(a.is_null() || a.as_str() == Some(""))
     });
-    w.for_each_tool_name(v, true, &mut |n| {
+    each_call_name(v, w.calls(true), &mut |n| {
         any |= n.as_str().is_some_and(|s| !s.is_empty())
     });
     any
