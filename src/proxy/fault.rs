@@ -16,7 +16,6 @@ use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};
 use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
-use crate::llm::{ContextOverflow, wire};
 
 pub enum Action {
     /// Answer without calling the upstream, after `delay`.
@@ -146,11 +145,12 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
             status,
             in_stream: false,
         } => now(respond::server_error(provider, *status, draw)),
-        LlmMode::ContextLengthExceeded {} => match wire(provider).context_overflow(draw) {
-            ContextOverflow::Reject(s) => now(s),
+        LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
+        {
+            Some(s) => now(s),
             // Ollama truncates the prompt silently: the request rewrite does it
             // (`Plan::cut_context`).
-            ContextOverflow::DropEarlyTurns => Action::Forward {
+            None => Action::Forward {
                 delay: Duration::ZERO,
                 transform: None,
             },
@@ -295,7 +295,7 @@ fn cuts_context(fired: &Fired<Fault>, target: &Target) -> bool {
     let Target::Llm { provider } = target else {
         return false;
     };
-    wire(*provider).context_overflow(fired.draw) == ContextOverflow::DropEarlyTurns
+    respond::context_length_exceeded(*provider, fired.draw).is_none()
 }
 
 /// Answers with a fault's synthetic response and records it.
