@@ -253,12 +253,7 @@ impl LlmRewriter {
             .json
             .as_mut()
             .is_some_and(|j| output::has_text(w, j, true));
-        let text_bearing = kind == Kind::Content
-            || kind == Kind::Finish
-                && ev
-                    .json
-                    .as_mut()
-                    .is_some_and(|j| output::has_text(w, j, true));
+        let text_bearing = kind == Kind::Content || (kind == Kind::Finish && has_text);
         let end_here = |this: &mut Self, last: Vec<Out>| {
             this.done = true;
             this.applied = true;
