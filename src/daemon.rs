@@ -24,8 +24,6 @@ pub enum DaemonError {
     Ca { dir: PathBuf, source: TlsError },
     #[error(transparent)]
     Proxy(#[from] ProxyBuildError),
-    #[error("chaos rules: {0}")]
-    Chaos(String),
     #[error(
         "proxy.listen is {0}, which is not a loopback address, and proxy.users is empty: anyone \
          who can reach {0} could use this proxy to reach whatever this machine can. Either add \

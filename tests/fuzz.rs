@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use flakestorm::chaos::attack::{apply_to_request, inject_tool_response};
 use flakestorm::chaos::budget::Budget;
-use flakestorm::chaos::rewrite::frame::{Event, Framing, Splitter};
 use flakestorm::chaos::rewrite::{LlmRewriter, Out};
 use flakestorm::config::chaos::{AttackMode, LlmMode};
 use flakestorm::exchange::Provider;
+use flakestorm::llm::frame::{Event, Framing, Splitter};
 use mutate::{Target, chunks, run};
 
 const PROVIDERS: [Provider; 4] = [

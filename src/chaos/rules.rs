@@ -187,12 +187,6 @@ pub struct Decision {
 pub type Formats = Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>>;
 
 impl RuleSet {
-    /// A spec built in code (tests, profiles), compiled by the same single path as config
-    /// loading (`CompiledChaos`); the error names the rule (`llm_faults[1].factor: …`).
-    pub fn compile(spec: &ChaosSpec) -> Result<RuleSet, String> {
-        CompiledChaos::try_from(spec).map(|c| RuleSet::new(&c))
-    }
-
     /// The runtime form of rules compiled at load: scopes and counters only, nothing is
     /// checked again (ranges and globs were, by `CompiledChaos::compile`).
     pub fn new(chaos: &CompiledChaos) -> RuleSet {

@@ -25,18 +25,6 @@ pub fn host_glob(pattern: &str) -> Result<Glob, String> {
         .map_err(|e| e.kind().to_string())
 }
 
-/// One set from many patterns; the error names the first bad pattern's index.
-pub fn set(
-    patterns: &[String],
-    build: fn(&str) -> Result<Glob, String>,
-) -> Result<GlobSet, (usize, String)> {
-    let mut b = GlobSetBuilder::new();
-    for (i, p) in patterns.iter().enumerate() {
-        b.add(build(p).map_err(|e| (i, e))?);
-    }
-    b.build().map_err(|e| (0, e.to_string()))
-}
-
 /// Host globs (`proxy.intercept`, `proxy.passthrough`), compiled when read. Reads and
 /// compares as the list of patterns it was written as.
 #[derive(Clone)]

@@ -14,9 +14,6 @@ mod truncate;
 
 pub use truncate::take_tokens;
 
-/// The framer the rewriter splits streams with (it lives with the providers, in `llm`).
-pub use crate::llm::frame;
-
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};

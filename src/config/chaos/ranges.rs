@@ -1,6 +1,6 @@
 //! The allowed range of every numeric field of a chaos rule (docs/faults.md, "Ranges"),
-//! and the one check that enforces it. Config loading, `PUT /v1/chaos` and
-//! `RuleSet::compile` all go through `check_rule`, so a value the daemon cannot act on
+//! and the one check that enforces it. Config loading, `PUT /v1/chaos`, profiles and
+//! specs built in code all compile through `CompiledChaos`, which calls `check_rule`, so a value the daemon cannot act on
 //! safely (a NaN probability, a `factor` that asks for petabytes, a latency of centuries)
 //! is refused with its path before any rule runs.
 
@@ -401,7 +401,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            crate::chaos::RuleSet::compile(&spec).unwrap_err(),
+            super::super::CompiledChaos::try_from(&spec).unwrap_err(),
             "llm_faults[1].factor: 1000000000000 is outside 1..=100"
         );
     }
