@@ -74,7 +74,7 @@ pub async fn run_chaos(
             .iter()
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
     };
-    let first = ctx.journal.peek_next_id();
+    let mark = super::verdict::JournalMark::now(&ctx.journal);
     let outcome = run_matrix(ctx, &[run], golden)
         .await
         .pop()
@@ -124,8 +124,8 @@ pub async fn run_chaos(
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: (ctx.journal.peek_next_id() - first) as usize,
-        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, first),
+        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
+        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
         declares_traffic: ctx.declared.any(),
         score,
         min_score: ctx.min_score,

@@ -100,7 +100,7 @@ pub async fn run_contract(
             canary: judge.plants_canaries(&s.chaos),
         }))
         .collect();
-    let first = ctx.journal.peek_next_id();
+    let mark = super::verdict::JournalMark::now(&ctx.journal);
     let mut outcomes = run_matrix(ctx, &runs, &prompts).await.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
@@ -132,8 +132,8 @@ pub async fn run_contract(
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: (ctx.journal.peek_next_id() - first) as usize,
-        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, first),
+        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
+        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
         declares_traffic: ctx.declared.any(),
         score: score.value,
         min_score: ctx.min_score,

@@ -74,17 +74,37 @@ pub(super) struct Evidence<'a> {
     pub judged_anything: bool,
 }
 
-/// How many of the exchanges recorded since id `first` were the agent's own work: calls to
-/// its tools, LLMs and embeddings, or requests the proxy refused it (untrusted CA, proxy
-/// auth). An exporter's uploads crossing the proxy do not show that the agent's calls did.
-/// Exchanges the bounded journal already dropped are counted as the agent's.
-pub(super) fn agent_traffic(journal: &Journal, first: u64) -> usize {
+/// Where the journal stood when a run began: the next exchange id and how many exchanges
+/// it had dropped.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct JournalMark {
+    pub first: u64,
+    evicted: u64,
+}
+
+impl JournalMark {
+    pub fn now(journal: &Journal) -> JournalMark {
+        JournalMark {
+            first: journal.peek_next_id(),
+            evicted: journal.evicted(),
+        }
+    }
+}
+
+/// How many of the exchanges recorded since `mark` were the agent's own work: calls to its
+/// tools, LLMs and embeddings, or requests the proxy refused it (untrusted CA, proxy auth).
+/// An exporter's uploads crossing the proxy do not show that the agent's calls did.
+/// Exchanges the bounded journal dropped since `mark` are counted as the agent's; ids
+/// handed out to requests still in flight (an exporter's background upload) are not.
+pub(super) fn agent_traffic(journal: &Journal, mark: JournalMark) -> usize {
     let last = journal.peek_next_id();
-    if last == first {
+    if last == mark.first {
         return 0;
     }
-    let kept = journal.slice(first, last - 1);
-    let dropped = (last - first) as usize - kept.len();
+    let kept = journal.slice(mark.first, last - 1);
+    let unaccounted = (last - mark.first) as usize - kept.len();
+    let evicted = (journal.evicted() - mark.evicted) as usize;
+    let dropped = unaccounted.min(evicted);
     let refused = |e: &Exchange| {
         matches!(&e.outcome, Outcome::Error { error, .. }
             if matches!(error.kind.as_str(), "client_tls" | "proxy_auth_required"))
@@ -198,4 +218,37 @@ fn unanswered(cases: &[CaseResult]) -> Option<String> {
             judged.len()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::tests_support::exchange;
+    use crate::journal::Redactor;
+
+    fn record(j: &Journal, target: Target) {
+        let id = j.next_id();
+        j.record(exchange(target, "http://x/").id(id).build());
+    }
+
+    #[test]
+    fn requests_still_in_flight_are_not_the_agents_traffic() {
+        let j = Journal::new(10, Redactor::new(&[], &[]));
+        let mark = JournalMark::now(&j);
+        record(&j, Target::Other);
+        // An exporter's upload that has its id but has not finished yet.
+        let _in_flight = j.next_id();
+        assert_eq!(agent_traffic(&j, mark), 0);
+        record(&j, Target::Tool { name: "search".into() });
+        assert_eq!(agent_traffic(&j, mark), 1);
+    }
+
+    #[test]
+    fn exchanges_the_journal_dropped_count_as_the_agents() {
+        let j = Journal::new(1, Redactor::new(&[], &[]));
+        let mark = JournalMark::now(&j);
+        record(&j, Target::Tool { name: "search".into() });
+        record(&j, Target::Other);
+        assert_eq!(agent_traffic(&j, mark), 1, "the dropped tool call");
+    }
 }
