@@ -141,10 +141,23 @@ pub fn compile_chaos(
             ));
         }
     }
+    errors.extend(unattributed(&problems, prefix));
     match compiled {
         Some(c) if errors.is_empty() => Ok(c),
         _ => Err(errors),
     }
+}
+
+/// `compile`'s problems that belong to no single rule (the globs of all rules failing to
+/// build together), which the per-rule walk above does not report.
+fn unattributed(problems: &[super::chaos::Problem], prefix: &str) -> Vec<ConfigError> {
+    let path = if prefix.is_empty() { "chaos" } else { prefix };
+    let rule_lists = ["tool_faults", "llm_faults", "context_attacks"];
+    problems
+        .iter()
+        .filter(|p| !rule_lists.contains(&p.list))
+        .map(|p| ConfigError::new(path, p.message.clone()))
+        .collect()
 }
 
 /// Parses a listen address; the message says what form is expected.
@@ -349,5 +362,35 @@ fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
     }
     if let Some(e) = &a.embeddings {
         super::embeddings::check_embeddings(e, errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::chaos::Problem;
+
+    #[test]
+    fn a_problem_of_no_single_rule_is_still_reported() {
+        let problems = [
+            Problem {
+                list: "tool_faults",
+                index: 0,
+                field: "delay_ms",
+                message: "out of range".into(),
+            },
+            Problem {
+                list: "rules",
+                index: 0,
+                field: "match_url",
+                message: "the globs do not compile together: too big".into(),
+            },
+        ];
+        let errors = unattributed(&problems, "contract.chaos_matrix[1]");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].to_string(),
+            "contract.chaos_matrix[1]: the globs do not compile together: too big"
+        );
     }
 }

@@ -27,7 +27,9 @@ fn explain(e: &Exchange) -> Option<String> {
     // is the agent's behaviour, whatever became of the request. A fault that fired on a
     // call whose upstream failed on its own (refused, untrusted) does not excuse it.
     let delayed_by_chaos = error.kind == "upstream_timeout"
-        && e.fault.as_ref().is_some_and(|f| f.applied && DELAYS.contains(&f.mode.as_str()));
+        && e.fault
+            .as_ref()
+            .is_some_and(|f| f.applied && DELAYS.contains(&f.mode.as_str()));
     if error.source == ErrorSource::Injected || delayed_by_chaos || !e.canary_leaks.is_empty() {
         return None;
     }

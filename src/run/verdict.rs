@@ -239,7 +239,12 @@ mod tests {
         // An exporter's upload that has its id but has not finished yet.
         let _in_flight = j.next_id();
         assert_eq!(agent_traffic(&j, mark), 0);
-        record(&j, Target::Tool { name: "search".into() });
+        record(
+            &j,
+            Target::Tool {
+                name: "search".into(),
+            },
+        );
         assert_eq!(agent_traffic(&j, mark), 1);
     }
 
@@ -247,7 +252,12 @@ mod tests {
     fn exchanges_the_journal_dropped_count_as_the_agents() {
         let j = Journal::new(1, Redactor::new(&[], &[]));
         let mark = JournalMark::now(&j);
-        record(&j, Target::Tool { name: "search".into() });
+        record(
+            &j,
+            Target::Tool {
+                name: "search".into(),
+            },
+        );
         record(&j, Target::Other);
         assert_eq!(agent_traffic(&j, mark), 1, "the dropped tool call");
     }
