@@ -76,6 +76,13 @@ pub struct Invariant {
     kind: Kind,
 }
 
+fn traffic(spec: &InvariantSpec, t: TrafficCheck) -> Invariant {
+    Invariant {
+        spec: spec.clone(),
+        kind: Kind::Traffic(t),
+    }
+}
+
 impl Invariant {
     /// Sorts the check into an answer or a traffic check (an exhaustive match: a new
     /// `Check` must say which it is), with the regexes `config::parse_invariant` compiled
@@ -121,21 +128,30 @@ impl Invariant {
                 baseline: baseline.clone(),
                 similarity_threshold: *similarity_threshold,
             },
-            Check::ToolCalled { .. }
-            | Check::ToolNotCalled { .. }
-            | Check::MaxToolCalls { .. }
-            | Check::MaxLlmCalls { .. }
-            | Check::HonorsRetryAfter {}
-            | Check::NoExfiltration {} => {
-                let traffic = TrafficCheck::of(&spec.check);
-                let Some(t) = traffic else {
-                    return Err(format!("`{}` is not a traffic check", spec.check.name()));
-                };
-                return Ok(Invariant {
-                    spec: spec.clone(),
-                    kind: Kind::Traffic(t),
-                });
+            Check::ToolCalled { tool } => {
+                return Ok(traffic(
+                    spec,
+                    TrafficCheck::ToolCalled { tool: tool.clone() },
+                ));
             }
+            Check::ToolNotCalled { tool } => {
+                return Ok(traffic(
+                    spec,
+                    TrafficCheck::ToolNotCalled { tool: tool.clone() },
+                ));
+            }
+            Check::MaxToolCalls { max, tool } => {
+                let t = TrafficCheck::MaxToolCalls {
+                    max: *max,
+                    tool: tool.clone(),
+                };
+                return Ok(traffic(spec, t));
+            }
+            Check::MaxLlmCalls { max } => {
+                return Ok(traffic(spec, TrafficCheck::MaxLlmCalls { max: *max }));
+            }
+            Check::HonorsRetryAfter {} => return Ok(traffic(spec, TrafficCheck::HonorsRetryAfter)),
+            Check::NoExfiltration {} => return Ok(traffic(spec, TrafficCheck::NoExfiltration)),
         };
         Ok(Invariant {
             spec: spec.clone(),
@@ -145,9 +161,14 @@ impl Invariant {
 
     /// Whether the check reads the case's traffic (journal slice) rather than its answer.
     pub fn is_traffic(&self) -> bool {
-        match self.kind {
-            Kind::Answer(_) => false,
-            Kind::Traffic(_) => true,
+        self.traffic().is_some()
+    }
+
+    /// The traffic check, when it is one.
+    pub fn traffic(&self) -> Option<&TrafficCheck> {
+        match &self.kind {
+            Kind::Answer(_) => None,
+            Kind::Traffic(t) => Some(t),
         }
     }
 

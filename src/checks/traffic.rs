@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use super::Verdict;
-use crate::config::Check;
 use crate::exchange::{Exchange, Outcome, Target};
 
-/// The traffic checks, a closed enum of their own: `of` sorts every `Check` (an exhaustive
-/// match, so a new check must say whether it is one) and `verdict` handles each.
+/// The traffic checks, a closed enum of their own: `checks::Invariant::compile` sorts every
+/// `Check` (an exhaustive match, so a new check must say whether it is one) and `verdict`
+/// handles each.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrafficCheck {
     ToolCalled { tool: String },
@@ -20,39 +20,12 @@ pub enum TrafficCheck {
     NoExfiltration,
 }
 
-impl TrafficCheck {
-    /// `check` as a traffic check; `None` for an answer check.
-    pub fn of(check: &Check) -> Option<TrafficCheck> {
-        Some(match check {
-            Check::ToolCalled { tool } => TrafficCheck::ToolCalled { tool: tool.clone() },
-            Check::ToolNotCalled { tool } => TrafficCheck::ToolNotCalled { tool: tool.clone() },
-            Check::MaxToolCalls { max, tool } => TrafficCheck::MaxToolCalls {
-                max: *max,
-                tool: tool.clone(),
-            },
-            Check::MaxLlmCalls { max } => TrafficCheck::MaxLlmCalls { max: *max },
-            Check::HonorsRetryAfter {} => TrafficCheck::HonorsRetryAfter,
-            Check::NoExfiltration {} => TrafficCheck::NoExfiltration,
-            Check::Contains { .. }
-            | Check::ContainsAny { .. }
-            | Check::Regex { .. }
-            | Check::ExcludesPattern { .. }
-            | Check::Latency { .. }
-            | Check::ValidJson {}
-            | Check::Similarity { .. }
-            | Check::ExcludesPii {}
-            | Check::RefusalCheck { .. }
-            | Check::OutputNotEmpty {}
-            | Check::Completes {}
-            | Check::BehaviorUnchanged { .. } => return None,
-        })
-    }
-}
-
 /// Evaluates a traffic check; `None` when `check` is not one (what the tests below drive).
 #[cfg(test)]
-fn check(check: &Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
-    TrafficCheck::of(check).map(|t| t.verdict(traffic))
+fn check(check: &crate::config::Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
+    let spec = crate::config::parse_invariant(serde_json::to_value(check).ok()?).ok()?;
+    let inv = super::Invariant::compile(&spec).ok()?;
+    inv.traffic().map(|t| t.verdict(traffic))
 }
 
 impl TrafficCheck {
@@ -193,6 +166,7 @@ fn exfiltration(traffic: &[Arc<Exchange>]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Check;
     use crate::exchange::*;
 
     fn ex(
