@@ -28,7 +28,7 @@ async fn invokes_with_the_template_headers_and_path() {
     s.request_template = r#"{"q": "{prompt}"}"#.into();
     s.response_path = "$.data.reply".into();
     s.headers.insert("x-team".into(), "red".into());
-    let agent = Agent::new(&s, 0).unwrap();
+    let agent = Agent::new(&s.compile().unwrap(), 0).unwrap();
     agent.preflight().await.unwrap();
     let reply = agent
         .invoke("what is \"2+2\"?\n", &Default::default())
@@ -52,7 +52,7 @@ async fn server_errors_are_answers_and_never_retried() {
         }
     })
     .await;
-    let reply = Agent::new(&spec(o.http_url("/")), 2)
+    let reply = Agent::new(&spec(o.http_url("/")).compile().unwrap(), 2)
         .unwrap()
         .invoke("hi", &Default::default())
         .await;
@@ -91,7 +91,7 @@ async fn failures_before_any_response_byte_are_retried_on_a_fresh_connection() {
         }
     });
     let mut marks = vec![];
-    let reply = Agent::new(&spec(format!("http://{addr}/")), 2)
+    let reply = Agent::new(&spec(format!("http://{addr}/")).compile().unwrap(), 2)
         .unwrap()
         .invoke_marked("hi", &Default::default(), |n| marks.push(n))
         .await;
@@ -109,7 +109,7 @@ async fn failures_before_any_response_byte_are_retried_on_a_fresh_connection() {
 #[tokio::test]
 async fn a_missing_path_says_where_it_looked() {
     let o = origin::fixed(None, r#"{"output": "x"}"#).await;
-    let reply = Agent::new(&spec(o.http_url("/")), 0)
+    let reply = Agent::new(&spec(o.http_url("/")).compile().unwrap(), 0)
         .unwrap()
         .invoke("hi", &Default::default())
         .await;
@@ -132,7 +132,7 @@ async fn a_hanging_agent_times_out() {
     });
     let mut s = spec(format!("http://{addr}/"));
     s.timeout = 5000;
-    let reply = Agent::new(&s, 1)
+    let reply = Agent::new(&s.compile().unwrap(), 1)
         .unwrap()
         .invoke("hi", &Default::default())
         .await;
@@ -150,7 +150,7 @@ async fn an_unreachable_agent_fails_preflight_with_url_and_os_error() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let agent = Agent::new(&spec(format!("http://{addr}/invoke")), 0).unwrap();
+    let agent = Agent::new(&spec(format!("http://{addr}/invoke")).compile().unwrap(), 0).unwrap();
     let err = agent.preflight().await.unwrap_err().to_string();
     assert!(
         err.starts_with(&format!("agent at http://{addr}/invoke is unreachable: ")),
@@ -164,7 +164,11 @@ async fn reset_is_posted_before_a_case() {
     let o = origin::fixed(None, "ok").await;
     let mut s = spec(o.http_url("/invoke"));
     s.reset_endpoint = Some(o.http_url("/reset"));
-    Agent::new(&s, 0).unwrap().reset().await.unwrap();
+    Agent::new(&s.compile().unwrap(), 0)
+        .unwrap()
+        .reset()
+        .await
+        .unwrap();
     let seen = &o.log.all()[0];
     assert_eq!(
         (seen.method.as_str(), seen.uri.as_str()),

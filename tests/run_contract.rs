@@ -373,7 +373,7 @@ contract:
             spec.reset_endpoint = Some(a.http_url("/reset"));
         }
         let ctx = RunContext {
-            agent: flakestorm::agent::Agent::new(&spec, 0).unwrap(),
+            agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
             ..ctx
         };
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)

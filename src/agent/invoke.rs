@@ -5,10 +5,11 @@
 //! connection refused or closed) is retried, `advanced.retries` times, and every attempt
 //! is on a fresh connection, so a connection the agent closed is never reused.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
+use http::{HeaderMap, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
@@ -17,15 +18,10 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use super::answer::{cause, extract, head, render};
-use crate::config::{AgentSpec, ResponsePath};
+use crate::config::AgentTarget;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("agent.{field}: {message}")]
-    Config {
-        field: &'static str,
-        message: String,
-    },
     #[error("TLS for the agent endpoint: {0}")]
     Tls(#[from] crate::tls::TlsError),
 }
@@ -108,103 +104,73 @@ pub(crate) fn direct_client(pooled: bool) -> Result<DirectClient, crate::tls::Tl
     Ok(builder.build(https))
 }
 
-/// A compiled `agent:` section. Cheap to clone.
+/// The driver of one agent: its compiled `agent:` section and a client. Cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
     client: DirectClient,
-    endpoint: Uri,
-    method: Method,
-    headers: HeaderMap,
-    template: String,
-    path: ResponsePath,
-    timeout: Duration,
+    target: Arc<AgentTarget>,
     retries: u32,
-    reset: Option<Uri>,
 }
 
 impl Agent {
     /// `retries`: `advanced.retries`, extra attempts after one that got no response byte.
-    pub fn new(spec: &AgentSpec, retries: u32) -> Result<Agent, AgentError> {
-        let bad = |field: &'static str, message: String| AgentError::Config { field, message };
-        let endpoint: Uri = spec
-            .endpoint
-            .parse()
-            .map_err(|e| bad("endpoint", format!("{e}")))?;
-        let method: Method = spec
-            .method
-            .parse()
-            .map_err(|e| bad("method", format!("{e}")))?;
-        let path = ResponsePath::parse(&spec.response_path).map_err(|e| bad("response_path", e))?;
-        let reset = spec
-            .reset_endpoint
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|e| bad("reset_endpoint", format!("{e}")))?;
-        let mut headers = HeaderMap::new();
-        for (k, v) in &spec.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|e| bad("headers", format!("`{k}`: {e}")))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|e| bad("headers", format!("`{k}`: {e}")))?;
-            headers.insert(name, value);
-        }
+    pub fn new(target: &AgentTarget, retries: u32) -> Result<Agent, AgentError> {
         Ok(Agent {
             client: direct_client(false)?,
-            endpoint,
-            method,
-            headers,
-            template: spec.request_template.clone(),
-            path,
-            timeout: Duration::from_millis(spec.timeout),
+            target: Arc::new(target.clone()),
             retries,
-            reset,
         })
     }
 
     pub fn endpoint(&self) -> &Uri {
-        &self.endpoint
+        &self.target.endpoint
+    }
+
+    /// The compiled `agent:` section this driver uses.
+    pub fn target(&self) -> &AgentTarget {
+        &self.target
     }
 
     /// Checks the agent's endpoint accepts connections, before any case runs. Only a TCP
     /// connect: a probe request could change an agent's state, or crash a strict one.
     pub async fn preflight(&self) -> Result<(), InvokeError> {
-        let host = self
-            .endpoint
+        let endpoint = &self.target.endpoint;
+        let host = endpoint
             .host()
             .unwrap_or_default()
             .trim_start_matches('[')
             .trim_end_matches(']');
-        let https = self.endpoint.scheme_str() == Some("https");
-        let port = self
-            .endpoint
-            .port_u16()
-            .unwrap_or(if https { 443 } else { 80 });
-        match tokio::time::timeout(self.timeout, tokio::net::TcpStream::connect((host, port))).await
+        let https = endpoint.scheme_str() == Some("https");
+        let port = endpoint.port_u16().unwrap_or(if https { 443 } else { 80 });
+        match tokio::time::timeout(
+            self.target.timeout,
+            tokio::net::TcpStream::connect((host, port)),
+        )
+        .await
         {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(self.unreachable(e.to_string())),
             Err(_) => Err(self.unreachable(format!(
                 "connecting timed out after {} ms",
-                self.timeout.as_millis()
+                self.target.timeout.as_millis()
             ))),
         }
     }
 
     /// Whether a `reset_endpoint` is POSTed before every case.
     pub fn resets(&self) -> bool {
-        self.reset.is_some()
+        self.target.reset_endpoint.is_some()
     }
 
     /// POSTs `reset_endpoint`, if configured, so the next case starts clean.
     pub async fn reset(&self) -> Result<(), InvokeError> {
-        let Some(url) = &self.reset else {
+        let Some(url) = &self.target.reset_endpoint else {
             return Ok(());
         };
         let req = Request::post(url.clone())
             .body(Full::default())
             .map_err(|e| self.unreachable(e.to_string()))?;
-        let resp = match tokio::time::timeout(self.timeout, self.client.request(req)).await {
+        let resp = match tokio::time::timeout(self.target.timeout, self.client.request(req)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 return Err(InvokeError::Unreachable {
@@ -214,7 +180,7 @@ impl Agent {
             }
             Err(_) => {
                 return Err(InvokeError::Timeout {
-                    ms: self.timeout.as_millis() as u64,
+                    ms: self.target.timeout.as_millis() as u64,
                 });
             }
         };
@@ -272,16 +238,16 @@ impl Agent {
         prompt: &str,
         extra: &HeaderMap,
     ) -> (Result<String, InvokeError>, Option<u16>) {
-        let body = render(&self.template, prompt);
+        let body = render(&self.target.request_template, prompt);
         let mut req = Request::builder()
-            .method(self.method.clone())
-            .uri(self.endpoint.clone());
+            .method(self.target.method.clone())
+            .uri(self.target.endpoint.clone());
         if let Some(h) = req.headers_mut() {
             h.insert(
                 http::header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
-            h.extend(self.headers.clone());
+            h.extend(self.target.headers.clone());
             h.extend(extra.clone());
         }
         let req = match req.body(Full::new(Bytes::from(body))) {
@@ -306,10 +272,10 @@ impl Agent {
                 .to_bytes();
             Ok::<_, InvokeError>((status, body))
         };
-        match tokio::time::timeout(self.timeout, call).await {
+        match tokio::time::timeout(self.target.timeout, call).await {
             Err(_) => (
                 Err(InvokeError::Timeout {
-                    ms: self.timeout.as_millis() as u64,
+                    ms: self.target.timeout.as_millis() as u64,
                 }),
                 None,
             ),
@@ -321,13 +287,13 @@ impl Agent {
                 }),
                 Some(status),
             ),
-            Ok(Ok((status, body))) => (extract(&body, &self.path), Some(status)),
+            Ok(Ok((status, body))) => (extract(&body, &self.target.response_path), Some(status)),
         }
     }
 
     fn unreachable(&self, cause: String) -> InvokeError {
         InvokeError::Unreachable {
-            url: self.endpoint.to_string(),
+            url: self.target.endpoint.to_string(),
             cause,
         }
     }

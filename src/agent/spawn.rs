@@ -11,10 +11,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Empty;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use tokio::process::{Child, Command};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,8 +36,6 @@ pub enum SpawnError {
     },
     #[error("agent was not ready within {secs}s: {what}")]
     NotReady { what: String, secs: u64 },
-    #[error("agent.ready_url `{0}` is not a URL")]
-    BadUrl(String),
 }
 
 /// The environment that routes an agent through the proxy and makes it trust the CA.
@@ -283,12 +277,10 @@ where
 /// A probe: a boxed check that something is ready.
 pub type Probe = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
 
-/// A probe of whether `url` answers a GET with 2xx within a second.
-pub fn url_probe(url: &str) -> Result<impl FnMut() -> Probe + use<>, SpawnError> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|_| SpawnError::BadUrl(url.to_string()))?;
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+/// A probe of whether `uri` answers a GET with 2xx within a second (http or https, on the
+/// driver's direct client: never through the proxy).
+pub fn url_probe(uri: http::Uri) -> Result<impl FnMut() -> Probe + use<>, crate::tls::TlsError> {
+    let client = super::direct_client(false)?;
     Ok(move || {
         let (client, uri) = (client.clone(), uri.clone());
         Box::pin(async move {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::progress;
 use crate::agent::{Agent, AgentProcess, Probe, proxy_env, url_probe, wait_ready};
-use crate::config::{AgentSpec, Check, Config, Loaded};
+use crate::config::{AgentTarget, Check, Config, Loaded};
 use crate::daemon::Daemon;
 use crate::run::{Declared, Embedder, RunContext};
 
@@ -153,7 +153,7 @@ async fn start_agent(
     let Some(spec) = &config.agent else {
         return Ok(None);
     };
-    let wait = Duration::from_millis(spec.timeout.max(30_000));
+    let wait = spec.timeout.max(Duration::from_secs(30));
     let (what, mut probe) = readiness(spec, agent)?;
     let Some(cmd) = &spec.command else {
         if spec.ready_url.is_some() {
@@ -192,11 +192,11 @@ async fn start_agent(
 type Readiness = (String, Box<dyn FnMut() -> Probe + Send>);
 
 /// What readiness means for this agent, and the probe that checks it.
-fn readiness(spec: &AgentSpec, agent: &Agent) -> Result<Readiness, String> {
+fn readiness(spec: &AgentTarget, agent: &Agent) -> Result<Readiness, String> {
     Ok(match &spec.ready_url {
         Some(url) => (
             format!("{url} answered 2xx"),
-            Box::new(url_probe(url).map_err(|e| e.to_string())?),
+            Box::new(url_probe(url.clone()).map_err(|e| e.to_string())?),
         ),
         None => {
             let agent = agent.clone();

@@ -316,7 +316,8 @@ fn sections(
         c.invariants = super::invariants::invariant_list(v, &c.tools, errors, warnings);
     }
     if let Some(v) = take("agent", errors) {
-        c.agent = section(v, "agent", errors);
+        let spec: Option<super::AgentSpec> = section(v, "agent", errors);
+        c.agent = spec.and_then(|s| s.compile().map_err(|e| errors.extend(e)).ok());
     }
     // Prompts to run, or a broken `golden_prompts:` already reported.
     let mut golden = false;

@@ -163,8 +163,11 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     assert_eq!(loaded.config.advanced.seed, Some(42));
     let agent = loaded.config.agent.as_ref().unwrap();
     assert_eq!(
-        (agent.endpoint.as_str(), agent.timeout),
-        ("http://localhost:8790/invoke", 30000)
+        (agent.endpoint.to_string().as_str(), agent.timeout),
+        (
+            "http://localhost:8790/invoke",
+            std::time::Duration::from_secs(30)
+        )
     );
     // The chaos section is applied: its rules load, and the tool it names without a
     // `tools:` entry is pointed out.

@@ -21,7 +21,7 @@ pub struct Config {
     /// Compiled once at load (`compile_chaos`); the engine installs it as it is.
     pub chaos: super::chaos::CompiledChaos,
     /// The agent under test (needed by runs, not by `serve`).
-    pub agent: Option<super::AgentSpec>,
+    pub agent: Option<super::AgentTarget>,
     /// Checks on every case of mutation and chaos runs.
     pub invariants: Vec<super::InvariantSpec>,
     /// Prompts the agent should always handle well.

@@ -25,9 +25,6 @@ pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>
         Ok(compiled) => c.chaos = compiled,
         Err(e) => errors.extend(e),
     }
-    if let Some(a) = &c.agent {
-        errors.extend(super::agent::check_agent(a));
-    }
 }
 
 /// The one way a chaos spec becomes rules: checked against the declared tools, then

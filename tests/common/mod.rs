@@ -152,11 +152,12 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
     let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
         .unwrap()
         .config;
-    let spec = serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
+    let spec: flakestorm::config::AgentSpec =
+        serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
     let ctx = flakestorm::run::RunContext {
         engine: p.daemon.chaos.clone(),
         journal: p.daemon.journal.clone(),
-        agent: flakestorm::agent::Agent::new(&spec, 0).unwrap(),
+        agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
         concurrency: cfg.advanced.concurrency as usize,
         attribution: cfg.advanced.attribution,
         config_digest: None,
@@ -192,9 +193,10 @@ pub async fn contract_run(
     retries: u32,
 ) -> flakestorm::run::ContractReport {
     let (cfg, ctx) = run_context(p, endpoint);
-    let spec = serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
+    let spec: flakestorm::config::AgentSpec =
+        serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
     let ctx = flakestorm::run::RunContext {
-        agent: flakestorm::agent::Agent::new(&spec, retries).unwrap(),
+        agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), retries).unwrap(),
         concurrency: 1,
         ..ctx
     };
