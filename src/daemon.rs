@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{ApiState, DeadlineListener, router};
 use crate::chaos::Engine;
-use crate::config::{Config, listen_addr};
+use crate::config::Config;
 use crate::journal::{Journal, Redactor};
 use crate::proxy::{Proxy, ProxyBuildError};
 use crate::telemetry::Metrics;
@@ -145,7 +145,7 @@ impl Daemon {
 /// `--allow-open-proxy` (then warned about): an open proxy by accident is a way into the
 /// machine's network and its loopback services.
 pub fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
-    let Ok(addr) = listen_addr(&config.proxy.listen) else {
+    let Ok(&addr) = config.proxy.listen.get() else {
         return Ok(()); // `bind` reports the malformed address
     };
     if addr.ip().to_canonical().is_loopback() || !config.proxy.users.is_empty() {
@@ -171,13 +171,18 @@ fn random_seed() -> u64 {
     crate::chaos::mix(nanos as u64 ^ u64::from(std::process::id()))
 }
 
-async fn bind(what: &'static str, addr: &str) -> Result<TcpListener, DaemonError> {
+async fn bind(
+    what: &'static str,
+    addr: &crate::config::Parsed<SocketAddr>,
+) -> Result<TcpListener, DaemonError> {
     let err = |source| DaemonError::Bind {
         what,
         addr: addr.to_string(),
         source,
     };
-    let parsed = listen_addr(addr)
+    // A config that loaded has a valid address; one built in code may not.
+    let parsed = addr
+        .get()
         .map_err(|m| err(std::io::Error::new(std::io::ErrorKind::InvalidInput, m)))?;
     TcpListener::bind(parsed).await.map_err(err)
 }

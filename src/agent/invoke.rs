@@ -88,7 +88,7 @@ pub(crate) type DirectClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>
 /// test may close a connection at any moment (after an error, on its keep-alive timeout),
 /// and a request sent on such a connection fails for no fault of the agent's.
 pub(crate) fn direct_client(pooled: bool) -> Result<DirectClient, crate::tls::TlsError> {
-    let tls = crate::tls::client_config(None)?;
+    let tls = crate::tls::client_config(&[])?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);

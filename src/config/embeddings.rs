@@ -4,19 +4,20 @@
 
 use std::fmt;
 
+use http::{HeaderValue, Uri};
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::{ConfigError, FromText, Parsed};
 
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddingsSpec {
     /// Full URL of the endpoint, e.g. `http://127.0.0.1:11434/v1/embeddings`.
-    pub url: String,
+    pub url: Parsed<EmbeddingsUrl>,
     pub model: String,
     /// Sent as `Authorization: Bearer …` when set.
     #[serde(default)]
-    pub api_key: Option<String>,
+    pub api_key: Option<BearerKey>,
     /// Limit for one request (a batch of texts).
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
@@ -32,30 +33,83 @@ impl fmt::Debug for EmbeddingsSpec {
         f.debug_struct("EmbeddingsSpec")
             .field("url", &self.url)
             .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key", &self.api_key)
             .field("timeout_ms", &self.timeout_ms)
             .finish()
     }
 }
 
-/// Whether `value` is an absolute http(s) URL with a host.
-fn is_http_url(value: &str) -> bool {
-    value
-        .parse::<http::Uri>()
-        .ok()
-        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+/// `advanced.embeddings.url`: an absolute http(s) URL with a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingsUrl(pub Uri);
+
+impl FromText for EmbeddingsUrl {
+    fn from_text(value: &str) -> Result<Self, String> {
+        value
+            .parse::<Uri>()
+            .ok()
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+            .map(EmbeddingsUrl)
+            .ok_or_else(|| {
+                format!(
+                    "`{value}` is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1/embeddings"
+                )
+            })
+    }
+}
+
+/// `advanced.embeddings.api_key`, compiled as read into the `Authorization` value sent
+/// (marked sensitive). Never shown: not by `{:?}`, not when serialized.
+#[derive(Clone, PartialEq)]
+pub struct BearerKey(Result<HeaderValue, String>);
+
+impl BearerKey {
+    /// `Bearer <key>`, or why the key cannot be sent (reported at load).
+    pub fn header(&self) -> Result<&HeaderValue, &str> {
+        self.0.as_ref().map_err(String::as_str)
+    }
+}
+
+impl FromText for BearerKey {
+    fn from_text(key: &str) -> Result<Self, String> {
+        if key.is_empty() {
+            return Ok(BearerKey(Err(
+                "is empty (an unset variable?); leave it out for endpoints without a key".into(),
+            )));
+        }
+        let value = HeaderValue::from_str(&format!("Bearer {key}"))
+            .map(|mut v| {
+                v.set_sensitive(true);
+                v
+            })
+            .map_err(|_| "must be usable as an HTTP header value (no control characters)".into());
+        Ok(BearerKey(value))
+    }
+}
+
+impl fmt::Debug for BearerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Serialize for BearerKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
+}
+
+impl<'de> Deserialize<'de> for BearerKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        BearerKey::from_text(&key).map_err(serde::de::Error::custom)
+    }
 }
 
 pub(super) fn check_embeddings(e: &EmbeddingsSpec, errors: &mut Vec<ConfigError>) {
     let at = |field: &str| format!("advanced.embeddings.{field}");
-    if !is_http_url(&e.url) {
-        errors.push(ConfigError::new(
-            at("url"),
-            format!(
-                "`{}` is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1/embeddings",
-                e.url
-            ),
-        ));
+    if let Err(m) = e.url.get() {
+        errors.push(ConfigError::new(at("url"), m));
     }
     if e.model.trim().is_empty() {
         errors.push(ConfigError::new(at("model"), "must not be empty"));
@@ -63,18 +117,8 @@ pub(super) fn check_embeddings(e: &EmbeddingsSpec, errors: &mut Vec<ConfigError>
     if e.timeout_ms == 0 {
         errors.push(ConfigError::new(at("timeout_ms"), "must be greater than 0"));
     }
-    match e.api_key.as_deref() {
-        Some("") => errors.push(ConfigError::new(
-            at("api_key"),
-            "is empty (an unset variable?); leave it out for endpoints without a key",
-        )),
-        Some(k) if http::HeaderValue::from_str(&format!("Bearer {k}")).is_err() => {
-            errors.push(ConfigError::new(
-                at("api_key"),
-                "must be usable as an HTTP header value (no control characters)",
-            ));
-        }
-        _ => {}
+    if let Some(Err(m)) = e.api_key.as_ref().map(BearerKey::header) {
+        errors.push(ConfigError::new(at("api_key"), m));
     }
 }
 
@@ -98,7 +142,10 @@ mod tests {
             .unwrap();
         let e = c.advanced.embeddings.unwrap();
         assert_eq!((e.model.as_str(), e.timeout_ms), ("m", 30_000));
-        assert_eq!(e.api_key.as_deref(), Some("sk-test"));
+        assert_eq!(
+            e.api_key.as_ref().unwrap().header().unwrap(),
+            "Bearer sk-test"
+        );
         assert!(!format!("{e:?}").contains("sk-test"), "Debug hides the key");
         assert_eq!(
             load("advanced: {seed: 1}\n").unwrap().advanced.embeddings,

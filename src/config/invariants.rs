@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+use super::invariant_regexes::Regexes;
 use super::schema::ToolSpec;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,86 +190,7 @@ pub struct InvariantSpec {
     pub check: Check,
     /// The check's regexes, compiled once by `parse_invariant`.
     #[serde(skip)]
-    regexes: Regexes,
-}
-
-/// The regexes of a `regex` or `excludes_pattern` check, in pattern order, compiled once:
-/// `check_invariant` reports the ones that failed (with their field), `checks::Invariant`
-/// runs the others. Compared by pattern.
-#[derive(Clone, Default)]
-struct Regexes(std::sync::Arc<[Result<regex::Regex, RegexError>]>);
-
-/// A pattern that did not compile, and regex's (multi-line) message.
-#[derive(Debug, Clone, PartialEq)]
-struct RegexError {
-    pattern: String,
-    message: String,
-}
-
-impl Regexes {
-    fn of(check: &Check) -> Regexes {
-        let patterns: &[String] = match check {
-            Check::Regex { pattern } => std::slice::from_ref(pattern),
-            Check::ExcludesPattern { patterns } => patterns,
-            Check::Contains { .. }
-            | Check::ContainsAny { .. }
-            | Check::Latency { .. }
-            | Check::ValidJson {}
-            | Check::Similarity { .. }
-            | Check::ExcludesPii {}
-            | Check::RefusalCheck { .. }
-            | Check::OutputNotEmpty {}
-            | Check::Completes {}
-            | Check::BehaviorUnchanged { .. }
-            | Check::ToolCalled { .. }
-            | Check::ToolNotCalled { .. }
-            | Check::MaxToolCalls { .. }
-            | Check::MaxLlmCalls { .. }
-            | Check::HonorsRetryAfter {}
-            | Check::NoExfiltration {} => &[],
-        };
-        let compile = |p: &String| {
-            regex::Regex::new(p).map_err(|e| RegexError {
-                pattern: p.clone(),
-                message: e.to_string(),
-            })
-        };
-        Regexes(patterns.iter().map(compile).collect())
-    }
-
-    fn sources(&self) -> Vec<Result<&str, &RegexError>> {
-        self.0
-            .iter()
-            .map(|r| r.as_ref().map(regex::Regex::as_str))
-            .collect()
-    }
-}
-
-impl PartialEq for Regexes {
-    fn eq(&self, other: &Self) -> bool {
-        self.sources() == other.sources()
-    }
-}
-
-impl std::fmt::Debug for Regexes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.sources()).finish()
-    }
-}
-
-impl InvariantSpec {
-    /// The check's compiled regexes (`regex`: one, `excludes_pattern`: one per pattern,
-    /// others: none). Err names a pattern that does not compile; loading reported it already.
-    pub fn regexes(&self) -> Result<Vec<regex::Regex>, String> {
-        self.regexes
-            .0
-            .iter()
-            .map(|r| {
-                r.clone()
-                    .map_err(|e| format!("`{}`: {}", e.pattern, e.message))
-            })
-            .collect()
-    }
+    pub(super) regexes: Regexes,
 }
 
 /// Parses one invariant; the error names the field when it can.
@@ -310,18 +232,7 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
 pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigError>) {
     let mut err =
         |field: &str, msg: String| errors.push(ConfigError::new(format!("{path}.{field}"), msg));
-    // regex errors span lines (pattern, caret, message): keep the message.
-    let regex = |at: usize| {
-        let e = inv.regexes.0.get(at)?.as_ref().err()?;
-        let why = e
-            .message
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim_start_matches("error: ")
-            .to_string();
-        Some(format!("invalid regex `{}`: {why}", e.pattern))
-    };
+    let regex = |at: usize| inv.regexes.error(at);
     match &inv.check {
         Check::Contains { value } if value.is_empty() => err("value", "must not be empty".into()),
         Check::ContainsAny { values } if values.is_empty() => {

@@ -5,8 +5,10 @@
 //! This module owns the *spec* types and compiles them once, as they load (design.md §8
 //! rule 2): chaos rules into `chaos::CompiledChaos` (by `compile_chaos`, the one path for
 //! files, scenarios, profiles and `PUT /v1/chaos`), invariant regexes inside
-//! `InvariantSpec`, `proxy.intercept`/`passthrough` into `globs::HostGlobs`. The runtime
-//! uses those as they are; the hot path never sees unvalidated config.
+//! `InvariantSpec`, `proxy.intercept`/`passthrough` into `globs::HostGlobs`, `agent:` into
+//! `AgentTarget`, addresses and URLs into `Parsed<T>`, the upstream CA bundle into
+//! `ProxySpec::upstream_ca`. The runtime uses those as they are; the hot path never sees
+//! unvalidated config.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
@@ -22,10 +24,12 @@ mod error;
 mod expand;
 pub(crate) mod finite;
 pub mod globs;
+mod invariant_regexes;
 mod invariants;
 mod literal_secrets;
 mod load;
 mod output;
+mod parsed;
 mod redact;
 mod response_path;
 mod schema;
@@ -41,10 +45,11 @@ pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
 pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
 pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
+pub use parsed::{FromText, HttpUrl, Parsed, TargetRules};
 pub use response_path::ResponsePath;
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
-pub use validate::{compile_chaos, listen_addr};
+pub use validate::compile_chaos;
 
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]

@@ -38,12 +38,15 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProxySpec {
-    pub listen: String,
+    pub listen: super::Parsed<std::net::SocketAddr>,
     /// Host globs whose CONNECT tunnels are decrypted (compiled as read).
     pub intercept: super::globs::HostGlobs,
     /// Host globs tunnelled blind; wins over `intercept`.
     pub passthrough: super::globs::HostGlobs,
     pub upstream_ca_file: Option<PathBuf>,
+    /// That file's certificates, read once when the config loads (`trust_upstream_ca`).
+    #[serde(skip)]
+    pub upstream_ca: Vec<rustls::pki_types::CertificateDer<'static>>,
     pub users: Vec<UserSpec>,
     pub reverse: Vec<ReverseSpec>,
     /// Upstream TCP+TLS connect limit.
@@ -62,7 +65,7 @@ pub struct ProxySpec {
     pub max_rewrite_bytes: usize,
     /// Loopback or link-local destinations still reachable when the proxy listens off
     /// loopback (entries as in `config::targets`); ignored on a loopback listen.
-    pub allow_loopback_targets: Vec<String>,
+    pub allow_loopback_targets: Vec<super::Parsed<super::TargetRules>>,
     // Connection lifetime limits (issue #9): no client connection lives forever.
     /// From accept (or from a keep-alive request's first byte) to a complete request head.
     pub header_timeout_ms: u64,
@@ -81,6 +84,7 @@ impl Default for ProxySpec {
             intercept: super::globs::HostGlobs::new(vec!["*".into()]),
             passthrough: super::globs::HostGlobs::new(vec![]),
             upstream_ca_file: None,
+            upstream_ca: vec![],
             users: vec![],
             reverse: vec![],
             connect_timeout_ms: 10_000,
@@ -98,6 +102,16 @@ impl Default for ProxySpec {
     }
 }
 
+impl ProxySpec {
+    /// Trusts the CA bundle at `path` for upstream TLS (on top of public and OS roots):
+    /// reads it now, so a bad file is an error here and the proxy never reads it again.
+    pub fn trust_upstream_ca(&mut self, path: PathBuf) -> Result<(), crate::tls::TlsError> {
+        self.upstream_ca = crate::tls::read_ca_bundle(&path)?;
+        self.upstream_ca_file = Some(path);
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserSpec {
@@ -111,13 +125,13 @@ pub struct ReverseSpec {
     /// Path prefix on the proxy port, e.g. `/openai`.
     pub prefix: String,
     /// Where requests under the prefix go, e.g. `https://api.openai.com`.
-    pub upstream: String,
+    pub upstream: super::Parsed<super::HttpUrl>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlSpec {
-    pub listen: String,
+    pub listen: super::Parsed<std::net::SocketAddr>,
     /// Bearer token for `/v1/*`; required when `listen` is not loopback.
     pub token: Option<String>,
 }

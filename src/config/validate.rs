@@ -2,7 +2,6 @@
 //! control-token rule. Each check appends errors; none stops the others.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 
 use super::ConfigError;
 use super::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos};
@@ -10,7 +9,7 @@ use super::schema::*;
 
 /// Checks `c` and compiles `chaos` (the parsed `chaos:` section) into `c.chaos`.
 pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>) {
-    proxy(&c.proxy, errors);
+    proxy(&mut c.proxy, errors);
     control(&c.control, errors);
     tools(&c.tools, errors);
     for (i, l) in c.llm.iter().enumerate() {
@@ -157,15 +156,8 @@ fn unattributed(problems: &[super::chaos::Problem], prefix: &str) -> Vec<ConfigE
         .collect()
 }
 
-/// Parses a listen address; the message says what form is expected.
-pub fn listen_addr(value: &str) -> Result<SocketAddr, String> {
-    value.parse().map_err(|_| {
-        format!("`{value}` is not an IP:port address (e.g. 127.0.0.1:8080 or [::1]:8080)")
-    })
-}
-
-fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
-    if let Err(e) = listen_addr(&p.listen) {
+fn proxy(p: &mut ProxySpec, errors: &mut Vec<ConfigError>) {
+    if let Err(e) = p.listen.get() {
         errors.push(ConfigError::new("proxy.listen", e));
     }
     // Compiled as read (`HostGlobs`): only their bad patterns are left to report.
@@ -213,17 +205,13 @@ fn proxy(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
             "must be at least 1",
         ));
     }
-    if let Some(Err(e)) = p
-        .upstream_ca_file
-        .as_deref()
-        .map(crate::tls::read_pem_certs)
-    {
+    if let Some(Err(e)) = p.upstream_ca_file.clone().map(|f| p.trust_upstream_ca(f)) {
         errors.push(ConfigError::new("proxy.upstream_ca_file", e.to_string()));
     }
     users(&p.users, errors);
     reverse(&p.reverse, errors);
     for (i, entry) in p.allow_loopback_targets.iter().enumerate() {
-        if let Err(e) = super::parse_target_rule(entry) {
+        if let Err(e) = entry.get() {
             errors.push(ConfigError::new(
                 format!("proxy.allow_loopback_targets[{i}]"),
                 e,
@@ -270,23 +258,14 @@ fn reverse(routes: &[ReverseSpec], errors: &mut Vec<ConfigError>) {
                 format!("duplicate prefix `{}`", r.prefix),
             ));
         }
-        let ok = r.upstream.parse::<http::Uri>().ok().filter(|u| {
-            matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some()
-        });
-        if ok.is_none() {
-            errors.push(ConfigError::new(
-                format!("{path}.upstream"),
-                format!(
-                    "`{}` is not an http(s) URL with a host, e.g. https://api.openai.com",
-                    r.upstream
-                ),
-            ));
+        if let Err(e) = r.upstream.get() {
+            errors.push(ConfigError::new(format!("{path}.upstream"), e));
         }
     }
 }
 
 fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
-    match listen_addr(&c.listen) {
+    match c.listen.get() {
         Err(e) => errors.push(ConfigError::new("control.listen", e)),
         Ok(addr) if !addr.ip().is_loopback() && c.token.as_deref().is_none_or(str::is_empty) => {
             errors.push(ConfigError::new(

@@ -67,7 +67,9 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     let mut cfg = loaded.config;
     cfg.proxy.listen = "127.0.0.1:0".into();
     cfg.control.listen = "127.0.0.1:0".into();
-    cfg.proxy.upstream_ca_file = Some(mocks.ca_file.clone());
+    cfg.proxy
+        .trust_upstream_ca(mocks.ca_file.clone())
+        .map_err(DemoError::from("trusting the mock tools' CA"))?;
     let daemon = Daemon::start(&cfg)
         .await
         .map_err(DemoError::from("starting the proxy"))?;

@@ -161,13 +161,19 @@ impl Event {
     }
 }
 
-/// The payload of every line of a whole body that is SSE or NDJSON, not knowing which: a
-/// line's `data:` value, or the line itself.
-pub fn payloads(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().map(|line| {
-        let line = line.trim();
-        line.strip_prefix("data:").unwrap_or(line).trim()
-    })
+/// Every event of a whole body that is SSE or NDJSON, not knowing which (SSE when a line
+/// starts with `data:`), split by the same `Splitter` as a live stream, an unterminated
+/// last event included.
+pub fn events(body: &[u8]) -> impl Iterator<Item = Event> {
+    let sse = body.starts_with(b"data:") || memchr::memmem::find(body, b"\ndata:").is_some();
+    let framing = if sse { Framing::Sse } else { Framing::Ndjson };
+    let mut s = Splitter::new(framing);
+    let mut frames = s.push(body);
+    frames.push(s.rest());
+    frames
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(move |f| Event::parse(&f, framing))
 }
 
 #[cfg(test)]
@@ -191,6 +197,20 @@ mod tests {
         );
         let e = Event::parse(&f[1], Framing::Sse);
         assert_eq!((e.name.as_deref(), e.data.as_str()), (Some("x"), "y"));
+    }
+
+    #[test]
+    fn a_whole_body_is_split_as_sse_or_ndjson() {
+        let names = |body: &[u8]| -> Vec<serde_json::Value> {
+            events(body).filter_map(|e| e.json).collect()
+        };
+        let sse = b"event: a\ndata: {\"x\":1}\n\ndata: {\"x\":\n\ndata: {\"x\":2}";
+        assert_eq!(
+            names(sse),
+            [serde_json::json!({"x": 1}), serde_json::json!({"x": 2})]
+        );
+        let nd = b"{\"y\":1}\n\n{\"y\":2}\r\n{\"y\":3}";
+        assert_eq!(names(nd).len(), 3);
     }
 
     #[test]

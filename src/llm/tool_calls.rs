@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::Value;
 
-use super::frame::payloads;
+use super::frame::events;
 use super::path::{Call, at, visit};
 use super::{ALL, wire};
 
@@ -31,10 +31,8 @@ pub fn tool_calls(body: &[u8]) -> Vec<String> {
         }
         Ok(mut v) => found.read(&mut v, sites),
         Err(_) => {
-            for data in payloads(&String::from_utf8_lossy(body)) {
-                if let Ok(mut v) = serde_json::from_str::<Value>(data) {
-                    found.read(&mut v, sites);
-                }
+            for mut v in events(body).filter_map(|e| e.json) {
+                found.read(&mut v, sites);
             }
         }
     }

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::chaos::Engine;
-use crate::config::{Config, globs, listen_addr};
+use crate::config::{Config, globs};
 use crate::journal::Journal;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, LeafCache, TlsError};
@@ -101,16 +101,19 @@ impl Settings {
             .map(|r| {
                 let upstream = r
                     .upstream
-                    .parse()
-                    .map_err(|e: http::uri::InvalidUri| bad("proxy.reverse", e.to_string()))?;
+                    .get()
+                    .map_err(|e| bad("proxy.reverse", e.to_string()))?;
                 Ok(ReverseRoute {
                     prefix: r.prefix.trim_end_matches('/').to_string(),
-                    upstream,
+                    upstream: upstream.0.clone(),
                 })
             })
             .collect::<Result<_, ProxyBuildError>>()?;
         Ok(Settings {
-            listen: listen_addr(&p.listen).map_err(|e| bad("proxy.listen", e))?,
+            listen: *p
+                .listen
+                .get()
+                .map_err(|e| bad("proxy.listen", e.to_string()))?,
             intercept: set("proxy.intercept", &p.intercept)?,
             passthrough: set("proxy.passthrough", &p.passthrough)?,
             users: p
@@ -129,8 +132,9 @@ impl Settings {
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {
-                    crate::config::parse_target_rule(e)
-                        .map_err(|e| bad(&format!("proxy.allow_loopback_targets[{i}]"), e))
+                    e.get().map(|rules| rules.0.clone()).map_err(|e| {
+                        bad(&format!("proxy.allow_loopback_targets[{i}]"), e.to_string())
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
@@ -187,7 +191,7 @@ impl Proxy {
         metrics: Metrics,
     ) -> Result<Self, ProxyBuildError> {
         let settings = Settings::compile(config)?;
-        let tls = crate::tls::client_config(config.proxy.upstream_ca_file.as_deref())?;
+        let tls = crate::tls::client_config(&config.proxy.upstream_ca)?;
         let guard = Arc::new(guard::Guard::new(
             settings.listen.ip(),
             settings.allow_loopback_targets.clone(),

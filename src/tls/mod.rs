@@ -15,7 +15,7 @@ use rustls_pki_types::pem::PemObject;
 
 pub use ca::{CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority};
 pub use leaf::LeafCache;
-pub use upstream::{UpstreamTls, client_config};
+pub use upstream::{UpstreamTls, client_config, read_ca_bundle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {

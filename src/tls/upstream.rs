@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 
 use super::{TlsError, provider, read_pem_certs};
@@ -17,7 +18,22 @@ pub struct UpstreamTls {
     pub http1: Arc<ClientConfig>,
 }
 
-pub fn client_config(extra_ca: Option<&Path>) -> Result<UpstreamTls, TlsError> {
+/// The certificates of a CA bundle (`proxy.upstream_ca_file`), each checked to be a usable
+/// trust anchor, so a bad bundle is refused when the config loads.
+pub fn read_ca_bundle(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = read_pem_certs(path)?;
+    let mut scratch = RootCertStore::empty();
+    for cert in &certs {
+        scratch.add(cert.clone()).map_err(|e| TlsError::BadFile {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(certs)
+}
+
+/// Public and OS roots, plus `extra_ca` (from `read_ca_bundle`).
+pub fn client_config(extra_ca: &[CertificateDer<'static>]) -> Result<UpstreamTls, TlsError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
@@ -28,13 +44,8 @@ pub fn client_config(extra_ca: Option<&Path>) -> Result<UpstreamTls, TlsError> {
         errors = native.errors.len(),
         "loaded OS root certificates"
     );
-    if let Some(path) = extra_ca {
-        for cert in read_pem_certs(path)? {
-            roots.add(cert).map_err(|e| TlsError::BadFile {
-                path: path.into(),
-                message: e.to_string(),
-            })?;
-        }
+    for cert in extra_ca {
+        roots.add(cert.clone())?;
     }
     let config = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?

@@ -60,14 +60,10 @@ pub struct Embedder {
 impl Embedder {
     pub fn new(spec: &EmbeddingsSpec) -> Result<Embedder, EmbedderError> {
         let bad = |field, message| EmbedderError::Config { field, message };
-        let url: Uri = spec.url.parse().map_err(|e| bad("url", format!("{e}")))?;
+        // Compiled at load; a config that loaded has neither error.
+        let url = spec.url.get().map_err(|e| bad("url", e.into()))?.0.clone();
         let auth = match &spec.api_key {
-            Some(k) => {
-                let mut v = HeaderValue::from_str(&format!("Bearer {k}"))
-                    .map_err(|_| bad("api_key", "not a valid header value".into()))?;
-                v.set_sensitive(true);
-                Some(v)
-            }
+            Some(k) => Some(k.header().map_err(|e| bad("api_key", e.into()))?.clone()),
             None => None,
         };
         let shown = format!(
