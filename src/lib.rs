@@ -31,6 +31,7 @@ pub mod demo;
 pub mod exchange;
 pub mod journal;
 pub mod llm;
+pub mod mutate;
 pub mod proxy;
 pub mod run;
 pub mod telemetry;

@@ -11,7 +11,7 @@ mod engine;
 pub mod profiles;
 pub mod respond;
 pub mod rewrite;
-mod rng;
+pub(crate) mod rng;
 mod rules;
 mod stats;
 

@@ -36,6 +36,7 @@ const SECTIONS: &[&str] = &[
     "agent",
     "invariants",
     "golden_prompts",
+    "mutations",
     "contract",
     "chaos_matrix",
     "scoring",
@@ -44,8 +45,10 @@ const SECTIONS: &[&str] = &[
 
 /// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
 const PENDING: &[(&str, &str)] = &[
-    ("model", "the mutation engine"),
-    ("mutations", "the mutation engine"),
+    (
+        "model",
+        "LLM-backed mutations (paraphrase, semantic_similarity_attack)",
+    ),
     ("replays", "replay"),
 ];
 
@@ -325,6 +328,9 @@ fn sections(
         let before = errors.len();
         c.golden_prompts = super::contract::prompts_section(v, errors);
         golden = !c.golden_prompts.is_empty() || errors.len() > before;
+    }
+    if let Some(v) = take("mutations", errors) {
+        c.mutations = super::mutations::mutations_section(v, errors);
     }
     let top_matrix = take("chaos_matrix", errors);
     match take("contract", errors) {

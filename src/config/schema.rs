@@ -1,6 +1,6 @@
 //! Spec types: the YAML users write, with defaults. Field names follow config.md.
-//! Sections that later capabilities own (`model`, `mutations`, `replays`) are not typed
-//! here: `load` reports them as "not applied yet" rather than silently ignoring them.
+//! Sections that later capabilities own (`model`, `replays`) are not typed here: `load`
+//! reports them as "not applied yet" rather than silently ignoring them.
 
 use std::path::PathBuf;
 
@@ -26,6 +26,8 @@ pub struct Config {
     pub invariants: Vec<super::InvariantSpec>,
     /// Prompts the agent should always handle well.
     pub golden_prompts: Vec<String>,
+    /// Adversarial variants of the golden prompts (mutation runs).
+    pub mutations: super::MutationsSpec,
     /// Invariants × chaos scenarios, with severities.
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,

@@ -1,0 +1,444 @@
+//! The `mutations:` section (config.md): which adversarial variants of each golden prompt a
+//! mutation run sends, how many, and how each type weighs in the robustness score. The
+//! 24 types are one closed enum; `mutate/` generates them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+/// The 24 mutation types, spelled as config.md and Flakestorm v2 spell them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MutationType {
+    // Core.
+    Paraphrase,
+    Noise,
+    ToneShift,
+    PromptInjection,
+    EncodingAttacks,
+    ContextManipulation,
+    LengthExtremes,
+    Custom,
+    // Advanced prompt-level.
+    MultiTurnAttack,
+    AdvancedJailbreak,
+    SemanticSimilarityAttack,
+    FormatPoisoning,
+    LanguageMixing,
+    TokenManipulation,
+    TemporalAttack,
+    // Wire-level.
+    HttpHeaderInjection,
+    PayloadSizeAttack,
+    ContentTypeConfusion,
+    QueryParameterPoisoning,
+    RequestMethodAttack,
+    ProtocolLevelAttack,
+    ResourceExhaustion,
+    ConcurrentRequestPattern,
+    TimeoutManipulation,
+}
+
+/// How a type's variants are made and sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// Rule-based, from the run seed alone: no LLM.
+    Text,
+    /// Needs the `model:` LLM.
+    Model,
+    /// A request shape, sent on the wire to the agent's endpoint.
+    Wire,
+}
+
+use MutationType as M;
+
+impl MutationType {
+    pub const ALL: [MutationType; 24] = [
+        M::Paraphrase,
+        M::Noise,
+        M::ToneShift,
+        M::PromptInjection,
+        M::EncodingAttacks,
+        M::ContextManipulation,
+        M::LengthExtremes,
+        M::Custom,
+        M::MultiTurnAttack,
+        M::AdvancedJailbreak,
+        M::SemanticSimilarityAttack,
+        M::FormatPoisoning,
+        M::LanguageMixing,
+        M::TokenManipulation,
+        M::TemporalAttack,
+        M::HttpHeaderInjection,
+        M::PayloadSizeAttack,
+        M::ContentTypeConfusion,
+        M::QueryParameterPoisoning,
+        M::RequestMethodAttack,
+        M::ProtocolLevelAttack,
+        M::ResourceExhaustion,
+        M::ConcurrentRequestPattern,
+        M::TimeoutManipulation,
+    ];
+
+    /// config.md's default `types`: the core types (`custom` only with templates, added
+    /// by the loader).
+    pub const DEFAULT: [MutationType; 7] = [
+        M::Paraphrase,
+        M::Noise,
+        M::ToneShift,
+        M::PromptInjection,
+        M::EncodingAttacks,
+        M::ContextManipulation,
+        M::LengthExtremes,
+    ];
+
+    /// The name users write.
+    pub fn name(self) -> &'static str {
+        match self {
+            M::Paraphrase => "paraphrase",
+            M::Noise => "noise",
+            M::ToneShift => "tone_shift",
+            M::PromptInjection => "prompt_injection",
+            M::EncodingAttacks => "encoding_attacks",
+            M::ContextManipulation => "context_manipulation",
+            M::LengthExtremes => "length_extremes",
+            M::Custom => "custom",
+            M::MultiTurnAttack => "multi_turn_attack",
+            M::AdvancedJailbreak => "advanced_jailbreak",
+            M::SemanticSimilarityAttack => "semantic_similarity_attack",
+            M::FormatPoisoning => "format_poisoning",
+            M::LanguageMixing => "language_mixing",
+            M::TokenManipulation => "token_manipulation",
+            M::TemporalAttack => "temporal_attack",
+            M::HttpHeaderInjection => "http_header_injection",
+            M::PayloadSizeAttack => "payload_size_attack",
+            M::ContentTypeConfusion => "content_type_confusion",
+            M::QueryParameterPoisoning => "query_parameter_poisoning",
+            M::RequestMethodAttack => "request_method_attack",
+            M::ProtocolLevelAttack => "protocol_level_attack",
+            M::ResourceExhaustion => "resource_exhaustion",
+            M::ConcurrentRequestPattern => "concurrent_request_pattern",
+            M::TimeoutManipulation => "timeout_manipulation",
+        }
+    }
+
+    pub fn family(self) -> Family {
+        match self {
+            M::Paraphrase | M::SemanticSimilarityAttack => Family::Model,
+            M::Noise
+            | M::ToneShift
+            | M::PromptInjection
+            | M::EncodingAttacks
+            | M::ContextManipulation
+            | M::LengthExtremes
+            | M::Custom
+            | M::MultiTurnAttack
+            | M::AdvancedJailbreak
+            | M::FormatPoisoning
+            | M::LanguageMixing
+            | M::TokenManipulation
+            | M::TemporalAttack => Family::Text,
+            M::HttpHeaderInjection
+            | M::PayloadSizeAttack
+            | M::ContentTypeConfusion
+            | M::QueryParameterPoisoning
+            | M::RequestMethodAttack
+            | M::ProtocolLevelAttack
+            | M::ResourceExhaustion
+            | M::ConcurrentRequestPattern
+            | M::TimeoutManipulation => Family::Wire,
+        }
+    }
+
+    /// Flakestorm v2's default weight in the robustness score (harder attacks weigh more).
+    pub fn default_weight(self) -> f64 {
+        match self {
+            M::Paraphrase | M::Custom => 1.0,
+            M::Noise => 0.8,
+            M::ToneShift => 0.9,
+            M::PromptInjection
+            | M::TokenManipulation
+            | M::ContentTypeConfusion
+            | M::ResourceExhaustion => 1.5,
+            M::EncodingAttacks
+            | M::SemanticSimilarityAttack
+            | M::RequestMethodAttack
+            | M::TimeoutManipulation => 1.3,
+            M::ContextManipulation | M::TemporalAttack => 1.1,
+            M::LengthExtremes | M::LanguageMixing => 1.2,
+            M::MultiTurnAttack | M::PayloadSizeAttack | M::ConcurrentRequestPattern => 1.4,
+            M::AdvancedJailbreak => 2.0,
+            M::FormatPoisoning | M::QueryParameterPoisoning => 1.6,
+            M::HttpHeaderInjection => 1.7,
+            M::ProtocolLevelAttack => 1.8,
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<MutationType> {
+        MutationType::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl std::fmt::Display for MutationType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Largest `count` and `max_per_run`: a mutation run is a test, not a load test.
+pub const MAX_COUNT: u32 = 100;
+pub const MAX_PER_RUN: u32 = 10_000;
+
+/// The raw section, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[serde(default = "default_count")]
+    count: u32,
+    #[serde(default)]
+    types: Option<Vec<String>>,
+    #[serde(default)]
+    weights: BTreeMap<String, f64>,
+    #[serde(default)]
+    custom_templates: BTreeMap<String, String>,
+    #[serde(default = "default_max_per_run")]
+    max_per_run: u32,
+    /// `noise`: the share of characters changed (0–1).
+    #[serde(default = "default_noise_rate")]
+    noise_rate: f64,
+}
+
+fn default_count() -> u32 {
+    20
+}
+fn default_max_per_run() -> u32 {
+    50
+}
+fn default_noise_rate() -> f64 {
+    0.1
+}
+
+/// A checked `mutations:` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationsSpec {
+    /// Variants per golden prompt.
+    pub count: u32,
+    /// In the order written, each once.
+    pub types: Vec<MutationType>,
+    /// Every type's weight (the default where the file names none).
+    pub weights: BTreeMap<MutationType, f64>,
+    /// Template name → text with `{prompt}`, in name order (the order variants cycle).
+    pub custom_templates: Vec<(String, String)>,
+    /// Mutated cases per run at most.
+    pub max_per_run: u32,
+    pub noise_rate: f64,
+}
+
+impl Default for MutationsSpec {
+    fn default() -> Self {
+        MutationsSpec {
+            count: default_count(),
+            types: MutationType::DEFAULT.to_vec(),
+            weights: MutationType::ALL
+                .into_iter()
+                .map(|t| (t, t.default_weight()))
+                .collect(),
+            custom_templates: vec![],
+            max_per_run: default_max_per_run(),
+            noise_rate: default_noise_rate(),
+        }
+    }
+}
+
+impl MutationsSpec {
+    pub fn weight(&self, t: MutationType) -> f64 {
+        self.weights
+            .get(&t)
+            .copied()
+            .unwrap_or_else(|| t.default_weight())
+    }
+}
+
+fn valid_names() -> String {
+    MutationType::ALL.map(MutationType::name).join(", ")
+}
+
+/// Parses and checks `mutations:`; every problem at its path.
+pub(super) fn mutations_section(
+    v: serde_json::Value,
+    errors: &mut Vec<ConfigError>,
+) -> MutationsSpec {
+    let Some(raw) = super::de::section::<Raw>(v, "mutations", errors) else {
+        return MutationsSpec::default();
+    };
+    let mut spec = MutationsSpec {
+        count: raw.count,
+        max_per_run: raw.max_per_run,
+        noise_rate: raw.noise_rate,
+        custom_templates: raw.custom_templates.into_iter().collect(),
+        ..MutationsSpec::default()
+    };
+    let mut err = |path: String, msg: String| errors.push(ConfigError::new(path, msg));
+    if !(1..=MAX_COUNT).contains(&raw.count) {
+        err(
+            "mutations.count".into(),
+            format!("{} is outside 1..={MAX_COUNT}", raw.count),
+        );
+    }
+    if !(1..=MAX_PER_RUN).contains(&raw.max_per_run) {
+        err(
+            "mutations.max_per_run".into(),
+            format!("{} is outside 1..={MAX_PER_RUN}", raw.max_per_run),
+        );
+    }
+    if !(0.0..=1.0).contains(&raw.noise_rate) {
+        err(
+            "mutations.noise_rate".into(),
+            format!("{} is outside 0..=1", raw.noise_rate),
+        );
+    }
+    if let Some(names) = raw.types {
+        let mut types = vec![];
+        for (i, name) in names.iter().enumerate() {
+            match MutationType::parse(name) {
+                Some(t) if !types.contains(&t) => types.push(t),
+                Some(_) => err(
+                    format!("mutations.types[{i}]"),
+                    format!("`{name}` is listed twice"),
+                ),
+                None => err(
+                    format!("mutations.types[{i}]"),
+                    format!(
+                        "unknown mutation type `{name}`; valid types: {}",
+                        valid_names()
+                    ),
+                ),
+            }
+        }
+        if names.is_empty() {
+            err(
+                "mutations.types".into(),
+                "is empty; leave it out for the default types, or name at least one".into(),
+            );
+        }
+        spec.types = types;
+    } else if !spec.custom_templates.is_empty() {
+        spec.types.push(MutationType::Custom);
+    }
+    for (name, w) in &raw.weights {
+        match MutationType::parse(name) {
+            None => err(
+                format!("mutations.weights.{name}"),
+                format!(
+                    "unknown mutation type `{name}`; valid types: {}",
+                    valid_names()
+                ),
+            ),
+            Some(_) if !w.is_finite() || *w < 0.0 => err(
+                format!("mutations.weights.{name}"),
+                format!("{w} is not a weight (a number ≥ 0)"),
+            ),
+            Some(t) => {
+                spec.weights.insert(t, *w);
+            }
+        }
+    }
+    let custom = spec.types.contains(&MutationType::Custom);
+    if custom && spec.custom_templates.is_empty() {
+        err(
+            "mutations.custom_templates".into(),
+            "`custom` is in mutations.types but no template is given; add e.g. \
+             custom_templates: {polite: \"Please, {prompt}\"}"
+                .into(),
+        );
+    }
+    for (name, t) in &spec.custom_templates {
+        if !t.contains("{prompt}") {
+            err(
+                format!("mutations.custom_templates.{name}"),
+                "has no `{prompt}` placeholder, so every variant would ignore the prompt".into(),
+            );
+        }
+    }
+    spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use serde_json::json;
+
+    fn load(v: serde_json::Value) -> (MutationsSpec, Vec<String>) {
+        let mut errors = vec![];
+        let spec = mutations_section(v, &mut errors);
+        (spec, errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn names_round_trip_and_every_type_has_a_family_and_weight() {
+        for t in MutationType::ALL {
+            assert_eq!(MutationType::parse(t.name()), Some(t));
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", t.name()));
+            assert!(t.default_weight() > 0.0);
+        }
+        let text = MutationType::ALL
+            .iter()
+            .filter(|t| t.family() == Family::Text)
+            .count();
+        let wire = MutationType::ALL
+            .iter()
+            .filter(|t| t.family() == Family::Wire)
+            .count();
+        assert_eq!((text, wire), (13, 9));
+    }
+
+    #[test]
+    fn defaults_and_custom_templates_add_custom() {
+        let (s, e) = load(json!({}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!((s.count, s.max_per_run), (20, 50));
+        assert_eq!(s.types, MutationType::DEFAULT);
+        let (s, e) = load(json!({"custom_templates": {"polite": "Please, {prompt}"}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.types.last(), Some(&MutationType::Custom));
+        let (s, _) = load(json!({"weights": {"noise": 3}}));
+        assert_eq!(s.weight(MutationType::Noise), 3.0);
+        assert_eq!(s.weight(MutationType::AdvancedJailbreak), 2.0);
+    }
+
+    #[test]
+    fn every_bad_value_is_an_error_at_its_path() {
+        let (_, e) = load(json!({
+            "count": 0, "max_per_run": 0, "types": ["noise", "nosie", "noise", "custom"],
+            "weights": {"tone": 1, "noise": -1}, "custom_templates": {}
+        }));
+        let want = [
+            "mutations.count: 0 is outside 1..=100",
+            "mutations.max_per_run: 0 is outside 1..=10000",
+            "mutations.types[1]: unknown mutation type `nosie`; valid types: paraphrase, noise,",
+            "mutations.types[2]: `noise` is listed twice",
+            "mutations.weights.noise: -1 is not a weight",
+            "mutations.weights.tone: unknown mutation type `tone`",
+            "mutations.custom_templates: `custom` is in mutations.types but no template",
+        ];
+        for w in want {
+            assert!(
+                e.iter().any(|got| got.starts_with(w)),
+                "missing {w:?} in {e:#?}"
+            );
+        }
+        assert_eq!(e.len(), want.len(), "{e:#?}");
+        let (_, e) = load(json!({"custom_templates": {"bad": "no placeholder"}}));
+        assert_eq!(
+            e,
+            [
+                "mutations.custom_templates.bad: has no `{prompt}` placeholder, so every variant would ignore the prompt"
+            ]
+        );
+    }
+}
