@@ -6,5 +6,6 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod draw;
+pub mod text;
 
 pub use draw::Draw;
