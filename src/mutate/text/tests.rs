@@ -116,3 +116,15 @@ fn edge_prompts_never_panic_and_still_change() {
         }
     }
 }
+
+#[test]
+fn placeholders_are_filled_in_one_pass() {
+    assert_eq!(
+        super::fill2("a {prompt} {x} {y} {", "{x}", "{prompt}"),
+        "a {x} {prompt} {y} {"
+    );
+    assert_eq!(
+        super::fill("{prompt}|{prompt}", "{prompt}"),
+        "{prompt}|{prompt}"
+    );
+}
