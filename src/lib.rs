@@ -12,8 +12,10 @@
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
+//! - `mutate`    — mutation types: seeded rule-based generators, the `model:` LLM's
+//!   variants, and a run's plan.
 //! - `checks`    — invariants evaluated on a case: answer checks and traffic checks.
-//! - `run`       — runs: the contract matrix and chaos runs, their coverage, verdicts, score.
+//! - `run`       — runs: the contract matrix, chaos and mutation runs, their coverage, verdicts, score.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).

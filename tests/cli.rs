@@ -243,7 +243,7 @@ fn chaos_only_runs_and_ci_combine_phases() {
     let dir = tempfile::tempdir().unwrap();
     let agent = python_agent();
     let yaml = format!(
-        "{}invariants:\n  - {{type: contains, value: unavailable}}\ncontract:\n  name: c\n  invariants:\n    - {{id: answers, type: output_not_empty}}\n",
+        "{}invariants:\n  - {{type: contains, value: unavailable}}\ncontract:\n  name: c\n  invariants:\n    - {{id: answers, type: output_not_empty}}\nmutations: {{count: 2, types: [noise, prompt_injection, paraphrase]}}\n",
         agent.yaml
     );
     std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
@@ -268,20 +268,41 @@ fn chaos_only_runs_and_ci_combine_phases() {
     )
     .unwrap();
     assert_eq!(report["verdict"], "not_tested");
+    // `run`: mutations without chaos. The tool works, so no answer says "unavailable":
+    // every variant fails; paraphrase needs a model and is skipped, saying so.
     let (code, out, err) = flakestorm(&["run"], dir.path());
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("mutation runs are not available"),
-        "{out}{err}"
-    );
-    // ci: no `chaos:` section, so only the contract phase runs; the others say why not.
-    let (code, out, err) = flakestorm(&["ci", "--min-score", "90"], dir.path());
-    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(code, 1, "{out}\n{err}");
     for want in [
+        "mutation run: 0 of 4 judged variants passed (4 sent",
+        "skipped: paraphrase needs the `model:` LLM",
+        "score 0.0/100 (pass mark 70): FAIL",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/mutation.json")).unwrap(),
+    )
+    .unwrap();
+    let kinds: Vec<&str> = report["mutants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["noise", "prompt_injection", "noise", "prompt_injection"]
+    );
+    // ci: no `chaos:` section, so the chaos phase says why it did not run; the mutation
+    // phase fails as `run` did, and so does the whole.
+    let (code, out, err) = flakestorm(&["ci", "--min-score", "90"], dir.path());
+    assert_eq!(code, 1, "{out}\n{err}");
+    for want in [
+        "mutation    0.0  FAIL",
         "contract  100.0  PASS",
-        "mutation  skipped: mutation runs are not available",
         "chaos     skipped: needs a `chaos:` section",
-        "overall 100.0/100 (pass mark 90): PASS",
+        "replay    skipped: replay runs are not available",
+        "(pass mark 90): FAIL",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
@@ -294,7 +315,7 @@ fn chaos_only_runs_and_ci_combine_phases() {
     let ci: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(
         (code, ci["schema"].as_str(), ci["verdict"].as_str()),
-        (0, Some("flakestorm.ci/2"), Some("pass"))
+        (1, Some("flakestorm.ci/2"), Some("fail"))
     );
     let phases: Vec<(&str, &str)> = ci["phases"]
         .as_array()
@@ -302,7 +323,21 @@ fn chaos_only_runs_and_ci_combine_phases() {
         .iter()
         .filter_map(|p| Some((p["name"].as_str()?, p["verdict"].as_str()?)))
         .collect();
-    assert_eq!(phases, [("contract", "pass"), ("chaos", "pass")]);
+    assert_eq!(
+        phases,
+        [
+            ("mutation", "fail"),
+            ("contract", "pass"),
+            ("chaos", "pass")
+        ]
+    );
+    // `run --chaos`: the same variants under the tool fault, which this agent reports.
+    let (code, out, err) = flakestorm(&["run", "--chaos", "--quiet"], dir.path());
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "mutation PASS: 100.0/100\n"),
+        "{err}"
+    );
 }
 
 #[test]

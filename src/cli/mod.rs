@@ -48,15 +48,16 @@ pub enum Command {
         #[command(flatten)]
         open: OpenProxyArg,
     },
-    /// Golden prompts against the agent: `--chaos-only` runs them under the configured chaos
-    /// (or a profile) and checks them with `invariants:`. Mutation runs come later.
+    /// Mutations of the golden prompts against the agent, checked with `invariants:`
+    /// (`--chaos`: under the configured chaos or a profile); `--chaos-only` runs the prompts
+    /// themselves under chaos.
     Run {
         #[command(flatten)]
         config: ConfigArg,
         /// Only the chaos run (no mutations).
         #[arg(long)]
         chaos_only: bool,
-        /// Mutations under chaos (needs the mutation engine).
+        /// Mutations under the `chaos:` rules (or `--chaos-profile`).
         #[arg(long)]
         chaos: bool,
         /// A built-in profile instead of the config's `chaos:` section.
@@ -295,15 +296,19 @@ pub async fn run(cli: Cli) -> ExitCode {
             show,
             open,
         } => {
-            if !chaos_only || chaos {
-                eprintln!(
-                    "flakestorm: mutation runs are not available in this build; use `run --chaos-only` or `contract run`"
-                );
+            let show = show.show();
+            if chaos_only && chaos {
+                eprintln!("flakestorm: --chaos-only and --chaos exclude each other");
                 return ExitCode::from(2);
             }
-            let show = show.show();
+            if chaos_only {
+                return job(&config, open, |l| {
+                    runs::chaos_only(l, chaos_profile, report, show)
+                })
+                .await;
+            }
             return job(&config, open, |l| {
-                runs::chaos_only(l, chaos_profile, report, show)
+                runs::mutation(l, chaos, chaos_profile, report, show)
             })
             .await;
         }

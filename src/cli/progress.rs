@@ -38,7 +38,8 @@ impl Display {
             }),
             case: Arc::new(move |c: &CaseResult| {
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                let line = format!("{}: {:?}: {}", c.scenario, c.prompt, ended(c));
+                // A mutated prompt can be 100 KB (length_extremes): show its start.
+                let line = format!("{}: {:?}: {}", c.scenario, cut(&c.prompt), ended(c));
                 match &bar {
                     Some(b) => {
                         b.inc(1);

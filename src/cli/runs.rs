@@ -14,7 +14,8 @@ use super::report_path;
 use super::session::{Options, Session};
 use crate::config::Loaded;
 use crate::run::{
-    RunVerdict, chaos_summary, combine, run_chaos, run_contract, summary, verdict_line,
+    RunVerdict, chaos_summary, combine, mutation_summary, run_chaos, run_contract, run_mutation,
+    summary, verdict_line,
 };
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
@@ -158,19 +159,75 @@ pub async fn chaos_only(
     Ok(exit(verdict))
 }
 
-/// `ci`: contract and chaos phases once each, one weighted score.
+/// `run` (mutations alone) and `run --chaos` (mutations under the `chaos:` rules or
+/// `profile`): the variants of the golden prompts, checked with the top-level invariants.
+pub async fn mutation(
+    loaded: Loaded,
+    under_chaos: bool,
+    profile: Option<String>,
+    args: ReportArgs,
+    show: Show,
+) -> anyhow::Result<ExitCode> {
+    let config = &loaded.config;
+    let chaos = match (under_chaos, profile) {
+        (false, None) => None,
+        (_, Some(p)) => match crate::chaos::profiles::load(&p) {
+            Ok(spec) => Some((p, spec)),
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        (true, None) => Some(("chaos".to_string(), config.chaos.clone())),
+    };
+    if chaos.as_ref().is_some_and(|(_, c)| c.is_empty()) {
+        eprintln!("flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile");
+        return Ok(ExitCode::from(2));
+    }
+    if config.invariants.is_empty() {
+        eprintln!("flakestorm: a mutation run needs `invariants:` to check the answers with");
+        return Ok(ExitCode::from(2));
+    }
+    let (session, path) = match begin(&loaded, &args, "mutation.json", show).await {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let chaos = chaos.as_ref().map(|(n, c)| (n.as_str(), c));
+    let result = run_mutation(&session.ctx, chaos, config);
+    let result = result.await;
+    let crashed = session.stop().await;
+    let mut report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    report.warnings.extend(crashed);
+    write_report(&report, &path)?;
+    let verdict = report.judgement.verdict;
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if show.quiet {
+        println!("mutation {}: {:.1}/100", verdict.label(), report.score);
+    } else {
+        print!("{}", mutation_summary(&report));
+        println!("report: {}", path.display());
+    }
+    Ok(exit(verdict))
+}
+
+/// `ci`: mutation, contract and chaos phases once each, one weighted score.
 pub async fn ci(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
-    let mut skipped: Vec<(&'static str, String)> = vec![
-        (
-            "mutation",
-            "mutation runs are not available in this build".into(),
-        ),
-        (
-            "replay",
-            "replay runs are not available in this build".into(),
-        ),
-    ];
+    let mut skipped: Vec<(&'static str, String)> = vec![(
+        "replay",
+        "replay runs are not available in this build".into(),
+    )];
+    let mutations_run = !config.invariants.is_empty();
+    if !mutations_run {
+        skipped.push(("mutation", "needs `invariants:`".into()));
+    }
     if config.contract.is_none() {
         skipped.push(("contract", "no `contract:` section".into()));
     }
@@ -183,6 +240,13 @@ pub async fn ci(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<
         Err(code) => return Ok(code),
     };
     let golden = &config.golden_prompts;
+    let mutation = match mutations_run {
+        true => {
+            let run = run_mutation(&session.ctx, None, config);
+            Some(run.await)
+        }
+        false => None,
+    };
     let contract = match &config.contract {
         Some(c) => Some(run_contract(&session.ctx, c, golden).await),
         None => None,
@@ -202,14 +266,26 @@ pub async fn ci(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<
     };
     let min_score = session.ctx.min_score;
     let crashed = session.stop().await;
-    let (contract, chaos) = match (contract.transpose(), chaos.transpose()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
+    let results = (
+        mutation.transpose(),
+        contract.transpose(),
+        chaos.transpose(),
+    );
+    let (mutation, contract, chaos) = match results {
+        (Ok(m), Ok(a), Ok(b)) => (m, a, b),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("flakestorm: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let mut report = combine(&config.scoring, contract, chaos, &skipped, min_score);
+    let mut report = combine(
+        &config.scoring,
+        mutation,
+        contract,
+        chaos,
+        &skipped,
+        min_score,
+    );
     if let Some(c) = report.contract.as_mut() {
         c.warnings.extend(crashed);
     }
@@ -222,6 +298,9 @@ pub async fn ci(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::Result<
     if show.quiet {
         println!("ci {}: {:.1}/100", verdict.label(), report.overall);
         return Ok(exit(verdict));
+    }
+    if let Some(m) = &report.mutation {
+        println!("{}", mutation_summary(m));
     }
     if let Some(c) = &report.contract {
         print!("{}", summary(c, color()));

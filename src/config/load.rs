@@ -37,6 +37,7 @@ const SECTIONS: &[&str] = &[
     "invariants",
     "golden_prompts",
     "mutations",
+    "model",
     "contract",
     "chaos_matrix",
     "scoring",
@@ -44,13 +45,7 @@ const SECTIONS: &[&str] = &[
 ];
 
 /// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
-const PENDING: &[(&str, &str)] = &[
-    (
-        "model",
-        "LLM-backed mutations (paraphrase, semantic_similarity_attack)",
-    ),
-    ("replays", "replay"),
-];
+const PENDING: &[(&str, &str)] = &[("replays", "replay")];
 
 /// Values from command-line flags; they win over file and environment.
 #[derive(Debug, Clone, Default)]
@@ -328,6 +323,9 @@ fn sections(
         let before = errors.len();
         c.golden_prompts = super::contract::prompts_section(v, errors);
         golden = !c.golden_prompts.is_empty() || errors.len() > before;
+    }
+    if let Some(v) = take("model", errors) {
+        c.model = super::model::model_section(v, errors);
     }
     if let Some(v) = take("mutations", errors) {
         c.mutations = super::mutations::mutations_section(v, errors);

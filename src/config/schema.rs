@@ -1,6 +1,6 @@
 //! Spec types: the YAML users write, with defaults. Field names follow config.md.
-//! Sections that later capabilities own (`model`, `replays`) are not typed here: `load`
-//! reports them as "not applied yet" rather than silently ignoring them.
+//! Sections that later capabilities own (`replays`) are not typed here: `load` reports
+//! them as "not applied yet" rather than silently ignoring them.
 
 use std::path::PathBuf;
 
@@ -28,6 +28,8 @@ pub struct Config {
     pub golden_prompts: Vec<String>,
     /// Adversarial variants of the golden prompts (mutation runs).
     pub mutations: super::MutationsSpec,
+    /// The LLM that writes the mutation types that need one.
+    pub model: Option<super::ModelSpec>,
     /// Invariants × chaos scenarios, with severities.
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,

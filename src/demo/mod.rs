@@ -129,7 +129,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     let skipped = [
         (
             "mutation",
-            "mutation runs are not available in this build".to_string(),
+            "not part of the demo (`flakestorm run` makes mutations of your prompts)".to_string(),
         ),
         (
             "replay",
@@ -138,6 +138,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     ];
     let ci = combine(
         &cfg.scoring,
+        None,
         Some(contract),
         Some(chaos),
         &skipped,

@@ -1,11 +1,15 @@
 //! The mutation engine: adversarial variants of a golden prompt, one small generator per
 //! type (`text/`, one file each), every variant drawn from its own seeded stream (`draw`),
-//! so the same seed and config give byte-identical variants everywhere.
+//! so the same seed and config give byte-identical variants everywhere; `model/` asks the
+//! `model:` LLM for the types that need one. `plan` turns `mutations:` into a run's cases.
 
 // No catch-all arm over a mutation type: a new type must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod draw;
+pub mod model;
+mod plan;
 pub mod text;
 
 pub use draw::Draw;
+pub use plan::{Dropped, Plan, Variant, plan, unsupported};

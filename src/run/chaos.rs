@@ -61,6 +61,67 @@ pub async fn run_chaos(
     if golden.is_empty() {
         return Err(RunError::NoPrompts(name.to_string()));
     }
+    let run = judge_prompts(ctx, name, chaos, golden, invariants).await?;
+    let judged = run.prompts.iter().filter(|p| p.judged).count();
+    let passed = run.prompts.iter().filter(|p| p.passed).count();
+    let score = match judged {
+        0 => 0.0,
+        n => passed as f64 * 100.0 / n as f64,
+    };
+    let judgement = run.decide(ctx, score, judged > 0);
+    Ok(ChaosReport {
+        schema: SCHEMA,
+        config_digest: ctx.config_digest.clone(),
+        chaos: name.to_string(),
+        seed: ctx.engine.seed(),
+        agent_calls: run.cases.len(),
+        score,
+        judgement,
+        min_score: ctx.min_score,
+        coverage: run.coverage,
+        cases: run.cases,
+        prompts: run.prompts,
+        warnings: run.warnings,
+    })
+}
+
+/// Prompts sent under one chaos, each judged with `invariants`: what chaos and mutation
+/// runs share (they score it differently).
+pub(super) struct PromptRun {
+    pub cases: Vec<CaseResult>,
+    /// One per case, in order.
+    pub prompts: Vec<PromptVerdict>,
+    pub coverage: Vec<Coverage>,
+    pub warnings: Vec<String>,
+    mark: super::verdict::JournalMark,
+}
+
+impl PromptRun {
+    /// The run's verdict for `score`.
+    pub(super) fn decide(&self, ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
+        decide(&Evidence {
+            cases: &self.cases,
+            coverage: &self.coverage,
+            exchanges: (ctx.journal.peek_next_id() - self.mark.first) as usize,
+            agent_exchanges: super::verdict::agent_traffic(&ctx.journal, self.mark),
+            declares_traffic: ctx.declared.any(),
+            score,
+            min_score: ctx.min_score,
+            failed_critical: vec![],
+            judged_anything,
+        })
+    }
+}
+
+/// Sends `prompts` under `chaos` (scenario `name`) and judges each case.
+pub(super) async fn judge_prompts(
+    ctx: &RunContext,
+    name: &str,
+    chaos: &CompiledChaos,
+    prompts: &[String],
+    invariants: &[InvariantSpec],
+) -> Result<PromptRun, RunError> {
+    let golden = prompts;
     let compiled: Vec<Invariant> = invariants
         .iter()
         .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
@@ -114,36 +175,11 @@ pub async fn run_chaos(
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.to_string());
     }
-    let judged = prompts.iter().filter(|p| p.judged).count();
-    let passed = prompts.iter().filter(|p| p.passed).count();
-    let score = match judged {
-        0 => 0.0,
-        n => passed as f64 * 100.0 / n as f64,
-    };
-    let coverage = vec![covered];
-    let judgement = decide(&Evidence {
-        cases: &cases,
-        coverage: &coverage,
-        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
-        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
-        declares_traffic: ctx.declared.any(),
-        score,
-        min_score: ctx.min_score,
-        failed_critical: vec![],
-        judged_anything: judged > 0,
-    });
-    Ok(ChaosReport {
-        schema: SCHEMA,
-        config_digest: ctx.config_digest.clone(),
-        chaos: name.to_string(),
-        seed: ctx.engine.seed(),
-        agent_calls: cases.len(),
-        score,
-        judgement,
-        min_score: ctx.min_score,
-        coverage,
+    Ok(PromptRun {
         cases,
         prompts,
+        coverage: vec![covered],
         warnings,
+        mark,
     })
 }

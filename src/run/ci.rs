@@ -1,4 +1,4 @@
-//! `ci`: the phases this build can run (contract, chaos), once each, combined into one
+//! `ci`: the phases this build can run (mutation, contract, chaos), once each, combined into one
 //! score: the `scoring` weights of the phases that ran, renormalised to sum to 1. Phases
 //! that did not run say why. The verdict is the worst of the phases' (error, then fail,
 //! then not tested) and the overall score must reach the pass mark.
@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::verdict::{Judgement, RunVerdict};
-use super::{ChaosReport, ContractReport};
+use super::{ChaosReport, ContractReport, MutationReport};
 use crate::config::ScoringSpec;
 
 pub const SCHEMA: &str = "flakestorm.ci/2";
@@ -36,6 +36,7 @@ pub struct CiReport {
     pub min_score: f64,
     /// The verdict is `pass`.
     pub passed: bool,
+    pub mutation: Option<MutationReport>,
     pub contract: Option<ContractReport>,
     pub chaos: Option<ChaosReport>,
 }
@@ -43,12 +44,18 @@ pub struct CiReport {
 /// Combines phase results. `skipped` lists phases that could not run, with the reason.
 pub fn combine(
     scoring: &ScoringSpec,
+    mutation: Option<MutationReport>,
     contract: Option<ContractReport>,
     chaos: Option<ChaosReport>,
     skipped: &[(&'static str, String)],
     min_score: f64,
 ) -> CiReport {
     let ran = [
+        (
+            "mutation",
+            mutation.as_ref().map(|m| (m.score, &m.judgement)),
+            scoring.mutation,
+        ),
         (
             "contract",
             contract.as_ref().map(|c| (c.score.value, &c.judgement)),
@@ -81,12 +88,9 @@ pub fn combine(
     }
     for (name, why) in skipped
         .iter()
-        .filter(|(n, _)| !matches!(*n, "contract" | "chaos"))
+        .filter(|(n, _)| !matches!(*n, "mutation" | "contract" | "chaos"))
     {
-        let weight = match *name {
-            "mutation" => scoring.mutation,
-            _ => scoring.replay,
-        };
+        let weight = scoring.replay;
         phases.push(Phase {
             name,
             score: None,
@@ -109,7 +113,8 @@ pub fn combine(
     let config_digest = contract
         .as_ref()
         .and_then(|c| c.config_digest.clone())
-        .or_else(|| chaos.as_ref().and_then(|c| c.config_digest.clone()));
+        .or_else(|| chaos.as_ref().and_then(|c| c.config_digest.clone()))
+        .or_else(|| mutation.as_ref().and_then(|m| m.config_digest.clone()));
     CiReport {
         schema: SCHEMA,
         config_digest,
@@ -118,6 +123,7 @@ pub fn combine(
         passed: judgement.verdict.passed(),
         judgement,
         min_score,
+        mutation,
         contract,
         chaos,
     }
@@ -190,20 +196,28 @@ mod tests {
         let r = combine(
             &ScoringSpec::default(),
             None,
+            None,
             Some(chaos.clone()),
             &skipped,
             40.0,
         );
         assert_eq!(r.overall, 50.0, "only chaos ran: its weight becomes 1");
         assert!(r.passed);
-        let r = combine(&ScoringSpec::default(), None, Some(chaos), &skipped, 60.0);
+        let r = combine(
+            &ScoringSpec::default(),
+            None,
+            None,
+            Some(chaos),
+            &skipped,
+            60.0,
+        );
         assert_eq!(r.judgement.verdict, RunVerdict::Fail, "below the pass mark");
         let mutation = r.phases.iter().find(|p| p.name == "mutation").unwrap();
         assert_eq!(
             mutation.skipped.as_deref(),
             Some("needs the mutation engine")
         );
-        let r = combine(&ScoringSpec::default(), None, None, &skipped, 0.0);
+        let r = combine(&ScoringSpec::default(), None, None, None, &skipped, 0.0);
         assert!(!r.passed, "nothing ran: not a pass");
         assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     }
@@ -229,7 +243,14 @@ mod tests {
             agent_calls: 0,
             warnings: vec![],
         };
-        let r = combine(&ScoringSpec::default(), None, Some(untested), &[], 70.0);
+        let r = combine(
+            &ScoringSpec::default(),
+            None,
+            None,
+            Some(untested),
+            &[],
+            70.0,
+        );
         assert_eq!(
             r.judgement.verdict,
             RunVerdict::NotTested,

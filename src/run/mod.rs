@@ -19,6 +19,7 @@ mod embed;
 mod environment;
 mod judge;
 mod matrix;
+mod mutation;
 mod score;
 mod summary;
 mod verdict;
@@ -37,8 +38,9 @@ pub use ci::{CiReport, Phase, combine};
 pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
+pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use score::{Score, contract_score};
-pub use summary::{chaos_summary, summary, verdict_line};
+pub use summary::{chaos_summary, mutation_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {
@@ -109,4 +111,8 @@ pub enum RunError {
     Invariant(String),
     #[error("contract `{0}` has invariants but no prompts: add golden_prompts or probes")]
     NoPrompts(String),
+    #[error("mutation runs need golden_prompts to make variants of")]
+    NothingToMutate,
+    #[error("model: {0}")]
+    Model(String),
 }

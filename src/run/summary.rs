@@ -135,6 +135,58 @@ pub fn verdict_line(score: f64, min_score: f64, j: &Judgement) -> String {
 }
 
 /// The chaos-only report: prompts, what the chaos did, failures, warnings, verdict.
+/// The terminal summary of a mutation run: per type, then the failed variants.
+pub fn mutation_summary(r: &super::MutationReport) -> String {
+    let judged = r.mutants.iter().filter(|m| m.judged).count();
+    let passed = r.mutants.iter().filter(|m| m.passed).count();
+    let under = r
+        .chaos
+        .as_deref()
+        .map(|c| format!(" under {c:?}"))
+        .unwrap_or_default();
+    let mut out = format!(
+        "mutation run{under}: {passed} of {judged} judged variants passed ({} sent, seed {})\n",
+        r.mutants.len(),
+        r.seed
+    );
+    for t in &r.types {
+        let dropped: usize = t.dropped.values().sum();
+        let _ = write!(
+            out,
+            "  {:<28} {:>3}/{:<3} passed  (weight {}",
+            t.kind.name(),
+            t.passed,
+            t.judged,
+            t.weight
+        );
+        if dropped > 0 {
+            let _ = write!(out, ", {dropped} dropped");
+        }
+        out.push_str(")\n");
+    }
+    if r.over_cap > 0 {
+        let _ = writeln!(
+            out,
+            "  {} more variants left out by mutations.max_per_run",
+            r.over_cap
+        );
+    }
+    scenarios(&r.coverage, &mut out);
+    for m in r.mutants.iter().filter(|m| !m.passed) {
+        let why = m.checks.iter().find_map(|v| match v {
+            Verdict::Fail(r) => Some(("✗", r.as_str())),
+            Verdict::NotTested(r) => Some(("? not judged:", r.as_str())),
+            Verdict::Pass(_) | Verdict::NotApplicable(_) => None,
+        });
+        let (mark, why) = why.unwrap_or(("✗", "failed"));
+        let shown: String = m.variant.text.chars().take(80).collect();
+        let _ = write!(out, "\n{mark} [{}] {shown:?}: {why}", m.variant.kind);
+    }
+    warnings(&r.warnings, &mut out);
+    out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
+    out
+}
+
 pub fn chaos_summary(r: &ChaosReport) -> String {
     let passed = r.prompts.iter().filter(|p| p.passed).count();
     let judged = r.prompts.iter().filter(|p| p.judged).count();

@@ -1,0 +1,226 @@
+//! Mutation runs (`run`, `run --chaos`, `ci`'s mutation phase): the planned variants of
+//! every golden prompt sent to the agent, each checked with the top-level invariants, under
+//! no chaos or under the given chaos. The robustness score is the pass rate of the judged
+//! variants weighted by type (`mutations.weights`). Types this build cannot make are
+//! skipped and named; a run that made no variant tested nothing and says so.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::RunContext;
+use super::RunError;
+use super::cases::CaseResult;
+use super::chaos::judge_prompts;
+use super::coverage::Coverage;
+use super::verdict::{Judgement, RunVerdict};
+use crate::checks::Verdict;
+use crate::config::chaos::CompiledChaos;
+use crate::config::{Config, Family, MutationType, MutationsSpec};
+use crate::mutate::model::{self, ModelClient, ModelVariants};
+use crate::mutate::{Dropped, Plan, Variant, plan, text, unsupported};
+
+pub const SCHEMA: &str = "flakestorm.mutation/1";
+
+/// One variant sent, and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MutantVerdict {
+    #[serde(flatten)]
+    pub variant: Variant,
+    /// The golden prompt it was made from.
+    pub original: String,
+    pub weight: f64,
+    /// Every check passed. False for a variant that was not judged.
+    pub passed: bool,
+    pub judged: bool,
+    /// One per invariant, in config order.
+    pub checks: Vec<Verdict>,
+}
+
+/// A type's share of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TypeScore {
+    #[serde(rename = "type")]
+    pub kind: MutationType,
+    pub weight: f64,
+    pub sent: usize,
+    pub judged: usize,
+    pub passed: usize,
+    /// Generated variants not sent, by reason.
+    pub dropped: BTreeMap<Dropped, usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MutationReport {
+    pub schema: &'static str,
+    pub config_digest: Option<String>,
+    /// The chaos the variants ran under (`run --chaos`), or null.
+    pub chaos: Option<String>,
+    pub seed: u64,
+    /// One per variant, in the order sent; `prompt` is the exact text sent.
+    pub cases: Vec<CaseResult>,
+    pub mutants: Vec<MutantVerdict>,
+    pub types: Vec<TypeScore>,
+    /// Requested types that made no variant, with the reason.
+    pub skipped: BTreeMap<MutationType, String>,
+    /// Variants left out by `mutations.max_per_run`.
+    pub over_cap: usize,
+    /// Weighted pass rate of the judged variants, 0–100 (0 when none was judged).
+    pub score: f64,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub min_score: f64,
+    pub coverage: Vec<Coverage>,
+    pub warnings: Vec<String>,
+}
+
+/// The variants of `golden` under `seed`: the rule-based ones, and those `model` wrote.
+pub fn plan_mutations(
+    spec: &MutationsSpec,
+    golden: &[String],
+    seed: u64,
+    model: &ModelVariants,
+) -> Plan {
+    let opts = text::Options {
+        noise_rate: spec.noise_rate,
+        custom_templates: &spec.custom_templates,
+    };
+    let generate = |k: MutationType, p: &str, i, d: &mut crate::mutate::Draw| match k.family() {
+        Family::Model => model.get(k, p, i),
+        Family::Text | Family::Wire => text::generate(k, p, i, d, &opts),
+    };
+    let skip = |k: MutationType| match model.skipped.get(&k) {
+        Some(why) => why.clone(),
+        None if model.failed.contains_key(&k) => format!(
+            "{k}: the model wrote no usable variant ({} calls timed out or had no text)",
+            model.failed[&k]
+        ),
+        None => unsupported(k),
+    };
+    let mut plan = plan(spec, golden, seed, generate, skip);
+    for (kind, n) in &model.failed {
+        *plan
+            .dropped
+            .entry(*kind)
+            .or_default()
+            .entry(Dropped::ModelFailed)
+            .or_default() += n;
+    }
+    plan
+}
+
+/// Runs the mutation phase of `config` (its `golden_prompts`, `mutations`, `model` and
+/// top-level `invariants`); `chaos` is `(name, rules)` for `run --chaos`.
+pub async fn run_mutation(
+    ctx: &RunContext,
+    chaos: Option<(&str, &CompiledChaos)>,
+    config: &Config,
+) -> Result<MutationReport, RunError> {
+    let (golden, spec, invariants) = (
+        &config.golden_prompts,
+        &config.mutations,
+        &config.invariants,
+    );
+    if golden.is_empty() {
+        return Err(RunError::NothingToMutate);
+    }
+    let seed = ctx.engine.seed();
+    let client = match &config.model {
+        Some(m) => Some(ModelClient::new(m).map_err(|e| RunError::Model(e.to_string()))?),
+        None => None,
+    };
+    let fixed = config.advanced.seed.is_some();
+    let written =
+        model::generate(client.as_ref(), spec, golden, seed, fixed, ctx.concurrency).await;
+    let plan = plan_mutations(spec, golden, seed, &written);
+    let empty = CompiledChaos::default();
+    let (name, rules) = chaos.unwrap_or(("mutations", &empty));
+    let texts: Vec<String> = plan.variants.iter().map(|v| v.text.clone()).collect();
+    let mut report = MutationReport {
+        schema: SCHEMA,
+        config_digest: ctx.config_digest.clone(),
+        chaos: chaos.map(|(n, _)| n.to_string()),
+        seed,
+        cases: vec![],
+        mutants: vec![],
+        types: vec![],
+        skipped: plan.skipped.clone(),
+        over_cap: plan.over_cap,
+        score: 0.0,
+        judgement: Judgement {
+            verdict: RunVerdict::NotTested,
+            reasons: vec![],
+        },
+        min_score: ctx.min_score,
+        coverage: vec![],
+        warnings: vec![],
+    };
+    if texts.is_empty() {
+        report.judgement.reasons.push(format!(
+            "no mutated input was made, so the agent was not tested{}",
+            plan.skipped
+                .values()
+                .map(|why| format!("; {why}"))
+                .collect::<String>()
+        ));
+        report.types = type_scores(spec, &plan, &[]);
+        return Ok(report);
+    }
+    let run = judge_prompts(ctx, name, rules, &texts, invariants).await?;
+    let mutants: Vec<MutantVerdict> = plan
+        .variants
+        .iter()
+        .zip(&run.prompts)
+        .map(|(v, p)| MutantVerdict {
+            variant: v.clone(),
+            original: golden[v.prompt_index].clone(),
+            weight: spec.weight(v.kind),
+            passed: p.passed,
+            judged: p.judged,
+            checks: p.checks.clone(),
+        })
+        .collect();
+    let (mut total, mut passed) = (0.0, 0.0);
+    for m in mutants.iter().filter(|m| m.judged) {
+        total += m.weight;
+        if m.passed {
+            passed += m.weight;
+        }
+    }
+    report.score = if total > 0.0 {
+        passed * 100.0 / total
+    } else {
+        0.0
+    };
+    let judged_any = mutants.iter().any(|m| m.judged);
+    report.judgement = run.decide(ctx, report.score, judged_any);
+    report.types = type_scores(spec, &plan, &mutants);
+    report.mutants = mutants;
+    report.cases = run.cases;
+    report.coverage = run.coverage;
+    report.warnings = run.warnings;
+    if !plan.skipped.is_empty() {
+        report
+            .warnings
+            .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
+    }
+    Ok(report)
+}
+
+fn type_scores(spec: &MutationsSpec, plan: &Plan, mutants: &[MutantVerdict]) -> Vec<TypeScore> {
+    spec.types
+        .iter()
+        .map(|&kind| {
+            let of: Vec<&MutantVerdict> =
+                mutants.iter().filter(|m| m.variant.kind == kind).collect();
+            TypeScore {
+                kind,
+                weight: spec.weight(kind),
+                sent: of.len(),
+                judged: of.iter().filter(|m| m.judged).count(),
+                passed: of.iter().filter(|m| m.passed).count(),
+                dropped: plan.dropped.get(&kind).cloned().unwrap_or_default(),
+            }
+        })
+        .collect()
+}

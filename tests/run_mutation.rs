@@ -1,0 +1,281 @@
+//! Mutation runs end to end: the planned variants of each golden prompt reach a real
+//! in-process agent over HTTP exactly as planned, each answer is checked with the
+//! top-level invariants, and the score is the pass rate weighted by type.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::origin::{self, text};
+use common::*;
+use flakestorm::run::{RunVerdict, plan_mutations, run_mutation};
+use http_body_util::BodyExt;
+
+/// An agent that records every input it is sent and answers "ok" only when the input
+/// still names France.
+async fn agent(seen: Arc<Mutex<Vec<String>>>) -> origin::Origin {
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let seen = seen.clone();
+        async move {
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let input = v["input"].as_str().unwrap().to_string();
+            let answer = if input.contains("France") {
+                "ok"
+            } else {
+                "lost"
+            };
+            seen.lock().unwrap().push(input);
+            text(&serde_json::json!({ "result": answer }).to_string())
+        }
+    })
+    .await
+}
+
+const CONFIG: &str = r#"
+golden_prompts: ["What is the capital of France?", "Name a river in France."]
+invariants:
+  - {type: regex, pattern: "^ok$"}
+mutations:
+  count: 3
+  types: [noise, prompt_injection, encoding_attacks, paraphrase]
+  weights: {noise: 2}
+"#;
+
+async fn run(seed: u64) -> (flakestorm::run::MutationReport, Vec<String>) {
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let p = start_proxy(&format!("{CONFIG}advanced:\n  seed: {seed}\n")).await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let report = within("the mutation run", run_mutation(&ctx, None, &cfg))
+        .await
+        .unwrap();
+    p.stop().await;
+    let seen = seen.lock().unwrap().clone();
+    (report, seen)
+}
+
+#[tokio::test]
+async fn the_agent_gets_exactly_the_planned_variants_and_the_score_is_weighted() {
+    let (r, seen) = run(42).await;
+    let cfg_prompts =
+        ["What is the capital of France?", "Name a river in France."].map(String::from);
+    let spec = flakestorm::config::MutationsSpec {
+        types: r.types.iter().map(|t| t.kind).collect(),
+        count: 3,
+        ..Default::default()
+    };
+    let plan = plan_mutations(&spec, &cfg_prompts, 42, &Default::default());
+    let planned: Vec<&str> = plan.variants.iter().map(|v| v.text.as_str()).collect();
+    let mut got: Vec<&str> = seen.iter().map(String::as_str).collect();
+    let mut want = planned.clone();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(
+        got, want,
+        "the agent received the planned variants, byte for byte"
+    );
+    assert_eq!(r.mutants.len(), planned.len());
+    // 3 text types × 2 prompts × 3 variants, less those dropped; paraphrase needs a model.
+    let dropped: usize = r.types.iter().flat_map(|t| t.dropped.values()).sum();
+    assert_eq!(r.mutants.len() + dropped, 18);
+    assert!(
+        r.skipped[&flakestorm::config::MutationType::Paraphrase].contains("`model:` LLM"),
+        "{:?}",
+        r.skipped
+    );
+    // The expected score, from what was sent: weight of the variants naming France over
+    // the weight of all (noise weighs 2, as configured).
+    let (mut pass, mut all) = (0.0, 0.0);
+    for m in &r.mutants {
+        let w = if m.variant.kind.name() == "noise" {
+            2.0
+        } else {
+            m.variant.kind.default_weight()
+        };
+        assert_eq!(m.weight, w);
+        all += w;
+        if m.variant.text.contains("France") {
+            pass += w;
+            assert!(m.passed, "{:?}", m.variant.text);
+        } else {
+            assert!(!m.passed, "{:?}", m.variant.text);
+        }
+    }
+    assert!(
+        pass > 0.0 && pass < all,
+        "both outcomes occur (an encoded variant hides the word), so the weighting is tested"
+    );
+    assert!(
+        (r.score - pass * 100.0 / all).abs() < 1e-9,
+        "{} vs {}",
+        r.score,
+        pass * 100.0 / all
+    );
+    let expected = if r.score >= r.min_score {
+        RunVerdict::Pass
+    } else {
+        RunVerdict::Fail
+    };
+    assert_eq!(r.judgement.verdict, expected, "{:?}", r.judgement);
+}
+
+#[tokio::test]
+async fn the_seed_fixes_the_variants() {
+    let (a, _) = run(7).await;
+    let (b, _) = run(7).await;
+    let (c, _) = run(8).await;
+    let texts = |r: &flakestorm::run::MutationReport| -> Vec<String> {
+        r.mutants.iter().map(|m| m.variant.text.clone()).collect()
+    };
+    assert_eq!(texts(&a), texts(&b));
+    assert_ne!(texts(&a), texts(&c));
+}
+
+#[tokio::test]
+async fn a_run_that_makes_no_variant_is_not_tested() {
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let p = start_proxy(
+        "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {types: [paraphrase, http_header_injection]}\n",
+    )
+    .await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = run_mutation(&ctx, None, &cfg).await.unwrap();
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
+    assert!(
+        r.judgement.reasons[0].starts_with("no mutated input was made"),
+        "{:?}",
+        r.judgement.reasons
+    );
+    assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+    p.stop().await;
+}
+
+/// The `model:` LLM (an OpenAI-compatible server) writes the paraphrases: asked once per
+/// variant, at temperature 0 with a per-variant seed since the run's seed is fixed, with
+/// the key from the environment; a call it fails is dropped and counted.
+#[tokio::test]
+async fn the_model_writes_paraphrases_and_its_failures_are_counted() {
+    let asked = Arc::new(Mutex::new(vec![]));
+    let log = asked.clone();
+    let llm = origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let log = log.clone();
+        async move {
+            let auth = req.headers().get("authorization").map(|v| v.to_str().unwrap().to_string());
+            let path = req.uri().path().to_string();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let said = v["messages"][0]["content"].as_str().unwrap().to_string();
+            log.lock().unwrap().push((path, auth, v.clone()));
+            let prompt = said.rsplit("User request: ").next().unwrap().to_string();
+            if said.contains("variation number 3") {
+                // Junk: no text where OpenAI puts it.
+                return text(r#"{"choices": []}"#);
+            }
+            let n = said.split("variation number ").nth(1).unwrap().chars().next().unwrap();
+            let answer = format!("\"Please, {n}: {prompt}\"");
+            text(&serde_json::json!({"choices": [{"message": {"role": "assistant", "content": answer}}]}).to_string())
+        }
+    })
+    .await;
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let p = start_proxy(
+        "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{type: output_not_empty}]\n\
+         mutations: {count: 3, types: [paraphrase]}\nadvanced: {seed: 3}\n",
+    )
+    .await;
+    // The key comes from the environment, as users must write it.
+    let path = p.dir.path().join("with-model.yaml");
+    let text = std::fs::read_to_string(p.dir.path().join("flakestorm.yaml")).unwrap();
+    let mut file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    file["model"] = serde_json::json!({"provider": "openai", "name": "m",
+        "base_url": llm.http_url("/v1"), "api_key": "${LLM_KEY}"});
+    std::fs::write(&path, file.to_string()).unwrap();
+    let vars = [("LLM_KEY".to_string(), "sk-test".to_string())].into();
+    let cfg = flakestorm::config::load_with_env(Some(&path), &Default::default(), &vars)
+        .unwrap()
+        .config;
+    let (_, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
+        .await
+        .unwrap();
+    p.stop().await;
+    let texts: Vec<&str> = r.mutants.iter().map(|m| m.variant.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "Please, 1: What is the capital of France?",
+            "Please, 2: What is the capital of France?"
+        ],
+        "quotes stripped; variation 3 had no text"
+    );
+    let paraphrase = &r.types[0];
+    assert_eq!(
+        paraphrase.dropped[&flakestorm::mutate::Dropped::ModelFailed],
+        1
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 3);
+    for (path, auth, body) in asked.iter() {
+        assert_eq!(path, "/v1/chat/completions");
+        assert_eq!(auth.as_deref(), Some("Bearer sk-test"));
+        assert_eq!(
+            (body["model"].as_str(), body["temperature"].as_f64()),
+            (Some("m"), Some(0.0))
+        );
+        assert!(body["seed"].is_u64(), "{body}");
+    }
+    let seeds: std::collections::HashSet<u64> = asked
+        .iter()
+        .map(|(_, _, b)| b["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds.len(), 3, "each variant has its own seed");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "the agent got the two written variants"
+    );
+}
+
+/// A model that cannot be reached skips its types with the reason; the run goes on.
+#[tokio::test]
+async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let p = start_proxy(&format!(
+        "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{{type: output_not_empty}}]\n\
+         mutations: {{count: 2, types: [paraphrase, tone_shift]}}\n\
+         model: {{provider: ollama, name: m, base_url: 'http://127.0.0.1:{port}'}}\n"
+    ))
+    .await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
+        .await
+        .unwrap();
+    p.stop().await;
+    let why = &r.skipped[&flakestorm::config::MutationType::Paraphrase];
+    assert!(
+        why.contains("paraphrase was skipped: the model at http://127.0.0.1:"),
+        "{why}"
+    );
+    assert!(
+        r.mutants
+            .iter()
+            .all(|m| m.variant.kind.name() == "tone_shift")
+    );
+    assert_eq!(r.mutants.len(), 2);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("paraphrase was skipped")),
+        "{:?}",
+        r.warnings
+    );
+}
