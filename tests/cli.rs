@@ -98,7 +98,8 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         "llm-rate-limited  3 of 3 cases judged, 6 exchanges; faults: llm-429 (rate_limit) ×6",
         "score 87.0/100 (pass mark 70): PASS",
         "contract   ",
-        "mutation  skipped",
+        "mutation run: 30 of 30 judged variants passed (30 sent, seed 42)",
+        "  mutation  100.0",
         "the journal keeps `[REDACTED]`",
         "`flakestorm demo --print-config`",
     ] {

@@ -14,7 +14,10 @@ use std::path::PathBuf;
 
 use crate::config::{self, Overrides};
 use crate::daemon::Daemon;
-use crate::run::{Declared, RunContext, chaos_summary, combine, run_chaos, run_contract, summary};
+use crate::run::{
+    Declared, RunContext, chaos_summary, combine, mutation_summary, run_chaos, run_contract,
+    run_mutation, summary,
+};
 
 /// The demo's configuration (ports come from `DEMO_*` variables).
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -112,6 +115,9 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     )
     .await
     .map_err(DemoError::from("chaos run"))?;
+    let mutation = run_mutation(&ctx, None, &cfg)
+        .await
+        .map_err(DemoError::from("mutation run"))?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -124,21 +130,17 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         daemon.proxy_addr
     );
     out.push_str(&summary(&contract, false));
+    let _ = writeln!(out, "\nmutation phase (seeded variants of the prompts):");
+    out.push_str(&mutation_summary(&mutation));
     let _ = writeln!(out, "\nchaos phase (LLM answers cut to 4 tokens):");
     out.push_str(&chaos_summary(&chaos));
-    let skipped = [
-        (
-            "mutation",
-            "not part of the demo (`flakestorm run` makes mutations of your prompts)".to_string(),
-        ),
-        (
-            "replay",
-            "replay runs are not available in this build".to_string(),
-        ),
-    ];
+    let skipped = [(
+        "replay",
+        "replay runs are not available in this build".to_string(),
+    )];
     let ci = combine(
         &cfg.scoring,
-        None,
+        Some(mutation),
         Some(contract),
         Some(chaos),
         &skipped,
