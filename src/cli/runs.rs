@@ -104,6 +104,105 @@ pub async fn contract(loaded: Loaded, args: ReportArgs, show: Show) -> anyhow::R
     Ok(exit(verdict))
 }
 
+/// The chaos a run injects: `profile`, else the config's `chaos:` section (named `chaos`).
+/// Nothing to inject is a usage error (exit 2).
+fn chaos_to_inject(
+    loaded: &Loaded,
+    profile: Option<String>,
+) -> Result<(String, crate::config::chaos::CompiledChaos), ExitCode> {
+    let (name, chaos) = match profile {
+        Some(p) => match crate::chaos::profiles::load(&p) {
+            Ok(spec) => (p, spec),
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                return Err(ExitCode::from(2));
+            }
+        },
+        None => ("chaos".to_string(), loaded.config.chaos.clone()),
+    };
+    if chaos.is_empty() {
+        eprintln!("flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile");
+        return Err(ExitCode::from(2));
+    }
+    Ok((name, chaos))
+}
+
+/// What `finish` needs of a single-phase run's report.
+trait PhaseReport: serde::Serialize {
+    fn warnings(&mut self) -> &mut Vec<String>;
+    fn verdict(&self) -> RunVerdict;
+    /// `--quiet`: one line.
+    fn line(&self) -> String;
+    fn summary(&self) -> String;
+}
+
+impl PhaseReport for crate::run::ChaosReport {
+    fn warnings(&mut self) -> &mut Vec<String> {
+        &mut self.warnings
+    }
+    fn verdict(&self) -> RunVerdict {
+        self.judgement.verdict
+    }
+    fn line(&self) -> String {
+        format!(
+            "chaos {}: {:.1}/100",
+            self.judgement.verdict.label(),
+            self.score
+        )
+    }
+    fn summary(&self) -> String {
+        chaos_summary(self)
+    }
+}
+
+impl PhaseReport for crate::run::MutationReport {
+    fn warnings(&mut self) -> &mut Vec<String> {
+        &mut self.warnings
+    }
+    fn verdict(&self) -> RunVerdict {
+        self.judgement.verdict
+    }
+    fn line(&self) -> String {
+        format!(
+            "mutation {}: {:.1}/100",
+            self.judgement.verdict.label(),
+            self.score
+        )
+    }
+    fn summary(&self) -> String {
+        mutation_summary(self)
+    }
+}
+
+/// Ends a single-phase run: stops the session (its warnings, e.g. a crashed agent, join
+/// the report's), writes the report and prints it as `show` says.
+async fn finish<R: PhaseReport>(
+    session: Session,
+    path: &Path,
+    result: Result<R, crate::run::RunError>,
+    show: Show,
+) -> anyhow::Result<ExitCode> {
+    let crashed = session.stop().await;
+    let mut report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    report.warnings().extend(crashed);
+    write_report(&report, path)?;
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if show.quiet {
+        println!("{}", report.line());
+    } else {
+        print!("{}", report.summary());
+        println!("report: {}", path.display());
+    }
+    Ok(exit(report.verdict()))
+}
+
 /// `run --chaos-only`: golden prompts under the `chaos:` section or `profile`, checked with
 /// the top-level invariants.
 pub async fn chaos_only(
@@ -113,20 +212,10 @@ pub async fn chaos_only(
     show: Show,
 ) -> anyhow::Result<ExitCode> {
     let config = &loaded.config;
-    let (name, chaos) = match profile {
-        Some(p) => match crate::chaos::profiles::load(&p) {
-            Ok(spec) => (p, spec),
-            Err(e) => {
-                eprintln!("flakestorm: {e}");
-                return Ok(ExitCode::from(2));
-            }
-        },
-        None => ("chaos".to_string(), config.chaos.clone()),
+    let (name, chaos) = match chaos_to_inject(&loaded, profile) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
     };
-    if chaos.is_empty() {
-        eprintln!("flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile");
-        return Ok(ExitCode::from(2));
-    }
     if config.invariants.is_empty() {
         eprintln!("flakestorm: a chaos run needs `invariants:` to check the answers with");
         return Ok(ExitCode::from(2));
@@ -137,26 +226,7 @@ pub async fn chaos_only(
     };
     let golden = &config.golden_prompts;
     let result = run_chaos(&session.ctx, &name, &chaos, golden, &config.invariants).await;
-    let crashed = session.stop().await;
-    let mut report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("flakestorm: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    report.warnings.extend(crashed);
-    write_report(&report, &path)?;
-    let verdict = report.judgement.verdict;
-    if show.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else if show.quiet {
-        println!("chaos {}: {:.1}/100", verdict.label(), report.score);
-    } else {
-        print!("{}", chaos_summary(&report));
-        println!("report: {}", path.display());
-    }
-    Ok(exit(verdict))
+    finish(session, &path, result, show).await
 }
 
 /// `run` (mutations alone) and `run --chaos` (mutations under the `chaos:` rules or
@@ -168,23 +238,14 @@ pub async fn mutation(
     args: ReportArgs,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
-    let config = &loaded.config;
-    let chaos = match (under_chaos, profile) {
-        (false, None) => None,
-        (_, Some(p)) => match crate::chaos::profiles::load(&p) {
-            Ok(spec) => Some((p, spec)),
-            Err(e) => {
-                eprintln!("flakestorm: {e}");
-                return Ok(ExitCode::from(2));
-            }
+    let chaos = match under_chaos || profile.is_some() {
+        true => match chaos_to_inject(&loaded, profile) {
+            Ok(c) => Some(c),
+            Err(code) => return Ok(code),
         },
-        (true, None) => Some(("chaos".to_string(), config.chaos.clone())),
+        false => None,
     };
-    if chaos.as_ref().is_some_and(|(_, c)| c.is_empty()) {
-        eprintln!("flakestorm: nothing to inject: add a `chaos:` section or pass --chaos-profile");
-        return Ok(ExitCode::from(2));
-    }
-    if config.invariants.is_empty() {
+    if loaded.config.invariants.is_empty() {
         eprintln!("flakestorm: a mutation run needs `invariants:` to check the answers with");
         return Ok(ExitCode::from(2));
     }
@@ -193,28 +254,8 @@ pub async fn mutation(
         Err(code) => return Ok(code),
     };
     let chaos = chaos.as_ref().map(|(n, c)| (n.as_str(), c));
-    let result = run_mutation(&session.ctx, chaos, config);
-    let result = result.await;
-    let crashed = session.stop().await;
-    let mut report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("flakestorm: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    report.warnings.extend(crashed);
-    write_report(&report, &path)?;
-    let verdict = report.judgement.verdict;
-    if show.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else if show.quiet {
-        println!("mutation {}: {:.1}/100", verdict.label(), report.score);
-    } else {
-        print!("{}", mutation_summary(&report));
-        println!("report: {}", path.display());
-    }
-    Ok(exit(verdict))
+    let result = run_mutation(&session.ctx, chaos, &loaded.config).await;
+    finish(session, &path, result, show).await
 }
 
 /// `ci`: mutation, contract and chaos phases once each, one weighted score.

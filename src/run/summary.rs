@@ -135,6 +135,16 @@ pub fn verdict_line(score: f64, min_score: f64, j: &Judgement) -> String {
 }
 
 /// The chaos-only report: prompts, what the chaos did, failures, warnings, verdict.
+/// The mark and reason of the first check of a case that did not pass.
+fn first_problem(checks: &[Verdict]) -> (&'static str, &str) {
+    let why = checks.iter().find_map(|v| match v {
+        Verdict::Fail(r) => Some(("✗", r.as_str())),
+        Verdict::NotTested(r) => Some(("? not judged:", r.as_str())),
+        Verdict::Pass(_) | Verdict::NotApplicable(_) => None,
+    });
+    why.unwrap_or(("✗", "failed"))
+}
+
 /// The terminal summary of a mutation run: per type, then the failed variants.
 pub fn mutation_summary(r: &super::MutationReport) -> String {
     let judged = r.mutants.iter().filter(|m| m.judged).count();
@@ -173,12 +183,7 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
     }
     scenarios(&r.coverage, &mut out);
     for m in r.mutants.iter().filter(|m| !m.passed) {
-        let why = m.checks.iter().find_map(|v| match v {
-            Verdict::Fail(r) => Some(("✗", r.as_str())),
-            Verdict::NotTested(r) => Some(("? not judged:", r.as_str())),
-            Verdict::Pass(_) | Verdict::NotApplicable(_) => None,
-        });
-        let (mark, why) = why.unwrap_or(("✗", "failed"));
+        let (mark, why) = first_problem(&m.checks);
         let shown: String = m.variant.text.chars().take(80).collect();
         let _ = write!(out, "\n{mark} [{}] {shown:?}: {why}", m.variant.kind);
     }
@@ -197,12 +202,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
     );
     scenarios(&r.coverage, &mut out);
     for p in r.prompts.iter().filter(|p| !p.passed) {
-        let why = p.checks.iter().find_map(|v| match v {
-            Verdict::Fail(r) => Some(("✗", r.as_str())),
-            Verdict::NotTested(r) => Some(("? not judged:", r.as_str())),
-            Verdict::Pass(_) | Verdict::NotApplicable(_) => None,
-        });
-        let (mark, why) = why.unwrap_or(("✗", "failed"));
+        let (mark, why) = first_problem(&p.checks);
         let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);
     }
     warnings(&r.warnings, &mut out);
