@@ -6,5 +6,6 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod draw;
+pub mod wire;
 
 pub use draw::Draw;
