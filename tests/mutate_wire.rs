@@ -206,6 +206,24 @@ async fn a_missing_final_chunk_is_followed_by_the_end_of_input() {
     assert_eq!(wire::judge(&a, &replies), Ok(()));
 }
 
+/// An agent that refuses a 10 MiB body after its head and reads no more is heard: the
+/// response is read while the request is still being written.
+#[tokio::test]
+async fn an_early_refusal_is_heard_while_the_body_is_still_being_written() {
+    let refuse = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let agent = raw_agent::start(None, move |_| Canned::ReplyAndStall(refuse.clone())).await;
+    let t = target(agent.url("/invoke"), 5_000);
+    let a = build(M::PayloadSizeAttack, 1, &t);
+    agent.expect(4096);
+    let replies = common::within("early refusal", wire::send(&a, &t)).await;
+    assert_eq!(
+        (replies[0].status, replies[0].error.as_deref()),
+        (Some(413), None)
+    );
+    assert!(agent.received()[0].len() < a.requests[0].len());
+    assert_eq!(wire::judge(&a, &replies), Ok(()));
+}
+
 /// The agent's own deadline under test, in paused time.
 #[tokio::test(start_paused = true)]
 async fn a_hang_fails_with_timed_out() {

@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 pub enum Canned {
     /// These bytes, then the connection closed.
     Reply(Vec<u8>),
+    /// These bytes, then the write side closed, and nothing more read (an agent that
+    /// refuses early and ignores the rest of the request).
+    ReplyAndStall(Vec<u8>),
     /// Close without a byte.
     Close,
     /// Keep the connection open and never answer.
@@ -139,6 +142,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         Canned::Reply(bytes) => {
             let _ = s.write_all(&bytes).await;
             let _ = s.shutdown().await;
+        }
+        Canned::ReplyAndStall(bytes) => {
+            let _ = s.write_all(&bytes).await;
+            let _ = s.shutdown().await;
+            stop.cancelled().await;
         }
         Canned::Close => {
             let _ = s.shutdown().await;
