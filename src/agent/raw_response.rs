@@ -344,6 +344,31 @@ mod tests {
         }
     }
 
+    /// Seeded junk after plausible heads: every input ends in a verdict, never a panic.
+    #[tokio::test]
+    async fn any_reply_is_read_without_panicking() {
+        let prefixes: [&[u8]; 5] = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: ",
+            b"HTTP/1.1 ",
+            b"HTTP/1.0 100 Continue\r\n\r\n",
+            b"",
+        ];
+        let alphabet = b"0123456789abcdefxz;: \r\n\r\nHTTP/1.1 ";
+        for i in 0..2_000u32 {
+            let mut d = crate::mutate::Draw::new(9, crate::config::MutationType::Noise, "raw", i);
+            let mut bytes = prefixes[d.below(prefixes.len())].to_vec();
+            for _ in 0..d.below(64) {
+                bytes.push(match d.below(4) {
+                    0 => d.next_u64() as u8,
+                    _ => alphabet[d.below(alphabet.len())],
+                });
+            }
+            let (p, r) = read(&bytes, d.chance(0.1)).await;
+            assert!(r.is_ok() || p.note.is_none(), "{bytes:?}");
+        }
+    }
+
     #[tokio::test]
     async fn a_large_body_is_capped_and_noted() {
         let mut bytes = format!(
