@@ -8,6 +8,7 @@ pub mod agents;
 pub mod cli;
 pub mod origin;
 pub mod raw;
+pub mod raw_agent;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
