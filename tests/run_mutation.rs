@@ -137,7 +137,7 @@ async fn a_run_that_makes_no_variant_is_not_tested() {
     let seen = Arc::new(Mutex::new(vec![]));
     let a = agent(seen.clone()).await;
     let p = start_proxy(
-        "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {types: [paraphrase, http_header_injection]}\n",
+        "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {types: [paraphrase]}\n",
     )
     .await;
     let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
@@ -278,4 +278,57 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
         "{:?}",
         r.warnings
     );
+}
+
+/// Wire-level variants reach the agent's endpoint as raw requests; an agent that answers one
+/// of them with a 5xx fails that case with the reason, and the run goes on with the rest
+/// (each case then checks the agent still answers its normal request).
+#[tokio::test]
+async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
+    let methods = Arc::new(Mutex::new(vec![]));
+    let log = methods.clone();
+    let a = origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let log = log.clone();
+        async move {
+            let method = req.method().to_string();
+            log.lock().unwrap().push(method.clone());
+            let mut r = text(r#"{"result": "ok"}"#);
+            if method == "DELETE" {
+                *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            }
+            r
+        }
+    })
+    .await;
+    let p = start_proxy(
+        "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{type: output_not_empty}]\n\
+         mutations: {count: 7, types: [request_method_attack]}\n",
+    )
+    .await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
+        .await
+        .unwrap();
+    p.stop().await;
+    assert_eq!(r.mutants.len(), 7, "{:#?}", r.mutants);
+    let failed: Vec<&str> = r
+        .mutants
+        .iter()
+        .filter(|m| !m.passed)
+        .map(|m| m.variant.text.as_str())
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].contains("DELETE /invoke"), "{failed:?}");
+    let why = format!("{:?}", r.mutants.iter().find(|m| !m.passed).unwrap().checks);
+    assert!(why.contains("500"), "{why}");
+    let seen = methods.lock().unwrap().clone();
+    for m in ["GET", "PUT", "PATCH", "OPTIONS", "HEAD", "DELETE"] {
+        assert!(seen.iter().any(|s| s == m), "{m} never arrived: {seen:?}");
+    }
+    // Every attack is followed by the agent's normal request.
+    assert!(
+        seen.iter().filter(|s| *s == "POST").count() >= 6,
+        "{seen:?}"
+    );
+    assert!((r.score - 100.0 * 6.0 / 7.0).abs() < 1e-9, "{}", r.score);
 }

@@ -126,10 +126,7 @@ pub fn unsupported(kind: MutationType) -> String {
             "{kind} needs the `model:` LLM, which wrote no variant for this plan; the run goes \
              on with the other types"
         ),
-        Family::Wire => format!(
-            "{kind} is a wire-level mutation, which this build does not send yet; the run goes \
-             on with the other types"
-        ),
+        Family::Wire => format!("{kind}: no wire-level variant was planned"),
         Family::Text => format!("{kind} made no variant"),
     }
 }

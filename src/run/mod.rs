@@ -23,6 +23,7 @@ mod mutation;
 mod score;
 mod summary;
 mod verdict;
+mod wire_cases;
 
 use serde::Serialize;
 

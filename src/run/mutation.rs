@@ -13,7 +13,8 @@ use super::RunError;
 use super::cases::CaseResult;
 use super::chaos::judge_prompts;
 use super::coverage::Coverage;
-use super::verdict::{Judgement, RunVerdict};
+use super::verdict::{Evidence, Judgement, RunVerdict, decide};
+use super::wire_cases::run_wire_case;
 use crate::checks::Verdict;
 use crate::config::chaos::CompiledChaos;
 use crate::config::{Config, Family, MutationType, MutationsSpec};
@@ -85,9 +86,12 @@ pub fn plan_mutations(
         noise_rate: spec.noise_rate,
         custom_templates: &spec.custom_templates,
     };
+    // A wire variant is built when it is sent (it needs the agent's target, and can be
+    // 10 MB): here it is a placeholder, unique per prompt and index.
     let generate = |k: MutationType, p: &str, i, d: &mut crate::mutate::Draw| match k.family() {
         Family::Model => model.get(k, p, i),
-        Family::Text | Family::Wire => text::generate(k, p, i, d, &opts),
+        Family::Text => text::generate(k, p, i, d, &opts),
+        Family::Wire => Some(format!("{k} #{i}")),
     };
     let skip = |k: MutationType| match model.skipped.get(&k) {
         Some(why) => why.clone(),
@@ -135,7 +139,13 @@ pub async fn run_mutation(
     let plan = plan_mutations(spec, golden, seed, &written);
     let empty = CompiledChaos::default();
     let (name, rules) = chaos.unwrap_or(("mutations", &empty));
-    let texts: Vec<String> = plan.variants.iter().map(|v| v.text.clone()).collect();
+    let is_wire = |v: &&Variant| v.kind.family() == Family::Wire;
+    let texts: Vec<String> = plan
+        .variants
+        .iter()
+        .filter(|v| !is_wire(v))
+        .map(|v| v.text.clone())
+        .collect();
     let mut report = MutationReport {
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
@@ -155,7 +165,7 @@ pub async fn run_mutation(
         coverage: vec![],
         warnings: vec![],
     };
-    if texts.is_empty() {
+    if plan.variants.is_empty() {
         report.judgement.reasons.push(format!(
             "no mutated input was made, so the agent was not tested{}",
             plan.skipped
@@ -166,20 +176,38 @@ pub async fn run_mutation(
         report.types = type_scores(spec, &plan, &[]);
         return Ok(report);
     }
-    let run = judge_prompts(ctx, name, rules, &texts, invariants).await?;
-    let mutants: Vec<MutantVerdict> = plan
-        .variants
-        .iter()
-        .zip(&run.prompts)
-        .map(|(v, p)| MutantVerdict {
-            variant: v.clone(),
-            original: golden[v.prompt_index].clone(),
+    let run = match texts.is_empty() {
+        true => None,
+        false => Some(judge_prompts(ctx, name, rules, &texts, invariants).await?),
+    };
+    let mut judged_texts = run.iter().flat_map(|r| &r.prompts);
+    let mut mutants = Vec::with_capacity(plan.variants.len());
+    for v in &plan.variants {
+        let original = golden[v.prompt_index].clone();
+        let (variant, passed, judged, checks) = if is_wire(&v) {
+            let case = run_wire_case(ctx, seed, v.kind, &original, v.index).await;
+            let variant = Variant {
+                text: case.sent,
+                ..v.clone()
+            };
+            let passed = case.verdict.passed();
+            let judged = !matches!(case.verdict, Verdict::NotTested(_));
+            (variant, passed, judged, vec![case.verdict])
+        } else {
+            let Some(p) = judged_texts.next() else {
+                break;
+            };
+            (v.clone(), p.passed, p.judged, p.checks.clone())
+        };
+        mutants.push(MutantVerdict {
+            variant,
+            original,
             weight: spec.weight(v.kind),
-            passed: p.passed,
-            judged: p.judged,
-            checks: p.checks.clone(),
-        })
-        .collect();
+            passed,
+            judged,
+            checks,
+        });
+    }
     let (mut total, mut passed) = (0.0, 0.0);
     for m in mutants.iter().filter(|m| m.judged) {
         total += m.weight;
@@ -193,12 +221,29 @@ pub async fn run_mutation(
         0.0
     };
     let judged_any = mutants.iter().any(|m| m.judged);
-    report.judgement = run.decide(ctx, report.score, judged_any);
+    report.judgement = match &run {
+        Some(r) => r.decide(ctx, report.score, judged_any),
+        // Only wire cases: they reach the agent's endpoint directly, so no traffic has to
+        // cross the proxy for them.
+        None => decide(&Evidence {
+            cases: &[],
+            coverage: &[],
+            exchanges: 0,
+            agent_exchanges: 0,
+            declares_traffic: false,
+            score: report.score,
+            min_score: ctx.min_score,
+            failed_critical: vec![],
+            judged_anything: judged_any,
+        }),
+    };
     report.types = type_scores(spec, &plan, &mutants);
     report.mutants = mutants;
-    report.cases = run.cases;
-    report.coverage = run.coverage;
-    report.warnings = run.warnings;
+    if let Some(run) = run {
+        report.cases = run.cases;
+        report.coverage = run.coverage;
+        report.warnings = run.warnings;
+    }
     if !plan.skipped.is_empty() {
         report
             .warnings
