@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use flakestorm::agent::Agent;
-use flakestorm::config::{self, Family, MutationType, MutationsSpec, Overrides};
+use flakestorm::config::{self, AgentSpec, Family, MutationType, MutationsSpec, Overrides};
 use flakestorm::daemon::Daemon;
+use flakestorm::mutate::{Draw, wire};
 use flakestorm::run::{RunContext, plan_mutations, run_mutation};
 use http_body_util::Full;
 use hyper::service::service_fn;
@@ -60,29 +61,56 @@ fn prompts(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Median time to plan every text type × 20 variants of 10 prompts, and the variants made.
-fn generation() -> (f64, usize, usize) {
-    let text: Vec<MutationType> = MutationType::ALL
+/// Median time to plan every type that needs no LLM (13 rule-based, 9 wire-level) × 20
+/// variants of 10 prompts, the variants planned, and the median time to build every
+/// wire attack of that plan (which a run builds one at a time, as it sends them).
+fn generation() -> (f64, usize, usize, f64, usize) {
+    let kinds: Vec<MutationType> = MutationType::ALL
         .into_iter()
-        .filter(|t| t.family() == Family::Text)
+        .filter(|t| t.family() != Family::Model)
         .collect();
     let spec = MutationsSpec {
         count: 20,
-        types: text.clone(),
+        types: kinds.clone(),
         max_per_run: 100_000,
         custom_templates: vec![("polite".into(), "Please: {prompt}".into())],
         ..MutationsSpec::default()
     };
     let golden = prompts(10);
-    let mut times = vec![];
-    let mut made = 0;
+    let target = serde_json::from_value::<AgentSpec>(
+        serde_json::json!({"endpoint": "http://127.0.0.1:9/invoke"}),
+    )
+    .unwrap()
+    .compile()
+    .unwrap();
+    let (mut plan_t, mut wire_t) = (vec![], vec![]);
+    let (mut made, mut wire_bytes) = (0, 0);
     for _ in 0..RUNS {
         let start = Instant::now();
         let plan = plan_mutations(&spec, &golden, 42, &Default::default());
-        times.push(start.elapsed().as_secs_f64());
+        plan_t.push(start.elapsed().as_secs_f64());
         made = plan.variants.len();
+        let start = Instant::now();
+        wire_bytes = 0;
+        for v in plan
+            .variants
+            .iter()
+            .filter(|v| v.kind.family() == Family::Wire)
+        {
+            let prompt = &golden[v.prompt_index];
+            let mut d = Draw::new(42, v.kind, prompt, v.index);
+            let attack = wire::generate(v.kind, prompt, v.index, &mut d, &target).unwrap();
+            wire_bytes += attack.requests.iter().map(Vec::len).sum::<usize>();
+        }
+        wire_t.push(start.elapsed().as_secs_f64());
     }
-    (median(times), text.len(), made)
+    (
+        median(plan_t),
+        kinds.len(),
+        made,
+        median(wire_t),
+        wire_bytes,
+    )
 }
 
 #[tokio::main]
@@ -91,7 +119,7 @@ async fn main() {
         println!("mutate bench: skipped (run with `cargo bench --bench mutate`)");
         return;
     }
-    let (gen_s, types, made) = generation();
+    let (gen_s, types, made, wire_s, wire_bytes) = generation();
     let port = agent().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flakestorm.yaml");
@@ -159,15 +187,18 @@ async fn main() {
     let mut md = String::from("<!-- bench:mutate:start -->\n## Mutation runs\n\n");
     md.push_str(&format!(
         "- Command: `cargo bench --bench mutate` (source: `benches/mutate.rs`)\n- Machine: {} cores\n\
-         - Method: median of {RUNS} runs. Generation: `plan_mutations` over every rule-based type ({types}) × 20 variants × 10 prompts, no LLM. Run: {cases} mutated cases against an in-process agent whose every call takes {AGENT_MS} ms, concurrency 10, the real proxy and run engine; baseline: the same inputs sent straight to the agent by 10 workers in the same process.\n\
+         - Method: median of {RUNS} runs. Generation: `plan_mutations` over every type that needs no LLM ({types}: 13 rule-based, 9 wire-level) × 20 variants × 10 prompts; a wire variant is planned as a placeholder and built when it is sent, so its build is a row of its own. The two model-written types are one LLM call per variant and are not measured here. Run: {cases} mutated cases against an in-process agent whose every call takes {AGENT_MS} ms, concurrency 10, the real proxy and run engine; baseline: the same inputs sent straight to the agent by 10 workers in the same process.\n\
          - For scale: the Python Flakestorm asks its LLM for every variant before the first case runs.\n\n\
          | what | median | |\n|--|--:|--:|\n\
-         | generate {made} variants | {:.1} ms | |\n\
+         | plan {made} variants | {:.1} ms | |\n\
+         | build the plan's wire attacks ({:.0} MB of requests) | {:.0} ms | |\n\
          | mutation run, {cases} cases | {run_s:.3} s | {:.2}× the baseline |\n\
          | baseline: {cases} direct calls, 10 workers | {base_s:.3} s | |\n\
          <!-- bench:mutate:end -->\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         gen_s * 1000.0,
+        wire_bytes as f64 / 1e6,
+        wire_s * 1000.0,
         run_s / base_s,
     ));
     print!("{md}");

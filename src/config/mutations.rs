@@ -1,192 +1,13 @@
 //! The `mutations:` section (config.md): which adversarial variants of each golden prompt a
 //! mutation run sends, how many, and how each type weighs in the robustness score. The
-//! 24 types are one closed enum; `mutate/` generates them.
+//! types are `mutation_type::MutationType`; `mutate/` generates them.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::ConfigError;
-
-/// The 24 mutation types, spelled as config.md and Flakestorm v2 spell them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MutationType {
-    // Core.
-    Paraphrase,
-    Noise,
-    ToneShift,
-    PromptInjection,
-    EncodingAttacks,
-    ContextManipulation,
-    LengthExtremes,
-    Custom,
-    // Advanced prompt-level.
-    MultiTurnAttack,
-    AdvancedJailbreak,
-    SemanticSimilarityAttack,
-    FormatPoisoning,
-    LanguageMixing,
-    TokenManipulation,
-    TemporalAttack,
-    // Wire-level.
-    HttpHeaderInjection,
-    PayloadSizeAttack,
-    ContentTypeConfusion,
-    QueryParameterPoisoning,
-    RequestMethodAttack,
-    ProtocolLevelAttack,
-    ResourceExhaustion,
-    ConcurrentRequestPattern,
-    TimeoutManipulation,
-}
-
-/// How a type's variants are made and sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// Rule-based, from the run seed alone: no LLM.
-    Text,
-    /// Needs the `model:` LLM.
-    Model,
-    /// A request shape, sent on the wire to the agent's endpoint.
-    Wire,
-}
-
-use MutationType as M;
-
-impl MutationType {
-    pub const ALL: [MutationType; 24] = [
-        M::Paraphrase,
-        M::Noise,
-        M::ToneShift,
-        M::PromptInjection,
-        M::EncodingAttacks,
-        M::ContextManipulation,
-        M::LengthExtremes,
-        M::Custom,
-        M::MultiTurnAttack,
-        M::AdvancedJailbreak,
-        M::SemanticSimilarityAttack,
-        M::FormatPoisoning,
-        M::LanguageMixing,
-        M::TokenManipulation,
-        M::TemporalAttack,
-        M::HttpHeaderInjection,
-        M::PayloadSizeAttack,
-        M::ContentTypeConfusion,
-        M::QueryParameterPoisoning,
-        M::RequestMethodAttack,
-        M::ProtocolLevelAttack,
-        M::ResourceExhaustion,
-        M::ConcurrentRequestPattern,
-        M::TimeoutManipulation,
-    ];
-
-    /// config.md's default `types`: the core types (`custom` only with templates, added
-    /// by the loader).
-    pub const DEFAULT: [MutationType; 7] = [
-        M::Paraphrase,
-        M::Noise,
-        M::ToneShift,
-        M::PromptInjection,
-        M::EncodingAttacks,
-        M::ContextManipulation,
-        M::LengthExtremes,
-    ];
-
-    /// The name users write.
-    pub fn name(self) -> &'static str {
-        match self {
-            M::Paraphrase => "paraphrase",
-            M::Noise => "noise",
-            M::ToneShift => "tone_shift",
-            M::PromptInjection => "prompt_injection",
-            M::EncodingAttacks => "encoding_attacks",
-            M::ContextManipulation => "context_manipulation",
-            M::LengthExtremes => "length_extremes",
-            M::Custom => "custom",
-            M::MultiTurnAttack => "multi_turn_attack",
-            M::AdvancedJailbreak => "advanced_jailbreak",
-            M::SemanticSimilarityAttack => "semantic_similarity_attack",
-            M::FormatPoisoning => "format_poisoning",
-            M::LanguageMixing => "language_mixing",
-            M::TokenManipulation => "token_manipulation",
-            M::TemporalAttack => "temporal_attack",
-            M::HttpHeaderInjection => "http_header_injection",
-            M::PayloadSizeAttack => "payload_size_attack",
-            M::ContentTypeConfusion => "content_type_confusion",
-            M::QueryParameterPoisoning => "query_parameter_poisoning",
-            M::RequestMethodAttack => "request_method_attack",
-            M::ProtocolLevelAttack => "protocol_level_attack",
-            M::ResourceExhaustion => "resource_exhaustion",
-            M::ConcurrentRequestPattern => "concurrent_request_pattern",
-            M::TimeoutManipulation => "timeout_manipulation",
-        }
-    }
-
-    pub fn family(self) -> Family {
-        match self {
-            M::Paraphrase | M::SemanticSimilarityAttack => Family::Model,
-            M::Noise
-            | M::ToneShift
-            | M::PromptInjection
-            | M::EncodingAttacks
-            | M::ContextManipulation
-            | M::LengthExtremes
-            | M::Custom
-            | M::MultiTurnAttack
-            | M::AdvancedJailbreak
-            | M::FormatPoisoning
-            | M::LanguageMixing
-            | M::TokenManipulation
-            | M::TemporalAttack => Family::Text,
-            M::HttpHeaderInjection
-            | M::PayloadSizeAttack
-            | M::ContentTypeConfusion
-            | M::QueryParameterPoisoning
-            | M::RequestMethodAttack
-            | M::ProtocolLevelAttack
-            | M::ResourceExhaustion
-            | M::ConcurrentRequestPattern
-            | M::TimeoutManipulation => Family::Wire,
-        }
-    }
-
-    /// Flakestorm v2's default weight in the robustness score (harder attacks weigh more).
-    pub fn default_weight(self) -> f64 {
-        match self {
-            M::Paraphrase | M::Custom => 1.0,
-            M::Noise => 0.8,
-            M::ToneShift => 0.9,
-            M::PromptInjection
-            | M::TokenManipulation
-            | M::ContentTypeConfusion
-            | M::ResourceExhaustion => 1.5,
-            M::EncodingAttacks
-            | M::SemanticSimilarityAttack
-            | M::RequestMethodAttack
-            | M::TimeoutManipulation => 1.3,
-            M::ContextManipulation | M::TemporalAttack => 1.1,
-            M::LengthExtremes | M::LanguageMixing => 1.2,
-            M::MultiTurnAttack | M::PayloadSizeAttack | M::ConcurrentRequestPattern => 1.4,
-            M::AdvancedJailbreak => 2.0,
-            M::FormatPoisoning | M::QueryParameterPoisoning => 1.6,
-            M::HttpHeaderInjection => 1.7,
-            M::ProtocolLevelAttack => 1.8,
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<MutationType> {
-        MutationType::ALL.into_iter().find(|t| t.name() == name)
-    }
-}
-
-impl std::fmt::Display for MutationType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use super::mutation_type::MutationType;
 
 /// Largest `count` and `max_per_run`: a mutation run is a test, not a load test.
 pub const MAX_COUNT: u32 = 100;
@@ -368,6 +189,7 @@ pub(super) fn mutations_section(
 
 #[cfg(test)]
 mod tests {
+    use super::super::Family;
     use super::*;
 
     use serde_json::json;
