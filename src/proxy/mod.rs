@@ -89,6 +89,21 @@ impl Settings {
     fn compile(c: &Config) -> Result<Self, ProxyBuildError> {
         let p = &c.proxy;
         let bad = |what: &str, e: String| ProxyBuildError::Config(format!("{what}: {e}"));
+        // Read when the config loaded; a config built in code must read it too, or the
+        // proxy would silently not trust the CA it names.
+        if let Some(f) = p
+            .upstream_ca_file
+            .as_ref()
+            .filter(|_| p.upstream_ca.is_empty())
+        {
+            return Err(bad(
+                "proxy.upstream_ca_file",
+                format!(
+                    "{} was set but never read (set it with ProxySpec::trust_upstream_ca)",
+                    f.display()
+                ),
+            ));
+        }
         // Compiled when the config was read; a bad pattern was reported there.
         let set = |what: &str, list: &globs::HostGlobs| {
             list.set()
@@ -269,5 +284,21 @@ impl Proxy {
     /// Whether this upstream was last seen answering with JSON.
     fn speaks_json(&self, key: &str) -> Option<bool> {
         self.formats().get(key).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_upstream_ca_file_that_was_never_read_is_an_error_not_ignored() {
+        let mut c = crate::config::Config::default();
+        c.proxy.upstream_ca_file = Some("ca.pem".into());
+        let Err(e) = super::Settings::compile(&c) else {
+            panic!("a CA file the proxy would not trust was accepted");
+        };
+        assert!(
+            e.to_string().contains("ca.pem was set but never read"),
+            "{e}"
+        );
     }
 }
