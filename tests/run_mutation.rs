@@ -332,3 +332,42 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
     );
     assert!((r.score - 100.0 * 6.0 / 7.0).abs() < 1e-9, "{}", r.score);
 }
+
+/// A wire attack flakestorm cannot deliver (the agent's TLS certificate is not trusted by
+/// the driver) says nothing about the agent: not tested, never its failure.
+#[tokio::test]
+async fn an_attack_that_cannot_be_delivered_is_not_tested() {
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = origin::start(Some(H1), move |_req| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(());
+            text(r#"{"result": "ok"}"#)
+        }
+    })
+    .await;
+    let p = start_proxy(
+        "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {count: 2, types: [http_header_injection]}\n",
+    )
+    .await;
+    let (cfg, ctx) = run_context(&p, &a.https_url("/invoke"));
+    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
+        .await
+        .unwrap();
+    p.stop().await;
+    assert_eq!(r.mutants.len(), 2);
+    for m in &r.mutants {
+        assert!(!m.judged && !m.passed, "{m:?}");
+        assert!(
+            matches!(&m.checks[0], flakestorm::checks::Verdict::NotTested(why) if why.contains("could not be delivered: TLS handshake")),
+            "{:?}",
+            m.checks
+        );
+    }
+    assert_eq!(
+        r.judgement.verdict,
+        RunVerdict::NotTested,
+        "{:?}",
+        r.judgement
+    );
+}

@@ -30,6 +30,10 @@ pub struct RawReply {
     /// "timed out after N ms", a connect or TLS error, a malformed reply; or the note that
     /// the body was capped at 1 MiB.
     pub error: Option<String>,
+    /// The connection was made (TCP, and TLS for https): the bytes were offered to the
+    /// agent. False when flakestorm could not reach the endpoint at all, which says nothing
+    /// about how the agent handles the attack.
+    pub delivered: bool,
 }
 
 impl RawReply {
@@ -95,6 +99,7 @@ pub async fn send_raw_with(target: &AgentTarget, bytes: &[u8], opts: &RawOptions
         body: Bytes::from(partial.body),
         elapsed: started.elapsed(),
         error,
+        delivered: partial.delivered,
     }
 }
 
@@ -127,6 +132,7 @@ async fn exchange(
     // Each paced write goes out as its own segment.
     let _ = tcp.set_nodelay(true);
     if !https {
+        out.delivered = true;
         return talk(tcp, bytes, opts, out).await;
     }
     let config = tls_config(&opts.extra_roots)?;
@@ -136,6 +142,7 @@ async fn exchange(
         .connect(name, tcp)
         .await
         .map_err(|e| format!("TLS handshake with {host}:{port}: {e}"))?;
+    out.delivered = true;
     talk(tls, bytes, opts, out).await
 }
 

@@ -25,6 +25,8 @@ pub(super) struct Partial {
     pub body: Vec<u8>,
     /// A remark on a complete response (the body cap).
     pub note: Option<String>,
+    /// The connection (and TLS) was established before anything was written.
+    pub delivered: bool,
 }
 
 /// The unread input of a connection.

@@ -56,6 +56,7 @@ async fn burst(attack: &WireAttack, target: &AgentTarget, opts: RawOptions) -> V
             body: bytes::Bytes::new(),
             elapsed: std::time::Duration::ZERO,
             error: Some(format!("the sending task failed: {e}")),
+            delivered: false,
         }));
     }
     replies

@@ -358,6 +358,7 @@ fn reply(status: Option<u16>, body: &str, error: Option<&str>) -> RawReply {
         body: bytes::Bytes::from(body.to_string()),
         elapsed: Duration::ZERO,
         error: error.map(str::to_string),
+        delivered: true,
     }
 }
 
