@@ -42,15 +42,23 @@ mutations:
   weights: {noise: 2}
 "#;
 
-async fn run(seed: u64) -> (flakestorm::run::MutationReport, Vec<String>) {
-    let seen = Arc::new(Mutex::new(vec![]));
-    let a = agent(seen.clone()).await;
-    let p = start_proxy(&format!("{CONFIG}advanced:\n  seed: {seed}\n")).await;
-    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+/// A mutation run of `yaml` (merged over the test proxy's base) against the agent at
+/// `endpoint`, the proxy stopped after it.
+async fn mutate(yaml: &str, endpoint: &str) -> flakestorm::run::MutationReport {
+    let p = start_proxy(yaml).await;
+    let (cfg, ctx) = run_context(&p, endpoint);
     let report = within("the mutation run", run_mutation(&ctx, None, &cfg))
         .await
         .unwrap();
     p.stop().await;
+    report
+}
+
+async fn run(seed: u64) -> (flakestorm::run::MutationReport, Vec<String>) {
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let yaml = format!("{CONFIG}advanced:\n  seed: {seed}\n");
+    let report = mutate(&yaml, &a.http_url("/invoke")).await;
     let seen = seen.lock().unwrap().clone();
     (report, seen)
 }
@@ -136,12 +144,11 @@ async fn the_seed_fixes_the_variants() {
 async fn a_run_that_makes_no_variant_is_not_tested() {
     let seen = Arc::new(Mutex::new(vec![]));
     let a = agent(seen.clone()).await;
-    let p = start_proxy(
+    let r = mutate(
         "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {types: [paraphrase]}\n",
+        &a.http_url("/invoke"),
     )
     .await;
-    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-    let r = run_mutation(&ctx, None, &cfg).await.unwrap();
     assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     assert!(
         r.judgement.reasons[0].starts_with("no mutated input was made"),
@@ -149,7 +156,6 @@ async fn a_run_that_makes_no_variant_is_not_tested() {
         r.judgement.reasons
     );
     assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
-    p.stop().await;
 }
 
 /// The `model:` LLM (an OpenAI-compatible server) writes the paraphrases: asked once per
@@ -249,17 +255,12 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
         .local_addr()
         .unwrap()
         .port();
-    let p = start_proxy(&format!(
+    let yaml = format!(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{{type: output_not_empty}}]\n\
          mutations: {{count: 2, types: [paraphrase, tone_shift]}}\n\
          model: {{provider: ollama, name: m, base_url: 'http://127.0.0.1:{port}'}}\n"
-    ))
-    .await;
-    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
-        .await
-        .unwrap();
-    p.stop().await;
+    );
+    let r = mutate(&yaml, &a.http_url("/invoke")).await;
     let why = &r.skipped[&flakestorm::config::MutationType::Paraphrase];
     assert!(
         why.contains("paraphrase was skipped: the model at http://127.0.0.1:"),
@@ -300,16 +301,12 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
         }
     })
     .await;
-    let p = start_proxy(
+    let r = mutate(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{type: output_not_empty}]\n\
          mutations: {count: 7, types: [request_method_attack]}\n",
+        &a.http_url("/invoke"),
     )
     .await;
-    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
-        .await
-        .unwrap();
-    p.stop().await;
     assert_eq!(r.mutants.len(), 7, "{:#?}", r.mutants);
     let failed: Vec<&str> = r
         .mutants
@@ -346,15 +343,11 @@ async fn an_attack_that_cannot_be_delivered_is_not_tested() {
         }
     })
     .await;
-    let p = start_proxy(
+    let r = mutate(
         "golden_prompts: [hi]\ninvariants: [{type: output_not_empty}]\nmutations: {count: 2, types: [http_header_injection]}\n",
+        &a.https_url("/invoke"),
     )
     .await;
-    let (cfg, ctx) = run_context(&p, &a.https_url("/invoke"));
-    let r = within("the mutation run", run_mutation(&ctx, None, &cfg))
-        .await
-        .unwrap();
-    p.stop().await;
     assert_eq!(r.mutants.len(), 2);
     for m in &r.mutants {
         assert!(!m.judged && !m.passed, "{m:?}");
