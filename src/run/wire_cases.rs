@@ -4,7 +4,7 @@
 //! crashed or wedged fails that case with the reason, and the run goes on. These cases run
 //! outside any chaos scenario: they attack the endpoint, not the agent's dependencies.
 
-use crate::agent::{InvokeError, RawReply};
+use crate::agent::InvokeError;
 use crate::checks::Verdict;
 use crate::config::MutationType;
 use crate::mutate::{Draw, wire};
@@ -36,47 +36,47 @@ pub(super) async fn run_wire_case(
     };
     let sent = describe(&attack);
     let replies = wire::send(&attack, target).await;
-    // Only an attack the agent got is followed by its normal request.
-    let delivered = replies.iter().all(|r| r.delivered);
-    let survived = delivered.then(|| wire::judge(&attack, &replies));
-    let after = match survived {
-        Some(Ok(())) => Some(ctx.agent.invoke(prompt, &Default::default()).await.answer),
-        Some(Err(_)) | None => None,
+    let outcome = match replies.iter().find(|r| !r.delivered) {
+        Some(r) => Outcome::Undelivered(r.error.clone()),
+        None => match wire::judge(&attack, &replies) {
+            Err(why) => Outcome::Fell(why),
+            // Only an agent that survived is asked its normal request.
+            Ok(()) => Outcome::Survived(ctx.agent.invoke(prompt, &Default::default()).await.answer),
+        },
     };
     WireCase {
         sent,
-        verdict: verdict(&attack.label, &replies, survived, after),
+        verdict: verdict(&attack.label, outcome),
     }
 }
 
-/// A wire case's verdict. An attack flakestorm could not deliver (the endpoint could not be
-/// reached or its TLS failed before a byte was written) judges nothing about the agent:
-/// not tested. Otherwise the agent must survive the attack and then answer its normal
-/// request.
-fn verdict(
-    label: &str,
-    replies: &[RawReply],
-    survived: Option<Result<(), String>>,
-    after: Option<Result<String, InvokeError>>,
-) -> Verdict {
-    match (survived, after) {
-        (None, _) => {
-            let why = replies
-                .iter()
-                .find(|r| !r.delivered)
-                .and_then(|r| r.error.as_deref())
-                .unwrap_or("the endpoint could not be reached");
-            Verdict::NotTested(format!("{label}: the attack could not be delivered: {why}"))
-        }
-        (Some(Err(why)), _) => Verdict::Fail(format!("{label}: {why}")),
-        (Some(Ok(())), Some(Ok(_))) => Verdict::Pass(format!(
+/// What became of one attack.
+enum Outcome {
+    /// flakestorm could not reach the endpoint (or its TLS failed) before a byte was
+    /// written; the connection error, if any.
+    Undelivered(Option<String>),
+    /// The agent did not survive the attack: why.
+    Fell(String),
+    /// The agent survived; its answer to the normal request sent right after.
+    Survived(Result<String, InvokeError>),
+}
+
+/// A wire case's verdict. An attack flakestorm could not deliver judges nothing about the
+/// agent: not tested. Otherwise the agent must survive the attack and then answer its
+/// normal request.
+fn verdict(label: &str, outcome: Outcome) -> Verdict {
+    match outcome {
+        Outcome::Undelivered(why) => Verdict::NotTested(format!(
+            "{label}: the attack could not be delivered: {}",
+            why.as_deref()
+                .unwrap_or("the endpoint could not be reached")
+        )),
+        Outcome::Fell(why) => Verdict::Fail(format!("{label}: {why}")),
+        Outcome::Survived(Ok(_)) => Verdict::Pass(format!(
             "{label}: survived, and answered its normal request right after"
         )),
-        (Some(Ok(())), Some(Err(e))) => Verdict::Fail(format!(
+        Outcome::Survived(Err(e)) => Verdict::Fail(format!(
             "{label}: survived the attack, but its normal request right after failed: {e}"
-        )),
-        (Some(Ok(())), None) => Verdict::NotTested(format!(
-            "{label}: survived, but its normal request was not sent"
         )),
     }
 }
@@ -102,56 +102,28 @@ fn describe(attack: &wire::WireAttack) -> String {
 mod tests {
     use super::*;
 
-    fn reply(delivered: bool, status: Option<u16>, error: Option<&str>) -> RawReply {
-        RawReply {
-            status,
-            head: String::new(),
-            body: bytes::Bytes::new(),
-            elapsed: std::time::Duration::ZERO,
-            error: error.map(str::to_string),
-            delivered,
-        }
-    }
-
     #[test]
     fn an_attack_that_never_reached_the_agent_is_not_its_failure() {
-        let tls = reply(
-            false,
-            None,
-            Some("TLS handshake with agent:443: bad certificate"),
-        );
-        let v = verdict("CRLF in a header value", &[tls], None, None);
+        let tls = Some("TLS handshake with agent:443: bad certificate".to_string());
         assert_eq!(
-            v,
+            verdict("CRLF in a header value", Outcome::Undelivered(tls)),
             Verdict::NotTested(
                 "CRLF in a header value: the attack could not be delivered: TLS handshake with \
                  agent:443: bad certificate"
                     .into()
             )
         );
-        let ok = reply(true, Some(200), None);
         let crashed = InvokeError::Unreachable {
             url: "http://agent/".into(),
             cause: "connection refused".into(),
         };
-        let v = verdict(
-            "x",
-            std::slice::from_ref(&ok),
-            Some(Ok(())),
-            Some(Err(crashed)),
-        );
+        let v = verdict("x", Outcome::Survived(Err(crashed)));
         assert!(
             matches!(&v, Verdict::Fail(why) if why.contains("normal request right after failed")),
             "{v:?}"
         );
-        let v = verdict(
-            "x",
-            std::slice::from_ref(&ok),
-            Some(Ok(())),
-            Some(Ok("fine".into())),
-        );
-        assert!(v.passed());
-        let v = verdict("x", &[ok], Some(Err("the agent failed: 500".into())), None);
+        assert!(verdict("x", Outcome::Survived(Ok("fine".into()))).passed());
+        let v = verdict("x", Outcome::Fell("the agent failed: 500".into()));
         assert!(matches!(&v, Verdict::Fail(why) if why == "x: the agent failed: 500"));
     }
 }
