@@ -245,7 +245,81 @@ async fn the_model_writes_paraphrases_and_its_failures_are_counted() {
     );
 }
 
-/// A model that cannot be reached skips its types with the reason; the run goes on.
+/// `with_model`: the model rewrites each template variant of the types named (asked with
+/// the template's text); a call it fails sends the template's own variant, and the other
+/// types never reach the model.
+#[tokio::test]
+async fn with_model_rewrites_template_variants_and_falls_back_to_the_template() {
+    let asked = Arc::new(Mutex::new(vec![]));
+    let log = asked.clone();
+    let llm = origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let log = log.clone();
+        async move {
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let said = v["messages"][0]["content"].as_str().unwrap().to_string();
+            log.lock().unwrap().push(said.clone());
+            if said.contains("variation number 2") {
+                return text(r#"{"choices": [{"message": {"role": "assistant", "content": "  "}}]}"#);
+            }
+            let template = said.rsplit("Template input: ").next().unwrap();
+            let answer = format!("Listen here, France: {template}");
+            text(&serde_json::json!({"choices": [{"message": {"role": "assistant", "content": answer}}]}).to_string())
+        }
+    })
+    .await;
+    let seen = Arc::new(Mutex::new(vec![]));
+    let a = agent(seen.clone()).await;
+    let base = "golden_prompts: [\"What is the capital of France?\"]\n\
+                invariants: [{type: output_not_empty}]\nadvanced: {seed: 5}\n";
+    let yaml = format!(
+        "{base}mutations: {{count: 3, types: [tone_shift, noise], with_model: [tone_shift]}}\n\
+         model: {{provider: openai, name: m, base_url: '{}'}}\n",
+        llm.http_url("/v1")
+    );
+    let r = mutate(&yaml, &a.http_url("/invoke")).await;
+    // The same run's variants from the templates alone.
+    let plain = mutate(
+        &format!("{base}mutations: {{count: 3, types: [tone_shift, noise]}}\n"),
+        &a.http_url("/invoke"),
+    )
+    .await;
+    let texts = |r: &flakestorm::run::MutationReport| -> Vec<(String, bool)> {
+        r.mutants
+            .iter()
+            .map(|m| (m.variant.text.clone(), m.by_model))
+            .collect()
+    };
+    let (got, want) = (texts(&r), texts(&plain));
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let m = &r.mutants[i];
+        match (m.variant.kind.name(), m.variant.index) {
+            ("tone_shift", 1) | ("noise", _) => assert_eq!(g, w, "the template's variant"),
+            ("tone_shift", _) => {
+                assert_eq!(g, &(format!("Listen here, France: {}", w.0), true))
+            }
+            other => panic!("unexpected variant {other:?}"),
+        }
+    }
+    let asked = asked.lock().unwrap();
+    assert_eq!(
+        asked.len(),
+        3,
+        "one call per tone_shift variant, none for noise"
+    );
+    assert!(asked.iter().all(|s| s.contains("aggressive")), "{asked:?}");
+    assert!(
+        r.warnings.iter().any(|w| w
+            == "tone_shift: the model wrote no usable text for 1 of 3 variants \
+                       (timed out or empty); those come from the templates"),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// A model that cannot be reached skips its types with the reason, `with_model` types come
+/// from their templates; the run goes on.
 #[tokio::test]
 async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
     let seen = Arc::new(Mutex::new(vec![]));
@@ -257,7 +331,7 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
         .port();
     let yaml = format!(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{{type: output_not_empty}}]\n\
-         mutations: {{count: 2, types: [paraphrase, tone_shift]}}\n\
+         mutations: {{count: 2, types: [paraphrase, tone_shift], with_model: [tone_shift]}}\n\
          model: {{provider: ollama, name: m, base_url: 'http://127.0.0.1:{port}'}}\n"
     );
     let r = mutate(&yaml, &a.http_url("/invoke")).await;
@@ -269,9 +343,17 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
     assert!(
         r.mutants
             .iter()
-            .all(|m| m.variant.kind.name() == "tone_shift")
+            .all(|m| m.variant.kind.name() == "tone_shift" && !m.by_model),
+        "tone_shift's variants come from its templates"
     );
     assert_eq!(r.mutants.len(), 2);
+    assert!(
+        r.warnings.iter().any(|w| w.starts_with(
+            "tone_shift: the model could not write its variants (the model at http://127.0.0.1:"
+        )),
+        "{:?}",
+        r.warnings
+    );
     assert!(
         r.warnings
             .iter()

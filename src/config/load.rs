@@ -328,7 +328,7 @@ fn sections(
         c.model = super::model::model_section(v, errors);
     }
     if let Some(v) = take("mutations", errors) {
-        c.mutations = super::mutations::mutations_section(v, errors);
+        c.mutations = super::mutations::mutations_section(v, c.model.is_some(), errors);
     }
     let top_matrix = take("chaos_matrix", errors);
     match take("contract", errors) {

@@ -149,6 +149,38 @@ impl MutationType {
         }
     }
 
+    /// A template type the `model:` LLM can write richer variants of (`with_model`). The
+    /// others exist for their exact bytes (a noise rate, an encoding, a length, chat-template
+    /// tokens, the user's own templates), which a model would not reproduce.
+    pub fn model_can_rewrite(self) -> bool {
+        match self {
+            M::ToneShift
+            | M::PromptInjection
+            | M::ContextManipulation
+            | M::MultiTurnAttack
+            | M::AdvancedJailbreak
+            | M::FormatPoisoning
+            | M::LanguageMixing
+            | M::TemporalAttack => true,
+            M::Noise
+            | M::EncodingAttacks
+            | M::LengthExtremes
+            | M::Custom
+            | M::TokenManipulation
+            | M::Paraphrase
+            | M::SemanticSimilarityAttack
+            | M::HttpHeaderInjection
+            | M::PayloadSizeAttack
+            | M::ContentTypeConfusion
+            | M::QueryParameterPoisoning
+            | M::RequestMethodAttack
+            | M::ProtocolLevelAttack
+            | M::ResourceExhaustion
+            | M::ConcurrentRequestPattern
+            | M::TimeoutManipulation => false,
+        }
+    }
+
     /// Flakestorm v2's default weight in the robustness score (harder attacks weigh more).
     pub fn default_weight(self) -> f64 {
         match self {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::ConfigError;
-use super::mutation_type::MutationType;
+use super::mutation_type::{Family, MutationType};
 
 /// Largest `count` and `max_per_run`: a mutation run is a test, not a load test.
 pub const MAX_COUNT: u32 = 100;
@@ -30,6 +30,8 @@ struct Raw {
     /// `noise`: the share of characters changed (0–1).
     #[serde(default = "default_noise_rate")]
     noise_rate: f64,
+    #[serde(default)]
+    with_model: Vec<String>,
 }
 
 fn default_count() -> u32 {
@@ -56,6 +58,9 @@ pub struct MutationsSpec {
     /// Mutated cases per run at most.
     pub max_per_run: u32,
     pub noise_rate: f64,
+    /// Template types whose variants the `model:` LLM writes, from the template's variant
+    /// (richer, but only as reproducible as the model).
+    pub with_model: Vec<MutationType>,
 }
 
 impl Default for MutationsSpec {
@@ -70,6 +75,7 @@ impl Default for MutationsSpec {
             custom_templates: vec![],
             max_per_run: default_max_per_run(),
             noise_rate: default_noise_rate(),
+            with_model: vec![],
         }
     }
 }
@@ -81,15 +87,22 @@ impl MutationsSpec {
             .copied()
             .unwrap_or_else(|| t.default_weight())
     }
+
+    /// The `model:` LLM writes this template type's variants (`with_model`).
+    pub fn model_writes(&self, t: MutationType) -> bool {
+        self.with_model.contains(&t)
+    }
 }
 
 fn valid_names() -> String {
     MutationType::ALL.map(MutationType::name).join(", ")
 }
 
-/// Parses and checks `mutations:`; every problem at its path.
+/// Parses and checks `mutations:`; every problem at its path. `model`: the config has a
+/// `model:` section.
 pub(super) fn mutations_section(
     v: serde_json::Value,
+    model: bool,
     errors: &mut Vec<ConfigError>,
 ) -> MutationsSpec {
     let Some(raw) = super::de::section::<Raw>(v, "mutations", errors) else {
@@ -184,19 +197,84 @@ pub(super) fn mutations_section(
             );
         }
     }
+    spec.with_model = with_model(&raw.with_model, &spec.types, model, &mut err);
     spec
+}
+
+/// `with_model`: template types that are requested, each once, with a `model:` to write them.
+fn with_model(
+    names: &[String],
+    types: &[MutationType],
+    model: bool,
+    err: &mut impl FnMut(String, String),
+) -> Vec<MutationType> {
+    let mut out = vec![];
+    for (i, name) in names.iter().enumerate() {
+        let at = format!("mutations.with_model[{i}]");
+        let Some(t) = MutationType::parse(name) else {
+            err(
+                at,
+                format!(
+                    "unknown mutation type `{name}`; types a model can write: {}",
+                    rewritable_names()
+                ),
+            );
+            continue;
+        };
+        let why = match t.family() {
+            Family::Text if !t.model_can_rewrite() => Some(format!(
+                "`{name}` is made for its exact bytes, which a model would not reproduce; types \
+                 a model can write: {}",
+                rewritable_names()
+            )),
+            Family::Text if out.contains(&t) => Some(format!("`{name}` is listed twice")),
+            Family::Text if !types.contains(&t) => Some(format!(
+                "`{name}` is not in mutations.types, so no variant of it is made; add it there"
+            )),
+            Family::Text => None,
+            Family::Model => Some(format!(
+                "`{name}` is always written by the model; leave it out here"
+            )),
+            Family::Wire => Some(format!(
+                "`{name}` is a wire-level attack, not text a model can write; types a model \
+                 can write: {}",
+                rewritable_names()
+            )),
+        };
+        match why {
+            Some(why) => err(at, why),
+            None => out.push(t),
+        }
+    }
+    if !out.is_empty() && !model {
+        err(
+            "mutations.with_model".into(),
+            "needs a `model:` section to write the variants, e.g. model: {provider: ollama, \
+             name: qwen3:8b}"
+                .into(),
+        );
+    }
+    out
+}
+
+fn rewritable_names() -> String {
+    let names: Vec<&str> = MutationType::ALL
+        .into_iter()
+        .filter(|t| t.model_can_rewrite())
+        .map(MutationType::name)
+        .collect();
+    names.join(", ")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::Family;
     use super::*;
 
     use serde_json::json;
 
     fn load(v: serde_json::Value) -> (MutationsSpec, Vec<String>) {
         let mut errors = vec![];
-        let spec = mutations_section(v, &mut errors);
+        let spec = mutations_section(v, true, &mut errors);
         (spec, errors.iter().map(ToString::to_string).collect())
     }
 
@@ -261,6 +339,47 @@ mod tests {
             [
                 "mutations.custom_templates.bad: has no `{prompt}` placeholder, so every variant would ignore the prompt"
             ]
+        );
+    }
+
+    #[test]
+    fn with_model_takes_requested_template_types_and_needs_a_model() {
+        let (s, e) = load(json!({
+            "types": ["prompt_injection", "tone_shift", "noise"],
+            "with_model": ["tone_shift", "prompt_injection"]
+        }));
+        assert!(e.is_empty(), "{e:?}");
+        assert!(s.model_writes(MutationType::ToneShift));
+        assert!(!s.model_writes(MutationType::Noise));
+        let (_, e) = load(json!({
+            "types": ["tone_shift", "paraphrase", "payload_size_attack", "noise"],
+            "with_model": ["tone", "paraphrase", "payload_size_attack", "advanced_jailbreak",
+                           "tone_shift", "tone_shift", "noise"]
+        }));
+        let want = [
+            "mutations.with_model[0]: unknown mutation type `tone`; types a model can write: \
+             tone_shift, prompt_injection,",
+            "mutations.with_model[1]: `paraphrase` is always written by the model",
+            "mutations.with_model[2]: `payload_size_attack` is a wire-level attack",
+            "mutations.with_model[3]: `advanced_jailbreak` is not in mutations.types",
+            "mutations.with_model[5]: `tone_shift` is listed twice",
+            "mutations.with_model[6]: `noise` is made for its exact bytes",
+        ];
+        for (w, got) in want.iter().zip(&e) {
+            assert!(got.starts_with(w), "{got:?} does not start with {w:?}");
+        }
+        assert_eq!(e.len(), want.len(), "{e:#?}");
+        let mut errors = vec![];
+        mutations_section(
+            json!({"types": ["tone_shift"], "with_model": ["tone_shift"]}),
+            false,
+            &mut errors,
+        );
+        let e: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("mutations.with_model: needs a `model:` section"),
+            "{e:?}"
         );
     }
 }

@@ -31,6 +31,8 @@ pub struct MutantVerdict {
     /// The golden prompt it was made from.
     pub original: String,
     pub weight: f64,
+    /// The `model:` LLM wrote it (a model type, or a `with_model` rewrite).
+    pub by_model: bool,
     /// Every check passed. False for a variant that was not judged.
     pub passed: bool,
     pub judged: bool,
@@ -90,6 +92,10 @@ pub fn plan_mutations(
     // 10 MB): here it is a placeholder, unique per prompt and index.
     let generate = |k: MutationType, p: &str, i, d: &mut crate::mutate::Draw| match k.family() {
         Family::Model => model.get(k, p, i),
+        // A `with_model` variant the model did not write is the template's.
+        Family::Text if spec.model_writes(k) => model
+            .get(k, p, i)
+            .or_else(|| text::generate(k, p, i, d, &opts)),
         Family::Text => text::generate(k, p, i, d, &opts),
         Family::Wire => Some(format!("{k} #{i}")),
     };
@@ -199,10 +205,12 @@ pub async fn run_mutation(
             };
             (v.clone(), p.passed, p.judged, p.checks.clone())
         };
+        let by_model = written.get(v.kind, &original, v.index).as_ref() == Some(&variant.text);
         mutants.push(MutantVerdict {
             variant,
             original,
             weight: spec.weight(v.kind),
+            by_model,
             passed,
             judged,
             checks,
@@ -249,6 +257,7 @@ pub async fn run_mutation(
             .warnings
             .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
     }
+    report.warnings.extend(written.from_templates.into_values());
     Ok(report)
 }
 
