@@ -280,6 +280,15 @@ fn chaos_only_runs_and_ci_combine_phases() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
+    // Progress off a terminal: a line per case with the pass rate so far.
+    for want in [
+        "flakestorm: [1/4] mutations: ",
+        ": answered in ",
+        "ms: failed; pass rate so far 0% (0 of 1 judged)",
+        "ms: failed; pass rate so far 0% (0 of 4 judged)",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("reports/mutation.json")).unwrap(),
     )

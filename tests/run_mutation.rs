@@ -45,8 +45,18 @@ mutations:
 /// A mutation run of `yaml` (merged over the test proxy's base) against the agent at
 /// `endpoint`, the proxy stopped after it.
 async fn mutate(yaml: &str, endpoint: &str) -> flakestorm::run::MutationReport {
+    mutate_with(yaml, endpoint, None).await
+}
+
+/// As `mutate`, telling `progress` of each case.
+async fn mutate_with(
+    yaml: &str,
+    endpoint: &str,
+    progress: Option<flakestorm::run::Progress>,
+) -> flakestorm::run::MutationReport {
     let p = start_proxy(yaml).await;
-    let (cfg, ctx) = run_context(&p, endpoint);
+    let (cfg, mut ctx) = run_context(&p, endpoint);
+    ctx.progress = progress;
     let report = within("the mutation run", run_mutation(&ctx, None, &cfg))
         .await
         .unwrap();
@@ -383,13 +393,51 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
         }
     })
     .await;
-    let r = mutate(
+    let planned = Arc::new(Mutex::new(0));
+    let ended = Arc::new(Mutex::new(vec![]));
+    let (p, e) = (planned.clone(), ended.clone());
+    let progress = flakestorm::run::Progress {
+        planned: Arc::new(move |n| *p.lock().unwrap() += n),
+        case: Arc::new(move |c: &flakestorm::run::CaseResult, so_far| {
+            e.lock().unwrap().push((c.scenario.clone(), so_far))
+        }),
+    };
+    let r = mutate_with(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{type: output_not_empty}]\n\
          mutations: {count: 7, types: [request_method_attack]}\n",
         &a.http_url("/invoke"),
+        Some(progress),
     )
     .await;
     assert_eq!(r.mutants.len(), 7, "{:#?}", r.mutants);
+    // Each wire case is planned, ticks the progress with how it stands, and is a case of
+    // the report with the answer to the normal request sent after it.
+    use flakestorm::run::SoFar;
+    assert_eq!(*planned.lock().unwrap(), 7);
+    let ended = ended.lock().unwrap().clone();
+    let count = |want: SoFar| {
+        ended
+            .iter()
+            .filter(|(s, f)| s == "wire-level" && *f == want)
+            .count()
+    };
+    assert_eq!(
+        (count(SoFar::Passed), count(SoFar::Failed), ended.len()),
+        (6, 1, 7)
+    );
+    assert_eq!(r.cases.len(), 7);
+    let answered = r
+        .cases
+        .iter()
+        .filter(|c| c.answer.as_deref() == Some("ok"))
+        .count();
+    assert_eq!(answered, 6, "{:#?}", r.cases);
+    let fell = r.cases.iter().find(|c| c.answer.is_none()).unwrap();
+    assert!(fell.prompt.contains("DELETE /invoke"), "{fell:?}");
+    assert!(
+        fell.error.as_deref().unwrap_or("").contains("500"),
+        "{fell:?}"
+    );
     let failed: Vec<&str> = r
         .mutants
         .iter()

@@ -1,17 +1,49 @@
 //! Progress of a run on stderr while its cases run: a bar with the cases done out of those
-//! planned when stderr is a terminal, else one line per case (CI logs), each saying how
-//! the case ended.
+//! planned and the pass rate so far when stderr is a terminal, else one line per case (CI
+//! logs), each saying how the case ended and the pass rate so far.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::run::{CaseResult, Progress};
+use crate::run::{CaseResult, Progress, SoFar};
 
 pub struct Display {
     bar: Option<indicatif::ProgressBar>,
     planned: Arc<AtomicUsize>,
-    done: Arc<AtomicUsize>,
+    tally: Arc<Tally>,
+}
+
+/// Cases ended so far, and how many passed and failed on their answers.
+#[derive(Default)]
+struct Tally {
+    done: AtomicUsize,
+    passed: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+impl Tally {
+    /// Counts a case; the pass rate so far in words, if any case was judged.
+    fn count(&self, so_far: SoFar) -> (usize, Option<String>) {
+        let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        match so_far {
+            SoFar::Passed => self.passed.fetch_add(1, Ordering::Relaxed),
+            SoFar::Failed => self.failed.fetch_add(1, Ordering::Relaxed),
+            SoFar::NotJudged | SoFar::Unscored => 0,
+        };
+        let (p, f) = (
+            self.passed.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        );
+        let rate = (p + f > 0).then(|| {
+            format!(
+                "pass rate so far {:.0}% ({p} of {} judged)",
+                p as f64 * 100.0 / (p + f) as f64,
+                p + f
+            )
+        });
+        (n, rate)
+    }
 }
 
 impl Display {
@@ -20,13 +52,13 @@ impl Display {
         Display {
             bar: tty.then(bar),
             planned: Arc::default(),
-            done: Arc::default(),
+            tally: Arc::default(),
         }
     }
 
     /// The hooks a run calls.
     pub fn hooks(&self) -> Progress {
-        let (bar, planned, done) = (self.bar.clone(), self.planned.clone(), self.done.clone());
+        let (bar, planned, tally) = (self.bar.clone(), self.planned.clone(), self.tally.clone());
         let bar2 = bar.clone();
         let total = planned.clone();
         Progress {
@@ -36,18 +68,22 @@ impl Display {
                     b.inc_length(n as u64);
                 }
             }),
-            case: Arc::new(move |c: &CaseResult| {
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
+                let (n, rate) = tally.count(so_far);
                 // A mutated prompt can be 100 KB (length_extremes): show its start.
-                let line = format!("{}: {:?}: {}", c.scenario, cut(&c.prompt), ended(c));
+                let line = format!("{}: {:?}: {}", c.scenario, cut(&c.prompt), ended(c, so_far));
                 match &bar {
                     Some(b) => {
                         b.inc(1);
-                        b.set_message(line);
+                        b.set_message(match rate {
+                            Some(r) => format!("{r}  {line}"),
+                            None => line,
+                        });
                     }
                     None => eprintln!(
-                        "flakestorm: [{n}/{}] {line}",
-                        planned.load(Ordering::Relaxed)
+                        "flakestorm: [{n}/{}] {line}{}",
+                        planned.load(Ordering::Relaxed),
+                        rate.map(|r| format!("; {r}")).unwrap_or_default()
                     ),
                 }
             }),
@@ -62,15 +98,20 @@ impl Display {
 }
 
 /// How a case ended, in a few words.
-fn ended(c: &CaseResult) -> String {
+fn ended(c: &CaseResult, so_far: SoFar) -> String {
     let faults = match c.faults.len() {
         0 => String::new(),
         n => format!(", {n} fault(s)"),
     };
-    match (&c.not_judged, &c.answer, &c.error) {
-        (Some(why), _, _) => format!("not judged: {}", cut(why)),
+    let how = match (&c.not_judged, &c.answer, &c.error) {
+        (Some(why), _, _) => return format!("not judged: {}", cut(why)),
         (None, Some(_), _) => format!("answered in {:.0} ms{faults}", c.latency_ms),
         (None, None, e) => format!("no answer ({}){faults}", cut(e.as_deref().unwrap_or(""))),
+    };
+    match so_far {
+        SoFar::Passed => format!("{how}: passed"),
+        SoFar::Failed => format!("{how}: failed"),
+        SoFar::NotJudged | SoFar::Unscored => how,
     }
 }
 
@@ -88,4 +129,26 @@ fn bar() -> indicatif::ProgressBar {
     bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pass_rate_counts_only_judged_cases() {
+        let t = Tally::default();
+        assert_eq!(t.count(SoFar::NotJudged), (1, None), "nothing judged yet");
+        assert_eq!(
+            t.count(SoFar::Passed),
+            (2, Some("pass rate so far 100% (1 of 1 judged)".into()))
+        );
+        t.count(SoFar::Failed);
+        assert_eq!(
+            t.count(SoFar::Passed),
+            (4, Some("pass rate so far 67% (2 of 3 judged)".into()))
+        );
+        let contract = Tally::default();
+        assert_eq!(contract.count(SoFar::Unscored), (1, None));
+    }
 }

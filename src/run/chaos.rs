@@ -13,7 +13,7 @@ use super::coverage::{self, Coverage};
 use super::judge::{UNTRACED_WARNING, view};
 use super::matrix::{ScenarioRun, run_matrix};
 use super::verdict::{Evidence, Judgement, decide};
-use crate::checks::{Invariant, Verdict};
+use crate::checks::{Invariant, Similarity, Verdict};
 use crate::config::chaos::CompiledChaos;
 use crate::config::{Attribution, Check, InvariantSpec, When};
 
@@ -136,7 +136,8 @@ pub(super) async fn judge_prompts(
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
     };
     let mark = super::verdict::JournalMark::now(&ctx.journal);
-    let outcome = run_matrix(ctx, &[run], golden)
+    let compiled = std::sync::Arc::new(compiled);
+    let outcome = run_matrix(ctx, &[run], golden, &so_far(ctx, &compiled))
         .await
         .pop()
         .unwrap_or_default();
@@ -181,5 +182,28 @@ pub(super) async fn judge_prompts(
         coverage: vec![covered],
         warnings,
         mark,
+    })
+}
+
+/// Judges a case as it ends on its own answer: the checks as the run will make them, less
+/// the chaos coverage and the embeddings, which are only known at the end.
+fn so_far(ctx: &RunContext, invariants: &std::sync::Arc<Vec<Invariant>>) -> super::Provisional {
+    let sim = match ctx.embedder {
+        Some(_) => Similarity::Unavailable("measured when the run ends".into()),
+        None => Similarity::Lexical,
+    };
+    let invariants = invariants.clone();
+    std::sync::Arc::new(move |c: &CaseResult| {
+        if c.not_judged.is_some() {
+            return super::SoFar::NotJudged;
+        }
+        let v = view(c, None, &sim);
+        match invariants
+            .iter()
+            .any(|i| matches!(i.check(&v), Verdict::Fail(_)))
+        {
+            true => super::SoFar::Failed,
+            false => super::SoFar::Passed,
+        }
     })
 }

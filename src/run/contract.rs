@@ -101,7 +101,11 @@ pub async fn run_contract(
         }))
         .collect();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
-    let mut outcomes = run_matrix(ctx, &runs, &prompts).await.into_iter();
+    let cells_only: super::Provisional =
+        std::sync::Arc::new(|_: &CaseResult| super::SoFar::Unscored);
+    let mut outcomes = run_matrix(ctx, &runs, &prompts, &cells_only)
+        .await
+        .into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];

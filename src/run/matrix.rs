@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::RunContext;
 use super::cases::{CaseResult, run_case, trace_id};
+use super::{Provisional, RunContext};
 use crate::chaos::{Canary, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
 use crate::config::chaos::CompiledChaos;
@@ -49,10 +49,12 @@ fn canary(ctx: &RunContext) -> Arc<Canary> {
 }
 
 /// Runs every prompt under every scenario; results grouped by scenario, in prompt order.
+/// `so_far` tells the progress display how each case stands as it ends.
 pub(super) async fn run_matrix(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
+    so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     if let Some(p) = &ctx.progress {
         (p.planned)(scenarios.len() * prompts.len());
@@ -60,7 +62,7 @@ pub(super) async fn run_matrix(
     if ctx.attribution == Attribution::Header {
         // Calls that lost their trace id meet no rules at all, not the config's `chaos:`.
         let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
-        return per_trace(ctx, scenarios, prompts).await;
+        return per_trace(ctx, scenarios, prompts, so_far).await;
     }
     let mut out = vec![];
     for s in scenarios {
@@ -68,7 +70,8 @@ pub(super) async fn run_matrix(
         let active = ctx.engine.install_compiled(s.chaos, canary);
         let start = ctx.journal.peek_next_id();
         let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
-        let mut done = pool(ctx, &[(s.name, s.chaos, false)], prompts, &cells, false).await;
+        let one = [(s.name, s.chaos, false)];
+        let mut done = pool(ctx, &one, prompts, &cells, false, so_far).await;
         let end = ctx.journal.peek_next_id().saturating_sub(1);
         let stats = active.rules().stats();
         drop(active);
@@ -86,6 +89,7 @@ async fn per_trace(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
+    so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let specs: Vec<(&str, &CompiledChaos, bool)> = scenarios
         .iter()
@@ -94,7 +98,7 @@ async fn per_trace(
     let cells: Vec<(usize, usize)> = (0..scenarios.len())
         .flat_map(|s| (0..prompts.len()).map(move |p| (s, p)))
         .collect();
-    pool(ctx, &specs, prompts, &cells, true).await
+    pool(ctx, &specs, prompts, &cells, true, so_far).await
 }
 
 /// Runs the `cells` (scenario, prompt) at most `ctx.concurrency` at a time. With `traced`,
@@ -105,18 +109,20 @@ async fn pool(
     prompts: &[String],
     cells: &[(usize, usize)],
     traced: bool,
+    so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let window = ctx.attributes_cases();
     let limit = Arc::new(Semaphore::new(ctx.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for &(s, p) in cells {
         let (name, chaos, canary) = specs[s];
-        let (ctx, name, chaos, prompt, limit) = (
+        let (ctx, name, chaos, prompt, limit, so_far) = (
             ctx.clone(),
             name.to_string(),
             chaos.clone(),
             prompts[p].clone(),
             limit.clone(),
+            so_far.clone(),
         );
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
@@ -131,7 +137,7 @@ async fn pool(
             }
             let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
             if let Some(progress) = &ctx.progress {
-                (progress.case)(&case);
+                (progress.case)(&case, so_far(&case));
             }
             (s, p, case, stats)
         });

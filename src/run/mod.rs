@@ -64,12 +64,32 @@ impl RunContext {
     }
 }
 
-/// A progress display: told how many more cases a run plans, then of each case as it ends.
+/// A progress display: told how many more cases a run plans, then of each case as it ends
+/// and how it stands so far.
 #[derive(Clone)]
 pub struct Progress {
     pub planned: std::sync::Arc<dyn Fn(usize) + Send + Sync>,
-    pub case: std::sync::Arc<dyn Fn(&CaseResult) + Send + Sync>,
+    pub case: CaseHook,
 }
+
+/// Told of each case as it ends, and how it stands.
+pub type CaseHook = std::sync::Arc<dyn Fn(&CaseResult, SoFar) + Send + Sync>;
+
+/// How a case stands when it ends, judged on its own answer: a pass rate so far for the
+/// progress display. The run's verdicts, made at the end with the chaos coverage and the
+/// embeddings, can still mark a case not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SoFar {
+    Passed,
+    Failed,
+    /// An environment error, a lost trace id, an attack not delivered.
+    NotJudged,
+    /// The run scores cells, not cases (a contract).
+    Unscored,
+}
+
+/// Judges a case as it ends, for `SoFar`.
+pub(crate) type Provisional = std::sync::Arc<dyn Fn(&CaseResult) -> SoFar + Send + Sync>;
 
 /// What a run needs from the daemon and the agent.
 #[derive(Clone)]

@@ -14,7 +14,7 @@ use super::cases::CaseResult;
 use super::chaos::judge_prompts;
 use super::coverage::Coverage;
 use super::verdict::{Evidence, Judgement, RunVerdict, decide};
-use super::wire_cases::run_wire_case;
+use super::wire_cases::{self, run_wire_case};
 use crate::checks::Verdict;
 use crate::config::chaos::CompiledChaos;
 use crate::config::{Config, Family, MutationType, MutationsSpec};
@@ -182,16 +182,24 @@ pub async fn run_mutation(
         report.types = type_scores(spec, &plan, &[]);
         return Ok(report);
     }
+    if let Some(p) = &ctx.progress {
+        (p.planned)(plan.variants.len() - texts.len());
+    }
     let run = match texts.is_empty() {
         true => None,
         false => Some(judge_prompts(ctx, name, rules, &texts, invariants).await?),
     };
     let mut judged_texts = run.iter().flat_map(|r| &r.prompts);
     let mut mutants = Vec::with_capacity(plan.variants.len());
+    let mut wire_done = vec![];
     for v in &plan.variants {
         let original = golden[v.prompt_index].clone();
         let (variant, passed, judged, checks) = if is_wire(&v) {
             let case = run_wire_case(ctx, seed, v.kind, &original, v.index).await;
+            if let Some(p) = &ctx.progress {
+                (p.case)(&case.case, wire_cases::so_far(&case.verdict));
+            }
+            wire_done.push(case.case);
             let variant = Variant {
                 text: case.sent,
                 ..v.clone()
@@ -252,6 +260,8 @@ pub async fn run_mutation(
         report.coverage = run.coverage;
         report.warnings = run.warnings;
     }
+    // Sent after the text variants: the order sent.
+    report.cases.extend(wire_done);
     if !plan.skipped.is_empty() {
         report
             .warnings

@@ -9,13 +9,20 @@ use crate::checks::Verdict;
 use crate::config::MutationType;
 use crate::mutate::{Draw, wire};
 
-use super::RunContext;
+use super::cases::CaseResult;
+use super::{RunContext, SoFar};
+
+/// Scenario name of wire cases in reports and progress.
+const SCENARIO: &str = "wire-level";
 
 /// A wire case's outcome.
 pub(super) struct WireCase {
     /// What was sent: the attack, its first request line, its size.
     pub sent: String,
     pub verdict: Verdict,
+    /// The case as reports list it: `prompt` is what was sent, `answer` the answer to the
+    /// normal request sent after it.
+    pub case: CaseResult,
 }
 
 /// Sends variant `index` of `kind` on `prompt` and judges the agent.
@@ -27,11 +34,15 @@ pub(super) async fn run_wire_case(
     index: u32,
 ) -> WireCase {
     let target = ctx.agent.target();
+    let started = tokio::time::Instant::now();
     let mut d = Draw::new(seed, kind, prompt, index);
     let Some(attack) = wire::generate(kind, prompt, index, &mut d, target) else {
+        let sent = format!("{kind} #{index}");
+        let verdict = Verdict::NotTested(format!("{kind} is not a wire-level type"));
         return WireCase {
-            sent: format!("{kind} #{index}"),
-            verdict: Verdict::NotTested(format!("{kind} is not a wire-level type")),
+            case: case(&sent, None, &verdict, started),
+            sent,
+            verdict,
         };
     };
     let sent = describe(&attack);
@@ -44,9 +55,51 @@ pub(super) async fn run_wire_case(
             Ok(()) => Outcome::Survived(ctx.agent.invoke(prompt, &Default::default()).await.answer),
         },
     };
+    let answer = match &outcome {
+        Outcome::Survived(Ok(a)) => Some(a.clone()),
+        Outcome::Survived(Err(_)) | Outcome::Fell(_) | Outcome::Undelivered(_) => None,
+    };
+    let verdict = verdict(&attack.label, outcome);
     WireCase {
+        case: case(&sent, answer, &verdict, started),
         sent,
-        verdict: verdict(&attack.label, outcome),
+        verdict,
+    }
+}
+
+/// The wire case as a case: no chaos, no traffic of its own through the proxy.
+fn case(
+    sent: &str,
+    answer: Option<String>,
+    verdict: &Verdict,
+    started: tokio::time::Instant,
+) -> CaseResult {
+    let (error, not_judged) = match verdict {
+        Verdict::Fail(why) => (Some(why.clone()), None),
+        Verdict::NotTested(why) => (None, Some(why.clone())),
+        Verdict::Pass(_) | Verdict::NotApplicable(_) => (None, None),
+    };
+    CaseResult {
+        scenario: SCENARIO.to_string(),
+        prompt: sent.to_string(),
+        answer,
+        error,
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        attempts: 1,
+        earlier_attempts: vec![],
+        not_judged,
+        faults: vec![],
+        traffic: None,
+        window: (0, 0),
+    }
+}
+
+/// How a wire case stands, for progress.
+pub(super) fn so_far(v: &Verdict) -> SoFar {
+    match v {
+        Verdict::Pass(_) => SoFar::Passed,
+        Verdict::Fail(_) => SoFar::Failed,
+        Verdict::NotTested(_) | Verdict::NotApplicable(_) => SoFar::NotJudged,
     }
 }
 
