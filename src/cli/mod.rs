@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Loaded, Overrides};
+use crate::run::{RunKind, RunRequest};
 
 mod commands;
 mod progress;
@@ -270,7 +271,8 @@ pub async fn run(cli: Cli) -> ExitCode {
                     open,
                 },
         } => {
-            return job(&config, open, |l| runs::contract(l, report, show.show())).await;
+            let req = request(RunKind::Contract, false, None);
+            return job(&config, open, |l| runs::run(l, req, report, show.show())).await;
         }
         Command::Contract {
             command:
@@ -285,7 +287,8 @@ pub async fn run(cli: Cli) -> ExitCode {
                 json: false,
                 score_only: true,
             };
-            return job(&config, open, |l| runs::contract(l, report, show)).await;
+            let req = request(RunKind::Contract, false, None);
+            return job(&config, open, |l| runs::run(l, req, report, show)).await;
         }
         Command::Run {
             config,
@@ -301,23 +304,21 @@ pub async fn run(cli: Cli) -> ExitCode {
                 eprintln!("flakestorm: --chaos-only and --chaos exclude each other");
                 return ExitCode::from(2);
             }
-            if chaos_only {
-                return job(&config, open, |l| {
-                    runs::chaos_only(l, chaos_profile, report, show)
-                })
-                .await;
-            }
-            return job(&config, open, |l| {
-                runs::mutation(l, chaos, chaos_profile, report, show)
-            })
-            .await;
+            let req = match chaos_only {
+                true => request(RunKind::Chaos, false, chaos_profile),
+                false => request(RunKind::Mutation, chaos, chaos_profile),
+            };
+            return job(&config, open, |l| runs::run(l, req, report, show)).await;
         }
         Command::Ci {
             config,
             report,
             show,
             open,
-        } => return job(&config, open, |l| runs::ci(l, report, show.show())).await,
+        } => {
+            let req = request(RunKind::Ci, false, None);
+            return job(&config, open, |l| runs::run(l, req, report, show.show())).await;
+        }
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo { print_config: true } => {
@@ -413,5 +414,13 @@ fn validate(arg: &ConfigArg, contract: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(code) => code,
+    }
+}
+
+fn request(kind: RunKind, under_chaos: bool, profile: Option<String>) -> RunRequest {
+    RunRequest {
+        kind,
+        under_chaos,
+        profile,
     }
 }

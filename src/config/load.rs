@@ -110,26 +110,73 @@ pub fn load_with_env(
     overrides: &Overrides,
     vars: &BTreeMap<String, String>,
 ) -> Result<Loaded, ConfigErrors> {
-    let env = |name: &str| vars.get(name).cloned();
     let source_name = file.map_or_else(
         || "configuration (defaults)".to_string(),
         |f| f.display().to_string(),
     );
-    let fail = |errors| ConfigErrors {
-        source_name: source_name.clone(),
-        errors,
-    };
     let text = match file {
-        Some(path) => read_limited(path).map_err(|e| {
-            fail(vec![ConfigError::new(
+        Some(path) => read_limited(path).map_err(|e| ConfigErrors {
+            source_name: source_name.clone(),
+            errors: vec![ConfigError::new(
                 "",
                 format!("cannot read config file: {e}"),
-            )])
+            )],
         })?,
         None => String::new(),
     };
-    super::untrusted::check_yaml(&text).map_err(fail)?;
-    let (root, file_value) = layered(&text, vars, overrides).map_err(|e| fail(vec![e]))?;
+    let base = file
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let source = Source {
+        name: source_name,
+        text: &text,
+        file,
+        base: &base,
+    };
+    load_source(&source, overrides, vars)
+}
+
+/// Loads a config sent as text (YAML, or JSON, which is YAML), e.g. over the runs API:
+/// relative paths in it are relative to `base`, and errors name `source_name`.
+pub fn load_text(
+    text: &str,
+    source_name: &str,
+    base: &Path,
+    overrides: &Overrides,
+    vars: &BTreeMap<String, String>,
+) -> Result<Loaded, ConfigErrors> {
+    let source = Source {
+        name: source_name.to_string(),
+        text,
+        file: None,
+        base,
+    };
+    load_source(&source, overrides, vars)
+}
+
+/// A config's text and where it came from.
+struct Source<'a> {
+    name: String,
+    text: &'a str,
+    /// The file it was read from.
+    file: Option<&'a Path>,
+    /// What relative paths in it are relative to.
+    base: &'a Path,
+}
+
+fn load_source(
+    source: &Source,
+    overrides: &Overrides,
+    vars: &BTreeMap<String, String>,
+) -> Result<Loaded, ConfigErrors> {
+    let env = |name: &str| vars.get(name).cloned();
+    let fail = |errors| ConfigErrors {
+        source_name: source.name.clone(),
+        errors,
+    };
+    let text = source.text;
+    super::untrusted::check_yaml(text).map_err(fail)?;
+    let (root, file_value) = layered(text, vars, overrides).map_err(|e| fail(vec![e]))?;
     let named = Named::of(&root);
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
@@ -141,10 +188,7 @@ pub fn load_with_env(
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
     let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
-    let base = file
-        .and_then(Path::parent)
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    resolve_paths(&mut config, &base);
+    resolve_paths(&mut config, source.base);
     let parsed = errors.len();
     validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
@@ -153,17 +197,18 @@ pub fn load_with_env(
     for e in &mut errors {
         super::redact::scrub(&mut e.message, &secrets);
     }
-    if errors.is_empty() {
-        Ok(Loaded {
-            config,
-            warnings,
-            file: file.map(Path::to_path_buf),
-            digest: file.map(|_| digest(text.as_bytes())),
-            named,
-        })
-    } else {
-        Err(fail(errors))
+    if !errors.is_empty() {
+        return Err(fail(errors));
     }
+    // A config with no text at all (defaults alone) has nothing to digest.
+    let digest = (source.file.is_some() || !text.is_empty()).then(|| digest(text.as_bytes()));
+    Ok(Loaded {
+        config,
+        warnings,
+        file: source.file.map(Path::to_path_buf),
+        digest,
+        named,
+    })
 }
 
 /// Reads at most one byte past the size limit, so a huge file is refused without being

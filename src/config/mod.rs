@@ -46,7 +46,7 @@ pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors};
 pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
-pub use load::{Loaded, Named, Overrides, digest, load, load_with_env};
+pub use load::{Loaded, Named, Overrides, digest, load, load_text, load_with_env};
 pub use model::{ModelProvider, ModelSpec};
 pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};

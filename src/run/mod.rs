@@ -17,6 +17,7 @@ mod contract;
 mod coverage;
 mod embed;
 mod environment;
+mod execute;
 mod judge;
 mod matrix;
 mod mutation;
@@ -39,6 +40,7 @@ pub use ci::{CiReport, Phase, combine};
 pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
+pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use score::{Score, contract_score};
 pub use summary::{chaos_summary, mutation_summary, summary, verdict_line};
@@ -136,4 +138,7 @@ pub enum RunError {
     NothingToMutate,
     #[error("model: {0}")]
     Model(String),
+    /// The config cannot make this kind of run (`execute::prepare` says so first).
+    #[error("{0}")]
+    NotRunnable(String),
 }

@@ -1,0 +1,325 @@
+//! One run of a given kind, as the CLI and the daemon's runs API start it: what the config
+//! must hold for that kind (checked before anything starts: the CLI's exit 2, the API's
+//! 400), and the phases it runs. Where the report goes and how it is shown belong to the
+//! caller.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    ChaosReport, CiReport, ContractReport, MutationReport, RunContext, RunError, RunVerdict,
+    combine, run_chaos, run_contract, run_mutation,
+};
+use crate::config::Config;
+use crate::config::chaos::CompiledChaos;
+
+/// What a run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// The contract matrix (`contract run`).
+    Contract,
+    /// Golden prompts under one chaos (`run --chaos-only`).
+    Chaos,
+    /// Mutated prompts, optionally under chaos (`run`, `run --chaos`).
+    Mutation,
+    /// Recorded incidents replayed (not in this build).
+    Replay,
+    /// Every phase once, one score (`ci`).
+    Ci,
+}
+
+impl RunKind {
+    pub const ALL: [RunKind; 5] = [
+        RunKind::Contract,
+        RunKind::Chaos,
+        RunKind::Mutation,
+        RunKind::Replay,
+        RunKind::Ci,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Contract => "contract",
+            RunKind::Chaos => "chaos",
+            RunKind::Mutation => "mutation",
+            RunKind::Replay => "replay",
+            RunKind::Ci => "ci",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunKind> {
+        RunKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The report's default file name.
+    pub fn report_file(self) -> String {
+        format!("{}.json", self.name())
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A run to make: its kind, and for chaos a built-in profile instead of `chaos:`.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub kind: RunKind,
+    /// Mutations under chaos (`run --chaos`); implied by `profile` for mutation runs.
+    pub under_chaos: bool,
+    pub profile: Option<String>,
+}
+
+/// A request checked against its config, ready to execute.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub kind: RunKind,
+    /// The chaos to inject (its name and rules), for chaos runs and mutations under chaos.
+    chaos: Option<(String, CompiledChaos)>,
+    /// `ci`: the phases that cannot run, with the reason.
+    skipped: Vec<(&'static str, String)>,
+}
+
+/// Checks that `config` can make the run `req` asks for; the problem in words otherwise.
+pub fn prepare(config: &Config, req: &RunRequest) -> Result<Prepared, String> {
+    let checks = |what: &str| match config.invariants.is_empty() {
+        true => Err(format!(
+            "a {what} run needs `invariants:` to check the answers with"
+        )),
+        false => Ok(()),
+    };
+    let mut p = Prepared {
+        kind: req.kind,
+        chaos: None,
+        skipped: vec![],
+    };
+    match req.kind {
+        RunKind::Contract if config.contract.is_none() => {
+            return Err("a contract run needs a `contract:` section".into());
+        }
+        RunKind::Contract => {}
+        RunKind::Chaos => {
+            p.chaos = Some(chaos_to_inject(config, req.profile.as_deref())?);
+            checks("chaos")?;
+        }
+        RunKind::Mutation => {
+            if req.under_chaos || req.profile.is_some() {
+                p.chaos = Some(chaos_to_inject(config, req.profile.as_deref())?);
+            }
+            checks("mutation")?;
+        }
+        RunKind::Replay => {
+            return Err("replay runs are not available in this build".into());
+        }
+        RunKind::Ci => p.skipped = ci_skips(config),
+    }
+    Ok(p)
+}
+
+/// The chaos a run injects: `profile`, else the config's `chaos:` section (named `chaos`).
+fn chaos_to_inject(
+    config: &Config,
+    profile: Option<&str>,
+) -> Result<(String, CompiledChaos), String> {
+    let (name, chaos) = match profile {
+        Some(p) => (p.to_string(), crate::chaos::profiles::load(p)?),
+        None => ("chaos".to_string(), config.chaos.clone()),
+    };
+    if chaos.is_empty() {
+        return Err(
+            "nothing to inject: add a `chaos:` section or name a profile (--chaos-profile)".into(),
+        );
+    }
+    Ok((name, chaos))
+}
+
+/// The `ci` phases `config` cannot run, and why.
+fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
+    let mut skipped = vec![(
+        "replay",
+        "replay runs are not available in this build".to_string(),
+    )];
+    if config.invariants.is_empty() {
+        skipped.push(("mutation", "needs `invariants:`".into()));
+    }
+    if config.contract.is_none() {
+        skipped.push(("contract", "no `contract:` section".into()));
+    }
+    if config.chaos.is_empty() || config.invariants.is_empty() {
+        skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
+    }
+    skipped
+}
+
+/// A finished run's report, of its kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Report {
+    Contract(ContractReport),
+    Chaos(ChaosReport),
+    Mutation(MutationReport),
+    /// Boxed: it holds the others.
+    Ci(Box<CiReport>),
+}
+
+impl Report {
+    pub fn verdict(&self) -> RunVerdict {
+        match self {
+            Report::Contract(r) => r.judgement.verdict,
+            Report::Chaos(r) => r.judgement.verdict,
+            Report::Mutation(r) => r.judgement.verdict,
+            Report::Ci(r) => r.judgement.verdict,
+        }
+    }
+
+    /// The run's score, 0–100 (`ci`: the overall).
+    pub fn score(&self) -> f64 {
+        match self {
+            Report::Contract(r) => r.score.value,
+            Report::Chaos(r) => r.score,
+            Report::Mutation(r) => r.score,
+            Report::Ci(r) => r.overall,
+        }
+    }
+
+    /// The score of each phase that ran, by phase name.
+    pub fn phase_scores(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Report::Contract(r) => vec![("contract", r.score.value)],
+            Report::Chaos(r) => vec![("chaos", r.score)],
+            Report::Mutation(r) => vec![("mutation", r.score)],
+            Report::Ci(r) => r
+                .phases
+                .iter()
+                .filter_map(|p| Some((p.name, p.score?)))
+                .collect(),
+        }
+    }
+
+    /// Where warnings about the run as a whole go (`ci`: its contract's, else its first
+    /// phase's).
+    pub fn warnings_mut(&mut self) -> Option<&mut Vec<String>> {
+        match self {
+            Report::Contract(r) => Some(&mut r.warnings),
+            Report::Chaos(r) => Some(&mut r.warnings),
+            Report::Mutation(r) => Some(&mut r.warnings),
+            Report::Ci(r) => match (&mut r.contract, &mut r.mutation, &mut r.chaos) {
+                (Some(c), _, _) => Some(&mut c.warnings),
+                (None, Some(m), _) => Some(&mut m.warnings),
+                (None, None, Some(c)) => Some(&mut c.warnings),
+                (None, None, None) => None,
+            },
+        }
+    }
+}
+
+/// Runs `p` against the agent in `ctx`.
+pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
+    let golden = &config.golden_prompts;
+    let chaos = p.chaos.as_ref().map(|(n, c)| (n.as_str(), c));
+    Ok(match p.kind {
+        RunKind::Contract => match &config.contract {
+            Some(c) => Report::Contract(run_contract(ctx, c, golden).await?),
+            None => return Err(RunError::NotRunnable("no `contract:` section".into())),
+        },
+        RunKind::Chaos => {
+            let Some((name, rules)) = chaos else {
+                return Err(RunError::NotRunnable("no chaos to inject".into()));
+            };
+            Report::Chaos(run_chaos(ctx, name, rules, golden, &config.invariants).await?)
+        }
+        RunKind::Mutation => Report::Mutation(run_mutation(ctx, chaos, config).await?),
+        RunKind::Replay => {
+            return Err(RunError::NotRunnable(
+                "replay runs are not available in this build".into(),
+            ));
+        }
+        RunKind::Ci => Report::Ci(Box::new(ci(ctx, config, &p.skipped).await?)),
+    })
+}
+
+/// `ci`: the mutation, contract and chaos phases that can run, once each, combined.
+async fn ci(
+    ctx: &RunContext,
+    config: &Config,
+    skipped: &[(&'static str, String)],
+) -> Result<CiReport, RunError> {
+    let runs = |phase: &str| !skipped.iter().any(|(s, _)| *s == phase);
+    let golden = &config.golden_prompts;
+    let mutation = match runs("mutation") {
+        true => Some(run_mutation(ctx, None, config).await?),
+        false => None,
+    };
+    let contract = match (&config.contract, runs("contract")) {
+        (Some(c), true) => Some(run_contract(ctx, c, golden).await?),
+        (Some(_), false) | (None, _) => None,
+    };
+    let chaos = match runs("chaos") {
+        true => {
+            let run = run_chaos(ctx, "chaos", &config.chaos, golden, &config.invariants);
+            Some(run.await?)
+        }
+        false => None,
+    };
+    Ok(combine(
+        &config.scoring,
+        mutation,
+        contract,
+        chaos,
+        skipped,
+        ctx.min_score,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> Config {
+        let base = std::path::Path::new(".");
+        let (o, v) = (Default::default(), Default::default());
+        crate::config::load_text(yaml, "test", base, &o, &v)
+            .expect("a valid config")
+            .config
+    }
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in RunKind::ALL {
+            assert_eq!(RunKind::parse(k.name()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+        assert_eq!(RunKind::parse("contracts"), None);
+    }
+
+    #[test]
+    fn a_run_the_config_cannot_make_says_what_is_missing() {
+        let bare = config("golden_prompts: [hi]\n");
+        let req = |kind| RunRequest {
+            kind,
+            under_chaos: false,
+            profile: None,
+        };
+        let why = |kind| prepare(&bare, &req(kind)).unwrap_err();
+        assert_eq!(
+            why(RunKind::Contract),
+            "a contract run needs a `contract:` section"
+        );
+        assert!(why(RunKind::Chaos).starts_with("nothing to inject"));
+        assert_eq!(
+            why(RunKind::Mutation),
+            "a mutation run needs `invariants:` to check the answers with"
+        );
+        assert!(why(RunKind::Replay).contains("not available"));
+        let ci = prepare(&bare, &req(RunKind::Ci)).unwrap();
+        let phases: Vec<&str> = ci.skipped.iter().map(|(p, _)| *p).collect();
+        assert_eq!(phases, ["replay", "mutation", "contract", "chaos"]);
+        let profile = RunRequest {
+            profile: Some("nope".into()),
+            ..req(RunKind::Chaos)
+        };
+        assert!(prepare(&bare, &profile).unwrap_err().contains("nope"));
+    }
+}
