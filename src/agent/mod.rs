@@ -1,11 +1,13 @@
 //! Driving the agent under test: invoke its HTTP endpoint with a prompt (`invoke`), send it
 //! raw bytes for the wire-level mutations (`raw`), and
-//! optionally start it with the proxy environment set (`spawn`). The driver's own calls
+//! optionally start it with the proxy environment set (`spawn`), and ready it for a run
+//! (`launch`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
 mod answer;
 mod invoke;
+mod launch;
 mod raw;
 mod raw_response;
 mod spawn;
@@ -14,6 +16,7 @@ pub(crate) use answer::{cause as root_cause, head as body_head};
 pub use answer::{extract, render};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
+pub use launch::{Launched, ProxyAt, launch};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;

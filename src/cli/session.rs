@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::progress;
-use crate::agent::{Agent, AgentProcess, Probe, proxy_env, url_probe, wait_ready};
-use crate::config::{AgentTarget, Check, Config, Loaded};
+use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
+use crate::config::{Config, Loaded};
 use crate::daemon::Daemon;
 use crate::run::{Declared, Embedder, RunContext};
 
@@ -36,13 +36,13 @@ pub struct Session {
 impl Session {
     pub async fn start(loaded: &Loaded, opts: Options) -> Result<Session, ExitCode> {
         let config = &run_config(loaded);
-        let Some(spec) = &config.agent else {
+        if config.agent.is_none() {
             eprintln!(
                 "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
             );
             return Err(ExitCode::from(2));
         };
-        let embedder = match embedder(config).await {
+        let embedder = match Embedder::for_config(config).await {
             Ok(e) => e,
             Err(message) => {
                 eprintln!("flakestorm: {message}");
@@ -62,22 +62,23 @@ impl Session {
                 daemon.proxy_addr
             );
         }
-        let agent = match Agent::new(spec, config.advanced.retries) {
-            Ok(a) => a,
-            Err(e) => return Err(fail(daemon, None, e.to_string()).await),
+        let proxy = ProxyAt {
+            addr: daemon.proxy_addr,
+            ca_cert: &daemon.ca_cert_path,
         };
-        let process = match start_agent(config, &agent, &daemon, &opts.agent_log).await {
-            Ok(p) => p,
-            Err(e) => return Err(fail(daemon, None, e).await),
+        let Launched { agent, process } = match launch(config, proxy, &opts.agent_log).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                daemon.stop().await;
+                return Err(ExitCode::from(2));
+            }
         };
         if process.is_some() && opts.progress {
             eprintln!(
                 "flakestorm: the agent's output goes to {}",
                 opts.agent_log.display()
             );
-        }
-        if let Err(e) = agent.preflight().await {
-            return Err(fail(daemon, process, e.to_string()).await);
         }
         let display = opts.progress.then(progress::Display::new);
         let ctx = RunContext {
@@ -138,113 +139,4 @@ fn run_config(loaded: &Loaded) -> Config {
         config.control.listen = "127.0.0.1:0".into();
     }
     config
-}
-
-/// Starts `agent.command` with the proxy environment (and `agent.env`), its output to
-/// `log`, and waits until the agent is ready: `ready_url` answers 2xx or, without one, the
-/// endpoint accepts connections. A `ready_url` without a command is waited for too
-/// (config.md: polled before the run starts).
-async fn start_agent(
-    config: &Config,
-    agent: &Agent,
-    daemon: &Daemon,
-    log: &std::path::Path,
-) -> Result<Option<AgentProcess>, String> {
-    let Some(spec) = &config.agent else {
-        return Ok(None);
-    };
-    let wait = spec.timeout.max(Duration::from_secs(30));
-    let (what, mut probe) = readiness(spec, agent)?;
-    let Some(cmd) = &spec.command else {
-        if spec.ready_url.is_some() {
-            wait_ready(None, &what, wait, probe)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        return Ok(None);
-    };
-    // Whatever answers before the agent starts is not the agent this run started.
-    if probe().await {
-        return Err(format!(
-            "{what} before agent.command started: another process (an agent left from an \
-             earlier run?) is there; stop it or use another port"
-        ));
-    }
-    let user = config.proxy.users.first();
-    let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
-    let mut env = proxy_env(daemon.proxy_addr, &daemon.ca_cert_path, user);
-    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
-    match wait_ready(Some(&mut process), &what, wait, probe).await {
-        Ok(()) => Ok(Some(process)),
-        Err(e) => {
-            let tail = match &e {
-                crate::agent::SpawnError::Exited { .. } => String::new(),
-                _ => process.tail(),
-            };
-            process.stop(Duration::from_secs(5)).await;
-            Err(format!("{e}{tail}"))
-        }
-    }
-}
-
-/// What readiness means, in words, and the probe that checks it.
-type Readiness = (String, Box<dyn FnMut() -> Probe + Send>);
-
-/// What readiness means for this agent, and the probe that checks it.
-fn readiness(spec: &AgentTarget, agent: &Agent) -> Result<Readiness, String> {
-    Ok(match &spec.ready_url {
-        Some(url) => (
-            format!("{url} answered 2xx"),
-            Box::new(url_probe(url.clone()).map_err(|e| e.to_string())?),
-        ),
-        None => {
-            let agent = agent.clone();
-            let probe = move || {
-                let agent = agent.clone();
-                Box::pin(async move { agent.preflight().await.is_ok() }) as Probe
-            };
-            (
-                format!("{} accepted connections", spec.endpoint),
-                Box::new(probe),
-            )
-        }
-    })
-}
-
-/// `advanced.embeddings`, tried with one request when an invariant compares texts.
-async fn embedder(config: &Config) -> Result<Option<Embedder>, String> {
-    let Some(spec) = &config.advanced.embeddings else {
-        return Ok(None);
-    };
-    let embedder = Embedder::new(spec).map_err(|e| e.to_string())?;
-    let compares = |c: &Check| {
-        matches!(
-            c,
-            Check::Similarity { .. } | Check::BehaviorUnchanged { .. }
-        )
-    };
-    let contract = config.contract.iter().flat_map(|c| &c.invariants);
-    let mut invariants = config
-        .invariants
-        .iter()
-        .chain(contract.map(|i| &i.invariant));
-    if invariants.any(|i| compares(&i.check)) {
-        let failed = |e| format!("{e} (pre-flight of advanced.embeddings)");
-        embedder.preflight().await.map_err(failed)?;
-    }
-    Ok(Some(embedder))
-}
-
-async fn fail(daemon: Daemon, process: Option<AgentProcess>, message: String) -> ExitCode {
-    eprintln!("flakestorm: {message}");
-    if let Some(p) = process {
-        let tail = p.tail();
-        if !tail.is_empty() {
-            eprintln!("flakestorm: {}", tail.trim_start_matches("; "));
-        }
-        p.stop(Duration::from_secs(5)).await;
-    }
-    daemon.stop().await;
-    ExitCode::from(2)
 }

@@ -17,7 +17,7 @@ use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 
 use crate::agent::{DirectClient, body_head, direct_client, root_cause};
-use crate::config::EmbeddingsSpec;
+use crate::config::{Check, Config, EmbeddingsSpec};
 
 pub(crate) use measure::measure;
 pub use wire::Cause;
@@ -58,6 +58,31 @@ pub struct Embedder {
 }
 
 impl Embedder {
+    /// `advanced.embeddings` of `config`, tried with one request when an invariant
+    /// compares texts (so a run never starts with an endpoint it cannot use).
+    pub async fn for_config(config: &Config) -> Result<Option<Embedder>, String> {
+        let Some(spec) = &config.advanced.embeddings else {
+            return Ok(None);
+        };
+        let embedder = Embedder::new(spec).map_err(|e| e.to_string())?;
+        let compares = |c: &Check| {
+            matches!(
+                c,
+                Check::Similarity { .. } | Check::BehaviorUnchanged { .. }
+            )
+        };
+        let contract = config.contract.iter().flat_map(|c| &c.invariants);
+        let mut invariants = config
+            .invariants
+            .iter()
+            .chain(contract.map(|i| &i.invariant));
+        if invariants.any(|i| compares(&i.check)) {
+            let failed = |e| format!("{e} (pre-flight of advanced.embeddings)");
+            embedder.preflight().await.map_err(failed)?;
+        }
+        Ok(Some(embedder))
+    }
+
     pub fn new(spec: &EmbeddingsSpec) -> Result<Embedder, EmbedderError> {
         let bad = |field, message| EmbedderError::Config { field, message };
         // Compiled at load; a config that loaded has neither error.

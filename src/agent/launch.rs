@@ -1,0 +1,115 @@
+//! Getting the agent under test ready for a run: its driver, its process started with the
+//! proxy environment when `agent.command` is set (and waited for until ready), and a
+//! pre-flight that it answers. Shared by the CLI's run sessions and the daemon's runs API.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Agent, AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready};
+use crate::config::{AgentTarget, Config};
+
+/// An agent ready for a run, and its process when this run started it.
+pub struct Launched {
+    pub agent: Agent,
+    pub process: Option<AgentProcess>,
+}
+
+/// Where the agent's proxy is: the address and the CA file it must trust.
+pub struct ProxyAt<'a> {
+    pub addr: SocketAddr,
+    pub ca_cert: &'a Path,
+}
+
+/// Readies `config.agent` for a run through the proxy at `proxy`, `agent.command`'s output
+/// to `log`. The problem in words if it cannot be readied; a process it started is stopped
+/// again then.
+pub async fn launch(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result<Launched, String> {
+    let Some(spec) = &config.agent else {
+        return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
+    };
+    let agent = Agent::new(spec, config.advanced.retries).map_err(|e| e.to_string())?;
+    let process = start(config, spec, &agent, proxy, log).await?;
+    if let Err(e) = agent.preflight().await {
+        let mut why = e.to_string();
+        if let Some(p) = process {
+            let tail = p.tail();
+            if !tail.is_empty() {
+                why.push_str(&format!("\n{}", tail.trim_start_matches("; ")));
+            }
+            p.stop(Duration::from_secs(5)).await;
+        }
+        return Err(why);
+    }
+    Ok(Launched { agent, process })
+}
+
+/// Starts `agent.command` with the proxy environment (and `agent.env`), its output to
+/// `log`, and waits until the agent is ready: `ready_url` answers 2xx or, without one, the
+/// endpoint accepts connections. A `ready_url` without a command is waited for too
+/// (config.md: polled before the run starts).
+async fn start(
+    config: &Config,
+    spec: &AgentTarget,
+    agent: &Agent,
+    proxy: ProxyAt<'_>,
+    log: &Path,
+) -> Result<Option<AgentProcess>, String> {
+    let wait = spec.timeout.max(Duration::from_secs(30));
+    let (what, mut probe) = readiness(spec, agent)?;
+    let Some(cmd) = &spec.command else {
+        if spec.ready_url.is_some() {
+            wait_ready(None, &what, wait, probe)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        return Ok(None);
+    };
+    // Whatever answers before the agent starts is not the agent this run started.
+    if probe().await {
+        return Err(format!(
+            "{what} before agent.command started: another process (an agent left from an \
+             earlier run?) is there; stop it or use another port"
+        ));
+    }
+    let user = config.proxy.users.first();
+    let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
+    let mut env = proxy_env(proxy.addr, proxy.ca_cert, user);
+    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
+    match wait_ready(Some(&mut process), &what, wait, probe).await {
+        Ok(()) => Ok(Some(process)),
+        Err(e) => {
+            let tail = match &e {
+                SpawnError::Exited { .. } => String::new(),
+                _ => process.tail(),
+            };
+            process.stop(Duration::from_secs(5)).await;
+            Err(format!("{e}{tail}"))
+        }
+    }
+}
+
+/// What readiness means, in words, and the probe that checks it.
+type Readiness = (String, Box<dyn FnMut() -> Probe + Send>);
+
+/// What readiness means for this agent, and the probe that checks it.
+fn readiness(spec: &AgentTarget, agent: &Agent) -> Result<Readiness, String> {
+    Ok(match &spec.ready_url {
+        Some(url) => (
+            format!("{url} answered 2xx"),
+            Box::new(url_probe(url.clone()).map_err(|e| e.to_string())?),
+        ),
+        None => {
+            let agent = agent.clone();
+            let probe = move || {
+                let agent = agent.clone();
+                Box::pin(async move { agent.preflight().await.is_ok() }) as Probe
+            };
+            (
+                format!("{} accepted connections", spec.endpoint),
+                Box::new(probe),
+            )
+        }
+    })
+}
