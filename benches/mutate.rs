@@ -138,6 +138,7 @@ async fn main() {
     let daemon = Daemon::start(&cfg).await.unwrap();
     let agent = Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap();
     let ctx = RunContext {
+        seed: daemon.chaos.seed(),
         engine: daemon.chaos.clone(),
         journal: daemon.journal.clone(),
         agent: agent.clone(),

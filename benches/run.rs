@@ -103,6 +103,7 @@ async fn main() {
     use flakestorm::config::Attribution::{Exclusive, Header};
     for (attribution, concurrency) in [(Exclusive, 1usize), (Exclusive, 10), (Header, 10)] {
         let ctx = RunContext {
+            seed: daemon.chaos.seed(),
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
             agent: agent.clone(),

@@ -8,6 +8,7 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::canary::Canary;
@@ -27,7 +28,9 @@ struct Scoped {
 struct Inner {
     rules: RwLock<Arc<RuleSet>>,
     traces: RwLock<HashMap<String, Scoped>>,
-    seed: u64,
+    /// The global rules' seed: the daemon's, or the run's while a run has the engine to
+    /// itself (exclusive attribution).
+    seed: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -38,7 +41,7 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("seed", &self.inner.seed)
+            .field("seed", &self.seed())
             .finish()
     }
 }
@@ -51,13 +54,19 @@ impl Engine {
             inner: Arc::new(Inner {
                 rules: RwLock::new(Arc::new(empty)),
                 traces: RwLock::new(HashMap::new()),
-                seed,
+                seed: AtomicU64::new(seed),
             }),
         }
     }
 
     pub fn seed(&self) -> u64 {
-        self.inner.seed
+        self.inner.seed.load(Ordering::Relaxed)
+    }
+
+    /// Makes `seed` the global rules' seed (a run that has the engine to itself); returns
+    /// the one it replaces.
+    pub fn set_seed(&self, seed: u64) -> u64 {
+        self.inner.seed.swap(seed, Ordering::Relaxed)
     }
 
     /// The active global rules (and their spec, for `GET /v1/chaos`).
@@ -114,7 +123,8 @@ impl Engine {
     }
 
     /// Installs `spec` for requests carrying trace id `trace` only, with counters and draws
-    /// of its own (derived from the seed and the trace id), until the guard drops.
+    /// of its own (derived from the trace id alone, which a run derives from its seed, so
+    /// runs with different seeds can overlap), until the guard drops.
     pub fn install_for_trace(
         &self,
         trace: &str,
@@ -122,7 +132,7 @@ impl Engine {
         canary: Option<Arc<Canary>>,
     ) -> TraceGuard {
         let rules = Arc::new(RuleSet::new(rules).with_canary(canary));
-        let seed = mix(self.inner.seed ^ stream(trace));
+        let seed = mix(stream(trace));
         self.inner
             .traces
             .write()
@@ -155,7 +165,7 @@ impl Engine {
             d.formats = Some(formats);
             return d;
         }
-        self.rules().decide(url, target, self.inner.seed)
+        self.rules().decide(url, target, self.seed())
     }
 }
 

@@ -82,6 +82,7 @@ impl Session {
         }
         let display = opts.progress.then(progress::Display::new);
         let ctx = RunContext {
+            seed: daemon.chaos.seed(),
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
             agent,

@@ -85,6 +85,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         .as_ref()
         .ok_or_else(|| DemoError("demo config has no agent".into()))?;
     let ctx = RunContext {
+        seed: daemon.chaos.seed(),
         engine: daemon.chaos.clone(),
         journal: daemon.journal.clone(),
         agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,

@@ -170,7 +170,7 @@ pub async fn run_case(
 /// prompt (and its position, so a repeated prompt gets its own), so that two runs with the
 /// same seed send the same headers.
 pub(super) fn trace_id(ctx: &RunContext, scenario: &str, prompt: &str, index: usize) -> String {
-    let hi = mix(ctx.engine.seed() ^ stream(scenario));
+    let hi = mix(ctx.seed ^ stream(scenario));
     let lo = mix(hi ^ stream(prompt) ^ index as u64) | 1; // never all zeros, which W3C forbids
     format!("{hi:016x}{lo:016x}")
 }

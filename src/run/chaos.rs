@@ -73,7 +73,7 @@ pub async fn run_chaos(
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
         chaos: name.to_string(),
-        seed: ctx.engine.seed(),
+        seed: ctx.seed,
         agent_calls: run.cases.len(),
         score,
         judgement,

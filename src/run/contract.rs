@@ -149,7 +149,7 @@ pub async fn run_contract(
         schema: SCHEMA,
         config_digest: ctx.config_digest.clone(),
         contract: contract.name.clone(),
-        seed: ctx.engine.seed(),
+        seed: ctx.seed,
         scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
         agent_calls: cases.len(),
         cases,

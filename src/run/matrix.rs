@@ -43,9 +43,7 @@ pub(super) struct ScenarioOutcome {
 /// Fresh canaries for a scenario or a case. The salt is the run's alone, so a source plants
 /// the same token in every scenario and no-chaos answers stay comparable with the others.
 fn canary(ctx: &RunContext) -> Arc<Canary> {
-    Arc::new(Canary::new(mix(
-        ctx.engine.seed() ^ stream("no_exfiltration")
-    )))
+    Arc::new(Canary::new(mix(ctx.seed ^ stream("no_exfiltration"))))
 }
 
 /// Runs every prompt under every scenario; results grouped by scenario, in prompt order.

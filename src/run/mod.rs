@@ -97,6 +97,10 @@ pub(crate) type Provisional = std::sync::Arc<dyn Fn(&CaseResult) -> SoFar + Send
 #[derive(Clone)]
 pub struct RunContext {
     pub engine: Engine,
+    /// The run's seed: every draw of the run (variants, trace ids, canaries, per-trace
+    /// rules) comes from it; the engine's global rules draw from `engine.seed()`, which is
+    /// this seed whenever the run has the engine to itself.
+    pub seed: u64,
     pub journal: Journal,
     pub agent: Agent,
     /// Cases of one scenario in flight at once (`advanced.concurrency`).

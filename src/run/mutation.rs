@@ -134,7 +134,7 @@ pub async fn run_mutation(
     if golden.is_empty() {
         return Err(RunError::NothingToMutate);
     }
-    let seed = ctx.engine.seed();
+    let seed = ctx.seed;
     let client = match &config.model {
         Some(m) => Some(ModelClient::new(m).map_err(|e| RunError::Model(e.to_string()))?),
         None => None,

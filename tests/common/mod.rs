@@ -156,6 +156,7 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
     let spec: flakestorm::config::AgentSpec =
         serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
     let ctx = flakestorm::run::RunContext {
+        seed: p.daemon.chaos.seed(),
         engine: p.daemon.chaos.clone(),
         journal: p.daemon.journal.clone(),
         agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
