@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{ApiState, DeadlineListener, router};
 use crate::chaos::Engine;
 use crate::config::Config;
+use crate::jobs::Jobs;
 use crate::journal::{Journal, Redactor};
 use crate::proxy::{Proxy, ProxyBuildError};
 use crate::telemetry::Metrics;
@@ -65,6 +66,8 @@ pub struct Daemon {
     pub metrics: Metrics,
     /// The active chaos rules; swap them at runtime with `set`/`clear` or the API.
     pub chaos: Engine,
+    /// Runs submitted through `/v1/runs`.
+    pub jobs: Jobs,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -96,12 +99,22 @@ impl Daemon {
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
+        let jobs = Jobs::new(crate::jobs::Setup {
+            engine: chaos.clone(),
+            journal: journal.clone(),
+            proxy_addr,
+            ca_cert: ca.cert_path().to_path_buf(),
+            data_dir: config.data_dir.clone(),
+            max_parallel: config.control.max_parallel_runs,
+        });
         let state = ApiState {
             chaos: chaos.clone(),
             tools: config.tools.clone().into(),
             metrics: metrics.clone(),
             ca_pem: ca.cert_pem().into(),
             token: config.control.token.as_deref().map(Into::into),
+            jobs: jobs.clone(),
+            loopback: control_addr.ip().is_loopback(),
         };
         // No control connection lives forever either (docs/proxy.md, connection limits).
         let control_listener = DeadlineListener::new(
@@ -126,6 +139,7 @@ impl Daemon {
             journal,
             metrics,
             chaos,
+            jobs,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -134,6 +148,7 @@ impl Daemon {
     /// Stops accepting, lets in-flight exchanges finish (up to `proxy.drain_timeout_ms`),
     /// then returns.
     pub async fn stop(self) {
+        self.jobs.interrupt_all();
         self.stop.cancel();
         for t in self.tasks {
             let _ = t.await;

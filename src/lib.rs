@@ -16,7 +16,9 @@
 //!   variants, and a run's plan.
 //! - `checks`    — invariants evaluated on a case: answer checks and traffic checks.
 //! - `run`       — runs: the contract matrix, chaos and mutation runs, their coverage, verdicts, score.
-//! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles).
+//! - `jobs`      — the daemon's runs (`/v1/runs`): queue, turns, cancel, progress events.
+//! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles,
+//!   runs).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
@@ -31,6 +33,7 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod exchange;
+pub mod jobs;
 pub mod journal;
 pub mod llm;
 pub mod mutate;

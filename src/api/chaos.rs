@@ -105,6 +105,8 @@ mod tests {
             metrics: Metrics::new(),
             ca_pem: "".into(),
             token: None,
+            jobs: crate::jobs::Jobs::for_tests(std::env::temp_dir().join("flakestorm-unit-runs")),
+            loopback: true,
         }
     }
 

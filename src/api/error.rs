@@ -18,6 +18,24 @@ pub enum ApiError {
     InvalidChaos(Vec<crate::config::ConfigError>),
     #[error("{0}")]
     UnknownProfile(String),
+    #[error("{0}")]
+    InvalidConfig(crate::config::ConfigErrors),
+    #[error("{0}")]
+    NotRunnable(String),
+    #[error("no run {0}; `flakestorm runs list` shows the runs")]
+    RunNotFound(String),
+    #[error("run {id} has already ended ({})", status.name())]
+    RunFinished {
+        id: String,
+        status: crate::jobs::Status,
+    },
+    #[error("run {id} has no report ({}): a report is written when a run ends with a verdict", status.name())]
+    NoReport {
+        id: String,
+        status: crate::jobs::Status,
+    },
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl ApiError {
@@ -29,6 +47,12 @@ impl ApiError {
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::InvalidChaos(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_chaos"),
             ApiError::UnknownProfile(_) => (StatusCode::NOT_FOUND, "unknown_profile"),
+            ApiError::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
+            ApiError::NotRunnable(_) => (StatusCode::BAD_REQUEST, "not_runnable"),
+            ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
+            ApiError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
+            ApiError::NoReport { .. } => (StatusCode::CONFLICT, "no_report"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
 }
@@ -37,7 +61,21 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         let mut body = serde_json::json!({"error": {"code": code, "message": self.to_string()}});
-        if let ApiError::InvalidChaos(errors) = &self {
+        let errors = match &self {
+            ApiError::InvalidChaos(errors) => Some(errors),
+            ApiError::InvalidConfig(e) => Some(&e.errors),
+            ApiError::Unauthorized
+            | ApiError::NotFound
+            | ApiError::BadBody(_)
+            | ApiError::TooLarge(_)
+            | ApiError::UnknownProfile(_)
+            | ApiError::NotRunnable(_)
+            | ApiError::RunNotFound(_)
+            | ApiError::RunFinished { .. }
+            | ApiError::NoReport { .. }
+            | ApiError::Internal(_) => None,
+        };
+        if let Some(errors) = errors {
             let list: Vec<_> = errors
                 .iter()
                 .map(|e| serde_json::json!({"path": e.path, "message": e.message}))

@@ -9,6 +9,8 @@ mod body;
 mod chaos;
 mod deadline;
 mod error;
+mod runs;
+mod sse;
 
 use std::sync::Arc;
 
@@ -36,6 +38,10 @@ pub struct ApiState {
     pub ca_pem: Arc<str>,
     /// Bearer token required on `/v1/*` when set.
     pub token: Option<Arc<str>>,
+    /// The daemon's runs.
+    pub jobs: crate::jobs::Jobs,
+    /// The control listener is on loopback: runs may name config files and start agents.
+    pub loopback: bool,
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -50,6 +56,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/chaos/profiles/{name}", post(chaos::apply_profile))
         .route("/v1/profiles", get(chaos::list_profiles))
         .route("/v1/reset", post(chaos::reset))
+        .route("/v1/runs", get(runs::list).post(runs::create))
+        .route("/v1/runs/{id}", get(runs::get).delete(runs::cancel))
+        .route("/v1/runs/{id}/events", get(runs::events))
+        .route("/v1/runs/{id}/report", get(runs::report))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/healthz", get(healthz))
@@ -124,6 +134,8 @@ mod tests {
             metrics: Metrics::new(),
             ca_pem: "PEM".into(),
             token: token.map(Into::into),
+            jobs: crate::jobs::Jobs::for_tests(std::env::temp_dir().join("flakestorm-unit-runs")),
+            loopback: true,
         }
     }
 

@@ -68,6 +68,8 @@ impl Display {
                     b.inc_length(n as u64);
                 }
             }),
+            // Lines say how cases end; a start adds nothing a reader needs.
+            started: Arc::new(|_: &str, _: &str| {}),
             case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
                 let (n, rate) = tally.count(so_far);
                 // A mutated prompt can be 100 KB (length_extremes): show its start.

@@ -59,7 +59,7 @@ bogus: 1
     let expect = [
         "proxy.listen: `localhost:80` is not an IP:port address",
         "proxy.intercept[0]: invalid glob `api.[openai.com`",
-        "control.listn: unknown field `listn`, expected `listen` or `token`",
+        "control.listn: unknown field `listn`, expected one of `listen`, `token`, `max_parallel_runs`",
         "tools[2]: missing field `match_url`",
         "tools[1].name: duplicate tool `search`",
         "tools[1].match_url: needs at least one URL glob",

@@ -138,6 +138,9 @@ pub struct ControlSpec {
     pub listen: super::Parsed<std::net::SocketAddr>,
     /// Bearer token for `/v1/*`; required when `listen` is not loopback.
     pub token: Option<String>,
+    /// Runs submitted through `/v1/runs` in flight at once under `attribution: header`
+    /// (under `exclusive` they run one at a time).
+    pub max_parallel_runs: u32,
 }
 
 impl Default for ControlSpec {
@@ -145,6 +148,7 @@ impl Default for ControlSpec {
         ControlSpec {
             listen: "127.0.0.1:8081".into(),
             token: None,
+            max_parallel_runs: 4,
         }
     }
 }

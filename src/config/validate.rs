@@ -275,6 +275,12 @@ fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
         }
         Ok(_) => {}
     }
+    if !(1..=64).contains(&c.max_parallel_runs) {
+        errors.push(ConfigError::new(
+            "control.max_parallel_runs",
+            format!("{} is outside 1..=64", c.max_parallel_runs),
+        ));
+    }
 }
 
 fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {

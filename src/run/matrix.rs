@@ -129,6 +129,9 @@ async fn pool(
                 let canary = canary.then(|| self::canary(&ctx));
                 ctx.engine.install_for_trace(t, &chaos, canary)
             });
+            if let Some(progress) = &ctx.progress {
+                (progress.started)(&name, &prompt);
+            }
             let mut case = run_case(&ctx, &name, &prompt, window, trace).await;
             if traced && !chaos.is_empty() && case.traffic.is_none() {
                 case.not_judged.get_or_insert_with(|| UNTRACED.to_string());

@@ -71,8 +71,13 @@ impl RunContext {
 #[derive(Clone)]
 pub struct Progress {
     pub planned: std::sync::Arc<dyn Fn(usize) + Send + Sync>,
+    /// A case starts: its scenario and input.
+    pub started: StartHook,
     pub case: CaseHook,
 }
+
+/// Told of each case as it starts: its scenario and input.
+pub type StartHook = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Told of each case as it ends, and how it stands.
 pub type CaseHook = std::sync::Arc<dyn Fn(&CaseResult, SoFar) + Send + Sync>;

@@ -195,6 +195,9 @@ pub async fn run_mutation(
     for v in &plan.variants {
         let original = golden[v.prompt_index].clone();
         let (variant, passed, judged, checks) = if is_wire(&v) {
+            if let Some(p) = &ctx.progress {
+                (p.started)(wire_cases::SCENARIO, &format!("{} #{}", v.kind, v.index));
+            }
             let case = run_wire_case(ctx, seed, v.kind, &original, v.index).await;
             if let Some(p) = &ctx.progress {
                 (p.case)(&case.case, wire_cases::so_far(&case.verdict));

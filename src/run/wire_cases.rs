@@ -13,7 +13,7 @@ use super::cases::CaseResult;
 use super::{RunContext, SoFar};
 
 /// Scenario name of wire cases in reports and progress.
-const SCENARIO: &str = "wire-level";
+pub(super) const SCENARIO: &str = "wire-level";
 
 /// A wire case's outcome.
 pub(super) struct WireCase {

@@ -1,0 +1,294 @@
+//! `/v1/runs`: start a run on the daemon (`POST`), list and read runs, follow one's events
+//! (Server-Sent Events, resumable with `Last-Event-ID`), fetch its report, cancel it
+//! (`DELETE`). The runs themselves live in `jobs`; this module only speaks HTTP.
+
+use std::path::PathBuf;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, ApiState};
+use crate::config::{Loaded, Overrides};
+use crate::jobs::{CancelError, Job, Status, Submission};
+use crate::run::{RunKind, RunRequest};
+
+/// `POST /v1/runs` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewRun {
+    /// `contract`, `chaos`, `mutation`, `replay` or `ci`.
+    kind: String,
+    /// The config: YAML or JSON text, or a JSON object.
+    #[serde(default)]
+    config: Option<Value>,
+    /// A config file the daemon reads (loopback control API only).
+    #[serde(default)]
+    config_path: Option<PathBuf>,
+    #[serde(default)]
+    seed: Option<u64>,
+    /// A built-in chaos profile instead of `chaos:` (chaos runs, mutations under chaos).
+    #[serde(default)]
+    profile: Option<String>,
+    /// Mutations under the `chaos:` rules (`run --chaos`).
+    #[serde(default)]
+    chaos: bool,
+    #[serde(default)]
+    min_score: Option<f64>,
+}
+
+pub async fn create(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let yaml = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.contains("yaml"));
+    let body = super::body::read_limited(body).await?;
+    let loopback = s.loopback;
+    let (new, loaded) = tokio::task::spawn_blocking(move || {
+        let value = super::body::parse(&body, yaml)?;
+        let new: NewRun =
+            serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
+        let loaded = load(&new, loopback)?;
+        Ok::<_, ApiError>((new, loaded))
+    })
+    .await
+    .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
+    let kind = RunKind::parse(&new.kind).ok_or_else(|| {
+        let valid: Vec<&str> = RunKind::ALL.map(RunKind::name).to_vec();
+        ApiError::BadBody(format!(
+            "kind: unknown run kind `{}`; valid kinds: {}",
+            new.kind,
+            valid.join(", ")
+        ))
+    })?;
+    if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
+        return Err(ApiError::BadBody(format!(
+            "min_score: {m} is outside 0..=100"
+        )));
+    }
+    if !loopback
+        && loaded
+            .config
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.command.is_some())
+    {
+        return Err(ApiError::NotRunnable(
+            "agent.command would run a command on the daemon's host, which a control API off \
+             loopback does not allow; start the agent yourself and give agent.endpoint"
+                .into(),
+        ));
+    }
+    let sub = Submission {
+        loaded,
+        request: RunRequest {
+            kind,
+            under_chaos: new.chaos,
+            profile: new.profile,
+        },
+        seed: new.seed,
+        min_score: new.min_score,
+    };
+    let job = s.jobs.submit(sub).map_err(ApiError::NotRunnable)?;
+    let location = format!("/v1/runs/{}", job.id);
+    let mut resp = (StatusCode::ACCEPTED, Json(json!(job.summary()))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// The error of a body that does not fit `NewRun`, at its field.
+fn located(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    match e.path().to_string().as_str() {
+        "." | "" => e.inner().to_string(),
+        path => format!("{path}: {}", e.inner()),
+    }
+}
+
+/// The run's config, inline or from a file; every problem at its path.
+fn load(new: &NewRun, loopback: bool) -> Result<Loaded, ApiError> {
+    let vars = std::env::vars().collect();
+    let overrides = Overrides::default();
+    match (&new.config, &new.config_path) {
+        (Some(_), Some(_)) => Err(ApiError::BadBody(
+            "give either config or config_path, not both".into(),
+        )),
+        (None, None) => Err(ApiError::BadBody(
+            "config: missing; give the config inline (YAML or JSON) or config_path".into(),
+        )),
+        (Some(v), None) => {
+            let text = match v {
+                Value::String(t) => t.clone(),
+                Value::Object(_) => v.to_string(),
+                other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_)) => {
+                    return Err(ApiError::BadBody(format!(
+                        "config: expected YAML or JSON text or an object, found {other}"
+                    )));
+                }
+            };
+            let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            crate::config::load_text(&text, "config (request body)", &base, &overrides, &vars)
+                .map_err(ApiError::InvalidConfig)
+        }
+        (None, Some(_)) if !loopback => Err(ApiError::NotRunnable(
+            "config_path: a control API off loopback reads no file for a client; send the \
+             config inline"
+                .into(),
+        )),
+        (None, Some(path)) => crate::config::load_with_env(Some(path), &overrides, &vars)
+            .map_err(ApiError::InvalidConfig),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    kind: Option<String>,
+    status: Option<String>,
+    limit: Option<usize>,
+    /// The `next_cursor` of the page before.
+    cursor: Option<String>,
+}
+
+pub async fn list(
+    State(s): State<ApiState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let kind = match &q.kind {
+        Some(k) => Some(RunKind::parse(k).ok_or_else(|| {
+            let valid: Vec<&str> = RunKind::ALL.map(RunKind::name).to_vec();
+            ApiError::BadBody(format!(
+                "kind: unknown run kind `{k}`; valid: {}",
+                valid.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let status = match &q.status {
+        Some(st) => Some(Status::parse(st).ok_or_else(|| {
+            let valid: Vec<&str> = Status::ALL.map(Status::name).to_vec();
+            ApiError::BadBody(format!(
+                "status: unknown status `{st}`; valid: {}",
+                valid.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::BadBody(format!(
+            "limit: {limit} is outside 1..=1000"
+        )));
+    }
+    let runs = s.jobs.list(kind, status, q.cursor.as_deref(), limit);
+    let next = (runs.len() == limit).then(|| runs.last().map(|r| r.id.clone()));
+    Ok(Json(json!({"runs": runs, "next_cursor": next.flatten()})))
+}
+
+fn job(s: &ApiState, id: &str) -> Result<std::sync::Arc<Job>, ApiError> {
+    s.jobs
+        .get(id)
+        .ok_or_else(|| ApiError::RunNotFound(id.to_string()))
+}
+
+pub async fn get(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(job(&s, &id)?.summary())))
+}
+
+pub async fn cancel(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    match s.jobs.cancel(&id) {
+        Ok(summary) => Ok((StatusCode::ACCEPTED, Json(json!(summary)))),
+        Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
+        Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportQuery {
+    format: Option<String>,
+}
+
+pub async fn report(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response, ApiError> {
+    let job = job(&s, &id)?;
+    match q.format.as_deref().unwrap_or("json") {
+        "json" => {}
+        f @ ("html" | "junit" | "markdown") => {
+            return Err(ApiError::BadBody(format!(
+                "format: {f} reports are not rendered in this build; format=json is"
+            )));
+        }
+        other => {
+            return Err(ApiError::BadBody(format!(
+                "format: unknown report format `{other}`; valid: json, html, junit, markdown"
+            )));
+        }
+    }
+    let summary = job.summary();
+    let Some(path) = summary.report else {
+        return Err(ApiError::NoReport {
+            id,
+            status: summary.status,
+        });
+    };
+    let json = tokio::fs::read(&path)
+        .await
+        .map_err(|e| ApiError::Internal(format!("reading {}: {e}", path.display())))?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        json,
+    )
+        .into_response())
+}
+
+pub async fn events(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let job = job(&s, &id)?;
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::BadBody("Last-Event-ID: must be the number of an event".into())
+            })?,
+    };
+    let body = super::sse::follow(job, after);
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response())
+}

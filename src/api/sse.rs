@@ -1,0 +1,66 @@
+//! A run's events as a Server-Sent Events body: what was missed after `Last-Event-ID`,
+//! then each new event as it happens, a comment every 15 s so idle proxies keep the
+//! stream open, and the end after `done`. A follower that goes away only ends its own
+//! pump task; the run goes on.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::Frame;
+use tokio::sync::mpsc;
+
+use crate::jobs::Job;
+
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The body that streams `job`'s events after event `after`.
+pub fn follow(job: Arc<Job>, after: u64) -> Body {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(pump(job, after, tx));
+    Body::new(Stream { rx })
+}
+
+async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Bytes>) {
+    let mut changed = job.events.watch();
+    loop {
+        for e in job.events.after(last) {
+            if tx.send(Bytes::from(e.sse())).await.is_err() {
+                return;
+            }
+            last = e.id;
+            if e.kind == "done" {
+                return;
+            }
+        }
+        tokio::select! {
+            r = changed.changed() => if r.is_err() { return },
+            () = tokio::time::sleep(KEEP_ALIVE) => {
+                if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+struct Stream {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for Stream {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    }
+}
