@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{self, Loaded, Overrides};
 
 mod commands;
+mod history;
 mod progress;
 mod report_path;
 mod runs;
@@ -112,6 +113,11 @@ pub enum Command {
     Validate {
         #[command(flatten)]
         config: ConfigArg,
+    },
+    /// The run history: list, show and compare stored runs (docs/runs.md).
+    Runs {
+        #[command(subcommand)]
+        command: history::RunsCommand,
     },
 }
 
@@ -331,6 +337,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map(|text| print!("{text}"))
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
+        Command::Runs { command } => return history::run(command),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }
