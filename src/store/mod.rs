@@ -228,6 +228,12 @@ impl Store {
         health.clone().map_or(Ok(()), Err)
     }
 
+    /// Tests: from now on the database cannot grow, as on a full disk.
+    #[cfg(test)]
+    pub(crate) fn fill_disk(&self) {
+        self.send(Op::FillDisk);
+    }
+
     fn send(&self, op: Op) {
         let sent = self.inner.tx.as_ref().is_some_and(|tx| tx.send(op).is_ok());
         if !sent {

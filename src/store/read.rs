@@ -9,8 +9,9 @@ use super::record::{CaseRecord, CellRecord, Filter, Page, RunKind, RunRecord, Ru
 use super::record::{StoredCase, Verdict};
 use super::{RunData, Store, StoreError};
 
-/// `list` without a limit returns this many runs.
+/// `list` without a limit returns this many runs, and never more than `MAX_LIMIT`.
 pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 1000;
 
 const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
                            reason, scores, done, total, artifacts";
@@ -19,7 +20,7 @@ impl Store {
     /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
     /// the next page (the last run's id). A cursor naming no run gives an empty page.
     pub fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
-        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs
              WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2)

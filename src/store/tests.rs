@@ -298,6 +298,45 @@ async fn a_failed_write_is_reported_by_flush_and_loses_only_itself() {
 }
 
 #[tokio::test]
+async fn a_full_disk_is_reported_and_what_was_committed_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.begin_run(new_run(RunKind::Contract));
+    for i in 0..10 {
+        store.case_finished(&id, case(&format!("early {i}"), None));
+    }
+    store.flush().await.unwrap();
+    store.fill_disk();
+    let big = "x".repeat(64 * 1024);
+    for _ in 0..50 {
+        store.case_finished(&id, case(&big, None));
+    }
+    let err = store.flush().await.unwrap_err();
+    assert!(err.to_string().contains("full"), "{err}");
+    // The run ends `error` with the reason: a small update still fits in a full file's
+    // free pages, and the writer goes on after a failure.
+    store.finish_run(
+        &id,
+        RunStatus::Error,
+        BTreeMap::new(),
+        Some(err.to_string()),
+    );
+    let _ = store.flush().await;
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let run = store.get(id.as_str()).unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Error);
+    assert!(run.reason.unwrap().contains("full"));
+    let cases = store.cases(id.as_str()).unwrap();
+    assert_eq!(
+        cases.len(),
+        10,
+        "the committed cases stay, the failed ones are not half-written"
+    );
+    assert_eq!(pragma(&raw(dir.path()), "integrity_check"), "ok");
+}
+
+#[tokio::test]
 async fn list_filters_by_kind_and_status_and_pages_with_a_cursor() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();

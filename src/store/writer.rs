@@ -48,6 +48,9 @@ pub(super) enum Op {
     Artifact(RunId, String, String),
     /// Answered once every op sent before it is committed (or has failed).
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// Tests: caps the database at its current size, as a full disk would.
+    #[cfg(test)]
+    FillDisk,
 }
 
 /// The first write that failed, if any.
@@ -242,6 +245,11 @@ fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
             )?;
         }
         Op::Flush(_) => {}
+        #[cfg(test)]
+        Op::FillDisk => {
+            let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            tx.pragma_update(None, "max_page_count", pages)?;
+        }
     }
     Ok(())
 }
