@@ -60,6 +60,14 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
 struct Inner {
     data_dir: PathBuf,
     path: PathBuf,

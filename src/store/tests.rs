@@ -42,6 +42,13 @@ fn pragma(conn: &Connection, name: &str) -> String {
     conn.query_row(&sql, [], |r| r.get(0)).unwrap()
 }
 
+/// Run code shares one handle across tasks and threads (a progress hook runs on many).
+#[test]
+fn the_handle_is_send_sync_and_cheap_to_clone() {
+    fn shared<T: Send + Sync + Clone + std::fmt::Debug>() {}
+    shared::<Store>();
+}
+
 #[tokio::test]
 async fn a_new_store_is_migrated_marked_ours_and_in_wal_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,9 +153,7 @@ async fn a_run_another_live_process_is_writing_is_not_interrupted() {
 fn refused(dir: &Path, expect: &str) {
     let path = dir.join(DB_FILE);
     let before = std::fs::read(&path).unwrap();
-    let err = Store::open(dir)
-        .err()
-        .expect("a file that is not ours is refused");
+    let err = Store::open(dir).expect_err("a file that is not ours is refused");
     let msg = err.to_string();
     assert!(msg.contains(&path.display().to_string()), "{msg}");
     assert!(msg.contains("mv "), "{msg}");
