@@ -85,9 +85,13 @@ impl Store {
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| StoreError::io(data_dir, e))?;
         let path = data_dir.join(DB_FILE);
+        // Processes opening the store at once take turns: creating the file, switching it
+        // to WAL and migrating it are not safe to race.
+        let turn = owner::opening(data_dir)?;
         let conn = schema::open(&path)?;
         let owner = owner::OwnerLock::take(data_dir)?;
         let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
+        drop(turn);
         for id in &interrupted {
             tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
         }

@@ -50,6 +50,25 @@ impl Drop for OwnerLock {
     }
 }
 
+/// Waits for this process's turn to open the store (`data_dir/locks/open.lock`, held
+/// until the returned file is dropped).
+pub fn opening(data_dir: &Path) -> Result<File, StoreError> {
+    let dir = data_dir.join("locks");
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+    let path = dir.join("open.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::io(&path, e))?;
+    file.lock().map_err(|e| StoreError::Io {
+        path: path.clone(),
+        reason: format!("cannot lock: {e}"),
+    })?;
+    Ok(file)
+}
+
 /// Whether the process that owns `token` is gone: its lock file is missing or can be
 /// locked. A dead owner's lock file is removed.
 fn owner_gone(data_dir: &Path, token: Option<&str>) -> bool {

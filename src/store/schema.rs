@@ -85,9 +85,18 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     migrate(&mut conn, path)?;
     // WAL after the first migration: the application id is then in the main file's header
     // (a WAL database updates its header only at checkpoints).
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .map_err(|e| StoreError::sqlite(path, e))?;
+    // Set once and kept by the file; set again only if it is not WAL (it needs a lock).
+    let journal = |sql: &str| -> Result<String, StoreError> {
+        conn.query_row(sql, [], |r| r.get(0))
+            .map_err(|e| StoreError::sqlite(path, e))
+    };
+    let mode = journal("PRAGMA journal_mode").and_then(|m| {
+        if m.eq_ignore_ascii_case("wal") {
+            Ok(m)
+        } else {
+            journal("PRAGMA journal_mode = WAL")
+        }
+    })?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "the run store is not in WAL mode");
     }
@@ -170,24 +179,28 @@ fn check_contents(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Applies the migrations past the file's `user_version`, one transaction each.
+/// Applies the migrations past the file's `user_version`, one transaction each. Each step
+/// takes the write lock first and reads the version again inside it, so two processes
+/// opening a new store at once do not both apply it.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| StoreError::sqlite(path, e))?;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let target = i as i64 + 1;
         let mut step = || -> rusqlite::Result<()> {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if version >= target {
+                return Ok(());
+            }
             if i == 0 {
                 tx.pragma_update(None, "application_id", APPLICATION_ID)?;
             }
             tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", i as i64 + 1)?;
+            tx.pragma_update(None, "user_version", target)?;
             tx.commit()
         };
         step().map_err(|e| StoreError::Migration {
             path: path.to_path_buf(),
-            version: i as i64 + 1,
+            version: target,
             source: std::sync::Arc::new(e),
         })?;
     }

@@ -68,6 +68,21 @@ async fn a_new_store_is_migrated_marked_ours_and_in_wal_mode() {
     assert_eq!(tables, ["cases", "cells", "runs"]);
 }
 
+#[test]
+fn stores_opened_at_once_on_a_new_folder_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let opened: Vec<Result<Store, StoreError>> = std::thread::scope(|s| {
+        let all: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| Store::open(dir.path())))
+            .collect();
+        all.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for o in &opened {
+        assert!(o.is_ok(), "{:?}", o.as_ref().err());
+    }
+    assert_eq!(pragma(&raw(dir.path()), "user_version"), "1");
+}
+
 #[tokio::test]
 async fn reopening_keeps_the_runs_and_migrates_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
