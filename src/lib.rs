@@ -16,6 +16,8 @@
 //!   variants, and a run's plan.
 //! - `checks`    — invariants evaluated on a case: answer checks and traffic checks.
 //! - `run`       — runs: the contract matrix, chaos and mutation runs, their coverage, verdicts, score.
+//! - `store`     — run history: SQLite at `data_dir/flakestorm.db` (one writer thread,
+//!   migrations, interrupted runs), artifact files, comparing two runs.
 //! - `jobs`      — the daemon's runs (`/v1/runs`): queue, turns, cancel, progress events.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles,
 //!   runs).
@@ -39,5 +41,6 @@ pub mod llm;
 pub mod mutate;
 pub mod proxy;
 pub mod run;
+pub mod store;
 pub mod telemetry;
 pub mod tls;

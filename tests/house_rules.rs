@@ -31,6 +31,7 @@ fn catch_all_arms_are_linted_where_our_enums_are_matched() {
         "src/config/mod.rs",
         "src/checks/mod.rs",
         "src/run/mod.rs",
+        "src/store/mod.rs",
         "src/api/mod.rs",
         "src/chaos/rules.rs",
         "src/chaos/engine.rs",

@@ -10,6 +10,7 @@ use crate::config::{self, Loaded, Overrides};
 use crate::run::{RunKind, RunRequest};
 
 mod commands;
+mod history;
 mod progress;
 mod report_path;
 mod runs;
@@ -113,6 +114,11 @@ pub enum Command {
     Validate {
         #[command(flatten)]
         config: ConfigArg,
+    },
+    /// The run history: list, show and compare stored runs (docs/runs.md).
+    Runs {
+        #[command(subcommand)]
+        command: history::RunsCommand,
     },
 }
 
@@ -332,6 +338,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map(|text| print!("{text}"))
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
+        Command::Runs { command } => return history::run(command),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }

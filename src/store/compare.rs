@@ -1,0 +1,362 @@
+//! Comparing two stored runs (pure): the score delta per phase, and the cells and cases
+//! whose verdict changed, regressions (pass → fail) first, then fixes (fail → pass), then
+//! any other change (a verdict that appeared, disappeared or became not tested). Cells
+//! are matched by phase, scenario and invariant; cases by phase, scenario, input and
+//! which repeat of that input they are.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::record::{CellRecord, RunRecord, StoredCase, Verdict};
+
+/// A run with its cells and cases, as `Store::load` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunData {
+    pub run: RunRecord,
+    pub cells: Vec<CellRecord>,
+    pub cases: Vec<StoredCase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The earlier run (the baseline) and the later one.
+    pub base: String,
+    pub head: String,
+    pub deltas: Vec<Delta>,
+    pub changes: Vec<Change>,
+}
+
+/// A phase's score in both runs and head − base (when both have one).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delta {
+    pub phase: String,
+    pub base: Option<f64>,
+    pub head: Option<f64>,
+    pub delta: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Regression,
+    Fix,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    Cell,
+    Case,
+}
+
+/// One cell or case whose verdict differs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub subject: Subject,
+    pub phase: String,
+    pub scenario: String,
+    /// The invariant (a cell) or the input (a case).
+    pub name: String,
+    /// A cell's severity.
+    pub severity: Option<String>,
+    pub before: Option<Verdict>,
+    pub after: Option<Verdict>,
+    /// Why the head run's verdict is what it is (a cell's reason, a case's error).
+    pub reason: Option<String>,
+}
+
+pub fn compare(base: &RunData, head: &RunData) -> Comparison {
+    let mut changes = cell_changes(base, head);
+    changes.extend(case_changes(base, head));
+    changes.sort_by(|a, b| {
+        (
+            a.kind,
+            a.subject,
+            severity_rank(a),
+            &a.phase,
+            &a.scenario,
+            &a.name,
+        )
+            .cmp(&(
+                b.kind,
+                b.subject,
+                severity_rank(b),
+                &b.phase,
+                &b.scenario,
+                &b.name,
+            ))
+    });
+    Comparison {
+        base: base.run.id.clone(),
+        head: head.run.id.clone(),
+        deltas: deltas(&base.run.scores, &head.run.scores),
+        changes,
+    }
+}
+
+fn deltas(base: &BTreeMap<String, f64>, head: &BTreeMap<String, f64>) -> Vec<Delta> {
+    let phases: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
+    phases
+        .into_iter()
+        .map(|p| {
+            let (b, h) = (base.get(p).copied(), head.get(p).copied());
+            Delta {
+                phase: p.clone(),
+                base: b,
+                head: h,
+                delta: b.zip(h).map(|(b, h)| h - b),
+            }
+        })
+        .collect()
+}
+
+fn severity_rank(c: &Change) -> u8 {
+    match c.severity.as_deref() {
+        Some("critical") => 0,
+        Some("high") => 1,
+        Some("medium") => 2,
+        Some("low") => 3,
+        _ => 4,
+    }
+}
+
+fn classify(before: Option<Verdict>, after: Option<Verdict>) -> Option<ChangeKind> {
+    match (before, after) {
+        _ if before == after => None,
+        (Some(Verdict::Pass), Some(Verdict::Fail)) => Some(ChangeKind::Regression),
+        (Some(Verdict::Fail), Some(Verdict::Pass)) => Some(ChangeKind::Fix),
+        _ => Some(ChangeKind::Other),
+    }
+}
+
+fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
+    let key = |c: &CellRecord| (c.phase.clone(), c.scenario.clone(), c.invariant.clone());
+    let before: HashMap<_, &CellRecord> = base.cells.iter().map(|c| (key(c), c)).collect();
+    let after: HashMap<_, &CellRecord> = head.cells.iter().map(|c| (key(c), c)).collect();
+    let keys: BTreeSet<_> = before.keys().chain(after.keys()).cloned().collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (b, a) = (before.get(&k), after.get(&k));
+            let kind = classify(b.map(|c| c.verdict), a.map(|c| c.verdict))?;
+            let either = a.or(b)?;
+            Some(Change {
+                kind,
+                subject: Subject::Cell,
+                phase: k.0,
+                scenario: k.1,
+                name: k.2,
+                severity: Some(either.severity.clone()),
+                before: b.map(|c| c.verdict),
+                after: a.map(|c| c.verdict),
+                reason: a.map(|c| c.reason.clone()),
+            })
+        })
+        .collect()
+}
+
+type CaseKey = (String, String, String, usize);
+
+/// Cases keyed by phase, scenario, input and the repeat of that input, in `seq` order.
+fn keyed(cases: &[StoredCase]) -> BTreeMap<CaseKey, &StoredCase> {
+    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut sorted: Vec<&StoredCase> = cases.iter().collect();
+    sorted.sort_by_key(|c| c.seq);
+    sorted
+        .into_iter()
+        .map(|c| {
+            let n = seen
+                .entry((&c.case.phase, &c.case.scenario, &c.case.input))
+                .or_default();
+            *n += 1;
+            let k = (
+                c.case.phase.clone(),
+                c.case.scenario.clone(),
+                c.case.input.clone(),
+                *n,
+            );
+            (k, c)
+        })
+        .collect()
+}
+
+fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
+    let (before, after) = (keyed(&base.cases), keyed(&head.cases));
+    let keys: BTreeSet<&CaseKey> = before.keys().chain(after.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (b, a) = (before.get(k), after.get(k));
+            let kind = classify(
+                b.and_then(|c| c.case.verdict),
+                a.and_then(|c| c.case.verdict),
+            )?;
+            Some(Change {
+                kind,
+                subject: Subject::Case,
+                phase: k.0.clone(),
+                scenario: k.1.clone(),
+                name: k.2.clone(),
+                severity: None,
+                before: b.and_then(|c| c.case.verdict),
+                after: a.and_then(|c| c.case.verdict),
+                reason: a.and_then(|c| c.case.error.clone()),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{CaseRecord, RunKind, RunStatus};
+
+    fn run(id: &str, scores: &[(&str, f64)]) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            kind: RunKind::Contract,
+            config_digest: None,
+            seed: Some(1),
+            started_ms: 0,
+            finished_ms: Some(1),
+            status: RunStatus::Passed,
+            reason: None,
+            scores: scores.iter().map(|(p, s)| (p.to_string(), *s)).collect(),
+            done: 0,
+            total: 0,
+            artifacts: BTreeMap::new(),
+        }
+    }
+
+    fn cell(scenario: &str, invariant: &str, severity: &str, verdict: Verdict) -> CellRecord {
+        CellRecord {
+            phase: "contract".into(),
+            scenario: scenario.into(),
+            invariant: invariant.into(),
+            severity: severity.into(),
+            verdict,
+            reason: format!("{invariant} said so"),
+        }
+    }
+
+    fn case(seq: u64, input: &str, verdict: Option<Verdict>) -> StoredCase {
+        StoredCase {
+            seq,
+            case: CaseRecord {
+                phase: "chaos".into(),
+                scenario: "s".into(),
+                input: input.into(),
+                answer: None,
+                error: None,
+                verdict,
+                checks: serde_json::Value::Null,
+                faults: serde_json::Value::Null,
+                exchanges: serde_json::Value::Null,
+                latency_ms: 1.0,
+            },
+        }
+    }
+
+    fn data(id: &str, scores: &[(&str, f64)], cells: Vec<CellRecord>) -> RunData {
+        RunData {
+            run: run(id, scores),
+            cells,
+            cases: vec![],
+        }
+    }
+
+    #[test]
+    fn one_cell_regressed_is_listed_first() {
+        use Verdict::{Fail, NotTested, Pass};
+        let base = data(
+            "a",
+            &[("contract", 90.0)],
+            vec![
+                cell("none", "alpha", "low", Fail),
+                cell("timeouts", "polite", "low", Pass),
+                cell("timeouts", "zeta", "high", Pass),
+                cell("x", "quiet", "medium", Pass),
+            ],
+        );
+        let head = data(
+            "b",
+            &[("contract", 80.0)],
+            vec![
+                cell("none", "alpha", "low", Pass),
+                cell("timeouts", "polite", "low", Pass),
+                cell("timeouts", "zeta", "high", Fail),
+                cell("x", "quiet", "medium", NotTested),
+            ],
+        );
+        let c = compare(&base, &head);
+        let names: Vec<(&str, ChangeKind)> = c
+            .changes
+            .iter()
+            .map(|c| (c.name.as_str(), c.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("zeta", ChangeKind::Regression),
+                ("alpha", ChangeKind::Fix),
+                ("quiet", ChangeKind::Other)
+            ],
+            "alphabetically alpha would come first; the unchanged cell is not listed"
+        );
+        assert_eq!(c.changes[0].reason.as_deref(), Some("zeta said so"));
+        assert_eq!(
+            c.deltas,
+            [Delta {
+                phase: "contract".into(),
+                base: Some(90.0),
+                head: Some(80.0),
+                delta: Some(-10.0)
+            }]
+        );
+    }
+
+    #[test]
+    fn regressions_rank_by_severity_and_cells_before_cases() {
+        use Verdict::{Fail, Pass};
+        let mut base = data(
+            "a",
+            &[],
+            vec![
+                cell("s", "a", "low", Pass),
+                cell("s", "b", "critical", Pass),
+            ],
+        );
+        let mut head = data(
+            "b",
+            &[],
+            vec![
+                cell("s", "a", "low", Fail),
+                cell("s", "b", "critical", Fail),
+            ],
+        );
+        base.cases = vec![case(1, "hi", Some(Pass))];
+        head.cases = vec![case(1, "hi", Some(Fail))];
+        let names: Vec<String> = compare(&base, &head)
+            .changes
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["b", "a", "hi"]);
+    }
+
+    #[test]
+    fn repeated_inputs_are_matched_in_order_and_missing_phases_have_no_delta() {
+        use Verdict::{Fail, Pass};
+        let mut base = data("a", &[("chaos", 50.0)], vec![]);
+        let mut head = data("b", &[("chaos", 50.0), ("mutation", 70.0)], vec![]);
+        // The same two verdicts, listed in another order: matched by seq, nothing changed.
+        base.cases = vec![case(2, "hi", Some(Fail)), case(1, "hi", Some(Pass))];
+        head.cases = vec![case(1, "hi", Some(Pass)), case(2, "hi", Some(Fail))];
+        let c = compare(&base, &head);
+        assert_eq!(c.changes, []);
+        assert_eq!(c.deltas[0].delta, Some(0.0));
+        assert_eq!(c.deltas[1].phase, "mutation");
+        assert_eq!(c.deltas[1].delta, None);
+    }
+}

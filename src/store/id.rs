@@ -1,0 +1,126 @@
+//! Run ids: `YYYYMMDD-HHMMSS-xxxxxx` (UTC start time, then 24 random bits). They sort by
+//! start second as plain strings (`ls data_dir/runs` is chronological), a person can read
+//! and type them, and two processes starting runs in the same second still differ
+//! (a UUID would be unique but neither readable nor sortable). No clock
+//! monotonicity is assumed: an id is unique, its order within one second is arbitrary
+//! (`list` orders by the start time in milliseconds, then the id).
+
+use std::fmt;
+use std::sync::Arc;
+
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
+
+/// A run's id; cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(Arc<str>);
+
+impl RunId {
+    /// A new id for a run starting at `unix_ms`.
+    pub fn new(unix_ms: i64) -> RunId {
+        RunId(format!("{}-{}", stamp(unix_ms), random_hex(3)).into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for RunId {
+    fn from(s: &str) -> RunId {
+        RunId(s.into())
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+pub fn stamp(unix_ms: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(unix_ms.div_euclid(1000))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS` UTC, for tables.
+pub fn readable(unix_ms: i64) -> String {
+    let s = stamp(unix_ms);
+    format!(
+        "{}-{}-{} {}:{}:{}",
+        &s[0..4],
+        &s[4..6],
+        &s[6..8],
+        &s[9..11],
+        &s[11..13],
+        &s[13..15]
+    )
+}
+
+/// `n` random bytes as hex; if the OS has no randomness to give, this process's id and
+/// a counter (unique within the process, which is what a lock token needs most).
+pub fn random_hex(n: usize) -> String {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut bytes = vec![0u8; n];
+    if SystemRandom::new().fill(&mut bytes).is_err() {
+        let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mixed = std::process::id().rotate_left(16) ^ count;
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (mixed >> ((i % 4) * 8)) as u8;
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Now, in unix milliseconds.
+// A run's start and end are facts about the real world, kept across restarts.
+#[allow(clippy::disallowed_methods)]
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A run's start time: now, but always later than the previous run this process started,
+/// so that `list` shows this process's runs in the order they began even within one
+/// millisecond.
+pub fn start_ms() -> i64 {
+    static LAST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    let now = now_ms();
+    let prev = LAST
+        .fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| Some(now.max(last + 1)),
+        )
+        .unwrap_or(now);
+    now.max(prev + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_as_the_utc_start_time_and_sort_by_it() {
+        // 2026-11-24 00:45:12 UTC
+        let a = RunId::new(1_795_481_112_000);
+        assert!(a.as_str().starts_with("20261124-004512-"), "{a}");
+        assert_eq!(a.as_str().len(), "20261124-004512-3f9a1c".len());
+        let b = RunId::new(1_795_481_113_000);
+        assert!(a < b, "a later second sorts after");
+        assert_ne!(RunId::new(0), RunId::new(0), "random suffix");
+        assert_eq!(readable(1_795_481_112_000), "2026-11-24 00:45:12");
+    }
+}

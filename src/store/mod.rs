@@ -1,0 +1,257 @@
+//! The run store: run history in SQLite at `data_dir/flakestorm.db` (WAL, versioned
+//! migrations) and artifact files under `data_dir/runs/<id>/`. Owns the database file,
+//! its one writer thread and its read connection; knows nothing of how runs are driven
+//! (`from_run` turns the run types into its records). Writes are fire-and-forget sends
+//! to the writer, so the caller never blocks on SQLite; `flush` waits for them. A file
+//! that is not ours is never written to. See docs/runs.md.
+
+// No catch-all arm over an enum here: a new status or verdict must be handled where it matters.
+#![warn(clippy::wildcard_enum_match_arm)]
+
+mod compare;
+mod error;
+mod from_run;
+mod id;
+mod owner;
+mod read;
+mod record;
+mod schema;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+pub use compare::{Change, ChangeKind, Comparison, Delta, RunData, Subject, compare};
+pub use error::StoreError;
+pub use from_run::ended;
+pub use id::{RunId, readable as readable_time};
+pub use owner::INTERRUPTED;
+pub use record::{
+    CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, StoredCase,
+    Verdict,
+};
+pub use schema::APPLICATION_ID;
+
+use writer::{Health, Op, Writer};
+
+impl Drop for Inner {
+    /// The last handle gone: the writer drains what was sent, commits, releases this
+    /// process's lock and stops, before the drop returns.
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(w) = self.writer.take()
+            && w.join().is_err()
+        {
+            tracing::error!(path = %self.path.display(), "the run store's writer panicked");
+        }
+    }
+}
+
+/// The database's file name inside `data_dir`.
+pub const DB_FILE: &str = "flakestorm.db";
+
+/// A handle on the store; clones share one writer and one read connection.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    path: PathBuf,
+    /// `None` only while dropping.
+    tx: Option<Sender<Op>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    read: Mutex<rusqlite::Connection>,
+    health: Health,
+    interrupted: Vec<String>,
+}
+
+impl Store {
+    /// Opens (or creates) `data_dir/flakestorm.db`, migrates it, starts its writer and
+    /// marks the runs of processes that died `interrupted` (`interrupted()` lists them).
+    pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|e| StoreError::io(data_dir, e))?;
+        let path = data_dir.join(DB_FILE);
+        // Processes opening the store at once take turns: creating the file, switching it
+        // to WAL and migrating it are not safe to race.
+        let turn = owner::opening(data_dir)?;
+        let conn = schema::open(&path)?;
+        let owner = owner::OwnerLock::take(data_dir)?;
+        let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
+        drop(turn);
+        for id in &interrupted {
+            tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
+        }
+        let read = schema::open_reader(&path)?;
+        let health = Health::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = Writer {
+            conn,
+            path: path.clone(),
+            owner,
+            health: health.clone(),
+        };
+        let writer = std::thread::Builder::new()
+            .name("flakestorm-store".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| StoreError::io(&path, e))?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                data_dir: data_dir.to_path_buf(),
+                path,
+                tx: Some(tx),
+                writer: Some(writer),
+                read: Mutex::new(read),
+                health,
+                interrupted,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs this open found `running` or `queued` from a process that died, now
+    /// `interrupted`.
+    pub fn interrupted(&self) -> &[String] {
+        &self.inner.interrupted
+    }
+
+    /// Records a new run; returns its id at once (the row is written by the writer).
+    pub fn begin_run(&self, run: NewRun) -> RunId {
+        let started_ms = id::start_ms();
+        let id = RunId::new(started_ms);
+        self.send(Op::Begin {
+            id: id.clone(),
+            run,
+            started_ms,
+        });
+        id
+    }
+
+    /// A queued run starts.
+    pub fn set_status(&self, run: &RunId, status: RunStatus) {
+        self.send(Op::Status(run.clone(), status));
+    }
+
+    /// A case ended: stored with the next `seq` of its run, and `done` goes up by one.
+    /// Safe to call from many tasks at once.
+    pub fn case_finished(&self, run: &RunId, case: CaseRecord) {
+        self.send(Op::Case(run.clone(), Box::new(case)));
+    }
+
+    /// Sets the verdict (and checks) of the run's cases of `phase`, `scenario` and `input`,
+    /// once they are judged (chaos and mutation runs judge after the case ends).
+    pub fn judge_case(
+        &self,
+        run: &RunId,
+        key: (&str, &str, &str),
+        verdict: Verdict,
+        checks: serde_json::Value,
+    ) {
+        let (phase, scenario, input) = key;
+        self.send(Op::Judge {
+            run: run.clone(),
+            phase: phase.into(),
+            scenario: scenario.into(),
+            input: input.into(),
+            verdict,
+            checks,
+        });
+    }
+
+    /// A cell's verdict (a second one for the same phase, scenario and invariant replaces it).
+    pub fn cell(&self, run: &RunId, cell: CellRecord) {
+        self.send(Op::Cell(run.clone(), Box::new(cell)));
+    }
+
+    /// Sets the progress to `done` of `total` cases.
+    pub fn progress(&self, run: &RunId, done: u64, total: u64) {
+        self.send(Op::Progress(run.clone(), done, total));
+    }
+
+    /// The run plans `n` more cases (`run::Progress::planned`).
+    pub fn planned(&self, run: &RunId, n: u64) {
+        self.send(Op::Planned(run.clone(), n));
+    }
+
+    /// The run ended with `status`, its scores per phase and, unless it passed, why.
+    pub fn finish_run(
+        &self,
+        run: &RunId,
+        status: RunStatus,
+        scores: BTreeMap<String, f64>,
+        reason: Option<String>,
+    ) {
+        self.send(Op::Finish {
+            run: run.clone(),
+            status,
+            scores,
+            reason,
+            finished_ms: id::now_ms(),
+        });
+    }
+
+    /// Records the file of an artifact (`json`, `html`, `junit`, `tape`…), best given as a
+    /// path under `run_dir`.
+    pub fn set_artifact(&self, run: &RunId, kind: &str, path: &Path) {
+        self.send(Op::Artifact(
+            run.clone(),
+            kind.into(),
+            path.display().to_string(),
+        ));
+    }
+
+    /// `data_dir/runs/<id>/`, created: where a run's files go.
+    pub fn run_dir(&self, run: &RunId) -> Result<PathBuf, StoreError> {
+        let dir = self.inner.data_dir.join("runs").join(run.as_str());
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        Ok(dir)
+    }
+
+    /// Resolves when everything sent before it is committed; the first write that
+    /// failed, if any did (since the store opened).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (done, wait) = tokio::sync::oneshot::channel();
+        self.send(Op::Flush(done));
+        wait.await
+            .map_err(|_| StoreError::Closed(self.inner.path.clone()))?;
+        self.health()
+    }
+
+    /// The first write that failed, if any.
+    pub fn health(&self) -> Result<(), StoreError> {
+        let health = self.inner.health.lock().unwrap_or_else(|p| p.into_inner());
+        health.clone().map_or(Ok(()), Err)
+    }
+
+    /// Tests: from now on the database cannot grow, as on a full disk.
+    #[cfg(test)]
+    pub(crate) fn fill_disk(&self) {
+        self.send(Op::FillDisk);
+    }
+
+    fn send(&self, op: Op) {
+        let sent = self.inner.tx.as_ref().is_some_and(|tx| tx.send(op).is_ok());
+        if !sent {
+            // Only if the writer thread died; keep it for `health` like a failed write.
+            let mut health = self.inner.health.lock().unwrap_or_else(|p| p.into_inner());
+            health.get_or_insert(StoreError::Closed(self.inner.path.clone()));
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Which process owns a running run, so that the next start can tell a run whose process
+//! died from one another live process is still writing (a daemon and a CLI sharing a
+//! data_dir). Each process with a writer holds an exclusive OS lock on
+//! `data_dir/locks/<token>.lock` for as long as its writer lives; the OS releases it when
+//! the process dies, SIGKILL included. A `running` or `queued` run whose owner's lock can
+//! be taken (or is gone) is marked `interrupted`, with the cases it had finished.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+
+use super::StoreError;
+use super::id::{now_ms, random_hex};
+
+/// Why an interrupted run ended, as stored in its `reason`.
+pub const INTERRUPTED: &str =
+    "the process running it stopped before it ended (found at the next start)";
+
+/// This process's lock; released (and its file removed) when dropped.
+#[derive(Debug)]
+pub struct OwnerLock {
+    pub token: String,
+    path: PathBuf,
+    _file: File,
+}
+
+impl OwnerLock {
+    pub fn take(data_dir: &Path) -> Result<OwnerLock, StoreError> {
+        let dir = data_dir.join("locks");
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        let token = format!("{}-{}", std::process::id(), random_hex(4));
+        let path = dir.join(format!("{token}.lock"));
+        let file = File::create(&path).map_err(|e| StoreError::io(&path, e))?;
+        file.try_lock().map_err(|e| StoreError::Io {
+            path: path.clone(),
+            reason: format!("cannot lock: {e}"),
+        })?;
+        Ok(OwnerLock {
+            token,
+            path,
+            _file: file,
+        })
+    }
+}
+
+impl Drop for OwnerLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Waits for this process's turn to open the store (`data_dir/locks/open.lock`, held
+/// until the returned file is dropped).
+pub fn opening(data_dir: &Path) -> Result<File, StoreError> {
+    let dir = data_dir.join("locks");
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+    let path = dir.join("open.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::io(&path, e))?;
+    file.lock().map_err(|e| StoreError::Io {
+        path: path.clone(),
+        reason: format!("cannot lock: {e}"),
+    })?;
+    Ok(file)
+}
+
+/// Whether the process that owns `token` is gone: its lock file is missing or can be
+/// locked. A dead owner's lock file is removed.
+fn owner_gone(data_dir: &Path, token: Option<&str>) -> bool {
+    let Some(token) = token else { return true };
+    let path = data_dir.join("locks").join(format!("{token}.lock"));
+    let Ok(file) = File::open(&path) else {
+        return true;
+    };
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&path);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Marks the runs of dead processes `interrupted`; returns their ids.
+pub fn interrupt_orphans(
+    conn: &Connection,
+    data_dir: &Path,
+    db: &Path,
+    me: &str,
+) -> Result<Vec<String>, StoreError> {
+    let sql = "SELECT id, owner FROM runs WHERE status IN ('queued', 'running')";
+    let open: Vec<(String, Option<String>)> = conn
+        .prepare(sql)
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(|e| StoreError::sqlite(db, e))?;
+    let mut gone = vec![];
+    for (id, owner) in open {
+        if owner.as_deref() != Some(me) && owner_gone(data_dir, owner.as_deref()) {
+            gone.push(id);
+        }
+    }
+    let now = now_ms();
+    for id in &gone {
+        conn.execute(
+            "UPDATE runs SET status = 'interrupted', finished_ms = ?2, reason = ?3 WHERE id = ?1",
+            params![id, now, INTERRUPTED],
+        )
+        .map_err(|e| StoreError::sqlite(db, e))?;
+    }
+    Ok(gone)
+}

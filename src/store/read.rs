@@ -1,0 +1,182 @@
+//! Reads: the run list with filters and cursor paging, one run, its cases and cells, the
+//! last passing run of a kind. On the store's own read connection (WAL lets it read while
+//! the writer writes); each call is one short query, fine to call from async code.
+
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::record::{CaseRecord, CellRecord, Filter, Page, RunKind, RunRecord, RunStatus};
+use super::record::{StoredCase, Verdict};
+use super::{RunData, Store, StoreError};
+
+/// `list` without a limit returns this many runs, and never more than `MAX_LIMIT`.
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 1000;
+
+const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
+                           reason, scores, done, total, artifacts";
+
+impl Store {
+    /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
+    /// the next page (the last run's id). A cursor naming no run gives an empty page.
+    pub fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
+        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs
+             WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2)
+               AND (?3 IS NULL OR (started_ms, id) <
+                    (SELECT started_ms, id FROM runs WHERE id = ?3))
+             ORDER BY started_ms DESC, id DESC LIMIT ?4"
+        );
+        let mut runs = self.query(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![
+                    filter.kind.map(RunKind::as_str),
+                    filter.status.map(RunStatus::as_str),
+                    filter.cursor,
+                    limit as i64 + 1
+                ],
+                run_row,
+            )?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })?;
+        let next_cursor = if runs.len() > limit {
+            runs.truncate(limit);
+            runs.last().map(|r| r.id.clone())
+        } else {
+            None
+        };
+        Ok(Page { runs, next_cursor })
+    }
+
+    /// One run, or `None` if no run has that id.
+    pub fn get(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        self.query(|c| c.prepare_cached(&sql)?.query_row([id], run_row).optional())
+    }
+
+    /// A run with its cells and cases (what `compare` takes), or `None`.
+    pub fn load(&self, id: &str) -> Result<Option<RunData>, StoreError> {
+        let Some(run) = self.get(id)? else {
+            return Ok(None);
+        };
+        Ok(Some(RunData {
+            cells: self.cells(id)?,
+            cases: self.cases(id)?,
+            run,
+        }))
+    }
+
+    /// The newest run of `kind` that passed.
+    pub fn last_passing(&self, kind: RunKind) -> Result<Option<RunRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE kind = ?1 AND status = 'passed'
+             ORDER BY started_ms DESC, id DESC LIMIT 1"
+        );
+        self.query(|c| {
+            c.prepare_cached(&sql)?
+                .query_row([kind.as_str()], run_row)
+                .optional()
+        })
+    }
+
+    /// A run's cases in the order they ended.
+    pub fn cases(&self, id: &str) -> Result<Vec<StoredCase>, StoreError> {
+        let sql = "SELECT seq, phase, scenario, input, answer, error, verdict, checks, faults,
+                          exchanges, latency_ms
+                   FROM cases WHERE run_id = ?1 ORDER BY seq";
+        self.query(|c| {
+            let mut stmt = c.prepare_cached(sql)?;
+            let rows = stmt.query_map([id], case_row)?;
+            rows.collect()
+        })
+    }
+
+    /// A run's cells, by phase, scenario and invariant.
+    pub fn cells(&self, id: &str) -> Result<Vec<CellRecord>, StoreError> {
+        let sql = "SELECT phase, scenario, invariant, severity, verdict, reason FROM cells
+                   WHERE run_id = ?1 ORDER BY phase, scenario, invariant";
+        self.query(|c| {
+            let mut stmt = c.prepare_cached(sql)?;
+            let rows = stmt.query_map([id], |r| {
+                Ok(CellRecord {
+                    phase: r.get(0)?,
+                    scenario: r.get(1)?,
+                    invariant: r.get(2)?,
+                    severity: r.get(3)?,
+                    verdict: word(r, 4)?,
+                    reason: r.get(5)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn query<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self.inner.read.lock().unwrap_or_else(|p| p.into_inner());
+        f(&conn).map_err(|e| StoreError::sqlite(&self.inner.path, e))
+    }
+}
+
+/// A closed-enum column (kind, status, verdict) parsed from its word.
+fn word<T: std::str::FromStr<Err = String>>(r: &Row, i: usize) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    s.parse()
+        .map_err(|e: String| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into()))
+}
+
+/// A JSON text column.
+fn json<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    serde_json::from_str(&s)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into()))
+}
+
+fn run_row(r: &Row) -> rusqlite::Result<RunRecord> {
+    let seed: Option<String> = r.get(3)?;
+    let seed = seed
+        .map(|s| s.parse::<u64>())
+        .transpose()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, Type::Text, e.into()))?;
+    Ok(RunRecord {
+        id: r.get(0)?,
+        kind: word(r, 1)?,
+        config_digest: r.get(2)?,
+        seed,
+        started_ms: r.get(4)?,
+        finished_ms: r.get(5)?,
+        status: word(r, 6)?,
+        reason: r.get(7)?,
+        scores: json(r, 8)?,
+        done: r.get::<_, i64>(9)?.max(0) as u64,
+        total: r.get::<_, i64>(10)?.max(0) as u64,
+        artifacts: json(r, 11)?,
+    })
+}
+
+fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
+    let verdict: Option<String> = r.get(6)?;
+    let verdict = match verdict {
+        None => None,
+        Some(_) => Some(word::<Verdict>(r, 6)?),
+    };
+    Ok(StoredCase {
+        seq: r.get::<_, i64>(0)?.max(0) as u64,
+        case: CaseRecord {
+            phase: r.get(1)?,
+            scenario: r.get(2)?,
+            input: r.get(3)?,
+            answer: r.get(4)?,
+            error: r.get(5)?,
+            verdict,
+            checks: json(r, 7)?,
+            faults: json(r, 8)?,
+            exchanges: json(r, 9)?,
+            latency_ms: r.get(10)?,
+        },
+    })
+}

@@ -1,0 +1,201 @@
+//! The store's own record types: what a run, a case and a cell look like once stored.
+//! Plain serde structs and closed enums, so `store` and its readers (the CLI, the API)
+//! never depend on a report's internals; `from_run` builds them from the run types.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Which mode a run executes (design.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Contract,
+    Chaos,
+    Mutation,
+    Replay,
+    Ci,
+}
+
+/// Where a run stands. `queued` and `running` are the only states a run leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Passed,
+    Failed,
+    Cancelled,
+    /// The process running it stopped (SIGKILL, crash) before it ended.
+    Interrupted,
+    Error,
+}
+
+/// A verdict stored for a case or a cell (`checks::Verdict`'s four, without the reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    NotApplicable,
+    NotTested,
+}
+
+/// Generates `as_str`, `Display` and `FromStr` over the snake_case names, which are also
+/// the words stored in SQLite and accepted by `--kind`/`--status`.
+macro_rules! words {
+    ($t:ident, $what:literal, $($v:ident = $s:literal),+) => {
+        impl $t {
+            pub const ALL: &'static [$t] = &[$($t::$v),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($t::$v => $s),+ }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($s => Ok($t::$v),)+
+                    _ => {
+                        let all: Vec<&str> = vec![$($s),+];
+                        Err(format!("unknown {} `{s}` (one of {})", $what, all.join(", ")))
+                    }
+                }
+            }
+        }
+    };
+}
+
+words!(
+    RunKind,
+    "run kind",
+    Contract = "contract",
+    Chaos = "chaos",
+    Mutation = "mutation",
+    Replay = "replay",
+    Ci = "ci"
+);
+words!(
+    RunStatus,
+    "run status",
+    Queued = "queued",
+    Running = "running",
+    Passed = "passed",
+    Failed = "failed",
+    Cancelled = "cancelled",
+    Interrupted = "interrupted",
+    Error = "error"
+);
+words!(
+    Verdict,
+    "verdict",
+    Pass = "pass",
+    Fail = "fail",
+    NotApplicable = "not_applicable",
+    NotTested = "not_tested"
+);
+
+impl RunStatus {
+    /// A run in this state has ended and will not change again.
+    pub fn is_final(self) -> bool {
+        !matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+}
+
+/// What `Store::begin_run` records when a run starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub kind: RunKind,
+    /// `Loaded::digest` of the config (`sha256:…`), if it came from a file.
+    pub config_digest: Option<String>,
+    pub seed: Option<u64>,
+    /// `queued` (waiting for the daemon) or `running`.
+    pub status: RunStatus,
+}
+
+/// One stored run, as `get` and `list` return it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub kind: RunKind,
+    pub config_digest: Option<String>,
+    pub seed: Option<u64>,
+    /// Unix milliseconds.
+    pub started_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub status: RunStatus,
+    /// Why it is not a pass (verdict reasons, an error, "interrupted: …").
+    pub reason: Option<String>,
+    /// Score per phase (`contract`, `chaos`, `mutation`, `replay`, `overall`), 0–100.
+    pub scores: BTreeMap<String, f64>,
+    pub done: u64,
+    pub total: u64,
+    /// Files beside the database, by kind (`json` → `runs/<id>/report.json`).
+    pub artifacts: BTreeMap<String, String>,
+}
+
+/// One case (one invocation of the agent) of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseRecord {
+    /// Which phase of the run (`contract`, `chaos`, `mutation`, …; a `ci` run has several).
+    pub phase: String,
+    pub scenario: String,
+    /// The prompt sent (a mutation's variant text for mutation runs).
+    pub input: String,
+    pub answer: Option<String>,
+    /// Why there is no answer, or why the case could not be judged.
+    pub error: Option<String>,
+    /// `None` until judged (contract cases are judged through their cells).
+    pub verdict: Option<Verdict>,
+    /// The checks' verdicts, as the report has them.
+    pub checks: serde_json::Value,
+    /// Faults and attacks fired on the case's traffic.
+    pub faults: serde_json::Value,
+    /// One line per exchange: method, url, status or error, fault.
+    pub exchanges: serde_json::Value,
+    pub latency_ms: f64,
+}
+
+/// One (invariant × scenario) verdict of a contract run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    pub phase: String,
+    pub scenario: String,
+    pub invariant: String,
+    /// `critical`, `high`, `medium`, `low`.
+    pub severity: String,
+    pub verdict: Verdict,
+    pub reason: String,
+}
+
+/// A stored case with its place in the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCase {
+    /// Order of arrival in the run, from 1.
+    pub seq: u64,
+    #[serde(flatten)]
+    pub case: CaseRecord,
+}
+
+/// `list`'s filter: newest first, `limit` runs older than `cursor` (a run id).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub kind: Option<RunKind>,
+    pub status: Option<RunStatus>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// A page of `list`: the runs and, when more match, the cursor for the next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    pub runs: Vec<RunRecord>,
+    pub next_cursor: Option<String>,
+}

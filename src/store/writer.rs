@@ -1,0 +1,255 @@
+//! The one writer: a dedicated thread that owns the read-write connection and applies
+//! what the `Store` handles send it, so a run (or the proxy) never waits on SQLite. Ops
+//! that arrive together are committed in one transaction (10,000 cases are a few
+//! commits, not 10,000 fsyncs); if that transaction fails, each op is retried alone so
+//! one bad write loses only itself. A failed write never panics the thread: the first
+//! error is kept for `Store::health` and every later `flush` reports it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, Transaction, params};
+
+use super::owner::OwnerLock;
+use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
+use super::{RunId, StoreError};
+
+/// Most ops committed in one transaction.
+const BATCH: usize = 1024;
+
+pub(super) enum Op {
+    Begin {
+        id: RunId,
+        run: NewRun,
+        started_ms: i64,
+    },
+    Status(RunId, RunStatus),
+    Case(RunId, Box<CaseRecord>),
+    Judge {
+        run: RunId,
+        phase: String,
+        scenario: String,
+        input: String,
+        verdict: Verdict,
+        checks: serde_json::Value,
+    },
+    Cell(RunId, Box<CellRecord>),
+    Progress(RunId, u64, u64),
+    Planned(RunId, u64),
+    Finish {
+        run: RunId,
+        status: RunStatus,
+        scores: BTreeMap<String, f64>,
+        reason: Option<String>,
+        finished_ms: i64,
+    },
+    Artifact(RunId, String, String),
+    /// Answered once every op sent before it is committed (or has failed).
+    Flush(tokio::sync::oneshot::Sender<()>),
+    /// Tests: caps the database at its current size, as a full disk would.
+    #[cfg(test)]
+    FillDisk,
+}
+
+/// The first write that failed, if any.
+pub(super) type Health = Arc<Mutex<Option<StoreError>>>;
+
+pub(super) struct Writer {
+    pub conn: Connection,
+    pub path: PathBuf,
+    pub owner: OwnerLock,
+    pub health: Health,
+}
+
+impl Writer {
+    /// Runs until every `Store` handle is gone and the channel is drained.
+    pub fn run(mut self, rx: Receiver<Op>) {
+        while let Ok(first) = rx.recv() {
+            let mut ops = vec![first];
+            while ops.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(op) => ops.push(op),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            self.apply(ops);
+        }
+    }
+
+    fn apply(&mut self, ops: Vec<Op>) {
+        let (flushes, writes): (Vec<Op>, Vec<Op>) =
+            ops.into_iter().partition(|op| matches!(op, Op::Flush(_)));
+        if !writes.is_empty() && self.commit(&writes).is_err() {
+            for op in &writes {
+                if let Err(e) = self.commit(std::slice::from_ref(op)) {
+                    self.fail(e);
+                }
+            }
+        }
+        for op in flushes {
+            if let Op::Flush(done) = op {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn commit(&mut self, ops: &[Op]) -> rusqlite::Result<()> {
+        let owner = self.owner.token.clone();
+        let tx = self.conn.transaction()?;
+        for op in ops {
+            write(&tx, op, &owner)?;
+        }
+        tx.commit()
+    }
+
+    fn fail(&self, e: rusqlite::Error) {
+        tracing::error!(path = %self.path.display(), error = %e, "the run store could not save a write");
+        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        health.get_or_insert(StoreError::Write {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        });
+    }
+}
+
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
+    match op {
+        Op::Begin {
+            id,
+            run,
+            started_ms,
+        } => {
+            tx.execute(
+                "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    id.as_str(),
+                    run.kind.as_str(),
+                    run.config_digest,
+                    run.seed.map(|s| s.to_string()),
+                    started_ms,
+                    run.status.as_str(),
+                    owner
+                ],
+            )?;
+        }
+        Op::Status(id, status) => {
+            tx.execute(
+                "UPDATE runs SET status = ?2 WHERE id = ?1",
+                params![id.as_str(), status.as_str()],
+            )?;
+        }
+        Op::Case(id, c) => {
+            tx.execute(
+                "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
+                    checks, faults, exchanges, latency_ms)
+                 VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1),
+                    ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    id.as_str(),
+                    c.phase,
+                    c.scenario,
+                    c.input,
+                    c.answer,
+                    c.error,
+                    c.verdict.map(Verdict::as_str),
+                    json(&c.checks),
+                    json(&c.faults),
+                    json(&c.exchanges),
+                    c.latency_ms
+                ],
+            )?;
+            tx.execute(
+                "UPDATE runs SET done = done + 1 WHERE id = ?1",
+                params![id.as_str()],
+            )?;
+        }
+        Op::Judge {
+            run,
+            phase,
+            scenario,
+            input,
+            verdict,
+            checks,
+        } => {
+            tx.execute(
+                "UPDATE cases SET verdict = ?5, checks = ?6
+                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4",
+                params![
+                    run.as_str(),
+                    phase,
+                    scenario,
+                    input,
+                    verdict.as_str(),
+                    json(checks)
+                ],
+            )?;
+        }
+        Op::Cell(id, c) => {
+            tx.execute(
+                "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
+                    verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    id.as_str(),
+                    c.phase,
+                    c.scenario,
+                    c.invariant,
+                    c.severity,
+                    c.verdict.as_str(),
+                    c.reason
+                ],
+            )?;
+        }
+        Op::Progress(id, done, total) => {
+            tx.execute(
+                "UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1",
+                params![id.as_str(), *done as i64, *total as i64],
+            )?;
+        }
+        Op::Planned(id, n) => {
+            tx.execute(
+                "UPDATE runs SET total = total + ?2 WHERE id = ?1",
+                params![id.as_str(), *n as i64],
+            )?;
+        }
+        Op::Finish {
+            run,
+            status,
+            scores,
+            reason,
+            finished_ms,
+        } => {
+            tx.execute(
+                "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
+                 WHERE id = ?1",
+                params![
+                    run.as_str(),
+                    status.as_str(),
+                    json(scores),
+                    reason,
+                    finished_ms
+                ],
+            )?;
+        }
+        Op::Artifact(id, kind, path) => {
+            tx.execute(
+                "UPDATE runs SET artifacts = json_set(artifacts, '$.' || json_quote(?2), ?3)
+                 WHERE id = ?1",
+                params![id.as_str(), kind, path],
+            )?;
+        }
+        Op::Flush(_) => {}
+        #[cfg(test)]
+        Op::FillDisk => {
+            let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            tx.pragma_update(None, "max_page_count", pages)?;
+        }
+    }
+    Ok(())
+}
