@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::jobs::Jobs;
 use crate::journal::{Journal, Redactor};
 use crate::proxy::{Proxy, ProxyBuildError};
+use crate::store::Store;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, TlsError};
 
@@ -32,6 +33,8 @@ pub enum DaemonError {
          if every client that can reach it is trusted (see docs/security.md)"
     )]
     OpenProxy(SocketAddr),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     #[error(
         "cannot listen on {addr} for the {what}: {source}{}",
         in_use_hint(source)
@@ -68,6 +71,8 @@ pub struct Daemon {
     pub chaos: Engine,
     /// Runs submitted through `/v1/runs`.
     pub jobs: Jobs,
+    /// Run history (`data_dir/flakestorm.db`).
+    pub store: Store,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -99,12 +104,13 @@ impl Daemon {
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
+        let store = Store::open(&config.data_dir)?;
         let jobs = Jobs::new(crate::jobs::Setup {
+            store: store.clone(),
             engine: chaos.clone(),
             journal: journal.clone(),
             proxy_addr,
             ca_cert: ca.cert_path().to_path_buf(),
-            data_dir: config.data_dir.clone(),
             max_parallel: config.control.max_parallel_runs,
         });
         let state = ApiState {
@@ -140,6 +146,7 @@ impl Daemon {
             metrics,
             chaos,
             jobs,
+            store,
             stop,
             tasks: vec![proxy_task, api_task],
         })

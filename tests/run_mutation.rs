@@ -399,6 +399,7 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
     let progress = flakestorm::run::Progress {
         planned: Arc::new(move |n| *p.lock().unwrap() += n),
         started: Arc::new(|_: &str, _: &str| {}),
+        phase: Arc::new(|_: &'static str| {}),
         case: Arc::new(move |c: &flakestorm::run::CaseResult, so_far| {
             e.lock().unwrap().push((c.scenario.clone(), so_far))
         }),

@@ -178,6 +178,20 @@ impl AgentProcess {
     }
 
     /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
+    /// Stops the agent at the end of a run (5 s grace); a warning for the report when it
+    /// had already exited during the run, with the end of its log.
+    pub async fn end_of_run(mut self) -> Option<String> {
+        let crashed = self.exit_status().map(|status| {
+            format!(
+                "the agent (agent.command) exited during the run ({status}); cases after that \
+                 could not reach it{}",
+                self.tail()
+            )
+        });
+        self.stop(Duration::from_secs(5)).await;
+        crashed
+    }
+
     pub async fn stop(mut self, grace: Duration) {
         let group = self.group.take();
         signal_group_async(group, "TERM").await;

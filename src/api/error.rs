@@ -24,12 +24,12 @@ pub enum ApiError {
     NotRunnable(String),
     #[error("no run {0}; `flakestorm runs list` shows the runs")]
     RunNotFound(String),
-    #[error("run {id} has already ended ({})", status.name())]
+    #[error("run {id} has already ended ({})", status.as_str())]
     RunFinished {
         id: String,
         status: crate::jobs::Status,
     },
-    #[error("run {id} has no report ({}): a report is written when a run ends with a verdict", status.name())]
+    #[error("run {id} has no report ({}): a report is written when a run ends with a verdict", status.as_str())]
     NoReport {
         id: String,
         status: crate::jobs::Status,

@@ -134,7 +134,7 @@ mod tests {
             metrics: Metrics::new(),
             ca_pem: "PEM".into(),
             token: token.map(Into::into),
-            jobs: crate::jobs::Jobs::for_tests(std::env::temp_dir().join("flakestorm-unit-runs")),
+            jobs: crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep()),
             loopback: true,
         }
     }

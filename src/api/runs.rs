@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
 use crate::config::{Loaded, Overrides};
-use crate::jobs::{CancelError, Job, Status, Submission};
+use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
+use crate::store::{Filter, RunRecord, StoreError};
 
 /// `POST /v1/runs` body.
 #[derive(Debug, Deserialize)]
@@ -61,14 +62,10 @@ pub async fn create(
     })
     .await
     .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    let kind = RunKind::parse(&new.kind).ok_or_else(|| {
-        let valid: Vec<&str> = RunKind::ALL.map(RunKind::name).to_vec();
-        ApiError::BadBody(format!(
-            "kind: unknown run kind `{}`; valid kinds: {}",
-            new.kind,
-            valid.join(", ")
-        ))
-    })?;
+    let kind: RunKind = new
+        .kind
+        .parse()
+        .map_err(|e| ApiError::BadBody(format!("kind: {e}")))?;
     if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
         return Err(ApiError::BadBody(format!(
             "min_score: {m} is outside 0..=100"
@@ -99,7 +96,7 @@ pub async fn create(
     };
     let job = s.jobs.submit(sub).map_err(ApiError::NotRunnable)?;
     let location = format!("/v1/runs/{}", job.id);
-    let mut resp = (StatusCode::ACCEPTED, Json(json!(job.summary()))).into_response();
+    let mut resp = (StatusCode::ACCEPTED, Json(json!(job.record()))).into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
@@ -163,40 +160,37 @@ pub async fn list(
     State(s): State<ApiState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let kind = match &q.kind {
-        Some(k) => Some(RunKind::parse(k).ok_or_else(|| {
-            let valid: Vec<&str> = RunKind::ALL.map(RunKind::name).to_vec();
-            ApiError::BadBody(format!(
-                "kind: unknown run kind `{k}`; valid: {}",
-                valid.join(", ")
-            ))
-        })?),
-        None => None,
+    let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
+    let filter = Filter {
+        kind: q
+            .kind
+            .map(|k| k.parse())
+            .transpose()
+            .map_err(|e| bad("kind", e))?,
+        status: q
+            .status
+            .map(|k| k.parse())
+            .transpose()
+            .map_err(|e| bad("status", e))?,
+        limit: q.limit,
+        cursor: q.cursor,
     };
-    let status = match &q.status {
-        Some(st) => Some(Status::parse(st).ok_or_else(|| {
-            let valid: Vec<&str> = Status::ALL.map(Status::name).to_vec();
-            ApiError::BadBody(format!(
-                "status: unknown status `{st}`; valid: {}",
-                valid.join(", ")
-            ))
-        })?),
-        None => None,
-    };
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::BadBody(format!(
-            "limit: {limit} is outside 1..=1000"
-        )));
+    if let Some(limit) = filter.limit.filter(|l| !(1..=1000).contains(l)) {
+        return Err(bad("limit", format!("{limit} is outside 1..=1000")));
     }
-    let runs = s.jobs.list(kind, status, q.cursor.as_deref(), limit);
-    let next = (runs.len() == limit).then(|| runs.last().map(|r| r.id.clone()));
-    Ok(Json(json!({"runs": runs, "next_cursor": next.flatten()})))
+    let page = s.jobs.list(&filter).await.map_err(store_error)?;
+    Ok(Json(json!(page)))
 }
 
-fn job(s: &ApiState, id: &str) -> Result<std::sync::Arc<Job>, ApiError> {
+fn store_error(e: StoreError) -> ApiError {
+    ApiError::Internal(format!("the run store: {e}"))
+}
+
+/// The record of run `id`, live or stored.
+fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
     s.jobs
-        .get(id)
+        .record(id)
+        .map_err(store_error)?
         .ok_or_else(|| ApiError::RunNotFound(id.to_string()))
 }
 
@@ -204,7 +198,7 @@ pub async fn get(
     State(s): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(job(&s, &id)?.summary())))
+    Ok(Json(json!(record(&s, &id)?)))
 }
 
 pub async fn cancel(
@@ -212,7 +206,7 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     match s.jobs.cancel(&id) {
-        Ok(summary) => Ok((StatusCode::ACCEPTED, Json(json!(summary)))),
+        Ok(r) => Ok((StatusCode::ACCEPTED, Json(json!(r)))),
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
         Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
     }
@@ -229,7 +223,7 @@ pub async fn report(
     Path(id): Path<String>,
     Query(q): Query<ReportQuery>,
 ) -> Result<Response, ApiError> {
-    let job = job(&s, &id)?;
+    let run = record(&s, &id)?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => {}
         f @ ("html" | "junit" | "markdown") => {
@@ -243,16 +237,15 @@ pub async fn report(
             )));
         }
     }
-    let summary = job.summary();
-    let Some(path) = summary.report else {
+    let Some(path) = run.artifacts.get("json") else {
         return Err(ApiError::NoReport {
             id,
-            status: summary.status,
+            status: run.status,
         });
     };
     let json = tokio::fs::read(&path)
         .await
-        .map_err(|e| ApiError::Internal(format!("reading {}: {e}", path.display())))?;
+        .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))?;
     Ok((
         [(
             header::CONTENT_TYPE,
@@ -268,7 +261,6 @@ pub async fn events(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let job = job(&s, &id)?;
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(v) => v
@@ -279,7 +271,11 @@ pub async fn events(
                 ApiError::BadBody("Last-Event-ID: must be the number of an event".into())
             })?,
     };
-    let body = super::sse::follow(job, after);
+    let body = match s.jobs.get(&id) {
+        Some(job) => super::sse::follow(job, after),
+        // A run this daemon is not running has ended: its last word is its record.
+        None => super::sse::ended(&record(&s, &id)?, after),
+    };
     Ok((
         [
             (

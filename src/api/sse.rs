@@ -24,6 +24,20 @@ pub fn follow(job: Arc<Job>, after: u64) -> Body {
     Body::new(Stream { rx })
 }
 
+/// The body for a run that has ended and has no live events: one `done` event with its
+/// record (numbered 1, so a follower that already had it gets nothing).
+pub fn ended(record: &crate::store::RunRecord, after: u64) -> Body {
+    let done = crate::jobs::Event {
+        id: 1,
+        kind: "done",
+        data: serde_json::json!(record),
+    };
+    match after {
+        0 => Body::from(done.sse()),
+        _ => Body::empty(),
+    }
+}
+
 async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Bytes>) {
     let mut changed = job.events.watch();
     loop {

@@ -18,6 +18,7 @@ use crate::run::{
     Report, RunRequest, RunVerdict, chaos_summary, execute, mutation_summary, prepare, summary,
     verdict_line,
 };
+use crate::store::RunStatus;
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
 /// stdout instead of the summary).
@@ -75,23 +76,29 @@ pub async fn run(
             return Ok(ExitCode::from(2));
         }
     };
-    let (session, path) = match begin(&loaded, &args, &req.kind.report_file(), show).await {
+    let (mut session, path) = match begin(&loaded, &args, &req.kind.report_file(), show).await {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    let recorder = session.record(req.kind, loaded.digest.clone());
     let result = execute(&session.ctx, &loaded.config, &prepared).await;
-    let crashed = session.stop().await;
     let mut report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
+            // The store's error, if any, matters less than the run's.
+            let _ = recorder.fail(RunStatus::Error, Some(e.to_string())).await;
+            session.stop().await;
             return Ok(ExitCode::from(2));
         }
     };
+    let crashed = session.stop_agent().await;
     if let Some(w) = report.warnings_mut() {
         w.extend(crashed);
     }
     write_report(&report, &path)?;
+    let stored = recorder.finish(&report, Some(&path)).await;
+    session.stop().await;
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -99,6 +106,14 @@ pub async fn run(
     }
     if show.summary() {
         println!("report: {}", path.display());
+    }
+    if let Err(e) = stored {
+        eprintln!(
+            "flakestorm: error: the run store could not record this run ({e}); its report is \
+             {}",
+            path.display()
+        );
+        return Ok(ExitCode::from(2));
     }
     Ok(exit(report.verdict()))
 }

@@ -7,13 +7,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use super::progress;
 use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
 use crate::config::{Config, Loaded};
 use crate::daemon::Daemon;
-use crate::run::{Declared, Embedder, RunContext};
+use crate::run::{Declared, Embedder, RunContext, RunKind};
+use crate::store::{Recorder, RunStatus};
 
 /// How a run command wants its session.
 pub struct Options {
@@ -105,25 +105,31 @@ impl Session {
         })
     }
 
-    /// Stops the agent and the proxy. Returns a warning when the agent had exited during
-    /// the run (crashed), with the end of its log.
-    pub async fn stop(self) -> Option<String> {
+    /// Starts recording this session's run of `kind` in the run store: its cases as they
+    /// end, through the progress hooks.
+    pub fn record(&mut self, kind: RunKind, digest: Option<String>) -> Recorder {
+        let store = &self.daemon.store;
+        let r = Recorder::begin(store, kind, digest, Some(self.ctx.seed), RunStatus::Running);
+        self.ctx.progress = Some(match self.ctx.progress.take() {
+            Some(p) => p.tee(r.hooks()),
+            None => r.hooks(),
+        });
+        r
+    }
+
+    /// Stops the agent. Returns a warning when the agent had exited during the run
+    /// (crashed), with the end of its log.
+    pub async fn stop_agent(&mut self) -> Option<String> {
         if let Some(p) = &self.progress {
             p.finish();
         }
-        let mut crashed = None;
-        if let Some(mut p) = self.process {
-            if let Some(status) = p.exit_status() {
-                crashed = Some(format!(
-                    "the agent (agent.command) exited during the run ({status}); cases after \
-                     that could not reach it{}",
-                    p.tail()
-                ));
-            }
-            p.stop(Duration::from_secs(5)).await;
-        }
+        self.process.take()?.end_of_run().await
+    }
+
+    /// Stops the agent, if still running, and the proxy.
+    pub async fn stop(mut self) {
+        self.stop_agent().await;
         self.daemon.stop().await;
-        crashed
     }
 }
 

@@ -4,11 +4,10 @@
 //! in-flight cases end and the agent it started is stopped.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Inner, Job, Status, Submission, now};
+use super::{Inner, Job, Status, Submission};
 use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
 use crate::config::Attribution;
 use crate::run::{
@@ -21,29 +20,25 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
     let permits = if exclusive { inner.max_parallel } else { 1 };
     let turn = tokio::select! {
         t = inner.turns.clone().acquire_many_owned(permits) => t,
-        () = job.cancel.cancelled() => return end(&job, inner.cancelled(), vec![]),
+        () = job.cancel.cancelled() => return end(&job, inner.cancelled(), None).await,
     };
     let Ok(_turn) = turn else {
-        return end(&job, Status::Error, vec!["the daemon is stopping".into()]);
+        return end(&job, Status::Error, Some("the daemon is stopping".into())).await;
     };
-    {
-        let mut s = job.lock();
-        s.status = Status::Running;
-        s.started_at = Some(now());
-    }
+    job.lock().status = Status::Running;
+    job.recorder.set_status(Status::Running);
     job.events.push("started", json!({"id": job.id}));
-    let dir = inner.data_dir.join("runs").join(&job.id);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        let why = format!("cannot create {}: {e}", dir.display());
-        return end(&job, Status::Error, vec![why]);
-    }
+    let dir = match inner.store.run_dir(&job.recorder.id) {
+        Ok(d) => d,
+        Err(e) => return end(&job, Status::Error, Some(e.to_string())).await,
+    };
     let readied = tokio::select! {
         r = ready(&inner, &sub, &dir) => r,
-        () = job.cancel.cancelled() => return end(&job, inner.cancelled(), vec![]),
+        () = job.cancel.cancelled() => return end(&job, inner.cancelled(), None).await,
     };
     let (launched, embedder) = match readied {
         Ok(r) => r,
-        Err(why) => return end(&job, Status::Error, vec![why]),
+        Err(why) => return end(&job, Status::Error, Some(why)).await,
     };
     let Launched { agent, process } = launched;
     let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
@@ -58,7 +53,7 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         concurrency: config.advanced.concurrency as usize,
         attribution: config.advanced.attribution,
         config_digest: sub.loaded.digest.clone(),
-        progress: Some(hooks(&job)),
+        progress: Some(hooks(&job).tee(job.recorder.hooks())),
         declared: Declared {
             tools: config.tools.clone(),
             llm: config.llm.clone(),
@@ -76,13 +71,13 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
     }
     let crashed = stop(process).await;
     match result {
-        None => end(&job, inner.cancelled(), vec![]),
-        Some(Err(e)) => end(&job, Status::Error, vec![e.to_string()]),
+        None => end(&job, inner.cancelled(), None).await,
+        Some(Err(e)) => end(&job, Status::Error, Some(e.to_string())).await,
         Some(Ok(mut report)) => {
             if let Some(w) = report.warnings_mut() {
                 w.extend(crashed);
             }
-            finished(&job, &report, &dir);
+            finished(&job, &report, &dir).await;
         }
     }
 }
@@ -105,23 +100,15 @@ async fn ready(
 
 /// Stops the agent the run started; a warning when it had exited during the run.
 async fn stop(process: Option<AgentProcess>) -> Option<String> {
-    let mut p = process?;
-    let crashed = p.exit_status().map(|status| {
-        format!(
-            "the agent (agent.command) exited during the run ({status}); cases after that \
-             could not reach it{}",
-            p.tail()
-        )
-    });
-    p.stop(Duration::from_secs(5)).await;
-    crashed
+    process?.end_of_run().await
 }
 
 /// The progress hooks: counts and events.
 fn hooks(job: &Arc<Job>) -> Progress {
     let (j1, j2, j3) = (job.clone(), job.clone(), job.clone());
     Progress {
-        planned: Arc::new(move |n| j1.lock().progress.total += n),
+        phase: Arc::new(|_: &'static str| {}),
+        planned: Arc::new(move |n| j1.lock().total += n as u64),
         started: Arc::new(move |scenario: &str, input: &str| {
             j2.events.push(
                 "case_started",
@@ -131,15 +118,15 @@ fn hooks(job: &Arc<Job>) -> Progress {
         case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
             let (done, total) = {
                 let mut s = j3.lock();
-                s.progress.done += 1;
-                (s.progress.done, s.progress.total)
+                s.done += 1;
+                (s.done, s.total)
             };
             j3.events.push("case", case_event(c, so_far, done, total));
         }),
     }
 }
 
-fn case_event(c: &CaseResult, so_far: SoFar, done: usize, total: usize) -> serde_json::Value {
+fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_json::Value {
     let so_far = match so_far {
         SoFar::Passed => "passed",
         SoFar::Failed => "failed",
@@ -160,62 +147,72 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: usize, total: usize) -> serde
     })
 }
 
-/// A finished run: its report written, phases and cells told, its status from the verdict.
-fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
+/// A finished run: its report written, phases and cells told, its status from the verdict,
+/// all in the store.
+async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
     let path = dir.join("report.json");
     let written = serde_json::to_vec_pretty(report)
         .map_err(|e| e.to_string())
         .and_then(|json| std::fs::write(&path, json).map_err(|e| e.to_string()));
     if let Err(e) = written {
         let why = format!("could not write the report {}: {e}", path.display());
-        return end(job, Status::Error, vec![why]);
+        return end(job, Status::Error, Some(why)).await;
     }
     for (phase, score) in report.phase_scores() {
         job.events
             .push("phase", json!({"phase": phase, "score": score}));
     }
-    if let Some(cells) = cells(report) {
-        for c in cells {
-            job.events.push("cell", json!(c));
-        }
+    for c in cells(report) {
+        job.events.push("cell", json!(c));
     }
-    let verdict = report.verdict();
+    if let Err(e) = job.recorder.finish(report, Some(&path)).await {
+        let why = format!("the run store could not record the run: {e}");
+        return end(job, Status::Error, Some(why)).await;
+    }
+    let (status, reason) = crate::store::ended(report.judgement());
     {
         let mut s = job.lock();
-        s.scores = report.phase_scores().into_iter().collect();
-        s.verdict = Some(verdict);
-        s.report = Some(path);
+        s.scores = report
+            .phase_scores()
+            .into_iter()
+            .map(|(p, v)| (p.to_string(), v))
+            .collect();
+        s.artifacts
+            .insert("json".into(), path.display().to_string());
     }
-    end(job, Status::of(verdict), reasons(report));
+    announce(job, status, reason);
 }
 
-fn cells(report: &Report) -> Option<&[crate::run::CellResult]> {
+fn cells(report: &Report) -> &[crate::run::CellResult] {
     match report {
-        Report::Contract(r) => Some(&r.cells),
-        Report::Ci(r) => r.contract.as_ref().map(|c| c.cells.as_slice()),
-        Report::Chaos(_) | Report::Mutation(_) => None,
+        Report::Contract(r) => &r.cells,
+        Report::Ci(r) => r.contract.as_ref().map_or(&[], |c| c.cells.as_slice()),
+        Report::Chaos(_) | Report::Mutation(_) => &[],
     }
 }
 
-fn reasons(report: &Report) -> Vec<String> {
-    match report {
-        Report::Contract(r) => r.judgement.reasons.clone(),
-        Report::Chaos(r) => r.judgement.reasons.clone(),
-        Report::Mutation(r) => r.judgement.reasons.clone(),
-        Report::Ci(r) => r.judgement.reasons.clone(),
-    }
+/// A run that ended without a verdict: recorded, then told.
+async fn end(job: &Job, status: Status, reason: Option<String>) {
+    let reason = match job.recorder.fail(status, reason.clone()).await {
+        Ok(()) => reason,
+        Err(e) => Some(format!(
+            "{}; the run store could not record it: {e}",
+            reason.unwrap_or_else(|| status.to_string())
+        )),
+    };
+    announce(job, status, reason);
 }
 
-/// Records the end of a run and tells its followers.
-fn end(job: &Job, status: Status, reasons: Vec<String>) {
-    let summary = {
+/// Records the end in the live record and tells the followers.
+fn announce(job: &Job, status: Status, reason: Option<String>) {
+    let record = {
         let mut s = job.lock();
         s.status = status;
-        s.reasons = reasons;
-        s.finished_at = Some(now());
+        s.reason = reason;
+        s.finished_ms = Some(super::now_ms());
         s.clone()
     };
-    job.events.push("done", json!(summary));
+    job.events.push("done", json!(record));
 }
 
 fn cut(s: &str) -> String {

@@ -12,10 +12,9 @@ mod events;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -24,75 +23,10 @@ pub use events::{Event, EventLog};
 use crate::chaos::Engine;
 use crate::config::Loaded;
 use crate::journal::Journal;
-use crate::run::{RunKind, RunRequest, RunVerdict, prepare};
+use crate::run::{RunRequest, prepare};
+use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
 
-/// Where a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Queued,
-    Running,
-    Passed,
-    Failed,
-    /// The run could not judge the agent (design: never a pass).
-    NotTested,
-    Cancelled,
-    /// The daemon stopped while it ran.
-    Interrupted,
-    /// flakestorm or the environment failed (the agent could not be started, …).
-    Error,
-}
-
-impl Status {
-    pub const ALL: [Status; 8] = [
-        Status::Queued,
-        Status::Running,
-        Status::Passed,
-        Status::Failed,
-        Status::NotTested,
-        Status::Cancelled,
-        Status::Interrupted,
-        Status::Error,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Queued => "queued",
-            Status::Running => "running",
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::NotTested => "not_tested",
-            Status::Cancelled => "cancelled",
-            Status::Interrupted => "interrupted",
-            Status::Error => "error",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    pub fn finished(self) -> bool {
-        match self {
-            Status::Queued | Status::Running => false,
-            Status::Passed
-            | Status::Failed
-            | Status::NotTested
-            | Status::Cancelled
-            | Status::Interrupted
-            | Status::Error => true,
-        }
-    }
-
-    fn of(verdict: RunVerdict) -> Status {
-        match verdict {
-            RunVerdict::Pass => Status::Passed,
-            RunVerdict::Fail => Status::Failed,
-            RunVerdict::NotTested => Status::NotTested,
-            RunVerdict::Error => Status::Error,
-        }
-    }
-}
+pub use crate::store::RunStatus as Status;
 
 /// A run to start: its config and what to run, with the request's overrides.
 pub struct Submission {
@@ -104,47 +38,23 @@ pub struct Submission {
     pub min_score: Option<f64>,
 }
 
-/// A run as the API shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Summary {
-    pub id: String,
-    pub kind: RunKind,
-    pub status: Status,
-    pub progress: Progress,
-    /// Score per phase that finished, 0–100.
-    pub scores: BTreeMap<&'static str, f64>,
-    pub verdict: Option<RunVerdict>,
-    /// Why the verdict is what it is, or why the run ended in error.
-    pub reasons: Vec<String>,
-    pub seed: Option<u64>,
-    pub config_digest: Option<String>,
-    pub submitted_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// The JSON report, once written.
-    pub report: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Progress {
-    pub done: usize,
-    pub total: usize,
-}
-
 /// One submitted run.
 pub struct Job {
     pub id: String,
-    state: Mutex<Summary>,
+    /// Its record as the store will have it, kept current here (the store's writer
+    /// commits a little later).
+    state: Mutex<RunRecord>,
+    recorder: Recorder,
     pub events: EventLog,
     cancel: CancellationToken,
 }
 
 impl Job {
-    pub fn summary(&self) -> Summary {
+    pub fn record(&self) -> RunRecord {
         self.lock().clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Summary> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RunRecord> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -163,29 +73,28 @@ pub struct Jobs {
 }
 
 struct Inner {
+    store: Store,
     engine: Engine,
     journal: Journal,
     proxy_addr: SocketAddr,
     ca_cert: PathBuf,
-    /// Reports and agent logs go under `data_dir/runs/<id>/`.
-    data_dir: PathBuf,
-    /// In submission order.
+    /// Live runs (this daemon's), in submission order.
     runs: Mutex<Vec<Arc<Job>>>,
     /// `max_parallel` permits; an exclusive run takes them all (fair, so in order).
     turns: Arc<Semaphore>,
     max_parallel: u32,
-    next: AtomicU64,
     /// The daemon is stopping: runs cancelled now end `interrupted`.
     stopping: std::sync::atomic::AtomicBool,
 }
 
 /// Where the daemon's proxy is and where runs write.
 pub struct Setup {
+    /// History, and where reports and agent logs go (`data_dir/runs/<id>/`).
+    pub store: Store,
     pub engine: Engine,
     pub journal: Journal,
     pub proxy_addr: SocketAddr,
     pub ca_cert: PathBuf,
-    pub data_dir: PathBuf,
     pub max_parallel: u32,
 }
 
@@ -204,15 +113,14 @@ impl Jobs {
         let max_parallel = s.max_parallel.max(1);
         Jobs {
             inner: Arc::new(Inner {
+                store: s.store,
                 engine: s.engine,
                 journal: s.journal,
                 proxy_addr: s.proxy_addr,
                 ca_cert: s.ca_cert,
-                data_dir: s.data_dir,
                 runs: Mutex::default(),
                 turns: Arc::new(Semaphore::new(max_parallel as usize)),
                 max_parallel,
-                next: AtomicU64::new(1),
                 stopping: Default::default(),
             }),
         }
@@ -220,16 +128,20 @@ impl Jobs {
 
     /// Runs for unit tests: a proxy address nothing listens on, reports under `data_dir`.
     #[cfg(test)]
-    pub(crate) fn for_tests(data_dir: PathBuf) -> Jobs {
+    pub(crate) fn for_tests(data_dir: &std::path::Path) -> Jobs {
         use crate::journal::Redactor;
         Jobs::new(Setup {
+            store: Store::open(data_dir).expect("a store in a fresh folder"),
             engine: Engine::new(1),
             journal: Journal::new(16, Redactor::new(&[], &[])),
             proxy_addr: SocketAddr::from(([127, 0, 0, 1], 9)),
             ca_cert: data_dir.join("ca.pem"),
-            data_dir,
             max_parallel: 2,
         })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
     }
 
     /// Queues `sub` and starts driving it; the problem in words when its config cannot
@@ -239,28 +151,36 @@ impl Jobs {
         if sub.loaded.config.agent.is_none() {
             return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
         }
-        let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        let (kind, digest) = (sub.request.kind, sub.loaded.digest.clone());
+        let seed = sub.seed.or(sub.loaded.config.advanced.seed);
+        let recorder = Recorder::begin(
+            &self.inner.store,
+            kind,
+            digest.clone(),
+            seed,
+            Status::Queued,
+        );
+        let id = recorder.id.as_str().to_string();
         let job = Arc::new(Job {
-            id: run_id(n),
-            state: Mutex::new(Summary {
-                id: String::new(),
-                kind: sub.request.kind,
+            state: Mutex::new(RunRecord {
+                id: id.clone(),
+                kind,
+                config_digest: digest,
+                seed,
+                started_ms: now_ms(),
+                finished_ms: None,
                 status: Status::Queued,
-                progress: Progress::default(),
+                reason: None,
                 scores: BTreeMap::new(),
-                verdict: None,
-                reasons: vec![],
-                seed: sub.seed.or(sub.loaded.config.advanced.seed),
-                config_digest: sub.loaded.digest.clone(),
-                submitted_at: now(),
-                started_at: None,
-                finished_at: None,
-                report: None,
+                done: 0,
+                total: 0,
+                artifacts: BTreeMap::new(),
             }),
+            id,
+            recorder,
             events: EventLog::default(),
             cancel: CancellationToken::new(),
         });
-        job.lock().id = job.id.clone();
         self.lock().push(job.clone());
         job.events.push("queued", serde_json::json!({"id": job.id}));
         tokio::spawn(drive::drive(self.inner.clone(), job.clone(), sub, prepared));
@@ -271,35 +191,43 @@ impl Jobs {
         self.lock().iter().find(|j| j.id == id).cloned()
     }
 
-    /// Runs newest first, filtered; `before`: only runs submitted before that id (paging).
-    pub fn list(
-        &self,
-        kind: Option<RunKind>,
-        status: Option<Status>,
-        before: Option<&str>,
-        limit: usize,
-    ) -> Vec<Summary> {
-        let runs = self.lock().clone();
-        runs.iter()
-            .rev()
-            .skip_while(|j| before.is_some_and(|b| j.id.as_str() >= b))
-            .map(|j| j.summary())
-            .filter(|s| kind.is_none_or(|k| s.kind == k))
-            .filter(|s| status.is_none_or(|st| s.status == st))
-            .take(limit)
-            .collect()
+    /// A run's record: live, else stored; `None` when there is no such run.
+    pub fn record(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        match self.get(id) {
+            Some(job) => Ok(Some(job.record())),
+            None => self.inner.store.get(id),
+        }
+    }
+
+    /// Stored runs newest first, filtered and paged, with this daemon's live runs as they
+    /// are now.
+    pub async fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
+        self.inner.store.flush().await?;
+        let mut page = self.inner.store.list(filter)?;
+        for r in &mut page.runs {
+            if let Some(job) = self.get(&r.id) {
+                *r = job.record();
+            }
+        }
+        Ok(page)
     }
 
     /// Cancels run `id`: a queued run never starts; a running one's in-flight cases end
     /// and the agent it started is stopped.
-    pub fn cancel(&self, id: &str) -> Result<Summary, CancelError> {
-        let job = self.get(id).ok_or(CancelError::NotFound)?;
+    pub fn cancel(&self, id: &str) -> Result<RunRecord, CancelError> {
+        let Some(job) = self.get(id) else {
+            // A stored run of an earlier daemon or a CLI run: ended, or not this daemon's.
+            return match self.inner.store.get(id) {
+                Ok(Some(r)) => Err(CancelError::Finished(r.status)),
+                Ok(None) | Err(_) => Err(CancelError::NotFound),
+            };
+        };
         let status = job.lock().status;
-        if status.finished() {
+        if status.is_final() {
             return Err(CancelError::Finished(status));
         }
         job.cancel.cancel();
-        Ok(job.summary())
+        Ok(job.record())
     }
 
     /// Cancels every run (the daemon is stopping); they end `interrupted`.
@@ -315,51 +243,10 @@ impl Jobs {
     }
 }
 
-/// A run id: the submission time and a per-daemon number, so ids sort by submission.
-fn run_id(n: u64) -> String {
-    let t = wall_clock();
-    let day = t.date();
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}-{n:04}",
-        day.year(),
-        u8::from(day.month()),
-        day.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
-}
-
-fn now() -> String {
-    wall_clock()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Timestamps of runs are real times, not the (pausable) tokio clock.
+/// Unix milliseconds: run records carry real times, not the (pausable) tokio clock.
 #[allow(clippy::disallowed_methods)]
-fn wall_clock() -> time::OffsetDateTime {
-    time::OffsetDateTime::from(std::time::SystemTime::now())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_round_trip_and_only_two_are_unfinished() {
-        for s in Status::ALL {
-            assert_eq!(Status::parse(s.name()), Some(s));
-            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
-        }
-        let open: Vec<Status> = Status::ALL.into_iter().filter(|s| !s.finished()).collect();
-        assert_eq!(open, [Status::Queued, Status::Running]);
-    }
-
-    #[test]
-    fn ids_sort_by_submission() {
-        let (a, b) = (run_id(9), run_id(10));
-        assert!(a < b, "{a} {b}");
-        assert_eq!(a.len(), "20261124-010203-0009".len());
-    }
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

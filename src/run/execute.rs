@@ -37,7 +37,7 @@ impl RunKind {
         RunKind::Ci,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Contract => "contract",
             RunKind::Chaos => "chaos",
@@ -47,19 +47,29 @@ impl RunKind {
         }
     }
 
-    pub fn parse(name: &str) -> Option<RunKind> {
-        RunKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
     /// The report's default file name.
     pub fn report_file(self) -> String {
-        format!("{}.json", self.name())
+        format!("{}.json", self.as_str())
     }
 }
 
 impl std::fmt::Display for RunKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RunKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RunKind, String> {
+        RunKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let all: Vec<&str> = RunKind::ALL.map(RunKind::as_str).to_vec();
+                format!("unknown run kind `{s}` (one of {})", all.join(", "))
+            })
     }
 }
 
@@ -184,6 +194,15 @@ impl Report {
         }
     }
 
+    pub fn judgement(&self) -> &super::Judgement {
+        match self {
+            Report::Contract(r) => &r.judgement,
+            Report::Chaos(r) => &r.judgement,
+            Report::Mutation(r) => &r.judgement,
+            Report::Ci(r) => &r.judgement,
+        }
+    }
+
     /// The score of each phase that ran, by phase name.
     pub fn phase_scores(&self) -> Vec<(&'static str, f64)> {
         match self {
@@ -218,6 +237,9 @@ impl Report {
 /// Runs `p` against the agent in `ctx`.
 pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
     let golden = &config.golden_prompts;
+    if p.kind != RunKind::Ci {
+        phase(ctx, p.kind.as_str());
+    }
     let chaos = p.chaos.as_ref().map(|(n, c)| (n.as_str(), c));
     Ok(match p.kind {
         RunKind::Contract => match &config.contract {
@@ -240,6 +262,13 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
     })
 }
 
+/// Tells the progress hooks a phase starts.
+fn phase(ctx: &RunContext, name: &'static str) {
+    if let Some(p) = &ctx.progress {
+        (p.phase)(name);
+    }
+}
+
 /// `ci`: the mutation, contract and chaos phases that can run, once each, combined.
 async fn ci(
     ctx: &RunContext,
@@ -249,15 +278,22 @@ async fn ci(
     let runs = |phase: &str| !skipped.iter().any(|(s, _)| *s == phase);
     let golden = &config.golden_prompts;
     let mutation = match runs("mutation") {
-        true => Some(run_mutation(ctx, None, config).await?),
+        true => {
+            phase(ctx, "mutation");
+            Some(run_mutation(ctx, None, config).await?)
+        }
         false => None,
     };
     let contract = match (&config.contract, runs("contract")) {
-        (Some(c), true) => Some(run_contract(ctx, c, golden).await?),
+        (Some(c), true) => {
+            phase(ctx, "contract");
+            Some(run_contract(ctx, c, golden).await?)
+        }
         (Some(_), false) | (None, _) => None,
     };
     let chaos = match runs("chaos") {
         true => {
+            phase(ctx, "chaos");
             let run = run_chaos(ctx, "chaos", &config.chaos, golden, &config.invariants);
             Some(run.await?)
         }
@@ -288,10 +324,16 @@ mod tests {
     #[test]
     fn kinds_round_trip() {
         for k in RunKind::ALL {
-            assert_eq!(RunKind::parse(k.name()), Some(k));
-            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+            assert_eq!(k.as_str().parse(), Ok(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }
-        assert_eq!(RunKind::parse("contracts"), None);
+        assert_eq!(
+            "contracts".parse::<RunKind>(),
+            Err(
+                "unknown run kind `contracts` (one of contract, chaos, mutation, replay, ci)"
+                    .into()
+            )
+        );
     }
 
     #[test]

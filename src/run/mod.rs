@@ -70,10 +70,41 @@ impl RunContext {
 /// and how it stands so far.
 #[derive(Clone)]
 pub struct Progress {
+    /// A phase of the run starts (`mutation`, `contract`, `chaos`): `ci` has several.
+    pub phase: std::sync::Arc<dyn Fn(&'static str) + Send + Sync>,
     pub planned: std::sync::Arc<dyn Fn(usize) + Send + Sync>,
     /// A case starts: its scenario and input.
     pub started: StartHook,
     pub case: CaseHook,
+}
+
+impl Progress {
+    /// Hooks that tell both `self` and `other`.
+    pub fn tee(self, other: Progress) -> Progress {
+        let (a, b) = (self, other);
+        let (p1, p2) = (a.phase, b.phase);
+        let (n1, n2) = (a.planned, b.planned);
+        let (s1, s2) = (a.started, b.started);
+        let (c1, c2) = (a.case, b.case);
+        Progress {
+            phase: std::sync::Arc::new(move |p| {
+                p1(p);
+                p2(p);
+            }),
+            planned: std::sync::Arc::new(move |n| {
+                n1(n);
+                n2(n);
+            }),
+            started: std::sync::Arc::new(move |s, i| {
+                s1(s, i);
+                s2(s, i);
+            }),
+            case: std::sync::Arc::new(move |c, f| {
+                c1(c, f);
+                c2(c, f);
+            }),
+        }
+    }
 }
 
 /// Told of each case as it starts: its scenario and input.

@@ -85,18 +85,21 @@ impl CellRecord {
     }
 }
 
-/// The status and reason a run that ended with `judgement` is stored with. The store has
-/// no `not_tested` status: such a run is an `error` whose reason starts "not tested:".
+/// The status and reason a run that ended with `judgement` is stored with.
 pub fn ended(judgement: &Judgement) -> (RunStatus, Option<String>) {
     let reasons = (!judgement.reasons.is_empty()).then(|| judgement.reasons.join("; "));
-    match judgement.verdict {
-        RunVerdict::Pass => (RunStatus::Passed, reasons),
-        RunVerdict::Fail => (RunStatus::Failed, reasons),
-        RunVerdict::Error => (RunStatus::Error, reasons),
-        RunVerdict::NotTested => (
-            RunStatus::Error,
-            Some(format!("not tested: {}", reasons.unwrap_or_default())),
-        ),
+    (RunStatus::of(judgement.verdict), reasons)
+}
+
+impl RunStatus {
+    /// A finished run's status from its verdict.
+    pub fn of(verdict: RunVerdict) -> RunStatus {
+        match verdict {
+            RunVerdict::Pass => RunStatus::Passed,
+            RunVerdict::Fail => RunStatus::Failed,
+            RunVerdict::NotTested => RunStatus::NotTested,
+            RunVerdict::Error => RunStatus::Error,
+        }
     }
 }
 
@@ -115,7 +118,7 @@ mod tests {
     }
 
     #[test]
-    fn not_tested_runs_are_errors_that_say_so() {
+    fn not_tested_runs_are_stored_not_tested_with_why() {
         let j = Judgement {
             verdict: RunVerdict::NotTested,
             reasons: vec!["no request crossed the proxy".into()],
@@ -123,8 +126,8 @@ mod tests {
         assert_eq!(
             ended(&j),
             (
-                RunStatus::Error,
-                Some("not tested: no request crossed the proxy".into())
+                RunStatus::NotTested,
+                Some("no request crossed the proxy".into())
             )
         );
     }

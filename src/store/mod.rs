@@ -15,6 +15,7 @@ mod id;
 mod owner;
 mod read;
 mod record;
+mod recorder;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,7 @@ pub use record::{
     CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, StoredCase,
     Verdict,
 };
+pub use recorder::Recorder;
 pub use schema::APPLICATION_ID;
 
 use writer::{Health, Op, Writer};

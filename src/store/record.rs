@@ -8,16 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Which mode a run executes (design.md §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunKind {
-    Contract,
-    Chaos,
-    Mutation,
-    Replay,
-    Ci,
-}
+pub use crate::run::RunKind;
 
 /// Where a run stands. `queued` and `running` are the only states a run leaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -27,6 +18,8 @@ pub enum RunStatus {
     Running,
     Passed,
     Failed,
+    /// The run could not judge the agent: never a pass.
+    NotTested,
     Cancelled,
     /// The process running it stopped (SIGKILL, crash) before it ended.
     Interrupted,
@@ -74,21 +67,13 @@ macro_rules! words {
 }
 
 words!(
-    RunKind,
-    "run kind",
-    Contract = "contract",
-    Chaos = "chaos",
-    Mutation = "mutation",
-    Replay = "replay",
-    Ci = "ci"
-);
-words!(
     RunStatus,
     "run status",
     Queued = "queued",
     Running = "running",
     Passed = "passed",
     Failed = "failed",
+    NotTested = "not_tested",
     Cancelled = "cancelled",
     Interrupted = "interrupted",
     Error = "error"
