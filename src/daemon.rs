@@ -107,6 +107,8 @@ impl Daemon {
         let store = Store::open(&config.data_dir)?;
         let jobs = Jobs::new(crate::jobs::Setup {
             store: store.clone(),
+            tools: config.tools.clone(),
+            llm: config.llm.clone(),
             engine: chaos.clone(),
             journal: journal.clone(),
             proxy_addr,

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::canary::Canary;
+use super::classify::Classifier;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
 use crate::config::chaos::{ChaosSpec, CompiledChaos};
@@ -27,6 +28,8 @@ struct Scoped {
 
 struct Inner {
     rules: RwLock<Arc<RuleSet>>,
+    /// What requests are: the daemon's `tools:` and `llm:`, or a run's while it runs.
+    declared: RwLock<Arc<Classifier>>,
     traces: RwLock<HashMap<String, Scoped>>,
     /// The global rules' seed: the daemon's, or the run's while a run has the engine to
     /// itself (exclusive attribution).
@@ -53,6 +56,7 @@ impl Engine {
         Engine {
             inner: Arc::new(Inner {
                 rules: RwLock::new(Arc::new(empty)),
+                declared: RwLock::new(Arc::new(Classifier::default())),
                 traces: RwLock::new(HashMap::new()),
                 seed: AtomicU64::new(seed),
             }),
@@ -89,6 +93,41 @@ impl Engine {
             &mut *self.inner.rules.write().unwrap_or_else(|p| p.into_inner()),
             rules,
         )
+    }
+
+    /// Makes `declared` what requests are classified by (the daemon's `tools:`, `llm:`).
+    pub fn set_declared(&self, declared: Arc<Classifier>) {
+        *self
+            .inner
+            .declared
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = declared;
+    }
+
+    /// Classifies requests by `declared` (a run's `tools:` and `llm:`) until the guard
+    /// drops, then by what was declared before.
+    pub fn declare(&self, declared: Arc<Classifier>) -> DeclareGuard {
+        let mut slot = self
+            .inner
+            .declared
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        let previous = std::mem::replace(&mut *slot, declared);
+        DeclareGuard {
+            engine: self.clone(),
+            previous: Some(previous),
+        }
+    }
+
+    /// What a request for `url` (on `host`, at `path`) is.
+    pub fn classify(&self, url: &str, host: &str, path: &str) -> Target {
+        let declared = self
+            .inner
+            .declared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        declared.classify(url, host, path)
     }
 
     /// No rules: every request passes untouched. Also resets every counter.
@@ -213,6 +252,21 @@ impl Drop for TraceGuard {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.trace);
+    }
+}
+
+/// A run's `tools:` and `llm:` declared on the engine; dropping it restores the ones before.
+#[must_use = "the declarations are withdrawn when the guard drops"]
+pub struct DeclareGuard {
+    engine: Engine,
+    previous: Option<Arc<Classifier>>,
+}
+
+impl Drop for DeclareGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.previous.take() {
+            self.engine.set_declared(p);
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! The fault engine, pure (no sockets): `chaos:` specs compiled into rules (`rules`),
 //! deterministic triggering (`rng`), the provider-shaped responses faults answer with
-//! (`respond`), and the `Engine` handle the proxy asks for a decision on every request.
+//! (`respond`), what a request is (`classify`, from the `tools:` and `llm:` declared), and
+//! the `Engine` handle the proxy asks for a decision on every request.
 //! The proxy applies what the engine decides; the run engine installs scenarios through
 //! the same handle. Must not do I/O or know about connections.
 
 pub mod attack;
 pub mod budget;
 mod canary;
+mod classify;
 mod engine;
 pub mod profiles;
 pub mod respond;
@@ -16,7 +18,8 @@ mod rules;
 mod stats;
 
 pub use canary::{Canary, Scanner};
-pub use engine::{Engine, InstallGuard, TraceGuard};
+pub use classify::Classifier;
+pub use engine::{DeclareGuard, Engine, InstallGuard, TraceGuard};
 pub use rng::{mix, stream};
 pub use rules::{Decision, Fault, Fired, Formats, RuleSet};
 pub use stats::{RuleKind, RuleStats, sum as sum_stats};

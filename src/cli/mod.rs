@@ -12,6 +12,7 @@ use crate::run::{RunKind, RunRequest};
 mod commands;
 mod history;
 mod progress;
+mod remote;
 mod report_path;
 mod runs;
 mod session;
@@ -210,6 +211,18 @@ pub struct ReportArgs {
     /// The pass mark (0–100): below it the run fails (default: scoring.min_score, 70).
     #[arg(long, value_name = "SCORE", value_parser = score_arg)]
     pub min_score: Option<f64>,
+    /// Run on the daemon at URL (a `flakestorm serve`'s control address, e.g.
+    /// http://127.0.0.1:8081) instead of here; progress and exit codes are the same.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The daemon's control.token (for --server).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "FLAKESTORM_API_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 /// For commands that start a proxy.
@@ -278,7 +291,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 },
         } => {
             let req = request(RunKind::Contract, false, None);
-            return job(&config, open, |l| runs::run(l, req, report, show.show())).await;
+            return dispatch(&config, open, req, report, show.show()).await;
         }
         Command::Contract {
             command:
@@ -294,7 +307,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 score_only: true,
             };
             let req = request(RunKind::Contract, false, None);
-            return job(&config, open, |l| runs::run(l, req, report, show)).await;
+            return dispatch(&config, open, req, report, show).await;
         }
         Command::Run {
             config,
@@ -314,7 +327,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 true => request(RunKind::Chaos, false, chaos_profile),
                 false => request(RunKind::Mutation, chaos, chaos_profile),
             };
-            return job(&config, open, |l| runs::run(l, req, report, show)).await;
+            return dispatch(&config, open, req, report, show).await;
         }
         Command::Ci {
             config,
@@ -323,7 +336,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             open,
         } => {
             let req = request(RunKind::Ci, false, None);
-            return job(&config, open, |l| runs::run(l, req, report, show.show())).await;
+            return dispatch(&config, open, req, report, show.show()).await;
         }
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
@@ -359,6 +372,32 @@ fn failed(e: anyhow::Error) -> ExitCode {
 
 /// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
 /// the run decides its own code, and an error it could not recover from exits 1.
+/// A run command: on the daemon at `--server`, else here.
+async fn dispatch(
+    config: &ConfigArg,
+    open: OpenProxyArg,
+    req: RunRequest,
+    report: ReportArgs,
+    show: runs::Show,
+) -> ExitCode {
+    let Some(url) = report.server.clone() else {
+        return job(config, open, |l| runs::run(l, req, report, show)).await;
+    };
+    let loaded = match load(config, Overrides::default()) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let server = match remote::Server::new(&url, report.token.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let output = report.output.as_deref();
+    remote::run(server, &loaded, &req, output, report.min_score, show).await
+}
+
 async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode
 where
     F: FnOnce(Loaded) -> Fut,

@@ -31,7 +31,7 @@ pub struct Show {
 }
 
 impl Show {
-    fn summary(self) -> bool {
+    pub(super) fn summary(self) -> bool {
         !self.quiet && !self.json && !self.score_only
     }
 }

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::{Inner, Job, Status, Submission};
 use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
+use crate::chaos::Classifier;
 use crate::config::Attribution;
 use crate::run::{
     CaseResult, Declared, Embedder, Prepared, Progress, Report, RunContext, SoFar, execute,
@@ -17,7 +18,13 @@ use crate::run::{
 pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
     let config = &sub.loaded.config;
     let exclusive = config.advanced.attribution == Attribution::Exclusive;
-    let permits = if exclusive { inner.max_parallel } else { 1 };
+    // Its own `tools:`/`llm:` classify all the proxy's traffic while it runs.
+    let declares = config.tools != inner.tools || config.llm != inner.llm;
+    let permits = if exclusive || declares {
+        inner.max_parallel
+    } else {
+        1
+    };
     let turn = tokio::select! {
         t = inner.turns.clone().acquire_many_owned(permits) => t,
         () = job.cancel.cancelled() => return end(&job, inner.cancelled(), None).await,
@@ -32,6 +39,13 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         Ok(d) => d,
         Err(e) => return end(&job, Status::Error, Some(e.to_string())).await,
     };
+    let declared = match declares {
+        true => match Classifier::new(&config.tools, &config.llm) {
+            Ok(c) => Some(c),
+            Err(e) => return end(&job, Status::Error, Some(e)).await,
+        },
+        false => None,
+    };
     let readied = tokio::select! {
         r = ready(&inner, &sub, &dir) => r,
         () = job.cancel.cancelled() => return end(&job, inner.cancelled(), None).await,
@@ -41,6 +55,7 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         Err(why) => return end(&job, Status::Error, Some(why)).await,
     };
     let Launched { agent, process } = launched;
+    let _declared = declared.map(|c| inner.engine.declare(Arc::new(c)));
     let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
     job.lock().seed = Some(seed);
     // The global rules draw from the run's seed while it has the engine to itself.

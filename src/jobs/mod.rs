@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 pub use events::{Event, EventLog};
 
 use crate::chaos::Engine;
-use crate::config::Loaded;
+use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
 use crate::journal::Journal;
 use crate::run::{RunRequest, prepare};
 use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
@@ -74,6 +74,10 @@ pub struct Jobs {
 
 struct Inner {
     store: Store,
+    /// The daemon's own `tools:` and `llm:`: a run that declares others has the daemon to
+    /// itself while its declarations classify the traffic.
+    tools: Vec<ToolSpec>,
+    llm: Vec<LlmEndpointSpec>,
     engine: Engine,
     journal: Journal,
     proxy_addr: SocketAddr,
@@ -91,6 +95,8 @@ struct Inner {
 pub struct Setup {
     /// History, and where reports and agent logs go (`data_dir/runs/<id>/`).
     pub store: Store,
+    pub tools: Vec<ToolSpec>,
+    pub llm: Vec<LlmEndpointSpec>,
     pub engine: Engine,
     pub journal: Journal,
     pub proxy_addr: SocketAddr,
@@ -114,6 +120,8 @@ impl Jobs {
         Jobs {
             inner: Arc::new(Inner {
                 store: s.store,
+                tools: s.tools,
+                llm: s.llm,
                 engine: s.engine,
                 journal: s.journal,
                 proxy_addr: s.proxy_addr,
@@ -132,6 +140,8 @@ impl Jobs {
         use crate::journal::Redactor;
         Jobs::new(Setup {
             store: Store::open(data_dir).expect("a store in a fresh folder"),
+            tools: vec![],
+            llm: vec![],
             engine: Engine::new(1),
             journal: Journal::new(16, Redactor::new(&[], &[])),
             proxy_addr: SocketAddr::from(([127, 0, 0, 1], 9)),

@@ -11,7 +11,6 @@ mod accept;
 mod attack;
 mod body;
 mod canary;
-mod classify;
 mod connect;
 mod connector;
 mod fault;
@@ -183,7 +182,6 @@ struct Shared {
     upstream: forward::Upstream,
     /// Destinations refused (own listeners; loopback off loopback): shared with `upstream`.
     guard: Arc<guard::Guard>,
-    classifier: classify::Classifier,
     journal: Journal,
     metrics: Metrics,
     shutdown: Shutdown,
@@ -218,8 +216,10 @@ impl Proxy {
             settings.response_timeout,
         );
         let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
-        let classifier = classify::Classifier::new(&config.tools, &config.llm)
+        // The daemon's own `tools:` and `llm:`; a run may declare its own for its time.
+        let classifier = crate::chaos::Classifier::new(&config.tools, &config.llm)
             .map_err(ProxyBuildError::Config)?;
+        chaos.set_declared(Arc::new(classifier));
         let shared = Shared {
             settings,
             formats: Default::default(),
@@ -227,7 +227,6 @@ impl Proxy {
             leaves,
             upstream,
             guard,
-            classifier,
             journal,
             metrics,
             shutdown: Shutdown::default(),

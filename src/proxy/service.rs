@@ -314,7 +314,7 @@ fn recorder<B>(
     let uri = &without_userinfo(uri);
     let url = uri.to_string();
     let host = uri.host().unwrap_or_default();
-    let target = proxy.inner.classifier.classify(&url, host, uri.path());
+    let target = proxy.inner.chaos.classify(&url, host, uri.path());
     #[allow(clippy::disallowed_methods)] // the journal's timestamp is wall-clock by design
     let started_at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -1,4 +1,5 @@
-//! What a request is (design.md §2 "target"): `llm:` entries first, then `tools:` globs,
+//! What a request is (design.md §2 "target"), from the `tools:` and `llm:` declared (the
+//! daemon's, or a run's while it runs, kept by the `Engine`): `llm:` entries first, then `tools:` globs,
 //! then well-known LLM hosts and API paths (`llm::detect`), else `other`. Explicit config
 //! beats heuristics; among tools the first declared match wins. Under an `llm:` entry the
 //! path still says what the call is (`llm::declared`): its provider's generation calls and
@@ -11,7 +12,7 @@ use globset::{GlobSet, GlobSetBuilder};
 use crate::config::{LlmEndpointSpec, ToolSpec};
 use crate::exchange::{Provider, Target};
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Classifier {
     llm: GlobSet,
     llm_of_pattern: Vec<Provider>,

@@ -1,0 +1,401 @@
+//! `--server URL`: a run command as a client of a running daemon. It submits the run to
+//! `POST /v1/runs` (the config file's path when the daemon is on this machine's loopback,
+//! else its text), follows `/v1/runs/{id}/events` (resuming with `Last-Event-ID` when the
+//! stream drops), prints progress as a local run does, saves the JSON report where a local
+//! run would, and exits with the same codes. Ctrl-C cancels the run on the daemon.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+use super::report_path;
+use super::runs::Show;
+use crate::agent::{DirectClient, direct_client};
+use crate::config::Loaded;
+use crate::run::RunRequest;
+
+/// Where the daemon is and how to talk to it.
+pub struct Server {
+    base: String,
+    token: Option<String>,
+    client: DirectClient,
+}
+
+/// Streams that drop are resumed this many times before the client gives up.
+const RESUMES: u32 = 5;
+
+impl Server {
+    pub fn new(url: &str, token: Option<String>) -> Result<Server, String> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("--server {url}: not a URL ({e})"))?;
+        match uri.scheme_str() {
+            Some("http" | "https") if uri.host().is_some() => {}
+            _ => {
+                return Err(format!(
+                    "--server {url}: expected http://HOST:PORT or https://…"
+                ));
+            }
+        }
+        let client = direct_client(true).map_err(|e| e.to_string())?;
+        Ok(Server {
+            base: url.trim_end_matches('/').to_string(),
+            token,
+            client,
+        })
+    }
+
+    /// The daemon runs on this machine, so it can read the config file where it is.
+    fn local(&self) -> bool {
+        let uri: Uri = self.base.parse().unwrap_or_default();
+        let host = uri.host().unwrap_or("").trim_matches(['[', ']']);
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        last_event: Option<u64>,
+    ) -> Result<http::Response<hyper::body::Incoming>, String> {
+        let url = format!("{}{path}", self.base);
+        let mut req = Request::builder().method(method).uri(&url);
+        if let Some(t) = &self.token {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        if let Some(n) = last_event {
+            req = req.header("last-event-id", n.to_string());
+        }
+        let body = match body {
+            Some(v) => {
+                req = req.header(http::header::CONTENT_TYPE, "application/json");
+                Full::new(Bytes::from(v.to_string()))
+            }
+            None => Full::new(Bytes::new()),
+        };
+        let req = req.body(body).map_err(|e| format!("{url}: {e}"))?;
+        self.client.request(req).await.map_err(|e| {
+            format!(
+                "cannot reach the daemon at {}: {}",
+                self.base,
+                crate::agent::root_cause(&e)
+            )
+        })
+    }
+
+    /// A JSON answer, or the daemon's error in words.
+    async fn json(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, String> {
+        let resp = self.send(method, path, body, None).await?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("reading the daemon's answer: {e}"))?
+            .to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(v);
+        }
+        Err(api_error(status, &v))
+    }
+}
+
+/// The daemon's error body in words: its message and each problem with its path.
+fn api_error(status: StatusCode, v: &Value) -> String {
+    if status == StatusCode::UNAUTHORIZED {
+        return "the daemon refused the request: missing or wrong token (--token, or \
+                FLAKESTORM_API_TOKEN)"
+            .into();
+    }
+    let e = &v["error"];
+    let mut out = match e["message"].as_str() {
+        Some(m) => format!("the daemon refused the run: {m}"),
+        None => format!("the daemon answered HTTP {status}"),
+    };
+    for p in e["errors"].as_array().into_iter().flatten() {
+        let (path, message) = (
+            p["path"].as_str().unwrap_or(""),
+            p["message"].as_str().unwrap_or(""),
+        );
+        out.push_str(&format!("\n  - {path}: {message}"));
+    }
+    out
+}
+
+/// Runs `req` on the daemon at `server`: submits, follows, saves the report, exit code.
+pub async fn run(
+    server: Server,
+    loaded: &Loaded,
+    req: &RunRequest,
+    output: Option<&Path>,
+    min_score: Option<f64>,
+    show: Show,
+) -> ExitCode {
+    let path =
+        match report_path::resolve(output, &loaded.config.output.path, &req.kind.report_file()) {
+            Ok(p) => p,
+            Err(e) => return usage(e.to_string()),
+        };
+    let body = match submission(&server, loaded, req, min_score) {
+        Ok(b) => b,
+        Err(e) => return usage(e),
+    };
+    let run = match server.json(Method::POST, "/v1/runs", Some(body)).await {
+        Ok(v) => v,
+        Err(e) => return usage(e),
+    };
+    let Some(id) = run["id"].as_str().map(String::from) else {
+        return usage(format!("the daemon answered without a run id: {run}"));
+    };
+    if show.summary() {
+        eprintln!("flakestorm: run {id} submitted to {}", server.base);
+    }
+    let followed = tokio::select! {
+        r = follow(&server, &id, show) => r,
+        Ok(()) = super::commands::wait_for_signal() => {
+            let cancelled = server.json(Method::DELETE, &format!("/v1/runs/{id}"), None).await;
+            match cancelled {
+                Ok(_) => eprintln!("flakestorm: interrupted: run {id} was cancelled on the daemon"),
+                Err(e) => eprintln!("flakestorm: interrupted; cancelling run {id} failed: {e}"),
+            }
+            return ExitCode::from(130);
+        }
+    };
+    let done = match followed {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("flakestorm: {e}; the run goes on on the daemon: `GET /v1/runs/{id}`");
+            return ExitCode::from(2);
+        }
+    };
+    finish(&server, &id, &done, &path, show).await
+}
+
+fn usage(message: String) -> ExitCode {
+    eprintln!("flakestorm: {message}");
+    ExitCode::from(2)
+}
+
+/// The `POST /v1/runs` body: the config by path for a daemon on this machine, else inline.
+fn submission(
+    server: &Server,
+    loaded: &Loaded,
+    req: &RunRequest,
+    min_score: Option<f64>,
+) -> Result<Value, String> {
+    let Some(file) = &loaded.file else {
+        return Err("--server needs a config file (-c FILE) to send to the daemon".into());
+    };
+    let mut body = json!({"kind": req.kind, "chaos": req.under_chaos});
+    if server.local() {
+        let abs = std::fs::canonicalize(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        body["config_path"] = json!(abs);
+    } else {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        body["config"] = json!(text);
+    }
+    if let Some(p) = &req.profile {
+        body["profile"] = json!(p);
+    }
+    if let Some(m) = min_score {
+        body["min_score"] = json!(m);
+    }
+    Ok(body)
+}
+
+/// Follows the run's events to `done` (its data: the run's record), printing progress.
+async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> {
+    let (mut last, mut resumes) = (0u64, 0);
+    loop {
+        let path = format!("/v1/runs/{id}/events");
+        let resp = server
+            .send(Method::GET, &path, None, (last > 0).then_some(last))
+            .await;
+        let mut body = match resp {
+            Ok(r) if r.status().is_success() => r.into_body(),
+            Ok(r) => return Err(api_error(r.status(), &Value::Null)),
+            Err(e) if resumes < RESUMES => {
+                resumes += 1;
+                tracing::debug!("events stream: {e}; resuming");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut buf = String::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            let Some(data) = frame.data_ref() else {
+                continue;
+            };
+            buf.push_str(&String::from_utf8_lossy(data));
+            while let Some(end) = buf.find("\n\n") {
+                let message: String = buf.drain(..end + 2).collect();
+                let Some(event) = parse_event(&message) else {
+                    continue;
+                };
+                last = event.0;
+                if let Some(done) = print_event(&event, show) {
+                    return Ok(done);
+                }
+            }
+        }
+        // The stream ended before `done`: the connection dropped; pick up where it stopped.
+        resumes += 1;
+        if resumes > RESUMES {
+            return Err(format!("the event stream of run {id} kept dropping"));
+        }
+    }
+}
+
+/// `(id, event, data)` of one SSE message; None for a comment (keep-alive).
+fn parse_event(message: &str) -> Option<(u64, String, Value)> {
+    let (mut id, mut kind, mut data) = (None, String::new(), String::new());
+    for line in message.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("event: ") {
+            kind = v.trim().to_string();
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data.push_str(v);
+        }
+    }
+    Some((
+        id?,
+        kind,
+        serde_json::from_str(&data).unwrap_or(Value::Null),
+    ))
+}
+
+/// Prints a progress line for a case; the run's record for `done`.
+fn print_event(event: &(u64, String, Value), show: Show) -> Option<Value> {
+    let (_, kind, data) = event;
+    match kind.as_str() {
+        "done" => return Some(data.clone()),
+        "case" if show.summary() => {
+            let so_far = data["so_far"].as_str().unwrap_or("");
+            let how = match (data["not_judged"].as_str(), data["error"].as_str()) {
+                (Some(why), _) => format!("not judged: {why}"),
+                (None, Some(e)) => format!("no answer ({e})"),
+                (None, None) => format!(
+                    "answered in {:.0} ms",
+                    data["latency_ms"].as_f64().unwrap_or(0.0)
+                ),
+            };
+            eprintln!(
+                "flakestorm: [{}/{}] {}: {:?}: {how}{}",
+                data["done"],
+                data["total"],
+                data["scenario"].as_str().unwrap_or(""),
+                data["input"].as_str().unwrap_or(""),
+                match so_far {
+                    "passed" | "failed" => format!(": {so_far}"),
+                    _ => String::new(),
+                }
+            );
+        }
+        _ => {}
+    }
+    None
+}
+
+/// Saves the report, prints the outcome and returns the exit code of the run's status.
+async fn finish(server: &Server, id: &str, done: &Value, path: &Path, show: Show) -> ExitCode {
+    let status = done["status"].as_str().unwrap_or("error");
+    let reason = done["reason"].as_str().unwrap_or("");
+    let report = match done["artifacts"]["json"].is_string() {
+        true => server
+            .json(Method::GET, &format!("/v1/runs/{id}/report"), None)
+            .await
+            .ok(),
+        false => None,
+    };
+    if let Some(r) = &report {
+        if let Err(e) = write(path, r) {
+            eprintln!("flakestorm: {e}");
+        }
+        if show.json {
+            println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+        }
+    }
+    let score = done["scores"]
+        .as_object()
+        .and_then(|s| s.get("overall").or_else(|| s.values().next()))
+        .and_then(Value::as_f64);
+    let label = status.to_uppercase().replace('_', " ");
+    if show.quiet || show.score_only {
+        let kind = done["kind"].as_str().unwrap_or("run");
+        println!("{kind} {label}: {:.1}/100", score.unwrap_or(0.0));
+    } else if !show.json {
+        println!("run {id} on {}: {label}", server.base);
+        if let Some(s) = score {
+            println!("score {s:.1}/100");
+        }
+        for r in reason.split("; ").filter(|r| !r.is_empty()) {
+            println!("  - {r}");
+        }
+        if report.is_some() {
+            println!("report: {}", path.display());
+        }
+    }
+    ExitCode::from(match status {
+        "passed" => 0,
+        "failed" => 1,
+        _ => 2,
+    })
+}
+
+fn write(path: &Path, report: &Value) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(report).unwrap_or_default();
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_messages_parse_and_comments_are_skipped() {
+        let e = parse_event("id: 7\nevent: case\ndata: {\"done\":1}\n\n").unwrap();
+        assert_eq!((e.0, e.1.as_str(), &e.2["done"]), (7, "case", &json!(1)));
+        assert!(parse_event(": keep-alive\n\n").is_none());
+    }
+
+    #[test]
+    fn the_daemons_errors_are_listed_with_their_paths() {
+        let v = json!({"error": {"code": "invalid_config", "message": "config has 2 errors",
+            "errors": [{"path": "agent.endpoint", "message": "missing"}]}});
+        let text = api_error(StatusCode::BAD_REQUEST, &v);
+        assert_eq!(
+            text,
+            "the daemon refused the run: config has 2 errors\n  - agent.endpoint: missing"
+        );
+        assert!(api_error(StatusCode::UNAUTHORIZED, &Value::Null).contains("--token"));
+    }
+
+    #[test]
+    fn only_a_loopback_daemon_reads_the_file_itself() {
+        for (url, local) in [
+            ("http://127.0.0.1:8081", true),
+            ("http://localhost:8081/", true),
+            ("http://[::1]:8081", true),
+            ("http://10.0.0.5:8081", false),
+            ("https://flakestorm.internal", false),
+        ] {
+            assert_eq!(Server::new(url, None).unwrap().local(), local, "{url}");
+        }
+        assert!(Server::new("ftp://x", None).is_err());
+        assert!(Server::new("not a url", None).is_err());
+    }
+}

@@ -1,0 +1,148 @@
+//! `--server`: a run command as a client of a running `flakestorm serve`. The daemon starts
+//! the agent with its own proxy, runs the contract, and the client prints the same
+//! progress and verdict and exits with the same code as a local run; the run is in the
+//! daemon's history.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::cli::{flakestorm, python_agent};
+use common::within;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const CONTRACT: &str = "contract:\n  name: Research agent\n  invariants:\n    - {id: answers, type: output_not_empty}\n    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
+
+/// `flakestorm serve` with `yaml` in `dir`, and its control address once it listens.
+async fn serve(dir: &std::path::Path, yaml: &str) -> (Child, String) {
+    std::fs::write(dir.join("serve.yaml"), yaml).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["serve", "-c", "serve.yaml"])
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let control = within("serve says where its control API is", async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(addr) = line.strip_prefix("flakestorm: control listening on ") {
+                return addr.to_string();
+            }
+        }
+        panic!("serve exited before listening");
+    })
+    .await;
+    (child, format!("http://{control}"))
+}
+
+const SERVE: &str =
+    "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '127.0.0.1:0'}\ndata_dir: history\n";
+
+#[tokio::test]
+async fn a_contract_run_on_the_daemon_reports_and_exits_as_a_local_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let (_serve, url) = serve(&d, SERVE).await;
+    let agent = python_agent();
+    std::fs::write(d.join("run.yaml"), format!("{}{CONTRACT}", agent.yaml)).unwrap();
+    let run = {
+        let (d, url) = (d.clone(), url.clone());
+        tokio::task::spawn_blocking(move || {
+            flakestorm(&["contract", "run", "-c", "run.yaml", "--server", &url], &d)
+        })
+    };
+    let (code, out, err) = within("the run on the daemon", run).await.unwrap();
+    assert_eq!(code, 0, "{out}\n{err}");
+    for want in [
+        "flakestorm: run ",
+        "submitted to http://127.0.0.1:",
+        "flakestorm: [1/2] no-chaos: \"What was ACME's Q3 revenue?\": answered in ",
+        "flakestorm: [2/2] search-down:",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    for want in [": PASSED", "score 100.0/100", "report: "] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("reports/contract.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["verdict"], "pass");
+    assert_eq!(
+        report["cases"][1]["faults"][0]["mode"], "error",
+        "the fault reached the agent"
+    );
+    // The daemon's history has it.
+    let id = err
+        .split("flakestorm: run ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let (code, out, _) = flakestorm(&["runs", "list", "--data-dir", "history"], &d);
+    assert_eq!(code, 0);
+    assert!(out.contains(id) && out.contains("passed"), "{out}");
+}
+
+#[tokio::test]
+async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let (_serve, url) = serve(
+        &d,
+        &format!("{SERVE}control: {{listen: '127.0.0.1:0', token: s3cret}}\n")
+            .replace("control: {listen: '127.0.0.1:0'}\n", ""),
+    )
+    .await;
+    let port = common::cli::closed_port();
+    std::fs::write(
+        d.join("run.yaml"),
+        format!("agent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\ngolden_prompts: [hi]\n{CONTRACT}"),
+    )
+    .unwrap();
+    let go = |args: Vec<String>| {
+        let d = d.clone();
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            flakestorm(&args, &d)
+        })
+    };
+    let base = vec![
+        "contract".to_string(),
+        "run".into(),
+        "-c".into(),
+        "run.yaml".into(),
+        "--server".into(),
+        url.clone(),
+    ];
+    let (code, _, err) = within("no token", go(base.clone())).await.unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("missing or wrong token (--token, or FLAKESTORM_API_TOKEN)"),
+        "{err}"
+    );
+    // With the token, the daemon takes the run; its agent is not there: an error, exit 2.
+    let mut with = base.clone();
+    with.extend(["--token".into(), "s3cret".into()]);
+    let (code, out, err) = within("an unreachable agent", go(with)).await.unwrap();
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.contains(": ERROR"), "{out}");
+    assert!(
+        out.contains(&format!("127.0.0.1:{port}")),
+        "the reason names the agent: {out}"
+    );
+    // A daemon that is not there.
+    let gone = format!("http://127.0.0.1:{port}");
+    let mut args = base;
+    args[5] = gone;
+    let (code, _, err) = within("no daemon", go(args)).await.unwrap();
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot reach the daemon at http://127.0.0.1:"),
+        "{err}"
+    );
+}
