@@ -107,6 +107,7 @@ impl Daemon {
         let store = Store::open(&config.data_dir)?;
         let jobs = Jobs::new(crate::jobs::Setup {
             store: store.clone(),
+            metrics: metrics.clone(),
             tools: config.tools.clone(),
             llm: config.llm.clone(),
             engine: chaos.clone(),

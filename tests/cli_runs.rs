@@ -179,3 +179,53 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         "{out}"
     );
 }
+
+/// `--baseline last-pass --max-drop X`: the first run has nothing to compare with; a later
+/// run that still passes but scores more than X below the last passing run fails; an
+/// unknown baseline id is a usage error. The runs are in the history (`runs list`).
+#[test]
+fn a_score_that_drops_below_the_baseline_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let write = |extra: &str| {
+        let contract = CONTRACT.replace("  chaos_matrix:", &format!("{extra}  chaos_matrix:"));
+        std::fs::write(
+            dir.path().join("flakestorm.yaml"),
+            format!("{}{contract}", agent.yaml),
+        )
+        .unwrap();
+    };
+    write("");
+    let gate = [
+        "contract",
+        "run",
+        "--baseline",
+        "last-pass",
+        "--max-drop",
+        "5",
+        "--min-score",
+        "10",
+    ];
+    let (code, out, err) = flakestorm(&gate, dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("no passing contract run is stored yet"),
+        "{err}"
+    );
+    // A low-severity check that fails everywhere: still a pass at a pass mark of 10.
+    write("    - {id: says-q4, type: contains, value: Q4-figures, severity: low}\n");
+    let (code, out, err) = flakestorm(&gate, dir.path());
+    assert!(out.contains(": PASS"), "{out}\n{err}");
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("regressions against the baseline:\n  - contract "),
+        "{out}"
+    );
+    assert!(out.contains("below 100.0 in baseline run "), "{out}");
+    let (code, _, err) = flakestorm(&["contract", "run", "--baseline", "nope"], dir.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("--baseline nope: no run nope"), "{err}");
+    let (code, out, _) = flakestorm(&["runs", "list", "--kind", "contract"], dir.path());
+    assert_eq!(code, 0);
+    assert!(out.matches("contract").count() >= 2, "{out}");
+}

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{self, Loaded, Overrides};
 use crate::run::{RunKind, RunRequest};
 
+mod baseline;
 mod commands;
 mod history;
 mod progress;
@@ -215,6 +216,13 @@ pub struct ReportArgs {
     /// http://127.0.0.1:8081) instead of here; progress and exit codes are the same.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// Fail when a score drops more than --max-drop below this run's: `last-pass` (the
+    /// newest passing run of the same kind) or a run id.
+    #[arg(long, value_name = "last-pass|ID")]
+    pub baseline: Option<String>,
+    /// Points a score may drop below the baseline's (default 0).
+    #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
+    pub max_drop: Option<f64>,
     /// The daemon's control.token (for --server).
     #[arg(
         long,
@@ -394,8 +402,7 @@ async fn dispatch(
             return ExitCode::from(2);
         }
     };
-    let output = report.output.as_deref();
-    remote::run(server, &loaded, &req, output, report.min_score, show).await
+    remote::run(server, &loaded, &req, &report, show).await
 }
 
 async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode

@@ -12,11 +12,12 @@ use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
+use super::baseline::{Baseline, Scored, regressions};
 use super::report_path;
 use super::runs::Show;
 use crate::agent::{DirectClient, direct_client};
 use crate::config::Loaded;
-use crate::run::RunRequest;
+use crate::run::{RunKind, RunRequest, RunVerdict};
 
 /// Where the daemon is and how to talk to it.
 pub struct Server {
@@ -136,16 +137,23 @@ pub async fn run(
     server: Server,
     loaded: &Loaded,
     req: &RunRequest,
-    output: Option<&Path>,
-    min_score: Option<f64>,
+    args: &super::ReportArgs,
     show: Show,
 ) -> ExitCode {
-    let path =
-        match report_path::resolve(output, &loaded.config.output.path, &req.kind.report_file()) {
-            Ok(p) => p,
-            Err(e) => return usage(e.to_string()),
-        };
-    let body = match submission(&server, loaded, req, min_score) {
+    let file = req.kind.report_file();
+    let out = args.output.as_deref();
+    let path = match report_path::resolve(out, &loaded.config.output.path, &file) {
+        Ok(p) => p,
+        Err(e) => return usage(e.to_string()),
+    };
+    let baseline = match &args.baseline {
+        Some(b) => match baseline(&server, &Baseline::parse(b), req.kind).await {
+            Ok(found) => found,
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    let body = match submission(&server, loaded, req, args.min_score) {
         Ok(b) => b,
         Err(e) => return usage(e),
     };
@@ -177,7 +185,40 @@ pub async fn run(
             return ExitCode::from(2);
         }
     };
-    finish(&server, &id, &done, &path, show).await
+    let code = finish(&server, &id, &done, &path, show).await;
+    let now: Vec<(String, f64)> = done["scores"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+        .collect();
+    let dropped = baseline.map(|b| regressions(&b, &now, args.max_drop.unwrap_or(0.0)));
+    let verdict = match done["status"].as_str() {
+        Some("passed") => RunVerdict::Pass,
+        Some("failed") => RunVerdict::Fail,
+        Some("not_tested") => RunVerdict::NotTested,
+        _ => RunVerdict::Error,
+    };
+    super::runs::gate(code, verdict, &dropped.unwrap_or_default())
+}
+
+/// The baseline's scores, from the daemon's history.
+async fn baseline(server: &Server, b: &Baseline, kind: RunKind) -> Result<Option<Scored>, String> {
+    let found = match server.json(Method::GET, &b.query(kind), None).await {
+        Ok(v) => v,
+        // An unknown id: `found(None)` says so.
+        Err(_) if matches!(b, Baseline::Run(_)) => Value::Null,
+        Err(e) => return Err(e),
+    };
+    let record = match b {
+        Baseline::LastPass => found["runs"].get(0).cloned(),
+        Baseline::Run(_) => Some(found).filter(|v| !v.is_null()),
+    };
+    let record = record
+        .map(serde_json::from_value::<crate::store::RunRecord>)
+        .transpose()
+        .map_err(|e| format!("the daemon's run record: {e}"))?;
+    b.found(record)
 }
 
 fn usage(message: String) -> ExitCode {

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::ReportArgs;
+use super::baseline::{Baseline, regressions};
 use super::report_path;
 use super::session::{Options, Session};
 use crate::config::Loaded;
@@ -80,6 +81,26 @@ pub async fn run(
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    let baseline = match &args.baseline {
+        Some(b) => match Baseline::parse(b).scores_in(session.store(), req.kind) {
+            Ok(found) => {
+                if found.is_none() && show.summary() {
+                    eprintln!(
+                        "flakestorm: --baseline last-pass: no passing {} run is stored yet; \
+                         nothing to compare with",
+                        req.kind
+                    );
+                }
+                found
+            }
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                session.stop().await;
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
     let recorder = session.record(req.kind, loaded.digest.clone());
     let result = execute(&session.ctx, &loaded.config, &prepared).await;
     let mut report = match result {
@@ -115,7 +136,29 @@ pub async fn run(
         );
         return Ok(ExitCode::from(2));
     }
-    Ok(exit(report.verdict()))
+    let max_drop = args.max_drop.unwrap_or(0.0);
+    let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
+    Ok(gate(
+        exit(report.verdict()),
+        report.verdict(),
+        &dropped.unwrap_or_default(),
+    ))
+}
+
+/// The exit code once the baseline has had its say: a pass whose scores dropped too far
+/// fails (1); other verdicts keep their code. The drops are printed either way.
+pub(super) fn gate(code: ExitCode, verdict: RunVerdict, dropped: &[String]) -> ExitCode {
+    if dropped.is_empty() {
+        return code;
+    }
+    println!("regressions against the baseline:");
+    for d in dropped {
+        println!("  - {d}");
+    }
+    match verdict {
+        RunVerdict::Pass => ExitCode::from(1),
+        RunVerdict::Fail | RunVerdict::NotTested | RunVerdict::Error => code,
+    }
 }
 
 /// The report as `show` prints it (not `--json`).

@@ -105,6 +105,11 @@ impl Session {
         })
     }
 
+    /// The run store (the daemon's).
+    pub fn store(&self) -> &crate::store::Store {
+        &self.daemon.store
+    }
+
     /// Starts recording this session's run of `kind` in the run store: its cases as they
     /// end, through the progress hooks.
     pub fn record(&mut self, kind: RunKind, digest: Option<String>) -> Recorder {

@@ -187,15 +187,15 @@ async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
     let (status, reason) = crate::store::ended(report.judgement());
     {
         let mut s = job.lock();
-        s.scores = report
-            .phase_scores()
-            .into_iter()
-            .map(|(p, v)| (p.to_string(), v))
-            .collect();
+        s.scores = report.scores().into_iter().collect();
         s.artifacts
             .insert("json".into(), path.display().to_string());
     }
-    announce(job, status, reason);
+    let verdicts: Vec<&'static str> = crate::store::final_verdicts(report)
+        .into_iter()
+        .map(|v| v.as_str())
+        .collect();
+    announce(job, status, reason, &verdicts);
 }
 
 fn cells(report: &Report) -> &[crate::run::CellResult] {
@@ -215,11 +215,11 @@ async fn end(job: &Job, status: Status, reason: Option<String>) {
             reason.unwrap_or_else(|| status.to_string())
         )),
     };
-    announce(job, status, reason);
+    announce(job, status, reason, &[]);
 }
 
-/// Records the end in the live record and tells the followers.
-fn announce(job: &Job, status: Status, reason: Option<String>) {
+/// Records the end in the live record and the metrics, and tells the followers.
+fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'static str]) {
     let record = {
         let mut s = job.lock();
         s.status = status;
@@ -227,6 +227,14 @@ fn announce(job: &Job, status: Status, reason: Option<String>) {
         s.finished_ms = Some(super::now_ms());
         s.clone()
     };
+    let seconds =
+        (record.finished_ms.unwrap_or(record.started_ms) - record.started_ms) as f64 / 1000.0;
+    let scores: Vec<(String, f64)> = record.scores.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let run = crate::telemetry::RunLabels {
+        kind: record.kind.as_str(),
+        status: status.as_str(),
+    };
+    job.metrics.run_ended(run, seconds, &scores, verdicts);
     job.events.push("done", json!(record));
 }
 

@@ -25,6 +25,7 @@ use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
 use crate::journal::Journal;
 use crate::run::{RunRequest, prepare};
 use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
+use crate::telemetry::Metrics;
 
 pub use crate::store::RunStatus as Status;
 
@@ -45,6 +46,7 @@ pub struct Job {
     /// commits a little later).
     state: Mutex<RunRecord>,
     recorder: Recorder,
+    metrics: Metrics,
     pub events: EventLog,
     cancel: CancellationToken,
 }
@@ -74,6 +76,7 @@ pub struct Jobs {
 
 struct Inner {
     store: Store,
+    metrics: Metrics,
     /// The daemon's own `tools:` and `llm:`: a run that declares others has the daemon to
     /// itself while its declarations classify the traffic.
     tools: Vec<ToolSpec>,
@@ -95,6 +98,7 @@ struct Inner {
 pub struct Setup {
     /// History, and where reports and agent logs go (`data_dir/runs/<id>/`).
     pub store: Store,
+    pub metrics: Metrics,
     pub tools: Vec<ToolSpec>,
     pub llm: Vec<LlmEndpointSpec>,
     pub engine: Engine,
@@ -120,6 +124,7 @@ impl Jobs {
         Jobs {
             inner: Arc::new(Inner {
                 store: s.store,
+                metrics: s.metrics,
                 tools: s.tools,
                 llm: s.llm,
                 engine: s.engine,
@@ -140,6 +145,7 @@ impl Jobs {
         use crate::journal::Redactor;
         Jobs::new(Setup {
             store: Store::open(data_dir).expect("a store in a fresh folder"),
+            metrics: Metrics::new(),
             tools: vec![],
             llm: vec![],
             engine: Engine::new(1),
@@ -188,6 +194,7 @@ impl Jobs {
             }),
             id,
             recorder,
+            metrics: self.inner.metrics.clone(),
             events: EventLog::default(),
             cancel: CancellationToken::new(),
         });

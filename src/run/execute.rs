@@ -217,6 +217,19 @@ impl Report {
         }
     }
 
+    /// Every score the run stores: each phase's, and `overall` for `ci`.
+    pub fn scores(&self) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = self
+            .phase_scores()
+            .into_iter()
+            .map(|(p, s)| (p.to_string(), s))
+            .collect();
+        if let Report::Ci(r) = self {
+            out.push(("overall".into(), r.overall));
+        }
+        out
+    }
+
     /// Where warnings about the run as a whole go (`ci`: its contract's, else its first
     /// phase's).
     pub fn warnings_mut(&mut self) -> Option<&mut Vec<String>> {

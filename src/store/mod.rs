@@ -35,7 +35,7 @@ pub use record::{
     CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, StoredCase,
     Verdict,
 };
-pub use recorder::Recorder;
+pub use recorder::{Recorder, final_verdicts};
 pub use schema::APPLICATION_ID;
 
 use writer::{Health, Op, Writer};

@@ -77,14 +77,7 @@ impl Recorder {
         if let Some(p) = path {
             self.store.set_artifact(&self.id, "json", p);
         }
-        let mut scores: BTreeMap<String, f64> = report
-            .phase_scores()
-            .into_iter()
-            .map(|(p, s)| (p.to_string(), s))
-            .collect();
-        if let Report::Ci(r) = report {
-            scores.insert("overall".into(), r.overall);
-        }
+        let scores: BTreeMap<String, f64> = report.scores().into_iter().collect();
         let (status, reason) = super::ended(report.judgement());
         self.store.finish_run(&self.id, status, scores, reason);
         self.store.flush().await
@@ -147,6 +140,15 @@ fn verdicts(report: &Report) -> Vec<Judged<'_>> {
         }
     }
     out
+}
+
+/// The final verdicts of a run: each chaos and mutation case's, each contract cell's.
+pub fn final_verdicts(report: &Report) -> Vec<Verdict> {
+    let cases = verdicts(report).into_iter().map(|(_, _, v, _)| v);
+    let cells = cells(report)
+        .into_iter()
+        .map(|(_, c)| Verdict::from_check(&c.verdict));
+    cases.chain(cells).collect()
 }
 
 fn verdict(judged: bool, passed: bool) -> Verdict {

@@ -1,10 +1,15 @@
-//! Logging setup and the Prometheus metrics every part of the daemon updates.
+//! Logging setup and the Prometheus metrics every part of the daemon updates (`runs`: the
+//! metrics of the runs it drives).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
 //! request.
 
+mod runs;
+
 use std::sync::Arc;
+
+pub use runs::RunLabels;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -81,6 +86,7 @@ struct Inner {
     leaf_cache_size: Gauge,
     proxy_errors: Family<ErrorLabels, Counter>,
     tunnels: Counter,
+    runs: runs::RunFamilies,
 }
 
 /// Cheap-clone handle to the daemon's metrics.
@@ -172,7 +178,9 @@ impl Metrics {
             "Client connections closed by a deadline: header, idle or tls_handshake",
             connection_timeouts.clone(),
         );
+        let runs = runs::RunFamilies::register(&mut registry);
         let inner = Inner {
+            runs,
             registry,
             connections_rejected,
             connection_timeouts,

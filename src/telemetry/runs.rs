@@ -1,0 +1,138 @@
+//! The metrics of runs driven by the daemon (`/v1/runs`): finished runs by kind and status,
+//! their duration, the latest score of each phase, and their cases by final verdict.
+//! Registered in the daemon's one registry by `Metrics::new`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RunLabels {
+    /// `contract`, `chaos`, `mutation`, `replay`, `ci`.
+    pub kind: &'static str,
+    /// How it ended: `passed`, `failed`, `not_tested`, `cancelled`, `interrupted`, `error`.
+    pub status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    /// `contract`, `chaos`, `mutation`, `replay`, `overall`.
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabels {
+    /// `pass`, `fail`, `not_applicable`, `not_tested`.
+    pub verdict: &'static str,
+}
+
+pub(super) struct RunFamilies {
+    runs: Family<RunLabels, Counter>,
+    duration: Family<KindLabels, Histogram>,
+    score: Family<PhaseLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    cases: Family<VerdictLabels, Counter>,
+}
+
+impl RunFamilies {
+    pub(super) fn register(registry: &mut Registry) -> RunFamilies {
+        let runs = Family::<RunLabels, Counter>::default();
+        registry.register(
+            "runs",
+            "Runs driven by the daemon that ended, by kind and status",
+            runs.clone(),
+        );
+        // 1 s .. ~9 h.
+        let duration = Family::<KindLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(1.0, 2.0, 16))
+        });
+        registry.register(
+            "run_duration_seconds",
+            "Wall time of runs driven by the daemon, from start to end, by kind",
+            duration.clone(),
+        );
+        let score = Family::<PhaseLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "score",
+            "The latest score (0-100) of each phase among the runs that ended with one",
+            score.clone(),
+        );
+        let cases = Family::<VerdictLabels, Counter>::default();
+        registry.register(
+            "cases",
+            "Cases of runs driven by the daemon, by final verdict (contract runs: their cells)",
+            cases.clone(),
+        );
+        RunFamilies {
+            runs,
+            duration,
+            score,
+            cases,
+        }
+    }
+}
+
+impl super::Metrics {
+    /// A run ended: its status, how long it ran, its phases' scores and its verdicts.
+    pub fn run_ended(
+        &self,
+        run: RunLabels,
+        seconds: f64,
+        scores: &[(String, f64)],
+        verdicts: &[&'static str],
+    ) {
+        let f = &self.inner.runs;
+        f.runs.get_or_create(&run).inc();
+        f.duration
+            .get_or_create(&KindLabels { kind: run.kind })
+            .observe(seconds);
+        for (phase, s) in scores {
+            f.score
+                .get_or_create(&PhaseLabels {
+                    phase: phase.clone(),
+                })
+                .set(*s);
+        }
+        for &verdict in verdicts {
+            f.cases.get_or_create(&VerdictLabels { verdict }).inc();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Metrics;
+    use super::*;
+
+    #[test]
+    fn a_run_that_ended_is_counted_with_its_scores_and_verdicts() {
+        let m = Metrics::new();
+        let run = RunLabels {
+            kind: "ci",
+            status: "failed",
+        };
+        let scores = [
+            ("contract".to_string(), 87.5),
+            ("overall".to_string(), 60.0),
+        ];
+        m.run_ended(run, 3.0, &scores, &["pass", "pass", "fail"]);
+        let text = m.encode();
+        for want in [
+            r#"flakestorm_runs_total{kind="ci",status="failed"} 1"#,
+            r#"flakestorm_run_duration_seconds_count{kind="ci"} 1"#,
+            r#"flakestorm_score{phase="contract"} 87.5"#,
+            r#"flakestorm_score{phase="overall"} 60.0"#,
+            r#"flakestorm_cases_total{verdict="pass"} 2"#,
+            r#"flakestorm_cases_total{verdict="fail"} 1"#,
+        ] {
+            assert!(text.contains(want), "missing {want} in {text}");
+        }
+    }
+}
