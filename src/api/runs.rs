@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use axum::Json;
 use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -158,8 +159,9 @@ pub struct ListQuery {
 
 pub async fn list(
     State(s): State<ApiState>,
-    Query(q): Query<ListQuery>,
+    q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let q = query(q)?;
     let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
     let filter = Filter {
         kind: q
@@ -182,6 +184,24 @@ pub async fn list(
     Ok(Json(json!(page)))
 }
 
+/// The query, or the problem with it as a JSON `bad_body` (axum's own rejection is plain
+/// text).
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(q)| q).map_err(|e| {
+        let text = e.body_text();
+        let why = text
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&text);
+        ApiError::BadBody(format!("query string: {why}"))
+    })
+}
+
+/// The run id of the path, or why it is not one as a JSON `bad_body`.
+fn run_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    p.map(|Path(id)| id)
+        .map_err(|e| ApiError::BadBody(format!("run id: {}", e.body_text())))
+}
+
 fn store_error(e: StoreError) -> ApiError {
     ApiError::Internal(format!("the run store: {e}"))
 }
@@ -196,15 +216,17 @@ fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
 
 pub async fn get(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let id = run_id(id)?;
     Ok(Json(json!(record(&s, &id)?)))
 }
 
 pub async fn cancel(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = run_id(id)?;
     match s.jobs.cancel(&id) {
         Ok(r) => Ok((StatusCode::ACCEPTED, Json(json!(r)))),
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
@@ -220,9 +242,10 @@ pub struct ReportQuery {
 
 pub async fn report(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
-    Query(q): Query<ReportQuery>,
+    id: Result<Path<String>, PathRejection>,
+    q: Result<Query<ReportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let (id, q) = (run_id(id)?, query(q)?);
     let run = record(&s, &id)?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => {}
@@ -258,9 +281,10 @@ pub async fn report(
 
 pub async fn events(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let id = run_id(id)?;
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(v) => v
