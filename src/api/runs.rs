@@ -296,7 +296,7 @@ pub async fn events(
             })?,
     };
     let body = match s.jobs.get(&id) {
-        Some(job) => super::sse::follow(job, after),
+        Some(job) => super::sse::follow(job, after, s.keep_alive),
         // A run this daemon is not running has ended: its last word is its record.
         None => super::sse::ended(&record(&s, &id)?, after),
     };
