@@ -40,6 +40,9 @@ pub fn ended(record: &crate::store::RunRecord, after: u64) -> Body {
 async fn pump(job: Arc<Job>, mut last: u64, keep_alive: Duration, tx: mpsc::Sender<Bytes>) {
     let mut changed = job.events.watch();
     loop {
+        // Read before the events: if `done` is in the log now, `after` returns it unless
+        // the follower already had it, and either way nothing more will come.
+        let ended = job.events.ended();
         for e in job.events.after(last) {
             if tx.send(Bytes::from(e.sse())).await.is_err() {
                 return;
@@ -48,6 +51,9 @@ async fn pump(job: Arc<Job>, mut last: u64, keep_alive: Duration, tx: mpsc::Send
             if e.kind == "done" {
                 return;
             }
+        }
+        if ended {
+            return;
         }
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },
