@@ -19,6 +19,10 @@ use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
 use crate::store::{Filter, RunRecord, StoreError};
 
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;
+
 /// `POST /v1/runs` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
