@@ -235,6 +235,7 @@ pub async fn cancel(
         Ok(r) => Ok((StatusCode::ACCEPTED, Json(json!(r)))),
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
         Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
+        Err(CancelError::Elsewhere(status)) => Err(ApiError::RunElsewhere { id, status }),
     }
 }
 
@@ -301,8 +302,17 @@ pub async fn events(
     };
     let body = match s.jobs.get(&id) {
         Some(job) => super::sse::follow(job, after, s.keep_alive),
-        // A run this daemon is not running has ended: its last word is its record.
-        None => super::sse::ended(&record(&s, &id)?, after),
+        // A run this daemon is not running has ended: its last word is its record. Unless
+        // another process is running it: a `done` saying `running` would be a lie.
+        None => match record(&s, &id)? {
+            r if r.status.is_final() => super::sse::ended(&r, after),
+            r => {
+                return Err(ApiError::RunElsewhere {
+                    id,
+                    status: r.status,
+                });
+            }
+        },
     };
     Ok((
         [

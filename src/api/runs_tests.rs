@@ -351,6 +351,32 @@ async fn ids(a: &App, uri: &str) -> (Vec<String>, Option<String>) {
 }
 
 #[tokio::test]
+async fn a_run_another_process_is_running_is_409_to_cancel_and_to_follow() {
+    let a = app();
+    let store = a.state.jobs.store();
+    let id = store.begin_run(NewRun {
+        kind: RunKind::Contract,
+        config_digest: None,
+        seed: None,
+        status: RunStatus::Running,
+    });
+    store.flush().await.unwrap();
+    let id = id.as_str();
+    for req in [
+        axum::http::Request::delete(format!("/v1/runs/{id}")),
+        axum::http::Request::get(format!("/v1/runs/{id}/events")),
+    ] {
+        let (code, message) = a.send(req, "").await.error(409);
+        assert_eq!(code, "run_elsewhere");
+        assert!(message.contains("running in another process"), "{message}");
+    }
+    assert_eq!(
+        a.get(&format!("/v1/runs/{id}")).await.json()["status"],
+        "running"
+    );
+}
+
+#[tokio::test]
 async fn list_filters_pages_and_checks_its_query() {
     let a = app();
     let passed = a.stored(RunKind::Chaos, RunStatus::Passed).await;
