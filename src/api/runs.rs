@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
-use crate::config::{Loaded, Overrides};
+use crate::config::{ConfigError, Loaded, Overrides};
 use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
 use crate::store::{Filter, RunRecord, StoreError};
@@ -58,24 +58,29 @@ pub async fn create(
         .is_some_and(|ct| ct.contains("yaml"));
     let body = super::body::read_limited(body).await?;
     let loopback = s.loopback;
-    let (new, loaded) = tokio::task::spawn_blocking(move || {
+    let (new, kind, loaded) = tokio::task::spawn_blocking(move || {
         let value = super::body::parse(&body, yaml)?;
         let new: NewRun =
             serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
-        let loaded = load(&new, loopback)?;
-        Ok::<_, ApiError>((new, loaded))
+        let (kind, asked) = asked(&new);
+        // Every problem at once: the request's own beside the config's.
+        let loaded = match load(&new, loopback) {
+            Err(ApiError::InvalidConfig(mut e)) if !asked.is_empty() => {
+                e.errors.splice(0..0, asked);
+                return Err(ApiError::InvalidConfig(e));
+            }
+            other => other?,
+        };
+        match kind {
+            Some(kind) if asked.is_empty() => Ok((new, kind, loaded)),
+            _ => {
+                let text: Vec<String> = asked.iter().map(ToString::to_string).collect();
+                Err(ApiError::BadBody(text.join("; ")))
+            }
+        }
     })
     .await
     .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    let kind: RunKind = new
-        .kind
-        .parse()
-        .map_err(|e| ApiError::BadBody(format!("kind: {e}")))?;
-    if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
-        return Err(ApiError::BadBody(format!(
-            "min_score: {m} is outside 0..=100"
-        )));
-    }
     if !loopback
         && loaded
             .config
@@ -106,6 +111,24 @@ pub async fn create(
         resp.headers_mut().insert(header::LOCATION, v);
     }
     Ok(resp)
+}
+
+/// The run kind asked for, and the problems with the request's own fields (the config
+/// aside), each at its field.
+fn asked(new: &NewRun) -> (Option<RunKind>, Vec<ConfigError>) {
+    let mut problems = vec![];
+    let kind = new
+        .kind
+        .parse::<RunKind>()
+        .map_err(|e| problems.push(ConfigError::new("kind", e)))
+        .ok();
+    if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
+        problems.push(ConfigError::new(
+            "min_score",
+            format!("{m} is outside 0..=100"),
+        ));
+    }
+    (kind, problems)
 }
 
 /// The error of a body that does not fit `NewRun`, at its field.

@@ -175,6 +175,16 @@ async fn an_invalid_inline_config_gets_every_problem_at_its_path() {
         assert!(!e["message"].as_str().unwrap().is_empty(), "{e}");
     }
 
+    // With the request's own problems, all in one answer.
+    let body = json!({"kind": "fuzz", "min_score": 101, "config": bad}).to_string();
+    let r = a.post(&body).await;
+    assert_eq!(r.error(400).0, "invalid_config");
+    let errors = r.json()["error"]["errors"].as_array().unwrap().clone();
+    let paths: Vec<&str> = errors.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths[..2], ["kind", "min_score"], "{errors:?}");
+    assert!(paths.contains(&"agent.endpoint"), "{paths:?}");
+    assert!(paths.contains(&"advanced.concurrency"), "{paths:?}");
+
     // The same as a JSON object, and in a YAML body.
     let object = json!({"agent": {"endpoint": "not a url"}, "advanced": {"concurrency": 0}});
     let r = a
