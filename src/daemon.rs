@@ -124,6 +124,7 @@ impl Daemon {
             token: config.control.token.as_deref().map(Into::into),
             jobs: jobs.clone(),
             loopback: control_addr.ip().is_loopback(),
+            keep_alive: crate::api::keep_alive(config.proxy.header_timeout_ms),
         };
         // No control connection lives forever either (docs/proxy.md, connection limits).
         let control_listener = DeadlineListener::new(

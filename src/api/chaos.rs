@@ -107,6 +107,7 @@ mod tests {
             token: None,
             jobs: crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep()),
             loopback: true,
+            keep_alive: std::time::Duration::from_secs(15),
         }
     }
 

@@ -1,8 +1,10 @@
 //! The control listener's connection deadline: axum serves without any, so a client that
 //! sent no byte (or half a request) held its connection forever. Every read that waits
 //! longer than the limit (`proxy.header_timeout_ms`) fails the connection, which bounds a
-//! silent client, a slow head and an idle keep-alive alike. Control handlers answer at
-//! once, so a request in flight never waits on that read.
+//! silent client, a slow head and an idle keep-alive alike. Every byte written restarts
+//! the wait too: a response that streams (a run's `/events`, which writes a keep-alive
+//! comment more often than the limit) keeps its connection while it writes, and a client
+//! that stops reading it stops the writes, and so meets the deadline.
 
 use std::io;
 use std::net::SocketAddr;
@@ -51,7 +53,8 @@ impl Listener for DeadlineListener {
 pub struct ReadDeadline {
     io: TcpStream,
     limit: Duration,
-    /// Armed when a read first waits; cleared when bytes (or EOF) arrive.
+    /// Armed when a read first waits; cleared when bytes (or EOF) arrive or bytes are
+    /// written.
     waiting: Option<Pin<Box<Sleep>>>,
 }
 
@@ -86,7 +89,14 @@ impl AsyncWrite for ReadDeadline {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.io).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written
+            && n > 0
+        {
+            this.waiting = None;
+        }
+        written
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

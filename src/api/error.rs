@@ -29,6 +29,16 @@ pub enum ApiError {
         id: String,
         status: crate::jobs::Status,
     },
+    #[error(
+        "run {id} is {} in another process (a CLI run or another daemon on this data_dir): \
+         this daemon can neither cancel it nor stream its events; GET /v1/runs/{id} shows \
+         its progress",
+        status.as_str()
+    )]
+    RunElsewhere {
+        id: String,
+        status: crate::jobs::Status,
+    },
     #[error("run {id} has no report ({}): a report is written when a run ends with a verdict", status.as_str())]
     NoReport {
         id: String,
@@ -51,6 +61,7 @@ impl ApiError {
             ApiError::NotRunnable(_) => (StatusCode::BAD_REQUEST, "not_runnable"),
             ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
             ApiError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
+            ApiError::RunElsewhere { .. } => (StatusCode::CONFLICT, "run_elsewhere"),
             ApiError::NoReport { .. } => (StatusCode::CONFLICT, "no_report"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -72,6 +83,7 @@ impl IntoResponse for ApiError {
             | ApiError::NotRunnable(_)
             | ApiError::RunNotFound(_)
             | ApiError::RunFinished { .. }
+            | ApiError::RunElsewhere { .. }
             | ApiError::NoReport { .. }
             | ApiError::Internal(_) => None,
         };

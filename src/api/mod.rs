@@ -42,6 +42,15 @@ pub struct ApiState {
     pub jobs: crate::jobs::Jobs,
     /// The control listener is on loopback: runs may name config files and start agents.
     pub loopback: bool,
+    /// How often a quiet `/events` stream sends a keep-alive comment: more often than the
+    /// control connections' read deadline (`DeadlineListener`), which each write restarts.
+    pub keep_alive: std::time::Duration,
+}
+
+/// The `/events` keep-alive interval for a control read deadline of `header_timeout_ms`:
+/// half of it, at most 15 s, so a quiet stream always writes before the deadline.
+pub fn keep_alive(header_timeout_ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(header_timeout_ms.div_ceil(2).clamp(1, 15_000))
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -136,6 +145,7 @@ mod tests {
             token: token.map(Into::into),
             jobs: crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep()),
             loopback: true,
+            keep_alive: std::time::Duration::from_secs(15),
         }
     }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use axum::Json;
 use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,10 +14,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
-use crate::config::{Loaded, Overrides};
+use crate::config::{ConfigError, Loaded, Overrides};
 use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
 use crate::store::{Filter, RunRecord, StoreError};
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;
 
 /// `POST /v1/runs` body.
 #[derive(Debug, Deserialize)]
@@ -53,24 +58,29 @@ pub async fn create(
         .is_some_and(|ct| ct.contains("yaml"));
     let body = super::body::read_limited(body).await?;
     let loopback = s.loopback;
-    let (new, loaded) = tokio::task::spawn_blocking(move || {
+    let (new, kind, loaded) = tokio::task::spawn_blocking(move || {
         let value = super::body::parse(&body, yaml)?;
         let new: NewRun =
             serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
-        let loaded = load(&new, loopback)?;
-        Ok::<_, ApiError>((new, loaded))
+        let (kind, asked) = asked(&new);
+        // Every problem at once: the request's own beside the config's.
+        let loaded = match load(&new, loopback) {
+            Err(ApiError::InvalidConfig(mut e)) if !asked.is_empty() => {
+                e.errors.splice(0..0, asked);
+                return Err(ApiError::InvalidConfig(e));
+            }
+            other => other?,
+        };
+        match kind {
+            Some(kind) if asked.is_empty() => Ok((new, kind, loaded)),
+            _ => {
+                let text: Vec<String> = asked.iter().map(ToString::to_string).collect();
+                Err(ApiError::BadBody(text.join("; ")))
+            }
+        }
     })
     .await
     .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    let kind: RunKind = new
-        .kind
-        .parse()
-        .map_err(|e| ApiError::BadBody(format!("kind: {e}")))?;
-    if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
-        return Err(ApiError::BadBody(format!(
-            "min_score: {m} is outside 0..=100"
-        )));
-    }
     if !loopback
         && loaded
             .config
@@ -101,6 +111,24 @@ pub async fn create(
         resp.headers_mut().insert(header::LOCATION, v);
     }
     Ok(resp)
+}
+
+/// The run kind asked for, and the problems with the request's own fields (the config
+/// aside), each at its field.
+fn asked(new: &NewRun) -> (Option<RunKind>, Vec<ConfigError>) {
+    let mut problems = vec![];
+    let kind = new
+        .kind
+        .parse::<RunKind>()
+        .map_err(|e| problems.push(ConfigError::new("kind", e)))
+        .ok();
+    if let Some(m) = new.min_score.filter(|m| !(0.0..=100.0).contains(m)) {
+        problems.push(ConfigError::new(
+            "min_score",
+            format!("{m} is outside 0..=100"),
+        ));
+    }
+    (kind, problems)
 }
 
 /// The error of a body that does not fit `NewRun`, at its field.
@@ -158,8 +186,9 @@ pub struct ListQuery {
 
 pub async fn list(
     State(s): State<ApiState>,
-    Query(q): Query<ListQuery>,
+    q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let q = query(q)?;
     let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
     let filter = Filter {
         kind: q
@@ -182,6 +211,24 @@ pub async fn list(
     Ok(Json(json!(page)))
 }
 
+/// The query, or the problem with it as a JSON `bad_body` (axum's own rejection is plain
+/// text).
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(q)| q).map_err(|e| {
+        let text = e.body_text();
+        let why = text
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&text);
+        ApiError::BadBody(format!("query string: {why}"))
+    })
+}
+
+/// The run id of the path, or why it is not one as a JSON `bad_body`.
+fn run_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    p.map(|Path(id)| id)
+        .map_err(|e| ApiError::BadBody(format!("run id: {}", e.body_text())))
+}
+
 fn store_error(e: StoreError) -> ApiError {
     ApiError::Internal(format!("the run store: {e}"))
 }
@@ -196,19 +243,22 @@ fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
 
 pub async fn get(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let id = run_id(id)?;
     Ok(Json(json!(record(&s, &id)?)))
 }
 
 pub async fn cancel(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = run_id(id)?;
     match s.jobs.cancel(&id) {
         Ok(r) => Ok((StatusCode::ACCEPTED, Json(json!(r)))),
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
         Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
+        Err(CancelError::Elsewhere(status)) => Err(ApiError::RunElsewhere { id, status }),
     }
 }
 
@@ -220,9 +270,10 @@ pub struct ReportQuery {
 
 pub async fn report(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
-    Query(q): Query<ReportQuery>,
+    id: Result<Path<String>, PathRejection>,
+    q: Result<Query<ReportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let (id, q) = (run_id(id)?, query(q)?);
     let run = record(&s, &id)?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => {}
@@ -258,9 +309,10 @@ pub async fn report(
 
 pub async fn events(
     State(s): State<ApiState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let id = run_id(id)?;
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(v) => v
@@ -272,9 +324,18 @@ pub async fn events(
             })?,
     };
     let body = match s.jobs.get(&id) {
-        Some(job) => super::sse::follow(job, after),
-        // A run this daemon is not running has ended: its last word is its record.
-        None => super::sse::ended(&record(&s, &id)?, after),
+        Some(job) => super::sse::follow(job, after, s.keep_alive),
+        // A run this daemon is not running has ended: its last word is its record. Unless
+        // another process is running it: a `done` saying `running` would be a lie.
+        None => match record(&s, &id)? {
+            r if r.status.is_final() => super::sse::ended(&r, after),
+            r => {
+                return Err(ApiError::RunElsewhere {
+                    id,
+                    status: r.status,
+                });
+            }
+        },
     };
     Ok((
         [

@@ -1,7 +1,8 @@
 //! A run's events as a Server-Sent Events body: what was missed after `Last-Event-ID`,
-//! then each new event as it happens, a comment every 15 s so idle proxies keep the
-//! stream open, and the end after `done`. A follower that goes away only ends its own
-//! pump task; the run goes on.
+//! then each new event as it happens, a comment when it has been quiet for `keep_alive`
+//! (so idle proxies, and the control listener's own read deadline, keep the stream
+//! open), and the end after `done`. A follower that goes away only ends its own pump
+//! task; the run goes on.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,12 +16,10 @@ use tokio::sync::mpsc;
 
 use crate::jobs::Job;
 
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
 /// The body that streams `job`'s events after event `after`.
-pub fn follow(job: Arc<Job>, after: u64) -> Body {
+pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Body {
     let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(pump(job, after, tx));
+    tokio::spawn(pump(job, after, keep_alive, tx));
     Body::new(Stream { rx })
 }
 
@@ -38,9 +37,12 @@ pub fn ended(record: &crate::store::RunRecord, after: u64) -> Body {
     }
 }
 
-async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Bytes>) {
+async fn pump(job: Arc<Job>, mut last: u64, keep_alive: Duration, tx: mpsc::Sender<Bytes>) {
     let mut changed = job.events.watch();
     loop {
+        // Read before the events: if `done` is in the log now, `after` returns it unless
+        // the follower already had it, and either way nothing more will come.
+        let ended = job.events.ended();
         for e in job.events.after(last) {
             if tx.send(Bytes::from(e.sse())).await.is_err() {
                 return;
@@ -50,9 +52,12 @@ async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Bytes>) {
                 return;
             }
         }
+        if ended {
+            return;
+        }
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },
-            () = tokio::time::sleep(KEEP_ALIVE) => {
+            () = tokio::time::sleep(keep_alive) => {
                 if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
                     return;
                 }

@@ -68,7 +68,9 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         concurrency: config.advanced.concurrency as usize,
         attribution: config.advanced.attribution,
         config_digest: sub.loaded.digest.clone(),
-        progress: Some(hooks(&job).tee(job.recorder.hooks())),
+        // The store hears of a case before followers do: whoever saw a `case` event and
+        // then flushes the store (as `GET /v1/runs` does) finds the case stored.
+        progress: Some(job.recorder.hooks().tee(hooks(&job))),
         declared: Declared {
             tools: config.tools.clone(),
             llm: config.llm.clone(),

@@ -58,6 +58,12 @@ impl EventLog {
         events.iter().skip(id as usize).cloned().collect()
     }
 
+    /// The run has ended: its last event is `done` (nothing comes after it).
+    pub fn ended(&self) -> bool {
+        let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        events.last().is_some_and(|e| e.kind == "done")
+    }
+
     /// Changes whenever an event is pushed.
     pub fn watch(&self) -> watch::Receiver<u64> {
         self.last.subscribe()

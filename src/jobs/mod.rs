@@ -66,6 +66,8 @@ impl Job {
 pub enum CancelError {
     NotFound,
     Finished(Status),
+    /// Stored as queued or running by another process (a CLI run, another daemon).
+    Elsewhere(Status),
 }
 
 /// What the daemon's runs share: the proxy they go through and where they write.
@@ -235,7 +237,8 @@ impl Jobs {
         let Some(job) = self.get(id) else {
             // A stored run of an earlier daemon or a CLI run: ended, or not this daemon's.
             return match self.inner.store.get(id) {
-                Ok(Some(r)) => Err(CancelError::Finished(r.status)),
+                Ok(Some(r)) if r.status.is_final() => Err(CancelError::Finished(r.status)),
+                Ok(Some(r)) => Err(CancelError::Elsewhere(r.status)),
                 Ok(None) | Err(_) => Err(CancelError::NotFound),
             };
         };

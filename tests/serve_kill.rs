@@ -1,0 +1,163 @@
+//! SIGKILL `flakestorm serve` in the middle of a run submitted over `/v1/runs`: started
+//! again, its store opens and the run is `interrupted` with the case it had finished; the
+//! database passes `PRAGMA integrity_check`.
+
+mod common;
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use common::cli::{flakestorm, write_config};
+use common::origin::{self, text};
+use common::within;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::Semaphore;
+
+/// A running `serve`: the process and its control address.
+struct Serve {
+    child: Child,
+    control: String,
+    /// Kept open: a closed pipe would end serve at its next line.
+    _stdout: Lines<BufReader<ChildStdout>>,
+}
+
+async fn serve(dir: &std::path::Path) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["serve", "-c", "flakestorm.yaml"])
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let control = within("serve prints its control address", async {
+        loop {
+            let line = out.next_line().await.unwrap().expect("serve exited early");
+            if let Some(a) = line.strip_prefix("flakestorm: control listening on ") {
+                return a.to_string();
+            }
+        }
+    })
+    .await;
+    Serve {
+        child,
+        control,
+        _stdout: out,
+    }
+}
+
+impl Serve {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.control)
+    }
+}
+
+async fn json_of(r: reqwest::Response) -> Value {
+    serde_json::from_str(&r.text().await.unwrap()).unwrap()
+}
+
+/// Reads the SSE body until a `case` event.
+async fn until_case(resp: &mut reqwest::Response) {
+    let mut buf = String::new();
+    within("a case event", async {
+        while !buf.contains("event: case\n") {
+            let chunk = resp.chunk().await.unwrap().expect("stream ended early");
+            buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_daemon_killed_mid_run_leaves_the_run_interrupted_with_its_finished_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_config(d, "");
+    let daemon = serve(d).await;
+
+    // The agent answers its first call and holds the second until the test ends.
+    let permits = Arc::new(Semaphore::new(1));
+    let p = permits.clone();
+    let agent = origin::start(None, move |_req| {
+        let p = p.clone();
+        async move {
+            p.acquire().await.unwrap().forget();
+            text(r#"{"result": "fine"}"#)
+        }
+    })
+    .await;
+    let config = format!(
+        "agent: {{endpoint: '{}'}}\ngolden_prompts: [one, two, three]\n\
+         invariants: [{{type: output_not_empty}}]\n\
+         chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n\
+         advanced: {{concurrency: 1}}\n",
+        agent.http_url("/invoke")
+    );
+    let http = common::direct_client();
+    let r = http
+        .post(daemon.url("/v1/runs"))
+        .header("content-type", "application/json")
+        .body(json!({"kind": "chaos", "config": config}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = json_of(r).await["id"].as_str().unwrap().to_string();
+    let mut events = http
+        .get(daemon.url(&format!("/v1/runs/{id}/events")))
+        .send()
+        .await
+        .unwrap();
+    until_case(&mut events).await;
+    // `GET /v1/runs` flushes the store: the finished case is committed before the kill.
+    let listed = json_of(http.get(daemon.url("/v1/runs")).send().await.unwrap()).await;
+    assert_eq!(listed["runs"][0]["status"], "running", "{listed}");
+    assert_eq!(listed["runs"][0]["done"], 1, "{listed}");
+
+    let mut child = daemon.child;
+    child.start_kill().unwrap(); // SIGKILL
+    let status = within("serve dies", child.wait()).await.unwrap();
+    assert!(!status.success());
+    drop(events);
+
+    // Started again, the daemon opens the store and tells the run's end.
+    let again = serve(d).await;
+    let run = json_of(
+        http.get(again.url(&format!("/v1/runs/{id}")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(run["status"], "interrupted", "{run}");
+    assert_eq!(run["done"], 1, "{run}");
+    let mut child = again.child;
+    child.start_kill().unwrap();
+    within("serve dies", child.wait()).await.unwrap();
+
+    let data_dir = d.join(".flakestorm");
+    let dd = data_dir.to_str().unwrap();
+    let (code, out, err) = flakestorm(&["runs", "show", &id, "--data-dir", dd, "--json"], d);
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["run"]["status"], "interrupted");
+    let cases = shown["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1, "{out}");
+    let input = cases[0]["input"].as_str().unwrap();
+    assert!(["one", "two", "three"].contains(&input), "{input}");
+    assert_eq!(cases[0]["answer"], "fine");
+
+    let db = data_dir.join(flakestorm::store::DB_FILE);
+    let conn =
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    permits.add_permits(10);
+}
