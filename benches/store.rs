@@ -15,7 +15,7 @@ use bytes::Bytes;
 use flakestorm::agent::Agent;
 use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::Daemon;
-use flakestorm::run::{RunContext, RunKind, prepare, execute, RunRequest};
+use flakestorm::run::{RunContext, RunKind, RunRequest, execute, prepare};
 use flakestorm::store::{NewRun, Recorder, RunStatus};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::service::service_fn;
@@ -62,7 +62,78 @@ async fn main() {
         println!("store bench: skipped (run with `cargo bench --bench store`)");
         return;
     }
-    let port = agent(Duration::from_millis(1)).await;
+    let mut rows = vec![];
+    let mut last = None;
+    for ms in [1, 10] {
+        let (p, s, daemon, dir) = store_cost(ms).await;
+        rows.push((ms, p, s));
+        if let Some((d, _dir)) = last.replace((daemon, dir)) {
+            d.stop().await;
+        }
+    }
+    let (daemon, _dir) = last.unwrap();
+    // (2) 1,000 runs stored, then the API.
+    for _ in 0..1_000 {
+        daemon.store.begin_run(NewRun {
+            kind: RunKind::Ci,
+            config_digest: None,
+            seed: Some(1),
+            status: RunStatus::Running,
+        });
+    }
+    daemon.store.flush().await.unwrap();
+    let id = daemon.store.list(&Default::default()).unwrap().runs[0]
+        .id
+        .clone();
+    let control = daemon.control_addr;
+    let tcp = tokio::net::TcpStream::connect(control).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut time = async |uri: &str| {
+        let mut v = vec![];
+        for _ in 0..2_000 {
+            let req = hyper::Request::get(uri)
+                .header("host", control.to_string())
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            send.ready().await.unwrap();
+            let start = Instant::now();
+            let resp = send.send_request(req).await.unwrap();
+            let _ = resp.into_body().collect().await.unwrap();
+            v.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        (percentile(v.clone(), 0.5), percentile(v, 0.99))
+    };
+    let health = time("/healthz").await;
+    let run = time(&format!("/v1/runs/{id}")).await;
+    daemon.stop().await;
+    println!(
+        "## Run store\n\n- Command: `cargo bench --bench store` (source: `benches/store.rs`)\n\
+         - Machine: {} cores\n\n\
+         | measure | baseline | with the store | ratio |\n|--|--:|--:|--:|\n\
+         {}\
+         | GET p50, 1,000 runs stored (baseline: /healthz) | {:.3} ms | {:.3} ms | |\n\
+         | GET p99 | {:.3} ms | {:.3} ms | |\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        rows.iter()
+            .map(|(ms, p, s)| format!(
+                "| chaos run of {CASES} cases ({ms} ms agent, concurrency 10), median of {ROUNDS} | {p:.3} s | {s:.3} s | {:.3} |\n",
+                s / p
+            ))
+            .collect::<String>(),
+        health.0,
+        run.0,
+        health.1,
+        run.1,
+    );
+}
+
+/// A 10,000-case chaos run against an agent taking `ms` per call, without and with the
+/// store: median wall times, and the daemon (its store) for the API measure.
+async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
+    let port = agent(Duration::from_millis(ms)).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flakestorm.yaml");
     let prompts: Vec<String> = (0..CASES).map(|i| format!("\"prompt {i}\"")).collect();
@@ -78,8 +149,8 @@ async fn main() {
         ),
     )
     .unwrap();
-    let loaded = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-        .unwrap();
+    let loaded =
+        config::load_with_env(Some(&path), &Overrides::default(), &Default::default()).unwrap();
     let cfg = &loaded.config;
     let daemon = Daemon::start(cfg).await.unwrap();
     let ctx = RunContext {
@@ -107,7 +178,13 @@ async fn main() {
         execute(&ctx, cfg, &prepared).await.unwrap();
         plain.push(start.elapsed().as_secs_f64());
         let start = Instant::now();
-        let r = Recorder::begin(&daemon.store, RunKind::Chaos, None, Some(1), RunStatus::Running);
+        let r = Recorder::begin(
+            &daemon.store,
+            RunKind::Chaos,
+            None,
+            Some(1),
+            RunStatus::Running,
+        );
         let with = RunContext {
             progress: Some(r.hooks()),
             ..ctx.clone()
@@ -116,53 +193,5 @@ async fn main() {
         r.finish(&report, None).await.unwrap();
         stored.push(start.elapsed().as_secs_f64());
     }
-    let (p, s) = (median(plain), median(stored));
-    // (2) 1,000 runs stored, then the API.
-    for _ in 0..1_000 {
-        daemon.store.begin_run(NewRun {
-            kind: RunKind::Ci,
-            config_digest: None,
-            seed: Some(1),
-            status: RunStatus::Running,
-        });
-    }
-    daemon.store.flush().await.unwrap();
-    let id = daemon.store.list(&Default::default()).unwrap().runs[0].id.clone();
-    let control = daemon.control_addr;
-    let tcp = tokio::net::TcpStream::connect(control).await.unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let mut time = async |uri: &str| {
-        let mut v = vec![];
-        for _ in 0..2_000 {
-            let req = hyper::Request::get(uri)
-                .header("host", control.to_string())
-                .body(Empty::<Bytes>::new())
-                .unwrap();
-            let start = Instant::now();
-            let resp = send.send_request(req).await.unwrap();
-            let _ = resp.into_body().collect().await.unwrap();
-            v.push(start.elapsed().as_secs_f64() * 1000.0);
-        }
-        (percentile(v.clone(), 0.5), percentile(v, 0.99))
-    };
-    let health = time("/healthz").await;
-    let run = time(&format!("/v1/runs/{id}")).await;
-    daemon.stop().await;
-    println!(
-        "## Run store\n\n- Command: `cargo bench --bench store` (source: `benches/store.rs`)\n\
-         - Machine: {} cores\n\n\
-         | measure | baseline | with the store | ratio |\n|--|--:|--:|--:|\n\
-         | chaos run of {CASES} cases (1 ms agent, concurrency 10), median of {ROUNDS} | {p:.3} s | {s:.3} s | {:.3} |\n\
-         | GET p50, 1,000 runs stored (baseline: /healthz) | {:.3} ms | {:.3} ms | |\n\
-         | GET p99 | {:.3} ms | {:.3} ms | |\n",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        s / p,
-        health.0,
-        run.0,
-        health.1,
-        run.1,
-    );
+    (median(plain), median(stored), daemon, dir)
 }

@@ -80,7 +80,10 @@ fn stores_opened_at_once_on_a_new_folder_migrate_it_once() {
     for o in &opened {
         assert!(o.is_ok(), "{:?}", o.as_ref().err());
     }
-    assert_eq!(pragma(&raw(dir.path()), "user_version"), "1");
+    assert_eq!(
+        pragma(&raw(dir.path()), "user_version"),
+        schema::latest().to_string()
+    );
 }
 
 #[tokio::test]
@@ -101,7 +104,10 @@ async fn reopening_keeps_the_runs_and_migrates_nothing_twice() {
         (RunStatus::Passed, scores, Some(u64::MAX))
     );
     assert!(run.finished_ms.is_some());
-    assert_eq!(pragma(&raw(dir.path()), "user_version"), "1");
+    assert_eq!(
+        pragma(&raw(dir.path()), "user_version"),
+        schema::latest().to_string()
+    );
 }
 
 #[tokio::test]
@@ -432,4 +438,31 @@ async fn artifacts_live_in_the_runs_folder_and_are_recorded_by_kind() {
         Some(report.display().to_string().as_str())
     );
     assert_eq!(run.artifacts.len(), 2);
+}
+
+#[tokio::test]
+async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.begin_run(new_run(RunKind::Chaos));
+    store.flush().await.unwrap();
+    drop(store);
+    {
+        // As version 1 left it: no index on the cases' inputs.
+        let conn = raw(dir.path());
+        conn.execute_batch("DROP INDEX cases_by_input; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.get(id.as_str()).unwrap().is_some(), "the run is kept");
+    let conn = raw(dir.path());
+    assert_eq!(pragma(&conn, "user_version"), "2");
+    let indexed: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'cases_by_input'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexed, 1);
 }
