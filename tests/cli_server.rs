@@ -5,37 +5,18 @@
 
 mod common;
 
-use std::process::Stdio;
-
 use common::cli::{flakestorm, python_agent};
+use common::serve::Serve;
 use common::within;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 const CONTRACT: &str = "contract:\n  name: Research agent\n  invariants:\n    - {id: answers, type: output_not_empty}\n    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
 
-/// `flakestorm serve` with `yaml` in `dir`, and its control address once it listens.
-async fn serve(dir: &std::path::Path, yaml: &str) -> (Child, String) {
+/// `flakestorm serve` with `yaml` in `dir`, and its control URL once it listens.
+async fn serve(dir: &std::path::Path, yaml: &str) -> (Serve, String) {
     std::fs::write(dir.join("serve.yaml"), yaml).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
-        .args(["serve", "-c", "serve.yaml"])
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let control = within("serve says where its control API is", async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(addr) = line.strip_prefix("flakestorm: control listening on ") {
-                return addr.to_string();
-            }
-        }
-        panic!("serve exited before listening");
-    })
-    .await;
-    (child, format!("http://{control}"))
+    let s = common::serve::serve(dir, &["-c", "serve.yaml"], "warn", false).await;
+    let url = s.url("");
+    (s, url)
 }
 
 const SERVE: &str =

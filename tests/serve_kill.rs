@@ -4,56 +4,17 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::Arc;
 
 use common::cli::{flakestorm, write_config};
 use common::origin::{self, text};
+use common::serve::Serve;
 use common::within;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::Semaphore;
 
-/// A running `serve`: the process and its control address.
-struct Serve {
-    child: Child,
-    control: String,
-    /// Kept open: a closed pipe would end serve at its next line.
-    _stdout: Lines<BufReader<ChildStdout>>,
-}
-
 async fn serve(dir: &std::path::Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
-        .args(["serve", "-c", "flakestorm.yaml"])
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let control = within("serve prints its control address", async {
-        loop {
-            let line = out.next_line().await.unwrap().expect("serve exited early");
-            if let Some(a) = line.strip_prefix("flakestorm: control listening on ") {
-                return a.to_string();
-            }
-        }
-    })
-    .await;
-    Serve {
-        child,
-        control,
-        _stdout: out,
-    }
-}
-
-impl Serve {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.control)
-    }
+    common::serve::serve(dir, &["-c", "flakestorm.yaml"], "warn", false).await
 }
 
 async fn json_of(r: reqwest::Response) -> Value {

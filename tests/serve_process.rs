@@ -9,9 +9,10 @@ use std::process::Stdio;
 use common::cli::{flakestorm_env, write_config};
 
 use common::origin;
+use common::serve::Serve;
 use common::within;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStderr, Command};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
 
 /// `flakestorm` with `args` and `env` in `dir`, killed (and the test failed) if it does not
 /// exit by itself: an open proxy that starts would otherwise serve forever.
@@ -89,46 +90,19 @@ async fn an_open_proxy_is_refused_from_file_env_or_flag_unless_allowed() {
     }
 }
 
-/// A running `serve`, its proxy address and its stderr lines.
-struct Serve {
-    child: Child,
-    proxy: String,
-    stderr: Lines<BufReader<ChildStderr>>,
-    /// Kept open: serve prints more lines after the address, and a closed pipe kills it.
-    _stdout: Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
 async fn serve(dir: &std::path::Path, extra: &str, log: &str) -> Serve {
     write_config(dir, extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
-        .arg("serve")
-        .current_dir(dir)
-        .env("RUST_LOG", log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let proxy = within("serve prints its address", async {
-        loop {
-            let line = out.next_line().await.unwrap().expect("serve exited early");
-            if let Some(a) = line.strip_prefix("flakestorm: proxy listening on ") {
-                return a.to_string();
-            }
-        }
-    })
-    .await;
-    let stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    Serve {
-        child,
-        proxy,
-        stderr,
-        _stdout: out,
-    }
+    common::serve::serve(dir, &[], log, true).await
 }
 
-impl Serve {
+/// What the tests here do with a running `serve`.
+trait Signals {
+    fn signal(&self, name: &str);
+    /// Reads stderr until a line containing `needle`; panics if it ends first.
+    async fn wait_for_line(&mut self, needle: &str) -> String;
+}
+
+impl Signals for Serve {
     fn signal(&self, name: &str) {
         let pid = self.child.id().unwrap().to_string();
         let ok = std::process::Command::new("kill")
@@ -139,11 +113,11 @@ impl Serve {
         assert!(ok, "kill -{name}");
     }
 
-    /// Reads stderr until a line containing `needle`; panics if it ends first.
     async fn wait_for_line(&mut self, needle: &str) -> String {
         within(needle, async {
             loop {
-                match self.stderr.next_line().await.unwrap() {
+                let stderr = self.stderr.as_mut().expect("serve's stderr is piped");
+                match stderr.next_line().await.unwrap() {
                     Some(l) if l.contains(needle) => return l,
                     Some(_) => {}
                     None => panic!("stderr ended before `{needle}`"),
@@ -213,7 +187,7 @@ async fn a_password_in_a_url_reaches_no_log_line() {
     s.signal("TERM");
     within("exit", s.child.wait()).await.unwrap();
     let mut log = String::new();
-    while let Some(l) = s.stderr.next_line().await.unwrap() {
+    while let Some(l) = s.stderr.as_mut().unwrap().next_line().await.unwrap() {
         log.push_str(&l);
         log.push('\n');
     }

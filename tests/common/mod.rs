@@ -9,6 +9,7 @@ pub mod cli;
 pub mod origin;
 pub mod raw;
 pub mod raw_agent;
+pub mod serve;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
