@@ -18,6 +18,8 @@ fn current(s: &ApiState) -> Value {
     json!({"seed": s.chaos.seed(), "rules": rules.spec})
 }
 
+/// The active rules and their seed.
+#[utoipa::path(get, path = "/v1/chaos", responses((status = 200, description = "rules and seed", body = Object)))]
 pub async fn get_chaos(State(s): State<ApiState>) -> Json<Value> {
     Json(current(&s))
 }
@@ -25,6 +27,10 @@ pub async fn get_chaos(State(s): State<ApiState>) -> Json<Value> {
 /// Replaces the rules. Body: a `chaos:` section as JSON, or YAML with a YAML content type.
 /// Parsing runs on the blocking pool: a hostile body must not stall the async workers that
 /// carry proxied traffic (size and depth are capped too, see `config::untrusted`).
+#[utoipa::path(put, path = "/v1/chaos", request_body(content = Object, description = "a chaos: section"), responses(
+    (status = 200, description = "the rules now active", body = Object),
+    (status = 422, description = "invalid rules, each at its path", body = super::openapi::ErrorBody),
+))]
 pub async fn put_chaos(
     State(s): State<ApiState>,
     headers: HeaderMap,
@@ -49,12 +55,19 @@ pub async fn put_chaos(
     Ok(Json(out))
 }
 
+/// Clears the rules.
+#[utoipa::path(delete, path = "/v1/chaos", responses((status = 200, description = "no rules", body = Object)))]
 pub async fn delete_chaos(State(s): State<ApiState>) -> Json<Value> {
     s.chaos.clear();
     tracing::info!("chaos rules cleared through the API");
     Json(current(&s))
 }
 
+/// Makes a built-in profile the active rules.
+#[utoipa::path(post, path = "/v1/chaos/profiles/{name}", params(("name" = String, Path)), responses(
+    (status = 200, description = "the profile's rules now active", body = Object),
+    (status = 404, description = "no such profile", body = super::openapi::ErrorBody),
+))]
 pub async fn apply_profile(
     State(s): State<ApiState>,
     Path(name): Path<String>,
@@ -65,6 +78,8 @@ pub async fn apply_profile(
     Ok(Json(current(&s)))
 }
 
+/// The built-in profiles.
+#[utoipa::path(get, path = "/v1/profiles", responses((status = 200, description = "name and description of each", body = Object)))]
 pub async fn list_profiles() -> Json<Value> {
     let list: Vec<Value> = profiles::PROFILES
         .iter()
@@ -74,6 +89,7 @@ pub async fn list_profiles() -> Json<Value> {
 }
 
 /// Clears the rules and every rule counter (`after_calls` starts over).
+#[utoipa::path(post, path = "/v1/reset", responses((status = 200, description = "no rules, counters at zero", body = Object)))]
 pub async fn reset(State(s): State<ApiState>) -> Json<Value> {
     s.chaos.clear();
     Json(current(&s))

@@ -9,6 +9,7 @@ mod body;
 mod chaos;
 mod deadline;
 mod error;
+mod openapi;
 mod runs;
 mod sse;
 
@@ -69,6 +70,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/runs/{id}", get(runs::get).delete(runs::cancel))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/report", get(runs::report))
+        .route("/v1/openapi.json", get(openapi::document))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/healthz", get(healthz))
@@ -78,10 +80,14 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
+/// Liveness.
+#[utoipa::path(get, path = "/healthz", responses((status = 200, description = "ok", body = Object)))]
 async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({"status": "ok"}))
 }
 
+/// Prometheus metrics (OpenMetrics text).
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
 async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
     let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     (
@@ -90,6 +96,8 @@ async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
     )
 }
 
+/// The CA certificate agents must trust (PEM).
+#[utoipa::path(get, path = "/v1/ca.pem", responses((status = 200, description = "PEM", content_type = "application/x-pem-file", body = String)))]
 async fn ca_pem(State(s): State<ApiState>) -> impl IntoResponse {
     (
         [(
@@ -176,6 +184,9 @@ mod tests {
             get(app.clone(), "/v1/ca.pem", None).await,
             (200, "PEM".into())
         );
+        let (status, doc) = get(app.clone(), "/v1/openapi.json", None).await;
+        assert_eq!(status, 200);
+        assert!(doc.contains(r#""openapi":"3.1"#), "{doc}");
         assert_eq!(get(app, "/nope", None).await.0, 404);
     }
 
@@ -183,6 +194,7 @@ mod tests {
     async fn token_guards_v1_but_not_probes() {
         let app = router(state(Some("t0k")));
         assert_eq!(get(app.clone(), "/v1/ca.pem", None).await.0, 401);
+        assert_eq!(get(app.clone(), "/v1/openapi.json", None).await.0, 401);
         assert_eq!(
             get(app.clone(), "/v1/ca.pem", Some("Bearer nope")).await.0,
             401

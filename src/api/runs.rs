@@ -17,23 +17,25 @@ use super::{ApiError, ApiState};
 use crate::config::{ConfigError, Loaded, Overrides};
 use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
-use crate::store::{Filter, RunRecord, StoreError};
+use crate::store::{Filter, Page, RunRecord, StoreError};
 
 #[cfg(test)]
 #[path = "runs_tests.rs"]
 mod tests;
 
 /// `POST /v1/runs` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewRun {
+pub(super) struct NewRun {
     /// `contract`, `chaos`, `mutation`, `replay` or `ci`.
     kind: String,
     /// The config: YAML or JSON text, or a JSON object.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     config: Option<Value>,
     /// A config file the daemon reads (loopback control API only).
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     config_path: Option<PathBuf>,
     #[serde(default)]
     seed: Option<u64>,
@@ -47,6 +49,12 @@ struct NewRun {
     min_score: Option<f64>,
 }
 
+/// Starts a run: 202 with its record and a `Location`.
+#[utoipa::path(post, path = "/v1/runs", request_body = NewRun, responses(
+    (status = 202, description = "queued", body = RunRecord),
+    (status = 400, description = "bad body, invalid config (every problem at its path), or a run the config cannot make", body = super::openapi::ErrorBody),
+    (status = 401, description = "missing or wrong token", body = super::openapi::ErrorBody),
+))]
 pub async fn create(
     State(s): State<ApiState>,
     headers: HeaderMap,
@@ -174,7 +182,7 @@ fn load(new: &NewRun, loopback: bool) -> Result<Loaded, ApiError> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     kind: Option<String>,
@@ -184,6 +192,11 @@ pub struct ListQuery {
     cursor: Option<String>,
 }
 
+/// Stored runs newest first, with this daemon's live ones as they are now.
+#[utoipa::path(get, path = "/v1/runs", params(ListQuery), responses(
+    (status = 200, description = "a page of runs", body = Page),
+    (status = 400, description = "a bad filter", body = super::openapi::ErrorBody),
+))]
 pub async fn list(
     State(s): State<ApiState>,
     q: Result<Query<ListQuery>, QueryRejection>,
@@ -241,6 +254,11 @@ fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
         .ok_or_else(|| ApiError::RunNotFound(id.to_string()))
 }
 
+/// One run's record: status, progress, scores.
+#[utoipa::path(get, path = "/v1/runs/{id}", params(("id" = String, Path)), responses(
+    (status = 200, description = "the run", body = RunRecord),
+    (status = 404, description = "no such run", body = super::openapi::ErrorBody),
+))]
 pub async fn get(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
@@ -249,6 +267,12 @@ pub async fn get(
     Ok(Json(json!(record(&s, &id)?)))
 }
 
+/// Cancels a queued or running run.
+#[utoipa::path(delete, path = "/v1/runs/{id}", params(("id" = String, Path)), responses(
+    (status = 202, description = "cancelling", body = RunRecord),
+    (status = 404, description = "no such run", body = super::openapi::ErrorBody),
+    (status = 409, description = "it has ended, or another process runs it", body = super::openapi::ErrorBody),
+))]
 pub async fn cancel(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
@@ -262,12 +286,19 @@ pub async fn cancel(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ReportQuery {
     format: Option<String>,
 }
 
+/// The run's JSON report.
+#[utoipa::path(get, path = "/v1/runs/{id}/report", params(("id" = String, Path), ReportQuery), responses(
+    (status = 200, description = "the JSON report (schema: docs/report-schema.md)", body = Object),
+    (status = 400, description = "a format this build does not render", body = super::openapi::ErrorBody),
+    (status = 404, description = "no such run", body = super::openapi::ErrorBody),
+    (status = 409, description = "no report yet", body = super::openapi::ErrorBody),
+))]
 pub async fn report(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
@@ -307,6 +338,12 @@ pub async fn report(
         .into_response())
 }
 
+/// The run's events as Server-Sent Events, from after `Last-Event-ID`, to `done`.
+#[utoipa::path(get, path = "/v1/runs/{id}/events", params(("id" = String, Path),
+    ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event")), responses(
+    (status = 200, description = "text/event-stream: queued, started, case_started, case, phase, cell, done", content_type = "text/event-stream", body = String),
+    (status = 404, description = "no such run", body = super::openapi::ErrorBody),
+))]
 pub async fn events(
     State(s): State<ApiState>,
     id: Result<Path<String>, PathRejection>,

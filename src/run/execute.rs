@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::config::chaos::CompiledChaos;
 
 /// What a run does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunKind {
     /// The contract matrix (`contract run`).

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::run::RunKind;
 
 /// Where a run stands. `queued` and `running` are the only states a run leaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Queued,
@@ -106,7 +106,7 @@ pub struct NewRun {
 }
 
 /// One stored run, as `get` and `list` return it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunRecord {
     pub id: String,
     pub kind: RunKind,
@@ -179,7 +179,7 @@ pub struct Filter {
 }
 
 /// A page of `list`: the runs and, when more match, the cursor for the next page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Page {
     pub runs: Vec<RunRecord>,
     pub next_cursor: Option<String>,
