@@ -102,6 +102,7 @@ pub async fn create(
                 .into(),
         ));
     }
+    let warnings = daemon_warnings(&loaded);
     let sub = Submission {
         loaded,
         request: RunRequest {
@@ -114,7 +115,9 @@ pub async fn create(
     };
     let job = s.jobs.submit(sub).map_err(ApiError::NotRunnable)?;
     let location = format!("/v1/runs/{}", job.id);
-    let mut resp = (StatusCode::ACCEPTED, Json(json!(job.record()))).into_response();
+    let mut body = json!(job.record());
+    body["warnings"] = json!(warnings);
+    let mut resp = (StatusCode::ACCEPTED, Json(body)).into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
@@ -137,6 +140,20 @@ fn asked(new: &NewRun) -> (Option<RunKind>, Vec<ConfigError>) {
         ));
     }
     (kind, problems)
+}
+
+/// What the run's config asks that a run on this daemon does not do, and its load warnings.
+fn daemon_warnings(loaded: &Loaded) -> Vec<String> {
+    let mut out = loaded.warnings.clone();
+    for section in ["proxy", "control", "ca", "data_dir", "journal"] {
+        if loaded.named.sections.iter().any(|s| s == section) {
+            out.push(format!(
+                "{section}: not used by a run on a daemon: the daemon's own proxy, control API, \
+                 CA and data folder serve every run it drives"
+            ));
+        }
+    }
+    out
 }
 
 /// The error of a body that does not fit `NewRun`, at its field.
@@ -283,6 +300,7 @@ pub async fn cancel(
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
         Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
         Err(CancelError::Elsewhere(status)) => Err(ApiError::RunElsewhere { id, status }),
+        Err(CancelError::Store(e)) => Err(store_error(e)),
     }
 }
 

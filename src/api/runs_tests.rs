@@ -301,6 +301,27 @@ async fn a_valid_submission_is_202_with_its_location() {
     let id = run["id"].as_str().unwrap().to_string();
     assert_eq!(run["kind"], "chaos");
     assert_eq!(run["seed"], 11);
+    assert!(
+        !run["warnings"]
+            .to_string()
+            .contains("not used by a run on a daemon"),
+        "{}",
+        run["warnings"]
+    );
+    // Sections a run on a daemon does not use are named, not silently ignored.
+    let with_proxy = format!(
+        "proxy: {{listen: '127.0.0.1:0'}}\n{}",
+        config(closed_port()).as_str().unwrap()
+    );
+    let r2 = a
+        .post(&json!({"kind": "chaos", "config": with_proxy}).to_string())
+        .await;
+    assert_eq!(r2.status, 202, "{}", r2.text);
+    let warnings = r2.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("proxy: not used by a run on a daemon"),
+        "{warnings}"
+    );
     let location = r.headers["location"].to_str().unwrap();
     assert_eq!(location, format!("/v1/runs/{id}"));
     let got = a.get(location).await;

@@ -167,6 +167,14 @@ pub async fn run(
     if show.summary() {
         eprintln!("flakestorm: run {id} submitted to {}", server.base);
     }
+    // The config's own warnings were printed when it was loaded here.
+    let said = |w: &&str| loaded.warnings.iter().any(|l| l == w);
+    for w in run["warnings"].as_array().into_iter().flatten() {
+        match w.as_str() {
+            Some(w) if !said(&w) => eprintln!("flakestorm: warning (daemon): {w}"),
+            Some(_) | None => {}
+        }
+    }
     let followed = tokio::select! {
         r = follow(&server, &id, show) => r,
         Ok(()) = super::commands::wait_for_signal() => {

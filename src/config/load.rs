@@ -71,10 +71,12 @@ pub struct Loaded {
     pub named: Named,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Named {
     pub proxy_listen: bool,
     pub control_listen: bool,
+    /// The top-level sections the config names.
+    pub sections: Vec<String>,
 }
 
 impl Named {
@@ -87,6 +89,7 @@ impl Named {
         Named {
             proxy_listen: has("proxy"),
             control_listen: has("control"),
+            sections: root.keys().cloned().collect(),
         }
     }
 }

@@ -62,12 +62,14 @@ impl Job {
 }
 
 /// Why a run cannot be cancelled.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum CancelError {
     NotFound,
     Finished(Status),
     /// Stored as queued or running by another process (a CLI run, another daemon).
     Elsewhere(Status),
+    /// The store could not be read.
+    Store(StoreError),
 }
 
 /// What the daemon's runs share: the proxy they go through and where they write.
@@ -200,7 +202,11 @@ impl Jobs {
             events: EventLog::default(),
             cancel: CancellationToken::new(),
         });
-        self.lock().push(job.clone());
+        {
+            let mut runs = self.lock();
+            prune(&mut runs, |j| j.lock().status.is_final(), KEPT_ENDED);
+            runs.push(job.clone());
+        }
         job.events.push("queued", serde_json::json!({"id": job.id}));
         tokio::spawn(drive::drive(self.inner.clone(), job.clone(), sub, prepared));
         Ok(job)
@@ -239,7 +245,8 @@ impl Jobs {
             return match self.inner.store.get(id) {
                 Ok(Some(r)) if r.status.is_final() => Err(CancelError::Finished(r.status)),
                 Ok(Some(r)) => Err(CancelError::Elsewhere(r.status)),
-                Ok(None) | Err(_) => Err(CancelError::NotFound),
+                Ok(None) => Err(CancelError::NotFound),
+                Err(e) => Err(CancelError::Store(e)),
             };
         };
         let status = job.lock().status;
@@ -263,10 +270,40 @@ impl Jobs {
     }
 }
 
+/// Ended runs kept in memory with their events; older ones are served from the store.
+const KEPT_ENDED: usize = 100;
+
+/// Drops the oldest ended items of `items` beyond the newest `keep` ended ones, so a
+/// long-lived daemon's memory does not grow with every run it drove.
+fn prune<T>(items: &mut Vec<T>, ended: impl Fn(&T) -> bool, keep: usize) {
+    let total = items.iter().filter(|i| ended(i)).count();
+    let mut drop = total.saturating_sub(keep);
+    items.retain(|i| {
+        let gone = drop > 0 && ended(i);
+        if gone {
+            drop -= 1;
+        }
+        !gone
+    });
+}
+
 /// Unix milliseconds: run records carry real times, not the (pausable) tokio clock.
 #[allow(clippy::disallowed_methods)]
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_the_oldest_ended_runs_are_dropped() {
+        // Odd numbers have ended; 1 and 3 are the oldest of them.
+        let mut runs: Vec<u32> = (0..10).collect();
+        super::prune(&mut runs, |n| n % 2 == 1, 3);
+        assert_eq!(runs, [0, 2, 4, 5, 6, 7, 8, 9]);
+        super::prune(&mut runs, |n| n % 2 == 1, 3);
+        assert_eq!(runs.len(), 8, "nothing more to drop");
+    }
 }
