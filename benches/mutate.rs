@@ -10,40 +10,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use flakestorm::agent::Agent;
 use flakestorm::config::{self, AgentSpec, Family, MutationType, MutationsSpec, Overrides};
 use flakestorm::daemon::Daemon;
 use flakestorm::mutate::{Draw, wire};
 use flakestorm::run::{RunContext, plan_mutations, run_mutation};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+
+#[path = "support/agent.rs"]
+mod support;
 
 const RUNS: usize = 5;
 const AGENT_MS: u64 = 50;
 
 /// An agent on 127.0.0.1:0 answering every request after `AGENT_MS`.
 async fn agent() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let svc = service_fn(|_req| async {
-                    tokio::time::sleep(Duration::from_millis(AGENT_MS)).await;
-                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                        Bytes::from_static(br#"{"result": "ok"}"#),
-                    )))
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tcp), svc)
-                    .await;
-            });
-        }
-    });
-    port
+    support::serve(br#"{"result": "ok"}"#, Duration::from_millis(AGENT_MS)).await
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

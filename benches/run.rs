@@ -10,39 +10,20 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use flakestorm::agent::Agent;
 use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::Daemon;
 use flakestorm::run::{RunContext, run_contract};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+
+#[path = "support/agent.rs"]
+mod support;
 
 const RUNS: usize = 5;
 const AGENT_MS: u64 = 50;
 
 /// A server on 127.0.0.1:0 answering every request with `body` after `delay`.
 async fn server(body: &'static str, delay: Duration) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let svc = service_fn(move |_req| async move {
-                    tokio::time::sleep(delay).await;
-                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                        Bytes::from_static(body.as_bytes()),
-                    )))
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tcp), svc)
-                    .await;
-            });
-        }
-    });
-    port
+    support::serve(body.as_bytes(), delay).await
 }
 
 fn config_yaml(agent_port: u16, tool_port: u16) -> String {

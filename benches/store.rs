@@ -17,33 +17,17 @@ use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::Daemon;
 use flakestorm::run::{RunContext, RunKind, RunRequest, execute, prepare};
 use flakestorm::store::{NewRun, Recorder, RunStatus};
-use http_body_util::{BodyExt, Empty, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+
+#[path = "support/agent.rs"]
+mod support;
 
 const CASES: usize = 10_000;
 const ROUNDS: usize = 3;
 
 async fn agent(delay: Duration) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let svc = service_fn(move |_req| async move {
-                    tokio::time::sleep(delay).await;
-                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                        Bytes::from_static(br#"{"result": "ok"}"#),
-                    )))
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tcp), svc)
-                    .await;
-            });
-        }
-    });
-    port
+    support::serve(br#"{"result": "ok"}"#, delay).await
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
