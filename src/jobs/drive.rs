@@ -35,26 +35,68 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
     job.lock().status = Status::Running;
     job.recorder.set_status(Status::Running);
     job.events.push("started", json!({"id": job.id}));
-    let dir = match inner.store.run_dir(&job.recorder.id) {
-        Ok(d) => d,
-        Err(e) => return end(&job, Status::Error, Some(e.to_string())).await,
-    };
+    match set_up(&inner, &job, &sub, declares).await {
+        Ok(setup) => run(&inner, &job, &sub, &prepared, setup, exclusive).await,
+        Err((status, why)) => end(&job, status, why).await,
+    }
+}
+
+/// What a run needs once it has its turn.
+struct SetUp {
+    dir: std::path::PathBuf,
+    launched: Launched,
+    embedder: Option<Embedder>,
+    /// The run's own `tools:`/`llm:`, when they differ from the daemon's.
+    declared: Option<Classifier>,
+}
+
+/// The run's folder, its declarations, its agent and embeddings endpoint; how it ends
+/// when one cannot be had (or it is cancelled meanwhile).
+async fn set_up(
+    inner: &Inner,
+    job: &Job,
+    sub: &Submission,
+    declares: bool,
+) -> Result<SetUp, (Status, Option<String>)> {
+    let config = &sub.loaded.config;
+    let error = |why: String| (Status::Error, Some(why));
+    let dir = inner
+        .store
+        .run_dir(&job.recorder.id)
+        .map_err(|e| error(e.to_string()))?;
     let declared = match declares {
-        true => match Classifier::new(&config.tools, &config.llm) {
-            Ok(c) => Some(c),
-            Err(e) => return end(&job, Status::Error, Some(e)).await,
-        },
+        true => Some(Classifier::new(&config.tools, &config.llm).map_err(error)?),
         false => None,
     };
     let readied = tokio::select! {
-        r = ready(&inner, &sub, &dir) => r,
-        () = job.cancel.cancelled() => return end(&job, inner.cancelled(), None).await,
+        r = ready(inner, sub, &dir) => r,
+        () = job.cancel.cancelled() => return Err((inner.cancelled(), None)),
     };
-    let (launched, embedder) = match readied {
-        Ok(r) => r,
-        Err(why) => return end(&job, Status::Error, Some(why)).await,
-    };
-    let Launched { agent, process } = launched;
+    let (launched, embedder) = readied.map_err(error)?;
+    Ok(SetUp {
+        dir,
+        launched,
+        embedder,
+        declared,
+    })
+}
+
+/// Runs with its agent and declarations in place, then records how it ended.
+async fn run(
+    inner: &Inner,
+    job: &Arc<Job>,
+    sub: &Submission,
+    prepared: &Prepared,
+    setup: SetUp,
+    exclusive: bool,
+) {
+    let config = &sub.loaded.config;
+    let SetUp {
+        dir,
+        launched: Launched { agent, process },
+        embedder,
+        declared,
+    } = setup;
     let _declared = declared.map(|c| inner.engine.declare(Arc::new(c)));
     let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
     job.lock().seed = Some(seed);
@@ -70,7 +112,7 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         config_digest: sub.loaded.digest.clone(),
         // The store hears of a case before followers do: whoever saw a `case` event and
         // then flushes the store (as `GET /v1/runs` does) finds the case stored.
-        progress: Some(job.recorder.hooks().tee(hooks(&job))),
+        progress: Some(job.recorder.hooks().tee(hooks(job))),
         declared: Declared {
             tools: config.tools.clone(),
             llm: config.llm.clone(),
@@ -79,7 +121,7 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
         embedder,
     };
     let result = tokio::select! {
-        r = execute(&ctx, config, &prepared) => Some(r),
+        r = execute(&ctx, config, prepared) => Some(r),
         () = job.cancel.cancelled() => None,
     };
     drop(ctx);
@@ -88,13 +130,13 @@ pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, pre
     }
     let crashed = stop(process).await;
     match result {
-        None => end(&job, inner.cancelled(), None).await,
-        Some(Err(e)) => end(&job, Status::Error, Some(e.to_string())).await,
+        None => end(job, inner.cancelled(), None).await,
+        Some(Err(e)) => end(job, Status::Error, Some(e.to_string())).await,
         Some(Ok(mut report)) => {
             if let Some(w) = report.warnings_mut() {
                 w.extend(crashed);
             }
-            finished(&job, &report, &dir).await;
+            finished(job, &report, &dir).await;
         }
     }
 }
