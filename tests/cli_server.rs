@@ -127,3 +127,74 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
         "{err}"
     );
 }
+
+/// Cancelling a run whose agent the daemon started (`agent.command`): the run ends
+/// `cancelled` while its case waits on a tool that does not answer, and the agent process
+/// is stopped (its port no longer answers).
+#[tokio::test]
+async fn cancelling_a_run_stops_the_agent_the_daemon_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let (_serve, url) = serve(&d, SERVE).await;
+    let agent = python_agent();
+    let health = agent
+        .yaml
+        .split("ready_url: \"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let config = format!(
+        "{}invariants: [{{type: output_not_empty}}]\n\
+         chaos: {{tool_faults: [{{tool: web_search, mode: timeout, delay_ms: 60000}}]}}\n",
+        agent.yaml
+    );
+    let http = common::direct_client();
+    let r = http
+        .post(format!("{url}/v1/runs"))
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"kind": "chaos", "config": config}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let run: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let mut events = http
+        .get(format!("{url}/v1/runs/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    within("the case starts", async {
+        while !seen.contains("event: case_started") {
+            let chunk = events.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    // The agent the daemon started answers.
+    assert_eq!(http.get(&health).send().await.unwrap().status(), 200);
+    let r = http
+        .delete(format!("{url}/v1/runs/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    within("the run ends", async {
+        while !seen.contains("event: done") {
+            let chunk = events.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    let done = seen.split("event: done\ndata: ").nth(1).unwrap();
+    assert!(done.contains(r#""status":"cancelled""#), "{done}");
+    // The daemon stopped its agent before saying the run was done.
+    assert!(
+        http.get(&health).send().await.is_err(),
+        "the agent still answers"
+    );
+}
