@@ -13,7 +13,7 @@ mod raw_response;
 mod spawn;
 
 pub(crate) use answer::{cause as root_cause, head as body_head};
-pub use answer::{extract, render};
+pub use answer::{cut, extract, render};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{Launched, ProxyAt, launch};

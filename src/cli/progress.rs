@@ -74,7 +74,12 @@ impl Display {
             case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
                 let (n, rate) = tally.count(so_far);
                 // A mutated prompt can be 100 KB (length_extremes): show its start.
-                let line = format!("{}: {:?}: {}", c.scenario, cut(&c.prompt), ended(c, so_far));
+                let line = format!(
+                    "{}: {:?}: {}",
+                    c.scenario,
+                    crate::agent::cut(&c.prompt, 100),
+                    ended(c, so_far)
+                );
                 match &bar {
                     Some(b) => {
                         b.inc(1);
@@ -107,21 +112,17 @@ fn ended(c: &CaseResult, so_far: SoFar) -> String {
         n => format!(", {n} fault(s)"),
     };
     let how = match (&c.not_judged, &c.answer, &c.error) {
-        (Some(why), _, _) => return format!("not judged: {}", cut(why)),
+        (Some(why), _, _) => return format!("not judged: {}", crate::agent::cut(why, 100)),
         (None, Some(_), _) => format!("answered in {:.0} ms{faults}", c.latency_ms),
-        (None, None, e) => format!("no answer ({}){faults}", cut(e.as_deref().unwrap_or(""))),
+        (None, None, e) => format!(
+            "no answer ({}){faults}",
+            crate::agent::cut(e.as_deref().unwrap_or(""), 100)
+        ),
     };
     match so_far {
         SoFar::Passed => format!("{how}: passed"),
         SoFar::Failed => format!("{how}: failed"),
         SoFar::NotJudged | SoFar::Unscored => how,
-    }
-}
-
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(100) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
     }
 }
 

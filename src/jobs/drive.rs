@@ -171,7 +171,7 @@ fn hooks(job: &Arc<Job>) -> Progress {
         started: Arc::new(move |scenario: &str, input: &str| {
             j2.events.push(
                 "case_started",
-                json!({"scenario": scenario, "input": cut(input)}),
+                json!({"scenario": scenario, "input": crate::agent::cut(input, 200)}),
             );
         }),
         case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
@@ -196,7 +196,7 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_jso
         "done": done,
         "total": total,
         "scenario": c.scenario,
-        "input": cut(&c.prompt),
+        "input": crate::agent::cut(&c.prompt, 200),
         "answered": c.answer.is_some(),
         "error": c.error,
         "not_judged": c.not_judged,
@@ -280,11 +280,4 @@ fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'sta
     };
     job.metrics.run_ended(run, seconds, &scores, verdicts);
     job.events.push("done", json!(record));
-}
-
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }

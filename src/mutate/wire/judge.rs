@@ -81,19 +81,11 @@ fn agree(replies: &[RawReply], at: &ResponsePath) -> Result<(), String> {
             return Err(format!(
                 "burst answers disagree at `{}`: request 1 got {:?}, request {} got {:?}",
                 at.as_str(),
-                cut(&want),
+                crate::agent::cut(&want, 80),
                 i + 1,
-                cut(&got)
+                crate::agent::cut(&got, 80)
             ));
         }
     }
     Ok(())
-}
-
-/// At most 80 characters of an answer, for the one-line reason.
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(80) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
 }
