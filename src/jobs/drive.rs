@@ -221,7 +221,7 @@ async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
         job.events
             .push("phase", json!({"phase": phase, "score": score}));
     }
-    for c in cells(report) {
+    for c in report.cells() {
         job.events.push("cell", json!(c));
     }
     if let Err(e) = job.recorder.finish(report, Some(&path)).await {
@@ -240,14 +240,6 @@ async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
         .map(|v| v.as_str())
         .collect();
     announce(job, status, reason, &verdicts);
-}
-
-fn cells(report: &Report) -> &[crate::run::CellResult] {
-    match report {
-        Report::Contract(r) => &r.cells,
-        Report::Ci(r) => r.contract.as_ref().map_or(&[], |c| c.cells.as_slice()),
-        Report::Chaos(_) | Report::Mutation(_) => &[],
-    }
 }
 
 /// A run that ended without a verdict: recorded, then told.

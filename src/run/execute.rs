@@ -217,6 +217,15 @@ impl Report {
         }
     }
 
+    /// The contract matrix's cells (of a contract run, or of `ci`'s contract phase).
+    pub fn cells(&self) -> &[super::CellResult] {
+        match self {
+            Report::Contract(r) => &r.cells,
+            Report::Ci(r) => r.contract.as_ref().map_or(&[], |c| c.cells.as_slice()),
+            Report::Chaos(_) | Report::Mutation(_) => &[],
+        }
+    }
+
     /// Every score the run stores: each phase's, and `overall` for `ci`.
     pub fn scores(&self) -> Vec<(String, f64)> {
         let mut out: Vec<(String, f64)> = self

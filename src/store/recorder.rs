@@ -66,9 +66,9 @@ impl Recorder {
     /// and status. Then waits until the store has it all; a store that could not write
     /// it says why.
     pub async fn finish(&self, report: &Report, path: Option<&Path>) -> Result<(), StoreError> {
-        for (phase, cell) in cells(report) {
+        for cell in report.cells() {
             self.store
-                .cell(&self.id, CellRecord::from_cell(phase, cell));
+                .cell(&self.id, CellRecord::from_cell("contract", cell));
         }
         for (phase, case, verdict, checks) in verdicts(report) {
             let key = (phase, case.scenario.as_str(), case.prompt.as_str());
@@ -89,18 +89,6 @@ impl Recorder {
             .finish_run(&self.id, status, BTreeMap::new(), reason);
         self.store.flush().await
     }
-}
-
-fn cells(report: &Report) -> Vec<(&'static str, &crate::run::CellResult)> {
-    let contract = match report {
-        Report::Contract(r) => Some(r),
-        Report::Ci(r) => r.contract.as_ref(),
-        Report::Chaos(_) | Report::Mutation(_) => None,
-    };
-    contract
-        .iter()
-        .flat_map(|c| c.cells.iter().map(|cell| ("contract", cell)))
-        .collect()
 }
 
 type Judged<'a> = (&'static str, &'a CaseResult, Verdict, serde_json::Value);
@@ -145,9 +133,10 @@ fn verdicts(report: &Report) -> Vec<Judged<'_>> {
 /// The final verdicts of a run: each chaos and mutation case's, each contract cell's.
 pub fn final_verdicts(report: &Report) -> Vec<Verdict> {
     let cases = verdicts(report).into_iter().map(|(_, _, v, _)| v);
-    let cells = cells(report)
-        .into_iter()
-        .map(|(_, c)| Verdict::from_check(&c.verdict));
+    let cells = report
+        .cells()
+        .iter()
+        .map(|c| Verdict::from_check(&c.verdict));
     cases.chain(cells).collect()
 }
 
