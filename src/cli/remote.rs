@@ -17,7 +17,8 @@ use super::report_path;
 use super::runs::Show;
 use crate::agent::{DirectClient, direct_client};
 use crate::config::Loaded;
-use crate::run::{RunKind, RunRequest, RunVerdict};
+use crate::run::{RunKind, RunRequest};
+use crate::store::RunRecord;
 
 /// Where the daemon is and how to talk to it.
 pub struct Server {
@@ -186,27 +187,20 @@ pub async fn run(
             return ExitCode::from(130);
         }
     };
-    let done = match followed {
+    let done = match followed.and_then(|d| {
+        serde_json::from_value::<RunRecord>(d).map_err(|e| format!("the daemon's run record: {e}"))
+    }) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("flakestorm: {e}; the run goes on on the daemon: `GET /v1/runs/{id}`");
             return ExitCode::from(2);
         }
     };
-    let code = finish(&server, &id, &done, &path, show).await;
-    let now: Vec<(String, f64)> = done["scores"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-        .collect();
+    finish(&server, &id, &done, &path, show).await;
+    let verdict = done.status.verdict();
+    let now: Vec<(String, f64)> = done.scores.into_iter().collect();
     let dropped = baseline.map(|b| regressions(&b, &now, args.max_drop.unwrap_or(0.0)));
-    let verdict = match done["status"].as_str() {
-        Some("passed") => RunVerdict::Pass,
-        Some("failed") => RunVerdict::Fail,
-        Some("not_tested") => RunVerdict::NotTested,
-        _ => RunVerdict::Error,
-    };
+    let code = ExitCode::from(verdict.exit_code());
     super::runs::gate(code, verdict, &dropped.unwrap_or_default())
 }
 
@@ -356,11 +350,9 @@ fn print_event(event: &(u64, String, Value), show: Show) -> Option<Value> {
     None
 }
 
-/// Saves the report, prints the outcome and returns the exit code of the run's status.
-async fn finish(server: &Server, id: &str, done: &Value, path: &Path, show: Show) -> ExitCode {
-    let status = done["status"].as_str().unwrap_or("error");
-    let reason = done["reason"].as_str().unwrap_or("");
-    let report = match done["artifacts"]["json"].is_string() {
+/// Saves the report and prints the outcome.
+async fn finish(server: &Server, id: &str, done: &RunRecord, path: &Path, show: Show) {
+    let report = match done.artifacts.contains_key("json") {
         true => server
             .json(Method::GET, &format!("/v1/runs/{id}/report"), None)
             .await
@@ -375,19 +367,19 @@ async fn finish(server: &Server, id: &str, done: &Value, path: &Path, show: Show
             println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
         }
     }
-    let score = done["scores"]
-        .as_object()
-        .and_then(|s| s.get("overall").or_else(|| s.values().next()))
-        .and_then(Value::as_f64);
-    let label = status.to_uppercase().replace('_', " ");
+    let score = done
+        .scores
+        .get("overall")
+        .or_else(|| done.scores.values().next());
+    let label = done.status.as_str().to_uppercase().replace('_', " ");
     if show.quiet || show.score_only {
-        let kind = done["kind"].as_str().unwrap_or("run");
-        println!("{kind} {label}: {:.1}/100", score.unwrap_or(0.0));
+        println!("{} {label}: {:.1}/100", done.kind, score.unwrap_or(&0.0));
     } else if !show.json {
         println!("run {id} on {}: {label}", server.base);
         if let Some(s) = score {
             println!("score {s:.1}/100");
         }
+        let reason = done.reason.as_deref().unwrap_or("");
         for r in reason.split("; ").filter(|r| !r.is_empty()) {
             println!("  - {r}");
         }
@@ -395,11 +387,6 @@ async fn finish(server: &Server, id: &str, done: &Value, path: &Path, show: Show
             println!("report: {}", path.display());
         }
     }
-    ExitCode::from(match status {
-        "passed" => 0,
-        "failed" => 1,
-        _ => 2,
-    })
 }
 
 fn write(path: &Path, report: &Value) -> Result<(), String> {

@@ -101,6 +101,21 @@ impl RunStatus {
             RunVerdict::Error => RunStatus::Error,
         }
     }
+
+    /// The verdict a run that ended with this status stands for: anything but a pass, a
+    /// failure or not tested (cancelled, interrupted, an error, or not ended) is an error.
+    pub fn verdict(self) -> RunVerdict {
+        match self {
+            RunStatus::Passed => RunVerdict::Pass,
+            RunStatus::Failed => RunVerdict::Fail,
+            RunStatus::NotTested => RunVerdict::NotTested,
+            RunStatus::Queued
+            | RunStatus::Running
+            | RunStatus::Cancelled
+            | RunStatus::Interrupted
+            | RunStatus::Error => RunVerdict::Error,
+        }
+    }
 }
 
 #[cfg(test)]
