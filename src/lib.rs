@@ -40,6 +40,7 @@ pub mod journal;
 pub mod llm;
 pub mod mutate;
 pub mod proxy;
+pub mod report;
 pub mod run;
 pub mod store;
 pub mod telemetry;

@@ -142,7 +142,7 @@ impl<T: Clone> Compiled<T> {
         RuleStats {
             rule: self.id.to_string(),
             kind: self.kind,
-            mode: self.mode,
+            mode: self.mode.to_string(),
             matched: self.calls.load(Ordering::Relaxed),
             fired: self.fired.load(Ordering::Relaxed),
             scope: self.scope.describe(),

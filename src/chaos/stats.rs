@@ -3,10 +3,10 @@
 //! that never fired did not (nothing matched its scope or URL, or its probability and
 //! `after_calls` held it back).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which list of a `chaos:` spec a rule comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleKind {
     ToolFault,
@@ -15,12 +15,12 @@ pub enum RuleKind {
 }
 
 /// Counters and shape of one rule.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleStats {
     /// The rule's id (`tool_faults[0]` unless the config names it).
     pub rule: String,
     pub kind: RuleKind,
-    pub mode: &'static str,
+    pub mode: String,
     /// Requests its scope and `match_url` matched.
     pub matched: u64,
     /// Requests it fired on (after `probability` and `after_calls`).

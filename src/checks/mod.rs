@@ -15,7 +15,7 @@ mod traffic;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use answer::Invariant;
 pub use pii::find_pii;
@@ -36,7 +36,7 @@ pub struct CaseView<'a> {
     pub similarity: &'a Similarity,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
 pub enum Verdict {
     Pass(String),

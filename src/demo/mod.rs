@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::config::{self, Overrides};
+use crate::config::{self, Overrides, ReportFormat};
 use crate::daemon::Daemon;
 use crate::run::{
     Declared, RunContext, chaos_summary, combine, mutation_summary, run_chaos, run_contract,
@@ -46,6 +46,8 @@ pub fn reports_dir() -> PathBuf {
 }
 
 async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
+    let started_at_ms = crate::store::now_ms();
+    let clock = tokio::time::Instant::now();
     let mocks = origins::start(dir).await?;
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -139,7 +141,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         "replay",
         "replay runs are not available in this build".to_string(),
     )];
-    let ci = combine(
+    let mut ci = combine(
         &cfg.scoring,
         Some(mutation),
         Some(contract),
@@ -147,6 +149,11 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         &skipped,
         cfg.scoring.min_score,
     );
+    ci.run = Some(crate::run::RunInfo {
+        flakestorm: env!("CARGO_PKG_VERSION").into(),
+        started_at_ms: u64::try_from(started_at_ms).unwrap_or(0),
+        duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+    });
     let _ = writeln!(out, "\nphases:");
     for p in &ci.phases {
         match (p.score, &p.skipped) {
@@ -167,12 +174,13 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         let _ = writeln!(out, "  - {r}");
     }
     traffic(&mut out, &daemon);
-    let reports = write_reports(&ci)?;
+    let reports = write_reports(ci)?;
     let _ = writeln!(
         out,
         "\nreport: {} (only the latest demo's is kept)",
         reports.join("ci.json").display()
     );
+    let _ = writeln!(out, "        {}", reports.join("ci.html").display());
     let _ = writeln!(
         out,
         "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
@@ -211,11 +219,16 @@ fn traffic(out: &mut String, daemon: &Daemon) {
     }
 }
 
-fn write_reports(ci: &crate::run::CiReport) -> Result<PathBuf, DemoError> {
+/// The JSON report and its HTML page.
+fn write_reports(ci: crate::run::CiReport) -> Result<PathBuf, DemoError> {
     let reports = reports_dir();
     std::fs::create_dir_all(&reports).map_err(DemoError::from("creating the reports folder"))?;
-    let json = serde_json::to_string_pretty(ci).map_err(DemoError::from("encoding the report"))?;
-    std::fs::write(reports.join("ci.json"), json).map_err(DemoError::from("writing the report"))?;
+    let report = crate::run::Report::Ci(Box::new(ci));
+    for format in [ReportFormat::Json, ReportFormat::Html] {
+        let text = crate::report::render(&report, format).map_err(DemoError)?;
+        let path = crate::report::beside(&reports.join("ci.json"), format);
+        std::fs::write(path, text).map_err(DemoError::from("writing the report"))?;
+    }
     Ok(reports)
 }
 

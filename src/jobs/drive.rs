@@ -260,7 +260,7 @@ fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'sta
         let mut s = job.lock();
         s.status = status;
         s.reason = reason;
-        s.finished_ms = Some(super::now_ms());
+        s.finished_ms = Some(crate::store::now_ms());
         s.clone()
     };
     let seconds =

@@ -187,7 +187,7 @@ impl Jobs {
                 kind,
                 config_digest: digest,
                 seed,
-                started_ms: now_ms(),
+                started_ms: crate::store::now_ms(),
                 finished_ms: None,
                 status: Status::Queued,
                 reason: None,
@@ -285,14 +285,6 @@ fn prune<T>(items: &mut Vec<T>, ended: impl Fn(&T) -> bool, keep: usize) {
         }
         !gone
     });
-}
-
-/// Unix milliseconds: run records carry real times, not the (pausable) tokio clock.
-#[allow(clippy::disallowed_methods)]
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

@@ -6,13 +6,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Draw;
 use crate::config::{Family, MutationType, MutationsSpec};
 
 /// One variant to send.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variant {
     #[serde(rename = "type")]
     pub kind: MutationType,
@@ -25,7 +25,7 @@ pub struct Variant {
 }
 
 /// Why a generated variant was not sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dropped {
     Empty,
@@ -38,7 +38,7 @@ pub enum Dropped {
 }
 
 /// The cases of a mutation run, and what was left out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// In the order they run.
     pub variants: Vec<Variant>,

@@ -5,14 +5,14 @@
 //! byte came back) are listed but their traffic is not judged. A case whose traffic met
 //! flakestorm's own errors is not judged (`environment`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RunContext;
 use super::environment;
 use crate::chaos::{mix, stream};
 use crate::exchange::{FaultRecord, Target};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub scenario: String,
     pub prompt: String,
@@ -23,7 +23,7 @@ pub struct CaseResult {
     pub latency_ms: f64,
     pub attempts: u32,
     /// Attempts before the judged one, each failed before any response byte.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier_attempts: Vec<EarlierAttempt>,
     /// Why this case is not judged (an environment error, a lost trace id); its checks
     /// are then neither passed nor failed.
@@ -35,12 +35,25 @@ pub struct CaseResult {
     /// attribution, or the agent dropped the case's `traceparent` under header attribution).
     #[serde(rename = "exchanges")]
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
+    /// Contract runs: each invariant's verdict on this case (the cells say it per
+    /// scenario); absent for cases that were not judged and in other runs, whose reports
+    /// list checks per prompt or variant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CaseCheck>,
     /// Journal ids of the judged attempt's window, first and last.
     #[serde(skip)]
     pub window: (u64, u64),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One invariant's verdict on one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseCheck {
+    pub invariant: String,
+    #[serde(flatten)]
+    pub verdict: crate::checks::Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EarlierAttempt {
     pub error: String,
     pub latency_ms: f64,
@@ -63,6 +76,7 @@ impl CaseResult {
             not_judged: None,
             faults: vec![],
             traffic: None,
+            checks: vec![],
             window: (0, 0),
         }
     }
@@ -162,6 +176,7 @@ pub async fn run_case(
         not_judged,
         faults,
         traffic,
+        checks: vec![],
         window: (first, last),
     }
 }

@@ -4,7 +4,7 @@
 //! applies passes; a prompt whose case met an environment error, or whose run's chaos
 //! never reached the agent, is not judged.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RunContext;
 use super::RunError;
@@ -19,7 +19,7 @@ use crate::config::{Attribution, Check, InvariantSpec, When};
 
 pub const SCHEMA: &str = "flakestorm.chaos/2";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptVerdict {
     pub prompt: String,
     /// Every check that applies passed. False for a prompt that was not judged.
@@ -30,9 +30,13 @@ pub struct PromptVerdict {
     pub checks: Vec<Verdict>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChaosReport {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "super::saved::chaos")]
+    pub schema: super::saved::Fixed,
+    /// When, how long and by which flakestorm (the top-level report only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
     /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     /// The profile name, or `chaos` for the config's own section.
@@ -71,6 +75,7 @@ pub async fn run_chaos(
     let judgement = run.decide(ctx, score, judged > 0);
     Ok(ChaosReport {
         schema: SCHEMA,
+        run: None,
         config_digest: ctx.config_digest.clone(),
         chaos: name.to_string(),
         seed: ctx.seed,

@@ -3,7 +3,7 @@
 //! that did not run say why. The verdict is the worst of the phases' (error, then fail,
 //! then not tested) and the overall score must reach the pass mark.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport, MutationReport};
@@ -11,9 +11,10 @@ use crate::config::ScoringSpec;
 
 pub const SCHEMA: &str = "flakestorm.ci/2";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
-    pub name: &'static str,
+    #[serde(deserialize_with = "super::saved::phase")]
+    pub name: super::saved::Fixed,
     /// 0–100 when the phase ran.
     pub score: Option<f64>,
     /// Why it did not run.
@@ -23,9 +24,13 @@ pub struct Phase {
     pub verdict: Option<RunVerdict>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CiReport {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "super::saved::ci")]
+    pub schema: super::saved::Fixed,
+    /// When, how long and by which flakestorm (the top-level report only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
     /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     pub phases: Vec<Phase>,
@@ -117,6 +122,7 @@ pub fn combine(
         .or_else(|| mutation.as_ref().and_then(|m| m.config_digest.clone()));
     CiReport {
         schema: SCHEMA,
+        run: None,
         config_digest,
         phases,
         overall,
@@ -174,6 +180,7 @@ mod tests {
     fn weights_renormalise_over_the_phases_that_ran() {
         let chaos = ChaosReport {
             schema: super::super::chaos::SCHEMA,
+            run: None,
             config_digest: None,
             chaos: "chaos".into(),
             seed: 1,
@@ -228,6 +235,7 @@ mod tests {
     fn an_untested_phase_is_not_a_low_score() {
         let untested = ChaosReport {
             schema: super::super::chaos::SCHEMA,
+            run: None,
             config_digest: None,
             chaos: "chaos".into(),
             seed: 1,

@@ -4,7 +4,7 @@
 //! calls per invariant. Cells aggregate a scenario's cases; `when`-excluded cells are "not
 //! applicable", never passed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 use super::cases::CaseResult;
@@ -21,9 +21,13 @@ use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenari
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContractReport {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "super::saved::contract")]
+    pub schema: super::saved::Fixed,
+    /// When, how long and by which flakestorm (the top-level report only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
     /// `sha256:` digest of the config file (null without a file).
     pub config_digest: Option<String>,
     pub contract: String,
@@ -116,12 +120,12 @@ pub async fn run_contract(
         cases.extend(base.cases);
     }
     let mut cells = vec![];
-    for (scenario, outcome) in scenarios.iter().zip(outcomes) {
+    for (scenario, mut outcome) in scenarios.iter().zip(outcomes) {
         let covered = cover(ctx, &scenario.name, &outcome);
         let judged = judge
             .scenario(
                 scenario,
-                &outcome.cases,
+                &mut outcome.cases,
                 &covered,
                 &mut baselines,
                 &mut warnings,
@@ -147,6 +151,7 @@ pub async fn run_contract(
     score.passed = judgement.verdict.passed();
     Ok(ContractReport {
         schema: SCHEMA,
+        run: None,
         config_digest: ctx.config_digest.clone(),
         contract: contract.name.clone(),
         seed: ctx.seed,

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::cases::CaseResult;
 use crate::chaos::{RuleKind, RuleStats};
@@ -29,7 +29,7 @@ impl Declared {
 }
 
 /// One rule of a scenario and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleCoverage {
     #[serde(flatten)]
     pub stats: RuleStats,
@@ -40,7 +40,7 @@ pub struct RuleCoverage {
 }
 
 /// What a scenario's chaos did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     pub scenario: String,
     /// Exchanges the proxy recorded while the scenario ran.

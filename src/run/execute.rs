@@ -239,6 +239,26 @@ impl Report {
         out
     }
 
+    /// When and by which flakestorm it ran.
+    pub fn info_mut(&mut self) -> &mut Option<super::RunInfo> {
+        match self {
+            Report::Contract(r) => &mut r.run,
+            Report::Chaos(r) => &mut r.run,
+            Report::Mutation(r) => &mut r.run,
+            Report::Ci(r) => &mut r.run,
+        }
+    }
+
+    /// When and by which flakestorm it ran (reports older than this field: none).
+    pub fn info(&self) -> Option<&super::RunInfo> {
+        match self {
+            Report::Contract(r) => r.run.as_ref(),
+            Report::Chaos(r) => r.run.as_ref(),
+            Report::Mutation(r) => r.run.as_ref(),
+            Report::Ci(r) => r.run.as_ref(),
+        }
+    }
+
     /// Where warnings about the run as a whole go (`ci`: its contract's, else its first
     /// phase's).
     pub fn warnings_mut(&mut self) -> Option<&mut Vec<String>> {
@@ -258,6 +278,18 @@ impl Report {
 
 /// Runs `p` against the agent in `ctx`.
 pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
+    let started_at_ms = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+    let clock = tokio::time::Instant::now();
+    let mut report = run_kind(ctx, config, p).await?;
+    *report.info_mut() = Some(super::RunInfo {
+        flakestorm: env!("CARGO_PKG_VERSION").into(),
+        started_at_ms,
+        duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+    });
+    Ok(report)
+}
+
+async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
     let golden = &config.golden_prompts;
     if p.kind != RunKind::Ci {
         phase(ctx, p.kind.as_str());

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::CellResult;
 use super::RunContext;
-use super::cases::CaseResult;
+use super::cases::{CaseCheck, CaseResult};
 use super::coverage::Coverage;
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;
@@ -42,7 +42,7 @@ impl Judge<'_> {
     pub async fn scenario(
         &self,
         scenario: &Scenario,
-        results: &[CaseResult],
+        results: &mut [CaseResult],
         coverage: &Coverage,
         baselines: &mut HashMap<String, String>,
         warnings: &mut Vec<String>,
@@ -61,9 +61,8 @@ impl Judge<'_> {
         let mut cells = vec![];
         for (i, inv) in self.invariants.iter().enumerate() {
             let spec = &self.contract.invariants[i];
-            let mine: Vec<&CaseResult> = results
-                .iter()
-                .filter(|c| self.prompts_of[i].contains(&c.prompt))
+            let mine: Vec<usize> = (0..results.len())
+                .filter(|&c| self.prompts_of[i].contains(&results[c].prompt))
                 .collect();
             let untested = coverage.untested(spec.when).filter(|_| !chaos.is_empty());
             let (verdict, judged) = match (applies(spec.when, chaos), untested) {
@@ -75,7 +74,17 @@ impl Judge<'_> {
                     (Verdict::NotApplicable(why), 0)
                 }
                 (true, Some(why)) => (Verdict::NotTested(why), 0),
-                (true, None) => cell(inv, &mine, baselines, &sim),
+                (true, None) => {
+                    let cases: Vec<&CaseResult> = mine.iter().map(|&c| &results[c]).collect();
+                    let (verdict, judged, each) = cell(inv, &cases, baselines, &sim);
+                    for (c, v) in mine.iter().zip(each) {
+                        if let Some(verdict) = v {
+                            let invariant = spec.id.clone();
+                            results[*c].checks.push(CaseCheck { invariant, verdict });
+                        }
+                    }
+                    (verdict, judged)
+                }
             };
             cells.push(CellResult {
                 invariant: spec.id.clone(),
@@ -153,20 +162,24 @@ pub(super) fn view<'a>(
 /// A cell fails if any case fails (saying how many of its prompts did), passes if any
 /// passes (the rest not applicable); with the number of cases judged (passed or failed).
 /// Cases that could not be judged are skipped; if none was judged, the cell is not tested.
+/// Also each case's own verdict (None for a case that could not be judged).
 fn cell(
     inv: &Invariant,
     cases: &[&CaseResult],
     baselines: &HashMap<String, String>,
     sim: &Similarity,
-) -> (Verdict, usize) {
+) -> (Verdict, usize, Vec<Option<Verdict>>) {
     let (mut passed, mut failed, mut skipped, mut unjudged) = (None, vec![], None, None);
-    let mut judged = 0;
+    let (mut judged, mut each) = (0, Vec::with_capacity(cases.len()));
     for c in cases {
         if let Some(why) = &c.not_judged {
             unjudged = unjudged.or(Some(why.clone()));
+            each.push(None);
             continue;
         }
-        match inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim)) {
+        let verdict = inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim));
+        each.push(Some(verdict.clone()));
+        match verdict {
             Verdict::Fail(r) => failed.push(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
             Verdict::NotApplicable(r) | Verdict::NotTested(r) => {
@@ -181,17 +194,15 @@ fn cell(
             1 if judged == 1 => first.clone(),
             n => format!("{n} of {judged} prompts failed; {first}"),
         };
-        return (Verdict::Fail(why), judged);
+        return (Verdict::Fail(why), judged, each);
     }
-    match (passed, unjudged) {
-        (Some(r), _) if judged == 1 => (Verdict::Pass(r), 1),
-        (Some(_), _) => (Verdict::Pass(format!("{judged} cases passed")), judged),
+    let verdict = match (passed, unjudged) {
+        (Some(r), _) if judged == 1 => Verdict::Pass(r),
+        (Some(_), _) => Verdict::Pass(format!("{judged} cases passed")),
         // A case that could not be judged might have applied: not tested, with the cause.
-        (None, Some(why)) => (Verdict::NotTested(why), 0),
+        (None, Some(why)) => Verdict::NotTested(why),
         // Why the first case did not apply says why the cell does not.
-        (None, None) => (
-            Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
-            0,
-        ),
-    }
+        (None, None) => Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
+    };
+    (verdict, judged, each)
 }

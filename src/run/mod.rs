@@ -21,12 +21,13 @@ mod execute;
 mod judge;
 mod matrix;
 mod mutation;
+mod saved;
 mod score;
 mod summary;
 mod verdict;
 mod wire_cases;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::Agent;
 use crate::chaos::Engine;
@@ -34,7 +35,7 @@ use crate::checks::Verdict;
 use crate::config::{Attribution, Severity};
 use crate::journal::Journal;
 
-pub use cases::{CaseResult, EarlierAttempt};
+pub use cases::{CaseCheck, CaseResult, EarlierAttempt};
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use contract::{ContractReport, run_contract};
@@ -42,6 +43,7 @@ pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
+pub use saved::{ReadError, RunInfo};
 pub use score::{Score, contract_score};
 pub use summary::{chaos_summary, mutation_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
@@ -156,7 +158,7 @@ pub struct RunContext {
 
 /// One cell of the invariants × scenarios matrix: shared by the contract run that scores
 /// it and the judge that fills it (kept here so neither imports the other).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
     pub invariant: String,
     pub scenario: String,

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RunContext;
 use super::RunError;
@@ -24,7 +24,7 @@ use crate::mutate::{Dropped, Plan, Variant, plan, text, unsupported};
 pub const SCHEMA: &str = "flakestorm.mutation/1";
 
 /// One variant sent, and its verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MutantVerdict {
     #[serde(flatten)]
     pub variant: Variant,
@@ -41,7 +41,7 @@ pub struct MutantVerdict {
 }
 
 /// A type's share of the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TypeScore {
     #[serde(rename = "type")]
     pub kind: MutationType,
@@ -53,9 +53,13 @@ pub struct TypeScore {
     pub dropped: BTreeMap<Dropped, usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MutationReport {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "super::saved::mutation")]
+    pub schema: super::saved::Fixed,
+    /// When, how long and by which flakestorm (the top-level report only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
     pub config_digest: Option<String>,
     /// The chaos the variants ran under (`run --chaos`), or null.
     pub chaos: Option<String>,
@@ -154,6 +158,7 @@ pub async fn run_mutation(
         .collect();
     let mut report = MutationReport {
         schema: SCHEMA,
+        run: None,
         config_digest: ctx.config_digest.clone(),
         chaos: chaos.map(|(n, _)| n.to_string()),
         seed,

@@ -1,11 +1,11 @@
 //! The contract score (design.md §7): Σ passed·w / Σ applicable·w × 100 with w = critical 3,
 //! high 2, medium 1, low 1; any failed critical cell fails the contract whatever the number.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Severity;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Score {
     /// 0..=100; 0 when no cell could be judged.
     pub value: f64,

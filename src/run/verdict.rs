@@ -5,14 +5,14 @@
 //! answered fewer than half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail,
 //! 2 not tested or error (docs/invariants.md, "Verdicts").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::cases::CaseResult;
 use super::coverage::Coverage;
 use crate::exchange::{Exchange, Outcome, Target};
 use crate::journal::Journal;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVerdict {
     Pass,
@@ -48,7 +48,7 @@ impl RunVerdict {
 }
 
 /// A verdict and, unless it is a pass, why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
     pub verdict: RunVerdict,
     #[serde(rename = "verdict_reasons")]

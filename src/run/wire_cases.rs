@@ -90,6 +90,7 @@ fn case(
         not_judged,
         faults: vec![],
         traffic: None,
+        checks: vec![],
         window: (0, 0),
     }
 }

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 pub use compare::{Change, ChangeKind, Comparison, Delta, RunData, Subject, compare};
 pub use error::StoreError;
 pub use from_run::ended;
-pub use id::{RunId, readable as readable_time};
+pub use id::{RunId, now_ms, readable as readable_time};
 pub use owner::INTERRUPTED;
 pub use record::{
     CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, StoredCase,
