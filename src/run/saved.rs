@@ -148,7 +148,6 @@ pub struct RunInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::run::Report;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/reports/ci.json");
