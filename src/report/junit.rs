@@ -1,7 +1,306 @@
-//! JUnit XML.
+//! JUnit XML, as GitHub Actions reporters, GitLab and Jenkins read it: one `testsuite` per
+//! phase, one `testcase` per contract cell (`classname` = phase.scenario, `name` = the
+//! invariant) or per chaos and mutation case (`name` = the prompt or variant), plus one
+//! `run verdict` testcase per phase so a run that did not pass for reasons no cell shows
+//! (traffic that never crossed the proxy, a score under the pass mark) is not green.
+//! A failed check is a `failure`; a cell or case that could not be tested is an `error`
+//! (never the agent's failure, never a pass); not applicable is `skipped`. `ci`'s skipped
+//! phases are a suite with one skipped testcase.
 
-use super::view::Overview;
+use std::fmt::Write;
 
-pub fn render(_overview: &Overview<'_>) -> String {
-    String::new()
+use super::text::{clip, one_line, plain};
+use super::view::{CaseView, Overview, PhaseLine, Section};
+use crate::checks::Verdict;
+use crate::run::RunVerdict;
+
+/// Case names longer than this are clipped (the JSON report has the full text).
+const NAME_CHARS: usize = 120;
+/// Failure bodies longer than this are clipped.
+const BODY_CHARS: usize = 4000;
+
+/// What a testcase says: nothing (passed), or one child element.
+enum Outcome {
+    Passed,
+    Failure { message: String, body: String },
+    Error { message: String },
+    Skipped { message: String },
+}
+
+struct Case {
+    classname: String,
+    name: String,
+    seconds: f64,
+    outcome: Outcome,
+}
+
+pub fn render(o: &Overview<'_>) -> String {
+    let mut suites: Vec<(String, Vec<(&str, String)>, Vec<Case>)> = vec![];
+    for s in &o.sections {
+        let mut cases = match s.phase {
+            "contract" => cells(s),
+            _ => s.cases.iter().map(|c| case(s.phase, c)).collect(),
+        };
+        cases.push(verdict_case(s));
+        let props = vec![
+            ("score", format!("{:.1}", s.score)),
+            ("min_score", format!("{}", s.min_score)),
+            ("verdict", s.judgement.verdict.label().to_string()),
+            ("seed", s.seed.to_string()),
+        ];
+        suites.push((s.phase.to_string(), props, cases));
+    }
+    for p in o.phases.iter().filter(|p| p.skipped.is_some()) {
+        suites.push((p.name.to_string(), vec![], vec![skipped_phase(p)]));
+    }
+    let all: Vec<&Case> = suites.iter().flat_map(|(_, _, c)| c).collect();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"flakestorm {}\" {}>",
+        o.kind,
+        counts(&all)
+    );
+    for (name, props, cases) in &suites {
+        let refs: Vec<&Case> = cases.iter().collect();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" {}>",
+            attr(name),
+            counts(&refs)
+        );
+        if !props.is_empty() {
+            out.push_str("    <properties>\n");
+            let mut props: Vec<(&str, String)> = props.clone();
+            if let Some(d) = o.config_digest {
+                props.push(("config_digest", d.to_string()));
+            }
+            for (k, v) in props {
+                let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", attr(&v));
+            }
+            out.push_str("    </properties>\n");
+        }
+        for c in cases {
+            testcase(&mut out, c);
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// `tests`, `failures`, `errors`, `skipped` and `time` attributes.
+fn counts(cases: &[&Case]) -> String {
+    let n = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+    let time: f64 = cases.iter().map(|c| c.seconds).sum();
+    format!(
+        "tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{time:.3}\"",
+        cases.len(),
+        n(|o| matches!(o, Outcome::Failure { .. })),
+        n(|o| matches!(o, Outcome::Error { .. })),
+        n(|o| matches!(o, Outcome::Skipped { .. })),
+    )
+}
+
+fn testcase(out: &mut String, c: &Case) {
+    let _ = write!(
+        out,
+        "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+        attr(&c.classname),
+        attr(&c.name),
+        c.seconds
+    );
+    let _ = match &c.outcome {
+        Outcome::Passed => writeln!(out, "/>"),
+        Outcome::Failure { message, body } => writeln!(
+            out,
+            ">\n      <failure message=\"{}\" type=\"fail\">{}</failure>\n    </testcase>",
+            attr(message),
+            text(body)
+        ),
+        Outcome::Error { message } => writeln!(
+            out,
+            ">\n      <error message=\"{}\" type=\"not_tested\"/>\n    </testcase>",
+            attr(message)
+        ),
+        Outcome::Skipped { message } => writeln!(
+            out,
+            ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+            attr(message)
+        ),
+    };
+}
+
+/// A check's verdict as a testcase outcome.
+fn outcome(v: &Verdict, body: String) -> Outcome {
+    match v {
+        Verdict::Pass(_) => Outcome::Passed,
+        Verdict::Fail(why) => Outcome::Failure {
+            message: why.clone(),
+            body,
+        },
+        Verdict::NotTested(why) => Outcome::Error {
+            message: format!("not tested: {why}"),
+        },
+        Verdict::NotApplicable(why) => Outcome::Skipped {
+            message: format!("not applicable: {why}"),
+        },
+    }
+}
+
+/// Contract: one testcase per cell, timed by its scenario's cases.
+fn cells(s: &Section<'_>) -> Vec<Case> {
+    s.cells
+        .iter()
+        .map(|cell| {
+            let mine = || s.cases.iter().filter(|c| c.case.scenario == cell.scenario);
+            let seconds = mine().map(|c| c.case.latency_ms).sum::<f64>() / 1000.0;
+            // The failing cases, each with its reason.
+            let mut body = String::new();
+            for c in mine() {
+                for (_, v) in c.checks.iter().filter(|(inv, _)| *inv == cell.invariant) {
+                    if let Verdict::Fail(why) = v {
+                        let _ = writeln!(body, "{:?}: {why}", c.case.prompt);
+                        let _ = match (&c.case.answer, &c.case.error) {
+                            (Some(a), _) => writeln!(body, "  answer: {}", clip(a, 500)),
+                            (None, Some(e)) => writeln!(body, "  error: {e}"),
+                            (None, None) => Ok(()),
+                        };
+                    }
+                }
+            }
+            Case {
+                classname: format!("contract.{}", cell.scenario),
+                name: format!("{} [{}]", cell.invariant, cell.severity),
+                seconds,
+                outcome: outcome(&cell.verdict, body),
+            }
+        })
+        .collect()
+}
+
+/// Chaos and mutation: one testcase per case.
+fn case(phase: &str, c: &CaseView<'_>) -> Case {
+    let (classname, input) = match &c.mutation {
+        Some((kind, _)) => (format!("{phase}.{kind}"), &c.case.prompt),
+        None => (format!("{phase}.{}", c.case.scenario), &c.case.prompt),
+    };
+    let failed: Vec<String> = c
+        .checks
+        .iter()
+        .filter_map(|(label, v)| match v {
+            Verdict::Fail(why) => Some(format!("{label}: {why}")),
+            _ => None,
+        })
+        .collect();
+    let mut body = String::new();
+    for f in &failed {
+        let _ = writeln!(body, "{f}");
+    }
+    if let Some((_, original)) = &c.mutation {
+        let _ = writeln!(body, "made from: {original:?}");
+    }
+    let _ = match (&c.case.answer, &c.case.error) {
+        (Some(a), _) => writeln!(body, "answer: {a}"),
+        (None, Some(e)) => writeln!(body, "error: {e}"),
+        (None, None) => Ok(()),
+    };
+    let outcome = match (c.passed, &c.case.not_judged) {
+        (Some(true), _) => Outcome::Passed,
+        (Some(false), _) => Outcome::Failure {
+            message: failed
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "a check failed".into()),
+            body,
+        },
+        (None, Some(why)) => Outcome::Error {
+            message: format!("not judged: {why}"),
+        },
+        (None, None) => {
+            let why = c
+                .checks
+                .iter()
+                .find_map(|(_, v)| match v {
+                    Verdict::NotTested(w) => Some(w.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "no check could judge this case".into());
+            Outcome::Error {
+                message: format!("not tested: {why}"),
+            }
+        }
+    };
+    Case {
+        classname,
+        name: clip(&one_line(input), NAME_CHARS),
+        seconds: c.case.latency_ms / 1000.0,
+        outcome,
+    }
+}
+
+/// The phase's own verdict: a failure when it failed, an error when it could not judge.
+fn verdict_case(s: &Section<'_>) -> Case {
+    let reasons = s.judgement.reasons.join("\n");
+    let message = s
+        .judgement
+        .reasons
+        .first()
+        .cloned()
+        .unwrap_or_else(|| s.judgement.verdict.label().to_string());
+    let outcome = match s.judgement.verdict {
+        RunVerdict::Pass => Outcome::Passed,
+        RunVerdict::Fail => Outcome::Failure {
+            message,
+            body: reasons,
+        },
+        RunVerdict::NotTested | RunVerdict::Error => Outcome::Error {
+            message: format!("{}: {reasons}", s.judgement.verdict.label()),
+        },
+    };
+    Case {
+        classname: s.phase.to_string(),
+        name: format!(
+            "run verdict (score {:.1}, pass mark {})",
+            s.score, s.min_score
+        ),
+        seconds: 0.0,
+        outcome,
+    }
+}
+
+fn skipped_phase(p: &PhaseLine<'_>) -> Case {
+    Case {
+        classname: p.name.to_string(),
+        name: format!("{} phase", p.name),
+        seconds: 0.0,
+        outcome: Outcome::Skipped {
+            message: p.skipped.unwrap_or_default().to_string(),
+        },
+    }
+}
+
+/// An attribute value: escaped, on one line, clipped.
+fn attr(s: &str) -> String {
+    escape(&clip(&one_line(&plain(s)), BODY_CHARS))
+}
+
+/// Element text: escaped, clipped.
+fn text(s: &str) -> String {
+    escape(&clip(&plain(s), BODY_CHARS))
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -1,7 +1,215 @@
-//! Markdown.
+//! Markdown for `$GITHUB_STEP_SUMMARY` and pull-request comments: the verdict and why,
+//! the scores, and what failed (contract cells, chaos and mutation cases), kept under
+//! 1 MiB (GitHub's limit for a step summary): rows past a cap are counted, not listed.
+//! Text from the agent is escaped so it cannot become markup, HTML or a table cell break.
 
-use super::view::Overview;
+use std::fmt::Write;
 
-pub fn render(_overview: &Overview<'_>) -> String {
-    String::new()
+use super::text::{clip, one_line, plain};
+use super::view::{Overview, Section};
+use crate::checks::Verdict;
+use crate::run::RunVerdict;
+
+/// Rows listed per table; the rest are counted.
+const MAX_ROWS: usize = 50;
+/// Characters of one table cell.
+const CELL_CHARS: usize = 300;
+
+pub fn render(o: &Overview<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## flakestorm {}: {} {} — {:.1}/100 (pass mark {})\n",
+        o.kind,
+        icon(o.verdict),
+        o.verdict.label(),
+        o.score,
+        o.min_score
+    );
+    for r in o.reasons {
+        let _ = writeln!(out, "- {}", inline(r));
+    }
+    if !o.reasons.is_empty() {
+        out.push('\n');
+    }
+    if !o.phases.is_empty() {
+        out.push_str("| phase | score | weight | verdict |\n|---|---:|---:|---|\n");
+        for p in &o.phases {
+            let _ = match (p.score, p.skipped) {
+                (Some(s), _) => writeln!(
+                    out,
+                    "| {} | {s:.1} | {} | {} |",
+                    p.name,
+                    p.weight,
+                    p.verdict.map_or("", RunVerdict::label)
+                ),
+                (None, why) => writeln!(
+                    out,
+                    "| {} | – | {} | skipped: {} |",
+                    p.name,
+                    p.weight,
+                    cell(why.unwrap_or(""))
+                ),
+            };
+        }
+        out.push('\n');
+    }
+    for s in &o.sections {
+        section(&mut out, s, o.sections.len() > 1);
+    }
+    let mut facts = vec![];
+    if let Some(i) = o.info {
+        facts.push(format!("flakestorm {}", i.flakestorm));
+        facts.push(format!("{:.1} s", i.duration_ms / 1000.0));
+    }
+    if let Some(s) = o.sections.first() {
+        facts.push(format!("seed {}", s.seed));
+    }
+    if let Some(d) = o.config_digest {
+        facts.push(format!("config `{}`", short(d)));
+    }
+    let _ = writeln!(out, "<sub>{}</sub>", facts.join(" · "));
+    out
+}
+
+fn section(out: &mut String, s: &Section<'_>, heading: bool) {
+    if heading {
+        let _ = writeln!(
+            out,
+            "### {} — {:.1}/100 {} {}\n",
+            s.phase,
+            s.score,
+            icon(s.judgement.verdict),
+            s.judgement.verdict.label()
+        );
+        for r in &s.judgement.reasons {
+            let _ = writeln!(out, "- {}", inline(r));
+        }
+        if !s.judgement.reasons.is_empty() {
+            out.push('\n');
+        }
+    }
+    if s.phase == "contract" {
+        let bad: Vec<_> = s
+            .cells
+            .iter()
+            .filter(|c| matches!(c.verdict, Verdict::Fail(_) | Verdict::NotTested(_)))
+            .collect();
+        let judged = s.cells.iter().filter(|c| c.verdict.judged()).count();
+        let _ = writeln!(
+            out,
+            "{} of {judged} judged cells failed ({} cells, {} not tested).\n",
+            bad.iter()
+                .filter(|c| matches!(c.verdict, Verdict::Fail(_)))
+                .count(),
+            s.cells.len(),
+            bad.iter()
+                .filter(|c| matches!(c.verdict, Verdict::NotTested(_)))
+                .count()
+        );
+        if bad.is_empty() {
+            return;
+        }
+        out.push_str(
+            "| scenario | invariant | severity | verdict | why |\n|---|---|---|---|---|\n",
+        );
+        for c in bad.iter().take(MAX_ROWS) {
+            let (label, why) = match &c.verdict {
+                Verdict::Fail(w) => ("❌ fail", w),
+                Verdict::NotTested(w) => ("⚠️ not tested", w),
+                Verdict::Pass(w) | Verdict::NotApplicable(w) => ("", w),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {label} | {} |",
+                cell(&c.scenario),
+                cell(&c.invariant),
+                c.severity,
+                cell(why)
+            );
+        }
+        more(out, bad.len());
+        return;
+    }
+    let failed: Vec<_> = s.cases.iter().filter(|c| c.passed == Some(false)).collect();
+    let judged = s.cases.iter().filter(|c| c.passed.is_some()).count();
+    let _ = writeln!(
+        out,
+        "{} of {judged} judged cases failed ({} cases).\n",
+        failed.len(),
+        s.cases.len()
+    );
+    if failed.is_empty() {
+        return;
+    }
+    out.push_str("| input | why |\n|---|---|\n");
+    for c in failed.iter().take(MAX_ROWS) {
+        let why: Vec<String> = c
+            .checks
+            .iter()
+            .filter_map(|(label, v)| match v {
+                Verdict::Fail(w) => Some(format!("{label}: {w}")),
+                _ => None,
+            })
+            .collect();
+        let input = match &c.mutation {
+            Some((kind, _)) => format!("`{kind}` {}", cell(&c.case.prompt)),
+            None => cell(&c.case.prompt),
+        };
+        let _ = writeln!(out, "| {input} | {} |", cell(&why.join("; ")));
+    }
+    more(out, failed.len());
+}
+
+fn more(out: &mut String, n: usize) {
+    if n > MAX_ROWS {
+        let _ = writeln!(
+            out,
+            "\n…and {} more (the JSON and HTML reports list them all).",
+            n - MAX_ROWS
+        );
+    }
+    out.push('\n');
+}
+
+fn icon(v: RunVerdict) -> &'static str {
+    match v {
+        RunVerdict::Pass => "✅",
+        RunVerdict::Fail => "❌",
+        RunVerdict::NotTested | RunVerdict::Error => "⚠️",
+    }
+}
+
+/// `sha256:abcdef…` → its first 12 hex digits.
+fn short(digest: &str) -> String {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    hex.chars().take(12).collect()
+}
+
+/// Text in a table cell: one line, clipped, escaped, pipes kept inside the cell.
+fn cell(s: &str) -> String {
+    escape(&clip(&one_line(&plain(s)), CELL_CHARS)).replace('|', "\\|")
+}
+
+/// Text in a list item.
+fn inline(s: &str) -> String {
+    escape(&clip(&one_line(&plain(s)), CELL_CHARS * 3))
+}
+
+/// Markdown and HTML punctuation made literal: GitHub renders inline HTML in summaries.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }

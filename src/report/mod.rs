@@ -6,6 +6,7 @@
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod text;
 pub mod view;
 
 use std::path::{Path, PathBuf};
@@ -34,3 +35,6 @@ pub fn beside(json: &Path, format: ReportFormat) -> PathBuf {
     };
     json.with_extension(ext)
 }
+
+#[cfg(test)]
+mod golden;

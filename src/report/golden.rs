@@ -1,0 +1,68 @@
+//! Golden files: each format rendered from the fixed report `tests/fixtures/reports/ci.json`
+//! must equal its file beside it byte for byte (`UPDATE_GOLDEN=1` rewrites them after an
+//! intended change; review the diff).
+
+use std::path::PathBuf;
+
+use crate::config::ReportFormat;
+use crate::run::Report;
+
+fn fixture() -> Report {
+    let text = std::fs::read_to_string(dir().join("ci.json")).expect("the report fixture");
+    Report::from_json(&text).expect("the fixture reads")
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports")
+}
+
+/// Renders the fixture as `format` and compares it with `file`.
+pub(super) fn check(format: ReportFormat, file: &str) -> String {
+    let got = super::render(&fixture(), format).expect("the fixture renders");
+    let path = dir().join(file);
+    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+        std::fs::write(&path, &got).expect("write the golden file");
+        return got;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} (create it with UPDATE_GOLDEN=1)", path.display()));
+    if got != want {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(g, w)| g != w)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
+        panic!(
+            "{file} differs from the rendering at line {}:\n  got:  {:?}\n  want: {:?}\n\
+             (UPDATE_GOLDEN=1 rewrites it after an intended change)",
+            line + 1,
+            got.lines().nth(line).unwrap_or("(end)"),
+            want.lines().nth(line).unwrap_or("(end)")
+        );
+    }
+    got
+}
+
+#[test]
+fn junit_matches_its_golden_file_and_escapes_the_agent() {
+    let xml = check(ReportFormat::Junit, "ci.junit.xml");
+    assert!(!xml.contains("<script"));
+    assert!(xml.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!xml.contains('\u{1b}'), "no terminal escapes in XML");
+    // One suite per phase that ran, and the skipped replay phase.
+    for suite in ["mutation", "contract", "chaos", "replay"] {
+        assert!(
+            xml.contains(&format!("<testsuite name=\"{suite}\"")),
+            "{suite}"
+        );
+    }
+}
+
+#[test]
+fn markdown_matches_its_golden_file_and_lists_failed_cells() {
+    let md = check(ReportFormat::Markdown, "ci.md");
+    assert!(md.contains("| llm-rate-limited | searches | medium | ❌ fail |"));
+    assert!(md.contains("| llm-truncated | admits-outage | high | ❌ fail |"));
+    assert!(!md.contains("<script"));
+    assert!(md.len() < 1 << 20);
+}
