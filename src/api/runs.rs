@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
-use crate::config::{ConfigError, Loaded, Overrides};
+use crate::config::{ConfigError, Loaded, Overrides, ReportFormat};
 use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
 use crate::store::{Filter, Page, RunRecord, StoreError};
@@ -310,10 +310,12 @@ pub struct ReportQuery {
     format: Option<String>,
 }
 
-/// The run's JSON report.
+/// The run's report: JSON (the record of truth), or rendered as HTML, JUnit XML or Markdown
+/// (the file the run wrote when its config asked for that format, else rendered now from
+/// the JSON).
 #[utoipa::path(get, path = "/v1/runs/{id}/report", params(("id" = String, Path), ReportQuery), responses(
-    (status = 200, description = "the JSON report (schema: docs/report-schema.md)", body = Object),
-    (status = 400, description = "a format this build does not render", body = super::openapi::ErrorBody),
+    (status = 200, description = "the report: JSON (schema: docs/report-schema.md), text/html, application/xml (JUnit) or text/markdown", body = Object),
+    (status = 400, description = "an unknown format", body = super::openapi::ErrorBody),
     (status = 404, description = "no such run", body = super::openapi::ErrorBody),
     (status = 409, description = "no report yet", body = super::openapi::ErrorBody),
 ))]
@@ -324,34 +326,44 @@ pub async fn report(
 ) -> Result<Response, ApiError> {
     let (id, q) = (run_id(id)?, query(q)?);
     let run = record(&s, &id)?;
-    match q.format.as_deref().unwrap_or("json") {
-        "json" => {}
-        f @ ("html" | "junit" | "markdown") => {
-            return Err(ApiError::BadBody(format!(
-                "format: {f} reports are not rendered in this build; format=json is"
-            )));
-        }
-        other => {
-            return Err(ApiError::BadBody(format!(
-                "format: unknown report format `{other}`; valid: json, html, junit, markdown"
-            )));
-        }
-    }
+    let format: ReportFormat = q
+        .format
+        .as_deref()
+        .unwrap_or("json")
+        .parse()
+        .map_err(|e| ApiError::BadBody(format!("format: {e}")))?;
     let Some(path) = run.artifacts.get("json") else {
         return Err(ApiError::NoReport {
             id,
             status: run.status,
         });
     };
-    let json = tokio::fs::read(&path)
-        .await
-        .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))?;
+    let read = |path: String| async move {
+        tokio::fs::read(&path)
+            .await
+            .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))
+    };
+    let body = match run.artifacts.get(format.as_str()) {
+        Some(file) => read(file.clone()).await?,
+        None => {
+            let json = read(path.clone()).await?;
+            let text = String::from_utf8_lossy(&json);
+            let report = crate::run::Report::from_json(&text)
+                .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))?;
+            crate::report::render(&report, format)
+                .map_err(|e| ApiError::Internal(format!("rendering {path}: {e}")))?
+                .into_bytes()
+        }
+    };
+    let content_type = match format {
+        ReportFormat::Json => "application/json",
+        ReportFormat::Html => "text/html; charset=utf-8",
+        ReportFormat::Junit => "application/xml; charset=utf-8",
+        ReportFormat::Markdown => "text/markdown; charset=utf-8",
+    };
     Ok((
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        json,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
     )
         .into_response())
 }

@@ -470,14 +470,12 @@ async fn report_formats_and_runs_without_a_report() {
         message.contains("`pdf`") && message.contains("json"),
         "{message}"
     );
-    let (_, message) = a
-        .get(&format!("/v1/runs/{id}/report?format=html"))
-        .await
-        .error(400);
-    assert!(message.contains("format=json"), "{message}");
-    let (code, message) = a.get(&format!("/v1/runs/{id}/report")).await.error(409);
-    assert_eq!(code, "no_report");
-    assert!(message.contains("error"), "{message}");
+    for format in ["", "?format=html"] {
+        let uri = format!("/v1/runs/{id}/report{format}");
+        let (code, message) = a.get(&uri).await.error(409);
+        assert_eq!(code, "no_report");
+        assert!(message.contains("error"), "{message}");
+    }
 
     // A stored report is served as it was written.
     let store = a.state.jobs.store();
@@ -487,15 +485,41 @@ async fn report_formats_and_runs_without_a_report() {
         seed: None,
         status: RunStatus::Running,
     });
-    let path = store.run_dir(&run_id).unwrap().join("report.json");
-    std::fs::write(&path, r#"{"verdict": "pass"}"#).unwrap();
+    let dir = store.run_dir(&run_id).unwrap();
+    let path = dir.join("report.json");
+    let fixture = include_str!("../../tests/fixtures/reports/ci.json");
+    std::fs::write(&path, fixture).unwrap();
     store.set_artifact(&run_id, "json", &path);
+    // The run wrote HTML too (its config asked): that file is served as written.
+    std::fs::write(dir.join("report.html"), "<p>as written</p>").unwrap();
+    store.set_artifact(&run_id, "html", &dir.join("report.html"));
     store.finish_run(&run_id, RunStatus::Passed, BTreeMap::new(), None);
     store.flush().await.unwrap();
-    let r = a.get(&format!("/v1/runs/{}/report", run_id.as_str())).await;
+    let uri = |q: &str| format!("/v1/runs/{}/report{q}", run_id.as_str());
+    let r = a.get(&uri("")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.headers["content-type"], "application/json");
-    assert_eq!(r.json(), json!({"verdict": "pass"}));
+    assert_eq!(r.text, fixture);
+    let r = a.get(&uri("?format=html")).await;
+    assert_eq!(r.headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(r.text, "<p>as written</p>");
+    // Formats it did not write are rendered from the JSON report.
+    let r = a.get(&uri("?format=junit")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.headers["content-type"], "application/xml; charset=utf-8");
+    assert!(
+        r.text.contains("<testsuite name=\"contract\""),
+        "{}",
+        r.text
+    );
+    let r = a.get(&uri("?format=markdown")).await;
+    assert_eq!(r.headers["content-type"], "text/markdown; charset=utf-8");
+    assert!(r.text.starts_with("## flakestorm ci: "), "{}", r.text);
+    // A report file damaged after the run: a 500 that names the file and the field.
+    std::fs::write(&path, r#"{"schema": "flakestorm.ci/9"}"#).unwrap();
+    let r = a.get(&uri("?format=markdown")).await;
+    assert_eq!(r.status, 500);
+    assert!(r.text.contains("newer than this build reads"), "{}", r.text);
 }
 
 #[tokio::test]

@@ -72,7 +72,7 @@ pub struct StoreArg {
 }
 
 /// Why a command stopped: printed, with its exit code.
-struct Stop(u8, String);
+pub(super) struct Stop(pub u8, pub String);
 
 pub fn run(command: RunsCommand) -> ExitCode {
     let result = match command {
@@ -110,7 +110,7 @@ pub fn run(command: RunsCommand) -> ExitCode {
 }
 
 /// The store, or `None` when the data folder has none yet.
-fn open(at: &StoreArg) -> Result<Option<Store>, Stop> {
+pub(super) fn open(at: &StoreArg) -> Result<Option<Store>, Stop> {
     let dir = match &at.data_dir {
         Some(d) => d.clone(),
         None => {

@@ -14,6 +14,7 @@ mod commands;
 mod history;
 mod progress;
 mod remote;
+mod report;
 mod report_path;
 mod runs;
 mod session;
@@ -117,6 +118,9 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Render a saved report (a JSON report or a stored run's id) as HTML, JUnit XML or
+    /// Markdown (docs/reports.md).
+    Report(report::ReportArgs),
     /// The run history: list, show and compare stored runs (docs/runs.md).
     Runs {
         #[command(subcommand)]
@@ -360,6 +364,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
         Command::Runs { command } => return history::run(command),
+        Command::Report(args) => return report::run(args),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }

@@ -5,10 +5,8 @@
 //! 2 not tested or error (the run could not judge the agent), and 2 for bad config or an
 //! unreachable agent before any case.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-
-use anyhow::Context;
 
 use super::ReportArgs;
 use super::baseline::{Baseline, regressions};
@@ -117,16 +115,25 @@ pub async fn run(
     if let Some(w) = report.warnings_mut() {
         w.extend(crashed);
     }
-    write_report(&report, &path)?;
-    let stored = recorder.finish(&report, Some(&path)).await;
+    let written = crate::report::write_all(&report, &loaded.config.output.format, &path);
+    let stored = recorder.finish(&report, &written.files).await;
     session.stop().await;
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", shown(&report, show));
     }
+    // Rendering never fails a run; only a JSON report that could not be written does.
+    for why in &written.failed {
+        eprintln!("flakestorm: {why}");
+    }
+    if written.json().is_none() {
+        anyhow::bail!("the run's JSON report was not written");
+    }
     if show.summary() {
-        println!("report: {}", path.display());
+        for (_, p) in &written.files {
+            println!("report: {}", p.display());
+        }
     }
     if let Err(e) = stored {
         eprintln!(
@@ -231,12 +238,4 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
 
 fn exit(verdict: RunVerdict) -> ExitCode {
     ExitCode::from(verdict.exit_code())
-}
-
-fn write_report(report: &impl serde::Serialize, path: &Path) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let json = serde_json::to_string_pretty(report)?;
-    std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))
 }

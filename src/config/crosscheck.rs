@@ -1,10 +1,9 @@
 //! Warnings about a loaded config that read more than one section: `agent.reset_endpoint`
-//! against `advanced.concurrency`, `output.format` against what this build renders. (The
+//! against `advanced.concurrency`. (The
 //! checks of one invariant against `tools:` and the prompts live with the invariants, in
 //! `invariants.rs` and `contract.rs`, so this module imports neither.) Owns no types and
 //! never changes the config.
 
-use super::ReportFormat;
 use super::schema::Config;
 
 /// Warnings about a config that loads: things it asks for that a run will not do as the
@@ -14,7 +13,6 @@ pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
         super::agent::warn_agent(a, warnings);
     }
     warn_reset_with_concurrency(c, warnings);
-    warn_unrendered_formats(c, warnings);
 }
 
 /// Cases run `concurrency` at a time, so one case's reset can land while another runs.
@@ -26,23 +24,6 @@ fn warn_reset_with_concurrency(c: &Config, warnings: &mut Vec<String>) {
             "agent.reset_endpoint with advanced.concurrency {n}: a reset before one case can \
              wipe the state of another case still running; set concurrency: 1 if the agent \
              keeps state per process"
-        ));
-    }
-}
-
-/// Only JSON reports are written so far: say so rather than ignore the other formats.
-fn warn_unrendered_formats(c: &Config, warnings: &mut Vec<String>) {
-    let other: Vec<String> = c
-        .output
-        .format
-        .iter()
-        .filter(|f| **f != ReportFormat::Json)
-        .map(|f| format!("{f:?}").to_lowercase())
-        .collect();
-    if !other.is_empty() {
-        warnings.push(format!(
-            "output.format: {} reports are not rendered in this build; the JSON report is written",
-            other.join(", ")
         ));
     }
 }

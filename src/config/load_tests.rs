@@ -220,9 +220,8 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         loaded.warnings
     );
     assert!(
-        loaded.warnings.iter().any(|w| w
-            == "output.format: html reports are not rendered in this build; the JSON report is written"),
-        "{:?}",
+        !loaded.warnings.iter().any(|w| w.contains("output.format")),
+        "every format is rendered: {:?}",
         loaded.warnings
     );
     // It resets the agent before each case and runs 10 cases at a time.

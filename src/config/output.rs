@@ -45,6 +45,37 @@ pub enum ReportFormat {
     Markdown,
 }
 
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 4] = [
+        ReportFormat::Json,
+        ReportFormat::Html,
+        ReportFormat::Junit,
+        ReportFormat::Markdown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportFormat::Json => "json",
+            ReportFormat::Html => "html",
+            ReportFormat::Junit => "junit",
+            ReportFormat::Markdown => "markdown",
+        }
+    }
+}
+
+impl std::str::FromStr for ReportFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        ReportFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown report format `{s}`; valid: json, html, junit, markdown")
+            })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutputSpec {
     pub format: Vec<ReportFormat>,

@@ -136,7 +136,7 @@ async fn run(
             if let Some(w) = report.warnings_mut() {
                 w.extend(crashed);
             }
-            finished(job, &report, &dir).await;
+            finished(job, &report, &dir, &config.output.format).await;
         }
     }
 }
@@ -206,15 +206,23 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_jso
     })
 }
 
-/// A finished run: its report written, phases and cells told, its status from the verdict,
-/// all in the store.
-async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
+/// A finished run: its report written (JSON, and the config's other formats beside it),
+/// phases and cells told, its status from the verdict, all in the store. A format that
+/// could not be rendered is a warning in the log; only a JSON report that could not be
+/// written makes the run an error.
+async fn finished(
+    job: &Job,
+    report: &Report,
+    dir: &std::path::Path,
+    formats: &[crate::config::ReportFormat],
+) {
     let path = dir.join("report.json");
-    let written = serde_json::to_vec_pretty(report)
-        .map_err(|e| e.to_string())
-        .and_then(|json| std::fs::write(&path, json).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        let why = format!("could not write the report {}: {e}", path.display());
+    let written = crate::report::write_all(report, formats, &path);
+    for why in &written.failed {
+        tracing::warn!(run = %job.id, "{why}");
+    }
+    if written.json().is_none() {
+        let why = written.failed.join("; ");
         return end(job, Status::Error, Some(why)).await;
     }
     for (phase, score) in report.phase_scores() {
@@ -224,7 +232,7 @@ async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
     for c in report.cells() {
         job.events.push("cell", json!(c));
     }
-    if let Err(e) = job.recorder.finish(report, Some(&path)).await {
+    if let Err(e) = job.recorder.finish(report, &written.files).await {
         let why = format!("the run store could not record the run: {e}");
         return end(job, Status::Error, Some(why)).await;
     }
@@ -232,8 +240,10 @@ async fn finished(job: &Job, report: &Report, dir: &std::path::Path) {
     {
         let mut s = job.lock();
         s.scores = report.scores().into_iter().collect();
-        s.artifacts
-            .insert("json".into(), path.display().to_string());
+        for (format, p) in &written.files {
+            s.artifacts
+                .insert(format.as_str().into(), p.display().to_string());
+        }
     }
     let verdicts: Vec<&'static str> = crate::store::final_verdicts(report)
         .into_iter()

@@ -60,7 +60,7 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut facts = vec![];
     if let Some(i) = o.info {
         facts.push(format!("flakestorm {}", i.flakestorm));
-        facts.push(format!("{:.1} s", i.duration_ms / 1000.0));
+        facts.push(super::text::duration(i.duration_ms));
     }
     if let Some(s) = o.sections.first() {
         facts.push(format!("seed {}", s.seed));

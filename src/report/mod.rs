@@ -38,3 +38,54 @@ pub fn beside(json: &Path, format: ReportFormat) -> PathBuf {
 
 #[cfg(test)]
 mod golden;
+
+/// What `write_all` wrote, and the formats it could not.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Each format written, with its file (the JSON report first).
+    pub files: Vec<(ReportFormat, PathBuf)>,
+    /// One line per format that could not be rendered or written, naming the file.
+    pub failed: Vec<String>,
+}
+
+impl Written {
+    /// Whether the JSON report itself was written (the run's record of truth).
+    pub fn json(&self) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|(f, _)| *f == ReportFormat::Json)
+            .map(|(_, p)| p.as_path())
+    }
+}
+
+/// Writes `report` as JSON to `json`, then as each other format in `formats` beside it.
+/// A format that fails is listed in `failed`; the others are still written.
+pub fn write_all(report: &Report, formats: &[ReportFormat], json: &Path) -> Written {
+    let mut out = Written::default();
+    if let Some(dir) = json.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        out.failed
+            .push(format!("could not create {}: {e}", dir.display()));
+        return out;
+    }
+    let mut all = vec![ReportFormat::Json];
+    all.extend(formats.iter().filter(|f| **f != ReportFormat::Json));
+    for format in all {
+        let path = beside(json, format);
+        match render(report, format) {
+            Ok(text) => match std::fs::write(&path, text) {
+                Ok(()) => out.files.push((format, path)),
+                Err(e) => out
+                    .failed
+                    .push(format!("could not write {}: {e}", path.display())),
+            },
+            Err(e) => out.failed.push(format!(
+                "could not render the {} report {}: {e}",
+                format.as_str(),
+                path.display()
+            )),
+        }
+    }
+    out
+}

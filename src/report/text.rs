@@ -57,6 +57,18 @@ pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A duration for people: `840 ms`, `1.8 s`, `2 min 5 s`.
+pub fn duration(ms: f64) -> String {
+    match ms {
+        ms if ms < 1000.0 => format!("{ms:.0} ms"),
+        ms if ms < 60_000.0 => format!("{:.1} s", ms / 1000.0),
+        ms => {
+            let s = (ms / 1000.0).round() as u64;
+            format!("{} min {} s", s / 60, s % 60)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +90,8 @@ mod tests {
         assert_eq!(clip("héllo", 10), "héllo");
         assert_eq!(clip("héllo wörld", 5), "héllo… (6 more characters)");
         assert_eq!(one_line(" a\n\n b\tc "), "a b c");
+        assert_eq!(duration(11.4), "11 ms");
+        assert_eq!(duration(1834.5), "1.8 s");
+        assert_eq!(duration(125_400.0), "2 min 5 s");
     }
 }

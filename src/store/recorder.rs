@@ -1,15 +1,16 @@
 //! Writing one run into the store as it goes, for the CLI's run commands and the daemon's
 //! runs alike: each case as it ends (so a run whose process dies keeps what it finished),
-//! then the cells, each case's verdict, the scores, the status and the report's path.
+//! then the cells, each case's verdict, the scores, the status and the report files.
 //! Every write is a send to the store's writer: the run never waits on SQLite.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
 use super::{RunId, Store, StoreError};
 use crate::checks;
+use crate::config::ReportFormat;
 use crate::run::{CaseResult, Progress, Report, RunKind, SoFar};
 
 /// One run being written.
@@ -62,10 +63,14 @@ impl Recorder {
         }
     }
 
-    /// The run ended with `report`, written at `path`: its cells, case verdicts, scores
+    /// The run ended with `report`, written as `files`: its cells, case verdicts, scores
     /// and status. Then waits until the store has it all; a store that could not write
     /// it says why.
-    pub async fn finish(&self, report: &Report, path: Option<&Path>) -> Result<(), StoreError> {
+    pub async fn finish(
+        &self,
+        report: &Report,
+        files: &[(ReportFormat, PathBuf)],
+    ) -> Result<(), StoreError> {
         for cell in report.cells() {
             self.store
                 .cell(&self.id, CellRecord::from_cell("contract", cell));
@@ -74,8 +79,8 @@ impl Recorder {
             let key = (phase, case.scenario.as_str(), case.prompt.as_str());
             self.store.judge_case(&self.id, key, verdict, checks);
         }
-        if let Some(p) = path {
-            self.store.set_artifact(&self.id, "json", p);
+        for (format, p) in files {
+            self.store.set_artifact(&self.id, format.as_str(), p);
         }
         let scores: BTreeMap<String, f64> = report.scores().into_iter().collect();
         let (status, reason) = super::ended(report.judgement());
