@@ -27,6 +27,12 @@ enum Outcome {
     Skipped { message: String },
 }
 
+struct Suite {
+    name: String,
+    properties: Vec<(&'static str, String)>,
+    cases: Vec<Case>,
+}
+
 struct Case {
     classname: String,
     name: String,
@@ -35,25 +41,37 @@ struct Case {
 }
 
 pub fn render(o: &Overview<'_>) -> String {
-    let mut suites: Vec<(String, Vec<(&str, String)>, Vec<Case>)> = vec![];
+    let mut suites: Vec<Suite> = vec![];
     for s in &o.sections {
         let mut cases = match s.phase {
             "contract" => cells(s),
             _ => s.cases.iter().map(|c| case(s.phase, c)).collect(),
         };
         cases.push(verdict_case(s));
-        let props = vec![
+        let mut properties = vec![
             ("score", format!("{:.1}", s.score)),
             ("min_score", format!("{}", s.min_score)),
             ("verdict", s.judgement.verdict.label().to_string()),
             ("seed", s.seed.to_string()),
         ];
-        suites.push((s.phase.to_string(), props, cases));
+        if let Some(d) = o.config_digest {
+            properties.push(("config_digest", d.to_string()));
+        }
+        let name = s.phase.to_string();
+        suites.push(Suite {
+            name,
+            properties,
+            cases,
+        });
     }
     for p in o.phases.iter().filter(|p| p.skipped.is_some()) {
-        suites.push((p.name.to_string(), vec![], vec![skipped_phase(p)]));
+        suites.push(Suite {
+            name: p.name.to_string(),
+            properties: vec![],
+            cases: vec![skipped_phase(p)],
+        });
     }
-    let all: Vec<&Case> = suites.iter().flat_map(|(_, _, c)| c).collect();
+    let all: Vec<&Case> = suites.iter().flat_map(|s| &s.cases).collect();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
@@ -61,26 +79,22 @@ pub fn render(o: &Overview<'_>) -> String {
         o.kind,
         counts(&all)
     );
-    for (name, props, cases) in &suites {
-        let refs: Vec<&Case> = cases.iter().collect();
+    for suite in &suites {
+        let refs: Vec<&Case> = suite.cases.iter().collect();
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" {}>",
-            attr(name),
+            attr(&suite.name),
             counts(&refs)
         );
-        if !props.is_empty() {
+        if !suite.properties.is_empty() {
             out.push_str("    <properties>\n");
-            let mut props: Vec<(&str, String)> = props.clone();
-            if let Some(d) = o.config_digest {
-                props.push(("config_digest", d.to_string()));
-            }
-            for (k, v) in props {
-                let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", attr(&v));
+            for (k, v) in &suite.properties {
+                let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", attr(v));
             }
             out.push_str("    </properties>\n");
         }
-        for c in cases {
+        for c in &suite.cases {
             testcase(&mut out, c);
         }
         out.push_str("  </testsuite>\n");
