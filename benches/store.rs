@@ -174,7 +174,7 @@ async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
             ..ctx.clone()
         };
         let report = execute(&with, cfg, &prepared).await.unwrap();
-        r.finish(&report, None).await.unwrap();
+        r.finish(&report, &[]).await.unwrap();
         stored.push(start.elapsed().as_secs_f64());
     }
     (median(plain), median(stored), daemon, dir)
