@@ -17,7 +17,7 @@ use super::report_path;
 use super::runs::Show;
 use crate::agent::{DirectClient, direct_client};
 use crate::config::Loaded;
-use crate::run::{RunKind, RunRequest};
+use crate::run::{Report, RunKind, RunRequest};
 use crate::store::RunRecord;
 
 /// Where the daemon is and how to talk to it.
@@ -196,7 +196,8 @@ pub async fn run(
             return ExitCode::from(2);
         }
     };
-    finish(&server, &id, &done, &path, show).await;
+    let formats = &loaded.config.output.format;
+    finish(&server, &id, &done, &path, formats, show).await;
     let verdict = done.status.verdict();
     let now: Vec<(String, f64)> = done.scores.into_iter().collect();
     let dropped = baseline.map(|b| regressions(&b, &now, args.max_drop.unwrap_or(0.0)));
@@ -350,16 +351,49 @@ fn print_event(event: &(u64, String, Value), show: Show) -> Option<Value> {
     None
 }
 
-/// Saves the report and prints the outcome.
-async fn finish(server: &Server, id: &str, done: &RunRecord, path: &Path, show: Show) {
-    let report = match done.artifacts.contains_key("json") {
+/// Saves the report (in the config's formats) and prints the outcome as an in-process
+/// run would; a report this build cannot read is saved as it came, with a short summary.
+async fn finish(
+    server: &Server,
+    id: &str,
+    done: &RunRecord,
+    path: &Path,
+    formats: &[crate::config::ReportFormat],
+    show: Show,
+) {
+    let raw = match done.artifacts.contains_key("json") {
         true => server
             .json(Method::GET, &format!("/v1/runs/{id}/report"), None)
             .await
             .ok(),
         false => None,
     };
-    if let Some(r) = &report {
+    let typed = raw
+        .as_ref()
+        .map(|r| Report::from_json(&r.to_string()).map_err(|e| e.to_string()));
+    if let Some(Ok(report)) = &typed {
+        let written = crate::report::write_all(report, formats, path);
+        if show.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(report).unwrap_or_default()
+            );
+        } else {
+            print!("{}", super::runs::shown(report, show));
+        }
+        for why in &written.failed {
+            eprintln!("flakestorm: {why}");
+        }
+        if show.summary() {
+            println!("run {id} on {}", server.base);
+            for (_, p) in &written.files {
+                println!("report: {}", p.display());
+            }
+        }
+        return;
+    }
+    if let (Some(r), Some(Err(why))) = (&raw, &typed) {
+        eprintln!("flakestorm: the daemon's report: {why}; saved as it came");
         if let Err(e) = write(path, r) {
             eprintln!("flakestorm: {e}");
         }
@@ -383,7 +417,7 @@ async fn finish(server: &Server, id: &str, done: &RunRecord, path: &Path, show: 
         for r in reason.split("; ").filter(|r| !r.is_empty()) {
             println!("  - {r}");
         }
-        if report.is_some() {
+        if raw.is_some() {
             println!("report: {}", path.display());
         }
     }

@@ -169,7 +169,7 @@ pub(super) fn gate(code: ExitCode, verdict: RunVerdict, dropped: &[String]) -> E
 }
 
 /// The report as `show` prints it (not `--json`).
-fn shown(report: &Report, show: Show) -> String {
+pub(super) fn shown(report: &Report, show: Show) -> String {
     let (verdict, score) = (report.verdict(), report.score());
     match report {
         Report::Contract(r) if show.score_only => {
