@@ -153,6 +153,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         flakestorm: env!("CARGO_PKG_VERSION").into(),
         started_at_ms: u64::try_from(started_at_ms).unwrap_or(0),
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+        agent: Some("the demo's research agent (in-process)".into()),
     });
     let _ = writeln!(out, "\nphases:");
     for p in &ci.phases {

@@ -59,6 +59,9 @@ pub fn render(o: &Overview<'_>) -> String {
     }
     let mut facts = vec![];
     if let Some(i) = o.info {
+        if let Some(a) = &i.agent {
+            facts.push(format!("agent {}", escape(&plain(a))));
+        }
         facts.push(format!("flakestorm {}", i.flakestorm));
         facts.push(super::text::duration(i.duration_ms));
     }

@@ -285,8 +285,21 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
         flakestorm: env!("CARGO_PKG_VERSION").into(),
         started_at_ms,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+        agent: Some(shown_endpoint(ctx.agent.endpoint())),
     });
     Ok(report)
+}
+
+/// `scheme://host[:port]/path` of the agent: no user info, no query (either may carry a
+/// credential, and reports are shared).
+fn shown_endpoint(uri: &http::Uri) -> String {
+    let host = uri.host().unwrap_or("");
+    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}://{host}{port}{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.path()
+    )
 }
 
 async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {

@@ -144,6 +144,9 @@ pub struct RunInfo {
     /// Unix time in milliseconds.
     pub started_at_ms: u64,
     pub duration_ms: f64,
+    /// The agent's endpoint, without credentials or query (`agent.endpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 #[cfg(test)]
