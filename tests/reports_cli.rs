@@ -148,3 +148,56 @@ fn a_file_that_is_not_a_report_is_named() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown report format `pdf`"), "{err}");
 }
+
+#[test]
+fn a_certificate_is_issued_verified_and_fails_when_its_report_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(FIXTURE, d.join("ci.json")).unwrap();
+    let (code, out, err) = flakestorm(&["certificate", "ci.json", "--tester", "QA"], d);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("CERTIFIED: ci run PASS, score 94.9/100 (threshold 70)"),
+        "{out}"
+    );
+    let fingerprint = out
+        .split("signed with key ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
+    let (code, out, err) = flakestorm(&["certificate", "verify", "ci.certificate.html"], d);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!(
+        "signed with key {fingerprint} (this data folder's key)"
+    )));
+    let args = [
+        "certificate",
+        "verify",
+        "ci.certificate.html",
+        "--key",
+        "SHA256:other",
+    ];
+    assert_eq!(flakestorm(&args, d).0, 1);
+    // One byte of the report changed.
+    let mut bytes = std::fs::read(d.join("ci.json")).unwrap();
+    let i = bytes.len() / 3;
+    bytes[i] ^= 0x20;
+    std::fs::write(d.join("ci.json"), bytes).unwrap();
+    let (code, _, err) = flakestorm(&["certificate", "verify", "ci.certificate.html"], d);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("the report ci.json changed since it was certified"),
+        "{err}"
+    );
+    // The key is private to its owner.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let key = d.join(".flakestorm/certificate.key");
+        assert_eq!(
+            std::fs::metadata(key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

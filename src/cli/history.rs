@@ -71,6 +71,16 @@ pub struct StoreArg {
     data_dir: Option<PathBuf>,
 }
 
+impl StoreArg {
+    pub(super) fn data_dir(&self) -> Option<&std::path::Path> {
+        self.data_dir.as_deref()
+    }
+
+    pub(super) fn config(&self) -> Option<&std::path::Path> {
+        self.config.as_deref()
+    }
+}
+
 /// Why a command stopped: printed, with its exit code.
 pub(super) struct Stop(pub u8, pub String);
 

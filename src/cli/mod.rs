@@ -10,6 +10,7 @@ use crate::config::{self, Loaded, Overrides};
 use crate::run::{RunKind, RunRequest};
 
 mod baseline;
+mod certificate;
 mod commands;
 mod history;
 mod progress;
@@ -118,6 +119,9 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Issue a signed resilience certificate for a saved report, or `verify` one
+    /// (docs/reports.md).
+    Certificate(certificate::CertificateArgs),
     /// Render a saved report (a JSON report or a stored run's id) as HTML, JUnit XML or
     /// Markdown (docs/reports.md).
     Report(report::ReportArgs),
@@ -365,6 +369,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Ca { command } => ca(command),
         Command::Runs { command } => return history::run(command),
         Command::Report(args) => return report::run(args),
+        Command::Certificate(args) => return certificate::run(args),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 //! fails a run: the JSON report is written first, and a format that cannot be rendered or
 //! written is one line on stderr.
 
+pub mod certificate;
 pub mod html;
 pub mod junit;
 pub mod markdown;
