@@ -1,0 +1,93 @@
+"""JUnit XML as an independent parser (junitparser) reads it, and the Markdown summary:
+`flakestorm report` renders the fixed ci report, and the counts must equal the JSON report's
+(docs/reports.md, "JUnit XML")."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+BIN = os.environ["FLAKESTORM_BIN"]
+FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "ci.json"
+
+
+def render(tmp_path, fmt):
+    out = tmp_path / f"report.{fmt}"
+    done = subprocess.run(
+        [BIN, "report", str(FIXTURE), "-f", fmt, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def outcomes(suite, kind):
+    return sum(1 for case in suite for r in case.result if isinstance(r, kind))
+
+
+def test_junit_counts_equal_the_json_reports(tmp_path):
+    report = json.loads(FIXTURE.read_text())
+    xml = JUnitXml.fromfile(str(render(tmp_path, "junit")))
+    suites = {s.name: s for s in xml}
+    assert set(suites) == {"mutation", "contract", "chaos", "replay"}
+
+    contract = report["contract"]
+    cells = contract["cells"]
+    s = suites["contract"]
+    verdict_failed = contract["verdict"] == "fail"
+    verdict_untested = contract["verdict"] in ("not_tested", "error")
+    assert s.tests == len(cells) + 1  # a testcase per cell, and the run's verdict
+    by = lambda v: sum(1 for c in cells if c["verdict"] == v)  # noqa: E731
+    assert outcomes(s, Failure) == by("fail") + verdict_failed
+    assert outcomes(s, Error) == by("not_tested") + verdict_untested
+    assert outcomes(s, Skipped) == by("not_applicable")
+    assert (s.failures, s.errors, s.skipped) == (
+        outcomes(s, Failure),
+        outcomes(s, Error),
+        outcomes(s, Skipped),
+    )
+
+    for phase, judged in (("chaos", "prompts"), ("mutation", "mutants")):
+        r, s = report[phase], suites[phase]
+        assert s.tests == len(r["cases"]) + 1
+        failed = sum(1 for p in r[judged] if p["judged"] and not p["passed"])
+        unjudged = sum(1 for p in r[judged] if not p["judged"])
+        assert outcomes(s, Failure) == failed + (r["verdict"] == "fail")
+        assert outcomes(s, Error) == unjudged + (r["verdict"] in ("not_tested", "error"))
+
+    skipped = [p for p in report["phases"] if p["skipped"]]
+    assert [p["name"] for p in skipped] == ["replay"]
+    replay = list(suites["replay"])[0]
+    assert replay.result[0].message == skipped[0]["skipped"]
+
+    total = sum(s.tests for s in xml)
+    assert total == len(cells) + len(report["chaos"]["cases"]) + len(report["mutation"]["cases"]) + 3 + 1
+
+    # The failing cell carries the agent's answer as text: the parser gives back the exact
+    # characters, so the markup was escaped, not interpreted (the ANSI colours are gone).
+    case = next(
+        c for c in suites["contract"]
+        if c.classname == "contract.llm-truncated" and c.name.startswith("admits-outage")
+    )
+    failure = case.result[0]
+    assert isinstance(failure, Failure)
+    assert failure.message.startswith("3 of 3 prompts failed")
+    assert '<script>alert(1)</script> Q3 & "revenue"' in failure.text
+
+
+def test_markdown_lists_the_failed_cells(tmp_path):
+    md = render(tmp_path, "markdown").read_text()
+    report = json.loads(FIXTURE.read_text())
+    failed = [c for c in report["contract"]["cells"] if c["verdict"] == "fail"]
+    assert failed
+    for c in failed:
+        row = f"| {c['scenario']} | {c['invariant']} | {c['severity']} | ❌ fail |"
+        assert row in md, row
+    assert md.startswith("## flakestorm ci: ✅ PASS — 94.9/100 (pass mark 70)")
+    assert "| replay | – | 0.1 | skipped: replay runs are not available in this build |" in md
+    assert "<script" not in md
+    assert len(md.encode()) < 1 << 20
