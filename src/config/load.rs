@@ -42,10 +42,8 @@ const SECTIONS: &[&str] = &[
     "chaos_matrix",
     "scoring",
     "output",
+    "replays",
 ];
-
-/// Flakestorm v2 sections owned by capabilities not built yet: loaded, reported, not applied.
-const PENDING: &[(&str, &str)] = &[("replays", "replay")];
 
 /// Values from command-line flags; they win over file and environment.
 #[derive(Debug, Clone, Default)]
@@ -269,12 +267,7 @@ fn layered(
             .collect::<Vec<_>>()
             .join(".");
         let top = path.split('.').next().unwrap_or_default();
-        if SECTIONS
-            .iter()
-            .chain(PENDING.iter().map(|(s, _)| s))
-            .any(|s| *s == top)
-            && fits(&path)
-        {
+        if SECTIONS.contains(&top) && fits(&path) {
             let parsed: figment::value::Value =
                 value.parse().unwrap_or_else(|never| match never {});
             fig = fig.merge(Serialized::default(&path, parsed));
@@ -405,20 +398,21 @@ fn sections(
     if let Some(v) = take("advanced", errors) {
         c.advanced = advanced(v, warnings, errors).unwrap_or_default();
     }
+    if let Some(v) = take("replays", errors) {
+        c.replays = super::replays::replays_section(v, errors);
+        warnings.push(
+            "`replays` is checked but not applied yet: replay runs are not in this build".into(),
+        );
+    }
     root.remove("version");
     for (key, _) in root {
-        match PENDING.iter().find(|(name, _)| *name == key) {
-            Some((name, owner)) => warnings.push(format!(
-                "`{name}` is loaded but not applied yet: it needs {owner}, which this build does not have"
-            )),
-            None => {
-                let known: Vec<&str> = SECTIONS.iter().copied().chain(PENDING.iter().map(|(s, _)| *s)).collect();
-                errors.push(ConfigError::new(
-                    key.as_str(),
-                    format!("unknown section; expected one of {}, version", known.join(", ")),
-                ));
-            }
-        }
+        errors.push(ConfigError::new(
+            key.as_str(),
+            format!(
+                "unknown section; expected one of {}, version",
+                SECTIONS.join(", ")
+            ),
+        ));
     }
     (c, chaos, chaos_index)
 }
@@ -454,6 +448,16 @@ fn resolve_paths(c: &mut Config, base: &Path) {
     fix(&mut c.output.path);
     if let Some(p) = c.proxy.upstream_ca_file.as_mut() {
         fix(p);
+    }
+    for s in &mut c.replays.sessions {
+        match s {
+            super::replays::SessionEntry::File(p) => fix(p),
+            super::replays::SessionEntry::Inline(s) => {
+                if let Some(t) = s.tape.as_mut() {
+                    fix(t);
+                }
+            }
+        }
     }
 }
 

@@ -1,6 +1,4 @@
 //! Spec types: the YAML users write, with defaults. Field names follow config.md.
-//! Sections that later capabilities own (`replays`) are not typed here: `load` reports
-//! them as "not applied yet" rather than silently ignoring them.
 
 use std::path::PathBuf;
 
@@ -34,6 +32,8 @@ pub struct Config {
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,
     pub output: super::OutputSpec,
+    /// Recorded incidents to replay (checked; replay runs are not built yet).
+    pub replays: super::ReplaysSpec,
     /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
     /// (warned). A command-line choice only: never read from a file or the environment.
     pub allow_open_proxy: bool,

@@ -1,0 +1,317 @@
+//! `replays:` (config.md): the recorded incidents a replay run plays back — sessions inline
+//! or in their own files — what happens to an agent's call no session answers
+//! (`on_miss`), which JSON body fields a tape's request key leaves out
+//! (`match.ignore_json_fields`), and where sessions are imported from (`sources`). Session
+//! files are read when a replay run starts (`read_session`), so one bad file fails its own
+//! session, named with its field and line, and the others still run.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ConfigError;
+use super::de::section;
+
+/// A checked `replays:` section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplaysSpec {
+    pub sessions: Vec<SessionEntry>,
+    pub on_miss: OnMiss,
+    /// Request-body fields left out of a tape's request key (SDKs add `user`,
+    /// `stream_options`, `metadata` that differ run to run).
+    pub ignore_json_fields: Vec<String>,
+    pub sources: Vec<Source>,
+}
+
+/// A session written in the config, or the file that holds one (relative to the config
+/// file's folder once loaded).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEntry {
+    Inline(Box<Session>),
+    File(PathBuf),
+}
+
+/// What a replay case does with a call no session answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnMiss {
+    /// Forward it to the real service.
+    #[default]
+    Live,
+    /// Answer 599 naming the request.
+    Error,
+    /// The case fails and the report lists every miss.
+    Strict,
+}
+
+/// One recorded incident (v2's session format, plus `tape`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Where it came from (`langsmith`, `production`, …): shown, not interpreted.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The prompt the agent got in the incident.
+    pub input: String,
+    /// The tools' answers in the incident, in call order per tool.
+    #[serde(default)]
+    pub tool_responses: Vec<ToolResponse>,
+    /// What went wrong in the incident, in words: shown in the report.
+    #[serde(default)]
+    pub expected_failure: Option<String>,
+    /// The contract the replayed answer is checked with: a contract name in the config, or
+    /// a file path (relative to the session's file).
+    #[serde(default)]
+    pub contract: Option<String>,
+    /// Extra context of the incident (conversation, user): kept in the report.
+    #[serde(default)]
+    pub context: Option<Value>,
+    /// A recorded HAR tape that answers the session's other calls.
+    #[serde(default)]
+    pub tape: Option<PathBuf>,
+}
+
+/// A tool's recorded answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResponse {
+    pub tool: String,
+    /// The HTTP status; 0 = the connection was refused.
+    #[serde(default = "ok")]
+    pub status: u16,
+    /// The body: a string as is, anything else as JSON; null = empty.
+    #[serde(default)]
+    pub response: Value,
+    #[serde(default)]
+    pub latency_ms: u64,
+}
+
+fn ok() -> u16 {
+    200
+}
+
+/// Where sessions are imported from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Source {
+    /// A LangSmith project's runs, filtered.
+    Langsmith {
+        project: String,
+        #[serde(default)]
+        filter: SourceFilter,
+        #[serde(default)]
+        auto_import: bool,
+    },
+    /// One LangSmith run.
+    LangsmithRun { run_id: String },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFilter {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub date_range: Option<String>,
+    #[serde(default)]
+    pub min_latency_ms: Option<u64>,
+}
+
+/// The longest a recorded tool answer may be held (a session can say 30 s; more is a
+/// mistake, not an incident).
+const MAX_LATENCY_MS: u64 = 600_000;
+
+/// `replays:`. File paths stay as written; `load` makes them relative to the config file.
+pub(super) fn replays_section(v: Value, errors: &mut Vec<ConfigError>) -> ReplaysSpec {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Raw {
+        #[serde(default)]
+        on_miss: OnMiss,
+        #[serde(default, rename = "match")]
+        matching: Option<Match>,
+        #[serde(default)]
+        sources: Vec<Source>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Match {
+        #[serde(default)]
+        ignore_json_fields: Vec<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FileRef {
+        file: PathBuf,
+    }
+    // Sessions are checked one by one, so every bad one is named along with the rest.
+    let mut v = v;
+    let sessions = match v.as_object_mut().and_then(|o| o.remove("sessions")) {
+        None => vec![],
+        Some(Value::Array(list)) => list,
+        Some(other) => {
+            let msg = format!("must be a list of sessions, not {other}");
+            errors.push(ConfigError::new("replays.sessions", msg));
+            vec![]
+        }
+    };
+    let mut out = ReplaysSpec::default();
+    if let Some(raw) = section::<Raw>(v, "replays", errors) {
+        out.on_miss = raw.on_miss;
+        out.ignore_json_fields = raw
+            .matching
+            .map(|m| m.ignore_json_fields)
+            .unwrap_or_default();
+        out.sources = raw.sources;
+    }
+    let mut ids: Vec<String> = vec![];
+    for (i, s) in sessions.into_iter().enumerate() {
+        let at = format!("replays.sessions[{i}]");
+        let is_file = s.as_object().is_some_and(|o| o.contains_key("file"));
+        if is_file {
+            if let Some(f) = section::<FileRef>(s, &at, errors) {
+                out.sessions.push(SessionEntry::File(f.file));
+            }
+            continue;
+        }
+        let Some(session) = section::<Session>(s, &at, errors) else {
+            continue;
+        };
+        check_session(&session, &at, errors);
+        if ids.contains(&session.id) {
+            errors.push(ConfigError::new(
+                format!("{at}.id"),
+                format!(
+                    "`{}` names another session too; ids must be unique",
+                    session.id
+                ),
+            ));
+        }
+        ids.push(session.id.clone());
+        out.sessions.push(SessionEntry::Inline(Box::new(session)));
+    }
+    out
+}
+
+/// What serde cannot say about a session: empty names, statuses and latencies out of range.
+pub fn check_session(s: &Session, at: &str, errors: &mut Vec<ConfigError>) {
+    if s.id.trim().is_empty() {
+        errors.push(ConfigError::new(format!("{at}.id"), "must not be empty"));
+    }
+    for (i, r) in s.tool_responses.iter().enumerate() {
+        let here = format!("{at}.tool_responses[{i}]");
+        if r.tool.trim().is_empty() {
+            errors.push(ConfigError::new(
+                format!("{here}.tool"),
+                "must not be empty",
+            ));
+        }
+        if r.status != 0 && !(100..=599).contains(&r.status) {
+            errors.push(ConfigError::new(
+                format!("{here}.status"),
+                format!(
+                    "{} is not an HTTP status (100–599, or 0 for a refused connection)",
+                    r.status
+                ),
+            ));
+        }
+        if r.latency_ms > MAX_LATENCY_MS {
+            errors.push(ConfigError::new(
+                format!("{here}.latency_ms"),
+                format!("{} is over {MAX_LATENCY_MS} (10 minutes)", r.latency_ms),
+            ));
+        }
+    }
+}
+
+/// Why a session file could not be used: the file, the field and, where the parser knows
+/// it, the line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct SessionFileError {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// Reads a session file (YAML or JSON).
+pub fn read_session(file: &Path) -> Result<Session, SessionFileError> {
+    let fail = |message: String| SessionFileError {
+        file: file.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| fail(e.to_string()))?;
+    let value = parse(&text).map_err(fail)?;
+    let session: Session = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = super::redact::serde_message(&e.into_inner().to_string());
+        let line = line_of(&text, &path)
+            .map(|l| format!(" (line {l})"))
+            .unwrap_or_default();
+        match path.as_str() {
+            "." => fail(format!("{message}{line}")),
+            p => fail(format!("{p}: {message}{line}")),
+        }
+    })?;
+    let mut errors = vec![];
+    check_session(&session, "", &mut errors);
+    match errors.first() {
+        None => Ok(session),
+        Some(e) => {
+            let path = e.path.trim_start_matches('.').to_string();
+            let line = line_of(&text, &path)
+                .map(|l| format!(" (line {l})"))
+                .unwrap_or_default();
+            Err(fail(format!("{path}: {}{line}", e.message)))
+        }
+    }
+}
+
+/// A session file's text as a value: the size, depth, duplicate-key and syntax checks of
+/// config files first (errors with their line), then the YAML parser (JSON is YAML).
+fn parse(text: &str) -> Result<Value, String> {
+    if let Err(errors) = super::untrusted::check_yaml(text) {
+        let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        return Err(all.join("; "));
+    }
+    let yaml = <figment::providers::Yaml as figment::providers::Format>::string(text);
+    figment::Figment::from(yaml)
+        .extract::<Value>()
+        .map_err(|e| e.to_string())
+}
+
+/// The line of the field at `path` (`tool_responses[1].status`) in `text`: each key is
+/// looked for after the line of the one before it, each list index counts the `- ` items
+/// after it. Good enough to point at the field in a session file as people write them.
+fn line_of(text: &str, path: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut from, mut found) = (0, None);
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, indexes) = match part.split_once('[') {
+            Some((k, rest)) => (k, Some(rest)),
+            None => (part, None),
+        };
+        if !key.is_empty() {
+            let at = (from..lines.len()).find(|&i| {
+                let t = lines[i].trim_start().trim_start_matches("- ");
+                t.starts_with(&format!("{key}:")) || t.starts_with(&format!("\"{key}\""))
+            })?;
+            (from, found) = (at, Some(at + 1));
+        }
+        for index in indexes.into_iter().flat_map(|r| r.split('[')) {
+            let n: usize = index.trim_end_matches(']').parse().ok()?;
+            let at = (from + 1..lines.len())
+                .filter(|&i| lines[i].trim_start().starts_with("- "))
+                .nth(n)?;
+            (from, found) = (at, Some(at + 1));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+#[path = "replays_tests.rs"]
+mod tests;
