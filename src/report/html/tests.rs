@@ -1,0 +1,138 @@
+//! The page on the fixed `ci` report (tests/fixtures/reports/ci.json): byte for byte
+//! against tests/fixtures/reports/ci.html (`UPDATE_GOLDEN=1` rewrites it), escaped, and
+//! small at 1,000 cases.
+
+use crate::report::view::overview;
+use crate::run::Report;
+
+const FIXTURE: &str = include_str!("../../../tests/fixtures/reports/ci.json");
+
+fn golden() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/ci.html")
+}
+
+fn fixture() -> Report {
+    Report::from_json(FIXTURE).expect("the fixture reads")
+}
+
+fn page(report: &Report) -> String {
+    super::render(&overview(report)).expect("the page renders")
+}
+
+#[test]
+fn the_fixture_renders_as_the_golden_page() {
+    let got = page(&fixture());
+    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+        std::fs::write(golden(), &got).expect("write the golden page");
+        return;
+    }
+    let want = std::fs::read_to_string(golden())
+        .expect("tests/fixtures/reports/ci.html (create it with UPDATE_GOLDEN=1)");
+    if got != want {
+        let (n, (g, w)) = got
+            .lines()
+            .zip(want.lines())
+            .enumerate()
+            .find(|(_, (g, w))| g != w)
+            .unwrap_or((
+                got.lines().count().min(want.lines().count()),
+                ("(end of output)", "(more lines)"),
+            ));
+        panic!(
+            "the HTML report differs from tests/fixtures/reports/ci.html at line {}:\n  now:    \
+             {g}\n  golden: {w}\nIf the change is intended, rerun with UPDATE_GOLDEN=1 and commit \
+             the file.",
+            n + 1
+        );
+    }
+}
+
+#[test]
+fn answers_are_escaped_and_terminal_escapes_inert() {
+    let html = page(&fixture());
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;"),
+        "the answer is shown, escaped"
+    );
+    assert!(!html.contains("<script"), "no script element at all");
+    assert!(!html.contains('\u{1b}'), "no ESC byte reaches the page");
+    assert!(html.contains("Q3 &amp; &quot;revenue&quot;"));
+}
+
+#[test]
+fn the_page_has_every_part_a_reader_needs() {
+    let html = page(&fixture());
+    for part in [
+        "<div class=\"v\">PASS</div>",
+        "score <b>94.9</b> / 100 (pass mark 70.0)",
+        "sha256:6172e656d4a60b87b98c7b1f2752963024fda2938e5ba707c8f4a82cbbad08a5",
+        "<dt>flakestorm</dt><dd>0.1.0</dd>",
+        "<dt>duration</dt><dd>1.8 s</dd>",
+        "skipped: replay runs are not available in this build",
+        "<section id=\"mutation\">",
+        "<section id=\"contract\">",
+        "<section id=\"chaos\">",
+        "<table class=\"heatmap\">",
+        "<svg class=\"tl\"",
+        "mutated input (<b>noise</b>)",
+        // The failed `searches` cell under the 429s links to its detail, whose next step
+        // reads the retries off the wire.
+        "href=\"#contract-cell-",
+        "the LLM answered 429 2 times and the agent gave up after 1 retry, the last 103.9 ms \
+         after the one before (Retry-After: 0.1)",
+        "the agent never called `web_search` under this fault",
+        "the LLM&#x27;s answer was cut off and the agent passed the fragment on",
+        "retry 1",
+    ] {
+        assert!(html.contains(part), "the page lacks {part:?}");
+    }
+    // No network: nothing is fetched (the one URL-like attribute is the SVG namespace).
+    for fetch in ["src=", "<link", "@import", "url("] {
+        assert!(
+            !html.contains(fetch),
+            "the page fetches something: {fetch:?}"
+        );
+    }
+}
+
+/// The fixture with its contract cases repeated to `n` cases in all.
+fn with_cases(n: usize) -> Report {
+    let mut report = fixture();
+    let Report::Ci(ci) = &mut report else {
+        panic!("the fixture is a ci report")
+    };
+    let others = ci.mutation.as_ref().map_or(0, |m| m.cases.len())
+        + ci.chaos.as_ref().map_or(0, |c| c.cases.len());
+    let contract = ci.contract.as_mut().expect("the fixture ran contracts");
+    let cases: Vec<_> = contract
+        .cases
+        .iter()
+        .cycle()
+        .take(n - others)
+        .cloned()
+        .collect();
+    contract.cases = cases;
+    report
+}
+
+#[test]
+fn a_thousand_cases_stay_under_five_megabytes() {
+    let report = with_cases(1000);
+    let html = page(&report);
+    let cases = html.matches("<details class=\"case").count();
+    assert_eq!(cases, 1000);
+    assert!(html.len() < 5_000_000, "{} bytes", html.len());
+}
+
+#[test]
+fn very_long_answers_are_cut_and_say_so() {
+    let mut report = fixture();
+    let Report::Ci(ci) = &mut report else {
+        panic!("the fixture is a ci report")
+    };
+    let case = &mut ci.contract.as_mut().unwrap().cases[0];
+    case.answer = Some("x".repeat(100_000));
+    let html = page(&report);
+    assert!(html.contains(" … (98000 more characters in the JSON report)"));
+    assert!(!html.contains(&"x".repeat(2001)));
+}
