@@ -157,6 +157,8 @@ struct Group {
     name: String,
     scenario: String,
     anchor: String,
+    /// Failed cases: a group with none starts collapsed.
+    failed: usize,
     cases: Vec<CaseCtx>,
 }
 
@@ -274,11 +276,13 @@ fn section(s: &Section<'_>) -> SectionCtx {
                     name: name.to_string(),
                     scenario: text::line(name, 100),
                     anchor: format!("{}-s{}", s.phase, groups.len()),
+                    failed: 0,
                     cases: vec![],
                 });
                 groups.len() - 1
             }
         };
+        groups[at].failed += usize::from(cv.passed == Some(false));
         groups[at].cases.push(case(s, cv, i));
     }
     let anchors: HashMap<&str, String> = groups

@@ -35,7 +35,10 @@ impl<'a> Facts<'a> {
     fn failed_tool(&self) -> Option<&'a str> {
         self.calls().iter().find_map(|e| match &e.target {
             Target::Tool { name } if failed(e) => Some(name.as_str()),
-            _ => None,
+            Target::Tool { .. }
+            | Target::Llm { .. }
+            | Target::Embeddings { .. }
+            | Target::Other => None,
         })
     }
 
