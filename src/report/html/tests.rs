@@ -145,3 +145,60 @@ fn write_the_thousand_case_page() {
     let out = std::env::var("FLAKESTORM_REPORT_OUT").expect("FLAKESTORM_REPORT_OUT names the page");
     std::fs::write(&out, page(&with_cases(1000))).expect("write the page");
 }
+
+#[test]
+fn each_phase_alone_renders_its_section_without_a_phases_table() {
+    let Report::Ci(ci) = fixture() else {
+        panic!("the fixture is a ci report")
+    };
+    let ci = *ci;
+    for (report, section) in [
+        (Report::Contract(ci.contract.unwrap()), "contract"),
+        (Report::Chaos(ci.chaos.unwrap()), "chaos"),
+        (Report::Mutation(ci.mutation.unwrap()), "mutation"),
+    ] {
+        let html = page(&report);
+        assert!(
+            html.contains(&format!("<section id=\"{section}\">")),
+            "{section}"
+        );
+        assert_eq!(html.matches("<section ").count(), 1, "{section}");
+        assert!(!html.contains("<table class=\"phases\">"), "{section}");
+        assert_eq!(
+            html.contains("<table class=\"heatmap\">"),
+            section == "contract"
+        );
+    }
+}
+
+#[test]
+fn cases_without_calls_say_why_and_wire_texts_are_escaped_in_the_svg() {
+    let mut report = fixture();
+    let Report::Ci(ci) = &mut report else {
+        panic!("the fixture is a ci report")
+    };
+    let cases = &mut ci.contract.as_mut().unwrap().cases;
+    cases[0].traffic = None;
+    cases[1].traffic = Some(vec![]);
+    cases[2].not_judged = Some("the agent dropped the case's <traceparent>".into());
+    let mut call = (*cases[3].traffic.as_ref().unwrap()[1]).clone();
+    call.target = crate::exchange::Target::Tool {
+        name: "<i>search</i>".into(),
+    };
+    call.request.url = "https://x/\"><script>alert(2)</script>".into();
+    cases[3].traffic = Some(vec![std::sync::Arc::new(call)]);
+    let html = page(&report);
+    assert!(html.contains("no timeline: its calls could not be attributed to it"));
+    assert!(html.contains("no timeline: no call of the agent&#x27;s reached the proxy"));
+    assert!(html.contains("not judged: the agent dropped the case&#x27;s &lt;traceparent&gt;"));
+    assert!(html.contains("<text x=\"0\" y=\"13\">tool &lt;i&gt;search&lt;&#x2f;i&gt;</text>"));
+    assert!(html.contains("&quot;&gt;&lt;script&gt;alert(2)"));
+    for raw in ["<i>search", "<script"] {
+        if let Some(at) = html.find(raw) {
+            panic!(
+                "unescaped {raw:?}: {}",
+                &html[at.saturating_sub(300)..at + 60]
+            );
+        }
+    }
+}
