@@ -1,13 +1,17 @@
 """The HTML report in a real browser: the page `flakestorm demo` writes renders in
 headless Chromium with its heatmap and timelines, logs no console error, requests nothing
 but itself, and runs no script; a full-page screenshot goes to target/report-screenshot.png
-for review (docs/img/report.png is a copy of it)."""
+for review (docs/img/report.png is a copy of it). Once the binary has `flakestorm report`,
+it re-renders the fixed report exactly as the golden page."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+
+from conftest import REPO, flakestorm_bin
 
 SCREENSHOT = REPO / "target" / "report-screenshot.png"
 
@@ -82,3 +86,17 @@ def test_an_answer_with_a_script_tag_is_shown_as_text(browser, tmp_path):
         assert errors == []
     finally:
         page.close()
+
+
+def test_flakestorm_report_renders_the_fixture_as_the_golden_page(tmp_path):
+    # `flakestorm report` (re-rendering a saved report) renders exactly what the Rust
+    # golden test pins. Skipped by a binary without the command.
+    binary = flakestorm_bin()
+    if subprocess.run([binary, "report", "--help"], capture_output=True).returncode != 0:
+        pytest.skip("this flakestorm has no `report` command")
+    fixtures = REPO / "tests" / "fixtures" / "reports"
+    out = tmp_path / "ci.html"
+    run = subprocess.run([binary, "report", str(fixtures / "ci.json"), "--format", "html", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert out.read_bytes() == (fixtures / "ci.html").read_bytes()

@@ -202,3 +202,22 @@ fn cases_without_calls_say_why_and_wire_texts_are_escaped_in_the_svg() {
         }
     }
 }
+
+#[test]
+fn a_failed_chaos_case_gets_a_next_step_from_its_calls() {
+    let mut report = fixture();
+    let Report::Ci(ci) = &mut report else {
+        panic!("the fixture is a ci report")
+    };
+    let chaos = ci.chaos.as_mut().unwrap();
+    // The fixture's first chaos case met a truncated LLM answer; fail its first check.
+    chaos.prompts[0].passed = false;
+    chaos.prompts[0].checks[0] = crate::checks::Verdict::Fail("the answer is cut off".into());
+    let html = page(&report);
+    let section = &html[html.find("<section id=\"chaos\">").unwrap()..];
+    assert!(section.contains("<details class=\"case k-fail\" id=\"chaos-0\">"));
+    assert!(section.contains(
+        "<b>next step:</b> the LLM&#x27;s answer was cut off and the agent passed the fragment on"
+    ));
+    assert_eq!(section.matches("<b>next step:</b>").count(), 1);
+}
