@@ -11,6 +11,8 @@ use crate::exchange::{Exchange, Outcome, Target};
 const BARS_X: f64 = 140.0;
 const BARS_W: f64 = 300.0;
 const ROW_H: u32 = 18;
+/// Characters of details that fit after the bars (11 px monospace, 1040 units wide).
+const DETAIL_CHARS: usize = 88;
 /// The axis under the rows.
 const AXIS_H: u32 = 16;
 
@@ -139,14 +141,21 @@ pub fn of(exchanges: &[std::sync::Arc<Exchange>]) -> Option<Timeline> {
             let start = (e.timings.started_at_ms - first) as f64;
             let w = (e.timings.total_ms.max(0.0) * scale).max(2.0);
             let x = (BARS_X + start * scale).min(BARS_X + BARS_W - 2.0);
+            // The details after the bar fit the SVG's width; cut ones are whole on hover.
+            let full = detail(e, retry);
+            let shown = text::line(&full, DETAIL_CHARS);
+            let mut title = format!("{} {}", e.request.method, text::line(&e.request.url, 200));
+            if shown != full {
+                title = format!("{title}\n{full}");
+            }
             Row {
                 y: top + 13,
                 bar_y: top + 4,
                 x: format!("{x:.1}"),
                 w: format!("{:.1}", w.min(BARS_X + BARS_W - x)),
                 label: target(e),
-                detail: detail(e, retry),
-                title: format!("{} {}", e.request.method, text::line(&e.request.url, 200)),
+                detail: shown,
+                title,
                 class: if e.fault.as_ref().is_some_and(|f| f.applied) || !e.attacks.is_empty() {
                     "fault"
                 } else if failed(e) {
@@ -238,5 +247,16 @@ mod tests {
         );
         assert_eq!(t.rows[1].title, "POST https://search/q");
         assert!(of(&[]).is_none());
+
+        let mut chatty = exchange(llm(), "https://llm/").build();
+        chatty.llm_tool_calls = vec!["a_tool_with_a_long_name".into(); 6];
+        let t = of(&[Arc::new(chatty)]).unwrap();
+        assert_eq!(t.rows[0].detail.chars().count(), DETAIL_CHARS);
+        assert!(t.rows[0].detail.ends_with('…'));
+        assert!(
+            t.rows[0]
+                .title
+                .starts_with("POST https://llm/\n200 · 0.00 ms · asks a_tool")
+        );
     }
 }
