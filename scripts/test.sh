@@ -2,7 +2,8 @@
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
 # (openai, anthropic, google-genai, ollama SDKs) and the agent-framework suite (LangGraph +
-# langchain-openai under `contract run`) against the built binary.
+# langchain-openai under `contract run`) against the built binary, and the HTML report opened in
+# headless Chromium (tests/reports).
 # It installs what the Python suite needs into .venv-tests, so it works on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,8 @@ python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
 # The binary's allocator (tikv-jemallocator) builds jemalloc from C: a compiler and make.
 command -v cc >/dev/null || missing+=(gcc)
 command -v make >/dev/null || missing+=(make)
+# The HTML report suite (tests/reports) opens the report in Debian's Chromium.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -44,7 +47,7 @@ if [ ! -x .venv-tests/bin/python ]; then
 fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
-  -r tests/frameworks/requirements.txt
+  -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs (tests/conformance)"
@@ -52,3 +55,6 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q
 
 echo "==> a LangGraph agent under contract runs (tests/frameworks)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
+
+echo "==> the HTML report in headless Chromium (tests/reports)"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q

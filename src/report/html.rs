@@ -1,7 +1,561 @@
-//! The HTML report: one self-contained page (no network) built with minijinja.
+//! The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing
+//! fetched) built with minijinja from `view::Overview`. This module turns the view into
+//! the page's context (texts made inert and capped, numbers formatted, the contract
+//! heatmap, timelines and next steps computed); templates/report.html lays it out, and
+//! auto-escapes every value (the template's name ends in `.html`).
 
-use super::view::Overview;
+mod advice;
+mod text;
+mod timeline;
 
-pub fn render(_overview: &Overview<'_>) -> Result<String, String> {
-    Err("html reports are not rendered yet".into())
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+use super::view::{CaseView, Overview, Section};
+use crate::checks::Verdict;
+use crate::run::{CellResult, RunVerdict};
+use advice::Facts;
+use text::CAP;
+use timeline::Timeline;
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+
+/// Compiled once; an error here is a bug in the template, reported by `render`.
+static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build()
+        .map_err(|e| format!("the HTML report template's syntax: {e}"))?;
+    env.set_syntax(syntax);
+    env.add_template("report.html", TEMPLATE)
+        .map_err(|e| format!("the HTML report template: {e}"))?;
+    Ok(env)
+});
+
+/// The page for `overview`.
+pub fn render(overview: &Overview<'_>) -> Result<String, String> {
+    let env = ENV.as_ref().map_err(Clone::clone)?;
+    let template = env
+        .get_template("report.html")
+        .map_err(|e| format!("the HTML report template: {e}"))?;
+    template
+        .render(minijinja::value::Serde(page(overview)))
+        .map_err(|e| format!("rendering the HTML report: {e}"))
 }
+
+#[derive(Serialize)]
+struct Page {
+    kind: &'static str,
+    verdict: &'static str,
+    class: &'static str,
+    reasons: Vec<String>,
+    score: String,
+    min_score: String,
+    seeds: String,
+    config_digest: Option<String>,
+    version: Option<String>,
+    started: Option<String>,
+    duration: Option<String>,
+    phases: Vec<PhaseCtx>,
+    sections: Vec<SectionCtx>,
+    cap: usize,
+}
+
+#[derive(Serialize)]
+struct PhaseCtx {
+    name: &'static str,
+    score: Option<String>,
+    /// 0–100, the bar's width.
+    bar: String,
+    weight: String,
+    verdict: Option<&'static str>,
+    class: &'static str,
+    skipped: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SectionCtx {
+    phase: &'static str,
+    name: Option<String>,
+    seed: u64,
+    score: String,
+    min_score: String,
+    verdict: &'static str,
+    class: &'static str,
+    reasons: Vec<String>,
+    warnings: Vec<String>,
+    coverage: Vec<CoverageCtx>,
+    heatmap: Option<Heatmap>,
+    cells: Vec<CellCtx>,
+    groups: Vec<Group>,
+    passed: usize,
+    failed: usize,
+    not_judged: usize,
+    /// The first failed case's anchor.
+    first_failed: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CoverageCtx {
+    scenario: String,
+    cases: usize,
+    judged: usize,
+    exchanges: usize,
+    rules: Vec<String>,
+    not_tested: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Heatmap {
+    scenarios: Vec<Link>,
+    rows: Vec<HeatRow>,
+}
+
+#[derive(Serialize)]
+struct Link {
+    label: String,
+    href: String,
+}
+
+#[derive(Serialize)]
+struct HeatRow {
+    invariant: String,
+    severity: String,
+    cells: Vec<HeatCell>,
+}
+
+#[derive(Serialize)]
+struct HeatCell {
+    class: &'static str,
+    mark: &'static str,
+    href: String,
+    title: String,
+}
+
+/// A failed or not-tested cell, with its next steps and its cases.
+#[derive(Serialize)]
+struct CellCtx {
+    anchor: String,
+    invariant: String,
+    scenario: String,
+    severity: String,
+    verdict: &'static str,
+    class: &'static str,
+    reason: String,
+    steps: Vec<String>,
+    cases: Vec<Link>,
+}
+
+#[derive(Serialize)]
+struct Group {
+    #[serde(skip)]
+    name: String,
+    scenario: String,
+    anchor: String,
+    /// Failed cases: a group with none starts collapsed.
+    failed: usize,
+    cases: Vec<CaseCtx>,
+}
+
+#[derive(Serialize)]
+struct CaseCtx {
+    anchor: String,
+    class: &'static str,
+    mark: &'static str,
+    summary: String,
+    prompt: String,
+    prompt_more: usize,
+    mutation: Option<(String, String)>,
+    answer: Option<String>,
+    answer_more: usize,
+    error: Option<String>,
+    latency: String,
+    attempts: u32,
+    not_judged: Option<String>,
+    checks: Vec<CheckCtx>,
+    faults: Vec<String>,
+    steps: Vec<String>,
+    timeline: Option<Timeline>,
+    /// Why there is no timeline.
+    no_calls: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct CheckCtx {
+    label: String,
+    class: &'static str,
+    reason: String,
+}
+
+fn verdict_class(v: RunVerdict) -> &'static str {
+    match v {
+        RunVerdict::Pass => "pass",
+        RunVerdict::Fail => "fail",
+        RunVerdict::NotTested => "nt",
+        RunVerdict::Error => "err",
+    }
+}
+
+/// Class, mark and word for a check's or cell's verdict.
+fn verdict_look(v: &Verdict) -> (&'static str, &'static str, &'static str) {
+    match v {
+        Verdict::Pass(_) => ("pass", "✓", "pass"),
+        Verdict::Fail(_) => ("fail", "✗", "fail"),
+        Verdict::NotApplicable(_) => ("na", "–", "not applicable"),
+        Verdict::NotTested(_) => ("nt", "?", "not tested"),
+    }
+}
+
+fn reason(v: &Verdict) -> &str {
+    match v {
+        Verdict::Pass(r) | Verdict::Fail(r) | Verdict::NotApplicable(r) | Verdict::NotTested(r) => {
+            r
+        }
+    }
+}
+
+fn score(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+fn inert_all(items: &[String]) -> Vec<String> {
+    items.iter().map(|s| text::line(s, 500)).collect()
+}
+
+fn page(o: &Overview<'_>) -> Page {
+    let mut seeds: Vec<u64> = o.sections.iter().map(|s| s.seed).collect();
+    seeds.dedup();
+    Page {
+        kind: o.kind,
+        verdict: o.verdict.label(),
+        class: verdict_class(o.verdict),
+        reasons: inert_all(o.reasons),
+        score: score(o.score),
+        min_score: score(o.min_score),
+        seeds: seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        config_digest: o.config_digest.map(|d| text::line(d, 100)),
+        version: o.info.map(|i| text::line(&i.flakestorm, 40)),
+        started: o.info.map(|i| text::utc(i.started_at_ms)),
+        duration: o.info.map(|i| text::duration(i.duration_ms)),
+        phases: o
+            .phases
+            .iter()
+            .map(|p| PhaseCtx {
+                name: p.name,
+                score: p.score.map(score),
+                bar: format!("{:.0}", p.score.unwrap_or(0.0).clamp(0.0, 100.0)),
+                weight: format!("{:.2}", p.weight),
+                verdict: p.verdict.map(RunVerdict::label),
+                class: p.verdict.map_or("skip", verdict_class),
+                skipped: p.skipped.map(|s| text::line(s, 300)),
+            })
+            .collect(),
+        sections: o.sections.iter().map(section).collect(),
+        cap: CAP,
+    }
+}
+
+fn section(s: &Section<'_>) -> SectionCtx {
+    // Cases grouped by scenario, scenarios in the order their first case ran.
+    let mut groups: Vec<Group> = vec![];
+    for (i, cv) in s.cases.iter().enumerate() {
+        let name = cv.case.scenario.as_str();
+        let at = match groups.iter().position(|g| g.name == name) {
+            Some(at) => at,
+            None => {
+                groups.push(Group {
+                    name: name.to_string(),
+                    scenario: text::line(name, 100),
+                    anchor: format!("{}-s{}", s.phase, groups.len()),
+                    failed: 0,
+                    cases: vec![],
+                });
+                groups.len() - 1
+            }
+        };
+        groups[at].failed += usize::from(cv.passed == Some(false));
+        groups[at].cases.push(case(s, cv, i));
+    }
+    let anchors: HashMap<&str, String> = groups
+        .iter()
+        .map(|g| (g.name.as_str(), g.anchor.clone()))
+        .collect();
+    let count = |p: Option<bool>| s.cases.iter().filter(|c| c.passed == p).count();
+    let heatmap = (!s.cells.is_empty()).then(|| heatmap(s, &anchors));
+    SectionCtx {
+        phase: s.phase,
+        name: s.name.map(|n| text::line(n, 100)),
+        seed: s.seed,
+        score: score(s.score),
+        min_score: score(s.min_score),
+        verdict: s.judgement.verdict.label(),
+        class: verdict_class(s.judgement.verdict),
+        reasons: inert_all(&s.judgement.reasons),
+        warnings: inert_all(s.warnings),
+        coverage: s
+            .coverage
+            .iter()
+            .map(|c| CoverageCtx {
+                scenario: text::line(&c.scenario, 100),
+                cases: c.cases,
+                judged: c.judged,
+                exchanges: c.exchanges,
+                rules: c
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        let why = r
+                            .why_not
+                            .as_deref()
+                            .map(|w| format!(": {}", text::line(w, 200)))
+                            .unwrap_or_default();
+                        format!(
+                            "{} ({}) fired {} of {} matched, applied {}{why}",
+                            text::line(&r.stats.rule, 60),
+                            text::line(&r.stats.mode, 40),
+                            r.stats.fired,
+                            r.stats.matched,
+                            r.applied
+                        )
+                    })
+                    .collect(),
+                not_tested: c.not_tested.as_deref().map(|n| text::line(n, 300)),
+            })
+            .collect(),
+        cells: s
+            .cells
+            .iter()
+            .filter(|c| matches!(c.verdict, Verdict::Fail(_) | Verdict::NotTested(_)))
+            .map(|c| cell(s, c))
+            .collect(),
+        heatmap,
+        groups,
+        passed: count(Some(true)),
+        failed: count(Some(false)),
+        not_judged: count(None),
+        first_failed: s
+            .cases
+            .iter()
+            .position(|c| c.passed == Some(false))
+            .map(|i| CaseView::anchor(s.phase, i)),
+    }
+}
+
+/// The anchor of the detail of `cell` (failed and not-tested cells have one).
+fn cell_anchor(s: &Section<'_>, c: &CellResult) -> String {
+    let i = s.invariants.iter().position(|x| *x == c.invariant);
+    let j = s.scenarios.iter().position(|x| *x == c.scenario);
+    format!(
+        "{}-cell-{}-{}",
+        s.phase,
+        i.unwrap_or(usize::MAX),
+        j.unwrap_or(usize::MAX)
+    )
+}
+
+fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatmap {
+    let group_of = |scenario: &str| {
+        groups
+            .get(scenario)
+            .map_or_else(|| format!("{}-cases", s.phase), |a| a.clone())
+    };
+    Heatmap {
+        scenarios: s
+            .scenarios
+            .iter()
+            .map(|sc| Link {
+                label: text::line(sc, 40),
+                href: group_of(sc),
+            })
+            .collect(),
+        rows: s
+            .invariants
+            .iter()
+            .map(|inv| {
+                let severity = s
+                    .cells
+                    .iter()
+                    .find(|c| c.invariant == *inv)
+                    .map_or_else(String::new, |c| c.severity.to_string());
+                HeatRow {
+                    invariant: text::line(inv, 60),
+                    severity,
+                    cells: s
+                        .scenarios
+                        .iter()
+                        .map(|sc| match s.cell(inv, sc) {
+                            Some(c) => {
+                                let (class, mark, word) = verdict_look(&c.verdict);
+                                let href = match c.verdict {
+                                    Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
+                                    _ => group_of(sc),
+                                };
+                                HeatCell {
+                                    class,
+                                    mark,
+                                    href,
+                                    title: format!(
+                                        "{word} ({}): {}",
+                                        c.severity,
+                                        text::line(reason(&c.verdict), 300)
+                                    ),
+                                }
+                            }
+                            None => HeatCell {
+                                class: "none",
+                                mark: "",
+                                href: group_of(sc),
+                                title: "no cell".into(),
+                            },
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
+    let (class, _, word) = verdict_look(&c.verdict);
+    // The cell's cases: under a fail, those the invariant failed; otherwise all of the
+    // scenario's.
+    let mut cases = vec![];
+    let mut first: Option<(&CaseView<'_>, Vec<&str>)> = None;
+    for (i, cv) in s.cases.iter().enumerate() {
+        if cv.case.scenario != c.scenario {
+            continue;
+        }
+        let failures: Vec<&str> = cv
+            .checks
+            .iter()
+            .filter(|(label, v)| *label == c.invariant && matches!(v, Verdict::Fail(_)))
+            .map(|(_, v)| reason(v))
+            .collect();
+        if matches!(c.verdict, Verdict::Fail(_)) && failures.is_empty() {
+            continue;
+        }
+        cases.push(Link {
+            label: text::line(&cv.case.prompt, 60),
+            href: CaseView::anchor(s.phase, i),
+        });
+        if first.is_none() {
+            first = Some((cv, failures));
+        }
+    }
+    let steps = match (&c.verdict, first) {
+        (Verdict::Fail(_), Some((cv, failures))) => {
+            advice::next_steps(&Facts::of(cv.case, failures))
+        }
+        (Verdict::Fail(r), None) => advice::next_steps(&Facts {
+            answer: None,
+            error: None,
+            failures: vec![r],
+            calls: None,
+        }),
+        _ => vec![],
+    };
+    CellCtx {
+        anchor: cell_anchor(s, c),
+        invariant: text::line(&c.invariant, 60),
+        scenario: text::line(&c.scenario, 60),
+        severity: c.severity.to_string(),
+        verdict: word,
+        class,
+        reason: text::line(reason(&c.verdict), 500),
+        steps,
+        cases,
+    }
+}
+
+fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx {
+    let c = cv.case;
+    let (class, mark) = match cv.passed {
+        Some(true) => ("pass", "✓"),
+        Some(false) => ("fail", "✗"),
+        None => ("nj", "–"),
+    };
+    let (prompt, prompt_more) = text::capped(&c.prompt, CAP);
+    let (answer, answer_more) = match &c.answer {
+        Some(a) => {
+            let (a, more) = text::capped(a, CAP);
+            (Some(a), more)
+        }
+        None => (None, 0),
+    };
+    // Contract cases' next steps are their cells'.
+    let steps = if cv.passed == Some(false) && s.cells.is_empty() {
+        let failures = cv
+            .checks
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Fail(_)))
+            .map(|(_, v)| reason(v))
+            .collect();
+        advice::next_steps(&Facts::of(c, failures))
+    } else {
+        vec![]
+    };
+    let timeline = c.traffic.as_deref().and_then(timeline::of);
+    let no_calls = match &c.traffic {
+        None => Some("its calls could not be attributed to it (see the JSON report's coverage)"),
+        Some(t) if t.is_empty() => Some("no call of the agent's reached the proxy during it"),
+        Some(_) => None,
+    };
+    CaseCtx {
+        anchor: CaseView::anchor(s.phase, index),
+        class,
+        mark,
+        summary: text::line(&c.prompt, 100),
+        prompt,
+        prompt_more,
+        mutation: cv
+            .mutation
+            .as_ref()
+            .map(|(kind, original)| (text::line(kind, 40), text::line(original, 300))),
+        answer,
+        answer_more,
+        error: c.error.as_deref().map(|e| text::line(e, 500)),
+        latency: text::duration(c.latency_ms),
+        attempts: c.attempts,
+        not_judged: c.not_judged.as_deref().map(|n| text::line(n, 300)),
+        checks: cv
+            .checks
+            .iter()
+            .map(|(label, v)| CheckCtx {
+                label: text::line(label, 60),
+                class: verdict_look(v).0,
+                reason: text::line(reason(v), 300),
+            })
+            .collect(),
+        faults: c
+            .faults
+            .iter()
+            .map(|f| {
+                let note = match (&f.note, f.applied) {
+                    (_, true) => String::new(),
+                    (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
+                    (None, false) => ", not applied".into(),
+                };
+                format!(
+                    "{} ({}{note})",
+                    text::line(&f.rule, 60),
+                    text::line(&f.mode, 40)
+                )
+            })
+            .collect(),
+        steps,
+        timeline,
+        no_calls,
+    }
+}
+
+#[cfg(test)]
+mod tests;
