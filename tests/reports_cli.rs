@@ -26,7 +26,12 @@ fn a_run_writes_every_format_its_config_asks_for() {
     let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
     assert_eq!(code, 1, "{out}\n{err}");
     let reports = dir.path().join("reports");
-    for file in ["contract.json", "contract.junit.xml", "contract.md"] {
+    for file in [
+        "contract.json",
+        "contract.html",
+        "contract.junit.xml",
+        "contract.md",
+    ] {
         let path = reports.join(file);
         assert!(path.is_file(), "{file} missing; stderr:\n{err}");
         assert!(

@@ -5,7 +5,6 @@
 //! auto-escapes every value (the template's name ends in `.html`).
 
 mod advice;
-mod text;
 mod timeline;
 
 use std::collections::HashMap;
@@ -14,11 +13,11 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 use serde::Serialize;
 
+use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
 use crate::run::{CellResult, RunVerdict};
 use advice::Facts;
-use text::CAP;
 use timeline::Timeline;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
@@ -58,6 +57,7 @@ struct Page {
     min_score: String,
     seeds: String,
     config_digest: Option<String>,
+    agent: Option<String>,
     version: Option<String>,
     started: Option<String>,
     duration: Option<String>,
@@ -243,6 +243,10 @@ fn page(o: &Overview<'_>) -> Page {
             .collect::<Vec<_>>()
             .join(", "),
         config_digest: o.config_digest.map(|d| text::line(d, 100)),
+        agent: o
+            .info
+            .and_then(|i| i.agent.as_deref())
+            .map(|a| text::line(a, 200)),
         version: o.info.map(|i| text::line(&i.flakestorm, 40)),
         started: o.info.map(|i| text::utc(i.started_at_ms)),
         duration: o.info.map(|i| text::duration(i.duration_ms)),

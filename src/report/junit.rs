@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use super::text::{clip, one_line, plain};
+use super::text::{clip, inert, line};
 use super::view::{CaseView, Overview, PhaseLine, Section};
 use crate::checks::Verdict;
 use crate::run::RunVerdict;
@@ -247,7 +247,7 @@ fn case(phase: &str, c: &CaseView<'_>) -> Case {
     };
     Case {
         classname,
-        name: clip(&one_line(input), NAME_CHARS),
+        name: line(input, NAME_CHARS),
         seconds: c.case.latency_ms / 1000.0,
         outcome,
     }
@@ -296,12 +296,12 @@ fn skipped_phase(p: &PhaseLine<'_>) -> Case {
 
 /// An attribute value: escaped, on one line, clipped.
 fn attr(s: &str) -> String {
-    escape(&clip(&one_line(&plain(s)), BODY_CHARS))
+    escape(&line(s, BODY_CHARS))
 }
 
 /// Element text: escaped, clipped.
 fn text(s: &str) -> String {
-    escape(&clip(&plain(s), BODY_CHARS))
+    escape(&clip(&inert(s), BODY_CHARS))
 }
 
 fn escape(s: &str) -> String {

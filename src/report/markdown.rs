@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::text::{clip, one_line, plain};
+use super::text::{inert, line};
 use super::view::{Overview, Section};
 use crate::checks::Verdict;
 use crate::run::RunVerdict;
@@ -60,7 +60,7 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut facts = vec![];
     if let Some(i) = o.info {
         if let Some(a) = &i.agent {
-            facts.push(format!("agent {}", escape(&plain(a))));
+            facts.push(format!("agent {}", escape(&inert(a))));
         }
         facts.push(format!("flakestorm {}", i.flakestorm));
         facts.push(super::text::duration(i.duration_ms));
@@ -191,12 +191,12 @@ fn short(digest: &str) -> String {
 
 /// Text in a table cell: one line, clipped, escaped, pipes kept inside the cell.
 fn cell(s: &str) -> String {
-    escape(&clip(&one_line(&plain(s)), CELL_CHARS)).replace('|', "\\|")
+    escape(&line(s, CELL_CHARS)).replace('|', "\\|")
 }
 
 /// Text in a list item.
 fn inline(s: &str) -> String {
-    escape(&clip(&one_line(&plain(s)), CELL_CHARS * 3))
+    escape(&line(s, CELL_CHARS * 3))
 }
 
 /// Markdown and HTML punctuation made literal: GitHub renders inline HTML in summaries.

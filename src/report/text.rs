@@ -1,18 +1,23 @@
-//! Text from the report made safe for every format: terminal escape sequences removed
-//! (an agent's answer may carry colours), control characters XML 1.0 cannot hold
-//! replaced, long text clipped on a character boundary.
+//! Text from a report made safe and short for every format: terminal escape sequences
+//! removed, other control characters shown inert (as characters HTML, XML 1.0 and Markdown
+//! all hold), long texts capped. Escaping is each format's job (the HTML template's
+//! auto-escape, junit.rs, markdown.rs); this only decides which characters reach it.
+
+/// Texts longer than this (in characters) are cut in the page; the JSON has them whole.
+pub const CAP: usize = 2000;
 
 /// `s` without ANSI escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, and
-/// two-byte `ESC x`), and with the other control characters but tab and newline shown as
-/// U+FFFD, so no format carries a byte a terminal, browser or XML parser would act on.
-pub fn plain(s: &str) -> String {
+/// two-byte `ESC x`), other control characters but newline and tab replaced by their
+/// visible Control Pictures (U+2400 + c), so nothing in a report drives a terminal or
+/// hides in the page.
+pub fn inert(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\u{1b}' => match chars.next() {
                 Some('[') => {
-                    // Parameters and intermediates, then one final byte in @..=~.
+                    // Parameters and intermediates, then one final byte in @..~.
                     for c in chars.by_ref() {
                         if ('@'..='~').contains(&c) {
                             break;
@@ -30,42 +35,85 @@ pub fn plain(s: &str) -> String {
                         }
                     }
                 }
-                Some(_) | None => {}
+                _ => {}
             },
-            '\t' | '\n' => out.push(c),
-            '\r' => {}
-            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            '\n' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+            '\u{7f}' => out.push('\u{2421}'),
+            c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
     out
 }
 
-/// `s` cut to at most `max` characters, with how much was left out.
-pub fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((at, _)) => {
-            let rest = s[at..].chars().count();
-            format!("{}… ({rest} more characters)", &s[..at])
-        }
+/// `inert(s)`, cut to `cap` characters; the second value is how many were left off.
+pub fn capped(s: &str, cap: usize) -> (String, usize) {
+    let clean = inert(s);
+    let total = clean.chars().count();
+    if total <= cap {
+        return (clean, 0);
+    }
+    (clean.chars().take(cap).collect(), total - cap)
+}
+
+/// `inert(s)` cut to `cap` characters, saying how many more the JSON report has.
+pub fn clip(s: &str, cap: usize) -> String {
+    match capped(s, cap) {
+        (text, 0) => text,
+        (text, more) => format!("{text}… ({more} more characters)"),
     }
 }
 
-/// `s` on one line: runs of whitespace become one space.
-pub fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// One line of at most `cap` characters, for summaries: whitespace runs become one space,
+/// an ellipsis marks a cut.
+pub fn line(s: &str, cap: usize) -> String {
+    let clean = inert(s);
+    let mut words = clean.split_whitespace();
+    let mut out = String::new();
+    if let Some(w) = words.next() {
+        out.push_str(w);
+    }
+    for w in words {
+        out.push(' ');
+        out.push_str(w);
+    }
+    if out.chars().count() > cap {
+        let mut cut: String = out.chars().take(cap.saturating_sub(1)).collect();
+        cut.push('…');
+        return cut;
+    }
+    out
 }
 
-/// A duration for people: `840 ms`, `1.8 s`, `2 min 5 s`.
+/// Milliseconds in words: `850 ms`, `1.8 s`, `2 min 5 s`.
 pub fn duration(ms: f64) -> String {
-    match ms {
-        ms if ms < 1000.0 => format!("{ms:.0} ms"),
-        ms if ms < 60_000.0 => format!("{:.1} s", ms / 1000.0),
-        ms => {
-            let s = (ms / 1000.0).round() as u64;
-            format!("{} min {} s", s / 60, s % 60)
-        }
+    if ms < 1.0 {
+        format!("{ms:.2} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.1} ms")
+    } else if ms < 60_000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else {
+        let s = (ms / 1000.0).round() as u64;
+        format!("{} min {} s", s / 60, s % 60)
+    }
+}
+
+/// Unix milliseconds as `2026-11-24 03:36:15 UTC`.
+pub fn utc(ms: u64) -> String {
+    let secs = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    match time::OffsetDateTime::from_unix_timestamp(secs) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => format!("{ms} ms after the Unix epoch"),
     }
 }
 
@@ -74,24 +122,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_and_controls_are_removed() {
-        assert_eq!(plain("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
-        assert_eq!(plain("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(plain("a\u{1b}]8;;http://x\u{1b}\\b"), "ab");
+    fn ansi_sequences_are_removed_and_other_controls_shown_inert() {
+        assert_eq!(inert("\u{1b}[31mQ3\u{1b}[0m & x"), "Q3 & x");
+        assert_eq!(inert("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(inert("a\u{1b}]8;;http://x\u{1b}\\b"), "ab");
         assert_eq!(
-            plain("nul\u{0}bell\u{7}\r\n\tend"),
-            "nul\u{fffd}bell\u{fffd}\n\tend"
+            inert("bell\u{7} cr\r nul\0"),
+            "bell\u{2407} cr\u{240d} nul\u{2400}"
         );
-        assert_eq!(plain("<script>"), "<script>");
+        assert_eq!(inert("two\nlines\tok"), "two\nlines\tok");
+        assert_eq!(inert("c1\u{9b}x"), "c1\u{fffd}x");
     }
 
     #[test]
-    fn clipping_counts_characters_not_bytes() {
-        assert_eq!(clip("héllo", 10), "héllo");
+    fn long_texts_are_capped_and_say_how_much_is_left_off() {
+        assert_eq!(capped("héllo", 10), ("héllo".into(), 0));
+        assert_eq!(capped("héllo", 2), ("hé".into(), 3));
+        assert_eq!(line("a  b\n c", 10), "a b c");
+        assert_eq!(line("abcdef", 4), "abc…");
         assert_eq!(clip("héllo wörld", 5), "héllo… (6 more characters)");
-        assert_eq!(one_line(" a\n\n b\tc "), "a b c");
-        assert_eq!(duration(11.4), "11 ms");
+    }
+
+    #[test]
+    fn durations_and_times_read_plainly() {
+        assert_eq!(duration(0.42), "0.42 ms");
+        assert_eq!(duration(92.15), "92.2 ms");
         assert_eq!(duration(1834.5), "1.8 s");
-        assert_eq!(duration(125_400.0), "2 min 5 s");
+        assert_eq!(duration(125_000.0), "2 min 5 s");
+        assert_eq!(utc(1_795_491_375_000), "2026-11-24 03:36:15 UTC");
     }
 }

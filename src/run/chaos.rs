@@ -19,6 +19,11 @@ use crate::config::{Attribution, Check, InvariantSpec, When};
 
 pub const SCHEMA: &str = "flakestorm.chaos/2";
 
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptVerdict {
     pub prompt: String,
@@ -32,7 +37,7 @@ pub struct PromptVerdict {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChaosReport {
-    #[serde(deserialize_with = "super::saved::chaos")]
+    #[serde(deserialize_with = "schema")]
     pub schema: super::saved::Fixed,
     /// When, how long and by which flakestorm (the top-level report only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

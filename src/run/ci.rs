@@ -11,6 +11,11 @@ use crate::config::ScoringSpec;
 
 pub const SCHEMA: &str = "flakestorm.ci/2";
 
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
     #[serde(deserialize_with = "super::saved::phase")]
@@ -26,7 +31,7 @@ pub struct Phase {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CiReport {
-    #[serde(deserialize_with = "super::saved::ci")]
+    #[serde(deserialize_with = "schema")]
     pub schema: super::saved::Fixed,
     /// When, how long and by which flakestorm (the top-level report only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

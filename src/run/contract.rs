@@ -21,9 +21,14 @@ use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenari
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
 
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContractReport {
-    #[serde(deserialize_with = "super::saved::contract")]
+    #[serde(deserialize_with = "schema")]
     pub schema: super::saved::Fixed,
     /// When, how long and by which flakestorm (the top-level report only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

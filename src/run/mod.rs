@@ -21,6 +21,7 @@ mod execute;
 mod judge;
 mod matrix;
 mod mutation;
+mod read;
 mod saved;
 mod score;
 mod summary;

@@ -23,6 +23,11 @@ use crate::mutate::{Dropped, Plan, Variant, plan, text, unsupported};
 
 pub const SCHEMA: &str = "flakestorm.mutation/1";
 
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
 /// One variant sent, and its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MutantVerdict {
@@ -55,7 +60,7 @@ pub struct TypeScore {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MutationReport {
-    #[serde(deserialize_with = "super::saved::mutation")]
+    #[serde(deserialize_with = "schema")]
     pub schema: super::saved::Fixed,
     /// When, how long and by which flakestorm (the top-level report only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

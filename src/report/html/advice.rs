@@ -2,9 +2,9 @@
 //! read by a short table of rules, each a plain sentence a person can act on. Rules only
 //! read the report (the case's answer, its failed checks and its exchanges), never guess.
 
-use super::text;
 use super::timeline::{failed, in_order, retries};
 use crate::exchange::{Exchange, Target};
+use crate::report::text;
 use crate::run::CaseResult;
 
 /// What the rules read: one case and the reasons of its failed checks.

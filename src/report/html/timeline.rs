@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::text;
 use crate::exchange::{Exchange, Outcome, Target};
+use crate::report::text;
 
 /// Page units: the label column, the bars' span, the details after them.
 const BARS_X: f64 = 140.0;
