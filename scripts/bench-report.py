@@ -6,9 +6,7 @@ targets: under 5 MB, rendered in under 2 s). docs/benchmarks.md has the figures.
 
 It builds a 1,000-case `ci` report from tests/fixtures/reports/ci.json (the contract
 cases repeated), renders it to HTML with `flakestorm report REPORT --format html -o PAGE`
-when the binary has that command (FLAKESTORM_BIN, else target/debug/flakestorm) and
-otherwise with the Rust test that writes the same page (report::html::tests::
-write_the_thousand_case_page), then opens the page 5 times in headless Chromium
+(FLAKESTORM_BIN, else target/debug/flakestorm), then opens the page 5 times in headless Chromium
 (/usr/bin/chromium, Playwright) and prints the file size and the median load time.
 """
 
@@ -40,18 +38,9 @@ def thousand_case_report(out: Path) -> None:
 def render(report: Path, page: Path) -> str:
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     binary = os.environ.get("FLAKESTORM_BIN", str(target / "debug" / "flakestorm"))
-    has_report = Path(binary).exists() and subprocess.run(
-        [binary, "report", "--help"], capture_output=True).returncode == 0
-    if has_report:
-        cmd = [binary, "report", str(report), "--format", "html", "-o", str(page)]
-        subprocess.run(cmd, check=True)
-        return " ".join(["flakestorm", "report", "REPORT.json", "--format", "html", "-o", "PAGE"])
-    # No `report` command in this binary: the Rust test renders the same 1,000 cases.
-    cmd = ["cargo", "test", "--quiet", "--lib", "report::html::tests::write_the_thousand_case_page",
-           "--", "--ignored", "--exact"]
-    subprocess.run(cmd, check=True, cwd=REPO, env=dict(os.environ, FLAKESTORM_REPORT_OUT=str(page)),
-                   stdout=subprocess.DEVNULL)
-    return "cargo test --lib report::html::tests::write_the_thousand_case_page -- --ignored"
+    cmd = [binary, "report", str(report), "--format", "html", "-o", str(page)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return "flakestorm report REPORT.json --format html -o PAGE"
 
 
 def load_times(page: Path) -> list[float]:

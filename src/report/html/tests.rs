@@ -137,15 +137,6 @@ fn very_long_answers_are_cut_and_say_so() {
     assert!(!html.contains(&"x".repeat(2001)));
 }
 
-/// The 1,000-case page for scripts/bench-report.py when `flakestorm report` is not at
-/// hand: writes it to `$FLAKESTORM_REPORT_OUT`.
-#[test]
-#[ignore = "run by scripts/bench-report.py"]
-fn write_the_thousand_case_page() {
-    let out = std::env::var("FLAKESTORM_REPORT_OUT").expect("FLAKESTORM_REPORT_OUT names the page");
-    std::fs::write(&out, page(&with_cases(1000))).expect("write the page");
-}
-
 #[test]
 fn each_phase_alone_renders_its_section_without_a_phases_table() {
     let Report::Ci(ci) = fixture() else {
