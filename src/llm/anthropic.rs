@@ -70,6 +70,9 @@ fn tool_results(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
     n
 }
 
+/// The live API's answer when the organisation's prepaid credits are used up.
+const CREDIT_BALANCE_TOO_LOW: &str = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
+
 fn error(status: u16, kind: &str, message: &str, draw: u64) -> Synthetic {
     let id = request_id("req_", draw);
     Synthetic::json(
@@ -181,7 +184,12 @@ impl Wire for Anthropic {
         error(504, "timeout_error", "Request timed out", draw)
     }
 
-    fn rate_limit(&self, retry_after_s: f64, _quota: bool, draw: u64) -> Synthetic {
+    fn rate_limit(&self, retry_after_s: f64, quota: bool, draw: u64) -> Synthetic {
+        if quota {
+            // An exhausted credit balance is not a 429 at Anthropic: the live API answers
+            // 400 `invalid_request_error`, which no SDK retries.
+            return error(400, "invalid_request_error", CREDIT_BALANCE_TOO_LOW, draw);
+        }
         let message = "Number of request tokens has exceeded your per-minute rate limit";
         error(429, "rate_limit_error", message, draw)
             .with("retry-after", format_secs(retry_after_s))

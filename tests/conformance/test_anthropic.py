@@ -103,6 +103,24 @@ def test_rate_limit_retried_honouring_retry_after(anthropic_client, chaos, origi
     assert origins.anthropic.count() == 0
 
 
+def test_rate_limit_quota_is_credit_balance_400_not_retried(anthropic_client, chaos, origins, flakestorm):
+    # The live API answers an exhausted credit balance with 400 invalid_request_error, not
+    # a 429: the SDK raises BadRequestError at once, no retry, no back-off.
+    chaos(rule("rate_limit", retry_after_s=0.3, quota=True))
+    before = flakestorm.injected("rate_limit")
+    with Timer() as t, pytest.raises(anthropic.BadRequestError) as ei:
+        create(anthropic_client(max_retries=2))
+    e = ei.value
+    assert e.status_code == 400
+    assert e.body["error"]["type"] == "invalid_request_error"
+    assert e.body["error"]["message"].startswith("Your credit balance is too low to access the Anthropic API.")
+    assert e.request_id and e.request_id.startswith("req_")
+    assert "retry-after" not in e.response.headers
+    assert flakestorm.wait_injected("rate_limit", before + 1) == before + 1
+    assert t.elapsed < 0.3
+    assert origins.anthropic.count() == 0
+
+
 # --------------------------------------------------------------------- server_error
 
 
@@ -184,10 +202,17 @@ def test_stream_cut_loud_raw_httpx2_error(anthropic_client, chaos):
         raw_stream(anthropic_client())
 
 
-def test_stream_cut_non_stream_body_cut(anthropic_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
-        create(anthropic_client(max_retries=0))
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(anthropic_client, chaos, origins, flakestorm):
+    # Non-streamed, the body is read inside the SDK's retry loop: the dropped connection is
+    # an APIConnectionError (cause RemoteProtocolError), retried like a real one.
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(anthropic.APIConnectionError) as ei:
+        create(anthropic_client(max_retries=2))
+    assert not isinstance(ei.value, anthropic.APITimeoutError)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.anthropic.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream

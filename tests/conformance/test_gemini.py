@@ -171,10 +171,14 @@ def test_stream_cut_loud_raw_transport_error(genai_client, chaos):
         stream(genai_client())
 
 
-def test_stream_cut_non_stream_body_cut(genai_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
+def test_stream_cut_non_stream_is_a_dropped_connection(genai_client, chaos, origins, flakestorm):
+    # google-genai does not wrap transport errors and does not retry by default.
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises((httpx2.RemoteProtocolError, httpx2.ReadError)):
         generate(genai_client())
+    assert flakestorm.wait_injected("stream_cut", before + 1) == before + 1
+    assert origins.gemini.count() == 1
 
 
 # ---------------------------------------------------------------------- slow_stream

@@ -152,10 +152,12 @@ def test_stream_cut_loud_raw_httpx_error(ollama_client, chaos):
         stream(ollama_client())
 
 
-def test_stream_cut_non_stream_body_cut(ollama_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
+def test_stream_cut_non_stream_is_a_dropped_connection(ollama_client, chaos, origins):
+    # ollama does not wrap transport errors and never retries.
+    chaos(rule("stream_cut", after_events=2))
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
         chat(ollama_client())
+    assert origins.ollama.count() == 1
 
 
 # ---------------------------------------------------------------------- slow_stream

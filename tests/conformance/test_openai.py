@@ -209,12 +209,17 @@ def test_stream_cut_loud_is_connection_error(openai_client, chaos):
     assert ANSWER.startswith(got) and got != ANSWER
 
 
-def test_stream_cut_non_stream_body_cut_in_half(openai_client, chaos):
-    chaos(rule("stream_cut"))
-    # Observed: the body is cut to a JSON prefix while content-type stays application/json;
-    # the SDK surfaces the raw json.JSONDecodeError (like doc §1.6 "invalid JSON").
-    with pytest.raises(json.JSONDecodeError):
-        openai_client(max_retries=0).chat.completions.create(model="gpt-test", messages=MSG)
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(openai_client, chaos, origins, flakestorm):
+    # A cut whole answer is a connection dropped mid-body (chunked, never terminated), as
+    # doc §1.6 "RST/FIN mid-body, non-stream": APIConnectionError, retried (3 attempts).
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(openai.APIConnectionError) as ei:
+        openai_client(max_retries=2).chat.completions.create(model="gpt-test", messages=MSG)
+    assert not isinstance(ei.value, openai.APITimeoutError)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.openai.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream

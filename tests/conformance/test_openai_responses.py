@@ -227,10 +227,14 @@ def test_stream_cut_loud_is_connection_error(openai_client, chaos):
     assert ANSWER.startswith(deltas(got)) and deltas(got) != ANSWER
 
 
-def test_stream_cut_non_stream_json_decode_error(openai_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
-        openai_client(max_retries=0).responses.create(model="gpt-test", input=INPUT)
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(openai_client, chaos, origins, flakestorm):
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(openai.APIConnectionError) as ei:
+        openai_client(max_retries=2).responses.create(model="gpt-test", input=INPUT)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.openai.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream

@@ -153,6 +153,27 @@ fn stream_cut_drops_the_terminal_event_quietly_or_loudly() {
     assert_eq!(loud.outs.last(), Some(&Out::Abort));
 }
 
+/// A whole answer cut short is a dropped connection, quiet or loud: half the body, then a
+/// broken connection, never a clean end (a complete short body is no real failure).
+#[test]
+fn stream_cut_on_a_whole_answer_breaks_the_connection() {
+    let body = json!({"id": "c1", "choices": [{"message": {"content": "a b c d"}}]}).to_string();
+    for loud in [false, true] {
+        let r = run(
+            Provider::Openai,
+            LlmMode::StreamCut {
+                after_events: 2,
+                loud,
+            },
+            "application/json",
+            std::slice::from_ref(&body),
+        );
+        assert_eq!(r.text, body[..body.len() / 2], "loud: {loud}");
+        assert_eq!(r.outs.last(), Some(&Out::Abort), "loud: {loud}");
+        assert!(!r.outs.contains(&Out::End), "loud: {loud}");
+    }
+}
+
 #[test]
 fn slow_stream_paces_every_event() {
     let r = run(
