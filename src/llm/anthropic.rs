@@ -176,8 +176,23 @@ impl Wire for Anthropic {
         Some("content_block_delta")
     }
 
-    fn malformed_call(&self, _v: &mut Value) -> Option<bool> {
-        None
+    /// A whole answer's `input` is always an object at Anthropic, even when the model
+    /// got the call wrong: what reaches the agent then is an object missing an argument
+    /// (the first one here). Stream fragments (`partial_json`) are broken as JSON text.
+    fn malformed_call(&self, v: &mut Value) -> Option<bool> {
+        if v.get("content").is_none_or(|c| !c.is_array()) {
+            return None;
+        }
+        let mut changed = false;
+        visit(v, ARGS, &mut |input| {
+            if let Some(args) = input.as_object_mut()
+                && let Some(first) = args.keys().next().cloned()
+            {
+                args.shift_remove(&first);
+                changed = true;
+            }
+        });
+        Some(changed)
     }
 
     fn gateway_timeout(&self, draw: u64) -> Synthetic {
@@ -253,5 +268,22 @@ mod tests {
         Anthropic.for_each_tool_args(&mut v, false, &mut |_| args += 1);
         assert_eq!(args, 1);
         assert_eq!(crate::llm::tool_calls(v.to_string().as_bytes()), ["email"]);
+    }
+
+    /// A broken call in a whole answer stays an object (the only shape the API sends),
+    /// missing its first argument; stream events are left to the JSON-text corruption.
+    #[test]
+    fn a_broken_whole_call_is_an_object_missing_an_argument() {
+        let mut v = json!({"content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+             "input": {"city_name": "Paris", "unit": "celsius"}}]});
+        assert_eq!(Anthropic.malformed_call(&mut v), Some(true));
+        assert_eq!(v["content"][1]["input"], json!({"unit": "celsius"}));
+        let mut none = json!({"content": [{"type": "tool_use", "name": "f", "input": {}}]});
+        assert_eq!(Anthropic.malformed_call(&mut none), Some(false));
+        let mut delta = json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"a\": 1}"}});
+        assert_eq!(Anthropic.malformed_call(&mut delta), None);
     }
 }

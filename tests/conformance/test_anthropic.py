@@ -268,14 +268,23 @@ def test_tool_call_corruption_stream_helper_raises(anthropic_client, chaos):
         final_message(anthropic_client(), TOOLS_MODEL)
 
 
-def test_tool_call_corruption_json_input_not_an_object(anthropic_client, chaos):
+def test_tool_call_corruption_json_input_is_an_object_missing_an_argument(anthropic_client, chaos, flakestorm):
+    # The real API always sends `input` as an object; a call the model got wrong reaches
+    # the agent as an object missing an argument, so calling the tool with it fails.
     chaos(rule("tool_call_corruption"))
+    before = flakestorm.injected("tool_call_corruption")
     r = create(anthropic_client(), model=TOOLS_MODEL)
     block = next(b for b in r.content if b.type == "tool_use")
     assert block.name == TOOL_NAME
-    assert isinstance(block.input, str), block.input
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(block.input)
+    assert isinstance(block.input, dict), block.input
+    assert block.input == {k: v for k, v in TOOL_ARGS.items() if k != "city_name"}
+
+    def get_weather(city_name: str, unit: str) -> str:
+        return f"{city_name} {unit}"
+
+    with pytest.raises(TypeError, match="city_name"):
+        get_weather(**block.input)
+    assert flakestorm.wait_injected("tool_call_corruption", before + 1) == before + 1
 
 
 def test_tool_call_corruption_unknown_tool(anthropic_client, chaos):
