@@ -85,6 +85,18 @@ def test_timeout_close_is_connection_error(anthropic_client, chaos, origins):
     assert origins.anthropic.count() == 0
 
 
+def test_timeout_every_abandoned_attempt_is_counted(anthropic_client, chaos, origins, flakestorm):
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
+    before_req = flakestorm.metric("flakestorm_requests_total", target="llm", status_class="error")
+    with pytest.raises(anthropic.APITimeoutError):
+        create(anthropic_client(timeout=0.3, max_retries=2))
+    assert flakestorm.wait_injected("timeout", before + 3) == before + 3
+    assert flakestorm.wait_metric("flakestorm_requests_total", before_req + 3, target="llm",
+                                  status_class="error") == before_req + 3
+    assert origins.anthropic.count() == 0
+
+
 # ----------------------------------------------------------------------- rate_limit
 
 

@@ -46,13 +46,16 @@ def test_baseline_json_and_stream_pass_through(genai_client, origins):
 # -------------------------------------------------------------------------- timeout
 
 
-def test_timeout_client_timeout(genai_client, chaos, origins):
-    chaos(rule("timeout", delay_ms=3000))
+def test_timeout_client_timeout(genai_client, chaos, origins, flakestorm):
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
     # HttpOptions.timeout is in milliseconds. genai does not wrap transport errors:
     # the raw httpx2 ReadTimeout reaches the caller.
     with Timer() as t, pytest.raises(httpx2.ReadTimeout):
         generate(genai_client(timeout=500))
     assert t.elapsed < 2.5
+    # The abandoned attempt is counted once the client has left (not 30 s later).
+    assert flakestorm.wait_injected("timeout", before + 1) == before + 1
     assert origins.gemini.count() == 0
 
 

@@ -77,6 +77,22 @@ def test_timeout_close_is_connection_error(openai_client, chaos, origins):
     assert origins.openai.count() == 0
 
 
+def test_timeout_every_abandoned_attempt_is_counted(openai_client, chaos, origins, flakestorm):
+    # The SDK gives up on each attempt (read timeout) and retries: all 3 attempts must show
+    # in the metrics, as requests and as injected faults, once the client has left.
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
+    before_req = flakestorm.metric("flakestorm_requests_total", target="llm", status_class="error")
+    c = openai_client(timeout=0.3, max_retries=2)
+    with Timer() as t, pytest.raises(openai.APITimeoutError):
+        c.chat.completions.create(model="gpt-test", messages=MSG)
+    assert flakestorm.wait_injected("timeout", before + 3) == before + 3
+    assert flakestorm.wait_metric("flakestorm_requests_total", before_req + 3, target="llm",
+                                  status_class="error") == before_req + 3
+    assert t.elapsed < 10
+    assert origins.openai.count() == 0
+
+
 # ----------------------------------------------------------------------- rate_limit
 
 
