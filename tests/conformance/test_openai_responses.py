@@ -363,11 +363,40 @@ def test_response_drift_refusal_rephrase_json(openai_client, chaos):
     assert "not able to help" in r.output_text, r.output_text
 
 
-def test_response_drift_stream_is_skipped(openai_client, chaos, flakestorm):
-    chaos(rule("response_drift", drift_type="refusal_rephrase", severity="moderate"))
-    before = flakestorm.metric("flakestorm_faults_skipped_total", target="llm", mode="response_drift")
+def drifted_copies(events) -> tuple:
+    done = next(e for e in events if e.type == "response.output_text.done")
+    part = next(e for e in events if e.type == "response.content_part.done")
+    item = next(e for e in events if e.type == "response.output_item.done")
+    assert events[-1].type == "response.completed"
+    return done.text, part.part.text, item.item.content[0].text, events[-1].response.output_text
+
+
+@pytest.mark.parametrize("drift,expect", [
+    ({"drift_type": "refusal_rephrase", "severity": "moderate"}, lambda t: "not able to help" in t),
+    ({"drift_type": "tone_shift", "severity": "significant"}, lambda t: t == ANSWER.upper()),
+    ({"drift_type": "verbosity_shift", "direction": "compress", "factor": 2},
+     lambda t: 0 < len(t.split()) < len(ANSWER_WORDS) and t != ANSWER),
+])
+def test_response_drift_stream_every_copy(openai_client, chaos, flakestorm, drift, expect):
+    # The deltas are drifted as they stream, and every copy that repeats the text whole
+    # (output_text.done, content_part.done, output_item.done, response.completed) says
+    # exactly what the deltas said, as the real API's copies always do.
+    chaos(rule("response_drift", **drift))
+    before = flakestorm.injected("response_drift")
     events = raw_events(openai_client())
-    assert deltas(events) == ANSWER
-    assert events[-1].response.output_text == ANSWER
+    said = deltas(events)
+    assert said != ANSWER and expect(said), said
+    assert drifted_copies(events) == (said, said, said, said)
+    assert flakestorm.wait_injected("response_drift", before + 1) == before + 1
+    with openai_client().responses.stream(model="gpt-test", input=INPUT) as s:
+        assert s.get_final_response().output_text == said
+
+
+def test_response_drift_stream_field_rename_is_skipped(openai_client, chaos, flakestorm):
+    # Streamed argument fragments cannot be renamed (as on Chat Completions): noted skipped.
+    chaos(rule("response_drift", drift_type="json_field_rename", severity="significant"))
+    before = flakestorm.metric("flakestorm_faults_skipped_total", target="llm", mode="response_drift")
+    events = raw_events(openai_client(), model="gpt-tools")
+    assert json.loads(call_args_streamed(events)) == TOOL_ARGS
     assert flakestorm.wait_metric("flakestorm_faults_skipped_total", before + 1,
                                   target="llm", mode="response_drift") == before + 1

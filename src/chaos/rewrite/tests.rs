@@ -664,6 +664,48 @@ fn responses_api_empty_blanks_every_copy_of_the_text() {
     assert!(serde_json::from_str::<Value>(v["output"][0]["arguments"].as_str().unwrap()).is_err());
 }
 
+/// Drift on a Responses API stream: the deltas change, and the `.done` and
+/// `response.completed` copies say exactly what the deltas said.
+#[test]
+fn responses_api_drift_keeps_every_copy_equal_to_the_deltas() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::ResponseDrift {
+            drift_type: DriftType::ToneShift,
+            severity: Severity::Significant,
+            direction: Direction::Expand,
+            factor: 2.0,
+        },
+        "text/event-stream",
+        &responses_stream(&["Hello", " world"]),
+    );
+    assert_eq!(r.skipped, None);
+    let evs = events(&r.text);
+    let said: String = evs
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, v)| v["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(said, "HELLO WORLD");
+    let copy = |name: &str, path: &[&str]| {
+        let (_, v) = evs.iter().find(|(n, _)| n == name).unwrap();
+        path.iter()
+            .fold(v, |v, k| match k.parse::<usize>() {
+                Ok(i) => &v[i],
+                Err(_) => &v[*k],
+            })
+            .clone()
+    };
+    assert_eq!(copy("response.output_text.done", &["text"]), said);
+    assert_eq!(
+        copy(
+            "response.completed",
+            &["response", "output", "0", "content", "0", "text"]
+        ),
+        said
+    );
+}
+
 #[test]
 fn responses_api_server_error_mid_stream_is_response_failed() {
     let r = run(
