@@ -284,6 +284,15 @@ async fn exchange(
             }
             Ok(upstream::response(rec, resp, transform, plan.mark))
         }
+        // `proxy.upstream_connect_failure: close`: the agent meets a dead upstream as it
+        // would without the proxy, as a connection error.
+        Err(err)
+            if err.kind == ErrorKind::UpstreamConnect
+                && proxy.settings().close_on_connect_failure =>
+        {
+            fail_closed(&proxy, rec, err);
+            Err(Dropped)
+        }
         Err(err) => Ok(fail(&proxy, rec, err)),
     }
 }
@@ -383,6 +392,22 @@ pub fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why
         status: None,
     };
     proxy.journal().record(ex);
+}
+
+/// Records `err` on the exchange, which is answered by closing the connection.
+fn fail_closed(proxy: &Proxy, rec: Recorder, err: ProxyError) {
+    tracing::warn!(
+        "{} (connection closed: proxy.upstream_connect_failure)",
+        err.message
+    );
+    proxy.metrics().proxy_error(err.kind.name());
+    rec.finish(
+        Outcome::Error {
+            error: err.info(),
+            status: None,
+        },
+        0,
+    );
 }
 
 /// Records `err` on the exchange and answers it.
