@@ -331,3 +331,107 @@ async fn an_error_speaks_json_when_the_tool_does() {
     assert_eq!(resp.headers()["content-type"], "application/json");
     p.stop().await;
 }
+
+// ------------------------------------------------------------------ clients that give up
+
+/// An SDK whose timeout is shorter than a `timeout` fault gives up and retries: every
+/// attempt is still counted (requests, faults injected) and journaled as
+/// `client_cancelled`, at the moment the client left, not when the hold would have ended.
+#[tokio::test(start_paused = true)]
+async fn a_client_giving_up_during_a_timeout_hold_is_counted_and_journaled() {
+    use std::time::Duration;
+    let o = origin::fixed(None, "{}").await;
+    let p = start_proxy(
+        "chaos:\n  llm_faults:\n    - {id: hold, provider: openai, mode: timeout, delay_ms: 60000}\n",
+    )
+    .await;
+    let client = client_via(&p, H1);
+    let start = tokio::time::Instant::now();
+    for _ in 0..3 {
+        let err = client
+            .post(o.http_url("/v1/chat/completions"))
+            .timeout(Duration::from_millis(500))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "{err}");
+    }
+    within("3 cancelled exchanges", p.daemon.journal.wait_for(3)).await;
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "not held to the end"
+    );
+    for ex in p.daemon.journal.all() {
+        let flakestorm::exchange::Outcome::Error { error, status } = &ex.outcome else {
+            panic!("{:?}", ex.outcome);
+        };
+        assert_eq!(
+            (error.kind.as_str(), error.source, *status),
+            (
+                "client_cancelled",
+                flakestorm::exchange::ErrorSource::Downstream,
+                None
+            )
+        );
+        let fault = ex.fault.clone().unwrap();
+        assert_eq!((fault.mode.as_str(), fault.applied), ("timeout", true));
+        assert!(ex.timings.total_ms < 1000.0, "{}", ex.timings.total_ms);
+    }
+    let metrics = p.daemon.metrics.encode();
+    assert!(
+        metrics.contains(r#"flakestorm_requests_total{target="llm",status_class="error"} 3"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"flakestorm_faults_injected_total{target="llm",mode="timeout"} 3"#),
+        "{metrics}"
+    );
+    assert_eq!(o.log.len(), 0);
+    p.stop().await;
+}
+
+/// Giving up while the upstream has not answered: counted and journaled too; a response
+/// rewrite that never got its response is recorded as not applied, with why.
+#[tokio::test(start_paused = true)]
+async fn a_client_giving_up_on_a_slow_upstream_is_counted_and_the_rewrite_skipped() {
+    use std::time::Duration;
+    let o = origin::start(None, |_req| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        text("late")
+    })
+    .await;
+    let p =
+        start_proxy("chaos:\n  llm_faults:\n    - {provider: openai, mode: stream_cut}\n").await;
+    let err = client_via(&p, H1)
+        .post(o.http_url("/v1/chat/completions"))
+        .timeout(Duration::from_millis(500))
+        .body("{}")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    within("the cancelled exchange", p.daemon.journal.wait_for(1)).await;
+    let ex = p.daemon.journal.all()[0].clone();
+    assert!(
+        matches!(&ex.outcome, flakestorm::exchange::Outcome::Error { error, .. } if error.kind == "client_cancelled"),
+        "{:?}",
+        ex.outcome
+    );
+    let fault = ex.fault.clone().unwrap();
+    assert!(!fault.applied);
+    assert_eq!(
+        fault.note.as_deref(),
+        Some("the client gave up before the response arrived")
+    );
+    let metrics = p.daemon.metrics.encode();
+    assert!(
+        metrics.contains(r#"flakestorm_requests_total{target="llm",status_class="error"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"flakestorm_faults_skipped_total{target="llm",mode="stream_cut"} 1"#),
+        "{metrics}"
+    );
+    p.stop().await;
+}

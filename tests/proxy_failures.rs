@@ -189,3 +189,46 @@ async fn an_untrusted_upstream_certificate_is_a_502_upstream_tls() {
     assert_eq!(o.log.len(), 0);
     p.stop().await;
 }
+
+/// `proxy.upstream_connect_failure: close`: an unreachable upstream closes the client's
+/// connection with no response (plain and intercepted HTTPS), as the agent would meet it
+/// without the proxy; the exchange is still journaled as `upstream_connect`, no status.
+#[tokio::test]
+async fn a_refused_upstream_can_close_the_connection_instead_of_a_502() {
+    let p = start_proxy("proxy:\n  upstream_connect_failure: close\n").await;
+    let dead = closed_port().await;
+    let client = client_via(&p, H1);
+    for url in [
+        format!("http://{dead}/x"),
+        format!("https://localhost:{}/x", dead.port()),
+    ] {
+        let err = client.get(&url).send().await.unwrap_err();
+        assert!(err.status().is_none() && !err.is_timeout(), "{url}: {err}");
+    }
+    p.daemon.journal.wait_for(2).await;
+    for ex in p.daemon.journal.all() {
+        let Outcome::Error { error, status } = &ex.outcome else {
+            panic!("{ex:?}")
+        };
+        assert_eq!((error.kind.as_str(), *status), ("upstream_connect", None));
+    }
+    // Only a connect failure closes: a reachable upstream still answers.
+    still_serving(&p).await;
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_upstream_connect_failure_is_an_error_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flakestorm.yaml");
+    std::fs::write(&path, "proxy:\n  upstream_connect_failure: reset\n").unwrap();
+    let err = flakestorm::config::load_with_env(
+        Some(&path),
+        &flakestorm::config::Overrides::default(),
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("upstream_connect_failure"), "{err}");
+    assert!(err.contains("status_502") && err.contains("close"), "{err}");
+}

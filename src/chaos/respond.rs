@@ -109,6 +109,19 @@ mod tests {
         );
         assert_eq!(header(&a, "retry-after"), Some("0.5"));
         assert!(header(&a, "request-id").unwrap().starts_with("req_"));
+        // An exhausted Anthropic credit balance is a 400, which no SDK retries.
+        let aq = rate_limit(Provider::Anthropic, 0.5, true, 1);
+        assert_eq!(
+            (aq.status, body(&aq)["error"]["type"].as_str()),
+            (400, Some("invalid_request_error"))
+        );
+        assert!(
+            body(&aq)["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Your credit balance is too low")
+        );
+        assert_eq!(header(&aq, "retry-after"), None);
         let g = rate_limit(Provider::Gemini, 30.0, false, 1);
         assert_eq!(body(&g)["error"]["details"][0]["retryDelay"], "30s");
         assert_eq!(

@@ -79,6 +79,9 @@ pub struct ProxySpec {
     pub tls_handshake_timeout_ms: u64,
     /// Client connections open at once (tunnels included); more are refused with a 503.
     pub max_connections: usize,
+    /// Issue #15: how a forwarded request whose upstream refused the connection (or could
+    /// not be reached) is answered.
+    pub upstream_connect_failure: UpstreamConnectFailure,
 }
 
 impl Default for ProxySpec {
@@ -102,8 +105,24 @@ impl Default for ProxySpec {
             idle_timeout_ms: 60_000,
             tls_handshake_timeout_ms: 10_000,
             max_connections: 1024,
+            upstream_connect_failure: UpstreamConnectFailure::default(),
         }
     }
+}
+
+/// `proxy.upstream_connect_failure` (issue #15): what the agent gets when the upstream of a
+/// forwarded request cannot be reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamConnectFailure {
+    /// `502` with `x-flakestorm-error: upstream_connect` and the reason: says it was the
+    /// proxy's connect that failed.
+    #[default]
+    #[serde(rename = "status_502")]
+    Status502,
+    /// The client connection closes with no response: the agent's HTTP client raises a
+    /// connection error, the error path a dead upstream takes without the proxy.
+    Close,
 }
 
 impl ProxySpec {

@@ -70,6 +70,9 @@ fn tool_results(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
     n
 }
 
+/// The live API's answer when the organisation's prepaid credits are used up.
+const CREDIT_BALANCE_TOO_LOW: &str = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
+
 fn error(status: u16, kind: &str, message: &str, draw: u64) -> Synthetic {
     let id = request_id("req_", draw);
     Synthetic::json(
@@ -117,6 +120,12 @@ impl Wire for Anthropic {
     fn is_args_fragment(&self, _v: &Value) -> bool {
         false
     }
+
+    fn text_delta_part(&self, _v: &Value) -> Option<(String, u64)> {
+        None
+    }
+
+    fn for_each_repeated_text(&self, _v: &mut Value, _f: &mut dyn FnMut(&str, u64, &mut String)) {}
 
     fn observe(&self, _progress: &mut Progress, _v: &Value) {}
 
@@ -173,15 +182,35 @@ impl Wire for Anthropic {
         Some("content_block_delta")
     }
 
-    fn malformed_call(&self, _v: &mut Value) -> Option<bool> {
-        None
+    /// A whole answer's `input` is always an object at Anthropic, even when the model
+    /// got the call wrong: what reaches the agent then is an object missing an argument
+    /// (the first one here). Stream fragments (`partial_json`) are broken as JSON text.
+    fn malformed_call(&self, v: &mut Value) -> Option<bool> {
+        if v.get("content").is_none_or(|c| !c.is_array()) {
+            return None;
+        }
+        let mut changed = false;
+        visit(v, ARGS, &mut |input| {
+            if let Some(args) = input.as_object_mut()
+                && let Some(first) = args.keys().next().cloned()
+            {
+                args.shift_remove(&first);
+                changed = true;
+            }
+        });
+        Some(changed)
     }
 
     fn gateway_timeout(&self, draw: u64) -> Synthetic {
         error(504, "timeout_error", "Request timed out", draw)
     }
 
-    fn rate_limit(&self, retry_after_s: f64, _quota: bool, draw: u64) -> Synthetic {
+    fn rate_limit(&self, retry_after_s: f64, quota: bool, draw: u64) -> Synthetic {
+        if quota {
+            // An exhausted credit balance is not a 429 at Anthropic: the live API answers
+            // 400 `invalid_request_error`, which no SDK retries.
+            return error(400, "invalid_request_error", CREDIT_BALANCE_TOO_LOW, draw);
+        }
         let message = "Number of request tokens has exceeded your per-minute rate limit";
         error(429, "rate_limit_error", message, draw)
             .with("retry-after", format_secs(retry_after_s))
@@ -245,5 +274,22 @@ mod tests {
         Anthropic.for_each_tool_args(&mut v, false, &mut |_| args += 1);
         assert_eq!(args, 1);
         assert_eq!(crate::llm::tool_calls(v.to_string().as_bytes()), ["email"]);
+    }
+
+    /// A broken call in a whole answer stays an object (the only shape the API sends),
+    /// missing its first argument; stream events are left to the JSON-text corruption.
+    #[test]
+    fn a_broken_whole_call_is_an_object_missing_an_argument() {
+        let mut v = json!({"content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+             "input": {"city_name": "Paris", "unit": "celsius"}}]});
+        assert_eq!(Anthropic.malformed_call(&mut v), Some(true));
+        assert_eq!(v["content"][1]["input"], json!({"unit": "celsius"}));
+        let mut none = json!({"content": [{"type": "tool_use", "name": "f", "input": {}}]});
+        assert_eq!(Anthropic.malformed_call(&mut none), Some(false));
+        let mut delta = json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"a\": 1}"}});
+        assert_eq!(Anthropic.malformed_call(&mut delta), None);
     }
 }

@@ -77,6 +77,12 @@ impl Wire for Ollama {
         false
     }
 
+    fn text_delta_part(&self, _v: &Value) -> Option<(String, u64)> {
+        None
+    }
+
+    fn for_each_repeated_text(&self, _v: &mut Value, _f: &mut dyn FnMut(&str, u64, &mut String)) {}
+
     fn observe(&self, _progress: &mut Progress, _v: &Value) {}
 
     fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}

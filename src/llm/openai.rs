@@ -185,6 +185,16 @@ impl Wire for OpenAi {
         v["type"] == "response.function_call_arguments.delta"
     }
 
+    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)> {
+        responses::delta_key(v)
+    }
+
+    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String)) {
+        if responses::is_responses(v) {
+            responses::for_each_whole_text(v, f)
+        }
+    }
+
     fn observe(&self, progress: &mut Progress, v: &Value) {
         if responses::is_responses(v) {
             responses::observe(progress, v)

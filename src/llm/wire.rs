@@ -72,6 +72,13 @@ pub trait Wire: Sync {
     /// Whether a stream event carries a fragment of a call's arguments that later events
     /// repeat whole (`response.function_call_arguments.delta`).
     fn is_args_fragment(&self, v: &Value) -> bool;
+    /// For streams that repeat their text (`repeats_output`): the text part a delta event
+    /// adds to, as (item id, content index); `None` for any other event.
+    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)>;
+    /// For streams that repeat their text: every whole copy of a text part in an event
+    /// (not the deltas), with its (item id, content index), so a rewrite of the deltas
+    /// can make the copies say the same.
+    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String));
     /// Notes what a stream event says about the stream (ids, sequence numbers).
     fn observe(&self, progress: &mut Progress, v: &Value);
     /// Notes the text an event sends, as the client gets it.

@@ -19,6 +19,7 @@ mod forward;
 mod guard;
 mod headers;
 mod listener;
+mod pending;
 pub mod rescue;
 mod service;
 mod tunnel;
@@ -82,6 +83,9 @@ struct Settings {
     conn_limits: watchdog::Limits,
     tls_handshake_timeout: Duration,
     max_connections: usize,
+    /// `proxy.upstream_connect_failure: close`: an unreachable upstream closes the client
+    /// connection instead of answering 502.
+    close_on_connect_failure: bool,
 }
 
 impl Settings {
@@ -160,6 +164,8 @@ impl Settings {
             },
             tls_handshake_timeout: Duration::from_millis(p.tls_handshake_timeout_ms),
             max_connections: p.max_connections,
+            close_on_connect_failure: p.upstream_connect_failure
+                == crate::config::UpstreamConnectFailure::Close,
         })
     }
 }

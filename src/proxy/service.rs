@@ -18,6 +18,7 @@ use super::fault::{self, Action, Dropped};
 use super::fault_body::Transform;
 use super::forward::ClientBodyError;
 use super::headers::{self, AuthError};
+use super::pending::Pending;
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{BoxError, Proxy, ProxyBody, connect};
 use super::{attack, canary, upstream};
@@ -210,31 +211,33 @@ async fn exchange(
     uri: Uri,
     route: Route,
 ) -> Result<Response<ProxyBody>, Dropped> {
-    let mut rec = recorder(&proxy, &ctx, &req, &uri, route);
-    let mut plan = fault::decide(&proxy, &mut rec, req.headers());
+    // Recorded even if the client gives up while the exchange waits (`Pending`'s drop).
+    let mut pending = Pending::new(recorder(&proxy, &ctx, &req, &uri, route));
+    let rec = pending.rec();
+    let mut plan = fault::decide(&proxy, rec, req.headers());
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     let (mut parts, incoming) = req.into_parts();
     // Scanned before any fault answers: a leak counts even if its destination never sees it.
     if let Some(c) = &plan.canary {
-        canary::scan_head(&mut rec, c, &uri.to_string(), &parts.headers);
+        canary::scan_head(rec, c, &uri.to_string(), &parts.headers);
     }
     // Marked, so that a client's broken upload is answered 400, not blamed on the upstream.
     let body: ProxyBody = incoming
         .map_err(|e| -> BoxError { Box::new(ClientBodyError(e)) })
         .boxed();
     let body = match &plan.canary {
-        Some(c) if !upgrade => canary::scan_body(&mut rec, c.clone(), body).await,
+        Some(c) if !upgrade => canary::scan_body(pending.rec(), c.clone(), body).await,
         _ => body,
     };
     let mut transform = None;
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
             tokio::time::sleep(delay).await;
-            return Ok(fault::respond(rec, synthetic, plan.mark));
+            return Ok(fault::respond(pending.take(), synthetic, plan.mark));
         }
         Some(Action::Drop { delay }) => {
             tokio::time::sleep(delay).await;
-            fault::dropped(rec);
+            fault::dropped(pending.take());
             return Err(Dropped);
         }
         Some(Action::Forward {
@@ -252,15 +255,20 @@ async fn exchange(
     parts.version = Version::HTTP_11;
     let sent = Instant::now();
     let req = Request::from_parts(parts, body);
+    pending.awaiting(transform.as_ref().map(|(o, _)| *o));
     let result = if upgrade {
         proxy.inner.upstream.upgrade(req).await
     } else {
         // Hook (issue #9, chaos rules): a rewrite over proxy.max_rewrite_bytes fails here.
-        match prepare(&mut rec, req, &plan, &mut transform).await {
-            Ok(req) => proxy.inner.upstream.send(req).await,
+        match prepare(pending.rec(), req, &plan, &mut transform).await {
+            Ok(req) => {
+                pending.awaiting(transform.as_ref().map(|(o, _)| *o));
+                proxy.inner.upstream.send(req).await
+            }
             Err(e) => Err(e),
         }
     };
+    let mut rec = pending.take();
     match result {
         Ok(resp) => {
             proxy
@@ -275,6 +283,15 @@ async fn exchange(
                 plan.note_format(&proxy, ct.contains("json"));
             }
             Ok(upstream::response(rec, resp, transform, plan.mark))
+        }
+        // `proxy.upstream_connect_failure: close`: the agent meets a dead upstream as it
+        // would without the proxy, as a connection error.
+        Err(err)
+            if err.kind == ErrorKind::UpstreamConnect
+                && proxy.settings().close_on_connect_failure =>
+        {
+            fail_closed(&proxy, rec, err);
+            Err(Dropped)
         }
         Err(err) => Ok(fail(&proxy, rec, err)),
     }
@@ -375,6 +392,22 @@ pub fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why
         status: None,
     };
     proxy.journal().record(ex);
+}
+
+/// Records `err` on the exchange, which is answered by closing the connection.
+fn fail_closed(proxy: &Proxy, rec: Recorder, err: ProxyError) {
+    tracing::warn!(
+        "{} (connection closed: proxy.upstream_connect_failure)",
+        err.message
+    );
+    proxy.metrics().proxy_error(err.kind.name());
+    rec.finish(
+        Outcome::Error {
+            error: err.info(),
+            status: None,
+        },
+        0,
+    );
 }
 
 /// Records `err` on the exchange and answers it.

@@ -43,6 +43,9 @@ fn explain(e: &Exchange) -> Option<String> {
             "the agent does not trust flakestorm's CA: point SSL_CERT_FILE, REQUESTS_CA_BUNDLE \
              and NODE_EXTRA_CA_CERTS at it (`flakestorm ca path`), as agent.command does"
         }
+        // The agent gave up on the call (its own timeout, say): its behaviour, not the
+        // environment's.
+        "client_cancelled" => return None,
         // An exporter's failing upload is nobody's case; tool, LLM and embeddings calls
         // (the agent's own work) count.
         _ if matches!(e.target, Target::Other) => return None,
@@ -128,6 +131,14 @@ mod tests {
         assert!(
             problem(&[Arc::new(refused)]).is_some(),
             "a fault that fired does not excuse an upstream that refused on its own"
+        );
+        let gave_up = exchange(llm(), "https://llm.test/v1/chat")
+            .error(ErrorSource::Downstream, "client_cancelled", None)
+            .build();
+        assert_eq!(
+            problem(&[Arc::new(gave_up)]),
+            None,
+            "an agent giving up on a call is its behaviour"
         );
         let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect").build();
         assert_eq!(problem(&[Arc::new(exporter)]), None, "nobody's case");

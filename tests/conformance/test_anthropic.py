@@ -85,6 +85,18 @@ def test_timeout_close_is_connection_error(anthropic_client, chaos, origins):
     assert origins.anthropic.count() == 0
 
 
+def test_timeout_every_abandoned_attempt_is_counted(anthropic_client, chaos, origins, flakestorm):
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
+    before_req = flakestorm.metric("flakestorm_requests_total", target="llm", status_class="error")
+    with pytest.raises(anthropic.APITimeoutError):
+        create(anthropic_client(timeout=0.3, max_retries=2))
+    assert flakestorm.wait_injected("timeout", before + 3) == before + 3
+    assert flakestorm.wait_metric("flakestorm_requests_total", before_req + 3, target="llm",
+                                  status_class="error") == before_req + 3
+    assert origins.anthropic.count() == 0
+
+
 # ----------------------------------------------------------------------- rate_limit
 
 
@@ -100,6 +112,24 @@ def test_rate_limit_retried_honouring_retry_after(anthropic_client, chaos, origi
     assert e.request_id and e.request_id.startswith("req_")
     assert flakestorm.wait_injected("rate_limit", before + 3) == before + 3
     assert 0.6 <= t.elapsed < 1.4
+    assert origins.anthropic.count() == 0
+
+
+def test_rate_limit_quota_is_credit_balance_400_not_retried(anthropic_client, chaos, origins, flakestorm):
+    # The live API answers an exhausted credit balance with 400 invalid_request_error, not
+    # a 429: the SDK raises BadRequestError at once, no retry, no back-off.
+    chaos(rule("rate_limit", retry_after_s=0.3, quota=True))
+    before = flakestorm.injected("rate_limit")
+    with Timer() as t, pytest.raises(anthropic.BadRequestError) as ei:
+        create(anthropic_client(max_retries=2))
+    e = ei.value
+    assert e.status_code == 400
+    assert e.body["error"]["type"] == "invalid_request_error"
+    assert e.body["error"]["message"].startswith("Your credit balance is too low to access the Anthropic API.")
+    assert e.request_id and e.request_id.startswith("req_")
+    assert "retry-after" not in e.response.headers
+    assert flakestorm.wait_injected("rate_limit", before + 1) == before + 1
+    assert t.elapsed < 0.3
     assert origins.anthropic.count() == 0
 
 
@@ -184,10 +214,17 @@ def test_stream_cut_loud_raw_httpx2_error(anthropic_client, chaos):
         raw_stream(anthropic_client())
 
 
-def test_stream_cut_non_stream_body_cut(anthropic_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
-        create(anthropic_client(max_retries=0))
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(anthropic_client, chaos, origins, flakestorm):
+    # Non-streamed, the body is read inside the SDK's retry loop: the dropped connection is
+    # an APIConnectionError (cause RemoteProtocolError), retried like a real one.
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(anthropic.APIConnectionError) as ei:
+        create(anthropic_client(max_retries=2))
+    assert not isinstance(ei.value, anthropic.APITimeoutError)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.anthropic.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream
@@ -243,14 +280,23 @@ def test_tool_call_corruption_stream_helper_raises(anthropic_client, chaos):
         final_message(anthropic_client(), TOOLS_MODEL)
 
 
-def test_tool_call_corruption_json_input_not_an_object(anthropic_client, chaos):
+def test_tool_call_corruption_json_input_is_an_object_missing_an_argument(anthropic_client, chaos, flakestorm):
+    # The real API always sends `input` as an object; a call the model got wrong reaches
+    # the agent as an object missing an argument, so calling the tool with it fails.
     chaos(rule("tool_call_corruption"))
+    before = flakestorm.injected("tool_call_corruption")
     r = create(anthropic_client(), model=TOOLS_MODEL)
     block = next(b for b in r.content if b.type == "tool_use")
     assert block.name == TOOL_NAME
-    assert isinstance(block.input, str), block.input
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(block.input)
+    assert isinstance(block.input, dict), block.input
+    assert block.input == {k: v for k, v in TOOL_ARGS.items() if k != "city_name"}
+
+    def get_weather(city_name: str, unit: str) -> str:
+        return f"{city_name} {unit}"
+
+    with pytest.raises(TypeError, match="city_name"):
+        get_weather(**block.input)
+    assert flakestorm.wait_injected("tool_call_corruption", before + 1) == before + 1
 
 
 def test_tool_call_corruption_unknown_tool(anthropic_client, chaos):

@@ -46,13 +46,16 @@ def test_baseline_json_and_stream_pass_through(genai_client, origins):
 # -------------------------------------------------------------------------- timeout
 
 
-def test_timeout_client_timeout(genai_client, chaos, origins):
-    chaos(rule("timeout", delay_ms=3000))
+def test_timeout_client_timeout(genai_client, chaos, origins, flakestorm):
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
     # HttpOptions.timeout is in milliseconds. genai does not wrap transport errors:
     # the raw httpx2 ReadTimeout reaches the caller.
     with Timer() as t, pytest.raises(httpx2.ReadTimeout):
         generate(genai_client(timeout=500))
     assert t.elapsed < 2.5
+    # The abandoned attempt is counted once the client has left (not 30 s later).
+    assert flakestorm.wait_injected("timeout", before + 1) == before + 1
     assert origins.gemini.count() == 0
 
 
@@ -171,10 +174,14 @@ def test_stream_cut_loud_raw_transport_error(genai_client, chaos):
         stream(genai_client())
 
 
-def test_stream_cut_non_stream_body_cut(genai_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
+def test_stream_cut_non_stream_is_a_dropped_connection(genai_client, chaos, origins, flakestorm):
+    # google-genai does not wrap transport errors and does not retry by default.
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises((httpx2.RemoteProtocolError, httpx2.ReadError)):
         generate(genai_client())
+    assert flakestorm.wait_injected("stream_cut", before + 1) == before + 1
+    assert origins.gemini.count() == 1
 
 
 # ---------------------------------------------------------------------- slow_stream

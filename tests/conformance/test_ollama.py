@@ -45,12 +45,15 @@ def test_baseline_json_and_stream_pass_through(ollama_client, origins, flakestor
 # -------------------------------------------------------------------------- timeout
 
 
-def test_timeout_client_timeout(ollama_client, chaos, origins):
-    chaos(rule("timeout", delay_ms=3000))
+def test_timeout_client_timeout(ollama_client, chaos, origins, flakestorm):
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
     # ollama has no timeout by default and does not wrap transport errors: raw httpx.
     with Timer() as t, pytest.raises(httpx.ReadTimeout):
         chat(ollama_client(timeout=0.5))
     assert t.elapsed < 2.5
+    # The abandoned attempt is counted once the client has left (not 30 s later).
+    assert flakestorm.wait_injected("timeout", before + 1) == before + 1
     assert origins.ollama.count() == 0
 
 
@@ -109,12 +112,26 @@ def test_server_error_in_stream_status_minus_one(ollama_client, chaos, origins):
 # ---------------------------------------------------------- context_length_exceeded
 
 
-def test_context_length_exceeded_passes_through(ollama_client, chaos, origins):
+def test_context_length_exceeded_drops_early_turns_silently(ollama_client, chaos, origins, flakestorm):
+    # Ollama has no "prompt too long" error on /api/chat: over num_ctx it keeps the system
+    # messages and the newest turns and drops the rest without a word (doc §4; its log
+    # says "truncating input prompt"). So the SDK succeeds, and the model never saw the
+    # early turns.
     chaos(rule("context_length_exceeded"))
-    # Ollama truncates silently instead of erroring (doc §4): no error reaches the SDK.
-    r = chat(ollama_client())
+    before = flakestorm.injected("context_length_exceeded")
+    history = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "My name is Ada."},
+        {"role": "assistant", "content": "Noted, Ada."},
+        {"role": "user", "content": "I live in Paris."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "What is my name?"},
+    ]
+    r = ollama_client().chat(model=MODEL, messages=history, stream=False)
     assert r.message.content == ANSWER and r.done_reason == "stop"
-    assert origins.ollama.count() == 1
+    sent = origins.ollama.only_request().json()["messages"]
+    assert sent == [history[0], *history[-2:]], sent
+    assert flakestorm.wait_injected("context_length_exceeded", before + 1) == before + 1
 
 
 # --------------------------------------------------------------- truncated_response
@@ -152,10 +169,12 @@ def test_stream_cut_loud_raw_httpx_error(ollama_client, chaos):
         stream(ollama_client())
 
 
-def test_stream_cut_non_stream_body_cut(ollama_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
+def test_stream_cut_non_stream_is_a_dropped_connection(ollama_client, chaos, origins):
+    # ollama does not wrap transport errors and never retries.
+    chaos(rule("stream_cut", after_events=2))
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
         chat(ollama_client())
+    assert origins.ollama.count() == 1
 
 
 # ---------------------------------------------------------------------- slow_stream

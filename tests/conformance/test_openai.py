@@ -77,6 +77,22 @@ def test_timeout_close_is_connection_error(openai_client, chaos, origins):
     assert origins.openai.count() == 0
 
 
+def test_timeout_every_abandoned_attempt_is_counted(openai_client, chaos, origins, flakestorm):
+    # The SDK gives up on each attempt (read timeout) and retries: all 3 attempts must show
+    # in the metrics, as requests and as injected faults, once the client has left.
+    chaos(rule("timeout", delay_ms=30000))
+    before = flakestorm.injected("timeout")
+    before_req = flakestorm.metric("flakestorm_requests_total", target="llm", status_class="error")
+    c = openai_client(timeout=0.3, max_retries=2)
+    with Timer() as t, pytest.raises(openai.APITimeoutError):
+        c.chat.completions.create(model="gpt-test", messages=MSG)
+    assert flakestorm.wait_injected("timeout", before + 3) == before + 3
+    assert flakestorm.wait_metric("flakestorm_requests_total", before_req + 3, target="llm",
+                                  status_class="error") == before_req + 3
+    assert t.elapsed < 10
+    assert origins.openai.count() == 0
+
+
 # ----------------------------------------------------------------------- rate_limit
 
 
@@ -209,12 +225,17 @@ def test_stream_cut_loud_is_connection_error(openai_client, chaos):
     assert ANSWER.startswith(got) and got != ANSWER
 
 
-def test_stream_cut_non_stream_body_cut_in_half(openai_client, chaos):
-    chaos(rule("stream_cut"))
-    # Observed: the body is cut to a JSON prefix while content-type stays application/json;
-    # the SDK surfaces the raw json.JSONDecodeError (like doc §1.6 "invalid JSON").
-    with pytest.raises(json.JSONDecodeError):
-        openai_client(max_retries=0).chat.completions.create(model="gpt-test", messages=MSG)
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(openai_client, chaos, origins, flakestorm):
+    # A cut whole answer is a connection dropped mid-body (chunked, never terminated), as
+    # doc §1.6 "RST/FIN mid-body, non-stream": APIConnectionError, retried (3 attempts).
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(openai.APIConnectionError) as ei:
+        openai_client(max_retries=2).chat.completions.create(model="gpt-test", messages=MSG)
+    assert not isinstance(ei.value, openai.APITimeoutError)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.openai.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream

@@ -227,10 +227,14 @@ def test_stream_cut_loud_is_connection_error(openai_client, chaos):
     assert ANSWER.startswith(deltas(got)) and deltas(got) != ANSWER
 
 
-def test_stream_cut_non_stream_json_decode_error(openai_client, chaos):
-    chaos(rule("stream_cut"))
-    with pytest.raises(json.JSONDecodeError):
-        openai_client(max_retries=0).responses.create(model="gpt-test", input=INPUT)
+def test_stream_cut_non_stream_is_a_dropped_connection_retried(openai_client, chaos, origins, flakestorm):
+    chaos(rule("stream_cut", after_events=2))
+    before = flakestorm.injected("stream_cut")
+    with pytest.raises(openai.APIConnectionError) as ei:
+        openai_client(max_retries=2).responses.create(model="gpt-test", input=INPUT)
+    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert flakestorm.wait_injected("stream_cut", before + 3) == before + 3
+    assert origins.openai.count() == 3
 
 
 # ---------------------------------------------------------------------- slow_stream
@@ -359,11 +363,40 @@ def test_response_drift_refusal_rephrase_json(openai_client, chaos):
     assert "not able to help" in r.output_text, r.output_text
 
 
-def test_response_drift_stream_is_skipped(openai_client, chaos, flakestorm):
-    chaos(rule("response_drift", drift_type="refusal_rephrase", severity="moderate"))
-    before = flakestorm.metric("flakestorm_faults_skipped_total", target="llm", mode="response_drift")
+def drifted_copies(events) -> tuple:
+    done = next(e for e in events if e.type == "response.output_text.done")
+    part = next(e for e in events if e.type == "response.content_part.done")
+    item = next(e for e in events if e.type == "response.output_item.done")
+    assert events[-1].type == "response.completed"
+    return done.text, part.part.text, item.item.content[0].text, events[-1].response.output_text
+
+
+@pytest.mark.parametrize("drift,expect", [
+    ({"drift_type": "refusal_rephrase", "severity": "moderate"}, lambda t: "not able to help" in t),
+    ({"drift_type": "tone_shift", "severity": "significant"}, lambda t: t == ANSWER.upper()),
+    ({"drift_type": "verbosity_shift", "direction": "compress", "factor": 2},
+     lambda t: 0 < len(t.split()) < len(ANSWER_WORDS) and t != ANSWER),
+])
+def test_response_drift_stream_every_copy(openai_client, chaos, flakestorm, drift, expect):
+    # The deltas are drifted as they stream, and every copy that repeats the text whole
+    # (output_text.done, content_part.done, output_item.done, response.completed) says
+    # exactly what the deltas said, as the real API's copies always do.
+    chaos(rule("response_drift", **drift))
+    before = flakestorm.injected("response_drift")
     events = raw_events(openai_client())
-    assert deltas(events) == ANSWER
-    assert events[-1].response.output_text == ANSWER
+    said = deltas(events)
+    assert said != ANSWER and expect(said), said
+    assert drifted_copies(events) == (said, said, said, said)
+    assert flakestorm.wait_injected("response_drift", before + 1) == before + 1
+    with openai_client().responses.stream(model="gpt-test", input=INPUT) as s:
+        assert s.get_final_response().output_text == said
+
+
+def test_response_drift_stream_field_rename_is_skipped(openai_client, chaos, flakestorm):
+    # Streamed argument fragments cannot be renamed (as on Chat Completions): noted skipped.
+    chaos(rule("response_drift", drift_type="json_field_rename", severity="significant"))
+    before = flakestorm.metric("flakestorm_faults_skipped_total", target="llm", mode="response_drift")
+    events = raw_events(openai_client(), model="gpt-tools")
+    assert json.loads(call_args_streamed(events)) == TOOL_ARGS
     assert flakestorm.wait_metric("flakestorm_faults_skipped_total", before + 1,
                                   target="llm", mode="response_drift") == before + 1

@@ -26,12 +26,13 @@ impl LlmRewriter {
                 self.applied = true;
                 return vec![Out::Delay(ms(first_token_ms)), Out::Data(body)];
             }
-            LlmMode::StreamCut { loud, .. } => {
+            // A whole answer cut short is a dropped connection whether `loud` or not: the
+            // body is never terminated (no `Content-Length`, chunked without its last
+            // chunk), so the SDK raises its connection error and retries as it does in
+            // production. A cleanly ended half body has no real counterpart.
+            LlmMode::StreamCut { .. } => {
                 self.applied = true;
-                return vec![
-                    Out::Data(body.slice(..body.len() / 2)),
-                    if loud { Out::Abort } else { Out::End },
-                ];
+                return vec![Out::Data(body.slice(..body.len() / 2)), Out::Abort];
             }
             LlmMode::Garbage {} => {
                 self.applied = true;

@@ -14,6 +14,7 @@ mod truncate;
 
 pub use truncate::take_tokens;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -64,6 +65,9 @@ pub struct LlmRewriter {
     /// Whether an arguments fragment was corrupted (one suffices where later events repeat
     /// the arguments whole, and those are all corrupted).
     corrupted_fragment: bool,
+    /// Drifted text sent so far per text part (item id, content index), for streams whose
+    /// later events repeat it whole.
+    drifted: HashMap<(String, u64), String>,
 }
 
 fn ms(v: u64) -> Duration {
@@ -122,6 +126,7 @@ impl LlmRewriter {
             skipped,
             progress: Progress::default(),
             corrupted_fragment: false,
+            drifted: HashMap::new(),
         }
     }
 
@@ -325,10 +330,43 @@ impl LlmRewriter {
                     vec![Out::Data(frame)]
                 }
             }
+            // Streams that repeat their text (Responses API): the deltas are drifted piece by
+            // piece as they come, and every later whole copy (`.done`, `output_item.done`,
+            // `response.completed`) says what the deltas said.
             LlmMode::ResponseDrift { .. } if repeats => {
-                let note = "response_drift on streamed Responses API answers is not supported; passed through";
-                self.skipped = Some(note.into());
-                vec![Out::Data(frame)]
+                let Some(j) = ev.json.as_mut() else {
+                    return vec![Out::Data(frame)];
+                };
+                match w.text_delta_part(j) {
+                    Some(part) => match self.drift.stream_event(w, j, Kind::Content) {
+                        Ok(changed) => {
+                            let mut said = String::new();
+                            w.for_each_text(j, true, &mut |s| said.push_str(s));
+                            self.drifted.entry(part).or_default().push_str(&said);
+                            self.applied |= changed;
+                            if changed {
+                                vec![Out::Data(ev.encode())]
+                            } else {
+                                vec![Out::Data(frame)]
+                            }
+                        }
+                        Err(e) => self.fail(e),
+                    },
+                    None if self.applied => {
+                        let drifted = &self.drifted;
+                        // A server that leaves out item ids has one text part to match.
+                        let only = (drifted.len() == 1)
+                            .then(|| drifted.values().next())
+                            .flatten();
+                        w.for_each_repeated_text(j, &mut |id, index, s| {
+                            if let Some(d) = drifted.get(&(id.to_string(), index)).or(only) {
+                                s.clone_from(d);
+                            }
+                        });
+                        vec![Out::Data(ev.encode())]
+                    }
+                    None => vec![Out::Data(frame)],
+                }
             }
             LlmMode::ResponseDrift { .. } => {
                 let Some(j) = ev.json.as_mut() else {

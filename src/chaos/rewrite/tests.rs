@@ -153,6 +153,27 @@ fn stream_cut_drops_the_terminal_event_quietly_or_loudly() {
     assert_eq!(loud.outs.last(), Some(&Out::Abort));
 }
 
+/// A whole answer cut short is a dropped connection, quiet or loud: half the body, then a
+/// broken connection, never a clean end (a complete short body is no real failure).
+#[test]
+fn stream_cut_on_a_whole_answer_breaks_the_connection() {
+    let body = json!({"id": "c1", "choices": [{"message": {"content": "a b c d"}}]}).to_string();
+    for loud in [false, true] {
+        let r = run(
+            Provider::Openai,
+            LlmMode::StreamCut {
+                after_events: 2,
+                loud,
+            },
+            "application/json",
+            std::slice::from_ref(&body),
+        );
+        assert_eq!(r.text, body[..body.len() / 2], "loud: {loud}");
+        assert_eq!(r.outs.last(), Some(&Out::Abort), "loud: {loud}");
+        assert!(!r.outs.contains(&Out::End), "loud: {loud}");
+    }
+}
+
 #[test]
 fn slow_stream_paces_every_event() {
     let r = run(
@@ -641,6 +662,48 @@ fn responses_api_empty_blanks_every_copy_of_the_text() {
     );
     let v: Value = serde_json::from_str(&c.text).unwrap();
     assert!(serde_json::from_str::<Value>(v["output"][0]["arguments"].as_str().unwrap()).is_err());
+}
+
+/// Drift on a Responses API stream: the deltas change, and the `.done` and
+/// `response.completed` copies say exactly what the deltas said.
+#[test]
+fn responses_api_drift_keeps_every_copy_equal_to_the_deltas() {
+    let r = run(
+        Provider::Openai,
+        LlmMode::ResponseDrift {
+            drift_type: DriftType::ToneShift,
+            severity: Severity::Significant,
+            direction: Direction::Expand,
+            factor: 2.0,
+        },
+        "text/event-stream",
+        &responses_stream(&["Hello", " world"]),
+    );
+    assert_eq!(r.skipped, None);
+    let evs = events(&r.text);
+    let said: String = evs
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, v)| v["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(said, "HELLO WORLD");
+    let copy = |name: &str, path: &[&str]| {
+        let (_, v) = evs.iter().find(|(n, _)| n == name).unwrap();
+        path.iter()
+            .fold(v, |v, k| match k.parse::<usize>() {
+                Ok(i) => &v[i],
+                Err(_) => &v[*k],
+            })
+            .clone()
+    };
+    assert_eq!(copy("response.output_text.done", &["text"]), said);
+    assert_eq!(
+        copy(
+            "response.completed",
+            &["response", "output", "0", "content", "0", "text"]
+        ),
+        said
+    );
 }
 
 #[test]

@@ -64,6 +64,60 @@ pub fn for_each_text(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
     }
 }
 
+/// Every copy of a text part that repeats it whole (`output_text.done`, `content_part.*`,
+/// `output_item.*`, the response in `response.*` events), with the message item id and the
+/// content index it belongs to: what a stream rewrite that changed the deltas must make
+/// agree with them. Deltas are not visited.
+pub fn for_each_whole_text(v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String)) {
+    let key = |v: &Value| {
+        (
+            v["item_id"].as_str().unwrap_or_default().to_string(),
+            v["content_index"].as_u64().unwrap_or(0),
+        )
+    };
+    let item_parts = |item: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String)| {
+        let id = item["id"].as_str().unwrap_or_default().to_string();
+        let parts = item.get_mut("content").and_then(Value::as_array_mut);
+        for (i, part) in parts.into_iter().flatten().enumerate() {
+            if let Some(Value::String(s)) = part.get_mut("text") {
+                f(&id, i as u64, s);
+            }
+        }
+    };
+    match v["type"].as_str().unwrap_or_default() {
+        "response.output_text.done" => {
+            let (id, i) = key(v);
+            string_at(v, "text", &mut |s| f(&id, i, s));
+        }
+        "response.content_part.added" | "response.content_part.done" => {
+            let (id, i) = key(v);
+            string_at(&mut v["part"], "text", &mut |s| f(&id, i, s));
+        }
+        "response.output_item.added" | "response.output_item.done" => {
+            if let Some(item) = v.get_mut("item") {
+                item_parts(item, f);
+            }
+        }
+        t if t.ends_with(".delta") => {}
+        _ => {
+            let output = at(v, &["response", "output"]).and_then(Value::as_array_mut);
+            for item in output.into_iter().flatten() {
+                item_parts(item, f);
+            }
+        }
+    }
+}
+
+/// The message item and content index a `response.output_text.delta` belongs to.
+pub fn delta_key(v: &Value) -> Option<(String, u64)> {
+    (v["type"] == "response.output_text.delta").then(|| {
+        (
+            v["item_id"].as_str().unwrap_or_default().to_string(),
+            v["content_index"].as_u64().unwrap_or(0),
+        )
+    })
+}
+
 /// Function call items: in a whole response, in `output_item.*` events and in the final
 /// response an event carries.
 pub static OUTPUT: Call = Call {
