@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::config::chaos::ClientErrorKind;
 use crate::exchange::Provider;
 pub use crate::llm::Synthetic;
 use crate::llm::{ContextOverflow, wire};
@@ -53,6 +54,12 @@ pub fn rate_limit(provider: Provider, retry_after_s: f64, quota: bool, draw: u64
 /// A provider outage: OpenAI/Gemini/Ollama 503 (or `status`), Anthropic 529 overloaded.
 pub fn server_error(provider: Provider, status: Option<u16>, draw: u64) -> Synthetic {
     wire(provider).server_error(status, draw)
+}
+
+/// A request the provider refuses (bad key, billing, permission, unknown model, too
+/// large), in its own form: never retried by its SDK.
+pub fn client_error(provider: Provider, kind: ClientErrorKind, draw: u64) -> Synthetic {
+    wire(provider).client_error(kind, draw)
 }
 
 /// The provider's "prompt too long" error; `None` where it cuts the prompt silently

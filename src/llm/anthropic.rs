@@ -2,6 +2,7 @@
 //! events (`content_block_delta`, `message_delta`, `message_stop`), `tool_use` blocks,
 //! `tool_result` blocks in user turns, a top-level `system`, errors with `request-id`.
 
+use crate::config::chaos::ClientErrorKind;
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -223,6 +224,36 @@ impl Wire for Anthropic {
             529 => error(529, "overloaded_error", "Overloaded", draw),
             504 => error(504, "timeout_error", "Request timed out", draw),
             s => error(s, "api_error", "Internal server error", draw),
+        }
+    }
+
+    fn client_error(&self, kind: ClientErrorKind, draw: u64) -> Synthetic {
+        // The messages of Anthropic's error reference (docs: "HTTP errors").
+        match kind {
+            ClientErrorKind::Unauthorized => {
+                error(401, "authentication_error", "invalid x-api-key", draw)
+            }
+            ClientErrorKind::PaymentRequired => error(
+                402,
+                "billing_error",
+                "There is an issue with your account's billing: check Plans & Billing.",
+                draw,
+            ),
+            ClientErrorKind::Forbidden => error(
+                403,
+                "permission_error",
+                "Your API key does not have permission to use the specified resource.",
+                draw,
+            ),
+            ClientErrorKind::ModelNotFound => {
+                error(404, "not_found_error", "model: not found", draw)
+            }
+            ClientErrorKind::RequestTooLarge => error(
+                413,
+                "request_too_large",
+                "Request exceeds the maximum allowed number of bytes.",
+                draw,
+            ),
         }
     }
 

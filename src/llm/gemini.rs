@@ -3,6 +3,7 @@
 //! `functionCall` / `functionResponse` parts, `contents` turns with role `model`, a
 //! `systemInstruction`, errors in google.rpc style.
 
+use crate::config::chaos::ClientErrorKind;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -207,6 +208,35 @@ impl Wire for Gemini {
                 .to_string(),
         );
         s
+    }
+
+    fn client_error(&self, kind: ClientErrorKind, draw: u64) -> Synthetic {
+        match kind {
+            // The live API answers a bad key with 400, not 401.
+            ClientErrorKind::Unauthorized => error(
+                400,
+                "INVALID_ARGUMENT",
+                "API key not valid. Please pass a valid API key.",
+            ),
+            // No 402: an exhausted quota or spend cap is the 429.
+            ClientErrorKind::PaymentRequired => self.rate_limit(30.0, true, draw),
+            ClientErrorKind::Forbidden => error(
+                403,
+                "PERMISSION_DENIED",
+                "The caller does not have permission",
+            ),
+            ClientErrorKind::ModelNotFound => error(
+                404,
+                "NOT_FOUND",
+                "models/gemini-model is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.",
+            ),
+            // The live API answers an oversized body with 400.
+            ClientErrorKind::RequestTooLarge => error(
+                400,
+                "INVALID_ARGUMENT",
+                "Request payload size exceeds the limit: 20971520 bytes.",
+            ),
+        }
     }
 
     fn server_error(&self, status: Option<u16>, _draw: u64) -> Synthetic {

@@ -3,6 +3,7 @@
 //! `tool_calls` with object arguments, `{"error": …}` bodies; a prompt over the context
 //! window is cut silently, not refused.
 
+use crate::config::chaos::ClientErrorKind;
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -170,6 +171,18 @@ impl Wire for Ollama {
             status.unwrap_or(500),
             json!({"error": "model runner has unexpectedly stopped"}),
         )
+    }
+
+    fn client_error(&self, kind: ClientErrorKind, _draw: u64) -> Synthetic {
+        // Ollama answers every error as `{"error": text}` with its status.
+        let (status, text) = match kind {
+            ClientErrorKind::Unauthorized => (401, "unauthorized"),
+            ClientErrorKind::PaymentRequired => (402, "payment required"),
+            ClientErrorKind::Forbidden => (403, "forbidden"),
+            ClientErrorKind::ModelNotFound => (404, "model not found, try pulling it first"),
+            ClientErrorKind::RequestTooLarge => (413, "request entity too large"),
+        };
+        Synthetic::json(status, json!({"error": text}))
     }
 
     fn context_overflow(&self, _draw: u64) -> ContextOverflow {

@@ -4,6 +4,7 @@
 
 pub mod responses;
 
+use crate::config::chaos::ClientErrorKind;
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -316,6 +317,41 @@ impl Wire for OpenAi {
             Value::Null,
             draw,
         )
+    }
+
+    fn client_error(&self, kind: ClientErrorKind, draw: u64) -> Synthetic {
+        match kind {
+            ClientErrorKind::Unauthorized => error(
+                401,
+                "Incorrect API key provided: sk-proj-****************************fl4k. You can find your API key at https://platform.openai.com/account/api-keys.",
+                "invalid_request_error",
+                json!("invalid_api_key"),
+                draw,
+            ),
+            // OpenAI has no 402: an account out of credit gets the non-retryable 429.
+            ClientErrorKind::PaymentRequired => self.rate_limit(0.0, true, draw),
+            ClientErrorKind::Forbidden => error(
+                403,
+                "Country, region, or territory not supported",
+                "request_forbidden",
+                json!("unsupported_country_region_territory"),
+                draw,
+            ),
+            ClientErrorKind::ModelNotFound => error(
+                404,
+                "The model requested does not exist or you do not have access to it.",
+                "invalid_request_error",
+                json!("model_not_found"),
+                draw,
+            ),
+            ClientErrorKind::RequestTooLarge => error(
+                413,
+                "Request too large: the request body exceeds the maximum size allowed.",
+                "invalid_request_error",
+                Value::Null,
+                draw,
+            ),
+        }
     }
 
     fn context_overflow(&self, draw: u64) -> ContextOverflow {

@@ -113,6 +113,8 @@ pub trait Wire: Sync {
     fn gateway_timeout(&self, draw: u64) -> Synthetic;
     fn rate_limit(&self, retry_after_s: f64, quota: bool, draw: u64) -> Synthetic;
     fn server_error(&self, status: Option<u16>, draw: u64) -> Synthetic;
+    /// A refusal of the request (`client_error`), as this provider sends it.
+    fn client_error(&self, kind: crate::config::chaos::ClientErrorKind, draw: u64) -> Synthetic;
     fn context_overflow(&self, draw: u64) -> ContextOverflow;
 
     // Requests (context attacks).

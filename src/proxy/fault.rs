@@ -145,6 +145,7 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
             status,
             in_stream: false,
         } => now(respond::server_error(provider, *status, draw)),
+        LlmMode::ClientError { error } => now(respond::client_error(provider, *error, draw)),
         LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
         {
             Some(s) => now(s),

@@ -322,3 +322,30 @@ def test_response_drift_json_field_rename_tool_input(anthropic_client, chaos):
     r = create(anthropic_client(), model=TOOLS_MODEL)
     block = next(b for b in r.content if b.type == "tool_use")
     assert block.input == {"cityName": "Paris", "unitValue": "celsius"}
+
+
+# --------------------------------------------------------------------- client_error
+
+
+@pytest.mark.parametrize(
+    "kind,exc,status,etype",
+    [
+        ("unauthorized", anthropic.AuthenticationError, 401, "authentication_error"),
+        ("forbidden", anthropic.PermissionDeniedError, 403, "permission_error"),
+        ("model_not_found", anthropic.NotFoundError, 404, "not_found_error"),
+        ("payment_required", anthropic.APIStatusError, 402, "billing_error"),
+        ("request_too_large", anthropic.APIStatusError, 413, "request_too_large"),
+    ],
+)
+def test_client_error_is_the_sdks_own_class_and_not_retried(
+    anthropic_client, chaos, origins, flakestorm, kind, exc, status, etype
+):
+    chaos(rule("client_error", error=kind))
+    before = flakestorm.injected("client_error")
+    with pytest.raises(exc) as ei:
+        create(anthropic_client(max_retries=2))
+    assert ei.value.status_code == status
+    assert ei.value.body["error"]["type"] == etype
+    assert not isinstance(ei.value, anthropic.InternalServerError)
+    assert flakestorm.wait_injected("client_error", before + 1) == before + 1
+    assert origins.anthropic.count() == 0

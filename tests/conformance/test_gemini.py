@@ -271,3 +271,27 @@ def test_response_drift_json_field_rename_stream(genai_client, chaos):
     calls = [fc for c in chunks for fc in (c.function_calls or [])]
     # subtle renames one key
     assert calls[0].args == {"cityName": "Paris", "unit": "celsius"}
+
+
+# --------------------------------------------------------------------- client_error
+
+
+@pytest.mark.parametrize(
+    "kind,code,status",
+    [
+        # The live API answers a bad key and an oversized body with 400.
+        ("unauthorized", 400, "INVALID_ARGUMENT"),
+        ("forbidden", 403, "PERMISSION_DENIED"),
+        ("model_not_found", 404, "NOT_FOUND"),
+        ("request_too_large", 400, "INVALID_ARGUMENT"),
+        ("payment_required", 429, "RESOURCE_EXHAUSTED"),
+    ],
+)
+def test_client_error_is_a_client_error(genai_client, chaos, origins, flakestorm, kind, code, status):
+    chaos(rule("client_error", error=kind))
+    before = flakestorm.injected("client_error")
+    with pytest.raises(errors.ClientError) as ei:
+        generate(genai_client())
+    assert (ei.value.code, ei.value.status) == (code, status)
+    assert flakestorm.wait_injected("client_error", before + 1) == before + 1
+    assert origins.gemini.count() == 0

@@ -279,3 +279,26 @@ def test_generate_empty_json(ollama_client, chaos):
 def test_generate_baseline(ollama_client, origins):
     r = ollama_client().generate(model=MODEL, prompt="story", stream=False)
     assert r.response == ANSWER and r.done_reason == "stop"
+
+
+# --------------------------------------------------------------------- client_error
+
+
+@pytest.mark.parametrize(
+    "kind,status,text",
+    [
+        ("unauthorized", 401, "unauthorized"),
+        ("payment_required", 402, "payment required"),
+        ("forbidden", 403, "forbidden"),
+        ("model_not_found", 404, "model not found, try pulling it first"),
+        ("request_too_large", 413, "request entity too large"),
+    ],
+)
+def test_client_error_response_error(ollama_client, chaos, origins, flakestorm, kind, status, text):
+    chaos(rule("client_error", error=kind))
+    before = flakestorm.injected("client_error")
+    with pytest.raises(ollama.ResponseError) as ei:
+        chat(ollama_client())
+    assert (ei.value.status_code, ei.value.error) == (status, text)
+    assert flakestorm.wait_injected("client_error", before + 1) == before + 1
+    assert origins.ollama.count() == 0

@@ -389,3 +389,30 @@ def test_response_drift_json_field_rename_stream_is_skipped(openai_client, chaos
                 args += tc.function.arguments or ""
     assert json.loads(args) == TOOL_ARGS
     assert flakestorm.wait_metric("flakestorm_faults_skipped_total", before + 1, mode="response_drift") == before + 1
+
+
+# --------------------------------------------------------------------- client_error
+
+
+@pytest.mark.parametrize(
+    "kind,exc,status,code",
+    [
+        ("unauthorized", openai.AuthenticationError, 401, "invalid_api_key"),
+        ("forbidden", openai.PermissionDeniedError, 403, "unsupported_country_region_territory"),
+        ("model_not_found", openai.NotFoundError, 404, "model_not_found"),
+        ("request_too_large", openai.APIStatusError, 413, None),
+        # OpenAI has no 402: an account out of credit is the non-retryable 429.
+        ("payment_required", openai.RateLimitError, 429, "insufficient_quota"),
+    ],
+)
+def test_client_error_is_the_sdks_own_class_and_not_retried(
+    openai_client, chaos, origins, flakestorm, kind, exc, status, code
+):
+    chaos(rule("client_error", error=kind))
+    before = flakestorm.injected("client_error")
+    with pytest.raises(exc) as ei:
+        openai_client(max_retries=2).chat.completions.create(model="gpt-test", messages=MSG)
+    assert ei.value.status_code == status
+    assert ei.value.code == code
+    assert flakestorm.wait_injected("client_error", before + 1) == before + 1
+    assert origins.openai.count() == 0

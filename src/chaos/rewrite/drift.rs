@@ -34,7 +34,8 @@ impl Drift {
             | LlmMode::StreamCut { .. }
             | LlmMode::SlowStream { .. }
             | LlmMode::ToolCallCorruption { .. }
-            | LlmMode::ContextLengthExceeded {} => None,
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => None,
         };
         Drift {
             spec,

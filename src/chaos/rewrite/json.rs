@@ -73,7 +73,8 @@ impl LlmRewriter {
             LlmMode::Timeout { .. }
             | LlmMode::RateLimit { .. }
             | LlmMode::ServerError { .. }
-            | LlmMode::ContextLengthExceeded {} => false,
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => false,
         };
         self.applied = changed;
         if changed {

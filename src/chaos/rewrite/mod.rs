@@ -109,7 +109,8 @@ impl LlmRewriter {
             | LlmMode::StreamCut { .. }
             | LlmMode::SlowStream { .. }
             | LlmMode::ToolCallCorruption { .. }
-            | LlmMode::ContextLengthExceeded {} => 0,
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => 0,
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
@@ -211,7 +212,8 @@ impl LlmRewriter {
             | LlmMode::ResponseDrift { .. }
             | LlmMode::StreamCut { .. }
             | LlmMode::SlowStream { .. }
-            | LlmMode::ContextLengthExceeded {} => "the response had no content to rewrite",
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => "the response had no content to rewrite",
         }
     }
 
@@ -389,7 +391,8 @@ impl LlmRewriter {
             | LlmMode::Empty {}
             | LlmMode::Timeout { .. }
             | LlmMode::RateLimit { .. }
-            | LlmMode::ContextLengthExceeded {} => vec![Out::Data(frame)],
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => vec![Out::Data(frame)],
         }
     }
 }

@@ -93,6 +93,24 @@ pub enum Corruption {
     UnknownTool,
 }
 
+/// Which refusal `client_error` answers with: each provider's own form of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientErrorKind {
+    /// The key is wrong or revoked (401; Gemini: 400 `API key not valid`).
+    #[default]
+    Unauthorized,
+    /// Billing (Anthropic 402 `billing_error`; where a provider has no 402, its own
+    /// out-of-credit answer: OpenAI and Gemini 429 quota, Ollama 402).
+    PaymentRequired,
+    /// The key may not use this model or region (403).
+    Forbidden,
+    /// The model does not exist or is not pulled (404; Ollama's "try pulling it first").
+    ModelNotFound,
+    /// The request body is over the provider's size limit (413; Gemini: 400).
+    RequestTooLarge,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LlmMode {
@@ -156,6 +174,12 @@ pub enum LlmMode {
         corruption: Corruption,
     },
     ContextLengthExceeded {},
+    /// The provider refuses the request (a bad key, billing, permission, an unknown model,
+    /// a body too large): never retried by the SDKs.
+    ClientError {
+        #[serde(default)]
+        error: ClientErrorKind,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -262,6 +286,7 @@ impl LlmMode {
             LlmMode::SlowStream { .. } => "slow_stream",
             LlmMode::ToolCallCorruption { .. } => "tool_call_corruption",
             LlmMode::ContextLengthExceeded {} => "context_length_exceeded",
+            LlmMode::ClientError { .. } => "client_error",
         }
     }
 }

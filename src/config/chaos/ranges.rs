@@ -147,7 +147,8 @@ impl Numbers for LlmMode {
             LlmMode::Empty {}
             | LlmMode::Garbage {}
             | LlmMode::ToolCallCorruption { .. }
-            | LlmMode::ContextLengthExceeded {} => vec![],
+            | LlmMode::ContextLengthExceeded {}
+            | LlmMode::ClientError { .. } => vec![],
         }
     }
 }
