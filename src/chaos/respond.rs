@@ -56,6 +56,27 @@ pub fn server_error(provider: Provider, status: Option<u16>, draw: u64) -> Synth
     wire(provider).server_error(status, draw)
 }
 
+/// A gateway's own HTML error page (nginx's, the most common in front of APIs), as a load
+/// balancer answers when the provider behind it is down.
+pub fn html_error_page(status: u16) -> Synthetic {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Error");
+    let page = format!(
+        "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n<center><h1>{status} \
+         {reason}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+    );
+    Synthetic {
+        status,
+        headers: vec![
+            ("content-type", "text/html".into()),
+            ("server", "nginx".into()),
+        ],
+        body: Bytes::from(page),
+    }
+}
+
 /// A request the provider refuses (bad key, billing, permission, unknown model, too
 /// large), in its own form: never retried by its SDK.
 pub fn client_error(provider: Provider, kind: ClientErrorKind, draw: u64) -> Synthetic {

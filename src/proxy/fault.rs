@@ -146,6 +146,7 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
             in_stream: false,
         } => now(respond::server_error(provider, *status, draw)),
         LlmMode::ClientError { error } => now(respond::client_error(provider, *error, draw)),
+        LlmMode::HtmlErrorPage { status } => now(respond::html_error_page(status.unwrap_or(502))),
         LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
         {
             Some(s) => now(s),

@@ -349,3 +349,17 @@ def test_client_error_is_the_sdks_own_class_and_not_retried(
     assert not isinstance(ei.value, anthropic.InternalServerError)
     assert flakestorm.wait_injected("client_error", before + 1) == before + 1
     assert origins.anthropic.count() == 0
+
+
+# ------------------------------------------------------------------ html_error_page
+
+
+def test_html_error_page_is_an_internal_server_error_and_retried(anthropic_client, chaos, origins, flakestorm):
+    chaos(rule("html_error_page", status=503))
+    before = flakestorm.injected("html_error_page")
+    with pytest.raises(anthropic.InternalServerError) as ei:
+        create(anthropic_client(max_retries=1))
+    assert ei.value.status_code == 503
+    assert "<h1>503 Service Unavailable</h1>" in ei.value.response.text
+    assert flakestorm.wait_injected("html_error_page", before + 2) == before + 2
+    assert origins.anthropic.count() == 0

@@ -295,3 +295,16 @@ def test_client_error_is_a_client_error(genai_client, chaos, origins, flakestorm
     assert (ei.value.code, ei.value.status) == (code, status)
     assert flakestorm.wait_injected("client_error", before + 1) == before + 1
     assert origins.gemini.count() == 0
+
+
+# ------------------------------------------------------------------ html_error_page
+
+
+def test_html_error_page_is_a_server_error(genai_client, chaos, origins, flakestorm):
+    chaos(rule("html_error_page"))
+    before = flakestorm.injected("html_error_page")
+    with pytest.raises(errors.ServerError) as ei:
+        generate(genai_client())
+    assert ei.value.code == 502
+    assert flakestorm.wait_injected("html_error_page", before + 1) == before + 1
+    assert origins.gemini.count() == 0

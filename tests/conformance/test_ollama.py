@@ -302,3 +302,17 @@ def test_client_error_response_error(ollama_client, chaos, origins, flakestorm, 
     assert (ei.value.status_code, ei.value.error) == (status, text)
     assert flakestorm.wait_injected("client_error", before + 1) == before + 1
     assert origins.ollama.count() == 0
+
+
+# ------------------------------------------------------------------ html_error_page
+
+
+def test_html_error_page_is_a_response_error_with_the_page(ollama_client, chaos, origins, flakestorm):
+    chaos(rule("html_error_page"))
+    before = flakestorm.injected("html_error_page")
+    with pytest.raises(ollama.ResponseError) as ei:
+        chat(ollama_client())
+    assert ei.value.status_code == 502
+    assert "<h1>502 Bad Gateway</h1>" in ei.value.error
+    assert flakestorm.wait_injected("html_error_page", before + 1) == before + 1
+    assert origins.ollama.count() == 0

@@ -416,3 +416,18 @@ def test_client_error_is_the_sdks_own_class_and_not_retried(
     assert ei.value.code == code
     assert flakestorm.wait_injected("client_error", before + 1) == before + 1
     assert origins.openai.count() == 0
+
+
+# ------------------------------------------------------------------ html_error_page
+
+
+def test_html_error_page_is_a_status_error_by_status_and_retried(openai_client, chaos, origins, flakestorm):
+    chaos(rule("html_error_page"))
+    before = flakestorm.injected("html_error_page")
+    with pytest.raises(openai.InternalServerError) as ei:
+        openai_client(max_retries=1).chat.completions.create(model="gpt-test", messages=MSG)
+    assert ei.value.status_code == 502
+    assert ei.value.response.headers["content-type"] == "text/html"
+    assert ei.value.code is None  # no JSON body to read a code from
+    assert flakestorm.wait_injected("html_error_page", before + 2) == before + 2
+    assert origins.openai.count() == 0

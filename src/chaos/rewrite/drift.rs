@@ -35,7 +35,8 @@ impl Drift {
             | LlmMode::SlowStream { .. }
             | LlmMode::ToolCallCorruption { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => None,
+            | LlmMode::ClientError { .. }
+            | LlmMode::HtmlErrorPage { .. } => None,
         };
         Drift {
             spec,

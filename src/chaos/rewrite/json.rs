@@ -74,7 +74,8 @@ impl LlmRewriter {
             | LlmMode::RateLimit { .. }
             | LlmMode::ServerError { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => false,
+            | LlmMode::ClientError { .. }
+            | LlmMode::HtmlErrorPage { .. } => false,
         };
         self.applied = changed;
         if changed {

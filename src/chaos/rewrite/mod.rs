@@ -110,7 +110,8 @@ impl LlmRewriter {
             | LlmMode::SlowStream { .. }
             | LlmMode::ToolCallCorruption { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => 0,
+            | LlmMode::ClientError { .. }
+            | LlmMode::HtmlErrorPage { .. } => 0,
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
         LlmRewriter {
@@ -213,7 +214,8 @@ impl LlmRewriter {
             | LlmMode::StreamCut { .. }
             | LlmMode::SlowStream { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => "the response had no content to rewrite",
+            | LlmMode::ClientError { .. }
+            | LlmMode::HtmlErrorPage { .. } => "the response had no content to rewrite",
         }
     }
 
@@ -392,7 +394,8 @@ impl LlmRewriter {
             | LlmMode::Timeout { .. }
             | LlmMode::RateLimit { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => vec![Out::Data(frame)],
+            | LlmMode::ClientError { .. }
+            | LlmMode::HtmlErrorPage { .. } => vec![Out::Data(frame)],
         }
     }
 }

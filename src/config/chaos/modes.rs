@@ -180,6 +180,12 @@ pub enum LlmMode {
         #[serde(default)]
         error: ClientErrorKind,
     },
+    /// A gateway in front of the provider (a load balancer, an API gateway, a corporate
+    /// proxy) answers with its own HTML error page instead of the provider's JSON.
+    HtmlErrorPage {
+        #[serde(default)]
+        status: Option<u16>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -287,6 +293,7 @@ impl LlmMode {
             LlmMode::ToolCallCorruption { .. } => "tool_call_corruption",
             LlmMode::ContextLengthExceeded {} => "context_length_exceeded",
             LlmMode::ClientError { .. } => "client_error",
+            LlmMode::HtmlErrorPage { .. } => "html_error_page",
         }
     }
 }

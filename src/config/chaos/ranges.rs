@@ -131,7 +131,7 @@ impl Numbers for LlmMode {
             }
             LlmMode::RateLimit { retry_after_s, .. } => vec![("retry_after_s", *retry_after_s)],
             LlmMode::ResponseDrift { factor, .. } => vec![("factor", *factor)],
-            LlmMode::ServerError { status, .. } => {
+            LlmMode::ServerError { status, .. } | LlmMode::HtmlErrorPage { status } => {
                 status.iter().map(|s| ("status", f64::from(*s))).collect()
             }
             LlmMode::StreamCut { after_events, .. } => {
