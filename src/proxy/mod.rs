@@ -19,6 +19,7 @@ mod forward;
 mod guard;
 mod headers;
 mod listener;
+mod replay;
 pub mod rescue;
 mod service;
 mod tunnel;

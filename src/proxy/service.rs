@@ -232,9 +232,9 @@ async fn exchange(
             tokio::time::sleep(delay).await;
             return Ok(fault::respond(rec, synthetic, plan.mark));
         }
-        Some(Action::Drop { delay }) => {
+        Some(Action::Drop { delay, why }) => {
             tokio::time::sleep(delay).await;
-            fault::dropped(rec);
+            fault::dropped(rec, why);
             return Err(Dropped);
         }
         Some(Action::Forward {
