@@ -106,6 +106,11 @@ impl ReplayTable {
         }
     }
 
+    /// What a call with no recorded answer gets.
+    pub fn on_miss(&self) -> OnMiss {
+        self.on_miss
+    }
+
     /// Recorded answers handed out so far.
     pub fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)

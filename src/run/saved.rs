@@ -29,6 +29,10 @@ pub(super) fn mutation<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, 
     one_of(d, &[super::mutation::SCHEMA])
 }
 
+pub(super) fn replay<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    one_of(d, &[super::replay::SCHEMA])
+}
+
 pub(super) fn ci<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
     one_of(d, &[super::ci::SCHEMA])
 }
@@ -62,8 +66,9 @@ pub enum ReadError {
 }
 
 /// The schemas this build writes, by report kind.
-const SCHEMAS: [(&str, &str); 4] = [
+const SCHEMAS: [(&str, &str); 5] = [
     ("contract", super::contract::SCHEMA),
+    ("replay", super::replay::SCHEMA),
     ("chaos", super::chaos::SCHEMA),
     ("mutation", super::mutation::SCHEMA),
     ("ci", super::ci::SCHEMA),
@@ -119,6 +124,7 @@ impl super::Report {
             "contract" => Report::Contract(typed(value)?),
             "chaos" => Report::Chaos(typed(value)?),
             "mutation" => Report::Mutation(typed(value)?),
+            "replay" => Report::Replay(typed(value)?),
             _ => Report::Ci(Box::new(typed(value)?)),
         })
     }
@@ -191,8 +197,8 @@ mod tests {
              flakestorm.<kind>/<version>"
         );
         assert_eq!(
-            err(r#"{"schema": "flakestorm.replay/1"}"#),
-            "not a flakestorm report: `schema` is \"flakestorm.replay/1\": no such report kind"
+            err(r#"{"schema": "flakestorm.record/1"}"#),
+            "not a flakestorm report: `schema` is \"flakestorm.record/1\": no such report kind"
         );
         assert_eq!(
             err(r#"{"schema": "flakestorm.ci/3"}"#),
