@@ -232,7 +232,7 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
         "{:?}",
         loaded.warnings
     );
-    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
 }
 
 /// Every shipped config file parses, and the commented default matches the built-in one.
