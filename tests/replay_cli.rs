@@ -144,6 +144,43 @@ async fn a_504_incident_reaches_the_agent_and_the_fixed_agent_passes_it() {
     );
     assert_eq!(r["score"], 100.0);
     assert_eq!(tool.log.len(), 0, "still nothing reached the real tool");
+    // The saved report reads back as a replay report and renders.
+    let (code, md, err) = run(
+        dir.path(),
+        &["report", "replay.json", "-f", "markdown", "-o", "-"],
+    )
+    .await;
+    assert_eq!(code, 0, "{md}\n{err}");
+    assert!(md.contains("replay"), "{md}");
+
+    // ci runs the replay phase when replays.sessions is set, beside the contract phase.
+    let sessions = "replays:\n  sessions: [{file: replays/incident_504.yaml}]\n";
+    config(dir.path(), tool.addr, true, sessions);
+    let (code, out, err) = run(dir.path(), &["ci", "-o", "ci.json"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("replay    100.0  PASS"), "{out}");
+    let ci: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ci.json")).unwrap())
+            .unwrap();
+    assert_eq!(ci["replay"]["sessions"][0]["verdict"], "pass", "{ci}");
+    assert_eq!(
+        tool.log.len(),
+        1,
+        "the contract phase's call went to the real tool; the replayed one did not"
+    );
+}
+
+async fn run(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let (dir, args) = (
+        dir.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        flakestorm(&args, &dir)
+    })
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
