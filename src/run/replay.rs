@@ -128,18 +128,9 @@ pub async fn run_replay(
                 crate::config::replays::TAPE_WARNING
             ));
         }
-        let (case, covered, table) = replay_one(ctx, &session, on_miss, i).await;
-        judge(
-            ctx,
-            &session,
-            &judged,
-            &case,
-            &covered,
-            &table,
-            &mut v,
-            &mut warnings,
-        )
-        .await;
+        let played = replay_one(ctx, &session, on_miss, i).await;
+        judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
+        let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
             let so_far = match v.verdict {
                 RunVerdict::Pass => SoFar::Passed,
@@ -216,13 +207,15 @@ fn shell(r: &Ready) -> SessionVerdict {
     }
 }
 
-/// Runs one session's case with its answers installed; its coverage and its table.
-async fn replay_one(
-    ctx: &RunContext,
-    session: &Session,
-    on_miss: OnMiss,
-    index: usize,
-) -> (CaseResult, Coverage, Arc<ReplayTable>) {
+/// A session's case, what its answers reached, and its table's counters.
+struct Played {
+    case: CaseResult,
+    covered: Coverage,
+    table: Arc<ReplayTable>,
+}
+
+/// Runs one session's case with its answers installed.
+async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index: usize) -> Played {
     let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss));
     let header = ctx.attribution == Attribution::Header;
     let trace = header.then(|| {
@@ -264,21 +257,27 @@ async fn replay_one(
         stats,
         &ctx.declared,
     );
-    (case, covered, table)
+    Played {
+        case,
+        covered,
+        table,
+    }
 }
 
 /// Judges a replayed case into `v`.
-#[allow(clippy::too_many_arguments)]
 async fn judge(
     ctx: &RunContext,
     session: &Session,
     judged: &[Judged],
-    case: &CaseResult,
-    covered: &Coverage,
-    table: &ReplayTable,
+    played: &Played,
     v: &mut SessionVerdict,
     warnings: &mut Vec<String>,
 ) {
+    let Played {
+        case,
+        covered,
+        table,
+    } = played;
     v.served = table.served();
     v.missed = table.missed();
     v.misses = misses(case);
@@ -402,5 +401,60 @@ fn session_reasons(sessions: &[SessionVerdict], j: &mut Judgement) {
         j.reasons.extend(errors);
         j.reasons.extend(failed);
         j.reasons.extend(untested);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
+        let r = Ready {
+            id: id.into(),
+            file: None,
+            session: Err(why.into()),
+        };
+        SessionVerdict {
+            verdict,
+            reasons: vec![why.into()],
+            ..shell(&r)
+        }
+    }
+
+    #[test]
+    fn error_answers_are_the_tool_faults_when_decides() {
+        assert!(applies(When::ToolFaultsActive, true) && !applies(When::ToolFaultsActive, false));
+        assert!(applies(When::AnyChaosActive, true) && !applies(When::NoChaos, true));
+        assert!(applies(When::NoChaos, false) && applies(When::Always, false));
+        assert!(!applies(When::LlmFaultsActive, true));
+    }
+
+    #[test]
+    fn a_session_that_could_not_run_fails_a_passing_run_and_is_named() {
+        let pass = || Judgement {
+            verdict: RunVerdict::Pass,
+            reasons: vec![],
+        };
+        let mut j = pass();
+        session_reasons(&[session("ok", RunVerdict::Pass, "")], &mut j);
+        assert_eq!(j, pass());
+        let mut j = pass();
+        let sessions = [
+            session("ok", RunVerdict::Pass, ""),
+            session("bad", RunVerdict::Error, "bad.yaml: id: missing field"),
+        ];
+        session_reasons(&sessions, &mut j);
+        assert_eq!(j.verdict, RunVerdict::Fail);
+        assert_eq!(
+            j.reasons,
+            ["session `bad` could not be replayed: bad.yaml: id: missing field"]
+        );
+        let mut j = pass();
+        session_reasons(
+            &[session("quiet", RunVerdict::NotTested, "never called")],
+            &mut j,
+        );
+        assert_eq!(j.verdict, RunVerdict::NotTested);
+        assert_eq!(j.reasons, ["session `quiet` was not tested: never called"]);
     }
 }
