@@ -98,19 +98,26 @@ pub async fn run_replay(
         concurrency: 1,
         ..ctx.clone()
     };
-    let ready = replay_setup::sessions(entries);
+    // Every session is read and its contract resolved first, so progress plans only the
+    // sessions that will run.
+    let setups: Vec<_> = replay_setup::sessions(entries)
+        .into_iter()
+        .map(|r| {
+            let v = shell(&r);
+            let setup = r.session.and_then(|s| {
+                let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
+                Ok((s, judged))
+            });
+            (v, setup)
+        })
+        .collect();
     if let Some(p) = &ctx.progress {
-        (p.planned)(ready.len());
+        (p.planned)(setups.iter().filter(|(_, s)| s.is_ok()).count());
     }
     let mark = JournalMark::now(&ctx.journal);
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
-    for (i, r) in ready.into_iter().enumerate() {
-        let mut v = shell(&r);
-        let setup = r.session.and_then(|s| {
-            let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
-            Ok((s, judged))
-        });
+    for (i, (mut v, setup)) in setups.into_iter().enumerate() {
         let (session, (contract, judged)) = match setup {
             Ok(x) => x,
             Err(why) => {

@@ -242,7 +242,6 @@ pub fn replay_summary(r: &super::ReplayReport) -> String {
             let _ = write!(out, "\n    no recorded answer: {m}");
         }
     }
-    out.push('\n');
     warnings(&r.warnings, &mut out);
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
