@@ -209,6 +209,20 @@ async fn bad_sessions_fail_alone_and_strict_misses_are_listed() {
         "id: strict\ninput: hi\ncontract: Research Agent Contract\ntool_responses:\n  - {tool: other_tool, status: 500}\n",
     )
     .unwrap();
+    // A contract given as a path, relative to the session file: a config file's contract.
+    std::fs::write(
+        dir.path().join("other.yaml"),
+        "golden_prompts: [x]\ncontract:\n  name: From File\n  invariants:\n    - {id: says-ok, type: contains, value: \"unavailable\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sessions.join("e_by_path.yaml"),
+        SESSION.replace("incident-504", "by-path").replace(
+            "contract: Research Agent Contract",
+            "contract: ../other.yaml",
+        ),
+    )
+    .unwrap();
     config(dir.path(), tool.addr, true, "replays: {on_miss: strict}\n");
     let args = ["replay", "run", "sessions", "-o", "replay.json"];
     let (code, out, err, r) = replay(dir.path(), &args).await;
@@ -255,6 +269,13 @@ async fn bad_sessions_fail_alone_and_strict_misses_are_listed() {
         "{strict}"
     );
     assert_eq!(tool.log.len(), 0, "a strict miss is not forwarded");
+    let by_path = by_id("by-path");
+    assert_eq!(
+        (&by_path["verdict"], &by_path["contract"]),
+        (&"pass".into(), &"From File".into()),
+        "{by_path}"
+    );
+    assert_eq!(by_path["checks"][0]["invariant"], "says-ok");
     let reasons = r["verdict_reasons"].to_string();
     assert!(
         reasons.contains("session `b_bad` could not be replayed"),
