@@ -37,6 +37,10 @@ replays:
       input: "Q3 revenue?"
       tool_responses:
         - {{tool: search, response: "ACME Q3 revenue was $4.1B"}}
+    - id: never-called
+      input: "Q3 revenue?"
+      tool_responses:
+        - {{tool: email, status: 503}}
 "#,
         search.addr, email.addr
     );
@@ -58,8 +62,8 @@ replays:
         run_replay(&ctx, &cfg, &cfg.replays.sessions),
     )
     .await;
-    let [poisoned, clean] = &r.sessions[..] else {
-        panic!("two sessions: {:?}", r.sessions)
+    let [poisoned, clean, never] = &r.sessions[..] else {
+        panic!("three sessions: {:?}", r.sessions)
     };
     assert_eq!(poisoned.verdict, RunVerdict::Fail, "{poisoned:?}");
     assert!(
@@ -74,7 +78,16 @@ replays:
     assert_eq!((poisoned.served, poisoned.missed), (1, 1));
     assert_eq!(clean.verdict, RunVerdict::Pass, "{clean:?}");
     assert!(clean.misses.is_empty());
-    assert_eq!(r.score, 50.0);
+    // Its only recorded answer was never used: the incident was not replayed.
+    assert_eq!(never.verdict, RunVerdict::NotTested, "{never:?}");
+    assert_eq!(
+        never.reasons,
+        [
+            "none of the session's 1 recorded answer(s) was used: the agent made no call to \
+          those tools through the proxy"
+        ]
+    );
+    assert_eq!(r.score, 50.0, "passed / judged sessions");
     assert_eq!(r.judgement.verdict, RunVerdict::Fail);
     let answer = r.cases[clean.case.unwrap()].answer.as_deref().unwrap();
     assert_eq!(answer, "According to search: ACME Q3 revenue was $4.1B");

@@ -288,11 +288,21 @@ async fn judge(
     v.served = table.served();
     v.missed = table.missed();
     v.misses = misses(case);
-    if let Some(why) = case
-        .not_judged
-        .clone()
-        .or_else(|| covered.not_tested.clone())
-    {
+    // Misses are recorded under the same rule, so coverage alone cannot tell that no
+    // recorded answer was used: the incident was then not replayed.
+    let unused = (v.recorded > 0 && v.served == 0).then(|| {
+        format!(
+            "none of the session's {} recorded answer(s) was used: the agent made no call to \
+             those tools through the proxy",
+            v.recorded
+        )
+    });
+    // A strict miss fails the session even when no recorded answer was used.
+    let strict_misses = table.on_miss() == OnMiss::Strict && !v.misses.is_empty();
+    let untested = (!strict_misses)
+        .then(|| covered.not_tested.clone().or(unused))
+        .flatten();
+    if let Some(why) = case.not_judged.clone().or(untested) {
         v.verdict = RunVerdict::NotTested;
         v.reasons = vec![why];
         return;
