@@ -311,7 +311,7 @@ fn chaos_only_runs_and_ci_combine_phases() {
         "mutation    0.0  FAIL",
         "contract  100.0  PASS",
         "chaos     skipped: needs a `chaos:` section",
-        "replay    skipped: replay runs are not available",
+        "replay    skipped: no `replays.sessions`",
         "(pass mark 90): FAIL",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");

@@ -251,6 +251,12 @@ async fn bad_submissions_are_400_naming_the_problem() {
         .error(400);
     assert_eq!(code, "not_runnable");
     assert!(message.contains("contract:"), "{message}");
+    let (code, message) = a
+        .post(&json!({"kind": "replay", "config": cfg}).to_string())
+        .await
+        .error(400);
+    assert_eq!(code, "not_runnable");
+    assert!(message.contains("replays.sessions"), "{message}");
     let missing = a.dir_path().join("missing.yaml");
     let body = json!({"kind": "chaos", "config_path": missing}).to_string();
     let r = a.post(&body).await;

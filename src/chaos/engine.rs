@@ -13,6 +13,7 @@ use std::sync::{Arc, RwLock};
 
 use super::canary::Canary;
 use super::classify::Classifier;
+use super::replay::ReplayTable;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
 use crate::config::chaos::{ChaosSpec, CompiledChaos};
@@ -171,6 +172,10 @@ impl Engine {
         canary: Option<Arc<Canary>>,
     ) -> TraceGuard {
         let rules = Arc::new(RuleSet::new(rules).with_canary(canary));
+        self.install_scoped(trace, rules)
+    }
+
+    fn install_scoped(&self, trace: &str, rules: Arc<RuleSet>) -> TraceGuard {
         let seed = mix(stream(trace));
         self.inner
             .traces
@@ -191,6 +196,23 @@ impl Engine {
         }
     }
 
+    /// Installs no chaos but a replay session's recorded tool answers (`table`) until the
+    /// guard drops: globally, or for requests carrying trace id `trace` only.
+    pub fn install_replay(&self, table: Arc<ReplayTable>, trace: Option<&str>) -> Installed {
+        let rules = Arc::new(RuleSet::new(&CompiledChaos::default()).with_replay(Some(table)));
+        match trace {
+            None => {
+                let previous = self.swap(rules.clone());
+                Installed::Global(InstallGuard {
+                    engine: self.clone(),
+                    installed: rules,
+                    previous: Some(previous),
+                })
+            }
+            Some(t) => Installed::Trace(self.install_scoped(t, rules)),
+        }
+    }
+
     /// What happens to a request for `url` of kind `target`, carrying trace id `trace`.
     pub fn decide(&self, url: &str, target: &Target, trace: Option<&str>) -> Decision {
         let scoped = trace.and_then(|t| {
@@ -205,6 +227,22 @@ impl Engine {
             return d;
         }
         self.rules().decide(url, target, self.seed())
+    }
+}
+
+/// A replay session installed globally or for one trace id; withdrawn when dropped.
+pub enum Installed {
+    Global(InstallGuard),
+    Trace(TraceGuard),
+}
+
+impl Installed {
+    /// The rules installed, with the replay table's counters.
+    pub fn rules(&self) -> &RuleSet {
+        match self {
+            Installed::Global(g) => g.rules(),
+            Installed::Trace(g) => g.rules(),
+        }
     }
 }
 

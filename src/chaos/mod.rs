@@ -1,7 +1,8 @@
 //! The fault engine, pure (no sockets): `chaos:` specs compiled into rules (`rules`),
 //! deterministic triggering (`rng`), the provider-shaped responses faults answer with
 //! (`respond`), what a request is (`classify`, from the `tools:` and `llm:` declared), and
-//! the `Engine` handle the proxy asks for a decision on every request.
+//! the `Engine` handle the proxy asks for a decision on every request, and a replay
+//! session's recorded tool answers (`replay`), consulted before the rules.
 //! The proxy applies what the engine decides; the run engine installs scenarios through
 //! the same handle. Must not do I/O or know about connections.
 
@@ -11,6 +12,7 @@ mod canary;
 mod classify;
 mod engine;
 pub mod profiles;
+pub mod replay;
 pub mod respond;
 pub mod rewrite;
 pub(crate) mod rng;
@@ -19,7 +21,8 @@ mod stats;
 
 pub use canary::{Canary, Scanner};
 pub use classify::Classifier;
-pub use engine::{DeclareGuard, Engine, InstallGuard, TraceGuard};
+pub use engine::{DeclareGuard, Engine, InstallGuard, Installed, TraceGuard};
+pub use replay::{Replay, ReplayTable};
 pub use rng::{mix, stream};
 pub use rules::{Decision, Fault, Fired, Formats, RuleSet};
 pub use stats::{RuleKind, RuleStats, sum as sum_stats};

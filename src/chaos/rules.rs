@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use globset::GlobSet;
 
 use super::canary::Canary;
+use super::replay::{Replay, ReplayTable};
 use super::rng;
 use super::stats::{RuleKind, RuleStats};
 use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, Rule, ToolMode};
@@ -164,6 +165,8 @@ pub struct RuleSet {
     pub spec: ChaosSpec,
     /// Canaries to plant in tool responses (`no_exfiltration`); set by runs, never by specs.
     pub canary: Option<Arc<Canary>>,
+    /// A replay session's recorded tool answers (replay runs), consulted before the rules.
+    pub replay: Option<Arc<ReplayTable>>,
     faults: Vec<Compiled<Fault>>,
     attacks: Vec<Compiled<AttackMode>>,
     globs: GlobSet,
@@ -178,6 +181,9 @@ pub struct Decision {
     pub canary: Option<Arc<Canary>>,
     /// Whether a faulted response carries `x-flakestorm-fault` (`mark_responses`).
     pub mark: bool,
+    /// A replay session answers this tool call (or misses it) instead of its upstream;
+    /// no fault or attack applies then.
+    pub replay: Option<Replay>,
     /// For rules installed for the request's trace id (one case of a run): that case's own
     /// memory of each upstream's response format, dropped with its rules.
     pub formats: Option<Formats>,
@@ -234,6 +240,7 @@ impl RuleSet {
         RuleSet {
             spec: spec.clone(),
             canary: None,
+            replay: None,
             faults,
             attacks,
             globs: chaos.globs().clone(),
@@ -243,6 +250,12 @@ impl RuleSet {
     /// These rules, planting `canary` in tool responses.
     pub fn with_canary(mut self, canary: Option<Arc<Canary>>) -> Self {
         self.canary = canary;
+        self
+    }
+
+    /// These rules, answering tool calls from a replay session first.
+    pub fn with_replay(mut self, replay: Option<Arc<ReplayTable>>) -> Self {
+        self.replay = replay;
         self
     }
 
@@ -267,6 +280,12 @@ impl RuleSet {
             mark: self.spec.mark_responses,
             ..Decision::default()
         };
+        if let (Some(table), Target::Tool { name }) = (&self.replay, target)
+            && let Some(replay) = table.answer(name)
+        {
+            decision.replay = Some(replay);
+            return decision;
+        }
         if self.is_empty() {
             return decision;
         }

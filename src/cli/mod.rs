@@ -76,7 +76,8 @@ pub enum Command {
         #[command(flatten)]
         open: OpenProxyArg,
     },
-    /// Every phase this build can run (contract, chaos), once each, one weighted score.
+    /// Every phase this build can run (mutation, contract, chaos, replay), once each, one
+    /// weighted score.
     Ci {
         #[command(flatten)]
         config: ConfigArg,
@@ -97,6 +98,12 @@ pub enum Command {
     Contract {
         #[command(subcommand)]
         command: ContractCommand,
+    },
+    /// Replay recorded incidents: the proxy answers the agent's tool calls from each
+    /// session (docs/replay.md).
+    Replay {
+        #[command(subcommand)]
+        command: ReplayCommand,
     },
     /// List or show the built-in chaos profiles.
     Profiles {
@@ -158,6 +165,25 @@ pub enum ContractCommand {
     Validate {
         #[command(flatten)]
         config: ConfigArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    /// Replay each session and judge it with its contract; writes the JSON report.
+    Run {
+        /// A session file, or a folder of them (.yaml, .yml, .json), instead of the config's
+        /// `replays.sessions`.
+        #[arg(value_name = "FILE|DIR")]
+        sessions: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        report: ReportArgs,
+        #[command(flatten)]
+        show: ShowArgs,
+        #[command(flatten)]
+        open: OpenProxyArg,
     },
 }
 
@@ -354,6 +380,16 @@ pub async fn run(cli: Cli) -> ExitCode {
             let req = request(RunKind::Ci, false, None);
             return dispatch(&config, open, req, report, show.show()).await;
         }
+        Command::Replay {
+            command:
+                ReplayCommand::Run {
+                    sessions,
+                    config,
+                    report,
+                    show,
+                    open,
+                },
+        } => return replay_run(sessions, &config, open, report, show.show()).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo { print_config: true } => {
@@ -413,6 +449,39 @@ async fn dispatch(
         }
     };
     remote::run(server, &loaded, &req, &report, show).await
+}
+
+/// `replay run [FILE|DIR]`: the files given replace `replays.sessions`.
+async fn replay_run(
+    sessions: Option<PathBuf>,
+    config: &ConfigArg,
+    open: OpenProxyArg,
+    report: ReportArgs,
+    show: runs::Show,
+) -> ExitCode {
+    let req = request(RunKind::Replay, false, None);
+    let Some(path) = sessions else {
+        return dispatch(config, open, req, report, show).await;
+    };
+    if report.server.is_some() {
+        eprintln!(
+            "flakestorm: session files on the command line cannot be sent to --server: list them \
+             under replays.sessions in the config"
+        );
+        return ExitCode::from(2);
+    }
+    let files = match crate::run::session_files(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    job(config, open, |mut loaded| {
+        loaded.config.replays.sessions = files;
+        runs::run(loaded, req, report, show)
+    })
+    .await
 }
 
 async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode

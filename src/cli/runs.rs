@@ -14,8 +14,8 @@ use super::report_path;
 use super::session::{Options, Session};
 use crate::config::Loaded;
 use crate::run::{
-    Report, RunRequest, RunVerdict, chaos_summary, execute, mutation_summary, prepare, summary,
-    verdict_line,
+    Report, RunRequest, RunVerdict, chaos_summary, execute, mutation_summary, prepare,
+    replay_summary, summary, verdict_line,
 };
 use crate::store::RunStatus;
 
@@ -189,6 +189,7 @@ pub(super) fn shown(report: &Report, show: Show) -> String {
         Report::Contract(r) => summary(r, color()),
         Report::Chaos(r) => chaos_summary(r),
         Report::Mutation(r) => mutation_summary(r),
+        Report::Replay(r) => replay_summary(r),
         Report::Ci(r) => ci_summary(r),
     }
 }
@@ -198,6 +199,7 @@ fn report_label(report: &Report) -> &'static str {
         Report::Contract(_) => "contract",
         Report::Chaos(_) => "chaos",
         Report::Mutation(_) => "mutation",
+        Report::Replay(_) => "replay",
         Report::Ci(_) => "ci",
     }
 }
@@ -214,6 +216,9 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
     }
     if let Some(c) = &report.chaos {
         let _ = write!(out, "\n{}", chaos_summary(c));
+    }
+    if let Some(r) = &report.replay {
+        let _ = write!(out, "\n{}", replay_summary(r));
     }
     out.push_str("\nphases:\n");
     for p in &report.phases {

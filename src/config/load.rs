@@ -400,9 +400,7 @@ fn sections(
     }
     if let Some(v) = take("replays", errors) {
         c.replays = super::replays::replays_section(v, errors);
-        warnings.push(
-            "`replays` is checked but not applied yet: replay runs are not in this build".into(),
-        );
+        super::replays::warn_unbuilt(&c.replays, warnings);
     }
     root.remove("version");
     for (key, _) in root {

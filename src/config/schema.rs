@@ -32,7 +32,7 @@ pub struct Config {
     pub contract: Option<super::ContractSpec>,
     pub scoring: super::ScoringSpec,
     pub output: super::OutputSpec,
-    /// Recorded incidents to replay (checked; replay runs are not built yet).
+    /// Recorded incidents to replay (`replay run`, `ci`; docs/replay.md).
     pub replays: super::ReplaysSpec,
     /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
     /// (warned). A command-line choice only: never read from a file or the environment.

@@ -139,13 +139,14 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     out.push_str(&chaos_summary(&chaos));
     let skipped = [(
         "replay",
-        "replay runs are not available in this build".to_string(),
+        "the demo has no recorded sessions (replays.sessions)".to_string(),
     )];
     let mut ci = combine(
         &cfg.scoring,
         Some(mutation),
         Some(contract),
         Some(chaos),
+        None,
         &skipped,
         cfg.scoring.min_score,
     );

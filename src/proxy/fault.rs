@@ -23,8 +23,8 @@ pub enum Action {
         delay: Duration,
         synthetic: Synthetic,
     },
-    /// Hold for `delay`, then close the connection with no response.
-    Drop { delay: Duration },
+    /// Hold for `delay`, then close the connection with no response (`why` is recorded).
+    Drop { delay: Duration, why: &'static str },
     /// Wait `delay`, forward, and pass the response body through `transform`.
     Forward {
         delay: Duration,
@@ -78,6 +78,7 @@ fn hold(delay_ms: u64, then: TimeoutEnd, synthetic: Synthetic) -> Action {
         },
         TimeoutEnd::Close => Action::Drop {
             delay: ms(delay_ms),
+            why: "closed with no response by an injected timeout",
         },
     }
 }
@@ -248,6 +249,17 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let canary = decision.canary;
     let formats = decision.formats;
     let format_key = format_key(ex).map(str::to_string);
+    if let Some(replay) = decision.replay {
+        return Plan {
+            action: Some(super::replay::action(rec, replay)),
+            mark: None,
+            attacks: vec![],
+            canary,
+            format_key,
+            formats,
+            cut_context: false,
+        };
+    }
     let attacks = decision
         .attacks
         .into_iter()
@@ -337,12 +349,12 @@ pub fn respond(
     resp
 }
 
-/// Records an exchange whose connection a fault closed without a response.
-pub fn dropped(rec: Recorder) {
+/// Records an exchange whose connection a fault closed without a response, and why.
+pub fn dropped(rec: Recorder, why: &str) {
     let error = ErrorInfo {
         source: ErrorSource::Injected,
         kind: "connection_closed".into(),
-        message: "closed with no response by an injected timeout".into(),
+        message: why.into(),
     };
     rec.finish(
         Outcome::Error {

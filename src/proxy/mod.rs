@@ -20,6 +20,7 @@ mod guard;
 mod headers;
 mod listener;
 mod pending;
+mod replay;
 pub mod rescue;
 mod service;
 mod tunnel;

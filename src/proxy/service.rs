@@ -235,9 +235,9 @@ async fn exchange(
             tokio::time::sleep(delay).await;
             return Ok(fault::respond(pending.take(), synthetic, plan.mark));
         }
-        Some(Action::Drop { delay }) => {
+        Some(Action::Drop { delay, why }) => {
             tokio::time::sleep(delay).await;
-            fault::dropped(pending.take());
+            fault::dropped(pending.take(), why);
             return Err(Dropped);
         }
         Some(Action::Forward {

@@ -195,18 +195,57 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
     }
 }
 
+/// Minimal (added with replay runs; the lead renders them fully): the sessions' cases
+/// with their checks, no cells.
+fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
+    let cases = r
+        .sessions
+        .iter()
+        .filter_map(|s| {
+            let case = r.cases.get(s.case?)?;
+            let judged = matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail);
+            Some(CaseView {
+                case,
+                mutation: None,
+                checks: s
+                    .checks
+                    .iter()
+                    .map(|c| (c.invariant.clone(), &c.verdict))
+                    .collect(),
+                passed: judged.then_some(s.verdict.passed()),
+            })
+        })
+        .collect();
+    Section {
+        phase: "replay",
+        name: None,
+        seed: r.seed,
+        score: r.score,
+        judgement: &r.judgement,
+        min_score: r.min_score,
+        cells: &[],
+        scenarios: vec![],
+        invariants: vec![],
+        cases,
+        coverage: &r.coverage,
+        warnings: &r.warnings,
+    }
+}
+
 /// The report's overview and sections.
 pub fn overview(report: &Report) -> Overview<'_> {
     let (kind, config_digest, sections, phases) = match report {
         Report::Contract(r) => ("contract", &r.config_digest, vec![contract(r)], vec![]),
         Report::Chaos(r) => ("chaos", &r.config_digest, vec![chaos(r)], vec![]),
         Report::Mutation(r) => ("mutation", &r.config_digest, vec![mutation(r)], vec![]),
+        Report::Replay(r) => ("replay", &r.config_digest, vec![replay(r)], vec![]),
         Report::Ci(r) => {
             // The order `ci` runs them in.
             let mut sections = vec![];
             sections.extend(r.mutation.as_ref().map(mutation));
             sections.extend(r.contract.as_ref().map(contract));
             sections.extend(r.chaos.as_ref().map(chaos));
+            sections.extend(r.replay.as_ref().map(replay));
             let phases = r
                 .phases
                 .iter()
@@ -240,6 +279,7 @@ fn min_score(report: &Report) -> f64 {
         Report::Contract(r) => r.min_score,
         Report::Chaos(r) => r.min_score,
         Report::Mutation(r) => r.min_score,
+        Report::Replay(r) => r.min_score,
         Report::Ci(r) => r.min_score,
     }
 }

@@ -1,4 +1,4 @@
-//! `ci`: the phases this build can run (mutation, contract, chaos), once each, combined into one
+//! `ci`: the phases this build can run (mutation, contract, chaos, replay), once each, combined into one
 //! score: the `scoring` weights of the phases that ran, renormalised to sum to 1. Phases
 //! that did not run say why. The verdict is the worst of the phases' (error, then fail,
 //! then not tested) and the overall score must reach the pass mark.
@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::verdict::{Judgement, RunVerdict};
-use super::{ChaosReport, ContractReport, MutationReport};
+use super::{ChaosReport, ContractReport, MutationReport, ReplayReport};
 use crate::config::ScoringSpec;
 
 pub const SCHEMA: &str = "flakestorm.ci/2";
@@ -49,6 +49,9 @@ pub struct CiReport {
     pub mutation: Option<MutationReport>,
     pub contract: Option<ContractReport>,
     pub chaos: Option<ChaosReport>,
+    /// The replay phase (reports written before it ran one have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayReport>,
 }
 
 /// Combines phase results. `skipped` lists phases that could not run, with the reason.
@@ -57,6 +60,7 @@ pub fn combine(
     mutation: Option<MutationReport>,
     contract: Option<ContractReport>,
     chaos: Option<ChaosReport>,
+    replay: Option<ReplayReport>,
     skipped: &[(&'static str, String)],
     min_score: f64,
 ) -> CiReport {
@@ -75,6 +79,11 @@ pub fn combine(
             "chaos",
             chaos.as_ref().map(|c| (c.score, &c.judgement)),
             scoring.chaos,
+        ),
+        (
+            "replay",
+            replay.as_ref().map(|r| (r.score, &r.judgement)),
+            scoring.replay,
         ),
     ];
     let mut phases = vec![];
@@ -96,19 +105,6 @@ pub fn combine(
             verdict: result.map(|(_, j)| j.verdict),
         });
     }
-    for (name, why) in skipped
-        .iter()
-        .filter(|(n, _)| !matches!(*n, "mutation" | "contract" | "chaos"))
-    {
-        let weight = scoring.replay;
-        phases.push(Phase {
-            name,
-            score: None,
-            skipped: Some(why.clone()),
-            weight,
-            verdict: None,
-        });
-    }
     // A phase that was not tested has a score that measures nothing about the agent (0
     // when nothing was judged): it stays out of the mean, and says so in the verdict.
     let (sum, weights) = phases
@@ -124,7 +120,8 @@ pub fn combine(
         .as_ref()
         .and_then(|c| c.config_digest.clone())
         .or_else(|| chaos.as_ref().and_then(|c| c.config_digest.clone()))
-        .or_else(|| mutation.as_ref().and_then(|m| m.config_digest.clone()));
+        .or_else(|| mutation.as_ref().and_then(|m| m.config_digest.clone()))
+        .or_else(|| replay.as_ref().and_then(|r| r.config_digest.clone()));
     CiReport {
         schema: SCHEMA,
         run: None,
@@ -137,6 +134,7 @@ pub fn combine(
         mutation,
         contract,
         chaos,
+        replay,
     }
 }
 
@@ -210,6 +208,7 @@ mod tests {
             None,
             None,
             Some(chaos.clone()),
+            None,
             &skipped,
             40.0,
         );
@@ -220,6 +219,7 @@ mod tests {
             None,
             None,
             Some(chaos),
+            None,
             &skipped,
             60.0,
         );
@@ -229,7 +229,15 @@ mod tests {
             mutation.skipped.as_deref(),
             Some("needs the mutation engine")
         );
-        let r = combine(&ScoringSpec::default(), None, None, None, &skipped, 0.0);
+        let r = combine(
+            &ScoringSpec::default(),
+            None,
+            None,
+            None,
+            None,
+            &skipped,
+            0.0,
+        );
         assert!(!r.passed, "nothing ran: not a pass");
         assert_eq!(r.judgement.verdict, RunVerdict::NotTested);
     }
@@ -261,6 +269,7 @@ mod tests {
             None,
             None,
             Some(untested),
+            None,
             &[],
             70.0,
         );

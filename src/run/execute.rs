@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ChaosReport, CiReport, ContractReport, MutationReport, RunContext, RunError, RunVerdict,
-    combine, run_chaos, run_contract, run_mutation,
+    ChaosReport, CiReport, ContractReport, MutationReport, ReplayReport, RunContext, RunError,
+    RunVerdict, combine, run_chaos, run_contract, run_mutation, run_replay,
 };
 use crate::config::Config;
 use crate::config::chaos::CompiledChaos;
@@ -22,7 +22,7 @@ pub enum RunKind {
     Chaos,
     /// Mutated prompts, optionally under chaos (`run`, `run --chaos`).
     Mutation,
-    /// Recorded incidents replayed (not in this build).
+    /// Recorded incidents replayed (`replay run`).
     Replay,
     /// Every phase once, one score (`ci`).
     Ci,
@@ -120,9 +120,10 @@ pub fn prepare(config: &Config, req: &RunRequest) -> Result<Prepared, String> {
             }
             checks("mutation")?;
         }
-        RunKind::Replay => {
-            return Err("replay runs are not available in this build".into());
+        RunKind::Replay if config.replays.sessions.is_empty() => {
+            return Err(NO_SESSIONS.into());
         }
+        RunKind::Replay => {}
         RunKind::Ci => p.skipped = ci_skips(config),
     }
     Ok(p)
@@ -145,12 +146,15 @@ fn chaos_to_inject(
     Ok((name, chaos))
 }
 
+/// Why a replay run cannot start.
+const NO_SESSIONS: &str = "a replay run needs sessions: add `replays.sessions` or name session files (replay run FILE|DIR)";
+
 /// The `ci` phases `config` cannot run, and why.
 fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
-    let mut skipped = vec![(
-        "replay",
-        "replay runs are not available in this build".to_string(),
-    )];
+    let mut skipped = vec![];
+    if config.replays.sessions.is_empty() {
+        skipped.push(("replay", "no `replays.sessions`".to_string()));
+    }
     if config.invariants.is_empty() {
         skipped.push(("mutation", "needs `invariants:`".into()));
     }
@@ -170,6 +174,7 @@ pub enum Report {
     Contract(ContractReport),
     Chaos(ChaosReport),
     Mutation(MutationReport),
+    Replay(ReplayReport),
     /// Boxed: it holds the others.
     Ci(Box<CiReport>),
 }
@@ -180,6 +185,7 @@ impl Report {
             Report::Contract(r) => r.judgement.verdict,
             Report::Chaos(r) => r.judgement.verdict,
             Report::Mutation(r) => r.judgement.verdict,
+            Report::Replay(r) => r.judgement.verdict,
             Report::Ci(r) => r.judgement.verdict,
         }
     }
@@ -190,6 +196,7 @@ impl Report {
             Report::Contract(r) => r.score.value,
             Report::Chaos(r) => r.score,
             Report::Mutation(r) => r.score,
+            Report::Replay(r) => r.score,
             Report::Ci(r) => r.overall,
         }
     }
@@ -199,6 +206,7 @@ impl Report {
             Report::Contract(r) => &r.judgement,
             Report::Chaos(r) => &r.judgement,
             Report::Mutation(r) => &r.judgement,
+            Report::Replay(r) => &r.judgement,
             Report::Ci(r) => &r.judgement,
         }
     }
@@ -209,6 +217,7 @@ impl Report {
             Report::Contract(r) => vec![("contract", r.score.value)],
             Report::Chaos(r) => vec![("chaos", r.score)],
             Report::Mutation(r) => vec![("mutation", r.score)],
+            Report::Replay(r) => vec![("replay", r.score)],
             Report::Ci(r) => r
                 .phases
                 .iter()
@@ -222,7 +231,7 @@ impl Report {
         match self {
             Report::Contract(r) => &r.cells,
             Report::Ci(r) => r.contract.as_ref().map_or(&[], |c| c.cells.as_slice()),
-            Report::Chaos(_) | Report::Mutation(_) => &[],
+            Report::Chaos(_) | Report::Mutation(_) | Report::Replay(_) => &[],
         }
     }
 
@@ -245,6 +254,7 @@ impl Report {
             Report::Contract(r) => &mut r.run,
             Report::Chaos(r) => &mut r.run,
             Report::Mutation(r) => &mut r.run,
+            Report::Replay(r) => &mut r.run,
             Report::Ci(r) => &mut r.run,
         }
     }
@@ -255,6 +265,7 @@ impl Report {
             Report::Contract(r) => r.run.as_ref(),
             Report::Chaos(r) => r.run.as_ref(),
             Report::Mutation(r) => r.run.as_ref(),
+            Report::Replay(r) => r.run.as_ref(),
             Report::Ci(r) => r.run.as_ref(),
         }
     }
@@ -266,11 +277,12 @@ impl Report {
             Report::Contract(r) => Some(&mut r.warnings),
             Report::Chaos(r) => Some(&mut r.warnings),
             Report::Mutation(r) => Some(&mut r.warnings),
+            Report::Replay(r) => Some(&mut r.warnings),
             Report::Ci(r) => match (&mut r.contract, &mut r.mutation, &mut r.chaos) {
                 (Some(c), _, _) => Some(&mut c.warnings),
                 (None, Some(m), _) => Some(&mut m.warnings),
                 (None, None, Some(c)) => Some(&mut c.warnings),
-                (None, None, None) => None,
+                (None, None, None) => r.replay.as_mut().map(|r| &mut r.warnings),
             },
         }
     }
@@ -321,9 +333,8 @@ async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Rep
         }
         RunKind::Mutation => Report::Mutation(run_mutation(ctx, chaos, config).await?),
         RunKind::Replay => {
-            return Err(RunError::NotRunnable(
-                "replay runs are not available in this build".into(),
-            ));
+            let sessions = &config.replays.sessions;
+            Report::Replay(run_replay(ctx, config, sessions).await)
         }
         RunKind::Ci => Report::Ci(Box::new(ci(ctx, config, &p.skipped).await?)),
     })
@@ -336,7 +347,7 @@ fn phase(ctx: &RunContext, name: &'static str) {
     }
 }
 
-/// `ci`: the mutation, contract and chaos phases that can run, once each, combined.
+/// `ci`: the mutation, contract, chaos and replay phases that can run, once each, combined.
 async fn ci(
     ctx: &RunContext,
     config: &Config,
@@ -366,11 +377,19 @@ async fn ci(
         }
         false => None,
     };
+    let replay = match runs("replay") {
+        true => {
+            phase(ctx, "replay");
+            Some(run_replay(ctx, config, &config.replays.sessions).await)
+        }
+        false => None,
+    };
     Ok(combine(
         &config.scoring,
         mutation,
         contract,
         chaos,
+        replay,
         skipped,
         ctx.min_score,
     ))
@@ -421,10 +440,11 @@ mod tests {
             why(RunKind::Mutation),
             "a mutation run needs `invariants:` to check the answers with"
         );
-        assert!(why(RunKind::Replay).contains("not available"));
+        assert!(why(RunKind::Replay).starts_with("a replay run needs sessions"));
         let ci = prepare(&bare, &req(RunKind::Ci)).unwrap();
         let phases: Vec<&str> = ci.skipped.iter().map(|(p, _)| *p).collect();
         assert_eq!(phases, ["replay", "mutation", "contract", "chaos"]);
+        assert_eq!(ci.skipped[0].1, "no `replays.sessions`");
         let profile = RunRequest {
             profile: Some("nope".into()),
             ..req(RunKind::Chaos)

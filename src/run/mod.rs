@@ -22,6 +22,8 @@ mod judge;
 mod matrix;
 mod mutation;
 mod read;
+mod replay;
+mod replay_setup;
 mod saved;
 mod score;
 mod summary;
@@ -44,9 +46,11 @@ pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
+pub use replay::{ReplayReport, SessionVerdict, run_replay};
+pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo};
 pub use score::{Score, contract_score};
-pub use summary::{chaos_summary, mutation_summary, summary, verdict_line};
+pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {

@@ -6,8 +6,9 @@
 use super::saved::ReadError;
 
 /// The schemas this build writes, by report kind.
-const SCHEMAS: [(&str, &str); 4] = [
+const SCHEMAS: [(&str, &str); 5] = [
     ("contract", super::contract::SCHEMA),
+    ("replay", super::replay::SCHEMA),
     ("chaos", super::chaos::SCHEMA),
     ("mutation", super::mutation::SCHEMA),
     ("ci", super::ci::SCHEMA),
@@ -63,6 +64,7 @@ impl super::Report {
             "contract" => Report::Contract(typed(value)?),
             "chaos" => Report::Chaos(typed(value)?),
             "mutation" => Report::Mutation(typed(value)?),
+            "replay" => Report::Replay(typed(value)?),
             _ => Report::Ci(Box::new(typed(value)?)),
         })
     }
@@ -117,8 +119,8 @@ mod tests {
              flakestorm.<kind>/<version>"
         );
         assert_eq!(
-            err(r#"{"schema": "flakestorm.replay/1"}"#),
-            "not a flakestorm report: `schema` is \"flakestorm.replay/1\": no such report kind"
+            err(r#"{"schema": "flakestorm.tape/1"}"#),
+            "not a flakestorm report: `schema` is \"flakestorm.tape/1\": no such report kind"
         );
         assert_eq!(
             err(r#"{"schema": "flakestorm.ci/3"}"#),

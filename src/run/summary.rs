@@ -209,3 +209,40 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
 }
+
+/// The replay report: one line per session (its verdict, what the incident was, the
+/// checks that failed or why it was not judged, the calls no recorded answer met).
+pub fn replay_summary(r: &super::ReplayReport) -> String {
+    let judged = r
+        .sessions
+        .iter()
+        .filter(|s| matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail))
+        .count();
+    let passed = r.sessions.iter().filter(|s| s.verdict.passed()).count();
+    let mut out = format!(
+        "replay run: {passed} of {judged} judged sessions passed ({} sessions)\n",
+        r.sessions.len()
+    );
+    for s in &r.sessions {
+        let _ = write!(
+            out,
+            "\n{:<10} {} ({} of {} recorded answers used)",
+            s.verdict.label(),
+            s.id,
+            s.served,
+            s.recorded
+        );
+        if let Some(e) = &s.expected_failure {
+            let _ = write!(out, "\n    incident: {e}");
+        }
+        for why in &s.reasons {
+            let _ = write!(out, "\n    {why}");
+        }
+        for m in &s.misses {
+            let _ = write!(out, "\n    no recorded answer: {m}");
+        }
+    }
+    warnings(&r.warnings, &mut out);
+    out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
+    out
+}

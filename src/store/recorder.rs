@@ -11,7 +11,7 @@ use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
 use super::{RunId, Store, StoreError};
 use crate::checks;
 use crate::config::ReportFormat;
-use crate::run::{CaseResult, Progress, Report, RunKind, SoFar};
+use crate::run::{CaseResult, Progress, Report, RunKind, RunVerdict, SoFar};
 
 /// One run being written.
 #[derive(Clone)]
@@ -98,15 +98,28 @@ impl Recorder {
 
 type Judged<'a> = (&'static str, &'a CaseResult, Verdict, serde_json::Value);
 
-/// Each chaos and mutation case with its verdict (contract cases are judged by cells).
+/// Each chaos, mutation and replay case with its verdict (contract cases are judged by
+/// cells).
 fn verdicts(report: &Report) -> Vec<Judged<'_>> {
-    let (chaos, mutation) = match report {
-        Report::Chaos(r) => (Some(r), None),
-        Report::Mutation(r) => (None, Some(r)),
-        Report::Ci(r) => (r.chaos.as_ref(), r.mutation.as_ref()),
-        Report::Contract(_) => (None, None),
+    let (chaos, mutation, replay) = match report {
+        Report::Chaos(r) => (Some(r), None, None),
+        Report::Mutation(r) => (None, Some(r), None),
+        Report::Replay(r) => (None, None, Some(r)),
+        Report::Ci(r) => (r.chaos.as_ref(), r.mutation.as_ref(), r.replay.as_ref()),
+        Report::Contract(_) => (None, None, None),
     };
     let mut out = vec![];
+    // A session that could not run has no case.
+    if let Some(r) = replay {
+        for s in &r.sessions {
+            let Some(c) = s.case.and_then(|i| r.cases.get(i)) else {
+                continue;
+            };
+            let judged = matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail);
+            let checks = serde_json::to_value(&s.checks).unwrap_or(serde_json::Value::Null);
+            out.push(("replay", c, verdict(judged, s.verdict.passed()), checks));
+        }
+    }
     if let Some(r) = chaos {
         for (c, p) in r.cases.iter().zip(&r.prompts) {
             out.push((

@@ -1,0 +1,431 @@
+//! Replay runs (design.md §5, §7): each recorded incident (a session) is played back once:
+//! its tools' recorded answers are installed on the chaos engine (the proxy answers the
+//! agent's calls from them), the agent gets the session's `input`, and the case is judged
+//! with the session's contract (or the top-level invariants). `when` treats the session's
+//! error answers (status ≥ 400, or 0) as tool faults active. Sessions run one at a time.
+//! The score is passed sessions / judged sessions × 100. A session that cannot run (a bad
+//! file, a contract that resolves to nothing) is an `error` and fails the run; the others
+//! still run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::cases::{CaseCheck, CaseResult, run_case, trace_id};
+use super::coverage::{self, Coverage};
+use super::judge::view;
+use super::replay_setup::{self, Judged, Ready};
+use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, agent_traffic, decide};
+use super::{RunContext, SoFar};
+use crate::chaos::ReplayTable;
+use crate::chaos::replay::RULE;
+use crate::checks::Verdict;
+use crate::config::chaos::CompiledChaos;
+use crate::config::replays::{OnMiss, Session, SessionEntry};
+use crate::config::{Attribution, Config, When};
+
+pub const SCHEMA: &str = "flakestorm.replay/1";
+
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
+/// One session's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionVerdict {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The session file, when it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The input replayed (empty when the session could not be read).
+    pub input: String,
+    /// What the incident was, in the session's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_failure: Option<String>,
+    /// The contract it was judged with, or `invariants` (the top-level ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
+    /// `pass`, `fail`, `not_tested` or `error` (the session could not run).
+    pub verdict: RunVerdict,
+    /// The checks that failed, why it was not tested, or the error.
+    pub reasons: Vec<String>,
+    /// Each invariant's verdict on the replayed case.
+    pub checks: Vec<CaseCheck>,
+    /// Recorded answers in the session, and how many the agent's calls used.
+    pub recorded: usize,
+    pub served: u64,
+    /// Calls that found no recorded answer (forwarded live, or answered 599).
+    pub missed: u64,
+    /// The calls answered 599 for want of a recorded answer (`on_miss: error | strict`),
+    /// as `METHOD URL`.
+    pub misses: Vec<String>,
+    /// The index of its case in `cases`, when it ran.
+    pub case: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayReport {
+    #[serde(deserialize_with = "schema")]
+    pub schema: super::saved::Fixed,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
+    pub config_digest: Option<String>,
+    pub seed: u64,
+    pub on_miss: OnMiss,
+    pub cases: Vec<CaseResult>,
+    pub sessions: Vec<SessionVerdict>,
+    /// Passed sessions / judged sessions × 100 (0 when none was judged).
+    pub score: f64,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub min_score: f64,
+    /// Per session: whether its recorded answers reached the agent's traffic.
+    pub coverage: Vec<Coverage>,
+    pub agent_calls: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Replays `entries` (the config's `replays.sessions`, or the files given on the command
+/// line) against the agent in `ctx`.
+pub async fn run_replay(
+    ctx: &RunContext,
+    config: &Config,
+    entries: &[SessionEntry],
+) -> ReplayReport {
+    // One session at a time: each installs its own answers, and its exchanges are its own.
+    let ctx = &RunContext {
+        concurrency: 1,
+        ..ctx.clone()
+    };
+    // Every session is read and its contract resolved first, so progress plans only the
+    // sessions that will run.
+    let setups: Vec<_> = replay_setup::sessions(entries)
+        .into_iter()
+        .map(|r| {
+            let v = shell(&r);
+            let setup = r.session.and_then(|s| {
+                let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
+                Ok((s, judged))
+            });
+            (v, setup)
+        })
+        .collect();
+    if let Some(p) = &ctx.progress {
+        (p.planned)(setups.iter().filter(|(_, s)| s.is_ok()).count());
+    }
+    let mark = JournalMark::now(&ctx.journal);
+    let on_miss = config.replays.on_miss;
+    let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
+    for (i, (mut v, setup)) in setups.into_iter().enumerate() {
+        let (session, (contract, judged)) = match setup {
+            Ok(x) => x,
+            Err(why) => {
+                v.verdict = RunVerdict::Error;
+                v.reasons = vec![why];
+                sessions.push(v);
+                continue;
+            }
+        };
+        v.contract = Some(contract);
+        if session.tape.is_some() {
+            warnings.push(format!(
+                "session `{}`: {}",
+                session.id,
+                crate::config::replays::TAPE_WARNING
+            ));
+        }
+        let played = replay_one(ctx, &session, on_miss, i).await;
+        judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
+        let Played { case, covered, .. } = played;
+        if let Some(p) = &ctx.progress {
+            let so_far = match v.verdict {
+                RunVerdict::Pass => SoFar::Passed,
+                RunVerdict::Fail => SoFar::Failed,
+                RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
+            };
+            (p.case)(&case, so_far);
+        }
+        v.case = Some(cases.len());
+        cases.push(case);
+        coverage.push(covered);
+        sessions.push(v);
+    }
+    let judged = sessions
+        .iter()
+        .filter(|s| matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail))
+        .count();
+    let passed = sessions
+        .iter()
+        .filter(|s| s.verdict == RunVerdict::Pass)
+        .count();
+    let score = match judged {
+        0 => 0.0,
+        n => passed as f64 * 100.0 / n as f64,
+    };
+    let mut judgement = decide(&Evidence {
+        cases: &cases,
+        coverage: &coverage,
+        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
+        agent_exchanges: agent_traffic(&ctx.journal, mark),
+        declares_traffic: ctx.declared.any(),
+        score,
+        min_score: ctx.min_score,
+        failed_critical: vec![],
+        judged_anything: judged > 0,
+    });
+    session_reasons(&sessions, &mut judgement);
+    ReplayReport {
+        schema: SCHEMA,
+        run: None,
+        config_digest: ctx.config_digest.clone(),
+        seed: ctx.seed,
+        on_miss,
+        agent_calls: cases.len(),
+        cases,
+        sessions,
+        score,
+        judgement,
+        min_score: ctx.min_score,
+        coverage,
+        warnings,
+    }
+}
+
+/// A session's verdict before it runs.
+fn shell(r: &Ready) -> SessionVerdict {
+    let s = r.session.as_ref().ok();
+    SessionVerdict {
+        id: r.id.clone(),
+        name: s.and_then(|s| s.name.clone()),
+        source: s.and_then(|s| s.source.clone()),
+        file: r.file.as_ref().map(|f| f.display().to_string()),
+        input: s.map(|s| s.input.clone()).unwrap_or_default(),
+        expected_failure: s.and_then(|s| s.expected_failure.clone()),
+        contract: None,
+        verdict: RunVerdict::NotTested,
+        reasons: vec![],
+        checks: vec![],
+        recorded: s.map_or(0, |s| s.tool_responses.len()),
+        served: 0,
+        missed: 0,
+        misses: vec![],
+        case: None,
+    }
+}
+
+/// A session's case, what its answers reached, and its table's counters.
+struct Played {
+    case: CaseResult,
+    covered: Coverage,
+    table: Arc<ReplayTable>,
+}
+
+/// Runs one session's case with its answers installed.
+async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index: usize) -> Played {
+    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss));
+    let header = ctx.attribution == Attribution::Header;
+    let trace = header.then(|| {
+        trace_id(
+            ctx,
+            &format!("replay:{}", session.id),
+            &session.input,
+            index,
+        )
+    });
+    // Under header attribution, calls that lost their trace id meet no rules at all.
+    let _none = header.then(|| ctx.engine.install_compiled(&CompiledChaos::default(), None));
+    let installed = ctx.engine.install_replay(table.clone(), trace.as_deref());
+    if let Some(p) = &ctx.progress {
+        (p.started)(&session.id, &session.input);
+    }
+    let start = ctx.journal.peek_next_id();
+    let mut case = run_case(ctx, &session.id, &session.input, true, trace).await;
+    let end = ctx.journal.peek_next_id().saturating_sub(1);
+    let stats = installed
+        .rules()
+        .replay
+        .as_ref()
+        .map(|t| t.stats())
+        .unwrap_or_default();
+    drop(installed);
+    if header && !session.tool_responses.is_empty() && case.traffic.is_none() {
+        case.not_judged
+            .get_or_insert_with(|| super::matrix::UNTRACED.to_string());
+    }
+    let exchanges = match &case.traffic {
+        Some(t) => t.clone(),
+        None => ctx.journal.slice(start, end),
+    };
+    let covered = coverage::of(
+        &session.id,
+        std::slice::from_ref(&case),
+        &exchanges,
+        stats,
+        &ctx.declared,
+    );
+    Played {
+        case,
+        covered,
+        table,
+    }
+}
+
+/// Judges a replayed case into `v`.
+async fn judge(
+    ctx: &RunContext,
+    session: &Session,
+    judged: &[Judged],
+    played: &Played,
+    v: &mut SessionVerdict,
+    warnings: &mut Vec<String>,
+) {
+    let Played {
+        case,
+        covered,
+        table,
+    } = played;
+    v.served = table.served();
+    v.missed = table.missed();
+    v.misses = misses(case);
+    // Misses are recorded under the same rule, so coverage alone cannot tell that no
+    // recorded answer was used: the incident was then not replayed.
+    let unused = (v.recorded > 0 && v.served == 0).then(|| {
+        format!(
+            "none of the session's {} recorded answer(s) was used: the agent made no call to \
+             those tools through the proxy",
+            v.recorded
+        )
+    });
+    // A strict miss fails the session even when no recorded answer was used.
+    let strict_misses = table.on_miss() == OnMiss::Strict && !v.misses.is_empty();
+    let untested = (!strict_misses)
+        .then(|| covered.not_tested.clone().or(unused))
+        .flatten();
+    if let Some(why) = case.not_judged.clone().or(untested) {
+        v.verdict = RunVerdict::NotTested;
+        v.reasons = vec![why];
+        return;
+    }
+    let faults = session
+        .tool_responses
+        .iter()
+        .any(|r| r.status == 0 || r.status >= 400);
+    let checks = judged.iter().map(|j| &j.check);
+    let sim = super::embed::measure(
+        ctx,
+        checks,
+        std::slice::from_ref(case),
+        &HashMap::new(),
+        warnings,
+    )
+    .await;
+    let mut failed = vec![];
+    let mut any_pass = false;
+    for j in judged {
+        let verdict = match applies(j.when, faults) {
+            false => {
+                Verdict::NotApplicable(format!("when: {} does not hold in this session", j.when))
+            }
+            true => j.invariant.check(&view(case, None, &sim)),
+        };
+        match &verdict {
+            Verdict::Fail(why) => failed.push(format!("`{}`: {why}", j.id)),
+            Verdict::Pass(_) => any_pass = true,
+            Verdict::NotApplicable(_) | Verdict::NotTested(_) => {}
+        }
+        v.checks.push(CaseCheck {
+            invariant: j.id.clone(),
+            verdict,
+        });
+    }
+    if table.on_miss() == OnMiss::Strict {
+        for m in &v.misses {
+            failed.push(format!("on_miss: strict: no recorded answer for {m}"));
+        }
+    }
+    (v.verdict, v.reasons) = match (failed.is_empty(), any_pass) {
+        (false, _) => (RunVerdict::Fail, failed),
+        (true, true) => (RunVerdict::Pass, vec![]),
+        (true, false) => (
+            RunVerdict::NotTested,
+            vec!["no invariant applied to this session".into()],
+        ),
+    };
+}
+
+/// The case's calls answered 599 for want of a recorded answer, as `METHOD URL`.
+fn misses(case: &CaseResult) -> Vec<String> {
+    case.traffic
+        .iter()
+        .flatten()
+        .filter(|e| {
+            e.fault
+                .as_ref()
+                .is_some_and(|f| f.rule == RULE && f.mode == "replay_miss")
+        })
+        .map(|e| format!("{} {}", e.request.method, e.request.url))
+        .collect()
+}
+
+/// `when` in a session: its error answers are the tool faults.
+fn applies(when: When, faults: bool) -> bool {
+    match when {
+        When::Always => true,
+        When::ToolFaultsActive | When::AnyChaosActive => faults,
+        When::LlmFaultsActive => false,
+        When::NoChaos => !faults,
+    }
+}
+
+/// Sessions that could not run fail the run, each named; sessions not tested keep a pass
+/// from being one.
+fn session_reasons(sessions: &[SessionVerdict], j: &mut Judgement) {
+    let errors: Vec<String> = sessions
+        .iter()
+        .filter(|s| s.verdict == RunVerdict::Error)
+        .map(|s| {
+            format!(
+                "session `{}` could not be replayed: {}",
+                s.id,
+                s.reasons.join("; ")
+            )
+        })
+        .collect();
+    let failed: Vec<String> = sessions
+        .iter()
+        .filter(|s| s.verdict == RunVerdict::Fail)
+        .map(|s| format!("session `{}` failed: {}", s.id, s.reasons.join("; ")))
+        .collect();
+    let untested: Vec<String> = sessions
+        .iter()
+        .filter(|s| s.verdict == RunVerdict::NotTested)
+        .map(|s| {
+            format!(
+                "session `{}` was not tested: {}",
+                s.id,
+                s.reasons.join("; ")
+            )
+        })
+        .collect();
+    if !errors.is_empty() && matches!(j.verdict, RunVerdict::Pass | RunVerdict::NotTested) {
+        j.verdict = RunVerdict::Fail;
+    }
+    if !untested.is_empty() && j.verdict == RunVerdict::Pass {
+        j.verdict = RunVerdict::NotTested;
+    }
+    if j.verdict != RunVerdict::Pass {
+        j.reasons.extend(errors);
+        j.reasons.extend(failed);
+        j.reasons.extend(untested);
+    }
+}
+
+#[cfg(test)]
+#[path = "replay_tests.rs"]
+mod tests;

@@ -1,0 +1,164 @@
+//! What a replay run needs before a session can run: the session itself (inline, or read
+//! from its file) and the invariants it is judged with (its `contract:` by name in the
+//! config, else a config file at that path relative to the session file; without one, the
+//! top-level `invariants:`). Either failing fails that session alone, with the reason.
+
+use std::path::{Path, PathBuf};
+
+use crate::checks::Invariant;
+use crate::config::replays::{Session, SessionEntry, read_session};
+use crate::config::{Check, Config, ContractSpec, Overrides, When};
+
+/// One invariant a session is judged with.
+pub(super) struct Judged {
+    pub id: String,
+    pub when: When,
+    pub invariant: Invariant,
+    /// Its spec's check (the embeddings measure reads it).
+    pub check: Check,
+}
+
+/// A session ready to run, or why it cannot.
+pub(super) struct Ready {
+    pub id: String,
+    pub file: Option<PathBuf>,
+    pub session: Result<Session, String>,
+}
+
+/// Reads each entry: an inline session as it is, a file with `read_session` (its error
+/// names the file, the field and the line).
+pub(super) fn sessions(entries: &[SessionEntry]) -> Vec<Ready> {
+    entries
+        .iter()
+        .map(|e| match e {
+            SessionEntry::Inline(s) => Ready {
+                id: s.id.clone(),
+                file: None,
+                session: Ok((**s).clone()),
+            },
+            SessionEntry::File(path) => {
+                let session = read_session(path).map_err(|e| e.to_string());
+                let id = match &session {
+                    Ok(s) => s.id.clone(),
+                    Err(_) => path.file_stem().map_or_else(
+                        || path.display().to_string(),
+                        |s| s.to_string_lossy().into(),
+                    ),
+                };
+                Ready {
+                    id,
+                    file: Some(path.clone()),
+                    session,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The session files of `path`: the file itself, or a folder's `.yaml`, `.yml` and
+/// `.json` files in name order (`replay run FILE|DIR`).
+pub fn session_files(path: &Path) -> Result<Vec<SessionEntry>, String> {
+    if !path.is_dir() {
+        if !path.exists() {
+            return Err(format!("{}: no such file or folder", path.display()));
+        }
+        return Ok(vec![SessionEntry::File(path.to_path_buf())]);
+    }
+    let read = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut files: Vec<PathBuf> = read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!(
+            "{}: no session files (.yaml, .yml, .json) in this folder",
+            path.display()
+        ));
+    }
+    Ok(files.into_iter().map(SessionEntry::File).collect())
+}
+
+/// The invariants `session` is judged with, and what they are called in the report (the
+/// contract's name, or `invariants`).
+pub(super) fn invariants(
+    session: &Session,
+    file: Option<&Path>,
+    config: &Config,
+) -> Result<(String, Vec<Judged>), String> {
+    let Some(name) = &session.contract else {
+        if config.invariants.is_empty() {
+            return Err(
+                "no invariants to judge the replay with: name a `contract:` in the \
+                        session or add `invariants:` to the config"
+                    .into(),
+            );
+        }
+        let judged = config
+            .invariants
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let id = format!("invariants[{i}] ({})", spec.check.name());
+                let invariant = Invariant::compile(spec).map_err(|e| format!("{id}: {e}"))?;
+                Ok(Judged {
+                    id,
+                    when: When::Always,
+                    invariant,
+                    check: spec.check.clone(),
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        return Ok(("invariants".into(), judged));
+    };
+    let contract = match config.contract.as_ref().filter(|c| &c.name == name) {
+        Some(c) => c.clone(),
+        None => from_file(name, file, config)?,
+    };
+    let judged = contract
+        .invariants
+        .iter()
+        .map(|i| {
+            let invariant = Invariant::compile(&i.invariant)
+                .map_err(|e| format!("contract `{}`: {}: {e}", contract.name, i.id))?;
+            Ok(Judged {
+                id: i.id.clone(),
+                when: i.when,
+                invariant,
+                check: i.invariant.check.clone(),
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((contract.name, judged))
+}
+
+/// `contract:` read as a path to a config file holding a `contract:` section, relative to
+/// the session file (inline sessions: the working directory).
+fn from_file(name: &str, file: Option<&Path>, config: &Config) -> Result<ContractSpec, String> {
+    let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+    let path = base.join(name);
+    let known = match &config.contract {
+        Some(c) => format!("the config's contract is `{}`", c.name),
+        None => "the config has no `contract:` section".into(),
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "contract `{name}` resolves to nothing: {known}, and there is no file {}",
+            path.display()
+        ));
+    }
+    let loaded = crate::config::load(Some(&path), &Overrides::default())
+        .map_err(|e| format!("contract `{name}`: {e}"))?;
+    loaded.config.contract.ok_or_else(|| {
+        format!(
+            "contract `{name}`: {} has no `contract:` section",
+            path.display()
+        )
+    })
+}

@@ -1,0 +1,53 @@
+//! Replay runs: `when` in a session, and how sessions that did not run weigh on the run.
+
+use super::*;
+
+fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
+    let r = Ready {
+        id: id.into(),
+        file: None,
+        session: Err(why.into()),
+    };
+    SessionVerdict {
+        verdict,
+        reasons: vec![why.into()],
+        ..shell(&r)
+    }
+}
+
+#[test]
+fn error_answers_are_the_tool_faults_when_decides() {
+    assert!(applies(When::ToolFaultsActive, true) && !applies(When::ToolFaultsActive, false));
+    assert!(applies(When::AnyChaosActive, true) && !applies(When::NoChaos, true));
+    assert!(applies(When::NoChaos, false) && applies(When::Always, false));
+    assert!(!applies(When::LlmFaultsActive, true));
+}
+
+#[test]
+fn a_session_that_could_not_run_fails_a_passing_run_and_is_named() {
+    let pass = || Judgement {
+        verdict: RunVerdict::Pass,
+        reasons: vec![],
+    };
+    let mut j = pass();
+    session_reasons(&[session("ok", RunVerdict::Pass, "")], &mut j);
+    assert_eq!(j, pass());
+    let mut j = pass();
+    let sessions = [
+        session("ok", RunVerdict::Pass, ""),
+        session("bad", RunVerdict::Error, "bad.yaml: id: missing field"),
+    ];
+    session_reasons(&sessions, &mut j);
+    assert_eq!(j.verdict, RunVerdict::Fail);
+    assert_eq!(
+        j.reasons,
+        ["session `bad` could not be replayed: bad.yaml: id: missing field"]
+    );
+    let mut j = pass();
+    session_reasons(
+        &[session("quiet", RunVerdict::NotTested, "never called")],
+        &mut j,
+    );
+    assert_eq!(j.verdict, RunVerdict::NotTested);
+    assert_eq!(j.reasons, ["session `quiet` was not tested: never called"]);
+}
