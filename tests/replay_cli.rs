@@ -281,4 +281,27 @@ async fn bad_sessions_fail_alone_and_strict_misses_are_listed() {
         reasons.contains("session `b_bad` could not be replayed"),
         "{reasons}"
     );
+    // Every format lists the sessions that could not run, though they have no case.
+    let (code, xml, err) = flakestorm(
+        &["report", "replay.json", "-f", "junit", "-o", "-"],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        xml.contains("<testcase classname=\"replay.lost\" name=\"lost\" time=\"0.000\">\n      <error message=\"could not run: contract `Nobody&apos;s Contract` resolves to nothing"),
+        "{xml}"
+    );
+    let (_, md, _) = flakestorm(
+        &["report", "replay.json", "-f", "markdown", "-o", "-"],
+        dir.path(),
+    );
+    assert!(md.contains("- ⚠️ session b\\_bad could not run: "), "{md}");
+    let (_, html, _) = flakestorm(
+        &["report", "replay.json", "-f", "html", "-o", "-"],
+        dir.path(),
+    );
+    assert!(
+        html.contains("session `lost` could not run: contract"),
+        "{html}"
+    );
 }

@@ -304,7 +304,14 @@ fn section(s: &Section<'_>) -> SectionCtx {
         verdict: s.judgement.verdict.label(),
         class: verdict_class(s.judgement.verdict),
         reasons: inert_all(&s.judgement.reasons),
-        warnings: inert_all(s.warnings),
+        warnings: inert_all(s.warnings)
+            .into_iter()
+            .chain(
+                s.unrun.iter().map(|(id, why)| {
+                    text::line(&format!("session `{id}` could not run: {why}"), 500)
+                }),
+            )
+            .collect(),
         coverage: s
             .coverage
             .iter()

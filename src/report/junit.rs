@@ -47,6 +47,14 @@ pub fn render(o: &Overview<'_>) -> String {
             "contract" => cells(s),
             _ => s.cases.iter().map(|c| case(s.phase, c)).collect(),
         };
+        cases.extend(s.unrun.iter().map(|(id, why)| Case {
+            classname: format!("replay.{id}"),
+            name: (*id).to_string(),
+            seconds: 0.0,
+            outcome: Outcome::Error {
+                message: format!("could not run: {why}"),
+            },
+        }));
         cases.push(verdict_case(s));
         let mut properties = vec![
             ("score", format!("{:.1}", s.score)),

@@ -134,6 +134,17 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
         more(out, bad.len());
         return;
     }
+    for (id, why) in &s.unrun {
+        let _ = writeln!(
+            out,
+            "- ⚠️ session {} could not run: {}",
+            cell(id),
+            inline(why)
+        );
+    }
+    if !s.unrun.is_empty() {
+        out.push('\n');
+    }
     let failed: Vec<_> = s.cases.iter().filter(|c| c.passed == Some(false)).collect();
     let judged = s.cases.iter().filter(|c| c.passed.is_some()).count();
     let _ = writeln!(

@@ -49,6 +49,9 @@ pub struct Section<'a> {
     pub cases: Vec<CaseView<'a>>,
     pub coverage: &'a [Coverage],
     pub warnings: &'a [String],
+    /// Replay runs: sessions that could not run (a bad file, a contract that resolves to
+    /// nothing), by id, with why. They have no case; every format still lists them.
+    pub unrun: Vec<(&'a str, String)>,
 }
 
 /// One case and the checks that judged it.
@@ -125,6 +128,7 @@ fn contract(r: &crate::run::ContractReport) -> Section<'_> {
         cases,
         coverage: &r.coverage,
         warnings: &r.warnings,
+        unrun: vec![],
     }
 }
 
@@ -154,6 +158,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         cases,
         coverage: &r.coverage,
         warnings: &r.warnings,
+        unrun: vec![],
     }
 }
 
@@ -192,11 +197,12 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         cases,
         coverage: &r.coverage,
         warnings: &r.warnings,
+        unrun: vec![],
     }
 }
 
-/// Minimal (added with replay runs; the lead renders them fully): the sessions' cases
-/// with their checks, no cells.
+/// A replay run: each session's case with its checks (no cells), and the sessions that
+/// could not run.
 fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
     let cases = r
         .sessions
@@ -216,6 +222,12 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
             })
         })
         .collect();
+    let unrun = r
+        .sessions
+        .iter()
+        .filter(|s| s.case.is_none())
+        .map(|s| (s.id.as_str(), s.reasons.join("; ")))
+        .collect();
     Section {
         phase: "replay",
         name: None,
@@ -229,6 +241,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         cases,
         coverage: &r.coverage,
         warnings: &r.warnings,
+        unrun,
     }
 }
 
