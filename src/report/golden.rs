@@ -17,7 +17,7 @@ fn dir() -> PathBuf {
 }
 
 /// Renders the fixture as `format` and compares it with `file`.
-pub(super) fn check(format: ReportFormat, file: &str) -> String {
+pub(crate) fn check(format: ReportFormat, file: &str) -> String {
     let got = super::render(&fixture(), format).expect("the fixture renders");
     let path = dir().join(file);
     if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {

@@ -7,10 +7,6 @@ use crate::run::Report;
 
 const FIXTURE: &str = include_str!("../../../tests/fixtures/reports/ci.json");
 
-fn golden() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/ci.html")
-}
-
 fn fixture() -> Report {
     Report::from_json(FIXTURE).expect("the fixture reads")
 }
@@ -21,30 +17,7 @@ fn page(report: &Report) -> String {
 
 #[test]
 fn the_fixture_renders_as_the_golden_page() {
-    let got = page(&fixture());
-    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
-        std::fs::write(golden(), &got).expect("write the golden page");
-        return;
-    }
-    let want = std::fs::read_to_string(golden())
-        .expect("tests/fixtures/reports/ci.html (create it with UPDATE_GOLDEN=1)");
-    if got != want {
-        let (n, (g, w)) = got
-            .lines()
-            .zip(want.lines())
-            .enumerate()
-            .find(|(_, (g, w))| g != w)
-            .unwrap_or((
-                got.lines().count().min(want.lines().count()),
-                ("(end of output)", "(more lines)"),
-            ));
-        panic!(
-            "the HTML report differs from tests/fixtures/reports/ci.html at line {}:\n  now:    \
-             {g}\n  golden: {w}\nIf the change is intended, rerun with UPDATE_GOLDEN=1 and commit \
-             the file.",
-            n + 1
-        );
-    }
+    crate::report::golden::check(crate::config::ReportFormat::Html, "ci.html");
 }
 
 #[test]
