@@ -305,3 +305,45 @@ async fn bad_sessions_fail_alone_and_strict_misses_are_listed() {
         "{html}"
     );
 }
+
+/// `replay run --server`: the daemon replays the config's sessions (sent inline) through its
+/// own proxy, the client prints the verdict and exits as a local run, and the real tool
+/// origin still receives nothing.
+#[tokio::test]
+async fn a_daemon_replays_the_sessions_of_a_submitted_config() {
+    let tool = origin::search_tool().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let serve_yaml =
+        "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '127.0.0.1:0'}\ndata_dir: history\n";
+    std::fs::write(d.join("serve.yaml"), serve_yaml).unwrap();
+    let serve = common::serve::serve(&d, &["-c", "serve.yaml"], "warn", false).await;
+    let url = serve.url("");
+    let inline = SESSION
+        .trim()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => format!("    - {l}\n"),
+            _ => format!("      {l}\n"),
+        })
+        .collect::<String>();
+    config(
+        &d,
+        tool.addr,
+        false,
+        &format!("replays:\n  sessions:\n{inline}"),
+    );
+    let args = ["replay", "run", "--server", &url, "-o", "replay.json"];
+    let (code, out, err, r) = common::within("the replay on the daemon", replay(&d, &args)).await;
+    assert_eq!(code, 1, "the unfixed agent fails, as locally\n{out}\n{err}");
+    assert!(err.contains("submitted to http://127.0.0.1:"), "{err}");
+    assert_eq!(r["schema"], "flakestorm.replay/1", "{out}\n{err}");
+    assert_eq!(r["sessions"][0]["verdict"], "fail");
+    assert_eq!(r["cases"][0]["exchanges"][0]["fault"]["mode"], "replayed");
+    assert_eq!(tool.log.len(), 0, "the real tool origin received nothing");
+    let (code, out, _) = flakestorm(&["runs", "list", "--data-dir", "history"], &d);
+    assert_eq!(code, 0);
+    assert!(out.contains("replay") && out.contains("failed"), "{out}");
+    drop(serve);
+}
