@@ -98,8 +98,21 @@ impl Writer {
     fn commit(&mut self, ops: &[Op]) -> rusqlite::Result<()> {
         let owner = self.owner.token.clone();
         let tx = self.conn.transaction()?;
+        // Cases done are counted once per run per transaction, not once per case: a run's
+        // row rewritten for each of 10,000 cases was a measurable part of the store's cost.
+        let mut done: Vec<(&RunId, i64)> = vec![];
         for op in ops {
             write(&tx, op, &owner)?;
+            if let Op::Case(id, _) = op {
+                match done.iter_mut().find(|(r, _)| *r == id) {
+                    Some((_, n)) => *n += 1,
+                    None => done.push((id, 1)),
+                }
+            }
+        }
+        for (id, n) in done {
+            tx.prepare_cached("UPDATE runs SET done = done + ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), n])?;
         }
         tx.commit()
     }
@@ -118,6 +131,9 @@ fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
 
+/// Statements are prepared once per connection (`prepare_cached`): a run writes each kind
+/// thousands of times, and parsing the SQL each time was a third of the store's cost
+/// (docs/benchmarks.md, "Run store").
 fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
     match op {
         Op::Begin {
@@ -125,50 +141,44 @@ fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
             run,
             started_ms,
         } => {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    id.as_str(),
-                    run.kind.as_str(),
-                    run.config_digest,
-                    run.seed.map(|s| s.to_string()),
-                    started_ms,
-                    run.status.as_str(),
-                    owner
-                ],
-            )?;
+            )?
+            .execute(params![
+                id.as_str(),
+                run.kind.as_str(),
+                run.config_digest,
+                run.seed.map(|s| s.to_string()),
+                started_ms,
+                run.status.as_str(),
+                owner
+            ])?;
         }
         Op::Status(id, status) => {
-            tx.execute(
-                "UPDATE runs SET status = ?2 WHERE id = ?1",
-                params![id.as_str(), status.as_str()],
-            )?;
+            tx.prepare_cached("UPDATE runs SET status = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), status.as_str()])?;
         }
         Op::Case(id, c) => {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
                     checks, faults, exchanges, latency_ms)
                  VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1),
                     ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    id.as_str(),
-                    c.phase,
-                    c.scenario,
-                    c.input,
-                    c.answer,
-                    c.error,
-                    c.verdict.map(Verdict::as_str),
-                    json(&c.checks),
-                    json(&c.faults),
-                    json(&c.exchanges),
-                    c.latency_ms
-                ],
-            )?;
-            tx.execute(
-                "UPDATE runs SET done = done + 1 WHERE id = ?1",
-                params![id.as_str()],
-            )?;
+            )?
+            .execute(params![
+                id.as_str(),
+                c.phase,
+                c.scenario,
+                c.input,
+                c.answer,
+                c.error,
+                c.verdict.map(Verdict::as_str),
+                json(&c.checks),
+                json(&c.faults),
+                json(&c.exchanges),
+                c.latency_ms
+            ])?;
         }
         Op::Judge {
             run,
@@ -178,45 +188,41 @@ fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
             verdict,
             checks,
         } => {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE cases SET verdict = ?5, checks = ?6
                  WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4",
-                params![
-                    run.as_str(),
-                    phase,
-                    scenario,
-                    input,
-                    verdict.as_str(),
-                    json(checks)
-                ],
-            )?;
+            )?
+            .execute(params![
+                run.as_str(),
+                phase,
+                scenario,
+                input,
+                verdict.as_str(),
+                json(checks)
+            ])?;
         }
         Op::Cell(id, c) => {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
                     verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    id.as_str(),
-                    c.phase,
-                    c.scenario,
-                    c.invariant,
-                    c.severity,
-                    c.verdict.as_str(),
-                    c.reason
-                ],
-            )?;
+            )?
+            .execute(params![
+                id.as_str(),
+                c.phase,
+                c.scenario,
+                c.invariant,
+                c.severity,
+                c.verdict.as_str(),
+                c.reason
+            ])?;
         }
         Op::Progress(id, done, total) => {
-            tx.execute(
-                "UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1",
-                params![id.as_str(), *done as i64, *total as i64],
-            )?;
+            tx.prepare_cached("UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1")?
+                .execute(params![id.as_str(), *done as i64, *total as i64])?;
         }
         Op::Planned(id, n) => {
-            tx.execute(
-                "UPDATE runs SET total = total + ?2 WHERE id = ?1",
-                params![id.as_str(), *n as i64],
-            )?;
+            tx.prepare_cached("UPDATE runs SET total = total + ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), *n as i64])?;
         }
         Op::Finish {
             run,
@@ -225,24 +231,24 @@ fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
             reason,
             finished_ms,
         } => {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
                  WHERE id = ?1",
-                params![
-                    run.as_str(),
-                    status.as_str(),
-                    json(scores),
-                    reason,
-                    finished_ms
-                ],
-            )?;
+            )?
+            .execute(params![
+                run.as_str(),
+                status.as_str(),
+                json(scores),
+                reason,
+                finished_ms
+            ])?;
         }
         Op::Artifact(id, kind, path) => {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE runs SET artifacts = json_set(artifacts, '$.' || json_quote(?2), ?3)
                  WHERE id = ?1",
-                params![id.as_str(), kind, path],
-            )?;
+            )?
+            .execute(params![id.as_str(), kind, path])?;
         }
         Op::Flush(_) => {}
         #[cfg(test)]
