@@ -447,6 +447,7 @@ fn resolve_paths(c: &mut Config, base: &Path) {
     if let Some(p) = c.proxy.upstream_ca_file.as_mut() {
         fix(p);
     }
+    c.replays.base = base.to_path_buf();
     for s in &mut c.replays.sessions {
         match s {
             super::replays::SessionEntry::File(p) => fix(p),

@@ -597,3 +597,19 @@ llm:
     ];
     assert_exactly(&errors, &expect);
 }
+
+/// Relative paths in `replays` are the config file's: session files, and an inline
+/// session's `contract:` file (resolved when the run reads it).
+#[test]
+fn replay_paths_are_relative_to_the_config_file() {
+    let (dir, path) = write(
+        "replays:\n  sessions:\n    - file: incidents/a.yaml\n    - {id: b, input: hi, contract: contracts/c.yaml}\n",
+    );
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
+    let r = &loaded.config.replays;
+    assert_eq!(r.base, dir.path());
+    assert_eq!(
+        r.sessions[0],
+        crate::config::replays::SessionEntry::File(dir.path().join("incidents/a.yaml"))
+    );
+}

@@ -22,6 +22,9 @@ pub struct ReplaysSpec {
     /// `stream_options`, `metadata` that differ run to run).
     pub ignore_json_fields: Vec<String>,
     pub sources: Vec<Source>,
+    /// The config file's folder: an inline session's `contract:` path is relative to it
+    /// (a session file's, to that file). Empty without a file: the working directory.
+    pub base: PathBuf,
 }
 
 /// A session written in the config, or the file that holds one (relative to the config

@@ -141,7 +141,9 @@ pub(super) fn invariants(
 /// `contract:` read as a path to a config file holding a `contract:` section, relative to
 /// the session file (inline sessions: the working directory).
 fn from_file(name: &str, file: Option<&Path>, config: &Config) -> Result<ContractSpec, String> {
-    let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+    let base = file
+        .and_then(Path::parent)
+        .unwrap_or(config.replays.base.as_path());
     let path = base.join(name);
     let known = match &config.contract {
         Some(c) => format!("the config's contract is `{}`", c.name),
@@ -161,4 +163,34 @@ fn from_file(name: &str, file: Option<&Path>, config: &Config) -> Result<Contrac
             path.display()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An inline session's contract file is the config folder's, wherever flakestorm runs.
+    #[test]
+    fn an_inline_sessions_contract_path_is_relative_to_the_config_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("contracts")).unwrap();
+        std::fs::write(
+            dir.path().join("contracts/c.yaml"),
+            "golden_prompts: [hi]\ncontract:\n  name: From File\n  invariants:\n    - {id: says-ok, type: contains, value: ok}\n",
+        )
+        .unwrap();
+        let session: Session =
+            serde_json::from_str(r#"{"id": "b", "input": "hi", "contract": "contracts/c.yaml"}"#)
+                .unwrap();
+        let mut config = Config::default();
+        let Err(missing) = invariants(&session, None, &config) else {
+            panic!("found a contract file in the working directory")
+        };
+        assert!(missing.contains("resolves to nothing"), "{missing}");
+        config.replays.base = dir.path().to_path_buf();
+        let Ok((name, judged)) = invariants(&session, None, &config) else {
+            panic!("the config folder's contract file was not read")
+        };
+        assert_eq!((name.as_str(), judged.len()), ("From File", 1));
+    }
 }
