@@ -272,6 +272,7 @@ fn shipped_configs_load() {
     expected.ca.dir = dir.join("certs");
     expected.data_dir = dir.join(".flakestorm");
     expected.output.path = dir.join("reports");
+    expected.replays.base = dir.to_path_buf();
     assert_eq!(
         default.config, expected,
         "config/flakestorm.yaml documents the real defaults"

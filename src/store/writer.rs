@@ -100,8 +100,16 @@ impl Writer {
         let tx = self.conn.transaction()?;
         // Cases done are counted once per run per transaction, not once per case: a run's
         // row rewritten for each of 10,000 cases was a measurable part of the store's cost.
+        // A `Progress` op sets `done` outright: the cases counted before it are added first,
+        // so the order the ops were sent in still decides.
         let mut done: Vec<(&RunId, i64)> = vec![];
         for op in ops {
+            if let Op::Progress(id, ..) = op
+                && let Some(at) = done.iter().position(|(r, _)| *r == id)
+            {
+                let (id, n) = done.swap_remove(at);
+                add_done(&tx, id, n)?;
+            }
             write(&tx, op, &owner)?;
             if let Op::Case(id, _) = op {
                 match done.iter_mut().find(|(r, _)| *r == id) {
@@ -111,8 +119,7 @@ impl Writer {
             }
         }
         for (id, n) in done {
-            tx.prepare_cached("UPDATE runs SET done = done + ?2 WHERE id = ?1")?
-                .execute(params![id.as_str(), n])?;
+            add_done(&tx, id, n)?;
         }
         tx.commit()
     }
@@ -125,6 +132,12 @@ impl Writer {
             reason: e.to_string(),
         });
     }
+}
+
+fn add_done(tx: &Transaction, id: &RunId, n: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE runs SET done = done + ?2 WHERE id = ?1")?
+        .execute(params![id.as_str(), n])?;
+    Ok(())
 }
 
 fn json(v: &impl serde::Serialize) -> String {
