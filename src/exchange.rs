@@ -148,6 +148,15 @@ pub struct Timings {
     pub total_ms: f64,
 }
 
+/// Now, in Unix milliseconds: the wall-clock time exchanges, runs and reports are stamped
+/// with (facts about the real world, kept across restarts; nothing waits on it).
+#[allow(clippy::disallowed_methods)]
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// A chaos rule that fired on an exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultRecord {

@@ -46,7 +46,7 @@ pub fn reports_dir() -> PathBuf {
 }
 
 async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
-    let started_at_ms = crate::store::now_ms();
+    let started_at_ms = crate::exchange::now_unix_ms();
     let clock = tokio::time::Instant::now();
     let mocks = origins::start(dir).await?;
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -152,7 +152,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     );
     ci.run = Some(crate::run::RunInfo {
         flakestorm: env!("CARGO_PKG_VERSION").into(),
-        started_at_ms: u64::try_from(started_at_ms).unwrap_or(0),
+        started_at_ms,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
         agent: Some("the demo's research agent (in-process)".into()),
     });

@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderValue, Method, Request, Response, Uri, Version, header};
@@ -332,10 +331,7 @@ fn recorder<B>(
     let url = uri.to_string();
     let host = uri.host().unwrap_or_default();
     let target = proxy.inner.chaos.classify(&url, host, uri.path());
-    #[allow(clippy::disallowed_methods)] // the journal's timestamp is wall-clock by design
-    let started_at_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let started_at_ms = crate::exchange::now_unix_ms();
     let exchange = Exchange {
         id: proxy.journal().next_id(),
         client_addr: ctx.peer.to_string(),

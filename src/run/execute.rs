@@ -290,7 +290,7 @@ impl Report {
 
 /// Runs `p` against the agent in `ctx`.
 pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
-    let started_at_ms = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+    let started_at_ms = crate::exchange::now_unix_ms();
     let clock = tokio::time::Instant::now();
     let mut report = run_kind(ctx, config, p).await?;
     *report.info_mut() = Some(super::RunInfo {

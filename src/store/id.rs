@@ -83,13 +83,9 @@ pub fn random_hex(n: usize) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Now, in unix milliseconds.
-// A run's start and end are facts about the real world, kept across restarts.
-#[allow(clippy::disallowed_methods)]
+/// Now, in unix milliseconds, as the store keeps times.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    i64::try_from(crate::exchange::now_unix_ms()).unwrap_or(i64::MAX)
 }
 
 /// A run's start time: now, but always later than the previous run this process started,
