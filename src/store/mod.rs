@@ -105,6 +105,7 @@ impl Store {
             path: path.clone(),
             owner,
             health: health.clone(),
+            next_seq: Default::default(),
         };
         let writer = std::thread::Builder::new()
             .name("flakestorm-store".into())

@@ -5,10 +5,11 @@
 //! one bad write loses only itself. A failed write never panics the thread: the first
 //! error is kept for `Store::health` and every later `flush` reports it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rusqlite::{Connection, Transaction, params};
 
@@ -18,6 +19,31 @@ use super::{RunId, StoreError};
 
 /// Most ops committed in one transaction.
 const BATCH: usize = 1024;
+
+/// How long the writer lets ops gather after the first before it commits them. A run
+/// sends its cases one by one as they end; a commit for each (10,000 WAL appends and lock
+/// round trips), and waking the writer for each, were most of the store's cost. The
+/// writer sleeps rather than waits on the channel, so a send in the window wakes nobody.
+/// A process killed in the window loses at most this much of its run.
+const WINDOW: Duration = Duration::from_millis(10);
+
+/// `first` and the ops sent within `WINDOW` after it, up to `BATCH` or a `Flush`. A
+/// writer that is behind (its last batch was full) or asked to flush does not sleep.
+// The writer is a plain thread with no tokio clock: its gathering window is real time.
+#[allow(clippy::disallowed_methods)]
+fn gather(first: Op, rx: &Receiver<Op>, behind: bool) -> Vec<Op> {
+    if !behind && !matches!(first, Op::Flush(_)) {
+        std::thread::sleep(WINDOW);
+    }
+    let mut ops = vec![first];
+    while ops.len() < BATCH && !matches!(ops.last(), Some(Op::Flush(_))) {
+        match rx.try_recv() {
+            Ok(op) => ops.push(op),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+        }
+    }
+    ops
+}
 
 pub(super) enum Op {
     Begin {
@@ -61,19 +87,20 @@ pub(super) struct Writer {
     pub path: PathBuf,
     pub owner: OwnerLock,
     pub health: Health,
+    /// The next `seq` of each run this writer has stored a case of. The writer is the only
+    /// one that inserts cases, so it can number them itself: a `MAX(seq)` subquery in the
+    /// insert made SQLite re-prepare the statement on every case (a third of the store's
+    /// cost, docs/benchmarks.md "Run store").
+    pub next_seq: HashMap<RunId, i64>,
 }
 
 impl Writer {
     /// Runs until every `Store` handle is gone and the channel is drained.
     pub fn run(mut self, rx: Receiver<Op>) {
+        let mut behind = false;
         while let Ok(first) = rx.recv() {
-            let mut ops = vec![first];
-            while ops.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(op) => ops.push(op),
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                }
-            }
+            let ops = gather(first, &rx, behind);
+            behind = ops.len() == BATCH;
             self.apply(ops);
         }
     }
@@ -82,8 +109,11 @@ impl Writer {
         let (flushes, writes): (Vec<Op>, Vec<Op>) =
             ops.into_iter().partition(|op| matches!(op, Op::Flush(_)));
         if !writes.is_empty() && self.commit(&writes).is_err() {
+            // The rolled-back cases' numbers were never stored: count from the database.
+            self.next_seq.clear();
             for op in &writes {
                 if let Err(e) = self.commit(std::slice::from_ref(op)) {
+                    self.next_seq.clear();
                     self.fail(e);
                 }
             }
@@ -97,6 +127,7 @@ impl Writer {
 
     fn commit(&mut self, ops: &[Op]) -> rusqlite::Result<()> {
         let owner = self.owner.token.clone();
+        let next_seq = &mut self.next_seq;
         let tx = self.conn.transaction()?;
         // Cases done are counted once per run per transaction, not once per case: a run's
         // row rewritten for each of 10,000 cases was a measurable part of the store's cost.
@@ -110,7 +141,7 @@ impl Writer {
                 let (id, n) = done.swap_remove(at);
                 add_done(&tx, id, n)?;
             }
-            write(&tx, op, &owner)?;
+            write(&tx, op, &owner, next_seq)?;
             if let Op::Case(id, _) = op {
                 match done.iter_mut().find(|(r, _)| *r == id) {
                     Some((_, n)) => *n += 1,
@@ -140,6 +171,42 @@ fn add_done(tx: &Transaction, id: &RunId, n: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Stores a case with its run's next `seq`.
+fn insert_case(
+    tx: &Transaction,
+    next_seq: &mut HashMap<RunId, i64>,
+    id: &RunId,
+    c: &CaseRecord,
+) -> rusqlite::Result<()> {
+    let seq = match next_seq.get(id) {
+        Some(n) => *n,
+        None => tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1")?
+            .query_row([id.as_str()], |r| r.get(0))?,
+    };
+    tx.prepare_cached(
+        "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
+            checks, faults, exchanges, latency_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        id.as_str(),
+        seq,
+        c.phase,
+        c.scenario,
+        c.input,
+        c.answer,
+        c.error,
+        c.verdict.map(Verdict::as_str),
+        json(&c.checks),
+        json(&c.faults),
+        json(&c.exchanges),
+        c.latency_ms
+    ])?;
+    next_seq.insert(id.clone(), seq + 1);
+    Ok(())
+}
+
 fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
@@ -147,7 +214,12 @@ fn json(v: &impl serde::Serialize) -> String {
 /// Statements are prepared once per connection (`prepare_cached`): a run writes each kind
 /// thousands of times, and parsing the SQL each time was a third of the store's cost
 /// (docs/benchmarks.md, "Run store").
-fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
+fn write(
+    tx: &Transaction,
+    op: &Op,
+    owner: &str,
+    next_seq: &mut HashMap<RunId, i64>,
+) -> rusqlite::Result<()> {
     match op {
         Op::Begin {
             id,
@@ -172,27 +244,7 @@ fn write(tx: &Transaction, op: &Op, owner: &str) -> rusqlite::Result<()> {
             tx.prepare_cached("UPDATE runs SET status = ?2 WHERE id = ?1")?
                 .execute(params![id.as_str(), status.as_str()])?;
         }
-        Op::Case(id, c) => {
-            tx.prepare_cached(
-                "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
-                    checks, faults, exchanges, latency_ms)
-                 VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1),
-                    ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?
-            .execute(params![
-                id.as_str(),
-                c.phase,
-                c.scenario,
-                c.input,
-                c.answer,
-                c.error,
-                c.verdict.map(Verdict::as_str),
-                json(&c.checks),
-                json(&c.faults),
-                json(&c.exchanges),
-                c.latency_ms
-            ])?;
-        }
+        Op::Case(id, c) => insert_case(tx, next_seq, id, c)?,
         Op::Judge {
             run,
             phase,
