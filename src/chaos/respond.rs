@@ -77,6 +77,21 @@ pub fn html_error_page(status: u16) -> Synthetic {
     }
 }
 
+/// A prompt the provider's filter blocks before any answer, where that is an error
+/// (Azure OpenAI's 400 `content_filter`); `None` where an answer carries the block.
+pub fn prompt_blocked(provider: Provider, draw: u64) -> Option<Synthetic> {
+    wire(provider).prompt_blocked(draw)
+}
+
+/// A tool call the provider could not parse, where that is an error rather than an
+/// answer (Ollama's 500 `error parsing tool call`); `None` elsewhere.
+pub fn tool_parse_error(provider: Provider) -> Option<Synthetic> {
+    match provider {
+        Provider::Ollama => Some(crate::llm::ollama::tool_parse_error()),
+        Provider::Openai | Provider::Anthropic | Provider::Gemini => None,
+    }
+}
+
 /// A request the provider refuses (bad key, billing, permission, unknown model, too
 /// large), in its own form: never retried by its SDK.
 pub fn client_error(provider: Provider, kind: ClientErrorKind, draw: u64) -> Synthetic {

@@ -614,3 +614,25 @@ fn replay_paths_are_relative_to_the_config_file() {
         crate::config::replays::SessionEntry::File(dir.path().join("incidents/a.yaml"))
     );
 }
+
+/// Options that do not fit their mode or provider are load errors with their path, like
+/// numbers out of range (`chaos::fit`).
+#[test]
+fn llm_options_that_do_not_fit_are_errors_with_their_path() {
+    let errors = errors_of(
+        r#"
+chaos:
+  llm_faults:
+    - {mode: content_filter, signal: refusal, provider: ollama}
+    - {mode: server_error, after_events: 2}
+    - {mode: content_filter, signal: sometimes}
+"#,
+        &[],
+    );
+    let expect = [
+        "chaos.llm_faults[0].provider: Ollama has no content-filter or refusal signal",
+        "chaos.llm_faults[1].after_events: only a mid-stream error has a position: set `in_stream: true`",
+        "chaos.llm_faults[2].signal: unknown variant `sometimes`, expected one of `filtered`",
+    ];
+    assert_exactly(&errors, &expect);
+}

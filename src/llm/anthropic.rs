@@ -2,7 +2,7 @@
 //! events (`content_block_delta`, `message_delta`, `message_stop`), `tool_use` blocks,
 //! `tool_result` blocks in user turns, a top-level `system`, errors with `request-id`.
 
-use crate::config::chaos::ClientErrorKind;
+use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -172,7 +172,7 @@ impl Wire for Anthropic {
         None
     }
 
-    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+    fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {
         ev.sibling(
             Some("error"),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
@@ -181,6 +181,43 @@ impl Wire for Anthropic {
 
     fn garbage_event(&self) -> Option<&'static str> {
         Some("content_block_delta")
+    }
+
+    /// Anthropic's one signal is `stop_reason: "refusal"` (its streaming classifiers stop
+    /// an answer, or the model declines): every `signal` is that.
+    fn has_filter_signal(&self) -> bool {
+        true
+    }
+
+    /// A whole answer refused carries no content blocks.
+    fn mark_filtered(&self, v: &mut Value, _signal: FilterSignal) {
+        v["content"] = json!([]);
+        v["stop_reason"] = json!("refusal");
+        v["stop_sequence"] = Value::Null;
+    }
+
+    /// The open block is closed (unless `ev` would have opened it), then `message_delta`
+    /// with `stop_reason: "refusal"` and `message_stop`, as when the classifier intervenes.
+    fn filter_tail(&self, ev: &Event, _progress: &Progress, _signal: FilterSignal) -> Vec<Event> {
+        let j = ev.json.clone().unwrap_or(Value::Null);
+        let mut out = vec![];
+        if j["type"] != "content_block_start" {
+            out.push(ev.sibling(
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": j["index"]}),
+            ));
+        }
+        out.push(ev.sibling(
+            Some("message_delta"),
+            json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null},
+                "usage": {"output_tokens": 0}}),
+        ));
+        out.push(ev.sibling(Some("message_stop"), json!({"type": "message_stop"})));
+        out
+    }
+
+    fn prompt_blocked(&self, _draw: u64) -> Option<Synthetic> {
+        None
     }
 
     /// A whole answer's `input` is always an object at Anthropic, even when the model
@@ -322,5 +359,28 @@ mod tests {
         let mut delta = json!({"type": "content_block_delta", "index": 0,
             "delta": {"type": "input_json_delta", "partial_json": "{\"a\": 1}"}});
         assert_eq!(Anthropic.malformed_call(&mut delta), None);
+    }
+
+    #[test]
+    fn a_refusal_is_stop_reason_refusal_plain_and_streamed() {
+        let mut v = json!({"type": "message", "content": [{"type": "text", "text": "Sure"}],
+            "stop_reason": "end_turn"});
+        Anthropic.mark_filtered(&mut v, FilterSignal::Refusal);
+        assert_eq!(v["stop_reason"], "refusal");
+        assert_eq!(v["content"], json!([]));
+        let frame = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n";
+        let ev = Event::parse(frame.as_bytes(), Framing::Sse);
+        let bytes: String = Anthropic
+            .filter_tail(&ev, &Progress::default(), FilterSignal::Filtered)
+            .iter()
+            .map(|e| String::from_utf8(e.encode().to_vec()).unwrap())
+            .collect();
+        assert_eq!(
+            bytes,
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+             event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":0}}\n\n\
+             event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+        );
+        assert!(Anthropic.prompt_blocked(0).is_none());
     }
 }

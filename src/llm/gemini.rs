@@ -3,7 +3,7 @@
 //! `functionCall` / `functionResponse` parts, `contents` turns with role `model`, a
 //! `systemInstruction`, errors in google.rpc style.
 
-use crate::config::chaos::ClientErrorKind;
+use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -63,6 +63,23 @@ fn tool_results(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
         }
     }
     n
+}
+
+/// The four harm categories Gemini rates; `blocked`: dangerous content rated `HIGH` and
+/// marked as what blocked the text.
+fn safety_ratings(blocked: bool) -> Value {
+    let negligible = |c: &str| json!({"category": c, "probability": "NEGLIGIBLE"});
+    let dangerous = if blocked {
+        json!({"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": true})
+    } else {
+        negligible("HARM_CATEGORY_DANGEROUS_CONTENT")
+    };
+    json!([
+        negligible("HARM_CATEGORY_SEXUALLY_EXPLICIT"),
+        negligible("HARM_CATEGORY_HATE_SPEECH"),
+        negligible("HARM_CATEGORY_HARASSMENT"),
+        dangerous
+    ])
 }
 
 fn error(status: u16, kind: &str, message: &str) -> Synthetic {
@@ -161,7 +178,7 @@ impl Wire for Gemini {
         None
     }
 
-    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+    fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {
         ev.sibling(
             None,
             json!({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}),
@@ -169,6 +186,50 @@ impl Wire for Gemini {
     }
 
     fn garbage_event(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn has_filter_signal(&self) -> bool {
+        true
+    }
+
+    /// A blocked prompt is a 200 with `promptFeedback.blockReason` and no candidates; a
+    /// stopped answer a candidate without content, `finishReason` `SAFETY` (a refusal too:
+    /// Gemini has no other) or `RECITATION`, with the ratings that decided it.
+    fn mark_filtered(&self, v: &mut Value, signal: FilterSignal) {
+        let reason = match signal {
+            FilterSignal::BlockedPrompt => {
+                *v = json!({"promptFeedback": {"blockReason": "SAFETY", "safetyRatings": safety_ratings(true)},
+                    "usageMetadata": {"promptTokenCount": 12, "totalTokenCount": 12},
+                    "modelVersion": v["modelVersion"], "responseId": v["responseId"]});
+                return;
+            }
+            FilterSignal::Recitation => "RECITATION",
+            FilterSignal::Filtered | FilterSignal::Refusal => "SAFETY",
+        };
+        visit(v, &[K("candidates"), All], &mut |c| {
+            if let Some(c) = c.as_object_mut() {
+                c.remove("content");
+                c.insert("finishReason".into(), json!(reason));
+                c.insert(
+                    "safetyRatings".into(),
+                    safety_ratings(signal != FilterSignal::Recitation),
+                );
+            }
+        })
+    }
+
+    /// One last chunk in the same style, marked as above; the stream ends with it.
+    fn filter_tail(&self, ev: &Event, _progress: &Progress, signal: FilterSignal) -> Vec<Event> {
+        let mut last = ev.json.clone().unwrap_or_else(|| json!({}));
+        if last.get("candidates").is_none() {
+            last["candidates"] = json!([{"index": 0}]);
+        }
+        self.mark_filtered(&mut last, signal);
+        vec![ev.sibling(None, last)]
+    }
+
+    fn prompt_blocked(&self, _draw: u64) -> Option<Synthetic> {
         None
     }
 
@@ -295,5 +356,37 @@ impl Wire for Gemini {
         let u = json!({"role": "user", "parts": [{"text": user}]});
         let a = json!({"role": "model", "parts": [{"text": assistant}]});
         TURNS.insert_before_last_user(body, u, a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safety_recitation_and_a_blocked_prompt_are_geminis_shapes() {
+        let answer = json!({"candidates": [{"index": 0, "finishReason": "STOP",
+            "content": {"role": "model", "parts": [{"text": "Sure"}]}}], "modelVersion": "g", "responseId": "r1"});
+        let mut v = answer.clone();
+        Gemini.mark_filtered(&mut v, FilterSignal::Filtered);
+        let c = &v["candidates"][0];
+        assert_eq!(c["finishReason"], "SAFETY");
+        assert!(c.get("content").is_none());
+        assert_eq!(c["safetyRatings"][3]["blocked"], true);
+        let mut v = answer.clone();
+        Gemini.mark_filtered(&mut v, FilterSignal::Recitation);
+        assert_eq!(v["candidates"][0]["finishReason"], "RECITATION");
+        let mut v = answer;
+        Gemini.mark_filtered(&mut v, FilterSignal::BlockedPrompt);
+        assert!(v.get("candidates").is_none());
+        assert_eq!(v["promptFeedback"]["blockReason"], "SAFETY");
+        assert_eq!(v["responseId"], "r1");
+        let frame = "data: {\"candidates\":[{\"index\":0,\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"x\"}]}}]}\r\n\r\n";
+        let ev = Event::parse(frame.as_bytes(), Framing::Sse);
+        let tail = Gemini.filter_tail(&ev, &Progress::default(), FilterSignal::Filtered);
+        assert_eq!(tail.len(), 1);
+        let bytes = String::from_utf8(tail[0].encode().to_vec()).unwrap();
+        assert!(bytes.ends_with("\r\n\r\n"), "keeps Gemini's CRLF framing");
+        assert!(bytes.contains(r#""finishReason":"SAFETY""#), "{bytes}");
     }
 }

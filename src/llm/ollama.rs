@@ -3,7 +3,7 @@
 //! `tool_calls` with object arguments, `{"error": …}` bodies; a prompt over the context
 //! window is cut silently, not refused.
 
-use crate::config::chaos::ClientErrorKind;
+use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -15,6 +15,18 @@ use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
 
 pub struct Ollama;
+
+/// What Ollama answers when the model's tool call does not parse as JSON (its tool
+/// parser's `error parsing tool call: raw='…', err=…`, Go's `encoding/json` wording): 500
+/// with `{"error": …}`, on streamed requests too, since the call is parsed before the
+/// stream opens. The raw text is a call cut off mid-arguments.
+pub fn tool_parse_error() -> Synthetic {
+    let raw = r#"{"name": "lookup", "arguments": {"query": "Paris"#;
+    Synthetic::json(
+        500,
+        json!({"error": format!("error parsing tool call: raw='{raw}', err=unexpected end of JSON input")}),
+    )
+}
 
 static CALL: Call = Call {
     at: &[K("message"), K("tool_calls"), All],
@@ -124,7 +136,7 @@ impl Wire for Ollama {
         None
     }
 
-    fn stream_error(&self, ev: &Event, _progress: &Progress) -> Event {
+    fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {
         ev.sibling(
             None,
             json!({"error": "model runner has unexpectedly stopped"}),
@@ -135,26 +147,25 @@ impl Wire for Ollama {
         None
     }
 
-    /// It cannot parse the model's call: no `tool_calls`, the raw (here broken) call text
-    /// as the message content.
-    fn malformed_call(&self, v: &mut Value) -> Option<bool> {
-        let Some(calls) = v["message"].get_mut("tool_calls").map(Value::take) else {
-            return Some(false);
-        };
-        let Some(first) = calls.as_array().and_then(|c| c.first()) else {
-            return Some(false);
-        };
-        let f = &first["function"];
-        let text = format!(
-            "{{\"name\": \"{}\", \"arguments\": {}",
-            f["name"].as_str().unwrap_or(""),
-            f["arguments"]
-        );
-        v["message"]["content"] = Value::String(text);
-        if let Some(m) = v["message"].as_object_mut() {
-            m.remove("tool_calls");
-        }
-        Some(true)
+    /// A local model has no content filter: it refuses in plain text, if at all.
+    fn has_filter_signal(&self) -> bool {
+        false
+    }
+
+    fn mark_filtered(&self, _v: &mut Value, _signal: FilterSignal) {}
+
+    fn filter_tail(&self, _ev: &Event, _progress: &Progress, _signal: FilterSignal) -> Vec<Event> {
+        vec![]
+    }
+
+    fn prompt_blocked(&self, _draw: u64) -> Option<Synthetic> {
+        None
+    }
+
+    /// Never reached: Ollama answers a call it cannot parse with an error, not a body
+    /// (`tool_parse_error`, sent before forwarding), so there is no answer to rewrite.
+    fn malformed_call(&self, _v: &mut Value) -> Option<bool> {
+        Some(false)
     }
 
     fn gateway_timeout(&self, _draw: u64) -> Synthetic {
@@ -207,5 +218,30 @@ impl Wire for Ollama {
     fn insert_turns(&self, body: &mut Value, user: &str, assistant: &str) -> bool {
         let (u, a) = content_turns(user, assistant);
         TURNS.insert_before_last_user(body, u, a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_parse_failure_is_ollamas_500_with_its_wording() {
+        let s = tool_parse_error();
+        assert_eq!(s.status, 500);
+        assert_eq!(
+            s.headers,
+            [("content-type", "application/json".to_string())]
+        );
+        let v: Value = serde_json::from_slice(&s.body).unwrap();
+        let e = v["error"].as_str().unwrap();
+        assert!(e.starts_with("error parsing tool call: raw='{"), "{e}");
+        assert!(e.ends_with("', err=unexpected end of JSON input"), "{e}");
+    }
+
+    #[test]
+    fn there_is_no_content_filter_signal() {
+        assert!(!Ollama.has_filter_signal());
+        assert!(Ollama.prompt_blocked(0).is_none());
     }
 }

@@ -2,9 +2,10 @@
 //! ending in `[DONE]`) here, the Responses API in `responses`. Also what OpenAI-compatible
 //! servers (Azure, vLLM, LM Studio, LiteLLM, Ollama's `/v1`) speak.
 
+mod filter;
 pub mod responses;
 
-use crate::config::chaos::ClientErrorKind;
+use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;
@@ -235,7 +236,7 @@ impl Wire for OpenAi {
 
     fn mark_truncated(&self, v: &mut Value) {
         if responses::is_responses(v) {
-            return responses::mark_incomplete(v);
+            return responses::mark_incomplete(v, "max_output_tokens");
         }
         visit(v, &[K("choices"), All], &mut |c| {
             if let Some(c) = c.as_object_mut() {
@@ -256,12 +257,15 @@ impl Wire for OpenAi {
 
     fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event> {
         let is_responses = ev.json.as_ref().is_some_and(responses::is_responses);
-        is_responses.then(|| responses::incomplete_event(ev, progress))
+        is_responses.then(|| responses::incomplete_event(ev, progress, "max_output_tokens"))
     }
 
-    fn stream_error(&self, ev: &Event, progress: &Progress) -> Event {
+    fn stream_error(&self, ev: &Event, progress: &Progress, form: ResponsesEvent) -> Event {
         if ev.json.as_ref().is_some_and(responses::is_responses) {
-            return responses::failed_event(ev, progress);
+            return match form {
+                ResponsesEvent::Failed => responses::failed_event(ev, progress),
+                ResponsesEvent::Error => responses::error_event(ev, progress),
+            };
         }
         ev.sibling(
             None,
@@ -272,6 +276,22 @@ impl Wire for OpenAi {
 
     fn garbage_event(&self) -> Option<&'static str> {
         None
+    }
+
+    fn has_filter_signal(&self) -> bool {
+        true
+    }
+
+    fn mark_filtered(&self, v: &mut Value, signal: FilterSignal) {
+        filter::mark(v, signal)
+    }
+
+    fn filter_tail(&self, ev: &Event, progress: &Progress, signal: FilterSignal) -> Vec<Event> {
+        filter::tail(ev, progress, signal)
+    }
+
+    fn prompt_blocked(&self, draw: u64) -> Option<Synthetic> {
+        Some(filter::prompt_blocked(draw))
     }
 
     fn malformed_call(&self, _v: &mut Value) -> Option<bool> {

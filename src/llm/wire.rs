@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::config::chaos::{FilterSignal, ResponsesEvent};
+
 use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::path::Call;
@@ -97,8 +99,9 @@ pub trait Wire: Sync {
     /// Events that end a stream as the provider does at the token limit, after `ev` (the
     /// last content event, already trimmed). `last` is the newest JSON chunk seen.
     fn truncation_tail(&self, ev: &Event, last: &Value, tokens: u32) -> Vec<Event>;
-    /// The provider's mid-stream error (an overload after the 200 began).
-    fn stream_error(&self, ev: &Event, progress: &Progress) -> Event;
+    /// The provider's mid-stream error (an overload after the 200 began); `form` picks the
+    /// Responses API's event (`response.failed` or `error`), which others ignore.
+    fn stream_error(&self, ev: &Event, progress: &Progress, form: ResponsesEvent) -> Event;
     /// The one event that ends a stream cut at the token limit, for formats that end it
     /// with a summary of what was sent (`response.incomplete`); `None`: the provider ends
     /// it with `truncation_closes` / `mark_truncated` / `truncation_tail`.
@@ -108,6 +111,18 @@ pub trait Wire: Sync {
     /// What the provider answers when the model wrote a broken call, when that is not the
     /// call with broken argument JSON (`None`); `Some(changed)` otherwise.
     fn malformed_call(&self, v: &mut Value) -> Option<bool>;
+
+    // Content filters and refusals (`content_filter`).
+    /// Whether the provider has any such signal (Ollama has none).
+    fn has_filter_signal(&self) -> bool;
+    /// A whole answer stopped by `signal`, in place.
+    fn mark_filtered(&self, v: &mut Value, signal: FilterSignal);
+    /// The events that replace `ev` and end a stream stopped by `signal`. For numbered
+    /// streams `progress.sequence` is the last number sent.
+    fn filter_tail(&self, ev: &Event, progress: &Progress, signal: FilterSignal) -> Vec<Event>;
+    /// The error a blocked prompt gets before any answer (Azure OpenAI's 400); `None`
+    /// where the answer itself carries the block.
+    fn prompt_blocked(&self, draw: u64) -> Option<Synthetic>;
 
     // Errors.
     fn gateway_timeout(&self, draw: u64) -> Synthetic;

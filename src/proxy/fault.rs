@@ -14,7 +14,7 @@ use super::fault_body::Transform;
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};
-use crate::config::chaos::{AttackMode, LlmMode, TimeoutEnd, ToolMode};
+use crate::config::chaos::{AttackMode, Corruption, FilterSignal, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
 
 pub enum Action {
@@ -145,7 +145,14 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
         LlmMode::ServerError {
             status,
             in_stream: false,
+            ..
         } => now(respond::server_error(provider, *status, draw)),
+        LlmMode::ContentFilter {
+            signal: FilterSignal::BlockedPrompt,
+        } if let Some(s) = respond::prompt_blocked(provider, draw) => now(s),
+        LlmMode::ToolCallCorruption {
+            corruption: Corruption::InvalidJson,
+        } if let Some(s) = respond::tool_parse_error(provider) => now(s),
         LlmMode::ClientError { error } => now(respond::client_error(provider, *error, draw)),
         LlmMode::HtmlErrorPage { status } => now(respond::html_error_page(status.unwrap_or(502))),
         LlmMode::ContextLengthExceeded {} => match respond::context_length_exceeded(provider, draw)
@@ -168,7 +175,8 @@ fn llm(mode: &LlmMode, provider: Provider, draw: u64) -> Action {
         | LlmMode::ResponseDrift { .. }
         | LlmMode::StreamCut { .. }
         | LlmMode::SlowStream { .. }
-        | LlmMode::ToolCallCorruption { .. } => forward(Transform::Llm {
+        | LlmMode::ToolCallCorruption { .. }
+        | LlmMode::ContentFilter { .. } => forward(Transform::Llm {
             provider,
             mode: mode.clone(),
             draw,

@@ -363,3 +363,53 @@ def test_html_error_page_is_an_internal_server_error_and_retried(anthropic_clien
     assert "<h1>503 Service Unavailable</h1>" in ei.value.response.text
     assert flakestorm.wait_injected("html_error_page", before + 2) == before + 2
     assert origins.anthropic.count() == 0
+
+
+# ------------------------------------------------------------------- content_filter
+# Anthropic's one signal is `stop_reason: "refusal"`: every `signal` is that.
+
+
+@pytest.mark.parametrize("signal", ["filtered", "blocked_prompt", "refusal"])
+def test_content_filter_is_stop_reason_refusal_json(anthropic_client, chaos, origins, signal):
+    chaos(rule("content_filter", signal=signal))
+    r = create(anthropic_client())
+    assert (r.stop_reason, r.content) == ("refusal", [])
+    assert origins.anthropic.count() == 1
+
+
+def test_content_filter_stream_stops_with_refusal_after_first_piece(anthropic_client, chaos):
+    chaos(rule("content_filter"))
+    c = anthropic_client()
+    text, types = raw_stream(c)
+    assert types[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    assert ANSWER.startswith(text) and 0 < len(text) < len(ANSWER)
+    final = final_message(c)
+    assert final.stop_reason == "refusal"
+    assert final.content[0].text == text
+
+
+def test_content_filter_refusal_stream_has_no_text_and_no_tool_call(anthropic_client, chaos):
+    chaos(rule("content_filter", signal="refusal"))
+    c = anthropic_client()
+    final = final_message(c)
+    assert final.stop_reason == "refusal"
+    assert [b.text for b in final.content] == [""]
+    final = final_message(c, model=TOOLS_MODEL)
+    assert final.stop_reason == "refusal" and final.content == []
+
+
+# ------------------------------------------------------------- mid-stream position
+
+
+def test_server_error_in_stream_after_events(anthropic_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True, after_events=4))
+    text, types = "", []
+    with pytest.raises(anthropic.APIStatusError) as ei:
+        for ev in create(anthropic_client(), stream=True):
+            types.append(ev.type)
+            if ev.type == "content_block_delta":
+                text += ev.delta.text
+    assert ei.value.status_code == 200
+    assert types.count("content_block_delta") == 4
+    assert ANSWER.startswith(text) and text != ANSWER
+    assert origins.anthropic.count() == 1

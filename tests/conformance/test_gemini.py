@@ -26,8 +26,8 @@ def generate(client, model=MODEL):
 def stream(client, model=MODEL):
     """(text, finish reasons of every chunk, chunks)."""
     chunks = list(client.models.generate_content_stream(model=model, contents=PROMPT))
-    text = "".join(p.text or "" for c in chunks for cand in (c.candidates or [])
-                   for p in (cand.content.parts or []) if cand.content)
+    text = "".join(p.text or "" for c in chunks for cand in (c.candidates or []) if cand.content
+                   for p in (cand.content.parts or []))
     finishes = [cand.finish_reason for c in chunks for cand in (c.candidates or []) if cand.finish_reason]
     return text, finishes, chunks
 
@@ -308,3 +308,62 @@ def test_html_error_page_is_a_server_error(genai_client, chaos, origins, flakest
     assert ei.value.code == 502
     assert flakestorm.wait_injected("html_error_page", before + 1) == before + 1
     assert origins.gemini.count() == 0
+
+
+# ------------------------------------------------------------------- content_filter
+
+
+@pytest.mark.parametrize("signal,reason", [
+    ("filtered", types.FinishReason.SAFETY),
+    ("refusal", types.FinishReason.SAFETY),  # Gemini has no refusal signal of its own
+    ("recitation", types.FinishReason.RECITATION),
+])
+def test_content_filter_finish_reason_json(genai_client, chaos, signal, reason):
+    chaos(rule("content_filter", signal=signal))
+    r = generate(genai_client())
+    cand = r.candidates[0]
+    assert cand.finish_reason == reason
+    assert cand.content is None and r.text is None
+    blocked = [s for s in cand.safety_ratings if s.blocked]
+    if reason == types.FinishReason.SAFETY:
+        assert [(s.category, s.probability) for s in blocked] == [
+            (types.HarmCategory.HARM_CATEGORY_DANGEROUS_CONTENT, types.HarmProbability.HIGH)]
+    else:
+        assert blocked == []
+
+
+def test_content_filter_stream_ends_with_safety_after_first_chunk(genai_client, chaos):
+    chaos(rule("content_filter"))
+    text, finishes, chunks = stream(genai_client())
+    assert finishes == [types.FinishReason.SAFETY]
+    assert ANSWER.startswith(text) and 0 < len(text) < len(ANSWER)
+    assert len(chunks) == 2
+
+
+def test_content_filter_blocked_prompt_json_and_stream(genai_client, chaos, origins):
+    chaos(rule("content_filter", signal="blocked_prompt"))
+    c = genai_client()
+    r = generate(c)
+    # A 200 with no candidates: nothing raised, `text` is None, the reason in promptFeedback.
+    assert r.candidates is None and r.text is None
+    assert r.prompt_feedback.block_reason == types.BlockedReason.SAFETY
+    chunks = list(c.models.generate_content_stream(model=MODEL, contents=PROMPT))
+    assert len(chunks) == 1
+    assert chunks[0].candidates is None
+    assert chunks[0].prompt_feedback.block_reason == types.BlockedReason.SAFETY
+    assert origins.gemini.count() == 2
+
+
+# ------------------------------------------------------------- mid-stream position
+
+
+def test_server_error_in_stream_after_events(genai_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True, after_events=3))
+    got = []
+    c = genai_client()
+    with pytest.raises(errors.ServerError) as ei:
+        for ch in c.models.generate_content_stream(model=MODEL, contents=PROMPT):
+            got.append(ch.text)
+    assert (ei.value.code, ei.value.status) == (503, "UNAVAILABLE")
+    assert len(got) == 3
+    assert origins.gemini.count() == 1

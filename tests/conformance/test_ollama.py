@@ -223,15 +223,23 @@ def test_garbage_stream_line(ollama_client, chaos):
 # ------------------------------------------------------------- tool_call_corruption
 
 
-def test_tool_call_corruption_invalid_json(ollama_client, chaos):
+@pytest.mark.parametrize("streamed", [False, True])
+def test_tool_call_corruption_invalid_json_is_the_tool_parser_500(ollama_client, chaos, origins, flakestorm, streamed):
+    # As Ollama answers when the model's call does not parse: HTTP 500
+    # `{"error":"error parsing tool call: raw='…', err=…"}`, streamed requests too (the call
+    # is parsed before the stream opens). The SDK raises ResponseError(500); it never retries.
     chaos(rule("tool_call_corruption"))
-    # As Ollama answers when its tool parser fails: no tool_calls, the raw (broken) call
-    # text as the content. The SDK parses it; json.loads of the content fails.
-    r = chat(ollama_client(), TOOLS_MODEL)
-    assert not r.message.tool_calls
-    assert r.message.content.startswith('{"name": "%s"' % TOOL_NAME)
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(r.message.content)
+    before = flakestorm.injected("tool_call_corruption")
+    with pytest.raises(ollama.ResponseError) as ei:
+        if streamed:
+            stream(ollama_client(), TOOLS_MODEL)
+        else:
+            chat(ollama_client(), TOOLS_MODEL)
+    assert ei.value.status_code == 500
+    assert ei.value.error.startswith("error parsing tool call: raw='")
+    assert ei.value.error.endswith("', err=unexpected end of JSON input")
+    assert flakestorm.wait_injected("tool_call_corruption", before + 1) == before + 1
+    assert origins.ollama.count() == 0
 
 
 def test_tool_call_corruption_unknown_tool_stream(ollama_client, chaos):
@@ -316,3 +324,38 @@ def test_html_error_page_is_a_response_error_with_the_page(ollama_client, chaos,
     assert "<h1>502 Bad Gateway</h1>" in ei.value.error
     assert flakestorm.wait_injected("html_error_page", before + 1) == before + 1
     assert origins.ollama.count() == 0
+
+
+# ------------------------------------------------------------------- content_filter
+
+
+def test_content_filter_on_an_ollama_rule_is_refused(flakestorm):
+    # Ollama has no content-filter or refusal signal: a rule asking for one is a 422 naming
+    # the field and the closest real behaviour, and the rules in force stay.
+    status, body = flakestorm.control("PUT", "/v1/chaos", {"llm_faults": [rule("content_filter")]})
+    assert status == 422, body
+    errs = json.loads(body)["error"]["errors"]
+    assert [e["path"] for e in errs] == ["chaos.llm_faults[0].provider"]
+    assert "refusal_rephrase" in errs[0]["message"]
+
+
+def test_content_filter_without_provider_passes_ollama_through(ollama_client, chaos, flakestorm):
+    chaos({"mode": "content_filter"})
+    before = flakestorm.metric("flakestorm_faults_skipped_total")
+    assert chat(ollama_client()).message.content == ANSWER
+    assert flakestorm.wait_metric("flakestorm_faults_skipped_total", before + 1) >= before + 1
+
+
+# ------------------------------------------------------------- mid-stream position
+
+
+def test_server_error_in_stream_after_events(ollama_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True, after_events=5))
+    parts = []
+    with pytest.raises(ollama.ResponseError) as ei:
+        for p in ollama_client().chat(model=MODEL, messages=MSG, stream=True):
+            parts.append(p)
+    assert ei.value.status_code == -1
+    assert ei.value.error == "model runner has unexpectedly stopped"
+    assert len(parts) == 5
+    assert origins.ollama.count() == 1

@@ -431,3 +431,71 @@ def test_html_error_page_is_a_status_error_by_status_and_retried(openai_client, 
     assert ei.value.code is None  # no JSON body to read a code from
     assert flakestorm.wait_injected("html_error_page", before + 2) == before + 2
     assert origins.openai.count() == 0
+
+
+# ------------------------------------------------------------------- content_filter
+
+
+def test_content_filter_finish_reason_json_and_parse_helper(openai_client, chaos, origins):
+    chaos(rule("content_filter"))
+    c = openai_client()
+    r = c.chat.completions.create(model="gpt-test", messages=MSG)
+    assert r.choices[0].finish_reason == "content_filter"
+    assert r.choices[0].message.content == ""
+    # The parse helpers refuse a filtered answer with their own error.
+    with pytest.raises(openai.ContentFilterFinishReasonError):
+        c.chat.completions.parse(model="gpt-test", messages=MSG)
+    assert origins.openai.count() == 2
+
+
+def test_content_filter_stream_ends_with_content_filter_after_first_piece(openai_client, chaos):
+    chaos(rule("content_filter"))
+    text, finishes, _ = stream_text(openai_client())
+    assert (text, finishes) == (ANSWER_PIECES[0], ["content_filter"])
+
+
+def test_content_filter_blocked_prompt_is_azures_400_not_retried(openai_client, chaos, origins, flakestorm):
+    chaos(rule("content_filter", signal="blocked_prompt"))
+    before = flakestorm.injected("content_filter")
+    with pytest.raises(openai.BadRequestError) as ei:
+        openai_client(max_retries=2).chat.completions.create(model="gpt-test", messages=MSG)
+    assert ei.value.status_code == 400
+    assert ei.value.code == "content_filter"
+    assert ei.value.param == "prompt"
+    assert ei.value.body["innererror"]["code"] == "ResponsibleAIPolicyViolation"
+    assert ei.value.body["innererror"]["content_filter_result"]["jailbreak"]["filtered"] is True
+    assert flakestorm.wait_injected("content_filter", before + 1) == before + 1
+    assert origins.openai.count() == 0
+
+
+def test_content_filter_refusal_json_and_stream(openai_client, chaos):
+    chaos(rule("content_filter", signal="refusal"))
+    c = openai_client()
+    m = c.chat.completions.create(model="gpt-test", messages=MSG).choices[0].message
+    assert (m.content, m.refusal) == (None, "I'm sorry, but I can't help with that.")
+    refusal, text, finishes = "", "", []
+    for chunk in c.chat.completions.create(model="gpt-test", messages=MSG, stream=True):
+        for ch in chunk.choices:
+            refusal += ch.delta.refusal or ""
+            text += ch.delta.content or ""
+            finishes += [ch.finish_reason] if ch.finish_reason else []
+    assert (text, refusal, finishes) == ("", "I'm sorry, but I can't help with that.", ["stop"])
+    # The stream helper collects the refusal on the final message.
+    with c.chat.completions.stream(model="gpt-test", messages=MSG) as s:
+        final = s.get_final_completion()
+    assert final.choices[0].message.refusal == "I'm sorry, but I can't help with that."
+
+
+# ------------------------------------------------------------- mid-stream position
+
+
+def test_server_error_in_stream_after_events(openai_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True, after_events=3))
+    got = ""
+    with pytest.raises(openai.APIError) as ei:
+        for chunk in openai_client().chat.completions.create(model="gpt-test", messages=MSG, stream=True):
+            for ch in chunk.choices:
+                got += ch.delta.content or ""
+    assert not isinstance(ei.value, openai.APIStatusError)
+    assert got == "".join(ANSWER_PIECES[:3])
+    assert origins.openai.count() == 1

@@ -400,3 +400,81 @@ def test_response_drift_stream_field_rename_is_skipped(openai_client, chaos, fla
     assert json.loads(call_args_streamed(events)) == TOOL_ARGS
     assert flakestorm.wait_metric("flakestorm_faults_skipped_total", before + 1,
                                   target="llm", mode="response_drift") == before + 1
+
+
+# --------------------------------------------------- server_error in_stream: `error` event
+
+
+def test_server_error_in_stream_error_event_raises_api_error(openai_client, chaos, origins):
+    chaos(rule("server_error", in_stream=True, responses_event="error", after_events=2))
+    got = []
+    with pytest.raises(openai.APIError) as ei:
+        for e in openai_client().responses.create(model="gpt-test", input=INPUT, stream=True):
+            got.append(e)
+    # The live API nests the fields under `error`, which the SDK raises as an APIError (not a
+    # status error: the HTTP status was 200); no retry once the stream started.
+    assert not isinstance(ei.value, openai.APIStatusError)
+    assert ei.value.message.startswith("The server had an error")
+    assert ei.value.code == "server_error"
+    assert ei.value.type == "server_error"
+    assert ANSWER.startswith(deltas(got)) and deltas(got) != ANSWER
+    assert len([e for e in got if e.type == "response.output_text.delta"]) == 2
+    assert origins.openai.count() == 1
+
+
+# ------------------------------------------------------------------- content_filter
+
+
+REFUSAL = "I'm sorry, but I can't help with that."
+
+
+def test_content_filter_json_is_incomplete_by_content_filter(openai_client, chaos):
+    chaos(rule("content_filter"))
+    r = openai_client().responses.create(model="gpt-test", input=INPUT)
+    assert (r.status, r.incomplete_details.reason, r.output_text) == ("incomplete", "content_filter", "")
+
+
+def test_content_filter_stream_ends_with_response_incomplete(openai_client, chaos):
+    chaos(rule("content_filter"))
+    c = openai_client()
+    events = raw_events(c)
+    last = events[-1]
+    assert last.type == "response.incomplete"
+    assert last.response.incomplete_details.reason == "content_filter"
+    first_delta = next(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas(events) == first_delta == last.response.output_text
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    # As at the token limit, the helper only accepts `response.completed` as final.
+    with c.responses.stream(model="gpt-test", input=INPUT) as s:
+        list(s)
+        with pytest.raises(RuntimeError, match="response.completed"):
+            s.get_final_response()
+
+
+def test_content_filter_blocked_prompt_is_azures_400(openai_client, chaos, origins):
+    chaos(rule("content_filter", signal="blocked_prompt"))
+    with pytest.raises(openai.BadRequestError) as ei:
+        openai_client(max_retries=2).responses.create(model="gpt-test", input=INPUT)
+    assert (ei.value.status_code, ei.value.code) == (400, "content_filter")
+    assert origins.openai.count() == 0
+
+
+def test_content_filter_refusal_part_json_stream_and_helper(openai_client, chaos):
+    chaos(rule("content_filter", signal="refusal"))
+    c = openai_client()
+    r = c.responses.create(model="gpt-test", input=INPUT)
+    part = r.output[0].content[0]
+    assert (r.status, part.type, part.refusal, r.output_text) == ("completed", "refusal", REFUSAL, "")
+    events = raw_events(c)
+    assert "response.refusal.delta" in types(events) and deltas(events) == ""
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.output[0].content[0].refusal == REFUSAL
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    with c.responses.stream(model="gpt-test", input=INPUT) as s:
+        final = s.get_final_response()
+    assert final.output[0].content[0].type == "refusal"
+    # A call the model was about to make is replaced by the refusal message.
+    with c.responses.stream(model="gpt-tools", input=INPUT, tools=TOOLS) as s:
+        final = s.get_final_response()
+    assert [o.type for o in final.output] == ["message"]
+    assert final.output[0].content[0].refusal == REFUSAL

@@ -36,7 +36,8 @@ impl Drift {
             | LlmMode::ToolCallCorruption { .. }
             | LlmMode::ContextLengthExceeded {}
             | LlmMode::ClientError { .. }
-            | LlmMode::HtmlErrorPage { .. } => None,
+            | LlmMode::HtmlErrorPage { .. }
+            | LlmMode::ContentFilter { .. } => None,
         };
         Drift {
             spec,

@@ -62,6 +62,10 @@ impl LlmRewriter {
             LlmMode::ToolCallCorruption { corruption } => {
                 corrupt_tools(w, &mut v, false, corruption, true)
             }
+            LlmMode::ContentFilter { signal } => {
+                w.mark_filtered(&mut v, signal);
+                true
+            }
             LlmMode::ResponseDrift { .. } => {
                 self.drift.body_size(body.len());
                 match self.drift.whole(w, &mut v) {

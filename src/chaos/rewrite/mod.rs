@@ -111,9 +111,24 @@ impl LlmRewriter {
             | LlmMode::ToolCallCorruption { .. }
             | LlmMode::ContextLengthExceeded {}
             | LlmMode::ClientError { .. }
-            | LlmMode::HtmlErrorPage { .. } => 0,
+            | LlmMode::HtmlErrorPage { .. }
+            | LlmMode::ContentFilter { .. } => 0,
         };
         let drift = drift::Drift::new(&mode, draw, Budget::new(max_rewrite, 0));
+        // A provider with no filter signal (Ollama) has nothing real to show.
+        let unsignalled =
+            matches!(mode, LlmMode::ContentFilter { .. }) && !wire(provider).has_filter_signal();
+        let (body, skipped) = if unsignalled {
+            (
+                Body::Pass,
+                Some(format!(
+                    "{} has no content-filter or refusal signal; passed through unchanged",
+                    provider.as_str()
+                )),
+            )
+        } else {
+            (body, skipped)
+        };
         LlmRewriter {
             wire: wire(provider),
             mode,
@@ -215,7 +230,8 @@ impl LlmRewriter {
             | LlmMode::SlowStream { .. }
             | LlmMode::ContextLengthExceeded {}
             | LlmMode::ClientError { .. }
-            | LlmMode::HtmlErrorPage { .. } => "the response had no content to rewrite",
+            | LlmMode::HtmlErrorPage { .. }
+            | LlmMode::ContentFilter { .. } => "the response had no content to rewrite",
         }
     }
 
@@ -248,6 +264,23 @@ impl LlmRewriter {
 
     fn framing(&self) -> Framing {
         self.wire.framing()
+    }
+
+    /// Whether a stream ends at this event: the first one carrying output once `after`
+    /// content events went out, or the finish when the answer was shorter.
+    fn cuts_here(&self, kind: Kind, carries: bool, after: u32) -> bool {
+        matches!(kind, Kind::Finish | Kind::Terminal) || (carries && self.content_events >= after)
+    }
+
+    /// `ev` is replaced, not sent: a numbered stream's next event takes its number.
+    fn unsend(&mut self, ev: &Event) {
+        let numbered = ev
+            .json
+            .as_ref()
+            .is_some_and(|j| j["sequence_number"].as_u64() == Some(self.progress.sequence));
+        if numbered {
+            self.progress.sequence = self.progress.sequence.saturating_sub(1);
+        }
     }
 
     fn on_event(&mut self, mut ev: Event, kind: Kind, frame: Bytes) -> Vec<Out> {
@@ -295,12 +328,45 @@ impl LlmRewriter {
                 let junk = output::garbage_frame(w, &ev).encode();
                 end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
             }
-            LlmMode::ServerError { .. } if kind == Kind::Content => {
-                let err = w.stream_error(&ev, &self.progress);
-                end_here(
-                    self,
-                    vec![Out::Data(frame), Out::Data(err.encode()), Out::End],
-                )
+            // The error replaces the first content event past `after_events` (or the
+            // finish, if the answer is shorter).
+            LlmMode::ServerError {
+                in_stream: true,
+                after_events,
+                responses_event,
+                ..
+            } => {
+                let carries = ev
+                    .json
+                    .as_mut()
+                    .is_some_and(|j| output::carries_output(w, j));
+                let at = after_events.unwrap_or(1);
+                if !self.cuts_here(kind, carries, at) {
+                    return vec![Out::Data(frame)];
+                }
+                self.unsend(&ev);
+                let err = w.stream_error(&ev, &self.progress, responses_event.unwrap_or_default());
+                end_here(self, vec![Out::Data(err.encode()), Out::End])
+            }
+            LlmMode::ContentFilter { signal } => {
+                let carries = ev
+                    .json
+                    .as_mut()
+                    .is_some_and(|j| output::carries_output(w, j));
+                if !self.cuts_here(kind, carries, signal.passes()) {
+                    if let Some(j) = ev.json.as_mut() {
+                        w.record_sent(&mut self.progress, j);
+                    }
+                    return vec![Out::Data(frame)];
+                }
+                self.unsend(&ev);
+                let mut out: Vec<Out> = w
+                    .filter_tail(&ev, &self.progress, signal)
+                    .iter()
+                    .map(|e| Out::Data(e.encode()))
+                    .collect();
+                out.push(Out::End);
+                end_here(self, out)
             }
             LlmMode::TruncatedResponse { max_tokens } if text_bearing => {
                 self.truncate_event(ev, max_tokens)
@@ -388,7 +454,9 @@ impl LlmRewriter {
             // Not this event's business: the mode acts on another kind of event, or was
             // decided before forwarding (see proxy::fault).
             LlmMode::Garbage {}
-            | LlmMode::ServerError { .. }
+            | LlmMode::ServerError {
+                in_stream: false, ..
+            }
             | LlmMode::TruncatedResponse { .. }
             | LlmMode::Empty {}
             | LlmMode::Timeout { .. }
@@ -404,3 +472,8 @@ impl LlmRewriter {
 #[path = "tests.rs"]
 #[allow(clippy::wildcard_enum_match_arm)] // tests pick the outputs they look at
 mod tests;
+
+#[cfg(test)]
+#[path = "filter_tests.rs"]
+#[allow(clippy::wildcard_enum_match_arm)] // tests pick the outputs they look at
+mod filter_tests;

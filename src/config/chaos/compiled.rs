@@ -84,7 +84,9 @@ impl CompiledChaos {
             rule("tool_faults", i, url(r), ranges::check_rule(r));
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
-            rule("llm_faults", i, url(r), ranges::check_rule(r));
+            let mut found = ranges::check_rule(r);
+            found.extend(super::fit::check_llm_rule(r));
+            rule("llm_faults", i, url(r), found);
         }
         for (i, r) in spec.context_attacks.rules().iter().enumerate() {
             rule("context_attacks", i, url(r), ranges::check_rule(r));

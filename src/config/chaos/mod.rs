@@ -14,6 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::LlmProvider;
 
 mod compiled;
+mod fit;
 mod modes;
 pub mod ranges;
 

@@ -111,6 +111,50 @@ pub enum ClientErrorKind {
     RequestTooLarge,
 }
 
+/// Which content-filter or safety signal `content_filter` answers with, in each provider's
+/// own form (docs/faults.md, `content_filter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilterSignal {
+    /// The provider's output filter stops the answer after its first piece (OpenAI
+    /// `finish_reason: content_filter`, Responses `incomplete_details.reason:
+    /// content_filter`, Anthropic `stop_reason: refusal`, Gemini `finishReason: SAFETY`).
+    #[default]
+    Filtered,
+    /// Gemini's `finishReason: RECITATION` (the answer quoted protected text); elsewhere
+    /// the same as `filtered`, their only output-filter signal.
+    Recitation,
+    /// The prompt is blocked before any answer (Azure OpenAI's 400 `content_filter`,
+    /// Gemini `promptFeedback.blockReason` with no candidates, Anthropic a `refusal` with
+    /// no content).
+    BlockedPrompt,
+    /// The model refuses (OpenAI `message.refusal`, a Responses `refusal` content part,
+    /// Anthropic `stop_reason: refusal`; Gemini has none: `SAFETY`).
+    Refusal,
+}
+
+impl FilterSignal {
+    /// How many content events pass before the signal: a filtered answer has begun, a
+    /// blocked prompt or a refusal has no answer text.
+    pub fn passes(self) -> u32 {
+        match self {
+            FilterSignal::Filtered | FilterSignal::Recitation => 1,
+            FilterSignal::BlockedPrompt | FilterSignal::Refusal => 0,
+        }
+    }
+}
+
+/// Which event a mid-stream `server_error` is on a Responses API stream: both are real.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponsesEvent {
+    /// `response.failed` (the response object with `status: failed` and its `error`).
+    #[default]
+    Failed,
+    /// The top-level `error` event, its fields under `error` as the live API sends them.
+    Error,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LlmMode {
@@ -148,12 +192,17 @@ pub enum LlmMode {
         factor: f64,
     },
     /// 500/503 (Anthropic: 529 `overloaded_error`). `in_stream`: a streaming answer starts
-    /// and then carries the provider's mid-stream error event.
+    /// and then carries the provider's mid-stream error event, after `after_events`
+    /// content events (default 1); `responses_event` picks the Responses API's form.
     ServerError {
         #[serde(default)]
         status: Option<u16>,
         #[serde(default)]
         in_stream: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_events: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        responses_event: Option<ResponsesEvent>,
     },
     /// The stream ends without its terminal event after `after_events` events. `loud`:
     /// the connection is dropped instead of ending cleanly.
@@ -185,6 +234,12 @@ pub enum LlmMode {
     HtmlErrorPage {
         #[serde(default)]
         status: Option<u16>,
+    },
+    /// The provider's content filter or safety system stops the answer, blocks the
+    /// prompt, or the model refuses, each in the provider's own form.
+    ContentFilter {
+        #[serde(default)]
+        signal: FilterSignal,
     },
 }
 
@@ -294,6 +349,7 @@ impl LlmMode {
             LlmMode::ContextLengthExceeded {} => "context_length_exceeded",
             LlmMode::ClientError { .. } => "client_error",
             LlmMode::HtmlErrorPage { .. } => "html_error_page",
+            LlmMode::ContentFilter { .. } => "content_filter",
         }
     }
 }

@@ -131,7 +131,16 @@ impl Numbers for LlmMode {
             }
             LlmMode::RateLimit { retry_after_s, .. } => vec![("retry_after_s", *retry_after_s)],
             LlmMode::ResponseDrift { factor, .. } => vec![("factor", *factor)],
-            LlmMode::ServerError { status, .. } | LlmMode::HtmlErrorPage { status } => {
+            LlmMode::ServerError {
+                status,
+                after_events,
+                ..
+            } => status
+                .iter()
+                .map(|s| ("status", f64::from(*s)))
+                .chain(after_events.iter().map(|n| ("after_events", f64::from(*n))))
+                .collect(),
+            LlmMode::HtmlErrorPage { status } => {
                 status.iter().map(|s| ("status", f64::from(*s))).collect()
             }
             LlmMode::StreamCut { after_events, .. } => {
@@ -148,7 +157,8 @@ impl Numbers for LlmMode {
             | LlmMode::Garbage {}
             | LlmMode::ToolCallCorruption { .. }
             | LlmMode::ContextLengthExceeded {}
-            | LlmMode::ClientError { .. } => vec![],
+            | LlmMode::ClientError { .. }
+            | LlmMode::ContentFilter { .. } => vec![],
         }
     }
 }

@@ -156,11 +156,12 @@ pub fn args_fragment(v: &mut Value) -> Option<&mut Value> {
     v.get_mut(key)
 }
 
-/// A whole response cut at the token limit, as the API reports it: the response and its
-/// message items are `incomplete`.
-pub fn mark_incomplete(v: &mut Value) {
+/// A whole response cut short (`reason`: `max_output_tokens` at the token limit,
+/// `content_filter` by the filter), as the API reports it: the response and its message
+/// items are `incomplete`.
+pub fn mark_incomplete(v: &mut Value, reason: &str) {
     v["status"] = json!("incomplete");
-    v["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    v["incomplete_details"] = json!({"reason": reason});
     for item in v["output"]
         .as_array_mut()
         .into_iter()
@@ -171,10 +172,10 @@ pub fn mark_incomplete(v: &mut Value) {
     }
 }
 
-/// The event that ends a stream cut at the token limit, carrying the text sent so far.
-/// `base` is the response object from `response.created` (id, model, …); `item_id` the
-/// message item the deltas belonged to.
-pub fn incomplete_event(ev: &Event, progress: &Progress) -> Event {
+/// The event that ends a stream cut short (`reason` as in `mark_incomplete`), carrying
+/// the text sent so far. `base` is the response object from `response.created` (id,
+/// model, …); `item_id` the message item the deltas belonged to.
+pub fn incomplete_event(ev: &Event, progress: &Progress, reason: &str) -> Event {
     let Progress {
         base,
         said: text,
@@ -189,7 +190,7 @@ pub fn incomplete_event(ev: &Event, progress: &Progress) -> Event {
     };
     response["output"] = json!([{"type": "message", "id": item_id, "role": "assistant", "status": "incomplete",
         "content": [{"type": "output_text", "text": text, "annotations": []}]}]);
-    mark_incomplete(&mut response);
+    mark_incomplete(&mut response, reason);
     let data =
         json!({"type": "response.incomplete", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.incomplete"), data)
@@ -208,6 +209,17 @@ pub fn failed_event(ev: &Event, progress: &Progress) -> Event {
     let data =
         json!({"type": "response.failed", "sequence_number": sequence, "response": response});
     ev.sibling(Some("response.failed"), data)
+}
+
+/// A failure after the stream began as the top-level `error` event. The API reference
+/// puts `code` and `message` at the top; the live API nests them under `error` (seen in
+/// openai/openai-dotnet#881), which is what makes the Python SDK raise `APIError`.
+pub fn error_event(ev: &Event, progress: &Progress) -> Event {
+    let data = json!({"type": "error", "sequence_number": progress.sequence + 1,
+        "error": {"type": "server_error", "code": "server_error",
+            "message": "The server had an error while processing your request. Sorry about that!",
+            "param": null}});
+    ev.sibling(Some("error"), data)
 }
 
 /// Notes the response object (`response.created`, `response.in_progress`), the sequence
