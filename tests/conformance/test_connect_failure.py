@@ -9,13 +9,13 @@ import os
 import socket
 
 import httpx
-import httpx2
 import ollama
 import openai
 import pytest
 
 import flakestorm_harness as harness
 from conftest import API_KEY, Flakestorm
+from _majors import openai_http
 
 MSG = [{"role": "user", "content": "Tell me a story."}]
 
@@ -64,7 +64,7 @@ def test_close_openai_connection_error_retried(closing_flakestorm, monkeypatch):
     with pytest.raises(openai.APIConnectionError) as ei:
         c.chat.completions.create(model="gpt-test", messages=MSG)
     assert not isinstance(ei.value, openai.APITimeoutError)
-    assert isinstance(ei.value.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)), repr(ei.value.__cause__)
+    assert isinstance(ei.value.__cause__, (openai_http.RemoteProtocolError, openai_http.ReadError)), repr(ei.value.__cause__)
     # Retried like a real connection error: 3 attempts, each journaled and counted.
     assert closing_flakestorm.wait_metric("flakestorm_requests_total", before + 3, target="llm",
                                           status_class="error") == before + 3
