@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
-# (openai, anthropic, google-genai, ollama SDKs) and the agent-framework suite (LangGraph +
-# langchain-openai under `contract run`) against the built binary, and the HTML report opened in
-# headless Chromium (tests/reports).
-# It installs what the Python suite needs into .venv-tests, so it works on a clean machine.
+# (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
+# agent-framework suite (LangGraph + langchain-openai under `contract run`) against the built
+# binary, and the HTML report opened in headless Chromium (tests/reports).
+# It installs what the Python suites need into .venv-tests (and the older SDK majors into
+# .venv-tests-older), so it works on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +52,19 @@ fi
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs (tests/conformance)"
-FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q
+results="$(realpath "${CARGO_TARGET_DIR:-target}")/conformance"
+mkdir -p "$results"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q --junitxml="$results/current.xml"
+
+# The same suite on the older SDK majors (openai 1.x, anthropic 0.x, google-genai 1.x), in
+# their own venv; then docs/conformance-matrix.md must be what both runs give.
+echo "==> LLM faults against the older SDK majors (tests/conformance/requirements-older.txt)"
+if [ ! -x .venv-tests-older/bin/python ]; then
+  python3 -m venv .venv-tests-older
+fi
+.venv-tests-older/bin/pip install --quiet --disable-pip-version-check -r tests/conformance/requirements-older.txt
+FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/conformance -q --junitxml="$results/older.xml"
+python3 scripts/conformance_matrix.py --check current="$results/current.xml" older="$results/older.xml"
 
 echo "==> a LangGraph agent under contract runs (tests/frameworks)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
