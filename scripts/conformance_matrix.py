@@ -125,6 +125,7 @@ def render(sets: list[tuple[str, dict, dict]]) -> str:
     for label, cells, versions in sets:
         sdks = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
         tested = passing = na = untested = runs = 0
+        gaps: list[str] = []
         head = ["| fault | " + " | ".join(f"{SHORT[s]} {m}" for s in SURFACES for m in MODES) + " |",
                 "|---|" + "---|" * (len(SURFACES) * len(MODES))]
         body = []
@@ -149,10 +150,13 @@ def render(sets: list[tuple[str, dict, dict]]) -> str:
                         line.append(f"n/a[^{k}]")
                     else:
                         untested += 1
+                        gaps.append(f"`{fault}` × {s} {m}")
                         line.append("·")
             body.append(f"| `{fault}` | " + " | ".join(line) + " |")
         summary.append(f"| {label} | {sdks} | {tested} | {passing} | {na} | {untested} | {runs} |")
         tables += [f"## {label}: {sdks}", ""] + head + body + [""]
+        if gaps:
+            tables += ["Not tested: " + "; ".join(gaps) + ".", ""]
     out += summary + [""] + tables
     out += [f"[^{k}]: {why}" for why, k in notes.items()]
     return "\n".join(out) + "\n"
