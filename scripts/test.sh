@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
-# (openai, anthropic, google-genai, ollama SDKs) and the agent-framework suite (LangGraph +
-# langchain-openai under `contract run`) against the built binary, and the HTML report opened in
-# headless Chromium (tests/reports).
-# It installs what the Python suite needs into .venv-tests, so it works on a clean machine.
+# (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
+# agent-framework suite (LangGraph + langchain-openai under `contract run`) against the built
+# binary, and the HTML report opened in headless Chromium (tests/reports).
+# It installs what the Python suites need into .venv-tests (and the older SDK majors into
+# .venv-tests-older), so it works on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,8 +51,29 @@ fi
   -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
-echo "==> LLM faults against the real SDKs (tests/conformance)"
-FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q
+echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
+# The older majors (openai 1.x, anthropic 0.x, google-genai 1.x) get their own venv. Both
+# runs mostly wait on timers and sockets, each with its own flakestorm and origins on
+# OS-chosen ports, so they run side by side: together they take about as long as one.
+if [ ! -x .venv-tests-older/bin/python ]; then
+  python3 -m venv .venv-tests-older
+fi
+.venv-tests-older/bin/pip install --quiet --disable-pip-version-check -r tests/conformance/requirements-older.txt
+results="$(realpath "${CARGO_TARGET_DIR:-target}")/conformance"
+mkdir -p "$results"
+FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/conformance -q \
+  --junitxml="$results/older.xml" >"$results/older.log" 2>&1 &
+older=$!
+current_rc=0
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/conformance -q \
+  --junitxml="$results/current.xml" || current_rc=$?
+older_rc=0
+wait "$older" || older_rc=$?
+echo "--- older SDK majors ($results/older.log):"
+if [ "$older_rc" -eq 0 ]; then tail -n 1 "$results/older.log"; else cat "$results/older.log"; fi
+if [ "$current_rc" -ne 0 ] || [ "$older_rc" -ne 0 ]; then exit 1; fi
+# docs/conformance-matrix.md must be what both runs give.
+python3 scripts/conformance_matrix.py --check current="$results/current.xml" older="$results/older.xml"
 
 echo "==> a LangGraph agent under contract runs (tests/frameworks)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q

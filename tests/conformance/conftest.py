@@ -258,3 +258,10 @@ def ollama_client(proxy_env, origins):
         return ollama.Client(host=origins.ollama.url("127.0.0.1"), **kw)
 
     return make
+
+
+# ------------------------------------------------------------------------ matrix cells
+
+# Autouse: records each test's fault × surface × plain/streamed × SDK cells for
+# scripts/conformance_matrix.py (see _matrix_cells.py).
+from _matrix_cells import matrix_cells  # noqa: E402,F401

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-import httpx2
 import pytest
 from google.genai import errors, types
 
 from _conformance import ANSWER, ANSWER_WORDS, TOOL_ARGS, TOOL_NAME, Timer
+from _majors import genai_http
 
 MODEL = "gemini-test"
 TOOLS_MODEL = "gemini-tools"
@@ -50,8 +50,8 @@ def test_timeout_client_timeout(genai_client, chaos, origins, flakestorm):
     chaos(rule("timeout", delay_ms=30000))
     before = flakestorm.injected("timeout")
     # HttpOptions.timeout is in milliseconds. genai does not wrap transport errors:
-    # the raw httpx2 ReadTimeout reaches the caller.
-    with Timer() as t, pytest.raises(httpx2.ReadTimeout):
+    # the raw httpx2 (google-genai 1.x: httpx) ReadTimeout reaches the caller.
+    with Timer() as t, pytest.raises(genai_http.ReadTimeout):
         generate(genai_client(timeout=500))
     assert t.elapsed < 2.5
     # The abandoned attempt is counted once the client has left (not 30 s later).
@@ -70,8 +70,8 @@ def test_timeout_504_is_server_error(genai_client, chaos, origins):
 
 def test_timeout_close_is_raw_transport_error(genai_client, chaos, origins):
     chaos(rule("timeout", delay_ms=50, then="close"))
-    # Observed: connection closed with no response -> raw httpx2.RemoteProtocolError.
-    with pytest.raises((httpx2.RemoteProtocolError, httpx2.ReadError)):
+    # Observed: connection closed with no response -> raw genai_http.RemoteProtocolError.
+    with pytest.raises((genai_http.RemoteProtocolError, genai_http.ReadError)):
         generate(genai_client())
     assert origins.gemini.count() == 0
 
@@ -170,7 +170,7 @@ def test_stream_cut_quiet_no_finish_reason(genai_client, chaos):
 
 def test_stream_cut_loud_raw_transport_error(genai_client, chaos):
     chaos(rule("stream_cut", after_events=3, loud=True))
-    with pytest.raises((httpx2.RemoteProtocolError, httpx2.ReadError)):
+    with pytest.raises((genai_http.RemoteProtocolError, genai_http.ReadError)):
         stream(genai_client())
 
 
@@ -178,7 +178,7 @@ def test_stream_cut_non_stream_is_a_dropped_connection(genai_client, chaos, orig
     # google-genai does not wrap transport errors and does not retry by default.
     chaos(rule("stream_cut", after_events=2))
     before = flakestorm.injected("stream_cut")
-    with pytest.raises((httpx2.RemoteProtocolError, httpx2.ReadError)):
+    with pytest.raises((genai_http.RemoteProtocolError, genai_http.ReadError)):
         generate(genai_client())
     assert flakestorm.wait_injected("stream_cut", before + 1) == before + 1
     assert origins.gemini.count() == 1

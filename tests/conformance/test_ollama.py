@@ -134,6 +134,19 @@ def test_context_length_exceeded_drops_early_turns_silently(ollama_client, chaos
     assert flakestorm.wait_injected("context_length_exceeded", before + 1) == before + 1
 
 
+def test_context_length_exceeded_streamed_drops_early_turns_silently(ollama_client, chaos, origins, flakestorm):
+    # The same silent cut when the answer streams: a normal stream, early turns gone.
+    chaos(rule("context_length_exceeded"))
+    before = flakestorm.injected("context_length_exceeded")
+    history = [{"role": "system", "content": "You are terse."}] + [
+        {"role": r, "content": f"turn {i}"} for i, r in enumerate(["user", "assistant"] * 2 + ["user"])]
+    parts = list(ollama_client().chat(model=MODEL, messages=history, stream=True))
+    assert "".join(p.message.content or "" for p in parts) == ANSWER and parts[-1].done
+    sent = origins.ollama.only_request().json()["messages"]
+    assert sent == [history[0], *history[-2:]], sent
+    assert flakestorm.wait_injected("context_length_exceeded", before + 1) == before + 1
+
+
 # --------------------------------------------------------------- truncated_response
 
 
