@@ -45,6 +45,10 @@ NOT_APPLICABLE = [
     ("rate_limit quota", "ollama generate", None, "a local Ollama server has no quota"),
     ("server_error in_stream", None, "plain",
      "`in_stream` breaks a streamed answer; a plain answer passes untouched and the fault is noted as skipped"),
+    ("content_filter", "ollama chat", None,
+     "Ollama has no content-filter or refusal signal: a rule for it is refused at load, and a rule without "
+     "`provider` passes Ollama's answers through with the fault noted as skipped (tested)"),
+    ("content_filter", "ollama generate", None, "Ollama has no content-filter or refusal signal (above)"),
     ("tool_call_corruption", "ollama generate", None, "Ollama's `/api/generate` takes no tools: its answers carry no tool call"),
     ("stream_cut loud", None, "plain",
      "on a plain answer `loud` changes nothing: every cut of a plain answer is a dropped connection (row `stream_cut`)"),

@@ -143,6 +143,24 @@ async fn ollama_context_overflow_drops_early_turns_silently() {
     p.stop().await;
 }
 
+/// On `/api/generate` (a prompt, no turns) the same overflow keeps the prompt's newest half.
+#[tokio::test]
+async fn ollama_generate_overflow_keeps_the_prompts_newest_half() {
+    let o = origin::echo().await;
+    let p =
+        start_proxy("chaos:\n  llm_faults: [{mode: context_length_exceeded, provider: ollama}]\n")
+            .await;
+    let seen = post_json(
+        &p,
+        o.http_url("/api/generate"),
+        json!({"model": "llama3.2", "prompt": "ééé old part|new part", "stream": false}),
+    )
+    .await;
+    // 21 characters (the "é"s are two bytes each): the last 11 stay.
+    assert_eq!(seen["prompt"], "rt|new part");
+    p.stop().await;
+}
+
 /// A search tool answering JSON, where canaries and injections go into the hit text.
 async fn json_search() -> origin::Origin {
     origin::json(r#"{"hits": ["ACME Q3 revenue was $4.1B"]}"#).await

@@ -126,8 +126,18 @@ pub fn role_user(m: &Value) -> bool {
 }
 
 /// A context too long for the model, cut the way Ollama does: early turns silently
-/// dropped, keeping system messages and the newest two turns.
+/// dropped, keeping system messages and the newest two turns; a `/api/generate` prompt
+/// (no turns) loses its first half, as Ollama keeps the newest tokens of a prompt over
+/// `num_ctx`.
 pub fn drop_early_turns(body: &mut Value) -> bool {
+    if let Some(Value::String(prompt)) = body.get_mut("prompt") {
+        let half = prompt.chars().count() / 2;
+        let Some((at, _)) = prompt.char_indices().nth(half).filter(|_| half > 0) else {
+            return false;
+        };
+        prompt.replace_range(..at, "");
+        return true;
+    }
     let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut) else {
         return false;
     };

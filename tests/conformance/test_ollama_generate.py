@@ -100,3 +100,21 @@ def test_slow_stream_paces_every_line(ollama_client, chaos):
     assert text == ANSWER and parts[-1].done
     assert len(parts) == 9
     assert t.elapsed >= 0.2 + 8 * 0.03 - 0.02, t.elapsed
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_context_length_exceeded_keeps_the_newest_half_of_the_prompt(ollama_client, chaos, origins, flakestorm,
+                                                                     streamed):
+    # Over num_ctx Ollama keeps the newest tokens of a generate prompt and answers as usual:
+    # the SDK succeeds, and the model never saw the prompt's start.
+    chaos(rule("context_length_exceeded"))
+    before = flakestorm.injected("context_length_exceeded")
+    prompt = "My name is Ada. " * 4 + "What is my name?"
+    if streamed:
+        parts = list(ollama_client().generate(model=MODEL, prompt=prompt, stream=True))
+        assert "".join(p.response or "" for p in parts) == ANSWER and parts[-1].done
+    else:
+        r = ollama_client().generate(model=MODEL, prompt=prompt, stream=False)
+        assert r.response == ANSWER and r.done_reason == "stop"
+    assert origins.ollama.only_request().json()["prompt"] == prompt[len(prompt) // 2:]
+    assert flakestorm.wait_injected("context_length_exceeded", before + 1) == before + 1
