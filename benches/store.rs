@@ -1,7 +1,10 @@
 //! Run-store benchmark (issue: runs API and store). (1) A chaos run of 10,000 cases against
-//! an in-process agent (1 ms per call, concurrency 10), with and without writing it to the
-//! store (every case as it ends, then its verdicts and the final flush), interleaved, median
-//! of 3 each: the ratio is the store's cost. (2) `GET /v1/runs/{id}` on a daemon whose store
+//! an in-process agent (1 or 10 ms per call, concurrency 10), with and without writing it
+//! to the store (every case as it ends, then the verdicts that changed and the final
+//! flush), interleaved, median of 3 each: the ratio is the store's cost. The agent either
+//! calls a tool through the proxy, whose fault fires (a run that tests something: each
+//! case's verdict is known as it ends), or calls nothing, so the fault never fires and every
+//! verdict changes to not tested at the end (the store's worst case). (2) `GET /v1/runs/{id}` on a daemon whose store
 //! holds 1,000 runs, against `GET /healthz` on the same connection: p50 and p99 of 2,000
 //! requests each. Prints a markdown section for docs/benchmarks.md.
 //! `cargo bench --bench store`.
@@ -9,15 +12,17 @@
 // A benchmark measures and paces in wall-clock time (clippy.toml bans it elsewhere).
 #![allow(clippy::disallowed_methods)]
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use flakestorm::agent::Agent;
 use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::Daemon;
-use flakestorm::run::{RunContext, RunKind, RunRequest, execute, prepare};
+use flakestorm::run::{RunContext, RunKind, RunRequest, RunVerdict, execute, prepare};
 use flakestorm::store::{NewRun, Recorder, RunStatus};
 use http_body_util::{BodyExt, Empty};
+use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
 #[path = "support/agent.rs"]
@@ -46,11 +51,13 @@ async fn main() {
         println!("store bench: skipped (run with `cargo bench --bench store`)");
         return;
     }
+    // The tool-calling agent's client (reqwest without a built-in crypto provider).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut rows = vec![];
     let mut last = None;
-    for ms in [1, 10] {
-        let (p, s, daemon, dir) = store_cost(ms).await;
-        rows.push((ms, p, s));
+    for (ms, tool) in [(1, true), (1, false), (10, true)] {
+        let (p, s, daemon, dir) = store_cost(ms, tool).await;
+        rows.push((ms, tool, p, s));
         if let Some((d, _dir)) = last.replace((daemon, dir)) {
             d.stop().await;
         }
@@ -102,8 +109,9 @@ async fn main() {
          | GET p99 | {:.3} ms | {:.3} ms | |\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         rows.iter()
-            .map(|(ms, p, s)| format!(
-                "| chaos run of {CASES} cases ({ms} ms agent, concurrency 10), median of {ROUNDS} | {p:.3} s | {s:.3} s | {:.3} |\n",
+            .map(|(ms, tool, p, s)| format!(
+                "| chaos run of {CASES} cases ({ms} ms agent{}, concurrency 10), median of {ROUNDS} | {p:.3} s | {s:.3} s | {:.3} |\n",
+                if *tool { " calling a faulted tool" } else { ", no fault fires" },
                 s / p
             ))
             .collect::<String>(),
@@ -114,10 +122,59 @@ async fn main() {
     );
 }
 
-/// A 10,000-case chaos run against an agent taking `ms` per call, without and with the
-/// store: median wall times, and the daemon (its store) for the API measure.
-async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
-    let port = agent(Duration::from_millis(ms)).await;
+/// An agent that calls the tool at `tool` through the proxy at `proxy` (known once the
+/// daemon is up), then answers after `delay`.
+async fn tool_agent(
+    tool: u16,
+    proxy: Arc<OnceLock<std::net::SocketAddr>>,
+    delay: Duration,
+) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = Arc::new(OnceLock::<reqwest::Client>::new());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (proxy, client) = (proxy.clone(), client.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req| {
+                    let client = client
+                        .get_or_init(|| {
+                            let at = format!("http://{}", proxy.get().unwrap());
+                            reqwest::Client::builder()
+                                .proxy(reqwest::Proxy::http(at).unwrap())
+                                .build()
+                                .unwrap()
+                        })
+                        .clone();
+                    async move {
+                        let url = format!("http://127.0.0.1:{tool}/search");
+                        let _ = client.get(url).send().await.map(|r| r.status());
+                        tokio::time::sleep(delay).await;
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(Bytes::from_static(br#"{"result": "ok"}"#)),
+                        ))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+/// A 10,000-case chaos run against an agent taking `ms` per call (and calling a faulted
+/// tool through the proxy if `tool`), without and with the store: median wall times, and
+/// the daemon (its store) for the API measure.
+async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir) {
+    let delay = Duration::from_millis(ms);
+    let proxy = Arc::new(OnceLock::new());
+    let tool_port = agent(Duration::ZERO).await;
+    let port = match tool {
+        true => tool_agent(tool_port, proxy.clone(), delay).await,
+        false => agent(delay).await,
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flakestorm.yaml");
     let prompts: Vec<String> = (0..CASES).map(|i| format!("\"prompt {i}\"")).collect();
@@ -127,7 +184,8 @@ async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
             "proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:0'}}\n\
              agent: {{endpoint: 'http://127.0.0.1:{port}/invoke'}}\n\
              golden_prompts: [{}]\ninvariants: [{{type: output_not_empty}}]\n\
-             chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n\
+             tools: [{{name: search, match_url: 'http://127.0.0.1:{tool_port}/*'}}]\n\
+             chaos: {{tool_faults: [{{tool: search, mode: error, error_code: 503}}]}}\n\
              advanced: {{seed: 1, concurrency: 10}}\n",
             prompts.join(", ")
         ),
@@ -137,6 +195,7 @@ async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
         config::load_with_env(Some(&path), &Overrides::default(), &Default::default()).unwrap();
     let cfg = &loaded.config;
     let daemon = Daemon::start(cfg).await.unwrap();
+    proxy.set(daemon.proxy_addr).unwrap();
     let ctx = RunContext {
         seed: 1,
         engine: daemon.chaos.clone(),
@@ -175,6 +234,9 @@ async fn store_cost(ms: u64) -> (f64, f64, Daemon, tempfile::TempDir) {
         };
         let report = execute(&with, cfg, &prepared).await.unwrap();
         r.finish(&report, &[]).await.unwrap();
+        // The run tested what the row says: the fault fired on every case, or on none.
+        let verdict = report.judgement().verdict;
+        assert_eq!(verdict == RunVerdict::NotTested, !tool, "{:?}", report.judgement());
         stored.push(start.elapsed().as_secs_f64());
     }
     (median(plain), median(stored), daemon, dir)

@@ -400,9 +400,12 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
         planned: Arc::new(move |n| *p.lock().unwrap() += n),
         started: Arc::new(|_: &str, _: &str| {}),
         phase: Arc::new(|_: &'static str| {}),
-        case: Arc::new(move |c: &flakestorm::run::CaseResult, so_far| {
-            e.lock().unwrap().push((c.scenario.clone(), so_far))
-        }),
+        case: Arc::new(
+            move |c: &flakestorm::run::CaseResult, judged: &flakestorm::run::Judged| {
+                let so_far = judged.so_far;
+                e.lock().unwrap().push((c.scenario.clone(), so_far))
+            },
+        ),
     };
     let r = mutate_with(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{type: output_not_empty}]\n\

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::run::{CaseResult, Progress, SoFar};
+use crate::run::{CaseResult, Judged, Progress, SoFar};
 
 pub struct Display {
     bar: Option<indicatif::ProgressBar>,
@@ -71,7 +71,8 @@ impl Display {
             phase: Arc::new(|_: &'static str| {}),
             // Lines say how cases end; a start adds nothing a reader needs.
             started: Arc::new(|_: &str, _: &str| {}),
-            case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
+            case: Arc::new(move |c: &CaseResult, judged: &Judged| {
+                let so_far = judged.so_far;
                 let (n, rate) = tally.count(so_far);
                 // A mutated prompt can be 100 KB (length_extremes): show its start.
                 let line = format!(

@@ -12,7 +12,7 @@ use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
 use crate::chaos::Classifier;
 use crate::config::Attribution;
 use crate::run::{
-    CaseResult, Declared, Embedder, Prepared, Progress, Report, RunContext, SoFar, execute,
+    CaseResult, Declared, Embedder, Judged, Prepared, Progress, Report, RunContext, SoFar, execute,
 };
 
 pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
@@ -174,7 +174,8 @@ fn hooks(job: &Arc<Job>) -> Progress {
                 json!({"scenario": scenario, "input": crate::agent::cut(input, 200)}),
             );
         }),
-        case: Arc::new(move |c: &CaseResult, so_far: SoFar| {
+        case: Arc::new(move |c: &CaseResult, judged: &Judged| {
+            let so_far = judged.so_far;
             let (done, total) = {
                 let mut s = j3.lock();
                 s.done += 1;

@@ -204,16 +204,24 @@ fn so_far(ctx: &RunContext, invariants: &std::sync::Arc<Vec<Invariant>>) -> supe
     };
     let invariants = invariants.clone();
     std::sync::Arc::new(move |c: &CaseResult| {
-        if c.not_judged.is_some() {
-            return super::SoFar::NotJudged;
+        if let Some(why) = &c.not_judged {
+            return super::Judged {
+                so_far: super::SoFar::NotJudged,
+                checks: super::CaseChecks::Invariants(vec![
+                    Verdict::NotTested(why.clone());
+                    invariants.len()
+                ]),
+            };
         }
         let v = view(c, None, &sim);
-        match invariants
-            .iter()
-            .any(|i| matches!(i.check(&v), Verdict::Fail(_)))
-        {
+        let checks: Vec<Verdict> = invariants.iter().map(|i| i.check(&v)).collect();
+        let so_far = match checks.iter().any(|v| matches!(v, Verdict::Fail(_))) {
             true => super::SoFar::Failed,
             false => super::SoFar::Passed,
+        };
+        super::Judged {
+            so_far,
+            checks: super::CaseChecks::Invariants(checks),
         }
     })
 }

@@ -111,7 +111,7 @@ pub async fn run_contract(
         .collect();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
     let cells_only: super::Provisional =
-        std::sync::Arc::new(|_: &CaseResult| super::SoFar::Unscored);
+        std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     let mut outcomes = run_matrix(ctx, &runs, &prompts, &cells_only)
         .await
         .into_iter();

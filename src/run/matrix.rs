@@ -138,7 +138,7 @@ async fn pool(
             }
             let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
             if let Some(progress) = &ctx.progress {
-                (progress.case)(&case, so_far(&case));
+                (progress.case)(&case, &so_far(&case));
             }
             (s, p, case, stats)
         });

@@ -106,7 +106,7 @@ impl Progress {
                 s1(s, i);
                 s2(s, i);
             }),
-            case: std::sync::Arc::new(move |c, f| {
+            case: std::sync::Arc::new(move |c, f: &Judged| {
                 c1(c, f);
                 c2(c, f);
             }),
@@ -118,7 +118,37 @@ impl Progress {
 pub type StartHook = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Told of each case as it ends, and how it stands.
-pub type CaseHook = std::sync::Arc<dyn Fn(&CaseResult, SoFar) + Send + Sync>;
+pub type CaseHook = std::sync::Arc<dyn Fn(&CaseResult, &Judged) + Send + Sync>;
+
+/// A case judged as it ends, on its own answer: how it stands, and the checks behind that.
+/// These are the run's final checks unless what is known only at the end (chaos
+/// coverage, embeddings) changes them; the store keeps them as the case's verdict and
+/// rewrites only the cases whose final verdict differs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub so_far: SoFar,
+    pub checks: CaseChecks,
+}
+
+/// A case's checks, as its report lists them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum CaseChecks {
+    /// Each of the run's invariants in order (chaos and mutation cases).
+    Invariants(Vec<crate::checks::Verdict>),
+    /// Each check by name (a replay session's).
+    Named(Vec<CaseCheck>),
+}
+
+impl Judged {
+    /// A case of a run that scores cells, not cases.
+    pub fn unscored() -> Judged {
+        Judged {
+            so_far: SoFar::Unscored,
+            checks: CaseChecks::Invariants(vec![]),
+        }
+    }
+}
 
 /// How a case stands when it ends, judged on its own answer: a pass rate so far for the
 /// progress display. The run's verdicts, made at the end with the chaos coverage and the
@@ -133,8 +163,8 @@ pub enum SoFar {
     Unscored,
 }
 
-/// Judges a case as it ends, for `SoFar`.
-pub(crate) type Provisional = std::sync::Arc<dyn Fn(&CaseResult) -> SoFar + Send + Sync>;
+/// Judges a case as it ends (`Judged`).
+pub(crate) type Provisional = std::sync::Arc<dyn Fn(&CaseResult) -> Judged + Send + Sync>;
 
 /// What a run needs from the daemon and the agent.
 #[derive(Clone)]

@@ -210,7 +210,11 @@ pub async fn run_mutation(
             }
             let case = run_wire_case(ctx, seed, v.kind, &original, v.index).await;
             if let Some(p) = &ctx.progress {
-                (p.case)(&case.case, wire_cases::so_far(&case.verdict));
+                let judged = super::Judged {
+                    so_far: wire_cases::so_far(&case.verdict),
+                    checks: super::CaseChecks::Invariants(vec![case.verdict.clone()]),
+                };
+                (p.case)(&case.case, &judged);
             }
             wire_done.push(case.case);
             let variant = Variant {

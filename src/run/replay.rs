@@ -149,7 +149,11 @@ pub async fn run_replay(
                 RunVerdict::Fail => SoFar::Failed,
                 RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
             };
-            (p.case)(&case, so_far);
+            let judged = super::Judged {
+                so_far,
+                checks: super::CaseChecks::Named(v.checks.clone()),
+            };
+            (p.case)(&case, &judged);
         }
         v.case = Some(cases.len());
         cases.push(case);

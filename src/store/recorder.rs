@@ -1,17 +1,18 @@
 //! Writing one run into the store as it goes, for the CLI's run commands and the daemon's
-//! runs alike: each case as it ends (so a run whose process dies keeps what it finished),
-//! then the cells, each case's verdict, the scores, the status and the report files.
-//! Every write is a send to the store's writer: the run never waits on SQLite.
+//! runs alike: each case as it ends with the verdict it has then (so a run whose process
+//! dies keeps what it finished), then the cells, the final verdict of each case whose
+//! verdict changed at the end, the scores, the status and the report files. Every write
+//! is a send to the store's writer: the run never waits on SQLite.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
 use super::{RunId, Store, StoreError};
-use crate::checks;
 use crate::config::ReportFormat;
-use crate::run::{CaseResult, Progress, Report, RunKind, RunVerdict, SoFar};
+use crate::run::{CaseChecks, CaseResult, Judged, Progress, Report, RunKind, RunVerdict, SoFar};
 
 /// One run being written.
 #[derive(Clone)]
@@ -20,6 +21,29 @@ pub struct Recorder {
     pub id: RunId,
     /// The phase cases belong to (`ci` has several).
     phase: Arc<Mutex<&'static str>>,
+    /// The verdict each case was stored with when it ended, by `key_hash`; `None` when
+    /// two cases share a key (or a hash), whose final verdicts are then always written.
+    stored: Arc<Mutex<StoredVerdicts>>,
+}
+
+type StoredVerdicts = HashMap<u64, Option<(Verdict, CaseChecks)>>;
+
+/// A case's key in the store (phase, scenario, input), hashed with fixed keys.
+fn key_hash(phase: &str, scenario: &str, input: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    (phase, scenario, input).hash(&mut h);
+    h.finish()
+}
+
+/// The verdict a case is stored with when it ends; a case of a run scored by cells has
+/// none.
+fn stored_verdict(j: &Judged) -> Option<Verdict> {
+    match j.so_far {
+        SoFar::Passed => Some(Verdict::Pass),
+        SoFar::Failed => Some(Verdict::Fail),
+        SoFar::NotJudged => Some(Verdict::NotTested),
+        SoFar::Unscored => None,
+    }
 }
 
 impl Recorder {
@@ -41,6 +65,7 @@ impl Recorder {
             store: store.clone(),
             id,
             phase: Arc::new(Mutex::new(kind.as_str())),
+            stored: Default::default(),
         }
     }
 
@@ -55,10 +80,20 @@ impl Recorder {
             phase: Arc::new(move |p| *r1.phase.lock().unwrap_or_else(|e| e.into_inner()) = p),
             planned: Arc::new(move |n| r2.store.planned(&r2.id, n as u64)),
             started: Arc::new(|_: &str, _: &str| {}),
-            case: Arc::new(move |c: &CaseResult, _: SoFar| {
+            case: Arc::new(move |c: &CaseResult, j: &Judged| {
                 let phase = *r3.phase.lock().unwrap_or_else(|e| e.into_inner());
-                r3.store
-                    .case_finished(&r3.id, CaseRecord::from_result(phase, c));
+                let mut record = CaseRecord::from_result(phase, c);
+                if let Some(v) = stored_verdict(j) {
+                    record.verdict = Some(v);
+                    record.checks = serde_json::to_value(&j.checks).unwrap_or_default();
+                    let key = key_hash(phase, &c.scenario, &c.prompt);
+                    let mut stored = r3.stored.lock().unwrap_or_else(|e| e.into_inner());
+                    stored
+                        .entry(key)
+                        .and_modify(|e| *e = None)
+                        .or_insert(Some((v, j.checks.clone())));
+                }
+                r3.store.case_finished(&r3.id, record);
             }),
         }
     }
@@ -75,8 +110,19 @@ impl Recorder {
             self.store
                 .cell(&self.id, CellRecord::from_cell("contract", cell));
         }
+        let stored = std::mem::take(&mut *self.stored.lock().unwrap_or_else(|e| e.into_inner()));
         for (phase, case, verdict, checks) in verdicts(report) {
             let key = (phase, case.scenario.as_str(), case.prompt.as_str());
+            // Most cases end as they stood: rewriting 10,000 unchanged rows was the
+            // larger part of the store's cost at the end of a run.
+            let hash = key_hash(key.0, key.1, key.2);
+            if let Some(Some((v, c))) = stored.get(&hash)
+                && *v == verdict
+                && *c == checks
+            {
+                continue;
+            }
+            let checks = serde_json::to_value(&checks).unwrap_or_default();
             self.store.judge_case(&self.id, key, verdict, checks);
         }
         for (format, p) in files {
@@ -96,11 +142,11 @@ impl Recorder {
     }
 }
 
-type Judged<'a> = (&'static str, &'a CaseResult, Verdict, serde_json::Value);
+type Final<'a> = (&'static str, &'a CaseResult, Verdict, CaseChecks);
 
 /// Each chaos, mutation and replay case with its verdict (contract cases are judged by
 /// cells).
-fn verdicts(report: &Report) -> Vec<Judged<'_>> {
+fn verdicts(report: &Report) -> Vec<Final<'_>> {
     let (chaos, mutation, replay) = match report {
         Report::Chaos(r) => (Some(r), None, None),
         Report::Mutation(r) => (None, Some(r), None),
@@ -116,7 +162,7 @@ fn verdicts(report: &Report) -> Vec<Judged<'_>> {
                 continue;
             };
             let judged = matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail);
-            let checks = serde_json::to_value(&s.checks).unwrap_or(serde_json::Value::Null);
+            let checks = CaseChecks::Named(s.checks.clone());
             out.push(("replay", c, verdict(judged, s.verdict.passed()), checks));
         }
     }
@@ -126,7 +172,7 @@ fn verdicts(report: &Report) -> Vec<Judged<'_>> {
                 "chaos",
                 c,
                 verdict(p.judged, p.passed),
-                checks_json(&p.checks),
+                CaseChecks::Invariants(p.checks.clone()),
             ));
         }
     }
@@ -141,7 +187,7 @@ fn verdicts(report: &Report) -> Vec<Judged<'_>> {
                 "mutation",
                 c,
                 verdict(m.judged, m.passed),
-                checks_json(&m.checks),
+                CaseChecks::Invariants(m.checks.clone()),
             ));
         }
     }
@@ -164,8 +210,4 @@ fn verdict(judged: bool, passed: bool) -> Verdict {
         (true, true) => Verdict::Pass,
         (true, false) => Verdict::Fail,
     }
-}
-
-fn checks_json(checks: &[checks::Verdict]) -> serde_json::Value {
-    serde_json::to_value(checks).unwrap_or(serde_json::Value::Null)
 }
