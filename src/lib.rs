@@ -8,6 +8,8 @@
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths,
 //!   compiled once into what the runtime uses (chaos rules, regexes, host and URL globs).
+//! - `tape`      — HAR 1.2 tapes: captured bodies, writing, reading, request keys and
+//!   answering requests from a tape (pure).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
@@ -43,5 +45,6 @@ pub mod proxy;
 pub mod report;
 pub mod run;
 pub mod store;
+pub mod tape;
 pub mod telemetry;
 pub mod tls;
