@@ -12,6 +12,8 @@
 //!   answering requests from a tape (pure).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
+//! - `recording` — journal traffic as tapes: a case's exchanges, or live traffic
+//!   (`serve --record`, `record`).
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
 //! - `mutate`    — mutation types: seeded rule-based generators, the `model:` LLM's
@@ -42,6 +44,7 @@ pub mod journal;
 pub mod llm;
 pub mod mutate;
 pub mod proxy;
+pub mod recording;
 pub mod report;
 pub mod run;
 pub mod store;

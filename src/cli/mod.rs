@@ -51,6 +51,26 @@ pub enum Command {
         /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
+        /// Also write the proxied traffic as a HAR tape in DIR (docs/replay.md).
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
+        #[command(flatten)]
+        open: OpenProxyArg,
+    },
+    /// Run the proxy without chaos and write a working agent's live traffic as a HAR tape
+    /// in DIR, until SIGINT/SIGTERM (docs/replay.md).
+    Record {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The folder the tape is written to.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+        /// Proxy listen address (overrides proxy.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Control API listen address (overrides control.listen).
+        #[arg(long, value_name = "ADDR")]
+        control_listen: Option<String>,
         #[command(flatten)]
         open: OpenProxyArg,
     },
@@ -293,6 +313,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             listen,
             control_listen,
             chaos_profile,
+            record,
             open,
         } => {
             let overrides = Overrides {
@@ -317,7 +338,30 @@ pub async fn run(cli: Cli) -> ExitCode {
                     }
                 }
             }
-            serve(loaded).await
+            serve(loaded, record).await
+        }
+        Command::Record {
+            config,
+            output,
+            listen,
+            control_listen,
+            open,
+        } => {
+            let overrides = Overrides {
+                proxy_listen: listen,
+                control_listen,
+                ca_dir: config.ca_dir.clone(),
+            };
+            let mut loaded = match load(&config, overrides) {
+                Ok(loaded) => loaded,
+                Err(code) => return code,
+            };
+            loaded.config.allow_open_proxy = open.allow_open_proxy;
+            // A recording is of the agent's real traffic: no configured fault fires.
+            let mark = loaded.config.chaos.mark_responses;
+            loaded.config.chaos =
+                crate::config::chaos::CompiledChaos::default().with_mark_responses(mark);
+            serve(loaded, Some(output)).await
         }
         Command::Profiles { command } => return profiles(command),
         Command::Contract {

@@ -228,7 +228,41 @@ async fn exchange(
         Some(c) if !upgrade => canary::scan_body(pending.rec(), c.clone(), body).await,
         _ => body,
     };
+    let body = match pending.rec().capture().cloned() {
+        Some(c) if !upgrade => tee(c, body),
+        _ => body,
+    };
     let mut transform = None;
+    // A tape answers the calls no session entry or fault took: keyed by the whole request.
+    let body = match plan.tape.take() {
+        Some(tape) if plan.action.is_none() && !upgrade => {
+            match super::tape::from_tape(&proxy, pending.rec(), &parts, body, &tape).await {
+                super::tape::Taped::Answer(a) => {
+                    return super::tape::play(pending, a).await;
+                }
+                super::tape::Taped::Miss(action) => {
+                    plan.action = Some(action);
+                    None
+                }
+                super::tape::Taped::Live(body) => Some(body),
+            }
+        }
+        _ => Some(body),
+    };
+    // The request body of an exchange answered without its upstream is still read whole
+    // for its tape (a replay keys on it).
+    let answered = matches!(
+        plan.action,
+        Some(Action::Respond { .. } | Action::Drop { .. })
+    );
+    let body = match body {
+        Some(b) if answered && pending.rec().capture().is_some() => {
+            super::tape::drain(b).await;
+            super::tape::empty_body()
+        }
+        Some(b) => b,
+        None => super::tape::empty_body(),
+    };
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
             tokio::time::sleep(delay).await;
@@ -309,7 +343,10 @@ async fn prepare(
     if let Some(c) = &plan.canary {
         canary::plant(rec, c, transform);
     }
-    if transform.is_some() || matches!(rec.exchange().target, Target::Llm { .. }) {
+    if transform.is_some()
+        || rec.capture().is_some()
+        || matches!(rec.exchange().target, Target::Llm { .. })
+    {
         // A rewrite needs the bytes as they are, not gzip of them; so does reading the
         // tool calls in an LLM response (SDKs ask for gzip, and providers use it).
         req.headers_mut().insert(
@@ -318,6 +355,17 @@ async fn prepare(
         );
     }
     Ok(req)
+}
+
+/// The request body on its way upstream, each piece also collected for the tape.
+fn tee(capture: crate::tape::Capture, body: ProxyBody) -> ProxyBody {
+    body.map_frame(move |f| {
+        if let Some(d) = f.data_ref() {
+            capture.request(d);
+        }
+        f
+    })
+    .boxed()
 }
 
 fn recorder<B>(

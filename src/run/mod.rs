@@ -27,6 +27,7 @@ mod replay_setup;
 mod saved;
 mod score;
 mod summary;
+pub mod tapes;
 mod verdict;
 mod wire_cases;
 

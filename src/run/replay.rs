@@ -111,7 +111,8 @@ pub async fn run_replay(
             let v = shell(&r);
             let setup = r.session.and_then(|s| {
                 let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
-                Ok((s, judged))
+                let tape = replay_setup::tape(&s, r.file.as_deref(), config)?;
+                Ok((s, judged, tape))
             });
             (v, setup)
         })
@@ -123,7 +124,7 @@ pub async fn run_replay(
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
     for (i, (mut v, setup)) in setups.into_iter().enumerate() {
-        let (session, (contract, judged)) = match setup {
+        let (session, (contract, judged), tape) = match setup {
             Ok(x) => x,
             Err(why) => {
                 v.verdict = RunVerdict::Error;
@@ -133,14 +134,8 @@ pub async fn run_replay(
             }
         };
         v.contract = Some(contract);
-        if session.tape.is_some() {
-            warnings.push(format!(
-                "session `{}`: {}",
-                session.id,
-                crate::config::replays::TAPE_WARNING
-            ));
-        }
-        let played = replay_one(ctx, &session, on_miss, i).await;
+        v.recorded += tape.as_ref().map_or(0, |t| t.entries());
+        let played = replay_one(ctx, &session, tape, on_miss, i).await;
         judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
         let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
@@ -227,8 +222,14 @@ struct Played {
 }
 
 /// Runs one session's case with its answers installed.
-async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index: usize) -> Played {
-    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss));
+async fn replay_one(
+    ctx: &RunContext,
+    session: &Session,
+    tape: Option<Arc<crate::tape::TapeTable>>,
+    on_miss: OnMiss,
+    index: usize,
+) -> Played {
+    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss).with_tape(tape));
     let header = ctx.attribution == Attribution::Header;
     let trace = header.then(|| {
         trace_id(
@@ -254,7 +255,8 @@ async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index:
         .map(|t| t.stats())
         .unwrap_or_default();
     drop(installed);
-    if header && !session.tool_responses.is_empty() && case.traffic.is_none() {
+    let answers = !session.tool_responses.is_empty() || table.tape().is_some();
+    if header && answers && case.traffic.is_none() {
         case.not_judged
             .get_or_insert_with(|| super::matrix::UNTRACED.to_string());
     }
