@@ -1,0 +1,147 @@
+//! Replay from a tape through the real proxy: an agent's LLM and tool calls are recorded
+//! once, then a replay session with only that tape answers both, ten times over, with the
+//! same answer while neither origin hears from the agent again (their live answers change
+//! on every call, so a live call would show). A request the tape does not hold meets
+//! `on_miss: strict`, and the session fails naming it.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::{H1, client_via, direct_client, origin, run_context, start_proxy, within};
+use flakestorm::config::replays::{Session, SessionEntry};
+use flakestorm::recording::Recording;
+use flakestorm::run::{RunVerdict, run_replay};
+use http_body_util::BodyExt;
+
+/// An OpenAI-style chat origin whose answer counts its calls.
+async fn llm() -> origin::Origin {
+    let n = Arc::new(AtomicU64::new(0));
+    origin::start(None, move |_req| {
+        let n = n.fetch_add(1, Ordering::Relaxed) + 1;
+        async move {
+            let body = serde_json::json!({
+                "id": format!("c{n}"), "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                  "message": {"role": "assistant", "content": format!("look up revenue (live {n})")}}]
+            });
+            origin::typed(&body.to_string(), "application/json")
+        }
+    })
+    .await
+}
+
+/// An agent that asks the LLM (with a `user` field that differs on every call, as SDKs
+/// add), then the search tool, and answers with both.
+async fn agent(client: reqwest::Client, llm_url: String, tool_url: String) -> origin::Origin {
+    let calls = Arc::new(AtomicU64::new(0));
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (client, llm_url, tool_url) = (client.clone(), llm_url.clone(), tool_url.clone());
+        let call = calls.fetch_add(1, Ordering::Relaxed);
+        async move {
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let input: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let chat = serde_json::json!({
+                "model": "m", "user": format!("session-{call}"),
+                "messages": [{"role": "user", "content": input["input"]}]
+            });
+            let r: serde_json::Value = client
+                .post(&llm_url)
+                .header("content-type", "application/json")
+                .body(chat.to_string())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .map(|t| serde_json::from_str(&t).unwrap())
+                .unwrap();
+            let plan = r["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+            let tool = client.get(&tool_url).send().await.unwrap().text().await.unwrap();
+            origin::text(&serde_json::json!({"result": format!("{plan} / {tool}")}).to_string())
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_tape_answers_llm_and_tool_calls_the_same_ten_times() {
+    let model = llm().await;
+    let n = Arc::new(AtomicU64::new(0));
+    let search = origin::start(None, move |_req| {
+        let n = n.fetch_add(1, Ordering::Relaxed) + 1;
+        async move { origin::text(&format!("ACME Q3 revenue was $4.1B (live {n})")) }
+    })
+    .await;
+    let yaml = format!(
+        r#"
+llm:
+  - {{provider: openai, match_url: ['http://{}/v1/*']}}
+tools:
+  - {{name: search, match_url: 'http://{}/*'}}
+invariants:
+  - {{type: contains, value: "ACME"}}
+replays:
+  on_miss: strict
+  match: {{ignore_json_fields: [user]}}
+"#,
+        model.addr, search.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let bot = agent(
+        client_via(&p, H1),
+        model.http_url("/v1/chat/completions"),
+        search.http_url("/q?topic=revenue"),
+    )
+    .await;
+    // Recorded once, live.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recording::start(p.daemon.journal.clone(), dir.path()).unwrap();
+    let live = direct_client()
+        .post(bot.http_url("/invoke"))
+        .body(r#"{"input": "Q3 revenue?"}"#)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let live: serde_json::Value = serde_json::from_str(&live).unwrap();
+    let recorded = live["result"].as_str().unwrap().to_string();
+    assert_eq!(recorded, "look up revenue (live 1) / ACME Q3 revenue was $4.1B (live 1)");
+    p.daemon.journal.wait_for(2).await;
+    let tape = rec.file.clone();
+    assert_eq!(rec.finish().await.unwrap(), 2);
+    let session = |id: &str, input: &str| {
+        SessionEntry::Inline(Box::new(Session {
+            id: id.into(),
+            name: None,
+            source: None,
+            input: input.into(),
+            tool_responses: vec![],
+            expected_failure: None,
+            contract: None,
+            context: None,
+            tape: Some(tape.clone()),
+        }))
+    };
+    let (cfg, ctx) = run_context(&p, &bot.http_url("/invoke"));
+    for i in 0..10 {
+        let r = within("a replay", run_replay(&ctx, &cfg, &[session("q3", "Q3 revenue?")])).await;
+        let s = &r.sessions[0];
+        assert_eq!(s.verdict, RunVerdict::Pass, "replay {i}: {s:?}");
+        assert_eq!((s.recorded, s.served, s.missed), (2, 2, 0), "replay {i}");
+        let answer = r.cases[0].answer.as_deref().unwrap();
+        assert_eq!(answer, recorded, "replay {i}");
+    }
+    assert_eq!((model.log.len(), search.log.len()), (1, 1), "no live call after recording");
+    // Another input changes the LLM request: not on the tape, a strict miss.
+    let r = within("a replay that misses", run_replay(&ctx, &cfg, &[session("other", "Q4?")])).await;
+    let s = &r.sessions[0];
+    assert_eq!(s.verdict, RunVerdict::Fail, "{s:?}");
+    assert_eq!(s.misses, [format!("POST {}", model.http_url("/v1/chat/completions"))]);
+    assert!(s.reasons.iter().any(|r| r.starts_with("on_miss: strict: no recorded answer for POST")), "{:?}", s.reasons);
+    assert_eq!(model.log.len(), 1, "a strict miss is not forwarded");
+    p.stop().await;
+}
