@@ -57,8 +57,18 @@ async fn agent(client: reqwest::Client, llm_url: String, tool_url: String) -> or
                 .await
                 .map(|t| serde_json::from_str(&t).unwrap())
                 .unwrap();
-            let plan = r["choices"][0]["message"]["content"].as_str().unwrap().to_string();
-            let tool = client.get(&tool_url).send().await.unwrap().text().await.unwrap();
+            let plan = r["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let tool = client
+                .get(&tool_url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
             origin::text(&serde_json::json!({"result": format!("{plan} / {tool}")}).to_string())
         }
     })
@@ -109,7 +119,10 @@ replays:
         .unwrap();
     let live: serde_json::Value = serde_json::from_str(&live).unwrap();
     let recorded = live["result"].as_str().unwrap().to_string();
-    assert_eq!(recorded, "look up revenue (live 1) / ACME Q3 revenue was $4.1B (live 1)");
+    assert_eq!(
+        recorded,
+        "look up revenue (live 1) / ACME Q3 revenue was $4.1B (live 1)"
+    );
     p.daemon.journal.wait_for(2).await;
     let tape = rec.file.clone();
     assert_eq!(rec.finish().await.unwrap(), 2);
@@ -128,20 +141,41 @@ replays:
     };
     let (cfg, ctx) = run_context(&p, &bot.http_url("/invoke"));
     for i in 0..10 {
-        let r = within("a replay", run_replay(&ctx, &cfg, &[session("q3", "Q3 revenue?")])).await;
+        let r = within(
+            "a replay",
+            run_replay(&ctx, &cfg, &[session("q3", "Q3 revenue?")]),
+        )
+        .await;
         let s = &r.sessions[0];
         assert_eq!(s.verdict, RunVerdict::Pass, "replay {i}: {s:?}");
         assert_eq!((s.recorded, s.served, s.missed), (2, 2, 0), "replay {i}");
         let answer = r.cases[0].answer.as_deref().unwrap();
         assert_eq!(answer, recorded, "replay {i}");
     }
-    assert_eq!((model.log.len(), search.log.len()), (1, 1), "no live call after recording");
+    assert_eq!(
+        (model.log.len(), search.log.len()),
+        (1, 1),
+        "no live call after recording"
+    );
     // Another input changes the LLM request: not on the tape, a strict miss.
-    let r = within("a replay that misses", run_replay(&ctx, &cfg, &[session("other", "Q4?")])).await;
+    let r = within(
+        "a replay that misses",
+        run_replay(&ctx, &cfg, &[session("other", "Q4?")]),
+    )
+    .await;
     let s = &r.sessions[0];
     assert_eq!(s.verdict, RunVerdict::Fail, "{s:?}");
-    assert_eq!(s.misses, [format!("POST {}", model.http_url("/v1/chat/completions"))]);
-    assert!(s.reasons.iter().any(|r| r.starts_with("on_miss: strict: no recorded answer for POST")), "{:?}", s.reasons);
+    assert_eq!(
+        s.misses,
+        [format!("POST {}", model.http_url("/v1/chat/completions"))]
+    );
+    assert!(
+        s.reasons
+            .iter()
+            .any(|r| r.starts_with("on_miss: strict: no recorded answer for POST")),
+        "{:?}",
+        s.reasons
+    );
     assert_eq!(model.log.len(), 1, "a strict miss is not forwarded");
     p.stop().await;
 }

@@ -205,6 +205,16 @@ pub enum ReplayCommand {
         #[command(flatten)]
         open: OpenProxyArg,
     },
+    /// Turn each failed case of a saved report into a session file plus its tape
+    /// (written by `output.tapes`), ready to commit as a regression test.
+    Export {
+        /// The JSON report of a run (its `<name>.tapes/` folder beside it).
+        #[arg(long, value_name = "REPORT.json")]
+        from_report: PathBuf,
+        /// The folder the sessions and tapes are written to.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -434,6 +444,13 @@ pub async fn run(cli: Cli) -> ExitCode {
                     open,
                 },
         } => return replay_run(sessions, &config, open, report, show.show()).await,
+        Command::Replay {
+            command:
+                ReplayCommand::Export {
+                    from_report,
+                    output,
+                },
+        } => return replay_export(&from_report, &output),
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo { print_config: true } => {
@@ -452,6 +469,33 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Certificate(args) => return certificate::run(args),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// `replay export`: 0 when every failed case was exported, 2 when one could not be (each
+/// named) or the report could not be read.
+fn replay_export(report: &std::path::Path, out: &std::path::Path) -> ExitCode {
+    match crate::run::export::export(report, out) {
+        Ok(done) => {
+            for f in &done.sessions {
+                println!("session: {}", f.display());
+            }
+            for why in &done.skipped {
+                eprintln!("flakestorm: not exported: {why}");
+            }
+            if done.sessions.is_empty() && done.skipped.is_empty() {
+                println!("no failed case in {}: nothing to export", report.display());
+            }
+            if done.skipped.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
+        }
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `--min-score`: a number from 0 to 100.

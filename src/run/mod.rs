@@ -18,6 +18,7 @@ mod coverage;
 mod embed;
 mod environment;
 mod execute;
+pub mod export;
 mod judge;
 mod matrix;
 mod mutation;
