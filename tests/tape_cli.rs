@@ -1,0 +1,102 @@
+//! The tape commands as a user runs them: `serve --record DIR` writes the proxied traffic
+//! to a tape it names when it starts and saves when it stops (SIGTERM); `replay export`
+//! refuses a report it cannot read and names a failed case whose tape is missing (exit 2).
+
+mod common;
+
+use common::cli::{flakestorm, write_config};
+use common::{origin, within};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn serve_record_writes_the_traffic_it_proxied_when_it_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = origin::fixed(None, "hello from the tool").await;
+    write_config(dir.path(), "");
+    let mut s = common::serve::serve(dir.path(), &["--record", "tapes"], "warn", true).await;
+    let a = o.addr;
+    let mut client = tokio::net::TcpStream::connect(&s.proxy).await.unwrap();
+    let req = format!(
+        "GET http://{a}/q?key=AIzaSECRET-123 HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer \
+         tok-SECRET-456\r\nConnection: close\r\n\r\n"
+    );
+    client.write_all(req.as_bytes()).await.unwrap();
+    let mut reply = String::new();
+    within("the reply", client.read_to_string(&mut reply))
+        .await
+        .unwrap();
+    assert!(reply.ends_with("hello from the tool"), "{reply}");
+    let pid = s.child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = within("exit", s.child.wait()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut log = String::new();
+    while let Some(l) = s.stderr.as_mut().unwrap().next_line().await.unwrap() {
+        log.push_str(&l);
+        log.push('\n');
+    }
+    assert!(log.contains("recorded 1 exchange(s) to "), "{log}");
+    let tapes: Vec<_> = std::fs::read_dir(dir.path().join("tapes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(tapes.len(), 1, "{tapes:?}");
+    let text = std::fs::read_to_string(&tapes[0]).unwrap();
+    assert!(!text.contains("SECRET"), "{text}");
+    let har = flakestorm::tape::read(&tapes[0]).unwrap();
+    let e = &har.log.entries[0];
+    assert_eq!(e.request.url, format!("http://{a}/q?key=[REDACTED]"));
+    assert_eq!(
+        e.response.content.text.as_deref(),
+        Some("hello from the tool")
+    );
+}
+
+#[test]
+fn export_names_a_bad_report_and_a_missing_tape() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("bad.json"), "{\"schema\": \"nope\"}").unwrap();
+    let (code, _, err) = flakestorm(
+        &["replay", "export", "--from-report", "bad.json", "-o", "out"],
+        d,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("flakestorm: bad.json: "), "{err}");
+    // A replay report whose one session failed, written without its tapes.
+    let report = serde_json::json!({
+        "schema": "flakestorm.replay/1", "config_digest": null, "seed": 1, "on_miss": "live",
+        "cases": [{"scenario": "s1", "prompt": "hi", "answer": "no", "error": null,
+                   "latency_ms": 1.0, "attempts": 1, "not_judged": null, "faults": [],
+                   "exchanges": []}],
+        "sessions": [{"id": "s1", "input": "hi", "verdict": "fail", "reasons": ["`x`: bad"],
+                      "checks": [], "recorded": 1, "served": 1, "missed": 0, "misses": [],
+                      "case": 0}],
+        "score": 0.0, "verdict": "fail", "verdict_reasons": [], "min_score": 70.0, "coverage": [],
+        "agent_calls": 1, "warnings": []
+    });
+    std::fs::write(d.join("replay.json"), report.to_string()).unwrap();
+    let (code, _, err) = flakestorm(
+        &[
+            "replay",
+            "export",
+            "--from-report",
+            "replay.json",
+            "-o",
+            "out",
+        ],
+        d,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not exported: case replay-0 (s1): no tape at "),
+        "{err}"
+    );
+    assert!(err.contains("replay.tapes/replay-0.har"), "{err}");
+}
