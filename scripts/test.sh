@@ -2,8 +2,8 @@
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
 # (openai, anthropic, google-genai, ollama SDKs) and the agent-framework suite (LangGraph +
-# langchain-openai under `contract run`) against the built binary, and the HTML report opened in
-# headless Chromium (tests/reports).
+# langchain-openai under `contract run`) against the built binary, the HTML report opened in
+# headless Chromium (tests/reports), and a recorded tape read by haralyzer (tests/tapes).
 # It installs what the Python suite needs into .venv-tests, so it works on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +47,8 @@ if [ ! -x .venv-tests/bin/python ]; then
 fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
-  -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt
+  -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
+  -r tests/tapes/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs (tests/conformance)"
@@ -58,3 +59,6 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
+
+echo "==> tapes read by an independent HAR reader (tests/tapes)"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q
