@@ -7,7 +7,7 @@
 //! redacted the same way (secret header and query values wherever they appear in a body, and
 //! JSON fields named like them), and drops them with their exchange.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +43,41 @@ const SECRET_FIELDS: &[&str] = &[
     "access_token",
     "refresh_token",
 ];
+
+/// The most body bytes the journal keeps for tapes; past it the oldest exchanges' bodies
+/// are dropped first (their tape entries say so).
+pub const MAX_KEPT_BODY_BYTES: usize = 256 << 20;
+
+/// Kept bodies by exchange id (oldest first), and their total size.
+#[derive(Default)]
+struct Kept {
+    bodies: BTreeMap<u64, Arc<Bodies>>,
+    bytes: usize,
+    dropped: u64,
+}
+
+fn size(b: &Bodies) -> usize {
+    b.request.len() + b.response.iter().map(|e| e.data.len()).sum::<usize>()
+}
+
+impl Kept {
+    fn insert(&mut self, id: u64, b: Arc<Bodies>) {
+        self.bytes += size(&b);
+        self.bodies.insert(id, b);
+        while self.bytes > MAX_KEPT_BODY_BYTES && self.bodies.len() > 1 {
+            if let Some((_, old)) = self.bodies.pop_first() {
+                self.bytes -= size(&old);
+                self.dropped += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if let Some(old) = self.bodies.remove(&id) {
+            self.bytes -= size(&old);
+        }
+    }
+}
 
 /// Secret values shorter than this are not searched for in bodies (they would match
 /// ordinary text).
@@ -225,7 +260,7 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
 struct Inner {
     exchanges: Mutex<VecDeque<Arc<Exchange>>>,
     /// Redacted bodies by exchange id, while `keep_bodies` (tapes) and their exchange is kept.
-    bodies: Mutex<HashMap<u64, Arc<Bodies>>>,
+    bodies: Mutex<Kept>,
     keep_bodies: AtomicBool,
     /// Count of exchanges ever recorded; lets readers wait for news without polling.
     recorded: watch::Sender<u64>,
@@ -254,7 +289,7 @@ impl Journal {
     pub fn new(capacity: usize, redactor: Redactor) -> Self {
         let inner = Inner {
             exchanges: Mutex::new(VecDeque::new()),
-            bodies: Mutex::new(HashMap::new()),
+            bodies: Mutex::new(Kept::default()),
             keep_bodies: AtomicBool::new(false),
             recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
@@ -295,7 +330,12 @@ impl Journal {
 
     /// The redacted bodies of exchange `id`, if they were captured and are still kept.
     pub fn bodies(&self, id: u64) -> Option<Arc<Bodies>> {
-        self.lock_bodies().get(&id).cloned()
+        self.lock_bodies().bodies.get(&id).cloned()
+    }
+
+    /// How many exchanges' bodies were dropped to stay under `MAX_KEPT_BODY_BYTES`.
+    pub fn bodies_dropped(&self) -> u64 {
+        self.lock_bodies().dropped
     }
 
     /// Redacts and appends an exchange with its captured bodies (redacted with the secrets
@@ -312,7 +352,7 @@ impl Journal {
         let mut list = self.lock();
         if list.len() == self.inner.capacity {
             if let Some(old) = list.pop_front() {
-                self.lock_bodies().remove(&old.id);
+                self.lock_bodies().remove(old.id);
             }
             self.inner.evicted.fetch_add(1, Ordering::Relaxed);
         }
@@ -376,7 +416,7 @@ impl Journal {
         self.inner.evicted.load(Ordering::Relaxed)
     }
 
-    fn lock_bodies(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Bodies>>> {
+    fn lock_bodies(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.inner.bodies.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -450,6 +490,25 @@ mod tests {
             r#"{"echo":"[REDACTED] and [REDACTED]","password":"[REDACTED]","n":1}"#
         );
         assert_eq!(&b.response[0].data[..], b"data: [REDACTED]\n\n");
+    }
+
+    #[test]
+    fn kept_bodies_stay_under_their_cap_oldest_dropped_first() {
+        let mut k = Kept::default();
+        let big = |n: usize| {
+            Arc::new(Bodies {
+                request: bytes::Bytes::from(vec![b'x'; n]),
+                ..Bodies::default()
+            })
+        };
+        k.insert(1, big(MAX_KEPT_BODY_BYTES / 2));
+        k.insert(2, big(MAX_KEPT_BODY_BYTES / 2));
+        assert_eq!((k.bodies.len(), k.dropped), (2, 0));
+        k.insert(3, big(10));
+        assert_eq!(k.bodies.keys().copied().collect::<Vec<_>>(), [2, 3]);
+        assert_eq!((k.bytes, k.dropped), (MAX_KEPT_BODY_BYTES / 2 + 10, 1));
+        k.remove(2);
+        assert_eq!(k.bytes, 10);
     }
 
     #[test]

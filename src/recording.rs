@@ -24,7 +24,19 @@ pub fn tape_of(journal: &Journal, exchanges: &[Arc<Exchange>], case: Option<&str
     har.log.entries = exchanges
         .iter()
         .filter(|e| e.request.method != "CONNECT")
-        .map(|e| write::entry(e, journal.bodies(e.id).as_deref(), case))
+        .map(|e| {
+            let bodies = journal.bodies(e.id);
+            let mut entry = write::entry(e, bodies.as_deref(), case);
+            if bodies.is_none() {
+                // A replay keys on the request body: say why it is missing.
+                entry.comment = Some(format!(
+                    "flakestorm: this exchange's bodies were not kept (recorded before bodies \
+                     were kept, or dropped to keep the journal's bodies under {} MiB)",
+                    crate::journal::MAX_KEPT_BODY_BYTES >> 20
+                ));
+            }
+            entry
+        })
         .collect();
     har
 }

@@ -50,6 +50,9 @@ pub struct Entry {
     /// The fault flakestorm injected, as `rule/mode`.
     #[serde(rename = "_fault", default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// HAR's free-text note: flakestorm says here when an entry's bodies were not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
     /// Why there was no complete response (the exchange's error or broken body).
     #[serde(rename = "_error", default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -70,6 +70,7 @@ pub fn entry(ex: &Exchange, bodies: Option<&Bodies>, case: Option<&str>) -> Entr
         target: Some(target_name(&ex.target)),
         case: case.map(str::to_string),
         fault: ex.fault.as_ref().map(|f| format!("{}/{}", f.rule, f.mode)),
+        comment: None,
         error,
     }
 }
