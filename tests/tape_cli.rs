@@ -100,3 +100,65 @@ fn export_names_a_bad_report_and_a_missing_tape() {
     );
     assert!(err.contains("replay.tapes/replay-0.har"), "{err}");
 }
+
+#[tokio::test]
+async fn record_applies_no_chaos_and_writes_the_real_traffic() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let o = origin::fixed(None, "the real answer").await;
+    let a = o.addr;
+    write_config(
+        dir.path(),
+        &format!(
+            "tools:\n  - {{name: search, match_url: 'http://{a}/*'}}\n\
+             chaos:\n  tool_faults: [{{tool: search, mode: error, error_code: 503}}]\n"
+        ),
+    );
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["record", "-o", "recorded"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut proxy, mut file) = (None, None);
+    within("record prints where it listens and records", async {
+        while proxy.is_none() || file.is_none() {
+            let line = out.next_line().await.unwrap().expect("record exited early");
+            if let Some(p) = line.strip_prefix("flakestorm: proxy listening on ") {
+                proxy = Some(p.to_string());
+            } else if let Some(f) = line.strip_prefix("flakestorm: recording to ") {
+                file = Some(std::path::PathBuf::from(f));
+            }
+        }
+    })
+    .await;
+    let mut client = tokio::net::TcpStream::connect(proxy.unwrap())
+        .await
+        .unwrap();
+    let req = format!("GET http://{a}/q HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n");
+    client.write_all(req.as_bytes()).await.unwrap();
+    let mut reply = String::new();
+    within("the reply", client.read_to_string(&mut reply))
+        .await
+        .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "no fault fired: {reply}");
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(within("exit", child.wait()).await.unwrap().success());
+    let har = flakestorm::tape::read(&dir.path().join(file.unwrap())).unwrap();
+    let e = &har.log.entries[0];
+    assert_eq!(
+        (e.response.status, e.target.as_deref(), e.fault.as_deref()),
+        (200, Some("search"), None)
+    );
+    assert_eq!(e.response.content.text.as_deref(), Some("the real answer"));
+}

@@ -179,3 +179,112 @@ replays:
     assert_eq!(model.log.len(), 1, "a strict miss is not forwarded");
     p.stop().await;
 }
+
+/// A tape with one recorded GET of `url`, answered 200 `recorded`.
+fn one_entry_tape(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
+    let text = serde_json::json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
+      "entries": [{"startedDateTime": "2024-01-01T00:00:00.000Z", "time": 0,
+        "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+          "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
+          "headers": [{"name": "content-type", "value": "text/plain"}],
+          "content": {"size": 8, "mimeType": "text/plain", "text": "recorded"},
+          "redirectURL": "", "headersSize": -1, "bodySize": 8},
+        "cache": {}, "timings": {"send": 0, "wait": 0, "receive": 0}}]}});
+    let path = dir.join("one.har");
+    std::fs::write(&path, text.to_string()).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_live_miss_is_forwarded_with_the_body_the_tape_read() {
+    let echo = origin::echo().await;
+    let p = start_proxy("").await;
+    let dir = tempfile::tempdir().unwrap();
+    let har =
+        flakestorm::tape::read(&one_entry_tape(dir.path(), &echo.http_url("/known"))).unwrap();
+    let table = flakestorm::tape::TapeTable::new(&har, &[]);
+    let replay =
+        flakestorm::chaos::ReplayTable::new(&[], flakestorm::config::replays::OnMiss::Live)
+            .with_tape(Some(Arc::new(table)));
+    let _g = p.daemon.chaos.install_replay(Arc::new(replay), None);
+    let client = client_via(&p, H1);
+    let known = client.get(echo.http_url("/known")).send().await.unwrap();
+    assert_eq!(known.text().await.unwrap(), "recorded");
+    assert_eq!(echo.log.len(), 0, "answered from the tape");
+    let body = "x".repeat(100_000);
+    let missed = client
+        .post(echo.http_url("/unknown"))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        missed.text().await.unwrap(),
+        body,
+        "the whole body reached the origin"
+    );
+    assert_eq!(echo.log.len(), 1);
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn a_malformed_tape_fails_its_session_naming_file_field_and_line() {
+    let search = origin::fixed(None, "live").await;
+    let yaml = format!(
+        "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\ninvariants:\n  - {{type: contains, value: x}}\n",
+        search.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = one_entry_tape(dir.path(), &search.http_url("/q"));
+    let bad = dir.path().join("bad.har");
+    std::fs::write(
+        &bad,
+        "{\"log\": {\"version\": \"1.2\",\n \"creator\": {\"name\": \"t\"},\n \"entries\": []}}",
+    )
+    .unwrap();
+    let session = |id: &str, tape: &std::path::Path| {
+        SessionEntry::Inline(Box::new(Session {
+            id: id.into(),
+            name: None,
+            source: None,
+            input: "hi".into(),
+            tool_responses: vec![],
+            expected_failure: None,
+            contract: None,
+            context: None,
+            tape: Some(tape.to_path_buf()),
+        }))
+    };
+    let a = agent(
+        client_via(&p, H1),
+        search.http_url("/v1/x"),
+        search.http_url("/q"),
+    )
+    .await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = within(
+        "the replay",
+        run_replay(&ctx, &cfg, &[session("bad", &bad), session("good", &good)]),
+    )
+    .await;
+    let [bad_s, good_s] = &r.sessions[..] else {
+        panic!("{:?}", r.sessions)
+    };
+    assert_eq!(bad_s.verdict, RunVerdict::Error, "{bad_s:?}");
+    let why = &bad_s.reasons[0];
+    assert!(
+        why.starts_with(&format!(
+            "tape: {}: log.creator: missing field `version`",
+            bad.display()
+        )),
+        "{why}"
+    );
+    assert!(why.contains("(line 2"), "{why}");
+    assert!(
+        good_s.case.is_some(),
+        "the other session still ran: {good_s:?}"
+    );
+    p.stop().await;
+}
