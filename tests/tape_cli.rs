@@ -162,3 +162,61 @@ async fn record_applies_no_chaos_and_writes_the_real_traffic() {
     );
     assert_eq!(e.response.content.text.as_deref(), Some("the real answer"));
 }
+
+/// Record → export → replay as a user runs it: `contract run` writes the failed case's tape
+/// beside its report (`output.tapes` default), `replay export` makes it a session, and
+/// `replay run` on that folder fails the same check again from the tape.
+#[test]
+fn contract_run_then_export_then_replay_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agent = common::cli::python_agent();
+    let contract = "contract:\n  name: Research agent\n  invariants:\n    - {id: cites, type: contains, value: According}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
+    std::fs::write(
+        d.join("flakestorm.yaml"),
+        format!("{}{contract}", agent.yaml),
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["contract", "run"], d);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("tapes: 1 case(s) in "), "{out}");
+    let tape = d.join("reports/contract.tapes/contract-1.har");
+    let har = flakestorm::tape::read(&tape).unwrap();
+    let faulted: Vec<_> = har
+        .log
+        .entries
+        .iter()
+        .filter_map(|e| e.fault.as_deref())
+        .collect();
+    assert_eq!(faulted, ["tool_faults[0]/error"], "{har:?}");
+    let (code, out, err) = flakestorm(
+        &[
+            "replay",
+            "export",
+            "--from-report",
+            "reports/contract.json",
+            "-o",
+            "replays",
+        ],
+        d,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("session: replays/contract-1.json"), "{out}");
+    let (code, out, err) = flakestorm(&["replay", "run", "replays", "-o", "replay.json"], d);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("replay.json")).unwrap()).unwrap();
+    let s = &r["sessions"][0];
+    assert_eq!(s["verdict"], "fail", "{s}");
+    assert!(
+        s["reasons"][0].as_str().unwrap().starts_with("`cites`: "),
+        "{s}"
+    );
+    assert_eq!(s["missed"], 0, "{s}");
+    let answer = r["cases"][0]["answer"].as_str().unwrap();
+    assert!(
+        answer.starts_with("Sorry, search is unavailable"),
+        "{answer}"
+    );
+    drop(agent);
+}
