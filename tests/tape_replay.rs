@@ -288,3 +288,51 @@ async fn a_malformed_tape_fails_its_session_naming_file_field_and_line() {
     );
     p.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_answer_is_replayed_at_the_recorded_pace() {
+    let llm = origin::fixed(None, "live").await;
+    let url = llm.http_url("/v1/chat/completions");
+    let text = serde_json::json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
+      "entries": [{"startedDateTime": "2024-01-01T00:00:00.000Z", "time": 400,
+        "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+          "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
+          "headers": [{"name": "content-type", "value": "text/event-stream"}],
+          "content": {"size": 22, "mimeType": "text/event-stream", "text": "data: a\n\ndata: [DONE]\n\n",
+            "_events": [{"offsetMs": 100, "text": "data: a\n\n"}, {"offsetMs": 400, "text": "data: [DONE]\n\n"}]},
+          "redirectURL": "", "headersSize": -1, "bodySize": 22},
+        "cache": {}, "timings": {"send": 0, "wait": 50, "receive": 350}}]}});
+    let har = flakestorm::tape::parse(text.to_string().as_bytes()).unwrap();
+    let p = start_proxy("").await;
+    let table = flakestorm::tape::TapeTable::new(&har, &[]);
+    let replay =
+        flakestorm::chaos::ReplayTable::new(&[], flakestorm::config::replays::OnMiss::Error)
+            .with_tape(Some(Arc::new(table)));
+    let _g = p.daemon.chaos.install_replay(Arc::new(replay), None);
+    let start = tokio::time::Instant::now();
+    let mut resp = client_via(&p, H1).get(&url).send().await.unwrap();
+    let head = start.elapsed().as_millis();
+    assert!(
+        (50..100).contains(&head),
+        "head after the recorded wait: {head} ms"
+    );
+    let mut seen = vec![];
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        seen.push((
+            start.elapsed().as_millis(),
+            String::from_utf8(chunk.to_vec()).unwrap(),
+        ));
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        (100..400).contains(&seen[0].0) && seen[0].1 == "data: a\n\n",
+        "{seen:?}"
+    );
+    assert!(
+        seen[1].0 >= 400 && seen[1].1 == "data: [DONE]\n\n",
+        "{seen:?}"
+    );
+    assert_eq!(llm.log.len(), 0);
+    p.stop().await;
+}
