@@ -233,35 +233,10 @@ async fn exchange(
         _ => body,
     };
     let mut transform = None;
-    // A tape answers the calls no session entry or fault took: keyed by the whole request.
-    let body = match plan.tape.take() {
-        Some(tape) if plan.action.is_none() && !upgrade => {
-            match super::tape::from_tape(&proxy, pending.rec(), &parts, body, &tape).await {
-                super::tape::Taped::Answer(a) => {
-                    return super::tape::play(pending, a).await;
-                }
-                super::tape::Taped::Miss(action) => {
-                    plan.action = Some(action);
-                    None
-                }
-                super::tape::Taped::Live(body) => Some(body),
-            }
-        }
-        _ => Some(body),
-    };
-    // The request body of an exchange answered without its upstream is still read whole
-    // for its tape (a replay keys on it).
-    let answered = matches!(
-        plan.action,
-        Some(Action::Respond { .. } | Action::Drop { .. })
-    );
-    let body = match body {
-        Some(b) if answered && pending.rec().capture().is_some() => {
-            super::tape::drain(b).await;
-            super::tape::empty_body()
-        }
-        Some(b) => b,
-        None => super::tape::empty_body(),
+    let next = super::tape::consult(&proxy, pending.rec(), &parts, body, &mut plan, upgrade);
+    let body = match next.await {
+        super::tape::Next::Play(answer) => return super::tape::play(pending, answer).await,
+        super::tape::Next::Body(body) => body,
     };
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use tokio::time::{Instant, Sleep};
 
 use super::body::{ObservedBody, Recorder};
-use super::fault::Action;
+use super::fault::{Action, Plan};
 use super::pending::Pending;
 use super::replay::MISS_STATUS;
 use super::{BoxError, Proxy, ProxyBody};
@@ -27,8 +27,50 @@ use crate::config::replays::OnMiss;
 use crate::exchange::ResponseHead;
 use crate::tape::{Answer, MAX_BODY, RequestKey, TapeTable};
 
+/// What the exchange does next: play a recorded answer, or go on with this request body
+/// (to the upstream, or to the action `plan` now holds).
+pub enum Next {
+    Play(Answer),
+    Body(ProxyBody),
+}
+
+/// Before the upstream: a session's tape answers the calls no session entry or fault took
+/// (a miss sets `plan.action` when `on_miss` answers it). A body of an exchange answered
+/// without its upstream is still read whole when its tape is wanted (a replay keys on it).
+pub async fn consult(
+    proxy: &Proxy,
+    rec: &mut Recorder,
+    parts: &http::request::Parts,
+    body: ProxyBody,
+    plan: &mut Plan,
+    upgrade: bool,
+) -> Next {
+    let body = match plan.tape.take() {
+        Some(tape) if plan.action.is_none() && !upgrade => {
+            match from_tape(proxy, rec, parts, body, &tape).await {
+                Taped::Answer(a) => return Next::Play(a),
+                Taped::Miss(action) => {
+                    plan.action = Some(action);
+                    return Next::Body(empty_body());
+                }
+                Taped::Live(body) => body,
+            }
+        }
+        _ => body,
+    };
+    let answered = matches!(
+        plan.action,
+        Some(Action::Respond { .. } | Action::Drop { .. })
+    );
+    if answered && rec.capture().is_some() {
+        drain(body).await;
+        return Next::Body(empty_body());
+    }
+    Next::Body(body)
+}
+
 /// What the tape does with a call.
-pub enum Taped {
+enum Taped {
     Answer(Answer),
     /// No recorded answer, and `on_miss` answers it.
     Miss(Action),
@@ -55,7 +97,7 @@ pub async fn drain(mut body: ProxyBody) -> Bytes {
     buf.freeze()
 }
 
-pub async fn from_tape(
+async fn from_tape(
     proxy: &Proxy,
     rec: &mut Recorder,
     parts: &http::request::Parts,
