@@ -137,3 +137,39 @@ async fn streamed_events_are_kept_with_their_offsets() {
 fn rec_file(dir: &std::path::Path) -> std::path::PathBuf {
     files(dir).remove(0).0
 }
+
+/// A call a fault answers never reaches its upstream, but its tape still has the request
+/// body it was sent with: a replay keys on it.
+#[tokio::test]
+async fn a_faulted_calls_request_body_is_still_kept() {
+    let tool = origin::fixed(None, "live").await;
+    let yaml = format!(
+        "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\nchaos:\n  tool_faults: [{{tool: search, mode: error, error_code: 503}}]\n",
+        tool.addr
+    );
+    let p = start_proxy(&yaml).await;
+    p.daemon.journal.set_keep_bodies(true);
+    let r = client_via(&p, H1)
+        .post(tool.http_url("/q"))
+        .body(r#"{"query":"acme"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let answered = r.bytes().await.unwrap();
+    p.daemon.journal.wait_for(1).await;
+    let ex = p.daemon.journal.all()[0].clone();
+    let har = flakestorm::recording::tape_of(&p.daemon.journal, &[ex], Some("c"));
+    let e = &har.log.entries[0];
+    assert_eq!(
+        e.request.post_data.as_ref().unwrap().text,
+        r#"{"query":"acme"}"#
+    );
+    assert_eq!(e.fault.as_deref(), Some("tool_faults[0]/error"));
+    assert_eq!(
+        e.response.content.text.as_deref().map(str::as_bytes),
+        Some(&answered[..])
+    );
+    assert_eq!(tool.log.len(), 0);
+    p.stop().await;
+}
