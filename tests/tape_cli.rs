@@ -171,7 +171,7 @@ fn contract_run_then_export_then_replay_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let agent = common::cli::python_agent();
-    let contract = "contract:\n  name: Research agent\n  invariants:\n    - {id: cites, type: contains, value: According}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
+    let contract = "contract:\n  name: Research agent\n  invariants:\n    - {id: cites, type: contains, value: According}\n    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
     std::fs::write(
         d.join("flakestorm.yaml"),
         format!("{}{contract}", agent.yaml),
@@ -213,6 +213,9 @@ fn contract_run_then_export_then_replay_run() {
         "{s}"
     );
     assert_eq!(s["missed"], 0, "{s}");
+    // The tape's faulted tool answer makes `when: tool_faults_active` apply, as in the run.
+    let admits = s["checks"].as_array().unwrap().iter().find(|c| c["invariant"] == "admits-outage");
+    assert_eq!(admits.unwrap()["verdict"], "pass", "{s}");
     let answer = r["cases"][0]["answer"].as_str().unwrap();
     assert!(
         answer.starts_with("Sorry, search is unavailable"),

@@ -314,7 +314,8 @@ async fn judge(
         v.reasons = vec![why];
         return;
     }
-    let faults = session
+    let mut faults = table.tape().map(|t| t.faults()).unwrap_or_default();
+    faults.tool |= session
         .tool_responses
         .iter()
         .any(|r| r.status == 0 || r.status >= 400);
@@ -375,13 +376,15 @@ fn misses(case: &CaseResult) -> Vec<String> {
         .collect()
 }
 
-/// `when` in a session: its error answers are the tool faults.
-fn applies(when: When, faults: bool) -> bool {
+/// `when` in a session: its error answers (and its tape's faulted or error entries, by
+/// their target) are the tool and LLM faults.
+fn applies(when: When, faults: crate::tape::Faults) -> bool {
     match when {
         When::Always => true,
-        When::ToolFaultsActive | When::AnyChaosActive => faults,
-        When::LlmFaultsActive => false,
-        When::NoChaos => !faults,
+        When::ToolFaultsActive => faults.tool,
+        When::LlmFaultsActive => faults.llm,
+        When::AnyChaosActive => faults.tool || faults.llm,
+        When::NoChaos => !faults.tool && !faults.llm,
     }
 }
 

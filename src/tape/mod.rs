@@ -15,5 +15,5 @@ pub mod write;
 pub use bodies::{Bodies, Capture, Event, MAX_BODY, split, streamed};
 pub use har::Har;
 pub use key::RequestKey;
-pub use play::{Answer, TapeTable, key_of};
+pub use play::{Answer, Faults, TapeTable, key_of};
 pub use read::{TapeError, parse, read};

@@ -45,12 +45,38 @@ struct Slot {
     next: usize,
 }
 
+/// Whether a tape holds tool or LLM faults: an entry flakestorm injected a fault into
+/// (`_fault`), or an error answer (status ≥ 400, or 0: no response).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Faults {
+    pub tool: bool,
+    pub llm: bool,
+}
+
+/// What an entry's `_target` names: an LLM provider, a tool, or neither.
+fn faulted(e: &Entry) -> Faults {
+    let bad = e.fault.is_some() || e.response.status == 0 || e.response.status >= 400;
+    let llm = matches!(
+        e.target.as_deref(),
+        Some("openai" | "anthropic" | "gemini" | "ollama")
+    );
+    let tool = !llm
+        && e.target
+            .as_deref()
+            .is_some_and(|t| t != "other" && !t.starts_with("embeddings:"));
+    Faults {
+        tool: bad && tool,
+        llm: bad && llm,
+    }
+}
+
 /// A tape's answers, consumed as the agent calls.
 #[derive(Debug)]
 pub struct TapeTable {
     slots: Mutex<HashMap<RequestKey, Slot>>,
     ignore: Vec<String>,
     entries: usize,
+    faults: Faults,
     served: AtomicU64,
     missed: AtomicU64,
 }
@@ -71,7 +97,17 @@ impl TapeTable {
                 .answers
                 .push(answer);
         }
+        let faults = har
+            .log
+            .entries
+            .iter()
+            .map(faulted)
+            .fold(Faults::default(), |a, f| Faults {
+                tool: a.tool || f.tool,
+                llm: a.llm || f.llm,
+            });
         TapeTable {
+            faults,
             slots: Mutex::new(slots),
             ignore: ignore.to_vec(),
             entries: har.log.entries.len(),
@@ -101,6 +137,11 @@ impl TapeTable {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         found
+    }
+
+    /// Whether the tape holds tool or LLM faults (a replay's `when`).
+    pub fn faults(&self) -> Faults {
+        self.faults
     }
 
     /// Entries on the tape.
@@ -230,5 +271,18 @@ mod tests {
         let unknown = RequestKey::new("GET", "http://tool.test/other", b"", &[]);
         assert!(t.answer(&unknown).is_none());
         assert_eq!((t.served(), t.missed(), t.entries()), (4, 1, 3));
+        // The tool's 503 has no `_target`: neither a tool's nor an LLM's fault.
+        assert_eq!(t.faults(), Faults::default());
+        let mut har = har;
+        har.log.entries[1].target = Some("search".into());
+        har.log.entries[0].fault = Some("llm_faults[0]/rate_limit".into());
+        let f = TapeTable::new(&har, &[]).faults();
+        assert_eq!(
+            f,
+            Faults {
+                tool: true,
+                llm: true
+            }
+        );
     }
 }
