@@ -1,8 +1,9 @@
 //! Replay runs (design.md §5, §7): each recorded incident (a session) is played back once:
-//! its tools' recorded answers are installed on the chaos engine (the proxy answers the
-//! agent's calls from them), the agent gets the session's `input`, and the case is judged
-//! with the session's contract (or the top-level invariants). `when` treats the session's
-//! error answers (status ≥ 400, or 0) as tool faults active. Sessions run one at a time.
+//! its tools' recorded answers and its tape are installed on the chaos engine (the proxy
+//! answers the agent's calls from them), the agent gets the session's `input`, and the case
+//! is judged with the session's contract (or the top-level invariants). `when` treats the
+//! session's error answers (status ≥ 400, or 0), and its tape's faulted or error entries, as
+//! tool or LLM faults active. Sessions run one at a time.
 //! The score is passed sessions / judged sessions × 100. A session that cannot run (a bad
 //! file, a contract that resolves to nothing) is an `error` and fails the run; the others
 //! still run.
