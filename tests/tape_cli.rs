@@ -214,7 +214,11 @@ fn contract_run_then_export_then_replay_run() {
     );
     assert_eq!(s["missed"], 0, "{s}");
     // The tape's faulted tool answer makes `when: tool_faults_active` apply, as in the run.
-    let admits = s["checks"].as_array().unwrap().iter().find(|c| c["invariant"] == "admits-outage");
+    let admits = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["invariant"] == "admits-outage");
     assert_eq!(admits.unwrap()["verdict"], "pass", "{s}");
     let answer = r["cases"][0]["answer"].as_str().unwrap();
     assert!(

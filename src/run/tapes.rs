@@ -117,13 +117,19 @@ fn mutation<'a>(r: &'a super::MutationReport, out: &mut Vec<NamedCase<'a>>) {
 
 fn replay<'a>(r: &'a super::ReplayReport, out: &mut Vec<NamedCase<'a>>) {
     out.extend(r.cases.iter().enumerate().map(|(i, c)| {
-        let failed = r
-            .sessions
-            .iter()
-            .filter(|s| s.case == Some(i) && s.verdict == RunVerdict::Fail)
-            .flat_map(|s| s.reasons.clone())
-            .collect();
-        named("replay", i, c, failed)
+        let session = r.sessions.iter().find(|s| s.case == Some(i));
+        let failed = session
+            .filter(|s| s.verdict == RunVerdict::Fail)
+            .map(|s| s.reasons.clone())
+            .unwrap_or_default();
+        // The session's contract, unless it was judged with the top-level invariants.
+        let contract = session
+            .and_then(|s| s.contract.clone())
+            .filter(|c| c != "invariants");
+        NamedCase {
+            contract,
+            ..named("replay", i, c, failed)
+        }
     }));
 }
 
