@@ -227,3 +227,14 @@ fn contract_run_then_export_then_replay_run() {
     );
     drop(agent);
 }
+
+#[test]
+fn a_bad_output_tapes_value_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "output: {tapes: sometimes}\n");
+    let (code, out, err) = flakestorm(&["validate"], dir.path());
+    assert_eq!(code, 2, "{out}{err}");
+    let all = format!("{out}{err}");
+    assert!(all.contains("output.tapes"), "{all}");
+    assert!(all.contains("sometimes"), "{all}");
+}

@@ -51,6 +51,14 @@ async fn a_failed_case_exported_from_its_report_replays_the_same_failure() {
         [dir.path().join("contract.tapes/contract-1.har")],
         "the failed case only"
     );
+    let elsewhere = dir.path().join("other/contract.json");
+    let (all, _) =
+        flakestorm::run::tapes::write(&report, &p.daemon.journal, Tapes::All, &elsewhere);
+    assert_eq!(all.len(), 2, "every case: {all:?}");
+    let none = dir.path().join("none/contract.json");
+    let (written, _) =
+        flakestorm::run::tapes::write(&report, &p.daemon.journal, Tapes::None, &none);
+    assert!(written.is_empty() && !dir.path().join("none").exists());
     let out = dir.path().join("exported");
     let done = flakestorm::run::export::export(&path, &out).unwrap();
     assert!(done.skipped.is_empty(), "{:?}", done.skipped);
