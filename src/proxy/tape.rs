@@ -104,13 +104,28 @@ async fn from_tape(
     body: ProxyBody,
     (tape, on_miss): &(std::sync::Arc<TapeTable>, OnMiss),
 ) -> Taped {
-    let bytes = drain(body).await;
+    let (bytes, rest) = read_head(body).await;
     let key = key(proxy, rec, parts, &bytes, tape.ignored());
-    if let Some(answer) = tape.answer(&key) {
+    // A broken upload, or one over MAX_BODY (a tape keeps no more of one), is a miss;
+    // forwarded live, a broken one is answered 400 as any other.
+    if rest.is_none()
+        && let Some(answer) = tape.answer(&key)
+    {
         return Taped::Answer(answer);
     }
+    let whole = || -> ProxyBody {
+        let head = Full::new(bytes.clone()).map_err(|n| match n {}).boxed();
+        match rest {
+            Some(rest) => super::attack::Chain {
+                first: Some(head),
+                rest,
+            }
+            .boxed(),
+            None => head,
+        }
+    };
     match on_miss {
-        OnMiss::Live => Taped::Live(Full::new(bytes).map_err(|n| match n {}).boxed()),
+        OnMiss::Live => Taped::Live(whole()),
         OnMiss::Error | OnMiss::Strict => {
             rec.set_fault(RULE, "replay_miss");
             let ex = rec.exchange();
@@ -135,6 +150,44 @@ async fn from_tape(
                 },
             })
         }
+    }
+}
+
+/// A request body read up to `MAX_BODY`: the bytes, and what is left of the body when it
+/// is longer or failed (its next frame is then the error, kept for the forward path).
+async fn read_head(mut body: ProxyBody) -> (Bytes, Option<ProxyBody>) {
+    let mut buf = BytesMut::new();
+    loop {
+        match body.frame().await {
+            None => return (buf.freeze(), None),
+            Some(Ok(frame)) => {
+                if let Ok(d) = frame.into_data() {
+                    buf.extend_from_slice(&d);
+                }
+                if buf.len() > MAX_BODY {
+                    return (buf.freeze(), Some(body));
+                }
+            }
+            Some(Err(e)) => {
+                let failed = Failed(Some(e));
+                return (buf.freeze(), Some(failed.boxed()));
+            }
+        }
+    }
+}
+
+/// A body whose one frame is an error (a client's broken upload, read before forwarding).
+struct Failed(Option<BoxError>);
+
+impl Body for Failed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(self.0.take().map(Err))
     }
 }
 
