@@ -79,22 +79,20 @@ enum Taped {
 }
 
 /// An empty request body.
-pub fn empty_body() -> ProxyBody {
+fn empty_body() -> ProxyBody {
     Empty::new().map_err(|n| match n {}).boxed()
 }
 
-/// Reads a request body whole (for its tape), up to `MAX_BODY`; what is left is dropped.
-pub async fn drain(mut body: ProxyBody) -> Bytes {
-    let mut buf = BytesMut::new();
+/// Reads a request body to its end (its tee collects it for the tape), up to `MAX_BODY`;
+/// what is left is dropped with the connection's request.
+async fn drain(mut body: ProxyBody) {
+    let mut read = 0;
     while let Some(Ok(frame)) = body.frame().await {
-        if let Ok(d) = frame.into_data() {
-            buf.extend_from_slice(&d);
-        }
-        if buf.len() > MAX_BODY {
+        read += frame.data_ref().map_or(0, Bytes::len);
+        if read > MAX_BODY {
             break;
         }
     }
-    buf.freeze()
 }
 
 async fn from_tape(
