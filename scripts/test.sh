@@ -3,7 +3,8 @@
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
 # (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
 # agent-framework suite (LangGraph + langchain-openai under `contract run`) against the built
-# binary, and the HTML report opened in headless Chromium (tests/reports).
+# binary, the HTML report opened in headless Chromium (tests/reports), and a recorded tape
+# read by haralyzer (tests/tapes).
 # It installs what the Python suites need into .venv-tests (and the older SDK majors into
 # .venv-tests-older), so it works on a clean machine.
 set -euo pipefail
@@ -48,7 +49,8 @@ if [ ! -x .venv-tests/bin/python ]; then
 fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
-  -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt
+  -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
+  -r tests/tapes/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
@@ -80,3 +82,6 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
+
+echo "==> tapes read by an independent HAR reader (tests/tapes)"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q

@@ -3,14 +3,18 @@
 //! Redaction happens here, at the boundary (design.md rule 9): whatever is recorded has its
 //! secret headers and query values replaced, so nothing downstream (API, reports, tapes)
 //! can leak them. Per-run files, live tail and slicing by run/case come with the run engine.
+//! When tapes are wanted (`set_keep_bodies`), the journal also keeps each exchange's bodies,
+//! redacted the same way (secret header and query values wherever they appear in a body, and
+//! JSON fields named like them), and drops them with their exchange.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
 use crate::exchange::{Exchange, Outcome};
+use crate::tape::Bodies;
 
 /// Written in place of a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -28,6 +32,56 @@ const SECRET_HEADERS: &[&str] = &[
 
 /// Query parameters whose values are always secret (`?key=` is Gemini's API key).
 const SECRET_QUERY: &[&str] = &["key", "api_key", "api-key", "access_token", "token"];
+
+/// JSON body fields whose string values are always secret (besides the names above).
+const SECRET_FIELDS: &[&str] = &[
+    "password",
+    "secret",
+    "client_secret",
+    "apikey",
+    "api_key",
+    "access_token",
+    "refresh_token",
+];
+
+/// The most body bytes the journal keeps for tapes; past it the oldest exchanges' bodies
+/// are dropped first (their tape entries say so).
+pub const MAX_KEPT_BODY_BYTES: usize = 256 << 20;
+
+/// Kept bodies by exchange id (oldest first), and their total size.
+#[derive(Default)]
+struct Kept {
+    bodies: BTreeMap<u64, Arc<Bodies>>,
+    bytes: usize,
+    dropped: u64,
+}
+
+fn size(b: &Bodies) -> usize {
+    b.request.len() + b.response.iter().map(|e| e.data.len()).sum::<usize>()
+}
+
+impl Kept {
+    fn insert(&mut self, id: u64, b: Arc<Bodies>) {
+        self.bytes += size(&b);
+        self.bodies.insert(id, b);
+        while self.bytes > MAX_KEPT_BODY_BYTES && self.bodies.len() > 1 {
+            if let Some((_, old)) = self.bodies.pop_first() {
+                self.bytes -= size(&old);
+                self.dropped += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if let Some(old) = self.bodies.remove(&id) {
+            self.bytes -= size(&old);
+        }
+    }
+}
+
+/// Secret values shorter than this are not searched for in bodies (they would match
+/// ordinary text).
+const MIN_SECRET_LEN: usize = 6;
 
 /// What the journal redacts, built from the defaults plus configured extras.
 #[derive(Debug, Clone)]
@@ -93,6 +147,91 @@ impl Redactor {
         out
     }
 
+    /// The secret values `ex` carries before it is redacted: secret header values (and the
+    /// credential after an auth scheme such as `Bearer`) and secret query values.
+    pub fn secrets(&self, ex: &Exchange) -> Vec<String> {
+        let mut out = vec![];
+        let mut headers: Vec<&(String, String)> = ex.request.headers.iter().collect();
+        if let Outcome::Response { response, .. } = &ex.outcome {
+            headers.extend(response.headers.iter());
+        }
+        for (name, value) in headers {
+            if self.headers.contains(&name.to_ascii_lowercase()) {
+                out.push(value.trim().to_string());
+                if let Some((_, cred)) = value.trim().split_once(' ') {
+                    out.push(cred.trim().to_string());
+                }
+            }
+        }
+        if let Some((_, query)) = ex.request.url.split_once('?') {
+            let query = query.split('#').next().unwrap_or_default();
+            for pair in query.split('&') {
+                if let Some((k, v)) = pair.split_once('=')
+                    && self.query.contains(&k.to_ascii_lowercase())
+                {
+                    out.push(v.to_string());
+                }
+            }
+        }
+        out.retain(|s| s.len() >= MIN_SECRET_LEN && s != REDACTED);
+        // Longest first, so a value containing another is replaced whole.
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        out.dedup();
+        out
+    }
+
+    /// Redacts a body: every occurrence of `secrets`, then, in JSON, the string values of
+    /// fields named like a secret header, query parameter or credential.
+    pub fn body(&self, body: &[u8], secrets: &[String]) -> Vec<u8> {
+        let mut out = body.to_vec();
+        for s in secrets {
+            out = replace_all(&out, s.as_bytes(), REDACTED.as_bytes());
+        }
+        let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&out) else {
+            return out;
+        };
+        if self.json_fields(&mut json) {
+            return serde_json::to_vec(&json).unwrap_or(out);
+        }
+        out
+    }
+
+    /// Redacts an exchange's captured bodies with the secrets of its raw (unredacted) record.
+    pub fn bodies(&self, raw: &Exchange, bodies: &mut Bodies) {
+        let secrets = self.secrets(raw);
+        bodies.request = self.body(&bodies.request, &secrets).into();
+        for e in &mut bodies.response {
+            e.data = self.body(&e.data, &secrets).into();
+        }
+    }
+
+    /// Replaces secret-named string fields anywhere in `v`; whether it changed anything.
+    fn json_fields(&self, v: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match v {
+            Value::Object(map) => {
+                let mut changed = false;
+                for (k, val) in map.iter_mut() {
+                    let k = k.to_ascii_lowercase();
+                    let secret = self.headers.contains(&k)
+                        || self.query.contains(&k)
+                        || SECRET_FIELDS.contains(&k.as_str());
+                    if secret && val.is_string() && val.as_str() != Some(REDACTED) {
+                        *val = Value::String(REDACTED.into());
+                        changed = true;
+                    } else {
+                        changed |= self.json_fields(val);
+                    }
+                }
+                changed
+            }
+            Value::Array(list) => list
+                .iter_mut()
+                .fold(false, |c, item| self.json_fields(item) | c),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
+        }
+    }
+
     pub fn exchange(&self, ex: &mut Exchange) {
         ex.request.url = self.url(&ex.request.url);
         self.headers(&mut ex.request.headers);
@@ -102,8 +241,27 @@ impl Redactor {
     }
 }
 
+/// Every occurrence of `needle` in `hay` replaced by `with`.
+fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    if needle.is_empty() || memchr::memmem::find(hay, needle).is_none() {
+        return hay.to_vec();
+    }
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(i) = memchr::memmem::find(rest, needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(with);
+        rest = &rest[i + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 struct Inner {
     exchanges: Mutex<VecDeque<Arc<Exchange>>>,
+    /// Redacted bodies by exchange id, while `keep_bodies` (tapes) and their exchange is kept.
+    bodies: Mutex<Kept>,
+    keep_bodies: AtomicBool,
     /// Count of exchanges ever recorded; lets readers wait for news without polling.
     recorded: watch::Sender<u64>,
     capacity: usize,
@@ -131,6 +289,8 @@ impl Journal {
     pub fn new(capacity: usize, redactor: Redactor) -> Self {
         let inner = Inner {
             exchanges: Mutex::new(VecDeque::new()),
+            bodies: Mutex::new(Kept::default()),
+            keep_bodies: AtomicBool::new(false),
             recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
             next_id: AtomicU64::new(1),
@@ -148,11 +308,52 @@ impl Journal {
     }
 
     /// Redacts and appends an exchange, evicting the oldest past capacity.
-    pub fn record(&self, mut exchange: Exchange) {
+    pub fn record(&self, exchange: Exchange) {
+        self.record_with(exchange, None);
+    }
+
+    /// Whether exchanges' bodies are captured and kept (for tapes).
+    pub fn keeps_bodies(&self) -> bool {
+        self.inner.keep_bodies.load(Ordering::Relaxed)
+    }
+
+    /// Starts (or stops) keeping bodies: `serve --record`, `record`, `output.tapes`.
+    pub fn set_keep_bodies(&self, keep: bool) {
+        self.inner.keep_bodies.store(keep, Ordering::Relaxed);
+    }
+
+    /// The redaction this journal applies (a tape's request key redacts live requests the
+    /// same way, to compare them with recorded ones).
+    pub fn redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
+    /// The redacted bodies of exchange `id`, if they were captured and are still kept.
+    pub fn bodies(&self, id: u64) -> Option<Arc<Bodies>> {
+        self.lock_bodies().bodies.get(&id).cloned()
+    }
+
+    /// How many exchanges' bodies were dropped to stay under `MAX_KEPT_BODY_BYTES`.
+    pub fn bodies_dropped(&self) -> u64 {
+        self.lock_bodies().dropped
+    }
+
+    /// Redacts and appends an exchange with its captured bodies (redacted with the secrets
+    /// of the exchange before its own redaction), evicting the oldest past capacity.
+    pub fn record_with(&self, mut exchange: Exchange, bodies: Option<Bodies>) {
+        let bodies = bodies.map(|mut b| {
+            self.inner.redactor.bodies(&exchange, &mut b);
+            Arc::new(b)
+        });
         self.inner.redactor.exchange(&mut exchange);
+        if let Some(b) = bodies {
+            self.lock_bodies().insert(exchange.id, b);
+        }
         let mut list = self.lock();
         if list.len() == self.inner.capacity {
-            list.pop_front();
+            if let Some(old) = list.pop_front() {
+                self.lock_bodies().remove(old.id);
+            }
             self.inner.evicted.fetch_add(1, Ordering::Relaxed);
         }
         list.push_back(Arc::new(exchange));
@@ -215,6 +416,10 @@ impl Journal {
         self.inner.evicted.load(Ordering::Relaxed)
     }
 
+    fn lock_bodies(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.inner.bodies.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<Exchange>>> {
         // A panic while holding this lock cannot leave the deque half-updated; keep serving.
         self.inner
@@ -264,6 +469,46 @@ mod tests {
             panic!()
         };
         assert_eq!(response.headers[0].1, REDACTED);
+    }
+
+    #[test]
+    fn secrets_are_redacted_from_bodies_too() {
+        let j = Journal::new(10, Redactor::default());
+        j.set_keep_bodies(true);
+        let ex = exchange(
+            "https://g.example/v1?key=AIzaCANARY1",
+            &[("Authorization", "Bearer sk-CANARY-0")],
+        );
+        let c = crate::tape::Capture::default();
+        c.request(br#"{"echo":"sk-CANARY-0 and AIzaCANARY1","password":"hunter2","n":1}"#);
+        c.response(b"data: sk-CANARY-0\n\n", 1.0);
+        j.record_with(ex, Some(c.finish("text/event-stream")));
+        let b = j.bodies(j.all()[0].id).unwrap();
+        let req = String::from_utf8(b.request.to_vec()).unwrap();
+        assert_eq!(
+            req,
+            r#"{"echo":"[REDACTED] and [REDACTED]","password":"[REDACTED]","n":1}"#
+        );
+        assert_eq!(&b.response[0].data[..], b"data: [REDACTED]\n\n");
+    }
+
+    #[test]
+    fn kept_bodies_stay_under_their_cap_oldest_dropped_first() {
+        let mut k = Kept::default();
+        let big = |n: usize| {
+            Arc::new(Bodies {
+                request: bytes::Bytes::from(vec![b'x'; n]),
+                ..Bodies::default()
+            })
+        };
+        k.insert(1, big(MAX_KEPT_BODY_BYTES / 2));
+        k.insert(2, big(MAX_KEPT_BODY_BYTES / 2));
+        assert_eq!((k.bodies.len(), k.dropped), (2, 0));
+        k.insert(3, big(10));
+        assert_eq!(k.bodies.keys().copied().collect::<Vec<_>>(), [2, 3]);
+        assert_eq!((k.bytes, k.dropped), (MAX_KEPT_BODY_BYTES / 2 + 10, 1));
+        k.remove(2);
+        assert_eq!(k.bytes, 10);
     }
 
     #[test]

@@ -8,8 +8,12 @@
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths,
 //!   compiled once into what the runtime uses (chaos rules, regexes, host and URL globs).
+//! - `tape`      — HAR 1.2 tapes: captured bodies, writing, reading, request keys and
+//!   answering requests from a tape (pure).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
+//! - `recording` — journal traffic as tapes: a case's exchanges, or live traffic
+//!   (`serve --record`, `record`).
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
 //! - `mutate`    — mutation types: seeded rule-based generators, the `model:` LLM's
@@ -40,8 +44,10 @@ pub mod journal;
 pub mod llm;
 pub mod mutate;
 pub mod proxy;
+pub mod recording;
 pub mod report;
 pub mod run;
 pub mod store;
+pub mod tape;
 pub mod telemetry;
 pub mod tls;

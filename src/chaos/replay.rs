@@ -2,9 +2,12 @@
 //! to a tool named in `tool_responses` takes that tool's next recorded answer, in call
 //! order; a call with none left (or to a tool the session does not name) is a miss, which
 //! `on_miss` forwards live or answers 599. Pure: the proxy turns a `Replay` into a
-//! response, and the run reads the counters. LLM, embeddings and unclassified calls are
-//! never answered from a session (tapes are not built yet).
+//! response, and the run reads the counters. A session's tape (`with_tape`) answers the
+//! calls `tool_responses` do not (LLM calls included): a tool the session does not name,
+//! or one whose recorded answers are used up, goes to the tape, and only a tape miss is a
+//! miss.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -14,6 +17,7 @@ use serde_json::Value;
 use super::respond::Synthetic;
 use super::stats::{RuleKind, RuleStats};
 use crate::config::replays::{OnMiss, ToolResponse};
+use crate::tape::TapeTable;
 
 /// The rule id replayed answers and misses are recorded under on the exchange.
 pub const RULE: &str = "replay";
@@ -51,6 +55,7 @@ struct Tool {
 pub struct ReplayTable {
     tools: Vec<Tool>,
     on_miss: OnMiss,
+    tape: Option<Arc<TapeTable>>,
     matched: AtomicU64,
     served: AtomicU64,
     missed: AtomicU64,
@@ -73,14 +78,26 @@ impl ReplayTable {
         ReplayTable {
             tools,
             on_miss,
+            tape: None,
             matched: AtomicU64::new(0),
             served: AtomicU64::new(0),
             missed: AtomicU64::new(0),
         }
     }
 
+    /// These answers, and a tape for the calls they do not answer.
+    pub fn with_tape(mut self, tape: Option<Arc<TapeTable>>) -> Self {
+        self.tape = tape;
+        self
+    }
+
+    /// The session's tape, if it has one.
+    pub fn tape(&self) -> Option<&Arc<TapeTable>> {
+        self.tape.as_ref()
+    }
+
     /// What to do with a call to `tool`: its next recorded answer, a miss to answer, or
-    /// `None` to forward it live (`on_miss: live`).
+    /// `None` to forward it live (`on_miss: live`) or ask the tape.
     pub fn answer(&self, tool: &str) -> Option<Replay> {
         let (call, recorded) = match self.tools.iter().find(|t| t.name == tool) {
             Some(t) => {
@@ -94,6 +111,9 @@ impl ReplayTable {
             }
             None => (1, 0),
         };
+        if self.tape.is_some() {
+            return None;
+        }
         self.missed.fetch_add(1, Ordering::Relaxed);
         match self.on_miss {
             OnMiss::Live => None,
@@ -111,14 +131,14 @@ impl ReplayTable {
         self.on_miss
     }
 
-    /// Recorded answers handed out so far.
+    /// Recorded answers handed out so far (the tape's included).
     pub fn served(&self) -> u64 {
-        self.served.load(Ordering::Relaxed)
+        self.served.load(Ordering::Relaxed) + self.tape.as_ref().map_or(0, |t| t.served())
     }
 
     /// Calls that found no recorded answer (forwarded live or answered 599).
     pub fn missed(&self) -> u64 {
-        self.missed.load(Ordering::Relaxed)
+        self.missed.load(Ordering::Relaxed) + self.tape.as_ref().map_or(0, |t| t.missed())
     }
 
     /// The session's answers as one rule for coverage: calls to the tools it names

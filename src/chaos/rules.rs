@@ -184,6 +184,9 @@ pub struct Decision {
     /// A replay session answers this tool call (or misses it) instead of its upstream;
     /// no fault or attack applies then.
     pub replay: Option<Replay>,
+    /// A replay session's tape answers this call by its request key (the proxy reads the
+    /// body to key it), or `on_miss` applies.
+    pub tape: Option<(Arc<crate::tape::TapeTable>, crate::config::replays::OnMiss)>,
     /// For rules installed for the request's trace id (one case of a run): that case's own
     /// memory of each upstream's response format, dropped with its rules.
     pub formats: Option<Formats>,
@@ -284,6 +287,12 @@ impl RuleSet {
             && let Some(replay) = table.answer(name)
         {
             decision.replay = Some(replay);
+            return decision;
+        }
+        if let Some(table) = &self.replay
+            && let Some(tape) = table.tape()
+        {
+            decision.tape = Some((tape.clone(), table.on_miss()));
             return decision;
         }
         if self.is_empty() {

@@ -2,7 +2,7 @@
 //! `profiles`, `ca`; and waiting for SIGINT/SIGTERM, which runs use (`serve`'s signal
 //! handling, SIGHUP and a forced second signal included, is `Daemon::run_until_signal`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -20,9 +20,16 @@ macro_rules! say {
     }};
 }
 
-pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
+pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Result<()> {
     let signals = Signals::install().context("installing the signal handlers")?;
     let daemon = Daemon::start(&loaded.config).await?;
+    let recording = match &record {
+        Some(dir) => Some(
+            crate::recording::Recording::start(daemon.journal.clone(), dir)
+                .map_err(|e| anyhow::anyhow!("--record: {e}"))?,
+        ),
+        None => None,
+    };
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
     // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
@@ -43,6 +50,9 @@ pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
             daemon.chaos.seed()
         );
     }
+    if let Some(r) = &recording {
+        say!(out, "flakestorm: recording to {}", r.file.display());
+    }
     if daemon.ca_created {
         say!(out, "flakestorm: created a new CA at {}", ca.display());
     }
@@ -57,7 +67,15 @@ pub(super) async fn serve(loaded: Loaded) -> anyhow::Result<()> {
     if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {
         eprintln!("flakestorm: warning: cannot write to stdout ({e}); serving anyway");
     }
-    match daemon.run_until_signal(signals).await {
+    let stopped = daemon.run_until_signal(signals).await;
+    if let Some(r) = recording {
+        let file = r.file.clone();
+        match r.finish().await {
+            Ok(n) => eprintln!("flakestorm: recorded {n} exchange(s) to {}", file.display()),
+            Err(e) => anyhow::bail!("the recording was not saved: {e}"),
+        }
+    }
+    match stopped {
         Stopped::Drained => Ok(()),
         Stopped::Forced => {
             anyhow::bail!(

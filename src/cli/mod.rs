@@ -51,6 +51,26 @@ pub enum Command {
         /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
         #[arg(long, value_name = "NAME")]
         chaos_profile: Option<String>,
+        /// Also write the proxied traffic as a HAR tape in DIR (docs/replay.md).
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
+        #[command(flatten)]
+        open: OpenProxyArg,
+    },
+    /// Run the proxy without chaos and write a working agent's live traffic as a HAR tape
+    /// in DIR, until SIGINT/SIGTERM (docs/replay.md).
+    Record {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The folder the tape is written to.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+        /// Proxy listen address (overrides proxy.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Control API listen address (overrides control.listen).
+        #[arg(long, value_name = "ADDR")]
+        control_listen: Option<String>,
         #[command(flatten)]
         open: OpenProxyArg,
     },
@@ -185,6 +205,16 @@ pub enum ReplayCommand {
         #[command(flatten)]
         open: OpenProxyArg,
     },
+    /// Turn each failed case of a saved report into a session file plus its tape
+    /// (written by `output.tapes`), ready to commit as a regression test.
+    Export {
+        /// The JSON report of a run (its `<name>.tapes/` folder beside it).
+        #[arg(long, value_name = "REPORT.json")]
+        from_report: PathBuf,
+        /// The folder the sessions and tapes are written to.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -293,6 +323,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             listen,
             control_listen,
             chaos_profile,
+            record,
             open,
         } => {
             let overrides = Overrides {
@@ -317,7 +348,30 @@ pub async fn run(cli: Cli) -> ExitCode {
                     }
                 }
             }
-            serve(loaded).await
+            serve(loaded, record).await
+        }
+        Command::Record {
+            config,
+            output,
+            listen,
+            control_listen,
+            open,
+        } => {
+            let overrides = Overrides {
+                proxy_listen: listen,
+                control_listen,
+                ca_dir: config.ca_dir.clone(),
+            };
+            let mut loaded = match load(&config, overrides) {
+                Ok(loaded) => loaded,
+                Err(code) => return code,
+            };
+            loaded.config.allow_open_proxy = open.allow_open_proxy;
+            // A recording is of the agent's real traffic: no configured fault fires.
+            let mark = loaded.config.chaos.mark_responses;
+            loaded.config.chaos =
+                crate::config::chaos::CompiledChaos::default().with_mark_responses(mark);
+            serve(loaded, Some(output)).await
         }
         Command::Profiles { command } => return profiles(command),
         Command::Contract {
@@ -390,6 +444,13 @@ pub async fn run(cli: Cli) -> ExitCode {
                     open,
                 },
         } => return replay_run(sessions, &config, open, report, show.show()).await,
+        Command::Replay {
+            command:
+                ReplayCommand::Export {
+                    from_report,
+                    output,
+                },
+        } => return replay_export(&from_report, &output),
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Demo { print_config: true } => {
@@ -408,6 +469,33 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Certificate(args) => return certificate::run(args),
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// `replay export`: 0 when every failed case was exported, 2 when one could not be (each
+/// named) or the report could not be read.
+fn replay_export(report: &std::path::Path, out: &std::path::Path) -> ExitCode {
+    match crate::run::export::export(report, out) {
+        Ok(done) => {
+            for f in &done.sessions {
+                println!("session: {}", f.display());
+            }
+            for why in &done.skipped {
+                eprintln!("flakestorm: not exported: {why}");
+            }
+            if done.sessions.is_empty() && done.skipped.is_empty() {
+                println!("no failed case in {}: nothing to export", report.display());
+            }
+            if done.skipped.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
+        }
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `--min-score`: a number from 0 to 100.

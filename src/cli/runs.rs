@@ -100,6 +100,10 @@ pub async fn run(
         None => None,
     };
     let recorder = session.record(req.kind, loaded.digest.clone());
+    let tapes = loaded.config.output.tapes;
+    if tapes != crate::config::Tapes::None {
+        session.ctx.journal.set_keep_bodies(true);
+    }
     let result = execute(&session.ctx, &loaded.config, &prepared).await;
     let mut report = match result {
         Ok(r) => r,
@@ -116,6 +120,7 @@ pub async fn run(
         w.extend(crashed);
     }
     let written = crate::report::write_all(&report, &loaded.config.output.format, &path);
+    let (taped, untaped) = crate::run::tapes::write(&report, &session.ctx.journal, tapes, &path);
     let stored = recorder.finish(&report, &written.files).await;
     session.stop().await;
     if show.json {
@@ -124,7 +129,7 @@ pub async fn run(
         print!("{}", shown(&report, show));
     }
     // Rendering never fails a run; only a JSON report that could not be written does.
-    for why in &written.failed {
+    for why in written.failed.iter().chain(&untaped) {
         eprintln!("flakestorm: {why}");
     }
     if written.json().is_none() {
@@ -133,6 +138,13 @@ pub async fn run(
     if show.summary() {
         for (_, p) in &written.files {
             println!("report: {}", p.display());
+        }
+        if !taped.is_empty() {
+            println!(
+                "tapes: {} case(s) in {}",
+                taped.len(),
+                crate::run::tapes::tapes_dir(&path).display()
+            );
         }
     }
     if let Err(e) = stored {

@@ -51,7 +51,7 @@ pub use load::{Loaded, Named, Overrides, digest, load, load_text, load_with_env}
 pub use model::{ModelProvider, ModelSpec};
 pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};
-pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec};
+pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec, Tapes};
 pub use parsed::{FromText, HttpUrl, Parsed, TargetRules};
 pub use replays::ReplaysSpec;
 pub use response_path::ResponsePath;

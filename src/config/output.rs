@@ -80,6 +80,19 @@ impl std::str::FromStr for ReportFormat {
 pub struct OutputSpec {
     pub format: Vec<ReportFormat>,
     pub path: PathBuf,
+    /// Which cases' traffic is written as HAR tapes beside the report.
+    pub tapes: Tapes,
+}
+
+/// `output.tapes` (added by flakestorm): the cases whose exchanges become tapes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tapes {
+    /// Cases that failed (default): what `replay export` turns into sessions.
+    #[default]
+    Failed,
+    All,
+    None,
 }
 
 impl Default for OutputSpec {
@@ -87,6 +100,7 @@ impl Default for OutputSpec {
         OutputSpec {
             format: vec![ReportFormat::Json],
             path: PathBuf::from("reports"),
+            tapes: Tapes::default(),
         }
     }
 }
@@ -100,11 +114,16 @@ pub(super) fn output_section(v: Value, errors: &mut Vec<ConfigError>) -> OutputS
         format: Option<OneOrMany>,
         #[serde(default)]
         path: Option<PathBuf>,
+        #[serde(default)]
+        tapes: Tapes,
     }
     let Some(raw) = section::<Raw>(v, "output", errors) else {
         return OutputSpec::default();
     };
-    let mut out = OutputSpec::default();
+    let mut out = OutputSpec {
+        tapes: raw.tapes,
+        ..OutputSpec::default()
+    };
     if let Some(f) = raw.format {
         out.format = f
             .as_slice()

@@ -73,7 +73,8 @@ pub struct Session {
     /// Extra context of the incident (conversation, user): kept in the report.
     #[serde(default)]
     pub context: Option<Value>,
-    /// A recorded HAR tape that answers the session's other calls.
+    /// A recorded HAR tape that answers the calls `tool_responses` do not, by request key
+    /// (relative to the session file; inline sessions: to the config file's folder).
     #[serde(default)]
     pub tape: Option<PathBuf>,
 }
@@ -200,8 +201,7 @@ pub(super) fn replays_section(v: Value, errors: &mut Vec<ConfigError>) -> Replay
     out
 }
 
-/// What `replays:` may hold that this build does not apply yet: LangSmith `sources`, and
-/// sessions' `tape`s (replay runs answer from `tool_responses` only).
+/// What `replays:` may hold that this build does not apply yet: LangSmith `sources`.
 pub(super) fn warn_unbuilt(spec: &ReplaysSpec, warnings: &mut Vec<String>) {
     if !spec.sources.is_empty() {
         warnings.push(
@@ -209,17 +209,7 @@ pub(super) fn warn_unbuilt(spec: &ReplaysSpec, warnings: &mut Vec<String>) {
                 .into(),
         );
     }
-    let taped = spec
-        .sessions
-        .iter()
-        .any(|s| matches!(s, SessionEntry::Inline(s) if s.tape.is_some()));
-    if taped {
-        warnings.push(TAPE_WARNING.into());
-    }
 }
-
-/// Sessions may name a tape; this build does not play tapes back yet.
-pub const TAPE_WARNING: &str = "a replay session names a `tape`, which this build does not play back yet:      only its tool_responses answer the agent's calls";
 
 /// What serde cannot say about a session: empty names, statuses and latencies out of range.
 pub fn check_session(s: &Session, at: &str, errors: &mut Vec<ConfigError>) {

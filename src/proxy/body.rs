@@ -32,6 +32,8 @@ pub struct Recorder {
     /// Canary leaks found in the request, also by its body scanner as the body streams;
     /// made only when a canary is installed, so other requests pay no allocation for it.
     leaks: Option<LeakSink>,
+    /// The exchange's bodies, collected while the journal keeps bodies (tapes).
+    capture: Option<crate::tape::Capture>,
 }
 
 /// Where the request scanner puts the canary leaks it finds.
@@ -48,7 +50,12 @@ pub enum Owner {
 impl Recorder {
     pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
         let skip = SkipNote::new(proxy.max_rewrite_bytes());
+        let capture = proxy
+            .journal()
+            .keeps_bodies()
+            .then(crate::tape::Capture::default);
         Recorder {
+            capture,
             proxy,
             exchange,
             started,
@@ -132,6 +139,23 @@ impl Recorder {
         self.skip.max_rewrite
     }
 
+    /// Where the exchange's bodies are collected, when tapes want them.
+    pub fn capture(&self) -> Option<&crate::tape::Capture> {
+        self.capture.as_ref()
+    }
+
+    /// Collects a piece of the response body as it goes to the client.
+    pub fn capture_response(&self, data: &[u8]) {
+        if let Some(c) = &self.capture {
+            c.response(data, self.elapsed_ms());
+        }
+    }
+
+    /// When the request arrived (a replayed answer keeps the recorded pace from it).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     pub fn elapsed_ms(&self) -> f64 {
         self.started.elapsed().as_secs_f64() * 1000.0
     }
@@ -173,7 +197,18 @@ impl Recorder {
             self.proxy.metrics().fault(target, mode, record.applied);
         }
         self.proxy.metrics().request(target, status);
-        self.proxy.journal().record(self.exchange);
+        let bodies = self.capture.take().map(|c| {
+            let ct = match &self.exchange.outcome {
+                Outcome::Response { response, .. } => response
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                    .map(|(_, v)| v.as_str()),
+                Outcome::Error { .. } => None,
+            };
+            c.finish(ct.unwrap_or(""))
+        });
+        self.proxy.journal().record_with(self.exchange, bodies);
     }
 }
 
@@ -245,6 +280,9 @@ where
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     this.bytes += data.len() as u64;
+                    if let Some((rec, _)) = &this.head {
+                        rec.capture_response(data);
+                    }
                     if let Some(copy) = &mut this.tap {
                         if copy.len() + data.len() <= TAP_LIMIT {
                             copy.extend_from_slice(data);

@@ -217,6 +217,11 @@ pub struct Plan {
     /// A `context_length_exceeded` fault on a provider that cuts the conversation instead
     /// of refusing it (Ollama): the request is rewritten.
     pub cut_context: bool,
+    /// A replay session's tape, to answer this call by its request key.
+    pub tape: Option<(
+        std::sync::Arc<crate::tape::TapeTable>,
+        crate::config::replays::OnMiss,
+    )>,
 }
 
 impl Plan {
@@ -257,6 +262,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let canary = decision.canary;
     let formats = decision.formats;
     let format_key = format_key(ex).map(str::to_string);
+    let tape = decision.tape;
     if let Some(replay) = decision.replay {
         return Plan {
             action: Some(super::replay::action(rec, replay)),
@@ -266,6 +272,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             format_key,
             formats,
             cut_context: false,
+            tape,
         };
     }
     let attacks = decision
@@ -282,6 +289,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             format_key,
             formats,
             cut_context: false,
+            tape,
         };
     };
     let mode = match &fired.what {
@@ -301,6 +309,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         format_key,
         formats,
         cut_context: cuts_context(&fired, &target),
+        tape: None,
     };
     let json = plan
         .speaks_json(proxy)
@@ -327,6 +336,7 @@ pub fn respond(
     mark: Option<HeaderValue>,
 ) -> Response<ProxyBody> {
     let len = synthetic.body.len() as u64;
+    let captured = rec.capture().is_some().then(|| synthetic.body.clone());
     let mut resp = Response::new(
         Full::new(synthetic.body)
             .map_err(|never| match never {})
@@ -347,6 +357,9 @@ pub fn respond(
         version: "HTTP/1.1".into(),
         headers: super::headers::header_list(resp.headers()),
     };
+    if let Some(body) = captured {
+        rec.capture_response(&body);
+    }
     rec.finish(
         Outcome::Response {
             response: head,

@@ -23,6 +23,7 @@ mod pending;
 mod replay;
 pub mod rescue;
 mod service;
+mod tape;
 mod tunnel;
 mod upstream;
 mod watchdog;

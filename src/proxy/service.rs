@@ -228,7 +228,16 @@ async fn exchange(
         Some(c) if !upgrade => canary::scan_body(pending.rec(), c.clone(), body).await,
         _ => body,
     };
+    let body = match pending.rec().capture().cloned() {
+        Some(c) if !upgrade => tee(c, body),
+        _ => body,
+    };
     let mut transform = None;
+    let next = super::tape::consult(&proxy, pending.rec(), &parts, body, &mut plan, upgrade);
+    let body = match next.await {
+        super::tape::Next::Play(answer) => return super::tape::play(pending, answer).await,
+        super::tape::Next::Body(body) => body,
+    };
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
             tokio::time::sleep(delay).await;
@@ -309,7 +318,10 @@ async fn prepare(
     if let Some(c) = &plan.canary {
         canary::plant(rec, c, transform);
     }
-    if transform.is_some() || matches!(rec.exchange().target, Target::Llm { .. }) {
+    if transform.is_some()
+        || rec.capture().is_some()
+        || matches!(rec.exchange().target, Target::Llm { .. })
+    {
         // A rewrite needs the bytes as they are, not gzip of them; so does reading the
         // tool calls in an LLM response (SDKs ask for gzip, and providers use it).
         req.headers_mut().insert(
@@ -318,6 +330,17 @@ async fn prepare(
         );
     }
     Ok(req)
+}
+
+/// The request body on its way upstream, each piece also collected for the tape.
+fn tee(capture: crate::tape::Capture, body: ProxyBody) -> ProxyBody {
+    body.map_frame(move |f| {
+        if let Some(d) = f.data_ref() {
+            capture.request(d);
+        }
+        f
+    })
+    .boxed()
 }
 
 fn recorder<B>(

@@ -18,6 +18,7 @@ mod coverage;
 mod embed;
 mod environment;
 mod execute;
+pub mod export;
 mod judge;
 mod matrix;
 mod mutation;
@@ -27,6 +28,7 @@ mod replay_setup;
 mod saved;
 mod score;
 mod summary;
+pub mod tapes;
 mod verdict;
 mod wire_cases;
 

@@ -1,8 +1,9 @@
 //! Replay runs (design.md §5, §7): each recorded incident (a session) is played back once:
-//! its tools' recorded answers are installed on the chaos engine (the proxy answers the
-//! agent's calls from them), the agent gets the session's `input`, and the case is judged
-//! with the session's contract (or the top-level invariants). `when` treats the session's
-//! error answers (status ≥ 400, or 0) as tool faults active. Sessions run one at a time.
+//! its tools' recorded answers and its tape are installed on the chaos engine (the proxy
+//! answers the agent's calls from them), the agent gets the session's `input`, and the case
+//! is judged with the session's contract (or the top-level invariants). `when` treats the
+//! session's error answers (status ≥ 400, or 0), and its tape's faulted or error entries, as
+//! tool or LLM faults active. Sessions run one at a time.
 //! The score is passed sessions / judged sessions × 100. A session that cannot run (a bad
 //! file, a contract that resolves to nothing) is an `error` and fails the run; the others
 //! still run.
@@ -111,7 +112,8 @@ pub async fn run_replay(
             let v = shell(&r);
             let setup = r.session.and_then(|s| {
                 let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
-                Ok((s, judged))
+                let tape = replay_setup::tape(&s, r.file.as_deref(), config)?;
+                Ok((s, judged, tape))
             });
             (v, setup)
         })
@@ -123,7 +125,7 @@ pub async fn run_replay(
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
     for (i, (mut v, setup)) in setups.into_iter().enumerate() {
-        let (session, (contract, judged)) = match setup {
+        let (session, (contract, judged), tape) = match setup {
             Ok(x) => x,
             Err(why) => {
                 v.verdict = RunVerdict::Error;
@@ -133,14 +135,8 @@ pub async fn run_replay(
             }
         };
         v.contract = Some(contract);
-        if session.tape.is_some() {
-            warnings.push(format!(
-                "session `{}`: {}",
-                session.id,
-                crate::config::replays::TAPE_WARNING
-            ));
-        }
-        let played = replay_one(ctx, &session, on_miss, i).await;
+        v.recorded += tape.as_ref().map_or(0, |t| t.entries());
+        let played = replay_one(ctx, &session, tape, on_miss, i).await;
         judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
         let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
@@ -231,8 +227,14 @@ struct Played {
 }
 
 /// Runs one session's case with its answers installed.
-async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index: usize) -> Played {
-    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss));
+async fn replay_one(
+    ctx: &RunContext,
+    session: &Session,
+    tape: Option<Arc<crate::tape::TapeTable>>,
+    on_miss: OnMiss,
+    index: usize,
+) -> Played {
+    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss).with_tape(tape));
     let header = ctx.attribution == Attribution::Header;
     let trace = header.then(|| {
         trace_id(
@@ -258,7 +260,8 @@ async fn replay_one(ctx: &RunContext, session: &Session, on_miss: OnMiss, index:
         .map(|t| t.stats())
         .unwrap_or_default();
     drop(installed);
-    if header && !session.tool_responses.is_empty() && case.traffic.is_none() {
+    let answers = !session.tool_responses.is_empty() || table.tape().is_some();
+    if header && answers && case.traffic.is_none() {
         case.not_judged
             .get_or_insert_with(|| super::matrix::UNTRACED.to_string());
     }
@@ -316,7 +319,8 @@ async fn judge(
         v.reasons = vec![why];
         return;
     }
-    let faults = session
+    let mut faults = table.tape().map(|t| t.faults()).unwrap_or_default();
+    faults.tool |= session
         .tool_responses
         .iter()
         .any(|r| r.status == 0 || r.status >= 400);
@@ -377,13 +381,15 @@ fn misses(case: &CaseResult) -> Vec<String> {
         .collect()
 }
 
-/// `when` in a session: its error answers are the tool faults.
-fn applies(when: When, faults: bool) -> bool {
+/// `when` in a session: its error answers (and its tape's faulted or error entries, by
+/// their target) are the tool and LLM faults.
+fn applies(when: When, faults: crate::tape::Faults) -> bool {
     match when {
         When::Always => true,
-        When::ToolFaultsActive | When::AnyChaosActive => faults,
-        When::LlmFaultsActive => false,
-        When::NoChaos => !faults,
+        When::ToolFaultsActive => faults.tool,
+        When::LlmFaultsActive => faults.llm,
+        When::AnyChaosActive => faults.tool || faults.llm,
+        When::NoChaos => !faults.tool && !faults.llm,
     }
 }
 

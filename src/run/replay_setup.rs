@@ -85,6 +85,25 @@ pub fn session_files(path: &Path) -> Result<Vec<SessionEntry>, String> {
     Ok(files.into_iter().map(SessionEntry::File).collect())
 }
 
+/// The session's tape, read and indexed by request key: its `tape:` path is relative to the
+/// session file (inline sessions: the config file's folder). A tape that cannot be read
+/// fails the session, naming the file, the field and the line.
+pub(super) fn tape(
+    session: &Session,
+    file: Option<&Path>,
+    config: &Config,
+) -> Result<Option<std::sync::Arc<crate::tape::TapeTable>>, String> {
+    let Some(tape) = &session.tape else {
+        return Ok(None);
+    };
+    let base = file
+        .and_then(Path::parent)
+        .unwrap_or(config.replays.base.as_path());
+    let har = crate::tape::read(&base.join(tape)).map_err(|e| format!("tape: {e}"))?;
+    let table = crate::tape::TapeTable::new(&har, &config.replays.ignore_json_fields);
+    Ok(Some(std::sync::Arc::new(table)))
+}
+
 /// The invariants `session` is judged with, and what they are called in the report (the
 /// contract's name, or `invariants`).
 pub(super) fn invariants(

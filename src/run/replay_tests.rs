@@ -16,11 +16,24 @@ fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
 }
 
 #[test]
-fn error_answers_are_the_tool_faults_when_decides() {
-    assert!(applies(When::ToolFaultsActive, true) && !applies(When::ToolFaultsActive, false));
-    assert!(applies(When::AnyChaosActive, true) && !applies(When::NoChaos, true));
-    assert!(applies(When::NoChaos, false) && applies(When::Always, false));
-    assert!(!applies(When::LlmFaultsActive, true));
+fn error_answers_are_the_faults_when_decides() {
+    use crate::tape::Faults;
+    let (tool, llm, none) = (
+        Faults {
+            tool: true,
+            llm: false,
+        },
+        Faults {
+            tool: false,
+            llm: true,
+        },
+        Faults::default(),
+    );
+    assert!(applies(When::ToolFaultsActive, tool) && !applies(When::ToolFaultsActive, none));
+    assert!(applies(When::AnyChaosActive, tool) && !applies(When::NoChaos, tool));
+    assert!(applies(When::NoChaos, none) && applies(When::Always, none));
+    assert!(!applies(When::LlmFaultsActive, tool) && applies(When::LlmFaultsActive, llm));
+    assert!(applies(When::AnyChaosActive, llm) && !applies(When::ToolFaultsActive, llm));
 }
 
 #[test]

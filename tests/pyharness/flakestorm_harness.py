@@ -187,9 +187,10 @@ class Flakestorm:
     stdout_lines: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, tmp: Path, env: dict[str, str], extra_config: str = ""):
-        """Run `flakestorm serve` on loopback ports chosen by the OS, with its CA in
-        `tmp/certs`, and return once stdout has reported both listeners."""
+    def start(cls, tmp: Path, env: dict[str, str], extra_config: str = "", args: tuple[str, ...] = ()):
+        """Run `flakestorm serve` (with `args`, e.g. `--record DIR`) on loopback ports chosen
+        by the OS, with its CA in `tmp/certs`, and return once stdout has reported both
+        listeners."""
         config = tmp / "flakestorm.yaml"
         config.write_text(
             "proxy:\n"
@@ -205,7 +206,7 @@ class Flakestorm:
             # `env` comes from clean_env(): the proxy must not itself be routed through an
             # inherited proxy.
             proc = subprocess.Popen(
-                [str(binary()), "serve", "-c", str(config)],
+                [str(binary()), "serve", "-c", str(config), *args],
                 stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env,
             )
 

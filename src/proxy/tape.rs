@@ -1,0 +1,328 @@
+//! A replay session's tape answering one call: the request body is read (bounded), the
+//! request keyed as the tape's were (redacted the same way first), and the recorded
+//! response played back at the recorded pace — headers at the recorded wait, each event
+//! of a streamed body at its offset, on tokio time — or the miss handled by `on_miss`
+//! (`live`: the call goes upstream with the body read; `error`/`strict`: a 599 naming the
+//! request). Recorded as fault rule `replay` (`replayed` or `replay_miss`).
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderValue, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Empty, Full};
+use tokio::time::{Instant, Sleep};
+
+use super::body::{ObservedBody, Recorder};
+use super::fault::{Action, Plan};
+use super::pending::Pending;
+use super::replay::MISS_STATUS;
+use super::{BoxError, Proxy, ProxyBody};
+use crate::chaos::replay::RULE;
+use crate::chaos::respond::Synthetic;
+use crate::config::replays::OnMiss;
+use crate::exchange::ResponseHead;
+use crate::tape::{Answer, MAX_BODY, RequestKey, TapeTable};
+
+/// What the exchange does next: play a recorded answer, or go on with this request body
+/// (to the upstream, or to the action `plan` now holds).
+pub enum Next {
+    Play(Answer),
+    Body(ProxyBody),
+}
+
+/// Before the upstream: a session's tape answers the calls no session entry or fault took
+/// (a miss sets `plan.action` when `on_miss` answers it). A body of an exchange answered
+/// without its upstream is still read whole when its tape is wanted (a replay keys on it).
+pub async fn consult(
+    proxy: &Proxy,
+    rec: &mut Recorder,
+    parts: &http::request::Parts,
+    body: ProxyBody,
+    plan: &mut Plan,
+    upgrade: bool,
+) -> Next {
+    let body = match plan.tape.take() {
+        Some(tape) if plan.action.is_none() && !upgrade => {
+            match from_tape(proxy, rec, parts, body, &tape).await {
+                Taped::Answer(a) => return Next::Play(a),
+                Taped::Miss(action) => {
+                    plan.action = Some(action);
+                    return Next::Body(empty_body());
+                }
+                Taped::Live(body) => body,
+            }
+        }
+        _ => body,
+    };
+    let answered = matches!(
+        plan.action,
+        Some(Action::Respond { .. } | Action::Drop { .. })
+    );
+    if answered && rec.capture().is_some() {
+        drain(body).await;
+        return Next::Body(empty_body());
+    }
+    Next::Body(body)
+}
+
+/// What the tape does with a call.
+enum Taped {
+    Answer(Answer),
+    /// No recorded answer, and `on_miss` answers it.
+    Miss(Action),
+    /// No recorded answer: forwarded live, with the body read so far.
+    Live(ProxyBody),
+}
+
+/// An empty request body.
+fn empty_body() -> ProxyBody {
+    Empty::new().map_err(|n| match n {}).boxed()
+}
+
+/// Reads a request body to its end (its tee collects it for the tape), up to `MAX_BODY`;
+/// what is left is dropped with the connection's request.
+async fn drain(mut body: ProxyBody) {
+    let mut read = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        read += frame.data_ref().map_or(0, Bytes::len);
+        if read > MAX_BODY {
+            break;
+        }
+    }
+}
+
+async fn from_tape(
+    proxy: &Proxy,
+    rec: &mut Recorder,
+    parts: &http::request::Parts,
+    body: ProxyBody,
+    (tape, on_miss): &(std::sync::Arc<TapeTable>, OnMiss),
+) -> Taped {
+    let (bytes, rest) = read_head(body).await;
+    let key = key(proxy, rec, parts, &bytes, tape.ignored());
+    // A broken upload, or one over MAX_BODY (a tape keeps no more of one), is a miss;
+    // forwarded live, a broken one is answered 400 as any other.
+    if rest.is_none()
+        && let Some(answer) = tape.answer(&key)
+    {
+        return Taped::Answer(answer);
+    }
+    let whole = || -> ProxyBody {
+        let head = Full::new(bytes.clone()).map_err(|n| match n {}).boxed();
+        match rest {
+            Some(rest) => super::attack::Chain {
+                first: Some(head),
+                rest,
+            }
+            .boxed(),
+            None => head,
+        }
+    };
+    match on_miss {
+        OnMiss::Live => Taped::Live(whole()),
+        OnMiss::Error | OnMiss::Strict => {
+            rec.set_fault(RULE, "replay_miss");
+            let ex = rec.exchange();
+            let policy = if *on_miss == OnMiss::Strict {
+                "strict"
+            } else {
+                "error"
+            };
+            let message = format!(
+                "flakestorm replay: no recorded answer on the session's tape for {} {} \
+                 ({} entries; replays.on_miss: {policy})\n",
+                ex.request.method,
+                proxy.journal().redactor().url(&ex.request.url),
+                tape.entries()
+            );
+            Taped::Miss(Action::Respond {
+                delay: Duration::ZERO,
+                synthetic: Synthetic {
+                    status: MISS_STATUS,
+                    headers: vec![("content-type", "text/plain; charset=utf-8".into())],
+                    body: Bytes::from(message),
+                },
+            })
+        }
+    }
+}
+
+/// A request body read up to `MAX_BODY`: the bytes, and what is left of the body when it
+/// is longer or failed (its next frame is then the error, kept for the forward path).
+async fn read_head(mut body: ProxyBody) -> (Bytes, Option<ProxyBody>) {
+    let mut buf = BytesMut::new();
+    loop {
+        match body.frame().await {
+            None => return (buf.freeze(), None),
+            Some(Ok(frame)) => {
+                if let Ok(d) = frame.into_data() {
+                    buf.extend_from_slice(&d);
+                }
+                if buf.len() > MAX_BODY {
+                    return (buf.freeze(), Some(body));
+                }
+            }
+            Some(Err(e)) => {
+                let failed = Failed(Some(e));
+                return (buf.freeze(), Some(failed.boxed()));
+            }
+        }
+    }
+}
+
+/// A body whose one frame is an error (a client's broken upload, read before forwarding).
+struct Failed(Option<BoxError>);
+
+impl Body for Failed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(self.0.take().map(Err))
+    }
+}
+
+/// The live request's key, after the journal's redaction (as the tape's requests had).
+fn key(
+    proxy: &Proxy,
+    rec: &Recorder,
+    parts: &http::request::Parts,
+    body: &[u8],
+    ignore: &[String],
+) -> RequestKey {
+    let r = proxy.journal().redactor();
+    let mut raw = rec.exchange().clone();
+    raw.request.headers = super::headers::header_list(&parts.headers);
+    let secrets = r.secrets(&raw);
+    let body = r.body(body, &secrets);
+    RequestKey::new(&raw.request.method, &r.url(&raw.request.url), &body, ignore)
+}
+
+/// Plays a recorded answer: headers after the recorded wait, the body's pieces at their
+/// recorded offsets from the request's arrival.
+/// The exchange stays pending through the wait, so a client that leaves is recorded.
+pub async fn play(
+    mut pending: Pending,
+    answer: Answer,
+) -> Result<Response<ProxyBody>, super::fault::Dropped> {
+    pending.rec().set_fault(RULE, "replayed");
+    let start = pending.rec().started();
+    // A recorded wait of 0 does not go through the timer (its 1 ms resolution).
+    if !answer.head_after.is_zero() {
+        tokio::time::sleep_until(start + answer.head_after).await;
+    }
+    let rec = pending.take();
+    if answer.refused {
+        super::fault::dropped(
+            rec,
+            "closed with no response: the tape recorded no response (status 0)",
+        );
+        return Err(super::fault::Dropped);
+    }
+    let mut resp = Response::new(empty_body());
+    *resp.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    for (name, value) in &answer.headers {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            resp.headers_mut().append(n, v);
+        }
+    }
+    let head = ResponseHead {
+        status: resp.status().as_u16(),
+        version: "HTTP/1.1".into(),
+        headers: super::headers::header_list(resp.headers()),
+    };
+    let pieces = answer
+        .pieces
+        .into_iter()
+        .map(|(after, data)| (start + after, data))
+        .collect();
+    let body = Paced {
+        pieces,
+        sleep: None,
+    };
+    let (parts, _) = resp.into_parts();
+    Ok(Response::from_parts(
+        parts,
+        ObservedBody::new(body, rec, head, false).boxed(),
+    ))
+}
+
+/// A body whose pieces are sent no earlier than their instants.
+pub struct Paced {
+    pieces: VecDeque<(Instant, Bytes)>,
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl Body for Paced {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        let Some((at, _)) = this.pieces.front() else {
+            return Poll::Ready(None);
+        };
+        let at = *at;
+        if Instant::now() < at {
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        this.sleep = None;
+        match this.pieces.pop_front() {
+            Some((_, data)) => Poll::Ready(Some(Ok(Frame::data(data)))),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pieces.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn pieces_come_at_their_recorded_offsets() {
+        let start = Instant::now();
+        let mut body = Paced {
+            pieces: [(10, "a"), (30, "b"), (30, "c")]
+                .into_iter()
+                .map(|(ms, d)| (start + Duration::from_millis(ms), Bytes::from(d)))
+                .collect(),
+            sleep: None,
+        };
+        let mut seen = vec![];
+        while let Some(f) = body.frame().await {
+            let d = f.unwrap().into_data().unwrap();
+            seen.push((start.elapsed().as_millis(), d));
+        }
+        assert_eq!(
+            seen,
+            [
+                (10, Bytes::from("a")),
+                (30, Bytes::from("b")),
+                (30, Bytes::from("c"))
+            ]
+        );
+        assert!(body.is_end_stream());
+    }
+}

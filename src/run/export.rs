@@ -1,0 +1,64 @@
+//! `replay export --from-report`: each failed case of a saved report becomes a replay
+//! session file (`<case>.json`: the case's prompt as `input`, its failed checks as
+//! `expected_failure`, its contract by name) and, beside it, its tape (copied from the
+//! `<report>.tapes/` folder `output.tapes` wrote), ready to commit as a regression test.
+//! A failed case without a tape is named, and the others are still exported.
+
+use std::path::{Path, PathBuf};
+
+use super::tapes::{cases, tape_file};
+use crate::config::replays::Session;
+
+/// What an export wrote, and the failed cases it could not export (with why).
+#[derive(Debug, Default)]
+pub struct Exported {
+    pub sessions: Vec<PathBuf>,
+    pub skipped: Vec<String>,
+}
+
+/// Exports the failed cases of the report at `report` into `out`. The error: the report
+/// could not be read, or `out` could not be written.
+pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
+    let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
+    let parsed =
+        super::Report::from_json(&text).map_err(|e| format!("{}: {e}", report.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut done = Exported::default();
+    for c in cases(&parsed).into_iter().filter(|c| !c.failed.is_empty()) {
+        let tape = tape_file(report, &c.id);
+        if !tape.is_file() {
+            done.skipped.push(format!(
+                "case {} ({}): no tape at {} (output.tapes: none, or the report was moved \
+                 without its .tapes folder)",
+                c.id,
+                c.case.scenario,
+                tape.display()
+            ));
+            continue;
+        }
+        // Read, not only copied: a tape that would not replay is not exported.
+        if let Err(e) = crate::tape::read(&tape) {
+            done.skipped.push(format!("case {}: {e}", c.id));
+            continue;
+        }
+        let tape_name = format!("{}.har", c.id);
+        let copy = out.join(&tape_name);
+        std::fs::copy(&tape, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+        let session = Session {
+            id: c.id.clone(),
+            name: Some(format!("{} under {}", c.id, c.case.scenario)),
+            source: Some(format!("flakestorm report {}", report.display())),
+            input: c.case.prompt.clone(),
+            tool_responses: vec![],
+            expected_failure: Some(c.failed.join("; ")),
+            contract: c.contract.clone(),
+            context: None,
+            tape: Some(PathBuf::from(tape_name)),
+        };
+        let file = out.join(format!("{}.json", c.id));
+        let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())?;
+        std::fs::write(&file, json + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+        done.sessions.push(file);
+    }
+    Ok(done)
+}
