@@ -240,11 +240,11 @@ async fn exchange(
     };
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
-            tokio::time::sleep(delay).await;
+            wait(delay).await;
             return Ok(fault::respond(pending.take(), synthetic, plan.mark));
         }
         Some(Action::Drop { delay, why }) => {
-            tokio::time::sleep(delay).await;
+            wait(delay).await;
             fault::dropped(pending.take(), why);
             return Err(Dropped);
         }
@@ -252,7 +252,7 @@ async fn exchange(
             delay,
             transform: t,
         }) => {
-            tokio::time::sleep(delay).await;
+            wait(delay).await;
             transform = t.map(|t| (Owner::Fault, t));
         }
         None => {}
@@ -489,5 +489,13 @@ mod tests {
         );
         let plain: Uri = "http://api.example/v1".parse().unwrap();
         assert_eq!(without_userinfo(&plain), plain);
+    }
+}
+
+/// A fault's delay before it acts. No delay skips the timer: a zero sleep still waits for
+/// the timer wheel's next 1 ms tick, a millisecond added to every fault answer.
+async fn wait(delay: std::time::Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
 }
