@@ -460,6 +460,19 @@ async fn a_projects_root_runs_are_imported_by_status_page_by_page() {
         json!([{"tool": "web_search", "status": 200, "response": {"results": ["ACME Q3 revenue was $1.2B"]}, "latency_ms": 20}])
     );
     assert!(s2["tape"].is_null(), "no llm run, no tape: {s2}");
+    // One run into a folder: named as in a project's.
+    let (code, out, err) = cli(
+        d,
+        &server,
+        KEY,
+        &["replay", "run", "--from-langsmith", R2, "-o", "all/"],
+    )
+    .await;
+    assert_eq!(
+        (code, out),
+        (0, format!("session: all/langsmith-{R2}.json\n")),
+        "{err}"
+    );
 }
 
 /// `replays.sources`: `replay run` imports a `langsmith_run` and replays it with the
@@ -506,6 +519,22 @@ async fn replay_run_imports_the_configs_sources() {
         "{err}"
     );
     assert!(!d.join("again.json").exists());
+    // ci imports them too and runs its replay phase with them (its mutation phase, with a
+    // golden prompt now, is judged on its own).
+    config(
+        d,
+        tool.addr,
+        true,
+        &format!("golden_prompts: [\"{PROMPT}\"]\n{extra}"),
+    );
+    let (code, out, err) = cli(d, &server, KEY, &["ci", "-o", "ci.json"]).await;
+    let ci = read_json(&d.join("ci.json"));
+    let replay = &ci["replay"]["sessions"][0];
+    assert_eq!(
+        (&replay["id"], &replay["verdict"]),
+        (&json!(format!("langsmith-{R2}")), &json!("pass")),
+        "exit {code}\n{out}\n{err}\n{ci}"
+    );
 }
 
 /// An API that accepts and never answers: the import gives up after its timeout (paused

@@ -19,7 +19,7 @@ use crate::run::RunKind;
 #[derive(Debug, Args)]
 pub struct FromLangsmith {
     /// Import LangSmith run RUN_ID and the runs under it as a session (and its LLM calls as
-    /// a tape). With -o FILE: only write the session to FILE; without: replay it.
+    /// a tape). With -o FILE (or a folder): only write the session there; without: replay it.
     #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["sessions", "from_langsmith_project"])]
     from_langsmith: Option<String>,
     /// Import the root runs of LangSmith project NAME as sessions. With -o DIR: only write
@@ -117,14 +117,16 @@ async fn fetch(from: &FromLangsmith) -> Result<Vec<ls::Imported>, String> {
     Ok(imported)
 }
 
-/// `-o`: a run's session at FILE, a project's sessions in DIR.
+/// `-o`: a run's session at FILE (in it as `langsmith-<run id>.json` when FILE is a folder
+/// or ends with `/`), a project's sessions in DIR.
 fn write(
     from: &FromLangsmith,
     imported: &[ls::Imported],
     out: &std::path::Path,
 ) -> Result<Vec<PathBuf>, String> {
+    let folder = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
     match (&from.from_langsmith, imported) {
-        (Some(_), [one]) => Ok(vec![ls::write(one, out)?]),
+        (Some(_), [one]) if !folder => Ok(vec![ls::write(one, out)?]),
         _ => {
             if imported.is_empty() {
                 eprintln!("flakestorm: LangSmith import: no run matched; nothing written");
