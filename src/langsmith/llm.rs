@@ -312,6 +312,40 @@ mod tests {
         assert_eq!((sent, got, e.time), (inputs, outputs, 1000.0));
     }
 
+    /// The rebuilt entry answers the agent's request from a tape when the keys agree: a
+    /// field the SDK adds matches only once it is ignored.
+    #[test]
+    fn a_rebuilt_entry_answers_the_same_request_from_a_tape() {
+        use crate::tape::{RequestKey, TapeTable};
+        let inputs = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
+        let outputs = json!({"choices": [{"message": {"role": "assistant", "content": "yo"}}]});
+        let r = llm(
+            json!({"metadata": {"ls_provider": "openai"}}),
+            inputs,
+            outputs.clone(),
+        );
+        let mut har = crate::tape::write::empty(None);
+        har.log.entries.push(entry(&r).unwrap().unwrap());
+        let url = "https://api.openai.com/v1/chat/completions";
+        let sent = br#"{"messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o", "stream_options": null}"#;
+        let ignore = vec!["stream_options".to_string()];
+        let strict = TapeTable::new(&har, &[]);
+        assert!(
+            strict
+                .answer(&RequestKey::new("POST", url, sent, &[]))
+                .is_none()
+        );
+        let table = TapeTable::new(&har, &ignore);
+        let Some(a) = table.answer(&RequestKey::new("POST", url, sent, &ignore)) else {
+            panic!("the tape did not answer the same request")
+        };
+        let body: Vec<u8> = a.pieces.iter().flat_map(|(_, b)| b.to_vec()).collect();
+        assert_eq!(
+            (a.status, serde_json::from_slice::<Value>(&body).unwrap()),
+            (200, outputs)
+        );
+    }
+
     #[test]
     fn a_langchain_anthropic_run_becomes_a_messages_answer() {
         let inputs = json!({"messages": [[{"type": "system", "content": "be brief"}, {"type": "human", "content": "hi"}]]});
