@@ -171,9 +171,12 @@ async fn cli(
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // The SDK's older names are read when these are empty: kept empty here.
         let env = [
             ("LANGSMITH_API_KEY", key.as_str()),
             ("LANGSMITH_ENDPOINT", url.as_str()),
+            ("LANGCHAIN_API_KEY", ""),
+            ("LANGCHAIN_ENDPOINT", ""),
         ];
         flakestorm_env(&args, &dir, &env)
     })
@@ -364,6 +367,23 @@ async fn langsmith_errors_are_one_line_exit_2_and_write_nothing() {
         let written: Vec<_> = std::fs::read_dir(d).unwrap().collect();
         assert!(written.is_empty(), "nothing written: {written:?}");
     }
+    // The SDK's older names, when the new ones are not set.
+    let url = server.url();
+    let args = ["replay", "run", "--from-langsmith", R2, "-o", "legacy.json"];
+    let dir2 = d.to_path_buf();
+    let (code, _, err) = tokio::task::spawn_blocking(move || {
+        let env = [
+            ("LANGSMITH_API_KEY", ""),
+            ("LANGSMITH_ENDPOINT", ""),
+            ("LANGCHAIN_API_KEY", KEY),
+            ("LANGCHAIN_ENDPOINT", url.as_str()),
+        ];
+        flakestorm_env(&args, &dir2, &env)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(d.join("legacy.json").is_file());
     let (code, _, err) = cli(
         d,
         &server,

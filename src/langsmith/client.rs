@@ -29,11 +29,18 @@ pub struct Client {
 }
 
 impl Client {
-    /// From the environment: `LANGSMITH_API_KEY` (required) and `LANGSMITH_ENDPOINT`.
+    /// From the environment: `LANGSMITH_API_KEY` (required) and `LANGSMITH_ENDPOINT`, or
+    /// the SDK's older names `LANGCHAIN_API_KEY` and `LANGCHAIN_ENDPOINT`.
     pub fn from_env() -> Result<Client, String> {
-        let key = std::env::var("LANGSMITH_API_KEY").unwrap_or_default();
-        let endpoint = std::env::var("LANGSMITH_ENDPOINT").unwrap_or_default();
-        Client::new(&endpoint, key.trim())
+        let var = |name: &str| {
+            [format!("LANGSMITH_{name}"), format!("LANGCHAIN_{name}")]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok())
+                .map(|v| v.trim().to_string())
+                .find(|v| !v.is_empty())
+                .unwrap_or_default()
+        };
+        Client::new(&var("ENDPOINT"), &var("API_KEY"))
     }
 
     /// `endpoint` empty = the default.

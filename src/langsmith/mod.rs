@@ -41,19 +41,7 @@ pub async fn import_project(
     filter: &SourceFilter,
 ) -> Result<Vec<Imported>, String> {
     let project = client.project_id(name).await?;
-    let mut body = json!({"session": [project], "is_root": true, "select": SELECT});
-    if filter.status == StatusFilter::Error {
-        body["error"] = json!(true);
-    }
-    if let Some(range) = &filter.date_range {
-        let back = date_range_ms(range)?;
-        let since = crate::exchange::now_unix_ms().saturating_sub(back);
-        body["start_time"] = json!(crate::tape::write::iso8601(since));
-    }
-    if let Some(ms) = filter.min_latency_ms {
-        // LangSmith's filter language counts latency in seconds.
-        body["filter"] = json!(format!("gte(latency, {})", ms as f64 / 1000.0));
-    }
+    let body = roots_query(&project, filter, crate::exchange::now_unix_ms())?;
     let roots = client.query(body).await?;
     let mut out = vec![];
     for r in &roots {
@@ -61,6 +49,28 @@ pub async fn import_project(
         out.push(trace(client, &root).await?);
     }
     Ok(out)
+}
+
+/// The `POST /runs/query` body for a project's root runs that pass `filter` (`now_ms`: the
+/// clock `date_range` counts back from).
+fn roots_query(
+    project: &str,
+    filter: &SourceFilter,
+    now_ms: u64,
+) -> Result<serde_json::Value, String> {
+    let mut body = json!({"session": [project], "is_root": true, "select": SELECT});
+    if filter.status == StatusFilter::Error {
+        body["error"] = json!(true);
+    }
+    if let Some(range) = &filter.date_range {
+        let since = now_ms.saturating_sub(date_range_ms(range)?);
+        body["start_time"] = json!(crate::tape::write::iso8601(since));
+    }
+    if let Some(ms) = filter.min_latency_ms {
+        // LangSmith's filter language counts latency in seconds.
+        body["filter"] = json!(format!("gte(latency, {})", ms as f64 / 1000.0));
+    }
+    Ok(body)
 }
 
 /// `root`'s trace (`POST /runs/query` with `trace`), grouped under it by `parent_run_id`.
@@ -176,4 +186,37 @@ fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_projects_filter_is_the_query_the_sdk_sends() {
+        let filter = SourceFilter {
+            status: StatusFilter::Error,
+            date_range: Some("last_2_days".into()),
+            min_latency_ms: Some(5500),
+        };
+        let body = roots_query("p1", &filter, 3 * 86_400_000).unwrap();
+        assert_eq!(
+            (&body["session"], &body["is_root"], &body["error"]),
+            (&json!(["p1"]), &json!(true), &json!(true))
+        );
+        assert_eq!(body["start_time"], "1970-01-02T00:00:00.000Z");
+        assert_eq!(body["filter"], "gte(latency, 5.5)");
+        let all = SourceFilter {
+            status: StatusFilter::All,
+            ..SourceFilter::default()
+        };
+        let body = roots_query("p1", &all, 0).unwrap();
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["session", "is_root", "select"]);
+    }
 }
