@@ -539,6 +539,17 @@ async fn replay_run_imports_the_configs_sources() {
         "{err}"
     );
     assert!(!d.join("again.json").exists());
+    // A --server run does not import them, and says so (no daemon here: the warning comes
+    // first, and LangSmith hears nothing).
+    server.fake.seen.lock().unwrap().clear();
+    let nowhere = format!("http://127.0.0.1:{}", closed_port());
+    let (code, _, err) = cli(d, &server, KEY, &["replay", "run", "--server", &nowhere]).await;
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("warning: replays.sources are imported by local runs only"),
+        "{err}"
+    );
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
     // ci imports them too and runs its replay phase with them (its mutation phase, with a
     // golden prompt now, is judged on its own).
     config(
