@@ -16,6 +16,8 @@
 //!   (`serve --record`, `record`).
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
+//! - `langsmith` — LangSmith import: a run or a project's root runs as replay session
+//!   files and tapes, over LangSmith's REST API.
 //! - `mutate`    — mutation types: seeded rule-based generators, the `model:` LLM's
 //!   variants, and a run's plan.
 //! - `checks`    — invariants evaluated on a case: answer checks and traffic checks.
@@ -41,6 +43,7 @@ pub mod demo;
 pub mod exchange;
 pub mod jobs;
 pub mod journal;
+pub mod langsmith;
 pub mod llm;
 pub mod mutate;
 pub mod proxy;

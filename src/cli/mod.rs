@@ -13,6 +13,7 @@ mod baseline;
 mod certificate;
 mod commands;
 mod history;
+mod langsmith;
 mod progress;
 mod remote;
 mod report;
@@ -196,6 +197,8 @@ pub enum ReplayCommand {
         /// `replays.sessions`.
         #[arg(value_name = "FILE|DIR")]
         sessions: Option<PathBuf>,
+        #[command(flatten)]
+        from: Box<langsmith::FromLangsmith>,
         #[command(flatten)]
         config: ConfigArg,
         #[command(flatten)]
@@ -432,18 +435,24 @@ pub async fn run(cli: Cli) -> ExitCode {
             open,
         } => {
             let req = request(RunKind::Ci, false, None);
-            return dispatch(&config, open, req, report, show.show()).await;
+            return dispatch_importing(&config, open, req, report, show.show()).await;
         }
         Command::Replay {
             command:
                 ReplayCommand::Run {
                     sessions,
+                    from,
                     config,
                     report,
                     show,
                     open,
                 },
-        } => return replay_run(sessions, &config, open, report, show.show()).await,
+        } => {
+            if from.given() {
+                return langsmith::replay(from, &config, open, report, show.show()).await;
+            }
+            return replay_run(sessions, &config, open, report, show.show()).await;
+        }
         Command::Replay {
             command:
                 ReplayCommand::Export {
@@ -529,6 +538,9 @@ async fn dispatch(
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    if matches!(req.kind, RunKind::Replay | RunKind::Ci) {
+        langsmith::warn_remote(&loaded);
+    }
     let server = match remote::Server::new(&url, report.token.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -537,6 +549,28 @@ async fn dispatch(
         }
     };
     remote::run(server, &loaded, &req, &report, show).await
+}
+
+/// `dispatch`, importing `replays.sources` first for a local run (`langsmith::sources`):
+/// a source that cannot be imported stops the run, exit 2. A `--server` run does not
+/// import them (said on stderr): the daemon's runs replay the config's sessions.
+async fn dispatch_importing(
+    config: &ConfigArg,
+    open: OpenProxyArg,
+    req: RunRequest,
+    report: ReportArgs,
+    show: runs::Show,
+) -> ExitCode {
+    if report.server.is_some() {
+        return dispatch(config, open, req, report, show).await;
+    }
+    job(config, open, |loaded| async move {
+        match langsmith::sources(loaded).await {
+            Ok(loaded) => runs::run(loaded, req, report, show).await,
+            Err(code) => Ok(code),
+        }
+    })
+    .await
 }
 
 /// `replay run [FILE|DIR]`: the files given replace `replays.sessions`.
@@ -549,7 +583,7 @@ async fn replay_run(
 ) -> ExitCode {
     let req = request(RunKind::Replay, false, None);
     let Some(path) = sessions else {
-        return dispatch(config, open, req, report, show).await;
+        return dispatch_importing(config, open, req, report, show).await;
     };
     if report.server.is_some() {
         eprintln!(

@@ -400,7 +400,7 @@ fn sections(
     }
     if let Some(v) = take("replays", errors) {
         c.replays = super::replays::replays_section(v, errors);
-        super::replays::warn_unbuilt(&c.replays, warnings);
+        super::replays::check_sources(&c.replays, warnings, errors);
     }
     root.remove("version");
     for (key, _) in root {

@@ -114,15 +114,47 @@ pub enum Source {
     LangsmithRun { run_id: String },
 }
 
+/// Which of a project's root runs are imported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceFilter {
+    /// Default `error`: incidents.
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: StatusFilter,
+    /// `last_N_days` or `last_N_hours`: runs started since then.
     #[serde(default)]
     pub date_range: Option<String>,
+    /// Runs that took at least this long.
     #[serde(default)]
     pub min_latency_ms: Option<u64>,
+}
+
+/// `filter.status` / `--filter-status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusFilter {
+    /// Root runs that ended in an error.
+    #[default]
+    Error,
+    /// Every root run.
+    All,
+}
+
+/// A `date_range` (`last_7_days`, `last_12_hours`) as milliseconds back from now.
+pub fn date_range_ms(range: &str) -> Result<u64, String> {
+    let bad = || format!("`{range}` is not a date range: expected last_N_days or last_N_hours");
+    let rest = range.strip_prefix("last_").ok_or_else(bad)?;
+    let (n, unit) = rest.split_once('_').ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let unit_ms = match unit {
+        "day" | "days" => 86_400_000,
+        "hour" | "hours" => 3_600_000,
+        _ => return Err(bad()),
+    };
+    match n.checked_mul(unit_ms) {
+        Some(ms) if n > 0 => Ok(ms),
+        _ => Err(bad()),
+    }
 }
 
 /// The longest a recorded tool answer may be held (a session can say 30 s; more is a
@@ -201,13 +233,49 @@ pub(super) fn replays_section(v: Value, errors: &mut Vec<ConfigError>) -> Replay
     out
 }
 
-/// What `replays:` may hold that this build does not apply yet: LangSmith `sources`.
-pub(super) fn warn_unbuilt(spec: &ReplaysSpec, warnings: &mut Vec<String>) {
-    if !spec.sources.is_empty() {
-        warnings.push(
-            "`replays.sources` is checked but not applied yet: LangSmith import is not in this build"
-                .into(),
-        );
+/// `replays.sources`: what serde cannot check (date ranges, empty names), and a warning for
+/// a project source that is never imported (`auto_import: false`).
+pub(super) fn check_sources(
+    spec: &ReplaysSpec,
+    warnings: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
+) {
+    for (i, s) in spec.sources.iter().enumerate() {
+        let at = format!("replays.sources[{i}]");
+        match s {
+            Source::Langsmith {
+                project,
+                filter,
+                auto_import,
+            } => {
+                if project.trim().is_empty() {
+                    errors.push(ConfigError::new(
+                        format!("{at}.project"),
+                        "must not be empty",
+                    ));
+                }
+                if let Some(Err(e)) = filter.date_range.as_deref().map(date_range_ms) {
+                    errors.push(ConfigError::new(format!("{at}.filter.date_range"), e));
+                }
+                if !auto_import {
+                    warnings.push(format!(
+                        "{at}: LangSmith project `{project}` is not imported by replay runs \
+                         (auto_import: false); import it with `flakestorm replay run \
+                         --from-langsmith-project {project} -o DIR`"
+                    ));
+                }
+            }
+            Source::LangsmithRun { run_id } => {
+                let uuid =
+                    !run_id.is_empty() && run_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+                if !uuid {
+                    errors.push(ConfigError::new(
+                        format!("{at}.run_id"),
+                        format!("`{run_id}` is not a LangSmith run id (a UUID)"),
+                    ));
+                }
+            }
+        }
     }
 }
 

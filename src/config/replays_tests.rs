@@ -125,3 +125,40 @@ fn a_session_file_reads_and_a_bad_one_names_file_field_and_line() {
     let err = read_session(&dir.path().join("missing.yaml")).unwrap_err();
     assert!(err.to_string().contains("missing.yaml: "), "{err}");
 }
+
+#[test]
+fn sources_are_checked_and_an_unimported_project_is_named() {
+    let v: Value = serde_json::from_str(
+        r#"{"sources": [
+            {"type": "langsmith", "project": "p", "filter": {"date_range": "last_week"}, "auto_import": true},
+            {"type": "langsmith_run", "run_id": "../x"},
+            {"type": "langsmith", "project": "q", "filter": {"status": "all", "date_range": "last_12_hours"}}]}"#,
+    )
+    .unwrap();
+    let (mut errors, mut warnings) = (vec![], vec![]);
+    let s = replays_section(v, &mut errors);
+    check_sources(&s, &mut warnings, &mut errors);
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("replays.sources[0].filter.date_range")
+            && errors[0].contains("last_N_days"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("replays.sources[1].run_id"),
+        "{errors:?}"
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("replays.sources[2]: LangSmith project `q` is not imported"),
+        "{warnings:?}"
+    );
+    let Source::Langsmith { filter, .. } = &s.sources[2] else {
+        panic!("a project source")
+    };
+    assert_eq!(filter.status, StatusFilter::All);
+    assert_eq!(date_range_ms("last_12_hours"), Ok(43_200_000));
+    assert_eq!(date_range_ms("last_7_days"), Ok(604_800_000));
+    assert!(date_range_ms("last_0_days").is_err());
+}
