@@ -124,11 +124,7 @@ async fn main() {
 
 /// An agent that calls the tool at `tool` through the proxy at `proxy` (known once the
 /// daemon is up), then answers after `delay`.
-async fn tool_agent(
-    tool: u16,
-    proxy: Arc<OnceLock<std::net::SocketAddr>>,
-    delay: Duration,
-) -> u16 {
+async fn tool_agent(tool: u16, proxy: Arc<OnceLock<std::net::SocketAddr>>, delay: Duration) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let client = Arc::new(OnceLock::<reqwest::Client>::new());
@@ -236,7 +232,12 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
         r.finish(&report, &[]).await.unwrap();
         // The run tested what the row says: the fault fired on every case, or on none.
         let verdict = report.judgement().verdict;
-        assert_eq!(verdict == RunVerdict::NotTested, !tool, "{:?}", report.judgement());
+        assert_eq!(
+            verdict == RunVerdict::NotTested,
+            !tool,
+            "{:?}",
+            report.judgement()
+        );
         stored.push(start.elapsed().as_secs_f64());
     }
     (median(plain), median(stored), daemon, dir)

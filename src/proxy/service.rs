@@ -464,6 +464,14 @@ pub fn reject<B>(
     fail(proxy, rec, err)
 }
 
+/// A fault's delay before it acts. No delay skips the timer: a zero sleep still waits for
+/// the timer wheel's next 1 ms tick, a millisecond added to every fault answer.
+async fn wait(delay: std::time::Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,13 +497,5 @@ mod tests {
         );
         let plain: Uri = "http://api.example/v1".parse().unwrap();
         assert_eq!(without_userinfo(&plain), plain);
-    }
-}
-
-/// A fault's delay before it acts. No delay skips the timer: a zero sleep still waits for
-/// the timer wheel's next 1 ms tick, a millisecond added to every fault answer.
-async fn wait(delay: std::time::Duration) {
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
     }
 }
