@@ -8,7 +8,7 @@
 //! JSON fields named like them), and drops them with their exchange.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -262,6 +262,8 @@ struct Inner {
     /// Redacted bodies by exchange id, while `keep_bodies` (tapes) and their exchange is kept.
     bodies: Mutex<Kept>,
     keep_bodies: AtomicBool,
+    /// Runs that want tapes and are under way (`keep_bodies_while`).
+    bodies_wanted: AtomicUsize,
     /// Count of exchanges ever recorded; lets readers wait for news without polling.
     recorded: watch::Sender<u64>,
     capacity: usize,
@@ -291,6 +293,7 @@ impl Journal {
             exchanges: Mutex::new(VecDeque::new()),
             bodies: Mutex::new(Kept::default()),
             keep_bodies: AtomicBool::new(false),
+            bodies_wanted: AtomicUsize::new(0),
             recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
             next_id: AtomicU64::new(1),
@@ -315,6 +318,14 @@ impl Journal {
     /// Whether exchanges' bodies are captured and kept (for tapes).
     pub fn keeps_bodies(&self) -> bool {
         self.inner.keep_bodies.load(Ordering::Relaxed)
+            || self.inner.bodies_wanted.load(Ordering::Relaxed) > 0
+    }
+
+    /// Keeps bodies until the guard is dropped: a daemon's run that writes tapes, beside
+    /// other runs and `serve --record`, each of which may stop wanting them first.
+    pub fn keep_bodies_while(&self) -> KeepBodies {
+        self.inner.bodies_wanted.fetch_add(1, Ordering::Relaxed);
+        KeepBodies(self.inner.clone())
     }
 
     /// Starts (or stops) keeping bodies: `serve --record`, `record`, `output.tapes`.
@@ -429,6 +440,15 @@ impl Journal {
     }
 }
 
+/// While it lives, the journal keeps exchanges' bodies (`Journal::keep_bodies_while`).
+pub struct KeepBodies(Arc<Inner>);
+
+impl Drop for KeepBodies {
+    fn drop(&mut self) {
+        self.0.bodies_wanted.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +510,20 @@ mod tests {
             r#"{"echo":"[REDACTED] and [REDACTED]","password":"[REDACTED]","n":1}"#
         );
         assert_eq!(&b.response[0].data[..], b"data: [REDACTED]\n\n");
+    }
+
+    #[test]
+    fn bodies_are_kept_while_any_run_wants_them() {
+        let j = Journal::new(10, Redactor::default());
+        assert!(!j.keeps_bodies());
+        let (a, b) = (j.keep_bodies_while(), j.keep_bodies_while());
+        drop(a);
+        assert!(j.keeps_bodies(), "the other run still wants them");
+        drop(b);
+        assert!(!j.keeps_bodies());
+        j.set_keep_bodies(true);
+        drop(j.keep_bodies_while());
+        assert!(j.keeps_bodies(), "a recording keeps them on");
     }
 
     #[test]

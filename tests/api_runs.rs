@@ -475,3 +475,38 @@ async fn a_quiet_run_keeps_its_followers_past_the_control_read_deadline() {
     assert!(!text.contains("event: done"), "{text}");
     a.permits.add_permits(1);
 }
+
+/// A daemon's run writes the failed cases' tapes (`output.tapes`, default `failed`) beside
+/// its report, and the store names them among the run's artifacts.
+#[tokio::test]
+async fn a_daemon_run_writes_its_failed_cases_tapes() {
+    let b = Bench::start().await;
+    let agent = research(client_via(&b.p, H1), b.tool.http_url("/search")).await;
+    let config = format!(
+        "agent: {{endpoint: '{}'}}\n{}golden_prompts: [q1, q2]\n\
+         invariants: [{{type: contains, value: According}}]\n\
+         chaos: {{tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]}}\n\
+         advanced: {{concurrency: 1}}\n",
+        agent.http_url("/invoke"),
+        tools(&b.tool),
+    );
+    let id = b.submit(json!({"kind": "chaos", "config": config})).await;
+    let done = b.events(&id, None).await.through_done().await;
+    assert_eq!(done.last().unwrap().data["status"], "failed", "{done:?}");
+    let run = b.p.daemon.store.get(&id).unwrap().unwrap();
+    let dir = std::path::PathBuf::from(&run.artifacts["tapes"]);
+    assert!(dir.starts_with(b.data_dir()), "{}", dir.display());
+    let mut tapes: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    tapes.sort();
+    assert_eq!(tapes, ["chaos-0.har", "chaos-1.har"], "{}", dir.display());
+    let har = flakestorm::tape::read(&dir.join("chaos-0.har")).unwrap();
+    let statuses: Vec<u16> = har.log.entries.iter().map(|e| e.response.status).collect();
+    assert_eq!(statuses, [503], "the search call and its fault");
+    assert!(
+        !b.p.daemon.journal.keeps_bodies(),
+        "bodies kept only during the run"
+    );
+}

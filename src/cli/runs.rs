@@ -121,6 +121,9 @@ pub async fn run(
     }
     let written = crate::report::write_all(&report, &loaded.config.output.format, &path);
     let (taped, untaped) = crate::run::tapes::write(&report, &session.ctx.journal, tapes, &path);
+    if !taped.is_empty() {
+        recorder.set_tapes(&crate::run::tapes::tapes_dir(&path));
+    }
     let stored = recorder.finish(&report, &written.files).await;
     session.stop().await;
     if show.json {

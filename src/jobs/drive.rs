@@ -120,6 +120,9 @@ async fn run(
         min_score: sub.min_score.unwrap_or(config.scoring.min_score),
         embedder,
     };
+    // Tapes are cut from the journal's bodies, kept while this run wants them.
+    let _bodies = (config.output.tapes != crate::config::Tapes::None)
+        .then(|| inner.journal.keep_bodies_while());
     let result = tokio::select! {
         r = execute(&ctx, config, prepared) => Some(r),
         () = job.cancel.cancelled() => None,
@@ -136,7 +139,7 @@ async fn run(
             if let Some(w) = report.warnings_mut() {
                 w.extend(crashed);
             }
-            finished(job, &report, &dir, &config.output.format).await;
+            finished(job, &report, &dir, config, &inner.journal).await;
         }
     }
 }
@@ -207,7 +210,7 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_jso
     })
 }
 
-/// A finished run: its report written (JSON, and the config's other formats beside it),
+/// A finished run: its report written (JSON, the config's other formats and its tapes beside it),
 /// phases and cells told, its status from the verdict, all in the store. A format that
 /// could not be rendered is a warning in the log; only a JSON report that could not be
 /// written makes the run an error.
@@ -215,12 +218,17 @@ async fn finished(
     job: &Job,
     report: &Report,
     dir: &std::path::Path,
-    formats: &[crate::config::ReportFormat],
+    config: &crate::config::Config,
+    journal: &crate::journal::Journal,
 ) {
     let path = dir.join("report.json");
-    let written = crate::report::write_all(report, formats, &path);
-    for why in &written.failed {
+    let written = crate::report::write_all(report, &config.output.format, &path);
+    let (taped, untaped) = crate::run::tapes::write(report, journal, config.output.tapes, &path);
+    for why in written.failed.iter().chain(&untaped) {
         tracing::warn!(run = %job.id, "{why}");
+    }
+    if !taped.is_empty() {
+        job.recorder.set_tapes(&crate::run::tapes::tapes_dir(&path));
     }
     if written.json().is_none() {
         let why = written.failed.join("; ");

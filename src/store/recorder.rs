@@ -134,6 +134,12 @@ impl Recorder {
         self.store.flush().await
     }
 
+    /// The run's tapes (`output.tapes`) are in `dir`: an artifact of the run like its
+    /// report files.
+    pub fn set_tapes(&self, dir: &std::path::Path) {
+        self.store.set_artifact(&self.id, "tapes", dir);
+    }
+
     /// The run ended without a report (`error`, `cancelled`, `interrupted`), and why.
     pub async fn fail(&self, status: RunStatus, reason: Option<String>) -> Result<(), StoreError> {
         self.store
