@@ -177,6 +177,22 @@ replays:
         s.reasons
     );
     assert_eq!(model.log.len(), 1, "a strict miss is not forwarded");
+    // `replays.llm: live`: the same new input meets the live model and the recorded tool.
+    let mut cfg = cfg;
+    cfg.replays.llm = flakestorm::config::replays::LlmSource::Live;
+    let r = within(
+        "a replay with the live model",
+        run_replay(&ctx, &cfg, &[session("other", "Q4?")]),
+    )
+    .await;
+    let s = &r.sessions[0];
+    assert_eq!(s.verdict, RunVerdict::Pass, "{s:?}");
+    assert_eq!((s.served, s.missed), (1, 0), "{s:?}");
+    assert_eq!(
+        (model.log.len(), search.log.len()),
+        (2, 1),
+        "the model live, the tool from the tape"
+    );
     p.stop().await;
 }
 

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::respond::Synthetic;
 use super::stats::{RuleKind, RuleStats};
 use crate::config::replays::{OnMiss, ToolResponse};
+use crate::exchange::Target;
 use crate::tape::TapeTable;
 
 /// The rule id replayed answers and misses are recorded under on the exchange.
@@ -56,6 +57,8 @@ pub struct ReplayTable {
     tools: Vec<Tool>,
     on_miss: OnMiss,
     tape: Option<Arc<TapeTable>>,
+    /// LLM and embeddings calls skip the tape (`replays.llm: live`).
+    llm_live: bool,
     matched: AtomicU64,
     served: AtomicU64,
     missed: AtomicU64,
@@ -79,6 +82,7 @@ impl ReplayTable {
             tools,
             on_miss,
             tape: None,
+            llm_live: false,
             matched: AtomicU64::new(0),
             served: AtomicU64::new(0),
             missed: AtomicU64::new(0),
@@ -91,9 +95,21 @@ impl ReplayTable {
         self
     }
 
+    /// LLM and embeddings calls go to the live model instead of the tape.
+    pub fn with_live_llm(mut self, live: bool) -> Self {
+        self.llm_live = live;
+        self
+    }
+
     /// The session's tape, if it has one.
     pub fn tape(&self) -> Option<&Arc<TapeTable>> {
         self.tape.as_ref()
+    }
+
+    /// The session's tape, if it has one and it answers calls to `target`.
+    pub fn tape_for(&self, target: &Target) -> Option<&Arc<TapeTable>> {
+        let model = matches!(target, Target::Llm { .. } | Target::Embeddings { .. });
+        self.tape.as_ref().filter(|_| !(model && self.llm_live))
     }
 
     /// What to do with a call to `tool`: its next recorded answer, a miss to answer, or

@@ -290,7 +290,7 @@ impl RuleSet {
             return decision;
         }
         if let Some(table) = &self.replay
-            && let Some(tape) = table.tape()
+            && let Some(tape) = table.tape_for(target)
         {
             decision.tape = Some((tape.clone(), table.on_miss()));
             return decision;

@@ -18,6 +18,9 @@ use super::de::section;
 pub struct ReplaysSpec {
     pub sessions: Vec<SessionEntry>,
     pub on_miss: OnMiss,
+    /// Whether a tape answers the agent's LLM calls (`tape`) or they go to the live model
+    /// (`live`: a new model or prompt meets the recorded tools).
+    pub llm: LlmSource,
     /// Request-body fields left out of a tape's request key (SDKs add `user`,
     /// `stream_options`, `metadata` that differ run to run).
     pub ignore_json_fields: Vec<String>,
@@ -33,6 +36,17 @@ pub struct ReplaysSpec {
 pub enum SessionEntry {
     Inline(Box<Session>),
     File(PathBuf),
+}
+
+/// Where a replay case's LLM calls are answered from, when its session has a tape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmSource {
+    /// The tape, like every other call: the whole agent run is deterministic.
+    #[default]
+    Tape,
+    /// The live model: LLM calls (and embeddings calls) skip the tape.
+    Live,
 }
 
 /// What a replay case does with a call no session answers.
@@ -168,6 +182,8 @@ pub(super) fn replays_section(v: Value, errors: &mut Vec<ConfigError>) -> Replay
     struct Raw {
         #[serde(default)]
         on_miss: OnMiss,
+        #[serde(default)]
+        llm: LlmSource,
         #[serde(default, rename = "match")]
         matching: Option<Match>,
         #[serde(default)]
@@ -198,6 +214,7 @@ pub(super) fn replays_section(v: Value, errors: &mut Vec<ConfigError>) -> Replay
     let mut out = ReplaysSpec::default();
     if let Some(raw) = section::<Raw>(v, "replays", errors) {
         out.on_miss = raw.on_miss;
+        out.llm = raw.llm;
         out.ignore_json_fields = raw
             .matching
             .map(|m| m.ignore_json_fields)

@@ -23,7 +23,7 @@ use crate::chaos::ReplayTable;
 use crate::chaos::replay::RULE;
 use crate::checks::Verdict;
 use crate::config::chaos::CompiledChaos;
-use crate::config::replays::{OnMiss, Session, SessionEntry};
+use crate::config::replays::{LlmSource, OnMiss, Session, SessionEntry};
 use crate::config::{Attribution, Config, When};
 
 pub const SCHEMA: &str = "flakestorm.replay/1";
@@ -136,7 +136,8 @@ pub async fn run_replay(
         };
         v.contract = Some(contract);
         v.recorded += tape.as_ref().map_or(0, |t| t.entries());
-        let played = replay_one(ctx, &session, tape, on_miss, i).await;
+        let live = config.replays.llm == LlmSource::Live;
+        let played = replay_one(ctx, &session, tape, (on_miss, live), i).await;
         judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
         let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
@@ -231,10 +232,14 @@ async fn replay_one(
     ctx: &RunContext,
     session: &Session,
     tape: Option<Arc<crate::tape::TapeTable>>,
-    on_miss: OnMiss,
+    (on_miss, llm_live): (OnMiss, bool),
     index: usize,
 ) -> Played {
-    let table = Arc::new(ReplayTable::new(&session.tool_responses, on_miss).with_tape(tape));
+    let table = Arc::new(
+        ReplayTable::new(&session.tool_responses, on_miss)
+            .with_tape(tape)
+            .with_live_llm(llm_live),
+    );
     let header = ctx.attribution == Attribution::Header;
     let trace = header.then(|| {
         trace_id(
