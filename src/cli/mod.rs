@@ -329,16 +329,10 @@ pub async fn run(cli: Cli) -> ExitCode {
             record,
             open,
         } => {
-            let overrides = Overrides {
-                proxy_listen: listen,
-                control_listen,
-                ca_dir: config.ca_dir.clone(),
-            };
-            let mut loaded = match load(&config, overrides) {
+            let mut loaded = match load_daemon(&config, listen, control_listen, &open) {
                 Ok(loaded) => loaded,
                 Err(code) => return code,
             };
-            loaded.config.allow_open_proxy = open.allow_open_proxy;
             if let Some(name) = chaos_profile {
                 match crate::chaos::profiles::load(&name) {
                     Ok(spec) => {
@@ -360,16 +354,10 @@ pub async fn run(cli: Cli) -> ExitCode {
             control_listen,
             open,
         } => {
-            let overrides = Overrides {
-                proxy_listen: listen,
-                control_listen,
-                ca_dir: config.ca_dir.clone(),
-            };
-            let mut loaded = match load(&config, overrides) {
+            let mut loaded = match load_daemon(&config, listen, control_listen, &open) {
                 Ok(loaded) => loaded,
                 Err(code) => return code,
             };
-            loaded.config.allow_open_proxy = open.allow_open_proxy;
             // A recording is of the agent's real traffic: no configured fault fires.
             let mark = loaded.config.chaos.mark_responses;
             loaded.config.chaos =
@@ -647,6 +635,24 @@ fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
             Err(ExitCode::from(2))
         }
     }
+}
+
+/// `load` for a command that runs the daemon (`serve`, `record`): its listen addresses
+/// and whether it may listen off loopback.
+fn load_daemon(
+    arg: &ConfigArg,
+    proxy_listen: Option<String>,
+    control_listen: Option<String>,
+    open: &OpenProxyArg,
+) -> Result<Loaded, ExitCode> {
+    let overrides = Overrides {
+        proxy_listen,
+        control_listen,
+        ca_dir: arg.ca_dir.clone(),
+    };
+    let mut loaded = load(arg, overrides)?;
+    loaded.config.allow_open_proxy = open.allow_open_proxy;
+    Ok(loaded)
 }
 
 /// `contract`: the file must also have a `contract:` section (`contract validate`).
