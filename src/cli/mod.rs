@@ -509,8 +509,6 @@ fn failed(e: anyhow::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
-/// the run decides its own code, and an error it could not recover from exits 1.
 /// A run command: on the daemon at `--server`, else here.
 async fn dispatch(
     config: &ConfigArg,
@@ -594,6 +592,8 @@ async fn replay_run(
     .await
 }
 
+/// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
+/// the run decides its own code, and an error it could not recover from exits 1.
 async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode
 where
     F: FnOnce(Loaded) -> Fut,
