@@ -59,6 +59,13 @@ async fn a_failed_case_exported_from_its_report_replays_the_same_failure() {
     let (written, _) =
         flakestorm::run::tapes::write(&report, &p.daemon.journal, Tapes::None, &none);
     assert!(written.is_empty() && !dir.path().join("none").exists());
+    // Exported into the tapes folder itself: the tape stays whole (a copy onto itself
+    // would empty it).
+    let tape = dir.path().join("contract.tapes/contract-1.har");
+    let before = std::fs::read(&tape).unwrap();
+    let inside = flakestorm::run::export::export(&path, &dir.path().join("contract.tapes"));
+    assert_eq!(inside.unwrap().sessions.len(), 1);
+    assert_eq!(std::fs::read(&tape).unwrap(), before);
     let out = dir.path().join("exported");
     let done = flakestorm::run::export::export(&path, &out).unwrap();
     assert!(done.skipped.is_empty(), "{:?}", done.skipped);

@@ -142,6 +142,11 @@ impl ReplayTable {
         }
     }
 
+    /// Whether LLM and embeddings calls go to the live model (`replays.llm: live`).
+    pub fn llm_live(&self) -> bool {
+        self.llm_live
+    }
+
     /// What a call with no recorded answer gets.
     pub fn on_miss(&self) -> OnMiss {
         self.on_miss

@@ -15,6 +15,17 @@ use crate::tape::har::{Cache, Content, Entry, NameValue, PostData, Request, Resp
 
 /// The tape entry of an `llm` run, or why it has none (a note, not an error).
 pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
+    // An LLM call that failed (a 429, a timeout, a filter) or never ended has no answer to
+    // rebuild: the replay's call follows `on_miss`. One such run must not sink the import.
+    if r.errored || r.outputs.is_null() {
+        let why = r.error.as_deref().unwrap_or("no outputs");
+        let why = why.lines().next().unwrap_or_default();
+        return Ok(Err(format!(
+            "llm run {} ({}): no tape entry: the run has no answer ({why}); the replay's \
+             LLM call follows replays.on_miss",
+            r.id, r.name
+        )));
+    }
     let provider = provider(r);
     let (url, request, response) = match provider.as_str() {
         "openai" => {
@@ -294,6 +305,23 @@ mod tests {
             "start_time": "2026-01-01T00:00:00", "end_time": "2026-01-01T00:00:01",
             "extra": extra, "inputs": inputs, "outputs": outputs}))
         .unwrap()
+    }
+
+    /// An LLM call that failed has no answer to rebuild: a note, and the import goes on.
+    #[test]
+    fn an_errored_llm_run_is_a_note_not_an_error() {
+        let r = Run::parse(&json!({"id": "l2", "name": "ChatOpenAI", "run_type": "llm",
+            "start_time": "2026-01-01T00:00:00", "end_time": "2026-01-01T00:00:01",
+            "error": "RateLimitError: 429 Too Many Requests\nTraceback…",
+            "extra": {"metadata": {"ls_provider": "openai"}},
+            "inputs": {"messages": []}, "outputs": null}))
+        .unwrap();
+        let note = entry(&r).unwrap().unwrap_err();
+        assert!(
+            note.contains("l2 (ChatOpenAI)") && note.contains("RateLimitError: 429"),
+            "{note}"
+        );
+        assert!(!note.contains("Traceback"), "one line: {note}");
     }
 
     /// A run traced by the SDK's OpenAI wrapper holds the request and answer themselves.

@@ -187,7 +187,12 @@ pub fn timestamp_ms(s: &str) -> Option<u64> {
                 z => {
                     let sign = if z.starts_with('-') { -1 } else { 1 };
                     let (h, mi) = z[1..].split_once(':').unwrap_or((&z[1..], "0"));
-                    sign * (h.parse::<i64>().ok()? * 3600 + mi.parse::<i64>().ok()? * 60)
+                    let (h, mi) = (h.parse::<i64>().ok()?, mi.parse::<i64>().ok()?);
+                    // A zone is at most a day off UTC; more is no time (and could overflow).
+                    if !(0..=24).contains(&h) || !(0..=59).contains(&mi) {
+                        return None;
+                    }
+                    sign * (h * 3600 + mi * 60)
                 }
             };
             (&rest[..i], secs)

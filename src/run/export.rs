@@ -43,7 +43,11 @@ pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
         }
         let tape_name = format!("{}.har", c.id);
         let copy = out.join(&tape_name);
-        std::fs::copy(&tape, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+        // Exporting into the tapes folder itself: the tape is already where it goes (a
+        // copy onto itself would empty it).
+        if !same_file(&tape, &copy) {
+            std::fs::copy(&tape, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+        }
         let session = Session {
             id: c.id.clone(),
             name: Some(format!("{} under {}", c.id, c.case.scenario)),
@@ -61,4 +65,11 @@ pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
         done.sessions.push(file);
     }
     Ok(done)
+}
+/// Whether `a` and `b` are one file (`b` may not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }

@@ -325,6 +325,8 @@ async fn judge(
         return;
     }
     let mut faults = table.tape().map(|t| t.faults()).unwrap_or_default();
+    // The model was live: the tape's LLM faults never reached the agent.
+    faults.llm &= !table.llm_live();
     faults.tool |= session
         .tool_responses
         .iter()

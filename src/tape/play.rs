@@ -53,9 +53,12 @@ pub struct Faults {
     pub llm: bool,
 }
 
-/// What an entry's `_target` names: an LLM provider, a tool, or neither.
+/// What an entry's `_target` names: an LLM provider, a tool, or neither. A replayed answer
+/// (`replay/replayed`, written by a replay run's tapes) is no fault of its own: its status
+/// says whether it was an error.
 fn faulted(e: &Entry) -> Faults {
-    let bad = e.fault.is_some() || e.response.status == 0 || e.response.status >= 400;
+    let injected = e.fault.as_deref().is_some_and(|f| f != "replay/replayed");
+    let bad = injected || e.response.status == 0 || e.response.status >= 400;
     let llm = matches!(
         e.target.as_deref(),
         Some("openai" | "anthropic" | "gemini" | "ollama")
@@ -178,8 +181,15 @@ pub fn key_of(e: &Entry, ignore: &[String]) -> RequestKey {
     )
 }
 
+/// A recorded time (ms) as a wait; `read` refused what is not finite or over the cap, and
+/// a table built from a `Har` made elsewhere is clamped the same way.
 fn ms(v: f64) -> Duration {
-    Duration::from_secs_f64(v.max(0.0) / 1000.0)
+    let v = if v.is_finite() {
+        v.clamp(0.0, super::read::MAX_WAIT_MS)
+    } else {
+        0.0
+    };
+    Duration::from_secs_f64(v / 1000.0)
 }
 
 fn answer_of(e: &Entry) -> Answer {
@@ -284,5 +294,18 @@ mod tests {
                 llm: true
             }
         );
+    }
+
+    #[test]
+    fn a_replayed_answer_is_no_fault_of_its_own() {
+        let mut har = parse(TAPE.as_bytes()).unwrap();
+        har.log.entries[1].response.status = 200;
+        har.log.entries[2].target = Some("search".into());
+        // A replay run's tape marks every answer it served; only the status says error.
+        har.log.entries[0].fault = Some("replay/replayed".into());
+        har.log.entries[2].fault = Some("replay/replayed".into());
+        assert_eq!(TapeTable::new(&har, &[]).faults(), Faults::default());
+        har.log.entries[2].response.status = 504;
+        assert!(TapeTable::new(&har, &[]).faults().tool);
     }
 }

@@ -14,7 +14,10 @@ pub struct TapeError {
 }
 
 /// The largest tape read (a tape is loaded whole).
-const MAX_TAPE: u64 = 512 << 20;
+pub const MAX_TAPE: u64 = 512 << 20;
+
+/// The longest a recorded answer may be held back (the cap a session's `latency_ms` has).
+pub const MAX_WAIT_MS: f64 = 600_000.0;
 
 /// Reads and checks the HAR file at `path`.
 pub fn read(path: &Path) -> Result<Har, TapeError> {
@@ -60,14 +63,56 @@ pub fn parse(bytes: &[u8]) -> Result<Har, String> {
         ));
     }
     for (i, e) in har.log.entries.iter().enumerate() {
-        if let Err(why) = e.request.url.parse::<http::Uri>() {
-            return Err(format!(
-                "log.entries[{i}].request.url: `{}`: {why}",
-                e.request.url
-            ));
-        }
+        check_entry(e).map_err(|why| format!("log.entries[{i}].{why}"))?;
     }
     Ok(har)
+}
+
+/// What a replay plays of an entry: a URL to key on, times it can wait, a status it can
+/// send, bodies it can decode.
+fn check_entry(e: &super::har::Entry) -> Result<(), String> {
+    if let Err(why) = e.request.url.parse::<http::Uri>() {
+        return Err(format!("request.url: `{}`: {why}", e.request.url));
+    }
+    let time = |field: &str, v: f64| match v.is_finite() && v <= MAX_WAIT_MS {
+        true => Ok(()),
+        false => Err(format!(
+            "{field}: {v} ms is not a time a replay can wait (at most {MAX_WAIT_MS} ms)"
+        )),
+    };
+    time("time", e.time)?;
+    time("timings.wait", e.timings.wait)?;
+    for (j, ev) in e.response.content.events.iter().enumerate() {
+        time(
+            &format!("response.content._events[{j}].offsetMs"),
+            ev.offset_ms,
+        )?;
+    }
+    let status = e.response.status;
+    if status != 0 && !(100..=999).contains(&status) {
+        return Err(format!(
+            "response.status: {status} is not an HTTP status (0 for no response)"
+        ));
+    }
+    let decodes = |field: &str, text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map(|_| ())
+            .map_err(|why| format!("{field}: not base64: {why}"))
+    };
+    if let Some(p) = &e.request.post_data
+        && p.encoding.as_deref() == Some("base64")
+    {
+        decodes("request.postData.text", &p.text)?;
+    }
+    if let (Some(t), Some("base64")) = (
+        &e.response.content.text,
+        e.response.content.encoding.as_deref(),
+    ) {
+        decodes("response.content.text", t)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -89,5 +134,63 @@ mod tests {
         assert!(err.contains("line 5"), "{err}");
         let err = parse(b"[]").unwrap_err();
         assert!(err.starts_with("not a HAR file"), "{err}");
+    }
+
+    /// A one-entry tape with `edit` applied to its entry.
+    fn tape(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let mut entry = serde_json::json!({"startedDateTime": "2024-01-01T00:00:00.000Z",
+          "time": 5,
+          "request": {"method": "POST", "url": "http://h/x", "httpVersion": "HTTP/1.1",
+            "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 2,
+            "postData": {"mimeType": "application/json", "text": "e30=", "_encoding": "base64"}},
+          "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+            "cookies": [], "headers": [],
+            "content": {"size": 2, "mimeType": "text/event-stream", "text": "ok",
+              "_events": [{"offsetMs": 1, "text": "data: 1\n\n"}]},
+            "redirectURL": "", "headersSize": -1, "bodySize": 2},
+          "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}});
+        edit(&mut entry);
+        serde_json::json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
+            "entries": [entry]}})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn what_a_replay_could_not_play_is_refused_by_field() {
+        assert!(parse(&tape(|_| {})).is_ok(), "the template is a good tape");
+        let refused = |edit: fn(&mut serde_json::Value), field: &str, what: &str| {
+            let err = parse(&tape(edit)).unwrap_err();
+            assert!(
+                err.starts_with(&format!("log.entries[0].{field}: ")) && err.contains(what),
+                "{err}"
+            );
+        };
+        // Waits a replay would panic on, overflow with, or hang for.
+        refused(
+            |e| e["timings"]["wait"] = 1e23.into(),
+            "timings.wait",
+            "at most 600000 ms",
+        );
+        refused(
+            |e| e["time"] = 7e8.into(),
+            "time",
+            "not a time a replay can wait",
+        );
+        refused(
+            |e| e["response"]["content"]["_events"][0]["offsetMs"] = 1e300.into(),
+            "response.content._events[0].offsetMs",
+            "at most",
+        );
+        refused(
+            |e| e["response"]["status"] = 1000.into(),
+            "response.status",
+            "not an HTTP status",
+        );
+        refused(
+            |e| e["request"]["postData"]["text"] = "not base64!".into(),
+            "request.postData.text",
+            "not base64",
+        );
     }
 }

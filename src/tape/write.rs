@@ -69,7 +69,12 @@ pub fn entry(ex: &Exchange, bodies: Option<&Bodies>, case: Option<&str>) -> Entr
         id: Some(ex.id),
         target: Some(target_name(&ex.target)),
         case: case.map(str::to_string),
-        fault: ex.fault.as_ref().map(|f| format!("{}/{}", f.rule, f.mode)),
+        // A fault noted but not applied left the answer as the upstream sent it.
+        fault: ex
+            .fault
+            .as_ref()
+            .filter(|f| f.applied)
+            .map(|f| format!("{}/{}", f.rule, f.mode)),
         comment: None,
         error,
     }
