@@ -352,3 +352,74 @@ async fn a_streamed_answer_is_replayed_at_the_recorded_pace() {
     assert_eq!(llm.log.len(), 0);
     p.stop().await;
 }
+
+/// With `replays.llm: live`, the model's recorded 429 on the tape never reached the agent:
+/// a check that applies only `when: llm_faults_active` is not applied.
+#[tokio::test]
+async fn a_live_model_makes_the_tapes_llm_faults_not_active() {
+    let model = llm().await;
+    let search = origin::fixed(None, "unused: the tape answers").await;
+    let yaml = format!(
+        r#"
+llm:
+  - {{provider: openai, match_url: ['http://{}/v1/*']}}
+tools:
+  - {{name: search, match_url: 'http://{}/*'}}
+contract:
+  name: c
+  invariants:
+    - {{id: answers, type: contains, value: "ACME"}}
+    - {{id: apologises, type: contains, value: "sorry", when: llm_faults_active}}
+golden_prompts: ["Q3 revenue?"]
+replays:
+  on_miss: strict
+  llm: live
+"#,
+        model.addr, search.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let bot = agent(
+        client_via(&p, H1),
+        model.http_url("/v1/chat/completions"),
+        search.http_url("/q"),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |method: &str, url: String, status: u16, text: &str, target: &str| {
+        serde_json::json!({"startedDateTime": "2024-01-01T00:00:00.000Z", "time": 0,
+          "request": {"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+            "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+          "response": {"status": status, "statusText": "", "httpVersion": "HTTP/1.1",
+            "cookies": [], "headers": [],
+            "content": {"size": text.len(), "mimeType": "text/plain", "text": text},
+            "redirectURL": "", "headersSize": -1, "bodySize": text.len()},
+          "cache": {}, "timings": {"send": 0, "wait": 0, "receive": 0}, "_target": target})
+    };
+    let har = serde_json::json!({"log": {"version": "1.2",
+        "creator": {"name": "t", "version": "1"}, "entries": [
+          entry("POST", model.http_url("/v1/chat/completions"), 429, "slow down", "openai"),
+          entry("GET", search.http_url("/q"), 200, "ACME Q3 revenue was $4.1B", "search")]}});
+    let tape = dir.path().join("t.har");
+    std::fs::write(&tape, har.to_string()).unwrap();
+    let session = SessionEntry::Inline(Box::new(Session {
+        id: "q3".into(),
+        name: None,
+        source: None,
+        input: "Q3 revenue?".into(),
+        tool_responses: vec![],
+        expected_failure: None,
+        contract: Some("c".into()),
+        context: None,
+        tape: Some(tape),
+    }));
+    let (cfg, ctx) = run_context(&p, &bot.http_url("/invoke"));
+    let r = within("a replay", run_replay(&ctx, &cfg, &[session])).await;
+    let s = &r.sessions[0];
+    assert_eq!(s.verdict, RunVerdict::Pass, "{s:?}");
+    assert_eq!(
+        (model.log.len(), search.log.len()),
+        (1, 0),
+        "model live, tool taped"
+    );
+    p.stop().await;
+}
