@@ -228,7 +228,7 @@ impl Recorder {
         if since.lost > 0 {
             self.lost += since.lost;
             tracing::warn!(
-                "the recording lost {} exchange(s) ({} in all): the journal evicted them before they were written; raise the journal's capacity",
+                "the recording lost {} exchange(s) ({} in all): the journal evicted them before they were written; raise journal.capacity",
                 since.lost,
                 self.lost
             );
