@@ -4,8 +4,10 @@
 //! secret headers and query values replaced, so nothing downstream (API, reports, tapes)
 //! can leak them. Per-run files, live tail and slicing by run/case come with the run engine.
 //! When tapes are wanted (`set_keep_bodies`), the journal also keeps each exchange's bodies,
-//! redacted the same way (secret header and query values wherever they appear in a body, and
-//! JSON fields named like them), and drops them with their exchange.
+//! redacted the same way (secret header and query values, and each cookie, wherever they
+//! appear in a body; fields named like them in JSON, form-encoded and SSE `data:` JSON
+//! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
+//! number under the list lock, so a reader (a live recording) takes each one exactly once.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

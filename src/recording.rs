@@ -480,4 +480,24 @@ mod tests {
         let written = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(written, summary.files.len(), "no other file left behind");
     }
+
+    #[tokio::test]
+    async fn a_full_tape_that_failed_to_save_is_saved_once_it_can_be() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("tapes");
+        let journal = Journal::new(100, Redactor::default());
+        let rec = Recording::start_limited(journal.clone(), &dir, 3_000).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, "not a folder").unwrap();
+        for i in 0..8 {
+            record_url(&journal, &format!("http://h/{i}"));
+            tokio::task::yield_now().await;
+        }
+        std::fs::remove_file(&dir).unwrap();
+        let summary = rec.stop().await.unwrap();
+        assert!(summary.files.len() >= 2, "{:?}", summary.files);
+        let got: Vec<String> = summary.files.iter().flat_map(|f| urls(f)).collect();
+        let want: Vec<String> = (0..8).map(|i| format!("http://h/{i}")).collect();
+        assert_eq!(got, want);
+    }
 }
