@@ -4,8 +4,10 @@
 //! secret headers and query values replaced, so nothing downstream (API, reports, tapes)
 //! can leak them. Per-run files, live tail and slicing by run/case come with the run engine.
 //! When tapes are wanted (`set_keep_bodies`), the journal also keeps each exchange's bodies,
-//! redacted the same way (secret header and query values wherever they appear in a body, and
-//! JSON fields named like them), and drops them with their exchange.
+//! redacted the same way (secret header and query values, and each cookie, wherever they
+//! appear in a body; fields named like them in JSON, form-encoded and SSE `data:` JSON
+//! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
+//! number under the list lock, so a reader (a live recording) takes each one exactly once.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -156,10 +158,29 @@ impl Redactor {
             headers.extend(response.headers.iter());
         }
         for (name, value) in headers {
-            if self.headers.contains(&name.to_ascii_lowercase()) {
+            let name = name.to_ascii_lowercase();
+            if self.headers.contains(&name) {
                 out.push(value.trim().to_string());
-                if let Some((_, cred)) = value.trim().split_once(' ') {
+                // `Bearer <token>`; a cookie's space is between its pairs (below).
+                if let Some((_, cred)) = value.trim().split_once(' ')
+                    && !name.ends_with("cookie")
+                {
                     out.push(cred.trim().to_string());
+                }
+            }
+            // Each cookie may turn up alone in a body (an echo, a debug dump): every
+            // `name=value` pair and its value are secrets of their own.
+            let pairs: Vec<&str> = match name.as_str() {
+                "cookie" => value.split(';').collect(),
+                // The attributes after the first `;` (Path, HttpOnly, ...) are not secret.
+                "set-cookie" => value.split(';').take(1).collect(),
+                _ => vec![],
+            };
+            for pair in pairs {
+                let pair = pair.trim();
+                out.push(pair.to_string());
+                if let Some((_, v)) = pair.split_once('=') {
+                    out.push(v.trim().trim_matches('"').to_string());
                 }
             }
         }
@@ -180,20 +201,98 @@ impl Redactor {
         out
     }
 
-    /// Redacts a body: every occurrence of `secrets`, then, in JSON, the string values of
-    /// fields named like a secret header, query parameter or credential.
+    /// Redacts a body: every occurrence of `secrets`, then the values of fields named like a
+    /// secret header, query parameter or credential: string fields of a JSON body, pairs of
+    /// an `application/x-www-form-urlencoded` body, and string fields of the JSON payload of
+    /// SSE `data:` lines. The body's kind is told from its bytes, not its content type, so a
+    /// replay's request key (which has no headers to hand) redacts the same way.
     pub fn body(&self, body: &[u8], secrets: &[String]) -> Vec<u8> {
         let mut out = body.to_vec();
         for s in secrets {
             out = replace_all(&out, s.as_bytes(), REDACTED.as_bytes());
         }
-        let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&out) else {
+        if let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&out) {
+            if self.json_fields(&mut json) {
+                return serde_json::to_vec(&json).unwrap_or(out);
+            }
             return out;
-        };
-        if self.json_fields(&mut json) {
-            return serde_json::to_vec(&json).unwrap_or(out);
+        }
+        if let Some(form) = self.form(&out) {
+            return form;
+        }
+        if let Some(sse) = self.sse(&out) {
+            return sse;
         }
         out
+    }
+
+    /// Whether a field or parameter named `name` holds a secret.
+    fn secret_name(&self, name: &str) -> bool {
+        let k = name.to_ascii_lowercase();
+        self.headers.contains(&k) || self.query.contains(&k) || SECRET_FIELDS.contains(&k.as_str())
+    }
+
+    /// A form body (`a=1&password=x`) with its secret-named values replaced; `None` when the
+    /// body is not form-shaped or has no secret-named pair.
+    fn form(&self, body: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(body)
+            .ok()?
+            .trim_end_matches(['\r', '\n']);
+        // Form encoding has no spaces or controls; anything else is prose or binary.
+        let form_byte = |b: u8| b.is_ascii_graphic();
+        if text.is_empty() || !text.bytes().all(form_byte) || !text.contains('=') {
+            return None;
+        }
+        let key_ok = |k: &str| {
+            !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.%+[]*~".contains(&b))
+        };
+        let mut changed = false;
+        let mut parts = vec![];
+        for pair in text.split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if !key_ok(k) {
+                return None;
+            }
+            if self.secret_name(&form_decode(k)) && v != REDACTED {
+                parts.push(format!("{k}={REDACTED}"));
+                changed = true;
+            } else {
+                parts.push(pair.to_string());
+            }
+        }
+        changed.then(|| parts.join("&").into_bytes())
+    }
+
+    /// An SSE body (or chunk of one) whose `data:` lines carrying JSON have their
+    /// secret-named fields replaced; `None` when no line changed.
+    fn sse(&self, body: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(body).ok()?;
+        let mut changed = false;
+        let lines: Vec<String> = text
+            .split('\n')
+            .map(|line| {
+                let (line, cr) = match line.strip_suffix('\r') {
+                    Some(l) => (l, "\r"),
+                    None => (line, ""),
+                };
+                let Some(payload) = line.strip_prefix("data:") else {
+                    return format!("{line}{cr}");
+                };
+                let space = if payload.starts_with(' ') { " " } else { "" };
+                let Ok(mut json) = serde_json::from_str::<serde_json::Value>(payload) else {
+                    return format!("{line}{cr}");
+                };
+                if !self.json_fields(&mut json) {
+                    return format!("{line}{cr}");
+                }
+                changed = true;
+                let json = serde_json::to_string(&json).unwrap_or_default();
+                format!("data:{space}{json}{cr}")
+            })
+            .collect();
+        changed.then(|| lines.join("\n").into_bytes())
     }
 
     /// Redacts an exchange's captured bodies with the secrets of its raw (unredacted) record.
@@ -212,11 +311,7 @@ impl Redactor {
             Value::Object(map) => {
                 let mut changed = false;
                 for (k, val) in map.iter_mut() {
-                    let k = k.to_ascii_lowercase();
-                    let secret = self.headers.contains(&k)
-                        || self.query.contains(&k)
-                        || SECRET_FIELDS.contains(&k.as_str());
-                    if secret && val.is_string() && val.as_str() != Some(REDACTED) {
+                    if self.secret_name(k) && val.is_string() && val.as_str() != Some(REDACTED) {
                         *val = Value::String(REDACTED.into());
                         changed = true;
                     } else {
@@ -241,6 +336,31 @@ impl Redactor {
     }
 }
 
+/// A form key decoded (`+` is a space, `%XX` a byte); undecodable escapes are kept as is.
+fn form_decode(k: &str) -> String {
+    let b = k.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push(hi << 4 | lo);
+                i += 3;
+                continue;
+            }
+            (b'+', ..) => out.push(b' '),
+            (c, ..) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Every occurrence of `needle` in `hay` replaced by `with`.
 fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     if needle.is_empty() || memchr::memmem::find(hay, needle).is_none() {
@@ -257,8 +377,29 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The retained exchanges and how many were ever appended: the exchange at `items[i]` is
+/// the `pushed - len + i + 1`th recorded (its sequence number, given under the lock, so
+/// readers can ask for "everything after n" without racing writers).
+#[derive(Default)]
+struct List {
+    items: VecDeque<Arc<Exchange>>,
+    pushed: u64,
+}
+
+/// Exchanges recorded after a sequence number (`Journal::since`).
+#[derive(Debug, Default)]
+pub struct Since {
+    /// Oldest first.
+    pub exchanges: Vec<Arc<Exchange>>,
+    /// The sequence number of the newest exchange recorded so far: ask for `since(last)`
+    /// next time.
+    pub last: u64,
+    /// How many exchanges after the asked-for number were evicted before this call.
+    pub lost: u64,
+}
+
 struct Inner {
-    exchanges: Mutex<VecDeque<Arc<Exchange>>>,
+    exchanges: Mutex<List>,
     /// Redacted bodies by exchange id, while `keep_bodies` (tapes) and their exchange is kept.
     bodies: Mutex<Kept>,
     keep_bodies: AtomicBool,
@@ -290,7 +431,7 @@ impl Journal {
     /// A journal keeping the newest `capacity` exchanges (at least one).
     pub fn new(capacity: usize, redactor: Redactor) -> Self {
         let inner = Inner {
-            exchanges: Mutex::new(VecDeque::new()),
+            exchanges: Mutex::new(List::default()),
             bodies: Mutex::new(Kept::default()),
             keep_bodies: AtomicBool::new(false),
             bodies_wanted: AtomicUsize::new(0),
@@ -361,13 +502,14 @@ impl Journal {
             self.lock_bodies().insert(exchange.id, b);
         }
         let mut list = self.lock();
-        if list.len() == self.inner.capacity {
-            if let Some(old) = list.pop_front() {
+        if list.items.len() == self.inner.capacity {
+            if let Some(old) = list.items.pop_front() {
                 self.lock_bodies().remove(old.id);
             }
             self.inner.evicted.fetch_add(1, Ordering::Relaxed);
         }
-        list.push_back(Arc::new(exchange));
+        list.items.push_back(Arc::new(exchange));
+        list.pushed += 1;
         drop(list);
         self.inner.recorded.send_modify(|n| *n += 1);
     }
@@ -387,21 +529,47 @@ impl Journal {
     /// The newest `limit` exchanges, oldest first.
     pub fn recent(&self, limit: usize) -> Vec<Arc<Exchange>> {
         let list = self.lock();
-        list.iter()
-            .skip(list.len().saturating_sub(limit))
+        list.items
+            .iter()
+            .skip(list.items.len().saturating_sub(limit))
             .cloned()
             .collect()
     }
 
+    /// The sequence number of the newest exchange recorded so far (0 before any): pass it
+    /// to `since` to get what comes after.
+    pub fn sequence(&self) -> u64 {
+        self.lock().pushed
+    }
+
+    /// The exchanges recorded after sequence number `seq`, oldest first, and how many of
+    /// them were already evicted (a reader that fell behind a full journal).
+    pub fn since(&self, seq: u64) -> Since {
+        let list = self.lock();
+        let first_kept = list.pushed - list.items.len() as u64 + 1;
+        let from = seq + 1;
+        Since {
+            exchanges: list
+                .items
+                .iter()
+                .skip(from.saturating_sub(first_kept) as usize)
+                .cloned()
+                .collect(),
+            last: list.pushed.max(seq),
+            lost: first_kept.saturating_sub(from),
+        }
+    }
+
     /// Every retained exchange, oldest first.
     pub fn all(&self) -> Vec<Arc<Exchange>> {
-        self.lock().iter().cloned().collect()
+        self.lock().items.iter().cloned().collect()
     }
 
     /// Exchanges whose ids lie in `first..=last` (a case's window under exclusive
     /// attribution: ids are given as requests arrive).
     pub fn slice(&self, first: u64, last: u64) -> Vec<Arc<Exchange>> {
         self.lock()
+            .items
             .iter()
             .filter(|e| (first..=last).contains(&e.id))
             .cloned()
@@ -411,6 +579,7 @@ impl Journal {
     /// Exchanges carrying `trace_id` (header attribution).
     pub fn by_trace(&self, trace_id: &str) -> Vec<Arc<Exchange>> {
         self.lock()
+            .items
             .iter()
             .filter(|e| e.trace_id.as_deref() == Some(trace_id))
             .cloned()
@@ -431,7 +600,7 @@ impl Journal {
         self.inner.bodies.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<Exchange>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, List> {
         // A panic while holding this lock cannot leave the deque half-updated; keep serving.
         self.inner
             .exchanges
@@ -573,5 +742,102 @@ mod tests {
         assert_eq!(urls, ["http://h/b", "http://h/c"]);
         assert_eq!(j.evicted(), 1);
         assert_eq!(j.recent(1)[0].request.url, "http://h/c");
+    }
+
+    #[test]
+    fn since_gives_what_came_after_and_counts_what_was_evicted() {
+        let j = Journal::new(3, Redactor::default());
+        let urls = |v: &Since| -> Vec<String> {
+            v.exchanges.iter().map(|e| e.request.url.clone()).collect()
+        };
+        assert_eq!((j.since(0).exchanges.len(), j.since(0).last), (0, 0));
+        for path in ["/1", "/2"] {
+            j.record(exchange(&format!("http://h{path}"), &[]));
+        }
+        let s = j.since(0);
+        assert_eq!(
+            (urls(&s), s.last, s.lost),
+            (vec!["http://h/1".into(), "http://h/2".into()], 2, 0)
+        );
+        for path in ["/3", "/4", "/5", "/6"] {
+            j.record(exchange(&format!("http://h{path}"), &[]));
+        }
+        // Seq 3 was evicted before it was read; 4..=6 are kept.
+        let s = j.since(2);
+        assert_eq!(
+            (urls(&s), s.last, s.lost),
+            (
+                vec![
+                    "http://h/4".into(),
+                    "http://h/5".into(),
+                    "http://h/6".into()
+                ],
+                6,
+                1
+            )
+        );
+        let s = j.since(5);
+        assert_eq!(
+            (urls(&s), s.last, s.lost),
+            (vec!["http://h/6".into()], 6, 0)
+        );
+        let s = j.since(6);
+        assert_eq!((s.exchanges.len(), s.last, s.lost), (0, 6, 0));
+        assert_eq!(j.sequence(), 6);
+    }
+
+    fn redacted(body: &str) -> String {
+        String::from_utf8(Redactor::default().body(body.as_bytes(), &[])).unwrap()
+    }
+
+    #[test]
+    fn secret_named_form_fields_are_redacted() {
+        let got = redacted(
+            "grant_type=client_credentials&client_id=app&client_secret=CANARY-f1&Password=CANARY-f2&client%5Fsecret=CANARY-f3\r\n",
+        );
+        assert_eq!(
+            got,
+            "grant_type=client_credentials&client_id=app&client_secret=[REDACTED]&Password=[REDACTED]&client%5Fsecret=[REDACTED]"
+        );
+        // Not a form (spaces), and a form without secret-named fields: left as they were.
+        let prose = "the password=CANARY is a word & so on";
+        assert_eq!(redacted(prose), prose);
+        assert_eq!(redacted("a=1&b=2"), "a=1&b=2");
+    }
+
+    #[test]
+    fn secret_named_fields_in_sse_json_data_are_redacted() {
+        let body = "event: x\r\ndata: {\"token\":\"CANARY-s1\",\"n\":1}\r\n\ndata:{\"a\":{\"refresh_token\":\"CANARY-s2\"}}\n\ndata: not json password CANARY\n\ndata: [DONE]\n\n";
+        let got = redacted(body);
+        assert!(!got.contains("CANARY-s"), "{got}");
+        assert_eq!(
+            got,
+            "event: x\r\ndata: {\"token\":\"[REDACTED]\",\"n\":1}\r\n\ndata:{\"a\":{\"refresh_token\":\"[REDACTED]\"}}\n\ndata: not json password CANARY\n\ndata: [DONE]\n\n"
+        );
+    }
+
+    #[test]
+    fn each_cookie_is_a_secret_of_its_own() {
+        let j = Journal::new(10, Redactor::default());
+        j.set_keep_bodies(true);
+        let ex = tests_support::exchange(Target::Other, "http://h/")
+            .method("GET")
+            .request_headers(&[("Cookie", "sid=CANARY-c1; theme=CANARY-c2")])
+            .response(
+                200,
+                &[("set-cookie", "session=CANARY-c3; Path=/; HttpOnly")],
+            )
+            .build();
+        let c = crate::tape::Capture::default();
+        c.request(b"you sent theme=CANARY-c2 and CANARY-c1");
+        c.response(b"new session CANARY-c3 at Path=/; HttpOnly", 1.0);
+        j.record_with(ex, Some(c.finish("text/plain")));
+        let b = j.bodies(j.all()[0].id).unwrap();
+        assert_eq!(&b.request[..], b"you sent [REDACTED] and [REDACTED]");
+        assert_eq!(
+            &b.response[0].data[..],
+            b"new session [REDACTED] at Path=/; HttpOnly",
+            "the cookie's attributes are not secrets"
+        );
     }
 }

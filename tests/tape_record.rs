@@ -173,3 +173,45 @@ async fn a_faulted_calls_request_body_is_still_kept() {
     assert_eq!(tool.log.len(), 0);
     p.stop().await;
 }
+
+/// Many agents' calls at once, through the proxy, while the recording runs: each call is on
+/// the tape exactly once (the recorder takes exchanges by the journal's sequence numbers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_are_each_on_the_tape_exactly_once() {
+    const CALLS: usize = 200;
+    let o = origin::echo().await;
+    let p = start_proxy("").await;
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recording::start(p.daemon.journal.clone(), dir.path()).unwrap();
+    let client = client_via(&p, H1);
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let (client, url) = (client.clone(), o.http_url(&format!("/call/{i}")));
+            tokio::spawn(async move { client.post(url).body(format!("n={i}")).send().await })
+        })
+        .collect();
+    for c in calls {
+        assert_eq!(c.await.unwrap().unwrap().status(), 200);
+    }
+    within(
+        "every exchange recorded",
+        p.daemon.journal.wait_for(CALLS as u64),
+    )
+    .await;
+    let n = within("the recording's last save", rec.finish())
+        .await
+        .unwrap();
+    assert_eq!(n, CALLS);
+    let har = flakestorm::tape::read(&rec_file(dir.path())).unwrap();
+    let mut got: Vec<String> = har
+        .log
+        .entries
+        .iter()
+        .map(|e| e.request.post_data.as_ref().unwrap().text.clone())
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = (0..CALLS).map(|i| format!("n={i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+    p.stop().await;
+}
