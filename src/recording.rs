@@ -25,7 +25,7 @@ const SAVE_EVERY: Duration = Duration::from_secs(1);
 
 /// The largest tape file a recording writes: the tape reader's limit (`MAX_TAPE` in
 /// `tape/read.rs`), so every file written can be read back.
-pub const MAX_TAPE_BYTES: u64 = 512 << 20;
+pub const MAX_TAPE_BYTES: u64 = crate::tape::MAX_TAPE;
 
 /// The exchanges as one tape; `case` names the case on every entry. CONNECT records (a
 /// tunnel, not a request) are left out.

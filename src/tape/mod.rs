@@ -16,4 +16,4 @@ pub use bodies::{Bodies, Capture, Event, MAX_BODY, split, streamed};
 pub use har::Har;
 pub use key::RequestKey;
 pub use play::{Answer, Faults, TapeTable, key_of};
-pub use read::{TapeError, parse, read};
+pub use read::{MAX_TAPE, TapeError, parse, read};
