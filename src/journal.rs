@@ -226,10 +226,15 @@ impl Redactor {
         out
     }
 
-    /// Whether a field or parameter named `name` holds a secret.
+    /// Whether a body field named `name` holds a secret. A bare `key` is Gemini's API key
+    /// in a query string, but in a body it is mostly data (`{"key": "AAPL"}`): redacting it
+    /// would lose the value and make different requests one tape key. Its value is still
+    /// redacted wherever the query's secret value appears.
     fn secret_name(&self, name: &str) -> bool {
         let k = name.to_ascii_lowercase();
-        self.headers.contains(&k) || self.query.contains(&k) || SECRET_FIELDS.contains(&k.as_str())
+        self.headers.contains(&k)
+            || (self.query.contains(&k) && k != "key")
+            || SECRET_FIELDS.contains(&k.as_str())
     }
 
     /// A form body (`a=1&password=x`) with its secret-named values replaced; `None` when the
@@ -788,6 +793,17 @@ mod tests {
 
     fn redacted(body: &str) -> String {
         String::from_utf8(Redactor::default().body(body.as_bytes(), &[])).unwrap()
+    }
+
+    #[test]
+    fn a_body_field_named_key_is_data_but_the_query_key_is_still_found() {
+        let r = Redactor::default();
+        let body = br#"{"key":"AAPL","token":"tok-CANARY-9","q":"AIzaCANARY1"}"#;
+        let out = String::from_utf8(r.body(body, &["AIzaCANARY1".into()])).unwrap();
+        assert_eq!(
+            out,
+            r#"{"key":"AAPL","token":"[REDACTED]","q":"[REDACTED]"}"#
+        );
     }
 
     #[test]
