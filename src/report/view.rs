@@ -4,7 +4,6 @@
 //! alone, so a saved report renders exactly as a fresh one.
 
 use crate::checks::Verdict;
-use crate::config::Family;
 use crate::run::{CaseResult, CellResult, Coverage, Judgement, Report, RunInfo, RunVerdict};
 
 /// A whole report, ready to render.
@@ -163,20 +162,8 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
 }
 
 fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
-    // Cases hold the text variants in plan order, then the wire variants in plan order
-    // (run::mutation sends them so); mutants are in plan order.
-    let texts = r
-        .mutants
-        .iter()
-        .filter(|m| m.variant.kind.family() != Family::Wire);
-    let wires = r
-        .mutants
-        .iter()
-        .filter(|m| m.variant.kind.family() == Family::Wire);
     let cases = r
-        .cases
-        .iter()
-        .zip(texts.chain(wires))
+        .cases_with_mutants()
         .map(|(case, m)| CaseView {
             case,
             mutation: Some((m.variant.kind.to_string(), m.original.as_str())),

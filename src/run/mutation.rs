@@ -86,6 +86,18 @@ pub struct MutationReport {
     pub warnings: Vec<String>,
 }
 
+impl MutationReport {
+    /// Each case with its mutant: cases hold the text variants in plan order, then the
+    /// wire-level ones in plan order (the run sends them so); `mutants` are in plan order.
+    pub fn cases_with_mutants(&self) -> impl Iterator<Item = (&CaseResult, &MutantVerdict)> {
+        let wire = |m: &&MutantVerdict| m.variant.kind.family() == Family::Wire;
+        let texts = self.mutants.iter().filter(move |m| !wire(m));
+        self.cases
+            .iter()
+            .zip(texts.chain(self.mutants.iter().filter(wire)))
+    }
+}
+
 /// The variants of `golden` under `seed`: the rule-based ones, and those `model` wrote.
 pub fn plan_mutations(
     spec: &MutationsSpec,

@@ -183,12 +183,7 @@ fn verdicts(report: &Report) -> Vec<Final<'_>> {
         }
     }
     if let Some(r) = mutation {
-        // Cases are the text variants in order, then the wire-level ones in order.
-        let (wire, text): (Vec<_>, Vec<_>) = r
-            .mutants
-            .iter()
-            .partition(|m| m.variant.kind.family() == crate::config::Family::Wire);
-        for (c, m) in r.cases.iter().zip(text.into_iter().chain(wire)) {
+        for (c, m) in r.cases_with_mutants() {
             out.push((
                 "mutation",
                 c,
