@@ -9,7 +9,7 @@ mod common;
 #[path = "common/langsmith.rs"]
 mod fake_langsmith;
 
-use common::cli::{closed_port, flakestorm_env};
+use common::cli::{closed_port, flakestorm_env, incident_config};
 use common::origin;
 use fake_langsmith::{self as ls, KEY, PROJECT, PROJECT_ID, run};
 use serde_json::{Value, json};
@@ -184,27 +184,6 @@ async fn cli(
     .unwrap()
 }
 
-/// The incident agent (replay_cli.rs) with its search tool at `tool`, judged by `invariant`.
-fn config(dir: &std::path::Path, tool: std::net::SocketAddr, fixed: bool, extra: &str) {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
-    let port = closed_port();
-    let yaml = format!(
-        r#"proxy: {{listen: '127.0.0.1:0'}}
-control: {{listen: '127.0.0.1:0'}}
-advanced: {{concurrency: 1, seed: 1}}
-tools: [{{name: web_search, match_url: "http://{tool}/*"}}]
-agent:
-  endpoint: "http://127.0.0.1:{port}/invoke"
-  command: "exec python3 {agent} {port}"
-  env: {{TOOL_URL: "http://{tool}/search", FIXED: "{fixed}"}}
-  ready_url: "http://127.0.0.1:{port}/health"
-{extra}"#,
-        agent = fixtures.join("incident_agent.py").display(),
-        fixed = u8::from(fixed),
-    );
-    std::fs::write(dir.join("flakestorm.yaml"), yaml).unwrap();
-}
-
 fn read_json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -312,7 +291,7 @@ async fn an_imported_incident_replays_its_504_to_the_agent() {
     // passes the written session file.
     let tool = origin::search_tool().await;
     let invariants = "invariants: [{type: regex, pattern: \"(?i)unavailable\"}]\n";
-    config(d, tool.addr, false, invariants);
+    incident_config(d, tool.addr, false, invariants);
     let (code, out, err) = cli(d, &server, KEY, &["replay", "run", "--from-langsmith", R1]).await;
     assert_eq!(
         code, 1,
@@ -332,7 +311,7 @@ async fn an_imported_incident_replays_its_504_to_the_agent() {
         "{case}"
     );
     assert_eq!(report["sessions"][0]["served"], 1);
-    config(d, tool.addr, true, invariants);
+    incident_config(d, tool.addr, true, invariants);
     let (code, out, err) = cli(
         d,
         &server,
@@ -507,7 +486,7 @@ async fn replay_run_imports_the_configs_sources() {
         "invariants: [{{type: contains, value: \"According to search: ACME Q3 revenue was $1.2B\"}}]\n\
          replays:\n  sources:\n    - {{type: langsmith_run, run_id: {R2}}}\n    - {{type: langsmith, project: {PROJECT}}}\n"
     );
-    config(d, tool.addr, true, &extra);
+    incident_config(d, tool.addr, true, &extra);
     let (code, out, err) = cli(d, &server, KEY, &["replay", "run", "-o", "replay.json"]).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
@@ -552,7 +531,7 @@ async fn replay_run_imports_the_configs_sources() {
     assert!(server.seen().is_empty(), "{:?}", server.seen());
     // ci imports them too and runs its replay phase with them (its mutation phase, with a
     // golden prompt now, is judged on its own).
-    config(
+    incident_config(
         d,
         tool.addr,
         true,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cli::{closed_port, flakestorm};
+use common::cli::{flakestorm, incident_config};
 use common::origin;
 
 const CONTRACT: &str = r#"
@@ -31,23 +31,7 @@ tool_responses:
 
 /// The config of `dir`: the incident agent (fixed or not) with its search tool at `tool`.
 fn config(dir: &std::path::Path, tool: std::net::SocketAddr, fixed: bool, extra: &str) {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
-    let port = closed_port();
-    let yaml = format!(
-        r#"proxy: {{listen: '127.0.0.1:0'}}
-control: {{listen: '127.0.0.1:0'}}
-advanced: {{concurrency: 1, seed: 1}}
-tools: [{{name: web_search, match_url: "http://{tool}/*"}}]
-agent:
-  endpoint: "http://127.0.0.1:{port}/invoke"
-  command: "exec python3 {agent} {port}"
-  env: {{TOOL_URL: "http://{tool}/search", FIXED: "{fixed}"}}
-  ready_url: "http://127.0.0.1:{port}/health"
-{CONTRACT}{extra}"#,
-        agent = fixtures.join("incident_agent.py").display(),
-        fixed = u8::from(fixed),
-    );
-    std::fs::write(dir.join("flakestorm.yaml"), yaml).unwrap();
+    incident_config(dir, tool, fixed, &format!("{CONTRACT}{extra}"));
 }
 
 async fn replay(dir: &std::path::Path, args: &[&str]) -> (i32, String, String, serde_json::Value) {

@@ -97,3 +97,30 @@ golden_prompts: ["What was ACME's Q3 revenue?"]
     );
     PythonAgent { tool, yaml }
 }
+
+/// Writes `dir/flakestorm.yaml`: the incident agent (tests/fixtures/agent/incident_agent.py,
+/// fixed or not, started by flakestorm) with its search tool at `tool`, then `extra`.
+pub fn incident_config(
+    dir: &std::path::Path,
+    tool: std::net::SocketAddr,
+    fixed: bool,
+    extra: &str,
+) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
+    let port = closed_port();
+    let yaml = format!(
+        r#"proxy: {{listen: '127.0.0.1:0'}}
+control: {{listen: '127.0.0.1:0'}}
+advanced: {{concurrency: 1, seed: 1}}
+tools: [{{name: web_search, match_url: "http://{tool}/*"}}]
+agent:
+  endpoint: "http://127.0.0.1:{port}/invoke"
+  command: "exec python3 {agent} {port}"
+  env: {{TOOL_URL: "http://{tool}/search", FIXED: "{fixed}"}}
+  ready_url: "http://127.0.0.1:{port}/health"
+{extra}"#,
+        agent = fixtures.join("incident_agent.py").display(),
+        fixed = u8::from(fixed),
+    );
+    std::fs::write(dir.join("flakestorm.yaml"), yaml).unwrap();
+}
