@@ -91,26 +91,30 @@ fn contract<'a>(r: &'a super::ContractReport, out: &mut Vec<NamedCase<'a>>) {
     }));
 }
 
+/// Each case with its own verdict, by position: two prompts of the same text are two
+/// cases, each failed or not on its own.
 fn chaos<'a>(r: &'a super::ChaosReport, out: &mut Vec<NamedCase<'a>>) {
-    out.extend(r.cases.iter().enumerate().map(|(i, c)| {
-        let failed = r
-            .prompts
+    out.extend(
+        r.cases
             .iter()
-            .filter(|p| p.prompt == c.prompt && p.judged && !p.passed)
-            .flat_map(|p| fails(&p.checks))
-            .collect();
-        named("chaos", i, c, failed)
-    }));
+            .zip(&r.prompts)
+            .enumerate()
+            .map(|(i, (c, p))| {
+                let failed = match p.judged && !p.passed {
+                    true => fails(&p.checks),
+                    false => vec![],
+                };
+                named("chaos", i, c, failed)
+            }),
+    );
 }
 
 fn mutation<'a>(r: &'a super::MutationReport, out: &mut Vec<NamedCase<'a>>) {
-    out.extend(r.cases.iter().enumerate().map(|(i, c)| {
-        let failed = r
-            .mutants
-            .iter()
-            .filter(|m| m.variant.text == c.prompt && m.judged && !m.passed)
-            .flat_map(|m| fails(&m.checks))
-            .collect();
+    out.extend(r.cases_with_mutants().enumerate().map(|(i, (c, m))| {
+        let failed = match m.judged && !m.passed {
+            true => fails(&m.checks),
+            false => vec![],
+        };
         named("mutation", i, c, failed)
     }));
 }
