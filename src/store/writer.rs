@@ -307,6 +307,8 @@ fn write(
                 reason,
                 finished_ms
             ])?;
+            // An ended run stores no more cases: a daemon's writer forgets its number.
+            next_seq.remove(run);
         }
         Op::Artifact(id, kind, path) => {
             tx.prepare_cached(
