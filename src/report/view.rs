@@ -196,7 +196,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         .iter()
         .filter_map(|s| {
             let case = r.cases.get(s.case?)?;
-            let judged = matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail);
+            let judged = s.verdict.judged();
             Some(CaseView {
                 case,
                 mutation: None,

@@ -157,10 +157,7 @@ pub async fn run_replay(
         coverage.push(covered);
         sessions.push(v);
     }
-    let judged = sessions
-        .iter()
-        .filter(|s| matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail))
-        .count();
+    let judged = sessions.iter().filter(|s| s.verdict.judged()).count();
     let passed = sessions
         .iter()
         .filter(|s| s.verdict == RunVerdict::Pass)

@@ -213,11 +213,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
 /// The replay report: one line per session (its verdict, what the incident was, the
 /// checks that failed or why it was not judged, the calls no recorded answer met).
 pub fn replay_summary(r: &super::ReplayReport) -> String {
-    let judged = r
-        .sessions
-        .iter()
-        .filter(|s| matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail))
-        .count();
+    let judged = r.sessions.iter().filter(|s| s.verdict.judged()).count();
     let passed = r.sessions.iter().filter(|s| s.verdict.passed()).count();
     let mut out = format!(
         "replay run: {passed} of {judged} judged sessions passed ({} sessions)\n",

@@ -45,6 +45,11 @@ impl RunVerdict {
     pub fn passed(self) -> bool {
         self == RunVerdict::Pass
     }
+
+    /// Whether the agent was judged: a pass or a fail (not tested and error judge nothing).
+    pub fn judged(self) -> bool {
+        matches!(self, RunVerdict::Pass | RunVerdict::Fail)
+    }
 }
 
 /// A verdict and, unless it is a pass, why.

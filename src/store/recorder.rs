@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
 use super::{RunId, Store, StoreError};
 use crate::config::ReportFormat;
-use crate::run::{CaseChecks, CaseResult, Judged, Progress, Report, RunKind, RunVerdict, SoFar};
+use crate::run::{CaseChecks, CaseResult, Judged, Progress, Report, RunKind, SoFar};
 
 /// One run being written.
 #[derive(Clone)]
@@ -167,7 +167,7 @@ fn verdicts(report: &Report) -> Vec<Final<'_>> {
             let Some(c) = s.case.and_then(|i| r.cases.get(i)) else {
                 continue;
             };
-            let judged = matches!(s.verdict, RunVerdict::Pass | RunVerdict::Fail);
+            let judged = s.verdict.judged();
             let checks = CaseChecks::Named(s.checks.clone());
             out.push(("replay", c, verdict(judged, s.verdict.passed()), checks));
         }
