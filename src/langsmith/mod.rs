@@ -119,7 +119,8 @@ pub fn write(imported: &Imported, file: &Path) -> Result<PathBuf, String> {
         session.tape = Some(PathBuf::from(format!("{stem}.har")));
     }
     let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())? + "\n";
-    save(file, json.as_bytes()).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::tape::write::save_bytes(file, json.as_bytes())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(file.to_path_buf())
 }
 
@@ -173,19 +174,6 @@ pub async fn import_sources(sources: &[Source], dir: &Path) -> Result<SourcesImp
 pub struct SourcesImported {
     pub files: Vec<PathBuf>,
     pub notes: Vec<String>,
-}
-
-/// Writes `bytes` to `path` whole: a temporary file beside it, renamed into place.
-fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -236,17 +236,23 @@ pub fn iso8601(ms: u64) -> String {
     )
 }
 
-/// Writes `har` to `path` whole: a temporary file beside it, renamed into place.
+/// Writes `har` to `path` whole (`save_bytes`).
 pub fn save(har: &Har, path: &Path) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(har).map_err(std::io::Error::other)?;
+    save_bytes(path, &text)
+}
+
+/// Writes `bytes` to `path` whole: a temporary file beside it, renamed into place, so a
+/// reader never sees half a file.
+pub fn save_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let text = serde_json::to_vec_pretty(har).map_err(std::io::Error::other)?;
     let name = path
         .file_name()
         .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text)?;
+    std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
 
