@@ -87,6 +87,7 @@ async fn main() {
         for _ in 0..2_000 {
             let req = hyper::Request::get(uri)
                 .header("host", control.to_string())
+                .header("authorization", format!("Bearer {}", daemon.control_token))
                 .body(Empty::<Bytes>::new())
                 .unwrap();
             send.ready().await.unwrap();

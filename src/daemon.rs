@@ -35,6 +35,8 @@ pub enum DaemonError {
     OpenProxy(SocketAddr),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error("{0} (it guards the control API when control.token is not set)")]
+    Token(#[from] crate::api::token::TokenError),
     #[error(
         "cannot listen on {addr} for the {what}: {source}{}",
         in_use_hint(source)
@@ -73,6 +75,10 @@ pub struct Daemon {
     pub jobs: Jobs,
     /// Run history (`data_dir/flakestorm.db`).
     pub store: Store,
+    /// The bearer token `/v1/*` requires: `control.token`, or the one kept in `token_file`.
+    pub control_token: Arc<str>,
+    /// `data_dir/control.token` when the token is kept there (no `control.token` set).
+    pub token_file: Option<PathBuf>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -105,6 +111,7 @@ impl Daemon {
         let control_addr = local_addr(&control_listener, "control listener")?;
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
         let store = Store::open(&config.data_dir)?;
+        let (control_token, token_file) = control_token(config)?;
         let jobs = Jobs::new(crate::jobs::Setup {
             store: store.clone(),
             metrics: metrics.clone(),
@@ -121,9 +128,10 @@ impl Daemon {
             tools: config.tools.clone().into(),
             metrics: metrics.clone(),
             ca_pem: ca.cert_pem().into(),
-            token: config.control.token.as_deref().map(Into::into),
+            token: control_token.clone(),
             jobs: jobs.clone(),
-            loopback: control_addr.ip().is_loopback(),
+            hosts: crate::api::Hosts::new(control_addr.ip(), &config.control.allowed_hosts),
+            expose_env: config.control.expose_env.clone().into(),
             keep_alive: crate::api::keep_alive(config.proxy.header_timeout_ms),
         };
         // No control connection lives forever either (docs/proxy.md, connection limits).
@@ -151,6 +159,8 @@ impl Daemon {
             chaos,
             jobs,
             store,
+            control_token,
+            token_file,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -163,6 +173,19 @@ impl Daemon {
         self.stop.cancel();
         for t in self.tasks {
             let _ = t.await;
+        }
+    }
+}
+
+/// `control.token`, or (none set) the token kept in `data_dir/control.token`, made at the
+/// first start: the control API always needs one (docs/security.md, "Threat model").
+fn control_token(config: &Config) -> Result<(Arc<str>, Option<PathBuf>), DaemonError> {
+    match config.control.token.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) => Ok((t.into(), None)),
+        None => {
+            let token = crate::api::token::ensure(&config.data_dir)?;
+            let file = config.data_dir.join(crate::api::token::FILE);
+            Ok((token.into(), Some(file)))
         }
     }
 }

@@ -40,11 +40,8 @@ impl Bench {
     async fn start() -> Bench {
         let tool = origin::fixed(None, "revenue was $4.1B").await;
         let p = start_proxy(&tools(&tool)).await;
-        Bench {
-            p,
-            tool,
-            http: direct_client(),
-        }
+        let http = p.control();
+        Bench { p, tool, http }
     }
 
     fn url(&self, path: &str) -> String {
@@ -449,7 +446,7 @@ async fn a_quiet_run_keeps_its_followers_past_the_control_read_deadline() {
         tools(&tool)
     ))
     .await;
-    let http = direct_client();
+    let http = p.control();
     let a = gated(client_via(&p, H1), tool.http_url("/search"), 0).await;
     let base = format!("http://{}", p.daemon.control_addr);
     let id = submit(

@@ -268,8 +268,10 @@ async fn marks_only_when_asked_and_rules_swap_at_runtime() {
     assert_eq!(get_text(&client, o.http_url("/a")).await, "fine");
     let api = format!("http://{}", p.daemon.control_addr);
     let rules = r#"{"mark_responses": true, "tool_faults": [{"id": "boom", "tool": "search", "mode": "error", "error_code": 502}]}"#;
-    let put = direct_client()
+    let put = p
+        .control()
         .put(format!("{api}/v1/chaos"))
+        .header("content-type", "application/json")
         .body(rules)
         .send()
         .await
@@ -290,8 +292,10 @@ async fn marks_only_when_asked_and_rules_swap_at_runtime() {
             .encode()
             .contains("flakestorm_active_connections 1")
     );
-    let bad = direct_client()
+    let bad = p
+        .control()
         .put(format!("{api}/v1/chaos"))
+        .header("content-type", "application/json")
         .body(r#"{"tool_faults": [{"tool": "nope", "mode": "error"}]}"#)
         .send()
         .await
@@ -303,7 +307,7 @@ async fn marks_only_when_asked_and_rules_swap_at_runtime() {
             .unwrap()
             .contains("`nope` is not a name from `tools:`")
     );
-    direct_client()
+    p.control()
         .delete(format!("{api}/v1/chaos"))
         .send()
         .await

@@ -28,7 +28,16 @@ async fn a_contract_run_on_the_daemon_reports_and_exits_as_a_local_one() {
     let d = dir.path().to_path_buf();
     let (_serve, url) = serve(&d, SERVE).await;
     let agent = python_agent();
-    std::fs::write(d.join("run.yaml"), format!("{}{CONTRACT}", agent.yaml)).unwrap();
+    // The same data_dir as the daemon's: `--server` sends the token the daemon keeps there.
+    std::fs::write(
+        d.join("run.yaml"),
+        format!(
+            "{}data_dir: history
+{CONTRACT}",
+            agent.yaml
+        ),
+    )
+    .unwrap();
     let run = {
         let (d, url) = (d.clone(), url.clone());
         tokio::task::spawn_blocking(move || {
@@ -109,7 +118,8 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
     let (code, _, err) = within("no token", go(base.clone())).await.unwrap();
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("missing or wrong token (--token, or FLAKESTORM_API_TOKEN)"),
+        err.contains("missing or wrong token (none was found: control token ")
+            && err.contains("Pass --token (or FLAKESTORM_API_TOKEN)"),
         "{err}"
     );
     // With the token, the daemon takes the run; its agent is not there: an error, exit 2.
@@ -141,7 +151,7 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
 async fn cancelling_a_run_stops_the_agent_the_daemon_started() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_path_buf();
-    let (_serve, url) = serve(&d, SERVE).await;
+    let (daemon, url) = serve(&d, SERVE).await;
     let agent = python_agent();
     let health = agent
         .yaml
@@ -157,7 +167,7 @@ async fn cancelling_a_run_stops_the_agent_the_daemon_started() {
          chaos: {{tool_faults: [{{tool: web_search, mode: timeout, delay_ms: 60000}}]}}\n",
         agent.yaml
     );
-    let http = common::direct_client();
+    let http = daemon.client();
     let r = http
         .post(format!("{url}/v1/runs"))
         .header("content-type", "application/json")

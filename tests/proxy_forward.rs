@@ -345,7 +345,7 @@ async fn websocket_echo_through_an_intercepted_connect() {
 #[tokio::test]
 async fn control_listener_serves_health_metrics_and_the_ca_but_not_the_key() {
     let p = start_proxy("").await;
-    let c = direct_client();
+    let c = p.control();
     let base = format!("http://{}", p.daemon.control_addr);
     assert_eq!(
         c.get(format!("{base}/healthz"))

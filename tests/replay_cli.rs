@@ -316,7 +316,7 @@ async fn a_daemon_replays_the_sessions_of_a_submitted_config() {
         &d,
         tool.addr,
         false,
-        &format!("replays:\n  sessions:\n{inline}"),
+        &format!("data_dir: history\nreplays:\n  sessions:\n{inline}"),
     );
     let args = ["replay", "run", "--server", &url, "-o", "replay.json"];
     let (code, out, err, r) = common::within("the replay on the daemon", replay(&d, &args)).await;

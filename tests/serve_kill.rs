@@ -58,7 +58,7 @@ async fn a_daemon_killed_mid_run_leaves_the_run_interrupted_with_its_finished_ca
          advanced: {{concurrency: 1}}\n",
         agent.http_url("/invoke")
     );
-    let http = common::direct_client();
+    let http = daemon.client();
     let r = http
         .post(daemon.url("/v1/runs"))
         .header("content-type", "application/json")

@@ -108,22 +108,17 @@ mod tests {
     use crate::chaos::Engine;
     use crate::config::ToolSpec;
     use crate::exchange::Target;
-    use crate::telemetry::Metrics;
 
     fn state() -> ApiState {
         let tools = vec![ToolSpec {
             name: "search".into(),
             match_url: "http://s/*".into(),
         }];
+        let jobs = crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep());
         ApiState {
             chaos: Engine::new(9),
             tools: Arc::from(tools),
-            metrics: Metrics::new(),
-            ca_pem: "".into(),
-            token: None,
-            jobs: crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep()),
-            loopback: true,
-            keep_alive: std::time::Duration::from_secs(15),
+            ..super::super::test_state(jobs)
         }
     }
 
@@ -134,12 +129,15 @@ mod tests {
         ct: &str,
         body: &str,
     ) -> (u16, serde_json::Value) {
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(method)
             .uri(uri)
-            .header("content-type", ct)
-            .body(Body::from(body.to_string()))
-            .unwrap();
+            .header("host", "localhost:8081")
+            .header("authorization", "Bearer t");
+        if !ct.is_empty() {
+            req = req.header("content-type", ct);
+        }
+        let req = req.body(Body::from(body.to_string())).unwrap();
         let resp = router(s.clone()).oneshot(req).await.unwrap();
         let status = resp.status().as_u16();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();

@@ -10,6 +10,12 @@ pub enum ApiError {
     Unauthorized,
     #[error("no such endpoint")]
     NotFound,
+    #[error("{0}")]
+    ForbiddenHost(String),
+    #[error("{0}")]
+    ForbiddenOrigin(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     #[error("bad request body: {0}")]
     BadBody(String),
     #[error("request body too large: {0}")]
@@ -53,6 +59,11 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
+            ApiError::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::InvalidChaos(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_chaos"),
@@ -77,6 +88,9 @@ impl IntoResponse for ApiError {
             ApiError::InvalidConfig(e) => Some(&e.errors),
             ApiError::Unauthorized
             | ApiError::NotFound
+            | ApiError::ForbiddenHost(_)
+            | ApiError::ForbiddenOrigin(_)
+            | ApiError::UnsupportedMediaType(_)
             | ApiError::BadBody(_)
             | ApiError::TooLarge(_)
             | ApiError::UnknownProfile(_)

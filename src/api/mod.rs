@@ -1,6 +1,7 @@
-//! The control plane's HTTP API (axum): health, Prometheus metrics, the CA certificate, and
-//! the chaos rules (`chaos`: read, replace through the loader's own compile path, clear,
-//! profiles, reset). `error` is the only place API errors get HTTP statuses.
+//! The control plane's HTTP API (axum): health, Prometheus metrics, the CA certificate, the
+//! chaos rules (`chaos`: read, replace through the loader's own compile path, clear,
+//! profiles, reset) and runs. Every `/v1/*` request passes `guard` (no browser page may
+//! reach it) and then the token; `error` is the only place API errors get HTTP statuses.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
@@ -9,9 +10,12 @@ mod body;
 mod chaos;
 mod deadline;
 mod error;
+mod guard;
 mod openapi;
 mod runs;
 mod sse;
+mod submitted;
+pub mod token;
 
 use std::sync::Arc;
 
@@ -24,6 +28,7 @@ use axum::routing::{get, post};
 
 pub use deadline::DeadlineListener;
 pub use error::ApiError;
+pub use guard::Hosts;
 
 use crate::chaos::Engine;
 use crate::config::ToolSpec;
@@ -37,12 +42,16 @@ pub struct ApiState {
     pub tools: Arc<[ToolSpec]>,
     pub metrics: Metrics,
     pub ca_pem: Arc<str>,
-    /// Bearer token required on `/v1/*` when set.
-    pub token: Option<Arc<str>>,
+    /// Bearer token required on `/v1/*` (`control.token`, or the one in
+    /// `data_dir/control.token`).
+    pub token: Arc<str>,
     /// The daemon's runs.
     pub jobs: crate::jobs::Jobs,
-    /// The control listener is on loopback: runs may name config files and start agents.
-    pub loopback: bool,
+    /// Who the control listener answers (`Host`); whether it is on loopback, where runs
+    /// may name files of the daemon's host and start agents.
+    pub hosts: Hosts,
+    /// `control.expose_env`: the daemon's variables a submitted config may expand.
+    pub expose_env: Arc<[String]>,
     /// How often a quiet `/events` stream sends a keep-alive comment: more often than the
     /// control connections' read deadline (`DeadlineListener`), which each write restarts.
     pub keep_alive: std::time::Duration,
@@ -52,6 +61,13 @@ pub struct ApiState {
 /// half of it, at most 15 s, so a quiet stream always writes before the deadline.
 pub fn keep_alive(header_timeout_ms: u64) -> std::time::Duration {
     std::time::Duration::from_millis(header_timeout_ms.div_ceil(2).clamp(1, 15_000))
+}
+
+impl ApiState {
+    /// The control listener is on loopback: it acts for the local user who holds the token.
+    pub fn loopback(&self) -> bool {
+        self.hosts.listen.is_loopback()
+    }
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -71,7 +87,12 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/report", get(runs::report))
         .route("/v1/openapi.json", get(openapi::document))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+        // The last layer runs first: no cross-site request gets as far as the token check.
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_proof,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -113,19 +134,21 @@ async fn require_token(
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let Some(token) = &s.token else {
-        return Ok(next.run(req).await);
-    };
     let sent = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(bearer);
-    if sent == Some(token.as_ref()) {
+    if sent.is_some_and(|t| same(t.as_bytes(), s.token.as_bytes())) {
         Ok(next.run(req).await)
     } else {
         Err(ApiError::Unauthorized)
     }
+}
+
+/// Compares in time that does not depend on where the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// The credentials of an `Authorization: Bearer <token>` value; the scheme is
@@ -137,6 +160,22 @@ fn bearer(value: &str) -> Option<&str> {
         .then(|| token.trim_start_matches(' '))
 }
 
+/// A state for the router's tests: loopback, token `t`.
+#[cfg(test)]
+pub(crate) fn test_state(jobs: crate::jobs::Jobs) -> ApiState {
+    ApiState {
+        chaos: Engine::new(1),
+        tools: Arc::from(vec![]),
+        metrics: Metrics::new(),
+        ca_pem: "PEM".into(),
+        token: "t".into(),
+        jobs,
+        hosts: Hosts::new(std::net::Ipv4Addr::LOCALHOST.into(), &[]),
+        expose_env: Arc::from(vec![]),
+        keep_alive: std::time::Duration::from_secs(15),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,21 +183,16 @@ mod tests {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
 
-    fn state(token: Option<&str>) -> ApiState {
-        ApiState {
-            chaos: Engine::new(1),
-            tools: Arc::from(vec![]),
-            metrics: Metrics::new(),
-            ca_pem: "PEM".into(),
-            token: token.map(Into::into),
-            jobs: crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep()),
-            loopback: true,
-            keep_alive: std::time::Duration::from_secs(15),
-        }
+    fn state(token: &str) -> ApiState {
+        let mut s = test_state(crate::jobs::Jobs::for_tests(
+            &tempfile::tempdir().unwrap().keep(),
+        ));
+        s.token = token.into();
+        s
     }
 
     async fn get(app: Router, uri: &str, auth: Option<&str>) -> (u16, String) {
-        let mut req = axum::http::Request::get(uri);
+        let mut req = axum::http::Request::get(uri).header("host", "127.0.0.1:8081");
         if let Some(a) = auth {
             req = req.header("authorization", a);
         }
@@ -170,7 +204,7 @@ mod tests {
 
     #[tokio::test]
     async fn health_metrics_and_ca() {
-        let s = state(None);
+        let s = state("t");
         s.metrics.request("tool", Some(503));
         let app = router(s);
         assert_eq!(
@@ -181,10 +215,10 @@ mod tests {
         assert_eq!(status, 200);
         assert!(text.contains(r#"flakestorm_requests_total{target="tool",status_class="5xx"} 1"#));
         assert_eq!(
-            get(app.clone(), "/v1/ca.pem", None).await,
+            get(app.clone(), "/v1/ca.pem", Some("Bearer t")).await,
             (200, "PEM".into())
         );
-        let (status, doc) = get(app.clone(), "/v1/openapi.json", None).await;
+        let (status, doc) = get(app.clone(), "/v1/openapi.json", Some("Bearer t")).await;
         assert_eq!(status, 200);
         assert!(doc.contains(r#""openapi":"3.1"#), "{doc}");
         assert_eq!(get(app, "/nope", None).await.0, 404);
@@ -192,7 +226,7 @@ mod tests {
 
     #[tokio::test]
     async fn token_guards_v1_but_not_probes() {
-        let app = router(state(Some("t0k")));
+        let app = router(state("t0k"));
         assert_eq!(get(app.clone(), "/v1/ca.pem", None).await.0, 401);
         assert_eq!(get(app.clone(), "/v1/openapi.json", None).await.0, 401);
         assert_eq!(

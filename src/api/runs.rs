@@ -2,6 +2,7 @@
 //! (Server-Sent Events, resumable with `Last-Event-ID`), fetch its report, cancel it
 //! (`DELETE`). The runs themselves live in `jobs`; this module only speaks HTTP.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use axum::Json;
@@ -14,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
-use crate::config::{ConfigError, Loaded, Overrides, ReportFormat};
+use crate::config::{ConfigError, Loaded, ReportFormat, Submitted};
 use crate::jobs::{CancelError, Submission};
 use crate::run::{RunKind, RunRequest};
 use crate::store::{Filter, Page, RunRecord, StoreError};
@@ -47,6 +48,10 @@ pub(super) struct NewRun {
     chaos: bool,
     #[serde(default)]
     min_score: Option<f64>,
+    /// Values for the config's `${NAME}`s. A config sent to the daemon is never expanded
+    /// from the daemon's own environment (but the names its `control.expose_env` lists).
+    #[serde(default)]
+    env: BTreeMap<String, String>,
 }
 
 /// Starts a run: 202 with its record and a `Location`.
@@ -65,14 +70,15 @@ pub async fn create(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.contains("yaml"));
     let body = super::body::read_limited(body).await?;
-    let loopback = s.loopback;
+    let loopback = s.loopback();
+    let exposed = s.expose_env.clone();
     let (new, kind, loaded) = tokio::task::spawn_blocking(move || {
         let value = super::body::parse(&body, yaml)?;
         let new: NewRun =
             serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
         let (kind, asked) = asked(&new);
         // Every problem at once: the request's own beside the config's.
-        let loaded = match load(&new, loopback) {
+        let loaded = match load(&new, loopback, &exposed) {
             Err(ApiError::InvalidConfig(mut e)) if !asked.is_empty() => {
                 e.errors.splice(0..0, asked);
                 return Err(ApiError::InvalidConfig(e));
@@ -89,18 +95,8 @@ pub async fn create(
     })
     .await
     .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    if !loopback
-        && loaded
-            .config
-            .agent
-            .as_ref()
-            .is_some_and(|a| a.command.is_some())
-    {
-        return Err(ApiError::NotRunnable(
-            "agent.command would run a command on the daemon's host, which a control API off \
-             loopback does not allow; start the agent yourself and give agent.endpoint"
-                .into(),
-        ));
+    if !loopback {
+        super::submitted::off_loopback(&loaded.config).map_err(ApiError::NotRunnable)?;
     }
     let warnings = daemon_warnings(&loaded);
     let sub = Submission {
@@ -128,6 +124,12 @@ pub async fn create(
 /// aside), each at its field.
 fn asked(new: &NewRun) -> (Option<RunKind>, Vec<ConfigError>) {
     let mut problems = vec![];
+    for name in new.env.keys().filter(|n| !crate::config::is_var_name(n)) {
+        problems.push(ConfigError::new(
+            format!("env.{name}"),
+            "not an environment variable name (letters, digits and `_`, not first a digit)",
+        ));
+    }
     let kind = new
         .kind
         .parse::<RunKind>()
@@ -164,39 +166,54 @@ fn located(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
     }
 }
 
-/// The run's config, inline or from a file; every problem at its path.
-fn load(new: &NewRun, loopback: bool) -> Result<Loaded, ApiError> {
-    let vars = std::env::vars().collect();
-    let overrides = Overrides::default();
-    match (&new.config, &new.config_path) {
-        (Some(_), Some(_)) => Err(ApiError::BadBody(
-            "give either config or config_path, not both".into(),
-        )),
-        (None, None) => Err(ApiError::BadBody(
-            "config: missing; give the config inline (YAML or JSON) or config_path".into(),
-        )),
-        (Some(v), None) => {
-            let text = match v {
-                Value::String(t) => t.clone(),
-                Value::Object(_) => v.to_string(),
-                other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_)) => {
-                    return Err(ApiError::BadBody(format!(
-                        "config: expected YAML or JSON text or an object, found {other}"
-                    )));
-                }
-            };
-            let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            crate::config::load_text(&text, "config (request body)", &base, &overrides, &vars)
-                .map_err(ApiError::InvalidConfig)
+/// The run's config, inline or from a file; every problem at its path. `${NAME}`s come
+/// from the request's `env`, and from the daemon's environment only for `exposed` names.
+fn load(new: &NewRun, loopback: bool, exposed: &[String]) -> Result<Loaded, ApiError> {
+    let mut vars: BTreeMap<String, String> = exposed
+        .iter()
+        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        .collect();
+    vars.extend(new.env.clone());
+    let submitted = match (&new.config, &new.config_path) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::BadBody(
+                "give either config or config_path, not both".into(),
+            ));
         }
-        (None, Some(_)) if !loopback => Err(ApiError::NotRunnable(
-            "config_path: a control API off loopback reads no file for a client; send the \
-             config inline"
-                .into(),
-        )),
-        (None, Some(path)) => crate::config::load_with_env(Some(path), &overrides, &vars)
-            .map_err(ApiError::InvalidConfig),
-    }
+        (None, None) => {
+            return Err(ApiError::BadBody(
+                "config: missing; give the config inline (YAML or JSON) or config_path".into(),
+            ));
+        }
+        (Some(v), None) => v,
+        (None, Some(_)) if !loopback => {
+            return Err(ApiError::NotRunnable(
+                "config_path: a control API off loopback reads no file for a client; send the \
+                 config inline"
+                    .into(),
+            ));
+        }
+        (None, Some(path)) => {
+            return crate::config::load_submitted(Submitted::File(path), &vars)
+                .map_err(ApiError::InvalidConfig);
+        }
+    };
+    let text = match submitted {
+        Value::String(t) => t.clone(),
+        Value::Object(_) => submitted.to_string(),
+        other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_)) => {
+            return Err(ApiError::BadBody(format!(
+                "config: expected YAML or JSON text or an object, found {}",
+                super::submitted::kind_of(other)
+            )));
+        }
+    };
+    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config = Submitted::Text {
+        text: &text,
+        base: &base,
+    };
+    crate::config::load_submitted(config, &vars).map_err(ApiError::InvalidConfig)
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -40,6 +40,15 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
         "flakestorm: control listening on {}",
         daemon.control_addr
     );
+    if let Some(file) = &daemon.token_file {
+        let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+        say!(
+            out,
+            "flakestorm: control API token in {} (send it as Authorization: Bearer …; \
+             `--server` on this machine reads it there)",
+            file.display()
+        );
+    }
     let rules = daemon.chaos.rules();
     if !rules.is_empty() {
         let s = &rules.spec;

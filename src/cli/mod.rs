@@ -528,7 +528,7 @@ async fn dispatch(
         langsmith::warn_remote(&loaded);
     }
     let server = match remote::Server::new(&url, report.token.clone()) {
-        Ok(s) => s,
+        Ok(s) => s.token_from(&loaded.config.data_dir),
         Err(e) => {
             eprintln!("flakestorm: {e}");
             return ExitCode::from(2);

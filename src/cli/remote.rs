@@ -24,6 +24,8 @@ use crate::store::RunRecord;
 pub struct Server {
     base: String,
     token: Option<String>,
+    /// Where the token was looked for when none was given, and what came of it.
+    token_file: Option<String>,
     client: DirectClient,
 }
 
@@ -47,8 +49,26 @@ impl Server {
         Ok(Server {
             base: url.trim_end_matches('/').to_string(),
             token,
+            token_file: None,
             client,
         })
+    }
+
+    /// Without `--token`, a daemon on this machine's loopback is sent the token it keeps in
+    /// `data_dir/control.token` (the config's `data_dir`), which this user can read.
+    pub fn token_from(mut self, data_dir: &Path) -> Server {
+        if self.token.is_some() || !self.local() {
+            return self;
+        }
+        match crate::api::token::read(data_dir) {
+            Ok(t) => {
+                self.token = Some(t);
+                self.token_file =
+                    Some(data_dir.join(crate::api::token::FILE).display().to_string());
+            }
+            Err(e) => self.token_file = Some(e.to_string()),
+        }
+        self
     }
 
     /// The daemon runs on this machine, so it can read the config file where it is.
@@ -97,6 +117,9 @@ impl Server {
     async fn json(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, String> {
         let resp = self.send(method, path, body, None).await?;
         let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(self.unauthorized());
+        }
         let bytes = resp
             .into_body()
             .collect()
@@ -111,13 +134,25 @@ impl Server {
     }
 }
 
+impl Server {
+    /// A 401 in words: where the token comes from, and where it was looked for.
+    fn unauthorized(&self) -> String {
+        let tried = match (&self.token, &self.token_file) {
+            (Some(_), Some(file)) => format!(" (the token sent was read from {file})"),
+            (None, Some(why)) => format!(" (none was found: {why})"),
+            (Some(_), None) => " (the token sent was --token or FLAKESTORM_API_TOKEN)".into(),
+            (None, None) => String::new(),
+        };
+        format!(
+            "the daemon refused the request: missing or wrong token{tried}. Pass --token (or \
+             FLAKESTORM_API_TOKEN) with the daemon's control.token or, when it has none set, \
+             the token it keeps in its data_dir/control.token"
+        )
+    }
+}
+
 /// The daemon's error body in words: its message and each problem with its path.
 fn api_error(status: StatusCode, v: &Value) -> String {
-    if status == StatusCode::UNAUTHORIZED {
-        return "the daemon refused the request: missing or wrong token (--token, or \
-                FLAKESTORM_API_TOKEN)"
-            .into();
-    }
     let e = &v["error"];
     let mut out = match e["message"].as_str() {
         Some(m) => format!("the daemon refused the run: {m}"),
@@ -240,12 +275,21 @@ fn submission(
         return Err("--server needs a config file (-c FILE) to send to the daemon".into());
     };
     let mut body = json!({"kind": req.kind, "chaos": req.under_chaos});
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     if server.local() {
         let abs = std::fs::canonicalize(file).map_err(|e| format!("{}: {e}", file.display()))?;
         body["config_path"] = json!(abs);
     } else {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
         body["config"] = json!(text);
+    }
+    // The daemon never expands a config from its own environment: the `${NAME}`s the file
+    // uses travel with it, from this one, as a local run would read them.
+    let env: serde_json::Map<String, Value> = crate::config::referenced_vars(&text)
+        .into_iter()
+        .filter_map(|name| Some((name.clone(), json!(std::env::var(&name).ok()?))))
+        .collect();
+    if !env.is_empty() {
+        body["env"] = Value::Object(env);
     }
     if let Some(p) = &req.profile {
         body["profile"] = json!(p);
@@ -451,7 +495,13 @@ mod tests {
             text,
             "the daemon refused the run: config has 2 errors\n  - agent.endpoint: missing"
         );
-        assert!(api_error(StatusCode::UNAUTHORIZED, &Value::Null).contains("--token"));
+        let s = Server::new("http://127.0.0.1:1", None).unwrap();
+        let s = s.token_from(Path::new("/nonexistent-data-dir"));
+        let text = s.unauthorized();
+        assert!(
+            text.contains("--token") && text.contains("/nonexistent-data-dir/control.token"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -8,13 +8,11 @@ use serde_json::Value;
 
 use super::ConfigError;
 
+/// A variable's value, or the whole message for one that is not available.
+pub type Lookup<'a> = dyn Fn(&str) -> Result<String, String> + 'a;
+
 /// Expands every string inside `value` in place; problems go to `errors`.
-pub fn expand_value(
-    value: &mut Value,
-    path: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    errors: &mut Vec<ConfigError>,
-) {
+pub fn expand_value(value: &mut Value, path: &str, env: &Lookup, errors: &mut Vec<ConfigError>) {
     match value {
         Value::String(s) => match expand_str(s, env) {
             Ok(expanded) => *s = expanded,
@@ -40,7 +38,7 @@ pub fn expand_value(
 }
 
 /// Expands one string; the error names the first missing or malformed variable.
-pub fn expand_str(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand_str(s: &str, env: &Lookup) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(pos) = rest.find('$') {
@@ -59,8 +57,7 @@ pub fn expand_str(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
                     "`${{{name}}}` is not a valid environment variable reference"
                 ));
             }
-            let value =
-                env(name).ok_or_else(|| format!("environment variable `{name}` is not set"))?;
+            let value = env(name)?;
             out.push_str(&value);
             rest = &body[end + 1..];
         } else {
@@ -72,7 +69,27 @@ pub fn expand_str(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
     Ok(out)
 }
 
-fn is_var_name(name: &str) -> bool {
+/// The names `text` refers to as `${NAME}` (`$${` is a literal), each once, in order.
+pub fn referenced(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = vec![];
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            rest = tail;
+        } else if let Some((name, tail)) = after.strip_prefix('{').and_then(|b| b.split_once('}')) {
+            if is_var_name(name) && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+            rest = tail;
+        } else {
+            rest = after;
+        }
+    }
+    names
+}
+
+pub fn is_var_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
@@ -82,8 +99,10 @@ fn is_var_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn env(name: &str) -> Option<String> {
-        (name == "TOKEN").then(|| "s3cret".to_string())
+    fn env(name: &str) -> Result<String, String> {
+        (name == "TOKEN")
+            .then(|| "s3cret".to_string())
+            .ok_or_else(|| format!("environment variable `{name}` is not set"))
     }
 
     #[test]
@@ -97,6 +116,12 @@ mod tests {
             expand_str("a${TOKEN}b${TOKEN}", &env).unwrap(),
             "as3cretbs3cret"
         );
+    }
+
+    #[test]
+    fn referenced_names_each_once_escapes_skipped() {
+        let text = "a: ${A}\nb: \"$${NOT} ${B} ${A}\"\nc: ${bad-name} ${C";
+        assert_eq!(referenced(text), ["A", "B"]);
     }
 
     #[test]

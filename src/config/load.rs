@@ -17,7 +17,7 @@ use super::chaos_load::{
     ChaosIndex, chaos_section, lenient_v2_fields, remap_chaos_paths, warn_unroutable_tools,
 };
 use super::de::{kind, list, section};
-use super::expand::expand_value;
+use super::expand::{Lookup, expand_value};
 use super::schema::*;
 use super::validate::validate;
 use super::{ConfigError, ConfigErrors};
@@ -134,7 +134,7 @@ pub fn load_with_env(
         file,
         base: &base,
     };
-    load_source(&source, overrides, vars)
+    load_source(&source, overrides, vars, &Policy::USER)
 }
 
 /// Loads a config sent as text (YAML, or JSON, which is YAML), e.g. over the runs API:
@@ -152,7 +152,89 @@ pub fn load_text(
         file: None,
         base,
     };
-    load_source(&source, overrides, vars)
+    load_source(&source, overrides, vars, &Policy::USER)
+}
+
+/// Sections a run on the daemon does not use: the daemon's own serve every run.
+pub const DAEMON_SECTIONS: &[&str] = &["proxy", "control", "ca", "data_dir", "journal"];
+
+/// A config sent to `/v1/runs`: its text, or (on a loopback control API) a file of the
+/// daemon's host that the request names.
+pub enum Submitted<'a> {
+    Text { text: &'a str, base: &'a Path },
+    File(&'a Path),
+}
+
+/// Loads a config sent to the daemon's `/v1/runs`: `${VAR}` takes its value from `vars`
+/// only (the request's `env` and the names in the daemon's `control.expose_env`), never
+/// from the daemon's environment; no `FLAKESTORM_*` variable layers over it; and the
+/// sections the daemon does not use (`DAEMON_SECTIONS`, still named in `Loaded::named`)
+/// are set aside unread, so nothing in them (`proxy.upstream_ca_file`) opens a file.
+pub fn load_submitted(
+    config: Submitted,
+    vars: &BTreeMap<String, String>,
+) -> Result<Loaded, ConfigErrors> {
+    let policy = Policy {
+        layers: false,
+        unset: |name| {
+            format!(
+                "`${{{name}}}` has no value: a config sent to the daemon is expanded only from \
+                 the request's `env` (never from the daemon's own environment, unless its \
+                 control.expose_env lists the name)"
+            )
+        },
+        set_aside: DAEMON_SECTIONS,
+    };
+    let overrides = Overrides::default();
+    match config {
+        Submitted::Text { text, base } => {
+            let source = Source {
+                name: "config (request body)".into(),
+                text,
+                file: None,
+                base,
+            };
+            load_source(&source, &overrides, vars, &policy)
+        }
+        Submitted::File(path) => {
+            let name = path.display().to_string();
+            let text = read_limited(path).map_err(|e| ConfigErrors {
+                source_name: name.clone(),
+                errors: vec![ConfigError::new(
+                    "",
+                    format!("cannot read config file: {e}"),
+                )],
+            })?;
+            let base = path
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            let source = Source {
+                name,
+                text: &text,
+                file: Some(path),
+                base: &base,
+            };
+            load_source(&source, &overrides, vars, &policy)
+        }
+    }
+}
+
+/// Where a config's `${VAR}`s come from and what it may say.
+struct Policy {
+    /// `FLAKESTORM_*` variables layer over the file (the user's own environment).
+    layers: bool,
+    /// The error for a `${NAME}` with no value.
+    unset: fn(&str) -> String,
+    /// Sections removed unread (still named in `Named::sections`).
+    set_aside: &'static [&'static str],
+}
+
+impl Policy {
+    const USER: Policy = Policy {
+        layers: true,
+        unset: |name| format!("environment variable `{name}` is not set"),
+        set_aside: &[],
+    };
 }
 
 /// A config's text and where it came from.
@@ -169,16 +251,23 @@ fn load_source(
     source: &Source,
     overrides: &Overrides,
     vars: &BTreeMap<String, String>,
+    policy: &Policy,
 ) -> Result<Loaded, ConfigErrors> {
-    let env = |name: &str| vars.get(name).cloned();
+    let env = |name: &str| vars.get(name).cloned().ok_or_else(|| (policy.unset)(name));
     let fail = |errors| ConfigErrors {
         source_name: source.name.clone(),
         errors,
     };
     let text = source.text;
     super::untrusted::check_yaml(text).map_err(fail)?;
-    let (root, file_value) = layered(text, vars, overrides).map_err(|e| fail(vec![e]))?;
+    let layers = if policy.layers {
+        vars
+    } else {
+        &BTreeMap::new()
+    };
+    let (mut root, file_value) = layered(text, layers, overrides).map_err(|e| fail(vec![e]))?;
     let named = Named::of(&root);
+    root.retain(|section, _| !policy.set_aside.contains(&section.as_str()));
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     super::literal_secrets::check(&file_value, &mut warnings, &mut errors);
@@ -311,7 +400,7 @@ fn layered(
 
 fn sections(
     mut root: Map<String, Value>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Lookup,
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
 ) -> (Config, ChaosSpec, ChaosIndex) {

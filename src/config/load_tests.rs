@@ -636,3 +636,31 @@ chaos:
     ];
     assert_exactly(&errors, &expect);
 }
+
+#[test]
+fn a_submitted_config_takes_no_layers_and_sets_the_daemons_sections_aside() {
+    let vars = env(&[
+        ("FLAKESTORM_AGENT__ENDPOINT", "http://elsewhere.example/x"),
+        ("K", "v"),
+    ]);
+    let text = "agent: {endpoint: 'http://127.0.0.1:1/x', headers: {a: '${K}'}}\n\
+                proxy: {upstream_ca_file: /nonexistent/ca.pem, listen: 'not an address'}\n";
+    let base = PathBuf::from(".");
+    let loaded = load_submitted(Submitted::Text { text, base: &base }, &vars).unwrap();
+    let agent = loaded.config.agent.unwrap();
+    assert_eq!(agent.endpoint.to_string(), "http://127.0.0.1:1/x");
+    assert_eq!(agent.headers["a"], "v");
+    assert!(loaded.named.sections.iter().any(|s| s == "proxy"));
+    assert_eq!(
+        loaded.config.proxy.upstream_ca_file, None,
+        "set aside unread"
+    );
+
+    let text = "agent: {endpoint: 'http://127.0.0.1:1/x', headers: {a: '${NOPE}'}}\n";
+    let e = load_submitted(Submitted::Text { text, base: &base }, &vars).unwrap_err();
+    let e = e.errors[0].to_string();
+    assert!(
+        e.starts_with("agent.headers.a: `${NOPE}` has no value") && e.contains("expose_env"),
+        "{e}"
+    );
+}

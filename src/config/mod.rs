@@ -46,8 +46,12 @@ pub use chaos_load::parse_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors};
+pub use expand::{is_var_name, referenced as referenced_vars};
 pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
-pub use load::{Loaded, Named, Overrides, digest, load, load_text, load_with_env};
+pub use load::{
+    DAEMON_SECTIONS, Loaded, Named, Overrides, Submitted, digest, load, load_submitted, load_text,
+    load_with_env,
+};
 pub use model::{ModelProvider, ModelSpec};
 pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};

@@ -160,6 +160,12 @@ pub struct ControlSpec {
     /// Runs submitted through `/v1/runs` in flight at once under `attribution: header`
     /// (under `exclusive` they run one at a time).
     pub max_parallel_runs: u32,
+    /// `Host` names the control API answers besides this machine's loopback names and
+    /// addresses and its own address (DNS rebinding): exact names, or `*.example.com`.
+    pub allowed_hosts: Vec<String>,
+    /// Names of the daemon's environment variables that configs sent to `/v1/runs` may
+    /// expand as `${NAME}`; no other variable of the daemon's is ever expanded for them.
+    pub expose_env: Vec<String>,
 }
 
 impl Default for ControlSpec {
@@ -168,6 +174,8 @@ impl Default for ControlSpec {
             listen: "127.0.0.1:8081".into(),
             token: None,
             max_parallel_runs: 4,
+            allowed_hosts: vec![],
+            expose_env: vec![],
         }
     }
 }

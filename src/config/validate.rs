@@ -281,6 +281,42 @@ fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
             format!("{} is outside 1..=64", c.max_parallel_runs),
         ));
     }
+    for (i, host) in c.allowed_hosts.iter().enumerate() {
+        if let Err(why) = allowed_host(host) {
+            errors.push(ConfigError::new(format!("control.allowed_hosts[{i}]"), why));
+        }
+    }
+    for (i, name) in c.expose_env.iter().enumerate() {
+        if !super::expand::is_var_name(name) {
+            errors.push(ConfigError::new(
+                format!("control.expose_env[{i}]"),
+                format!("{name:?} is not an environment variable name (letters, digits, `_`)"),
+            ));
+        }
+    }
+}
+
+/// A `control.allowed_hosts` entry: a host name as a `Host` header carries it, without a
+/// port, or `*.` and a domain.
+fn allowed_host(host: &str) -> Result<(), String> {
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    if host == "*" {
+        return Err(
+            "`*` would let any web page reach the control API through DNS \
+                    rebinding; list the names clients use"
+                .into(),
+        );
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    if name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(format!(
+            "{host:?} is not a host name (no scheme, port or path: e.g. flakestorm.ci.svc or \
+             *.example.com)"
+        ));
+    }
+    Ok(())
 }
 
 fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {

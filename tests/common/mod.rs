@@ -49,6 +49,11 @@ impl TestProxy {
     pub async fn stop(self) {
         self.daemon.stop().await;
     }
+
+    /// A client for this daemon's control API: no proxy, its token on every request.
+    pub fn control(&self) -> reqwest::Client {
+        control_client(&self.daemon.control_token)
+    }
 }
 
 /// Starts a daemon on ephemeral ports, trusting the fixture CA upstream. `yaml` is extra
@@ -128,6 +133,20 @@ pub fn direct_client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
         .use_preconfigured_tls(tls_client("", H1))
+        .build()
+        .unwrap()
+}
+
+/// A client for a control API whose token is `token`: no proxy, `Authorization: Bearer`
+/// on every request.
+pub fn control_client(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let auth = format!("Bearer {token}").parse().unwrap();
+    headers.insert(reqwest::header::AUTHORIZATION, auth);
+    reqwest::Client::builder()
+        .no_proxy()
+        .use_preconfigured_tls(tls_client("", H1))
+        .default_headers(headers)
         .build()
         .unwrap()
 }

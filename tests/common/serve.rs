@@ -14,6 +14,9 @@ pub struct Serve {
     pub child: Child,
     pub proxy: String,
     pub control: String,
+    /// The control API's token, from the file `serve` says it keeps it in (none when the
+    /// config sets `control.token`).
+    pub token: Option<String>,
     /// With `stderr: true`.
     pub stderr: Option<Lines<BufReader<ChildStderr>>>,
     _stdout: Lines<BufReader<ChildStdout>>,
@@ -21,11 +24,23 @@ pub struct Serve {
 
 /// `flakestorm serve ARGS` in `dir` at log level `log`, once it listens.
 pub async fn serve(dir: &std::path::Path, args: &[&str], log: &str, stderr: bool) -> Serve {
+    serve_with_env(dir, args, log, stderr, &[]).await
+}
+
+/// `serve` with `env` added to the daemon's environment.
+pub async fn serve_with_env(
+    dir: &std::path::Path,
+    args: &[&str],
+    log: &str,
+    stderr: bool,
+    env: &[(&str, &str)],
+) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
         .arg("serve")
         .args(args)
         .current_dir(dir)
         .env("RUST_LOG", log)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(if stderr {
             Stdio::piped()
@@ -36,17 +51,23 @@ pub async fn serve(dir: &std::path::Path, args: &[&str], log: &str, stderr: bool
         .spawn()
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let (proxy, control) = within("serve prints where it listens", async {
-        let (mut proxy, mut control) = (None, None);
-        while proxy.is_none() || control.is_none() {
+    let (proxy, control, token) = within("serve prints where it listens", async {
+        let (mut proxy, mut control, mut token) = (None, None, None);
+        // The last line of the announcement says where the agent goes.
+        loop {
             let line = out.next_line().await.unwrap().expect("serve exited early");
             if let Some(a) = line.strip_prefix("flakestorm: proxy listening on ") {
                 proxy = Some(a.to_string());
             } else if let Some(a) = line.strip_prefix("flakestorm: control listening on ") {
                 control = Some(a.to_string());
+            } else if let Some(rest) = line.strip_prefix("flakestorm: control API token in ") {
+                let file = rest.split(" (").next().unwrap();
+                token = Some(std::fs::read_to_string(dir.join(file)).unwrap());
+            } else if line.starts_with("flakestorm: point the agent at it") {
+                break;
             }
         }
-        (proxy.unwrap(), control.unwrap())
+        (proxy.unwrap(), control.unwrap(), token)
     })
     .await;
     Serve {
@@ -54,6 +75,7 @@ pub async fn serve(dir: &std::path::Path, args: &[&str], log: &str, stderr: bool
         child,
         proxy,
         control,
+        token,
         _stdout: out,
     }
 }
@@ -62,5 +84,10 @@ impl Serve {
     /// `http://CONTROL{path}`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.control)
+    }
+
+    /// A client for its control API, with its token.
+    pub fn client(&self) -> reqwest::Client {
+        super::control_client(self.token.as_deref().unwrap_or_default())
     }
 }

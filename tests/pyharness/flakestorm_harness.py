@@ -185,6 +185,7 @@ class Flakestorm:
     ca_file: Path
     stderr_file: Path
     stdout_lines: list[str] = field(default_factory=list)
+    token_file: Path | None = None
 
     @classmethod
     def start(cls, tmp: Path, env: dict[str, str], extra_config: str = "", args: tuple[str, ...] = ()):
@@ -243,6 +244,9 @@ class Flakestorm:
                 addrs[m.group(1)] = m.group(2)
 
         fs = cls(proc, addrs["proxy"], addrs["control"], tmp / "certs" / "ca.pem", stderr_file, seen)
+        # The control API's token: serve keeps it in data_dir (here the default, beside the
+        # config) when the config sets no control.token.
+        fs.token_file = tmp / ".flakestorm" / "control.token"
         assert fs.ca_file.is_file(), f"proxy CA not created at {fs.ca_file}"
         return fs
 
@@ -265,8 +269,11 @@ class Flakestorm:
         # Explicitly no proxy: the control listener is reached directly.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data else {}
+        if self.token_file is not None:
+            headers["Authorization"] = "Bearer " + self.token_file.read_text().strip()
         req = urllib.request.Request(f"http://{self.control_addr}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
+                                     headers=headers)
         try:
             with opener.open(req, timeout=10) as r:
                 return r.status, r.read()
