@@ -51,7 +51,9 @@ fn explain(e: &Exchange) -> Option<String> {
         _ if matches!(e.target, Target::Other) => return None,
         "upstream_tls" => {
             "flakestorm does not trust the upstream's certificate; for a private or test CA, \
-             set proxy.upstream_ca_file to its PEM"
+             set proxy.upstream_ca_file to its PEM, in the config of the flakestorm that runs \
+             the proxy (for a run on a daemon, `--server`, the daemon's own `serve -c` config: \
+             a run's proxy section is not used there)"
         }
         "upstream_connect" => "is the service running, and reachable from flakestorm?",
         "upstream_timeout" => {
@@ -93,6 +95,7 @@ mod tests {
         let tls = failed(llm(), ErrorSource::Upstream, "upstream_tls").build();
         let why = problem(&[Arc::new(tls)]).unwrap();
         assert!(why.contains("proxy.upstream_ca_file"), "{why}");
+        assert!(why.contains("the daemon's own `serve -c` config"), "{why}");
         assert!(why.starts_with("POST https://llm.test/v1/chat: upstream_tls happened"));
         let injected = failed(llm(), ErrorSource::Injected, "injected_timeout").build();
         assert_eq!(
