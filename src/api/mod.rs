@@ -29,6 +29,8 @@ use axum::routing::{get, post};
 pub use deadline::DeadlineListener;
 pub use error::ApiError;
 pub use guard::Hosts;
+#[doc(hidden)]
+pub use runs::check_submission;
 
 use crate::chaos::Engine;
 use crate::config::ToolSpec;

@@ -59,6 +59,8 @@ pub(super) struct NewRun {
     (status = 202, description = "queued", body = RunRecord),
     (status = 400, description = "bad body, invalid config (every problem at its path), or a run the config cannot make", body = super::openapi::ErrorBody),
     (status = 401, description = "missing or wrong token", body = super::openapi::ErrorBody),
+    (status = 403, description = "a Host, Origin or Sec-Fetch-Site a web page would send", body = super::openapi::ErrorBody),
+    (status = 415, description = "a body that is not JSON or YAML", body = super::openapi::ErrorBody),
 ))]
 pub async fn create(
     State(s): State<ApiState>,
@@ -72,32 +74,10 @@ pub async fn create(
     let body = super::body::read_limited(body).await?;
     let loopback = s.loopback();
     let exposed = s.expose_env.clone();
-    let (new, kind, loaded) = tokio::task::spawn_blocking(move || {
-        let value = super::body::parse(&body, yaml)?;
-        let new: NewRun =
-            serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
-        let (kind, asked) = asked(&new);
-        // Every problem at once: the request's own beside the config's.
-        let loaded = match load(&new, loopback, &exposed) {
-            Err(ApiError::InvalidConfig(mut e)) if !asked.is_empty() => {
-                e.errors.splice(0..0, asked);
-                return Err(ApiError::InvalidConfig(e));
-            }
-            other => other?,
-        };
-        match kind {
-            Some(kind) if asked.is_empty() => Ok((new, kind, loaded)),
-            _ => {
-                let text: Vec<String> = asked.iter().map(ToString::to_string).collect();
-                Err(ApiError::BadBody(text.join("; ")))
-            }
-        }
-    })
-    .await
-    .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    if !loopback {
-        super::submitted::off_loopback(&loaded.config).map_err(ApiError::NotRunnable)?;
-    }
+    let (new, kind, loaded) =
+        tokio::task::spawn_blocking(move || submission(&body, yaml, loopback, &exposed))
+            .await
+            .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
     let warnings = daemon_warnings(&loaded);
     let sub = Submission {
         loaded,
@@ -118,6 +98,46 @@ pub async fn create(
         resp.headers_mut().insert(header::LOCATION, v);
     }
     Ok(resp)
+}
+
+/// A `POST /v1/runs` body read into the request, its run kind and its loaded config, or
+/// every problem with it at once; off loopback, also what such a run may not do. Blocks
+/// (parsing, loading, and on loopback a config file): call it off the async workers.
+fn submission(
+    body: &[u8],
+    yaml: bool,
+    loopback: bool,
+    exposed: &[String],
+) -> Result<(NewRun, RunKind, Loaded), ApiError> {
+    let value = super::body::parse(body, yaml)?;
+    let new: NewRun =
+        serde_path_to_error::deserialize(value).map_err(|e| ApiError::BadBody(located(&e)))?;
+    let (kind, asked) = asked(&new);
+    // Every problem at once: the request's own beside the config's.
+    let loaded = match load(&new, loopback, exposed) {
+        Err(ApiError::InvalidConfig(mut e)) if !asked.is_empty() => {
+            e.errors.splice(0..0, asked);
+            return Err(ApiError::InvalidConfig(e));
+        }
+        other => other?,
+    };
+    let Some(kind) = kind.filter(|_| asked.is_empty()) else {
+        let text: Vec<String> = asked.iter().map(ToString::to_string).collect();
+        return Err(ApiError::BadBody(text.join("; ")));
+    };
+    if !loopback {
+        super::submitted::off_loopback(&loaded.config).map_err(ApiError::NotRunnable)?;
+    }
+    Ok((new, kind, loaded))
+}
+
+/// For the fuzz targets: `submission` as a control API off loopback sees it, which opens no
+/// file and starts nothing; the error in words.
+#[doc(hidden)]
+pub fn check_submission(body: &[u8], yaml: bool) -> Result<(), String> {
+    submission(body, yaml, false, &[])
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// The run kind asked for, and the problems with the request's own fields (the config
