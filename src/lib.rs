@@ -2,6 +2,8 @@
 //!
 //! Crate map (a module may use only those listed above it; see docs/architecture.md):
 //! - `exchange`  — the record of one intercepted request and its outcome.
+//! - `files`     — reading the files flakestorm is given: regular files only, never
+//!   blocking, bounded by a limit per kind (config, session, tape, report, PEM, key).
 //! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
 //!   detection, where text and tool calls sit, error bodies, stream endings (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
@@ -41,6 +43,7 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod exchange;
+pub mod files;
 pub mod jobs;
 pub mod journal;
 pub mod langsmith;

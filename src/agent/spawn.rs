@@ -219,11 +219,20 @@ impl Drop for AgentProcess {
     }
 }
 
-/// The last `n` lines of a log file, as `:\n<lines>` (with its path), or empty when the
-/// file is empty or unreadable.
+/// The last `n` lines of a log file (within its last 64 KiB), as `:\n<lines>` (with its
+/// path), or empty when the file is empty, unreadable or not a regular file.
 pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
+    // Only the end is read: an agent's log can be gigabytes, and a FIFO would never end.
+    const TAIL: u64 = 64 * 1024;
+    let Ok((from, bytes)) = crate::files::tail(path, TAIL) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    // Read from the middle of the file: its first line is likely cut.
+    let text = match from {
+        0 => &text[..],
+        _ => text.split_once('\n').map_or("", |(_, rest)| rest),
+    };
     let lines: Vec<&str> = text.lines().collect();
     if lines.is_empty() {
         return String::new();

@@ -11,7 +11,8 @@ use clap::{Args, Subcommand};
 use super::history::StoreArg;
 use super::{ConfigArg, load};
 use crate::config::Overrides;
-use crate::report::certificate::{self, Request, key};
+use crate::files::{self, Limit};
+use crate::report::certificate::{self, Request, VerifyError, key};
 use crate::run::Report;
 
 #[derive(Debug, Args)]
@@ -79,8 +80,7 @@ fn issue(args: &CertificateArgs) -> Result<ExitCode, Failed> {
     if let Some(t) = args.threshold.filter(|t| !(0.0..=100.0).contains(t)) {
         return Err((2, format!("--threshold: {t} is outside 0..=100")));
     }
-    let bytes =
-        std::fs::read(report_path).map_err(|e| (2, format!("{}: {e}", report_path.display())))?;
+    let bytes = files::read(report_path, Limit::Report).map_err(|e| (2, e.to_string()))?;
     let text = String::from_utf8_lossy(&bytes);
     let report =
         Report::from_json(&text).map_err(|e| (2, format!("{}: {e}", report_path.display())))?;
@@ -128,10 +128,11 @@ fn verify(
     want_key: Option<&str>,
     at: &StoreArg,
 ) -> Result<ExitCode, Failed> {
-    let page =
-        std::fs::read_to_string(file).map_err(|e| (2, format!("{}: {e}", file.display())))?;
-    let v = certificate::verify(file, &page, report)
-        .map_err(|e| (1, format!("{}: {e}", file.display())))?;
+    let page = files::read_to_string(file, Limit::Certificate).map_err(|e| (2, e.to_string()))?;
+    let v = certificate::verify(file, &page, report).map_err(|e| match e {
+        VerifyError::Mismatch(why) => (1, format!("{}: {why}", file.display())),
+        VerifyError::Unreadable(why) => (2, format!("{}: {why}", file.display())),
+    })?;
     if let Some(want) = want_key.filter(|w| *w != v.fingerprint) {
         return Err((
             1,

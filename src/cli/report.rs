@@ -45,8 +45,8 @@ pub fn run(args: ReportArgs) -> ExitCode {
 
 fn render(args: &ReportArgs) -> Result<ExitCode, Stop> {
     let json = source(args)?;
-    let text =
-        std::fs::read_to_string(&json).map_err(|e| Stop(2, format!("{}: {e}", json.display())))?;
+    let text = crate::files::read_to_string(&json, crate::files::Limit::Report)
+        .map_err(|e| Stop(2, e.to_string()))?;
     let report =
         Report::from_json(&text).map_err(|e| Stop(2, format!("{}: {e}", json.display())))?;
     let mut formats: Vec<ReportFormat> = vec![];
@@ -81,14 +81,12 @@ fn render(args: &ReportArgs) -> Result<ExitCode, Stop> {
     Ok(ExitCode::from(u8::from(failed)))
 }
 
-/// The JSON report to render: the file named, or a stored run's.
+/// The JSON report to render: the path named (`files` refuses what is not a regular
+/// file, saying what it is), or a stored run's.
 fn source(args: &ReportArgs) -> Result<PathBuf, Stop> {
     let path = PathBuf::from(&args.source);
-    if path.is_file() {
-        return Ok(path);
-    }
     if path.exists() {
-        return Err(Stop(2, format!("{}: not a file", path.display())));
+        return Ok(path);
     }
     if args.source.contains(['/', '\\']) || args.source.ends_with(".json") {
         return Err(Stop(2, format!("{}: no such file", path.display())));

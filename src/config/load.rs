@@ -301,15 +301,14 @@ fn load_source(
     })
 }
 
-/// Reads at most one byte past the size limit, so a huge file is refused without being
-/// read whole (`check_yaml` names the limit).
+/// The config file, if it is a regular file of at most 1 MiB (`files`: a FIFO or device is
+/// refused at once, a larger file before it is read). The error names the file once: the
+/// caller's error already starts with its path.
 fn read_limited(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(super::untrusted::MAX_BYTES as u64 + 1)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    crate::files::read_to_string(path, crate::files::Limit::Config).map_err(|e| match e {
+        crate::files::FileError::Io { source, .. } => source,
+        other => std::io::Error::other(other.reason()),
+    })
 }
 
 /// file < env < flags, merged into one JSON value; also the file's own value (before env

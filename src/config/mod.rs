@@ -33,7 +33,7 @@ mod mutation_type;
 mod mutations;
 mod output;
 mod parsed;
-mod redact;
+pub mod redact;
 pub mod replays;
 mod response_path;
 mod schema;

@@ -55,47 +55,137 @@ pub fn preview(s: &str) -> String {
     }
 }
 
-/// serde's messages quote the rejected value (`invalid type: string "sk-…", expected u64`,
-/// `unknown variant `sk-…``); this replaces the quote with `preview` where needed.
+/// Longest parser message shown: beyond it, whatever the message quotes is cut.
+const MAX_MESSAGE: usize = 800;
+
+/// serde's and figment's messages quote the rejected value (`invalid type: string "sk-…",
+/// expected u64`, `unknown variant `sk-…``, `unknown field `…``); this replaces each quote
+/// with `preview` where needed, and cuts what is still too long (a custom message quoting
+/// a value of any length).
 pub fn serde_message(message: &str) -> String {
     let mut out = message.to_string();
-    for marker in ["invalid type: string ", "invalid value: string "] {
+    let mut from = 0;
+    while let Some(at) = out[from..]
+        .find("string \"")
+        .map(|i| from + i + "string ".len())
+    {
+        let Some(len) = debug_string_len(&out[at..]) else {
+            break;
+        };
+        let quoted = &out[at + 1..at + len - 1];
+        // Escapes are undone only where the value may be shown; a long one is only counted.
+        let shown = match quoted.len() > 8 * MAX_SHOWN {
+            true => format!("({} characters, not shown)", quoted.chars().count()),
+            false => preview(&undebug(quoted)),
+        };
+        out.replace_range(at..at + len, &shown);
+        from = at + shown.len();
+    }
+    for marker in ["unknown variant `", "unknown field `"] {
         if let Some(start) = out.find(marker).map(|i| i + marker.len())
-            && let Some(len) = debug_string_len(&out[start..])
-            && let Ok(value) = serde_json::from_str::<String>(&out[start..start + len])
+            && let Some(len) = out[start..].find('`')
         {
-            out.replace_range(start..start + len, &preview(&value));
+            let value = out[start..start + len].to_string();
+            if value.chars().count() > MAX_SHOWN || looks_secret(&value) {
+                let shown = preview(&value);
+                out.replace_range(start - 1..start + len + 1, &shown);
+            }
         }
     }
-    let marker = "unknown variant `";
-    if let Some(start) = out.find(marker).map(|i| i + marker.len())
-        && let Some(len) = out[start..].find("`, expected")
-    {
-        let value = out[start..start + len].to_string();
-        if value.chars().count() > MAX_SHOWN || looks_secret(&value) {
-            let shown = preview(&value);
-            out.replace_range(start - 1..start + len + 1, &shown);
+    clip(&long_backquotes(&out), MAX_MESSAGE)
+}
+
+/// Each `` `…` `` span longer than an error may quote, replaced by its length.
+fn long_backquotes(message: &str) -> String {
+    let parts: Vec<&str> = message.split('`').collect();
+    let mut out = String::with_capacity(message.len().min(MAX_MESSAGE * 2));
+    for (i, part) in parts.iter().enumerate() {
+        // Odd parts follow an opening backquote; closed when another part follows.
+        let (inside, closed) = (i % 2 == 1, i + 1 < parts.len());
+        let n = part.chars().count();
+        match (inside, closed) {
+            (true, true) if n > MAX_SHOWN => {
+                out.push_str(&format!("`({n} characters, not shown)`"))
+            }
+            (true, true) => out.push_str(&format!("`{part}`")),
+            (true, false) => out.push_str(&format!("`{part}")),
+            (false, _) => out.push_str(part),
         }
     }
     out
 }
 
-/// Length of the `"…"` (Rust debug string, escapes included) at the start of `s`.
-fn debug_string_len(s: &str) -> Option<usize> {
-    let mut chars = s.char_indices();
-    if chars.next()?.1 != '"' {
-        return None;
+/// The first `max` characters of `s`, saying how many were cut.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((end, _)) => format!(
+            "{}… ({} more characters)",
+            &s[..end],
+            s[end..].chars().count()
+        ),
     }
-    let mut escaped = false;
-    for (i, c) in chars {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => return Some(i + 1),
-            _ => {}
+}
+
+/// What a document's top level is, without quoting it: for errors about a file that is
+/// not the mapping or object expected (`/etc/hostname` given as a session file).
+pub fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "empty (null)".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(_) => "a number".into(),
+        Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        Value::Array(items) if items.len() == 1 => "a list of 1 item".into(),
+        Value::Array(items) => format!("a list of {} items", items.len()),
+        Value::Object(_) => "a mapping".into(),
+    }
+}
+
+/// A Rust debug string's text (without its quotes): the escapes `{:?}` writes undone,
+/// enough to measure and show it.
+fn undebug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('0') => out.push('\0'),
+            Some('u') => {
+                let hex: String = chars.by_ref().skip(1).take_while(|&c| c != '}').collect();
+                let c = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32);
+                out.push(c.unwrap_or('\u{fffd}'));
+            }
+            Some(other) => out.push(other),
+            None => {}
         }
     }
-    None
+    out
+}
+
+/// Length of the `"…"` (Rust debug string, escapes included) at the start of `s`. Byte
+/// search: the value may be megabytes.
+fn debug_string_len(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    if bytes.first() != Some(&b'"') {
+        return None;
+    }
+    let mut at = 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', &bytes[at..])?;
+        match bytes[at] {
+            b'"' => return Some(at + 1),
+            _ => at += 2,
+        }
+        if at >= bytes.len() {
+            return None;
+        }
+    }
 }
 
 /// Every string in `v` that looks like a credential (the catch-all list for `scrub`).
@@ -152,5 +242,44 @@ mod tests {
         ] {
             assert!(!looks_secret(plain), "{plain}");
         }
+    }
+
+    #[test]
+    fn long_values_are_cut_wherever_a_message_quotes_them() {
+        let long = "x".repeat(50_000_000);
+        let m = serde_message(&format!("invalid type: string {long:?}, expected f64"));
+        assert_eq!(
+            m,
+            "invalid type: string (50000000 characters, not shown), expected f64"
+        );
+        // figment's spelling, and escapes serde_json would not read.
+        let odd = format!("{}\\u{{1b}}\\'", "y".repeat(60));
+        let m = serde_message(&format!(
+            "invalid type: found string \"{odd}\", expected u16"
+        ));
+        assert_eq!(
+            m,
+            "invalid type: found string (62 characters, not shown), expected u16"
+        );
+        let m = serde_message(&format!("unknown field `{long}`, expected `a` or `b`"));
+        assert_eq!(
+            m,
+            "unknown field (50000000 characters, not shown), expected `a` or `b`"
+        );
+        let m = serde_message(&format!("`{long}` is not contract or chaos"));
+        assert_eq!(
+            m,
+            "`(50000000 characters, not shown)` is not contract or chaos"
+        );
+        let m = serde_message(&format!("custom: {long}"));
+        assert!(
+            m.len() < 900 && m.ends_with("(49999208 more characters)"),
+            "{m}"
+        );
+        assert_eq!(serde_message("a `b` c `d"), "a `b` c `d");
+        assert_eq!(
+            describe(&serde_json::json!("myhost")),
+            "a string of 6 characters"
+        );
     }
 }

@@ -342,7 +342,8 @@ pub fn read_session(file: &Path) -> Result<Session, SessionFileError> {
         file: file.to_path_buf(),
         message,
     };
-    let text = std::fs::read_to_string(file).map_err(|e| fail(e.to_string()))?;
+    let text = crate::files::read_to_string(file, crate::files::Limit::Session)
+        .map_err(|e| fail(e.reason()))?;
     let value = parse(&text).map_err(fail)?;
     let session: Session = serde_path_to_error::deserialize(&value).map_err(|e| {
         let path = e.path().to_string();
@@ -379,7 +380,7 @@ fn parse(text: &str) -> Result<Value, String> {
     let yaml = <figment::providers::Yaml as figment::providers::Format>::string(text);
     figment::Figment::from(yaml)
         .extract::<Value>()
-        .map_err(|e| e.to_string())
+        .map_err(|e| super::redact::serde_message(&e.to_string()))
 }
 
 /// The line of the field at `path` (`tool_responses[1].status`) in `text`: each key is

@@ -127,6 +127,47 @@ fn a_session_file_reads_and_a_bad_one_names_file_field_and_line() {
 }
 
 #[test]
+fn a_file_that_is_no_session_is_refused_without_quoting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("hostname");
+    std::fs::write(&host, "build-runner-07\n").unwrap();
+    let err = read_session(&host).unwrap_err().to_string();
+    assert!(
+        err.ends_with("the top level is a string of 15 characters, expected a mapping (`key: value` lines); is this the right file?")
+            && !err.contains("build-runner"),
+        "{err}"
+    );
+    std::fs::write(&host, "- a\n- b\n").unwrap();
+    let err = read_session(&host).unwrap_err().to_string();
+    assert!(
+        err.ends_with("invalid type: sequence, expected a map in YAML source string"),
+        "{err}"
+    );
+    let long = dir.path().join("long.yaml");
+    let value = "9".repeat(500_000);
+    std::fs::write(
+        &long,
+        format!("id: x\ninput: hi\ntool_responses:\n  - tool: search\n    status: \"{value}\"\n"),
+    )
+    .unwrap();
+    let err = read_session(&long).unwrap_err().to_string();
+    assert!(
+        err.len() < 500
+            && err.contains(
+                "tool_responses[0].status: invalid type: string (500000 characters, not shown)"
+            ),
+        "{err}"
+    );
+    let err = read_session(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("/dev/zero: a character device, not a regular file"),
+        "{err}"
+    );
+}
+
+#[test]
 fn sources_are_checked_and_an_unimported_project_is_named() {
     let v: Value = serde_json::from_str(
         r#"{"sources": [

@@ -13,11 +13,12 @@
 use std::collections::HashMap;
 
 use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::TScalarStyle;
 
 use super::ConfigError;
 
-/// Largest config file or control-API body accepted.
-pub const MAX_BYTES: usize = 1024 * 1024;
+/// Largest config file or control-API body accepted (`files::MAX_CONFIG`, 1 MiB).
+pub const MAX_BYTES: usize = crate::files::MAX_CONFIG as usize;
 /// Deepest nesting of mappings and lists accepted (real configs stay under 10).
 pub const MAX_DEPTH: usize = 64;
 
@@ -32,6 +33,19 @@ fn too_deep(line: usize) -> ConfigError {
     ConfigError::new(
         "",
         format!("nesting deeper than {MAX_DEPTH} levels (at line {line}); not a configuration"),
+    )
+}
+
+/// A document that is one value (`/etc/hostname` given as a config or session file): said
+/// without quoting it, since the file may hold anything.
+fn top_level_scalar(value: &str) -> ConfigError {
+    ConfigError::new(
+        "",
+        format!(
+            "the top level is a string of {} characters, expected a mapping (`key: value` \
+             lines); is this the right file?",
+            value.chars().count()
+        ),
     )
 }
 
@@ -104,6 +118,13 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
                 Some(Frame::Map { at_key, .. }) => *at_key = true,
                 Some(Frame::Seq { next, .. }) => *next += 1,
                 None => {}
+            }
+        }
+        if let (None, Event::Scalar(value, style, ..)) = (stack.last(), &event) {
+            let null = *style == TScalarStyle::Plain
+                && matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL");
+            if !null {
+                return Err(vec![top_level_scalar(value)]);
             }
         }
         match event {
@@ -277,6 +298,20 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].path, "tool_faults[0].mode");
         assert!(json_duplicate_keys(r#"{"a":{"b":1},"c":[{"b":2}]}"#).is_empty());
+    }
+
+    #[test]
+    fn a_document_of_one_value_is_not_quoted() {
+        for text in ["myhost\n", "\"myhost\"", "--- myhost\n", "42"] {
+            let m = messages(text);
+            assert_eq!(m.len(), 1, "{text}: {m:?}");
+            assert!(m[0].starts_with("the top level is a string of"), "{m:?}");
+            assert!(!m[0].contains("myhost"), "{m:?}");
+        }
+        assert!(messages("myhost\n")[0].contains("of 6 characters"));
+        for empty in ["", "---\n", "~\n", "# only a comment\n", "null"] {
+            assert!(check_yaml(empty).is_ok(), "{empty:?}");
+        }
     }
 
     #[test]

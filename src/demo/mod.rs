@@ -78,8 +78,8 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     let daemon = Daemon::start(&cfg)
         .await
         .map_err(DemoError::from("starting the proxy"))?;
-    let ca_pem =
-        std::fs::read_to_string(&daemon.ca_cert_path).map_err(DemoError::from("reading the CA"))?;
+    let ca_pem = crate::files::read_to_string(&daemon.ca_cert_path, crate::files::Limit::Pem)
+        .map_err(DemoError::from("reading the CA"))?;
     let tls = agent::client_config(&ca_pem).map_err(DemoError::from("trusting the CA"))?;
     agent::serve(agent_listener, daemon.proxy_addr, tls, &mocks);
     let spec = cfg

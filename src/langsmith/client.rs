@@ -17,6 +17,9 @@ use crate::agent::{DirectClient, direct_client};
 pub const DEFAULT_ENDPOINT: &str = "https://api.smith.langchain.com";
 /// The longest one request may take, answer body included.
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest answer read (one run, or one page of runs): a bigger one is refused as it
+/// streams in, not held whole.
+const MAX_ANSWER: usize = 64 << 20;
 /// Pages followed for one query before the import gives up (a server repeating cursors
 /// must not loop forever).
 const MAX_PAGES: usize = 1000;
@@ -169,11 +172,18 @@ impl Client {
                 )
             })?;
             let status = resp.status();
-            let bytes = resp
-                .into_body()
+            let bytes = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
                 .collect()
                 .await
-                .map_err(|e| format!("{what}: reading LangSmith's answer: {e}"))?
+                .map_err(|e| match e.is::<http_body_util::LengthLimitError>() {
+                    true => format!(
+                        "{what}: LangSmith's answer is larger than {} MiB, the most flakestorm \
+                         reads in one answer: import one run (--from-langsmith RUN_ID) or a \
+                         project with fewer runs",
+                        MAX_ANSWER >> 20
+                    ),
+                    false => format!("{what}: reading LangSmith's answer: {e}"),
+                })?
                 .to_bytes();
             Ok::<_, String>((status, bytes))
         };
@@ -202,8 +212,10 @@ fn refusal(what: &str, status: StatusCode, body: &[u8]) -> String {
             v.get("detail")
                 .map(|d| d.as_str().map_or(d.to_string(), str::to_string))
         })
-        .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(200).collect());
-    let detail = detail.trim();
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    // The server's words, not all of them: a detail may be of any length.
+    let detail = crate::config::redact::clip(detail.trim(), 200);
+    let detail = detail.as_str();
     let hint = match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
             ": LangSmith refused the API key (check LANGSMITH_API_KEY)"
@@ -266,6 +278,29 @@ mod tests {
         assert_eq!(run_id(" 1a-2b "), Ok("1a-2b"));
         assert!(run_id("../sessions").is_err());
         assert_eq!(encode("my agent/é"), "my%20agent%2F%C3%A9");
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_limit_is_refused_as_it_streams_in() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let big = Bytes::from(vec![b' '; MAX_ANSWER + 1]);
+        let app = axum::Router::new().route(
+            "/runs/{id}",
+            axum::routing::get(move || {
+                let big = big.clone();
+                async move { big }
+            }),
+        );
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = Client::new(&format!("http://{addr}"), "k").unwrap();
+        let err = client.run("1a").await.unwrap_err();
+        assert_eq!(
+            err,
+            "GET /runs/1a: LangSmith's answer is larger than 64 MiB, the most flakestorm reads \
+             in one answer: import one run (--from-langsmith RUN_ID) or a project with fewer runs"
+        );
+        server.abort();
     }
 
     #[test]

@@ -19,14 +19,15 @@ pub struct Exported {
 /// Exports the failed cases of the report at `report` into `out`. The error: the report
 /// could not be read, or `out` could not be written.
 pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
-    let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
+    let text = crate::files::read_to_string(report, crate::files::Limit::Report)
+        .map_err(|e| e.to_string())?;
     let parsed =
         super::Report::from_json(&text).map_err(|e| format!("{}: {e}", report.display()))?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut done = Exported::default();
     for c in cases(&parsed).into_iter().filter(|c| !c.failed.is_empty()) {
         let tape = tape_file(report, &c.id);
-        if !tape.is_file() {
+        if !tape.exists() {
             done.skipped.push(format!(
                 "case {} ({}): no tape at {} (output.tapes: none, or the report was moved \
                  without its .tapes folder)",
@@ -36,17 +37,25 @@ pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
             ));
             continue;
         }
-        // Read, not only copied: a tape that would not replay is not exported.
-        if let Err(e) = crate::tape::read(&tape) {
-            done.skipped.push(format!("case {}: {e}", c.id));
+        // Read, not only copied: a tape that would not replay is not exported. The bytes
+        // checked are the bytes written (the file is not opened a second time).
+        let bytes = match crate::files::read(&tape, crate::files::Limit::Tape) {
+            Ok(b) => b,
+            Err(e) => {
+                done.skipped.push(format!("case {}: {e}", c.id));
+                continue;
+            }
+        };
+        if let Err(e) = crate::tape::parse(&bytes) {
+            done.skipped
+                .push(format!("case {}: {}: {e}", c.id, tape.display()));
             continue;
         }
         let tape_name = format!("{}.har", c.id);
         let copy = out.join(&tape_name);
-        // Exporting into the tapes folder itself: the tape is already where it goes (a
-        // copy onto itself would empty it).
+        // Exporting into the tapes folder itself: the tape is already where it goes.
         if !same_file(&tape, &copy) {
-            std::fs::copy(&tape, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+            std::fs::write(&copy, &bytes).map_err(|e| format!("{}: {e}", copy.display()))?;
         }
         let session = Session {
             id: c.id.clone(),

@@ -4,6 +4,7 @@
 //! field is named by its path. Nothing in `run` imports this file.
 
 use super::saved::ReadError;
+use crate::config::redact::{clip, describe, serde_message};
 
 /// The schemas this build writes, by report kind.
 const SCHEMAS: [(&str, &str); 5] = [
@@ -18,19 +19,20 @@ impl super::Report {
     /// Reads a report as `flakestorm` wrote it (any kind), checking its `schema` first so
     /// that another file, kind or version gets an error that says which.
     pub fn from_json(text: &str) -> Result<super::Report, ReadError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ReadError::NotJson(e.to_string()))?;
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ReadError::NotJson(serde_message(&e.to_string())))?;
+        // Nothing from the file is quoted whole: it may hold anything, of any length.
         let Some(schema) = value.get("schema") else {
-            let why = if value.is_object() {
-                "it has no `schema` field"
-            } else {
-                "it is not a JSON object"
+            let why = match value.is_object() {
+                true => "it has no `schema` field".into(),
+                false => format!("the top level is {}, not a JSON object", describe(&value)),
             };
-            return Err(ReadError::NotAReport(why.into()));
+            return Err(ReadError::NotAReport(why));
         };
         let Some(found) = schema.as_str() else {
             return Err(ReadError::NotAReport(format!(
-                "`schema` is {schema}, not a string"
+                "`schema` is {}, not a string",
+                describe(schema)
             )));
         };
         let (kind, version) = found
@@ -39,12 +41,14 @@ impl super::Report {
             .and_then(|(kind, v)| Some((kind, v.parse::<u32>().ok()?)))
             .ok_or_else(|| {
                 ReadError::NotAReport(format!(
-                    "`schema` is \"{found}\", not flakestorm.<kind>/<version>"
+                    "`schema` is {}, not flakestorm.<kind>/<version>",
+                    quoted(found)
                 ))
             })?;
         let Some((_, reads)) = SCHEMAS.iter().find(|(k, _)| *k == kind) else {
             return Err(ReadError::NotAReport(format!(
-                "`schema` is \"{found}\": no such report kind"
+                "`schema` is {}: no such report kind",
+                quoted(found)
             )));
         };
         let ours: u32 = reads
@@ -70,16 +74,26 @@ impl super::Report {
     }
 }
 
+/// `"s"`, or its length when it is too long to quote.
+fn quoted(s: &str) -> String {
+    match s.chars().count() {
+        n if n > 60 => format!("({n} characters, not shown)"),
+        _ => format!("{s:?}"),
+    }
+}
+
 fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ReadError> {
     serde_path_to_error::deserialize(value).map_err(|e| ReadError::Field {
-        path: e.path().to_string(),
-        message: e.inner().to_string(),
+        // A path names map keys, which may be of any length.
+        path: clip(&e.path().to_string(), 200),
+        message: serde_message(&e.inner().to_string()),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use crate::run::Report;
+    use serde_json::json;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/reports/ci.json");
 
@@ -107,7 +121,12 @@ mod tests {
         assert!(err("{").starts_with("not JSON: "));
         assert_eq!(
             err("[1]"),
-            "not a flakestorm report: it is not a JSON object"
+            "not a flakestorm report: the top level is a list of 1 item, not a JSON object"
+        );
+        assert_eq!(
+            err("\"build-runner-07\""),
+            "not a flakestorm report: the top level is a string of 15 characters, not a JSON \
+             object"
         );
         assert_eq!(
             err(r#"{"log": {"version": "1.2"}}"#),
@@ -138,5 +157,47 @@ mod tests {
         v["contract"]["cases"][2]["latency_ms"] = 1.into();
         v["phases"][0]["name"] = "warmup".into();
         assert!(err(&v.to_string()).starts_with("`phases[0].name`: `warmup` is not mutation"));
+    }
+
+    /// A report with a 5 MB string where a value should be: the error quotes none of it.
+    #[test]
+    fn a_huge_value_is_not_quoted_back() {
+        let long = "x".repeat(5_000_000);
+        let mut v: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
+        v["contract"]["cases"][2]["latency_ms"] = long.clone().into();
+        let short = |text: String| {
+            let e = err(&text);
+            assert!(
+                e.len() < 1000,
+                "{} bytes: {}",
+                e.len(),
+                crate::config::redact::clip(&e, 300)
+            );
+            e
+        };
+        let e = short(v.to_string());
+        assert_eq!(
+            e,
+            "`contract.cases[2].latency_ms`: invalid type: string (5000000 characters, not shown), expected f64"
+        );
+        v["contract"]["cases"][2]["latency_ms"] = 1.into();
+        v["phases"][0]["name"] = long.clone().into();
+        short(v.to_string());
+        v["phases"][0]["name"] = "mutation".into();
+        for schema in [
+            json!(long),
+            json!(format!("flakestorm.{long}/2")),
+            json!({"a": long}),
+        ] {
+            short(json!({ "schema": schema }).to_string());
+        }
+        short(json!(long).to_string());
+    }
+
+    fn err(text: &str) -> String {
+        match Report::from_json(text) {
+            Ok(_) => panic!("read as a report"),
+            Err(e) => e.to_string(),
+        }
     }
 }

@@ -56,12 +56,14 @@ pub(super) fn sessions(entries: &[SessionEntry]) -> Vec<Ready> {
 }
 
 /// The session files of `path`: the file itself, or a folder's `.yaml`, `.yml` and
-/// `.json` files in name order (`replay run FILE|DIR`).
+/// `.json` files in name order (`replay run FILE|DIR`). Each is opened once here, so a
+/// FIFO or device among them stops the command before the run starts (`files::open`).
 pub fn session_files(path: &Path) -> Result<Vec<SessionEntry>, String> {
     if !path.is_dir() {
         if !path.exists() {
             return Err(format!("{}: no such file or folder", path.display()));
         }
+        crate::files::open(path).map_err(|e| e.to_string())?;
         return Ok(vec![SessionEntry::File(path.to_path_buf())]);
     }
     let read = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -69,13 +71,16 @@ pub fn session_files(path: &Path) -> Result<Vec<SessionEntry>, String> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
-            p.is_file()
+            !p.is_dir()
                 && p.extension()
                     .and_then(|x| x.to_str())
                     .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
         })
         .collect();
     files.sort();
+    for file in &files {
+        crate::files::open(file).map_err(|e| e.to_string())?;
+    }
     if files.is_empty() {
         return Err(format!(
             "{}: no session files (.yaml, .yml, .json) in this folder",
@@ -168,7 +173,8 @@ fn from_file(name: &str, file: Option<&Path>, config: &Config) -> Result<Contrac
         Some(c) => format!("the config's contract is `{}`", c.name),
         None => "the config has no `contract:` section".into(),
     };
-    if !path.is_file() {
+    // Anything there is read as a config (`files` refuses a FIFO or device, saying so).
+    if !path.exists() {
         return Err(format!(
             "contract `{name}` resolves to nothing: {known}, and there is no file {}",
             path.display()

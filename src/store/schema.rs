@@ -128,10 +128,16 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 /// `Ok(true)` for a missing or empty file (a new store); an error for a file whose first
 /// 100 bytes are not an SQLite header carrying flakestorm's application id.
 fn check_header(path: &Path) -> Result<bool, StoreError> {
-    let mut file = match std::fs::File::open(path) {
+    // `files::open`: a FIFO or device in the store's place is refused, not waited on.
+    let mut file = match crate::files::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-        Err(e) => return Err(StoreError::io(path, e)),
+        Err(e) if e.not_found() => return Ok(true),
+        Err(e) => {
+            return Err(StoreError::Io {
+                path: path.into(),
+                reason: e.reason(),
+            });
+        }
     };
     let mut head = Vec::with_capacity(100);
     (&mut file)

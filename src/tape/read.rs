@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::har::Har;
+use crate::config::redact::{clip, describe, preview, serde_message};
 
 /// Why a tape could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -13,44 +14,38 @@ pub struct TapeError {
     pub message: String,
 }
 
-/// The largest tape read (a tape is loaded whole).
-pub const MAX_TAPE: u64 = 512 << 20;
+/// The largest tape read (a tape is loaded whole): `files::MAX_TAPE`.
+pub const MAX_TAPE: u64 = crate::files::MAX_TAPE;
 
 /// The longest a recorded answer may be held back (the cap a session's `latency_ms` has).
 pub const MAX_WAIT_MS: f64 = 600_000.0;
 
-/// Reads and checks the HAR file at `path`.
+/// Reads and checks the HAR file at `path` (a regular file of at most `MAX_TAPE` bytes).
 pub fn read(path: &Path) -> Result<Har, TapeError> {
     let fail = |message: String| TapeError {
         file: path.to_path_buf(),
         message,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| fail(e.to_string()))?
-        .len();
-    if size > MAX_TAPE {
-        return Err(fail(format!(
-            "{size} bytes is over the {MAX_TAPE}-byte limit for a tape"
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let bytes =
+        crate::files::read(path, crate::files::Limit::Tape).map_err(|e| fail(e.reason()))?;
     parse(&bytes).map_err(fail)
 }
 
 /// Parses HAR text; the error names the field and the line.
 pub fn parse(bytes: &[u8]) -> Result<Har, String> {
+    top_level(bytes)?;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let har: Har = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let (line, column) = (inner.line(), inner.column());
-        // serde_json's message ends with its own "at line L column C".
+        // serde_json's message ends with its own "at line L column C", and may quote a
+        // value of any length.
         let message = inner.to_string();
         let message = message
-            .split(" at line ")
-            .next()
-            .unwrap_or(&message)
-            .to_string();
+            .rsplit_once(" at line ")
+            .map_or(&*message, |(m, _)| m);
+        let message = serde_message(message);
         match path.as_str() {
             "." => format!("not a HAR file: {message} (line {line}, column {column})"),
             p => format!("{p}: {message} (line {line}, column {column})"),
@@ -58,8 +53,8 @@ pub fn parse(bytes: &[u8]) -> Result<Har, String> {
     })?;
     if !matches!(har.log.version.as_str(), "1.1" | "1.2") {
         return Err(format!(
-            "log.version: `{}` is not a HAR version this reads (1.1 or 1.2)",
-            har.log.version
+            "log.version: {} is not a HAR version this reads (1.1 or 1.2)",
+            preview(&har.log.version)
         ));
     }
     for (i, e) in har.log.entries.iter().enumerate() {
@@ -68,11 +63,31 @@ pub fn parse(bytes: &[u8]) -> Result<Har, String> {
     Ok(har)
 }
 
+/// A tape whose top level is not an object (a file given as a tape by mistake): said
+/// without quoting it.
+fn top_level(bytes: &[u8]) -> Result<(), String> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, None | Some(b'{')) {
+        return Ok(());
+    }
+    // Not an object: valid JSON is described, anything else gets serde_json's syntax error.
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(v) => Err(format!(
+            "not a HAR file: the top level is {}, expected a JSON object ({{\"log\": …}})",
+            describe(&v)
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
 /// What a replay plays of an entry: a URL to key on, times it can wait, a status it can
 /// send, bodies it can decode.
 fn check_entry(e: &super::har::Entry) -> Result<(), String> {
     if let Err(why) = e.request.url.parse::<http::Uri>() {
-        return Err(format!("request.url: `{}`: {why}", e.request.url));
+        return Err(format!(
+            "request.url: `{}`: {why}",
+            clip(&e.request.url, 200)
+        ));
     }
     let time = |field: &str, v: f64| match v.is_finite() && v <= MAX_WAIT_MS {
         true => Ok(()),
@@ -134,6 +149,33 @@ mod tests {
         assert!(err.contains("line 5"), "{err}");
         let err = parse(b"[]").unwrap_err();
         assert!(err.starts_with("not a HAR file"), "{err}");
+    }
+
+    #[test]
+    fn what_a_file_holds_is_not_quoted_back() {
+        let err = parse(b"\"build-runner-07\"\n").unwrap_err();
+        assert_eq!(
+            err,
+            "not a HAR file: the top level is a string of 15 characters, expected a JSON \
+             object ({\"log\": …})"
+        );
+        assert!(
+            parse(b"build-runner-07\n")
+                .unwrap_err()
+                .starts_with("not a HAR file: expected value")
+        );
+        let long = "v".repeat(10_000_000);
+        let text = tape(|e| e["response"]["status"] = long.clone().into());
+        let err = parse(&text).unwrap_err();
+        assert!(err.len() < 300, "{} bytes", err.len());
+        assert!(err.starts_with("log.entries[0].response.status: invalid type: string (10000000 characters, not shown)"), "{err}");
+        let text = tape(|e| e["request"]["url"] = format!("http://h/{long} x").into());
+        assert!(parse(&text).unwrap_err().len() < 400);
+        let err = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            err.starts_with("/dev/zero: a character device, not a regular file"),
+            "{err}"
+        );
     }
 
     /// A one-entry tape with `edit` applied to its entry.

@@ -62,14 +62,9 @@ impl CertificateAuthority {
     pub fn load(dir: &Path) -> Result<Self, TlsError> {
         let cert_path = dir.join(CA_CERT_FILE);
         let key_path = dir.join(CA_KEY_FILE);
-        let read = |p: &Path| {
-            std::fs::read_to_string(p).map_err(|source| TlsError::Io {
-                path: p.into(),
-                source,
-            })
-        };
-        let cert_pem = read(&cert_path)?;
-        let key_pem = read(&key_path)?;
+        use crate::files::{Limit, read_to_string};
+        let cert_pem = read_to_string(&cert_path, Limit::Pem)?;
+        let key_pem = read_to_string(&key_path, Limit::Key)?;
         warn_if_readable_by_others(&key_path);
         let bad = |path: &Path, what: &str, e: rcgen::Error| TlsError::BadFile {
             path: path.into(),

@@ -26,6 +26,9 @@ pub enum TlsError {
     },
     #[error("{path}: {message}")]
     BadFile { path: PathBuf, message: String },
+    /// Not a regular file, too large, or unreadable (`files`).
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
     #[error(
         "CA {path} already exists; pass --force to replace it (clients must then trust the new one)"
     )]
@@ -43,12 +46,10 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Every certificate in a PEM file; an error when there is none.
+/// Every certificate in a PEM file (a regular file of at most `files::MAX_PEM`); an error
+/// when there is none.
 pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let bytes = std::fs::read(path).map_err(|source| TlsError::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bytes = crate::files::read(path, crate::files::Limit::Pem)?;
     let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
     let certs = certs.map_err(|e| TlsError::BadFile {
         path: path.into(),

@@ -37,7 +37,8 @@ pub fn existing(data_dir: &Path) -> Result<Option<Ed25519KeyPair>, String> {
 
 fn load(path: &Path) -> Result<Ed25519KeyPair, String> {
     check_private(path)?;
-    let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let bytes =
+        crate::files::read(path, crate::files::Limit::Key).map_err(|e| format!("reading {e}"))?;
     Ed25519KeyPair::from_pkcs8(&bytes).map_err(|e| {
         format!(
             "{}: not an Ed25519 PKCS#8 key ({e}); move it away to make a new one",

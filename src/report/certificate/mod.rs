@@ -157,11 +157,38 @@ pub struct Verified {
     pub report: PathBuf,
 }
 
+/// Why a certificate does not verify.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VerifyError {
+    /// Something does not match, or the page is no certificate: said exactly.
+    #[error("{0}")]
+    Mismatch(String),
+    /// The certified report could not be read (missing, not a regular file, too large).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+impl From<String> for VerifyError {
+    fn from(why: String) -> Self {
+        VerifyError::Mismatch(why)
+    }
+}
+
+impl From<&str> for VerifyError {
+    fn from(why: &str) -> Self {
+        VerifyError::Mismatch(why.into())
+    }
+}
+
 /// Checks the certificate `page` (read from `file`): the signature over its claims, the
 /// page against the claims, and the report (`report`, else the one it names, relative to
 /// the certificate's folder or the current one) against its hash. Each failure says
 /// exactly what does not match.
-pub fn verify(file: &Path, page_text: &str, report: Option<&Path>) -> Result<Verified, String> {
+pub fn verify(
+    file: &Path,
+    page_text: &str,
+    report: Option<&Path>,
+) -> Result<Verified, VerifyError> {
     let raw = between(
         page_text,
         "<script type=\"application/json\" id=\"flakestorm-certificate\">",
@@ -174,13 +201,16 @@ pub fn verify(file: &Path, page_text: &str, report: Option<&Path>) -> Result<Ver
         "\">",
     )
     .ok_or("not a flakestorm certificate: it has no signature")?;
-    let claims: Claims =
-        serde_json::from_str(raw).map_err(|e| format!("the signed claims do not parse: {e}"))?;
+    let claims: Claims = serde_json::from_str(raw).map_err(|e| {
+        let why = crate::config::redact::serde_message(&e.to_string());
+        format!("the signed claims do not parse: {why}")
+    })?;
     if claims.certificate != SCHEMA {
         return Err(format!(
             "the claims are {}, not {SCHEMA} (this build reads {SCHEMA})",
-            claims.certificate
-        ));
+            super::text::clip(&claims.certificate, 60)
+        )
+        .into());
     }
     let public = STANDARD
         .decode(&claims.public_key)
@@ -207,7 +237,8 @@ pub fn verify(file: &Path, page_text: &str, report: Option<&Path>) -> Result<Ver
              (it reads {:?})",
             line + 1,
             super::text::clip(page_text.lines().nth(line).unwrap_or("(end of file)"), 120)
-        ));
+        )
+        .into());
     }
     let path = match report {
         Some(p) => p.to_path_buf(),
@@ -222,11 +253,8 @@ pub fn verify(file: &Path, page_text: &str, report: Option<&Path>) -> Result<Ver
             }
         }
     };
-    let bytes = std::fs::read(&path).map_err(|e| {
-        format!(
-            "the certified report {}: {e} (name it with --report)",
-            path.display()
-        )
+    let bytes = crate::files::read(&path, crate::files::Limit::Report).map_err(|e| {
+        VerifyError::Unreadable(format!("the certified report {e} (name it with --report)"))
     })?;
     let found = sha256_hex(&bytes);
     if found != claims.report_sha256 {
@@ -235,7 +263,8 @@ pub fn verify(file: &Path, page_text: &str, report: Option<&Path>) -> Result<Ver
              certificate says {}",
             path.display(),
             claims.report_sha256
-        ));
+        )
+        .into());
     }
     Ok(Verified {
         fingerprint: key::fingerprint(&public),

@@ -68,14 +68,14 @@ fn one_byte_changed_in_the_page_or_the_report_fails_saying_what() {
     let c = issued(None, None);
     // A byte of the visible page, of the signed claims, of the signature.
     let visible = c.page.replacen("94.9/100", "99.9/100", 1);
-    let err = verify(&c.file, &visible, None).unwrap_err();
+    let err = verify(&c.file, &visible, None).unwrap_err().to_string();
     assert!(
         err.starts_with("the page was changed after signing: line "),
         "{err}"
     );
     let claims = c.page.replacen("\"score\":94.", "\"score\":99.", 1);
     assert_ne!(claims, c.page);
-    let err = verify(&c.file, &claims, None).unwrap_err();
+    let err = verify(&c.file, &claims, None).unwrap_err().to_string();
     assert!(
         err.starts_with("the signature does not match the claims"),
         "{err}"
@@ -83,22 +83,35 @@ fn one_byte_changed_in_the_page_or_the_report_fails_saying_what() {
     let at = c.page.find("flakestorm-signature\" content=\"").unwrap() + 35;
     let mut sig = c.page.clone().into_bytes();
     sig[at] = if sig[at] == b'A' { b'B' } else { b'A' };
-    let err = verify(&c.file, &String::from_utf8(sig).unwrap(), None).unwrap_err();
+    let err = verify(&c.file, &String::from_utf8(sig).unwrap(), None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("signature"), "{err}");
     // One byte of the report.
     let mut report = FIXTURE.as_bytes().to_vec();
     let i = report.len() / 2;
     report[i] ^= 0x01;
     std::fs::write(&c.report, &report).unwrap();
-    let err = verify(&c.file, &c.page, None).unwrap_err();
+    let err = verify(&c.file, &c.page, None).unwrap_err().to_string();
     assert!(
         err.contains("changed since it was certified: its SHA-256 is"),
         "{err}"
     );
     std::fs::remove_file(&c.report).unwrap();
     let err = verify(&c.file, &c.page, None).unwrap_err();
-    assert!(err.contains("name it with --report"), "{err}");
-    let err = verify(&c.file, "<html></html>", None).unwrap_err();
+    assert!(
+        matches!(&err, VerifyError::Unreadable(e) if e.contains("name it with --report")),
+        "{err}"
+    );
+    // A report that is no regular file is refused, not read.
+    let err = verify(&c.file, &c.page, Some(Path::new("/dev/zero"))).unwrap_err();
+    assert!(
+        matches!(&err, VerifyError::Unreadable(e) if e.starts_with("the certified report /dev/zero: a character device")),
+        "{err}"
+    );
+    let err = verify(&c.file, "<html></html>", None)
+        .unwrap_err()
+        .to_string();
     assert_eq!(err, "not a flakestorm certificate: it has no signed claims");
 }
 
