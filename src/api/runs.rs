@@ -375,10 +375,16 @@ pub async fn report(
             status: run.status,
         });
     };
+    // The run's own files, but read as any other: bounded, regular files only.
     let read = |path: String| async move {
-        tokio::fs::read(&path)
-            .await
-            .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))
+        let read = tokio::task::spawn_blocking(move || {
+            crate::files::read(std::path::Path::new(&path), crate::files::Limit::Report)
+        });
+        match read.await {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => Err(ApiError::Internal(format!("reading {e}"))),
+            Err(e) => Err(ApiError::Internal(format!("reading the report: {e}"))),
+        }
     };
     let body = match run.artifacts.get(format.as_str()) {
         Some(file) => read(file.clone()).await?,

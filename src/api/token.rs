@@ -85,11 +85,8 @@ fn read_private(path: &Path, owner: Option<u32>) -> Result<String, TokenError> {
                 .into(),
         ));
     }
-    let mut text = String::new();
-    use std::io::Read;
-    std::fs::File::open(path)
-        .and_then(|f| f.take(1024).read_to_string(&mut text))
-        .map_err(|e| fail(e.to_string()))?;
+    let text = crate::files::read(path, crate::files::Limit::Key).map_err(|e| fail(e.reason()))?;
+    let text = String::from_utf8_lossy(&text);
     let token = text.trim();
     if token.is_empty() || token.len() > 512 || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(fail(

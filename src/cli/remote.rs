@@ -275,7 +275,8 @@ fn submission(
         return Err("--server needs a config file (-c FILE) to send to the daemon".into());
     };
     let mut body = json!({"kind": req.kind, "chaos": req.under_chaos});
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = crate::files::read_to_string(file, crate::files::Limit::Config)
+        .map_err(|e| e.to_string())?;
     if server.local() {
         let abs = std::fs::canonicalize(file).map_err(|e| format!("{}: {e}", file.display()))?;
         body["config_path"] = json!(abs);
