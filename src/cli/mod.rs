@@ -158,6 +158,14 @@ pub enum Command {
         #[command(subcommand)]
         command: history::RunsCommand,
     },
+    /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
+    /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
+    #[command(name = "__supervise-agent", hide = true)]
+    SuperviseAgent {
+        /// The command, run with `sh -c`.
+        #[arg(last = true)]
+        command: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -320,6 +328,10 @@ pub struct ConfigArg {
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
+    // The agents this process starts are supervised by its own binary.
+    if let Some(me) = crate::agent::own_binary() {
+        crate::agent::supervise_with(me);
+    }
     let result = match cli.command {
         Command::Serve {
             config,
@@ -464,6 +476,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Runs { command } => return history::run(command),
         Command::Report(args) => return report::run(args),
         Command::Certificate(args) => return certificate::run(args),
+        Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }
