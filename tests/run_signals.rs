@@ -1,6 +1,7 @@
 //! A run command that ends abnormally leaves no agent behind: `replay run` killed with
-//! SIGKILL, SIGTERM or SIGHUP while its agent (started from `agent.command`, the shell's
-//! child) holds a case, and `flakestorm serve` SIGKILLed while a run it started holds one.
+//! SIGKILL (alone, or with its whole process group), SIGTERM or SIGHUP while its agent
+//! (started from `agent.command`, the shell's child) holds a case, and `flakestorm serve`
+//! SIGKILLed while a run it started holds one.
 //! Each time the agent's whole process group is gone, and the next run starts and passes.
 
 mod common;
@@ -105,20 +106,31 @@ tool_responses:
 
 const REPLAY: [&str; 5] = ["replay", "run", "replays", "-o", "replay.json"];
 
-/// `flakestorm replay run` killed with `signal` while its agent holds a case: how it exited
-/// and what it said.
-fn kill_replay_run(b: &Bench, signal: &str) -> (std::process::ExitStatus, String, u32) {
-    let run = Command::new(env!("CARGO_BIN_EXE_flakestorm"))
-        .args(REPLAY)
+/// `flakestorm replay run` killed with `signal` while its agent holds a case: how it exited,
+/// what it said, and the agent's process group. `whole_group`: flakestorm leads a process
+/// group and the signal goes to all of it, as a CI job's timeout does.
+fn kill_replay_run(
+    b: &Bench,
+    signal: &str,
+    whole_group: bool,
+) -> (std::process::ExitStatus, String, u32) {
+    let mut run = Command::new(env!("CARGO_BIN_EXE_flakestorm"));
+    run.args(REPLAY)
         .current_dir(b.path())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if whole_group {
+        std::os::unix::process::CommandExt::process_group(&mut run, 0);
+    }
+    let run = run.spawn().unwrap();
     let (_, pgid) = held(&b.state());
+    let target = match whole_group {
+        true => format!("-{}", run.id()),
+        false => run.id().to_string(),
+    };
     let sent = Command::new("kill")
-        .args([&format!("-{signal}"), &run.id().to_string()])
+        .args([&format!("-{signal}"), "--", &target])
         .status()
         .unwrap();
     assert!(sent.success());
@@ -149,8 +161,23 @@ fn the_next_run_passes(b: &Bench) {
 fn replay_run_killed_with_sigkill_leaves_no_agent() {
     // The agent ignores SIGTERM: its supervisor must follow up with SIGKILL.
     let b = Bench::new(true);
-    let (status, _, pgid) = kill_replay_run(&b, "KILL");
+    let (status, _, pgid) = kill_replay_run(&b, "KILL", false);
     assert_group_gone(pgid, Duration::from_secs(15), "after SIGKILL");
+    assert_eq!(status.signal(), Some(9), "{status}");
+    the_next_run_passes(&b);
+}
+
+/// A CI job's timeout: SIGKILL to flakestorm's whole process group. The agent's group,
+/// led by its supervisor, is not in it; the supervisor outlives flakestorm and stops it.
+#[test]
+fn replay_run_killed_with_its_whole_process_group_leaves_no_agent() {
+    let b = Bench::new(false);
+    let (status, _, pgid) = kill_replay_run(&b, "KILL", true);
+    assert_group_gone(
+        pgid,
+        Duration::from_secs(15),
+        "after SIGKILL to flakestorm's group",
+    );
     assert_eq!(status.signal(), Some(9), "{status}");
     the_next_run_passes(&b);
 }
@@ -158,7 +185,7 @@ fn replay_run_killed_with_sigkill_leaves_no_agent() {
 #[test]
 fn replay_run_stopped_with_sigterm_stops_its_agent_and_exits_143() {
     let b = Bench::new(false);
-    let (status, err, pgid) = kill_replay_run(&b, "TERM");
+    let (status, err, pgid) = kill_replay_run(&b, "TERM", false);
     assert_group_gone(pgid, Duration::from_secs(15), "after SIGTERM");
     assert_eq!(status.code(), Some(143), "{err}");
     assert!(
@@ -171,7 +198,7 @@ fn replay_run_stopped_with_sigterm_stops_its_agent_and_exits_143() {
 #[test]
 fn replay_run_hung_up_stops_its_agent_and_exits_129() {
     let b = Bench::new(false);
-    let (status, err, pgid) = kill_replay_run(&b, "HUP");
+    let (status, err, pgid) = kill_replay_run(&b, "HUP", false);
     assert_group_gone(pgid, Duration::from_secs(15), "after SIGHUP");
     assert_eq!(status.code(), Some(129), "{err}");
     assert!(
