@@ -1,6 +1,7 @@
 //! `agent.command` under its supervisor (flakestorm's own binary, as the CLI and the daemon
 //! run it): the agent's exit status and log reach the run; stopping it, dropping its handle
-//! and a readiness timeout each stop its whole process group, also what ignores SIGTERM.
+//! and a readiness timeout each stop its whole process group, also what ignores SIGTERM,
+//! and also after its supervisor was killed on its own.
 
 mod common;
 
@@ -133,4 +134,33 @@ async fn an_agent_not_ready_in_time_is_stopped() {
         pgid
     )
     .is_empty()));
+}
+
+/// A supervisor killed on its own (SIGKILL: it ignores the rest) leaves the agent to
+/// flakestorm: the run says so, and its end still stops the group.
+#[tokio::test]
+async fn an_agent_whose_supervisor_was_killed_is_still_stopped() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let mut p = AgentProcess::start(&group_command(&file, false), &[], None).unwrap();
+    let (pid, pgid) = pid_and_group(&mut p, &file).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pgid.to_string()]) // the leader: the supervisor
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let ended = common::within("its supervisor's end is seen", async {
+        loop {
+            match p.exit_status() {
+                Some(status) => break status,
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .await;
+    assert!(ended.starts_with("its supervisor ended"), "{ended}");
+    assert!(running(pid), "the agent outlived its supervisor");
+    p.stop(Duration::from_secs(1)).await;
+    assert_group_gone(pgid, Duration::from_secs(5), "after stop");
 }

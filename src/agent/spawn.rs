@@ -215,6 +215,10 @@ impl AgentProcess {
             let _ = tokio::time::timeout(grace, self.child.wait()).await;
             return supervise::signal_group(group, "KILL").await;
         };
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            // Its supervisor was killed on its own: what is left of the group is ours.
+            return supervise::signal_group(group, "KILL").await;
+        }
         // The supervisor does it, and ends with the group.
         lifeline.stop(Some(grace));
         let margin = grace + Duration::from_secs(1);
@@ -237,12 +241,14 @@ impl Drop for AgentProcess {
         let Some(group) = self.group.take() else {
             return;
         };
+        // A supervisor killed on its own (before this) leaves the group to us.
+        let orphaned = matches!(self.child.try_wait(), Ok(Some(_)));
         let supervised = match &mut self.lifeline {
-            Some(lifeline) => {
+            Some(lifeline) if !orphaned => {
                 lifeline.stop(None);
                 true
             }
-            None => {
+            Some(_) | None => {
                 signal_group(group, "TERM");
                 false
             }
