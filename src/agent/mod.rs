@@ -1,7 +1,8 @@
 //! Driving the agent under test: invoke its HTTP endpoint with a prompt (`invoke`), send it
 //! raw bytes for the wire-level mutations (`raw`), and
-//! optionally start it with the proxy environment set (`spawn`), and ready it for a run
-//! (`launch`). The driver's own calls
+//! optionally start it with the proxy environment set (`spawn`) under a supervisor that
+//! stops it when flakestorm ends (`supervise`), and ready it for a run (`launch`,
+//! `ready`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
@@ -10,7 +11,9 @@ mod invoke;
 mod launch;
 mod raw;
 mod raw_response;
+mod ready;
 mod spawn;
+mod supervise;
 
 pub(crate) use answer::{cause as root_cause, head as body_head};
 pub use answer::{cut, extract, render};
@@ -20,4 +23,6 @@ pub use launch::{Launched, ProxyAt, launch};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
-pub use spawn::{AgentProcess, Probe, SpawnError, log_tail, proxy_env, url_probe, wait_ready};
+pub use ready::{Probe, url_probe, wait_ready};
+pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env};
+pub use supervise::{own_binary, supervise, supervise_with};

@@ -1,17 +1,18 @@
 //! `agent.command`: start the agent with the proxy environment (config.md; with proxy
-//! credentials when `proxy.users` is set) and `agent.env`, its output written to a log
-//! file, wait until it is ready (`ready_url` answers 2xx, or without one its endpoint
-//! accepts connections), and stop it at the end: SIGTERM to its process group, then
-//! SIGKILL. Dropping the handle (an interrupted run) kills the group too, so no agent
-//! outlives flakestorm.
+//! credentials when `proxy.users` is set) and `agent.env`, in a process group of its own
+//! led by its supervisor (`supervise.rs`: flakestorm's own binary, which stops the group
+//! when flakestorm ends however it ends), its output written to a log file; and stop it
+//! at the end: SIGTERM to its process group, then SIGKILL. Dropping the handle (an
+//! interrupted run) stops the group too, so no agent outlives flakestorm.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
+
+use super::supervise::{self, GRACE_ON_EOF, Lifeline};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -83,12 +84,16 @@ fn userinfo(s: &str) -> String {
 
 /// A running agent started by flakestorm.
 pub struct AgentProcess {
+    /// Its supervisor, or `sh -c` itself when no supervisor is registered.
     child: Child,
     command: String,
-    /// Its process group (the `sh -c` leader's pid), signalled as a whole.
+    /// Its process group (the leader's pid: the supervisor's, or `sh`'s), signalled as a
+    /// whole; `None` once stopped.
     group: Option<u32>,
     /// Where its stdout and stderr go, if not inherited.
     log: Option<std::path::PathBuf>,
+    /// The supervisor's lifeline: how `sh` exited, and how to stop the group.
+    lifeline: Option<Lifeline>,
 }
 
 impl AgentProcess {
@@ -99,47 +104,48 @@ impl AgentProcess {
         env: &[(String, String)],
         log: Option<&Path>,
     ) -> Result<AgentProcess, SpawnError> {
-        let (out, err) = match log {
-            Some(path) => {
-                let fail = |source| SpawnError::Log {
-                    path: path.display().to_string(),
-                    source,
-                };
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(fail)?;
-                }
-                let file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .truncate(true)
-                    .open(path)
-                    .map_err(fail)?;
-                let copy = file.try_clone().map_err(fail)?;
-                (Stdio::from(file), Stdio::from(copy))
-            }
-            None => (Stdio::inherit(), Stdio::inherit()),
+        let (out, err) = output(log)?;
+        let failed = |source| SpawnError::Start {
+            command: command.to_string(),
+            source,
         };
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
+        let (mut cmd, lifeline) = match supervise::program() {
+            Some(program) => {
+                let (cmd, lifeline) = Lifeline::command(program, command).map_err(failed)?;
+                (cmd, Some((program, lifeline)))
+            }
+            None => {
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c")
+                    .arg(command)
+                    .stdin(Stdio::null())
+                    // Its own process group, so stopping it reaches what `sh -c` started.
+                    .process_group(0)
+                    .kill_on_drop(true);
+                (cmd, None)
+            }
+        };
+        let child = cmd
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
-            // Its own process group, so stopping it reaches what `sh -c` started.
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| SpawnError::Start {
-                command: command.to_string(),
-                source,
-            })?;
+            .spawn();
+        let child = match (child, &lifeline) {
+            (Ok(child), _) => child,
+            (Err(e), Some((program, _))) => {
+                let why = format!("its supervisor {}: {e}", program.display());
+                return Err(failed(std::io::Error::new(e.kind(), why)));
+            }
+            (Err(e), None) => return Err(failed(e)),
+        };
+        let lifeline = lifeline.map(|(_, l)| l);
         let group = child.id();
         Ok(AgentProcess {
             child,
             command: command.to_string(),
             group,
             log: log.map(Path::to_path_buf),
+            lifeline,
         })
     }
 
@@ -150,7 +156,15 @@ impl AgentProcess {
 
     /// How it exited, if it has (an agent that crashed during a run).
     pub fn exit_status(&mut self) -> Option<String> {
-        self.child.try_wait().ok().flatten().map(|s| s.to_string())
+        let Some(lifeline) = &mut self.lifeline else {
+            return self.child.try_wait().ok().flatten().map(|s| s.to_string());
+        };
+        if let Some(status) = lifeline.exited() {
+            return Some(status.to_string());
+        }
+        // Ended without a word: killed on its own, its agent unguarded or gone.
+        let ended = self.child.try_wait().ok().flatten();
+        ended.map(|s| format!("its supervisor ended ({s})"))
     }
 
     /// The last lines of its log, as `:\n<lines>` for an error message, or empty.
@@ -162,11 +176,11 @@ impl AgentProcess {
     }
 
     /// The error for an agent that exited while flakestorm waited for `what`.
-    fn exited(&mut self, what: &str, answered: bool) -> Option<SpawnError> {
-        let status = self.child.try_wait().ok().flatten()?;
+    pub(super) fn exited(&mut self, what: &str, answered: bool) -> Option<SpawnError> {
+        let status = self.exit_status()?;
         Some(SpawnError::Exited {
             command: self.command.clone(),
-            status: status.to_string(),
+            status,
             what: what.to_string(),
             hint: if answered {
                 "; something else answers there (an agent left from an earlier run?)"
@@ -177,7 +191,6 @@ impl AgentProcess {
         })
     }
 
-    /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
     /// Stops the agent at the end of a run (5 s grace); a warning for the report when it
     /// had already exited during the run, with the end of its log.
     pub async fn end_of_run(mut self) -> Option<String> {
@@ -192,31 +205,99 @@ impl AgentProcess {
         crashed
     }
 
+    /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
     pub async fn stop(mut self, grace: Duration) {
-        let group = self.group.take();
-        signal_group_async(group, "TERM").await;
-        let _ = tokio::time::timeout(grace, self.child.wait()).await;
-        signal_group_async(group, "KILL").await;
+        let Some(group) = self.group.take() else {
+            return;
+        };
+        let Some(lifeline) = &mut self.lifeline else {
+            supervise::signal_group(group, "TERM").await;
+            let _ = tokio::time::timeout(grace, self.child.wait()).await;
+            return supervise::signal_group(group, "KILL").await;
+        };
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            // Its supervisor was killed on its own: what is left of the group is ours.
+            return supervise::signal_group(group, "KILL").await;
+        }
+        // The supervisor does it, and ends with the group.
+        lifeline.stop(Some(grace));
+        let margin = grace + Duration::from_secs(1);
+        if tokio::time::timeout(margin, self.child.wait())
+            .await
+            .is_err()
+        {
+            // Not reaped, so its pid (the group's id) is still ours to signal.
+            supervise::signal_group(group, "KILL").await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+        }
     }
 }
 
 impl Drop for AgentProcess {
     /// An interrupted run (the handle dropped without `stop`): the same, blocking for at
-    /// most two seconds, which only happens when flakestorm is exiting.
+    /// most three seconds, which only happens when flakestorm is exiting or a daemon's run
+    /// is cancelled while its agent starts.
     fn drop(&mut self) {
         let Some(group) = self.group.take() else {
             return;
         };
-        signal_group(Some(group), "TERM");
-        for _ in 0..40 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                break;
+        // A supervisor killed on its own (before this) leaves the group to us.
+        let orphaned = matches!(self.child.try_wait(), Ok(Some(_)));
+        let supervised = match &mut self.lifeline {
+            Some(lifeline) if !orphaned => {
+                lifeline.stop(None);
+                true
             }
-            #[allow(clippy::disallowed_methods)] // in Drop: no runtime to await on
-            std::thread::sleep(Duration::from_millis(50));
+            Some(_) | None => {
+                signal_group(group, "TERM");
+                false
+            }
+        };
+        let wait = match supervised {
+            true => GRACE_ON_EOF + Duration::from_secs(1),
+            false => Duration::from_secs(2),
+        };
+        let ended = wait_blocking(&mut self.child, wait);
+        // A supervisor that ended has killed the group; else SIGKILL what is left.
+        if !(supervised && ended) {
+            signal_group(group, "KILL");
         }
-        signal_group(Some(group), "KILL");
     }
+}
+
+/// Waits up to `wait` for `child` to exit, blocking; whether it did.
+fn wait_blocking(child: &mut Child, wait: Duration) -> bool {
+    for _ in 0..wait.as_millis() / 50 {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return true;
+        }
+        #[allow(clippy::disallowed_methods)] // in Drop: no runtime to await on
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Where the agent's stdout and stderr go: `log` (created with its folder, replaced), or
+/// inherited.
+fn output(log: Option<&Path>) -> Result<(Stdio, Stdio), SpawnError> {
+    let Some(path) = log else {
+        return Ok((Stdio::inherit(), Stdio::inherit()));
+    };
+    let fail = |source| SpawnError::Log {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(fail)?;
+    let copy = file.try_clone().map_err(fail)?;
+    Ok((Stdio::from(file), Stdio::from(copy)))
 }
 
 /// The last `n` lines of a log file (within its last 64 KiB), as `:\n<lines>` (with its
@@ -241,74 +322,11 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     format!("; the end of its log ({}):\n{tail}", path.display())
 }
 
-async fn signal_group_async(group: Option<u32>, signal: &str) {
-    if let Some(pid) = group {
-        let _ = Command::new("kill")
-            .args([&format!("-{signal}"), "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
-    }
-}
-
-/// Sends `signal` to process group `group` with the `kill` command (no unsafe signal FFI).
-fn signal_group(group: Option<u32>, signal: &str) {
-    if let Some(pid) = group {
-        let _ = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// Polls `probe` every 100 ms until it succeeds, for at most `wait`; `what` names what is
-/// awaited in errors. With the agent's `process`, its exit ends the wait at once, and an
-/// exit seen when the probe succeeded means something else answered.
-pub async fn wait_ready<F, Fut>(
-    mut process: Option<&mut AgentProcess>,
-    what: &str,
-    wait: Duration,
-    mut probe: F,
-) -> Result<(), SpawnError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        if let Some(e) = process.as_mut().and_then(|p| p.exited(what, false)) {
-            return Err(e);
-        }
-        if probe().await {
-            return match process.as_mut().and_then(|p| p.exited(what, true)) {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(SpawnError::NotReady {
-                what: what.to_string(),
-                secs: wait.as_secs(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// A probe: a boxed check that something is ready.
-pub type Probe = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
-
-/// A probe of whether `uri` answers a GET with 2xx within a second (http or https, on the
-/// driver's direct client: never through the proxy).
-pub fn url_probe(uri: http::Uri) -> Result<impl FnMut() -> Probe + use<>, crate::tls::TlsError> {
-    let client = super::direct_client(false)?;
-    Ok(move || {
-        let (client, uri) = (client.clone(), uri.clone());
-        Box::pin(async move {
-            let probe = tokio::time::timeout(Duration::from_secs(1), client.get(uri)).await;
-            matches!(probe, Ok(Ok(resp)) if resp.status().is_success())
-        }) as Probe
-    })
+/// Sends `signal` to process group `group` with the `kill` command, blocking (in `Drop`).
+fn signal_group(group: u32, signal: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), "--", &format!("-{group}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }

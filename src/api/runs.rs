@@ -411,7 +411,8 @@ pub async fn report(
         .into_response())
 }
 
-/// The run's events as Server-Sent Events, from after `Last-Event-ID`, to `done`.
+/// The run's events as Server-Sent Events, from after `Last-Event-ID`, to `done`; the
+/// connection closes with the stream.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", params(("id" = String, Path),
     ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event")), responses(
     (status = 200, description = "text/event-stream: queued, started, case_started, case, phase, cell, done", content_type = "text/event-stream", body = String),
@@ -454,6 +455,10 @@ pub async fn events(
                 HeaderValue::from_static("text/event-stream"),
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            // The connection ends with the stream (after `done`): clients that read until
+            // the connection closes, as the simplest SSE readers do, are not left waiting
+            // on it until the control listener's read deadline.
+            (header::CONNECTION, HeaderValue::from_static("close")),
         ],
         body,
     )

@@ -1,6 +1,7 @@
 //! The commands that are not runs: `serve` (the daemon until a signal), `init`,
-//! `profiles`, `ca`; and waiting for SIGINT/SIGTERM, which runs use (`serve`'s signal
-//! handling, SIGHUP and a forced second signal included, is `Daemon::run_until_signal`).
+//! `profiles`, `ca`; and the signals that stop a run (SIGINT, SIGTERM and SIGHUP for local
+//! runs, SIGINT and SIGTERM for `--server` clients; `serve`'s signal handling, a forced
+//! second signal included, is `Daemon::run_until_signal`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,20 +95,75 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
     }
 }
 
-pub(super) async fn wait_for_signal() -> anyhow::Result<()> {
+/// A signal that stops a run command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StopSignal {
+    Int,
+    Term,
+    Hup,
+}
+
+impl StopSignal {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            StopSignal::Int => "SIGINT",
+            StopSignal::Term => "SIGTERM",
+            StopSignal::Hup => "SIGHUP",
+        }
+    }
+
+    /// The shell's convention: 128 + the signal's number.
+    pub(super) fn exit_code(self) -> u8 {
+        match self {
+            StopSignal::Int => 130,
+            StopSignal::Term => 143,
+            StopSignal::Hup => 129,
+        }
+    }
+}
+
+/// Installs handlers for `which` now (from here on none of them meets its default action,
+/// which would end flakestorm without stopping what it started) and returns a future that
+/// resolves at the first of them to arrive.
+pub(super) fn on_signals(
+    which: &[StopSignal],
+) -> anyhow::Result<impl std::future::Future<Output = StopSignal> + use<>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
-            _ = term.recv() => {}
+        let mut handlers = vec![];
+        for &s in which {
+            let kind = match s {
+                StopSignal::Int => SignalKind::interrupt(),
+                StopSignal::Term => SignalKind::terminate(),
+                StopSignal::Hup => SignalKind::hangup(),
+            };
+            let handler =
+                signal(kind).with_context(|| format!("installing the {} handler", s.name()))?;
+            handlers.push((s, handler));
         }
+        Ok(std::future::poll_fn(move |cx| {
+            for (s, handler) in &mut handlers {
+                if handler.poll_recv(cx).is_ready() {
+                    return std::task::Poll::Ready(*s);
+                }
+            }
+            std::task::Poll::Pending
+        }))
     }
     #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    {
+        let _ = which;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            StopSignal::Int
+        })
+    }
+}
+
+/// SIGINT or SIGTERM (`--server` runs: a closed terminal leaves the daemon's run going).
+pub(super) async fn wait_for_signal() -> anyhow::Result<()> {
+    on_signals(&[StopSignal::Int, StopSignal::Term])?.await;
     Ok(())
 }
 

@@ -21,7 +21,7 @@ mod report_path;
 mod runs;
 mod session;
 
-use commands::{ca, init, profiles, serve, wait_for_signal};
+use commands::{StopSignal, ca, init, on_signals, profiles, serve};
 
 /// Default config file looked for in the working directory when `-c` is not given.
 const DEFAULT_CONFIG: &str = "flakestorm.yaml";
@@ -157,6 +157,14 @@ pub enum Command {
     Runs {
         #[command(subcommand)]
         command: history::RunsCommand,
+    },
+    /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
+    /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
+    #[command(name = "__supervise-agent", hide = true)]
+    SuperviseAgent {
+        /// The command, run with `sh -c`.
+        #[arg(last = true)]
+        command: String,
     },
 }
 
@@ -320,6 +328,10 @@ pub struct ConfigArg {
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
+    // The agents this process starts are supervised by its own binary.
+    if let Some(me) = crate::agent::own_binary() {
+        crate::agent::supervise_with(me);
+    }
     let result = match cli.command {
         Command::Serve {
             config,
@@ -464,6 +476,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Runs { command } => return history::run(command),
         Command::Report(args) => return report::run(args),
         Command::Certificate(args) => return certificate::run(args),
+        Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }
@@ -593,7 +606,8 @@ async fn replay_run(
 }
 
 /// Loads the config and runs a run command on it: load errors exit 2 (printed by `load`),
-/// the run decides its own code, and an error it could not recover from exits 1.
+/// the run decides its own code, and an error it could not recover from exits 1. SIGINT,
+/// SIGTERM and SIGHUP stop the run, its agent with it, and exit 128 + the signal's number.
 async fn job<F, Fut>(config: &ConfigArg, open: OpenProxyArg, run: F) -> ExitCode
 where
     F: FnOnce(Loaded) -> Fut,
@@ -604,14 +618,35 @@ where
         Err(code) => return code,
     };
     loaded.config.allow_open_proxy = open.allow_open_proxy;
-    // Dropping an interrupted run stops the agent it started and the proxy.
-    tokio::select! {
-        result = run(loaded) => result.unwrap_or_else(failed),
-        // A handler that could not be installed disables this branch; the run goes on.
-        Ok(()) = wait_for_signal() => {
-            eprintln!("flakestorm: interrupted: the run was stopped and no report was written");
-            ExitCode::from(130)
+    // Installed before the run starts anything: no signal meets its default action after.
+    let signals = on_signals(&[StopSignal::Int, StopSignal::Term, StopSignal::Hup]);
+    let stopped = async {
+        match signals {
+            Ok(signal) => signal.await,
+            Err(e) => {
+                // The supervisor still stops the agent when a signal ends flakestorm.
+                eprintln!("flakestorm: warning: {e:#}");
+                std::future::pending().await
+            }
         }
+    };
+    // Dropping an interrupted run stops the agent it started, and waits until it is gone.
+    tokio::select! {
+        // A signal that arrived wins over more of the run (whose output may go to a
+        // terminal that hung up).
+        biased;
+        signal = stopped => {
+            // Not `eprintln!`: stderr may be that terminal, and a failed write panics.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "flakestorm: interrupted ({}): the run was stopped, its agent with it, and no \
+                 report was written",
+                signal.name()
+            );
+            ExitCode::from(signal.exit_code())
+        }
+        result = run(loaded) => result.unwrap_or_else(failed),
     }
 }
 

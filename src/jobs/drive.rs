@@ -1,9 +1,13 @@
 //! Driving one submitted run from its turn to its end: ready the agent through the
 //! daemon's proxy, run, write the report under `data_dir/runs/<id>/`, and record the end
 //! (status, scores, events). Cancelling at any point drops the run's future, so its
-//! in-flight cases end and the agent it started is stopped.
+//! in-flight cases end and the agent it started is stopped. Every run ends with a `done`
+//! event, so every follower's stream ends: one submitted while the daemon stops ends
+//! `interrupted` before it starts, and one whose driving panicked ends `error`.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
@@ -15,7 +19,28 @@ use crate::run::{
     CaseResult, Declared, Embedder, Judged, Prepared, Progress, Report, RunContext, SoFar, execute,
 };
 
+/// Drives `job` to its end, on a task of its own.
 pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
+    let driving = drive_run(inner, job.clone(), sub, prepared);
+    ends_anyway(&job, driving).await;
+}
+
+/// Runs `driving` on a task of its own; when that ends without `done` (it panicked), the
+/// job ends `error`, saying so, rather than staying `running` with its followers waiting.
+async fn ends_anyway(job: &Job, driving: impl Future<Output = ()> + Send + 'static) {
+    let failed = tokio::spawn(driving).await.err();
+    if let Some(e) = failed.filter(|_| !job.events.ended()) {
+        let why = format!("flakestorm failed while driving the run: {e}");
+        end(job, Status::Error, Some(why)).await;
+    }
+}
+
+async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
+    // Submitted while the daemon stops, after it interrupted the runs it had: it would
+    // hold the daemon's drain (and its followers) for its whole length.
+    if inner.stopping.load(Ordering::Relaxed) {
+        return end(&job, inner.cancelled(), None).await;
+    }
     let config = &sub.loaded.config;
     let exclusive = config.advanced.attribution == Attribution::Exclusive;
     // Its own `tools:`/`llm:` classify all the proxy's traffic while it runs.
@@ -292,3 +317,7 @@ fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'sta
     job.metrics.run_ended(run, seconds, &scores, verdicts);
     job.events.push("done", json!(record));
 }
+
+#[cfg(test)]
+#[path = "drive_tests.rs"]
+mod tests;

@@ -1,8 +1,8 @@
 //! A run's event log: what `/v1/runs/{id}/events` streams (case started and finished,
-//! phase scores, cell verdicts, done). Events are numbered from 1 and kept for the run's
-//! life, so a follower that reconnects with `Last-Event-ID` gets exactly what it missed;
-//! followers wait on a watch of the last id, so a slow or gone follower never holds up
-//! the run.
+//! phase scores, cell verdicts, done; nothing after done). Events are numbered from 1 and
+//! kept for the run's life, so a follower that reconnects with `Last-Event-ID` gets
+//! exactly what it missed; followers wait on a watch of the last id, so a slow or gone
+//! follower never holds up the run.
 
 use std::sync::Mutex;
 
@@ -44,8 +44,14 @@ impl Default for EventLog {
 }
 
 impl EventLog {
+    /// Adds an event, unless the run has ended: `done` is the last word, so a follower that
+    /// had it, or reconnects after it, is never kept waiting for more (a case of a
+    /// cancelled run that ended late is not news).
     pub fn push(&self, kind: &'static str, data: Value) {
         let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if events.last().is_some_and(|e| e.kind == "done") {
+            return;
+        }
         let id = events.len() as u64 + 1;
         events.push(Event { id, kind, data });
         drop(events);
@@ -58,7 +64,7 @@ impl EventLog {
         events.iter().skip(id as usize).cloned().collect()
     }
 
-    /// The run has ended: its last event is `done` (nothing comes after it).
+    /// The run has ended: its last event is `done` (nothing is added after it).
     pub fn ended(&self) -> bool {
         let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
         events.last().is_some_and(|e| e.kind == "done")
@@ -88,5 +94,20 @@ mod tests {
         assert_eq!(after[0].sse(), "id: 2\nevent: case\ndata: {\"n\":1}\n\n");
         assert!(log.after(2).is_empty());
         assert!(log.after(99).is_empty());
+    }
+
+    #[test]
+    fn nothing_is_added_after_done() {
+        let log = EventLog::default();
+        log.push("started", json!({}));
+        log.push("done", json!({"status": "cancelled"}));
+        let w = log.watch();
+        log.push("case", json!({"n": 1}));
+        assert!(log.ended(), "done stays the last event");
+        assert!(
+            log.after(2).is_empty(),
+            "a follower that had done waits for nothing"
+        );
+        assert!(!w.has_changed().unwrap(), "and is not woken for nothing");
     }
 }

@@ -1,0 +1,166 @@
+//! `agent.command` under its supervisor (flakestorm's own binary, as the CLI and the daemon
+//! run it): the agent's exit status and log reach the run; stopping it, dropping its handle
+//! and a readiness timeout each stop its whole process group, also what ignores SIGTERM,
+//! and also after its supervisor was killed on its own.
+
+mod common;
+
+use std::time::Duration;
+
+use common::procs::{assert_group_gone, eventually, running};
+use flakestorm::agent::{AgentProcess, ProxyAt, launch, supervise_with, wait_ready};
+
+fn supervised() {
+    supervise_with(env!("CARGO_BIN_EXE_flakestorm"));
+}
+
+/// A command that starts `sleep` in the background (ignoring SIGTERM when `stubborn`), then
+/// writes "PID PGID" of that sleep to `file`, and waits.
+fn group_command(file: &std::path::Path, stubborn: bool) -> String {
+    let trap = if stubborn { "trap '' TERM; " } else { "" };
+    format!(
+        "{trap}sleep 300 & echo \"$! $(cut -d' ' -f5 /proc/$!/stat)\" > {0}.tmp && mv {0}.tmp {0}; wait",
+        file.display()
+    )
+}
+
+/// The "PID PGID" in `file`, once it exists.
+async fn pid_and_group(p: &mut AgentProcess, file: &std::path::Path) -> (u32, u32) {
+    let f = file.to_path_buf();
+    let written = move || {
+        let f = f.clone();
+        async move { f.exists() }
+    };
+    wait_ready(Some(p), "the pid file", Duration::from_secs(20), written)
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut ids = text.split_whitespace().map(|n| n.parse().unwrap());
+    (ids.next().unwrap(), ids.next().unwrap())
+}
+
+#[tokio::test]
+async fn a_supervised_agent_that_dies_is_reported_with_its_status_and_log() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logs/agent.log");
+    let cmd = "echo starting; echo 'ImportError: no module named agent' >&2; exit 3";
+    let mut p = AgentProcess::start(cmd, &[], Some(&log)).unwrap();
+    let never = || async { false };
+    let err = wait_ready(Some(&mut p), "ready", Duration::from_secs(20), never)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("exited (exit status: 3) before ready"),
+        "the agent's own status, not its supervisor's: {err}"
+    );
+    assert!(err.contains("ImportError: no module named agent"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "starting\nImportError: no module named agent\n",
+        "the agent's output, and nothing of its supervisor's"
+    );
+    p.stop(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn stopping_a_supervised_agent_stops_its_group_what_ignores_sigterm_too() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
+    let (pid, pgid) = pid_and_group(&mut p, &file).await;
+    assert!(running(pid));
+    assert_eq!(p.exit_status(), None, "still running");
+    p.stop(Duration::from_millis(300)).await;
+    assert_group_gone(pgid, Duration::from_secs(5), "after stop");
+}
+
+#[tokio::test]
+async fn dropping_a_supervised_agent_stops_its_group() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
+    let (_, pgid) = pid_and_group(&mut p, &file).await;
+    drop(p);
+    assert_group_gone(pgid, Duration::from_secs(5), "after drop");
+}
+
+/// An agent never ready within its readiness wait (30 s, in paused time): the run is not
+/// started, and the agent is stopped, with what it started.
+#[tokio::test(start_paused = true)]
+async fn an_agent_not_ready_in_time_is_stopped() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let port = common::cli::closed_port();
+    let yaml = format!(
+        "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: {:?}\n",
+        group_command(&file, false)
+    );
+    let path = dir.path().join("flakestorm.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let loaded =
+        flakestorm::config::load_with_env(Some(&path), &Default::default(), &Default::default())
+            .unwrap();
+    let ca = dir.path().join("ca.pem");
+    let proxy = ProxyAt {
+        addr: "127.0.0.1:9".parse().unwrap(),
+        ca_cert: &ca,
+    };
+    let log = dir.path().join("agent.log");
+    let launching = launch(&loaded.config, proxy, &log);
+    // Virtual time only moves when the runtime idles: keep it busy until the agent has
+    // started, so that the 30 s are not over before it could be.
+    let started = tokio::spawn({
+        let file = file.clone();
+        #[allow(clippy::disallowed_methods)] // the agent starts in real time
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !file.exists() && std::time::Instant::now() < deadline {
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    let (err, _) = tokio::join!(launching, started);
+    let err = err.err().expect("the agent never answers");
+    assert!(err.contains("not ready within 30s"), "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let pgid: u32 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(eventually(Duration::from_secs(5), || common::procs::group(
+        pgid
+    )
+    .is_empty()));
+}
+
+/// A supervisor killed on its own (SIGKILL: it ignores the rest) leaves the agent to
+/// flakestorm: the run says so, and its end still stops the group.
+#[tokio::test]
+async fn an_agent_whose_supervisor_was_killed_is_still_stopped() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let mut p = AgentProcess::start(&group_command(&file, false), &[], None).unwrap();
+    let (pid, pgid) = pid_and_group(&mut p, &file).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pgid.to_string()]) // the leader: the supervisor
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let ended = common::within("its supervisor's end is seen", async {
+        loop {
+            match p.exit_status() {
+                Some(status) => break status,
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .await;
+    assert!(ended.starts_with("its supervisor ended"), "{ended}");
+    assert!(running(pid), "the agent outlived its supervisor");
+    p.stop(Duration::from_secs(1)).await;
+    assert_group_gone(pgid, Duration::from_secs(5), "after stop");
+}
