@@ -38,11 +38,12 @@ impl Bench {
             }
         })
         .await;
+        let http = p.control();
         Bench {
             p,
             agent,
             permits,
-            http: direct_client(),
+            http,
         }
     }
 
@@ -83,10 +84,15 @@ struct Follower {
 }
 
 impl Follower {
-    async fn open(control: SocketAddr, id: &str, last: Option<u64>) -> Follower {
+    async fn open(b: &Bench, id: &str, last: Option<u64>) -> Follower {
+        let control = b.control();
         let mut conn = TcpStream::connect(control).await.unwrap();
         let last = last.map_or(String::new(), |n| format!("last-event-id: {n}\r\n"));
-        let head = format!("GET /v1/runs/{id}/events HTTP/1.1\r\nhost: flakestorm\r\n{last}\r\n");
+        let token = &b.p.daemon.control_token;
+        let head = format!(
+            "GET /v1/runs/{id}/events HTTP/1.1\r\nhost: {control}\r\n\
+             authorization: Bearer {token}\r\n{last}\r\n"
+        );
         conn.write_all(head.as_bytes()).await.unwrap();
         Follower { conn, seen: vec![] }
     }
@@ -165,9 +171,9 @@ fn ends_done(events: &[(String, Value)]) -> Value {
 async fn every_follower_of_a_run_is_closed_when_it_ends() {
     let b = Bench::start().await;
     let id = b.held().await;
-    let mut first = Follower::open(b.control(), &id, None).await;
+    let mut first = Follower::open(&b, &id, None).await;
     first.until("event: case_started").await;
-    let mut resumed = Follower::open(b.control(), &id, Some(1)).await;
+    let mut resumed = Follower::open(&b, &id, Some(1)).await;
     resumed.until("event: case_started").await;
     b.permits.add_permits(1);
     let all = first.read_to_close().await;
@@ -177,13 +183,10 @@ async fn every_follower_of_a_run_is_closed_when_it_ends() {
     assert_eq!(rest[..], all[1..], "resumed after event 1");
 
     // Followers that come after the end: the whole log, or nothing after `done`.
-    let late = Follower::open(b.control(), &id, None)
-        .await
-        .read_to_close()
-        .await;
+    let late = Follower::open(&b, &id, None).await.read_to_close().await;
     assert_eq!(late, all);
     let last = all.len() as u64;
-    let had_done = Follower::open(b.control(), &id, Some(last)).await;
+    let had_done = Follower::open(&b, &id, Some(last)).await;
     assert_eq!(had_done.read_to_close().await, []);
 }
 
@@ -196,7 +199,7 @@ async fn the_followers_of_a_run_that_ends_in_error_are_closed() {
     let failing = b.submit(&format!("http://127.0.0.1:{port}/invoke")).await;
     let mut followers = vec![];
     for _ in 0..2 {
-        let mut f = Follower::open(b.control(), &failing, None).await;
+        let mut f = Follower::open(&b, &failing, None).await;
         f.until("event: queued").await;
         followers.push(f);
     }
@@ -209,12 +212,7 @@ async fn the_followers_of_a_run_that_ends_in_error_are_closed() {
             "{done}"
         );
     }
-    let done = ends_done(
-        &Follower::open(b.control(), &first, None)
-            .await
-            .read_to_close()
-            .await,
-    );
+    let done = ends_done(&Follower::open(&b, &first, None).await.read_to_close().await);
     assert_ne!(done["status"], "error", "{done}");
 }
 
@@ -223,7 +221,7 @@ async fn the_followers_of_a_run_cancelled_while_queued_are_closed() {
     let b = Bench::start().await;
     b.held().await;
     let queued = b.held().await;
-    let mut f = Follower::open(b.control(), &queued, None).await;
+    let mut f = Follower::open(&b, &queued, None).await;
     f.until("event: queued").await;
     let r = b
         .http
@@ -244,9 +242,9 @@ async fn stopping_the_daemon_closes_the_followers_of_its_runs() {
     let b = Bench::start().await;
     let running = b.held().await;
     let queued = b.held().await;
-    let mut on_running = Follower::open(b.control(), &running, None).await;
+    let mut on_running = Follower::open(&b, &running, None).await;
     on_running.until("event: case_started").await;
-    let mut on_queued = Follower::open(b.control(), &queued, None).await;
+    let mut on_queued = Follower::open(&b, &queued, None).await;
     on_queued.until("event: queued").await;
     let Bench { p, permits, .. } = b;
     let stop = tokio::spawn(p.stop());
