@@ -12,6 +12,7 @@ mod compare;
 mod error;
 mod from_run;
 mod id;
+mod ops;
 mod owner;
 mod read;
 mod record;
