@@ -20,6 +20,7 @@ mod recorder;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod upkeep;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -42,8 +43,8 @@ pub use schema::APPLICATION_ID;
 use writer::{Health, Op, Writer};
 
 impl Drop for Inner {
-    /// The last handle gone: the writer drains what was sent, commits, releases this
-    /// process's lock and stops, before the drop returns.
+    /// The last handle gone: the writer drains what was sent, commits, copies the WAL into
+    /// the database file, releases this process's lock and stops, before the drop returns.
     fn drop(&mut self) {
         drop(self.tx.take());
         if let Some(w) = self.writer.take()
@@ -235,6 +236,18 @@ impl Store {
         self.send(Op::Flush(done));
         wait.await
             .map_err(|_| StoreError::Closed(self.inner.path.clone()))?;
+        self.health()
+    }
+
+    /// Commits everything sent before it, then copies the WAL into the database file, so
+    /// `flakestorm.db` alone holds every run, and empties it unless another process has
+    /// the store open (a clean stop does this; the last handle's drop does too). The store
+    /// stays open.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        let (done, wait) = tokio::sync::oneshot::channel();
+        self.send(Op::Checkpoint(done));
+        wait.await
+            .map_err(|_| StoreError::Closed(self.inner.path.clone()))??;
         self.health()
     }
 

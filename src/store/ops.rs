@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Transaction, params};
 
-use super::RunId;
 use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
+use super::{RunId, StoreError};
 
 pub(super) enum Op {
     Begin {
@@ -38,6 +38,9 @@ pub(super) enum Op {
     Artifact(RunId, String, String),
     /// Answered once every op sent before it is committed (or has failed).
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// A flush, then the WAL copied into the database file (and emptied when no other
+    /// process has the store open); answered with how that went.
+    Checkpoint(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
     /// Tests: caps the database at its current size, as a full disk would.
     #[cfg(test)]
     FillDisk,
@@ -46,7 +49,7 @@ pub(super) enum Op {
 impl Op {
     /// Someone waits for this op's answer: the writer does not let ops gather first.
     pub(super) fn awaited(&self) -> bool {
-        matches!(self, Op::Flush(_))
+        matches!(self, Op::Flush(_) | Op::Checkpoint(_))
     }
 }
 
@@ -202,7 +205,7 @@ pub(super) fn write(
             )?
             .execute(params![id.as_str(), kind, path])?;
         }
-        Op::Flush(_) => {}
+        Op::Flush(_) | Op::Checkpoint(_) => {}
         #[cfg(test)]
         Op::FillDisk => {
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;

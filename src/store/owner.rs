@@ -69,6 +69,24 @@ pub fn opening(data_dir: &Path) -> Result<File, StoreError> {
     Ok(file)
 }
 
+/// Whether no other process has the store open: no lock under `data_dir/locks/` is held
+/// but `me`'s. Exact while this process holds `opening`'s lock (no one is between taking
+/// the turn and its own lock); a lock that cannot be checked counts as held.
+pub fn alone(data_dir: &Path, me: Option<&str>) -> bool {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("locks")) else {
+        return true;
+    };
+    let mine = me.map(|t| format!("{t}.lock"));
+    entries.flatten().all(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !name.ends_with(".lock") || name == "open.lock" || mine.as_deref() == Some(&name) {
+            return true;
+        }
+        File::open(e.path()).is_ok_and(|f| f.try_lock().is_ok())
+    })
+}
+
 /// Whether the process that owns `token` is gone: its lock file is missing or can be
 /// locked. A dead owner's lock file is removed.
 fn owner_gone(data_dir: &Path, token: Option<&str>) -> bool {

@@ -3,18 +3,20 @@
 //! that arrive together are committed in one transaction (10,000 cases are a few
 //! commits, not 10,000 fsyncs); if that transaction fails, each op is retried alone so
 //! one bad write loses only itself. A failed write never panics the thread: the first
-//! error is kept for `Store::health` and every later `flush` reports it.
+//! error is kept for `Store::health` and every later `flush` reports it. Between batches
+//! it does its chores (`upkeep`): checkpoints.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::Connection;
 
 use super::ops::{add_done, write};
-use super::owner::OwnerLock;
+use super::owner::{self, OwnerLock};
+use super::upkeep::{self, Upkeep};
 use super::{RunId, StoreError};
 
 pub(super) use super::ops::Op;
@@ -29,8 +31,9 @@ const BATCH: usize = 1024;
 /// A process killed in the window loses at most this much of its run.
 const WINDOW: Duration = Duration::from_millis(10);
 
-/// `first` and the ops sent within `WINDOW` after it, up to `BATCH` or a `Flush`. A
-/// writer that is behind (its last batch was full) or asked to flush does not sleep.
+/// `first` and the ops sent within `WINDOW` after it, up to `BATCH` or an op someone waits
+/// for (`Flush`, `Checkpoint`). A writer that is behind (its last batch was full) or
+/// waited for does not sleep.
 // The writer is a plain thread with no tokio clock: its gathering window is real time.
 #[allow(clippy::disallowed_methods)]
 fn gather(first: Op, rx: &Receiver<Op>, behind: bool) -> Vec<Op> {
@@ -63,34 +66,79 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Runs until every `Store` handle is gone and the channel is drained.
+    /// Runs until every `Store` handle is gone and the channel is drained, then copies the
+    /// WAL into the database file.
+    // The writer is a plain thread with no tokio clock: its chores are due in real time.
+    #[allow(clippy::disallowed_methods)]
     pub fn run(mut self, rx: Receiver<Op>) {
+        let start = std::time::Instant::now();
+        let mut upkeep = Upkeep::default();
         let mut behind = false;
-        while let Ok(first) = rx.recv() {
-            let ops = gather(first, &rx, behind);
-            behind = ops.len() == BATCH;
-            self.apply(ops);
-        }
-    }
-
-    fn apply(&mut self, ops: Vec<Op>) {
-        let (flushes, writes): (Vec<Op>, Vec<Op>) =
-            ops.into_iter().partition(|op| matches!(op, Op::Flush(_)));
-        if !writes.is_empty() && self.commit(&writes).is_err() {
-            // The rolled-back cases' numbers were never stored: count from the database.
-            self.next_seq.clear();
-            for op in &writes {
-                if let Err(e) = self.commit(std::slice::from_ref(op)) {
-                    self.next_seq.clear();
-                    self.fail(e);
+        loop {
+            match rx.recv_timeout(upkeep.wait(start.elapsed())) {
+                Ok(first) => {
+                    let ops = gather(first, &rx, behind);
+                    behind = ops.len() == BATCH;
+                    self.apply(ops, &mut upkeep, start.elapsed());
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if upkeep.due(start.elapsed()) {
+                // PASSIVE: copies what no other process is still reading, waits for nothing.
+                if let Err(e) = upkeep::checkpoint(&self.conn, "PASSIVE") {
+                    tracing::warn!(path = %self.path.display(), error = %e, "checkpoint failed");
                 }
             }
         }
-        for op in flushes {
-            if let Op::Flush(done) = op {
-                let _ = done.send(());
+        if let Err(e) = self.checkpoint() {
+            tracing::warn!("{e}");
+        }
+    }
+
+    fn apply(&mut self, ops: Vec<Op>, upkeep: &mut Upkeep, now: std::time::Duration) {
+        let (answers, writes): (Vec<Op>, Vec<Op>) = ops.into_iter().partition(Op::awaited);
+        if !writes.is_empty() {
+            upkeep.wrote(now);
+            if self.commit(&writes).is_err() {
+                // The rolled-back cases' numbers were never stored: count from the database.
+                self.next_seq.clear();
+                for op in &writes {
+                    if let Err(e) = self.commit(std::slice::from_ref(op)) {
+                        self.next_seq.clear();
+                        self.fail(e);
+                    }
+                }
             }
         }
+        for op in answers {
+            if let Op::Flush(done) = op {
+                let _ = done.send(());
+            } else if let Op::Checkpoint(done) = op {
+                let _ = done.send(self.checkpoint());
+            }
+        }
+    }
+
+    /// Copies the WAL into the database file. Alone, it empties the file too (`TRUNCATE`:
+    /// waits, up to the busy timeout, for readers). With another process on the store it
+    /// copies what that one is not reading and leaves the file to it (`PASSIVE`: never
+    /// blocks its writer); that process empties it when it stops.
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        let alone = owner::alone(self.data_dir(), Some(&self.owner.token));
+        let mode = if alone { "TRUNCATE" } else { "PASSIVE" };
+        match upkeep::checkpoint(&self.conn, mode) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::info!(path = %self.path.display(), "another process is reading the run store: part of its -wal is left for a later checkpoint");
+                Ok(())
+            }
+            Err(e) => Err(StoreError::sqlite(&self.path, e)),
+        }
+    }
+
+    fn data_dir(&self) -> &std::path::Path {
+        self.path.parent().unwrap_or(std::path::Path::new("."))
     }
 
     fn commit(&mut self, ops: &[Op]) -> rusqlite::Result<()> {
