@@ -81,6 +81,8 @@ struct Inner {
     read: Mutex<rusqlite::Connection>,
     health: Health,
     interrupted: Vec<String>,
+    /// This process's owner token (`owner`): its own runs are never another's orphans.
+    token: String,
 }
 
 impl Store {
@@ -100,6 +102,7 @@ impl Store {
             tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
         }
         let read = schema::open_reader(&path)?;
+        let token = owner.token.clone();
         let health = Health::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let writer = Writer {
@@ -122,6 +125,7 @@ impl Store {
                 read: Mutex::new(read),
                 health,
                 interrupted,
+                token,
             }),
         })
     }

@@ -41,6 +41,8 @@ pub(super) enum Op {
     /// A flush, then the WAL copied into the database file (and emptied when no other
     /// process has the store open); answered with how that went.
     Checkpoint(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
+    /// A reader saw a run whose process died: mark such runs `interrupted` now.
+    Sweep,
     /// Tests: caps the database at its current size, as a full disk would.
     #[cfg(test)]
     FillDisk,
@@ -205,7 +207,7 @@ pub(super) fn write(
             )?
             .execute(params![id.as_str(), kind, path])?;
         }
-        Op::Flush(_) | Op::Checkpoint(_) => {}
+        Op::Flush(_) | Op::Checkpoint(_) | Op::Sweep => {}
         #[cfg(test)]
         Op::FillDisk => {
             let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;

@@ -4,7 +4,7 @@
 //! commits, not 10,000 fsyncs); if that transaction fails, each op is retried alone so
 //! one bad write loses only itself. A failed write never panics the thread: the first
 //! error is kept for `Store::health` and every later `flush` reports it. Between batches
-//! it does its chores (`upkeep`): checkpoints.
+//! it does its chores (`upkeep`): checkpoints, and sweeps for runs of dead processes.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -84,7 +84,11 @@ impl Writer {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            if upkeep.due(start.elapsed()) {
+            let due = upkeep.due(start.elapsed());
+            if due.sweep {
+                self.sweep();
+            }
+            if due.checkpoint {
                 // PASSIVE: copies what no other process is still reading, waits for nothing.
                 if let Err(e) = upkeep::checkpoint(&self.conn, "PASSIVE") {
                     tracing::warn!(path = %self.path.display(), error = %e, "checkpoint failed");
@@ -96,7 +100,12 @@ impl Writer {
         }
     }
 
-    fn apply(&mut self, ops: Vec<Op>, upkeep: &mut Upkeep, now: std::time::Duration) {
+    fn apply(&mut self, mut ops: Vec<Op>, upkeep: &mut Upkeep, now: std::time::Duration) {
+        let before = ops.len();
+        ops.retain(|op| !matches!(op, Op::Sweep));
+        if ops.len() < before {
+            upkeep.ask_sweep();
+        }
         let (answers, writes): (Vec<Op>, Vec<Op>) = ops.into_iter().partition(Op::awaited);
         if !writes.is_empty() {
             upkeep.wrote(now);
@@ -139,6 +148,19 @@ impl Writer {
 
     fn data_dir(&self) -> &std::path::Path {
         self.path.parent().unwrap_or(std::path::Path::new("."))
+    }
+
+    /// Marks the runs of processes that died `interrupted`.
+    fn sweep(&self) {
+        let (dir, me) = (self.data_dir(), &self.owner.token);
+        match owner::interrupt_orphans(&self.conn, dir, &self.path, me) {
+            Ok(ids) => {
+                for id in ids {
+                    tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
+                }
+            }
+            Err(e) => tracing::warn!("looking for runs of processes that died: {e}"),
+        }
     }
 
     fn commit(&mut self, ops: &[Op]) -> rusqlite::Result<()> {
