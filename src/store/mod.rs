@@ -3,11 +3,12 @@
 //! its one writer thread and its read connection; knows nothing of how runs are driven
 //! (`from_run` turns the run types into its records). Writes are fire-and-forget sends
 //! to the writer, so the caller never blocks on SQLite; `flush` waits for them. A file
-//! that is not ours is never written to. See docs/runs.md.
+//! that is not ours, or is damaged, is never written to. See docs/runs.md.
 
 // No catch-all arm over an enum here: a new status or verdict must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod check;
 mod compare;
 mod error;
 mod from_run;
@@ -21,6 +22,7 @@ mod schema;
 #[cfg(test)]
 mod tests;
 mod upkeep;
+mod wal;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -86,15 +88,16 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens (or creates) `data_dir/flakestorm.db`, migrates it, starts its writer and
-    /// marks the runs of processes that died `interrupted` (`interrupted()` lists them).
+    /// Opens (or creates) `data_dir/flakestorm.db`, refusing one that is not ours or is
+    /// damaged, migrates it, starts its writer and marks the runs of processes that died
+    /// `interrupted` (`interrupted()` lists them).
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| StoreError::io(data_dir, e))?;
         let path = data_dir.join(DB_FILE);
         // Processes opening the store at once take turns: creating the file, switching it
         // to WAL and migrating it are not safe to race.
         let turn = owner::opening(data_dir)?;
-        let conn = schema::open(&path)?;
+        let conn = schema::open(&path, owner::alone(data_dir, None))?;
         let owner = owner::OwnerLock::take(data_dir)?;
         let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
         drop(turn);
