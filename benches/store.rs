@@ -6,8 +6,11 @@
 //! case's verdict is known as it ends), or calls nothing, so the fault never fires and every
 //! verdict changes to not tested at the end (the store's worst case). (2) `GET /v1/runs/{id}` on a daemon whose store
 //! holds 1,000 runs, against `GET /healthz` on the same connection: p50 and p99 of 2,000
-//! requests each. Prints a markdown section for docs/benchmarks.md.
-//! `cargo bench --bench store`.
+//! requests each. (3) Opening a store of 1,000 runs and 100,000 cases: `Store::open`
+//! (its `PRAGMA quick_check` and `-wal` check included) and `quick_check` alone, median of
+//! 5; and `Store::checkpoint` (TRUNCATE) after 10,000 more cases. Prints a markdown
+//! section for docs/benchmarks.md.
+//! `cargo bench --bench store` (all), `cargo bench --bench store -- open` (only (3)).
 
 // A benchmark measures and paces in wall-clock time (clippy.toml bans it elsewhere).
 #![allow(clippy::disallowed_methods)]
@@ -20,7 +23,7 @@ use flakestorm::agent::Agent;
 use flakestorm::config::{self, Overrides};
 use flakestorm::daemon::Daemon;
 use flakestorm::run::{RunContext, RunKind, RunRequest, RunVerdict, execute, prepare};
-use flakestorm::store::{NewRun, Recorder, RunStatus};
+use flakestorm::store::{CaseRecord, NewRun, Recorder, RunStatus, Store};
 use http_body_util::{BodyExt, Empty};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -49,6 +52,10 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 async fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!("store bench: skipped (run with `cargo bench --bench store`)");
+        return;
+    }
+    if std::env::args().any(|a| a == "open") {
+        println!("{}", open_cost().await);
         return;
     }
     // The tool-calling agent's client (reqwest without a built-in crypto provider).
@@ -101,13 +108,14 @@ async fn main() {
     let health = time("/healthz").await;
     let run = time(&format!("/v1/runs/{id}")).await;
     daemon.stop().await;
+    let open = open_cost().await;
     println!(
         "## Run store\n\n- Command: `cargo bench --bench store` (source: `benches/store.rs`)\n\
          - Machine: {} cores\n\n\
          | measure | baseline | with the store | ratio |\n|--|--:|--:|--:|\n\
          {}\
          | GET p50, 1,000 runs stored (baseline: /healthz) | {:.3} ms | {:.3} ms | |\n\
-         | GET p99 | {:.3} ms | {:.3} ms | |\n",
+         | GET p99 | {:.3} ms | {:.3} ms | |\n\n{open}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         rows.iter()
             .map(|(ms, tool, p, s)| format!(
@@ -242,4 +250,89 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
         stored.push(start.elapsed().as_secs_f64());
     }
     (median(plain), median(stored), daemon, dir)
+}
+
+/// A case as a chaos run stores it: an answer, a fault, two exchanges in its summary.
+fn stored_case(i: usize) -> CaseRecord {
+    let url = format!("http://127.0.0.1:8099/search?q=what+is+the+status+of+order+{i}");
+    CaseRecord {
+        phase: "chaos".into(),
+        scenario: "search-down".into(),
+        input: format!("What is the status of order {i}? Please check the tracking system."),
+        answer: Some(format!(
+            "I could not reach the search tool (it answered 503), so I cannot confirm order \
+             {i} right now. Please try again later or contact support."
+        )),
+        error: None,
+        verdict: Some(flakestorm::store::Verdict::Pass),
+        checks: serde_json::json!([{"invariant": "output_not_empty", "passed": true}]),
+        faults: serde_json::json!([{"rule": "tool_faults[0]", "mode": "error"}]),
+        exchanges: serde_json::json!([
+            {"method": "GET", "url": url, "status": 503, "error": null, "fault": "error", "ms": 0.4},
+            {"method": "POST", "url": "https://api.openai.com/v1/chat/completions",
+             "status": 200, "error": null, "fault": null, "ms": 812.5},
+        ]),
+        latency_ms: 815.0,
+    }
+}
+
+/// (3): the cost of opening a large store, and of a checkpoint.
+async fn open_cost() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for _ in 0..1_000 {
+        let id = store.begin_run(NewRun {
+            kind: RunKind::Chaos,
+            config_digest: Some("sha256:0123".into()),
+            seed: Some(1),
+            status: RunStatus::Running,
+        });
+        for i in 0..100 {
+            store.case_finished(&id, stored_case(i));
+        }
+        store.finish_run(&id, RunStatus::Passed, Default::default(), None);
+    }
+    store.flush().await.unwrap();
+    drop(store);
+    let db = dir.path().join(flakestorm::store::DB_FILE);
+    let mb = std::fs::metadata(&db).unwrap().len() as f64 / 1e6;
+    let (mut open, mut check) = (vec![], vec![]);
+    for _ in 0..5 {
+        let start = Instant::now();
+        drop(Store::open(dir.path()).unwrap());
+        open.push(start.elapsed().as_secs_f64() * 1000.0);
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let start = Instant::now();
+        let ok: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .unwrap();
+        check.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(ok, "ok");
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.begin_run(NewRun {
+        kind: RunKind::Chaos,
+        config_digest: None,
+        seed: Some(1),
+        status: RunStatus::Running,
+    });
+    for i in 0..10_000 {
+        store.case_finished(&id, stored_case(i));
+    }
+    store.flush().await.unwrap();
+    let wal = dir
+        .path()
+        .join(format!("{}-wal", flakestorm::store::DB_FILE));
+    let wal_mb = std::fs::metadata(&wal).map_or(0.0, |m| m.len() as f64 / 1e6);
+    let start = Instant::now();
+    store.checkpoint().await.unwrap();
+    let checkpoint = start.elapsed().as_secs_f64() * 1000.0;
+    format!(
+        "| opening a store of 1,000 runs, 100,000 cases ({mb:.0} MB) | median of 5 |\n|--|--:|\n\
+         | `Store::open` (all checks, writer started, closed) | {:.1} ms |\n\
+         | `PRAGMA quick_check` alone | {:.1} ms |\n\
+         | `Store::checkpoint` (TRUNCATE) after 10,000 more cases ({wal_mb:.1} MB of -wal) | {checkpoint:.1} ms |\n",
+        median(open),
+        median(check),
+    )
 }

@@ -174,6 +174,10 @@ impl Daemon {
         for t in self.tasks {
             let _ = t.await;
         }
+        // flakestorm.db alone then holds every run (docs/runs.md, "The -wal file").
+        if let Err(e) = self.store.checkpoint().await {
+            tracing::warn!("{e}");
+        }
     }
 }
 

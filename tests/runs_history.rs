@@ -237,7 +237,7 @@ fn a_file_that_is_not_a_store_is_refused_untouched_with_how_to_move_it() {
     let db = data.join("flakestorm.db");
     std::fs::write(&db, "not a database at all, just some text").unwrap();
     let (code, _, err) = run(dir.path(), &["runs", "list"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains(&db.display().to_string()), "{err}");
     assert!(err.contains(&format!("mv {}", db.display())), "{err}");
     assert_eq!(

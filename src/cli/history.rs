@@ -136,9 +136,7 @@ pub(super) fn open(at: &StoreArg) -> Result<Option<Store>, Stop> {
     if !dir.join(store::DB_FILE).exists() {
         return Ok(None);
     }
-    Store::open(&dir)
-        .map(Some)
-        .map_err(|e| Stop(1, e.to_string()))
+    Store::open(&dir).map(Some).map_err(failed)
 }
 
 fn unknown(id: &str) -> Stop {
@@ -154,8 +152,9 @@ fn json(v: &impl serde::Serialize) -> Result<String, Stop> {
         .map_err(|e| Stop(1, e.to_string()))
 }
 
+/// A store that is not ours, damaged or unreadable: exit 2, as the environment's errors do.
 fn failed(e: store::StoreError) -> Stop {
-    Stop(1, e.to_string())
+    Stop(2, e.to_string())
 }
 
 fn list(store: Option<&Store>, filter: &Filter, as_json: bool) -> Result<String, Stop> {

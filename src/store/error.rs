@@ -1,5 +1,5 @@
-//! Errors of the run store. Each names the file; those about a file that is not ours say
-//! how to move it aside, since flakestorm never overwrites it.
+//! Errors of the run store. Each names the file; those about a file that is not ours or
+//! is damaged say how to move it aside, since flakestorm never overwrites or deletes it.
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +12,21 @@ pub enum StoreError {
     NotOurs { path: PathBuf, why: String },
     #[error(
         "{path} is corrupt ({reason}). flakestorm leaves it untouched: move it aside \
-         (`mv {path} {path}.bak`) and a new, empty store is created at the next start"
+         (`mv {path} {path}.bak`, and its -wal beside it if there is one) and a new, empty \
+         store is created at the next start"
     )]
     Corrupt { path: PathBuf, reason: String },
+    /// A `-wal` SQLite would cut short or delete without a word (`check::wal`).
+    #[error(
+        "{wal} is damaged: {why}. flakestorm leaves it and {db} untouched: move the -wal \
+         aside (`mv {wal} {wal}.bak`) to open the store without the writes it holds, or move \
+         both aside for a new, empty store; keep the copies to recover from"
+    )]
+    DamagedWal {
+        wal: PathBuf,
+        db: PathBuf,
+        why: String,
+    },
     #[error(
         "{path} was written by a newer flakestorm (schema version {found}, this build knows \
          up to {known}): upgrade flakestorm, or move the file aside (`mv {path} {path}.bak`)"

@@ -3,15 +3,17 @@
 //! its one writer thread and its read connection; knows nothing of how runs are driven
 //! (`from_run` turns the run types into its records). Writes are fire-and-forget sends
 //! to the writer, so the caller never blocks on SQLite; `flush` waits for them. A file
-//! that is not ours is never written to. See docs/runs.md.
+//! that is not ours, or is damaged, is never written to. See docs/runs.md.
 
 // No catch-all arm over an enum here: a new status or verdict must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod check;
 mod compare;
 mod error;
 mod from_run;
 mod id;
+mod ops;
 mod owner;
 mod read;
 mod record;
@@ -19,6 +21,8 @@ mod recorder;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod upkeep;
+mod wal;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -41,8 +45,8 @@ pub use schema::APPLICATION_ID;
 use writer::{Health, Op, Writer};
 
 impl Drop for Inner {
-    /// The last handle gone: the writer drains what was sent, commits, releases this
-    /// process's lock and stops, before the drop returns.
+    /// The last handle gone: the writer drains what was sent, commits, copies the WAL into
+    /// the database file, releases this process's lock and stops, before the drop returns.
     fn drop(&mut self) {
         drop(self.tx.take());
         if let Some(w) = self.writer.take()
@@ -79,18 +83,21 @@ struct Inner {
     read: Mutex<rusqlite::Connection>,
     health: Health,
     interrupted: Vec<String>,
+    /// This process's owner token (`owner`): its own runs are never another's orphans.
+    token: String,
 }
 
 impl Store {
-    /// Opens (or creates) `data_dir/flakestorm.db`, migrates it, starts its writer and
-    /// marks the runs of processes that died `interrupted` (`interrupted()` lists them).
+    /// Opens (or creates) `data_dir/flakestorm.db`, refusing one that is not ours or is
+    /// damaged, migrates it, starts its writer and marks the runs of processes that died
+    /// `interrupted` (`interrupted()` lists them).
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| StoreError::io(data_dir, e))?;
         let path = data_dir.join(DB_FILE);
         // Processes opening the store at once take turns: creating the file, switching it
         // to WAL and migrating it are not safe to race.
         let turn = owner::opening(data_dir)?;
-        let conn = schema::open(&path)?;
+        let conn = schema::open(&path, owner::alone(data_dir, None))?;
         let owner = owner::OwnerLock::take(data_dir)?;
         let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
         drop(turn);
@@ -98,6 +105,7 @@ impl Store {
             tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
         }
         let read = schema::open_reader(&path)?;
+        let token = owner.token.clone();
         let health = Health::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let writer = Writer {
@@ -120,6 +128,7 @@ impl Store {
                 read: Mutex::new(read),
                 health,
                 interrupted,
+                token,
             }),
         })
     }
@@ -234,6 +243,18 @@ impl Store {
         self.send(Op::Flush(done));
         wait.await
             .map_err(|_| StoreError::Closed(self.inner.path.clone()))?;
+        self.health()
+    }
+
+    /// Commits everything sent before it, then copies the WAL into the database file, so
+    /// `flakestorm.db` alone holds every run, and empties it unless another process has
+    /// the store open (a clean stop does this; the last handle's drop does too). The store
+    /// stays open.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        let (done, wait) = tokio::sync::oneshot::channel();
+        self.send(Op::Checkpoint(done));
+        wait.await
+            .map_err(|_| StoreError::Closed(self.inner.path.clone()))??;
         self.health()
     }
 

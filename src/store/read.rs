@@ -1,20 +1,24 @@
 //! Reads: the run list with filters and cursor paging, one run, its cases and cells, the
 //! last passing run of a kind. On the store's own read connection (WAL lets it read while
-//! the writer writes); each call is one short query, fine to call from async code.
+//! the writer writes); each call is one short query, fine to call from async code. A run
+//! still `queued` or `running` whose process died reads as `interrupted` at once (the
+//! writer is asked to store it so), rather than at the next sweep.
 
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::owner::{self, INTERRUPTED};
 use super::record::{CaseRecord, CellRecord, Filter, Page, RunKind, RunRecord, RunStatus};
 use super::record::{StoredCase, Verdict};
-use super::{RunData, Store, StoreError};
+use super::writer::Op;
+use super::{RunData, Store, StoreError, now_ms};
 
 /// `list` without a limit returns this many runs, and never more than `MAX_LIMIT`.
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 1000;
 
 const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
-                           reason, scores, done, total, artifacts";
+                           reason, scores, done, total, artifacts, owner";
 
 impl Store {
     /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
@@ -28,7 +32,7 @@ impl Store {
                     (SELECT started_ms, id FROM runs WHERE id = ?3))
              ORDER BY started_ms DESC, id DESC LIMIT ?4"
         );
-        let mut runs = self.query(|c| {
+        let mut rows = self.query(|c| {
             let mut stmt = c.prepare_cached(&sql)?;
             let rows = stmt.query_map(
                 params![
@@ -37,23 +41,62 @@ impl Store {
                     filter.cursor,
                     limit as i64 + 1
                 ],
-                run_row,
+                owned_row,
             )?;
             rows.collect::<Result<Vec<_>, _>>()
         })?;
-        let next_cursor = if runs.len() > limit {
-            runs.truncate(limit);
-            runs.last().map(|r| r.id.clone())
+        let next_cursor = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|(r, _)| r.id.clone())
         } else {
             None
         };
+        let mut runs = Vec::with_capacity(rows.len());
+        for (run, owner) in rows {
+            let run = self.settled(run, owner.as_deref())?;
+            // A run found interrupted just now no longer has the status asked for.
+            if filter.status.is_none_or(|s| s == run.status) {
+                runs.push(run);
+            }
+        }
         Ok(Page { runs, next_cursor })
     }
 
     /// One run, or `None` if no run has that id.
     pub fn get(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        match self.row(id)? {
+            Some((run, owner)) => self.settled(run, owner.as_deref()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn row(&self, id: &str) -> Result<Option<(RunRecord, Option<String>)>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
-        self.query(|c| c.prepare_cached(&sql)?.query_row([id], run_row).optional())
+        self.query(|c| {
+            c.prepare_cached(&sql)?
+                .query_row([id], owned_row)
+                .optional()
+        })
+    }
+
+    /// `run` as it stands: one another process left `queued` or `running` and died reads
+    /// as `interrupted`, and the writer is asked to store that (`owner::interrupt_orphans`).
+    fn settled(&self, run: RunRecord, owner: Option<&str>) -> Result<RunRecord, StoreError> {
+        let mine = owner == Some(self.inner.token.as_str());
+        if run.status.is_final() || mine || !owner::owner_gone(&self.inner.data_dir, owner) {
+            return Ok(run);
+        }
+        // Its process committed its last write before its lock went: read the run again.
+        let Some((mut run, _)) = self.row(&run.id)? else {
+            return Ok(run);
+        };
+        if !run.status.is_final() {
+            run.status = RunStatus::Interrupted;
+            run.reason = Some(INTERRUPTED.into());
+            run.finished_ms = Some(now_ms());
+            self.send(Op::Sweep);
+        }
+        Ok(run)
     }
 
     /// A run with its cells and cases (what `compare` takes), or `None`.
@@ -134,6 +177,11 @@ fn json<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<T
     let s: String = r.get(i)?;
     serde_json::from_str(&s)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into()))
+}
+
+/// A run and its owner's token (`RUN_COLUMNS`' last).
+fn owned_row(r: &Row) -> rusqlite::Result<(RunRecord, Option<String>)> {
+    Ok((run_row(r)?, r.get(12)?))
 }
 
 fn run_row(r: &Row) -> rusqlite::Result<RunRecord> {

@@ -2,14 +2,15 @@
 //! migrations. A file that is not flakestorm's (another application id, tables we do not
 //! know, a newer `user_version` than this build knows, not SQLite at all) is refused with
 //! an error naming it and is never written to: it is checked from its raw header and a
-//! read-only connection before the read-write one opens.
+//! read-only connection before the read-write one opens. So is a damaged one (`check`):
+//! a `-wal` SQLite would silently cut short, pages that fail `PRAGMA quick_check`.
 
 use std::io::Read;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::StoreError;
+use super::{StoreError, check};
 
 /// `PRAGMA application_id` of a flakestorm store: "FLKS".
 pub const APPLICATION_ID: i32 = 0x464C_4B53;
@@ -75,13 +76,16 @@ pub fn latest() -> i64 {
     MIGRATIONS.len() as i64
 }
 
-/// Opens `path` read-write after checking it is ours (or new), and migrates it.
-pub fn open(path: &Path) -> Result<Connection, StoreError> {
-    let fresh = check_header(path)?;
-    if !fresh {
+/// Opens `path` read-write after checking it is ours (or new) and undamaged, and migrates
+/// it. `alone`: no other process has it open, so its `-wal` is a dead one's, safe to read.
+pub fn open(path: &Path, alone: bool) -> Result<Connection, StoreError> {
+    let page_size = check_header(path)?;
+    check::wal(path, page_size, alone)?;
+    if page_size.is_some() {
         let ro = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| StoreError::corrupt(path, e))?;
         check_contents(&ro, path)?;
+        check::pages(&ro, path)?;
     }
     let mut conn = Connection::open(path).map_err(|e| StoreError::sqlite(path, e))?;
     configure(&conn, path)?;
@@ -125,13 +129,14 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         .map_err(|e| StoreError::sqlite(path, e))
 }
 
-/// `Ok(true)` for a missing or empty file (a new store); an error for a file whose first
-/// 100 bytes are not an SQLite header carrying flakestorm's application id.
-fn check_header(path: &Path) -> Result<bool, StoreError> {
+/// The database's page size, or `None` for a missing or empty file (a new store); an
+/// error for a file whose first 100 bytes are not an SQLite header carrying flakestorm's
+/// application id.
+fn check_header(path: &Path) -> Result<Option<u32>, StoreError> {
     // `files::open`: a FIFO or device in the store's place is refused, not waited on.
     let mut file = match crate::files::open(path) {
         Ok(f) => f,
-        Err(e) if e.not_found() => return Ok(true),
+        Err(e) if e.not_found() => return Ok(None),
         Err(e) => {
             return Err(StoreError::Io {
                 path: path.into(),
@@ -145,7 +150,7 @@ fn check_header(path: &Path) -> Result<bool, StoreError> {
         .read_to_end(&mut head)
         .map_err(|e| StoreError::io(path, e))?;
     if head.is_empty() {
-        return Ok(true);
+        return Ok(None);
     }
     if head.len() < 100 || !head.starts_with(b"SQLite format 3\0") {
         return Err(StoreError::not_ours(path, "it is not an SQLite database"));
@@ -155,7 +160,9 @@ fn check_header(path: &Path) -> Result<bool, StoreError> {
         let why = format!("an SQLite database of another application (application_id {id:#x})");
         return Err(StoreError::not_ours(path, &why));
     }
-    Ok(false)
+    // Big-endian at offset 16; 1 stands for 65536.
+    let size = u32::from(u16::from_be_bytes([head[16], head[17]]));
+    Ok(Some(if size == 1 { 65536 } else { size }))
 }
 
 /// Our application id, but is it a version and a set of tables this build knows?

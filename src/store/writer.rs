@@ -3,19 +3,23 @@
 //! that arrive together are committed in one transaction (10,000 cases are a few
 //! commits, not 10,000 fsyncs); if that transaction fails, each op is retried alone so
 //! one bad write loses only itself. A failed write never panics the thread: the first
-//! error is kept for `Store::health` and every later `flush` reports it.
+//! error is kept for `Store::health` and every later `flush` reports it. Between batches
+//! it does its chores (`upkeep`): checkpoints, and sweeps for runs of dead processes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::Connection;
 
-use super::owner::OwnerLock;
-use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
+use super::ops::{add_done, write};
+use super::owner::{self, OwnerLock};
+use super::upkeep::{self, Upkeep};
 use super::{RunId, StoreError};
+
+pub(super) use super::ops::Op;
 
 /// Most ops committed in one transaction.
 const BATCH: usize = 1024;
@@ -27,56 +31,23 @@ const BATCH: usize = 1024;
 /// A process killed in the window loses at most this much of its run.
 const WINDOW: Duration = Duration::from_millis(10);
 
-/// `first` and the ops sent within `WINDOW` after it, up to `BATCH` or a `Flush`. A
-/// writer that is behind (its last batch was full) or asked to flush does not sleep.
+/// `first` and the ops sent within `WINDOW` after it, up to `BATCH` or an op someone waits
+/// for (`Flush`, `Checkpoint`). A writer that is behind (its last batch was full) or
+/// waited for does not sleep.
 // The writer is a plain thread with no tokio clock: its gathering window is real time.
 #[allow(clippy::disallowed_methods)]
 fn gather(first: Op, rx: &Receiver<Op>, behind: bool) -> Vec<Op> {
-    if !behind && !matches!(first, Op::Flush(_)) {
+    if !behind && !first.awaited() {
         std::thread::sleep(WINDOW);
     }
     let mut ops = vec![first];
-    while ops.len() < BATCH && !matches!(ops.last(), Some(Op::Flush(_))) {
+    while ops.len() < BATCH && !ops.last().is_some_and(Op::awaited) {
         match rx.try_recv() {
             Ok(op) => ops.push(op),
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
         }
     }
     ops
-}
-
-pub(super) enum Op {
-    Begin {
-        id: RunId,
-        run: NewRun,
-        started_ms: i64,
-    },
-    Status(RunId, RunStatus),
-    Case(RunId, Box<CaseRecord>),
-    Judge {
-        run: RunId,
-        phase: String,
-        scenario: String,
-        input: String,
-        verdict: Verdict,
-        checks: serde_json::Value,
-    },
-    Cell(RunId, Box<CellRecord>),
-    Progress(RunId, u64, u64),
-    Planned(RunId, u64),
-    Finish {
-        run: RunId,
-        status: RunStatus,
-        scores: BTreeMap<String, f64>,
-        reason: Option<String>,
-        finished_ms: i64,
-    },
-    Artifact(RunId, String, String),
-    /// Answered once every op sent before it is committed (or has failed).
-    Flush(tokio::sync::oneshot::Sender<()>),
-    /// Tests: caps the database at its current size, as a full disk would.
-    #[cfg(test)]
-    FillDisk,
 }
 
 /// The first write that failed, if any.
@@ -95,33 +66,100 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Runs until every `Store` handle is gone and the channel is drained.
+    /// Runs until every `Store` handle is gone and the channel is drained, then copies the
+    /// WAL into the database file.
+    // The writer is a plain thread with no tokio clock: its chores are due in real time.
+    #[allow(clippy::disallowed_methods)]
     pub fn run(mut self, rx: Receiver<Op>) {
+        let start = std::time::Instant::now();
+        let mut upkeep = Upkeep::default();
         let mut behind = false;
-        while let Ok(first) = rx.recv() {
-            let ops = gather(first, &rx, behind);
-            behind = ops.len() == BATCH;
-            self.apply(ops);
-        }
-    }
-
-    fn apply(&mut self, ops: Vec<Op>) {
-        let (flushes, writes): (Vec<Op>, Vec<Op>) =
-            ops.into_iter().partition(|op| matches!(op, Op::Flush(_)));
-        if !writes.is_empty() && self.commit(&writes).is_err() {
-            // The rolled-back cases' numbers were never stored: count from the database.
-            self.next_seq.clear();
-            for op in &writes {
-                if let Err(e) = self.commit(std::slice::from_ref(op)) {
-                    self.next_seq.clear();
-                    self.fail(e);
+        loop {
+            match rx.recv_timeout(upkeep.wait(start.elapsed())) {
+                Ok(first) => {
+                    let ops = gather(first, &rx, behind);
+                    behind = ops.len() == BATCH;
+                    self.apply(ops, &mut upkeep, start.elapsed());
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let due = upkeep.due(start.elapsed());
+            if due.sweep {
+                self.sweep();
+            }
+            if due.checkpoint {
+                // PASSIVE: copies what no other process is still reading, waits for nothing.
+                if let Err(e) = upkeep::checkpoint(&self.conn, "PASSIVE") {
+                    tracing::warn!(path = %self.path.display(), error = %e, "checkpoint failed");
                 }
             }
         }
-        for op in flushes {
+        if let Err(e) = self.checkpoint() {
+            tracing::warn!("{e}");
+        }
+    }
+
+    fn apply(&mut self, mut ops: Vec<Op>, upkeep: &mut Upkeep, now: std::time::Duration) {
+        let before = ops.len();
+        ops.retain(|op| !matches!(op, Op::Sweep));
+        if ops.len() < before {
+            upkeep.ask_sweep();
+        }
+        let (answers, writes): (Vec<Op>, Vec<Op>) = ops.into_iter().partition(Op::awaited);
+        if !writes.is_empty() {
+            upkeep.wrote(now);
+            if self.commit(&writes).is_err() {
+                // The rolled-back cases' numbers were never stored: count from the database.
+                self.next_seq.clear();
+                for op in &writes {
+                    if let Err(e) = self.commit(std::slice::from_ref(op)) {
+                        self.next_seq.clear();
+                        self.fail(e);
+                    }
+                }
+            }
+        }
+        for op in answers {
             if let Op::Flush(done) = op {
                 let _ = done.send(());
+            } else if let Op::Checkpoint(done) = op {
+                let _ = done.send(self.checkpoint());
             }
+        }
+    }
+
+    /// Copies the WAL into the database file. Alone, it empties the file too (`TRUNCATE`:
+    /// waits, up to the busy timeout, for readers). With another process on the store it
+    /// copies what that one is not reading and leaves the file to it (`PASSIVE`: never
+    /// blocks its writer); that process empties it when it stops.
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        let alone = owner::alone(self.data_dir(), Some(&self.owner.token));
+        let mode = if alone { "TRUNCATE" } else { "PASSIVE" };
+        match upkeep::checkpoint(&self.conn, mode) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::info!(path = %self.path.display(), "another process is reading the run store: part of its -wal is left for a later checkpoint");
+                Ok(())
+            }
+            Err(e) => Err(StoreError::sqlite(&self.path, e)),
+        }
+    }
+
+    fn data_dir(&self) -> &std::path::Path {
+        self.path.parent().unwrap_or(std::path::Path::new("."))
+    }
+
+    /// Marks the runs of processes that died `interrupted`.
+    fn sweep(&self) {
+        let (dir, me) = (self.data_dir(), &self.owner.token);
+        match owner::interrupt_orphans(&self.conn, dir, &self.path, me) {
+            Ok(ids) => {
+                for id in ids {
+                    tracing::warn!(run = %id, "run marked interrupted: {}", owner::INTERRUPTED);
+                }
+            }
+            Err(e) => tracing::warn!("looking for runs of processes that died: {e}"),
         }
     }
 
@@ -163,166 +201,4 @@ impl Writer {
             reason: e.to_string(),
         });
     }
-}
-
-fn add_done(tx: &Transaction, id: &RunId, n: i64) -> rusqlite::Result<()> {
-    tx.prepare_cached("UPDATE runs SET done = done + ?2 WHERE id = ?1")?
-        .execute(params![id.as_str(), n])?;
-    Ok(())
-}
-
-/// Stores a case with its run's next `seq`.
-fn insert_case(
-    tx: &Transaction,
-    next_seq: &mut HashMap<RunId, i64>,
-    id: &RunId,
-    c: &CaseRecord,
-) -> rusqlite::Result<()> {
-    let seq = match next_seq.get(id) {
-        Some(n) => *n,
-        None => tx
-            .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1")?
-            .query_row([id.as_str()], |r| r.get(0))?,
-    };
-    tx.prepare_cached(
-        "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
-            checks, faults, exchanges, latency_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?
-    .execute(params![
-        id.as_str(),
-        seq,
-        c.phase,
-        c.scenario,
-        c.input,
-        c.answer,
-        c.error,
-        c.verdict.map(Verdict::as_str),
-        json(&c.checks),
-        json(&c.faults),
-        json(&c.exchanges),
-        c.latency_ms
-    ])?;
-    next_seq.insert(id.clone(), seq + 1);
-    Ok(())
-}
-
-fn json(v: &impl serde::Serialize) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
-}
-
-/// Statements are prepared once per connection (`prepare_cached`): a run writes each kind
-/// thousands of times, and parsing the SQL each time was a third of the store's cost
-/// (docs/benchmarks.md, "Run store").
-fn write(
-    tx: &Transaction,
-    op: &Op,
-    owner: &str,
-    next_seq: &mut HashMap<RunId, i64>,
-) -> rusqlite::Result<()> {
-    match op {
-        Op::Begin {
-            id,
-            run,
-            started_ms,
-        } => {
-            tx.prepare_cached(
-                "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                id.as_str(),
-                run.kind.as_str(),
-                run.config_digest,
-                run.seed.map(|s| s.to_string()),
-                started_ms,
-                run.status.as_str(),
-                owner
-            ])?;
-        }
-        Op::Status(id, status) => {
-            tx.prepare_cached("UPDATE runs SET status = ?2 WHERE id = ?1")?
-                .execute(params![id.as_str(), status.as_str()])?;
-        }
-        Op::Case(id, c) => insert_case(tx, next_seq, id, c)?,
-        Op::Judge {
-            run,
-            phase,
-            scenario,
-            input,
-            verdict,
-            checks,
-        } => {
-            tx.prepare_cached(
-                "UPDATE cases SET verdict = ?5, checks = ?6
-                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4",
-            )?
-            .execute(params![
-                run.as_str(),
-                phase,
-                scenario,
-                input,
-                verdict.as_str(),
-                json(checks)
-            ])?;
-        }
-        Op::Cell(id, c) => {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
-                    verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                id.as_str(),
-                c.phase,
-                c.scenario,
-                c.invariant,
-                c.severity,
-                c.verdict.as_str(),
-                c.reason
-            ])?;
-        }
-        Op::Progress(id, done, total) => {
-            tx.prepare_cached("UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1")?
-                .execute(params![id.as_str(), *done as i64, *total as i64])?;
-        }
-        Op::Planned(id, n) => {
-            tx.prepare_cached("UPDATE runs SET total = total + ?2 WHERE id = ?1")?
-                .execute(params![id.as_str(), *n as i64])?;
-        }
-        Op::Finish {
-            run,
-            status,
-            scores,
-            reason,
-            finished_ms,
-        } => {
-            tx.prepare_cached(
-                "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                run.as_str(),
-                status.as_str(),
-                json(scores),
-                reason,
-                finished_ms
-            ])?;
-            // An ended run stores no more cases: a daemon's writer forgets its number.
-            next_seq.remove(run);
-        }
-        Op::Artifact(id, kind, path) => {
-            tx.prepare_cached(
-                "UPDATE runs SET artifacts = json_set(artifacts, '$.' || json_quote(?2), ?3)
-                 WHERE id = ?1",
-            )?
-            .execute(params![id.as_str(), kind, path])?;
-        }
-        Op::Flush(_) => {}
-        #[cfg(test)]
-        Op::FillDisk => {
-            let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-            tx.pragma_update(None, "max_page_count", pages)?;
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,218 @@
+//! The writer's ops: what a `Store` handle sends, and the SQL each one runs inside the
+//! writer's transaction. Statements are prepared once per connection (`prepare_cached`):
+//! a run writes each kind thousands of times.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{Transaction, params};
+
+use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
+use super::{RunId, StoreError};
+
+pub(super) enum Op {
+    Begin {
+        id: RunId,
+        run: NewRun,
+        started_ms: i64,
+    },
+    Status(RunId, RunStatus),
+    Case(RunId, Box<CaseRecord>),
+    Judge {
+        run: RunId,
+        phase: String,
+        scenario: String,
+        input: String,
+        verdict: Verdict,
+        checks: serde_json::Value,
+    },
+    Cell(RunId, Box<CellRecord>),
+    Progress(RunId, u64, u64),
+    Planned(RunId, u64),
+    Finish {
+        run: RunId,
+        status: RunStatus,
+        scores: BTreeMap<String, f64>,
+        reason: Option<String>,
+        finished_ms: i64,
+    },
+    Artifact(RunId, String, String),
+    /// Answered once every op sent before it is committed (or has failed).
+    Flush(tokio::sync::oneshot::Sender<()>),
+    /// A flush, then the WAL copied into the database file (and emptied when no other
+    /// process has the store open); answered with how that went.
+    Checkpoint(tokio::sync::oneshot::Sender<Result<(), StoreError>>),
+    /// A reader saw a run whose process died: mark such runs `interrupted` now.
+    Sweep,
+    /// Tests: caps the database at its current size, as a full disk would.
+    #[cfg(test)]
+    FillDisk,
+}
+
+impl Op {
+    /// Someone waits for this op's answer: the writer does not let ops gather first.
+    pub(super) fn awaited(&self) -> bool {
+        matches!(self, Op::Flush(_) | Op::Checkpoint(_))
+    }
+}
+
+pub(super) fn add_done(tx: &Transaction, id: &RunId, n: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE runs SET done = done + ?2 WHERE id = ?1")?
+        .execute(params![id.as_str(), n])?;
+    Ok(())
+}
+
+/// Stores a case with its run's next `seq`.
+fn insert_case(
+    tx: &Transaction,
+    next_seq: &mut HashMap<RunId, i64>,
+    id: &RunId,
+    c: &CaseRecord,
+) -> rusqlite::Result<()> {
+    let seq = match next_seq.get(id) {
+        Some(n) => *n,
+        None => tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM cases WHERE run_id = ?1")?
+            .query_row([id.as_str()], |r| r.get(0))?,
+    };
+    tx.prepare_cached(
+        "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
+            checks, faults, exchanges, latency_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        id.as_str(),
+        seq,
+        c.phase,
+        c.scenario,
+        c.input,
+        c.answer,
+        c.error,
+        c.verdict.map(Verdict::as_str),
+        json(&c.checks),
+        json(&c.faults),
+        json(&c.exchanges),
+        c.latency_ms
+    ])?;
+    next_seq.insert(id.clone(), seq + 1);
+    Ok(())
+}
+
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+/// Statements are prepared once per connection (`prepare_cached`): a run writes each kind
+/// thousands of times, and parsing the SQL each time was a third of the store's cost
+/// (docs/benchmarks.md, "Run store").
+pub(super) fn write(
+    tx: &Transaction,
+    op: &Op,
+    owner: &str,
+    next_seq: &mut HashMap<RunId, i64>,
+) -> rusqlite::Result<()> {
+    match op {
+        Op::Begin {
+            id,
+            run,
+            started_ms,
+        } => {
+            tx.prepare_cached(
+                "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id.as_str(),
+                run.kind.as_str(),
+                run.config_digest,
+                run.seed.map(|s| s.to_string()),
+                started_ms,
+                run.status.as_str(),
+                owner
+            ])?;
+        }
+        Op::Status(id, status) => {
+            tx.prepare_cached("UPDATE runs SET status = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), status.as_str()])?;
+        }
+        Op::Case(id, c) => insert_case(tx, next_seq, id, c)?,
+        Op::Judge {
+            run,
+            phase,
+            scenario,
+            input,
+            verdict,
+            checks,
+        } => {
+            tx.prepare_cached(
+                "UPDATE cases SET verdict = ?5, checks = ?6
+                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4",
+            )?
+            .execute(params![
+                run.as_str(),
+                phase,
+                scenario,
+                input,
+                verdict.as_str(),
+                json(checks)
+            ])?;
+        }
+        Op::Cell(id, c) => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
+                    verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id.as_str(),
+                c.phase,
+                c.scenario,
+                c.invariant,
+                c.severity,
+                c.verdict.as_str(),
+                c.reason
+            ])?;
+        }
+        Op::Progress(id, done, total) => {
+            tx.prepare_cached("UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1")?
+                .execute(params![id.as_str(), *done as i64, *total as i64])?;
+        }
+        Op::Planned(id, n) => {
+            tx.prepare_cached("UPDATE runs SET total = total + ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), *n as i64])?;
+        }
+        Op::Finish {
+            run,
+            status,
+            scores,
+            reason,
+            finished_ms,
+        } => {
+            tx.prepare_cached(
+                "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                run.as_str(),
+                status.as_str(),
+                json(scores),
+                reason,
+                finished_ms
+            ])?;
+            // An ended run stores no more cases: a daemon's writer forgets its number.
+            next_seq.remove(run);
+        }
+        Op::Artifact(id, kind, path) => {
+            tx.prepare_cached(
+                "UPDATE runs SET artifacts = json_set(artifacts, '$.' || json_quote(?2), ?3)
+                 WHERE id = ?1",
+            )?
+            .execute(params![id.as_str(), kind, path])?;
+        }
+        Op::Flush(_) | Op::Checkpoint(_) | Op::Sweep => {}
+        #[cfg(test)]
+        Op::FillDisk => {
+            let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            tx.pragma_update(None, "max_page_count", pages)?;
+        }
+    }
+    Ok(())
+}
