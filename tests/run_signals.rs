@@ -213,7 +213,7 @@ fn replay_run_hung_up_stops_its_agent_and_exits_129() {
 async fn a_daemon_killed_with_sigkill_leaves_no_agent_of_its_runs() {
     let b = Bench::new(true);
     let daemon = common::serve::serve(b.path(), &["-c", "flakestorm.yaml"], "warn", false).await;
-    let http = common::direct_client();
+    let http = daemon.client();
     let r = http
         .post(daemon.url("/v1/runs"))
         .header("content-type", "application/json")

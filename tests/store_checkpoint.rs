@@ -119,7 +119,7 @@ async fn serve_stopped_with_sigterm_leaves_its_runs_in_the_database_file() {
     write_config(d, "data_dir: data\n");
     let daemon = common::serve::serve(d, &["-c", "flakestorm.yaml"], "warn", false).await;
     let agent = agent().await;
-    let http = common::direct_client();
+    let http = daemon.client();
     let r = http
         .post(daemon.url("/v1/runs"))
         .header("content-type", "application/json")

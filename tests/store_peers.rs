@@ -167,7 +167,7 @@ async fn a_killed_peers_run_is_interrupted_on_the_live_daemon() {
          advanced: {{concurrency: 1}}\n",
         agent.http_url("/invoke")
     );
-    let http = common::direct_client();
+    let http = second.client();
     let r = http
         .post(second.url("/v1/runs"))
         .header("content-type", "application/json")
