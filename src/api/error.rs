@@ -6,7 +6,10 @@ use axum::response::{IntoResponse, Response};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("missing or wrong bearer token (control.token)")]
+    #[error(
+        "missing or wrong bearer token: send Authorization: Bearer with the daemon's \
+         control.token, or the token it keeps in its data_dir/control.token"
+    )]
     Unauthorized,
     #[error("no such endpoint")]
     NotFound,

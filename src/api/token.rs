@@ -27,7 +27,9 @@ pub fn ensure(data_dir: &Path) -> Result<String, TokenError> {
         path: path.clone(),
         reason,
     };
-    std::fs::create_dir_all(data_dir).map_err(|e| fail(format!("creating its folder: {e}")))?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(data_dir)
+        .map_err(|e| fail(format!("creating its folder: {e}")))?;
     // A new token goes to a private temporary file, then is linked into place: a link never
     // replaces an existing file, so two daemons starting at once agree on one token, and no
     // reader sees a half-written file.

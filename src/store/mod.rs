@@ -92,7 +92,11 @@ impl Store {
     /// damaged, migrates it, starts its writer and marks the runs of processes that died
     /// `interrupted` (`interrupted()` lists them).
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|e| StoreError::io(data_dir, e))?;
+        // Made private: the run history, reports and the control token are the user's alone
+        // (an existing folder keeps the mode its owner gave it).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(data_dir)
+            .map_err(|e| StoreError::io(data_dir, e))?;
         let path = data_dir.join(DB_FILE);
         // Processes opening the store at once take turns: creating the file, switching it
         // to WAL and migrating it are not safe to race.
