@@ -8,6 +8,7 @@
 //! `FUZZ_SECS` seconds (scripts/fuzz.sh). A panic is a crash: its input is saved
 //! (`crash.rs`), fuzzing goes on, and the target fails at the end naming every crash.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -39,11 +40,23 @@ impl Rng {
     }
 }
 
+thread_local! {
+    static PARSED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts an input the target's parser accepted (reported beside the executions: how
+/// many inputs reached the checks past the parser).
+pub fn parsed() {
+    PARSED.with(|p| p.set(p.get() + 1));
+}
+
 /// What one target fuzzes with.
 pub struct Target<'a> {
     pub name: &'a str,
     pub corpus: Vec<Vec<u8>>,
     pub dictionary: &'a [&'a [u8]],
+    /// The seeds as JSON values (`json::values`), for JSON-aware edits; empty: bytes only.
+    pub values: Vec<serde_json::Value>,
     /// Executions when neither `FUZZ_RUNS` nor `FUZZ_SECS` is set (the test command's run).
     pub runs: u64,
     /// Largest input produced.
@@ -74,8 +87,17 @@ fn budget(runs: u64) -> Budget {
     }
 }
 
-/// One mutated input from the corpus.
+/// One mutated input from the corpus: byte edits, or for half the inputs of a target with
+/// JSON seeds, JSON-aware edits and now and then a byte edit on top.
 pub fn mutate(rng: &mut Rng, t: &Target) -> Vec<u8> {
+    if !t.values.is_empty() && rng.chance(2) {
+        let mut data = crate::json::mutate(rng, &t.values);
+        if rng.chance(4) {
+            edit(rng, t, &mut data);
+        }
+        data.truncate(t.max_len);
+        return data;
+    }
     let mut data = t.corpus[rng.below(t.corpus.len())].clone();
     let edits = 1 + rng.below(6);
     for _ in 0..edits {
@@ -156,6 +178,7 @@ struct Fuzzing<'t> {
     started: Instant,
     claimed: AtomicU64,
     done: AtomicU64,
+    parsed: AtomicU64,
     crashes: Crashes,
 }
 
@@ -173,6 +196,7 @@ impl Fuzzing<'_> {
         let stream = self.seed ^ fnv(self.t.name.as_bytes()) ^ worker.wrapping_mul(0x9E37_79B9);
         let mut rng = Rng::new(stream);
         let mut execution = 0;
+        let parsed = PARSED.with(Cell::get);
         while self.claim() {
             let input = mutate(&mut rng, self.t);
             let inner = rng.next();
@@ -192,13 +216,16 @@ impl Fuzzing<'_> {
             execution += 1;
             self.done.fetch_add(1, Ordering::Relaxed);
         }
+        let more = PARSED.with(Cell::get) - parsed;
+        self.parsed.fetch_add(more, Ordering::Relaxed);
     }
 
     /// Reports the run; fails the test if anything crashed.
     fn finish(self) -> u64 {
         let done = self.done.load(Ordering::Relaxed);
         let crashes = self.crashes.count();
-        report(self.t.name, done, self.started.elapsed(), crashes);
+        let parsed = self.parsed.load(Ordering::Relaxed);
+        report(self.t.name, done, self.started.elapsed(), parsed, crashes);
         self.crashes.fail_if_any(self.t.name, done);
         done
     }
@@ -226,6 +253,7 @@ fn start<'t>(t: &'t Target<'t>) -> Fuzzing<'t> {
         started,
         claimed: AtomicU64::new(0),
         done: AtomicU64::new(0),
+        parsed: AtomicU64::new(0),
         crashes: Crashes::default(),
     }
 }
@@ -258,9 +286,16 @@ pub fn run_parallel(t: &Target, workers: u64, check: impl Fn(&mut Rng, &[u8]) + 
     f.finish()
 }
 
-pub fn report(name: &str, done: u64, took: Duration, crashes: usize) {
+pub fn report(name: &str, done: u64, took: Duration, parsed: u64, crashes: usize) {
+    let parsed = match parsed {
+        0 => String::new(),
+        n => format!(
+            ", {n} parsed ({:.0}%)",
+            100.0 * n as f64 / done.max(1) as f64
+        ),
+    };
     eprintln!(
-        "fuzz {name}: {done} executions in {:.1} s ({:.0}/s), {crashes} crashes",
+        "fuzz {name}: {done} executions in {:.1} s ({:.0}/s){parsed}, {crashes} crashes",
         took.as_secs_f64(),
         done as f64 / took.as_secs_f64().max(1e-9)
     );
