@@ -8,7 +8,7 @@
 #   FUZZ_SECS=N           N seconds per target (default 60)
 #   FUZZ_BUDGET=nightly   each target's seconds from NIGHTLY below (about 37 min in all):
 #                         set so that each reaches 1,000,000 executions or more on the
-#                         2-core CI machine, with about 2x to spare (docs/benchmarks.md)
+#                         2-core machine with 1.6x or more to spare (docs/benchmarks.md)
 #   FUZZ_RUNS=N           exactly N executions per target (deterministic for a seed)
 # Other knobs:
 #   FUZZ_SEED=S           the seed (default: the time); printed, and in each crash's note
