@@ -323,10 +323,16 @@ fn layered(
         let message = super::redact::serde_message(&e.to_string());
         ConfigError::new(path, message)
     };
-    let file: Value = Figment::new()
-        .merge(Yaml::string(text))
-        .extract()
-        .map_err(located)?;
+    // A JSON object (a config sent to `/v1/runs` as an object, a JSON file) is read as
+    // JSON: the YAML parser would refuse a DEL in a string and fold a U+0085 into a space.
+    let json = serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object);
+    let base = || match &json {
+        Some(v) => Figment::new().merge(Serialized::defaults(v)),
+        None => Figment::new().merge(Yaml::string(text)),
+    };
+    let file: Value = base().extract().map_err(located)?;
     // A value set under a section the file spells as a scalar (`proxy: "x"` plus
     // `--listen`) would replace that section whole and hide its error: such layers are
     // skipped, so the file's error is reported as it is without them.
@@ -342,7 +348,7 @@ fn layered(
         }
         true
     };
-    let mut fig = Figment::new().merge(Yaml::string(text));
+    let mut fig = base();
     // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
     // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
     for (name, value) in vars {

@@ -44,7 +44,7 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub fn new(proxy: SocketAddr, control: SocketAddr, origin: SocketAddr) -> Harness {
+    pub fn new(proxy: SocketAddr, control: SocketAddr, origin: SocketAddr, token: &str) -> Harness {
         Harness {
             proxy,
             control,
@@ -52,7 +52,8 @@ impl Harness {
                 "GET http://{origin}/health HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n"
             ),
             reset: format!(
-                "DELETE /v1/chaos HTTP/1.1\r\nHost: {control}\r\nConnection: close\r\n\r\n"
+                "DELETE /v1/chaos HTTP/1.1\r\nHost: {control}\r\nAuthorization: Bearer {token}\r\n\
+                 Connection: close\r\n\r\n"
             ),
             writes: RwLock::new(()),
             done: AtomicU64::new(0),
