@@ -116,12 +116,9 @@ pub fn load_with_env(
         |f| f.display().to_string(),
     );
     let text = match file {
-        Some(path) => read_limited(path).map_err(|e| ConfigErrors {
-            source_name: source_name.clone(),
-            errors: vec![ConfigError::new(
-                "",
-                format!("cannot read config file: {e}"),
-            )],
+        Some(path) => read_limited(path).map_err(|e| {
+            let why = ConfigError::new("", format!("cannot read config file: {e}"));
+            ConfigErrors::new(source_name.clone(), vec![why])
         })?,
         None => String::new(),
     };
@@ -198,12 +195,9 @@ pub fn load_submitted(
         }
         Submitted::File(path) => {
             let name = path.display().to_string();
-            let text = read_limited(path).map_err(|e| ConfigErrors {
-                source_name: name.clone(),
-                errors: vec![ConfigError::new(
-                    "",
-                    format!("cannot read config file: {e}"),
-                )],
+            let text = read_limited(path).map_err(|e| {
+                let why = ConfigError::new("", format!("cannot read config file: {e}"));
+                ConfigErrors::new(name.clone(), vec![why])
             })?;
             let base = path
                 .parent()
@@ -254,10 +248,7 @@ fn load_source(
     policy: &Policy,
 ) -> Result<Loaded, ConfigErrors> {
     let env = |name: &str| vars.get(name).cloned().ok_or_else(|| (policy.unset)(name));
-    let fail = |errors| ConfigErrors {
-        source_name: source.name.clone(),
-        errors,
-    };
+    let fail = |errors| ConfigErrors::new(source.name.clone(), errors);
     let text = source.text;
     super::untrusted::check_yaml(text).map_err(fail)?;
     let layers = if policy.layers {

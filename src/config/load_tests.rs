@@ -672,7 +672,10 @@ fn a_json_config_keeps_every_character_of_its_strings() {
     let base = PathBuf::from(".");
     let loaded = load_text(&text, "t", &base, &Overrides::default(), &BTreeMap::new()).unwrap();
     assert_eq!(loaded.config.golden_prompts, ["a\u{85}b\u{7f}c"]);
-    let sent = Submitted::Text { text: &text, base: &base };
+    let sent = Submitted::Text {
+        text: &text,
+        base: &base,
+    };
     let loaded = load_submitted(sent, &BTreeMap::new()).unwrap();
     assert_eq!(loaded.config.golden_prompts, ["a\u{85}b\u{7f}c"]);
 }
