@@ -186,7 +186,6 @@ fn config() {
 /// which opens no file and starts nothing): accepted, or refused saying why.
 #[test]
 fn run_bodies() {
-    let dir = scratch();
     let t = Target {
         name: "run_bodies",
         corpus: seeds::run_bodies(),
@@ -195,7 +194,6 @@ fn run_bodies() {
         runs: 1_000,
         max_len: 32 * 1024,
     };
-    let _ = dir;
     run(&t, files::run_body);
 }
 

@@ -7,6 +7,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::ApiError;
+use crate::config::Found;
 use crate::config::untrusted::{self, MAX_BYTES};
 
 /// The whole body, or 413 once it passes `MAX_BYTES` (read no further).
@@ -27,10 +28,7 @@ pub async fn read_limited(body: Body) -> Result<Vec<u8>, ApiError> {
 pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
     #[cfg(test)]
     gate::wait(body);
-    let fail = |errors: Vec<crate::config::ConfigError>| {
-        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        ApiError::BadBody(text.join("; "))
-    };
+    let fail = |found: Found| ApiError::BadBody(found.one_line());
     if yaml {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::BadBody(format!("YAML body is not UTF-8: {e}")))?;
@@ -40,7 +38,7 @@ pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
         crate::config::finite::extract(&figment::Figment::from(Yaml::string(text)))
             .map_err(|e| ApiError::BadBody(e.to_string()))
     } else {
-        untrusted::check_json(body).map_err(|e| fail(vec![e]))?;
+        untrusted::check_json(body).map_err(|e| fail(Found::from_iter([e])))?;
         if let Ok(text) = std::str::from_utf8(body) {
             let duplicates = untrusted::json_duplicate_keys(text);
             if !duplicates.is_empty() {

@@ -122,8 +122,7 @@ fn submission(
         other => other?,
     };
     let Some(kind) = kind.filter(|_| asked.is_empty()) else {
-        let text: Vec<String> = asked.iter().map(ToString::to_string).collect();
-        return Err(ApiError::BadBody(text.join("; ")));
+        return Err(ApiError::BadBody(crate::config::one_line(asked)));
     };
     if !loopback {
         super::submitted::off_loopback(&loaded.config).map_err(ApiError::NotRunnable)?;

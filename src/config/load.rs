@@ -250,7 +250,8 @@ fn load_source(
     let env = |name: &str| vars.get(name).cloned().ok_or_else(|| (policy.unset)(name));
     let fail = |errors| ConfigErrors::new(source.name.clone(), errors);
     let text = source.text;
-    super::untrusted::check_yaml(text).map_err(fail)?;
+    super::untrusted::check_yaml(text)
+        .map_err(|found| ConfigErrors::found(source.name.clone(), found))?;
     let layers = if policy.layers {
         vars
     } else {

@@ -375,9 +375,8 @@ pub fn read_session(file: &Path) -> Result<Session, SessionFileError> {
 /// JSON is YAML but for strings: a YAML parser refuses DEL and C1 controls and folds
 /// U+0085 into a space, which JSON (`replay export` of a mutated prompt) carries as is.
 fn parse(text: &str) -> Result<Value, String> {
-    if let Err(errors) = super::untrusted::check_yaml(text) {
-        let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        return Err(all.join("; "));
+    if let Err(found) = super::untrusted::check_yaml(text) {
+        return Err(found.one_line());
     }
     if let Ok(json) = serde_json::from_str(text) {
         return Ok(json);

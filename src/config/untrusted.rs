@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
 
-use super::ConfigError;
+use super::{ConfigError, Found};
 
 /// Largest config file or control-API body accepted (`files::MAX_CONFIG`, 1 MiB).
 pub const MAX_BYTES: usize = crate::files::MAX_CONFIG as usize;
@@ -67,9 +67,19 @@ enum Frame {
     },
 }
 
+/// The path of `key` under `base`, for messages: keys cut to 80 characters and the path
+/// stops growing past 300 bytes, as a path is copied for every key under it (a 500 KB key
+/// over 100,000 keys would copy 50 GB).
 fn join(base: &str, key: &str) -> String {
+    let key = crate::agent::cut(key, 80);
     if base.is_empty() {
-        key.to_string()
+        key
+    } else if base.len() > 300 {
+        if base.ends_with(".…") {
+            base.to_string()
+        } else {
+            format!("{base}.…")
+        }
     } else {
         format!("{base}.{key}")
     }
@@ -77,21 +87,21 @@ fn join(base: &str, key: &str) -> String {
 
 /// Size, depth and duplicate keys of a YAML text. Syntax errors are reported here too (with
 /// their line), so the slower parser never runs on text this one could not read.
-pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
+pub fn check_yaml(text: &str) -> Result<(), Found> {
     if text.len() > MAX_BYTES {
-        return Err(vec![too_large(text.len())]);
+        return Err(Found::from_iter([too_large(text.len())]));
     }
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = vec![];
-    let mut errors = vec![];
+    let mut errors = Found::default();
     loop {
         let (event, mark) = match parser.next_token() {
             Ok(e) => e,
             Err(e) if e.info().contains("recursion limit") => {
-                return Err(vec![too_deep(e.marker().line())]);
+                return Err(Found::from_iter([too_deep(e.marker().line())]));
             }
             Err(e) => {
-                errors.push(ConfigError::new("", format!("YAML syntax error: {e}")));
+                errors.push_final(ConfigError::new("", format!("YAML syntax error: {e}")));
                 return Err(errors);
             }
         };
@@ -124,7 +134,7 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
             let null = *style == TScalarStyle::Plain
                 && matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL");
             if !null {
-                return Err(vec![top_level_scalar(value)]);
+                return Err(Found::from_iter([top_level_scalar(value)]));
             }
         }
         match event {
@@ -143,6 +153,8 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
                 *child = join(path, &key);
                 *at_key = false;
                 if let Some(first) = seen.insert(key.clone(), line) {
+                    // The lines find it; a long key is quoted only as far as it reads.
+                    let key = crate::agent::cut(&key, 80);
                     errors.push(ConfigError::new(
                         child.clone(),
                         format!(
@@ -170,7 +182,7 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
             }
             Event::MappingStart(..) | Event::SequenceStart(..) => {
                 if stack.len() >= MAX_DEPTH {
-                    return Err(vec![too_deep(line)]);
+                    return Err(Found::from_iter([too_deep(line)]));
                 }
                 stack.push(open(&event, node_path));
             }
@@ -183,7 +195,7 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(super::error::capped(errors).0)
+        Err(errors)
     }
 }
 
@@ -234,13 +246,14 @@ pub fn check_json(bytes: &[u8]) -> Result<(), ConfigError> {
 /// Duplicate keys of a JSON text (serde_json keeps the last one silently). JSON is YAML, so
 /// the YAML pass finds them; its other findings are left to serde_json's own messages.
 /// Call after `check_json`, which bounds the depth.
-pub fn json_duplicate_keys(text: &str) -> Vec<ConfigError> {
-    check_yaml(text)
-        .err()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.message.starts_with("duplicate key"))
-        .collect()
+pub fn json_duplicate_keys(text: &str) -> Found {
+    let mut found = check_yaml(text).err().unwrap_or_default();
+    // Past the cap only duplicates are counted: the one other finding, a syntax error,
+    // ends the pass and is always listed.
+    found
+        .errors
+        .retain(|e| e.message.starts_with("duplicate key"));
+    found
 }
 
 #[cfg(test)]
@@ -251,6 +264,7 @@ mod tests {
         check_yaml(text)
             .err()
             .unwrap_or_default()
+            .errors
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -269,6 +283,39 @@ mod tests {
         // The same key in different mappings, or in list items, is no duplicate.
         assert!(check_yaml("a: {x: 1}\nb: {x: 2}\nl:\n  - {x: 1}\n  - {x: 2}\n").is_ok());
     }
+
+    #[test]
+    fn a_long_key_over_many_duplicates_keeps_the_answer_and_memory_small() {
+        // A 500 KB key over 70,000 duplicate keys: each problem quoted the whole path (35 GB,
+        // the daemon was killed for memory); now 50 are listed, cut, and the rest counted.
+        let mut text = format!("? {}\n:\n", "k".repeat(500_000));
+        let dups = 70_000;
+        text.push_str(&"  a: 1\n".repeat(dups + 1));
+        let found = check_yaml(&text).unwrap_err();
+        assert_eq!(
+            (found.errors.len(), found.omitted),
+            (MAX_LISTED_HERE, dups - 50)
+        );
+        let e = &found.errors[0];
+        assert!(e.path.len() < 400 && e.path.ends_with(".a"), "{}", e.path);
+        assert!(e.message.starts_with("duplicate key `a` (lines 3 and 4)"));
+        // Different keys each duplicated: 50 listed, the rest counted.
+        let many: String = (0..300).map(|i| format!("k{i}: 1\nk{i}: 2\n")).collect();
+        let found = check_yaml(&many).unwrap_err();
+        assert_eq!((found.errors.len(), found.omitted), (MAX_LISTED_HERE, 250));
+        assert!(found.one_line().ends_with("; … and 250 more, not listed"));
+        // A syntax error after the cap is still listed (a JSON reader filters it out).
+        let broken = format!("{many}x: [\n");
+        let found = check_yaml(&broken).unwrap_err();
+        assert_eq!(found.errors.len(), MAX_LISTED_HERE + 1);
+        assert!(
+            found.errors[MAX_LISTED_HERE]
+                .message
+                .starts_with("YAML syntax error")
+        );
+    }
+
+    const MAX_LISTED_HERE: usize = crate::config::MAX_LISTED;
 
     #[test]
     fn deep_nesting_and_size_are_refused_before_parsing() {
@@ -295,8 +342,8 @@ mod tests {
     fn duplicate_keys_in_json_are_found() {
         let json = r#"{"tool_faults":[{"tool":"search","mode":"error","mode":"timeout"}],"llm_faults":[]}"#;
         let found = json_duplicate_keys(json);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].path, "tool_faults[0].mode");
+        assert_eq!(found.errors.len(), 1, "{found:?}");
+        assert_eq!(found.errors[0].path, "tool_faults[0].mode");
         assert!(json_duplicate_keys(r#"{"a":{"b":1},"c":[{"b":2}]}"#).is_empty());
     }
 
