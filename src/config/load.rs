@@ -183,7 +183,7 @@ pub fn load_submitted(
         set_aside: DAEMON_SECTIONS,
     };
     let overrides = Overrides::default();
-    match config {
+    let mut loaded = match config {
         Submitted::Text { text, base } => {
             let source = Source {
                 name: "config (request body)".into(),
@@ -210,7 +210,9 @@ pub fn load_submitted(
             };
             load_source(&source, &overrides, vars, &policy)
         }
-    }
+    }?;
+    loaded.config.replays.submitted_vars = Some(vars.clone());
+    Ok(loaded)
 }
 
 /// Where a config's `${VAR}`s come from and what it may say.

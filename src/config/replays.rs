@@ -28,6 +28,9 @@ pub struct ReplaysSpec {
     /// The config file's folder: an inline session's `contract:` path is relative to it
     /// (a session file's, to that file). Empty without a file: the working directory.
     pub base: PathBuf,
+    /// Set when the config was sent to a daemon (`load_submitted`): the only variables a
+    /// contract file named by a session may expand, as the config itself could.
+    pub submitted_vars: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A session written in the config, or the file that holds one (relative to the config

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checks::Invariant;
 use crate::config::replays::{Session, SessionEntry, read_session};
-use crate::config::{Check, Config, ContractSpec, Overrides, When};
+use crate::config::{Check, Config, ContractSpec, Overrides, Submitted, When};
 
 /// One invariant a session is judged with.
 pub(super) struct Judged {
@@ -180,8 +180,12 @@ fn from_file(name: &str, file: Option<&Path>, config: &Config) -> Result<Contrac
             path.display()
         ));
     }
-    let loaded = crate::config::load(Some(&path), &Overrides::default())
-        .map_err(|e| format!("contract `{name}`: {e}"))?;
+    // A config sent to a daemon expands only its own variables, in the files it names too.
+    let loaded = match &config.replays.submitted_vars {
+        Some(vars) => crate::config::load_submitted(Submitted::File(&path), vars),
+        None => crate::config::load(Some(&path), &Overrides::default()),
+    }
+    .map_err(|e| format!("contract `{name}`: {e}"))?;
     loaded.config.contract.ok_or_else(|| {
         format!(
             "contract `{name}`: {} has no `contract:` section",
@@ -217,5 +221,43 @@ mod tests {
             panic!("the config folder's contract file was not read")
         };
         assert_eq!((name.as_str(), judged.len()), ("From File", 1));
+    }
+
+    /// A config sent to a daemon cannot reach the daemon's environment through a contract
+    /// file its session names: the file expands the request's variables only.
+    #[test]
+    fn a_submitted_configs_contract_file_expands_only_the_requests_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("c.yaml"),
+            "golden_prompts: [hi]\ncontract:\n  name: C\n  invariants:\n    - {id: i, type: contains, value: '${PATH}'}\n",
+        )
+        .unwrap();
+        let text = "agent: {endpoint: 'http://127.0.0.1:9/x'}\nreplays:\n  sessions:\n    \
+                    - {id: s, input: hi, contract: c.yaml}\n";
+        let load = |vars: &[(&str, &str)]| {
+            let vars = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let submitted = Submitted::Text {
+                text,
+                base: dir.path(),
+            };
+            crate::config::load_submitted(submitted, &vars)
+                .unwrap()
+                .config
+        };
+        let session: Session =
+            serde_json::from_str(r#"{"id": "s", "input": "hi", "contract": "c.yaml"}"#).unwrap();
+        let Err(why) = invariants(&session, None, &load(&[])) else {
+            panic!("the daemon's PATH expanded in a submitted config's contract file")
+        };
+        assert!(why.contains("`${PATH}` has no value"), "{why}");
+        let judged = match invariants(&session, None, &load(&[("PATH", "sent")])) {
+            Ok((_, judged)) => judged,
+            Err(e) => panic!("the request's own variable was not used: {e}"),
+        };
+        assert!(format!("{:?}", judged[0].check).contains("sent"));
     }
 }
