@@ -104,7 +104,11 @@ async fn the_token_is_made_private_and_kept_across_starts() {
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "only its owner may read it");
     let data_dir = std::fs::metadata(dir.path().join(".flakestorm")).unwrap();
-    assert_eq!(data_dir.permissions().mode() & 0o777, 0o700, "nor the run history");
+    assert_eq!(
+        data_dir.permissions().mode() & 0o777,
+        0o700,
+        "nor the run history"
+    );
     let token = d.token.clone().unwrap();
     assert_eq!(token, std::fs::read_to_string(&file).unwrap());
     let r = d.client().get(d.url("/v1/ca.pem")).send().await.unwrap();

@@ -1,5 +1,6 @@
-//! The metrics of runs driven by the daemon (`/v1/runs`): finished runs by kind and status,
-//! their duration, the latest score of each phase, and their cases by final verdict.
+//! The metrics of runs driven by the daemon (`/v1/runs`): runs started and running by kind
+//! (dashboards annotate run windows with them), finished runs by kind and status, their
+//! duration, the latest score of each phase, and their cases by final verdict.
 //! Registered in the daemon's one registry by `Metrics::new`.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -35,6 +36,8 @@ pub struct VerdictLabels {
 }
 
 pub(super) struct RunFamilies {
+    started: Family<KindLabels, Counter>,
+    running: Family<KindLabels, Gauge>,
     runs: Family<RunLabels, Counter>,
     duration: Family<KindLabels, Histogram>,
     score: Family<PhaseLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -43,6 +46,18 @@ pub(super) struct RunFamilies {
 
 impl RunFamilies {
     pub(super) fn register(registry: &mut Registry) -> RunFamilies {
+        let started = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "runs_started",
+            "Runs driven by the daemon that got their turn and started, by kind",
+            started.clone(),
+        );
+        let running = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "runs_running",
+            "Runs driven by the daemon running now, by kind",
+            running.clone(),
+        );
         let runs = Family::<RunLabels, Counter>::default();
         registry.register(
             "runs",
@@ -71,6 +86,8 @@ impl RunFamilies {
             cases.clone(),
         );
         RunFamilies {
+            started,
+            running,
             runs,
             duration,
             score,
@@ -80,6 +97,22 @@ impl RunFamilies {
 }
 
 impl super::Metrics {
+    /// A run of `kind` got its turn and started.
+    pub fn run_started(&self, kind: &'static str) {
+        let f = &self.inner.runs;
+        f.started.get_or_create(&KindLabels { kind }).inc();
+        f.running.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    /// A run that had started (`run_started`) is no longer running; `run_ended` follows.
+    pub fn run_stopped(&self, kind: &'static str) {
+        self.inner
+            .runs
+            .running
+            .get_or_create(&KindLabels { kind })
+            .dec();
+    }
+
     /// A run ended: its status, how long it ran, its phases' scores and its verdicts.
     pub fn run_ended(
         &self,
@@ -114,6 +147,12 @@ mod tests {
     #[test]
     fn a_run_that_ended_is_counted_with_its_scores_and_verdicts() {
         let m = Metrics::new();
+        m.run_started("ci");
+        assert!(
+            m.encode()
+                .contains(r#"flakestorm_runs_running{kind="ci"} 1"#)
+        );
+        m.run_stopped("ci");
         let run = RunLabels {
             kind: "ci",
             status: "failed",
@@ -125,6 +164,8 @@ mod tests {
         m.run_ended(run, 3.0, &scores, &["pass", "pass", "fail"]);
         let text = m.encode();
         for want in [
+            r#"flakestorm_runs_started_total{kind="ci"} 1"#,
+            r#"flakestorm_runs_running{kind="ci"} 0"#,
             r#"flakestorm_runs_total{kind="ci",status="failed"} 1"#,
             r#"flakestorm_run_duration_seconds_count{kind="ci"} 1"#,
             r#"flakestorm_score{phase="contract"} 87.5"#,
