@@ -79,12 +79,14 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
     if daemon.ca_created {
         say!(out, "flakestorm: created a new CA at {}", ca.display());
     }
-    let ca = ca.display();
+    // With a bundle (system roots + CA), clients trust it alone: passthrough hosts too.
+    let bundle = loaded.config.ca.bundle_file.as_ref();
+    let trust = bundle.map_or_else(|| ca.display().to_string(), |b| b.display().to_string());
     let proxy = format!("http://{proxy_at}");
     say!(
         out,
-        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
-         REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
+        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={trust} \
+         REQUESTS_CA_BUNDLE={trust} NODE_EXTRA_CA_CERTS={trust}"
     );
     // A closed stdout (a supervisor that dropped it) must not stop the daemon.
     if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {

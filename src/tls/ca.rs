@@ -153,11 +153,14 @@ fn warn_if_readable_by_others(path: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
+        // Group-readable is how a Kubernetes Secret reaches a non-root container (the
+        // pod's fsGroup, defaultMode 0440): only a key every user can read is warned about.
         if let Ok(meta) = std::fs::metadata(path)
-            && meta.permissions().mode() & 0o077 != 0
+            && meta.permissions().mode() & 0o007 != 0
         {
             tracing::warn!(
-                "CA key {} is readable by other users; run `chmod 600` on it",
+                "CA key {} is readable by every user; run `chmod 600` on it (or 0440 with a \
+                 group only flakestorm is in, e.g. a Secret with defaultMode 0440 and fsGroup)",
                 path.display()
             );
         }
