@@ -326,3 +326,44 @@ async fn rules_with_a_ttl_revert_on_a_live_daemon() {
     assert!(p.daemon.chaos.rules().is_empty());
     p.stop().await;
 }
+
+/// A sidecar's control API reached on loopback from another container of its pod (or
+/// compose's `network_mode: service:…`): loopback, yet not the client's file system, and
+/// listening off loopback, so it reads no config path. `--server` then sends the config
+/// inline and the run goes ahead.
+#[tokio::test]
+async fn server_runs_reach_a_sidecar_listening_off_loopback_through_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    std::fs::write(
+        d.join("serve.yaml"),
+        "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '0.0.0.0:0', token: '${FLAKESTORM_API_TOKEN}'}\n",
+    )
+    .unwrap();
+    let env = [("FLAKESTORM_API_TOKEN", TOKEN)];
+    let s = serve_with_env(&d, &["-c", "serve.yaml"], "warn", false, &env).await;
+    let agent = common::origin::json(r#"{"result": "an answer"}"#).await;
+    std::fs::write(
+        d.join("run.yaml"),
+        format!(
+            "agent: {{endpoint: '{}'}}\ngolden_prompts: [hi]\ncontract:\n  name: c\n  \
+             invariants: [{{id: answers, type: output_not_empty}}]\n  chaos_matrix: [{{name: no-chaos}}]\n",
+            agent.http_url("/invoke")
+        ),
+    )
+    .unwrap();
+    let url = format!("http://{}", s.control);
+    let run = tokio::task::spawn_blocking(move || {
+        flakestorm_env(
+            &["contract", "run", "-c", "run.yaml", "--server", &url],
+            &d,
+            &[("FLAKESTORM_API_TOKEN", TOKEN)],
+        )
+    });
+    let (code, out, err) = within("the run on the sidecar", run).await.unwrap();
+    assert!(!err.contains("refused"), "{err}");
+    assert!(err.contains("submitted to http://127.0.0.1:"), "{err}");
+    assert!(out.contains("score"), "{out}\n{err}");
+    assert_ne!(code, -1);
+    drop(s);
+}
