@@ -5,6 +5,8 @@ keeps its CA across a restart and a re-creation, and the start-up errors an oper
 
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
 
 import pytest
@@ -94,9 +96,6 @@ def test_start_up_errors_say_what_to_fix(engine, names, tmp_path):
     assert "control.token: required when control.listen (0.0.0.0:8081)" in p.stderr, p.stderr
     assert 'token: "${FLAKESTORM_API_TOKEN}"' in p.stderr
     # A CA "Secret" whose key is another CA's: a clear start-up error naming both files.
-    import os
-    import subprocess
-
     for d in ("a", "b"):
         subprocess.run(
             [os.environ["FLAKESTORM_BIN"], "ca", "init", "--ca-dir", str(tmp_path / d)],
