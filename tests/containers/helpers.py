@@ -139,6 +139,23 @@ def inspect(name: str) -> dict:
     return json.loads(podman("inspect", name).stdout)[0]
 
 
+def volumes_of(prefix: str) -> list[str]:
+    """The volumes mounted by containers whose name starts with `prefix`, anonymous ones
+    (an image's VOLUMEs) included: `compose down -v` and `kube down` leave those."""
+    names = podman("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
+    out = []
+    for n in (n for n in names if n.startswith(prefix)):
+        for m in inspect(n).get("Mounts", []):
+            if m.get("Type") == "volume" and m.get("Name"):
+                out.append(m["Name"])
+    return out
+
+
+def remove_volumes(names: list[str]):
+    for v in names:
+        podman("volume", "rm", "-f", v, check=False)
+
+
 def rss_kib(container: str) -> int:
     """VmRSS of the container's main process, read from the host's /proc."""
     pid = inspect(container)["State"]["Pid"]

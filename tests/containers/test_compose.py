@@ -58,6 +58,7 @@ class Project:
         self.name = "fstest" + secrets.token_hex(4)
         self.port = engine.free_port()
         self.token = secrets.token_hex(16)
+        self.volumes: set[str] = set()
         self.env = {
             "FLAKESTORM_IMAGE": engine.IMAGE,
             "AGENT_IMAGE": engine.AGENT,
@@ -67,10 +68,14 @@ class Project:
         }
 
     def compose(self, *args, check=True, timeout=300, **env):
-        return self.engine.run(
+        p = self.engine.run(
             [venv_bin("podman-compose"), "-p", self.name, *args],
             cwd=COMPOSE, check=check, timeout=timeout, extra_env={**self.env, **env},
         )
+        # Every volume its containers had, the anonymous ones of a container `up`
+        # re-creates included, to remove at the end.
+        self.volumes.update(self.engine.volumes_of(self.name + "_"))
+        return p
 
     def container(self, service: str) -> str:
         return f"{self.name}_{service}_1"
@@ -95,6 +100,7 @@ def project(engine):
     p = Project(engine)
     yield p
     p.compose("down", "-v", check=False)
+    engine.remove_volumes(sorted(p.volumes))
 
 
 def test_the_sidecar_faults_the_agents_tool_calls_and_ci_sets_the_exit_code(engine, project):

@@ -78,7 +78,7 @@ def test_a_container_is_ready_keeps_its_ca_and_announces_usable_addresses(engine
     engine.podman("restart", c)
     engine.poll("ready again after a restart", lambda: engine.healthy(c), 60)
     assert engine.podman(*export).stdout == pem
-    engine.podman("rm", "-f", c)
+    engine.podman("rm", "-f", "-v", c)
     hardened(engine, c, "-v", f"{ca}:/var/lib/flakestorm/ca", engine.IMAGE)
     engine.poll("a new container is ready", lambda: engine.healthy(c), 60)
     assert engine.podman(*export).stdout == pem

@@ -134,7 +134,9 @@ class Pod:
         self.engine.podman("kube", "play", str(self.file), timeout=180)
 
     def down(self):
+        volumes = self.engine.volumes_of(POD)
         self.engine.podman("kube", "down", str(self.file), check=False, timeout=180)
+        self.engine.remove_volumes(volumes)
         self.engine.podman("secret", "rm", "flakestorm-ca", check=False)
 
     def ready(self) -> bool:
