@@ -51,7 +51,12 @@ async fn json_logs_usable_addresses_health_and_readiness() {
         (0, format!("{url}/healthz: ok").as_str()),
         "{err}"
     );
-    let (code, out, err) = flakestorm(&["health", "--ready", &url], d);
+    // The sidecar's environment names the proxy: the probe never goes through it.
+    let proxied = [
+        ("HTTP_PROXY", "http://127.0.0.1:1"),
+        ("http_proxy", "http://127.0.0.1:1"),
+    ];
+    let (code, out, err) = flakestorm_env(&["health", "--ready", &url], d, &proxied);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("/readyz: ready"), "{out}");
     // The probe URL from the environment, as an image's HEALTHCHECK sets it.
@@ -366,4 +371,43 @@ async fn server_runs_reach_a_sidecar_listening_off_loopback_through_loopback() {
     assert!(out.contains("score"), "{out}\n{err}");
     assert_ne!(code, -1);
     drop(s);
+}
+
+/// The dead-man's switch says so in the daemon's log when it fires (a JSON line a log
+/// shipper can alert on), not only in the metric.
+#[tokio::test]
+async fn an_expired_ttl_is_a_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_config(d, "");
+    let mut s = serve_with_env(d, &["--log-format", "json"], "info", true, &[]).await;
+    let rules = r#"{"tool_faults": [{"tool": "*", "mode": "error", "error_code": 503}]}"#;
+    let r = s
+        .client()
+        .put(s.url("/v1/chaos?ttl=1s"))
+        .header("content-type", "application/json")
+        .body(rules)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let stderr = s.stderr.as_mut().unwrap();
+    let line = within("the expiry is logged", async {
+        loop {
+            let line = stderr.next_line().await.unwrap().expect("stderr ended");
+            if line.contains("expired") {
+                return line;
+            }
+        }
+    })
+    .await;
+    let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON log line");
+    assert_eq!(v["level"], "WARN", "{line}");
+    assert_eq!(v["fields"]["ttl_s"], 1, "{line}");
+    let message = v["fields"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("ttl of 1s expired: reverted to the baseline rules (0 rules)"),
+        "{message}"
+    );
+    s.child.kill().await.unwrap();
 }
