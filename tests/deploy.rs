@@ -411,3 +411,39 @@ async fn an_expired_ttl_is_a_log_line() {
     );
     s.child.kill().await.unwrap();
 }
+
+/// `health --wait`: a Job's init container started before the sidecar it waits for.
+#[tokio::test]
+async fn health_waits_for_a_daemon_that_starts_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let port = common::cli::closed_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let waiting = tokio::process::Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["health", "--ready", "--wait", "20", &url])
+        .kill_on_drop(true)
+        .output();
+    let waiting = tokio::spawn(waiting);
+    std::fs::write(
+        d.join("flakestorm.yaml"),
+        format!("proxy: {{listen: '127.0.0.1:0'}}\ncontrol: {{listen: '127.0.0.1:{port}'}}\n"),
+    )
+    .unwrap();
+    let s = serve_with_env(&d, &[], "warn", false, &[]).await;
+    let out = within("health --wait sees it ready", waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("/readyz: ready"), "{text}");
+    drop(s);
+    // Nothing there: it gives up when the time is up, saying how long it waited.
+    let (code, _, err) = flakestorm(&["health", "--wait", "1", &url], &d);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("(waited 1s)"), "{err}");
+}

@@ -4,7 +4,9 @@
 //! probes) in images with no curl. It speaks plain HTTP/1.1 over one TCP connection to the
 //! URL's own host, so no `HTTP_PROXY` of the container can route it through the proxy
 //! (the agent's sidecar sets those); it sends no token (the probes are open) and reads at
-//! most 64 KiB of the answer.
+//! most 64 KiB of the answer. `--wait SECONDS` asks again every second until the answer is
+//! 200 or the time is up (a Kubernetes Job's init container waiting for the sidecar it
+//! will drive; compose on engines that do not wait for `service_healthy`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,9 +26,12 @@ pub struct HealthArgs {
     /// The control listener, e.g. http://127.0.0.1:8081 (a path, if any, is replaced).
     #[arg(value_name = "URL", env = "FLAKESTORM_HEALTH_URL", default_value = DEFAULT_URL)]
     pub url: String,
-    /// Give up after this many seconds.
+    /// Give up on one attempt after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     pub timeout: u64,
+    /// Keep asking, once a second, until it answers 200 or SECONDS have passed.
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<u64>,
 }
 
 pub async fn run(args: HealthArgs) -> ExitCode {
@@ -39,27 +44,36 @@ pub async fn run(args: HealthArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let url = format!("http://{authority}{path}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.unwrap_or(0));
+    loop {
+        match ask(host, &authority, path, args.timeout).await {
+            Ok(body) => {
+                println!("{url}: {}", status_of(&body).unwrap_or("ok".into()));
+                return ExitCode::SUCCESS;
+            }
+            Err(why) if tokio::time::Instant::now() >= deadline => {
+                let waited = args
+                    .wait
+                    .map_or(String::new(), |w| format!(" (waited {w}s)"));
+                eprintln!("flakestorm: {url}: {why}{waited}");
+                return ExitCode::from(1);
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
+/// One attempt: the body of a 200, or why not.
+async fn ask(host: &str, authority: &str, path: &str, timeout: u64) -> Result<String, String> {
     let asked = tokio::time::timeout(
-        Duration::from_secs(args.timeout),
-        get(host, authority, path),
+        Duration::from_secs(timeout),
+        get(host, authority.to_string(), path),
     );
     match asked.await {
-        Ok(Ok((200, body))) => {
-            println!("{url}: {}", status_of(&body).unwrap_or("ok".into()));
-            ExitCode::SUCCESS
-        }
-        Ok(Ok((code, body))) => {
-            eprintln!("flakestorm: {url}: {code} {}", reasons(&body));
-            ExitCode::from(1)
-        }
-        Ok(Err(e)) => {
-            eprintln!("flakestorm: {url}: {e} (is `flakestorm serve` running there?)");
-            ExitCode::from(1)
-        }
-        Err(_) => {
-            eprintln!("flakestorm: {url}: no answer within {}s", args.timeout);
-            ExitCode::from(1)
-        }
+        Ok(Ok((200, body))) => Ok(body),
+        Ok(Ok((code, body))) => Err(format!("{code} {}", reasons(&body))),
+        Ok(Err(e)) => Err(format!("{e} (is `flakestorm serve` running there?)")),
+        Err(_) => Err(format!("no answer within {timeout}s")),
     }
 }
 
