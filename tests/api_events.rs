@@ -9,7 +9,7 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use common::origin::{self, Origin, text};
+use common::origin::{self, Origin};
 use common::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,16 +28,7 @@ struct Bench {
 impl Bench {
     async fn start() -> Bench {
         let p = start_proxy("").await;
-        let permits = Arc::new(Semaphore::new(0));
-        let gate = permits.clone();
-        let agent = origin::start(None, move |_req| {
-            let gate = gate.clone();
-            async move {
-                gate.acquire().await.unwrap().forget();
-                text(r#"{"result": "fine"}"#)
-            }
-        })
-        .await;
+        let (agent, permits) = origin::held_agent(0).await;
         let http = p.control();
         Bench {
             p,

@@ -1,20 +1,27 @@
-//! Fuzz targets for every parser that takes untrusted bytes (issue #9): the SSE/NDJSON
+//! Fuzz targets for every parser that takes outside bytes (issues #9, #23): the SSE/NDJSON
 //! framer and the LLM response rewriters (bytes from any upstream), the request rewriters
 //! and tool-response injection (bytes from the agent and its tools), config loading (a
-//! user's file), and the proxy's request heads and the control API's bodies (bytes from
-//! any client), the last two against the real daemon. Bounded here; `scripts/fuzz.sh`
-//! runs each for a set time (docs/benchmarks.md has the executions reached).
+//! user's file) and run configs sent to the control API, HAR tapes, session files, saved
+//! reports and certificates (files from anyone), and the proxy's request heads and the
+//! control API's chaos bodies (bytes from any client) against the real daemon. Each test is
+//! named after its target. Bounded here (a few seconds in all); `scripts/fuzz.sh` runs each
+//! for a budget (docs/benchmarks.md has the executions reached).
 
 mod common;
 #[path = "fuzz/corpus.rs"]
 mod corpus;
+#[path = "fuzz/crash.rs"]
+mod crash;
+#[path = "fuzz/files.rs"]
+mod files;
+#[path = "fuzz/json.rs"]
+mod json;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
-
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+#[path = "fuzz/proxy.rs"]
+mod proxy;
+#[path = "fuzz/seeds.rs"]
+mod seeds;
 
 use flakestorm::chaos::attack::{apply_to_request, inject_tool_response};
 use flakestorm::chaos::budget::Budget;
@@ -22,7 +29,7 @@ use flakestorm::chaos::rewrite::{LlmRewriter, Out};
 use flakestorm::config::chaos::{AttackMode, LlmMode};
 use flakestorm::exchange::Provider;
 use flakestorm::llm::frame::{Event, Framing, Splitter};
-use mutate::{Target, chunks, run};
+use mutate::{Target, chunks, run, run_parallel};
 
 const PROVIDERS: [Provider; 4] = [
     Provider::Openai,
@@ -36,11 +43,12 @@ const LIMIT: usize = 256 * 1024;
 const MAX_REWRITE: usize = 1024 * 1024;
 
 #[test]
-fn sse_and_ndjson_framer() {
+fn framer() {
     let t = Target {
         name: "framer",
         corpus: corpus::streams(),
         dictionary: corpus::STREAM_TOKENS,
+        values: vec![],
         runs: 5_000,
         max_len: 64 * 1024,
     };
@@ -62,12 +70,13 @@ fn sse_and_ndjson_framer() {
 }
 
 #[test]
-fn llm_response_rewriters() {
+fn llm_rewriters() {
     let modes = corpus::llm_modes();
     let t = Target {
         name: "llm_rewriters",
         corpus: corpus::llm_bodies(),
         dictionary: corpus::STREAM_TOKENS,
+        values: vec![],
         runs: 6_000,
         max_len: 64 * 1024,
     };
@@ -98,12 +107,13 @@ fn llm_response_rewriters() {
 }
 
 #[test]
-fn request_and_tool_response_rewriters() {
+fn request_rewriters() {
     let attacks = corpus::attacks();
     let t = Target {
         name: "request_rewriters",
         corpus: corpus::requests(),
         dictionary: corpus::JSON_TOKENS,
+        values: vec![],
         runs: 6_000,
         max_len: 64 * 1024,
     };
@@ -129,105 +139,168 @@ fn request_and_tool_response_rewriters() {
     });
 }
 
+/// A temporary folder on tmpfs when there is one: targets that hand their input to a
+/// reader of files write it once per execution.
+fn scratch() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    match shm.is_dir() {
+        true => tempfile::tempdir_in(shm).unwrap(),
+        false => tempfile::tempdir().unwrap(),
+    }
+}
+
+/// A user's `flakestorm.yaml`, read from its file: errors that each say what is wrong, or
+/// a config that names its file and the digest of its bytes.
 #[test]
-fn config_loading() {
-    let dir = tempfile::tempdir().unwrap();
+fn config() {
+    let dir = scratch();
     let path = dir.path().join("flakestorm.yaml");
     let t = Target {
         name: "config",
         corpus: corpus::configs(),
         dictionary: corpus::YAML_TOKENS,
+        values: json::values(&corpus::configs()),
         runs: 1_500,
         max_len: 32 * 1024,
     };
     let env = Default::default();
     run(&t, |_, input| {
         std::fs::write(&path, input).unwrap();
-        let _ = flakestorm::config::load_with_env(Some(&path), &Default::default(), &env);
+        match flakestorm::config::load_with_env(Some(&path), &Default::default(), &env) {
+            Ok(loaded) => {
+                mutate::parsed();
+                assert_eq!(loaded.file.as_deref(), Some(path.as_path()));
+                let want = flakestorm::config::digest(input);
+                assert_eq!(loaded.digest, Some(want), "the digest is the file's");
+            }
+            Err(e) => assert!(
+                !e.errors.is_empty() && e.errors.iter().all(|e| !e.message.is_empty()),
+                "an invalid config says what is wrong: {e}"
+            ),
+        }
     });
 }
 
-static PANICS: AtomicUsize = AtomicUsize::new(0);
+/// `POST /v1/runs` bodies through the API's own check (`api::check_submission`: the body
+/// parsed, the run's fields and its config loaded as a control API off loopback does,
+/// which opens no file and starts nothing): accepted, or refused saying why.
+#[test]
+fn run_bodies() {
+    let dir = scratch();
+    let t = Target {
+        name: "run_bodies",
+        corpus: seeds::run_bodies(),
+        dictionary: seeds::BODY_TOKENS,
+        values: json::values(&seeds::run_bodies()),
+        runs: 1_000,
+        max_len: 32 * 1024,
+    };
+    let _ = dir;
+    run(&t, files::run_body);
+}
+
+/// HAR tapes (`replay run`, `replay export`, `tape` commands): see `files::tape`.
+#[test]
+fn tapes() {
+    let t = Target {
+        name: "tapes",
+        corpus: seeds::tapes(),
+        dictionary: seeds::HAR_TOKENS,
+        values: json::values(&seeds::tapes()),
+        runs: 4_000,
+        max_len: 32 * 1024,
+    };
+    run(&t, files::tape);
+}
+
+/// Session files (`replay run`): see `files::session`.
+#[test]
+fn sessions() {
+    let dir = scratch();
+    let file = dir.path().join("session.yaml");
+    let t = Target {
+        name: "sessions",
+        corpus: seeds::sessions(),
+        dictionary: seeds::SESSION_TOKENS,
+        values: json::values(&seeds::sessions()),
+        runs: 3_000,
+        max_len: 16 * 1024,
+    };
+    run(&t, |_, input| files::session(&file, input));
+}
+
+/// Saved reports (`report`, `replay export --from-report`, `certificate`): see
+/// `files::report`.
+#[test]
+fn reports() {
+    let t = Target {
+        name: "reports",
+        corpus: seeds::reports(),
+        dictionary: seeds::REPORT_TOKENS,
+        values: json::values(&seeds::reports()),
+        runs: 600,
+        max_len: 64 * 1024,
+    };
+    run(&t, |_, input| files::report(input));
+}
+
+/// Certificate pages (`certificate verify`): see `files::certificate`.
+#[test]
+fn certificates() {
+    let dir = scratch();
+    let reports = seeds::reports();
+    let c = files::certificates(dir.path(), &reports[..2]);
+    let t = Target {
+        name: "certificates",
+        corpus: c.pages.clone(),
+        dictionary: seeds::CERTIFICATE_TOKENS,
+        values: vec![],
+        runs: 1_500,
+        max_len: 64 * 1024,
+    };
+    run(&t, |rng, input| files::certificate(&c, rng, input));
+}
+
+/// Connections that write proxied inputs at once (the daemon answers one while the next
+/// is being written; `FUZZ_WORKERS` sets another number); chaos writes run alone
+/// (`proxy.rs`).
+fn proxy_workers() -> u64 {
+    std::env::var("FUZZ_WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(4)
+}
 
 /// Raw request heads and bodies from a hostile client, over TCP to the real daemon: each
 /// gets an answer or a close (never a hang), no task panics, and the daemon keeps serving.
 #[test]
-fn proxy_request_heads_and_control_bodies() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
+fn proxy_heads() {
+    proxy::count_daemon_panics();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(proxy::DAEMON_THREADS)
+        .build()
+        .unwrap();
     let (p, origin) = rt.block_on(async {
         let origin = common::origin::fixed(None, "ok").await;
-        (common::start_proxy("").await, origin)
+        // A mutated host name is looked up by the system resolver; where no DNS answers
+        // (CI sandboxes), each lookup would hold its input for the resolver's 5 s.
+        let yaml = "proxy: {connect_timeout_ms: 250}";
+        (common::start_proxy(yaml).await, origin)
     });
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        PANICS.fetch_add(1, Ordering::SeqCst);
-        default(info);
-    }));
-    let proxy = p.addr();
-    let control = p.daemon.control_addr;
-    let healthy = format!(
-        "GET http://{}/health HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        origin.addr, origin.addr
-    );
+    let token = p.daemon.control_token.to_string();
+    let h = proxy::Harness::new(p.addr(), p.daemon.control_addr, origin.addr, &token);
     let t = Target {
         name: "proxy_heads",
-        corpus: corpus::heads(origin.addr, control),
+        corpus: corpus::heads(origin.addr, h.control, &token),
         dictionary: corpus::HTTP_TOKENS,
+        values: vec![],
         runs: 400,
         max_len: 16 * 1024,
     };
-    let mut n = 0u64;
-    let reset =
-        format!("DELETE /v1/chaos HTTP/1.1\r\nHost: {control}\r\nConnection: close\r\n\r\n");
-    run(&t, |_, input| {
-        if input.starts_with(b"PUT /v1/") {
-            exchange_raw(control, input, true);
-            // Rules a mutated body installed must not slow the inputs after it.
-            let answer = exchange_raw(control, reset.as_bytes(), false);
-            assert!(
-                answer.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&answer)
-            );
-        } else {
-            exchange_raw(proxy, input, true);
-        }
-        n += 1;
-        if n.is_multiple_of(50) {
-            let answer = exchange_raw(proxy, healthy.as_bytes(), false);
-            assert!(
-                answer.starts_with(b"HTTP/1.1 200") && answer.ends_with(b"ok"),
-                "the proxy stopped serving: {}",
-                String::from_utf8_lossy(&answer)
-            );
-        }
-    });
-    let _ = std::panic::take_hook();
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a daemon task panicked");
+    run_parallel(&t, proxy_workers(), |_, input| h.check(input));
+    assert_eq!(proxy::daemon_panics(), 0, "a daemon task panicked");
     rt.block_on(p.stop());
-}
-
-/// Writes `input` and reads until the daemon closes. A daemon that neither answers nor
-/// closes within 20 s is hung on this input. `half_close` ends the input with EOF, so that
-/// a mutated, incomplete request is answered or dropped at once (hyper then closes the
-/// connection, answer or not); well-formed requests ask for `Connection: close` instead.
-fn exchange_raw(to: std::net::SocketAddr, input: &[u8], half_close: bool) -> Vec<u8> {
-    let mut s = TcpStream::connect(to).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    // The daemon may answer and close before reading everything: a reset is an answer.
-    let _ = s.write_all(input);
-    if half_close {
-        let _ = s.shutdown(Shutdown::Write);
-    }
-    let mut out = vec![];
-    match s.read_to_end(&mut out) {
-        Ok(_) => out,
-        Err(e)
-            if e.kind() == std::io::ErrorKind::WouldBlock
-                || e.kind() == std::io::ErrorKind::TimedOut =>
-        {
-            panic!("no answer and no close within 20 s")
-        }
-        Err(_) => out,
-    }
+    // Lookups of mutated host names may still be blocked in the system resolver.
+    rt.shutdown_background();
 }

@@ -4,14 +4,12 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::cli::{flakestorm, write_config};
-use common::origin::{self, text};
+use common::origin;
 use common::serve::Serve;
+use common::serve::one_at_a_time;
 use common::within;
-use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use serde_json::Value;
 
 async fn serve(dir: &std::path::Path) -> Serve {
     common::serve::serve(dir, &["-c", "flakestorm.yaml"], "warn", false).await
@@ -19,18 +17,6 @@ async fn serve(dir: &std::path::Path) -> Serve {
 
 async fn json_of(r: reqwest::Response) -> Value {
     serde_json::from_str(&r.text().await.unwrap()).unwrap()
-}
-
-/// Reads the SSE body until a `case` event.
-async fn until_case(resp: &mut reqwest::Response) {
-    let mut buf = String::new();
-    within("a case event", async {
-        while !buf.contains("event: case\n") {
-            let chunk = resp.chunk().await.unwrap().expect("stream ended early");
-            buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    })
-    .await;
 }
 
 #[tokio::test]
@@ -41,39 +27,10 @@ async fn a_daemon_killed_mid_run_leaves_the_run_interrupted_with_its_finished_ca
     let daemon = serve(d).await;
 
     // The agent answers its first call and holds the second until the test ends.
-    let permits = Arc::new(Semaphore::new(1));
-    let p = permits.clone();
-    let agent = origin::start(None, move |_req| {
-        let p = p.clone();
-        async move {
-            p.acquire().await.unwrap().forget();
-            text(r#"{"result": "fine"}"#)
-        }
-    })
-    .await;
-    let config = format!(
-        "agent: {{endpoint: '{}'}}\ngolden_prompts: [one, two, three]\n\
-         invariants: [{{type: output_not_empty}}]\n\
-         chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n\
-         advanced: {{concurrency: 1}}\n",
-        agent.http_url("/invoke")
-    );
+    let (agent, permits) = origin::held_agent(1).await;
+    let id = daemon.submit("chaos", &one_at_a_time(&agent)).await;
+    let events = daemon.until_event(&id, "case").await;
     let http = daemon.client();
-    let r = http
-        .post(daemon.url("/v1/runs"))
-        .header("content-type", "application/json")
-        .body(json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let id = json_of(r).await["id"].as_str().unwrap().to_string();
-    let mut events = http
-        .get(daemon.url(&format!("/v1/runs/{id}/events")))
-        .send()
-        .await
-        .unwrap();
-    until_case(&mut events).await;
     // `GET /v1/runs` flushes the store: the finished case is committed before the kill.
     let listed = json_of(http.get(daemon.url("/v1/runs")).send().await.unwrap()).await;
     assert_eq!(listed["runs"][0]["status"], "running", "{listed}");

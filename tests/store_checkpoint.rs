@@ -10,7 +10,6 @@ use common::cli::{flakestorm, write_config};
 use common::origin::{self, text};
 use common::within;
 use flakestorm::store::{DB_FILE, NewRun, RunKind, RunStatus, Store};
-use serde_json::{Value, json};
 
 /// The ids of the runs `flakestorm.db` of `data` holds on its own: the file copied into
 /// a new folder without its `-wal`, read there. An empty list when the copy is not yet a
@@ -119,30 +118,8 @@ async fn serve_stopped_with_sigterm_leaves_its_runs_in_the_database_file() {
     write_config(d, "data_dir: data\n");
     let daemon = common::serve::serve(d, &["-c", "flakestorm.yaml"], "warn", false).await;
     let agent = agent().await;
-    let http = daemon.client();
-    let r = http
-        .post(daemon.url("/v1/runs"))
-        .header("content-type", "application/json")
-        .body(json!({"kind": "chaos", "config": run_config(&agent)}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let run: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-    let id = run["id"].as_str().unwrap().to_string();
-    let mut events = http
-        .get(daemon.url(&format!("/v1/runs/{id}/events")))
-        .send()
-        .await
-        .unwrap();
-    within("the run's done event", async {
-        let mut seen = String::new();
-        while !seen.contains("event: done\n") {
-            let chunk = events.chunk().await.unwrap().expect("stream ended early");
-            seen.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    })
-    .await;
+    let id = daemon.submit("chaos", &run_config(&agent)).await;
+    drop(daemon.until_event(&id, "done").await);
     let pid = daemon.child.id().unwrap().to_string();
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &pid])

@@ -6,17 +6,15 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Arc;
 
 use common::cli::{flakestorm, write_config};
-use common::origin::{self, text};
-use common::serve::Serve;
+use common::origin;
+use common::serve::{Serve, one_at_a_time};
 use common::within;
 use flakestorm::store::{
     CaseRecord, DB_FILE, INTERRUPTED, NewRun, RunId, RunKind, RunStatus, Store,
 };
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 
 fn running(store: &Store) -> RunId {
     store.begin_run(NewRun {
@@ -150,46 +148,11 @@ async fn a_killed_peers_run_is_interrupted_on_the_live_daemon() {
     let second = serve(d).await;
 
     // The agent answers its first call and holds the others until the test ends.
-    let permits = Arc::new(Semaphore::new(1));
-    let p = permits.clone();
-    let agent = origin::start(None, move |_req| {
-        let p = p.clone();
-        async move {
-            p.acquire().await.unwrap().forget();
-            text(r#"{"result": "fine"}"#)
-        }
-    })
-    .await;
-    let config = format!(
-        "agent: {{endpoint: '{}'}}\ngolden_prompts: [one, two, three]\n\
-         invariants: [{{type: output_not_empty}}]\n\
-         chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n\
-         advanced: {{concurrency: 1}}\n",
-        agent.http_url("/invoke")
-    );
+    let (agent, permits) = origin::held_agent(1).await;
+    let id = second.submit("chaos", &one_at_a_time(&agent)).await;
+    let events = second.until_event(&id, "case").await;
+    // Both daemons share the data_dir, and so its token.
     let http = second.client();
-    let r = http
-        .post(second.url("/v1/runs"))
-        .header("content-type", "application/json")
-        .body(json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let id = json_of(r).await["id"].as_str().unwrap().to_string();
-    let mut events = http
-        .get(second.url(&format!("/v1/runs/{id}/events")))
-        .send()
-        .await
-        .unwrap();
-    within("a case event", async {
-        let mut buf = String::new();
-        while !buf.contains("event: case\n") {
-            let chunk = events.chunk().await.unwrap().expect("stream ended early");
-            buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    })
-    .await;
     // `GET /v1/runs` flushes the second's store: its finished case is committed.
     http.get(second.url("/v1/runs")).send().await.unwrap();
     let get = async |url: String| json_of(http.get(url).send().await.unwrap()).await;

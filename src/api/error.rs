@@ -30,7 +30,8 @@ pub enum ApiError {
     InvalidChaos(Vec<crate::config::ConfigError>),
     #[error("{0}")]
     UnknownProfile(String),
-    #[error("{0}")]
+    /// The message is the summary; `errors` lists each problem (the first 50).
+    #[error("{}{}", .0.summary(), omitted(.0.omitted))]
     InvalidConfig(crate::config::ConfigErrors),
     #[error("{0}")]
     NotRunnable(String),
@@ -58,6 +59,14 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Internal(String),
+}
+
+/// What an answer says of the problems `errors` does not list.
+fn omitted(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(" ({n} more not listed in `errors`: fix those first)"),
+    }
 }
 
 impl ApiError {
@@ -88,7 +97,16 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
+        let (status, _) = self.status_and_code();
+        (status, axum::Json(self.body())).into_response()
+    }
+}
+
+impl ApiError {
+    /// The answer's JSON: code, message, and the problems at their paths (the first
+    /// `config::MAX_LISTED`, so no body makes a larger answer than that).
+    pub fn body(&self) -> serde_json::Value {
+        let (_, code) = self.status_and_code();
         let mut body = serde_json::json!({"error": {"code": code, "message": self.to_string()}});
         if let ApiError::InvalidParam { field, message } = &self {
             body["error"]["errors"] = serde_json::json!([{"path": field, "message": message}]);
@@ -113,12 +131,13 @@ impl IntoResponse for ApiError {
             | ApiError::Internal(_) => None,
         };
         if let Some(errors) = errors {
-            let list: Vec<_> = errors
+            let (listed, _) = crate::config::capped(errors.clone());
+            let list: Vec<_> = listed
                 .iter()
                 .map(|e| serde_json::json!({"path": e.path, "message": e.message}))
                 .collect();
             body["error"]["errors"] = serde_json::json!(list);
         }
-        (status, axum::Json(body)).into_response()
+        body
     }
 }

@@ -132,12 +132,12 @@ fn submission(
 }
 
 /// For the fuzz targets: `submission` as a control API off loopback sees it, which opens no
-/// file and starts nothing; the error in words.
+/// file and starts nothing; a refusal as the JSON the API would answer.
 #[doc(hidden)]
 pub fn check_submission(body: &[u8], yaml: bool) -> Result<(), String> {
     submission(body, yaml, false, &[])
         .map(drop)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.body().to_string())
 }
 
 /// The run kind asked for, and the problems with the request's own fields (the config

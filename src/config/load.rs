@@ -116,12 +116,9 @@ pub fn load_with_env(
         |f| f.display().to_string(),
     );
     let text = match file {
-        Some(path) => read_limited(path).map_err(|e| ConfigErrors {
-            source_name: source_name.clone(),
-            errors: vec![ConfigError::new(
-                "",
-                format!("cannot read config file: {e}"),
-            )],
+        Some(path) => read_limited(path).map_err(|e| {
+            let why = ConfigError::new("", format!("cannot read config file: {e}"));
+            ConfigErrors::new(source_name.clone(), vec![why])
         })?,
         None => String::new(),
     };
@@ -198,12 +195,9 @@ pub fn load_submitted(
         }
         Submitted::File(path) => {
             let name = path.display().to_string();
-            let text = read_limited(path).map_err(|e| ConfigErrors {
-                source_name: name.clone(),
-                errors: vec![ConfigError::new(
-                    "",
-                    format!("cannot read config file: {e}"),
-                )],
+            let text = read_limited(path).map_err(|e| {
+                let why = ConfigError::new("", format!("cannot read config file: {e}"));
+                ConfigErrors::new(name.clone(), vec![why])
             })?;
             let base = path
                 .parent()
@@ -254,10 +248,7 @@ fn load_source(
     policy: &Policy,
 ) -> Result<Loaded, ConfigErrors> {
     let env = |name: &str| vars.get(name).cloned().ok_or_else(|| (policy.unset)(name));
-    let fail = |errors| ConfigErrors {
-        source_name: source.name.clone(),
-        errors,
-    };
+    let fail = |errors| ConfigErrors::new(source.name.clone(), errors);
     let text = source.text;
     super::untrusted::check_yaml(text).map_err(fail)?;
     let layers = if policy.layers {
@@ -323,10 +314,16 @@ fn layered(
         let message = super::redact::serde_message(&e.to_string());
         ConfigError::new(path, message)
     };
-    let file: Value = Figment::new()
-        .merge(Yaml::string(text))
-        .extract()
-        .map_err(located)?;
+    // A JSON object (a config sent to `/v1/runs` as an object, a JSON file) is read as
+    // JSON: the YAML parser would refuse a DEL in a string and fold a U+0085 into a space.
+    let json = serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object);
+    let base = || match &json {
+        Some(v) => Figment::new().merge(Serialized::defaults(v)),
+        None => Figment::new().merge(Yaml::string(text)),
+    };
+    let file: Value = base().extract().map_err(located)?;
     // A value set under a section the file spells as a scalar (`proxy: "x"` plus
     // `--listen`) would replace that section whole and hide its error: such layers are
     // skipped, so the file's error is reported as it is without them.
@@ -342,7 +339,7 @@ fn layered(
         }
         true
     };
-    let mut fig = Figment::new().merge(Yaml::string(text));
+    let mut fig = base();
     // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
     // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
     for (name, value) in vars {

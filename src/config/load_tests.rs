@@ -664,3 +664,18 @@ fn a_submitted_config_takes_no_layers_and_sets_the_daemons_sections_aside() {
         "{e}"
     );
 }
+
+#[test]
+fn a_json_config_keeps_every_character_of_its_strings() {
+    // What `token_manipulation` puts into prompts, in a config sent as a JSON object.
+    let text = serde_json::json!({"golden_prompts": ["a\u{85}b\u{7f}c"]}).to_string();
+    let base = PathBuf::from(".");
+    let loaded = load_text(&text, "t", &base, &Overrides::default(), &BTreeMap::new()).unwrap();
+    assert_eq!(loaded.config.golden_prompts, ["a\u{85}b\u{7f}c"]);
+    let sent = Submitted::Text {
+        text: &text,
+        base: &base,
+    };
+    let loaded = load_submitted(sent, &BTreeMap::new()).unwrap();
+    assert_eq!(loaded.config.golden_prompts, ["a\u{85}b\u{7f}c"]);
+}

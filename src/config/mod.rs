@@ -45,7 +45,7 @@ pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
 pub use chaos_load::parse_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
-pub use error::{ConfigError, ConfigErrors};
+pub use error::{ConfigError, ConfigErrors, MAX_LISTED, capped};
 pub use expand::{is_var_name, referenced as referenced_vars};
 pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
 pub use load::{

@@ -371,11 +371,16 @@ pub fn read_session(file: &Path) -> Result<Session, SessionFileError> {
 }
 
 /// A session file's text as a value: the size, depth, duplicate-key and syntax checks of
-/// config files first (errors with their line), then the YAML parser (JSON is YAML).
+/// config files first (errors with their line), then JSON as JSON, else the YAML parser.
+/// JSON is YAML but for strings: a YAML parser refuses DEL and C1 controls and folds
+/// U+0085 into a space, which JSON (`replay export` of a mutated prompt) carries as is.
 fn parse(text: &str) -> Result<Value, String> {
     if let Err(errors) = super::untrusted::check_yaml(text) {
         let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
         return Err(all.join("; "));
+    }
+    if let Ok(json) = serde_json::from_str(text) {
+        return Ok(json);
     }
     let yaml = <figment::providers::Yaml as figment::providers::Format>::string(text);
     figment::Figment::from(yaml)

@@ -46,6 +46,23 @@ fn sessions_inline_and_in_files_with_defaults() {
     assert_eq!((a.tool_responses[0].status, s.on_miss), (200, OnMiss::Live));
 }
 
+/// Found by tests/fuzz.rs (`sessions`): `replay export` writes a mutated prompt's DEL or
+/// U+0085 as is in JSON, which the YAML parser refused or turned into a space.
+#[test]
+fn a_json_session_keeps_every_character_of_its_strings() {
+    let text = "{\"id\": \"a\u{7f}b\", \"input\": \"c\u{85}d\u{2028}\"}";
+    let v = parse(text).unwrap();
+    assert_eq!(
+        (&v["id"], &v["input"]),
+        (&"a\u{7f}b".into(), &"c\u{85}d\u{2028}".into())
+    );
+    assert_eq!(
+        parse("id: a\ninput: b\n").unwrap()["input"],
+        "b",
+        "YAML still reads"
+    );
+}
+
 #[test]
 fn bad_sessions_are_named_by_path() {
     let (_, errors) = spec(

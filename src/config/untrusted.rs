@@ -183,7 +183,7 @@ pub fn check_yaml(text: &str) -> Result<(), Vec<ConfigError>> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(errors)
+        Err(super::error::capped(errors).0)
     }
 }
 

@@ -178,6 +178,22 @@ pub async fn echo() -> Origin {
     .await
 }
 
+/// An agent that answers `{"result": "fine"}` once per permit: `permits` to begin with,
+/// then one for each the test adds to the semaphore; the others wait.
+pub async fn held_agent(permits: usize) -> (Origin, Arc<tokio::sync::Semaphore>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(permits));
+    let g = gate.clone();
+    let agent = start(None, move |_req| {
+        let g = g.clone();
+        async move {
+            g.acquire().await.unwrap().forget();
+            text(r#"{"result": "fine"}"#)
+        }
+    })
+    .await;
+    (agent, gate)
+}
+
 /// A search tool's API: every request gets `{"results": [the fact]}`.
 pub async fn search_tool() -> Origin {
     json(r#"{"results": ["ACME Q3 revenue was $4.1B"]}"#).await

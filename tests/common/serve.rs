@@ -90,4 +90,54 @@ impl Serve {
     pub fn client(&self) -> reqwest::Client {
         super::control_client(self.token.as_deref().unwrap_or_default())
     }
+
+    /// `POST /v1/runs` a `kind` run of `config` (YAML text); its id, after checking the 202.
+    pub async fn submit(&self, kind: &str, config: &str) -> String {
+        let body = serde_json::json!({"kind": kind, "config": config});
+        let r = self
+            .client()
+            .post(self.url("/v1/runs"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert_eq!(status, 202, "{text}");
+        let run: serde_json::Value = serde_json::from_str(&text).unwrap();
+        run["id"].as_str().unwrap().to_string()
+    }
+
+    /// Follows run `id`'s events until one of kind `event` has come; the stream, to read on.
+    pub async fn until_event(&self, id: &str, event: &str) -> reqwest::Response {
+        let url = self.url(&format!("/v1/runs/{id}/events"));
+        let mut events = self.client().get(url).send().await.unwrap();
+        let needle = format!("event: {event}\n");
+        within(&format!("a {event} event"), async {
+            let mut seen = String::new();
+            while !seen.contains(&needle) {
+                let chunk = events
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream ended early");
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await;
+        events
+    }
+}
+
+/// A chaos run of three prompts, one case at a time, against `agent` (with a held agent,
+/// a run that stays in flight).
+pub fn one_at_a_time(agent: &super::origin::Origin) -> String {
+    format!(
+        "agent: {{endpoint: '{}'}}\ngolden_prompts: [one, two, three]\n\
+         invariants: [{{type: output_not_empty}}]\n\
+         chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n\
+         advanced: {{concurrency: 1}}\n",
+        agent.http_url("/invoke")
+    )
 }

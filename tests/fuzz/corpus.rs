@@ -273,7 +273,7 @@ pub fn configs() -> Vec<Vec<u8>> {
 
 /// Request heads a client may send the proxy (absolute-form, CONNECT, upgrades, chunked
 /// bodies) and control-API writes (sent to `control`).
-pub fn heads(origin: SocketAddr, control: SocketAddr) -> Vec<Vec<u8>> {
+pub fn heads(origin: SocketAddr, control: SocketAddr, token: &str) -> Vec<Vec<u8>> {
     let o = origin;
     vec![
         format!("GET http://{o}/search?q=1 HTTP/1.1\r\nHost: {o}\r\nConnection: close\r\n\r\n"),
@@ -284,18 +284,18 @@ pub fn heads(origin: SocketAddr, control: SocketAddr) -> Vec<Vec<u8>> {
         format!("CONNECT localhost:{} HTTP/1.1\r\nHost: localhost\r\n\r\nGET / HTTP/1.1\r\n\r\n", o.port()),
         "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n".to_string(),
         format!("GET http://{o}/ HTTP/1.0\r\n\r\n"),
-        put(control, "application/json", r#"{"llm_faults":[{"mode":"rate_limit","probability":0.5,"retry_after_s":1}]}"#),
-        put(control, "application/yaml", "tool_faults:\n  - {tool: \"*\", mode: error, error_code: 503}\n"),
-        put(control, "application/yaml", "context_attacks:\n  - &a {type: overflow, inject_tokens: 100}\n  - *a\n"),
+        put(control, token, "application/json", r#"{"llm_faults":[{"mode":"rate_limit","probability":0.5,"retry_after_s":1}]}"#),
+        put(control, token, "application/yaml", "tool_faults:\n  - {tool: \"*\", mode: error, error_code: 503}\n"),
+        put(control, token, "application/yaml", "context_attacks:\n  - &a {type: overflow, inject_tokens: 100}\n  - *a\n"),
     ]
     .into_iter()
     .map(String::into_bytes)
     .collect()
 }
 
-fn put(control: SocketAddr, content_type: &str, body: &str) -> String {
+fn put(control: SocketAddr, token: &str, content_type: &str, body: &str) -> String {
     format!(
-        "PUT /v1/chaos HTTP/1.1\r\nHost: {control}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "PUT /v1/chaos HTTP/1.1\r\nHost: {control}\r\nAuthorization: Bearer {token}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
 }

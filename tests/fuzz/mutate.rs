@@ -3,12 +3,17 @@
 //!
 //! Each target gets a seed corpus of valid inputs and a dictionary of tokens that matter to
 //! its grammar; inputs are corpus entries with a few random edits (bit flips, tokens,
-//! splices, cuts, repeats). Runs are deterministic for a seed: `FUZZ_SEED` picks it,
-//! `FUZZ_SECS` runs each target for that long instead of its fixed number of executions
-//! (scripts/fuzz.sh). A panic is reported with the input that caused it, escaped.
+//! splices, cuts, repeats). Runs are deterministic for a seed: `FUZZ_SEED` picks it. The
+//! budget is the target's fixed number of executions, or `FUZZ_RUNS` executions, or
+//! `FUZZ_SECS` seconds (scripts/fuzz.sh). A panic is a crash: its input is saved
+//! (`crash.rs`), fuzzing goes on, and the target fails at the end naming every crash.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::crash::{Crash, Crashes};
 
 /// xorshift64*: deterministic, good enough to pick edits.
 pub struct Rng(u64);
@@ -35,12 +40,24 @@ impl Rng {
     }
 }
 
+thread_local! {
+    static PARSED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts an input the target's parser accepted (reported beside the executions: how
+/// many inputs reached the checks past the parser).
+pub fn parsed() {
+    PARSED.with(|p| p.set(p.get() + 1));
+}
+
 /// What one target fuzzes with.
 pub struct Target<'a> {
     pub name: &'a str,
     pub corpus: Vec<Vec<u8>>,
     pub dictionary: &'a [&'a [u8]],
-    /// Executions when `FUZZ_SECS` is not set (the test command's bounded run).
+    /// The seeds as JSON values (`json::values`), for JSON-aware edits; empty: bytes only.
+    pub values: Vec<serde_json::Value>,
+    /// Executions when neither `FUZZ_RUNS` nor `FUZZ_SECS` is set (the test command's run).
     pub runs: u64,
     /// Largest input produced.
     pub max_len: usize,
@@ -48,21 +65,39 @@ pub struct Target<'a> {
 
 /// The seed (`FUZZ_SEED`, default fixed so a failure in CI reproduces locally).
 pub fn seed() -> u64 {
-    std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_F1A4_E570_0000)
+    env_u64("FUZZ_SEED").unwrap_or(0x5EED_F1A4_E570_0000)
 }
 
-fn budget(runs: u64) -> (u64, Option<Duration>) {
-    match std::env::var("FUZZ_SECS").ok().and_then(|s| s.parse().ok()) {
-        Some(secs) => (u64::MAX, Some(Duration::from_secs(secs))),
-        None => (runs, None),
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
+}
+
+/// How long a target runs.
+#[derive(Clone, Copy)]
+enum Budget {
+    Runs(u64),
+    Time(Duration),
+}
+
+fn budget(runs: u64) -> Budget {
+    match (env_u64("FUZZ_RUNS"), env_u64("FUZZ_SECS")) {
+        (Some(n), _) => Budget::Runs(n),
+        (None, Some(secs)) => Budget::Time(Duration::from_secs(secs)),
+        (None, None) => Budget::Runs(runs),
     }
 }
 
-/// One mutated input from the corpus.
+/// One mutated input from the corpus: byte edits, or for half the inputs of a target with
+/// JSON seeds, JSON-aware edits and now and then a byte edit on top.
 pub fn mutate(rng: &mut Rng, t: &Target) -> Vec<u8> {
+    if !t.values.is_empty() && rng.chance(2) {
+        let mut data = crate::json::mutate(rng, &t.values);
+        if rng.chance(4) {
+            edit(rng, t, &mut data);
+        }
+        data.truncate(t.max_len);
+        return data;
+    }
     let mut data = t.corpus[rng.below(t.corpus.len())].clone();
     let edits = 1 + rng.below(6);
     for _ in 0..edits {
@@ -135,40 +170,132 @@ pub fn chunks<'d>(rng: &mut Rng, data: &'d [u8]) -> Vec<&'d [u8]> {
     out
 }
 
-/// Runs `check` on mutated inputs until the budget is spent; returns the executions.
-/// A panic fails the test with the input that caused it.
-pub fn run(t: &Target, mut check: impl FnMut(&mut Rng, &[u8])) -> u64 {
-    let seed = seed();
-    let mut rng = Rng::new(seed ^ fnv(t.name.as_bytes()));
-    let (runs, time) = budget(t.runs);
-    #[allow(clippy::disallowed_methods)] // a fuzz budget is wall-clock time (scripts/fuzz.sh)
-    let started = Instant::now();
-    let mut done = 0;
-    while done < runs && time.is_none_or(|d| started.elapsed() < d) {
-        let input = mutate(&mut rng, t);
-        let mut inner = Rng::new(rng.next());
-        let result = catch_unwind(AssertUnwindSafe(|| check(&mut inner, &input)));
-        if let Err(panic) = result {
-            let what = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!(
-                "fuzz {}: execution {done} (FUZZ_SEED={seed}) panicked: {what}\ninput: {}",
-                t.name,
-                String::from_utf8_lossy(&input).escape_debug()
-            );
-        }
-        done += 1;
-    }
-    report(t.name, done, started.elapsed());
-    done
+/// A target's run, shared by its workers: the budget, the executions so far, the crashes.
+struct Fuzzing<'t> {
+    t: &'t Target<'t>,
+    seed: u64,
+    budget: Budget,
+    started: Instant,
+    claimed: AtomicU64,
+    done: AtomicU64,
+    parsed: AtomicU64,
+    crashes: Crashes,
 }
 
-pub fn report(name: &str, done: u64, took: Duration) {
+impl Fuzzing<'_> {
+    /// Whether the budget allows another execution (claimed, so workers share it).
+    fn claim(&self) -> bool {
+        match self.budget {
+            Budget::Runs(n) => self.claimed.fetch_add(1, Ordering::Relaxed) < n,
+            Budget::Time(d) => self.started.elapsed() < d,
+        }
+    }
+
+    /// Runs `check` on mutated inputs as worker `worker` until the budget is spent.
+    fn work(&self, worker: u64, check: &mut dyn FnMut(&mut Rng, &[u8])) {
+        let stream = self.seed ^ fnv(self.t.name.as_bytes()) ^ worker.wrapping_mul(0x9E37_79B9);
+        let mut rng = Rng::new(stream);
+        let mut execution = 0;
+        let parsed = PARSED.with(Cell::get);
+        while self.claim() {
+            let input = mutate(&mut rng, self.t);
+            let inner = rng.next();
+            if let Err(message) = attempt(check, inner, &input) {
+                self.crashes.add(
+                    self.t.name,
+                    Crash {
+                        input,
+                        message,
+                        seed: self.seed,
+                        worker,
+                        execution,
+                        inner,
+                    },
+                );
+            }
+            execution += 1;
+            self.done.fetch_add(1, Ordering::Relaxed);
+        }
+        let more = PARSED.with(Cell::get) - parsed;
+        self.parsed.fetch_add(more, Ordering::Relaxed);
+    }
+
+    /// Reports the run; fails the test if anything crashed.
+    fn finish(self) -> u64 {
+        let done = self.done.load(Ordering::Relaxed);
+        let crashes = self.crashes.count();
+        let parsed = self.parsed.load(Ordering::Relaxed);
+        report(self.t.name, done, self.started.elapsed(), parsed, crashes);
+        self.crashes.fail_if_any(self.t.name, done);
+        done
+    }
+}
+
+/// `check` on one input; the panic's message if it panicked.
+fn attempt(check: &mut dyn FnMut(&mut Rng, &[u8]), inner: u64, input: &[u8]) -> Result<(), String> {
+    let mut rng = Rng::new(inner);
+    catch_unwind(AssertUnwindSafe(|| check(&mut rng, input))).map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    })
+}
+
+fn start<'t>(t: &'t Target<'t>) -> Fuzzing<'t> {
+    #[allow(clippy::disallowed_methods)] // a fuzz budget is wall-clock time (scripts/fuzz.sh)
+    let started = Instant::now();
+    Fuzzing {
+        t,
+        seed: seed(),
+        budget: budget(t.runs),
+        started,
+        claimed: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        parsed: AtomicU64::new(0),
+        crashes: Crashes::default(),
+    }
+}
+
+/// Runs `check` on mutated inputs until the budget is spent; returns the executions.
+/// Crashes are saved as they happen; the test fails at the end if there were any. With
+/// `FUZZ_REPLAY` set, runs only the saved input it names (if it is this target's).
+pub fn run(t: &Target, mut check: impl FnMut(&mut Rng, &[u8])) -> u64 {
+    if let Some(replayed) = crate::crash::replay(t.name, &mut check) {
+        return replayed;
+    }
+    let f = start(t);
+    f.work(0, &mut check);
+    f.finish()
+}
+
+/// `run` on `workers` threads at once, each with its own stream of inputs (for targets
+/// that wait on I/O: the daemon answers one connection while the next is being written).
+pub fn run_parallel(t: &Target, workers: u64, check: impl Fn(&mut Rng, &[u8]) + Sync) -> u64 {
+    if let Some(replayed) = crate::crash::replay(t.name, &mut |rng, input| check(rng, input)) {
+        return replayed;
+    }
+    let f = start(t);
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            let (f, check) = (&f, &check);
+            s.spawn(move || f.work(w, &mut |rng, input| check(rng, input)));
+        }
+    });
+    f.finish()
+}
+
+pub fn report(name: &str, done: u64, took: Duration, parsed: u64, crashes: usize) {
+    let parsed = match parsed {
+        0 => String::new(),
+        n => format!(
+            ", {n} parsed ({:.0}%)",
+            100.0 * n as f64 / done.max(1) as f64
+        ),
+    };
     eprintln!(
-        "fuzz {name}: {done} executions in {:.1} s ({:.0}/s)",
+        "fuzz {name}: {done} executions in {:.1} s ({:.0}/s){parsed}, {crashes} crashes",
         took.as_secs_f64(),
         done as f64 / took.as_secs_f64().max(1e-9)
     );
