@@ -1,6 +1,7 @@
 """deploy/compose, end to end under podman-compose: the agent's tool call gets the 503
 injected by its sidecar (over HTTPS too, trusting the bundle from the shared volume),
-Prometheus scrapes flakestorm_requests_total for the tool, and the `ci` service's exit code
+Prometheus scrapes flakestorm_requests_total for the tool, another container calls the
+control API by the service's name (control.allowed_hosts), and the `ci` service's exit code
 is the compose run's (0 for the passing contract, 1 for the failing one). Also the compose
 file against the compose specification's schema.
 
@@ -132,6 +133,13 @@ def test_the_sidecar_faults_the_agents_tool_calls_and_ci_sets_the_exit_code(engi
     classes = {r["metric"]["status_class"] for r in got}
     assert {"2xx", "5xx"} <= classes, got
     assert project.query("flakestorm_chaos_active") is not None
+    # Another container of the compose network reaches the control API by the service's
+    # name, which control.allowed_hosts lists, with the token from .env.
+    call = ("import urllib.request as u,sys; o=u.build_opener(u.ProxyHandler({}));"
+            "r=u.Request('http://flakestorm:8081/v1/chaos', headers={'authorization': 'Bearer '+sys.argv[1]});"
+            "print(o.open(r, timeout=5).status)")
+    p = engine.podman("exec", project.container("prometheus"), "python3", "-c", call, project.token)
+    assert p.stdout.strip() == "200", p.stdout + p.stderr
     # The ci service: its exit code is the run's.
     p = project.compose("up", "--no-build", "--exit-code-from", "ci", "ci", check=False, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
