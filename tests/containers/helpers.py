@@ -115,8 +115,32 @@ def ensure_bases(log=print):
         podman("import", "--quiet", str(path), image)
 
 
+def image_id(name: str) -> str | None:
+    p = podman("image", "inspect", "--format", "{{.Id}}", name, check=False)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
 def build_images(binary: str):
-    """The Dockerfile's runtime stage with `binary`, the example agent, and Prometheus."""
+    """The Dockerfile's runtime stage with `binary`, the example agent, and Prometheus.
+    The images they replace (a new binary each build) are removed with their untagged
+    stages, so repeated runs do not fill the disk; one still in use is left."""
+    before = {name: image_id(name) for name in (IMAGE, AGENT, PROMETHEUS)}
+    existing = set(untagged())
+    build(binary)
+    for name, old in before.items():
+        if old and image_id(name) != old:
+            podman("rmi", old, check=False)
+    # A stage the images do not derive from (the prebuilt binary's) is left untagged;
+    # the layers the new images stand on are refused (they have children) and kept.
+    for image in set(untagged()) - existing:
+        podman("rmi", image, check=False)
+
+
+def untagged() -> list[str]:
+    return podman("images", "-a", "-q", "--no-trunc", "--filter", "dangling=true").stdout.split()
+
+
+def build(binary: str):
     docker = REPO / "target" / "docker"
     docker.mkdir(parents=True, exist_ok=True)
     shutil.copy2(binary, docker / "flakestorm")
