@@ -102,6 +102,7 @@ impl Daemon {
         }
         let ca = Arc::new(ca);
         let metrics = Metrics::new();
+        metrics.runs_known(&run_kinds(), &end_statuses());
         let j = &config.journal;
         let journal = Journal::new(
             j.capacity,
@@ -267,6 +268,23 @@ pub fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
          unless proxy.allow_loopback_targets lists them"
     );
     Ok(())
+}
+
+/// The run kinds and the statuses a run ends with, as the run metrics label them.
+fn run_kinds() -> Vec<&'static str> {
+    crate::run::RunKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect()
+}
+
+fn end_statuses() -> Vec<&'static str> {
+    use crate::store::RunStatus;
+    RunStatus::ALL
+        .iter()
+        .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
+        .map(|s| s.as_str())
+        .collect()
 }
 
 /// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.

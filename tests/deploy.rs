@@ -332,6 +332,26 @@ async fn rules_with_a_ttl_revert_on_a_live_daemon() {
     p.stop().await;
 }
 
+/// Before any run, every kind's run series is exported at 0: the first failed run of a
+/// sidecar is then an increase that `FlakestormRunFailed` and the dashboard's run
+/// annotations see (a series that appears at 1 is no change to `increase()`).
+#[tokio::test]
+async fn run_series_are_exported_at_zero_before_any_run() {
+    let p = common::start_proxy("").await;
+    let metrics = format!("http://{}/metrics", p.daemon.control_addr);
+    let text = common::get_text(&p.control(), &metrics).await;
+    for want in [
+        "flakestorm_runs_total{kind=\"ci\",status=\"failed\"} 0\n",
+        "flakestorm_runs_total{kind=\"contract\",status=\"not_tested\"} 0\n",
+        "flakestorm_runs_started_total{kind=\"ci\"} 0\n",
+        "flakestorm_runs_running{kind=\"replay\"} 0\n",
+    ] {
+        assert!(text.contains(want), "missing {want} in {text}");
+    }
+    assert!(!text.contains("status=\"queued\""), "{text}");
+    p.stop().await;
+}
+
 /// A sidecar's control API reached on loopback from another container of its pod (or
 /// compose's `network_mode: service:…`): loopback, yet not the client's file system, and
 /// listening off loopback, so it reads no config path. `--server` then sends the config

@@ -104,6 +104,21 @@ impl super::Metrics {
         f.running.get_or_create(&KindLabels { kind }).inc();
     }
 
+    /// Every kind's started and running series, and every (kind, end status) of
+    /// `runs_total`, at 0 before any run: a series that first appears at 1 is no change
+    /// to `increase()` or `changes()`, so the first failed run of a daemon (a CI sidecar
+    /// has one) would raise no alert and mark no annotation.
+    pub fn runs_known(&self, kinds: &[&'static str], statuses: &[&'static str]) {
+        let f = &self.inner.runs;
+        for &kind in kinds {
+            drop(f.started.get_or_create(&KindLabels { kind }));
+            drop(f.running.get_or_create(&KindLabels { kind }));
+            for &status in statuses {
+                drop(f.runs.get_or_create(&RunLabels { kind, status }));
+            }
+        }
+    }
+
     /// A run that had started (`run_started`) is no longer running; `run_ended` follows.
     pub fn run_stopped(&self, kind: &'static str) {
         self.inner
@@ -143,6 +158,21 @@ impl super::Metrics {
 mod tests {
     use super::super::Metrics;
     use super::*;
+
+    #[test]
+    fn known_kinds_and_statuses_are_exported_at_zero_before_any_run() {
+        let m = Metrics::new();
+        m.runs_known(&["ci", "chaos"], &["passed", "failed"]);
+        let text = m.encode();
+        for want in [
+            r#"flakestorm_runs_started_total{kind="ci"} 0"#,
+            r#"flakestorm_runs_running{kind="chaos"} 0"#,
+            r#"flakestorm_runs_total{kind="ci",status="failed"} 0"#,
+            r#"flakestorm_runs_total{kind="chaos",status="passed"} 0"#,
+        ] {
+            assert!(text.contains(want), "missing {want} in {text}");
+        }
+    }
 
     #[test]
     fn a_run_that_ended_is_counted_with_its_scores_and_verdicts() {
