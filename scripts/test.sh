@@ -4,7 +4,10 @@
 # (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
 # agent-framework suite (LangGraph + langchain-openai under `contract run`) against the built
 # binary, the HTML report opened in headless Chromium (tests/reports), and a recorded tape
-# read by haralyzer (tests/tapes).
+# read by haralyzer (tests/tapes), and the deployment files run for real (tests/containers:
+# the image built and run with podman, the compose example under podman-compose, the
+# Kubernetes pod under podman kube play, promtool on the Prometheus files and on /metrics,
+# the Grafana queries, systemd-analyze on the unit).
 # It installs what the Python suites need into .venv-tests (and the older SDK majors into
 # .venv-tests-older), so it works on a clean machine.
 set -euo pipefail
@@ -50,7 +53,7 @@ fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
   -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
-  -r tests/tapes/requirements.txt
+  -r tests/tapes/requirements.txt -r tests/containers/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
@@ -85,3 +88,24 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
 
 echo "==> tapes read by an independent HAR reader (tests/tapes)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q
+
+echo "==> deployment run for real: image, compose, Kubernetes, Prometheus, Grafana, systemd (tests/containers)"
+# Debian's podman with runc (crun fails on these machines' cgroup layout: containers.conf
+# says runc), mmdebstrap for the offline base images, promtool from Debian's prometheus.
+# kubectl (kustomize) and systemd-analyze come with the machine. A machine where they
+# cannot be installed skips the container tests with a loud message (tests/containers).
+deploy_missing=()
+command -v podman >/dev/null || deploy_missing+=(podman)
+command -v runc >/dev/null || deploy_missing+=(runc)
+command -v mmdebstrap >/dev/null || deploy_missing+=(mmdebstrap)
+command -v promtool >/dev/null || deploy_missing+=(prometheus)
+if [ ${#deploy_missing[@]} -gt 0 ]; then
+  echo "==> installing ${deploy_missing[*]} (apt)"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${deploy_missing[@]}" \
+    || echo "WARNING: could not install ${deploy_missing[*]}: the container tests will say what is missing"
+fi
+deploy_start=$(date +%s)
+CONTAINERS_CONF="$PWD/tests/containers/containers.conf" FLAKESTORM_BIN="$bin" \
+  .venv-tests/bin/python -m pytest tests/containers -q -rs
+echo "--- tests/containers took $(( $(date +%s) - deploy_start )) s (figures: target/containers/figures.json)"

@@ -1,6 +1,8 @@
-//! The composition root: loads the CA, builds metrics, journal and proxy, binds the proxy
-//! and control listeners, and stops them together. Used by `serve`, `demo` and the
-//! integration tests (which bind `127.0.0.1:0` and read the bound addresses back).
+//! The composition root: loads the CA (from `ca.dir`, or the `ca.cert_file`/`ca.key_file`
+//! pair), writes the CA bundle (`ca.bundle_file`), builds metrics, journal and proxy, binds
+//! the proxy and control listeners, says when it is ready (`/readyz`), and stops them
+//! together. Used by `serve`, `demo` and the integration tests (which bind `127.0.0.1:0`
+//! and read the bound addresses back).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiState, DeadlineListener, router};
+use crate::api::{ApiState, DeadlineListener, Expiry, Readiness, router};
 use crate::chaos::Engine;
 use crate::config::Config;
 use crate::jobs::Jobs;
@@ -22,8 +24,13 @@ use crate::tls::{CertificateAuthority, TlsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("CA in {dir}: {source}")]
-    Ca { dir: PathBuf, source: TlsError },
+    #[error("CA {what}: {source}")]
+    Ca { what: String, source: TlsError },
+    #[error(
+        "ca.bundle_file: {0} (it is written at each start from the system roots and the CA; \
+         install ca-certificates, or unset ca.bundle_file)"
+    )]
+    Bundle(String),
     #[error(transparent)]
     Proxy(#[from] ProxyBuildError),
     #[error(
@@ -79,17 +86,23 @@ pub struct Daemon {
     pub control_token: Arc<str>,
     /// `data_dir/control.token` when the token is kept there (no `control.token` set).
     pub token_file: Option<PathBuf>,
+    /// What `/readyz` answers.
+    pub ready: Readiness,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl Daemon {
     pub async fn start(config: &Config) -> Result<Daemon, DaemonError> {
-        let dir = config.ca.dir.clone();
-        let (ca, ca_created) = CertificateAuthority::load_or_create(&dir)
-            .map_err(|source| DaemonError::Ca { dir, source })?;
+        let (ca, ca_created) = load_ca(&config.ca)?;
+        let ready = Readiness::default();
+        ready.ca_loaded(ca.not_after());
+        if let Some(out) = &config.ca.bundle_file {
+            write_bundle(out, ca.cert_pem())?;
+        }
         let ca = Arc::new(ca);
         let metrics = Metrics::new();
+        metrics.runs_known(&run_kinds(), &end_statuses());
         let j = &config.journal;
         let journal = Journal::new(
             j.capacity,
@@ -133,6 +146,8 @@ impl Daemon {
             hosts: crate::api::Hosts::new(control_addr.ip(), &config.control.allowed_hosts),
             expose_env: config.control.expose_env.clone().into(),
             keep_alive: crate::api::keep_alive(config.proxy.header_timeout_ms),
+            ready: ready.clone(),
+            expiry: Expiry::new(config.chaos.clone()),
         };
         // No control connection lives forever either (docs/proxy.md, connection limits).
         let control_listener = DeadlineListener::new(
@@ -140,7 +155,14 @@ impl Daemon {
             std::time::Duration::from_millis(config.proxy.header_timeout_ms),
         );
         let stop = CancellationToken::new();
-        let proxy_task = tokio::spawn(proxy.serve(proxy_listener, stop.clone().cancelled_owned()));
+        let serving = ready.clone();
+        let proxy_stop = stop.clone().cancelled_owned();
+        serving.proxy_serving(true);
+        let proxy_task = tokio::spawn(async move {
+            proxy.serve(proxy_listener, proxy_stop).await;
+            serving.proxy_serving(false);
+        });
+        ready.config_applied();
         let api_stop = stop.clone();
         let api_task = tokio::spawn(async move {
             let serve = axum::serve(control_listener, router(state))
@@ -161,6 +183,7 @@ impl Daemon {
             store,
             control_token,
             token_file,
+            ready,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -169,6 +192,7 @@ impl Daemon {
     /// Stops accepting, lets in-flight exchanges finish (up to `proxy.drain_timeout_ms`),
     /// then returns.
     pub async fn stop(self) {
+        self.ready.stopping();
         self.jobs.interrupt_all();
         self.stop.cancel();
         for t in self.tasks {
@@ -179,6 +203,37 @@ impl Daemon {
             tracing::warn!("{e}");
         }
     }
+}
+
+/// The CA: the `cert_file`/`key_file` pair as it is, or the one in `dir` (created there
+/// when it has none). Returns whether it was created.
+fn load_ca(spec: &crate::config::CaSpec) -> Result<(CertificateAuthority, bool), DaemonError> {
+    match (&spec.cert_file, &spec.key_file) {
+        (Some(cert), Some(key)) => CertificateAuthority::from_files(cert, key)
+            .map(|ca| (ca, false))
+            .map_err(|source| DaemonError::Ca {
+                what: format!("from ca.cert_file {}", cert.display()),
+                source,
+            }),
+        _ => CertificateAuthority::load_or_create(&spec.dir).map_err(|source| DaemonError::Ca {
+            what: format!("in {}", spec.dir.display()),
+            source,
+        }),
+    }
+}
+
+/// The system roots plus `ca_pem`, written to `out`.
+fn write_bundle(out: &std::path::Path, ca_pem: &str) -> Result<(), DaemonError> {
+    let roots = crate::tls::system_roots().ok_or_else(|| {
+        DaemonError::Bundle(format!(
+            "no system root bundle found (looked for {})",
+            crate::tls::SYSTEM_ROOTS.join(", ")
+        ))
+    })?;
+    let n = crate::tls::write_bundle(out, &roots, ca_pem)
+        .map_err(|e| DaemonError::Bundle(e.to_string()))?;
+    tracing::info!("CA bundle written to {} ({n} certificates)", out.display());
+    Ok(())
 }
 
 /// `control.token`, or (none set) the token kept in `data_dir/control.token`, made at the
@@ -213,6 +268,23 @@ pub fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
          unless proxy.allow_loopback_targets lists them"
     );
     Ok(())
+}
+
+/// The run kinds and the statuses a run ends with, as the run metrics label them.
+fn run_kinds() -> Vec<&'static str> {
+    crate::run::RunKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect()
+}
+
+fn end_statuses() -> Vec<&'static str> {
+    use crate::store::RunStatus;
+    RunStatus::ALL
+        .iter()
+        .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
+        .map(|s| s.as_str())
+        .collect()
 }
 
 /// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.

@@ -15,6 +15,6 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = flakestorm::cli::Cli::parse();
-    flakestorm::telemetry::init_tracing("flakestorm=info,warn");
+    flakestorm::telemetry::init_tracing("flakestorm=info,warn", cli.log_format);
     flakestorm::cli::run(cli).await
 }

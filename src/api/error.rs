@@ -21,6 +21,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("bad request body: {0}")]
     BadBody(String),
+    /// A query parameter (`field`) that is malformed or out of range.
+    #[error("query parameter `{field}`: {message}")]
+    InvalidParam { field: String, message: String },
     #[error("request body too large: {0}")]
     TooLarge(String),
     #[error("invalid chaos rules ({} problems)", .0.len())]
@@ -77,6 +80,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
+            ApiError::InvalidParam { .. } => (StatusCode::BAD_REQUEST, "invalid_param"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::InvalidChaos(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_chaos"),
             ApiError::UnknownProfile(_) => (StatusCode::NOT_FOUND, "unknown_profile"),
@@ -104,6 +108,9 @@ impl ApiError {
     pub fn body(&self) -> serde_json::Value {
         let (_, code) = self.status_and_code();
         let mut body = serde_json::json!({"error": {"code": code, "message": self.to_string()}});
+        if let ApiError::InvalidParam { field, message } = &self {
+            body["error"]["errors"] = serde_json::json!([{"path": field, "message": message}]);
+        }
         let errors = match &self {
             ApiError::InvalidChaos(errors) => Some(errors),
             ApiError::InvalidConfig(e) => Some(&e.errors),
@@ -113,6 +120,7 @@ impl ApiError {
             | ApiError::ForbiddenOrigin(_)
             | ApiError::UnsupportedMediaType(_)
             | ApiError::BadBody(_)
+            | ApiError::InvalidParam { .. }
             | ApiError::TooLarge(_)
             | ApiError::UnknownProfile(_)
             | ApiError::NotRunnable(_)

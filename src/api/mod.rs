@@ -1,7 +1,9 @@
-//! The control plane's HTTP API (axum): health, Prometheus metrics, the CA certificate, the
-//! chaos rules (`chaos`: read, replace through the loader's own compile path, clear,
-//! profiles, reset) and runs. Every `/v1/*` request passes `guard` (no browser page may
-//! reach it) and then the token; `error` is the only place API errors get HTTP statuses.
+//! The control plane's HTTP API (axum): liveness and readiness (`ready`), Prometheus
+//! metrics, the CA certificate, the chaos rules (`chaos`: read, replace through the loader's
+//! own compile path, clear, profiles, reset; `ttl`: rules that revert by themselves) and
+//! runs. Every `/v1/*` request passes `guard` (no browser page may reach it) and then the
+//! token; only `/healthz`, `/readyz` and `/metrics` are open. `error` is the only place API
+//! errors get HTTP statuses.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
@@ -12,10 +14,12 @@ mod deadline;
 mod error;
 mod guard;
 mod openapi;
+mod ready;
 mod runs;
 mod sse;
 mod submitted;
 pub mod token;
+pub mod ttl;
 
 use std::sync::Arc;
 
@@ -29,8 +33,10 @@ use axum::routing::{get, post};
 pub use deadline::DeadlineListener;
 pub use error::ApiError;
 pub use guard::Hosts;
+pub use ready::Readiness;
 #[doc(hidden)]
 pub use runs::check_submission;
+pub use ttl::Expiry;
 
 use crate::chaos::Engine;
 use crate::config::ToolSpec;
@@ -57,6 +63,10 @@ pub struct ApiState {
     /// How often a quiet `/events` stream sends a keep-alive comment: more often than the
     /// control connections' read deadline (`DeadlineListener`), which each write restarts.
     pub keep_alive: std::time::Duration,
+    /// What `/readyz` answers (set by the daemon).
+    pub ready: Readiness,
+    /// The baseline chaos rules and a pending `ttl` revert.
+    pub expiry: Expiry,
 }
 
 /// The `/events` keep-alive interval for a control read deadline of `header_timeout_ms`:
@@ -97,6 +107,7 @@ pub fn router(state: ApiState) -> Router {
         ));
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(ready::readyz))
         .route("/metrics", get(metrics))
         .merge(v1)
         .fallback(|| async { ApiError::NotFound })
@@ -112,6 +123,7 @@ async fn healthz() -> impl IntoResponse {
 /// Prometheus metrics (OpenMetrics text).
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
 async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
+    s.metrics.set_chaos_active(s.chaos.active());
     let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     (
         [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
@@ -175,6 +187,8 @@ pub(crate) fn test_state(jobs: crate::jobs::Jobs) -> ApiState {
         hosts: Hosts::new(std::net::Ipv4Addr::LOCALHOST.into(), &[]),
         expose_env: Arc::from(vec![]),
         keep_alive: std::time::Duration::from_secs(15),
+        ready: Readiness::ready_now(),
+        expiry: Expiry::new(Default::default()),
     }
 }
 

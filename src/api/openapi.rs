@@ -15,6 +15,7 @@ use utoipa::OpenApi;
     ),
     paths(
         super::healthz,
+        super::ready::readyz,
         super::metrics,
         super::ca_pem,
         super::chaos::get_chaos,
@@ -46,7 +47,8 @@ pub struct ErrorDetail {
     /// E.g. `invalid_config`, `run_not_found`, `run_finished`, `unauthorized`.
     code: String,
     message: String,
-    /// With `invalid_config` and `invalid_chaos`: every problem at its path.
+    /// With `invalid_config` and `invalid_chaos`: every problem at its path; with
+    /// `invalid_param`: the parameter (e.g. `ttl`).
     errors: Option<Vec<Problem>>,
 }
 
@@ -120,7 +122,7 @@ mod tests {
         ] {
             assert!(routed.contains(&(path.into(), method.into())), "{routed:?}");
         }
-        assert_eq!(routed.len(), 16, "{routed:?}");
+        assert_eq!(routed.len(), 17, "{routed:?}");
         assert_eq!(documented, routed);
         let body = &doc["components"]["schemas"];
         for schema in [

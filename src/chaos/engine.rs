@@ -84,9 +84,33 @@ impl Engine {
     }
 
     /// Makes `rules` (compiled at load or by the control API) the active rule set, with
-    /// fresh counters.
-    pub fn set(&self, rules: &CompiledChaos) {
-        self.swap(Arc::new(RuleSet::new(rules)));
+    /// fresh counters; returns it (to compare with `rules()` later, see `set_if_current`).
+    pub fn set(&self, rules: &CompiledChaos) -> Arc<RuleSet> {
+        let installed = Arc::new(RuleSet::new(rules));
+        self.swap(installed.clone());
+        installed
+    }
+
+    /// Makes `rules` the active rule set only if `current` (a set `set` returned) is still
+    /// the active one; false when something else (a run's scenario, newer rules) is.
+    pub fn set_if_current(&self, current: &Arc<RuleSet>, rules: &CompiledChaos) -> bool {
+        let mut slot = self.inner.rules.write().unwrap_or_else(|p| p.into_inner());
+        if !Arc::ptr_eq(&slot, current) {
+            return false;
+        }
+        *slot = Arc::new(RuleSet::new(rules));
+        true
+    }
+
+    /// Whether any rule is in force: global rules, or a run's rules for a trace id.
+    pub fn active(&self) -> bool {
+        !self.rules().is_empty()
+            || !self
+                .inner
+                .traces
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
     }
 
     fn swap(&self, rules: Arc<RuleSet>) -> Arc<RuleSet> {

@@ -33,14 +33,27 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
     };
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
-    // These lines are a contract: scripts and tests wait for them (see docs/cli.md).
+    // These lines are a contract: scripts and tests wait for them (docs/proxy.md). The
+    // addresses are ones a client can use: 127.0.0.1 for a listener on 0.0.0.0.
+    let (proxy_at, control_at) = (usable(daemon.proxy_addr), usable(daemon.control_addr));
+    tracing::info!(proxy = %proxy_at, control = %control_at, "listening");
     let mut out = String::new();
-    say!(out, "flakestorm: proxy listening on {}", daemon.proxy_addr);
-    say!(
-        out,
-        "flakestorm: control listening on {}",
-        daemon.control_addr
-    );
+    say!(out, "flakestorm: proxy listening on {proxy_at}");
+    say!(out, "flakestorm: control listening on {control_at}");
+    for (what, bound) in [
+        ("proxy", daemon.proxy_addr),
+        ("control", daemon.control_addr),
+    ] {
+        if bound.ip().is_unspecified() {
+            say!(
+                out,
+                "flakestorm: {what} bound to every interface ({bound}): other hosts reach it \
+                 at {}:{} or this host's address",
+                host_name(),
+                bound.port()
+            );
+        }
+    }
     if let Some(file) = &daemon.token_file {
         let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
         say!(
@@ -66,12 +79,14 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
     if daemon.ca_created {
         say!(out, "flakestorm: created a new CA at {}", ca.display());
     }
-    let ca = ca.display();
-    let proxy = format!("http://{}", daemon.proxy_addr);
+    // With a bundle (system roots + CA), clients trust it alone: passthrough hosts too.
+    let bundle = loaded.config.ca.bundle_file.as_ref();
+    let trust = bundle.map_or_else(|| ca.display().to_string(), |b| b.display().to_string());
+    let proxy = format!("http://{proxy_at}");
     say!(
         out,
-        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={ca} \
-         REQUESTS_CA_BUNDLE={ca} NODE_EXTRA_CA_CERTS={ca}"
+        "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={trust} \
+         REQUESTS_CA_BUNDLE={trust} NODE_EXTRA_CA_CERTS={trust}"
     );
     // A closed stdout (a supervisor that dropped it) must not stop the daemon.
     if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {
@@ -93,6 +108,26 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
             )
         }
     }
+}
+
+/// An address a client can connect to: loopback for a listener on every interface.
+fn usable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
+        _ => addr,
+    }
+}
+
+/// This host's name (a container's or pod's own name), as other hosts may know it.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "this-host".into())
 }
 
 /// A signal that stops a run command.
@@ -212,9 +247,38 @@ pub(super) fn ca(command: CaCommand) -> anyhow::Result<()> {
         CaCommand::Init { config, .. } => (config, "init"),
         CaCommand::Export { config } => (config, "export"),
         CaCommand::Path { config } => (config, "path"),
+        CaCommand::Bundle { config, .. } => (config, "bundle"),
     };
     let loaded = load(arg, Overrides::default())
         .map_err(|_| anyhow::anyhow!("the configuration is invalid"))?;
+    if let CaCommand::Bundle {
+        output,
+        cert,
+        system_roots,
+        ..
+    } = &command
+    {
+        let cert = cert.clone().unwrap_or_else(|| loaded.config.ca.cert_path());
+        return bundle(output, &cert, system_roots.as_deref());
+    }
+    if let (Some(cert), "init" | "export" | "path") = (&loaded.config.ca.cert_file, action) {
+        // A CA given as files is used as it is: never made or replaced here.
+        anyhow::ensure!(
+            action != "init",
+            "ca.cert_file is set ({}): that CA is used as it is; `ca init` makes one in ca.dir \
+             only",
+            cert.display()
+        );
+        if action == "path" {
+            println!("{}", cert.display());
+        } else {
+            print!(
+                "{}",
+                crate::files::read_to_string(cert, crate::files::Limit::Pem)?
+            );
+        }
+        return Ok(());
+    }
     let dir = loaded.config.ca.dir;
     match (action, &command) {
         ("init", CaCommand::Init { force, .. }) => {
@@ -235,5 +299,33 @@ pub(super) fn ca(command: CaCommand) -> anyhow::Result<()> {
             println!("{}", std::fs::canonicalize(&path).unwrap_or(path).display());
         }
     }
+    Ok(())
+}
+
+/// `ca bundle`: the system roots plus the CA certificate `cert`, written to `out`.
+fn bundle(out: &Path, cert: &Path, roots: Option<&Path>) -> anyhow::Result<()> {
+    let pem = crate::files::read_to_string(cert, crate::files::Limit::Pem).with_context(|| {
+        format!(
+            "no CA certificate at {}; run `flakestorm ca init` (or start `serve` once)",
+            cert.display()
+        )
+    })?;
+    let roots = match roots {
+        Some(r) => r.to_path_buf(),
+        None => crate::tls::system_roots().with_context(|| {
+            format!(
+                "no system root bundle found (looked for {}): install ca-certificates, or \
+                 name one with --system-roots",
+                crate::tls::SYSTEM_ROOTS.join(", ")
+            )
+        })?,
+    };
+    let n = crate::tls::write_bundle(out, &roots, &pem)?;
+    println!(
+        "wrote {} ({n} certificates: the CA {} and the roots of {})",
+        out.display(),
+        cert.display(),
+        roots.display()
+    );
     Ok(())
 }

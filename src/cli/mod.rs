@@ -12,6 +12,7 @@ use crate::run::{RunKind, RunRequest};
 mod baseline;
 mod certificate;
 mod commands;
+mod health;
 mod history;
 mod langsmith;
 mod progress;
@@ -35,6 +36,17 @@ const DEFAULT_CONFIG: &str = "flakestorm.yaml";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines on stderr are written: `text`, or `json` (one object per line, for
+    /// log shippers).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t,
+        env = "FLAKESTORM_LOG_FORMAT",
+        value_name = "FORMAT"
+    )]
+    pub log_format: crate::telemetry::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -142,6 +154,9 @@ pub enum Command {
         #[arg(long)]
         print_config: bool,
     },
+    /// Ask a daemon whether it is alive (`/healthz`) or ready (`--ready`: `/readyz`); exit 0
+    /// when it is, 1 when not (container health checks; no curl needed).
+    Health(health::HealthArgs),
     /// Check a config file and list every problem in it.
     Validate {
         #[command(flatten)]
@@ -255,6 +270,22 @@ pub enum CaCommand {
     Path {
         #[command(flatten)]
         config: ConfigArg,
+    },
+    /// Write the system's root certificates plus the CA as one PEM bundle: what
+    /// SSL_CERT_FILE and REQUESTS_CA_BUNDLE must name so passthrough hosts keep working.
+    Bundle {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The bundle file to write.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+        /// The CA certificate (default: ca.cert_file, or ca.pem in ca.dir); no key needed.
+        #[arg(long, value_name = "FILE")]
+        cert: Option<PathBuf>,
+        /// The system root bundle (default: the first of /etc/ssl/certs/ca-certificates.crt
+        /// and the other distributions' usual paths that exists).
+        #[arg(long, value_name = "FILE")]
+        system_roots: Option<PathBuf>,
     },
 }
 
@@ -473,6 +504,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map(|text| print!("{text}"))
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
+        Command::Health(args) => return health::run(args).await,
         Command::Runs { command } => return history::run(command),
         Command::Report(args) => return report::run(args),
         Command::Certificate(args) => return certificate::run(args),

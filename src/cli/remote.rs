@@ -193,8 +193,25 @@ pub async fn run(
         Ok(b) => b,
         Err(e) => return usage(e),
     };
-    let run = match server.json(Method::POST, "/v1/runs", Some(body)).await {
+    let by_path = body.get("config_path").is_some();
+    let run = match server
+        .json(Method::POST, "/v1/runs", Some(body.clone()))
+        .await
+    {
         Ok(v) => v,
+        // A loopback address that is not this machine's file system: a sidecar sharing a
+        // pod's or a compose service's network namespace, listening off loopback too. It
+        // reads no path for a client: the config goes inline instead.
+        Err(e) if by_path && e.contains("config_path:") => {
+            let inline = match inline(body, loaded) {
+                Ok(b) => b,
+                Err(e) => return usage(e),
+            };
+            match server.json(Method::POST, "/v1/runs", Some(inline)).await {
+                Ok(v) => v,
+                Err(e) => return usage(e),
+            }
+        }
         Err(e) => return usage(e),
     };
     let Some(id) = run["id"].as_str().map(String::from) else {
@@ -262,6 +279,18 @@ async fn baseline(server: &Server, b: &Baseline, kind: RunKind) -> Result<Option
 fn usage(message: String) -> ExitCode {
     eprintln!("flakestorm: {message}");
     ExitCode::from(2)
+}
+
+/// `body` with the config's text in place of its path.
+fn inline(mut body: Value, loaded: &Loaded) -> Result<Value, String> {
+    let file = loaded.file.as_ref().ok_or("--server needs a config file")?;
+    let text = crate::files::read_to_string(file, crate::files::Limit::Config)
+        .map_err(|e| e.to_string())?;
+    if let Some(map) = body.as_object_mut() {
+        map.remove("config_path");
+        map.insert("config".into(), json!(text));
+    }
+    Ok(body)
 }
 
 /// The `POST /v1/runs` body: the config by path for a daemon on this machine, else inline.

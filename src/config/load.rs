@@ -530,6 +530,16 @@ fn resolve_paths(c: &mut Config, base: &Path) {
         }
     };
     fix(&mut c.ca.dir);
+    for p in [
+        &mut c.ca.cert_file,
+        &mut c.ca.key_file,
+        &mut c.ca.bundle_file,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        fix(p);
+    }
     fix(&mut c.data_dir);
     fix(&mut c.output.path);
     if let Some(p) = c.proxy.upstream_ca_file.as_mut() {

@@ -183,14 +183,35 @@ impl Default for ControlSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CaSpec {
+    /// Where the CA is kept (`ca.pem`, `ca.key`), created at the first start when empty.
     pub dir: PathBuf,
+    /// A CA certificate to use as it is (e.g. a mounted Secret's `tls.crt`); with
+    /// `key_file`, replaces `dir`: never created, never regenerated.
+    pub cert_file: Option<PathBuf>,
+    /// That certificate's private key (e.g. the Secret's `tls.key`).
+    pub key_file: Option<PathBuf>,
+    /// Where `serve` writes, at each start, the system roots plus the CA as one PEM bundle
+    /// (what `SSL_CERT_FILE`/`REQUESTS_CA_BUNDLE` of the agent should name).
+    pub bundle_file: Option<PathBuf>,
 }
 
 impl Default for CaSpec {
     fn default() -> Self {
         CaSpec {
             dir: PathBuf::from("certs"),
+            cert_file: None,
+            key_file: None,
+            bundle_file: None,
         }
+    }
+}
+
+impl CaSpec {
+    /// The CA certificate clients trust: `cert_file`, or `ca.pem` in `dir`.
+    pub fn cert_path(&self) -> PathBuf {
+        self.cert_file
+            .clone()
+            .unwrap_or_else(|| self.dir.join(crate::tls::CA_CERT_FILE))
     }
 }
 

@@ -11,6 +11,7 @@ use super::schema::*;
 pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>) {
     proxy(&mut c.proxy, errors);
     control(&c.control, errors);
+    ca(&c.ca, errors);
     tools(&c.tools, errors);
     for (i, l) in c.llm.iter().enumerate() {
         url_globs(&format!("llm[{i}].match_url"), &l.match_url, errors);
@@ -261,6 +262,25 @@ fn reverse(routes: &[ReverseSpec], errors: &mut Vec<ConfigError>) {
         if let Err(e) = r.upstream.get() {
             errors.push(ConfigError::new(format!("{path}.upstream"), e));
         }
+    }
+}
+
+/// `ca.cert_file` and `ca.key_file` come as a pair (the files themselves are read and
+/// checked when the daemon starts).
+fn ca(c: &CaSpec, errors: &mut Vec<ConfigError>) {
+    let missing = match (&c.cert_file, &c.key_file) {
+        (Some(_), None) => Some(("ca.key_file", "ca.cert_file")),
+        (None, Some(_)) => Some(("ca.cert_file", "ca.key_file")),
+        _ => None,
+    };
+    if let Some((path, other)) = missing {
+        errors.push(ConfigError::new(
+            path,
+            format!(
+                "required with {other}: give both the CA certificate and its key (e.g. a \
+                 Secret's tls.crt and tls.key), or neither to use ca.dir"
+            ),
+        ));
     }
 }
 

@@ -57,8 +57,14 @@ async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: 
     let Ok(_turn) = turn else {
         return end(&job, Status::Error, Some("the daemon is stopping".into())).await;
     };
-    job.lock().status = Status::Running;
+    let kind = {
+        let mut s = job.lock();
+        s.status = Status::Running;
+        s.kind.as_str()
+    };
     job.recorder.set_status(Status::Running);
+    job.metrics.run_started(kind);
+    tracing::info!(run = %job.id, kind, "run started");
     job.events.push("started", json!({"id": job.id}));
     match set_up(&inner, &job, &sub, declares).await {
         Ok(setup) => run(&inner, &job, &sub, &prepared, setup, exclusive).await,
@@ -300,12 +306,13 @@ async fn end(job: &Job, status: Status, reason: Option<String>) {
 
 /// Records the end in the live record and the metrics, and tells the followers.
 fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'static str]) {
-    let record = {
+    let (record, was_running) = {
         let mut s = job.lock();
+        let was_running = s.status == Status::Running;
         s.status = status;
         s.reason = reason;
         s.finished_ms = Some(crate::store::now_ms());
-        s.clone()
+        (s.clone(), was_running)
     };
     let seconds =
         (record.finished_ms.unwrap_or(record.started_ms) - record.started_ms) as f64 / 1000.0;
@@ -314,6 +321,10 @@ fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'sta
         kind: record.kind.as_str(),
         status: status.as_str(),
     };
+    if was_running {
+        job.metrics.run_stopped(run.kind);
+    }
+    tracing::info!(run = %job.id, kind = run.kind, status = run.status, "run ended");
     job.metrics.run_ended(run, seconds, &scores, verdicts);
     job.events.push("done", json!(record));
 }

@@ -1,10 +1,12 @@
-//! Logging setup and the Prometheus metrics every part of the daemon updates (`runs`: the
-//! metrics of the runs it drives).
+//! Logging setup (`LogFormat`: text or JSON lines) and the Prometheus metrics every part of
+//! the daemon updates (`runs`: the metrics of the runs it drives; `chaos`: whether chaos
+//! rules are in force and how often a `ttl` reverted them).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
 //! request.
 
+mod chaos;
 mod runs;
 
 use std::sync::Arc;
@@ -19,18 +21,33 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields.message`, …), for log
+    /// shippers (Loki, Fluent Bit, Vector, Cloud Logging).
+    Json,
+}
+
 /// Installs the global tracing subscriber: `RUST_LOG` if set, else `default_filter`.
 /// Logs go to stderr so stdout stays machine-readable (listening lines, JSON output).
-pub fn init_tracing(default_filter: &str) {
+pub fn init_tracing(default_filter: &str, format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    // A second init (tests, embedding) is harmless: keep the first subscriber.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    // A second init (tests, embedding) is harmless: keep the first subscriber.
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    };
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -87,6 +104,7 @@ struct Inner {
     proxy_errors: Family<ErrorLabels, Counter>,
     tunnels: Counter,
     runs: runs::RunFamilies,
+    chaos: chaos::ChaosFamilies,
 }
 
 /// Cheap-clone handle to the daemon's metrics.
@@ -179,8 +197,10 @@ impl Metrics {
             connection_timeouts.clone(),
         );
         let runs = runs::RunFamilies::register(&mut registry);
+        let chaos = chaos::ChaosFamilies::register(&mut registry);
         let inner = Inner {
             runs,
+            chaos,
             registry,
             connections_rejected,
             connection_timeouts,

@@ -1,5 +1,6 @@
-//! The metrics of runs driven by the daemon (`/v1/runs`): finished runs by kind and status,
-//! their duration, the latest score of each phase, and their cases by final verdict.
+//! The metrics of runs driven by the daemon (`/v1/runs`): runs started and running by kind
+//! (dashboards annotate run windows with them), finished runs by kind and status, their
+//! duration, the latest score of each phase, and their cases by final verdict.
 //! Registered in the daemon's one registry by `Metrics::new`.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -35,6 +36,8 @@ pub struct VerdictLabels {
 }
 
 pub(super) struct RunFamilies {
+    started: Family<KindLabels, Counter>,
+    running: Family<KindLabels, Gauge>,
     runs: Family<RunLabels, Counter>,
     duration: Family<KindLabels, Histogram>,
     score: Family<PhaseLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -43,6 +46,18 @@ pub(super) struct RunFamilies {
 
 impl RunFamilies {
     pub(super) fn register(registry: &mut Registry) -> RunFamilies {
+        let started = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "runs_started",
+            "Runs driven by the daemon that got their turn and started, by kind",
+            started.clone(),
+        );
+        let running = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "runs_running",
+            "Runs driven by the daemon running now, by kind",
+            running.clone(),
+        );
         let runs = Family::<RunLabels, Counter>::default();
         registry.register(
             "runs",
@@ -71,6 +86,8 @@ impl RunFamilies {
             cases.clone(),
         );
         RunFamilies {
+            started,
+            running,
             runs,
             duration,
             score,
@@ -80,6 +97,37 @@ impl RunFamilies {
 }
 
 impl super::Metrics {
+    /// A run of `kind` got its turn and started.
+    pub fn run_started(&self, kind: &'static str) {
+        let f = &self.inner.runs;
+        f.started.get_or_create(&KindLabels { kind }).inc();
+        f.running.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    /// Every kind's started and running series, and every (kind, end status) of
+    /// `runs_total`, at 0 before any run: a series that first appears at 1 is no change
+    /// to `increase()` or `changes()`, so the first failed run of a daemon (a CI sidecar
+    /// has one) would raise no alert and mark no annotation.
+    pub fn runs_known(&self, kinds: &[&'static str], statuses: &[&'static str]) {
+        let f = &self.inner.runs;
+        for &kind in kinds {
+            drop(f.started.get_or_create(&KindLabels { kind }));
+            drop(f.running.get_or_create(&KindLabels { kind }));
+            for &status in statuses {
+                drop(f.runs.get_or_create(&RunLabels { kind, status }));
+            }
+        }
+    }
+
+    /// A run that had started (`run_started`) is no longer running; `run_ended` follows.
+    pub fn run_stopped(&self, kind: &'static str) {
+        self.inner
+            .runs
+            .running
+            .get_or_create(&KindLabels { kind })
+            .dec();
+    }
+
     /// A run ended: its status, how long it ran, its phases' scores and its verdicts.
     pub fn run_ended(
         &self,
@@ -112,8 +160,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn known_kinds_and_statuses_are_exported_at_zero_before_any_run() {
+        let m = Metrics::new();
+        m.runs_known(&["ci", "chaos"], &["passed", "failed"]);
+        let text = m.encode();
+        for want in [
+            r#"flakestorm_runs_started_total{kind="ci"} 0"#,
+            r#"flakestorm_runs_running{kind="chaos"} 0"#,
+            r#"flakestorm_runs_total{kind="ci",status="failed"} 0"#,
+            r#"flakestorm_runs_total{kind="chaos",status="passed"} 0"#,
+        ] {
+            assert!(text.contains(want), "missing {want} in {text}");
+        }
+    }
+
+    #[test]
     fn a_run_that_ended_is_counted_with_its_scores_and_verdicts() {
         let m = Metrics::new();
+        m.run_started("ci");
+        assert!(
+            m.encode()
+                .contains(r#"flakestorm_runs_running{kind="ci"} 1"#)
+        );
+        m.run_stopped("ci");
         let run = RunLabels {
             kind: "ci",
             status: "failed",
@@ -125,6 +194,8 @@ mod tests {
         m.run_ended(run, 3.0, &scores, &["pass", "pass", "fail"]);
         let text = m.encode();
         for want in [
+            r#"flakestorm_runs_started_total{kind="ci"} 1"#,
+            r#"flakestorm_runs_running{kind="ci"} 0"#,
             r#"flakestorm_runs_total{kind="ci",status="failed"} 1"#,
             r#"flakestorm_run_duration_seconds_count{kind="ci"} 1"#,
             r#"flakestorm_score{phase="contract"} 87.5"#,

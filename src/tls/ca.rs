@@ -1,6 +1,8 @@
 //! The flakestorm certificate authority: created once (`ca init`, or by `serve` when
-//! missing), stored as `ca.pem` + `ca.key` (mode 0600) in the CA folder, and used to sign
-//! leaf certificates. The key is never served; `cert_pem` is what clients trust.
+//! missing), stored as `ca.pem` + `ca.key` (mode 0600) in the CA folder, or read from two
+//! files given (`ca.cert_file`/`ca.key_file`, e.g. a mounted Secret, never created or
+//! changed), checked (`check`: key matches, a CA, valid now) and used to sign leaf
+//! certificates. The key is never served; `cert_pem` is what clients trust.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ pub struct CertificateAuthority {
     cert_pem: String,
     cert_path: PathBuf,
     issuer: Issuer<'static, KeyPair>,
+    validity: super::check::Validity,
 }
 
 impl std::fmt::Debug for CertificateAuthority {
@@ -60,8 +63,13 @@ impl CertificateAuthority {
 
     /// Loads `ca.pem` and `ca.key` from `dir`.
     pub fn load(dir: &Path) -> Result<Self, TlsError> {
-        let cert_path = dir.join(CA_CERT_FILE);
-        let key_path = dir.join(CA_KEY_FILE);
+        Self::from_files(&dir.join(CA_CERT_FILE), &dir.join(CA_KEY_FILE))
+    }
+
+    /// Loads the CA from a certificate and a key file (PEM), checked: the key is the
+    /// certificate's, it is a CA, it is valid now.
+    pub fn from_files(cert_path: &Path, key_path: &Path) -> Result<Self, TlsError> {
+        let (cert_path, key_path) = (cert_path.to_path_buf(), key_path.to_path_buf());
         use crate::files::{Limit, read_to_string};
         let cert_pem = read_to_string(&cert_path, Limit::Pem)?;
         let key_pem = read_to_string(&key_path, Limit::Key)?;
@@ -71,13 +79,21 @@ impl CertificateAuthority {
             message: format!("not a valid {what}: {e}"),
         };
         let key = KeyPair::from_pem(&key_pem).map_err(|e| bad(&key_path, "PEM private key", e))?;
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let validity = super::check::check_ca(&cert_pem, &cert_path, &key, &key_path, now)?;
         let issuer = Issuer::from_ca_cert_pem(&cert_pem, key)
             .map_err(|e| bad(&cert_path, "PEM CA certificate", e))?;
         Ok(CertificateAuthority {
             cert_pem,
             cert_path,
             issuer,
+            validity,
         })
+    }
+
+    /// The certificate's `notAfter`, Unix seconds.
+    pub fn not_after(&self) -> i64 {
+        self.validity.not_after
     }
 
     pub fn cert_pem(&self) -> &str {
@@ -137,11 +153,14 @@ fn warn_if_readable_by_others(path: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
+        // Group-readable is how a Kubernetes Secret reaches a non-root container (the
+        // pod's fsGroup, defaultMode 0440): only a key every user can read is warned about.
         if let Ok(meta) = std::fs::metadata(path)
-            && meta.permissions().mode() & 0o077 != 0
+            && meta.permissions().mode() & 0o007 != 0
         {
             tracing::warn!(
-                "CA key {} is readable by other users; run `chmod 600` on it",
+                "CA key {} is readable by every user; run `chmod 600` on it (or 0440 with a \
+                 group only flakestorm is in, e.g. a Secret with defaultMode 0440 and fsGroup)",
                 path.display()
             );
         }

@@ -1,8 +1,11 @@
-//! TLS: the flakestorm CA (`ca`), per-host leaf certificates for interception (`leaf`),
-//! and the client configuration for upstream connections (`upstream`). All crypto uses
+//! TLS: the flakestorm CA (`ca`, checked by `check`), per-host leaf certificates for
+//! interception (`leaf`), the client configuration for upstream connections (`upstream`),
+//! and the trust bundle clients point at (`bundle`: system roots plus the CA). All crypto uses
 //! rustls with the `ring` provider, chosen explicitly (never the process default).
 
+mod bundle;
 mod ca;
+mod check;
 mod leaf;
 mod upstream;
 
@@ -13,6 +16,7 @@ use rustls::crypto::CryptoProvider;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
+pub use bundle::{SYSTEM_ROOTS, system_roots, write_bundle};
 pub use ca::{CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority};
 pub use leaf::LeafCache;
 pub use upstream::{UpstreamTls, client_config, read_ca_bundle};
@@ -29,6 +33,12 @@ pub enum TlsError {
     /// Not a regular file, too large, or unreadable (`files`).
     #[error(transparent)]
     File(#[from] crate::files::FileError),
+    #[error(
+        "the CA key {key} does not match the certificate {cert} (a certificate and a key of \
+         different issuances?): give the key that was issued with this certificate \
+         (ca.cert_file/ca.key_file, or ca.pem and ca.key in ca.dir)"
+    )]
+    KeyMismatch { cert: PathBuf, key: PathBuf },
     #[error(
         "CA {path} already exists; pass --force to replace it (clients must then trust the new one)"
     )]
