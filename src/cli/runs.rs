@@ -10,12 +10,14 @@ use std::process::ExitCode;
 
 use super::ReportArgs;
 use super::baseline::{Baseline, regressions};
+use super::progress::Display;
 use super::report_path;
-use super::session::{Options, Session};
+use super::session::Options;
 use crate::config::Loaded;
+use crate::run::session::Session;
 use crate::run::{
-    Report, RunRequest, RunVerdict, chaos_summary, execute, mutation_summary, prepare,
-    replay_summary, summary, verdict_line,
+    Report, RunRequest, RunVerdict, chaos_summary, mutation_summary, prepare, replay_summary,
+    summary, verdict_line,
 };
 use crate::store::RunStatus;
 
@@ -45,7 +47,7 @@ async fn begin(
     args: &ReportArgs,
     file: &str,
     show: Show,
-) -> Result<(Session, PathBuf), ExitCode> {
+) -> Result<(Session, Option<Display>, PathBuf), ExitCode> {
     let path = report_path::resolve(args.output.as_deref(), &loaded.config.output.path, file)
         .map_err(|e| {
             eprintln!("flakestorm: {e}");
@@ -56,8 +58,8 @@ async fn begin(
         agent_log: report_path::agent_log(&path),
         min_score: args.min_score.unwrap_or(loaded.config.scoring.min_score),
     };
-    let session = Session::start(loaded, opts).await?;
-    Ok((session, path))
+    let (session, display) = super::session::start(loaded, opts).await?;
+    Ok((session, display, path))
 }
 
 /// Runs `req` against the agent: checks the config can make it, starts the session, runs,
@@ -75,12 +77,13 @@ pub async fn run(
             return Ok(ExitCode::from(2));
         }
     };
-    let (mut session, path) = match begin(&loaded, &args, &req.kind.report_file(), show).await {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
-    };
+    let (mut session, display, path) =
+        match begin(&loaded, &args, &req.kind.report_file(), show).await {
+            Ok(s) => s,
+            Err(code) => return Ok(code),
+        };
     let baseline = match &args.baseline {
-        Some(b) => match Baseline::parse(b).scores_in(session.store(), req.kind) {
+        Some(b) => match Baseline::parse(b).scores_in(&session.proxy().store, req.kind) {
             Ok(found) => {
                 if found.is_none() && show.summary() {
                     eprintln!(
@@ -99,33 +102,30 @@ pub async fn run(
         },
         None => None,
     };
-    let recorder = session.record(req.kind, loaded.digest.clone());
-    let tapes = loaded.config.output.tapes;
-    if tapes != crate::config::Tapes::None {
-        session.ctx.journal.set_keep_bodies(true);
+    session.record_new(req.kind);
+    let result = session.execute(&prepared).await;
+    if let Some(d) = &display {
+        d.finish();
     }
-    let result = execute(&session.ctx, &loaded.config, &prepared).await;
-    let mut report = match result {
+    let report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
             // The store's error, if any, matters less than the run's.
-            let _ = recorder.fail(RunStatus::Error, Some(e.to_string())).await;
+            let _ = session.fail(RunStatus::Error, Some(e.to_string())).await;
             session.stop().await;
             return Ok(ExitCode::from(2));
         }
     };
-    let crashed = session.stop_agent().await;
-    if let Some(w) = report.warnings_mut() {
-        w.extend(crashed);
-    }
-    let written = crate::report::write_all(&report, &loaded.config.output.format, &path);
-    let (taped, untaped) = crate::run::tapes::write(&report, &session.ctx.journal, tapes, &path);
-    if !taped.is_empty() {
-        recorder.set_tapes(&crate::run::tapes::tapes_dir(&path));
-    }
-    let stored = recorder.finish(&report, &written.files).await;
+    let ended = session.finish(report, &path).await;
     session.stop().await;
+    let crate::run::session::Ended {
+        report,
+        written,
+        taped,
+        untaped,
+        stored,
+    } = ended;
     if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -1,19 +1,15 @@
-//! What every run command needs: the daemon (proxy + engine + journal), the agent started
-//! with the proxy environment when `agent.command` is set, a pre-flight check that it
-//! answers, and the embeddings endpoint (`advanced.embeddings`) tried before anything
-//! starts. A run that starts its own agent puts its proxy on a free port unless the config
-//! names one, and its control API always, so a `flakestorm serve` on the defaults is no
-//! obstacle. Failures print one message and become exit code 2.
+//! The CLI's side of a run's session (`run::Session`): the config a run command uses (a
+//! run that starts its own agent puts its proxy on a free port unless the config names
+//! one, and its control API always, so a `flakestorm serve` on the defaults is no
+//! obstacle), where the proxy and the agent's output are said, and the progress display.
+//! Failures print one message and become exit code 2.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::progress;
-use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
 use crate::config::{Config, Loaded};
-use crate::daemon::Daemon;
-use crate::run::{Declared, Embedder, RunContext, RunKind};
-use crate::store::{Recorder, RunStatus};
+use crate::run::session::{Behind, Options as RunOptions, Session};
 
 /// How a run command wants its session.
 pub struct Options {
@@ -26,116 +22,48 @@ pub struct Options {
     pub min_score: f64,
 }
 
-pub struct Session {
-    daemon: Daemon,
-    process: Option<AgentProcess>,
-    progress: Option<progress::Display>,
-    pub ctx: RunContext,
-}
-
-impl Session {
-    pub async fn start(loaded: &Loaded, opts: Options) -> Result<Session, ExitCode> {
-        let config = &run_config(loaded);
-        if config.agent.is_none() {
-            eprintln!(
-                "flakestorm: runs need an `agent:` section (endpoint of the agent under test)"
-            );
-            return Err(ExitCode::from(2));
-        };
-        let embedder = match Embedder::for_config(config).await {
-            Ok(e) => e,
-            Err(message) => {
-                eprintln!("flakestorm: {message}");
-                return Err(ExitCode::from(2));
+/// Starts the run's session behind a proxy of its own, with the progress display when
+/// `opts.progress`.
+pub async fn start(
+    loaded: &Loaded,
+    opts: Options,
+) -> Result<(Session, Option<progress::Display>), ExitCode> {
+    let config = run_config(loaded);
+    let starts_agent = config.agent.as_ref().is_some_and(|a| a.command.is_some());
+    let display = opts.progress.then(progress::Display::new);
+    let say = opts.progress;
+    let run_opts = RunOptions {
+        agent_log: opts.agent_log.clone(),
+        min_score: opts.min_score,
+        seed: None,
+        progress: display.as_ref().map(progress::Display::hooks),
+        before_agent: Some(Box::new(move |proxy| {
+            if say {
+                eprintln!(
+                    "flakestorm: proxy on {} for the agent's traffic",
+                    proxy.addr
+                );
             }
-        };
-        let daemon = match Daemon::start(config).await {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("flakestorm: error: {e}");
-                return Err(ExitCode::from(2));
-            }
-        };
-        if opts.progress {
-            eprintln!(
-                "flakestorm: proxy on {} for the agent's traffic",
-                daemon.proxy_addr
-            );
-        }
-        let proxy = ProxyAt {
-            addr: daemon.proxy_addr,
-            ca_cert: &daemon.ca_cert_path,
-        };
-        let Launched { agent, process } = match launch(config, proxy, &opts.agent_log).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("flakestorm: {e}");
-                daemon.stop().await;
-                return Err(ExitCode::from(2));
-            }
-        };
-        if process.is_some() && opts.progress {
-            eprintln!(
-                "flakestorm: the agent's output goes to {}",
-                opts.agent_log.display()
-            );
-        }
-        let display = opts.progress.then(progress::Display::new);
-        let ctx = RunContext {
-            seed: daemon.chaos.seed(),
-            engine: daemon.chaos.clone(),
-            journal: daemon.journal.clone(),
-            agent,
-            concurrency: config.advanced.concurrency as usize,
-            attribution: config.advanced.attribution,
-            config_digest: loaded.digest.clone(),
-            progress: display.as_ref().map(progress::Display::hooks),
-            embedder,
-            declared: Declared {
-                tools: config.tools.clone(),
-                llm: config.llm.clone(),
-            },
-            min_score: opts.min_score,
-        };
-        Ok(Session {
-            daemon,
-            process,
-            progress: display,
-            ctx,
-        })
+            Ok(())
+        })),
+    };
+    let loaded = Loaded {
+        config,
+        ..loaded.clone()
+    };
+    let session = Session::start(loaded, Behind::Own, run_opts)
+        .await
+        .map_err(|e| {
+            eprintln!("flakestorm: {e}");
+            ExitCode::from(2)
+        })?;
+    if starts_agent && opts.progress {
+        eprintln!(
+            "flakestorm: the agent's output goes to {}",
+            opts.agent_log.display()
+        );
     }
-
-    /// The run store (the daemon's).
-    pub fn store(&self) -> &crate::store::Store {
-        &self.daemon.store
-    }
-
-    /// Starts recording this session's run of `kind` in the run store: its cases as they
-    /// end, through the progress hooks.
-    pub fn record(&mut self, kind: RunKind, digest: Option<String>) -> Recorder {
-        let store = &self.daemon.store;
-        let r = Recorder::begin(store, kind, digest, Some(self.ctx.seed), RunStatus::Running);
-        self.ctx.progress = Some(match self.ctx.progress.take() {
-            Some(p) => p.tee(r.hooks()),
-            None => r.hooks(),
-        });
-        r
-    }
-
-    /// Stops the agent. Returns a warning when the agent had exited during the run
-    /// (crashed), with the end of its log.
-    pub async fn stop_agent(&mut self) -> Option<String> {
-        if let Some(p) = &self.progress {
-            p.finish();
-        }
-        self.process.take()?.end_of_run().await
-    }
-
-    /// Stops the agent, if still running, and the proxy.
-    pub async fn stop(mut self) {
-        self.stop_agent().await;
-        self.daemon.stop().await;
-    }
+    Ok((session, display))
 }
 
 /// The config a run uses: with `agent.command`, a proxy on a free port unless the config

@@ -13,11 +13,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::config::{self, Overrides, ReportFormat};
-use crate::daemon::Daemon;
-use crate::run::{
-    Declared, RunContext, chaos_summary, combine, mutation_summary, run_chaos, run_contract,
-    run_mutation, summary,
-};
+use crate::run::session::{BeforeAgent, Behind, Options, Session};
+use crate::run::{Report, RunKind, RunRequest, chaos_summary, mutation_summary, prepare, summary};
 
 /// The demo's configuration (ports come from `DEMO_*` variables).
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -46,8 +43,6 @@ pub fn reports_dir() -> PathBuf {
 }
 
 async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
-    let started_at_ms = crate::exchange::now_unix_ms();
-    let clock = tokio::time::Instant::now();
     let mocks = origins::start(dir).await?;
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -66,61 +61,60 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let loaded = config::load_with_env(Some(&file), &Overrides::default(), &env)
+    let mut loaded = config::load_with_env(Some(&file), &Overrides::default(), &env)
         .map_err(|e| DemoError(e.to_string()))?;
-    let config_digest = loaded.digest;
-    let mut cfg = loaded.config;
+    let cfg = &mut loaded.config;
     cfg.proxy.listen = "127.0.0.1:0".into();
     cfg.control.listen = "127.0.0.1:0".into();
     cfg.proxy
         .trust_upstream_ca(mocks.ca_file.clone())
         .map_err(DemoError::from("trusting the mock tools' CA"))?;
-    let daemon = Daemon::start(&cfg)
-        .await
-        .map_err(DemoError::from("starting the proxy"))?;
-    let ca_pem = crate::files::read_to_string(&daemon.ca_cert_path, crate::files::Limit::Pem)
-        .map_err(DemoError::from("reading the CA"))?;
-    let tls = agent::client_config(&ca_pem).map_err(DemoError::from("trusting the CA"))?;
-    agent::serve(agent_listener, daemon.proxy_addr, tls, &mocks);
-    let spec = cfg
-        .agent
-        .as_ref()
-        .ok_or_else(|| DemoError("demo config has no agent".into()))?;
-    let ctx = RunContext {
-        seed: daemon.chaos.seed(),
-        engine: daemon.chaos.clone(),
-        journal: daemon.journal.clone(),
-        agent: crate::agent::Agent::new(spec, 0).map_err(DemoError::from("agent"))?,
-        concurrency: 1,
-        attribution: Default::default(),
-        config_digest,
-        progress: None,
-        embedder: None,
-        declared: Declared {
-            tools: cfg.tools.clone(),
-            llm: cfg.llm.clone(),
-        },
-        min_score: cfg.scoring.min_score,
+    cfg.output.format = vec![ReportFormat::Json, ReportFormat::Html];
+    let ci = RunRequest {
+        kind: RunKind::Ci,
+        under_chaos: false,
+        profile: None,
     };
-    let contract = cfg
-        .contract
-        .as_ref()
-        .ok_or_else(|| DemoError("demo config has no contract".into()))?;
-    let contract = run_contract(&ctx, contract, &cfg.golden_prompts)
+    let prepared = prepare(&loaded.config, &ci).map_err(DemoError)?;
+    // The agent is served in-process once the proxy it calls through is up.
+    let serve_agent: BeforeAgent = Box::new(move |proxy| {
+        let ca_pem = crate::files::read_to_string(&proxy.ca_cert, crate::files::Limit::Pem)
+            .map_err(|e| format!("reading the CA: {e}"))?;
+        let tls = agent::client_config(&ca_pem).map_err(|e| format!("trusting the CA: {e}"))?;
+        agent::serve(agent_listener, proxy.addr, tls, &mocks);
+        Ok(())
+    });
+    let opts = Options {
+        agent_log: dir.join("agent.log"),
+        min_score: loaded.config.scoring.min_score,
+        seed: None,
+        progress: None,
+        before_agent: Some(serve_agent),
+    };
+    let mut session = Session::start(loaded, Behind::Own, opts)
         .await
-        .map_err(DemoError::from("contract run"))?;
-    let chaos = run_chaos(
-        &ctx,
-        "chaos",
-        &cfg.chaos,
-        &cfg.golden_prompts,
-        &cfg.invariants,
-    )
-    .await
-    .map_err(DemoError::from("chaos run"))?;
-    let mutation = run_mutation(&ctx, None, &cfg)
-        .await
-        .map_err(DemoError::from("mutation run"))?;
+        .map_err(DemoError::from("starting the run"))?;
+    let result = session.execute(&prepared).await;
+    let report = match result {
+        Ok(Report::Ci(mut ci)) => {
+            // The demo's words where `ci`'s would send a user looking for a config of theirs.
+            for p in ci.phases.iter_mut().filter(|p| p.name == "replay") {
+                p.skipped = Some("the demo has no recorded sessions (replays.sessions)".into());
+            }
+            if let Some(info) = &mut ci.run {
+                info.agent = Some("the demo's research agent (in-process)".into());
+            }
+            ci
+        }
+        Ok(_) => {
+            session.stop().await;
+            return Err(DemoError("the ci run made no ci report".into()));
+        }
+        Err(e) => {
+            session.stop().await;
+            return Err(DemoError(format!("ci run: {e}")));
+        }
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -130,32 +124,45 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         out,
         "Its tool and LLM calls cross the proxy on {}; its agent, tools, faults and contract:\n\
          `flakestorm demo --print-config`.\n",
-        daemon.proxy_addr
+        session.proxy().addr
     );
-    out.push_str(&summary(&contract, false));
-    let _ = writeln!(out, "\nmutation phase (seeded variants of the prompts):");
-    out.push_str(&mutation_summary(&mutation));
-    let _ = writeln!(out, "\nchaos phase (LLM answers cut to 4 tokens):");
-    out.push_str(&chaos_summary(&chaos));
-    let skipped = [(
-        "replay",
-        "the demo has no recorded sessions (replays.sessions)".to_string(),
-    )];
-    let mut ci = combine(
-        &cfg.scoring,
-        Some(mutation),
-        Some(contract),
-        Some(chaos),
-        None,
-        &skipped,
-        cfg.scoring.min_score,
+    phases(&mut out, &report);
+    traffic(&mut out, &session.proxy().journal);
+    let reports = reports_dir();
+    let ended = session
+        .finish(Report::Ci(report), &reports.join("ci.json"))
+        .await;
+    session.stop().await;
+    if let Some(why) = ended.written.failed.first() {
+        return Err(DemoError(format!("writing the report: {why}")));
+    }
+    let _ = writeln!(
+        out,
+        "\nreport: {} (only the latest demo's is kept)",
+        reports.join("ci.json").display()
     );
-    ci.run = Some(crate::run::RunInfo {
-        flakestorm: env!("CARGO_PKG_VERSION").into(),
-        started_at_ms,
-        duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
-        agent: Some("the demo's research agent (in-process)".into()),
-    });
+    let _ = writeln!(out, "        {}", reports.join("ci.html").display());
+    let _ = writeln!(
+        out,
+        "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
+         (README; every fault: docs/faults.md; every check: docs/invariants.md)."
+    );
+    Ok(out)
+}
+
+/// Each phase's summary, then the phases' scores and the overall verdict.
+fn phases(out: &mut String, ci: &crate::run::CiReport) {
+    if let Some(contract) = &ci.contract {
+        out.push_str(&summary(contract, false));
+    }
+    if let Some(mutation) = &ci.mutation {
+        let _ = writeln!(out, "\nmutation phase (seeded variants of the prompts):");
+        out.push_str(&mutation_summary(mutation));
+    }
+    if let Some(chaos) = &ci.chaos {
+        let _ = writeln!(out, "\nchaos phase (LLM answers cut to 4 tokens):");
+        out.push_str(&chaos_summary(chaos));
+    }
     let _ = writeln!(out, "\nphases:");
     for p in &ci.phases {
         match (p.score, &p.skipped) {
@@ -175,26 +182,11 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     for r in &ci.judgement.reasons {
         let _ = writeln!(out, "  - {r}");
     }
-    traffic(&mut out, &daemon);
-    let reports = write_reports(ci)?;
-    let _ = writeln!(
-        out,
-        "\nreport: {} (only the latest demo's is kept)",
-        reports.join("ci.json").display()
-    );
-    let _ = writeln!(out, "        {}", reports.join("ci.html").display());
-    let _ = writeln!(
-        out,
-        "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
-         (README; every fault: docs/faults.md; every check: docs/invariants.md)."
-    );
-    daemon.stop().await;
-    Ok(out)
 }
 
 /// What the proxy saw: exchanges, faults by rule, and a redacted secret.
-fn traffic(out: &mut String, daemon: &Daemon) {
-    let all = daemon.journal.all();
+fn traffic(out: &mut String, journal: &crate::journal::Journal) {
+    let all = journal.all();
     let mut by_rule: BTreeMap<String, usize> = BTreeMap::new();
     for f in all.iter().filter_map(|e| e.fault.as_ref()) {
         *by_rule
@@ -219,19 +211,6 @@ fn traffic(out: &mut String, daemon: &Daemon) {
             "  (the agent sent `{name}: Bearer sk-demo-secret`; the journal keeps `{value}`)"
         );
     }
-}
-
-/// The JSON report and its HTML page.
-fn write_reports(ci: crate::run::CiReport) -> Result<PathBuf, DemoError> {
-    let reports = reports_dir();
-    std::fs::create_dir_all(&reports).map_err(DemoError::from("creating the reports folder"))?;
-    let report = crate::run::Report::Ci(Box::new(ci));
-    for format in [ReportFormat::Json, ReportFormat::Html] {
-        let text = crate::report::render(&report, format).map_err(DemoError)?;
-        let path = crate::report::beside(&reports.join("ci.json"), format);
-        std::fs::write(path, text).map_err(DemoError::from("writing the report"))?;
-    }
-    Ok(reports)
 }
 
 #[allow(clippy::disallowed_methods)] // a unique folder name, not a time anything waits on

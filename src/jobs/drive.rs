@@ -12,12 +12,10 @@ use std::sync::atomic::Ordering;
 use serde_json::json;
 
 use super::{Inner, Job, Status, Submission};
-use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
 use crate::chaos::Classifier;
 use crate::config::Attribution;
-use crate::run::{
-    CaseResult, Declared, Embedder, Judged, Prepared, Progress, Report, RunContext, SoFar, execute,
-};
+use crate::run::session::{Behind, Ended, Options, Session};
+use crate::run::{CaseResult, Judged, Prepared, Progress, SoFar};
 
 /// Drives `job` to its end, on a task of its own.
 pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
@@ -67,7 +65,7 @@ async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: 
     tracing::info!(run = %job.id, kind, "run started");
     job.events.push("started", json!({"id": job.id}));
     match set_up(&inner, &job, &sub, declares).await {
-        Ok(setup) => run(&inner, &job, &sub, &prepared, setup, exclusive).await,
+        Ok(setup) => run(&inner, &job, &prepared, setup, exclusive).await,
         Err((status, why)) => end(&job, status, why).await,
     }
 }
@@ -75,17 +73,16 @@ async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: 
 /// What a run needs once it has its turn.
 struct SetUp {
     dir: std::path::PathBuf,
-    launched: Launched,
-    embedder: Option<Embedder>,
+    session: Session,
     /// The run's own `tools:`/`llm:`, when they differ from the daemon's.
     declared: Option<Classifier>,
 }
 
-/// The run's folder, its declarations, its agent and embeddings endpoint; how it ends
-/// when one cannot be had (or it is cancelled meanwhile).
+/// The run's folder, its declarations and its session (embeddings endpoint, agent); how
+/// it ends when one cannot be had (or it is cancelled meanwhile).
 async fn set_up(
     inner: &Inner,
-    job: &Job,
+    job: &Arc<Job>,
     sub: &Submission,
     declares: bool,
 ) -> Result<SetUp, (Status, Option<String>)> {
@@ -99,101 +96,62 @@ async fn set_up(
         true => Some(Classifier::new(&config.tools, &config.llm).map_err(error)?),
         false => None,
     };
-    let readied = tokio::select! {
-        r = ready(inner, sub, &dir) => r,
+    let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
+    job.lock().seed = Some(seed);
+    let opts = Options {
+        agent_log: dir.join("agent.log"),
+        min_score: sub.min_score.unwrap_or(config.scoring.min_score),
+        seed: Some(seed),
+        progress: Some(hooks(job)),
+        before_agent: None,
+    };
+    let started = Session::start(sub.loaded.clone(), Behind::Shared(inner.proxy()), opts);
+    let mut session = tokio::select! {
+        s = started => s.map_err(|e| error(e.0))?,
         () = job.cancel.cancelled() => return Err((inner.cancelled(), None)),
     };
-    let (launched, embedder) = readied.map_err(error)?;
+    // The store hears of a case before followers do: whoever saw a `case` event and then
+    // flushes the store (as `GET /v1/runs` does) finds the case stored.
+    session.record(job.recorder.clone());
     Ok(SetUp {
         dir,
-        launched,
-        embedder,
+        session,
         declared,
     })
 }
 
 /// Runs with its agent and declarations in place, then records how it ended.
-async fn run(
-    inner: &Inner,
-    job: &Arc<Job>,
-    sub: &Submission,
-    prepared: &Prepared,
-    setup: SetUp,
-    exclusive: bool,
-) {
-    let config = &sub.loaded.config;
+async fn run(inner: &Inner, job: &Arc<Job>, prepared: &Prepared, setup: SetUp, exclusive: bool) {
     let SetUp {
         dir,
-        launched: Launched { agent, process },
-        embedder,
+        mut session,
         declared,
     } = setup;
     let _declared = declared.map(|c| inner.engine.declare(Arc::new(c)));
-    let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
-    job.lock().seed = Some(seed);
     // The global rules draw from the run's seed while it has the engine to itself.
-    let previous = exclusive.then(|| inner.engine.set_seed(seed));
-    let ctx = RunContext {
-        engine: inner.engine.clone(),
-        seed,
-        journal: inner.journal.clone(),
-        agent,
-        concurrency: config.advanced.concurrency as usize,
-        attribution: config.advanced.attribution,
-        config_digest: sub.loaded.digest.clone(),
-        // The store hears of a case before followers do: whoever saw a `case` event and
-        // then flushes the store (as `GET /v1/runs` does) finds the case stored.
-        progress: Some(job.recorder.hooks().tee(hooks(job))),
-        declared: Declared {
-            tools: config.tools.clone(),
-            llm: config.llm.clone(),
-        },
-        min_score: sub.min_score.unwrap_or(config.scoring.min_score),
-        embedder,
-    };
-    // Tapes are cut from the journal's bodies, kept while this run wants them.
-    let _bodies = (config.output.tapes != crate::config::Tapes::None)
-        .then(|| inner.journal.keep_bodies_while());
+    let previous = exclusive.then(|| inner.engine.set_seed(session.ctx.seed));
     let result = tokio::select! {
-        r = execute(&ctx, config, prepared) => Some(r),
+        r = session.execute(prepared) => Some(r),
         () = job.cancel.cancelled() => None,
     };
-    drop(ctx);
     if let Some(p) = previous {
         inner.engine.set_seed(p);
     }
-    let crashed = stop(process).await;
     match result {
-        None => end(job, inner.cancelled(), None).await,
-        Some(Err(e)) => end(job, Status::Error, Some(e.to_string())).await,
-        Some(Ok(mut report)) => {
-            if let Some(w) = report.warnings_mut() {
-                w.extend(crashed);
-            }
-            finished(job, &report, &dir, config, &inner.journal).await;
+        None => {
+            session.stop_agent().await;
+            end(job, inner.cancelled(), None).await;
+        }
+        Some(Err(e)) => {
+            session.stop_agent().await;
+            end(job, Status::Error, Some(e.to_string())).await;
+        }
+        Some(Ok(report)) => {
+            let ended = session.finish(report, &dir.join("report.json")).await;
+            finished(job, ended).await;
         }
     }
-}
-
-/// The agent, started and answering, and the embeddings endpoint, tried.
-async fn ready(
-    inner: &Inner,
-    sub: &Submission,
-    dir: &std::path::Path,
-) -> Result<(Launched, Option<Embedder>), String> {
-    let config = &sub.loaded.config;
-    let embedder = Embedder::for_config(config).await?;
-    let proxy = ProxyAt {
-        addr: inner.proxy_addr,
-        ca_cert: &inner.ca_cert,
-    };
-    let launched = launch(config, proxy, &dir.join("agent.log")).await?;
-    Ok((launched, embedder))
-}
-
-/// Stops the agent the run started; a warning when it had exited during the run.
-async fn stop(process: Option<AgentProcess>) -> Option<String> {
-    process?.end_of_run().await
+    session.stop().await;
 }
 
 /// The progress hooks: counts and events.
@@ -241,28 +199,30 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_jso
     })
 }
 
-/// A finished run: its report written (JSON, the config's other formats and its tapes beside it),
-/// phases and cells told, its status from the verdict, all in the store. A format that
-/// could not be rendered is a warning in the log; only a JSON report that could not be
-/// written makes the run an error.
-async fn finished(
-    job: &Job,
-    report: &Report,
-    dir: &std::path::Path,
-    config: &crate::config::Config,
-    journal: &crate::journal::Journal,
-) {
-    let path = dir.join("report.json");
-    let written = crate::report::write_all(report, &config.output.format, &path);
-    let (taped, untaped) = crate::run::tapes::write(report, journal, config.output.tapes, &path);
+/// A finished run (its report written, JSON and the config's other formats and its
+/// tapes beside it, and recorded by its session): phases and cells told, its status from
+/// the verdict. A format that could not be rendered is a warning in the log; only a JSON
+/// report that could not be written makes the run an error.
+async fn finished(job: &Job, ended: Ended) {
+    let Ended {
+        report,
+        written,
+        untaped,
+        stored,
+        ..
+    } = ended;
     for why in written.failed.iter().chain(&untaped) {
         tracing::warn!(run = %job.id, "{why}");
     }
-    if !taped.is_empty() {
-        job.recorder.set_tapes(&crate::run::tapes::tapes_dir(&path));
-    }
     if written.json().is_none() {
-        let why = written.failed.join("; ");
+        let mut why = written.failed.join("; ");
+        if let Err(e) = stored {
+            why.push_str(&format!("; the run store could not record it: {e}"));
+        }
+        return announce(job, Status::Error, Some(why), &[]);
+    }
+    if let Err(e) = stored {
+        let why = format!("the run store could not record the run: {e}");
         return end(job, Status::Error, Some(why)).await;
     }
     for (phase, score) in report.phase_scores() {
@@ -271,10 +231,6 @@ async fn finished(
     }
     for c in report.cells() {
         job.events.push("cell", json!(c));
-    }
-    if let Err(e) = job.recorder.finish(report, &written.files).await {
-        let why = format!("the run store could not record the run: {e}");
-        return end(job, Status::Error, Some(why)).await;
     }
     let (status, reason) = crate::store::ended(report.judgement());
     {
@@ -285,7 +241,7 @@ async fn finished(
                 .insert(format.as_str().into(), p.display().to_string());
         }
     }
-    let verdicts: Vec<&'static str> = crate::store::final_verdicts(report)
+    let verdicts: Vec<&'static str> = crate::store::final_verdicts(&report)
         .into_iter()
         .map(|v| v.as_str())
         .collect();

@@ -113,6 +113,17 @@ pub struct Setup {
 }
 
 impl Inner {
+    /// The daemon's proxy, as a run's session sees it.
+    fn proxy(&self) -> crate::run::session::Proxy {
+        crate::run::session::Proxy {
+            engine: self.engine.clone(),
+            journal: self.journal.clone(),
+            addr: self.proxy_addr,
+            ca_cert: self.ca_cert.clone(),
+            store: self.store.clone(),
+        }
+    }
+
     /// How a cancelled run ends: `cancelled`, or `interrupted` when the daemon stops.
     fn cancelled(&self) -> Status {
         match self.stopping.load(Ordering::Relaxed) {

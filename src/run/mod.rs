@@ -27,6 +27,7 @@ mod replay;
 mod replay_setup;
 mod saved;
 mod score;
+pub mod session;
 mod summary;
 pub mod tapes;
 mod verdict;

@@ -1,0 +1,289 @@
+//! One run's life, the same for the CLI's run commands, the daemon's submitted runs and the
+//! demo: the proxy it runs behind (a daemon of its own, or the serving daemon's), the
+//! embeddings endpoint tried first, the agent started and answering, the `RunContext`,
+//! the run store's recorder and the progress hooks, the journal's bodies kept for tapes,
+//! and the end: the agent stopped (a crash becomes a warning of the report), the report
+//! and its tapes written, the run recorded. Callers decide only what is theirs: where the
+//! report goes, how it is shown, and (the daemon) turns and cancelling.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use super::{Declared, Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
+use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
+use crate::chaos::Engine;
+use crate::config::{Loaded, Tapes};
+use crate::daemon::Daemon;
+use crate::journal::{Journal, KeepBodies};
+use crate::report::Written;
+use crate::store::{Recorder, RunKind, RunStatus, Store, StoreError};
+
+/// The proxy a run's agent talks through, as the run sees it.
+#[derive(Clone)]
+pub struct Proxy {
+    pub engine: Engine,
+    pub journal: Journal,
+    pub addr: SocketAddr,
+    /// The CA certificate the agent must trust.
+    pub ca_cert: PathBuf,
+    pub store: Store,
+}
+
+impl Proxy {
+    /// A running daemon's proxy.
+    pub fn of(daemon: &Daemon) -> Proxy {
+        Proxy {
+            engine: daemon.chaos.clone(),
+            journal: daemon.journal.clone(),
+            addr: daemon.proxy_addr,
+            ca_cert: daemon.ca_cert_path.clone(),
+            store: daemon.store.clone(),
+        }
+    }
+}
+
+/// Where a session's proxy comes from.
+pub enum Behind {
+    /// A daemon of the session's own, started from the run's config and stopped with it
+    /// (the CLI, the demo).
+    Own,
+    /// The serving daemon's proxy (its submitted runs).
+    Shared(Proxy),
+}
+
+/// Called once the proxy is up, before the agent is readied (the demo serves its
+/// in-process agent there).
+pub type BeforeAgent = Box<dyn FnOnce(&Proxy) -> Result<(), String> + Send>;
+
+/// How a caller wants its session.
+pub struct Options {
+    /// Where `agent.command`'s output goes.
+    pub agent_log: PathBuf,
+    /// The pass mark (`--min-score`, else `scoring.min_score`).
+    pub min_score: f64,
+    /// The run's seed; else the engine's.
+    pub seed: Option<u64>,
+    /// Told as the run goes (a progress display, the daemon's events).
+    pub progress: Option<Progress>,
+    pub before_agent: Option<BeforeAgent>,
+}
+
+/// Why a session could not start: the problem in words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StartError(pub String);
+
+/// A run, from its proxy and agent to its recorded end.
+pub struct Session {
+    own: Option<Daemon>,
+    proxy: Proxy,
+    process: Option<AgentProcess>,
+    loaded: Loaded,
+    recorder: Option<Recorder>,
+    _bodies: Option<KeepBodies>,
+    pub ctx: RunContext,
+}
+
+/// A finished run: its report, where it was written, and whether the store recorded it.
+pub struct Ended {
+    pub report: Report,
+    pub written: Written,
+    /// The cases whose tapes were written, and the tapes that could not be.
+    pub taped: Vec<PathBuf>,
+    pub untaped: Vec<String>,
+    /// The store's answer when the session recorded the run.
+    pub stored: Result<(), StoreError>,
+}
+
+impl Session {
+    /// Starts a session for `loaded`: the embeddings endpoint tried, the proxy (`behind`),
+    /// then the agent readied through it. Whatever was started is stopped again when a
+    /// later step fails.
+    pub async fn start(
+        loaded: Loaded,
+        behind: Behind,
+        opts: Options,
+    ) -> Result<Session, StartError> {
+        let config = &loaded.config;
+        if config.agent.is_none() {
+            let why = "runs need an `agent:` section (endpoint of the agent under test)";
+            return Err(StartError(why.into()));
+        }
+        let embedder = Embedder::for_config(config).await.map_err(StartError)?;
+        let (own, proxy) = match behind {
+            Behind::Shared(p) => (None, p),
+            Behind::Own => {
+                let d = Daemon::start(config)
+                    .await
+                    .map_err(|e| StartError(format!("error: {e}")))?;
+                let p = Proxy::of(&d);
+                (Some(d), p)
+            }
+        };
+        let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
+        let Launched { agent, process } = match readied {
+            Ok(l) => l,
+            Err(why) => {
+                if let Some(d) = own {
+                    d.stop().await;
+                }
+                return Err(StartError(why));
+            }
+        };
+        let ctx = RunContext {
+            seed: opts.seed.unwrap_or_else(|| proxy.engine.seed()),
+            engine: proxy.engine.clone(),
+            journal: proxy.journal.clone(),
+            agent,
+            concurrency: config.advanced.concurrency as usize,
+            attribution: config.advanced.attribution,
+            config_digest: loaded.digest.clone(),
+            progress: opts.progress,
+            embedder,
+            declared: Declared {
+                tools: config.tools.clone(),
+                llm: config.llm.clone(),
+            },
+            min_score: opts.min_score,
+        };
+        // Tapes are cut from the journal's bodies, kept while this run wants them.
+        let bodies =
+            (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
+        Ok(Session {
+            own,
+            proxy,
+            process,
+            loaded,
+            recorder: None,
+            _bodies: bodies,
+            ctx,
+        })
+    }
+
+    /// The config the session runs.
+    pub fn loaded(&self) -> &Loaded {
+        &self.loaded
+    }
+
+    /// The proxy the agent talks through.
+    pub fn proxy(&self) -> &Proxy {
+        &self.proxy
+    }
+
+    /// The daemon the session started, if it started one.
+    pub fn own_daemon(&self) -> Option<&Daemon> {
+        self.own.as_ref()
+    }
+
+    /// Records this session's run in `recorder` (its cases as they end, before any other
+    /// hook hears of them, so a store flushed after a `case` event holds the case; its end
+    /// in `finish`).
+    pub fn record(&mut self, recorder: Recorder) {
+        self.ctx.progress = Some(match self.ctx.progress.take() {
+            Some(p) => recorder.hooks().tee(p),
+            None => recorder.hooks(),
+        });
+        self.recorder = Some(recorder);
+    }
+
+    /// Starts recording a run of `kind` in the session's store.
+    pub fn record_new(&mut self, kind: RunKind) -> Recorder {
+        let digest = self.loaded.digest.clone();
+        let r = Recorder::begin(
+            &self.proxy.store,
+            kind,
+            digest,
+            Some(self.ctx.seed),
+            RunStatus::Running,
+        );
+        self.record(r.clone());
+        r
+    }
+
+    /// Runs `prepared` against the agent.
+    pub async fn execute(&self, prepared: &Prepared) -> Result<Report, RunError> {
+        execute(&self.ctx, &self.loaded.config, prepared).await
+    }
+
+    /// Stops the agent; a warning when it had exited during the run (crashed), with the
+    /// end of its log.
+    pub async fn stop_agent(&mut self) -> Option<String> {
+        self.process.take()?.end_of_run().await
+    }
+
+    /// The end of a run that made a report: the agent stopped (a crash is a warning of the
+    /// report), the report written to `json` and beside it in the config's formats, its
+    /// tapes, and the run recorded. The proxy is left running: `stop` ends the session.
+    pub async fn finish(&mut self, mut report: Report, json: &Path) -> Ended {
+        let crashed = self.stop_agent().await;
+        if let Some(w) = report.warnings_mut() {
+            w.extend(crashed);
+        }
+        let output = &self.loaded.config.output;
+        let written = crate::report::write_all(&report, &output.format, json);
+        let (taped, untaped) =
+            super::tapes::write(&report, &self.proxy.journal, output.tapes, json);
+        let stored = match &self.recorder {
+            Some(r) => {
+                if !taped.is_empty() {
+                    r.set_tapes(&super::tapes::tapes_dir(json));
+                }
+                match written.json() {
+                    Some(_) => r.finish(&report, &written.files).await,
+                    None => {
+                        let why = written.failed.join("; ");
+                        r.fail(RunStatus::Error, Some(why)).await
+                    }
+                }
+            }
+            None => Ok(()),
+        };
+        Ended {
+            report,
+            written,
+            taped,
+            untaped,
+            stored,
+        }
+    }
+
+    /// The end of a run that made no report: the agent stopped and, when recorded, the
+    /// run's `status` and `reason` stored.
+    pub async fn fail(
+        &mut self,
+        status: RunStatus,
+        reason: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.stop_agent().await;
+        match &self.recorder {
+            Some(r) => r.fail(status, reason).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the agent, if still running, and the daemon the session started.
+    pub async fn stop(mut self) {
+        self.stop_agent().await;
+        if let Some(d) = self.own.take() {
+            d.stop().await;
+        }
+    }
+}
+
+/// The caller's step (the demo's agent), then `agent.command` started with the proxy's
+/// environment and the agent's pre-flight.
+async fn ready_agent(
+    loaded: &Loaded,
+    proxy: &Proxy,
+    log: &Path,
+    before: Option<BeforeAgent>,
+) -> Result<Launched, String> {
+    if let Some(before) = before {
+        before(proxy)?;
+    }
+    let at = ProxyAt {
+        addr: proxy.addr,
+        ca_cert: &proxy.ca_cert,
+    };
+    launch(&loaded.config, at, log).await
+}
