@@ -8,9 +8,6 @@ use std::sync::Arc;
 
 use crate::exchange::{ErrorSource, Exchange, Outcome, Target};
 
-/// The fault modes that hold an exchange back, so its upstream may time out because of them.
-const DELAYS: [&str; 2] = ["slow", "slow_stream"];
-
 /// Why the case whose traffic is `exchanges` cannot be judged, if an environment error
 /// reached it: the first one, with what to do about it.
 pub(super) fn problem(exchanges: &[Arc<Exchange>]) -> Option<String> {
@@ -29,7 +26,7 @@ fn explain(e: &Exchange) -> Option<String> {
     let delayed_by_chaos = error.kind == "upstream_timeout"
         && e.fault
             .as_ref()
-            .is_some_and(|f| f.applied && DELAYS.contains(&f.mode.as_str()));
+            .is_some_and(|f| f.applied && crate::config::chaos::holds_upstream(&f.mode));
     if error.source == ErrorSource::Injected || delayed_by_chaos || !e.canary_leaks.is_empty() {
         return None;
     }
