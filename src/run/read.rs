@@ -3,17 +3,20 @@
 //! kind or version gets an error that says which; then the typed report, so a damaged
 //! field is named by its path. Nothing in `run` imports this file.
 
+use super::RunKind;
 use super::saved::ReadError;
 use crate::config::redact::{clip, describe, serde_message};
 
-/// The schemas this build writes, by report kind.
-const SCHEMAS: [(&str, &str); 5] = [
-    ("contract", super::contract::SCHEMA),
-    ("replay", super::replay::SCHEMA),
-    ("chaos", super::chaos::SCHEMA),
-    ("mutation", super::mutation::SCHEMA),
-    ("ci", super::ci::SCHEMA),
-];
+/// The schema this build writes for reports of `kind`.
+fn schema_of(kind: RunKind) -> &'static str {
+    match kind {
+        RunKind::Contract => super::contract::SCHEMA,
+        RunKind::Replay => super::replay::SCHEMA,
+        RunKind::Chaos => super::chaos::SCHEMA,
+        RunKind::Mutation => super::mutation::SCHEMA,
+        RunKind::Ci => super::ci::SCHEMA,
+    }
+}
 
 impl super::Report {
     /// Reads a report as `flakestorm` wrote it (any kind), checking its `schema` first so
@@ -45,12 +48,13 @@ impl super::Report {
                     quoted(found)
                 ))
             })?;
-        let Some((_, reads)) = SCHEMAS.iter().find(|(k, _)| *k == kind) else {
+        let Ok(kind) = kind.parse::<RunKind>() else {
             return Err(ReadError::NotAReport(format!(
                 "`schema` is {}: no such report kind",
                 quoted(found)
             )));
         };
+        let reads = schema_of(kind);
         let ours: u32 = reads
             .rsplit('/')
             .next()
@@ -65,11 +69,11 @@ impl super::Report {
         }
         use super::Report;
         Ok(match kind {
-            "contract" => Report::Contract(typed(value)?),
-            "chaos" => Report::Chaos(typed(value)?),
-            "mutation" => Report::Mutation(typed(value)?),
-            "replay" => Report::Replay(typed(value)?),
-            _ => Report::Ci(Box::new(typed(value)?)),
+            RunKind::Contract => Report::Contract(typed(value)?),
+            RunKind::Chaos => Report::Chaos(typed(value)?),
+            RunKind::Mutation => Report::Mutation(typed(value)?),
+            RunKind::Replay => Report::Replay(typed(value)?),
+            RunKind::Ci => Report::Ci(Box::new(typed(value)?)),
         })
     }
 }
