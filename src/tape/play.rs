@@ -14,6 +14,7 @@ use bytes::Bytes;
 
 use super::har::{Entry, Har};
 use super::key::RequestKey;
+use crate::exchange::Target;
 
 /// A recorded response as the proxy plays it.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,14 +60,9 @@ pub struct Faults {
 fn faulted(e: &Entry) -> Faults {
     let injected = e.fault.as_deref().is_some_and(|f| f != "replay/replayed");
     let bad = injected || e.response.status == 0 || e.response.status >= 400;
-    let llm = matches!(
-        e.target.as_deref(),
-        Some("openai" | "anthropic" | "gemini" | "ollama")
-    );
-    let tool = !llm
-        && e.target
-            .as_deref()
-            .is_some_and(|t| t != "other" && !t.starts_with("embeddings:"));
+    let target = e.target.as_deref().map(super::write::target_of);
+    let llm = matches!(target, Some(Target::Llm { .. }));
+    let tool = matches!(target, Some(Target::Tool { .. }));
     Faults {
         tool: bad && tool,
         llm: bad && llm,

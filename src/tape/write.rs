@@ -40,6 +40,22 @@ pub fn target_name(t: &Target) -> String {
     }
 }
 
+/// The target a tape's `_target` names: the inverse of [`target_name`], providers read by
+/// their serde names (a tool named like a provider reads as that provider).
+pub fn target_of(name: &str) -> Target {
+    let provider = |s: &str| serde_json::from_value(serde_json::Value::String(s.into())).ok();
+    if name == "other" {
+        return Target::Other;
+    }
+    if let Some(rest) = name.strip_prefix("embeddings:") {
+        return provider(rest).map_or(Target::Other, |provider| Target::Embeddings { provider });
+    }
+    match provider(name) {
+        Some(provider) => Target::Llm { provider },
+        None => Target::Tool { name: name.into() },
+    }
+}
+
 /// One exchange as a HAR entry; `case` names the case it belongs to.
 pub fn entry(ex: &Exchange, bodies: Option<&Bodies>, case: Option<&str>) -> Entry {
     let empty = Bodies::default();
@@ -320,5 +336,30 @@ mod tests {
         );
         assert_eq!(e.response.status, 0);
         assert!(e.error.unwrap().starts_with("upstream_connect"));
+    }
+
+    #[test]
+    fn a_target_name_reads_back_as_its_target() {
+        use crate::exchange::Provider;
+        let providers = [
+            Provider::Openai,
+            Provider::Anthropic,
+            Provider::Gemini,
+            Provider::Ollama,
+        ];
+        let mut all = vec![
+            Target::Other,
+            Target::Tool {
+                name: "web_search".into(),
+            },
+        ];
+        for provider in providers {
+            all.push(Target::Llm { provider });
+            all.push(Target::Embeddings { provider });
+        }
+        for t in all {
+            assert_eq!(target_of(&target_name(&t)), t);
+        }
+        assert_eq!(target_of("embeddings:nope"), Target::Other);
     }
 }
