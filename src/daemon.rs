@@ -56,6 +56,7 @@ pub enum DaemonError {
 }
 
 /// What to do about an address in use: another flakestorm (`serve`, a run) holds it.
+#[allow(clippy::wildcard_enum_match_arm)] // std's io::ErrorKind is non-exhaustive
 fn in_use_hint(e: &std::io::Error) -> &'static str {
     match e.kind() {
         std::io::ErrorKind::AddrInUse => {

@@ -33,6 +33,9 @@
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
 #![forbid(unsafe_code)]
+// No catch-all arm over an enum: a new variant must be handled where it matters (a
+// foreign non-exhaustive or JSON enum is allowed where it is matched, saying why).
+#![warn(clippy::wildcard_enum_match_arm)]
 
 pub mod agent;
 pub mod api;

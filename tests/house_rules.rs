@@ -28,6 +28,8 @@ fn clippy_bans_what_design_md_forbids() {
 #[test]
 fn catch_all_arms_are_linted_where_our_enums_are_matched() {
     for root in [
+        // The whole crate; the modules below keep their own in case it moves.
+        "src/lib.rs",
         "src/config/mod.rs",
         "src/checks/mod.rs",
         "src/run/mod.rs",

@@ -82,7 +82,9 @@ async fn start(
         Err(e) => {
             let tail = match &e {
                 SpawnError::Exited { .. } => String::new(),
-                _ => process.tail(),
+                SpawnError::Start { .. } | SpawnError::Log { .. } | SpawnError::NotReady { .. } => {
+                    process.tail()
+                }
             };
             process.stop(Duration::from_secs(5)).await;
             Err(format!("{e}{tail}"))

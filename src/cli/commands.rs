@@ -116,7 +116,7 @@ fn usable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
     match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
         IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
-        _ => addr,
+        IpAddr::V4(_) | IpAddr::V6(_) => addr,
     }
 }
 

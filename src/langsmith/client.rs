@@ -89,10 +89,9 @@ impl Client {
             encode(name)
         );
         let v = self.call(Method::GET, &query, None).await?;
-        let first = match &v {
-            Value::Array(list) => list.first(),
-            Value::Object(_) => Some(&v),
-            _ => None,
+        let first = match v.as_array() {
+            Some(list) => list.first(),
+            None => v.is_object().then_some(&v),
         };
         let Some(project) = first else {
             return Err(format!("LangSmith has no project named `{name}`"));

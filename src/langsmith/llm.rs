@@ -211,12 +211,12 @@ fn role(m: &Value) -> String {
 /// The first generation, or an error naming `outputs.generations`.
 fn generation(r: &Run) -> Result<&Value, String> {
     let g = r.output("generations.0")?;
-    Ok(match g {
-        Value::Array(batch) => batch
+    match g.as_array() {
+        Some(batch) => batch
             .first()
-            .ok_or_else(|| format!("run {}: outputs.generations.0.0 missing", r.id))?,
-        other => other,
-    })
+            .ok_or_else(|| format!("run {}: outputs.generations.0.0 missing", r.id)),
+        None => Ok(g),
+    }
 }
 
 /// The generation's text and tool calls (`{id, name, args}`).

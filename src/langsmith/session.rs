@@ -58,10 +58,9 @@ fn input(root: &Run) -> Result<String, String> {
         }
     }
     if let Some(Value::Array(messages)) = inputs.get("messages") {
-        let last = messages.last().map(|m| match m {
-            Value::Array(batch) => batch.last().unwrap_or(m),
-            _ => m,
-        });
+        let last = messages
+            .last()
+            .map(|m| m.as_array().and_then(|batch| batch.last()).unwrap_or(m));
         if let Some(text) = last.and_then(message_text) {
             return Ok(text);
         }
@@ -86,17 +85,15 @@ fn input(root: &Run) -> Result<String, String> {
 /// `{lc, kwargs: {content}}`; content a string or a list of text parts.
 pub fn message_text(m: &Value) -> Option<String> {
     let content = m.get("content").or_else(|| lookup(m, "kwargs.content"))?;
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => {
-            let text: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str).or(p.as_str()))
-                .collect();
-            (!text.is_empty()).then(|| text.join(""))
-        }
-        _ => None,
+    if let Some(s) = content.as_str() {
+        return Some(s.to_string());
     }
+    let text: Vec<&str> = content
+        .as_array()?
+        .iter()
+        .filter_map(|p| p.get("text").and_then(Value::as_str).or(p.as_str()))
+        .collect();
+    (!text.is_empty()).then(|| text.join(""))
 }
 
 /// A tool run as the answer the agent's call received.

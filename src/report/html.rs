@@ -408,7 +408,7 @@ fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatmap {
                                 let (class, mark, word) = verdict_look(&c.verdict);
                                 let href = match c.verdict {
                                     Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
-                                    _ => group_of(sc),
+                                    Verdict::Pass(_) | Verdict::NotApplicable(_) => group_of(sc),
                                 };
                                 HeatCell {
                                     class,

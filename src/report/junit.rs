@@ -212,7 +212,7 @@ fn case(phase: &str, c: &CaseView<'_>) -> Case {
         .iter()
         .filter_map(|(label, v)| match v {
             Verdict::Fail(why) => Some(format!("{label}: {why}")),
-            _ => None,
+            Verdict::Pass(_) | Verdict::NotApplicable(_) | Verdict::NotTested(_) => None,
         })
         .collect();
     let mut body = String::new();
@@ -245,7 +245,7 @@ fn case(phase: &str, c: &CaseView<'_>) -> Case {
                 .iter()
                 .find_map(|(_, v)| match v {
                     Verdict::NotTested(w) => Some(w.clone()),
-                    _ => None,
+                    Verdict::Pass(_) | Verdict::Fail(_) | Verdict::NotApplicable(_) => None,
                 })
                 .unwrap_or_else(|| "no check could judge this case".into());
             Outcome::Error {

@@ -163,7 +163,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
             .iter()
             .filter_map(|(label, v)| match v {
                 Verdict::Fail(w) => Some(format!("{label}: {w}")),
-                _ => None,
+                Verdict::Pass(_) | Verdict::NotApplicable(_) | Verdict::NotTested(_) => None,
             })
             .collect();
         let input = match &c.mutation {
