@@ -1,20 +1,20 @@
 //! Command-line commands. Output meant for people and scripts goes to stdout; logs go to
 //! stderr. Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::config::{self, Loaded, Overrides};
+use crate::config::{Loaded, Overrides};
 use crate::run::{RunKind, RunRequest};
 
+mod args;
 mod baseline;
 mod certificate;
 mod commands;
 mod health;
 mod history;
 mod langsmith;
+mod load;
 mod progress;
 mod remote;
 mod report;
@@ -22,341 +22,12 @@ mod report_path;
 mod runs;
 mod session;
 
+pub use args::*;
 use commands::{StopSignal, ca, init, on_signals, profiles, serve};
+use load::{load, load_daemon, validate};
 
 /// Default config file looked for in the working directory when `-c` is not given.
 const DEFAULT_CONFIG: &str = "flakestorm.yaml";
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "flakestorm",
-    version,
-    about = "Chaos-engineering proxy for AI agents"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-    /// How log lines on stderr are written: `text`, or `json` (one object per line, for
-    /// log shippers).
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value_t,
-        env = "FLAKESTORM_LOG_FORMAT",
-        value_name = "FORMAT"
-    )]
-    pub log_format: crate::telemetry::LogFormat,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run the proxy and the control API until SIGINT/SIGTERM.
-    Serve {
-        #[command(flatten)]
-        config: ConfigArg,
-        /// Proxy listen address (overrides proxy.listen).
-        #[arg(long, value_name = "ADDR")]
-        listen: Option<String>,
-        /// Control API listen address (overrides control.listen).
-        #[arg(long, value_name = "ADDR")]
-        control_listen: Option<String>,
-        /// Start with a built-in chaos profile instead of the config's `chaos:` rules.
-        #[arg(long, value_name = "NAME")]
-        chaos_profile: Option<String>,
-        /// Also write the proxied traffic as a HAR tape in DIR (docs/replay.md).
-        #[arg(long, value_name = "DIR")]
-        record: Option<PathBuf>,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Run the proxy without chaos and write a working agent's live traffic as a HAR tape
-    /// in DIR, until SIGINT/SIGTERM (docs/replay.md).
-    Record {
-        #[command(flatten)]
-        config: ConfigArg,
-        /// The folder the tape is written to.
-        #[arg(short = 'o', long = "output", value_name = "DIR")]
-        output: PathBuf,
-        /// Proxy listen address (overrides proxy.listen).
-        #[arg(long, value_name = "ADDR")]
-        listen: Option<String>,
-        /// Control API listen address (overrides control.listen).
-        #[arg(long, value_name = "ADDR")]
-        control_listen: Option<String>,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Mutations of the golden prompts against the agent, checked with `invariants:`
-    /// (`--chaos`: under the configured chaos or a profile); `--chaos-only` runs the prompts
-    /// themselves under chaos.
-    Run {
-        #[command(flatten)]
-        config: ConfigArg,
-        /// Only the chaos run (no mutations).
-        #[arg(long)]
-        chaos_only: bool,
-        /// Mutations under the `chaos:` rules (or `--chaos-profile`).
-        #[arg(long)]
-        chaos: bool,
-        /// A built-in profile instead of the config's `chaos:` section.
-        #[arg(long, value_name = "NAME")]
-        chaos_profile: Option<String>,
-        #[command(flatten)]
-        report: ReportArgs,
-        #[command(flatten)]
-        show: ShowArgs,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Every phase this build can run (mutation, contract, chaos, replay), once each, one
-    /// weighted score.
-    Ci {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
-        report: ReportArgs,
-        #[command(flatten)]
-        show: ShowArgs,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Write a commented starter flakestorm.yaml in the current folder.
-    Init {
-        /// Replace an existing flakestorm.yaml.
-        #[arg(long)]
-        force: bool,
-    },
-    /// Contract runs: invariants × chaos scenarios, scored.
-    Contract {
-        #[command(subcommand)]
-        command: ContractCommand,
-    },
-    /// Replay recorded incidents: the proxy answers the agent's tool calls from each
-    /// session (docs/replay.md).
-    Replay {
-        #[command(subcommand)]
-        command: ReplayCommand,
-    },
-    /// List or show the built-in chaos profiles.
-    Profiles {
-        #[command(subcommand)]
-        command: ProfilesCommand,
-    },
-    /// Manage the CA that signs intercepted connections.
-    Ca {
-        #[command(subcommand)]
-        command: CaCommand,
-    },
-    /// Run the embedded demo offline: mock tool + LLM, an agent calling them through the proxy.
-    Demo {
-        /// Print the demo's flakestorm.yaml (its agent, tools, faults and contract) and exit.
-        #[arg(long)]
-        print_config: bool,
-    },
-    /// Ask a daemon whether it is alive (`/healthz`) or ready (`--ready`: `/readyz`); exit 0
-    /// when it is, 1 when not (container health checks; no curl needed).
-    Health(health::HealthArgs),
-    /// Check a config file and list every problem in it.
-    Validate {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
-    /// Issue a signed resilience certificate for a saved report, or `verify` one
-    /// (docs/reports.md).
-    Certificate(certificate::CertificateArgs),
-    /// Render a saved report (a JSON report or a stored run's id) as HTML, JUnit XML or
-    /// Markdown (docs/reports.md).
-    Report(report::ReportArgs),
-    /// The run history: list, show and compare stored runs (docs/runs.md).
-    Runs {
-        #[command(subcommand)]
-        command: history::RunsCommand,
-    },
-    /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
-    /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
-    #[command(name = "__supervise-agent", hide = true)]
-    SuperviseAgent {
-        /// The command, run with `sh -c`.
-        #[arg(last = true)]
-        command: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ContractCommand {
-    /// Run the contract matrix against the agent and write the JSON report.
-    Run {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
-        report: ReportArgs,
-        #[command(flatten)]
-        show: ShowArgs,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Run the contract and print only its score (0–100): a CI gate. Exit codes as `run`.
-    Score {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
-        report: ReportArgs,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Check the config (contract included) and list every problem.
-    Validate {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ReplayCommand {
-    /// Replay each session and judge it with its contract; writes the JSON report.
-    Run {
-        /// A session file, or a folder of them (.yaml, .yml, .json), instead of the config's
-        /// `replays.sessions`.
-        #[arg(value_name = "FILE|DIR")]
-        sessions: Option<PathBuf>,
-        #[command(flatten)]
-        from: Box<langsmith::FromLangsmith>,
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
-        report: ReportArgs,
-        #[command(flatten)]
-        show: ShowArgs,
-        #[command(flatten)]
-        open: OpenProxyArg,
-    },
-    /// Turn each failed case of a saved report into a session file plus its tape
-    /// (written by `output.tapes`), ready to commit as a regression test.
-    Export {
-        /// The JSON report of a run (its `<name>.tapes/` folder beside it).
-        #[arg(long, value_name = "REPORT.json")]
-        from_report: PathBuf,
-        /// The folder the sessions and tapes are written to.
-        #[arg(short = 'o', long = "output", value_name = "DIR")]
-        output: PathBuf,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ProfilesCommand {
-    /// Names and descriptions.
-    List,
-    /// A profile's rules, as YAML you can paste under `chaos:`.
-    Show { name: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum CaCommand {
-    /// Create the CA (certificate + private key, mode 0600) in ca.dir.
-    Init {
-        #[command(flatten)]
-        config: ConfigArg,
-        /// Replace an existing CA (clients must then trust the new one).
-        #[arg(long)]
-        force: bool,
-    },
-    /// Print the CA certificate (PEM), for SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ….
-    Export {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
-    /// Print the path of the CA certificate.
-    Path {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
-    /// Write the system's root certificates plus the CA as one PEM bundle: what
-    /// SSL_CERT_FILE and REQUESTS_CA_BUNDLE must name so passthrough hosts keep working.
-    Bundle {
-        #[command(flatten)]
-        config: ConfigArg,
-        /// The bundle file to write.
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: PathBuf,
-        /// The CA certificate (default: ca.cert_file, or ca.pem in ca.dir); no key needed.
-        #[arg(long, value_name = "FILE")]
-        cert: Option<PathBuf>,
-        /// The system root bundle (default: the first of /etc/ssl/certs/ca-certificates.crt
-        /// and the other distributions' usual paths that exists).
-        #[arg(long, value_name = "FILE")]
-        system_roots: Option<PathBuf>,
-    },
-}
-
-#[derive(Debug, Args)]
-pub struct ShowArgs {
-    /// Print only the verdict line.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Print the JSON report on stdout instead of the summary.
-    #[arg(long)]
-    pub json: bool,
-}
-
-impl ShowArgs {
-    fn show(&self) -> runs::Show {
-        runs::Show {
-            quiet: self.quiet,
-            json: self.json,
-            score_only: false,
-        }
-    }
-}
-
-/// Where a run's report goes and the score it must reach.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// Report file (default: output.path/<contract|chaos|ci>.json).
-    #[arg(short, long, value_name = "PATH")]
-    pub output: Option<PathBuf>,
-    /// The pass mark (0–100): below it the run fails (default: scoring.min_score, 70).
-    #[arg(long, value_name = "SCORE", value_parser = score_arg)]
-    pub min_score: Option<f64>,
-    /// Run on the daemon at URL (a `flakestorm serve`'s control address, e.g.
-    /// http://127.0.0.1:8081) instead of here; progress and exit codes are the same.
-    #[arg(long, value_name = "URL")]
-    pub server: Option<String>,
-    /// Fail when a score drops more than --max-drop below this run's: `last-pass` (the
-    /// newest passing run of the same kind) or a run id.
-    #[arg(long, value_name = "last-pass|ID")]
-    pub baseline: Option<String>,
-    /// Points a score may drop below the baseline's (default 0).
-    #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
-    pub max_drop: Option<f64>,
-    /// The daemon's control.token (for --server).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "FLAKESTORM_API_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
-}
-
-/// For commands that start a proxy.
-#[derive(Debug, Args)]
-pub struct OpenProxyArg {
-    /// Start even though proxy.listen is not loopback and proxy.users is empty (an open
-    /// proxy: every client that can reach it may use it). See docs/security.md.
-    #[arg(long)]
-    pub allow_open_proxy: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ConfigArg {
-    /// Config file (default: ./flakestorm.yaml if present, else built-in defaults).
-    #[arg(short, long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// CA folder (overrides ca.dir).
-    #[arg(long, value_name = "DIR", global = true)]
-    pub ca_dir: Option<PathBuf>,
-}
 
 pub async fn run(cli: Cli) -> ExitCode {
     // The agents this process starts are supervised by its own binary.
@@ -540,14 +211,6 @@ fn replay_export(report: &std::path::Path, out: &std::path::Path) -> ExitCode {
     }
 }
 
-/// `--min-score`: a number from 0 to 100.
-fn score_arg(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
-        _ => Err(format!("`{s}` is not a score from 0 to 100")),
-    }
-}
-
 /// An error the command could not recover from: printed, exit 1.
 fn failed(e: anyhow::Error) -> ExitCode {
     eprintln!("flakestorm: error: {e:#}");
@@ -679,68 +342,6 @@ where
             ExitCode::from(signal.exit_code())
         }
         result = run(loaded) => result.unwrap_or_else(failed),
-    }
-}
-
-/// Loads the config, printing warnings; errors are printed and become exit code 2.
-fn load(arg: &ConfigArg, mut overrides: Overrides) -> Result<Loaded, ExitCode> {
-    overrides.ca_dir = overrides.ca_dir.or_else(|| arg.ca_dir.clone());
-    let file = arg.config.clone().or_else(|| {
-        Path::new(DEFAULT_CONFIG)
-            .exists()
-            .then(|| DEFAULT_CONFIG.into())
-    });
-    match config::load(file.as_deref(), &overrides) {
-        Ok(loaded) => {
-            for w in &loaded.warnings {
-                eprintln!("flakestorm: warning: {w}");
-            }
-            Ok(loaded)
-        }
-        Err(errors) => {
-            eprint!("flakestorm: {errors}");
-            Err(ExitCode::from(2))
-        }
-    }
-}
-
-/// `load` for a command that runs the daemon (`serve`, `record`): its listen addresses
-/// and whether it may listen off loopback.
-fn load_daemon(
-    arg: &ConfigArg,
-    proxy_listen: Option<String>,
-    control_listen: Option<String>,
-    open: &OpenProxyArg,
-) -> Result<Loaded, ExitCode> {
-    let overrides = Overrides {
-        proxy_listen,
-        control_listen,
-        ca_dir: arg.ca_dir.clone(),
-    };
-    let mut loaded = load(arg, overrides)?;
-    loaded.config.allow_open_proxy = open.allow_open_proxy;
-    Ok(loaded)
-}
-
-/// `contract`: the file must also have a `contract:` section (`contract validate`).
-fn validate(arg: &ConfigArg, contract: bool) -> ExitCode {
-    match load(arg, Overrides::default()) {
-        Ok(loaded) if contract && loaded.config.contract.is_none() => {
-            eprintln!("flakestorm: no `contract:` section to validate");
-            ExitCode::from(2)
-        }
-        Ok(loaded) => {
-            // Valid YAML that `serve` would still refuse: said now, not at start-up.
-            if let Err(e) = crate::daemon::open_proxy_rule(&loaded.config) {
-                eprintln!("flakestorm: warning: serve and runs will refuse this config: {e}");
-            }
-            let name = loaded
-                .file
-                .map_or_else(|| "built-in defaults".into(), |f| f.display().to_string());
-            println!("{name}: ok");
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
     }
 }
 
