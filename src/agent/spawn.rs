@@ -72,15 +72,8 @@ pub fn proxy_env(
 }
 
 /// Percent-encodes a URL userinfo part (RFC 3986: all but unreserved characters).
-fn userinfo(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+fn userinfo(s: &str) -> percent_encoding::PercentEncode<'_> {
+    percent_encoding::utf8_percent_encode(s, crate::exchange::URL_UNRESERVED)
 }
 
 /// A running agent started by flakestorm.
