@@ -3,7 +3,10 @@
 //! incrementally as chunks arrive and re-encoded in the style they came in. The one framer:
 //! the chaos rewriter and the tool-call reader both use it.
 
+use std::sync::LazyLock;
+
 use bytes::{Bytes, BytesMut};
+use memchr::memmem::Finder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -59,8 +62,8 @@ impl Splitter {
         let end = match self.framing {
             Framing::Ndjson => b.iter().position(|&c| c == b'\n').map(|i| i + 1),
             Framing::Sse => {
-                let lf = find(b, b"\n\n").map(|i| i + 2);
-                let crlf = find(b, b"\r\n\r\n").map(|i| i + 4);
+                let lf = LF.find(b).map(|i| i + 2);
+                let crlf = CRLF.find(b).map(|i| i + 4);
                 match (lf, crlf) {
                     (Some(a), Some(c)) => Some(a.min(c)),
                     (a, c) => a.or(c),
@@ -71,9 +74,9 @@ impl Splitter {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
+/// The two ends of an SSE event, each searched for with a searcher built once.
+static LF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\n\n"));
+static CRLF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));
 
 /// One SSE event or NDJSON line, parsed.
 #[derive(Debug, Clone, PartialEq)]
