@@ -1,6 +1,7 @@
 //! The exchange record: one intercepted request and its outcome (a response or an error,
 //! never both), its target, timings and byte counts. Plain serde data; depends on nothing
-//! else in the crate so every module (journal, checks, reports, tapes) can share it.
+//! else in the crate so every module (journal, checks, reports, tapes) can share it, as
+//! they share the set of bytes a URL part keeps unescaped.
 
 use serde::{Deserialize, Serialize};
 
@@ -147,6 +148,15 @@ pub struct Timings {
     /// Milliseconds until the response body ended or the error was answered.
     pub total_ms: f64,
 }
+
+/// The bytes a URL part keeps as they are: RFC 3986's unreserved characters (letters,
+/// digits, `-._~`). Every other byte is written `%XX` (`percent_encoding`'s
+/// `utf8_percent_encode` and `percent_encode` with this set).
+pub const URL_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Now, in Unix milliseconds: the wall-clock time exchanges, runs and reports are stamped
 /// with (facts about the real world, kept across restarts; nothing waits on it).

@@ -341,29 +341,13 @@ impl Redactor {
     }
 }
 
-/// A form key decoded (`+` is a space, `%XX` a byte); undecodable escapes are kept as is.
+/// A form key (no `&` or `=` in it) decoded: `+` is a space, `%XX` a byte, undecodable
+/// escapes are kept as they are, and bytes that are not UTF-8 become U+FFFD.
 fn form_decode(k: &str) -> String {
-    let b = k.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push(hi << 4 | lo);
-                i += 3;
-                continue;
-            }
-            (b'+', ..) => out.push(b' '),
-            (c, ..) => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(k.as_bytes())
+        .next()
+        .map(|(k, _)| k.into_owned())
+        .unwrap_or_default()
 }
 
 /// Every occurrence of `needle` in `hay` replaced by `with`.
@@ -819,6 +803,13 @@ mod tests {
         let prose = "the password=CANARY is a word & so on";
         assert_eq!(redacted(prose), prose);
         assert_eq!(redacted("a=1&b=2"), "a=1&b=2");
+    }
+
+    #[test]
+    fn form_keys_are_decoded_as_forms_are() {
+        assert_eq!(form_decode("client%5Fsecret"), "client_secret");
+        assert_eq!(form_decode("a+b%2"), "a b%2");
+        assert_eq!(form_decode("%zz%C3%A9%FF"), "%zz\u{e9}\u{fffd}");
     }
 
     #[test]

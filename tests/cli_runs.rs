@@ -49,24 +49,49 @@ fn an_agent_that_bypasses_the_proxy_is_not_tested() {
 }
 
 /// A `flakestorm serve` holds the default ports (8080, 8081): a run that starts its own
-/// agent does not need them and takes free ones.
+/// agent does not need them and takes free ones. Checked without binding them here (what
+/// else runs on the machine may hold them, or need them): the run's own listeners, listed
+/// from `/proc` as its agent starts (tests/fixtures/agent/listeners.py), are on none of the
+/// default ports, so a serve there is no obstacle.
 #[test]
 fn a_run_works_while_serve_holds_the_default_ports() {
-    // Held by this test, or already by someone else: either way taken.
-    let _proxy = std::net::TcpListener::bind("127.0.0.1:8080");
-    let _control = std::net::TcpListener::bind("127.0.0.1:8081");
-    assert!(std::net::TcpStream::connect("127.0.0.1:8080").is_ok());
+    let defaults = flakestorm::config::Config::default();
+    let defaults = [&defaults.proxy.listen, &defaults.control.listen].map(|l| *l.get().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let agent = python_agent();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
+    let listeners = dir.path().join("listeners.txt");
+    let list = format!(
+        "command: \"python3 {} > {}; exec",
+        fixtures.join("listeners.py").display(),
+        listeners.display()
+    );
+    let yaml = agent.yaml.replace("command: \"exec", &list);
     std::fs::write(
         dir.path().join("flakestorm.yaml"),
-        format!("{}{CONTRACT}", agent.yaml),
+        format!("{yaml}{CONTRACT}"),
     )
     .unwrap();
     let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains(": PASS"), "{out}");
-    assert!(!err.contains("127.0.0.1:8080"), "{err}");
+    // Its proxy and its control API, each on a port of its own, none of them a default.
+    let ports: Vec<u16> = std::fs::read_to_string(&listeners)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(ports.len(), 2, "the run's listeners: {ports:?}");
+    for default in defaults {
+        assert!(!ports.contains(&default.port()), "{default} in {ports:?}");
+        assert!(!err.contains(&default.to_string()), "{err}");
+    }
+    let proxy = err.split("proxy on 127.0.0.1:").nth(1);
+    let proxy = proxy.and_then(|rest| rest.split(' ').next()?.parse::<u16>().ok());
+    assert!(
+        proxy.is_some_and(|p| ports.contains(&p)),
+        "{ports:?}\n{err}"
+    );
     // Off a terminal, progress is a line per case on stderr.
     for want in [
         "flakestorm: [1/2] no-chaos: \"What was ACME's Q3 revenue?\": answered in ",

@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use rustix::process::Signal;
 use tokio::process::{Child, Command};
 
-use super::supervise::{self, GRACE_ON_EOF, Lifeline};
+use super::supervise::{self, GRACE_ON_EOF, Lifeline, signal_group};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -71,15 +72,8 @@ pub fn proxy_env(
 }
 
 /// Percent-encodes a URL userinfo part (RFC 3986: all but unreserved characters).
-fn userinfo(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+fn userinfo(s: &str) -> percent_encoding::PercentEncode<'_> {
+    percent_encoding::utf8_percent_encode(s, crate::exchange::URL_UNRESERVED)
 }
 
 /// A running agent started by flakestorm.
@@ -211,13 +205,13 @@ impl AgentProcess {
             return;
         };
         let Some(lifeline) = &mut self.lifeline else {
-            supervise::signal_group(group, "TERM").await;
+            signal_group(group, Signal::TERM);
             let _ = tokio::time::timeout(grace, self.child.wait()).await;
-            return supervise::signal_group(group, "KILL").await;
+            return signal_group(group, Signal::KILL);
         };
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             // Its supervisor was killed on its own: what is left of the group is ours.
-            return supervise::signal_group(group, "KILL").await;
+            return signal_group(group, Signal::KILL);
         }
         // The supervisor does it, and ends with the group.
         lifeline.stop(Some(grace));
@@ -227,7 +221,7 @@ impl AgentProcess {
             .is_err()
         {
             // Not reaped, so its pid (the group's id) is still ours to signal.
-            supervise::signal_group(group, "KILL").await;
+            signal_group(group, Signal::KILL);
             let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
         }
     }
@@ -249,7 +243,7 @@ impl Drop for AgentProcess {
                 true
             }
             Some(_) | None => {
-                signal_group(group, "TERM");
+                signal_group(group, Signal::TERM);
                 false
             }
         };
@@ -260,7 +254,7 @@ impl Drop for AgentProcess {
         let ended = wait_blocking(&mut self.child, wait);
         // A supervisor that ended has killed the group; else SIGKILL what is left.
         if !(supervised && ended) {
-            signal_group(group, "KILL");
+            signal_group(group, Signal::KILL);
         }
     }
 }
@@ -320,13 +314,4 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     }
     let tail = lines[lines.len().saturating_sub(n)..].join("\n");
     format!("; the end of its log ({}):\n{tail}", path.display())
-}
-
-/// Sends `signal` to process group `group` with the `kill` command, blocking (in `Drop`).
-fn signal_group(group: u32, signal: &str) {
-    let _ = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), "--", &format!("-{group}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

@@ -38,6 +38,7 @@ use std::process::{ExitCode, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -221,19 +222,16 @@ where
 /// then SIGKILL to the group, which ends this process too.
 async fn stop_group(sh: &mut Child, grace: Duration) {
     let group = std::process::id();
-    signal_group(group, "TERM").await;
+    signal_group(group, Signal::TERM);
     let _ = tokio::time::timeout(grace, sh.wait()).await;
-    signal_group(group, "KILL").await;
+    signal_group(group, Signal::KILL);
 }
 
-/// Sends `signal` to process group `group` with the `kill` command (no unsafe signal FFI),
-/// run in a group of its own so that it does not signal itself.
-pub(super) async fn signal_group(group: u32, signal: &str) {
-    let _ = Command::new("kill")
-        .args([&format!("-{signal}"), "--", &format!("-{group}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .status()
-        .await;
+/// Sends `signal` to process group `group` (`kill(-group, signal)`, through rustix: no
+/// unsafe FFI here). A group already gone is no error: there is nothing left to stop.
+pub(super) fn signal_group(group: u32, signal: Signal) {
+    let group = i32::try_from(group).ok().and_then(Pid::from_raw);
+    if let Some(group) = group {
+        let _ = kill_process_group(group, signal);
+    }
 }

@@ -433,7 +433,7 @@ pub async fn events(
                 ApiError::BadBody("Last-Event-ID: must be the number of an event".into())
             })?,
     };
-    let body = match s.jobs.get(&id) {
+    let events = match s.jobs.get(&id) {
         Some(job) => super::sse::follow(job, after, s.keep_alive),
         // A run this daemon is not running has ended: its last word is its record. Unless
         // another process is running it: a `done` saying `running` would be a lie.
@@ -447,19 +447,5 @@ pub async fn events(
             }
         },
     };
-    Ok((
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            // The connection ends with the stream (after `done`): clients that read until
-            // the connection closes, as the simplest SSE readers do, are not left waiting
-            // on it until the control listener's read deadline.
-            (header::CONNECTION, HeaderValue::from_static("close")),
-        ],
-        body,
-    )
-        .into_response())
+    Ok(events)
 }

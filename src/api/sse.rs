@@ -1,50 +1,66 @@
-//! A run's events as a Server-Sent Events body: what was missed after `Last-Event-ID`,
-//! then each new event as it happens, a comment when it has been quiet for `keep_alive`
-//! (so idle proxies, and the control listener's own read deadline, keep the stream
-//! open), and the end after `done`. A follower that goes away only ends its own pump
-//! task; the run goes on.
+//! A run's events as a Server-Sent Events response (axum's `Sse`): what was missed after
+//! `Last-Event-ID`, then each new event as it happens, a `: keep-alive` comment when it has
+//! been quiet for `keep_alive` (so idle proxies, and the control listener's own read
+//! deadline, keep the stream open), and the end after `done`, with the connection. A
+//! follower that goes away only ends its own pump task; the run goes on.
 
-use std::pin::Pin;
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
-use bytes::Bytes;
-use http_body::Frame;
+use axum::http::{HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
 use tokio::sync::mpsc;
 
-use crate::jobs::Job;
+use crate::jobs::{self, Job};
 
-/// The body that streams `job`'s events after event `after`.
-pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Body {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(pump(job, after, keep_alive, tx));
-    Body::new(Stream { rx })
+/// The response that streams `job`'s events after event `after`.
+pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Response {
+    let (tx, mut rx) = mpsc::channel(64);
+    tokio::spawn(pump(job, after, tx));
+    let events = stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));
+    let quiet = KeepAlive::new().interval(keep_alive).text("keep-alive");
+    respond(Sse::new(events).keep_alive(quiet))
 }
 
-/// The body for a run that has ended and has no live events: one `done` event with its
+/// The response for a run that has ended and has no live events: one `done` event with its
 /// record (numbered 1, so a follower that already had it gets nothing).
-pub fn ended(record: &crate::store::RunRecord, after: u64) -> Body {
-    let done = crate::jobs::Event {
+pub fn ended(record: &crate::store::RunRecord, after: u64) -> Response {
+    let done = jobs::Event {
         id: 1,
         kind: "done",
         data: serde_json::json!(record),
     };
-    match after {
-        0 => Body::from(done.sse()),
-        _ => Body::empty(),
-    }
+    let events = (after == 0).then(|| Ok::<_, Infallible>(message(&done)));
+    respond(Sse::new(stream::iter(events)))
 }
 
-async fn pump(job: Arc<Job>, mut last: u64, keep_alive: Duration, tx: mpsc::Sender<Bytes>) {
+/// `text/event-stream`, not cached, and the connection ends with the stream (after
+/// `done`): clients that read until the connection closes, as the simplest SSE readers
+/// do, are not left waiting on it until the control listener's read deadline.
+fn respond(sse: impl IntoResponse) -> Response {
+    let close = [(header::CONNECTION, HeaderValue::from_static("close"))];
+    (close, sse).into_response()
+}
+
+/// One event as an SSE message: `id: N`, `event: KIND`, `data: JSON`.
+fn message(e: &jobs::Event) -> Event {
+    Event::default()
+        .id(e.id.to_string())
+        .event(e.kind)
+        .data(e.data.to_string())
+}
+
+async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Event>) {
     let mut changed = job.events.watch();
     loop {
         // Read before the events: if `done` is in the log now, `after` returns it unless
         // the follower already had it, and either way nothing more will come.
         let ended = job.events.ended();
         for e in job.events.after(last) {
-            if tx.send(Bytes::from(e.sse())).await.is_err() {
+            if tx.send(message(&e)).await.is_err() {
                 return;
             }
             last = e.id;
@@ -57,29 +73,54 @@ async fn pump(job: Arc<Job>, mut last: u64, keep_alive: Duration, tx: mpsc::Send
         }
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },
-            () = tokio::time::sleep(keep_alive) => {
-                if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
-                    return;
-                }
-            }
+            () = tx.closed() => return,
         }
     }
 }
 
-struct Stream {
-    rx: mpsc::Receiver<Bytes>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
 
-impl http_body::Body for Stream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
+    async fn text(r: Response) -> String {
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.rx
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    #[tokio::test]
+    async fn an_event_is_one_message_with_its_number_kind_and_data() {
+        let e = jobs::Event {
+            id: 2,
+            kind: "case",
+            data: serde_json::json!({"n": 1}),
+        };
+        let r = respond(Sse::new(stream::iter([Ok::<_, Infallible>(message(&e))])));
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        assert_eq!(r.headers()["cache-control"], "no-cache");
+        assert_eq!(r.headers()["connection"], "close");
+        assert_eq!(text(r).await, "id: 2\nevent: case\ndata: {\"n\":1}\n\n");
+    }
+
+    #[tokio::test]
+    async fn an_ended_run_is_one_done_event_unless_the_follower_had_it() {
+        let record = crate::store::RunRecord {
+            id: "r1".into(),
+            kind: crate::store::RunKind::Contract,
+            config_digest: None,
+            seed: Some(1),
+            started_ms: 0,
+            finished_ms: Some(1),
+            status: crate::store::RunStatus::Passed,
+            reason: None,
+            scores: Default::default(),
+            done: 0,
+            total: 0,
+            artifacts: Default::default(),
+        };
+        let done = text(ended(&record, 0)).await;
+        let data = serde_json::to_string(&record).unwrap();
+        assert_eq!(done, format!("id: 1\nevent: done\ndata: {data}\n\n"));
+        assert_eq!(text(ended(&record, 1)).await, "");
     }
 }

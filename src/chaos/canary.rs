@@ -71,7 +71,7 @@ impl Scanner {
         window.extend_from_slice(chunk);
         let mut new = vec![];
         let mut i = 0;
-        while let Some(at) = find(&window[i..], PREFIX) {
+        while let Some(at) = memchr::memmem::find(&window[i..], PREFIX) {
             let start = i + at;
             let end = start + TOKEN_LEN;
             if end > window.len() {
@@ -94,10 +94,6 @@ impl Scanner {
         self.carry = window[keep..].to_vec();
         new
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use super::report_path;
 use super::runs::Show;
 use crate::agent::{DirectClient, direct_client};
 use crate::config::Loaded;
+use crate::llm::frame::{Event, Framing, Splitter};
 use crate::run::{Report, RunKind, RunRequest};
 use crate::store::RunRecord;
 
@@ -348,18 +349,13 @@ async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> 
             }
             Err(e) => return Err(e),
         };
-        let mut buf = String::new();
+        let mut frames = Splitter::new(Framing::Sse);
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { break };
             let Some(data) = frame.data_ref() else {
                 continue;
             };
-            buf.push_str(&String::from_utf8_lossy(data));
-            while let Some(end) = buf.find("\n\n") {
-                let message: String = buf.drain(..end + 2).collect();
-                let Some(event) = parse_event(&message) else {
-                    continue;
-                };
+            for event in events(&mut frames, data) {
                 last = event.0;
                 if let Some(done) = print_event(&event, show) {
                     return Ok(done);
@@ -374,23 +370,19 @@ async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> 
     }
 }
 
+/// The numbered events whole in the stream so far, given its next chunk: SSE as the crate
+/// frames it (`llm::frame`: either line ending, a field's space after `:` optional).
+fn events(frames: &mut Splitter, chunk: &[u8]) -> Vec<(u64, String, Value)> {
+    let messages = frames.push(chunk);
+    messages.iter().filter_map(|m| parse_event(m)).collect()
+}
+
 /// `(id, event, data)` of one SSE message; None for a comment (keep-alive).
-fn parse_event(message: &str) -> Option<(u64, String, Value)> {
-    let (mut id, mut kind, mut data) = (None, String::new(), String::new());
-    for line in message.lines() {
-        if let Some(v) = line.strip_prefix("id: ") {
-            id = v.trim().parse().ok();
-        } else if let Some(v) = line.strip_prefix("event: ") {
-            kind = v.trim().to_string();
-        } else if let Some(v) = line.strip_prefix("data: ") {
-            data.push_str(v);
-        }
-    }
-    Some((
-        id?,
-        kind,
-        serde_json::from_str(&data).unwrap_or(Value::Null),
-    ))
+fn parse_event(message: &[u8]) -> Option<(u64, String, Value)> {
+    let event = Event::parse(message, Framing::Sse);
+    let id = event.id?.trim().parse().ok()?;
+    let kind = event.name.unwrap_or_default();
+    Some((id, kind, event.json.unwrap_or(Value::Null)))
 }
 
 /// Prints a progress line for a case; the run's record for `done`.
@@ -511,9 +503,24 @@ mod tests {
 
     #[test]
     fn sse_messages_parse_and_comments_are_skipped() {
-        let e = parse_event("id: 7\nevent: case\ndata: {\"done\":1}\n\n").unwrap();
+        let e = parse_event(b"id: 7\nevent: case\ndata: {\"done\":1}\n\n").unwrap();
         assert_eq!((e.0, e.1.as_str(), &e.2["done"]), (7, "case", &json!(1)));
-        assert!(parse_event(": keep-alive\n\n").is_none());
+        assert!(parse_event(b": keep-alive\n\n").is_none());
+    }
+
+    #[test]
+    fn fields_without_a_space_and_events_across_chunks_are_read() {
+        let mut frames = Splitter::new(Framing::Sse);
+        let mut got = events(&mut frames, b": keep-alive\n\nid:3\nevent:case\ndata:{\"do");
+        assert!(got.is_empty());
+        got.extend(events(
+            &mut frames,
+            b"ne\":2}\r\n\r\nid: 4\nevent: done\ndata:{}\n",
+        ));
+        got.extend(events(&mut frames, "\ndata: \"é\"\n\n".as_bytes()));
+        let kinds: Vec<(u64, &str)> = got.iter().map(|e| (e.0, e.1.as_str())).collect();
+        assert_eq!(kinds, [(3, "case"), (4, "done")]);
+        assert_eq!((&got[0].2["done"], &got[1].2), (&json!(2), &json!({})));
     }
 
     #[test]

@@ -19,16 +19,6 @@ pub struct Event {
     pub data: Value,
 }
 
-impl Event {
-    /// The event as one Server-Sent Events message.
-    pub fn sse(&self) -> String {
-        format!(
-            "id: {}\nevent: {}\ndata: {}\n\n",
-            self.id, self.kind, self.data
-        )
-    }
-}
-
 pub struct EventLog {
     events: Mutex<Vec<Event>>,
     last: watch::Sender<u64>,
@@ -91,7 +81,8 @@ mod tests {
         assert_eq!(*w.borrow_and_update(), 2);
         let after = log.after(1);
         assert_eq!(after.len(), 1);
-        assert_eq!(after[0].sse(), "id: 2\nevent: case\ndata: {\"n\":1}\n\n");
+        let e = &after[0];
+        assert_eq!((e.id, e.kind, &e.data), (2, "case", &json!({"n": 1})));
         assert!(log.after(2).is_empty());
         assert!(log.after(99).is_empty());
     }

@@ -243,17 +243,9 @@ pub fn run_id(id: &str) -> Result<&str, String> {
     }
 }
 
-/// Percent-encodes a query value.
+/// Percent-encodes a query value (all but RFC 3986's unreserved characters).
 fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, crate::exchange::URL_UNRESERVED).to_string()
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 //! incrementally as chunks arrive and re-encoded in the style they came in. The one framer:
 //! the chaos rewriter and the tool-call reader both use it.
 
+use std::sync::LazyLock;
+
 use bytes::{Bytes, BytesMut};
+use memchr::memmem::Finder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -59,8 +62,8 @@ impl Splitter {
         let end = match self.framing {
             Framing::Ndjson => b.iter().position(|&c| c == b'\n').map(|i| i + 1),
             Framing::Sse => {
-                let lf = find(b, b"\n\n").map(|i| i + 2);
-                let crlf = find(b, b"\r\n\r\n").map(|i| i + 4);
+                let lf = LF.find(b).map(|i| i + 2);
+                let crlf = CRLF.find(b).map(|i| i + 4);
                 match (lf, crlf) {
                     (Some(a), Some(c)) => Some(a.min(c)),
                     (a, c) => a.or(c),
@@ -71,14 +74,16 @@ impl Splitter {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
+/// The two ends of an SSE event, each searched for with a searcher built once.
+static LF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\n\n"));
+static CRLF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));
 
 /// One SSE event or NDJSON line, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub name: Option<String>,
+    /// The SSE `id` (the daemon's event numbers); read, not written back by `encode`.
+    pub id: Option<String>,
     /// The `data` (SSE: `data:` lines joined by `\n`; NDJSON: the line).
     pub data: String,
     pub json: Option<serde_json::Value>,
@@ -90,19 +95,21 @@ impl Event {
     pub fn parse(frame: &[u8], framing: Framing) -> Event {
         let text = String::from_utf8_lossy(frame);
         let crlf = text.contains("\r\n");
-        let (name, data) = match framing {
-            Framing::Ndjson => (None, text.trim_end_matches(['\r', '\n']).to_string()),
+        let (name, id, data) = match framing {
+            Framing::Ndjson => (None, None, text.trim_end_matches(['\r', '\n']).to_string()),
             Framing::Sse => {
-                let mut name = None;
+                let (mut name, mut id) = (None, None);
                 let mut data: Vec<&str> = vec![];
                 for line in text.lines() {
                     if let Some(v) = line.strip_prefix("event:") {
                         name = Some(v.trim().to_string());
                     } else if let Some(v) = line.strip_prefix("data:") {
                         data.push(v.strip_prefix(' ').unwrap_or(v));
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.strip_prefix(' ').unwrap_or(v).to_string());
                     }
                 }
-                (name, data.join("\n"))
+                (name, id, data.join("\n"))
             }
         };
         // Only an object is a provider event: rewrites index into it.
@@ -111,6 +118,7 @@ impl Event {
             .filter(serde_json::Value::is_object);
         Event {
             name,
+            id,
             data,
             json,
             crlf,
@@ -122,6 +130,7 @@ impl Event {
     pub fn sibling(&self, name: Option<&str>, json: serde_json::Value) -> Event {
         Event {
             name: name.map(str::to_string),
+            id: None,
             data: json.to_string(),
             json: Some(json),
             crlf: self.crlf,
@@ -133,6 +142,7 @@ impl Event {
     pub fn raw_sibling(&self, name: Option<&str>, data: &str) -> Event {
         Event {
             name: name.map(str::to_string),
+            id: None,
             data: data.to_string(),
             json: None,
             crlf: self.crlf,
@@ -197,6 +207,16 @@ mod tests {
         );
         let e = Event::parse(&f[1], Framing::Sse);
         assert_eq!((e.name.as_deref(), e.data.as_str()), (Some("x"), "y"));
+    }
+
+    #[test]
+    fn fields_are_read_with_or_without_the_space_after_the_colon() {
+        let e = Event::parse(b"id:7\nevent:case\ndata:x\ndata: y\n\n", Framing::Sse);
+        let fields = (e.id.as_deref(), e.name.as_deref(), e.data.as_str());
+        assert_eq!(fields, (Some("7"), Some("case"), "x\ny"));
+        let e = Event::parse(b"id: 8\r\ndata:  z\r\n\r\n", Framing::Sse);
+        assert_eq!((e.id.as_deref(), e.data.as_str()), (Some("8"), " z"));
+        assert_eq!(e.encode(), Bytes::from_static(b"data:  z\r\n\r\n"));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! all hold), long texts capped. Escaping is each format's job (the HTML template's
 //! auto-escape, junit.rs, markdown.rs); this only decides which characters reach it.
 
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+
 /// Texts longer than this (in characters) are cut in the page; the JSON has them whole.
 pub const CAP: usize = 2000;
 
@@ -102,19 +105,13 @@ pub fn duration(ms: f64) -> String {
 
 /// Unix milliseconds as `2026-11-24 03:36:15 UTC`.
 pub fn utc(ms: u64) -> String {
+    const UTC: &[BorrowedFormatItem<'_>] =
+        format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
     let secs = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
-    match time::OffsetDateTime::from_unix_timestamp(secs) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        ),
-        Err(_) => format!("{ms} ms after the Unix epoch"),
-    }
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|t| t.format(UTC).ok())
+        .unwrap_or_else(|| format!("{ms} ms after the Unix epoch"))
 }
 
 #[cfg(test)]
@@ -150,5 +147,8 @@ mod tests {
         assert_eq!(duration(1834.5), "1.8 s");
         assert_eq!(duration(125_000.0), "2 min 5 s");
         assert_eq!(utc(1_795_491_375_000), "2026-11-24 03:36:15 UTC");
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        let far = 253_402_300_800_000; // 10000-01-01
+        assert_eq!(utc(far), format!("{far} ms after the Unix epoch"));
     }
 }

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
 
 /// A run's id; cheap to clone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -41,31 +43,23 @@ impl fmt::Display for RunId {
 
 /// `YYYYMMDD-HHMMSS` in UTC.
 pub fn stamp(unix_ms: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp(unix_ms.div_euclid(1000))
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
+    utc(
+        unix_ms,
+        format_description!("[year][month][day]-[hour][minute][second]"),
     )
 }
 
 /// `YYYY-MM-DD HH:MM:SS` UTC, for tables.
 pub fn readable(unix_ms: i64) -> String {
-    let s = stamp(unix_ms);
-    format!(
-        "{}-{}-{} {}:{}:{}",
-        &s[0..4],
-        &s[4..6],
-        &s[6..8],
-        &s[9..11],
-        &s[11..13],
-        &s[13..15]
-    )
+    let format = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    utc(unix_ms, format)
+}
+
+/// `unix_ms` in UTC as `format` says (the epoch for a time out of range).
+fn utc(unix_ms: i64, format: &[BorrowedFormatItem<'_>]) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(unix_ms.div_euclid(1000))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(format).unwrap_or_default()
 }
 
 /// `n` random bytes as hex; if the OS has no randomness to give, this process's id and
@@ -118,5 +112,7 @@ mod tests {
         assert!(a < b, "a later second sorts after");
         assert_ne!(RunId::new(0), RunId::new(0), "random suffix");
         assert_eq!(readable(1_795_481_112_000), "2026-11-24 00:45:12");
+        assert_eq!(stamp(1_795_481_112_999), "20261124-004512");
+        assert_eq!(stamp(-1), "19691231-235959");
     }
 }

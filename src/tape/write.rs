@@ -5,6 +5,8 @@
 use std::path::Path;
 
 use base64::Engine as _;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
 
 use super::bodies::{Bodies, streamed};
 use super::har::{
@@ -235,21 +237,17 @@ fn response(ex: &Exchange, b: &Bodies) -> (Response, Option<String>) {
     (response, error)
 }
 
-/// Unix milliseconds as ISO 8601 with milliseconds and `Z`.
+/// Unix milliseconds as ISO 8601 with milliseconds and `Z` (the epoch's date and time for
+/// one out of range, its milliseconds kept).
 pub fn iso8601(ms: u64) -> String {
+    const ISO: &[BorrowedFormatItem<'_>] =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     let secs = i64::try_from(ms / 1000).unwrap_or(0);
     let t =
         time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        ms % 1000
-    )
+    // Below 1000, so always a valid millisecond.
+    let t = t.replace_millisecond((ms % 1000) as u16).unwrap_or(t);
+    t.format(ISO).unwrap_or_default()
 }
 
 /// Writes `har` to `path` whole (`save_bytes`).
@@ -277,6 +275,14 @@ mod tests {
     use super::*;
     use crate::exchange::tests_support::exchange;
     use crate::tape::Capture;
+
+    #[test]
+    fn times_are_iso_8601_in_utc_with_milliseconds() {
+        assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(iso8601(5), "1970-01-01T00:00:00.005Z");
+        assert_eq!(iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(iso8601(253_402_300_800_042), "1970-01-01T00:00:00.042Z");
+    }
 
     #[test]
     fn an_sse_exchange_keeps_its_events_and_offsets() {

@@ -24,15 +24,7 @@ pub(super) fn rot13(s: &str) -> String {
 
 /// Every byte but the unreserved ones (RFC 3986) as `%XX`.
 pub(super) fn url(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, crate::exchange::URL_UNRESERVED).to_string()
 }
 
 /// Every char as a numeric entity, decimal or hexadecimal.
@@ -69,20 +61,8 @@ mod tests {
     }
 
     fn unurl(s: &str) -> String {
-        let b = s.as_bytes();
-        let mut out = vec![];
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] == b'%' {
-                let h = std::str::from_utf8(&b[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(h, 16).unwrap());
-                i += 3;
-            } else {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-        String::from_utf8(out).unwrap()
+        let decoded = percent_encoding::percent_decode_str(s).decode_utf8();
+        decoded.unwrap().into_owned()
     }
 
     fn unhtml(s: &str) -> String {

@@ -233,15 +233,7 @@ pub(crate) fn insert_field(body: &[u8], field: &[u8]) -> Vec<u8> {
 /// `text` percent-encoded for a query value: unreserved characters as they are, every other
 /// byte as `%XX`.
 pub(crate) fn percent(text: &[u8]) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for &b in text {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::percent_encode(text, crate::exchange::URL_UNRESERVED).to_string()
 }
 
 /// `body` in chunked transfer coding, in chunks of `size` bytes, each size line followed by

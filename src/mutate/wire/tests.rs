@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use memchr::memmem;
+
 use super::*;
 use crate::agent::RawReply;
 use crate::config::{AgentSpec, Family};
@@ -53,14 +55,8 @@ fn families(kind: MutationType) -> u32 {
 
 /// Head and body of a request (the head up to the first empty line, CRLF or LF).
 fn split(req: &[u8]) -> (String, &[u8]) {
-    let crlf = req
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, i + 4));
-    let lf = req
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|i| (i, i + 2));
+    let crlf = memmem::find(req, b"\r\n\r\n").map(|i| (i, i + 4));
+    let lf = memmem::find(req, b"\n\n").map(|i| (i, i + 2));
     let (end, body) = match (crlf, lf) {
         (Some(a), Some(b)) if b.0 < a.0 => b,
         (Some(a), _) => a,
@@ -77,7 +73,7 @@ fn split(req: &[u8]) -> (String, &[u8]) {
 fn dechunk(mut body: &[u8]) -> Vec<u8> {
     let mut out = vec![];
     loop {
-        let Some(eol) = body.windows(2).position(|w| w == b"\r\n") else {
+        let Some(eol) = memmem::find(body, b"\r\n") else {
             return out;
         };
         let line = String::from_utf8_lossy(&body[..eol]).into_owned();
