@@ -15,10 +15,12 @@ use super::LlmProvider;
 
 mod compiled;
 mod fit;
+mod holds;
 mod modes;
 pub mod ranges;
 
 pub use compiled::{CompiledChaos, Problem};
+pub use holds::holds_upstream;
 pub use modes::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
