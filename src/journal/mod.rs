@@ -2,7 +2,8 @@
 //!
 //! Redaction happens here, at the boundary (design.md rule 9, `redact.rs`): whatever is
 //! recorded has its secret headers and query values replaced, so nothing downstream (API,
-//! reports, tapes) can leak them. Per-run files, live tail and slicing by run/case come with the run engine.
+//! reports, tapes) can leak them. Per-run files, live tail and slicing by run/case come
+//! with the run engine.
 //! When tapes are wanted (`set_keep_bodies`), the journal also keeps each exchange's bodies,
 //! redacted the same way (secret header and query values, and each cookie, wherever they
 //! appear in a body; fields named like them in JSON, form-encoded and SSE `data:` JSON
