@@ -5,6 +5,8 @@
 //! auto-escapes every value (the template's name ends in `.html`).
 
 mod advice;
+mod cases;
+mod heatmap;
 mod timeline;
 
 use std::collections::HashMap;
@@ -18,7 +20,8 @@ use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
 use crate::run::{CellResult, RunVerdict};
 use advice::Facts;
-use timeline::Timeline;
+use cases::{CaseCtx, case};
+use heatmap::{Heatmap, heatmap};
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
@@ -111,30 +114,9 @@ struct CoverageCtx {
 }
 
 #[derive(Serialize)]
-struct Heatmap {
-    scenarios: Vec<Link>,
-    rows: Vec<HeatRow>,
-}
-
-#[derive(Serialize)]
 struct Link {
     label: String,
     href: String,
-}
-
-#[derive(Serialize)]
-struct HeatRow {
-    invariant: String,
-    severity: String,
-    cells: Vec<HeatCell>,
-}
-
-#[derive(Serialize)]
-struct HeatCell {
-    class: &'static str,
-    mark: &'static str,
-    href: String,
-    title: String,
 }
 
 /// A failed or not-tested cell, with its next steps and its cases.
@@ -160,36 +142,6 @@ struct Group {
     /// Failed cases: a group with none starts collapsed.
     failed: usize,
     cases: Vec<CaseCtx>,
-}
-
-#[derive(Serialize)]
-struct CaseCtx {
-    anchor: String,
-    class: &'static str,
-    mark: &'static str,
-    summary: String,
-    prompt: String,
-    prompt_more: usize,
-    mutation: Option<(String, String)>,
-    answer: Option<String>,
-    answer_more: usize,
-    error: Option<String>,
-    latency: String,
-    attempts: u32,
-    not_judged: Option<String>,
-    checks: Vec<CheckCtx>,
-    faults: Vec<String>,
-    steps: Vec<String>,
-    timeline: Option<Timeline>,
-    /// Why there is no timeline.
-    no_calls: Option<&'static str>,
-}
-
-#[derive(Serialize)]
-struct CheckCtx {
-    label: String,
-    class: &'static str,
-    reason: String,
 }
 
 fn verdict_class(v: RunVerdict) -> &'static str {
@@ -373,68 +325,6 @@ fn cell_anchor(s: &Section<'_>, c: &CellResult) -> String {
     )
 }
 
-fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatmap {
-    let group_of = |scenario: &str| {
-        groups
-            .get(scenario)
-            .map_or_else(|| format!("{}-cases", s.phase), |a| a.clone())
-    };
-    Heatmap {
-        scenarios: s
-            .scenarios
-            .iter()
-            .map(|sc| Link {
-                label: text::line(sc, 40),
-                href: group_of(sc),
-            })
-            .collect(),
-        rows: s
-            .invariants
-            .iter()
-            .map(|inv| {
-                let severity = s
-                    .cells
-                    .iter()
-                    .find(|c| c.invariant == *inv)
-                    .map_or_else(String::new, |c| c.severity.to_string());
-                HeatRow {
-                    invariant: text::line(inv, 60),
-                    severity,
-                    cells: s
-                        .scenarios
-                        .iter()
-                        .map(|sc| match s.cell(inv, sc) {
-                            Some(c) => {
-                                let (class, mark, word) = verdict_look(&c.verdict);
-                                let href = match c.verdict {
-                                    Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
-                                    Verdict::Pass(_) | Verdict::NotApplicable(_) => group_of(sc),
-                                };
-                                HeatCell {
-                                    class,
-                                    mark,
-                                    href,
-                                    title: format!(
-                                        "{word} ({}): {}",
-                                        c.severity,
-                                        text::line(reason(&c.verdict), 300)
-                                    ),
-                                }
-                            }
-                            None => HeatCell {
-                                class: "none",
-                                mark: "",
-                                href: group_of(sc),
-                                title: "no cell".into(),
-                            },
-                        })
-                        .collect(),
-                }
-            })
-            .collect(),
-    }
-}
-
 fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
     let (class, _, word) = verdict_look(&c.verdict);
     // The cell's cases: under a fail, those the invariant failed; otherwise all of the
@@ -484,87 +374,6 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
         reason: text::line(reason(&c.verdict), 500),
         steps,
         cases,
-    }
-}
-
-fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx {
-    let c = cv.case;
-    let (class, mark) = match cv.passed {
-        Some(true) => ("pass", "✓"),
-        Some(false) => ("fail", "✗"),
-        None => ("nj", "–"),
-    };
-    let (prompt, prompt_more) = text::capped(&c.prompt, CAP);
-    let (answer, answer_more) = match &c.answer {
-        Some(a) => {
-            let (a, more) = text::capped(a, CAP);
-            (Some(a), more)
-        }
-        None => (None, 0),
-    };
-    // Contract cases' next steps are their cells'.
-    let steps = if cv.passed == Some(false) && s.cells.is_empty() {
-        let failures = cv
-            .checks
-            .iter()
-            .filter(|(_, v)| matches!(v, Verdict::Fail(_)))
-            .map(|(_, v)| reason(v))
-            .collect();
-        advice::next_steps(&Facts::of(c, failures))
-    } else {
-        vec![]
-    };
-    let timeline = c.traffic.as_deref().and_then(timeline::of);
-    let no_calls = match &c.traffic {
-        None => Some("its calls could not be attributed to it (see the JSON report's coverage)"),
-        Some(t) if t.is_empty() => Some("no call of the agent's reached the proxy during it"),
-        Some(_) => None,
-    };
-    CaseCtx {
-        anchor: CaseView::anchor(s.phase, index),
-        class,
-        mark,
-        summary: text::line(&c.prompt, 100),
-        prompt,
-        prompt_more,
-        mutation: cv
-            .mutation
-            .as_ref()
-            .map(|(kind, original)| (text::line(kind, 40), text::line(original, 300))),
-        answer,
-        answer_more,
-        error: c.error.as_deref().map(|e| text::line(e, 500)),
-        latency: text::duration(c.latency_ms),
-        attempts: c.attempts,
-        not_judged: c.not_judged.as_deref().map(|n| text::line(n, 300)),
-        checks: cv
-            .checks
-            .iter()
-            .map(|(label, v)| CheckCtx {
-                label: text::line(label, 60),
-                class: verdict_look(v).0,
-                reason: text::line(reason(v), 300),
-            })
-            .collect(),
-        faults: c
-            .faults
-            .iter()
-            .map(|f| {
-                let note = match (&f.note, f.applied) {
-                    (_, true) => String::new(),
-                    (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
-                    (None, false) => ", not applied".into(),
-                };
-                format!(
-                    "{} ({}{note})",
-                    text::line(&f.rule, 60),
-                    text::line(&f.mode, 40)
-                )
-            })
-            .collect(),
-        steps,
-        timeline,
-        no_calls,
     }
 }
 

@@ -1,0 +1,121 @@
+//! One case of a section as the report shows it: its prompt and answer (capped), its
+//! checks, the faults it met, next steps and the timeline of its calls.
+
+use serde::Serialize;
+
+use super::advice::{self, Facts};
+use super::timeline::{self, Timeline};
+use super::{CAP, reason, text, verdict_look};
+use crate::checks::Verdict;
+use crate::report::view::{CaseView, Section};
+
+#[derive(Serialize)]
+pub(super) struct CaseCtx {
+    anchor: String,
+    class: &'static str,
+    mark: &'static str,
+    summary: String,
+    prompt: String,
+    prompt_more: usize,
+    mutation: Option<(String, String)>,
+    answer: Option<String>,
+    answer_more: usize,
+    error: Option<String>,
+    latency: String,
+    attempts: u32,
+    not_judged: Option<String>,
+    checks: Vec<CheckCtx>,
+    faults: Vec<String>,
+    steps: Vec<String>,
+    timeline: Option<Timeline>,
+    /// Why there is no timeline.
+    no_calls: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct CheckCtx {
+    label: String,
+    class: &'static str,
+    reason: String,
+}
+
+pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx {
+    let c = cv.case;
+    let (class, mark) = match cv.passed {
+        Some(true) => ("pass", "✓"),
+        Some(false) => ("fail", "✗"),
+        None => ("nj", "–"),
+    };
+    let (prompt, prompt_more) = text::capped(&c.prompt, CAP);
+    let (answer, answer_more) = match &c.answer {
+        Some(a) => {
+            let (a, more) = text::capped(a, CAP);
+            (Some(a), more)
+        }
+        None => (None, 0),
+    };
+    // Contract cases' next steps are their cells'.
+    let steps = if cv.passed == Some(false) && s.cells.is_empty() {
+        let failures = cv
+            .checks
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Fail(_)))
+            .map(|(_, v)| reason(v))
+            .collect();
+        advice::next_steps(&Facts::of(c, failures))
+    } else {
+        vec![]
+    };
+    let timeline = c.traffic.as_deref().and_then(timeline::of);
+    let no_calls = match &c.traffic {
+        None => Some("its calls could not be attributed to it (see the JSON report's coverage)"),
+        Some(t) if t.is_empty() => Some("no call of the agent's reached the proxy during it"),
+        Some(_) => None,
+    };
+    CaseCtx {
+        anchor: CaseView::anchor(s.phase, index),
+        class,
+        mark,
+        summary: text::line(&c.prompt, 100),
+        prompt,
+        prompt_more,
+        mutation: cv
+            .mutation
+            .as_ref()
+            .map(|(kind, original)| (text::line(kind, 40), text::line(original, 300))),
+        answer,
+        answer_more,
+        error: c.error.as_deref().map(|e| text::line(e, 500)),
+        latency: text::duration(c.latency_ms),
+        attempts: c.attempts,
+        not_judged: c.not_judged.as_deref().map(|n| text::line(n, 300)),
+        checks: cv
+            .checks
+            .iter()
+            .map(|(label, v)| CheckCtx {
+                label: text::line(label, 60),
+                class: verdict_look(v).0,
+                reason: text::line(reason(v), 300),
+            })
+            .collect(),
+        faults: c
+            .faults
+            .iter()
+            .map(|f| {
+                let note = match (&f.note, f.applied) {
+                    (_, true) => String::new(),
+                    (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
+                    (None, false) => ", not applied".into(),
+                };
+                format!(
+                    "{} ({}{note})",
+                    text::line(&f.rule, 60),
+                    text::line(&f.mode, 40)
+                )
+            })
+            .collect(),
+        steps,
+        timeline,
+        no_calls,
+    }
+}
