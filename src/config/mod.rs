@@ -37,6 +37,7 @@ pub mod redact;
 pub mod replays;
 mod response_path;
 mod schema;
+mod sections;
 mod targets;
 pub mod untrusted;
 mod validate;

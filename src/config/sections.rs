@@ -1,0 +1,164 @@
+//! The config's top-level sections, each read on its own into `Config`, with v2 fields
+//! that no longer apply as warnings and unknown sections as errors.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use super::ConfigError;
+use super::chaos::ChaosSpec;
+use super::chaos_load::{ChaosIndex, chaos_section, lenient_v2_fields};
+use super::de::{list, section};
+use super::expand::{Lookup, expand_value};
+use super::schema::*;
+
+/// Sections this build reads.
+pub(super) const SECTIONS: &[&str] = &[
+    "proxy",
+    "control",
+    "ca",
+    "data_dir",
+    "tools",
+    "llm",
+    "journal",
+    "advanced",
+    "chaos",
+    "agent",
+    "invariants",
+    "golden_prompts",
+    "mutations",
+    "model",
+    "contract",
+    "chaos_matrix",
+    "scoring",
+    "output",
+    "replays",
+];
+
+/// The top-level sections read one by one (so one bad section hides none of the others),
+/// `${VAR}` expanded in each as it is taken; the chaos spec is compiled later by
+/// `validate`, once the tools are known.
+pub(super) fn sections(
+    mut root: Map<String, Value>,
+    env: &Lookup,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) -> (Config, ChaosSpec, ChaosIndex) {
+    let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
+        let mut v = root.remove(name)?;
+        expand_value(&mut v, name, env, errors);
+        Some(v)
+    };
+    let mut c = Config::default();
+    let mut chaos_index = ChaosIndex::new();
+    // Parsed here, compiled into `c.chaos` by `validate` once the tools are known.
+    let mut chaos = ChaosSpec::default();
+    if let Some(v) = take("proxy", errors) {
+        c.proxy = section(v, "proxy", errors).unwrap_or_default();
+    }
+    if let Some(v) = take("control", errors) {
+        c.control = section(v, "control", errors).unwrap_or_default();
+    }
+    if let Some(v) = take("ca", errors) {
+        c.ca = section(v, "ca", errors).unwrap_or_default();
+    }
+    c.data_dir = take("data_dir", errors)
+        .and_then(|v| section(v, "data_dir", errors))
+        .unwrap_or_else(|| PathBuf::from(".flakestorm"));
+    if let Some(v) = take("tools", errors) {
+        c.tools = list(v, "tools", errors);
+    }
+    if let Some(v) = take("llm", errors) {
+        c.llm = list(v, "llm", errors);
+    }
+    if let Some(v) = take("journal", errors) {
+        c.journal = section(v, "journal", errors).unwrap_or_default();
+    }
+    if let Some(mut v) = take("chaos", errors) {
+        lenient_v2_fields(&mut v, "chaos", warnings);
+        let (spec, index) = chaos_section(v, "chaos", errors);
+        chaos = spec;
+        chaos_index = index;
+    }
+    if let Some(v) = take("invariants", errors) {
+        c.invariants = super::invariants::invariant_list(v, &c.tools, errors, warnings);
+    }
+    if let Some(v) = take("agent", errors) {
+        let spec: Option<super::AgentSpec> = section(v, "agent", errors);
+        c.agent = spec.and_then(|s| s.compile().map_err(|e| errors.extend(e)).ok());
+    }
+    // Prompts to run, or a broken `golden_prompts:` already reported.
+    let mut golden = false;
+    if let Some(v) = take("golden_prompts", errors) {
+        let before = errors.len();
+        c.golden_prompts = super::contract::prompts_section(v, errors);
+        golden = !c.golden_prompts.is_empty() || errors.len() > before;
+    }
+    if let Some(v) = take("model", errors) {
+        c.model = super::model::model_section(v, errors);
+    }
+    if let Some(v) = take("mutations", errors) {
+        c.mutations = super::mutations::mutations_section(v, c.model.is_some(), errors);
+    }
+    let top_matrix = take("chaos_matrix", errors);
+    match take("contract", errors) {
+        Some(v) => {
+            let ctx = super::contract::Context {
+                tools: &c.tools,
+                golden,
+            };
+            c.contract = super::contract::contract_section(v, top_matrix, ctx, errors, warnings)
+        }
+        None if top_matrix.is_some() => {
+            errors.push(ConfigError::new(
+                "chaos_matrix",
+                "needs a `contract:` section, whose invariants it runs under each scenario",
+            ));
+        }
+        None => {}
+    }
+    if let Some(v) = take("scoring", errors) {
+        c.scoring = section(v, "scoring", errors).unwrap_or_default();
+        super::output::check_scoring(&c.scoring, errors);
+    }
+    if let Some(v) = take("output", errors) {
+        c.output = super::output::output_section(v, errors);
+    }
+    if let Some(v) = take("advanced", errors) {
+        c.advanced = advanced(v, warnings, errors).unwrap_or_default();
+    }
+    if let Some(v) = take("replays", errors) {
+        c.replays = super::replays::replays_section(v, errors);
+        super::replays::check_sources(&c.replays, warnings, errors);
+    }
+    root.remove("version");
+    for (key, _) in root {
+        errors.push(ConfigError::new(
+            key.as_str(),
+            format!(
+                "unknown section; expected one of {}, version",
+                SECTIONS.join(", ")
+            ),
+        ));
+    }
+    (c, chaos, chaos_index)
+}
+
+/// `advanced` mixes fields this build applies with run-engine ones.
+fn advanced(
+    mut v: Value,
+    warnings: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<AdvancedSpec> {
+    // Accepted for v2 compatibility; flakestorm has no use for them.
+    if let Some(map) = v.as_object_mut() {
+        for old in ["parallel", "verbose"] {
+            if map.remove(old).is_some() {
+                warnings.push(format!(
+                    "advanced.{old}: not used by flakestorm (use advanced.concurrency / RUST_LOG)"
+                ));
+            }
+        }
+    }
+    section(v, "advanced", errors)
+}
