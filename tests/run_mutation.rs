@@ -334,11 +334,12 @@ async fn with_model_rewrites_template_variants_and_falls_back_to_the_template() 
 async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
     let seen = Arc::new(Mutex::new(vec![]));
     let a = agent(seen.clone()).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Bound and never listening: connections are refused, and no other process can take the
+    // port while the test runs (a dropped listener's port once went to a server that accepted
+    // and never answered, and the model "timed out" instead).
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = closed.local_addr().unwrap().port();
     let yaml = format!(
         "golden_prompts: [\"What is the capital of France?\"]\ninvariants: [{{type: output_not_empty}}]\n\
          mutations: {{count: 2, types: [paraphrase, tone_shift], with_model: [tone_shift]}}\n\
@@ -371,6 +372,7 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
         "{:?}",
         r.warnings
     );
+    drop(closed);
 }
 
 /// Wire-level variants reach the agent's endpoint as raw requests; an agent that answers one
