@@ -91,14 +91,19 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q
 
 echo "==> deployment run for real: image, compose, Kubernetes, Prometheus, Grafana, systemd (tests/containers)"
 # Debian's podman with runc (crun fails on these machines' cgroup layout: containers.conf
-# says runc), mmdebstrap for the offline base images, promtool from Debian's prometheus.
-# kubectl (kustomize) and systemd-analyze come with the machine. A machine where they
-# cannot be installed skips the container tests with a loud message (tests/containers).
+# says runc), mmdebstrap for the offline base images, promtool from Debian's prometheus,
+# systemd-analyze from systemd. kubectl (for `kubectl kustomize`) comes with this machine;
+# Debian's own kubernetes-client (1.20) is too old for the overlay, so where kubectl is
+# missing apt tries the `kubectl` package (a configured Kubernetes apt source) and the
+# Kubernetes test fails saying so. A machine that cannot run containers at all skips the
+# container tests with a loud message (tests/containers).
 deploy_missing=()
 command -v podman >/dev/null || deploy_missing+=(podman)
 command -v runc >/dev/null || deploy_missing+=(runc)
 command -v mmdebstrap >/dev/null || deploy_missing+=(mmdebstrap)
 command -v promtool >/dev/null || deploy_missing+=(prometheus)
+command -v systemd-analyze >/dev/null || deploy_missing+=(systemd)
+command -v kubectl >/dev/null || deploy_missing+=(kubectl)
 if [ ${#deploy_missing[@]} -gt 0 ]; then
   echo "==> installing ${deploy_missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
