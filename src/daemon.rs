@@ -127,14 +127,16 @@ impl Daemon {
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
         let jobs = Jobs::new(crate::jobs::Setup {
-            store: store.clone(),
+            proxy: crate::run::session::Proxy {
+                store: store.clone(),
+                engine: chaos.clone(),
+                journal: journal.clone(),
+                addr: proxy_addr,
+                ca_cert: ca.cert_path().to_path_buf(),
+            },
             metrics: metrics.clone(),
             tools: config.tools.clone(),
             llm: config.llm.clone(),
-            engine: chaos.clone(),
-            journal: journal.clone(),
-            proxy_addr,
-            ca_cert: ca.cert_path().to_path_buf(),
             max_parallel: config.control.max_parallel_runs,
         });
         let state = ApiState {

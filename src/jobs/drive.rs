@@ -89,6 +89,7 @@ async fn set_up(
     let config = &sub.loaded.config;
     let error = |why: String| (Status::Error, Some(why));
     let dir = inner
+        .proxy
         .store
         .run_dir(&job.recorder.id)
         .map_err(|e| error(e.to_string()))?;
@@ -96,7 +97,7 @@ async fn set_up(
         true => Some(Classifier::new(&config.tools, &config.llm).map_err(error)?),
         false => None,
     };
-    let seed = job.lock().seed.unwrap_or_else(|| inner.engine.seed());
+    let seed = job.lock().seed.unwrap_or_else(|| inner.proxy.engine.seed());
     job.lock().seed = Some(seed);
     let opts = Options {
         agent_log: dir.join("agent.log"),
@@ -105,7 +106,11 @@ async fn set_up(
         progress: Some(hooks(job)),
         before_agent: None,
     };
-    let started = Session::start(sub.loaded.clone(), Behind::Shared(inner.proxy()), opts);
+    let started = Session::start(
+        sub.loaded.clone(),
+        Behind::Shared(inner.proxy.clone()),
+        opts,
+    );
     let mut session = tokio::select! {
         s = started => s.map_err(|e| error(e.0))?,
         () = job.cancel.cancelled() => return Err((inner.cancelled(), None)),
@@ -127,15 +132,15 @@ async fn run(inner: &Inner, job: &Arc<Job>, prepared: &Prepared, setup: SetUp, e
         mut session,
         declared,
     } = setup;
-    let _declared = declared.map(|c| inner.engine.declare(Arc::new(c)));
+    let _declared = declared.map(|c| inner.proxy.engine.declare(Arc::new(c)));
     // The global rules draw from the run's seed while it has the engine to itself.
-    let previous = exclusive.then(|| inner.engine.set_seed(session.ctx.seed));
+    let previous = exclusive.then(|| inner.proxy.engine.set_seed(session.ctx.seed));
     let result = tokio::select! {
         r = session.execute(prepared) => Some(r),
         () = job.cancel.cancelled() => None,
     };
     if let Some(p) = previous {
-        inner.engine.set_seed(p);
+        inner.proxy.engine.set_seed(p);
     }
     match result {
         None => {

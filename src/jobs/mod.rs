@@ -10,8 +10,6 @@ mod drive;
 mod events;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -20,9 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use events::{Event, EventLog};
 
-use crate::chaos::Engine;
 use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
-use crate::journal::Journal;
+use crate::run::session::Proxy;
 use crate::run::{RunRequest, prepare};
 use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
 use crate::telemetry::Metrics;
@@ -79,16 +76,13 @@ pub struct Jobs {
 }
 
 struct Inner {
-    store: Store,
+    /// The daemon's proxy (engine, journal, address, CA) and its store.
+    proxy: Proxy,
     metrics: Metrics,
     /// The daemon's own `tools:` and `llm:`: a run that declares others has the daemon to
     /// itself while its declarations classify the traffic.
     tools: Vec<ToolSpec>,
     llm: Vec<LlmEndpointSpec>,
-    engine: Engine,
-    journal: Journal,
-    proxy_addr: SocketAddr,
-    ca_cert: PathBuf,
     /// Live runs (this daemon's), in submission order.
     runs: Mutex<Vec<Arc<Job>>>,
     /// `max_parallel` permits; an exclusive run takes them all (fair, so in order).
@@ -100,30 +94,16 @@ struct Inner {
 
 /// Where the daemon's proxy is and where runs write.
 pub struct Setup {
-    /// History, and where reports and agent logs go (`data_dir/runs/<id>/`).
-    pub store: Store,
+    /// The daemon's proxy, behind which every run's session runs; its store holds the
+    /// history, and reports and agent logs go under `data_dir/runs/<id>/`.
+    pub proxy: Proxy,
     pub metrics: Metrics,
     pub tools: Vec<ToolSpec>,
     pub llm: Vec<LlmEndpointSpec>,
-    pub engine: Engine,
-    pub journal: Journal,
-    pub proxy_addr: SocketAddr,
-    pub ca_cert: PathBuf,
     pub max_parallel: u32,
 }
 
 impl Inner {
-    /// The daemon's proxy, as a run's session sees it.
-    fn proxy(&self) -> crate::run::session::Proxy {
-        crate::run::session::Proxy {
-            engine: self.engine.clone(),
-            journal: self.journal.clone(),
-            addr: self.proxy_addr,
-            ca_cert: self.ca_cert.clone(),
-            store: self.store.clone(),
-        }
-    }
-
     /// How a cancelled run ends: `cancelled`, or `interrupted` when the daemon stops.
     fn cancelled(&self) -> Status {
         match self.stopping.load(Ordering::Relaxed) {
@@ -138,14 +118,10 @@ impl Jobs {
         let max_parallel = s.max_parallel.max(1);
         Jobs {
             inner: Arc::new(Inner {
-                store: s.store,
+                proxy: s.proxy,
                 metrics: s.metrics,
                 tools: s.tools,
                 llm: s.llm,
-                engine: s.engine,
-                journal: s.journal,
-                proxy_addr: s.proxy_addr,
-                ca_cert: s.ca_cert,
                 runs: Mutex::default(),
                 turns: Arc::new(Semaphore::new(max_parallel as usize)),
                 max_parallel,
@@ -157,22 +133,26 @@ impl Jobs {
     /// Runs for unit tests: a proxy address nothing listens on, reports under `data_dir`.
     #[cfg(test)]
     pub(crate) fn for_tests(data_dir: &std::path::Path) -> Jobs {
-        use crate::journal::Redactor;
+        use crate::chaos::Engine;
+        use crate::journal::{Journal, Redactor};
+        use std::net::SocketAddr;
         Jobs::new(Setup {
-            store: Store::open(data_dir).expect("a store in a fresh folder"),
+            proxy: Proxy {
+                store: Store::open(data_dir).expect("a store in a fresh folder"),
+                engine: Engine::new(1),
+                journal: Journal::new(16, Redactor::new(&[], &[])),
+                addr: SocketAddr::from(([127, 0, 0, 1], 9)),
+                ca_cert: data_dir.join("ca.pem"),
+            },
             metrics: Metrics::new(),
             tools: vec![],
             llm: vec![],
-            engine: Engine::new(1),
-            journal: Journal::new(16, Redactor::new(&[], &[])),
-            proxy_addr: SocketAddr::from(([127, 0, 0, 1], 9)),
-            ca_cert: data_dir.join("ca.pem"),
             max_parallel: 2,
         })
     }
 
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        &self.inner.proxy.store
     }
 
     /// Queues `sub` and starts driving it; the problem in words when its config cannot
@@ -185,7 +165,7 @@ impl Jobs {
         let (kind, digest) = (sub.request.kind, sub.loaded.digest.clone());
         let seed = sub.seed.or(sub.loaded.config.advanced.seed);
         let recorder = Recorder::begin(
-            &self.inner.store,
+            &self.inner.proxy.store,
             kind,
             digest.clone(),
             seed,
@@ -231,15 +211,15 @@ impl Jobs {
     pub fn record(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         match self.get(id) {
             Some(job) => Ok(Some(job.record())),
-            None => self.inner.store.get(id),
+            None => self.inner.proxy.store.get(id),
         }
     }
 
     /// Stored runs newest first, filtered and paged, with this daemon's live runs as they
     /// are now.
     pub async fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
-        self.inner.store.flush().await?;
-        let mut page = self.inner.store.list(filter)?;
+        self.inner.proxy.store.flush().await?;
+        let mut page = self.inner.proxy.store.list(filter)?;
         for r in &mut page.runs {
             if let Some(job) = self.get(&r.id) {
                 *r = job.record();
@@ -253,7 +233,7 @@ impl Jobs {
     pub fn cancel(&self, id: &str) -> Result<RunRecord, CancelError> {
         let Some(job) = self.get(id) else {
             // A stored run of an earlier daemon or a CLI run: ended, or not this daemon's.
-            return match self.inner.store.get(id) {
+            return match self.inner.proxy.store.get(id) {
                 Ok(Some(r)) if r.status.is_final() => Err(CancelError::Finished(r.status)),
                 Ok(Some(r)) => Err(CancelError::Elsewhere(r.status)),
                 Ok(None) => Err(CancelError::NotFound),
