@@ -11,6 +11,7 @@ mod args;
 mod baseline;
 mod certificate;
 mod commands;
+mod daemon_client;
 mod health;
 mod history;
 mod langsmith;
