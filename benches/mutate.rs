@@ -125,6 +125,8 @@ async fn main() {
         agent: agent.clone(),
         concurrency: 10,
         attribution: cfg.advanced.attribution,
+        pool: None,
+        settle: std::time::Duration::ZERO,
         config_digest: None,
         progress: None,
         embedder: None,

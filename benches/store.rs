@@ -208,6 +208,8 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
         agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         concurrency: 10,
         attribution: cfg.advanced.attribution,
+        pool: None,
+        settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         progress: None,
         embedder: None,

@@ -89,6 +89,8 @@ pub struct Daemon {
     pub token_file: Option<PathBuf>,
     /// What `/readyz` answers.
     pub ready: Readiness,
+    /// Opens a proxy lane for an agent pool's instance.
+    pub lanes: crate::agent::OpenLane,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -126,6 +128,7 @@ impl Daemon {
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
+        let lanes = lane_opener(&proxy);
         let jobs = Jobs::new(crate::jobs::Setup {
             proxy: crate::run::session::Proxy {
                 store: store.clone(),
@@ -133,6 +136,7 @@ impl Daemon {
                 journal: journal.clone(),
                 addr: proxy_addr,
                 ca_cert: ca.cert_path().to_path_buf(),
+                lanes: lanes.clone(),
             },
             metrics: metrics.clone(),
             tools: config.tools.clone(),
@@ -187,6 +191,7 @@ impl Daemon {
             control_token,
             token_file,
             ready,
+            lanes,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -206,6 +211,22 @@ impl Daemon {
             tracing::warn!("{e}");
         }
     }
+}
+
+/// Opens lanes on `proxy` for agent pools.
+fn lane_opener(proxy: &Proxy) -> crate::agent::OpenLane {
+    let proxy = proxy.clone();
+    std::sync::Arc::new(move || {
+        let proxy = proxy.clone();
+        Box::pin(async move {
+            let l = proxy.open_lane().await?;
+            Ok(crate::agent::LaneAt {
+                addr: l.addr,
+                lane: l.lane.clone(),
+                keep: Box::new(l),
+            })
+        })
+    })
 }
 
 /// The CA: the `cert_file`/`key_file` pair as it is, or the one in `dir` (created there

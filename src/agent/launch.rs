@@ -48,7 +48,7 @@ pub async fn launch(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result<L
 /// `log`, and waits until the agent is ready: `ready_url` answers 2xx or, without one, the
 /// endpoint accepts connections. A `ready_url` without a command is waited for too
 /// (config.md: polled before the run starts).
-async fn start(
+pub(super) async fn start(
     config: &Config,
     spec: &AgentTarget,
     agent: &Agent,

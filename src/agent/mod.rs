@@ -2,13 +2,14 @@
 //! raw bytes for the wire-level mutations (`raw`), and
 //! optionally start it with the proxy environment set (`spawn`) under a supervisor that
 //! stops it when flakestorm ends (`supervise`), and ready it for a run (`launch`,
-//! `ready`). The driver's own calls
+//! `ready`), or a pool of instances each behind its own proxy lane (`pool`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
 mod answer;
 mod invoke;
 mod launch;
+mod pool;
 mod raw;
 mod raw_response;
 mod ready;
@@ -20,6 +21,7 @@ pub use answer::{cut, extract, render};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{Launched, ProxyAt, launch};
+pub use pool::{LaneAt, Lease, OpenLane, Pool};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;

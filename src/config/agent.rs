@@ -45,7 +45,18 @@ pub struct AgentSpec {
     /// expanded at load).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How many copies of `command` to start, each on its own `{port}` (default:
+    /// `advanced.concurrency` when `command` takes `{port}`, else one).
+    #[serde(default)]
+    pub instances: Option<u32>,
 }
+
+/// The most agent instances a run starts.
+pub const MAX_INSTANCES: u32 = 64;
+
+/// The placeholder for an instance's port in `agent.command`, `endpoint`, `ready_url`,
+/// `reset_endpoint` and `env`.
+pub const PORT: &str = "{port}";
 
 /// Variables flakestorm sets for `agent.command`: one in `agent.env` overrides them.
 pub const PROXY_VARS: &[&str] = &[
@@ -92,6 +103,49 @@ pub struct AgentTarget {
     pub ready_url: Option<Uri>,
     pub command: Option<String>,
     pub env: BTreeMap<String, String>,
+    /// `agent.instances` as written.
+    pub instances: Option<u32>,
+    /// The section as written when `command` takes `{port}`: each instance is this with its
+    /// own port (`at_port`).
+    pub per_port: Option<Box<AgentSpec>>,
+}
+
+impl AgentTarget {
+    /// How many instances a run starts: `agent.instances`, else `concurrency` when the
+    /// command takes `{port}`, else one.
+    pub fn pool_size(&self, concurrency: u32) -> usize {
+        match &self.per_port {
+            Some(_) => self.instances.unwrap_or(concurrency).max(1) as usize,
+            None => 1,
+        }
+    }
+
+    /// This agent listening on `port` (`{port}` filled in everywhere); itself when the
+    /// command takes no `{port}`.
+    pub fn at_port(&self, port: u16) -> AgentTarget {
+        let Some(spec) = &self.per_port else {
+            return self.clone();
+        };
+        let fill = |v: &str| v.replace(PORT, &port.to_string());
+        let mut filled = (**spec).clone();
+        filled.endpoint = fill(&filled.endpoint);
+        filled.command = filled.command.as_deref().map(fill);
+        filled.ready_url = filled.ready_url.as_deref().map(fill);
+        filled.reset_endpoint = filled.reset_endpoint.as_deref().map(fill);
+        for v in filled.env.values_mut() {
+            *v = fill(v);
+        }
+        let url = |v: &Option<String>| v.as_deref().and_then(http_url);
+        AgentTarget {
+            endpoint: http_url(&filled.endpoint).unwrap_or_else(|| self.endpoint.clone()),
+            reset_endpoint: url(&filled.reset_endpoint),
+            ready_url: url(&filled.ready_url),
+            command: filled.command,
+            env: filled.env,
+            per_port: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// `v` as an http(s) URL with a host.
@@ -108,7 +162,9 @@ impl AgentSpec {
         let mut errors = vec![];
         let mut err =
             |field: &str, msg: String| errors.push(ConfigError::new(format!("agent.{field}"), msg));
-        let endpoint = http_url(&a.endpoint);
+        // Checked with a sample port; each instance gets its own (`at_port`).
+        let sample = |v: &str| v.replace(PORT, "1");
+        let endpoint = http_url(&sample(&a.endpoint));
         if endpoint.is_none() {
             err(
                 "endpoint",
@@ -144,7 +200,7 @@ impl AgentSpec {
         }
         let mut url = |field: &str, v: &Option<String>| -> Option<Uri> {
             let v = v.as_deref()?;
-            let u = http_url(v);
+            let u = http_url(&sample(v));
             if u.is_none() {
                 err(field, format!("`{v}` is not an http(s) URL"));
             }
@@ -170,6 +226,7 @@ impl AgentSpec {
                 );
             }
         }
+        check_instances(a, &mut errors);
         let headers = compile_headers(&a.headers, &mut errors);
         match (endpoint, method, response_path, errors.is_empty()) {
             (Some(endpoint), Some(method), Some(response_path), true) => Ok(AgentTarget {
@@ -183,10 +240,76 @@ impl AgentSpec {
                 ready_url,
                 command: a.command.clone(),
                 env: a.env.clone(),
+                instances: a.instances,
+                per_port: takes_port(a).then(|| Box::new(a.clone())),
             }),
             _ => Err(errors),
         }
     }
+}
+
+/// Whether `agent.command` takes `{port}` (flakestorm starts a pool of instances).
+fn takes_port(a: &AgentSpec) -> bool {
+    a.command.as_deref().is_some_and(|c| c.contains(PORT))
+}
+
+/// `agent.instances` and `{port}`: a pool needs a command that takes the port, and every
+/// URL of an instance must name it, or all cases would reach one instance.
+fn check_instances(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
+    let mut err =
+        |field: &str, msg: String| errors.push(ConfigError::new(format!("agent.{field}"), msg));
+    let pooled = takes_port(a);
+    let urls = [
+        ("endpoint", Some(&a.endpoint)),
+        ("reset_endpoint", a.reset_endpoint.as_ref()),
+        ("ready_url", a.ready_url.as_ref()),
+    ];
+    for (field, v) in urls {
+        let Some(v) = v else { continue };
+        match (pooled, v.contains(PORT)) {
+            (true, false) => err(
+                field,
+                format!(
+                    "`{v}` has no `{PORT}`: agent.command takes `{PORT}`, so each instance \
+                     listens on its own port and this URL must name it"
+                ),
+            ),
+            (false, true) => err(field, not_started(&format!("`{v}`"))),
+            (true, true) | (false, false) => {}
+        }
+    }
+    for (name, v) in &a.env {
+        if !pooled && v.contains(PORT) {
+            err(&format!("env.{name}"), not_started("the value"));
+        }
+    }
+    let Some(n) = a.instances else { return };
+    if n == 0 || n > MAX_INSTANCES {
+        err(
+            "instances",
+            format!("{n} is out of range 1..={MAX_INSTANCES}"),
+        );
+    } else if n > 1 && a.command.is_none() {
+        err(
+            "instances",
+            format!("{n} instances need agent.command: flakestorm starts them"),
+        );
+    } else if n > 1 && !pooled {
+        err(
+            "instances",
+            format!(
+                "{n} instances need `{PORT}` in agent.command (and in agent.endpoint): each \
+                 listens on a port of its own"
+            ),
+        );
+    }
+}
+
+fn not_started(what: &str) -> String {
+    format!(
+        "{what} takes `{PORT}`, which is filled in only for agents flakestorm starts with a \
+         `{PORT}` in agent.command"
+    )
 }
 
 /// Warnings for an agent section that loads but defeats the run: `agent.env` replacing

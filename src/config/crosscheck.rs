@@ -4,7 +4,7 @@
 //! `invariants.rs` and `contract.rs`, so this module imports neither.) Owns no types and
 //! never changes the config.
 
-use super::schema::Config;
+use super::schema::{Attribution, Config};
 
 /// Warnings about a config that loads: things it asks for that a run will not do as the
 /// user may expect.
@@ -13,12 +13,37 @@ pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
         super::agent::warn_agent(a, warnings);
     }
     warn_reset_with_concurrency(c, warnings);
+    warn_serial_cases(c, warnings);
+}
+
+/// Says how cases will be told apart when that costs concurrency: one agent process under
+/// exclusive attribution runs the cases of a scenario with chaos one at a time.
+fn warn_serial_cases(c: &Config, warnings: &mut Vec<String>) {
+    let n = c.advanced.concurrency;
+    let Some(a) = &c.agent else { return };
+    let chaos = c
+        .contract
+        .as_ref()
+        .is_some_and(|k| !k.chaos_matrix.is_empty())
+        || !c.chaos.is_empty();
+    if a.per_port.is_none() && c.advanced.attribution == Attribution::Exclusive && n > 1 && chaos {
+        warnings.push(format!(
+            "advanced.concurrency {n} with one agent process (attribution: exclusive): cases \
+             under chaos run one at a time, so that each exchange is its own case's; put \
+             `{{port}}` in agent.command and agent.endpoint for a pool of {n} instances, or \
+             use attribution: header with an agent that propagates traceparent"
+        ));
+    }
 }
 
 /// Cases run `concurrency` at a time, so one case's reset can land while another runs.
 fn warn_reset_with_concurrency(c: &Config, warnings: &mut Vec<String>) {
     let n = c.advanced.concurrency;
-    let reset = c.agent.as_ref().is_some_and(|a| a.reset_endpoint.is_some());
+    // A pool resets each instance before its own case only.
+    let reset = c
+        .agent
+        .as_ref()
+        .is_some_and(|a| a.reset_endpoint.is_some() && a.per_port.is_none());
     if reset && n > 1 {
         warnings.push(format!(
             "agent.reset_endpoint with advanced.concurrency {n}: a reset before one case can \

@@ -353,6 +353,66 @@ fn agent_errors_say_what_to_do_instead() {
 }
 
 #[test]
+fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
+    let pool = |extra: &str| {
+        format!(
+            "agent:\n  endpoint: 'http://127.0.0.1:{{port}}/invoke'\n  command: 'python3 agent.py {{port}}'\n{extra}"
+        )
+    };
+    assert_exactly(
+        &errors_of(&pool("  instances: 0\n"), &[]),
+        &["agent.instances: 0 is out of range 1..=64"],
+    );
+    assert_exactly(
+        &errors_of(&pool("  instances: 65\n"), &[]),
+        &["agent.instances: 65 is out of range 1..=64"],
+    );
+    assert_exactly(
+        &errors_of(
+            &pool(
+                "  reset_endpoint: 'http://127.0.0.1:9000/reset'\n  ready_url: 'http://127.0.0.1:{port}/health'\n",
+            ),
+            &[],
+        ),
+        &["agent.reset_endpoint: `http://127.0.0.1:9000/reset` has no `{port}`"],
+    );
+    let one_process = "agent:\n  endpoint: 'http://127.0.0.1:8790/invoke'\n  command: 'python3 agent.py'\n  instances: 4\n  env: {PORT: '{port}'}\n";
+    assert_exactly(
+        &errors_of(one_process, &[]),
+        &[
+            "agent.instances: 4 instances need `{port}` in agent.command",
+            "agent.env.PORT: the value takes `{port}`, which is filled in only for agents flakestorm starts",
+        ],
+    );
+    let fixed_endpoint = "agent:\n  endpoint: 'http://127.0.0.1:8790/invoke'\n  command: 'python3 agent.py {port}'\n";
+    assert_exactly(
+        &errors_of(fixed_endpoint, &[]),
+        &["agent.endpoint: `http://127.0.0.1:8790/invoke` has no `{port}`"],
+    );
+    let started_elsewhere =
+        "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  instances: 2\n";
+    assert_exactly(
+        &errors_of(started_elsewhere, &[]),
+        &[
+            "agent.endpoint: `http://127.0.0.1:{port}/invoke` takes `{port}`",
+            "agent.instances: 2 instances need agent.command",
+        ],
+    );
+    assert_exactly(
+        &errors_of("advanced: {settle_ms: 60001}\n", &[]),
+        &["advanced.settle_ms: 60001 is out of range 0..=60000"],
+    );
+    let (_dir, path) = write(&pool("  instances: 3\n"));
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
+    let agent = loaded.config.agent.unwrap();
+    assert_eq!(agent.pool_size(10), 3);
+    let second = agent.at_port(4242);
+    assert_eq!(second.endpoint.to_string(), "http://127.0.0.1:4242/invoke");
+    assert_eq!(second.command.as_deref(), Some("python3 agent.py 4242"));
+    assert_eq!(second.pool_size(10), 1, "an instance is not a pool");
+}
+
+#[test]
 fn invariants_load_with_their_errors_at_the_field() {
     let errors = errors_of(
         "invariants:\n  - {type: regex, pattern: '(unclosed'}\n  - {type: contanis, value: x}\n  - {type: latency}\n  - {type: similarity, expected: hi, threshold: 2}\n  - {type: contains, value: ok, negate: true, description: fine}\n",

@@ -265,6 +265,9 @@ pub struct AdvancedSpec {
     pub attribution: Attribution,
     /// An embeddings endpoint for `similarity` and `behavior_unchanged` (default: lexical).
     pub embeddings: Option<super::EmbeddingsSpec>,
+    /// How long a case waits after its answer, with none of its exchanges in flight, for
+    /// calls the agent makes after answering (a background email): they are the case's.
+    pub settle_ms: u64,
 }
 
 impl Default for AdvancedSpec {
@@ -275,6 +278,7 @@ impl Default for AdvancedSpec {
             seed: None,
             attribution: Attribution::Exclusive,
             embeddings: None,
+            settle_ms: 500,
         }
     }
 }

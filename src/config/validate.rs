@@ -392,6 +392,12 @@ fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
             format!("{} is out of range 1..=100", a.concurrency),
         ));
     }
+    if a.settle_ms > 60_000 {
+        errors.push(ConfigError::new(
+            "advanced.settle_ms",
+            format!("{} is out of range 0..=60000 (milliseconds)", a.settle_ms),
+        ));
+    }
     if a.retries > 5 {
         errors.push(ConfigError::new(
             "advanced.retries",

@@ -143,6 +143,9 @@ impl Jobs {
                 journal: Journal::new(16, Redactor::new(&[], &[])),
                 addr: SocketAddr::from(([127, 0, 0, 1], 9)),
                 ca_cert: data_dir.join("ca.pem"),
+                lanes: Arc::new(|| {
+                    Box::pin(async { Err(std::io::Error::other("no proxy in unit tests")) })
+                }),
             },
             metrics: Metrics::new(),
             tools: vec![],

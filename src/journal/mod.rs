@@ -9,6 +9,7 @@
 //! appear in a body; fields named like them in JSON, form-encoded and SSE `data:` JSON
 //! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
 //! number under the list lock, so a reader (a live recording) takes each one exactly once.
+//! `lanes` ties exchanges to cases (a listener's current case) and lets a case settle.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -19,8 +20,10 @@ use tokio::sync::watch;
 use crate::exchange::Exchange;
 use crate::tape::Bodies;
 
+mod lanes;
 mod redact;
 
+pub use lanes::{CaseWatch, InFlight, Lane, Settled};
 pub use redact::{REDACTED, Redactor};
 
 /// The most body bytes the journal keeps for tapes; past it the oldest exchanges' bodies
@@ -92,6 +95,10 @@ struct Inner {
     next_id: AtomicU64,
     evicted: AtomicU64,
     redactor: Redactor,
+    /// The main listener's lane (`lanes`).
+    main_lane: lanes::Lane,
+    /// In-flight counts of the cases that are settling (`lanes`).
+    flights: Arc<lanes::Flights>,
 }
 
 /// Cheap-clone handle to the exchange journal.
@@ -121,6 +128,8 @@ impl Journal {
             next_id: AtomicU64::new(1),
             evicted: AtomicU64::new(0),
             redactor,
+            main_lane: Default::default(),
+            flights: Default::default(),
         };
         Journal {
             inner: Arc::new(inner),
@@ -259,10 +268,16 @@ impl Journal {
 
     /// Exchanges carrying `trace_id` (header attribution).
     pub fn by_trace(&self, trace_id: &str) -> Vec<Arc<Exchange>> {
+        self.by_trace_from(trace_id, 0)
+    }
+
+    /// Exchanges carrying `trace_id` whose ids are `first` or later: a case's, when an
+    /// earlier run with the same seed sent the same trace id.
+    pub fn by_trace_from(&self, trace_id: &str, first: u64) -> Vec<Arc<Exchange>> {
         self.lock()
             .items
             .iter()
-            .filter(|e| e.trace_id.as_deref() == Some(trace_id))
+            .filter(|e| e.id >= first && e.trace_id.as_deref() == Some(trace_id))
             .cloned()
             .collect()
     }

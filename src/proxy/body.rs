@@ -34,6 +34,9 @@ pub struct Recorder {
     leaks: Option<LeakSink>,
     /// The exchange's bodies, collected while the journal keeps bodies (tapes).
     capture: Option<crate::tape::Capture>,
+    /// Its case's count of exchanges in flight, while its case settles (dropped after the
+    /// exchange is recorded, so a settled case finds it in the journal).
+    _in_flight: Option<crate::journal::InFlight>,
 }
 
 /// Where the request scanner puts the canary leaks it finds.
@@ -48,7 +51,12 @@ pub enum Owner {
 }
 
 impl Recorder {
-    pub fn new(proxy: Proxy, exchange: Exchange, started: Instant) -> Self {
+    pub fn new(
+        proxy: Proxy,
+        exchange: Exchange,
+        started: Instant,
+        in_flight: Option<crate::journal::InFlight>,
+    ) -> Self {
         let skip = SkipNote::new(proxy.max_rewrite_bytes());
         let capture = proxy
             .journal()
@@ -65,6 +73,7 @@ impl Recorder {
             attack_modes: vec![],
             canary: None,
             leaks: None,
+            _in_flight: in_flight,
         }
     }
 

@@ -6,7 +6,7 @@
 //! CONNECT tunnels, upgrades) is opened by `connect` here, on an address `check` allowed.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::OnceLock;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -16,8 +16,8 @@ use crate::config::TargetRule;
 
 #[derive(Debug)]
 pub struct Guard {
-    /// The bound proxy and control listeners, set once they are bound.
-    own: OnceLock<Vec<SocketAddr>>,
+    /// The bound proxy and control listeners, and the pool instances' lanes while open.
+    own: RwLock<Vec<SocketAddr>>,
     /// The proxy listens off loopback: loopback and link-local targets are refused.
     off_loopback: bool,
     allow: Vec<TargetRule>,
@@ -26,7 +26,7 @@ pub struct Guard {
 impl Guard {
     pub fn new(listen: IpAddr, allow: Vec<TargetRule>) -> Guard {
         Guard {
-            own: OnceLock::new(),
+            own: RwLock::new(vec![]),
             off_loopback: !listen.to_canonical().is_loopback(),
             allow,
         }
@@ -34,15 +34,32 @@ impl Guard {
 
     /// Records the bound listeners (first call wins: one daemon, one set of listeners).
     pub fn set_own(&self, addrs: Vec<SocketAddr>) {
-        let _ = self.own.set(addrs);
+        let mut own = self.own.write().unwrap_or_else(|p| p.into_inner());
+        if own.is_empty() {
+            *own = addrs;
+        }
+    }
+
+    /// Adds (`open`) or removes a lane's listener.
+    pub fn lane(&self, addr: SocketAddr, open: bool) {
+        let mut own = self.own.write().unwrap_or_else(|p| p.into_inner());
+        own.retain(|a| *a != addr);
+        if open {
+            own.push(addr);
+        }
     }
 
     /// Why `addr` may not be forwarded to, if it may not.
     pub fn check(&self, addr: SocketAddr) -> Result<(), String> {
         let ip = addr.ip().to_canonical();
         let port = addr.port();
-        let own = self.own.get().map_or(&[][..], Vec::as_slice);
-        if own.iter().any(|l| l.port() == port) && is_this_machine(ip) {
+        let own = self
+            .own
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|l| l.port() == port);
+        if own && is_this_machine(ip) {
             return Err(format!(
                 "{addr} is flakestorm's own proxy or control listener; the proxy does not \
                  forward to itself"

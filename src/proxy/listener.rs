@@ -20,11 +20,25 @@ use super::accept::{self, Backoff, LogLimiter};
 use super::service::{self, ConnCtx};
 use super::watchdog::{Activity, Expired, Watched};
 use super::{Proxy, ProxyBody};
+use crate::journal::Lane;
 use crate::telemetry::ConnectionGuard;
 
 impl Proxy {
     /// Serves `listener` until `shutdown` resolves, then drains.
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        self.serve_lane(listener, None, shutdown).await;
+    }
+
+    /// Serves `listener` as `lane` (a pool instance's own listener: what arrives on it is
+    /// its current case's) until `shutdown` resolves, then drains (a lane's listener only
+    /// stops taking connections: the proxy drains once, with its main listener).
+    pub async fn serve_lane(
+        self,
+        listener: TcpListener,
+        lane: Option<Lane>,
+        shutdown: impl Future<Output = ()>,
+    ) {
+        let main = lane.is_none();
         tokio::pin!(shutdown);
         let mut backoff = Backoff::default();
         let mut exhausted_log = LogLimiter::new(accept::LOG_EVERY);
@@ -35,7 +49,7 @@ impl Proxy {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         backoff.succeeded();
-                        self.admit(stream, peer, &mut refused_log);
+                        self.admit(stream, peer, lane.clone(), &mut refused_log);
                     }
                     Err(e) if accept::is_resource_exhaustion(&e) => {
                         self.metrics().connection_rejected("fd_limit");
@@ -59,11 +73,19 @@ impl Proxy {
             }
         }
         drop(listener);
-        self.drain().await;
+        if main {
+            self.drain().await;
+        }
     }
 
     /// Starts serving `stream`, or refuses it when `proxy.max_connections` are open.
-    fn admit(&self, stream: TcpStream, peer: SocketAddr, refused_log: &mut LogLimiter) {
+    fn admit(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        lane: Option<Lane>,
+        refused_log: &mut LogLimiter,
+    ) {
         let open = &self.inner.open_connections;
         let max = self.settings().max_connections;
         // Only this loop increments, so the check cannot be raced past the cap.
@@ -91,6 +113,7 @@ impl Proxy {
                 peer,
                 user: None,
                 tunnel: None,
+                lane,
             };
             serve_watched(proxy, ctx, stream, slot).await;
         });

@@ -18,6 +18,7 @@ mod fault_body;
 mod forward;
 mod guard;
 mod headers;
+mod lane;
 mod listener;
 mod pending;
 mod replay;
@@ -45,6 +46,7 @@ use crate::journal::Journal;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, LeafCache, TlsError};
 
+pub use lane::LaneListener;
 pub use rescue::ERROR_HEADER;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,16 +1,23 @@
 //! One case: reset the agent if configured, invoke it with a prompt under the installed
-//! scenario, and collect its answer and its exchanges with the faults they met (design.md
-//! §6: the case's journal window when cases run one at a time, or its trace id). Only the
+//! scenario, let it settle, and collect its answer and its exchanges with the faults they
+//! met (design.md §6: those of its lane, a pool instance's or the main listener's, or of
+//! its trace id; none when cases share one set of rules). A case whose setup (its
+//! instance restarted, the reset) failed is not judged; neither is one whose instance
+//! exited during it. Only the
 //! judged attempt's traffic is the case's: earlier attempts (retried because no response
 //! byte came back) are listed but their traffic is not judged. A case whose traffic met
 //! flakestorm's own errors is not judged (`environment`).
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use super::RunContext;
 use super::environment;
+use crate::agent::{Lease, Reply};
 use crate::chaos::{mix, stream};
-use crate::exchange::{FaultRecord, Target};
+use crate::exchange::{Exchange, FaultRecord, Target};
+use crate::journal::Lane;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -35,6 +42,13 @@ pub struct CaseResult {
     /// attribution, or the agent dropped the case's `traceparent` under header attribution).
     #[serde(rename = "exchanges")]
     pub traffic: Option<Vec<std::sync::Arc<crate::exchange::Exchange>>>,
+    /// Ids of its exchanges that began after its answer (a background email): its own all
+    /// the same, judged with the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_answer: Vec<u64>,
+    /// The pool instance it ran on (1-based), when flakestorm started a pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<usize>,
     /// Contract runs: each invariant's verdict on this case (the cells say it per
     /// scenario); absent for cases that were not judged and in other runs, whose reports
     /// list checks per prompt or variant.
@@ -76,6 +90,8 @@ impl CaseResult {
             not_judged: None,
             faults: vec![],
             traffic: None,
+            after_answer: vec![],
+            instance: None,
             checks: vec![],
             window: (0, 0),
         }
@@ -91,61 +107,144 @@ impl CaseResult {
     }
 }
 
-/// Runs one case. `window` asks for the exchanges of this case: its journal window with one
-/// case in flight, or with a `trace` id (sent as `traceparent`) the exchanges in it that
-/// carry it (`None` if some carried none: the agent does not propagate it).
-pub async fn run_case(
-    ctx: &RunContext,
-    scenario: &str,
-    prompt: &str,
-    window: bool,
-    trace: Option<String>,
-) -> CaseResult {
+/// How a case's exchanges are told from the others' (design.md §6).
+#[derive(Clone, Copy)]
+pub(super) enum Tie<'a> {
+    /// By nothing: cases are in flight together under one set of rules.
+    None,
+    /// By the trace id it sends as `traceparent`, which the agent must propagate.
+    Header(&'a str),
+    /// By the lane it owns while it runs: a pool instance's (`instance`), or the main
+    /// listener's while the run has it to itself.
+    Lane {
+        trace: &'a str,
+        lane: &'a Lane,
+        instance: Option<&'a Lease>,
+    },
+}
+
+impl Tie<'_> {
+    fn trace(&self) -> Option<&str> {
+        match self {
+            Tie::None => None,
+            Tie::Header(t) | Tie::Lane { trace: t, .. } => Some(t),
+        }
+    }
+}
+
+/// Runs one case: set up (its instance ready, the agent reset), invoked, then settled (its
+/// answer in and its traffic over, `advanced.settle_ms`), with the exchanges `tie` gives it.
+pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'_>) -> CaseResult {
+    let (lease, lane) = match tie {
+        Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
+        Tie::None | Tie::Header(_) => (None, None),
+    };
+    let agent = lease.map_or(&ctx.agent, |l| l.agent());
+    let watch = tie.trace().map(|t| ctx.journal.watch(t));
+    if let Some(lane) = lane {
+        lane.serve(tie.trace());
+    }
     let mut headers = http::HeaderMap::new();
-    if let Some(t) = &trace {
-        let span = &t[..16];
-        let value = format!("00-{t}-{span}-01");
+    if let Tie::Header(t) = tie {
+        let value = format!("00-{t}-{}-01", &t[..16]);
         headers.insert(
             "traceparent",
             value.parse().expect("hex is a valid header value"),
         );
     }
     let mut first = ctx.journal.peek_next_id();
-    let reply = match ctx.agent.reset().await {
+    let setup = match lease {
+        Some(l) => l.ready().await,
+        None => Ok(()),
+    };
+    let reply = match setup.and(
+        agent
+            .reset()
+            .await
+            .map_err(|e| format!("reset failed: {e}")),
+    ) {
         Ok(()) => {
             let mark = |_| first = ctx.journal.peek_next_id();
-            Ok(ctx.agent.invoke_marked(prompt, &headers, mark).await)
+            Ok(agent.invoke_marked(prompt, &headers, mark).await)
         }
-        Err(e) => Err(format!("reset failed: {e}")),
+        Err(e) => Err(format!("setup failed: {e}")),
     };
+    let answered_ms = crate::exchange::now_unix_ms();
+    if let Some(w) = &watch {
+        w.settle(ctx.settle, agent.target().timeout).await;
+    }
+    if let Some(lane) = lane {
+        lane.serve(None);
+    }
     let last = ctx.journal.peek_next_id().saturating_sub(1);
-    // The agent's calls are recorded when their bodies end, which is before it answers.
-    let mut slice = ctx.journal.slice(first, last);
-    // Environment errors count whoever's they are: with cases in flight together, a
-    // neighbour's refused upstream or 407 is this case's too.
-    let not_judged = environment::problem(&slice);
-    let (mut faults, mut traffic) = (vec![], None);
-    if window {
-        // Only calls chaos is about count: an exporter's own untraced span upload, or an
-        // embeddings call (no rule applies to one), does not make every case beside it
-        // unjudgeable.
-        let untraced = slice.iter().any(|e| {
-            e.trace_id.is_none()
-                && match e.target {
-                    Target::Tool { .. } | Target::Llm { .. } => true,
-                    Target::Embeddings { .. } | Target::Other => false,
-                }
-        });
-        if let Some(t) = &trace {
-            slice.retain(|e| e.trace_id.as_deref() == Some(t));
+    let exited = match lease {
+        Some(l) => l.exited().await,
+        None => None,
+    };
+    let (traffic, problem) = traffic_of(ctx, tie, first, last);
+    let faults = traffic
+        .iter()
+        .flatten()
+        .flat_map(|ex| ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()))
+        .collect();
+    let after_answer = traffic
+        .iter()
+        .flatten()
+        .filter(|e| e.timings.started_at_ms > answered_ms)
+        .map(|e| e.id)
+        .collect();
+    let setup_failed = reply.as_ref().err().cloned();
+    let mut case = answered(scenario, prompt, reply);
+    case.not_judged = setup_failed.or(exited).or(problem);
+    case.faults = faults;
+    case.traffic = traffic;
+    case.after_answer = after_answer;
+    case.instance = lease.map(Lease::number);
+    case.window = (first, last);
+    case
+}
+
+/// The case's exchanges, when they can be told apart (`None` under `Tie::None`, or when
+/// some of the agent's calls lost the `traceparent`), and why it cannot be judged when its
+/// traffic met flakestorm's own errors or the environment's.
+fn traffic_of(
+    ctx: &RunContext,
+    tie: Tie<'_>,
+    first: u64,
+    last: u64,
+) -> (Option<Vec<Arc<Exchange>>>, Option<String>) {
+    match tie {
+        // Environment errors count whoever's they are: with cases in flight together, a
+        // neighbour's refused upstream or 407 is this case's too.
+        Tie::None => (None, environment::problem(&ctx.journal.slice(first, last))),
+        Tie::Header(t) => {
+            let window = ctx.journal.slice(first, last);
+            let problem = environment::problem(&window);
+            // Only calls chaos is about count: an exporter's own untraced span upload, or
+            // an embeddings call (no rule applies to one), does not make every case beside
+            // it unjudgeable.
+            let untraced = window.iter().any(|e| {
+                e.trace_id.is_none()
+                    && match e.target {
+                        Target::Tool { .. } | Target::Llm { .. } => true,
+                        Target::Embeddings { .. } | Target::Other => false,
+                    }
+            });
+            (
+                (!untraced).then(|| ctx.journal.by_trace_from(t, first)),
+                problem,
+            )
         }
-        if trace.is_none() || !untraced {
-            for ex in &slice {
-                faults.extend(ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()));
-            }
-            traffic = Some(slice);
+        Tie::Lane { trace, .. } => {
+            let own = ctx.journal.by_trace_from(trace, first);
+            let problem = environment::problem(&own);
+            (Some(own), problem)
         }
     }
+}
+
+/// A case with the agent's reply (or why it was not invoked) and nothing else yet.
+fn answered(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> CaseResult {
     let (answer, error, latency, attempts, earlier) = match reply {
         Err(why) => (None, Some(why), 0.0, 0, vec![]),
         Ok(r) => {
@@ -173,11 +272,13 @@ pub async fn run_case(
         latency_ms: latency,
         attempts,
         earlier_attempts: earlier,
-        not_judged,
-        faults,
-        traffic,
+        not_judged: None,
+        faults: vec![],
+        traffic: None,
+        after_answer: vec![],
+        instance: None,
         checks: vec![],
-        window: (first, last),
+        window: (0, 0),
     }
 }
 

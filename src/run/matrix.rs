@@ -1,8 +1,10 @@
-//! Scheduling a run's cases over its scenarios (design.md §6). Under `exclusive`
-//! attribution one scenario's rules are installed globally at a time and its cases run at
-//! most `concurrency` at once. Under `header` attribution every case gets its scenario's
-//! rules under its own trace id, so cases of all scenarios share one pool of `concurrency`
-//! slots. Either way a scenario may plant `no_exfiltration` canaries, and each scenario
+//! Scheduling a run's cases over its scenarios (design.md §6). With an agent pool each
+//! case runs on a free instance and owns its lane; under `header` attribution each case
+//! sends its own trace id; either way cases of all scenarios share one set of slots. Under
+//! `exclusive` attribution one scenario runs at a time: its cases one at a time on the
+//! main listener's lane when it has chaos, else at most `concurrency` at once under its
+//! (empty) global rules, not told apart. Cases told apart get their scenario's rules under
+//! their own trace id. Either way a scenario may plant `no_exfiltration` canaries, and each scenario
 //! comes back with what its chaos did: its rules' counters and the exchanges recorded
 //! while it ran (`coverage`).
 
@@ -10,8 +12,9 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::cases::{CaseResult, run_case, trace_id};
+use super::cases::{CaseResult, Tie, run_case, trace_id};
 use super::{Provisional, RunContext};
+use crate::agent::Pool;
 use crate::chaos::{Canary, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
 use crate::config::chaos::CompiledChaos;
@@ -46,8 +49,25 @@ fn canary(ctx: &RunContext) -> Arc<Canary> {
     Arc::new(Canary::new(mix(ctx.seed ^ stream("no_exfiltration"))))
 }
 
+/// How the cases of a run are told apart (design.md §6), from the run's context.
+#[derive(Clone)]
+enum Ties {
+    /// Each case on a pool instance, owning its lane.
+    Pool(Arc<Pool>),
+    /// Each case under its trace id, which the agent propagates (`header`).
+    Header,
+    /// One case at a time, owning the main listener's lane (`exclusive`).
+    MainLane,
+    /// Cases in flight together under their scenario's global rules, not told apart
+    /// (`exclusive`, a scenario without chaos and no traffic checks).
+    Shared,
+}
+
 /// Runs every prompt under every scenario; results grouped by scenario, in prompt order.
-/// `so_far` tells the progress display how each case stands as it ends.
+/// `so_far` tells the progress display how each case stands as it ends. Every case that
+/// can be told apart gets its scenario's rules under its own trace id, drawing from its own
+/// stream (the run's seed, scenario, prompt and position): the same seed gives the same
+/// faults on the same cases whatever the order, concurrency or pool size.
 pub(super) async fn run_matrix(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
@@ -57,19 +77,43 @@ pub(super) async fn run_matrix(
     if let Some(p) = &ctx.progress {
         (p.planned)(scenarios.len() * prompts.len());
     }
-    if ctx.attribution == Attribution::Header {
-        // Calls that lost their trace id meet no rules at all, not the config's `chaos:`.
+    let all = match (&ctx.pool, ctx.attribution) {
+        (Some(pool), _) => Some(Ties::Pool(pool.clone())),
+        (None, Attribution::Header) => Some(Ties::Header),
+        (None, Attribution::Exclusive) => None,
+    };
+    if let Some(ties) = all {
+        // Calls that lost their case meet no rules at all, not the config's `chaos:`.
         let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
-        return per_trace(ctx, scenarios, prompts, so_far).await;
+        let specs: Vec<_> = scenarios
+            .iter()
+            .map(|s| (s.name, s.chaos, s.canary))
+            .collect();
+        let cells: Vec<(usize, usize)> = (0..scenarios.len())
+            .flat_map(|s| (0..prompts.len()).map(move |p| (s, p)))
+            .collect();
+        let start = ctx.journal.peek_next_id();
+        let mut out = pool(ctx, &specs, prompts, &cells, ties, so_far).await;
+        add_strays(ctx, &mut out, start);
+        return out;
     }
     let mut out = vec![];
     for s in scenarios {
+        let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
+        let one = [(s.name, s.chaos, s.canary)];
+        // Chaos decides per case, so cases under chaos run one at a time on the main lane.
+        if !s.chaos.is_empty() || ctx.concurrency <= 1 {
+            let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
+            let start = ctx.journal.peek_next_id();
+            let mut done = pool(ctx, &one, prompts, &cells, Ties::MainLane, so_far).await;
+            add_strays(ctx, &mut done, start);
+            out.push(done.pop().unwrap_or_default());
+            continue;
+        }
         let canary = s.canary.then(|| canary(ctx));
         let active = ctx.engine.install_compiled(s.chaos, canary);
         let start = ctx.journal.peek_next_id();
-        let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
-        let one = [(s.name, s.chaos, false)];
-        let mut done = pool(ctx, &one, prompts, &cells, false, so_far).await;
+        let mut done = pool(ctx, &one, prompts, &cells, Ties::Shared, so_far).await;
         let end = ctx.journal.peek_next_id().saturating_sub(1);
         let stats = active.rules().stats();
         drop(active);
@@ -82,48 +126,41 @@ pub(super) async fn run_matrix(
     out
 }
 
-/// `attribution: header`: all cases of all scenarios in one pool, each under its trace id.
-async fn per_trace(
-    ctx: &RunContext,
-    scenarios: &[ScenarioRun<'_>],
-    prompts: &[String],
-    so_far: &Provisional,
-) -> Vec<ScenarioOutcome> {
-    let specs: Vec<(&str, &CompiledChaos, bool)> = scenarios
-        .iter()
-        .map(|s| (s.name, s.chaos, s.canary))
-        .collect();
-    let cells: Vec<(usize, usize)> = (0..scenarios.len())
-        .flat_map(|s| (0..prompts.len()).map(move |p| (s, p)))
-        .collect();
-    pool(ctx, &specs, prompts, &cells, true, so_far).await
-}
-
-/// Runs the `cells` (scenario, prompt) at most `ctx.concurrency` at a time. With `traced`,
-/// each case installs its scenario's rules for its own trace id while it runs.
+/// Runs the `cells` (scenario, prompt), as many at a time as `ties` allows. Cases that can
+/// be told apart install their scenario's rules for their own trace id while they run.
 async fn pool(
     ctx: &RunContext,
     specs: &[(&str, &CompiledChaos, bool)],
     prompts: &[String],
     cells: &[(usize, usize)],
-    traced: bool,
+    ties: Ties,
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
-    let window = ctx.attributes_cases();
-    let limit = Arc::new(Semaphore::new(ctx.concurrency.max(1)));
+    let width = match &ties {
+        Ties::Pool(p) => p.size(),
+        Ties::MainLane => 1,
+        Ties::Header | Ties::Shared => ctx.concurrency.max(1),
+    };
+    let limit = Arc::new(Semaphore::new(width));
     let mut tasks = tokio::task::JoinSet::new();
     for &(s, p) in cells {
         let (name, chaos, canary) = specs[s];
-        let (ctx, name, chaos, prompt, limit, so_far) = (
+        let (ctx, name, chaos, prompt, limit, so_far, ties) = (
             ctx.clone(),
             name.to_string(),
             chaos.clone(),
             prompts[p].clone(),
             limit.clone(),
             so_far.clone(),
+            ties.clone(),
         );
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
+            let lease = match &ties {
+                Ties::Pool(pool) => Some(pool.lease().await),
+                Ties::Header | Ties::MainLane | Ties::Shared => None,
+            };
+            let traced = !matches!(ties, Ties::Shared);
             let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p));
             let rules = trace.as_ref().map(|t| {
                 let canary = canary.then(|| self::canary(&ctx));
@@ -132,8 +169,23 @@ async fn pool(
             if let Some(progress) = &ctx.progress {
                 (progress.started)(&name, &prompt);
             }
-            let mut case = run_case(&ctx, &name, &prompt, window, trace).await;
-            if traced && !chaos.is_empty() && case.traffic.is_none() {
+            let tie = match (&ties, &trace) {
+                (Ties::Header, Some(t)) => Tie::Header(t),
+                (Ties::Pool(_), Some(t)) => Tie::Lane {
+                    trace: t,
+                    lane: lease.as_ref().map_or(ctx.journal.main_lane(), |l| l.lane()),
+                    instance: lease.as_ref(),
+                },
+                (Ties::MainLane, Some(t)) => Tie::Lane {
+                    trace: t,
+                    lane: ctx.journal.main_lane(),
+                    instance: None,
+                },
+                (Ties::Header | Ties::Pool(_) | Ties::MainLane | Ties::Shared, _) => Tie::None,
+            };
+            let mut case = run_case(&ctx, &name, &prompt, tie).await;
+            drop(lease);
+            if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
                 case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
             }
             let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
@@ -159,4 +211,30 @@ async fn pool(
         o.stats = sum_stats(&s);
     }
     out
+}
+
+/// Adds to `out` the exchanges recorded since id `start` that belong to no case (one that
+/// began after its case settled, a call of something else on the main listener), so the
+/// coverage counts them outside every case: each to the scenario of a case whose window
+/// holds it, else to the first.
+fn add_strays(ctx: &RunContext, out: &mut [ScenarioOutcome], start: u64) {
+    let end = ctx.journal.peek_next_id().saturating_sub(1);
+    let inside: std::collections::HashSet<u64> = out
+        .iter()
+        .flat_map(|o| o.exchanges.iter().map(|e| e.id))
+        .collect();
+    for e in ctx.journal.slice(start, end) {
+        if inside.contains(&e.id) {
+            continue;
+        }
+        let held = |o: &ScenarioOutcome| {
+            o.cases
+                .iter()
+                .any(|c| (c.window.0..=c.window.1).contains(&e.id))
+        };
+        let s = out.iter().position(held).unwrap_or(0);
+        if let Some(o) = out.get_mut(s) {
+            o.exchanges.push(e);
+        }
+    }
 }

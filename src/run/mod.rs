@@ -60,7 +60,8 @@ impl RunContext {
     /// This context, or a copy that runs one case at a time when `traffic` checks need each
     /// exchange to belong to exactly one case and only exclusive attribution can tell.
     pub(crate) fn for_traffic(&self, traffic: bool) -> std::borrow::Cow<'_, RunContext> {
-        if traffic && self.attribution == Attribution::Exclusive && self.concurrency > 1 {
+        let exclusive = self.pool.is_none() && self.attribution == Attribution::Exclusive;
+        if traffic && exclusive && self.concurrency > 1 {
             std::borrow::Cow::Owned(RunContext {
                 concurrency: 1,
                 ..self.clone()
@@ -68,11 +69,6 @@ impl RunContext {
         } else {
             std::borrow::Cow::Borrowed(self)
         }
-    }
-
-    /// Whether each case's exchanges can be told apart from the others'.
-    pub(crate) fn attributes_cases(&self) -> bool {
-        self.attribution == Attribution::Header || self.concurrency <= 1
     }
 }
 
@@ -181,8 +177,15 @@ pub struct RunContext {
     pub agent: Agent,
     /// Cases of one scenario in flight at once (`advanced.concurrency`).
     pub concurrency: usize,
-    /// How an exchange is tied to its case (`advanced.attribution`, design.md §6).
+    /// How an exchange is tied to its case (`advanced.attribution`, design.md §6), when
+    /// there is no `pool`.
     pub attribution: Attribution,
+    /// The agent's instances when flakestorm started a pool of them: each case runs on one,
+    /// and owns what arrives on its lane (design.md §6).
+    pub pool: Option<std::sync::Arc<crate::agent::Pool>>,
+    /// `advanced.settle_ms`: how long a case waits, after its answer and with none of its
+    /// exchanges in flight, for calls the agent makes after answering.
+    pub settle: std::time::Duration,
     /// The loaded config's digest (`Loaded::digest`), stamped on every report.
     pub config_digest: Option<String>,
     pub progress: Option<Progress>,

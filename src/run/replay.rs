@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::cases::{CaseCheck, CaseResult, run_case, trace_id};
+use super::cases::{CaseCheck, CaseResult, Tie, run_case, trace_id};
 use super::coverage::{self, Coverage};
 use super::judge::view;
 use super::replay_setup::{self, Judged, Ready};
@@ -237,23 +237,34 @@ async fn replay_one(
             .with_tape(tape)
             .with_live_llm(llm_live),
     );
-    let header = ctx.attribution == Attribution::Header;
-    let trace = header.then(|| {
-        trace_id(
-            ctx,
-            &format!("replay:{}", session.id),
-            &session.input,
-            index,
-        )
-    });
-    // Under header attribution, calls that lost their trace id meet no rules at all.
-    let _none = header.then(|| ctx.engine.install_compiled(&CompiledChaos::default(), None));
-    let installed = ctx.engine.install_replay(table.clone(), trace.as_deref());
+    let header = ctx.pool.is_none() && ctx.attribution == Attribution::Header;
+    let trace = trace_id(
+        ctx,
+        &format!("replay:{}", session.id),
+        &session.input,
+        index,
+    );
+    // Calls that lost their case meet no rules at all.
+    let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
+    let installed = ctx.engine.install_replay(table.clone(), Some(&trace));
     if let Some(p) = &ctx.progress {
         (p.started)(&session.id, &session.input);
     }
+    let lease = match &ctx.pool {
+        Some(pool) => Some(pool.lease().await),
+        None => None,
+    };
+    let tie = match (&lease, header) {
+        (_, true) => Tie::Header(&trace),
+        (lease, false) => Tie::Lane {
+            trace: &trace,
+            lane: lease.as_ref().map_or(ctx.journal.main_lane(), |l| l.lane()),
+            instance: lease.as_ref(),
+        },
+    };
     let start = ctx.journal.peek_next_id();
-    let mut case = run_case(ctx, &session.id, &session.input, true, trace).await;
+    let mut case = run_case(ctx, &session.id, &session.input, tie).await;
+    drop(lease);
     let end = ctx.journal.peek_next_id().saturating_sub(1);
     let stats = installed
         .rules()

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::{Declared, Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
-use crate::agent::{AgentProcess, Launched, ProxyAt, launch};
+use crate::agent::{AgentProcess, Launched, OpenLane, Pool, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, Tapes};
 use crate::daemon::Daemon;
@@ -27,6 +27,8 @@ pub struct Proxy {
     /// The CA certificate the agent must trust.
     pub ca_cert: PathBuf,
     pub store: Store,
+    /// Opens a lane of this proxy for each instance of an agent pool.
+    pub lanes: OpenLane,
 }
 
 impl Proxy {
@@ -38,6 +40,7 @@ impl Proxy {
             addr: daemon.proxy_addr,
             ca_cert: daemon.ca_cert_path.clone(),
             store: daemon.store.clone(),
+            lanes: daemon.lanes.clone(),
         }
     }
 }
@@ -78,6 +81,7 @@ pub struct Session {
     own: Option<Daemon>,
     proxy: Proxy,
     process: Option<AgentProcess>,
+    pool: Option<std::sync::Arc<Pool>>,
     loaded: Loaded,
     recorder: Option<Recorder>,
     _bodies: Option<KeepBodies>,
@@ -121,7 +125,7 @@ impl Session {
             }
         };
         let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
-        let Launched { agent, process } = match readied {
+        let (Launched { agent, process }, pool) = match readied {
             Ok(l) => l,
             Err(why) => {
                 if let Some(d) = own {
@@ -137,6 +141,8 @@ impl Session {
             agent,
             concurrency: config.advanced.concurrency as usize,
             attribution: config.advanced.attribution,
+            pool: pool.clone(),
+            settle: std::time::Duration::from_millis(config.advanced.settle_ms),
             config_digest: loaded.digest.clone(),
             progress: opts.progress,
             embedder,
@@ -153,6 +159,7 @@ impl Session {
             own,
             proxy,
             process,
+            pool,
             loaded,
             recorder: None,
             _bodies: bodies,
@@ -207,8 +214,16 @@ impl Session {
 
     /// Stops the agent; a warning when it had exited during the run (crashed), with the
     /// end of its log.
-    pub async fn stop_agent(&mut self) -> Option<String> {
-        self.process.take()?.end_of_run().await
+    pub async fn stop_agent(&mut self) -> Vec<String> {
+        let mut warnings = vec![];
+        if let Some(pool) = self.pool.take() {
+            warnings.extend(pool.warnings.iter().cloned());
+            warnings.extend(pool.stop().await);
+        }
+        if let Some(p) = self.process.take() {
+            warnings.extend(p.end_of_run().await);
+        }
+        warnings
     }
 
     /// The end of a run that made a report: the agent stopped (a crash is a warning of the
@@ -277,13 +292,23 @@ async fn ready_agent(
     proxy: &Proxy,
     log: &Path,
     before: Option<BeforeAgent>,
-) -> Result<Launched, String> {
+) -> Result<(Launched, Option<std::sync::Arc<Pool>>), String> {
     if let Some(before) = before {
         before(proxy)?;
+    }
+    let config = &loaded.config;
+    if let Some(spec) = config.agent.as_ref().filter(|a| a.per_port.is_some()) {
+        let size = spec.pool_size(config.advanced.concurrency);
+        let pool = Pool::start(config, size, &proxy.lanes, &proxy.ca_cert, log).await?;
+        let launched = Launched {
+            agent: pool.first().clone(),
+            process: None,
+        };
+        return Ok((launched, Some(std::sync::Arc::new(pool))));
     }
     let at = ProxyAt {
         addr: proxy.addr,
         ca_cert: &proxy.ca_cert,
     };
-    launch(&loaded.config, at, log).await
+    Ok((launch(config, at, log).await?, None))
 }

@@ -90,6 +90,8 @@ fn case(
         not_judged,
         faults: vec![],
         traffic: None,
+        after_answer: vec![],
+        instance: None,
         checks: vec![],
         window: (0, 0),
     }

@@ -183,6 +183,8 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
         concurrency: cfg.advanced.concurrency as usize,
         attribution: cfg.advanced.attribution,
+        pool: None,
+        settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         embedder: None,
         progress: None,

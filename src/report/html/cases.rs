@@ -23,6 +23,10 @@ pub(super) struct CaseCtx {
     error: Option<String>,
     latency: String,
     attempts: u32,
+    /// The pool instance it ran on.
+    instance: Option<usize>,
+    /// How many of its calls began after its answer.
+    after_answer: usize,
     not_judged: Option<String>,
     checks: Vec<CheckCtx>,
     faults: Vec<String>,
@@ -88,6 +92,8 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
         error: c.error.as_deref().map(|e| text::line(e, 500)),
         latency: text::duration(c.latency_ms),
         attempts: c.attempts,
+        instance: c.instance,
+        after_answer: c.after_answer.len(),
         not_judged: c.not_judged.as_deref().map(|n| text::line(n, 300)),
         checks: cv
             .checks

@@ -1,0 +1,320 @@
+//! The agent pool (design.md §6): when `agent.command` takes `{port}`, a run starts
+//! `agent.instances` copies of it, each on a free port of its own and each talking through
+//! a proxy lane of its own, so every exchange arriving on an instance's lane is the case
+//! that instance runs. A case leases a free instance; an instance that exits is restarted
+//! before its next case, and the case it exited in says so. Instances that never become
+//! ready are left out (the run says which and why); none ready is an error.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, join_all};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::launch::{ProxyAt, start};
+use super::{Agent, AgentProcess};
+use crate::config::Config;
+use crate::journal::Lane;
+
+/// A proxy lane opened for an instance: its listener's address, the lane, and what keeps
+/// the listener open.
+pub struct LaneAt {
+    pub addr: SocketAddr,
+    pub lane: Lane,
+    pub keep: Box<dyn Send + Sync>,
+}
+
+/// Opens a proxy lane (the daemon's proxy, `daemon.rs`).
+pub type OpenLane = Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<LaneAt>> + Send + Sync>;
+
+/// What restarting an instance needs.
+struct Setup {
+    config: Config,
+    ca: PathBuf,
+}
+
+struct Instance {
+    /// 1-based, as the run's words say it.
+    number: usize,
+    port: u16,
+    agent: Agent,
+    lane: Lane,
+    proxy: SocketAddr,
+    log: PathBuf,
+    process: tokio::sync::Mutex<Option<AgentProcess>>,
+    _listener: Box<dyn Send + Sync>,
+}
+
+/// The instances of one run.
+pub struct Pool {
+    instances: Vec<Instance>,
+    free: Mutex<VecDeque<usize>>,
+    permits: Arc<Semaphore>,
+    setup: Setup,
+    /// Instances left out at the start, in words.
+    pub warnings: Vec<String>,
+}
+
+/// One instance, the case's until dropped.
+pub struct Lease {
+    pool: Arc<Pool>,
+    index: usize,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// `log` for instance `n`: the first keeps the name, the others get `-n` before the
+/// extension (`agent.log`, `agent-2.log`, …).
+fn log_of(log: &Path, n: usize) -> PathBuf {
+    if n == 1 {
+        return log.to_path_buf();
+    }
+    let stem = log.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match log.extension() {
+        Some(ext) => format!("{stem}-{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{n}"),
+    };
+    log.with_file_name(name)
+}
+
+/// `n` distinct free ports of the loopback interface.
+fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("no free port for an agent instance: {e}"))?;
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())
+}
+
+impl Pool {
+    /// Starts `size` instances of `config.agent`, each behind a lane from `open`; their
+    /// output to `log` (numbered). The problem in words when none becomes ready.
+    pub async fn start(
+        config: &Config,
+        size: usize,
+        open: &OpenLane,
+        ca: &Path,
+        log: &Path,
+    ) -> Result<Pool, String> {
+        let Some(spec) = &config.agent else {
+            return Err("runs need an `agent:` section".into());
+        };
+        let ports = free_ports(size)?;
+        let setup = Setup {
+            config: config.clone(),
+            ca: ca.to_path_buf(),
+        };
+        let starts = ports.iter().enumerate().map(|(i, &port)| {
+            let (setup, target, open) = (&setup, spec.at_port(port), open.clone());
+            let log = log_of(log, i + 1);
+            async move {
+                let lane = open().await.map_err(|e| format!("no proxy lane: {e}"))?;
+                let agent =
+                    Agent::new(&target, config.advanced.retries).map_err(|e| e.to_string())?;
+                let process = setup.launch(&agent, lane.addr, &log).await?;
+                Ok::<_, String>(Instance {
+                    number: i + 1,
+                    port,
+                    agent,
+                    lane: lane.lane,
+                    proxy: lane.addr,
+                    log,
+                    process: tokio::sync::Mutex::new(process),
+                    _listener: lane.keep,
+                })
+            }
+        });
+        let (mut instances, mut warnings) = (vec![], vec![]);
+        for (i, started) in join_all(starts).await.into_iter().enumerate() {
+            match started {
+                Ok(instance) => instances.push(instance),
+                Err(why) => warnings.push(format!(
+                    "agent instance {} (port {}) never became ready, so no case ran on it: \
+                     {why}",
+                    i + 1,
+                    ports[i]
+                )),
+            }
+        }
+        if instances.is_empty() {
+            return Err(warnings.join("\n"));
+        }
+        let n = instances.len();
+        Ok(Pool {
+            instances,
+            free: Mutex::new((0..n).collect()),
+            permits: Arc::new(Semaphore::new(n)),
+            setup,
+            warnings,
+        })
+    }
+
+    /// How many instances are running cases.
+    pub fn size(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// The first instance's driver (what reports show as the agent's endpoint).
+    pub fn first(&self) -> &Agent {
+        &self.instances[0].agent
+    }
+
+    /// Waits for a free instance and takes it.
+    pub async fn lease(self: &Arc<Self>) -> Lease {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed");
+        // The least recently used instance: it has had the longest to go quiet.
+        let index = self
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+            .expect("a permit means a free instance");
+        Lease {
+            pool: self.clone(),
+            index,
+            _permit: permit,
+        }
+    }
+
+    /// Stops every instance; a warning for each that had exited during the run.
+    pub async fn stop(&self) -> Vec<String> {
+        let mut warnings = vec![];
+        for i in &self.instances {
+            if let Some(p) = i.process.lock().await.take()
+                && let Some(w) = p.end_of_run().await
+            {
+                warnings.push(format!("agent instance {}: {w}", i.number));
+            }
+        }
+        warnings
+    }
+}
+
+impl Setup {
+    /// Starts the instance's command (if any) through its lane and waits until it answers.
+    async fn launch(
+        &self,
+        agent: &Agent,
+        lane: SocketAddr,
+        log: &Path,
+    ) -> Result<Option<AgentProcess>, String> {
+        let at = ProxyAt {
+            addr: lane,
+            ca_cert: &self.ca,
+        };
+        let process = start(&self.config, agent.target(), agent, at, log).await?;
+        if let Err(e) = agent.preflight().await {
+            if let Some(p) = process {
+                let tail = p.tail();
+                p.stop(Duration::from_secs(5)).await;
+                return Err(format!("{e}{tail}"));
+            }
+            return Err(e.to_string());
+        }
+        Ok(process)
+    }
+}
+
+impl Lease {
+    fn instance(&self) -> &Instance {
+        &self.pool.instances[self.index]
+    }
+
+    pub fn agent(&self) -> &Agent {
+        &self.instance().agent
+    }
+
+    pub fn lane(&self) -> &Lane {
+        &self.instance().lane
+    }
+
+    /// The instance's number (1-based).
+    pub fn number(&self) -> usize {
+        self.instance().number
+    }
+
+    /// Before a case: the instance restarted if its process had exited. Why the case cannot
+    /// run on it, if it could not be.
+    pub async fn ready(&self) -> Result<(), String> {
+        let i = self.instance();
+        let mut process = i.process.lock().await;
+        let Some(status) = process.as_mut().and_then(AgentProcess::exit_status) else {
+            return Ok(());
+        };
+        if let Some(p) = process.take() {
+            p.stop(Duration::from_secs(1)).await;
+        }
+        tracing::info!(
+            "agent instance {} had exited ({status}); restarting it on port {}",
+            i.number,
+            i.port
+        );
+        *process = self
+            .pool
+            .setup
+            .launch(&i.agent, i.proxy, &i.log)
+            .await
+            .map_err(|why| {
+                format!(
+                    "agent instance {} exited ({status}) and could not restart: {why}",
+                    i.number
+                )
+            })?;
+        Ok(())
+    }
+
+    /// After a case: how the instance's process exited, if it did, with its log's tail.
+    pub async fn exited(&self) -> Option<String> {
+        let i = self.instance();
+        let mut process = i.process.lock().await;
+        let p = process.as_mut()?;
+        let status = p.exit_status()?;
+        Some(format!(
+            "agent instance {} exited ({status}) during this case{}",
+            i.number,
+            p.tail()
+        ))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.pool
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(self.index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_logs_are_numbered_after_the_first() {
+        let log = Path::new("/tmp/run/agent.log");
+        assert_eq!(log_of(log, 1), log);
+        assert_eq!(log_of(log, 2), Path::new("/tmp/run/agent-2.log"));
+        assert_eq!(log_of(Path::new("/x/out"), 3), Path::new("/x/out-3"));
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports(8).unwrap();
+        let mut unique = ports.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), 8, "{ports:?}");
+    }
+}

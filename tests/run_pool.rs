@@ -1,0 +1,270 @@
+//! The agent pool and cases that settle (design.md §6), as a user runs them: `flakestorm
+//! contract run` starts `agent.command` with `{port}` once per instance, each behind a proxy
+//! listener of its own, and the agent sends no `traceparent`. Every exchange is its case's,
+//! including an email the agent sends from a background task after answering; the same seed
+//! gives the same faults on the same cases whatever the concurrency, pool size or mode.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::cli::{closed_port, flakestorm, write_config};
+use common::origin;
+use serde_json::Value;
+
+/// Eight prompts; three ask for a report, the last prompt among them, so the run's very
+/// last case sends an email after answering.
+const PROMPTS: [&str; 8] = [
+    "Q3 revenue?",
+    "Send me the Q3 report",
+    "Who is the CEO?",
+    "Headcount?",
+    "A report on the CEO",
+    "Office locations?",
+    "Main competitors?",
+    "Email the final report",
+];
+
+struct Origins {
+    search: origin::Origin,
+    email: origin::Origin,
+}
+
+async fn origins() -> Origins {
+    Origins {
+        search: origin::search_tool().await,
+        email: origin::fixed(None, "sent").await,
+    }
+}
+
+/// The config: the pool agent started by flakestorm (`agent` gives `command`, `endpoint`
+/// and `ready_url`), a search tool that fails half the time in one scenario, an email
+/// tool that must not be called.
+fn config(o: &Origins, agent: &str, advanced: &str) -> String {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/pool_agent.py");
+    let agent = agent.replace("AGENT", &fixture.display().to_string());
+    format!(
+        r#"output: {{format: [json, html]}}
+tools:
+  - {{name: search, match_url: 'http://{search}/*'}}
+  - {{name: email, match_url: 'http://{email}/*'}}
+advanced: {advanced}
+agent:
+{agent}
+  env: {{TOOL_URL: 'http://{search}/q', EMAIL_URL: 'http://{email}/send'}}
+golden_prompts: {prompts}
+contract:
+  name: pool
+  invariants:
+    - {{id: no-email, type: tool_not_called, tool: email}}
+    - {{id: answers, type: completes}}
+  chaos_matrix:
+    - name: no-chaos
+    - name: flaky-search
+      tool_faults: [{{tool: search, mode: error, error_code: 503, probability: 0.5}}]
+"#,
+        search = o.search.addr,
+        email = o.email.addr,
+        prompts = serde_json::to_string(&PROMPTS).unwrap(),
+    )
+}
+
+const POOLED: &str = "  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'exec python3 AGENT {port}'\n  ready_url: 'http://127.0.0.1:{port}/health'";
+
+/// Runs `flakestorm contract run` on `yaml` in a fresh folder: exit code, output, report.
+async fn run(yaml: String) -> (i32, String, Value, String) {
+    tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &yaml);
+        let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
+        let json = std::fs::read_to_string(dir.path().join("reports/contract.json"))
+            .unwrap_or_else(|e| panic!("no report ({e}): {out}\n{err}"));
+        let html = std::fs::read_to_string(dir.path().join("reports/contract.html"))
+            .unwrap_or_else(|e| panic!("no HTML report ({e}): {out}\n{err}"));
+        (
+            code,
+            format!("{out}\n{err}"),
+            serde_json::from_str(&json).unwrap(),
+            html,
+        )
+    })
+    .await
+    .unwrap()
+}
+
+fn tool_of(e: &Value) -> Option<&str> {
+    (e["target"]["kind"] == "tool").then(|| e["target"]["name"].as_str())?
+}
+
+/// Per case (scenario, prompt): the faults it met and whether it was judged.
+fn per_case(report: &Value) -> BTreeMap<(String, String), (Vec<String>, bool)> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let faults = c["faults"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| format!("{}:{}", f["rule"], f["applied"]))
+                .collect();
+            let key = (
+                c["scenario"].as_str().unwrap().to_string(),
+                c["prompt"].as_str().unwrap().to_string(),
+            );
+            (key, (faults, c["not_judged"].is_null()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_email_belongs_to_the_case_that_sent_it() {
+    let o = origins().await;
+    let (code, out, r, html) = run(config(&o, POOLED, "{concurrency: 4, seed: 7}")).await;
+    assert_eq!(code, 1, "the emails fail `no-email`: {out}");
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2 * PROMPTS.len(), "{out}");
+    let mut instances = std::collections::BTreeSet::new();
+    for c in cases {
+        let prompt = c["prompt"].as_str().unwrap();
+        instances.insert(
+            c["instance"]
+                .as_u64()
+                .expect("every case names its instance"),
+        );
+        let traffic = c["exchanges"]
+            .as_array()
+            .expect("every case has its exchanges");
+        let emails: Vec<&Value> = traffic
+            .iter()
+            .filter(|e| tool_of(e) == Some("email"))
+            .collect();
+        let quoted: String = url_quote(prompt);
+        if prompt.contains("report") {
+            assert_eq!(emails.len(), 1, "{prompt}: {traffic:#?}");
+            let url = emails[0]["request"]["url"].as_str().unwrap();
+            assert!(
+                url.ends_with(&format!("for={quoted}")),
+                "{prompt} got {url}"
+            );
+            let after: Vec<u64> = serde_json::from_value(c["after_answer"].clone()).unwrap();
+            assert_eq!(after, vec![emails[0]["id"].as_u64().unwrap()], "{prompt}");
+        } else {
+            assert!(emails.is_empty(), "{prompt} is blamed for {emails:#?}");
+        }
+        let searches = traffic
+            .iter()
+            .filter(|e| tool_of(e) == Some("search"))
+            .count();
+        assert_eq!(searches, 1, "{prompt}: its own search only");
+    }
+    assert!(
+        instances.len() > 1 && instances.iter().all(|i| (1..=4).contains(i)),
+        "{instances:?}"
+    );
+    let outside: u64 = r["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["outside_cases"].as_u64().unwrap())
+        .sum();
+    assert_eq!(outside, 0, "{:#}", r["coverage"]);
+    assert_eq!(
+        o.email.log.len(),
+        6,
+        "three emails per scenario, the last case's included"
+    );
+    assert!(!html.contains("no timeline"), "every case has a timeline");
+    assert!(html.contains("began after it answered"));
+}
+
+/// The same seed, run at concurrency 1, 4 (twice) and 10 with a pool, and with one agent
+/// process under exclusive attribution: the same faults on the same cases every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_gives_the_same_faults_on_the_same_cases() {
+    let o = origins().await;
+    // Emails are not what this is about: they go out at once.
+    let mut runs = vec![];
+    for concurrency in [1, 4, 10, 4] {
+        let advanced = format!("{{concurrency: {concurrency}, seed: 7}}");
+        runs.push((
+            format!("pool of {concurrency}"),
+            config(&o, POOLED, &advanced),
+        ));
+    }
+    let port = closed_port();
+    let single = format!(
+        "  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'exec python3 AGENT {port}'\n  ready_url: 'http://127.0.0.1:{port}/health'"
+    );
+    runs.push((
+        "one process, exclusive".into(),
+        config(&o, &single, "{concurrency: 10, seed: 7}"),
+    ));
+    let mut first: Option<(String, BTreeMap<_, _>)> = None;
+    for (name, yaml) in runs {
+        let (_, out, r, html) = run(yaml).await;
+        let cases = per_case(&r);
+        let fired = cases.values().filter(|(f, _)| !f.is_empty()).count();
+        assert!(
+            (1..PROMPTS.len()).contains(&fired),
+            "{name}: {fired} faults: {out}"
+        );
+        assert!(cases.values().all(|(_, judged)| *judged), "{name}: {out}");
+        assert!(
+            !html.contains("no timeline"),
+            "{name}: every case has a timeline"
+        );
+        match &first {
+            None => first = Some((name, cases)),
+            Some((n, c)) => assert_eq!(&cases, c, "{name} differs from {n}"),
+        }
+    }
+}
+
+/// An instance that exits during a case: that case is not judged, with the exit status as
+/// the reason; the instance restarts and the cases after it run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_exits_is_restarted_and_its_case_not_judged() {
+    let o = origins().await;
+    let yaml = config(&o, POOLED, "{concurrency: 1, seed: 7}").replace(
+        "golden_prompts: [",
+        "golden_prompts: [\"crash after this\", ",
+    );
+    let (_, out, r, _) = run(yaml).await;
+    let cases = r["cases"].as_array().unwrap();
+    let crashed: Vec<&Value> = cases
+        .iter()
+        .filter(|c| c["prompt"] == "crash after this")
+        .collect();
+    assert_eq!(crashed.len(), 2, "{out}");
+    for c in crashed {
+        let why = c["not_judged"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("agent instance 1 exited (exit status: 3) during this case"),
+            "{why}"
+        );
+    }
+    let answered = cases
+        .iter()
+        .filter(|c| c["prompt"] != "crash after this" && c["answer"].is_string())
+        .count();
+    assert_eq!(
+        answered,
+        2 * PROMPTS.len(),
+        "the restarted instance ran the rest: {out}"
+    );
+}
+
+/// `urllib.parse.quote` as the agent applies it (letters, digits, `_.-~/` kept).
+fn url_quote(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
