@@ -126,6 +126,7 @@ async fn main() {
         concurrency: 10,
         attribution: cfg.advanced.attribution,
         pool: None,
+        process: None,
         settle: std::time::Duration::ZERO,
         config_digest: None,
         progress: None,

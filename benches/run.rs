@@ -154,6 +154,7 @@ async fn main() {
             concurrency: r.concurrency,
             attribution: cfg.advanced.attribution,
             pool: pool.clone(),
+            process: None,
             settle: Duration::from_millis(r.settle_ms),
             config_digest: None,
             progress: None,

@@ -268,3 +268,34 @@ fn url_quote(s: &str) -> String {
         })
         .collect()
 }
+
+/// An instance that never becomes ready is left out, saying which and why (its log's
+/// tail); the run goes on with the others and judges nothing on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_never_starts_is_left_out_saying_why() {
+    let o = origins().await;
+    // Only the first instance to claim the folder starts; the other fails at once.
+    let agent = "  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'mkdir claimed 2>/dev/null && exec python3 AGENT {port}; echo no GPU left for this one >&2; exit 4'\n  ready_url: 'http://127.0.0.1:{port}/health'\n  instances: 2";
+    let (_, out, r, _) = run(config(&o, agent, "{concurrency: 2, seed: 7}")).await;
+    let warnings: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let left_out = warnings
+        .iter()
+        .find(|w| w.contains("never became ready, so no case ran on it"))
+        .unwrap_or_else(|| panic!("{warnings:#?}\n{out}"));
+    assert!(
+        left_out.contains("no GPU left for this one"),
+        "its log's tail: {left_out}"
+    );
+    let cases = r["cases"].as_array().unwrap();
+    let instances: std::collections::BTreeSet<u64> = cases
+        .iter()
+        .filter_map(|c| c["instance"].as_u64())
+        .collect();
+    assert_eq!(instances.len(), 1, "every case ran on the one that started");
+    assert!(cases.iter().all(|c| c["not_judged"].is_null()), "{out}");
+}

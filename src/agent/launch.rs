@@ -15,6 +15,30 @@ pub struct Launched {
     pub process: Option<AgentProcess>,
 }
 
+/// The agent process a run started, shared with its cases so each can tell whether it
+/// exited (its case is then not judged: design.md §6).
+#[derive(Clone, Default)]
+pub struct Process(std::sync::Arc<tokio::sync::Mutex<Option<AgentProcess>>>);
+
+impl Process {
+    pub fn new(process: Option<AgentProcess>) -> Process {
+        Process(std::sync::Arc::new(tokio::sync::Mutex::new(process)))
+    }
+
+    /// How it exited, if it has, and the end of its log (`; …` or empty).
+    pub async fn exited(&self) -> Option<(String, String)> {
+        let mut p = self.0.lock().await;
+        let p = p.as_mut()?;
+        let status = p.exit_status()?;
+        Some((status, p.tail()))
+    }
+
+    /// The process, to stop it; `None` once taken.
+    pub async fn take(&self) -> Option<AgentProcess> {
+        self.0.lock().await.take()
+    }
+}
+
 /// Where the agent's proxy is: the address and the CA file it must trust.
 pub struct ProxyAt<'a> {
     pub addr: SocketAddr,

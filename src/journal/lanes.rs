@@ -33,6 +33,23 @@ impl Lane {
     pub fn current(&self) -> Option<Arc<str>> {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Serves the case with trace id `trace` until the guard drops (also when its run is
+    /// cancelled mid-case: the main listener's traffic must not stay with a dead case).
+    pub fn serving(&self, trace: &str) -> Serving {
+        self.serve(Some(trace));
+        Serving(self.clone())
+    }
+}
+
+/// A lane's case, until dropped (`Lane::serving`).
+#[derive(Debug)]
+pub struct Serving(Lane);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.serve(None);
+    }
 }
 
 /// A watched case's traffic: exchanges in flight, and the last time one began or ended.
@@ -267,5 +284,9 @@ mod tests {
         assert_eq!(lane.clone().current().as_deref(), Some("abc"));
         lane.serve(None);
         assert_eq!(lane.current(), None);
+        let serving = lane.serving("def");
+        assert_eq!(lane.current().as_deref(), Some("def"));
+        drop(serving);
+        assert_eq!(lane.current(), None, "a dropped case leaves its lane");
     }
 }

@@ -141,9 +141,7 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'
     };
     let agent = lease.map_or(&ctx.agent, |l| l.agent());
     let watch = tie.trace().map(|t| ctx.journal.watch(t));
-    if let Some(lane) = lane {
-        lane.serve(tie.trace());
-    }
+    let serving = lane.zip(tie.trace()).map(|(l, t)| l.serving(t));
     let mut headers = http::HeaderMap::new();
     if let Tie::Header(t) = tie {
         let value = format!("00-{t}-{}-01", &t[..16]);
@@ -153,10 +151,18 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'
         );
     }
     let mut first = ctx.journal.peek_next_id();
-    let setup = match lease {
-        Some(l) => l.ready().await,
-        None => Ok(()),
+    let process = ctx.process.as_ref().filter(|_| lease.is_none());
+    let setup = match (lease, process) {
+        (Some(l), _) => l.ready().await,
+        (None, Some(p)) => match p.exited().await {
+            Some((status, tail)) => Err(format!(
+                "the agent process (agent.command) had exited ({status}) before this case{tail}"
+            )),
+            None => Ok(()),
+        },
+        (None, None) => Ok(()),
     };
+    let ran = setup.is_ok();
     let reply = match setup.and(
         agent
             .reset()
@@ -173,13 +179,14 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'
     if let Some(w) = &watch {
         w.settle(ctx.settle, agent.target().timeout).await;
     }
-    if let Some(lane) = lane {
-        lane.serve(None);
-    }
+    drop(serving);
     let last = ctx.journal.peek_next_id().saturating_sub(1);
-    let exited = match lease {
-        Some(l) => l.exited().await,
-        None => None,
+    let exited = match (lease, process) {
+        (Some(l), _) => l.exited().await,
+        (None, Some(p)) if ran => p.exited().await.map(|(status, tail)| {
+            format!("the agent process (agent.command) exited ({status}) during this case{tail}")
+        }),
+        (None, Some(_) | None) => None,
     };
     let (traffic, problem) = traffic_of(ctx, tie, first, last);
     let faults = traffic

@@ -137,7 +137,7 @@ async fn pool(
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let width = match &ties {
-        Ties::Pool(p) => p.size(),
+        Ties::Pool(p) => p.size().min(ctx.concurrency.max(1)),
         Ties::MainLane => 1,
         Ties::Header | Ties::Shared => ctx.concurrency.max(1),
     };

@@ -183,6 +183,9 @@ pub struct RunContext {
     /// The agent's instances when flakestorm started a pool of them: each case runs on one,
     /// and owns what arrives on its lane (design.md §6).
     pub pool: Option<std::sync::Arc<crate::agent::Pool>>,
+    /// The agent process this run started without a pool (`agent.command` without
+    /// `{port}`): a case during which it exited is not judged.
+    pub process: Option<crate::agent::Process>,
     /// `advanced.settle_ms`: how long a case waits, after its answer and with none of its
     /// exchanges in flight, for calls the agent makes after answering.
     pub settle: std::time::Duration,

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::{Declared, Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
-use crate::agent::{AgentProcess, Launched, OpenLane, Pool, ProxyAt, launch};
+use crate::agent::{Launched, OpenLane, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, Tapes};
 use crate::daemon::Daemon;
@@ -80,7 +80,7 @@ pub struct StartError(pub String);
 pub struct Session {
     own: Option<Daemon>,
     proxy: Proxy,
-    process: Option<AgentProcess>,
+    process: Option<Process>,
     pool: Option<std::sync::Arc<Pool>>,
     loaded: Loaded,
     recorder: Option<Recorder>,
@@ -134,6 +134,7 @@ impl Session {
                 return Err(StartError(why));
             }
         };
+        let process = process.map(|p| Process::new(Some(p)));
         let ctx = RunContext {
             seed: opts.seed.unwrap_or_else(|| proxy.engine.seed()),
             engine: proxy.engine.clone(),
@@ -142,6 +143,7 @@ impl Session {
             concurrency: config.advanced.concurrency as usize,
             attribution: config.advanced.attribution,
             pool: pool.clone(),
+            process: process.clone(),
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
             config_digest: loaded.digest.clone(),
             progress: opts.progress,
@@ -220,7 +222,9 @@ impl Session {
             warnings.extend(pool.warnings.iter().cloned());
             warnings.extend(pool.stop().await);
         }
-        if let Some(p) = self.process.take() {
+        if let Some(p) = self.process.take()
+            && let Some(p) = p.take().await
+        {
             warnings.extend(p.end_of_run().await);
         }
         warnings

@@ -184,6 +184,7 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         concurrency: cfg.advanced.concurrency as usize,
         attribution: cfg.advanced.attribution,
         pool: None,
+        process: None,
         settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         embedder: None,
