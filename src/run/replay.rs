@@ -3,7 +3,8 @@
 //! answers the agent's calls from them), the agent gets the session's `input`, and the case
 //! is judged with the session's contract (or the top-level invariants). `when` treats the
 //! session's error answers (status ≥ 400, or 0), and its tape's faulted or error entries, as
-//! tool or LLM faults active. Sessions run one at a time.
+//! tool or LLM faults active, and its tape's context attacks as chaos active. Sessions run
+//! one at a time.
 //! The score is passed sessions / judged sessions × 100. A session that cannot run (a bad
 //! file, a contract that resolves to nothing) is an `error` and fails the run; the others
 //! still run.
@@ -322,8 +323,9 @@ async fn judge(
         return;
     }
     let mut faults = table.tape().map(|t| t.faults()).unwrap_or_default();
-    // The model was live: the tape's LLM faults never reached the agent.
+    // The model was live: the tape's LLM faults and attacks never reached the agent.
     faults.llm &= !table.llm_live();
+    faults.llm_attack &= !table.llm_live();
     faults.tool |= session
         .tool_responses
         .iter()
@@ -386,14 +388,15 @@ fn misses(case: &CaseResult) -> Vec<String> {
 }
 
 /// `when` in a session: its error answers (and its tape's faulted or error entries, by
-/// their target) are the tool and LLM faults.
+/// their target) are the tool and LLM faults; its tape's context attacks are chaos too, as
+/// a contract scenario's `context_attacks` are.
 fn applies(when: When, faults: crate::tape::Faults) -> bool {
     match when {
         When::Always => true,
         When::ToolFaultsActive => faults.tool,
         When::LlmFaultsActive => faults.llm,
-        When::AnyChaosActive => faults.tool || faults.llm,
-        When::NoChaos => !faults.tool && !faults.llm,
+        When::AnyChaosActive => faults.any(),
+        When::NoChaos => !faults.any(),
     }
 }
 
