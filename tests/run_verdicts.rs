@@ -285,3 +285,48 @@ async fn an_agent_that_answers_500_fails() {
     );
     p.stop().await;
 }
+
+/// `agent.response_path` names a key none of the agent's answers has: every case's "no
+/// answer" is flakestorm reading the wrong place, a config error (exit 2) naming the keys
+/// the answers do have, not the agent's failure; when some answers have it, the others
+/// are the agent's failures as before.
+#[tokio::test]
+async fn a_response_path_missing_from_every_answer_is_a_config_error() {
+    let yaml = "golden_prompts: [a, b]\ncontract:\n  name: c\n  invariants:\n    - {id: answers, type: completes}\n";
+    let p = start_proxy(yaml).await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    let agent = origin::start(None, move |_req| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match n {
+                // The third call on (the second run's second case) answers where it should.
+                0..=2 => text(r#"{"output": "sunny", "id": 7}"#),
+                _ => text(r#"{"result": "sunny"}"#),
+            }
+        }
+    })
+    .await;
+    let r = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::Error, "{:?}", r.judgement);
+    assert_eq!(r.judgement.verdict.exit_code(), 2);
+    assert_eq!(
+        r.judgement.reasons,
+        [
+            "config error: agent.response_path `result` is in none of the agent's 2 answer(s); \
+          their top-level keys are `output`, `id`: set agent.response_path to where the answer \
+          is"
+        ]
+    );
+    let r = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::Fail, "{:?}", r.judgement);
+    assert!(
+        r.cases[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("path `result` not found in response")),
+        "{:?}",
+        r.cases[0]
+    );
+    p.stop().await;
+}

@@ -104,6 +104,7 @@ pub(super) struct PromptRun {
     pub coverage: Vec<Coverage>,
     pub warnings: Vec<String>,
     mark: super::verdict::JournalMark,
+    answers: crate::agent::AnswersRead,
 }
 
 impl PromptRun {
@@ -119,6 +120,7 @@ impl PromptRun {
             min_score: ctx.min_score,
             failed_critical: vec![],
             judged_anything,
+            response_path: ctx.agent.response_path_missing(self.answers),
         })
     }
 }
@@ -146,6 +148,7 @@ pub(super) async fn judge_prompts(
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
     };
     let mark = super::verdict::JournalMark::now(&ctx.journal);
+    let answers = ctx.agent.answers_read();
     let compiled = std::sync::Arc::new(compiled);
     let outcome = run_matrix(ctx, &[run], golden, &so_far(ctx, &compiled))
         .await
@@ -192,6 +195,7 @@ pub(super) async fn judge_prompts(
         coverage: vec![covered],
         warnings,
         mark,
+        answers,
     })
 }
 

@@ -110,6 +110,7 @@ pub async fn run_contract(
         }))
         .collect();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
+    let answers = ctx.agent.answers_read();
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     let mut outcomes = run_matrix(ctx, &runs, &prompts, &cells_only)
@@ -152,6 +153,7 @@ pub async fn run_contract(
         min_score: ctx.min_score,
         failed_critical: failed_critical(&cells),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
+        response_path: ctx.agent.response_path_missing(answers),
     });
     score.passed = judgement.verdict.passed();
     Ok(ContractReport {

@@ -122,7 +122,7 @@ pub async fn run_replay(
     if let Some(p) = &ctx.progress {
         (p.planned)(setups.iter().filter(|(_, s)| s.is_ok()).count());
     }
-    let mark = JournalMark::now(&ctx.journal);
+    let (mark, answers) = (JournalMark::now(&ctx.journal), ctx.agent.answers_read());
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
     for (i, (mut v, setup)) in setups.into_iter().enumerate() {
@@ -177,6 +177,7 @@ pub async fn run_replay(
         min_score: ctx.min_score,
         failed_critical: vec![],
         judged_anything: judged > 0,
+        response_path: ctx.agent.response_path_missing(answers),
     });
     session_reasons(&sessions, &mut judgement);
     ReplayReport {

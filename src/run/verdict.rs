@@ -2,7 +2,8 @@
 //! does not pass: environment errors in most cases make it an `error`; a case that could
 //! not be judged, a fault that never reached the agent's traffic, or no traffic at all
 //! while tools or LLMs are declared, make it `not_tested`; a failed critical cell, a score below the pass mark, or an agent that
-//! answered fewer than half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail,
+//! answered fewer than half of its judged cases make it `fail`; an `agent.response_path`
+//! that none of the answers has makes it an `error` (the config's). Exit codes: 0 pass, 1 fail,
 //! 2 not tested or error (docs/invariants.md, "Verdicts").
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,8 @@ pub enum RunVerdict {
     Fail,
     /// The run could not test what it claims (chaos that never fired, no traffic).
     NotTested,
-    /// Most cases could not be judged (flakestorm's or the environment's errors).
+    /// Most cases could not be judged (flakestorm's or the environment's errors), or the
+    /// config reads the agent's answers where none is (`agent.response_path`).
     Error,
 }
 
@@ -77,6 +79,9 @@ pub(super) struct Evidence<'a> {
     pub failed_critical: Vec<String>,
     /// Something was judged (a cell passed or failed; a prompt was judged).
     pub judged_anything: bool,
+    /// Why `agent.response_path` is a config error: none of the run's answers had it
+    /// (`Agent::response_path_missing`).
+    pub response_path: Option<String>,
 }
 
 /// Where the journal stood when a run began: the next exchange id and how many exchanges
@@ -122,6 +127,13 @@ pub(super) fn agent_traffic(journal: &Journal, mark: JournalMark) -> usize {
 }
 
 pub(super) fn decide(e: &Evidence) -> Judgement {
+    // The config's error: every case's "no answer" is flakestorm reading the wrong place.
+    if let Some(why) = &e.response_path {
+        return Judgement {
+            verdict: RunVerdict::Error,
+            reasons: vec![why.clone()],
+        };
+    }
     let errors = errors(e.cases);
     if !errors.is_empty() {
         return Judgement {
