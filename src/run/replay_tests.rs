@@ -1,6 +1,8 @@
 //! Replay runs: `when` in a session, and how sessions that did not run weigh on the run.
 
 use super::*;
+use crate::config::When;
+use crate::run::replay_setup::Ready;
 
 fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
     let r = Ready {
