@@ -18,7 +18,7 @@ use super::cases::{CaseCheck, CaseResult, run_case, trace_id};
 use super::coverage::{self, Coverage};
 use super::judge::view;
 use super::replay_setup::{self, Judged};
-use super::replay_verdict::{applies, misses, session_reasons, shell};
+use super::replay_verdict::{applies, misses, session_reasons, shell, verdict};
 use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, agent_traffic, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;
@@ -103,7 +103,8 @@ pub async fn run_replay(
         v.contract = Some(contract);
         v.recorded += tape.as_ref().map_or(0, |t| t.entries());
         let live = config.replays.llm == LlmSource::Live;
-        let played = replay_one(ctx, &session, tape, (on_miss, live), i).await;
+        let before = coverage::Before::after(&coverage, ctx.agent.resets());
+        let played = replay_one(ctx, &session, tape, (on_miss, live), (i, before)).await;
         judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
         let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
@@ -169,13 +170,14 @@ struct Played {
     table: Arc<ReplayTable>,
 }
 
-/// Runs one session's case with its answers installed.
+/// Runs one session's case with its answers installed: the `index`-th session, after
+/// what the run saw `before` it.
 async fn replay_one(
     ctx: &RunContext,
     session: &Session,
     tape: Option<Arc<crate::tape::TapeTable>>,
     (on_miss, llm_live): (OnMiss, bool),
-    index: usize,
+    (index, before): (usize, coverage::Before),
 ) -> Played {
     let table = Arc::new(
         ReplayTable::new(&session.tool_responses, on_miss)
@@ -222,6 +224,7 @@ async fn replay_one(
         &exchanges,
         stats,
         &ctx.declared,
+        before,
     );
     Played {
         case,
@@ -283,19 +286,21 @@ async fn judge(
         warnings,
     )
     .await;
-    let mut failed = vec![];
-    let mut any_pass = false;
+    let (mut failed, mut any_pass, mut untested) = (vec![], false, None);
     for j in judged {
         let verdict = match applies(j.when, faults) {
             false => {
                 Verdict::NotApplicable(format!("when: {} does not hold in this session", j.when))
             }
-            true => j.invariant.check(&view(case, None, &sim)),
+            true => j
+                .invariant
+                .check(&view(case, None, &sim, covered.silent.as_deref())),
         };
         match &verdict {
             Verdict::Fail(why) => failed.push(format!("`{}`: {why}", j.id)),
             Verdict::Pass(_) => any_pass = true,
-            Verdict::NotApplicable(_) | Verdict::NotTested(_) => {}
+            Verdict::NotTested(why) => untested = untested.or(Some(format!("`{}`: {why}", j.id))),
+            Verdict::NotApplicable(_) => {}
         }
         v.checks.push(CaseCheck {
             invariant: j.id.clone(),
@@ -307,14 +312,7 @@ async fn judge(
             failed.push(format!("on_miss: strict: no recorded answer for {m}"));
         }
     }
-    (v.verdict, v.reasons) = match (failed.is_empty(), any_pass) {
-        (false, _) => (RunVerdict::Fail, failed),
-        (true, true) => (RunVerdict::Pass, vec![]),
-        (true, false) => (
-            RunVerdict::NotTested,
-            vec!["no invariant applied to this session".into()],
-        ),
-    };
+    (v.verdict, v.reasons) = verdict(failed, untested, any_pass);
 }
 
 #[cfg(test)]

@@ -70,6 +70,24 @@ pub(super) fn shell(r: &Ready) -> SessionVerdict {
     }
 }
 
+/// A session's verdict from its checks: the failures, else the first check not tested,
+/// else a pass if one check passed (none applied is not tested either).
+pub(super) fn verdict(
+    failed: Vec<String>,
+    untested: Option<String>,
+    any_pass: bool,
+) -> (RunVerdict, Vec<String>) {
+    match (failed.is_empty(), untested, any_pass) {
+        (false, _, _) => (RunVerdict::Fail, failed),
+        (true, Some(why), _) => (RunVerdict::NotTested, vec![why]),
+        (true, None, true) => (RunVerdict::Pass, vec![]),
+        (true, None, false) => (
+            RunVerdict::NotTested,
+            vec!["no invariant applied to this session".into()],
+        ),
+    }
+}
+
 /// The case's calls answered 599 for want of a recorded answer, as `METHOD URL`.
 pub(super) fn misses(case: &CaseResult) -> Vec<String> {
     case.traffic
