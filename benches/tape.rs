@@ -98,6 +98,7 @@ fn entry(url: &str, n: usize) -> har::Entry {
         target: Some("openai".into()),
         case: None,
         fault: None,
+        attacks: vec![],
         comment: None,
         error: None,
     }

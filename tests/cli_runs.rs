@@ -243,7 +243,8 @@ fn a_score_that_drops_below_the_baseline_fails_the_run() {
     let (code, out, err) = flakestorm(&gate, dir.path());
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        err.contains("no passing contract run is stored yet"),
+        err.contains("--baseline last-pass: no passing contract run of this config (sha256:")
+            && err.contains("or of contract `Research agent` is stored yet"),
         "{err}"
     );
     // A low-severity check that fails everywhere: still a pass at a pass mark of 10.
@@ -256,6 +257,22 @@ fn a_score_that_drops_below_the_baseline_fails_the_run() {
         "{out}"
     );
     assert!(out.contains("below 100.0 in baseline run "), "{out}");
+    // Another agent's config in the same folder (the same store): the runs above passed,
+    // but they are no baseline of its.
+    let other = format!(
+        "{}{}",
+        agent.yaml,
+        CONTRACT.replace("name: Research agent", "name: Billing agent")
+    );
+    std::fs::write(dir.path().join("billing.yaml"), other).unwrap();
+    let mut billing = gate.to_vec();
+    billing.splice(2..2, ["-c", "billing.yaml"]);
+    let (code, out, err) = flakestorm(&billing, dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("or of contract `Billing agent` is stored yet") && !out.contains("baseline"),
+        "{out}\n{err}"
+    );
     let (code, _, err) = flakestorm(&["contract", "run", "--baseline", "nope"], dir.path());
     assert_eq!(code, 2);
     assert!(err.contains("--baseline nope: no run nope"), "{err}");

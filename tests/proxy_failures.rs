@@ -232,3 +232,68 @@ async fn an_unknown_upstream_connect_failure_is_an_error_naming_the_field() {
     assert!(err.contains("upstream_connect_failure"), "{err}");
     assert!(err.contains("status_502") && err.contains("close"), "{err}");
 }
+
+/// A fault or attack counts as applied only when what it made reached the agent. Here the
+/// tool's upstream refuses every connection: a response rewrite (`malformed`), a held and
+/// paced answer (`slow`) and a prompt injection in the tool's answer all fired, but the
+/// agent got flakestorm's 502 instead, so none of them is applied (journal, metrics); an
+/// injected `error` answers before any upstream, and is.
+#[tokio::test]
+async fn faults_on_a_refused_upstream_are_not_applied() {
+    // Bound and never listening: refused, and no other process can take the port.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let dead = closed.local_addr().unwrap();
+    let tools = format!("tools:\n  - {{name: search, match_url: 'http://{dead}/*'}}\n");
+    for (mode, chaos) in [
+        (
+            "malformed",
+            "tool_faults: [{tool: search, mode: malformed}]",
+        ),
+        (
+            "slow",
+            "tool_faults: [{tool: search, mode: slow, delay_ms: 1, bytes_per_second: 1000}]",
+        ),
+        (
+            "indirect_injection",
+            "context_attacks: [{type: indirect_injection, tool: search, payloads: [OBEY]}]",
+        ),
+        (
+            "error",
+            "tool_faults: [{tool: search, mode: error, error_code: 503}]",
+        ),
+    ] {
+        let p = start_proxy(&format!("{tools}chaos:\n  {chaos}\n")).await;
+        let resp = client_via(&p, H1)
+            .get(format!("http://{dead}/q"))
+            .send()
+            .await
+            .unwrap();
+        p.daemon.journal.wait_for(1).await;
+        let ex = p.daemon.journal.all()[0].clone();
+        let record = ex.fault.clone().or(ex.attacks.first().cloned()).unwrap();
+        assert_eq!(record.mode, mode);
+        let metrics = p.daemon.metrics.encode();
+        if mode == "error" {
+            assert_eq!(resp.status(), 503);
+            assert!(record.applied, "{record:?}");
+            p.stop().await;
+            continue;
+        }
+        assert_eq!(resp.status(), 502, "{mode}");
+        assert_eq!(resp.headers()[ERROR_HEADER], "upstream_connect", "{mode}");
+        assert!(!record.applied, "{mode}: {record:?}");
+        let note = record.note.unwrap_or_default();
+        assert!(
+            note.starts_with("the agent got flakestorm's `upstream_connect` error instead: "),
+            "{mode}: {note}"
+        );
+        assert!(
+            metrics.contains(&format!(
+                r#"flakestorm_faults_skipped_total{{target="tool",mode="{mode}"}} 1"#
+            )) && !metrics.contains("flakestorm_faults_injected_total{"),
+            "{mode}: {metrics}"
+        );
+        p.stop().await;
+    }
+}

@@ -285,3 +285,174 @@ async fn an_agent_that_answers_500_fails() {
     );
     p.stop().await;
 }
+
+const WEATHER: &str = r#"
+golden_prompts: ["Weather in Paris?", "Weather in Oslo?"]
+contract:
+  name: Weather agent
+  invariants:
+    - {id: calls-weather, type: tool_called, tool: web_search, severity: critical}
+    - {id: no-email, type: tool_not_called, tool: send_email}
+    - {id: answers, type: completes}
+"#;
+
+/// The weather agent's tools: its search at `tool`, and an email tool it never calls.
+fn weather_tools(tool: &origin::Origin) -> String {
+    format!(
+        "tools:\n  - {{name: web_search, match_url: 'http://{}/*'}}\n  - {{name: send_email, \
+         match_url: 'http://127.0.0.1:9/*'}}\n",
+        tool.addr
+    )
+}
+
+/// Node 20's `fetch` ignores HTTPS_PROXY: the agent calls its tool directly and nothing
+/// crosses the proxy. A call not seen is not a call not made: the traffic checks are not
+/// tested (not failed, not passed), and the run is NOT TESTED (exit 2), the cause its
+/// first reason, whatever else it would have failed.
+#[tokio::test]
+async fn traffic_checks_of_an_agent_whose_calls_never_cross_the_proxy_are_not_tested() {
+    let tool = origin::fixed(None, "sunny").await;
+    let yaml = format!("{WEATHER}{}", weather_tools(&tool));
+    let p = start_proxy(&yaml).await;
+    let a = research(direct_client(), tool.http_url("/search")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
+    assert_eq!(tool.log.len(), 2, "the tool got every call, directly");
+    for inv in ["calls-weather", "no-email"] {
+        assert!(
+            matches!(
+                cell(&r, inv, "no-chaos"),
+                Verdict::NotTested(why) if why.starts_with("no request crossed the proxy while it ran")
+            ),
+            "{inv}: {:?}",
+            cell(&r, inv, "no-chaos")
+        );
+    }
+    assert!(cell(&r, "answers", "no-chaos").passed());
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
+    assert_eq!(r.judgement.verdict.exit_code(), 2);
+    assert!(
+        r.judgement.reasons[0].starts_with(
+            "no request crossed the proxy during the run: the agent is not using flakestorm's proxy"
+        ),
+        "{:?}",
+        r.judgement.reasons
+    );
+    p.stop().await;
+}
+
+/// An agent that answers a prompt it has seen from its cache: its traffic crossed the proxy
+/// in the first scenario and not in the next, and the run says so (not "the agent is not
+/// using flakestorm's proxy"), with the fix.
+#[tokio::test]
+async fn a_scenario_answered_from_a_cache_says_so() {
+    let tool = origin::fixed(None, "sunny").await;
+    let yaml = format!(
+        "{WEATHER}  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{{id: search-down, tool: web_search, mode: error, error_code: 503}}]\n{}",
+        weather_tools(&tool)
+    );
+    let p = start_proxy(&yaml).await;
+    let inner = research(client_via(&p, H1), tool.http_url("/search")).await;
+    let a = caching(inner.http_url("/invoke")).await;
+    let r = contract_run(&p, &a.http_url("/invoke"), 0).await;
+    assert_eq!(tool.log.len(), 2, "one call per prompt, then the cache");
+    let down = r
+        .coverage
+        .iter()
+        .find(|c| c.scenario == "search-down")
+        .unwrap();
+    let why = down.silent.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "the agent sent nothing through the proxy in this scenario but did earlier in the \
+             run (2 request(s))"
+        ) && why.contains("set `agent.reset_endpoint`"),
+        "{why}"
+    );
+    assert_eq!(down.rules[0].why_not.as_deref(), Some(why));
+    assert!(
+        matches!(cell(&r, "calls-weather", "search-down"), Verdict::NotTested(w) if w.contains(why)),
+        "{:?}",
+        cell(&r, "calls-weather", "search-down")
+    );
+    assert!(cell(&r, "calls-weather", "no-chaos").passed());
+    assert_eq!(r.judgement.verdict, RunVerdict::NotTested, "{r:#?}");
+    let said = r.judgement.reasons.join("\n");
+    assert!(
+        said.contains(&format!(
+            "scenario `search-down`: rule `search-down` (error) never reached the agent's \
+             traffic: {why}"
+        )) && !said.contains("not using flakestorm's proxy"),
+        "{said}"
+    );
+    p.stop().await;
+}
+
+/// An agent in front of the one at `url` that answers a prompt it has answered before from
+/// its cache, without calling that one (nor, so, its tools).
+async fn caching(url: String) -> origin::Origin {
+    let cache = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (url, cache) = (url.clone(), cache.clone());
+        async move {
+            use http_body_util::BodyExt;
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let known = cache.lock().unwrap().get(&body).cloned();
+            let answer = match known {
+                Some(a) => a,
+                None => {
+                    let r = direct_client().post(&url).body(body.clone()).send().await;
+                    let a = r.unwrap().text().await.unwrap();
+                    cache.lock().unwrap().insert(body, a.clone());
+                    a
+                }
+            };
+            text(&answer)
+        }
+    })
+    .await
+}
+
+/// `agent.response_path` names a key none of the agent's answers has: every case's "no
+/// answer" is flakestorm reading the wrong place, a config error (exit 2) naming the keys
+/// the answers do have, not the agent's failure; when some answers have it, the others
+/// are the agent's failures as before.
+#[tokio::test]
+async fn a_response_path_missing_from_every_answer_is_a_config_error() {
+    let yaml = "golden_prompts: [a, b]\ncontract:\n  name: c\n  invariants:\n    - {id: answers, type: completes}\n";
+    let p = start_proxy(yaml).await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    let agent = origin::start(None, move |_req| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match n {
+                // The third call on (the second run's second case) answers where it should.
+                0..=2 => text(r#"{"output": "sunny", "id": 7}"#),
+                _ => text(r#"{"result": "sunny"}"#),
+            }
+        }
+    })
+    .await;
+    let r = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::Error, "{:?}", r.judgement);
+    assert_eq!(r.judgement.verdict.exit_code(), 2);
+    assert_eq!(
+        r.judgement.reasons,
+        [
+            "config error: agent.response_path `result` is in none of the agent's 2 answer(s); \
+          their top-level keys are `output`, `id`: set agent.response_path to where the answer \
+          is"
+        ]
+    );
+    let r = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    assert_eq!(r.judgement.verdict, RunVerdict::Fail, "{:?}", r.judgement);
+    assert!(
+        r.cases[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("path `result` not found in response")),
+        "{:?}",
+        r.cases[0]
+    );
+    p.stop().await;
+}

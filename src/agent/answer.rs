@@ -2,9 +2,15 @@
 //! prompt JSON-escaped into it, and the answer at `response_path` (a non-JSON body is the
 //! answer as is). Pure.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::config::ResponsePath;
 
 use super::InvokeError;
+
+/// The most top-level keys an answer that lacks `response_path` is remembered by.
+const KEYS: usize = 20;
 
 /// How much of a response an error quotes.
 const HEAD: usize = 200;
@@ -48,7 +54,70 @@ pub fn extract(body: &[u8], path: &ResponsePath) -> Result<String, InvokeError> 
         None => Err(InvokeError::PathNotFound {
             path: path.as_str().to_string(),
             head: head(body),
+            keys: v
+                .as_object()
+                .map(|o| o.keys().take(KEYS).cloned().collect())
+                .unwrap_or_default(),
         }),
+    }
+}
+
+/// Where an agent's answers stood: how many were read at `response_path` (2xx bodies) and
+/// how many of them lacked it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnswersRead {
+    pub read: u64,
+    pub missed: u64,
+}
+
+/// What the answers read so far said of `response_path`, and the top-level keys of the
+/// last one that lacked it. A path that no answer has is the config's error, not the
+/// agent's: a run asks whether that was so of every answer it read.
+#[derive(Debug, Default)]
+pub(crate) struct PathTally {
+    read: AtomicU64,
+    missed: AtomicU64,
+    keys: Mutex<Vec<String>>,
+}
+
+impl PathTally {
+    /// Counts an answer read at the path.
+    pub fn note(&self, answer: &Result<String, InvokeError>) {
+        self.read.fetch_add(1, Ordering::Relaxed);
+        if let Err(InvokeError::PathNotFound { keys, .. }) = answer {
+            self.missed.fetch_add(1, Ordering::Relaxed);
+            *self.keys.lock().unwrap_or_else(|p| p.into_inner()) = keys.clone();
+        }
+    }
+
+    pub fn now(&self) -> AnswersRead {
+        AnswersRead {
+            read: self.read.load(Ordering::Relaxed),
+            missed: self.missed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Why `path` is a config error: every answer read since `since` (one at least)
+    /// lacked it. Answers that have it, or answer in words (not JSON), make it no error.
+    pub fn missing_since(&self, since: AnswersRead, path: &ResponsePath) -> Option<String> {
+        let now = self.now();
+        let (read, missed) = (now.read - since.read, now.missed - since.missed);
+        if read == 0 || missed < read {
+            return None;
+        }
+        let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let has = match keys.as_slice() {
+            [] => "they are not JSON objects".to_string(),
+            keys => {
+                let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+                format!("their top-level keys are {}", keys.join(", "))
+            }
+        };
+        Some(format!(
+            "config error: agent.response_path `{}` is in none of the agent's {read} \
+             answer(s); {has}: set agent.response_path to where the answer is",
+            path.as_str()
+        ))
     }
 }
 
@@ -108,11 +177,55 @@ mod tests {
             err,
             r#"path `data.answer` not found in response: {"result": "x"}"#
         );
+        assert!(matches!(
+            extract(br#"{"result": "x", "usage": 3}"#, &path),
+            Err(InvokeError::PathNotFound { keys, .. }) if keys == ["result", "usage"]
+        ));
         let long = format!(r#"{{"pad": "{}"}}"#, "y".repeat(500));
         let err = extract(long.as_bytes(), &path).unwrap_err().to_string();
         assert_eq!(
             err.len(),
             "path `data.answer` not found in response: ".len() + 200
+        );
+    }
+
+    /// A path no answer has is the config's error, naming the keys the answers have; one
+    /// answer that has it (or answers in words) makes the misses the agent's.
+    #[test]
+    fn a_path_missing_from_every_answer_is_a_config_error() {
+        let path = ResponsePath::parse("data.answer").unwrap();
+        let tally = PathTally::default();
+        let start = tally.now();
+        assert_eq!(tally.missing_since(start, &path), None, "nothing read");
+        for _ in 0..2 {
+            tally.note(&extract(br#"{"output": "sunny", "id": 7}"#, &path));
+        }
+        assert_eq!(
+            tally.missing_since(start, &path).as_deref(),
+            Some(
+                "config error: agent.response_path `data.answer` is in none of the agent's 2 \
+                 answer(s); their top-level keys are `output`, `id`: set agent.response_path \
+                 to where the answer is"
+            )
+        );
+        let later = tally.now();
+        tally.note(&extract(br#"{"data": {"answer": "rain"}}"#, &path));
+        tally.note(&extract(br#"{"output": "sunny"}"#, &path));
+        assert_eq!(tally.missing_since(start, &path), None, "one answer has it");
+        assert_eq!(tally.missing_since(later, &path), None);
+        let words = tally.now();
+        tally.note(&extract(b"plain words", &path));
+        assert_eq!(
+            tally.missing_since(words, &path),
+            None,
+            "an answer in words"
+        );
+        let arrays = tally.now();
+        tally.note(&extract(b"[1, 2]", &path));
+        let why = tally.missing_since(arrays, &path).unwrap();
+        assert!(
+            why.contains("1 answer(s); they are not JSON objects"),
+            "{why}"
         );
     }
 }

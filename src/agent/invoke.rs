@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
-use super::answer::{cause, extract, head, render};
+use super::answer::{AnswersRead, PathTally, cause, extract, head, render};
 use crate::config::AgentTarget;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +42,13 @@ pub enum InvokeError {
     BodyFailed { status: u16, cause: String },
     #[error("path `{path}` is null in response: {head}")]
     PathNull { path: String, head: String },
+    /// `keys`: the response's top-level keys (none when it is not a JSON object).
     #[error("path `{path}` not found in response: {head}")]
-    PathNotFound { path: String, head: String },
+    PathNotFound {
+        path: String,
+        head: String,
+        keys: Vec<String>,
+    },
 }
 
 impl InvokeError {
@@ -104,12 +109,14 @@ pub(crate) fn direct_client(pooled: bool) -> Result<DirectClient, crate::tls::Tl
     Ok(builder.build(https))
 }
 
-/// The driver of one agent: its compiled `agent:` section and a client. Cheap to clone.
+/// The driver of one agent: its compiled `agent:` section and a client. Cheap to clone;
+/// the clones share what the answers said of `response_path`.
 #[derive(Clone)]
 pub struct Agent {
     client: DirectClient,
     target: Arc<AgentTarget>,
     retries: u32,
+    paths: Arc<PathTally>,
 }
 
 impl Agent {
@@ -119,7 +126,20 @@ impl Agent {
             client: direct_client(false)?,
             target: Arc::new(target.clone()),
             retries,
+            paths: Arc::default(),
         })
+    }
+
+    /// How many answers were read so far, and how many lacked `response_path`: where a run
+    /// starts, for `response_path_missing`.
+    pub fn answers_read(&self) -> AnswersRead {
+        self.paths.now()
+    }
+
+    /// Why `response_path` is a config error, when every answer read since `since` (one at
+    /// least) lacked it: the keys the answers have instead.
+    pub fn response_path_missing(&self, since: AnswersRead) -> Option<String> {
+        self.paths.missing_since(since, &self.target.response_path)
     }
 
     pub fn endpoint(&self) -> &Uri {
@@ -287,7 +307,11 @@ impl Agent {
                 }),
                 Some(status),
             ),
-            Ok(Ok((status, body))) => (extract(&body, &self.target.response_path), Some(status)),
+            Ok(Ok((status, body))) => {
+                let answer = extract(&body, &self.target.response_path);
+                self.paths.note(&answer);
+                (answer, Some(status))
+            }
         }
     }
 

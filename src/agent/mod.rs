@@ -16,8 +16,8 @@ mod ready;
 mod spawn;
 mod supervise;
 
+pub use answer::{AnswersRead, cut, extract, render};
 pub(crate) use answer::{cause as root_cause, head as body_head};
-pub use answer::{cut, extract, render};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{Launched, Process, ProxyAt, launch};

@@ -117,6 +117,7 @@ mod tests {
             done: 0,
             total: 0,
             artifacts: Default::default(),
+            contract: None,
         };
         let done = text(ended(&record, 0)).await;
         let data = serde_json::to_string(&record).unwrap();

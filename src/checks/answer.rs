@@ -186,9 +186,10 @@ impl Invariant {
 
     fn raw(&self, case: &CaseView) -> Verdict {
         match &self.kind {
-            Kind::Traffic(t) => match case.traffic {
-                Some(traffic) => t.verdict(traffic),
-                None => Verdict::NotApplicable(
+            Kind::Traffic(t) => match (case.silent, case.traffic) {
+                (Some(why), _) => Verdict::NotTested(why.to_string()),
+                (None, Some(traffic)) => t.verdict(traffic),
+                (None, None) => Verdict::NotApplicable(
                     "the case's traffic was not attributed (cases ran concurrently, or under \
                      attribution: header some of the agent's calls carried no traceparent)"
                         .into(),

@@ -17,6 +17,7 @@ fn case<'a>(answer: Result<&'a str, &'a str>) -> CaseView<'a> {
         latency: Duration::from_millis(120),
         baseline: Some("The revenue was $4.1B."),
         traffic: None,
+        silent: None,
         similarity: &Similarity::Lexical,
     }
 }
@@ -178,4 +179,41 @@ fn every_check_is_an_answer_check_or_a_traffic_check() {
     for y in answer {
         assert!(!inv(y).is_traffic(), "{y}");
     }
+}
+
+/// A scenario in which nothing crossed the proxy: a call not seen is not a call not made,
+/// so every traffic check is not tested (negated too), never failed or passed; answer
+/// checks are judged as ever.
+#[test]
+fn traffic_checks_of_a_silent_scenario_are_not_tested() {
+    let why = "no request crossed the proxy while it ran";
+    let silent = CaseView {
+        traffic: Some(&[]),
+        silent: Some(why),
+        ..case(Ok("sunny"))
+    };
+    for y in [
+        "{type: tool_called, tool: get_weather}",
+        "{type: tool_not_called, tool: send_email}",
+        "{type: tool_called, tool: get_weather, negate: true}",
+        "{type: max_tool_calls, max: 3}",
+        "{type: max_llm_calls, max: 3}",
+        "{type: honors_retry_after}",
+        "{type: no_exfiltration}",
+    ] {
+        assert_eq!(inv(y).check(&silent), Verdict::NotTested(why.into()), "{y}");
+    }
+    assert!(
+        inv("{type: contains, value: sunny}")
+            .check(&silent)
+            .passed()
+    );
+    let heard = CaseView {
+        silent: None,
+        ..silent
+    };
+    assert!(matches!(
+        inv("{type: tool_called, tool: get_weather}").check(&heard),
+        Verdict::Fail(_)
+    ));
 }

@@ -32,6 +32,10 @@ pub struct CaseView<'a> {
     pub baseline: Option<&'a str>,
     /// The agent's exchanges during the case, when the run attributed them (traffic checks).
     pub traffic: Option<&'a [std::sync::Arc<crate::exchange::Exchange>]>,
+    /// Why nothing at all crossed the proxy while the case's scenario ran, when nothing
+    /// did: its traffic checks are then not tested. A call not seen, or a count of zero,
+    /// says nothing of an agent whose traffic never reached flakestorm.
+    pub silent: Option<&'a str>,
     /// How `similarity` and `behavior_unchanged` compare texts.
     pub similarity: &'a Similarity,
 }

@@ -1,19 +1,38 @@
 //! `--baseline last-pass|ID --max-drop X`: a run fails when one of its scores (a phase's,
-//! or `ci`'s overall) is more than X points below the baseline run's. The baseline is
-//! found before the run starts (so `last-pass` never names the run itself), in the local
-//! run store or on the daemon (`--server`).
+//! or `ci`'s overall) is more than X below the baseline run's. The baseline is found before
+//! the run starts (so `last-pass` never names the run itself), in the local run store or on
+//! the daemon (`--server`). `last-pass` is the newest passing run of the same kind and of
+//! the same config (its digest) or, for a contract, of the same contract (its name): the
+//! folder's store also holds other agents' runs, which are no baseline for this one.
 
 use std::collections::BTreeMap;
 
+use crate::config::Loaded;
 use crate::run::RunKind;
-use crate::store::{RunRecord, RunStatus, Store};
+use crate::store::{RunRecord, RunStatus, SameAs, Store};
 
 /// What `--baseline` asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Baseline {
-    /// The newest stored run of the same kind that passed.
+    /// The newest stored run of the same kind and config (or contract) that passed.
     LastPass,
     Run(String),
+}
+
+/// The daemon's pages of passing runs a `--server` `last-pass` reads at most, newest
+/// first, looking for one of the same config or contract.
+pub const PAGES: usize = 10;
+
+/// What a run of `kind` on `loaded` must share with its `last-pass` baseline.
+pub fn same_as(loaded: &Loaded, kind: RunKind) -> SameAs {
+    let contract = match kind {
+        RunKind::Contract => loaded.config.contract.as_ref().map(|c| c.name.clone()),
+        RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => None,
+    };
+    SameAs {
+        config_digest: loaded.digest.clone(),
+        contract,
+    }
 }
 
 impl Baseline {
@@ -25,10 +44,16 @@ impl Baseline {
     }
 
     /// The baseline's scores from the local store; `Ok(None)` when `last-pass` finds no
-    /// passing run yet (nothing to compare with); an error for an unknown id.
-    pub fn scores_in(&self, store: &Store, kind: RunKind) -> Result<Option<Scored>, String> {
+    /// passing run of the same config or contract (nothing to compare with); an error for
+    /// an unknown id. An id given names its run, whatever its config.
+    pub fn scores_in(
+        &self,
+        store: &Store,
+        kind: RunKind,
+        same: &SameAs,
+    ) -> Result<Option<Scored>, String> {
         let found = match self {
-            Baseline::LastPass => store.last_passing(kind),
+            Baseline::LastPass => store.last_passing(kind, same),
             Baseline::Run(id) => store.get(id),
         }
         .map_err(|e| e.to_string())?;
@@ -49,16 +74,48 @@ impl Baseline {
         }
     }
 
-    /// The daemon's query for this baseline.
-    pub fn query(&self, kind: RunKind) -> String {
+    /// The daemon's query for this baseline: for `last-pass`, a page of passing runs of
+    /// `kind` (after `cursor`), among which `pick` finds one of the same config.
+    pub fn query(&self, kind: RunKind, cursor: Option<&str>) -> String {
         match self {
-            Baseline::LastPass => format!(
-                "/v1/runs?kind={kind}&status={}&limit=1",
-                RunStatus::Passed.as_str()
-            ),
+            Baseline::LastPass => {
+                let mut q = form_urlencoded::Serializer::new(String::new());
+                q.append_pair("kind", kind.as_str());
+                q.append_pair("status", RunStatus::Passed.as_str());
+                q.append_pair("limit", "1000");
+                if let Some(c) = cursor {
+                    q.append_pair("cursor", c);
+                }
+                format!("/v1/runs?{}", q.finish())
+            }
             Baseline::Run(id) => format!("/v1/runs/{id}"),
         }
     }
+}
+
+/// The newest of `runs` (newest first) that is of the same config or contract.
+pub fn pick(runs: Vec<RunRecord>, same: &SameAs) -> Option<RunRecord> {
+    runs.into_iter().find(|r| same.matches(r))
+}
+
+/// Why `last-pass` found nothing to compare with, naming what it looked for.
+pub fn none_found(kind: RunKind, same: &SameAs) -> String {
+    let of = match (&same.config_digest, &same.contract) {
+        (Some(d), Some(c)) => format!("of this config ({d}) or of contract `{c}`"),
+        (Some(d), None) => format!("of this config ({d})"),
+        (None, Some(c)) => format!("of contract `{c}`"),
+        (None, None) => {
+            return format!(
+                "--baseline last-pass: this run's config has no file, so no stored {kind} run \
+                 can be told to be of the same config; nothing to compare with (give a run id \
+                 to compare with it)"
+            );
+        }
+    };
+    format!(
+        "--baseline last-pass: no passing {kind} run {of} is stored yet (other configs' runs \
+         are not compared with); nothing to compare with (give a run id to compare with it)"
+    )
 }
 
 /// A baseline run's id and scores.
@@ -88,6 +145,7 @@ pub fn regressions(base: &Scored, now: &[(String, f64)], max_drop: f64) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::NewRun;
 
     fn base() -> Scored {
         Scored {
@@ -121,8 +179,87 @@ mod tests {
         let e = Baseline::parse("r9").found(None).unwrap_err();
         assert!(e.contains("no run r9"), "{e}");
         assert_eq!(
-            Baseline::LastPass.query(RunKind::Ci),
-            "/v1/runs?kind=ci&status=passed&limit=1"
+            Baseline::LastPass.query(RunKind::Ci, None),
+            "/v1/runs?kind=ci&status=passed&limit=1000"
         );
+        assert_eq!(
+            Baseline::LastPass.query(RunKind::Ci, Some("2026 x")),
+            "/v1/runs?kind=ci&status=passed&limit=1000&cursor=2026+x"
+        );
+    }
+
+    /// A passing run of `kind` with config `digest` (and contract `name`), stored.
+    fn passed(store: &Store, kind: RunKind, digest: &str, name: Option<&str>) -> String {
+        let id = store.begin_run(NewRun {
+            kind,
+            config_digest: Some(digest.into()),
+            seed: None,
+            status: RunStatus::Running,
+        });
+        if let Some(name) = name {
+            store.set_contract(&id, name);
+        }
+        let scores = [(kind.as_str().to_string(), 90.0)].into();
+        store.finish_run(&id, RunStatus::Passed, scores, None);
+        id.to_string()
+    }
+
+    /// Two agents' configs in one folder share its store: `last-pass` is the newest passing
+    /// run of the same config, or for a contract of the same contract too, never the other
+    /// agent's newer one; with none, nothing; a run id names its run whatever its config.
+    #[tokio::test]
+    async fn last_pass_is_a_run_of_the_same_config_or_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mine = passed(&store, RunKind::Chaos, "sha256:mine", None);
+        let theirs = passed(&store, RunKind::Chaos, "sha256:theirs", None);
+        let edited = passed(&store, RunKind::Contract, "sha256:old", Some("Weather"));
+        let other = passed(&store, RunKind::Contract, "sha256:other", Some("Research"));
+        store.flush().await.unwrap();
+        let last = |kind, digest: &str, contract: Option<&str>| {
+            let same = SameAs {
+                config_digest: Some(digest.into()),
+                contract: contract.map(Into::into),
+            };
+            Baseline::LastPass
+                .scores_in(&store, kind, &same)
+                .unwrap()
+                .map(|s| s.id)
+        };
+        assert_eq!(last(RunKind::Chaos, "sha256:mine", None), Some(mine));
+        assert_eq!(last(RunKind::Chaos, "sha256:new", None), None);
+        // The contract's config changed since: its own contract's run is still its baseline.
+        let weather = last(RunKind::Contract, "sha256:new", Some("Weather"));
+        assert_eq!(weather, Some(edited));
+        assert_eq!(last(RunKind::Contract, "sha256:new", Some("Billing")), None);
+        let id = Baseline::Run(theirs.clone())
+            .scores_in(&store, RunKind::Chaos, &SameAs::default())
+            .unwrap();
+        assert_eq!(id.map(|s| s.id), Some(theirs));
+        assert_eq!(
+            store.get(&other).unwrap().unwrap().contract.as_deref(),
+            Some("Research")
+        );
+        let nothing = Baseline::LastPass.scores_in(&store, RunKind::Chaos, &SameAs::default());
+        assert_eq!(
+            nothing,
+            Ok(None),
+            "a run without a config file matches none"
+        );
+    }
+
+    #[test]
+    fn finding_nothing_says_what_was_looked_for() {
+        let same = SameAs {
+            config_digest: Some("sha256:ab".into()),
+            contract: Some("Weather".into()),
+        };
+        assert_eq!(
+            none_found(RunKind::Contract, &same),
+            "--baseline last-pass: no passing contract run of this config (sha256:ab) or of \
+             contract `Weather` is stored yet (other configs' runs are not compared with); \
+             nothing to compare with (give a run id to compare with it)"
+        );
+        assert!(none_found(RunKind::Ci, &SameAs::default()).contains("has no file"));
     }
 }

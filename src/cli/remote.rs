@@ -11,7 +11,7 @@ use http::Method;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use super::baseline::{Baseline, Scored, regressions};
+use super::baseline::{Baseline, PAGES, Scored, none_found, pick, regressions, same_as};
 use super::report_path;
 use super::runs::Show;
 use crate::config::Loaded;
@@ -37,7 +37,7 @@ pub async fn run(
         Err(e) => return usage(e.to_string()),
     };
     let baseline = match &args.baseline {
-        Some(b) => match baseline(&server, &Baseline::parse(b), req.kind).await {
+        Some(b) => match baseline(&server, &Baseline::parse(b), req.kind, loaded, show).await {
             Ok(found) => found,
             Err(e) => return usage(e),
         },
@@ -111,23 +111,50 @@ pub async fn run(
     super::runs::gate(code, verdict, &dropped.unwrap_or_default())
 }
 
-/// The baseline's scores, from the daemon's history.
-async fn baseline(server: &Server, b: &Baseline, kind: RunKind) -> Result<Option<Scored>, String> {
-    let found = match server.json(Method::GET, &b.query(kind), None).await {
-        Ok(v) => v,
+/// The baseline's scores, from the daemon's history: a run id's, or the newest passing
+/// run of the same config or contract among the daemon's pages of passing runs (said on
+/// stderr when there is none).
+async fn baseline(
+    server: &Server,
+    b: &Baseline,
+    kind: RunKind,
+    loaded: &Loaded,
+    show: Show,
+) -> Result<Option<Scored>, String> {
+    let record = |v: Value| {
+        serde_json::from_value::<RunRecord>(v).map_err(|e| format!("the daemon's run record: {e}"))
+    };
+    if matches!(b, Baseline::Run(_)) {
         // An unknown id: `found(None)` says so.
-        Err(_) if matches!(b, Baseline::Run(_)) => Value::Null,
-        Err(e) => return Err(e),
-    };
-    let record = match b {
-        Baseline::LastPass => found["runs"].get(0).cloned(),
-        Baseline::Run(_) => Some(found).filter(|v| !v.is_null()),
-    };
-    let record = record
-        .map(serde_json::from_value::<crate::store::RunRecord>)
-        .transpose()
-        .map_err(|e| format!("the daemon's run record: {e}"))?;
-    b.found(record)
+        let found = server.json(Method::GET, &b.query(kind, None), None).await;
+        return b.found(
+            found
+                .ok()
+                .filter(|v| !v.is_null())
+                .map(record)
+                .transpose()?,
+        );
+    }
+    let same = same_as(loaded, kind);
+    let mut cursor: Option<String> = None;
+    for _ in 0..PAGES {
+        let page = server
+            .json(Method::GET, &b.query(kind, cursor.as_deref()), None)
+            .await?;
+        let runs = page["runs"].as_array().cloned().unwrap_or_default();
+        let runs: Vec<RunRecord> = runs.into_iter().map(record).collect::<Result<_, _>>()?;
+        if let Some(r) = pick(runs, &same) {
+            return b.found(Some(r));
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    if !show.quiet {
+        eprintln!("flakestorm: {}", none_found(kind, &same));
+    }
+    b.found(None)
 }
 
 fn usage(message: String) -> ExitCode {

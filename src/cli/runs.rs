@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::ReportArgs;
-use super::baseline::{Baseline, regressions};
+use super::baseline::{Baseline, none_found, regressions, same_as};
 use super::progress::Display;
 use super::report_path;
 use super::session::Options;
@@ -82,15 +82,12 @@ pub async fn run(
             Ok(s) => s,
             Err(code) => return Ok(code),
         };
+    let same = same_as(&loaded, req.kind);
     let baseline = match &args.baseline {
-        Some(b) => match Baseline::parse(b).scores_in(&session.proxy().store, req.kind) {
+        Some(b) => match Baseline::parse(b).scores_in(&session.proxy().store, req.kind, &same) {
             Ok(found) => {
-                if found.is_none() && show.summary() {
-                    eprintln!(
-                        "flakestorm: --baseline last-pass: no passing {} run is stored yet; \
-                         nothing to compare with",
-                        req.kind
-                    );
+                if found.is_none() && !show.quiet {
+                    eprintln!("flakestorm: {}", none_found(req.kind, &same));
                 }
                 found
             }

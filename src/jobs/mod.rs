@@ -20,7 +20,7 @@ pub use events::{Event, EventLog};
 
 use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
 use crate::run::session::Proxy;
-use crate::run::{RunRequest, prepare};
+use crate::run::{RunKind, RunRequest, prepare};
 use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
 use crate::telemetry::Metrics;
 
@@ -189,6 +189,13 @@ impl Jobs {
                 done: 0,
                 total: 0,
                 artifacts: BTreeMap::new(),
+                // As the store has it once the run ends (`Store::set_contract`).
+                contract: match kind {
+                    RunKind::Contract => {
+                        sub.loaded.config.contract.as_ref().map(|c| c.name.clone())
+                    }
+                    RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => None,
+                },
             }),
             id,
             recorder,

@@ -112,6 +112,7 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
         target: Some(provider),
         case: None,
         fault: None,
+        attacks: vec![],
         comment: Some(format!(
             "rebuilt from LangSmith llm run {} ({})",
             r.id, r.name

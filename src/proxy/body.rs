@@ -13,8 +13,11 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
 use super::fault_body::SkipNote;
+use super::pending::CLIENT_CANCELLED;
 use super::{BoxError, Proxy};
-use crate::exchange::{BodyEnd, CanaryLeak, Exchange, FaultRecord, Outcome, ResponseHead};
+use crate::exchange::{
+    BodyEnd, CanaryLeak, ErrorSource, Exchange, FaultRecord, Outcome, ResponseHead,
+};
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
 pub struct Recorder {
@@ -137,6 +140,35 @@ impl Recorder {
         }
     }
 
+    /// A fault or attack is applied only when what it made reached the agent: an exchange
+    /// that ended in flakestorm's own error (the upstream refused, failed or timed out, a
+    /// forbidden target, an internal error) answered the agent with that error instead, so
+    /// none of its faults or attacks was. An injected error is the fault itself, and an
+    /// agent that gave up during a fault's hold met the hold.
+    fn undelivered(&mut self) {
+        let Outcome::Error { error, .. } = &self.exchange.outcome else {
+            return;
+        };
+        if error.source == ErrorSource::Injected || error.kind == CLIENT_CANCELLED {
+            return;
+        }
+        let note = format!(
+            "the agent got flakestorm's `{}` error instead: {}",
+            error.kind, error.message
+        );
+        let fault = self.exchange.fault.as_ref().map(|f| (Owner::Fault, f));
+        let attacks = self.exchange.attacks.iter().enumerate();
+        let applied: Vec<Owner> = fault
+            .into_iter()
+            .chain(attacks.map(|(i, a)| (Owner::Attack(i), a)))
+            .filter(|(_, r)| r.applied)
+            .map(|(o, _)| o)
+            .collect();
+        for owner in applied {
+            self.not_applied(owner, note.clone());
+        }
+    }
+
     /// Where a body transform acting for `owner` says why it could not apply.
     pub fn skip_note(&mut self, owner: Owner) -> SkipNote {
         self.skip_owner = Some(owner);
@@ -185,6 +217,7 @@ impl Recorder {
         if let (Some(note), Some(owner)) = (self.skip.get().cloned(), self.skip_owner) {
             self.not_applied(owner, note);
         }
+        self.undelivered();
         // The injected text goes out with the end of the body; a broken body never had it.
         if matches!(
             self.exchange.outcome,

@@ -1,8 +1,9 @@
 //! Chaos-only runs: every golden prompt under one set of faults (the `chaos:` section or a
 //! profile), checked with the top-level invariants. The score is the pass rate of the
 //! prompts that could be judged (design.md §7): a prompt passes when every invariant that
-//! applies passes; a prompt whose case met an environment error, or whose run's chaos
-//! never reached the agent, is not judged.
+//! applies passes; a prompt whose case met an environment error, whose run's chaos never
+//! reached the agent, or one of whose checks could not be tested (and none failed), is not
+//! judged.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +30,9 @@ pub struct PromptVerdict {
     pub prompt: String,
     /// Every check that applies passed. False for a prompt that was not judged.
     pub passed: bool,
-    /// Judged: not an environment error, and the chaos reached the agent.
+    /// Judged: not an environment error, the chaos reached the agent, and every check
+    /// could be tested (a traffic check cannot when nothing crossed the proxy), unless one
+    /// failed.
     pub judged: bool,
     /// One verdict per invariant, in config order.
     pub checks: Vec<Verdict>,
@@ -104,6 +107,7 @@ pub(super) struct PromptRun {
     pub coverage: Vec<Coverage>,
     pub warnings: Vec<String>,
     mark: super::verdict::JournalMark,
+    answers: crate::agent::AnswersRead,
 }
 
 impl PromptRun {
@@ -119,6 +123,7 @@ impl PromptRun {
             min_score: ctx.min_score,
             failed_critical: vec![],
             judged_anything,
+            response_path: ctx.agent.response_path_missing(self.answers),
         })
     }
 }
@@ -146,23 +151,27 @@ pub(super) async fn judge_prompts(
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
     };
     let mark = super::verdict::JournalMark::now(&ctx.journal);
+    let answers = ctx.agent.answers_read();
     let compiled = std::sync::Arc::new(compiled);
     let outcome = run_matrix(ctx, &[run], golden, &so_far(ctx, &compiled))
         .await
         .pop()
         .unwrap_or_default();
+    // One scenario: nothing ran before it.
     let covered = coverage::of(
         name,
         &outcome.cases,
         &outcome.exchanges,
         outcome.stats,
         &ctx.declared,
+        coverage::Before::default(),
     );
     let cases = outcome.cases;
     let mut warnings = vec![];
     let checks = invariants.iter().map(|i| &i.check);
     let sim = super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
     let untested = covered.untested(When::Always);
+    let silent = covered.silent.as_deref();
     let prompts: Vec<PromptVerdict> = cases
         .iter()
         .map(|c| {
@@ -171,14 +180,17 @@ pub(super) async fn judge_prompts(
                 Some(why) => vec![Verdict::NotTested(why.clone()); compiled.len()],
                 None => compiled
                     .iter()
-                    .map(|inv| inv.check(&view(c, None, &sim)))
+                    .map(|inv| inv.check(&view(c, None, &sim, silent)))
                     .collect(),
             };
             let failed = checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
+            // A check not tested leaves the prompt unjudged, unless another one failed.
+            let untested = checks.iter().any(|v| matches!(v, Verdict::NotTested(_)));
+            let judged = unjudged.is_none() && (failed || !untested);
             PromptVerdict {
                 prompt: c.prompt.clone(),
-                passed: unjudged.is_none() && !failed,
-                judged: unjudged.is_none(),
+                passed: judged && !failed,
+                judged,
                 checks,
             }
         })
@@ -192,6 +204,7 @@ pub(super) async fn judge_prompts(
         coverage: vec![covered],
         warnings,
         mark,
+        answers,
     })
 }
 
@@ -213,7 +226,8 @@ fn so_far(ctx: &RunContext, invariants: &std::sync::Arc<Vec<Invariant>>) -> supe
                 ]),
             };
         }
-        let v = view(c, None, &sim);
+        // The scenario's silence is known when it ends: its traffic checks are final then.
+        let v = view(c, None, &sim, None);
         let checks: Vec<Verdict> = invariants.iter().map(|i| i.check(&v)).collect();
         let so_far = match checks.iter().any(|v| matches!(v, Verdict::Fail(_))) {
             true => super::SoFar::Failed,

@@ -110,6 +110,7 @@ pub async fn run_contract(
         }))
         .collect();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
+    let answers = ctx.agent.answers_read();
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     let mut outcomes = run_matrix(ctx, &runs, &prompts, &cells_only)
@@ -121,12 +122,12 @@ pub async fn run_contract(
     if baseline {
         let base = outcomes.next().unwrap_or_default();
         record_baselines(&base.cases, &mut baselines);
-        coverage.push(cover(ctx, "(baseline)", &base));
+        coverage.push(cover(ctx, "(baseline)", &base, &coverage));
         cases.extend(base.cases);
     }
     let mut cells = vec![];
     for (scenario, mut outcome) in scenarios.iter().zip(outcomes) {
-        let covered = cover(ctx, &scenario.name, &outcome);
+        let covered = cover(ctx, &scenario.name, &outcome, &coverage);
         let judged = judge
             .scenario(
                 scenario,
@@ -152,6 +153,7 @@ pub async fn run_contract(
         min_score: ctx.min_score,
         failed_critical: failed_critical(&cells),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
+        response_path: ctx.agent.response_path_missing(answers),
     });
     score.passed = judgement.verdict.passed();
     Ok(ContractReport {
@@ -172,8 +174,11 @@ pub async fn run_contract(
     })
 }
 
-fn cover(ctx: &RunContext, name: &str, o: &ScenarioOutcome) -> Coverage {
-    coverage::of(name, &o.cases, &o.exchanges, o.stats.clone(), &ctx.declared)
+/// A scenario's coverage; `earlier`: the scenarios' before it.
+fn cover(ctx: &RunContext, name: &str, o: &ScenarioOutcome, earlier: &[Coverage]) -> Coverage {
+    let before = coverage::Before::after(earlier, ctx.agent.resets());
+    let stats = o.stats.clone();
+    coverage::of(name, &o.cases, &o.exchanges, stats, &ctx.declared, before)
 }
 
 /// An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it

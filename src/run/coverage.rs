@@ -28,6 +28,26 @@ impl Declared {
     }
 }
 
+/// What the run saw before a scenario: tells an agent that bypasses the proxy from one
+/// that sent nothing in this scenario only (answers it cached from earlier cases).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Before {
+    /// Exchanges recorded in the run's earlier scenarios.
+    pub exchanges: usize,
+    /// `agent.reset_endpoint` is set.
+    pub resets: bool,
+}
+
+impl Before {
+    /// What the run saw before a scenario: the scenarios `earlier` than it.
+    pub fn after(earlier: &[Coverage], resets: bool) -> Before {
+        Before {
+            exchanges: earlier.iter().map(|c| c.exchanges).sum(),
+            resets,
+        }
+    }
+}
+
 /// One rule of a scenario and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleCoverage {
@@ -56,27 +76,34 @@ pub struct Coverage {
     /// Why the scenario tested nothing it claims; null when its chaos reached the agent
     /// (or it has none).
     pub not_tested: Option<String>,
+    /// Why no request at all crossed the proxy while it ran (its traffic checks are then
+    /// not tested); null when one did.
+    #[serde(default)]
+    pub silent: Option<String>,
 }
 
-/// The coverage of scenario `name` from its cases, the exchanges recorded while it ran and
-/// its rules' counters.
+/// The coverage of scenario `name` from its cases, the exchanges recorded while it ran,
+/// its rules' counters and what the run saw `before` it.
 pub(super) fn of(
     name: &str,
     cases: &[CaseResult],
     exchanges: &[Arc<Exchange>],
     stats: Vec<RuleStats>,
     declared: &Declared,
+    before: Before,
 ) -> Coverage {
     // Cases whose traffic is not attributed (a lost trace id) say why better than the
     // empty list of exchanges would.
     let unattributed = cases.iter().find_map(|c| c.not_judged.as_deref());
+    let none = exchanges.is_empty();
     let rules: Vec<RuleCoverage> = stats
         .into_iter()
         .map(|stats| {
             let applied = applied(&stats.rule, exchanges);
-            let why_not = (applied == 0).then(|| match unattributed {
-                Some(why) if exchanges.is_empty() => format!("its cases were not judged: {why}"),
-                _ => why_not(&stats, exchanges, declared),
+            let why_not = (applied == 0).then(|| match (unattributed, none) {
+                (Some(why), true) => format!("its cases were not judged: {why}"),
+                (None, true) => silent(before),
+                (_, false) => why_not(&stats, exchanges, declared),
             });
             RuleCoverage {
                 stats,
@@ -105,6 +132,41 @@ pub(super) fn of(
         },
         rules,
         not_tested,
+        // Unattributed calls (a lost trace id) crossed the proxy, though none is the
+        // scenario's: not silence.
+        silent: (none && cases.iter().all(sent_nothing)).then(|| silent(before)),
+    }
+}
+
+/// Whether a case is known to have sent nothing through the proxy: its attributed traffic
+/// is empty or, unattributed, nothing at all was recorded while it ran (journal ids start
+/// at 1, so an empty window ends before it starts).
+fn sent_nothing(c: &CaseResult) -> bool {
+    match &c.traffic {
+        Some(t) => t.is_empty(),
+        None => c.window.1 < c.window.0,
+    }
+}
+
+/// Why nothing crossed the proxy while a scenario ran. Without traffic before it, the agent
+/// is not using the proxy; with some, it sent nothing in this scenario alone, which an
+/// agent that answers from a cache of earlier cases does.
+fn silent(before: Before) -> String {
+    match (before.exchanges, before.resets) {
+        (0, _) => "no request crossed the proxy while it ran: the agent is not using \
+                   flakestorm's proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, \
+                   or let flakestorm start the agent with agent.command)"
+            .into(),
+        (n, false) => format!(
+            "the agent sent nothing through the proxy in this scenario but did earlier in the \
+             run ({n} request(s)): does it answer from a cache of earlier cases? set \
+             `agent.reset_endpoint` so that each case starts clean"
+        ),
+        (n, true) => format!(
+            "the agent sent nothing through the proxy in this scenario but did earlier in the \
+             run ({n} request(s)), though `agent.reset_endpoint` is called before each case: \
+             does it answer from a cache its reset does not clear?"
+        ),
     }
 }
 
@@ -143,14 +205,9 @@ fn applied(rule: &str, exchanges: &[Arc<Exchange>]) -> usize {
         .count()
 }
 
-/// The likely reason a rule never reached the traffic, in words.
+/// The likely reason a rule never reached the traffic while some traffic crossed the
+/// proxy, in words (`silent` says why none did).
 fn why_not(rule: &RuleStats, exchanges: &[Arc<Exchange>], declared: &Declared) -> String {
-    if exchanges.is_empty() {
-        return "no request crossed the proxy while it ran: the agent is not using \
-                flakestorm's proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, \
-                or let flakestorm start the agent with agent.command)"
-            .into();
-    }
     if rule.matched == 0 {
         let url = rule
             .match_url
@@ -236,4 +293,91 @@ pub(super) fn seen(exchanges: &[Arc<Exchange>]) -> String {
 fn origin(url: &str) -> &str {
     let after = url.find("://").map_or(0, |i| i + 3);
     url[after..].find('/').map_or(url, |i| &url[..after + i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule() -> RuleStats {
+        RuleStats {
+            rule: "search-down".into(),
+            kind: RuleKind::ToolFault,
+            mode: "error".into(),
+            matched: 0,
+            fired: 0,
+            scope: "calls to tool `web_search`".into(),
+            tool: Some("web_search".into()),
+            match_url: None,
+            probability: 1.0,
+            after_calls: 0,
+        }
+    }
+
+    fn silent_scenario(before: Before) -> Coverage {
+        let cases = [CaseResult {
+            traffic: Some(vec![]),
+            ..CaseResult::for_test("q", Some("a"))
+        }];
+        of("s", &cases, &[], vec![rule()], &Declared::default(), before)
+    }
+
+    /// With no traffic before it either, the agent is not using the proxy; with some, it
+    /// sent nothing in this scenario alone, and the reason says what that suggests.
+    #[test]
+    fn a_silent_scenario_says_whether_the_agent_sent_anything_earlier() {
+        let never = silent_scenario(Before::default());
+        let why = never.silent.clone().unwrap();
+        assert!(
+            why.contains("the agent is not using flakestorm's proxy"),
+            "{why}"
+        );
+        assert_eq!(never.rules[0].why_not.as_deref(), Some(why.as_str()));
+        let cached = silent_scenario(Before {
+            exchanges: 4,
+            resets: false,
+        });
+        let why = cached.silent.clone().unwrap();
+        assert!(
+            why.starts_with(
+                "the agent sent nothing through the proxy in this scenario but did earlier in \
+                 the run (4 request(s))"
+            ) && why.contains("set `agent.reset_endpoint`")
+                && !why.contains("not using"),
+            "{why}"
+        );
+        assert_eq!(cached.rules[0].why_not, cached.silent);
+        let reset = silent_scenario(Before {
+            exchanges: 4,
+            resets: true,
+        });
+        let why = reset.silent.unwrap();
+        assert!(why.contains("a cache its reset does not clear"), "{why}");
+        // Under header attribution, calls that lost the trace id are no case's, but they
+        // crossed the proxy: not silence, though the scenario has no exchange of its own.
+        let untraced = CaseResult {
+            window: (7, 9),
+            ..CaseResult::for_test("q", Some("a"))
+        };
+        let lost = of(
+            "s",
+            &[untraced],
+            &[],
+            vec![],
+            &Declared::default(),
+            Before::default(),
+        );
+        assert_eq!(lost.silent, None);
+        let heard = of(
+            "s",
+            &[CaseResult::for_test("q", Some("a"))],
+            &[Arc::new(
+                crate::exchange::tests_support::exchange(Target::Other, "http://x/").build(),
+            )],
+            vec![rule()],
+            &Declared::default(),
+            Before::default(),
+        );
+        assert_eq!(heard.silent, None);
+    }
 }

@@ -76,7 +76,12 @@ impl Judge<'_> {
                 (true, Some(why)) => (Verdict::NotTested(why), 0),
                 (true, None) => {
                     let cases: Vec<&CaseResult> = mine.iter().map(|&c| &results[c]).collect();
-                    let (verdict, judged, each) = cell(inv, &cases, baselines, &sim);
+                    let seen = Seen {
+                        baselines,
+                        similarity: &sim,
+                        silent: coverage.silent.as_deref(),
+                    };
+                    let (verdict, judged, each) = cell(inv, &cases, &seen);
                     for (c, v) in mine.iter().zip(each) {
                         if let Some(verdict) = v {
                             let invariant = spec.id.clone();
@@ -140,11 +145,13 @@ fn applies(when: When, chaos: &ChaosSpec) -> bool {
     }
 }
 
-/// What the checks see of a case.
+/// What the checks see of a case; `silent`: why nothing crossed the proxy in its
+/// scenario, when nothing did.
 pub(super) fn view<'a>(
     c: &'a CaseResult,
     baseline: Option<&'a str>,
     similarity: &'a Similarity,
+    silent: Option<&'a str>,
 ) -> CaseView<'a> {
     CaseView {
         prompt: &c.prompt,
@@ -155,19 +162,28 @@ pub(super) fn view<'a>(
         latency: std::time::Duration::from_secs_f64(c.latency_ms / 1000.0),
         baseline,
         traffic: c.traffic.as_deref(),
+        silent,
         similarity,
     }
 }
 
+/// What a scenario's cells are judged against besides their cases.
+struct Seen<'a> {
+    baselines: &'a HashMap<String, String>,
+    similarity: &'a Similarity,
+    /// Why nothing crossed the proxy while the scenario ran (`Coverage::silent`).
+    silent: Option<&'a str>,
+}
+
 /// A cell fails if any case fails (saying how many of its prompts did), passes if any
 /// passes (the rest not applicable); with the number of cases judged (passed or failed).
-/// Cases that could not be judged are skipped; if none was judged, the cell is not tested.
-/// Also each case's own verdict (None for a case that could not be judged).
+/// Cases that could not be judged, or whose check could not be tested, are skipped; if
+/// none was judged, the cell is not tested. Also each case's own verdict (None for a case
+/// that could not be judged).
 fn cell(
     inv: &Invariant,
     cases: &[&CaseResult],
-    baselines: &HashMap<String, String>,
-    sim: &Similarity,
+    seen: &Seen,
 ) -> (Verdict, usize, Vec<Option<Verdict>>) {
     let (mut passed, mut failed, mut skipped, mut unjudged) = (None, vec![], None, None);
     let (mut judged, mut each) = (0, Vec::with_capacity(cases.len()));
@@ -177,13 +193,18 @@ fn cell(
             each.push(None);
             continue;
         }
-        let verdict = inv.check(&view(c, baselines.get(&c.prompt).map(String::as_str), sim));
+        let baseline = seen.baselines.get(&c.prompt).map(String::as_str);
+        let verdict = inv.check(&view(c, baseline, seen.similarity, seen.silent));
         each.push(Some(verdict.clone()));
         match verdict {
             Verdict::Fail(r) => failed.push(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
-            Verdict::NotApplicable(r) | Verdict::NotTested(r) => {
+            Verdict::NotApplicable(r) => {
                 skipped = skipped.or(Some(r));
+                continue;
+            }
+            Verdict::NotTested(r) => {
+                unjudged = unjudged.or(Some(r));
                 continue;
             }
         }
@@ -199,7 +220,8 @@ fn cell(
     let verdict = match (passed, unjudged) {
         (Some(r), _) if judged == 1 => Verdict::Pass(r),
         (Some(_), _) => Verdict::Pass(format!("{judged} cases passed")),
-        // A case that could not be judged might have applied: not tested, with the cause.
+        // A case that could not be judged (or tested) might have applied: not tested, with
+        // the cause.
         (None, Some(why)) => Verdict::NotTested(why),
         // Why the first case did not apply says why the cell does not.
         (None, None) => Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),

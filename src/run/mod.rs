@@ -25,6 +25,7 @@ mod mutation;
 mod read;
 mod replay;
 mod replay_setup;
+mod replay_verdict;
 mod saved;
 mod score;
 pub mod session;

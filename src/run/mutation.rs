@@ -280,6 +280,8 @@ pub async fn run_mutation(
             min_score: ctx.min_score,
             failed_critical: vec![],
             judged_anything: judged_any,
+            // Wire cases read no answer at `response_path` of their own.
+            response_path: None,
         }),
     };
     report.types = type_scores(spec, &plan, &mutants);

@@ -3,7 +3,8 @@
 //! answers the agent's calls from them), the agent gets the session's `input`, and the case
 //! is judged with the session's contract (or the top-level invariants). `when` treats the
 //! session's error answers (status ≥ 400, or 0), and its tape's faulted or error entries, as
-//! tool or LLM faults active. Sessions run one at a time.
+//! tool or LLM faults active, and its tape's context attacks as chaos active. Sessions run
+//! one at a time.
 //! The score is passed sessions / judged sessions × 100. A session that cannot run (a bad
 //! file, a contract that resolves to nothing) is an `error` and fails the run; the others
 //! still run.
@@ -16,58 +17,23 @@ use serde::{Deserialize, Serialize};
 use super::cases::{CaseCheck, CaseResult, Tie, run_case, trace_id};
 use super::coverage::{self, Coverage};
 use super::judge::view;
-use super::replay_setup::{self, Judged, Ready};
+use super::replay_setup::{self, Judged};
+use super::replay_verdict::{applies, misses, session_reasons, shell, verdict};
 use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, agent_traffic, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;
-use crate::chaos::replay::RULE;
 use crate::checks::Verdict;
 use crate::config::chaos::CompiledChaos;
 use crate::config::replays::{LlmSource, OnMiss, Session, SessionEntry};
-use crate::config::{Attribution, Config, When};
+use crate::config::{Attribution, Config};
+
+pub use super::replay_verdict::SessionVerdict;
 
 pub const SCHEMA: &str = "flakestorm.replay/1";
 
 /// Reads `schema` back only as this kind's and version's (`Report::from_json`).
 fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
     super::saved::one_of(d, &[SCHEMA])
-}
-
-/// One session's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionVerdict {
-    pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// The session file, when it came from one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// The input replayed (empty when the session could not be read).
-    pub input: String,
-    /// What the incident was, in the session's words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_failure: Option<String>,
-    /// The contract it was judged with, or `invariants` (the top-level ones).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub contract: Option<String>,
-    /// `pass`, `fail`, `not_tested` or `error` (the session could not run).
-    pub verdict: RunVerdict,
-    /// The checks that failed, why it was not tested, or the error.
-    pub reasons: Vec<String>,
-    /// Each invariant's verdict on the replayed case.
-    pub checks: Vec<CaseCheck>,
-    /// Recorded answers in the session, and how many the agent's calls used.
-    pub recorded: usize,
-    pub served: u64,
-    /// Calls that found no recorded answer (forwarded live, or answered 599).
-    pub missed: u64,
-    /// The calls answered 599 for want of a recorded answer (`on_miss: error | strict`),
-    /// as `METHOD URL`.
-    pub misses: Vec<String>,
-    /// The index of its case in `cases`, when it ran.
-    pub case: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,7 +87,7 @@ pub async fn run_replay(
     if let Some(p) = &ctx.progress {
         (p.planned)(setups.iter().filter(|(_, s)| s.is_ok()).count());
     }
-    let mark = JournalMark::now(&ctx.journal);
+    let (mark, answers) = (JournalMark::now(&ctx.journal), ctx.agent.answers_read());
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
     for (i, (mut v, setup)) in setups.into_iter().enumerate() {
@@ -137,7 +103,8 @@ pub async fn run_replay(
         v.contract = Some(contract);
         v.recorded += tape.as_ref().map_or(0, |t| t.entries());
         let live = config.replays.llm == LlmSource::Live;
-        let played = replay_one(ctx, &session, tape, (on_miss, live), i).await;
+        let before = coverage::Before::after(&coverage, ctx.agent.resets());
+        let played = replay_one(ctx, &session, tape, (on_miss, live), (i, before)).await;
         judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
         let Played { case, covered, .. } = played;
         if let Some(p) = &ctx.progress {
@@ -176,6 +143,7 @@ pub async fn run_replay(
         min_score: ctx.min_score,
         failed_critical: vec![],
         judged_anything: judged > 0,
+        response_path: ctx.agent.response_path_missing(answers),
     });
     session_reasons(&sessions, &mut judgement);
     ReplayReport {
@@ -195,28 +163,6 @@ pub async fn run_replay(
     }
 }
 
-/// A session's verdict before it runs.
-fn shell(r: &Ready) -> SessionVerdict {
-    let s = r.session.as_ref().ok();
-    SessionVerdict {
-        id: r.id.clone(),
-        name: s.and_then(|s| s.name.clone()),
-        source: s.and_then(|s| s.source.clone()),
-        file: r.file.as_ref().map(|f| f.display().to_string()),
-        input: s.map(|s| s.input.clone()).unwrap_or_default(),
-        expected_failure: s.and_then(|s| s.expected_failure.clone()),
-        contract: None,
-        verdict: RunVerdict::NotTested,
-        reasons: vec![],
-        checks: vec![],
-        recorded: s.map_or(0, |s| s.tool_responses.len()),
-        served: 0,
-        missed: 0,
-        misses: vec![],
-        case: None,
-    }
-}
-
 /// A session's case, what its answers reached, and its table's counters.
 struct Played {
     case: CaseResult,
@@ -224,13 +170,14 @@ struct Played {
     table: Arc<ReplayTable>,
 }
 
-/// Runs one session's case with its answers installed.
+/// Runs one session's case with its answers installed: the `index`-th session, after
+/// what the run saw `before` it.
 async fn replay_one(
     ctx: &RunContext,
     session: &Session,
     tape: Option<Arc<crate::tape::TapeTable>>,
     (on_miss, llm_live): (OnMiss, bool),
-    index: usize,
+    (index, before): (usize, coverage::Before),
 ) -> Played {
     let table = Arc::new(
         ReplayTable::new(&session.tool_responses, on_miss)
@@ -288,6 +235,7 @@ async fn replay_one(
         &exchanges,
         stats,
         &ctx.declared,
+        before,
     );
     Played {
         case,
@@ -333,8 +281,9 @@ async fn judge(
         return;
     }
     let mut faults = table.tape().map(|t| t.faults()).unwrap_or_default();
-    // The model was live: the tape's LLM faults never reached the agent.
+    // The model was live: the tape's LLM faults and attacks never reached the agent.
     faults.llm &= !table.llm_live();
+    faults.llm_attack &= !table.llm_live();
     faults.tool |= session
         .tool_responses
         .iter()
@@ -348,19 +297,21 @@ async fn judge(
         warnings,
     )
     .await;
-    let mut failed = vec![];
-    let mut any_pass = false;
+    let (mut failed, mut any_pass, mut untested) = (vec![], false, None);
     for j in judged {
         let verdict = match applies(j.when, faults) {
             false => {
                 Verdict::NotApplicable(format!("when: {} does not hold in this session", j.when))
             }
-            true => j.invariant.check(&view(case, None, &sim)),
+            true => j
+                .invariant
+                .check(&view(case, None, &sim, covered.silent.as_deref())),
         };
         match &verdict {
             Verdict::Fail(why) => failed.push(format!("`{}`: {why}", j.id)),
             Verdict::Pass(_) => any_pass = true,
-            Verdict::NotApplicable(_) | Verdict::NotTested(_) => {}
+            Verdict::NotTested(why) => untested = untested.or(Some(format!("`{}`: {why}", j.id))),
+            Verdict::NotApplicable(_) => {}
         }
         v.checks.push(CaseCheck {
             invariant: j.id.clone(),
@@ -372,83 +323,7 @@ async fn judge(
             failed.push(format!("on_miss: strict: no recorded answer for {m}"));
         }
     }
-    (v.verdict, v.reasons) = match (failed.is_empty(), any_pass) {
-        (false, _) => (RunVerdict::Fail, failed),
-        (true, true) => (RunVerdict::Pass, vec![]),
-        (true, false) => (
-            RunVerdict::NotTested,
-            vec!["no invariant applied to this session".into()],
-        ),
-    };
-}
-
-/// The case's calls answered 599 for want of a recorded answer, as `METHOD URL`.
-fn misses(case: &CaseResult) -> Vec<String> {
-    case.traffic
-        .iter()
-        .flatten()
-        .filter(|e| {
-            e.fault
-                .as_ref()
-                .is_some_and(|f| f.rule == RULE && f.mode == "replay_miss")
-        })
-        .map(|e| format!("{} {}", e.request.method, e.request.url))
-        .collect()
-}
-
-/// `when` in a session: its error answers (and its tape's faulted or error entries, by
-/// their target) are the tool and LLM faults.
-fn applies(when: When, faults: crate::tape::Faults) -> bool {
-    match when {
-        When::Always => true,
-        When::ToolFaultsActive => faults.tool,
-        When::LlmFaultsActive => faults.llm,
-        When::AnyChaosActive => faults.tool || faults.llm,
-        When::NoChaos => !faults.tool && !faults.llm,
-    }
-}
-
-/// Sessions that could not run fail the run, each named; sessions not tested keep a pass
-/// from being one.
-fn session_reasons(sessions: &[SessionVerdict], j: &mut Judgement) {
-    let errors: Vec<String> = sessions
-        .iter()
-        .filter(|s| s.verdict == RunVerdict::Error)
-        .map(|s| {
-            format!(
-                "session `{}` could not be replayed: {}",
-                s.id,
-                s.reasons.join("; ")
-            )
-        })
-        .collect();
-    let failed: Vec<String> = sessions
-        .iter()
-        .filter(|s| s.verdict == RunVerdict::Fail)
-        .map(|s| format!("session `{}` failed: {}", s.id, s.reasons.join("; ")))
-        .collect();
-    let untested: Vec<String> = sessions
-        .iter()
-        .filter(|s| s.verdict == RunVerdict::NotTested)
-        .map(|s| {
-            format!(
-                "session `{}` was not tested: {}",
-                s.id,
-                s.reasons.join("; ")
-            )
-        })
-        .collect();
-    if !errors.is_empty() && matches!(j.verdict, RunVerdict::Pass | RunVerdict::NotTested) {
-        j.verdict = RunVerdict::Fail;
-    }
-    if !untested.is_empty() && j.verdict == RunVerdict::Pass {
-        j.verdict = RunVerdict::NotTested;
-    }
-    if j.verdict != RunVerdict::Pass {
-        j.reasons.extend(errors);
-        j.reasons.extend(failed);
-        j.reasons.extend(untested);
-    }
+    (v.verdict, v.reasons) = verdict(failed, untested, any_pass);
 }
 
 #[cfg(test)]

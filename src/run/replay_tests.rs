@@ -1,6 +1,8 @@
 //! Replay runs: `when` in a session, and how sessions that did not run weigh on the run.
 
 use super::*;
+use crate::config::When;
+use crate::run::replay_setup::Ready;
 
 fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
     let r = Ready {
@@ -21,11 +23,11 @@ fn error_answers_are_the_faults_when_decides() {
     let (tool, llm, none) = (
         Faults {
             tool: true,
-            llm: false,
+            ..Faults::default()
         },
         Faults {
-            tool: false,
             llm: true,
+            ..Faults::default()
         },
         Faults::default(),
     );
@@ -34,6 +36,29 @@ fn error_answers_are_the_faults_when_decides() {
     assert!(applies(When::NoChaos, none) && applies(When::Always, none));
     assert!(!applies(When::LlmFaultsActive, tool) && applies(When::LlmFaultsActive, llm));
     assert!(applies(When::AnyChaosActive, llm) && !applies(When::ToolFaultsActive, llm));
+}
+
+/// A replayed prompt injection is chaos: `no_chaos` checks do not apply to it and
+/// `any_chaos_active` ones do, though no fault or error answer is on the tape; it is no
+/// tool or LLM fault (as `context_attacks` are not `tool_faults` in a contract).
+#[test]
+fn attacks_on_the_tape_are_chaos_when_decides() {
+    use crate::tape::Faults;
+    for attacked in [
+        Faults {
+            tool_attack: true,
+            ..Faults::default()
+        },
+        Faults {
+            llm_attack: true,
+            ..Faults::default()
+        },
+    ] {
+        assert!(!applies(When::NoChaos, attacked), "{attacked:?}");
+        assert!(applies(When::AnyChaosActive, attacked), "{attacked:?}");
+        assert!(!applies(When::ToolFaultsActive, attacked), "{attacked:?}");
+        assert!(!applies(When::LlmFaultsActive, attacked), "{attacked:?}");
+    }
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! The run's verdict, the product. A run that could not test what it claims says so and
-//! does not pass: environment errors in most cases make it an `error`; a case that could
-//! not be judged, a fault that never reached the agent's traffic, or no traffic at all
-//! while tools or LLMs are declared, make it `not_tested`; a failed critical cell, a score below the pass mark, or an agent that
-//! answered fewer than half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail,
-//! 2 not tested or error (docs/invariants.md, "Verdicts").
+//! does not pass: environment errors in most cases, or an `agent.response_path` that none
+//! of the answers has (the config's error), make it an `error`; no traffic at all
+//! while tools or LLMs are declared makes it `not_tested` whatever else happened; a case
+//! that could not be judged, a fault that never reached the agent's traffic, or a scenario
+//! in which nothing crossed the proxy make it `not_tested` unless the agent failed; a
+//! failed critical cell, a score below the pass mark, or an agent that answered fewer than
+//! half of its judged cases make it `fail`. Exit codes: 0 pass, 1 fail, 2 not tested or
+//! error (docs/invariants.md, "Verdicts").
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +23,8 @@ pub enum RunVerdict {
     Fail,
     /// The run could not test what it claims (chaos that never fired, no traffic).
     NotTested,
-    /// Most cases could not be judged (flakestorm's or the environment's errors).
+    /// Most cases could not be judged (flakestorm's or the environment's errors), or the
+    /// config reads the agent's answers where none is (`agent.response_path`).
     Error,
 }
 
@@ -77,6 +81,9 @@ pub(super) struct Evidence<'a> {
     pub failed_critical: Vec<String>,
     /// Something was judged (a cell passed or failed; a prompt was judged).
     pub judged_anything: bool,
+    /// Why `agent.response_path` is a config error: none of the run's answers had it
+    /// (`Agent::response_path_missing`).
+    pub response_path: Option<String>,
 }
 
 /// Where the journal stood when a run began: the next exchange id and how many exchanges
@@ -122,6 +129,13 @@ pub(super) fn agent_traffic(journal: &Journal, mark: JournalMark) -> usize {
 }
 
 pub(super) fn decide(e: &Evidence) -> Judgement {
+    // The config's error: every case's "no answer" is flakestorm reading the wrong place.
+    if let Some(why) = &e.response_path {
+        return Judgement {
+            verdict: RunVerdict::Error,
+            reasons: vec![why.clone()],
+        };
+    }
     let errors = errors(e.cases);
     if !errors.is_empty() {
         return Judgement {
@@ -129,7 +143,42 @@ pub(super) fn decide(e: &Evidence) -> Judgement {
             reasons: errors,
         };
     }
-    let untested = untested(e);
+    let mut untested = untested(e);
+    // Nothing crossed the proxy: the run tested none of the chaos and traffic it claims, so
+    // what the agent failed is no verdict on it either (listed after the cause).
+    if silent(e) {
+        let mut reasons = vec![untested.remove(0)];
+        let not_held = |f: String| format!("not held against the agent, untested: {f}");
+        reasons.extend(failures(e).into_iter().map(not_held));
+        reasons.extend(untested);
+        return Judgement {
+            verdict: RunVerdict::NotTested,
+            reasons,
+        };
+    }
+    let failed = failures(e);
+    let (verdict, mut reasons) = match (failed.is_empty(), untested.is_empty()) {
+        (false, _) => (RunVerdict::Fail, failed),
+        (true, false) => (RunVerdict::NotTested, vec![]),
+        (true, true) => (RunVerdict::Pass, vec![]),
+    };
+    reasons.extend(untested);
+    Judgement { verdict, reasons }
+}
+
+/// No request at all crossed the proxy while `tools:`/`llm:` are declared, or while the
+/// run's chaos waited for one.
+fn silent(e: &Evidence) -> bool {
+    e.exchanges == 0 && (e.declares_traffic || unfired(e) > 0)
+}
+
+fn unfired(e: &Evidence) -> usize {
+    let rules = e.coverage.iter().flat_map(|c| &c.rules);
+    rules.filter(|r| r.why_not.is_some()).count()
+}
+
+/// What the agent failed of what was judged.
+fn failures(e: &Evidence) -> Vec<String> {
     let mut failed = vec![];
     if e.judged_anything {
         for cell in &e.failed_critical {
@@ -143,13 +192,7 @@ pub(super) fn decide(e: &Evidence) -> Judgement {
         }
         failed.extend(unanswered(e.cases));
     }
-    let (verdict, mut reasons) = match (failed.is_empty(), untested.is_empty()) {
-        (false, _) => (RunVerdict::Fail, failed),
-        (true, false) => (RunVerdict::NotTested, vec![]),
-        (true, true) => (RunVerdict::Pass, vec![]),
-    };
-    reasons.extend(untested);
-    Judgement { verdict, reasons }
+    failed
 }
 
 /// More than half of the cases not judged: the run measured its environment, not the agent.
@@ -172,13 +215,13 @@ fn not_judged(cases: &[CaseResult]) -> Option<(usize, String)> {
     Some((not.len(), line))
 }
 
-/// Chaos that never reached the agent, traffic that never crossed the proxy, nothing judged.
+/// Chaos that never reached the agent, traffic that never crossed the proxy (in the whole
+/// run: first, as `silent` expects; or in a scenario without chaos), nothing judged.
 fn untested(e: &Evidence) -> Vec<String> {
     let mut out = vec![];
     let exchanges = e.exchanges;
-    let unfired = e.coverage.iter().flat_map(|c| &c.rules);
-    let unfired = unfired.filter(|r| r.why_not.is_some()).count();
-    if exchanges == 0 && (e.declares_traffic || unfired > 0) {
+    let unfired = unfired(e);
+    if silent(e) {
         out.push(
             "no request crossed the proxy during the run: the agent is not using flakestorm's \
              proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, or let flakestorm \
@@ -194,6 +237,13 @@ fn untested(e: &Evidence) -> Vec<String> {
         ));
     }
     for c in e.coverage {
+        // A scenario with rules says it for each rule, below.
+        if let Some(why) = c.silent.as_deref().filter(|_| exchanges > 0)
+            && c.rules.is_empty()
+            && e.declares_traffic
+        {
+            out.push(format!("scenario `{}`: {why}", c.scenario));
+        }
         for r in &c.rules {
             if let Some(why) = r.why_not.as_deref().filter(|_| exchanges > 0) {
                 out.push(format!(
@@ -251,6 +301,87 @@ mod tests {
             },
         );
         assert_eq!(agent_traffic(&j, mark), 1);
+    }
+
+    fn evidence<'a>(cases: &'a [CaseResult], coverage: &'a [Coverage]) -> Evidence<'a> {
+        Evidence {
+            cases,
+            coverage,
+            exchanges: 0,
+            agent_exchanges: 0,
+            declares_traffic: true,
+            score: 0.0,
+            min_score: 70.0,
+            failed_critical: vec!["`calls-weather` under `no-chaos`".into()],
+            judged_anything: true,
+            response_path: None,
+        }
+    }
+
+    fn scenario(name: &str, exchanges: usize, silent: Option<&str>) -> Coverage {
+        Coverage {
+            scenario: name.into(),
+            exchanges,
+            outside_cases: 0,
+            cases: 1,
+            judged: 1,
+            rules: vec![],
+            not_tested: None,
+            silent: silent.map(Into::into),
+        }
+    }
+
+    /// Node's fetch ignores HTTPS_PROXY: nothing crosses the proxy, and what failed (a
+    /// critical check, the score) is listed after the cause, not held against the agent.
+    #[test]
+    fn a_run_with_no_traffic_is_not_tested_whatever_failed_and_says_why_first() {
+        let cases = [CaseResult::for_test("weather in Paris?", Some("sunny"))];
+        let coverage = [scenario(
+            "no-chaos",
+            0,
+            Some("no request crossed the proxy"),
+        )];
+        let j = decide(&evidence(&cases, &coverage));
+        assert_eq!(j.verdict, RunVerdict::NotTested, "{j:?}");
+        assert!(
+            j.reasons[0].starts_with(
+                "no request crossed the proxy during the run: the agent is not using \
+                 flakestorm's proxy"
+            ),
+            "{:?}",
+            j.reasons
+        );
+        assert_eq!(
+            j.reasons[1],
+            "not held against the agent, untested: critical check `calls-weather` under \
+             `no-chaos` failed"
+        );
+        // With traffic, the same failure is the agent's.
+        let heard = [scenario("no-chaos", 3, None)];
+        let j = decide(&Evidence {
+            exchanges: 3,
+            agent_exchanges: 3,
+            ..evidence(&cases, &heard)
+        });
+        assert_eq!(j.verdict, RunVerdict::Fail, "{j:?}");
+    }
+
+    /// One scenario without chaos in which nothing crossed the proxy, while others had
+    /// traffic: its traffic checks were not tested, and the run says so.
+    #[test]
+    fn a_silent_scenario_keeps_a_run_from_passing() {
+        let cases = [CaseResult::for_test("q", Some("a"))];
+        let why = "the agent sent nothing through the proxy in this scenario but did earlier";
+        let coverage = [scenario("first", 2, None), scenario("again", 0, Some(why))];
+        let j = decide(&Evidence {
+            exchanges: 2,
+            agent_exchanges: 2,
+            score: 100.0,
+            failed_critical: vec![],
+            ..evidence(&cases, &coverage)
+        });
+        assert_eq!(j.verdict, RunVerdict::NotTested, "{j:?}");
+        assert_eq!(j.reasons, [format!("scenario `again`: {why}")]);
     }
 
     #[test]

@@ -226,6 +226,7 @@ mod tests {
             done: 0,
             total: 0,
             artifacts: BTreeMap::new(),
+            contract: None,
         }
     }
 

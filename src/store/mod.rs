@@ -36,8 +36,8 @@ pub use from_run::ended;
 pub use id::{RunId, now_ms, readable as readable_time};
 pub use owner::INTERRUPTED;
 pub use record::{
-    CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, StoredCase,
-    Verdict,
+    CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
+    StoredCase, Verdict,
 };
 pub use recorder::{Recorder, final_verdicts};
 pub use schema::APPLICATION_ID;
@@ -221,6 +221,11 @@ impl Store {
             reason,
             finished_ms: id::now_ms(),
         });
+    }
+
+    /// The contract run `run` tests (its `contract.name`): `last_passing` matches on it.
+    pub fn set_contract(&self, run: &RunId, name: &str) {
+        self.send(Op::Contract(run.clone(), name.into()));
     }
 
     /// Records the file of an artifact (`json`, `html`, `junit`, `tape`…), best given as a

@@ -36,6 +36,8 @@ pub(super) enum Op {
         finished_ms: i64,
     },
     Artifact(RunId, String, String),
+    /// The contract a contract run tested.
+    Contract(RunId, String),
     /// Answered once every op sent before it is committed (or has failed).
     Flush(tokio::sync::oneshot::Sender<()>),
     /// A flush, then the WAL copied into the database file (and emptied when no other
@@ -206,6 +208,10 @@ pub(super) fn write(
                  WHERE id = ?1",
             )?
             .execute(params![id.as_str(), kind, path])?;
+        }
+        Op::Contract(id, name) => {
+            tx.prepare_cached("UPDATE runs SET contract = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), name])?;
         }
         Op::Flush(_) | Op::Checkpoint(_) | Op::Sweep => {}
         #[cfg(test)]

@@ -8,7 +8,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::owner::{self, INTERRUPTED};
-use super::record::{CaseRecord, CellRecord, Filter, Page, RunKind, RunRecord, RunStatus};
+use super::record::{CaseRecord, CellRecord, Filter, Page, RunKind, RunRecord, RunStatus, SameAs};
 use super::record::{StoredCase, Verdict};
 use super::writer::Op;
 use super::{RunData, Store, StoreError, now_ms};
@@ -18,7 +18,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 1000;
 
 const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
-                           reason, scores, done, total, artifacts, owner";
+                           reason, scores, done, total, artifacts, owner, contract";
 
 impl Store {
     /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
@@ -111,15 +111,24 @@ impl Store {
         }))
     }
 
-    /// The newest run of `kind` that passed.
-    pub fn last_passing(&self, kind: RunKind) -> Result<Option<RunRecord>, StoreError> {
+    /// The newest run of `kind` that passed and is of the same config or contract as
+    /// `same` says (`SameAs::matches`): another agent's runs in the same store are not.
+    pub fn last_passing(
+        &self,
+        kind: RunKind,
+        same: &SameAs,
+    ) -> Result<Option<RunRecord>, StoreError> {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE kind = ?1 AND status = 'passed'
+               AND ((?2 IS NOT NULL AND config_digest = ?2) OR (?3 IS NOT NULL AND contract = ?3))
              ORDER BY started_ms DESC, id DESC LIMIT 1"
         );
         self.query(|c| {
             c.prepare_cached(&sql)?
-                .query_row([kind.as_str()], run_row)
+                .query_row(
+                    params![kind.as_str(), same.config_digest, same.contract],
+                    run_row,
+                )
                 .optional()
         })
     }
@@ -203,6 +212,7 @@ fn run_row(r: &Row) -> rusqlite::Result<RunRecord> {
         done: r.get::<_, i64>(9)?.max(0) as u64,
         total: r.get::<_, i64>(10)?.max(0) as u64,
         artifacts: json(r, 11)?,
+        contract: r.get(13)?,
     })
 }
 

@@ -124,6 +124,29 @@ pub struct RunRecord {
     pub total: u64,
     /// Files beside the database, by kind (`json` → `runs/<id>/report.json`).
     pub artifacts: BTreeMap<String, String>,
+    /// The contract a contract run tested (its `contract.name`), once it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
+}
+
+/// Which stored runs can be a run's baseline (`--baseline last-pass`): those of the same
+/// config (its digest) or, for a contract run, of the same contract (its name). A run
+/// with neither has none: another agent's runs share the folder's store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SameAs {
+    pub config_digest: Option<String>,
+    /// For contract runs only.
+    pub contract: Option<String>,
+}
+
+impl SameAs {
+    /// Whether `r` is of the same config or contract (`Store::last_passing` asks SQLite
+    /// the same).
+    pub fn matches(&self, r: &RunRecord) -> bool {
+        let same =
+            |mine: &Option<String>, theirs: &Option<String>| mine.is_some() && mine == theirs;
+        same(&self.config_digest, &r.config_digest) || same(&self.contract, &r.contract)
+    }
 }
 
 /// One case (one invocation of the agent) of a run.

@@ -128,6 +128,9 @@ impl Recorder {
         for (format, p) in files {
             self.store.set_artifact(&self.id, format.as_str(), p);
         }
+        if let Report::Contract(r) = report {
+            self.store.set_contract(&self.id, &r.contract);
+        }
         let scores: BTreeMap<String, f64> = report.scores().into_iter().collect();
         let (status, reason) = super::ended(report.judgement());
         self.store.finish_run(&self.id, status, scores, reason);

@@ -66,6 +66,9 @@ const MIGRATIONS: &[&str] = &[
     // 2: a run's verdicts are written per case by (phase, scenario, input): without an
     // index each is a scan of the run's cases (10,000 cases: 7.5× the run's wall time).
     "CREATE INDEX cases_by_input ON cases (run_id, phase, scenario, input);",
+    // 3: the contract a contract run tested (`contract.name`): `--baseline last-pass`
+    // compares a contract with its own earlier runs even after its config file changed.
+    "ALTER TABLE runs ADD COLUMN contract TEXT;",
 ];
 
 /// Tables a store of any version this build knows may hold.

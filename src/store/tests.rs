@@ -414,7 +414,11 @@ async fn list_filters_by_kind_and_status_and_pages_with_a_cursor() {
     let runs = store.list(&failed_chaos).unwrap();
     assert_eq!(runs.runs.len(), 2, "chaos runs 3 and 5");
     assert_eq!(runs.next_cursor, None);
-    let passing = store.last_passing(RunKind::Chaos).unwrap().unwrap();
+    let same = SameAs {
+        config_digest: Some("sha256:abc".into()),
+        contract: None,
+    };
+    let passing = store.last_passing(RunKind::Chaos, &same).unwrap().unwrap();
     assert_eq!(passing.status, RunStatus::Passed);
     assert_eq!(passing.kind, RunKind::Chaos);
     assert!(store.get("nope").unwrap().is_none());
@@ -448,15 +452,22 @@ async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
     store.flush().await.unwrap();
     drop(store);
     {
-        // As version 1 left it: no index on the cases' inputs.
+        // As version 1 left it: no index on the cases' inputs, no contract column.
         let conn = raw(dir.path());
-        conn.execute_batch("DROP INDEX cases_by_input; PRAGMA user_version = 1;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP INDEX cases_by_input; ALTER TABLE runs DROP COLUMN contract;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
     assert!(store.get(id.as_str()).unwrap().is_some(), "the run is kept");
+    store.set_contract(&id, "Weather");
+    store.flush().await.unwrap();
+    let run = store.get(id.as_str()).unwrap().unwrap();
+    assert_eq!(run.contract.as_deref(), Some("Weather"));
     let conn = raw(dir.path());
-    assert_eq!(pragma(&conn, "user_version"), "2");
+    assert_eq!(pragma(&conn, "user_version"), schema::latest().to_string());
     let indexed: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'cases_by_input'",

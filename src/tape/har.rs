@@ -1,6 +1,6 @@
 //! HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) as serde types: every field the
 //! spec requires is always written; flakestorm's own fields start with `_` as the spec
-//! allows (`_target`, `_case`, `_fault`, `_id`, `_error`, `_events`, `_truncated`). Reading
+//! allows (`_target`, `_case`, `_fault`, `_attacks`, `_id`, `_error`, `_events`, `_truncated`). Reading
 //! accepts other tools' extra fields and leaves out none of the required ones.
 
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,9 @@ pub struct Entry {
     /// The fault flakestorm injected, as `rule/mode`.
     #[serde(rename = "_fault", default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// The context attacks flakestorm applied to it, each as `rule/mode`.
+    #[serde(rename = "_attacks", default, skip_serializing_if = "Vec::is_empty")]
+    pub attacks: Vec<String>,
     /// HAR's free-text note: flakestorm says here when an entry's bodies were not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,

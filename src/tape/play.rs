@@ -47,11 +47,31 @@ struct Slot {
 }
 
 /// Whether a tape holds tool or LLM faults: an entry flakestorm injected a fault into
-/// (`_fault`), or an error answer (status ≥ 400, or 0: no response).
+/// (`_fault`), or an error answer (status ≥ 400, or 0: no response); and whether it holds
+/// context attacks (`_attacks`) on a tool's or an LLM's entry. Played back, each reaches
+/// the agent again: the chaos a replay's `when` reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Faults {
     pub tool: bool,
     pub llm: bool,
+    pub tool_attack: bool,
+    pub llm_attack: bool,
+}
+
+impl Faults {
+    /// Any fault or attack: the replayed session is under chaos.
+    pub fn any(self) -> bool {
+        self.tool || self.llm || self.tool_attack || self.llm_attack
+    }
+
+    fn or(self, o: Faults) -> Faults {
+        Faults {
+            tool: self.tool || o.tool,
+            llm: self.llm || o.llm,
+            tool_attack: self.tool_attack || o.tool_attack,
+            llm_attack: self.llm_attack || o.llm_attack,
+        }
+    }
 }
 
 /// What an entry's `_target` names: an LLM provider, a tool, or neither. A replayed answer
@@ -63,9 +83,12 @@ fn faulted(e: &Entry) -> Faults {
     let target = e.target.as_deref().map(super::write::target_of);
     let llm = matches!(target, Some(Target::Llm { .. }));
     let tool = matches!(target, Some(Target::Tool { .. }));
+    let attacked = !e.attacks.is_empty();
     Faults {
         tool: bad && tool,
         llm: bad && llm,
+        tool_attack: attacked && tool,
+        llm_attack: attacked && llm,
     }
 }
 
@@ -101,10 +124,7 @@ impl TapeTable {
             .entries
             .iter()
             .map(faulted)
-            .fold(Faults::default(), |a, f| Faults {
-                tool: a.tool || f.tool,
-                llm: a.llm || f.llm,
-            });
+            .fold(Faults::default(), Faults::or);
         TapeTable {
             faults,
             slots: Mutex::new(slots),
@@ -287,9 +307,31 @@ mod tests {
             f,
             Faults {
                 tool: true,
-                llm: true
+                llm: true,
+                ..Faults::default()
             }
         );
+    }
+
+    /// A prompt injection recorded on a tool's entry is chaos when played back, though
+    /// the tool answered 200: the agent meets the injected body again.
+    #[test]
+    fn attacks_on_the_tape_are_chaos() {
+        let mut har = parse(TAPE.as_bytes()).unwrap();
+        har.log.entries[2].target = Some("search".into());
+        assert!(!TapeTable::new(&har, &[]).faults().any());
+        har.log.entries[2].attacks = vec!["inject/prompt_injection".into()];
+        let f = TapeTable::new(&har, &[]).faults();
+        assert_eq!(
+            f,
+            Faults {
+                tool_attack: true,
+                ..Faults::default()
+            }
+        );
+        assert!(f.any());
+        har.log.entries[0].attacks = vec!["poison/memory_poisoning".into()];
+        assert!(TapeTable::new(&har, &[]).faults().llm_attack);
     }
 
     #[test]

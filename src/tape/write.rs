@@ -93,6 +93,13 @@ pub fn entry(ex: &Exchange, bodies: Option<&Bodies>, case: Option<&str>) -> Entr
             .as_ref()
             .filter(|f| f.applied)
             .map(|f| format!("{}/{}", f.rule, f.mode)),
+        // A replay of this entry carries them to the agent again: its `when` reads them.
+        attacks: ex
+            .attacks
+            .iter()
+            .filter(|a| a.applied)
+            .map(|a| format!("{}/{}", a.rule, a.mode))
+            .collect(),
         comment: None,
         error,
     }
