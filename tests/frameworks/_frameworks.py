@@ -228,13 +228,18 @@ class Run:
 
 
 class Stack:
-    """A scripted LLM, a tool API and a port for the agent, for one contract run."""
+    """A scripted LLM, a tool API and a port for the agent, for one contract run.
 
-    def __init__(self, tmp: Path):
+    With `pool=N` flakestorm starts N instances of the agent (docs/config.md, "The agent
+    pool"): the agent's port is `{port}`, which it replaces with a free port per instance,
+    and the run's `advanced.concurrency` is N."""
+
+    def __init__(self, tmp: Path, pool: int = 0):
         self.tmp = tmp
         self.llm = ScriptedLLM()
         self.tool = ToolAPI()
-        self.agent_port = closed_port()
+        self.agent_port = "{port}" if pool else closed_port()
+        self.concurrency = pool or 1
         self.netaudit_log = tmp / "netaudit.jsonl"
 
     def netaudit(self) -> list[dict]:
@@ -288,25 +293,33 @@ class Stack:
             "  env:\n" + agent_env +
             f"  ready_url: {q(f'http://127.0.0.1:{self.agent_port}/health')}\n"
             "  timeout: 20000\n"
-            "advanced: {seed: 7, concurrency: 1}\n"
+            f"advanced: {{seed: 7, concurrency: {self.concurrency}}}\n"
             "golden_prompts:\n" + "".join(f"  - {q(p)}\n" for p in golden_prompts) + extra + contract
         )
 
     def run_contract(self, config: str) -> Run:
+        return self.flakestorm(config, "contract", "run", report=self.tmp / "report.json")
+
+    def run_replay(self, config: str, sessions: Path) -> Run:
+        """`flakestorm replay run SESSIONS` (the agent started by `agent.command` as in
+        the run); its report is `replay.json`."""
+        return self.flakestorm(config, "replay", "run", str(sessions), report=self.tmp / "replay.json")
+
+    def flakestorm(self, config: str, *args: str, report: Path) -> Run:
+        """`flakestorm ARGS -c flakestorm.yaml -o REPORT` with `config` as the file."""
         path = self.tmp / "flakestorm.yaml"
         path.write_text(config)
-        report_path = self.tmp / "report.json"
         try:
             p = subprocess.run(
-                [str(binary()), "contract", "run", "-c", str(path), "-o", str(report_path)],
+                [str(binary()), *args, "-c", str(path), "-o", str(report)],
                 cwd=self.tmp, env=runner_env(), capture_output=True, text=True,
                 timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired as e:
-            pytest.fail(f"flakestorm contract run took over {RUN_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}",
+            pytest.fail(f"flakestorm {' '.join(args)} took over {RUN_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}",
                         pytrace=False)
-        report = json.loads(report_path.read_text()) if report_path.is_file() else None
-        return Run(p.returncode, p.stdout, p.stderr, report, config)
+        data = json.loads(report.read_text()) if report.is_file() else None
+        return Run(p.returncode, p.stdout, p.stderr, data, config)
 
 
 # --------------------------------------------------------------- report helpers
