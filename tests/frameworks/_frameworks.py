@@ -293,7 +293,7 @@ class Stack:
             "  env:\n" + agent_env +
             f"  ready_url: {q(f'http://127.0.0.1:{self.agent_port}/health')}\n"
             "  timeout: 20000\n"
-            f"advanced: {{seed: 7, concurrency: {self.concurrency}}}\n"
+            f"advanced: {{seed: 3, concurrency: {self.concurrency}}}\n"
             "golden_prompts:\n" + "".join(f"  - {q(p)}\n" for p in golden_prompts) + extra + contract
         )
 
