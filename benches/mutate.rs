@@ -127,6 +127,7 @@ async fn main() {
         attribution: cfg.advanced.attribution,
         pool: None,
         process: None,
+        trials: Default::default(),
         settle: std::time::Duration::ZERO,
         config_digest: None,
         progress: None,

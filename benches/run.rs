@@ -155,6 +155,7 @@ async fn main() {
             attribution: cfg.advanced.attribution,
             pool: pool.clone(),
             process: None,
+            trials: Default::default(),
             settle: Duration::from_millis(r.settle_ms),
             config_digest: None,
             progress: None,

@@ -210,6 +210,7 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
         attribution: cfg.advanced.attribution,
         pool: None,
         process: None,
+        trials: Default::default(),
         settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         progress: None,

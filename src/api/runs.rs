@@ -48,6 +48,12 @@ pub(super) struct NewRun {
     chaos: bool,
     #[serde(default)]
     min_score: Option<f64>,
+    /// Overrides `advanced.trials`: each case runs this many times (1..=100).
+    #[serde(default)]
+    trials: Option<u32>,
+    /// Runs only this trial (1-based) of each case.
+    #[serde(default)]
+    trial: Option<u32>,
     /// Values for the config's `${NAME}`s. A config sent to the daemon is never expanded
     /// from the daemon's own environment (but the names its `control.expose_env` lists).
     #[serde(default)]
@@ -78,6 +84,14 @@ pub async fn create(
         tokio::task::spawn_blocking(move || submission(&body, yaml, loopback, &exposed))
             .await
             .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
+    let mut loaded = loaded;
+    crate::config::override_trials(
+        &mut loaded.config,
+        new.trials,
+        new.trial,
+        ("trials", "trial"),
+    )
+    .map_err(|e| ApiError::BadBody(crate::config::one_line(e)))?;
     let warnings = daemon_warnings(&loaded);
     let sub = Submission {
         loaded,
@@ -88,6 +102,7 @@ pub async fn create(
         },
         seed: new.seed,
         min_score: new.min_score,
+        trial: new.trial,
     };
     let job = s.jobs.submit(sub).map_err(ApiError::NotRunnable)?;
     let location = format!("/v1/runs/{}", job.id);

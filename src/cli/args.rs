@@ -306,6 +306,13 @@ pub struct ReportArgs {
     /// newest passing run of the same kind) or a run id.
     #[arg(long, value_name = "last-pass|ID")]
     pub baseline: Option<String>,
+    /// Run each case N times, each trial with its own seeded chaos (advanced.trials,
+    /// 1..=100; docs/trials.md).
+    #[arg(long, value_name = "N")]
+    pub trials: Option<u32>,
+    /// Run only trial I (1..=trials) of each case: re-run one trial of a flaky case.
+    #[arg(long, value_name = "I")]
+    pub trial: Option<u32>,
     /// Points a score may drop below the baseline's (default 0).
     #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
     pub max_drop: Option<f64>,

@@ -43,7 +43,13 @@ pub async fn run(
         },
         None => None,
     };
-    let body = match submission(&server, loaded, req, args.min_score) {
+    let body = match submission(
+        &server,
+        loaded,
+        req,
+        args.min_score,
+        (args.trials, args.trial),
+    ) {
         Ok(b) => b,
         Err(e) => return usage(e),
     };
@@ -180,6 +186,7 @@ fn submission(
     loaded: &Loaded,
     req: &RunRequest,
     min_score: Option<f64>,
+    trials: (Option<u32>, Option<u32>),
 ) -> Result<Value, String> {
     let Some(file) = &loaded.file else {
         return Err("--server needs a config file (-c FILE) to send to the daemon".into());
@@ -207,6 +214,12 @@ fn submission(
     }
     if let Some(m) = min_score {
         body["min_score"] = json!(m);
+    }
+    if let Some(n) = trials.0 {
+        body["trials"] = json!(n);
+    }
+    if let Some(t) = trials.1 {
+        body["trial"] = json!(t);
     }
     Ok(body)
 }

@@ -57,6 +57,7 @@ async fn begin(
         progress: show.summary(),
         agent_log: report_path::agent_log(&path),
         min_score: args.min_score.unwrap_or(loaded.config.scoring.min_score),
+        trial: args.trial,
     };
     let (session, display) = super::session::start(loaded, opts).await?;
     Ok((session, display, path))
@@ -65,11 +66,18 @@ async fn begin(
 /// Runs `req` against the agent: checks the config can make it, starts the session, runs,
 /// writes the report and prints it as `show` says.
 pub async fn run(
-    loaded: Loaded,
+    mut loaded: Loaded,
     req: RunRequest,
     args: ReportArgs,
     show: Show,
 ) -> anyhow::Result<ExitCode> {
+    let flags = ("--trials", "--trial");
+    if let Err(e) =
+        crate::config::override_trials(&mut loaded.config, args.trials, args.trial, flags)
+    {
+        eprintln!("flakestorm: {}", crate::config::one_line(e));
+        return Ok(ExitCode::from(2));
+    }
     let prepared = match prepare(&loaded.config, &req) {
         Ok(p) => p,
         Err(why) => {

@@ -20,6 +20,8 @@ pub struct Options {
     pub agent_log: PathBuf,
     /// `--min-score`, else `scoring.min_score`.
     pub min_score: f64,
+    /// `--trial`: only this trial of each case.
+    pub trial: Option<u32>,
 }
 
 /// Starts the run's session behind a proxy of its own, with the progress display when
@@ -36,6 +38,7 @@ pub async fn start(
         agent_log: opts.agent_log.clone(),
         min_score: opts.min_score,
         seed: None,
+        trial: opts.trial,
         progress: display.as_ref().map(progress::Display::hooks),
         before_agent: Some(Box::new(move |proxy| {
             if say {

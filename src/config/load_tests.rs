@@ -422,6 +422,44 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
 }
 
 #[test]
+fn trials_and_their_k_are_in_range() {
+    assert_exactly(
+        &errors_of("advanced: {trials: 0}\n", &[]),
+        &["advanced.trials: 0 is out of range 1..=100"],
+    );
+    assert_exactly(
+        &errors_of("advanced: {trials: 101}\n", &[]),
+        &["advanced.trials: 101 is out of range 1..=100"],
+    );
+    assert_exactly(
+        &errors_of(
+            "advanced: {trials: 8}\nscoring: {consistency: pass_k, k: 9}\n",
+            &[],
+        ),
+        &["scoring.k: 9 is outside 1..=8 (advanced.trials: pass^k needs k trials)"],
+    );
+    assert_exactly(
+        &errors_of("scoring: {consistency: always}\n", &[]),
+        &["scoring.consistency: unknown variant `always`, expected `mean` or `pass_k`"],
+    );
+    let (_dir, path) = write("advanced: {trials: 4}\nscoring: {consistency: pass_k, k: 2}\n");
+    let mut c = load_with_env(Some(&path), &Overrides::default(), &env(&[]))
+        .unwrap()
+        .config;
+    assert_eq!((c.advanced.trials, c.scoring.k), (4, Some(2)));
+    let flags = ("--trials", "--trial");
+    let e = crate::config::override_trials(&mut c, Some(1), Some(2), flags).unwrap_err();
+    let e: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_exactly(
+        &e,
+        &[
+            "--trial: 2 is outside 1..=1",
+            "scoring.k: 2 is above the 1 trial(s) each case runs",
+        ],
+    );
+}
+
+#[test]
 fn invariants_load_with_their_errors_at_the_field() {
     let errors = errors_of(
         "invariants:\n  - {type: regex, pattern: '(unclosed'}\n  - {type: contanis, value: x}\n  - {type: latency}\n  - {type: similarity, expected: hi, threshold: 2}\n  - {type: contains, value: ok, negate: true, description: fine}\n",

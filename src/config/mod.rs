@@ -39,6 +39,7 @@ mod response_path;
 mod schema;
 mod sections;
 mod targets;
+mod trials;
 pub mod untrusted;
 mod validate;
 
@@ -56,12 +57,15 @@ pub use load::{
 pub use model::{ModelProvider, ModelSpec};
 pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};
-pub use output::{DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec, Tapes};
+pub use output::{
+    ConsistencyScore, DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec, Tapes,
+};
 pub use parsed::{FromText, HttpUrl, Parsed, TargetRules};
 pub use replays::ReplaysSpec;
 pub use response_path::ResponsePath;
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
+pub use trials::override_trials;
 pub use validate::compile_chaos;
 
 #[cfg(test)]

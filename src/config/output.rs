@@ -19,6 +19,22 @@ pub struct ScoringSpec {
     /// The pass mark (0–100) every run's score must reach; `--min-score` overrides it.
     /// Not a weight. Added by flakestorm (v2 had none: a contract passed at any score).
     pub min_score: f64,
+    /// With `advanced.trials` above 1: what a contract cell scores, its trials' mean pass
+    /// rate or their pass^k (docs/trials.md).
+    pub consistency: ConsistencyScore,
+    /// The k of `consistency: pass_k` (default: `advanced.trials`).
+    pub k: Option<u32>,
+}
+
+/// What a cell with several trials contributes to the score (`scoring.consistency`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsistencyScore {
+    /// Its pass^1: the share of its cases' trials that passed.
+    #[default]
+    Mean,
+    /// Its pass^k: the chance that k trials of a case all pass.
+    PassK,
 }
 
 /// The default pass mark: a run scoring below it does not pass.
@@ -32,6 +48,8 @@ impl Default for ScoringSpec {
             contract: 0.35,
             replay: 0.10,
             min_score: DEFAULT_MIN_SCORE,
+            consistency: ConsistencyScore::Mean,
+            k: None,
         }
     }
 }

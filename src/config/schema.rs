@@ -268,7 +268,13 @@ pub struct AdvancedSpec {
     /// How long a case waits after its answer, with none of its exchanges in flight, for
     /// calls the agent makes after answering (a background email): they are the case's.
     pub settle_ms: u64,
+    /// How many times each case runs, each trial with a seeded stream of its own
+    /// (docs/trials.md).
+    pub trials: u32,
 }
+
+/// The most trials a case runs (`advanced.trials`).
+pub const MAX_TRIALS: u32 = 100;
 
 impl Default for AdvancedSpec {
     fn default() -> Self {
@@ -279,6 +285,7 @@ impl Default for AdvancedSpec {
             attribution: Attribution::Exclusive,
             embeddings: None,
             settle_ms: 500,
+            trials: 1,
         }
     }
 }

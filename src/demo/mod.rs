@@ -88,6 +88,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         agent_log: dir.join("agent.log"),
         min_score: loaded.config.scoring.min_score,
         seed: None,
+        trial: None,
         progress: None,
         before_agent: Some(serve_agent),
     };

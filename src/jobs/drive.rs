@@ -103,6 +103,7 @@ async fn set_up(
         agent_log: dir.join("agent.log"),
         min_score: sub.min_score.unwrap_or(config.scoring.min_score),
         seed: Some(seed),
+        trial: sub.trial,
         progress: Some(hooks(job)),
         before_agent: None,
     };

@@ -28,6 +28,7 @@ fn submission() -> Submission {
         },
         seed: None,
         min_score: None,
+        trial: None,
     }
 }
 

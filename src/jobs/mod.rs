@@ -34,6 +34,8 @@ pub struct Submission {
     pub seed: Option<u64>,
     /// Overrides `scoring.min_score`.
     pub min_score: Option<f64>,
+    /// Runs only this trial of each case.
+    pub trial: Option<u32>,
 }
 
 /// One submitted run.

@@ -38,6 +38,11 @@ struct Case {
     name: String,
     seconds: f64,
     outcome: Outcome,
+    /// With trials: the cell's consistency figures (testcase `properties`).
+    properties: Vec<(&'static str, String)>,
+    /// With trials that disagree: each failing trial's reason (Surefire's
+    /// `flakyFailure`, which rerun-aware readers show as flaky).
+    flaky: Vec<String>,
 }
 
 pub fn render(o: &Overview<'_>) -> String {
@@ -54,6 +59,8 @@ pub fn render(o: &Overview<'_>) -> String {
             outcome: Outcome::Error {
                 message: format!("could not run: {why}"),
             },
+            properties: vec![],
+            flaky: vec![],
         }));
         cases.push(verdict_case(s));
         let mut properties = vec![
@@ -132,25 +139,47 @@ fn testcase(out: &mut String, c: &Case) {
         attr(&c.name),
         c.seconds
     );
+    if matches!(c.outcome, Outcome::Passed) && c.properties.is_empty() && c.flaky.is_empty() {
+        out.push_str("/>\n");
+        return;
+    }
+    out.push_str(">\n");
+    if !c.properties.is_empty() {
+        out.push_str("      <properties>\n");
+        for (k, v) in &c.properties {
+            let _ = writeln!(
+                out,
+                "        <property name=\"{k}\" value=\"{}\"/>",
+                attr(v)
+            );
+        }
+        out.push_str("      </properties>\n");
+    }
     let _ = match &c.outcome {
-        Outcome::Passed => writeln!(out, "/>"),
+        Outcome::Passed => Ok(()),
         Outcome::Failure { message, body } => writeln!(
             out,
-            ">\n      <failure message=\"{}\" type=\"fail\">{}</failure>\n    </testcase>",
+            "      <failure message=\"{}\" type=\"fail\">{}</failure>",
             attr(message),
             text(body)
         ),
         Outcome::Error { message } => writeln!(
             out,
-            ">\n      <error message=\"{}\" type=\"not_tested\"/>\n    </testcase>",
+            "      <error message=\"{}\" type=\"not_tested\"/>",
             attr(message)
         ),
-        Outcome::Skipped { message } => writeln!(
-            out,
-            ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-            attr(message)
-        ),
+        Outcome::Skipped { message } => {
+            writeln!(out, "      <skipped message=\"{}\"/>", attr(message))
+        }
     };
+    for why in &c.flaky {
+        let _ = writeln!(
+            out,
+            "      <flakyFailure message=\"{}\" type=\"fail\"/>",
+            attr(why)
+        );
+    }
+    out.push_str("    </testcase>\n");
 }
 
 /// A check's verdict as a testcase outcome.
@@ -191,14 +220,62 @@ fn cells(s: &Section<'_>) -> Vec<Case> {
                     }
                 }
             }
+            let (properties, flaky) = trials(s, cell);
             Case {
                 classname: format!("contract.{}", cell.scenario),
                 name: format!("{} [{}]", cell.invariant, cell.severity),
                 seconds,
                 outcome: outcome(&cell.verdict, body),
+                properties,
+                flaky,
             }
         })
         .collect()
+}
+
+/// A cell's trials: its consistency figures, and when they disagree the failing trials'
+/// reasons (`flakyFailure`).
+fn trials(
+    s: &Section<'_>,
+    cell: &crate::run::CellResult,
+) -> (Vec<(&'static str, String)>, Vec<String>) {
+    let Some(t) = &cell.consistency else {
+        return (vec![], vec![]);
+    };
+    let n = t.pass_hat_k.len();
+    let properties = vec![
+        ("trials", t.trials.to_string()),
+        ("passed", t.passed.to_string()),
+        ("flaky", t.flaky.to_string()),
+        ("pass^1", format!("{:.4}", t.pass_hat(1).unwrap_or(0.0))),
+        (
+            "pass^k",
+            format!("{:.4}", t.pass_hat_k.last().copied().unwrap_or(0.0)),
+        ),
+        ("k", n.to_string()),
+    ];
+    if !t.flaky {
+        return (properties, vec![]);
+    }
+    let failing = s
+        .cases
+        .iter()
+        .filter(|c| c.case.scenario == cell.scenario)
+        .flat_map(|c| {
+            c.checks.iter().filter_map(move |(inv, v)| match v {
+                Verdict::Fail(why) if *inv == cell.invariant => Some(format!(
+                    "trial {} of {:?}: {why}",
+                    c.case.trial.unwrap_or(1),
+                    c.case.prompt
+                )),
+                Verdict::Fail(_)
+                | Verdict::Pass(_)
+                | Verdict::NotApplicable(_)
+                | Verdict::NotTested(_) => None,
+            })
+        })
+        .collect();
+    (properties, failing)
 }
 
 /// Chaos and mutation: one testcase per case.
@@ -258,6 +335,8 @@ fn case(phase: &str, c: &CaseView<'_>) -> Case {
         name: line(input, NAME_CHARS),
         seconds: c.case.latency_ms / 1000.0,
         outcome,
+        properties: vec![],
+        flaky: vec![],
     }
 }
 
@@ -288,6 +367,8 @@ fn verdict_case(s: &Section<'_>) -> Case {
         ),
         seconds: 0.0,
         outcome,
+        properties: vec![],
+        flaky: vec![],
     }
 }
 
@@ -299,6 +380,8 @@ fn skipped_phase(p: &PhaseLine<'_>) -> Case {
         outcome: Outcome::Skipped {
             message: p.skipped.unwrap_or_default().to_string(),
         },
+        properties: vec![],
+        flaky: vec![],
     }
 }
 

@@ -122,9 +122,19 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
                 Verdict::NotTested(w) => ("⚠️ not tested", w),
                 Verdict::Pass(w) | Verdict::NotApplicable(w) => ("", w),
             };
+            let trials = c.consistency.as_ref().map_or_else(String::new, |t| {
+                format!(
+                    " ({}{} of {} trials passed, pass^{} {:.2})",
+                    if t.flaky { "flaky: " } else { "" },
+                    t.passed,
+                    t.trials,
+                    t.pass_hat_k.len(),
+                    t.pass_hat_k.last().copied().unwrap_or(0.0)
+                )
+            });
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {label} | {} |",
+                "| {} | {} | {} | {label} | {}{trials} |",
                 cell(&c.scenario),
                 cell(&c.invariant),
                 c.severity,

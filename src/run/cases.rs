@@ -49,6 +49,9 @@ pub struct CaseResult {
     /// The pool instance it ran on (1-based), when flakestorm started a pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<usize>,
+    /// Its trial (1-based) when cases run several times (`advanced.trials`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     /// Contract runs: each invariant's verdict on this case (the cells say it per
     /// scenario); absent for cases that were not judged and in other runs, whose reports
     /// list checks per prompt or variant.
@@ -92,6 +95,7 @@ impl CaseResult {
             traffic: None,
             after_answer: vec![],
             instance: None,
+            trial: None,
             checks: vec![],
             window: (0, 0),
         }
@@ -284,16 +288,28 @@ fn answered(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> CaseR
         traffic: None,
         after_answer: vec![],
         instance: None,
+        trial: None,
         checks: vec![],
         window: (0, 0),
     }
 }
 
-/// The case's W3C trace id (32 hex digits): a function of the seed, the scenario and the
-/// prompt (and its position, so a repeated prompt gets its own), so that two runs with the
-/// same seed send the same headers.
-pub(super) fn trace_id(ctx: &RunContext, scenario: &str, prompt: &str, index: usize) -> String {
+/// The case's W3C trace id (32 hex digits): a function of the seed, the scenario, the
+/// prompt (and its position, so a repeated prompt gets its own) and the trial (0-based; the
+/// first trial's id is the one a run without trials sends), so that two runs with the same
+/// seed send the same headers and draw the same chaos per case.
+pub(super) fn trace_id(
+    ctx: &RunContext,
+    scenario: &str,
+    prompt: &str,
+    index: usize,
+    trial: u32,
+) -> String {
     let hi = mix(ctx.seed ^ stream(scenario));
-    let lo = mix(hi ^ stream(prompt) ^ index as u64) | 1; // never all zeros, which W3C forbids
+    let salt = match trial {
+        0 => 0,
+        t => mix(stream("trial") ^ u64::from(t)),
+    };
+    let lo = mix(hi ^ stream(prompt) ^ index as u64 ^ salt) | 1; // never all zeros (W3C)
     format!("{hi:016x}{lo:016x}")
 }

@@ -11,12 +11,14 @@ use super::cases::CaseResult;
 use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
-use super::score::{Score, contract_score};
+use super::score::{Score, contract_score_credited};
 use super::verdict::{Evidence, Judgement, decide};
 use super::{CellResult, RunContext, RunError};
 use crate::checks::Invariant;
 use crate::config::chaos::CompiledChaos;
-use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
+use crate::config::{
+    Attribution, Check, ConsistencyScore, ContractInvariant, ContractSpec, Scenario, Severity,
+};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
@@ -48,8 +50,11 @@ pub struct ContractReport {
     pub min_score: f64,
     /// Per scenario (the baseline pass included): what its chaos did.
     pub coverage: Vec<Coverage>,
-    /// Times the agent was invoked (scenarios × prompts, plus baselines).
+    /// Times the agent was invoked (scenarios × prompts × trials, plus baselines).
     pub agent_calls: usize,
+    /// With `advanced.trials` above 1: each case's consistency over its trials.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<super::consistency::CaseTrials>,
     pub warnings: Vec<String>,
 }
 
@@ -142,7 +147,7 @@ pub async fn run_contract(
         coverage.push(covered);
     }
     run_warnings(ctx, &cases, &mut warnings);
-    let mut score = score(&cells);
+    let mut score = score(&cells, (ctx.trials.scoring, ctx.trials.k));
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
@@ -156,6 +161,10 @@ pub async fn run_contract(
         response_path: ctx.agent.response_path_missing(answers),
     });
     score.passed = judgement.verdict.passed();
+    let trials = match ctx.trials.n > 1 {
+        true => super::consistency::per_case(&cases),
+        false => vec![],
+    };
     Ok(ContractReport {
         schema: SCHEMA,
         run: None,
@@ -170,6 +179,7 @@ pub async fn run_contract(
         min_score: ctx.min_score,
         coverage,
         cells,
+        trials,
         warnings,
     })
 }
@@ -243,10 +253,23 @@ fn failed_critical(cells: &[CellResult]) -> Vec<String> {
         .collect()
 }
 
-fn score(cells: &[CellResult]) -> Score {
-    let scored: Vec<(Severity, Option<bool>)> = cells
+/// The contract's score: each judged cell's credit is 1 or 0, or with trials its
+/// consistency figure (`scoring.consistency`: pass^1, or pass^k).
+fn score(cells: &[CellResult], scoring: (ConsistencyScore, Option<u32>)) -> Score {
+    let scored: Vec<(Severity, Option<(f64, bool)>)> = cells
         .iter()
-        .map(|c| (c.severity, c.verdict.judged().then(|| c.verdict.passed())))
+        .map(|c| {
+            let passed = c.verdict.passed();
+            let credit = match (&c.consistency, scoring) {
+                (None, _) => f64::from(u8::from(passed)),
+                (Some(t), (ConsistencyScore::Mean, _)) => t.pass_hat(1).unwrap_or(0.0),
+                (Some(t), (ConsistencyScore::PassK, k)) => {
+                    let k = k.unwrap_or(t.pass_hat_k.len() as u32);
+                    t.pass_hat(k).unwrap_or(0.0)
+                }
+            };
+            (c.severity, c.verdict.judged().then_some((credit, passed)))
+        })
         .collect();
-    contract_score(&scored)
+    contract_score_credited(&scored)
 }

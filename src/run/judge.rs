@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use super::CellResult;
 use super::RunContext;
 use super::cases::{CaseCheck, CaseResult};
+use super::consistency::Consistency;
 use super::coverage::Coverage;
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::chaos::ChaosSpec;
@@ -65,6 +66,7 @@ impl Judge<'_> {
                 .filter(|&c| self.prompts_of[i].contains(&results[c].prompt))
                 .collect();
             let untested = coverage.untested(spec.when).filter(|_| !chaos.is_empty());
+            let mut consistency = None;
             let (verdict, judged) = match (applies(spec.when, chaos), untested) {
                 (false, _) => {
                     let why = format!(
@@ -82,6 +84,9 @@ impl Judge<'_> {
                         silent: coverage.silent.as_deref(),
                     };
                     let (verdict, judged, each) = cell(inv, &cases, &seen);
+                    if ctx.trials.n > 1 {
+                        consistency = trials_of(&cases, &each);
+                    }
                     for (c, v) in mine.iter().zip(each) {
                         if let Some(verdict) = v {
                             let invariant = spec.id.clone();
@@ -97,6 +102,7 @@ impl Judge<'_> {
                 severity: spec.severity,
                 verdict,
                 cases: judged,
+                consistency,
             });
         }
         if chaos.is_empty() {
@@ -104,6 +110,31 @@ impl Judge<'_> {
         }
         cells
     }
+}
+
+/// A cell's consistency over its cases' trials: per prompt, how many of its judged trials
+/// passed the check; averaged over the prompts (`None` when no trial was judged).
+fn trials_of(cases: &[&CaseResult], each: &[Option<Verdict>]) -> Option<Consistency> {
+    let mut per_prompt: Vec<(&str, u32, u32)> = vec![];
+    for (c, v) in cases.iter().zip(each) {
+        let passed = match v {
+            Some(Verdict::Pass(_)) => true,
+            Some(Verdict::Fail(_)) => false,
+            Some(Verdict::NotApplicable(_) | Verdict::NotTested(_)) | None => continue,
+        };
+        match per_prompt.iter_mut().find(|(p, _, _)| *p == c.prompt) {
+            Some((_, n, ok)) => {
+                *n += 1;
+                *ok += u32::from(passed);
+            }
+            None => per_prompt.push((&c.prompt, 1, u32::from(passed))),
+        }
+    }
+    let each: Vec<Consistency> = per_prompt
+        .iter()
+        .map(|(_, n, ok)| Consistency::of(*n, *ok))
+        .collect();
+    Consistency::mean(&each)
 }
 
 pub(super) fn record_baselines(cases: &[CaseResult], baselines: &mut HashMap<String, String>) {
@@ -211,9 +242,18 @@ fn cell(
         judged += 1;
     }
     if let Some(first) = failed.first() {
+        // With trials a prompt is judged more than once: count trials, not prompts.
+        let mut prompts: Vec<&str> = cases.iter().map(|c| c.prompt.as_str()).collect();
+        prompts.sort_unstable();
+        prompts.dedup();
+        let what = if prompts.len() < cases.len() {
+            "trials"
+        } else {
+            "prompts"
+        };
         let why = match failed.len() {
             1 if judged == 1 => first.clone(),
-            n => format!("{n} of {judged} prompts failed; {first}"),
+            n => format!("{n} of {judged} {what} failed; {first}"),
         };
         return (Verdict::Fail(why), judged, each);
     }

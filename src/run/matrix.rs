@@ -49,6 +49,9 @@ fn canary(ctx: &RunContext) -> Arc<Canary> {
     Arc::new(Canary::new(mix(ctx.seed ^ stream("no_exfiltration"))))
 }
 
+/// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
+type Cell = (usize, usize, u32);
+
 /// How the cases of a run are told apart (design.md §6), from the run's context.
 #[derive(Clone)]
 enum Ties {
@@ -74,8 +77,9 @@ pub(super) async fn run_matrix(
     prompts: &[String],
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
+    let trials = ctx.trials.indices();
     if let Some(p) = &ctx.progress {
-        (p.planned)(scenarios.len() * prompts.len());
+        (p.planned)(scenarios.len() * prompts.len() * trials.len());
     }
     let all = match (&ctx.pool, ctx.attribution) {
         (Some(pool), _) => Some(Ties::Pool(pool.clone())),
@@ -89,8 +93,9 @@ pub(super) async fn run_matrix(
             .iter()
             .map(|s| (s.name, s.chaos, s.canary))
             .collect();
-        let cells: Vec<(usize, usize)> = (0..scenarios.len())
+        let cells: Vec<Cell> = (0..scenarios.len())
             .flat_map(|s| (0..prompts.len()).map(move |p| (s, p)))
+            .flat_map(|(s, p)| trials.iter().map(move |&t| (s, p, t)))
             .collect();
         let start = ctx.journal.peek_next_id();
         let mut out = pool(ctx, &specs, prompts, &cells, ties, so_far).await;
@@ -99,7 +104,9 @@ pub(super) async fn run_matrix(
     }
     let mut out = vec![];
     for s in scenarios {
-        let cells: Vec<(usize, usize)> = (0..prompts.len()).map(|p| (0, p)).collect();
+        let cells: Vec<Cell> = (0..prompts.len())
+            .flat_map(|p| trials.iter().map(move |&t| (0, p, t)))
+            .collect();
         let one = [(s.name, s.chaos, s.canary)];
         // Chaos decides per case, so cases under chaos run one at a time on the main lane.
         if !s.chaos.is_empty() || ctx.concurrency <= 1 {
@@ -132,7 +139,7 @@ async fn pool(
     ctx: &RunContext,
     specs: &[(&str, &CompiledChaos, bool)],
     prompts: &[String],
-    cells: &[(usize, usize)],
+    cells: &[Cell],
     ties: Ties,
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
@@ -143,7 +150,8 @@ async fn pool(
     };
     let limit = Arc::new(Semaphore::new(width));
     let mut tasks = tokio::task::JoinSet::new();
-    for &(s, p) in cells {
+    let several = ctx.trials.n > 1;
+    for &(s, p, t) in cells {
         let (name, chaos, canary) = specs[s];
         let (ctx, name, chaos, prompt, limit, so_far, ties) = (
             ctx.clone(),
@@ -161,7 +169,7 @@ async fn pool(
                 Ties::Header | Ties::MainLane | Ties::Shared => None,
             };
             let traced = !matches!(ties, Ties::Shared);
-            let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p));
+            let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p, t));
             let rules = trace.as_ref().map(|t| {
                 let canary = canary.then(|| self::canary(&ctx));
                 ctx.engine.install_for_trace(t, &chaos, canary)
@@ -185,6 +193,7 @@ async fn pool(
             };
             let mut case = run_case(&ctx, &name, &prompt, tie).await;
             drop(lease);
+            case.trial = several.then_some(t + 1);
             if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
                 case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
             }
@@ -192,15 +201,15 @@ async fn pool(
             if let Some(progress) = &ctx.progress {
                 (progress.case)(&case, &so_far(&case));
             }
-            (s, p, case, stats)
+            ((s, p, t), case, stats)
         });
     }
-    let mut done: Vec<(usize, usize, CaseResult, Vec<RuleStats>)> = tasks.join_all().await;
-    // Reports list cases in scenario and prompt order whatever finished first.
-    done.sort_by_key(|(s, p, _, _)| (*s, *p));
+    let mut done: Vec<(Cell, CaseResult, Vec<RuleStats>)> = tasks.join_all().await;
+    // Reports list cases in scenario, prompt and trial order whatever finished first.
+    done.sort_by_key(|(cell, _, _)| *cell);
     let mut out: Vec<ScenarioOutcome> = (0..specs.len()).map(|_| Default::default()).collect();
     let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; specs.len()];
-    for (s, _, case, case_stats) in done {
+    for ((s, _, _), case, case_stats) in done {
         out[s]
             .exchanges
             .extend(case.traffic.iter().flatten().cloned());

@@ -13,6 +13,7 @@
 mod cases;
 mod chaos;
 mod ci;
+mod consistency;
 mod contract;
 mod coverage;
 mod embed;
@@ -45,6 +46,7 @@ use crate::journal::Journal;
 pub use cases::{CaseCheck, CaseResult, EarlierAttempt};
 pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
 pub use ci::{CiReport, Phase, combine};
+pub use consistency::{CaseTrials, Consistency};
 pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
@@ -53,7 +55,7 @@ pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run
 pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo};
-pub use score::{Score, contract_score};
+pub use score::{Score, contract_score, contract_score_credited};
 pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
 
@@ -69,6 +71,38 @@ impl RunContext {
             })
         } else {
             std::borrow::Cow::Borrowed(self)
+        }
+    }
+}
+
+/// How many times each case runs (`advanced.trials`), or the one trial to run (`--trial`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trials {
+    pub n: u32,
+    /// 1-based; `None`: every trial.
+    pub only: Option<u32>,
+    /// What a cell with several trials scores (`scoring.consistency`) and its `k`.
+    pub scoring: crate::config::ConsistencyScore,
+    pub k: Option<u32>,
+}
+
+impl Default for Trials {
+    fn default() -> Self {
+        Trials {
+            n: 1,
+            only: None,
+            scoring: Default::default(),
+            k: None,
+        }
+    }
+}
+
+impl Trials {
+    /// The trials to run, 0-based.
+    pub fn indices(&self) -> Vec<u32> {
+        match self.only {
+            Some(t) => vec![t.saturating_sub(1)],
+            None => (0..self.n.max(1)).collect(),
         }
     }
 }
@@ -187,6 +221,8 @@ pub struct RunContext {
     /// The agent process this run started without a pool (`agent.command` without
     /// `{port}`): a case during which it exited is not judged.
     pub process: Option<crate::agent::Process>,
+    /// `advanced.trials` (each case runs that many times), and `--trial`: only that one.
+    pub trials: Trials,
     /// `advanced.settle_ms`: how long a case waits, after its answer and with none of its
     /// exchanges in flight, for calls the agent makes after answering.
     pub settle: std::time::Duration,
@@ -212,6 +248,9 @@ pub struct CellResult {
     pub verdict: Verdict,
     /// Cases the cell judged.
     pub cases: usize,
+    /// With `advanced.trials` above 1: how consistently its cases' trials passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 /// Why a run could not start; shared by the contract, chaos and matrix runners.

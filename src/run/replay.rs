@@ -85,7 +85,8 @@ pub async fn run_replay(
         })
         .collect();
     if let Some(p) = &ctx.progress {
-        (p.planned)(setups.iter().filter(|(_, s)| s.is_ok()).count());
+        let runnable = setups.iter().filter(|(_, s)| s.is_ok()).count();
+        (p.planned)(runnable * ctx.trials.indices().len());
     }
     let (mark, answers) = (JournalMark::now(&ctx.journal), ctx.agent.answers_read());
     let on_miss = config.replays.on_miss;
@@ -103,26 +104,39 @@ pub async fn run_replay(
         v.contract = Some(contract);
         v.recorded += tape.as_ref().map_or(0, |t| t.entries());
         let live = config.replays.llm == LlmSource::Live;
-        let before = coverage::Before::after(&coverage, ctx.agent.resets());
-        let played = replay_one(ctx, &session, tape, (on_miss, live), (i, before)).await;
-        judge(ctx, &session, &judged, &played, &mut v, &mut warnings).await;
-        let Played { case, covered, .. } = played;
-        if let Some(p) = &ctx.progress {
-            let so_far = match v.verdict {
-                RunVerdict::Pass => SoFar::Passed,
-                RunVerdict::Fail => SoFar::Failed,
-                RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
-            };
-            let judged = super::Judged {
-                so_far,
-                checks: super::CaseChecks::Named(v.checks.clone()),
-            };
-            (p.case)(&case, &judged);
+        let mut trials = vec![];
+        for t in ctx.trials.indices() {
+            let mut vt = v.clone();
+            let before = coverage::Before::after(&coverage, ctx.agent.resets());
+            let how = (on_miss, live);
+            let played = replay_one(ctx, &session, tape.clone(), how, (i, t, before)).await;
+            judge(ctx, &session, &judged, &played, &mut vt, &mut warnings).await;
+            let Played {
+                mut case, covered, ..
+            } = played;
+            case.trial = (ctx.trials.n > 1).then_some(t + 1);
+            if let Some(p) = &ctx.progress {
+                let so_far = match vt.verdict {
+                    RunVerdict::Pass => SoFar::Passed,
+                    RunVerdict::Fail => SoFar::Failed,
+                    RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
+                };
+                let judged = super::Judged {
+                    so_far,
+                    checks: super::CaseChecks::Named(vt.checks.clone()),
+                };
+                (p.case)(&case, &judged);
+            }
+            vt.case = Some(cases.len());
+            cases.push(case);
+            coverage.push(covered);
+            trials.push(vt);
         }
-        v.case = Some(cases.len());
-        cases.push(case);
-        coverage.push(covered);
-        sessions.push(v);
+        let several = ctx.trials.n > 1;
+        match several {
+            true => sessions.extend(super::replay_verdict::over_trials(trials)),
+            false => sessions.extend(trials),
+        }
     }
     let judged = sessions.iter().filter(|s| s.verdict.judged()).count();
     let passed = sessions
@@ -177,7 +191,7 @@ async fn replay_one(
     session: &Session,
     tape: Option<Arc<crate::tape::TapeTable>>,
     (on_miss, llm_live): (OnMiss, bool),
-    (index, before): (usize, coverage::Before),
+    (index, trial, before): (usize, u32, coverage::Before),
 ) -> Played {
     let table = Arc::new(
         ReplayTable::new(&session.tool_responses, on_miss)
@@ -190,6 +204,7 @@ async fn replay_one(
         &format!("replay:{}", session.id),
         &session.input,
         index,
+        trial,
     );
     // Calls that lost their case meet no rules at all.
     let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);

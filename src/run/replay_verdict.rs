@@ -44,8 +44,30 @@ pub struct SessionVerdict {
     /// The calls answered 599 for want of a recorded answer (`on_miss: error | strict`),
     /// as `METHOD URL`.
     pub misses: Vec<String>,
-    /// The index of its case in `cases`, when it ran.
+    /// The index of its case in `cases`, when it ran (its first trial's; with trials, the
+    /// trial this verdict is: the first that failed, else the first).
     pub case: Option<usize>,
+    /// With `advanced.trials` above 1: how consistently its trials passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<super::Consistency>,
+}
+
+/// A session's verdict over its trials: the first failing trial's (else the first's), with
+/// how many of the judged trials passed.
+pub(super) fn over_trials(trials: Vec<SessionVerdict>) -> Option<SessionVerdict> {
+    let judged: Vec<&SessionVerdict> = trials.iter().filter(|t| t.verdict.judged()).collect();
+    let passed = judged
+        .iter()
+        .filter(|t| t.verdict == RunVerdict::Pass)
+        .count() as u32;
+    let consistency = super::Consistency::of(judged.len() as u32, passed);
+    let pick = trials
+        .iter()
+        .position(|t| t.verdict == RunVerdict::Fail)
+        .unwrap_or(0);
+    let mut v = trials.into_iter().nth(pick)?;
+    v.consistency = Some(consistency);
+    Some(v)
 }
 
 /// A session's verdict before it runs.
@@ -58,6 +80,7 @@ pub(super) fn shell(r: &Ready) -> SessionVerdict {
         file: r.file.as_ref().map(|f| f.display().to_string()),
         input: s.map(|s| s.input.clone()).unwrap_or_default(),
         expected_failure: s.and_then(|s| s.expected_failure.clone()),
+        consistency: None,
         contract: None,
         verdict: RunVerdict::NotTested,
         reasons: vec![],

@@ -1,5 +1,6 @@
 //! The contract score (design.md §7): Σ passed·w / Σ applicable·w × 100 with w = critical 3,
 //! high 2, medium 1, low 1; any failed critical cell fails the contract whatever the number.
+//! With trials, `passed` is a cell's consistency figure (`contract_score_credited`).
 
 use serde::{Deserialize, Serialize};
 
@@ -16,13 +17,25 @@ pub struct Score {
 
 /// `cells`: (severity, Some(passed) or None when not applicable).
 pub fn contract_score(cells: &[(Severity, Option<bool>)]) -> Score {
-    let (mut got, mut total, mut failed_critical) = (0u32, 0u32, 0);
+    let credited: Vec<(Severity, Option<(f64, bool)>)> = cells
+        .iter()
+        .map(|(s, v)| (*s, v.map(|p| (f64::from(u8::from(p)), p))))
+        .collect();
+    contract_score_credited(&credited)
+}
+
+/// `cells`: (severity, Some((credit, passed)) or None when not applicable). A cell earns its
+/// weight times its credit (0..=1: 1 or 0 for one trial, its consistency figure with
+/// several, `scoring.consistency`); one that did not pass and is critical fails the run.
+pub fn contract_score_credited(cells: &[(Severity, Option<(f64, bool)>)]) -> Score {
+    let (mut got, mut total, mut failed_critical) = (0.0, 0u32, 0);
     for (severity, verdict) in cells {
-        let Some(passed) = verdict else { continue };
+        let Some((credit, passed)) = verdict else {
+            continue;
+        };
         total += severity.weight();
-        if *passed {
-            got += severity.weight();
-        } else if *severity == Severity::Critical {
+        got += f64::from(severity.weight()) * credit.clamp(0.0, 1.0);
+        if !passed && *severity == Severity::Critical {
             failed_critical += 1;
         }
     }
@@ -30,7 +43,7 @@ pub fn contract_score(cells: &[(Severity, Option<bool>)]) -> Score {
     let value = if total == 0 {
         0.0
     } else {
-        f64::from(got) * 100.0 / f64::from(total)
+        got * 100.0 / f64::from(total)
     };
     Score {
         value,
@@ -57,6 +70,17 @@ mod tests {
             (Severity::Critical, Some(false)),
             (Severity::Low, Some(true)),
         ]);
+        assert_eq!((s.passed, s.failed_critical), (false, 1));
+        // Trials: a cell earns its consistency; a critical one that failed a trial still
+        // fails the contract.
+        let s = contract_score_credited(&[
+            (Severity::Critical, Some((0.75, false))),
+            (Severity::Low, Some((1.0, true))),
+        ]);
+        assert!(
+            (s.value - (3.0 * 0.75 + 1.0) / 4.0 * 100.0).abs() < 1e-9,
+            "{s:?}"
+        );
         assert_eq!((s.passed, s.failed_critical), (false, 1));
         let nothing = contract_score(&[(Severity::High, None)]);
         assert_eq!(

@@ -66,6 +66,8 @@ pub struct Options {
     pub min_score: f64,
     /// The run's seed; else the engine's.
     pub seed: Option<u64>,
+    /// `--trial`: run only this trial (1-based) of each case.
+    pub trial: Option<u32>,
     /// Told as the run goes (a progress display, the daemon's events).
     pub progress: Option<Progress>,
     pub before_agent: Option<BeforeAgent>,
@@ -144,6 +146,12 @@ impl Session {
             attribution: config.advanced.attribution,
             pool: pool.clone(),
             process: process.clone(),
+            trials: super::Trials {
+                n: config.advanced.trials,
+                only: opts.trial,
+                scoring: config.scoring.consistency,
+                k: config.scoring.k,
+            },
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
             config_digest: loaded.digest.clone(),
             progress: opts.progress,

@@ -19,6 +19,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     );
     matrix(r, color, &mut out);
     scenarios(&r.coverage, &mut out);
+    flaky(r, &mut out);
     for c in &r.cells {
         let (mark, reason) = match &c.verdict {
             Verdict::Fail(reason) => ("✗", reason.as_str()),
@@ -34,6 +35,44 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     warnings(&r.warnings, &mut out);
     out.push_str(&verdict_line(r.score.value, r.min_score, &r.judgement));
     out
+}
+
+/// With trials: the flaky cells first (trials that disagree), then each cell's pass^1 and
+/// pass^n, and the flaky cases by name.
+fn flaky(r: &ContractReport, out: &mut String) {
+    let mut with: Vec<&super::CellResult> =
+        r.cells.iter().filter(|c| c.consistency.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    with.sort_by_key(|c| !c.consistency.as_ref().is_some_and(|t| t.flaky));
+    out.push_str(
+        "
+consistency over trials (pass^1, pass^n):
+",
+    );
+    for c in with {
+        let Some(t) = &c.consistency else { continue };
+        let n = t.pass_hat_k.len();
+        let _ = writeln!(
+            out,
+            "  {}{} under {}: {} of {} trials passed, pass^1 {:.2}, pass^{n} {:.2}",
+            if t.flaky { "FLAKY " } else { "" },
+            c.invariant,
+            c.scenario,
+            t.passed,
+            t.trials,
+            t.pass_hat(1).unwrap_or(0.0),
+            t.pass_hat_k.last().copied().unwrap_or(0.0),
+        );
+    }
+    for t in r.trials.iter().filter(|t| t.consistency.flaky) {
+        let _ = writeln!(
+            out,
+            "  flaky case: {:?} under {}: {} of {} trials passed",
+            t.prompt, t.scenario, t.consistency.passed, t.consistency.trials
+        );
+    }
 }
 
 fn matrix(r: &ContractReport, color: bool, out: &mut String) {

@@ -92,6 +92,7 @@ fn case(
         traffic: None,
         after_answer: vec![],
         instance: None,
+        trial: None,
         checks: vec![],
         window: (0, 0),
     }

@@ -185,6 +185,7 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         attribution: cfg.advanced.attribution,
         pool: None,
         process: None,
+        trials: Default::default(),
         settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         embedder: None,

@@ -100,3 +100,31 @@ def test_flakestorm_report_renders_the_fixture_as_the_golden_page(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert out.read_bytes() == (fixtures / "ci.html").read_bytes()
+
+
+def test_a_flaky_cell_shows_its_trials_in_the_heatmap(browser, tmp_path):
+    # tests/fixtures/reports/trials.json: a contract run with `advanced.trials: 8`, whose
+    # `cites` cell under `flaky-search` passed some trials and failed others.
+    import json
+
+    fixture = REPO / "tests" / "fixtures" / "reports" / "trials.json"
+    report = json.loads(fixture.read_text())
+    out = tmp_path / "trials.html"
+    run = subprocess.run([flakestorm_bin(), "report", str(fixture), "--format", "html", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    page, requests, errors = open_page(browser, out)
+    try:
+        flaky = [c for c in report["cells"] if c.get("consistency", {}).get("flaky")]
+        assert flaky, "the fixture has a flaky cell"
+        shown = page.locator("table.heatmap td.c.flaky")
+        assert shown.count() == len(flaky)
+        t = flaky[0]["consistency"]
+        assert shown.first.is_visible()
+        assert shown.first.inner_text().split() == ["✗", f"{t['passed']}/{t['trials']}", "flaky"]
+        assert f"{t['passed']} of {t['trials']} trials passed" in shown.first.get_attribute("title")
+        steady = page.locator("table.heatmap td.c:not(.flaky) small.trials")
+        assert steady.count() == len(report["cells"]) - len(flaky)
+        assert requests == [out.as_uri()] and errors == []
+    finally:
+        page.close()

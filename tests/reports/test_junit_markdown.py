@@ -91,3 +91,44 @@ def test_markdown_lists_the_failed_cells(tmp_path):
     assert "| replay | – | 0.1 | skipped: replay runs are not available in this build |" in md
     assert "<script" not in md
     assert len(md.encode()) < 1 << 20
+
+
+TRIALS = FIXTURE.parent / "trials.json"
+
+
+def test_junit_marks_flaky_cells_with_their_trials(tmp_path):
+    """A contract run with `advanced.trials: 8` (tests/fixtures/reports/trials.json): each
+    cell carries its consistency as testcase properties, and a cell whose trials disagree
+    lists its failing trials as Surefire's `flakyFailure`, as rerun-aware readers expect."""
+    report = json.loads(TRIALS.read_text())
+    out = tmp_path / "trials.xml"
+    done = subprocess.run([BIN, "report", str(TRIALS), "-f", "junit", "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    xml = JUnitXml.fromfile(str(out))
+    contract = {s.name: s for s in xml}["contract"]
+    cells = {(c["scenario"], c["invariant"]): c for c in report["cells"]}
+    seen_flaky = 0
+    for case in contract:
+        if not case.classname.startswith("contract.") or case.name == "run verdict":
+            continue
+        scenario = case.classname.split(".", 1)[1]
+        cell = cells[(scenario, case.name.split(" [")[0])]
+        t = cell["consistency"]
+        # junitparser 3 reads suite properties only: the testcase's are its XML children.
+        props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
+        assert props["trials"] == str(t["trials"]) and props["passed"] == str(t["passed"])
+        assert float(props["pass^k"]) == round(t["pass_hat_k"][-1], 4)
+        assert props["flaky"] == ("true" if t["flaky"] else "false")
+        flaky = case._elem.findall("flakyFailure")
+        failed_trials = sum(
+            1 for c in report["cases"]
+            if c["scenario"] == scenario
+            for k in c.get("checks", [])
+            if k["invariant"] == cell["invariant"] and k["verdict"] == "fail"
+        )
+        assert len(flaky) == (failed_trials if t["flaky"] else 0)
+        if t["flaky"]:
+            seen_flaky += 1
+            assert all(f.get("message").startswith("trial ") for f in flaky)
+    assert seen_flaky >= 1, "the fixture has a flaky cell"

@@ -28,6 +28,9 @@ struct HeatCell {
     mark: &'static str,
     href: String,
     title: String,
+    /// With trials: "passed/trials", and whether they disagreed.
+    trials: Option<String>,
+    flaky: bool,
 }
 
 pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatmap {
@@ -67,15 +70,29 @@ pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatma
                                     Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
                                     Verdict::Pass(_) | Verdict::NotApplicable(_) => group_of(sc),
                                 };
+                                let t = c.consistency.as_ref();
+                                let figures = t.map_or_else(String::new, |t| {
+                                    format!(
+                                        "; {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}{}",
+                                        t.passed,
+                                        t.trials,
+                                        t.pass_hat(1).unwrap_or(0.0),
+                                        t.pass_hat_k.len(),
+                                        t.pass_hat_k.last().copied().unwrap_or(0.0),
+                                        if t.flaky { " (flaky)" } else { "" }
+                                    )
+                                });
                                 HeatCell {
                                     class,
                                     mark,
                                     href,
                                     title: format!(
-                                        "{word} ({}): {}",
+                                        "{word} ({}): {}{figures}",
                                         c.severity,
                                         text::line(reason(&c.verdict), 300)
                                     ),
+                                    trials: t.map(|t| format!("{}/{}", t.passed, t.trials)),
+                                    flaky: t.is_some_and(|t| t.flaky),
                                 }
                             }
                             None => HeatCell {
@@ -83,6 +100,8 @@ pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatma
                                 mark: "",
                                 href: group_of(sc),
                                 title: "no cell".into(),
+                                trials: None,
+                                flaky: false,
                             },
                         })
                         .collect(),

@@ -1,0 +1,184 @@
+//! Repeated trials (`advanced.trials`, `--trials`, `--trial`) as a user runs them: `flakestorm
+//! contract run` with the Python agent of tests/fixtures/agent, whose answer depends on its
+//! search tool; a seeded 30% of the tool's calls fail under one scenario, so the agent fails
+//! about 30% of its trials there, reproducibly, and passes every trial without chaos.
+
+mod common;
+
+use common::cli::{flakestorm, python_agent};
+use serde_json::Value;
+
+const TRIALS: u32 = 8;
+
+fn contract(prompts: usize) -> String {
+    let prompts: Vec<String> = (0..prompts).map(|i| format!("ACME fact #{i}?")).collect();
+    format!(
+        "golden_prompts: {}\ncontract:\n  name: Trials\n  invariants:\n    - {{id: cites, type: contains, value: According, severity: high}}\n  chaos_matrix:\n    - name: no-chaos\n    - name: flaky-search\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503, probability: 0.3}}]\n",
+        serde_json::to_string(&prompts).unwrap()
+    )
+}
+
+/// Runs `contract run` with `args` in a fresh folder with `trials` trials: exit code,
+/// output, report.
+fn run(prompts: usize, args: &[&str]) -> (i32, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    // The agent does nothing after it answers: its 160 cases need not wait for more.
+    let yaml = agent.yaml.replace(
+        "advanced: {concurrency: 1, seed: 1}",
+        &format!("advanced: {{concurrency: 1, seed: 7, trials: {TRIALS}, settle_ms: 0}}"),
+    );
+    assert_ne!(yaml, agent.yaml, "the fixture's advanced line changed");
+    let yaml = yaml.replace("golden_prompts: [\"What was ACME's Q3 revenue?\"]\n", "");
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!("{yaml}{}", contract(prompts)),
+    )
+    .unwrap();
+    let mut all = vec!["contract", "run"];
+    all.extend_from_slice(args);
+    let (code, out, err) = flakestorm(&all, dir.path());
+    let report = std::fs::read_to_string(dir.path().join("reports/contract.json"))
+        .unwrap_or_else(|e| panic!("no report ({e}): {out}\n{err}"));
+    (
+        code,
+        format!("{out}\n{err}"),
+        serde_json::from_str(&report).unwrap(),
+    )
+}
+
+fn cell<'a>(r: &'a Value, scenario: &str) -> &'a Value {
+    r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["scenario"] == scenario)
+        .unwrap()
+}
+
+/// C(n, k).
+fn choose(n: u32, k: u32) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    (0..k).fold(1.0, |a, i| a * f64::from(n - i) / f64::from(i + 1))
+}
+
+#[test]
+fn pass_hat_k_measures_a_seeded_thirty_percent_failure() {
+    let prompts = 10;
+    let (_, out, r) = run(prompts, &[]);
+    assert_eq!(
+        r["cases"].as_array().unwrap().len(),
+        2 * prompts * TRIALS as usize,
+        "{out}"
+    );
+    // Without chaos: every trial passes, pass^k = 1, nothing flaky.
+    let clean = &cell(&r, "no-chaos")["consistency"];
+    assert_eq!(clean["trials"], 80);
+    assert_eq!(clean["passed"], 80);
+    assert!(
+        clean["pass_hat_k"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p == 1.0)
+    );
+    assert_eq!(clean["flaky"], false);
+    // Under the flaky search: pass^1 within the binomial interval of 0.7 (80 trials, ±3σ).
+    let flaky = &cell(&r, "flaky-search")["consistency"];
+    let p1 = flaky["pass_hat_k"][0].as_f64().unwrap();
+    assert!((0.55..=0.85).contains(&p1), "pass^1 {p1}: {out}");
+    // Each case's pass^k is the estimator on its counts, exactly; flaky when trials disagree.
+    let cases: Vec<&Value> = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["scenario"] == "flaky-search")
+        .collect();
+    assert_eq!(cases.len(), prompts);
+    let mut mean_hat_8 = 0.0;
+    for t in &cases {
+        let (n, c) = (
+            t["trials"].as_u64().unwrap() as u32,
+            t["passed"].as_u64().unwrap() as u32,
+        );
+        assert_eq!(n, TRIALS);
+        for k in 1..=n {
+            let want = choose(c, k) / choose(n, k);
+            let got = t["pass_hat_k"][k as usize - 1].as_f64().unwrap();
+            assert!((got - want).abs() < 1e-12, "{t}: pass^{k} {got} != {want}");
+        }
+        assert_eq!(t["flaky"], c > 0 && c < n, "{t}");
+        mean_hat_8 += choose(c, 8) / prompts as f64;
+    }
+    assert!(
+        cases.iter().any(|t| t["flaky"] == true),
+        "some case is flaky"
+    );
+    let cell_hat_8 = flaky["pass_hat_k"][7].as_f64().unwrap();
+    assert!(
+        (cell_hat_8 - mean_hat_8).abs() < 1e-12,
+        "the cell averages its cases"
+    );
+    // pass^8 is far below pass^1, near 0.7^8, as for an agent that fails 30% at random.
+    assert!(cell_hat_8 < 0.3 && cell_hat_8 < p1, "pass^8 {cell_hat_8}");
+    assert!(out.contains("FLAKY cites under flaky-search"), "{out}");
+    assert!(out.contains("flaky case: "), "{out}");
+    // The same seed, the same report (timings aside).
+    let (_, _, again) = run(prompts, &[]);
+    assert_eq!(again["cells"], r["cells"]);
+    assert_eq!(again["trials"], r["trials"]);
+}
+
+/// `--trial i` runs that trial alone, with the same faults as in the whole run; `--trials`
+/// out of range, `--trial` beyond the trials and `scoring.k` above them are exit 2 naming
+/// the flag or field.
+#[test]
+fn one_trial_reruns_alone_and_bad_counts_are_refused() {
+    let (_, _, whole) = run(3, &[]);
+    let (_, out, third) = run(3, &["--trial", "3"]);
+    let faults = |r: &Value, trial: u64| -> Vec<(String, String, usize)> {
+        r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["trial"] == trial)
+            .map(|c| {
+                (
+                    c["scenario"].as_str().unwrap().to_string(),
+                    c["prompt"].as_str().unwrap().to_string(),
+                    c["faults"].as_array().unwrap().len(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(third["cases"].as_array().unwrap().len(), 6, "{out}");
+    assert_eq!(faults(&third, 3), faults(&whole, 3));
+    for (args, want) in [
+        (
+            &["--trials", "0"][..],
+            "--trials: 0 is out of range 1..=100",
+        ),
+        (
+            &["--trials", "101"][..],
+            "--trials: 101 is out of range 1..=100",
+        ),
+        (&["--trial", "9"][..], "--trial: 9 is outside 1..=8"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = python_agent();
+        let yaml = agent
+            .yaml
+            .replace("seed: 1}", "seed: 1, trials: 8}")
+            .replace("golden_prompts: [\"What was ACME's Q3 revenue?\"]\n", "");
+        std::fs::write(
+            dir.path().join("flakestorm.yaml"),
+            format!("{yaml}{}", contract(1)),
+        )
+        .unwrap();
+        let (code, out, err) = flakestorm(&[&["contract", "run"][..], args].concat(), dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
