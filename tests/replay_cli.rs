@@ -331,3 +331,46 @@ async fn a_daemon_replays_the_sessions_of_a_submitted_config() {
     assert!(out.contains("replay") && out.contains("failed"), "{out}");
     drop(serve);
 }
+
+/// `--trials 3` replays each session three times, each trial its own case: the unfixed
+/// agent fails all three, consistently (pass^1 0, not flaky), and the session says so.
+#[tokio::test]
+async fn a_session_replays_once_per_trial() {
+    let tool = origin::search_tool().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("replays")).unwrap();
+    std::fs::write(dir.path().join("replays/incident_504.yaml"), SESSION).unwrap();
+    config(dir.path(), tool.addr, false, "");
+    let args = [
+        "replay",
+        "run",
+        "replays",
+        "-o",
+        "replay.json",
+        "--trials",
+        "3",
+    ];
+    let (code, out, err, r) = replay(dir.path(), &args).await;
+    assert_eq!(code, 1, "{out}\n{err}");
+    let trials: Vec<&serde_json::Value> = r["cases"].as_array().unwrap().iter().collect();
+    assert_eq!(trials.len(), 3, "{out}");
+    assert_eq!(
+        trials
+            .iter()
+            .map(|c| c["trial"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    let s = &r["sessions"][0];
+    assert_eq!(s["verdict"], "fail");
+    let t = &s["consistency"];
+    assert_eq!(
+        (&t["trials"], &t["passed"], &t["flaky"]),
+        (&3.into(), &0.into(), &false.into())
+    );
+    assert_eq!(
+        tool.log.len(),
+        0,
+        "every trial was answered from the session"
+    );
+}
