@@ -182,3 +182,103 @@ fn one_trial_reruns_alone_and_bad_counts_are_refused() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// An agent whose retry races its own deadline: it gives each answer 900 ms, so when its
+/// search was slow (a seeded half of the trials meet a 700 ms `slow` fault on it) it retries
+/// the LLM's 429 before the 500 ms `retry-after` has passed. Its `waits-on-429` cell is
+/// flaky, and every trial, the failing ones too, is a case with its own exchanges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_racy_retry_makes_its_cell_flaky() {
+    use common::origin;
+    let search = origin::search_tool().await;
+    let llm = origin::fixed(None, r#"{"choices": [{"message": {"content": "ok"}}]}"#).await;
+    let yaml = format!(
+        r#"
+tools: [{{name: search, match_url: 'http://{s}/*'}}]
+llm: [{{provider: openai, match_url: 'http://{l}/*'}}]
+advanced: {{concurrency: 1, seed: 7, trials: {TRIALS}, settle_ms: 0}}
+golden_prompts: ["Q3 revenue?"]
+contract:
+  name: racy
+  invariants:
+    - {{id: waits-on-429, type: honors_retry_after, severity: high}}
+  chaos_matrix:
+    - name: llm-429
+      tool_faults: [{{tool: search, mode: slow, delay_ms: 700, probability: 0.5}}]
+      llm_faults: [{{mode: rate_limit, retry_after_s: 0.5}}]
+"#,
+        s = search.addr,
+        l = llm.addr
+    );
+    let p = common::start_proxy(&yaml).await;
+    let agent = racy(
+        common::client_via(&p, common::H1),
+        search.http_url("/q"),
+        llm.http_url("/v1/chat/completions"),
+    )
+    .await;
+    let (cfg, ctx) = common::run_context(&p, &agent.http_url("/invoke"));
+    let r = common::within(
+        "the racy contract",
+        flakestorm::run::run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts),
+    )
+    .await
+    .unwrap();
+    let cell = r.cells.iter().find(|c| c.scenario == "llm-429").unwrap();
+    let t = cell.consistency.as_ref().expect("trials");
+    assert!(t.flaky, "{:?}: {t:?}", cell.verdict);
+    assert_eq!(t.trials, TRIALS);
+    // The slow trials are exactly the failing ones: seeded, so the same every run.
+    for c in r.cases.iter().filter(|c| c.scenario == "llm-429") {
+        let traffic = c.traffic.as_ref().expect("each trial has its exchanges");
+        let slowed = traffic
+            .iter()
+            .any(|e| e.fault.as_ref().is_some_and(|f| f.mode == "slow"));
+        let failed = c
+            .checks
+            .iter()
+            .any(|k| matches!(k.verdict, flakestorm::checks::Verdict::Fail(_)));
+        assert_eq!(slowed, failed, "trial {:?}: {:?}", c.trial, c.checks);
+    }
+    p.stop().await;
+}
+
+/// The racy agent: search, then ask the LLM; on a 429 wait `retry-after`, but never past
+/// 900 ms from the invoke, retry once, and answer either way.
+async fn racy(client: reqwest::Client, search: String, llm: String) -> common::origin::Origin {
+    use http_body_util::BodyExt;
+    common::origin::start(None, move |req: http::Request<hyper::body::Incoming>| {
+        let (client, search, llm) = (client.clone(), search.clone(), llm.clone());
+        async move {
+            let _ = req.into_body().collect().await;
+            let start = tokio::time::Instant::now();
+            let _ = client.get(&search).send().await;
+            let ask = || {
+                client
+                    .post(&llm)
+                    .header("content-type", "application/json")
+                    .body(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#)
+                    .send()
+            };
+            let first = ask().await.unwrap();
+            let answer = match first.status().as_u16() {
+                429 => {
+                    let asked: f64 = first
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok()?.parse().ok())
+                        .unwrap_or(1.0);
+                    let budget = std::time::Duration::from_millis(900);
+                    let wait = std::time::Duration::from_secs_f64(asked)
+                        .min(budget.saturating_sub(start.elapsed()));
+                    tokio::time::sleep(wait).await;
+                    let again = ask().await.unwrap();
+                    format!("retried: {}", again.status())
+                }
+                s => format!("answered: {s}"),
+            };
+            common::origin::text(&serde_json::json!({"result": answer}).to_string())
+        }
+    })
+    .await
+}

@@ -81,14 +81,25 @@ impl CaseResult {
     #[cfg(test)]
     pub(crate) fn for_test(prompt: &str, answer: Option<&str>) -> CaseResult {
         CaseResult {
-            scenario: "s".into(),
-            prompt: prompt.into(),
             answer: answer.map(Into::into),
             error: answer
                 .is_none()
                 .then(|| "agent answered HTTP 500: boom".into()),
             latency_ms: 1.0,
             attempts: 1,
+            ..CaseResult::blank("s", prompt)
+        }
+    }
+
+    /// `prompt` under `scenario`, before anything happened.
+    pub(super) fn blank(scenario: &str, prompt: &str) -> CaseResult {
+        CaseResult {
+            scenario: scenario.to_string(),
+            prompt: prompt.to_string(),
+            answer: None,
+            error: None,
+            latency_ms: 0.0,
+            attempts: 0,
             earlier_attempts: vec![],
             not_judged: None,
             faults: vec![],
@@ -276,21 +287,12 @@ fn answered(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> CaseR
         }
     };
     CaseResult {
-        scenario: scenario.to_string(),
-        prompt: prompt.to_string(),
         answer,
         error,
         latency_ms: latency,
         attempts,
         earlier_attempts: earlier,
-        not_judged: None,
-        faults: vec![],
-        traffic: None,
-        after_answer: vec![],
-        instance: None,
-        trial: None,
-        checks: vec![],
-        window: (0, 0),
+        ..CaseResult::blank(scenario, prompt)
     }
 }
 

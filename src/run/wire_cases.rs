@@ -80,21 +80,12 @@ fn case(
         Verdict::Pass(_) | Verdict::NotApplicable(_) => (None, None),
     };
     CaseResult {
-        scenario: SCENARIO.to_string(),
-        prompt: sent.to_string(),
         answer,
         error,
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
         attempts: 1,
-        earlier_attempts: vec![],
         not_judged,
-        faults: vec![],
-        traffic: None,
-        after_answer: vec![],
-        instance: None,
-        trial: None,
-        checks: vec![],
-        window: (0, 0),
+        ..CaseResult::blank(SCENARIO, sent)
     }
 }
 

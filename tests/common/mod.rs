@@ -185,7 +185,12 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         attribution: cfg.advanced.attribution,
         pool: None,
         process: None,
-        trials: Default::default(),
+        trials: flakestorm::run::Trials {
+            n: cfg.advanced.trials,
+            only: None,
+            scoring: cfg.scoring.consistency,
+            k: cfg.scoring.k,
+        },
         settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
         embedder: None,
