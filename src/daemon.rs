@@ -90,7 +90,7 @@ pub struct Daemon {
     /// What `/readyz` answers.
     pub ready: Readiness,
     /// Opens a proxy lane for an agent pool's instance.
-    pub lanes: crate::agent::OpenLane,
+    pub lanes: crate::journal::OpenLane,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -101,7 +101,9 @@ impl Daemon {
         let ready = Readiness::default();
         ready.ca_loaded(ca.not_after());
         if let Some(out) = &config.ca.bundle_file {
-            write_bundle(out, ca.cert_pem())?;
+            let n =
+                crate::tls::write_system_bundle(out, ca.cert_pem()).map_err(DaemonError::Bundle)?;
+            tracing::info!("CA bundle written to {} ({n} certificates)", out.display());
         }
         let ca = Arc::new(ca);
         let metrics = Metrics::new();
@@ -128,7 +130,7 @@ impl Daemon {
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
-        let lanes = lane_opener(&proxy);
+        let lanes = proxy.lane_opener();
         let jobs = Jobs::new(crate::jobs::Setup {
             proxy: crate::run::session::Proxy {
                 store: store.clone(),
@@ -213,22 +215,6 @@ impl Daemon {
     }
 }
 
-/// Opens lanes on `proxy` for agent pools.
-fn lane_opener(proxy: &Proxy) -> crate::agent::OpenLane {
-    let proxy = proxy.clone();
-    std::sync::Arc::new(move || {
-        let proxy = proxy.clone();
-        Box::pin(async move {
-            let l = proxy.open_lane().await?;
-            Ok(crate::agent::LaneAt {
-                addr: l.addr,
-                lane: l.lane.clone(),
-                keep: Box::new(l),
-            })
-        })
-    })
-}
-
 /// The CA: the `cert_file`/`key_file` pair as it is, or the one in `dir` (created there
 /// when it has none). Returns whether it was created.
 fn load_ca(spec: &crate::config::CaSpec) -> Result<(CertificateAuthority, bool), DaemonError> {
@@ -244,20 +230,6 @@ fn load_ca(spec: &crate::config::CaSpec) -> Result<(CertificateAuthority, bool),
             source,
         }),
     }
-}
-
-/// The system roots plus `ca_pem`, written to `out`.
-fn write_bundle(out: &std::path::Path, ca_pem: &str) -> Result<(), DaemonError> {
-    let roots = crate::tls::system_roots().ok_or_else(|| {
-        DaemonError::Bundle(format!(
-            "no system root bundle found (looked for {})",
-            crate::tls::SYSTEM_ROOTS.join(", ")
-        ))
-    })?;
-    let n = crate::tls::write_bundle(out, &roots, ca_pem)
-        .map_err(|e| DaemonError::Bundle(e.to_string()))?;
-    tracing::info!("CA bundle written to {} ({n} certificates)", out.display());
-    Ok(())
 }
 
 /// `control.token`, or (none set) the token kept in `data_dir/control.token`, made at the

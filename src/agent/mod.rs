@@ -21,7 +21,7 @@ pub(crate) use answer::{cause as root_cause, head as body_head};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{Launched, Process, ProxyAt, launch};
-pub use pool::{LaneAt, Lease, OpenLane, Pool};
+pub use pool::{Lease, Pool};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;

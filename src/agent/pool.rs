@@ -11,24 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::{BoxFuture, join_all};
+use futures_util::future::join_all;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::launch::{ProxyAt, start};
 use super::{Agent, AgentProcess};
 use crate::config::Config;
-use crate::journal::Lane;
-
-/// A proxy lane opened for an instance: its listener's address, the lane, and what keeps
-/// the listener open.
-pub struct LaneAt {
-    pub addr: SocketAddr,
-    pub lane: Lane,
-    pub keep: Box<dyn Send + Sync>,
-}
-
-/// Opens a proxy lane (the daemon's proxy, `daemon.rs`).
-pub type OpenLane = Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<LaneAt>> + Send + Sync>;
+use crate::journal::{Lane, OpenLane};
 
 /// What restarting an instance needs.
 struct Setup {

@@ -3,6 +3,23 @@
 
 use super::{Config, ConfigError};
 
+/// `advanced.trials` in range, and `scoring.k` within it.
+pub(super) fn check(c: &Config, errors: &mut Vec<ConfigError>) {
+    let (n, max) = (c.advanced.trials, super::schema::MAX_TRIALS);
+    if !(1..=max).contains(&n) {
+        errors.push(ConfigError::new(
+            "advanced.trials",
+            format!("{n} is out of range 1..={max}"),
+        ));
+    }
+    if let Some(k) = c.scoring.k.filter(|k| !(1..=n).contains(k)) {
+        errors.push(ConfigError::new(
+            "scoring.k",
+            format!("{k} is outside 1..={n} (advanced.trials: pass^k needs k trials)"),
+        ));
+    }
+}
+
 /// Applies a run's own trial count (`--trials`, or the API's `trials`) to `c`, and checks
 /// the one trial it asks to run (`--trial` / `trial`) and `scoring.k` against the count.
 /// `names` says how the caller spells the two (flags or fields), for the errors.

@@ -20,15 +20,7 @@ pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
     }
     advanced(&c.advanced, errors);
-    if let Some(k) = c.scoring.k.filter(|k| !(1..=c.advanced.trials).contains(k)) {
-        errors.push(ConfigError::new(
-            "scoring.k",
-            format!(
-                "{k} is outside 1..={} (advanced.trials: pass^k needs k trials)",
-                c.advanced.trials
-            ),
-        ));
-    }
+    super::trials::check(c, errors);
     rewrite_cap(&c.proxy, errors);
     match compile_chaos(chaos, &c.tools, "chaos") {
         Ok(compiled) => c.chaos = compiled,
@@ -399,16 +391,6 @@ fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new(
             "advanced.concurrency",
             format!("{} is out of range 1..=100", a.concurrency),
-        ));
-    }
-    if !(1..=super::schema::MAX_TRIALS).contains(&a.trials) {
-        errors.push(ConfigError::new(
-            "advanced.trials",
-            format!(
-                "{} is out of range 1..={}",
-                a.trials,
-                super::schema::MAX_TRIALS
-            ),
         ));
     }
     if a.settle_ms > 60_000 {

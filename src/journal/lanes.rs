@@ -52,6 +52,19 @@ impl Drop for Serving {
     }
 }
 
+/// A proxy lane opened for a pool instance: its listener's address, the lane, and what
+/// keeps the listener open.
+pub struct LaneAt {
+    pub addr: std::net::SocketAddr,
+    pub lane: Lane,
+    pub keep: Box<dyn Send + Sync>,
+}
+
+/// Opens a proxy lane (`Proxy::lane_opener`), for the agent pool.
+pub type OpenLane = Arc<
+    dyn Fn() -> futures_util::future::BoxFuture<'static, std::io::Result<LaneAt>> + Send + Sync,
+>;
+
 /// A watched case's traffic: exchanges in flight, and the last time one began or ended.
 #[derive(Debug, Clone, Copy)]
 struct Flight {

@@ -23,7 +23,7 @@ use crate::tape::Bodies;
 mod lanes;
 mod redact;
 
-pub use lanes::{CaseWatch, InFlight, Lane, Serving, Settled};
+pub use lanes::{CaseWatch, InFlight, Lane, LaneAt, OpenLane, Serving, Settled};
 pub use redact::{REDACTED, Redactor};
 
 /// The most body bytes the journal keeps for tapes; past it the oldest exchanges' bodies

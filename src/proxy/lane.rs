@@ -1,6 +1,7 @@
 //! A pool instance's own listener (design.md §6): opened for a run on a free loopback port,
 //! served by the same proxy as the main listener, every exchange arriving on it stamped with
-//! its lane's current case. Closed when the run drops it, or with the proxy.
+//! its lane's current case. Closed when the run drops it, or with the proxy. `case_of`
+//! is the one place an exchange is tied to its case: its lane's, else its `traceparent`.
 
 use std::net::SocketAddr;
 
@@ -8,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::Proxy;
-use crate::journal::Lane;
+use crate::journal::{Lane, LaneAt, OpenLane};
 
 /// An open lane listener; it stops taking connections when dropped.
 pub struct LaneListener {
@@ -18,6 +19,22 @@ pub struct LaneListener {
 }
 
 impl Proxy {
+    /// Opens lanes on this proxy for an agent pool (what a run session is given).
+    pub fn lane_opener(&self) -> OpenLane {
+        let proxy = self.clone();
+        std::sync::Arc::new(move || {
+            let proxy = proxy.clone();
+            Box::pin(async move {
+                let l = proxy.open_lane().await?;
+                Ok(LaneAt {
+                    addr: l.addr,
+                    lane: l.lane.clone(),
+                    keep: Box::new(l),
+                })
+            })
+        })
+    }
+
     /// Opens a listener on a free port of the loopback interface for a new lane.
     pub async fn open_lane(&self) -> std::io::Result<LaneListener> {
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
@@ -45,5 +62,19 @@ impl Proxy {
             lane,
             _stop: stop.drop_guard(),
         })
+    }
+
+    /// The trace id of the case a request belongs to (design.md §6): its lane's case when the
+    /// lane serves one (the listener says whose it is), else the W3C `traceparent` it carries.
+    pub(super) fn case_of(&self, lane: Option<&Lane>, headers: &http::HeaderMap) -> Option<String> {
+        let lane = lane.unwrap_or(self.journal().main_lane());
+        if let Some(trace) = lane.current() {
+            return Some(trace.to_string());
+        }
+        headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::exchange::trace_id)
+            .map(str::to_string)
     }
 }

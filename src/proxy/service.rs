@@ -383,26 +383,12 @@ fn recorder<B>(
         fault: None,
         attacks: vec![],
         llm_tool_calls: vec![],
-        trace_id: case_of(proxy, ctx, req.headers()),
+        trace_id: proxy.case_of(ctx.lane.as_ref(), req.headers()),
         canary: None,
         canary_leaks: vec![],
     };
     let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
     Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
-}
-
-/// The trace id of the case a request belongs to (design.md §6): its lane's case when the
-/// lane serves one (the listener says whose it is), else the W3C `traceparent` it carries.
-fn case_of(proxy: &Proxy, ctx: &ConnCtx, headers: &http::HeaderMap) -> Option<String> {
-    let lane = ctx.lane.as_ref().unwrap_or(proxy.journal().main_lane());
-    if let Some(trace) = lane.current() {
-        return Some(trace.to_string());
-    }
-    headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::exchange::trace_id)
-        .map(str::to_string)
 }
 
 /// Records a CONNECT whose TLS handshake with the client failed, so that a run can tell an

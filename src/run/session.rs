@@ -10,11 +10,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::{Declared, Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
-use crate::agent::{Launched, OpenLane, Pool, Process, ProxyAt, launch};
+use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, Tapes};
 use crate::daemon::Daemon;
-use crate::journal::{Journal, KeepBodies};
+use crate::journal::{Journal, KeepBodies, OpenLane};
 use crate::report::Written;
 use crate::store::{Recorder, RunKind, RunStatus, Store, StoreError};
 

@@ -29,6 +29,18 @@ pub fn system_roots() -> Option<PathBuf> {
     SYSTEM_ROOTS.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
+/// Writes this machine's system roots plus `ca_pem` to `out` (`ca.bundle_file`); the
+/// problem in words when there are no system roots or the file cannot be written.
+pub fn write_system_bundle(out: &Path, ca_pem: &str) -> Result<usize, String> {
+    let roots = system_roots().ok_or_else(|| {
+        format!(
+            "no system root bundle found (looked for {})",
+            SYSTEM_ROOTS.join(", ")
+        )
+    })?;
+    write_bundle(out, &roots, ca_pem).map_err(|e| e.to_string())
+}
+
 /// Writes the certificates of `roots` (a PEM bundle) and `ca_pem` to `out`; returns how
 /// many certificates it holds. A root equal to the CA is written once.
 pub fn write_bundle(out: &Path, roots: &Path, ca_pem: &str) -> Result<usize, TlsError> {

@@ -16,7 +16,7 @@ use rustls::crypto::CryptoProvider;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
-pub use bundle::{SYSTEM_ROOTS, system_roots, write_bundle};
+pub use bundle::{SYSTEM_ROOTS, system_roots, write_bundle, write_system_bundle};
 pub use ca::{CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority};
 pub use leaf::LeafCache;
 pub use upstream::{UpstreamTls, client_config, read_ca_bundle};

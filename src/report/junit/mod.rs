@@ -9,6 +9,8 @@
 
 use std::fmt::Write;
 
+mod trials;
+
 use super::text::{clip, inert, line};
 use super::view::{CaseView, Overview, PhaseLine, Section};
 use crate::checks::Verdict;
@@ -220,7 +222,7 @@ fn cells(s: &Section<'_>) -> Vec<Case> {
                     }
                 }
             }
-            let (properties, flaky) = trials(s, cell);
+            let (properties, flaky) = trials::of(s, cell);
             Case {
                 classname: format!("contract.{}", cell.scenario),
                 name: format!("{} [{}]", cell.invariant, cell.severity),
@@ -231,51 +233,6 @@ fn cells(s: &Section<'_>) -> Vec<Case> {
             }
         })
         .collect()
-}
-
-/// A cell's trials: its consistency figures, and when they disagree the failing trials'
-/// reasons (`flakyFailure`).
-fn trials(
-    s: &Section<'_>,
-    cell: &crate::run::CellResult,
-) -> (Vec<(&'static str, String)>, Vec<String>) {
-    let Some(t) = &cell.consistency else {
-        return (vec![], vec![]);
-    };
-    let n = t.pass_hat_k.len();
-    let properties = vec![
-        ("trials", t.trials.to_string()),
-        ("passed", t.passed.to_string()),
-        ("flaky", t.flaky.to_string()),
-        ("pass^1", format!("{:.4}", t.pass_hat(1).unwrap_or(0.0))),
-        (
-            "pass^k",
-            format!("{:.4}", t.pass_hat_k.last().copied().unwrap_or(0.0)),
-        ),
-        ("k", n.to_string()),
-    ];
-    if !t.flaky {
-        return (properties, vec![]);
-    }
-    let failing = s
-        .cases
-        .iter()
-        .filter(|c| c.case.scenario == cell.scenario)
-        .flat_map(|c| {
-            c.checks.iter().filter_map(move |(inv, v)| match v {
-                Verdict::Fail(why) if *inv == cell.invariant => Some(format!(
-                    "trial {} of {:?}: {why}",
-                    c.case.trial.unwrap_or(1),
-                    c.case.prompt
-                )),
-                Verdict::Fail(_)
-                | Verdict::Pass(_)
-                | Verdict::NotApplicable(_)
-                | Verdict::NotTested(_) => None,
-            })
-        })
-        .collect();
-    (properties, failing)
 }
 
 /// Chaos and mutation: one testcase per case.
