@@ -8,6 +8,7 @@ mod advice;
 mod cases;
 mod heatmap;
 mod timeline;
+mod trials;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -131,6 +132,8 @@ struct CellCtx {
     reason: String,
     steps: Vec<String>,
     cases: Vec<Link>,
+    /// A flaky cell: a passing and a failing trial of one case, timelines side by side.
+    pair: Option<trials::Pair>,
 }
 
 #[derive(Serialize)]
@@ -374,6 +377,7 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
         reason: text::line(reason(&c.verdict), 500),
         steps,
         cases,
+        pair: trials::pair(s, c),
     }
 }
 

@@ -123,6 +123,19 @@ def test_a_flaky_cell_shows_its_trials_in_the_heatmap(browser, tmp_path):
         assert shown.first.is_visible()
         assert shown.first.inner_text().split() == ["✗", f"{t['passed']}/{t['trials']}", "flaky"]
         assert f"{t['passed']} of {t['trials']} trials passed" in shown.first.get_attribute("title")
+        # The flaky cell: a passing and a failing trial of one case, timelines side by side.
+        pair = page.locator(".cell .pair")
+        assert pair.count() == len(flaky)
+        sides = pair.first.locator(".side")
+        assert sides.count() == 2
+        labels = [sides.nth(i).locator("a").inner_text() for i in range(2)]
+        assert labels[0].endswith("(passed)") and labels[1].endswith("(failed)"), labels
+        assert sides.nth(0).locator("svg.tl").count() == 1 and sides.nth(1).locator("svg.tl").count() == 1
+        box0, box1 = (sides.nth(i).bounding_box() for i in range(2))
+        assert box0["y"] == box1["y"] and box0["x"] < box1["x"], (box0, box1)
+        for i in range(2):
+            href = sides.nth(i).locator("a").get_attribute("href")
+            assert page.locator(href).count() == 1, href
         steady = page.locator("table.heatmap td.c:not(.flaky) small.trials")
         assert steady.count() == len(report["cells"]) - len(flaky)
         assert requests == [out.as_uri()] and errors == []

@@ -1,0 +1,60 @@
+//! A flaky contract cell's trials side by side (docs/trials.md): one case whose trials
+//! disagree, a passing trial's timeline beside a failing trial's, so what the agent did
+//! differently shows at a glance.
+
+use serde::Serialize;
+
+use super::timeline::{self, Timeline};
+use crate::checks::Verdict;
+use crate::report::text;
+use crate::report::view::{CaseView, Section};
+use crate::run::CellResult;
+
+#[derive(Serialize)]
+pub(super) struct Pair {
+    prompt: String,
+    passed: Side,
+    failed: Side,
+}
+
+#[derive(Serialize)]
+struct Side {
+    label: String,
+    href: String,
+    timeline: Option<Timeline>,
+}
+
+/// The first prompt of a flaky cell with a passing and a failing trial.
+pub(super) fn pair(s: &Section<'_>, c: &CellResult) -> Option<Pair> {
+    c.consistency.as_ref().filter(|t| t.flaky)?;
+    let verdict_of = |cv: &CaseView<'_>| {
+        cv.checks
+            .iter()
+            .find(|(label, _)| *label == c.invariant)
+            .map(|(_, v)| matches!(v, Verdict::Pass(_)))
+    };
+    let mine: Vec<(usize, &CaseView<'_>)> = s
+        .cases
+        .iter()
+        .enumerate()
+        .filter(|(_, cv)| cv.case.scenario == c.scenario)
+        .collect();
+    let side = |i: usize, cv: &CaseView<'_>, word: &str| Side {
+        label: format!("trial {} ({word})", cv.case.trial.unwrap_or(1)),
+        href: CaseView::anchor(s.phase, i),
+        timeline: cv.case.traffic.as_deref().and_then(timeline::of),
+    };
+    for (i, failing) in mine.iter().filter(|(_, cv)| verdict_of(cv) == Some(false)) {
+        let passing = mine
+            .iter()
+            .find(|(_, cv)| cv.case.prompt == failing.case.prompt && verdict_of(cv) == Some(true));
+        if let Some((j, passing)) = passing {
+            return Some(Pair {
+                prompt: text::line(&failing.case.prompt, 100),
+                passed: side(*j, passing, "passed"),
+                failed: side(*i, failing, "failed"),
+            });
+        }
+    }
+    None
+}
