@@ -84,6 +84,8 @@ struct Row {
     pool: bool,
     settle_ms: u64,
     trials: u32,
+    /// Pool instances (default: the concurrency).
+    instances: Option<usize>,
 }
 
 #[tokio::main]
@@ -106,8 +108,13 @@ async fn main() {
         pool,
         settle_ms,
         trials: 1,
+        instances: None,
     };
     let trials = |r: Row, trials| Row { trials, ..r };
+    let spare = |r: Row, n| Row {
+        instances: Some(n),
+        ..r
+    };
     let plan = [
         row("exclusive", 1, false, 0),
         row("exclusive", 10, false, 0),
@@ -115,6 +122,7 @@ async fn main() {
         row("pool", 10, true, 0),
         row("header", 10, false, 500),
         row("pool", 10, true, 500),
+        spare(row("pool", 10, true, 500), 20),
         trials(row("exclusive", 1, false, 0), 4),
         trials(row("pool", 10, true, 0), 4),
     ];
@@ -195,16 +203,23 @@ async fn main() {
         "- Command: `cargo bench --bench run` (source: `benches/run.rs`)\n- Machine: {} cores\n\
          - Method: an in-process agent whose every call takes {AGENT_MS} ms (it makes no calls of its own, so this measures the run engine, not fault handling), the real proxy and engine; median wall time of {RUNS} runs.\n\
          - For scale: the Python Flakestorm 2.0 took 5.2 s and 48 agent calls for this shape, one call at a time.\n\n\
-         | attribution | concurrency | settle_ms | trials | wall time | agent calls | score |\n|--|--:|--:|--:|--:|--:|--:|\n",
+         | attribution | concurrency | instances | settle_ms | trials | wall time | agent calls | score |\n|--|--:|--:|--:|--:|--:|--:|--:|\n",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     for (r, t, calls, score) in &rows {
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {t:.3} s | {calls} | {score:.1} |\n",
-            r.mode, r.concurrency, r.settle_ms, r.trials
+            "| {} | {} | {} | {} | {} | {t:.3} s | {calls} | {score:.1} |\n",
+            r.mode,
+            r.concurrency,
+            match (r.pool, r.instances) {
+                (false, _) => "–".to_string(),
+                (true, n) => n.unwrap_or(r.concurrency).to_string(),
+            },
+            r.settle_ms,
+            r.trials
         ));
     }
-    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants. Exclusive attribution runs one scenario at a time, and the cases of a scenario with chaos one at a time on the main listener's lane (the no-chaos scenario's 3 at once); header attribution gives each case its scenario's rules under its trace id, so all 12 cases share the 10 slots; a pool runs each case on one of 10 agent processes, each behind its own proxy lane. With `settle_ms: 500` each case also waits half a second after its answer for calls made after answering, which is what the default costs an agent that makes none. With 4 trials each case runs 4 times, each with its own seeded chaos: 4× the agent calls; the wall time against 4× the one-trial row is the trials' own overhead.\n<!-- bench:run:end -->\n");
+    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants. Exclusive attribution runs one scenario at a time, and the cases of a scenario with chaos one at a time on the main listener's lane (the no-chaos scenario's 3 at once); header attribution gives each case its scenario's rules under its trace id, so all 12 cases share the 10 slots; a pool runs each case on one of 10 agent processes, each behind its own proxy lane. With `settle_ms: 500` each case also waits half a second after its answer for calls made after answering, which is what the default costs an agent that makes none; a case gives its slot back at its answer, so under header attribution, or with spare pool instances, other cases run while it settles and the run pays the settle about once at its end. With 4 trials each case runs 4 times, each with its own seeded chaos: 4× the agent calls; the wall time against 4× the one-trial row is the trials' own overhead.\n<!-- bench:run:end -->\n");
     print!("{md}");
     let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks.md");
     let old = std::fs::read_to_string(&doc).unwrap_or_default();

@@ -149,7 +149,15 @@ impl Tie<'_> {
 
 /// Runs one case: set up (its instance ready, the agent reset), invoked, then settled (its
 /// answer in and its traffic over, `advanced.settle_ms`), with the exchanges `tie` gives it.
-pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'_>) -> CaseResult {
+/// `slot`, its place among the cases in flight, is given back at the answer: settling holds
+/// only what ties the case's exchanges to it (its trace id, or its pool instance).
+pub async fn run_case(
+    ctx: &RunContext,
+    scenario: &str,
+    prompt: &str,
+    tie: Tie<'_>,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> CaseResult {
     let (lease, lane) = match tie {
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
         Tie::None | Tie::Header(_) => (None, None),
@@ -191,6 +199,7 @@ pub async fn run_case(ctx: &RunContext, scenario: &str, prompt: &str, tie: Tie<'
         Err(e) => Err(format!("setup failed: {e}")),
     };
     let answered_ms = crate::exchange::now_unix_ms();
+    drop(slot);
     if let Some(w) = &watch {
         w.settle(ctx.settle, agent.target().timeout).await;
     }

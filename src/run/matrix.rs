@@ -163,7 +163,7 @@ async fn pool(
             ties.clone(),
         );
         tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await;
+            let permit = limit.acquire_owned().await.ok();
             let lease = match &ties {
                 Ties::Pool(pool) => Some(pool.lease().await),
                 Ties::Header | Ties::MainLane | Ties::Shared => None,
@@ -191,7 +191,13 @@ async fn pool(
                 },
                 (Ties::Header | Ties::Pool(_) | Ties::MainLane | Ties::Shared, _) => Tie::None,
             };
-            let mut case = run_case(&ctx, &name, &prompt, tie).await;
+            // Header and pool cases give their slot back at the answer, while they settle:
+            // their trace id or instance keeps their exchanges apart. The main lane is one.
+            let (slot, _held) = match ties {
+                Ties::Header | Ties::Pool(_) => (permit, None),
+                Ties::MainLane | Ties::Shared => (None, permit),
+            };
+            let mut case = run_case(&ctx, &name, &prompt, tie, slot).await;
             drop(lease);
             case.trial = several.then_some(t + 1);
             if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
