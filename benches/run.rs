@@ -142,15 +142,10 @@ async fn main() {
         let pool = match r.pool {
             true => {
                 let log = dir.path().join("agent.log");
-                let p = Pool::start(
-                    &cfg,
-                    r.concurrency,
-                    &daemon.lanes,
-                    &daemon.ca_cert_path,
-                    &log,
-                )
-                .await
-                .unwrap();
+                let size = r.instances.unwrap_or(r.concurrency);
+                let p = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, &log)
+                    .await
+                    .unwrap();
                 Some(std::sync::Arc::new(p))
             }
             false => None,
