@@ -282,3 +282,46 @@ async fn racy(client: reqwest::Client, search: String, llm: String) -> common::o
     })
     .await
 }
+
+/// `run --chaos-only --trials 3` runs each golden prompt three times, each trial its own
+/// case and prompt verdict; a mutation run sends each variant once and says so.
+#[test]
+fn chaos_runs_take_trials_and_mutation_runs_say_they_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = python_agent();
+    let extra = "invariants:\n  - {type: contains, value: According}\nchaos:\n  tool_faults: [{tool: web_search, mode: error, error_code: 503, probability: 0.3}]\n";
+    let yaml = agent.yaml.replace("seed: 1}", "seed: 1, settle_ms: 0}");
+    std::fs::write(dir.path().join("flakestorm.yaml"), format!("{yaml}{extra}")).unwrap();
+    let (_, out, err) = flakestorm(&["run", "--chaos-only", "--trials", "3"], dir.path());
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/chaos.json"))
+            .unwrap_or_else(|e| panic!("{e}: {out}{err}")),
+    )
+    .unwrap();
+    let trials: Vec<u64> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["trial"].as_u64().unwrap())
+        .collect();
+    assert_eq!(trials, [1, 2, 3], "{out}{err}");
+    assert_eq!(r["prompts"].as_array().unwrap().len(), 3);
+    let (_, out, err) = flakestorm(&["run", "--trials", "2"], dir.path());
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/mutation.json"))
+            .unwrap_or_else(|e| panic!("{e}: {out}{err}")),
+    )
+    .unwrap();
+    assert_eq!(
+        r["cases"].as_array().unwrap().len(),
+        r["mutants"].as_array().unwrap().len()
+    );
+    assert!(
+        r["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("advanced.trials: each mutated input ran once")),
+        "{}",
+        r["warnings"]
+    );
+}

@@ -155,6 +155,18 @@ pub async fn run_mutation(
     if golden.is_empty() {
         return Err(RunError::NothingToMutate);
     }
+    // Each variant runs once: a variant's verdict is one case's (the report pairs them one
+    // to one), so trials apply to contract, chaos and replay runs only (docs/trials.md).
+    let trials_asked = ctx.trials.n > 1 || ctx.trials.only.is_some();
+    let once = super::Trials {
+        n: 1,
+        only: None,
+        ..ctx.trials
+    };
+    let ctx = &RunContext {
+        trials: once,
+        ..ctx.clone()
+    };
     let seed = ctx.seed;
     let client = match &config.model {
         Some(m) => Some(ModelClient::new(m).map_err(|e| RunError::Model(e.to_string()))?),
@@ -299,6 +311,13 @@ pub async fn run_mutation(
             .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
     }
     report.warnings.extend(written.from_templates.into_values());
+    if trials_asked {
+        report.warnings.push(
+            "advanced.trials: each mutated input ran once (trials apply to contract, chaos \
+             and replay runs)"
+                .into(),
+        );
+    }
     Ok(report)
 }
 
