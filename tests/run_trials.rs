@@ -306,6 +306,22 @@ fn chaos_runs_take_trials_and_mutation_runs_say_they_do_not() {
         .collect();
     assert_eq!(trials, [1, 2, 3], "{out}{err}");
     assert_eq!(r["prompts"].as_array().unwrap().len(), 3);
+    // The prompt's consistency over its three trials.
+    let t = &r["trials"][0];
+    assert_eq!(
+        (&t["trials"], &t["scenario"]),
+        (&3.into(), &"chaos".into()),
+        "{}",
+        r["trials"]
+    );
+    let passed = r["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["passed"] == true)
+        .count();
+    assert_eq!(t["passed"], passed);
+    assert_eq!(t["flaky"], passed > 0 && passed < 3);
     let (_, out, err) = flakestorm(&["run", "--trials", "2"], dir.path());
     let r: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("reports/mutation.json"))

@@ -59,6 +59,9 @@ pub struct ChaosReport {
     pub min_score: f64,
     pub coverage: Vec<Coverage>,
     pub agent_calls: usize,
+    /// With `advanced.trials` above 1: each prompt's consistency over its trials.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<super::CaseTrials>,
     /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
 }
@@ -81,6 +84,15 @@ pub async fn run_chaos(
         n => passed as f64 * 100.0 / n as f64,
     };
     let judgement = run.decide(ctx, score, judged > 0);
+    let trials = match ctx.trials.n > 1 {
+        true => super::consistency::grouped(
+            run.prompts
+                .iter()
+                .filter(|p| p.judged)
+                .map(|p| (name, p.prompt.as_str(), p.passed)),
+        ),
+        false => vec![],
+    };
     Ok(ChaosReport {
         schema: SCHEMA,
         run: None,
@@ -94,6 +106,7 @@ pub async fn run_chaos(
         coverage: run.coverage,
         cases: run.cases,
         prompts: run.prompts,
+        trials,
         warnings: run.warnings,
     })
 }

@@ -197,6 +197,7 @@ mod tests {
             min_score: 40.0,
             coverage: vec![],
             agent_calls: 0,
+            trials: vec![],
             warnings: vec![],
         };
         let skipped = [
@@ -262,6 +263,7 @@ mod tests {
             min_score: 70.0,
             coverage: vec![],
             agent_calls: 0,
+            trials: vec![],
             warnings: vec![],
         };
         let r = combine(

@@ -35,25 +35,36 @@ pub struct CaseTrials {
 /// Each (scenario, prompt)'s trials among `cases`, in their order: a trial counts when it
 /// was judged and a check applied to it; it passed when none of its checks failed.
 pub fn per_case(cases: &[super::CaseResult]) -> Vec<CaseTrials> {
-    let mut out: Vec<(&str, &str, u32, u32)> = vec![];
-    for c in cases
+    let judged = cases
         .iter()
         .filter(|c| c.not_judged.is_none() && !c.checks.is_empty())
-    {
-        let passed = u32::from(
-            c.checks
-                .iter()
-                .all(|k| !matches!(k.verdict, crate::checks::Verdict::Fail(_))),
-        );
+        .map(|c| {
+            let failed =
+                |k: &super::CaseCheck| matches!(k.verdict, crate::checks::Verdict::Fail(_));
+            (
+                c.scenario.as_str(),
+                c.prompt.as_str(),
+                !c.checks.iter().any(failed),
+            )
+        });
+    grouped(judged)
+}
+
+/// Each (scenario, prompt)'s trials from its judged trials' outcomes (passed or not), in
+/// their order.
+pub fn grouped<'a>(trials: impl Iterator<Item = (&'a str, &'a str, bool)>) -> Vec<CaseTrials> {
+    let mut out: Vec<(&str, &str, u32, u32)> = vec![];
+    for (scenario, prompt, passed) in trials {
+        let passed = u32::from(passed);
         match out
             .iter_mut()
-            .find(|(s, p, _, _)| *s == c.scenario && *p == c.prompt)
+            .find(|(s, p, _, _)| *s == scenario && *p == prompt)
         {
             Some((_, _, n, ok)) => {
                 *n += 1;
                 *ok += passed;
             }
-            None => out.push((&c.scenario, &c.prompt, 1, passed)),
+            None => out.push((scenario, prompt, 1, passed)),
         }
     }
     out.into_iter()

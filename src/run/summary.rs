@@ -240,6 +240,19 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
         r.prompts.len()
     );
     scenarios(&r.coverage, &mut out);
+    for t in r.trials.iter().filter(|t| t.consistency.flaky) {
+        let c = &t.consistency;
+        let _ = write!(
+            out,
+            "\nFLAKY {:?}: {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}",
+            t.prompt,
+            c.passed,
+            c.trials,
+            c.pass_hat(1).unwrap_or(0.0),
+            c.pass_hat_k.len(),
+            c.pass_hat_k.last().copied().unwrap_or(0.0)
+        );
+    }
     for p in r.prompts.iter().filter(|p| !p.passed) {
         let (mark, why) = first_problem(&p.checks);
         let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);
