@@ -17,7 +17,7 @@ use super::environment;
 use crate::agent::{Lease, Reply};
 use crate::chaos::{mix, stream};
 use crate::exchange::{Exchange, FaultRecord, Target};
-use crate::journal::Lane;
+use crate::journal::{Lane, Settled};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -139,6 +139,19 @@ pub(super) enum Tie<'a> {
 }
 
 impl Tie<'_> {
+    /// What the driver sends with the invoke: the W3C `traceparent` under `Header`.
+    fn headers(&self) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        if let Tie::Header(t) = self {
+            let value = format!("00-{t}-{}-01", &t[..16]);
+            headers.insert(
+                "traceparent",
+                value.parse().expect("hex is a valid header value"),
+            );
+        }
+        headers
+    }
+
     fn trace(&self) -> Option<&str> {
         match self {
             Tie::None => None,
@@ -165,26 +178,13 @@ pub async fn run_case(
     let agent = lease.map_or(&ctx.agent, |l| l.agent());
     let watch = tie.trace().map(|t| ctx.journal.watch(t));
     let serving = lane.zip(tie.trace()).map(|(l, t)| l.serving(t));
-    let mut headers = http::HeaderMap::new();
-    if let Tie::Header(t) = tie {
-        let value = format!("00-{t}-{}-01", &t[..16]);
-        headers.insert(
-            "traceparent",
-            value.parse().expect("hex is a valid header value"),
-        );
-    }
+    let headers = tie.headers();
     let mut first = ctx.journal.peek_next_id();
-    let process = ctx.process.as_ref().filter(|_| lease.is_none());
-    let setup = match (lease, process) {
-        (Some(l), _) => l.ready().await,
-        (None, Some(p)) => match p.exited().await {
-            Some((status, tail)) => Err(format!(
-                "the agent process (agent.command) had exited ({status}) before this case{tail}"
-            )),
-            None => Ok(()),
-        },
-        (None, None) => Ok(()),
+    let runs_on = RunsOn {
+        lease,
+        process: ctx.process.as_ref().filter(|_| lease.is_none()),
     };
+    let setup = runs_on.ready().await;
     let ran = setup.is_ok();
     let reply = match setup.and(
         agent
@@ -200,39 +200,88 @@ pub async fn run_case(
     };
     let answered_ms = crate::exchange::now_unix_ms();
     drop(slot);
-    if let Some(w) = &watch {
-        w.settle(ctx.settle, agent.target().timeout).await;
-    }
+    let settled = match &watch {
+        Some(w) => w.settle(ctx.settle, agent.target().timeout).await,
+        None => Settled::Quiet,
+    };
     drop(serving);
     let last = ctx.journal.peek_next_id().saturating_sub(1);
-    let exited = match (lease, process) {
-        (Some(l), _) => l.exited().await,
-        (None, Some(p)) if ran => p.exited().await.map(|(status, tail)| {
-            format!("the agent process (agent.command) exited ({status}) during this case{tail}")
-        }),
-        (None, Some(_) | None) => None,
+    let exited = match ran {
+        true => runs_on.exited().await,
+        false => None,
     };
     let (traffic, problem) = traffic_of(ctx, tie, first, last);
-    let faults = traffic
-        .iter()
-        .flatten()
-        .flat_map(|ex| ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()))
-        .collect();
-    let after_answer = traffic
-        .iter()
-        .flatten()
-        .filter(|e| e.timings.started_at_ms > answered_ms)
-        .map(|e| e.id)
-        .collect();
+    let (faults, after_answer) = met(traffic.as_deref().unwrap_or_default(), answered_ms);
     let setup_failed = reply.as_ref().err().cloned();
+    // A call still in flight when the case had to end is not in its traffic: its checks
+    // would judge a part of what the agent did.
+    let unfinished = match settled {
+        Settled::Bounded { in_flight } if in_flight > 0 => Some(format!(
+            "{in_flight} of its calls were still in flight {} ms after its answer \
+             (agent.timeout): its traffic is incomplete",
+            agent.target().timeout.as_millis()
+        )),
+        Settled::Bounded { .. } | Settled::Quiet => None,
+    };
     let mut case = answered(scenario, prompt, reply);
-    case.not_judged = setup_failed.or(exited).or(problem);
+    case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
     case.faults = faults;
     case.traffic = traffic;
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
     case.window = (first, last);
     case
+}
+
+/// The faults and attacks `traffic` met, and the ids of its exchanges that began after
+/// `answered_ms` (the case's `after_answer`).
+fn met(traffic: &[Arc<Exchange>], answered_ms: u64) -> (Vec<FaultRecord>, Vec<u64>) {
+    let faults = traffic
+        .iter()
+        .flat_map(|ex| ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()))
+        .collect();
+    let after = traffic
+        .iter()
+        .filter(|e| e.timings.started_at_ms > answered_ms)
+        .map(|e| e.id)
+        .collect();
+    (faults, after)
+}
+
+/// What a case runs on: a pool instance, or the one agent process the run started.
+struct RunsOn<'a> {
+    lease: Option<&'a Lease>,
+    process: Option<&'a crate::agent::Process>,
+}
+
+impl RunsOn<'_> {
+    /// Ready for the case: the instance restarted if it had exited; the process not exited.
+    async fn ready(&self) -> Result<(), String> {
+        match (self.lease, self.process) {
+            (Some(l), _) => l.ready().await,
+            (None, Some(p)) => match p.exited().await {
+                Some((status, tail)) => Err(format!(
+                    "the agent process (agent.command) had exited ({status}) before this \
+                     case{tail}"
+                )),
+                None => Ok(()),
+            },
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// How it exited during the case, if it did.
+    async fn exited(&self) -> Option<String> {
+        match (self.lease, self.process) {
+            (Some(l), _) => l.exited().await,
+            (None, Some(p)) => p.exited().await.map(|(status, tail)| {
+                format!(
+                    "the agent process (agent.command) exited ({status}) during this case{tail}"
+                )
+            }),
+            (None, None) => None,
+        }
+    }
 }
 
 /// The case's exchanges, when they can be told apart (`None` under `Tie::None`, or when

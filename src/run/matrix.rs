@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 
 use super::cases::{CaseResult, Tie, run_case, trace_id};
 use super::{Provisional, RunContext};
-use crate::agent::Pool;
+use crate::agent::{Lease, Pool};
 use crate::chaos::{Canary, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
 use crate::config::chaos::CompiledChaos;
@@ -64,6 +64,27 @@ enum Ties {
     /// Cases in flight together under their scenario's global rules, not told apart
     /// (`exclusive`, a scenario without chaos and no traffic checks).
     Shared,
+}
+
+impl Ties {
+    /// How a case with trace id `trace` (none when cases are not told apart), on `lease`
+    /// in a pool, is tied to its exchanges.
+    fn tie<'a>(
+        &self,
+        ctx: &'a RunContext,
+        trace: Option<&'a str>,
+        lease: Option<&'a Lease>,
+    ) -> Tie<'a> {
+        match (self, trace) {
+            (Ties::Header, Some(t)) => Tie::Header(t),
+            (Ties::Pool(_) | Ties::MainLane, Some(t)) => Tie::Lane {
+                trace: t,
+                lane: lease.map_or(ctx.journal.main_lane(), |l| l.lane()),
+                instance: lease,
+            },
+            (Ties::Header | Ties::Pool(_) | Ties::MainLane | Ties::Shared, _) => Tie::None,
+        }
+    }
 }
 
 /// Runs every prompt under every scenario; results grouped by scenario, in prompt order.
@@ -177,20 +198,7 @@ async fn pool(
             if let Some(progress) = &ctx.progress {
                 (progress.started)(&name, &prompt);
             }
-            let tie = match (&ties, &trace) {
-                (Ties::Header, Some(t)) => Tie::Header(t),
-                (Ties::Pool(_), Some(t)) => Tie::Lane {
-                    trace: t,
-                    lane: lease.as_ref().map_or(ctx.journal.main_lane(), |l| l.lane()),
-                    instance: lease.as_ref(),
-                },
-                (Ties::MainLane, Some(t)) => Tie::Lane {
-                    trace: t,
-                    lane: ctx.journal.main_lane(),
-                    instance: None,
-                },
-                (Ties::Header | Ties::Pool(_) | Ties::MainLane | Ties::Shared, _) => Tie::None,
-            };
+            let tie = ties.tie(&ctx, trace.as_deref(), lease.as_ref());
             // Header and pool cases give their slot back at the answer, while they settle:
             // their trace id or instance keeps their exchanges apart. The main lane is one.
             let (slot, _held) = match ties {
