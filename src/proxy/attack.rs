@@ -11,8 +11,8 @@ use http::{HeaderValue, Request, header};
 use http_body_util::{BodyExt, Full};
 
 use super::ProxyBody;
-use super::body::{Owner, Recorder};
 use super::fault_body::{BUFFER_LIMIT, Transform};
+use super::recorder::{Owner, Recorder};
 use super::rescue::{ErrorKind, ProxyError};
 use crate::chaos::Fired;
 use crate::chaos::attack;

@@ -1,282 +1,54 @@
 //! Response bodies on their way to the client: `ObservedBody` streams the upstream body
 //! frame by frame (never holding a frame back), counts bytes, and records the exchange in
 //! the journal exactly once, when the body ends, fails, or is dropped because the client
-//! left. For LLM responses it also keeps a bounded copy of what the agent received, to
+//! left (after reading on briefly to tell a client that had every byte from one that left
+//! mid-body). For LLM responses it also keeps a bounded copy of what the agent received, to
 //! record the tool calls the model asked for.
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use tokio::time::Instant;
 
-use super::fault_body::SkipNote;
-use super::pending::CLIENT_CANCELLED;
-use super::{BoxError, Proxy};
-use crate::exchange::{
-    BodyEnd, CanaryLeak, ErrorSource, Exchange, FaultRecord, Outcome, ResponseHead,
-};
-
-/// An exchange waiting for its outcome. Finishing it records it and counts it.
-pub struct Recorder {
-    proxy: Proxy,
-    exchange: Exchange,
-    started: Instant,
-    /// Set by a body transform that could not apply what it was for.
-    skip: SkipNote,
-    /// Whose transform `skip` speaks for.
-    skip_owner: Option<Owner>,
-    fault_mode: Option<&'static str>,
-    attack_modes: Vec<&'static str>,
-    /// The canary the response transform plants, and whose transform carries it.
-    canary: Option<(String, Owner)>,
-    /// Canary leaks found in the request, also by its body scanner as the body streams;
-    /// made only when a canary is installed, so other requests pay no allocation for it.
-    leaks: Option<LeakSink>,
-    /// The exchange's bodies, collected while the journal keeps bodies (tapes).
-    capture: Option<crate::tape::Capture>,
-    /// Its case's count of exchanges in flight, while its case settles (dropped after the
-    /// exchange is recorded, so a settled case finds it in the journal).
-    _in_flight: Option<crate::journal::InFlight>,
-}
-
-/// Where the request scanner puts the canary leaks it finds.
-pub type LeakSink = Arc<Mutex<Vec<CanaryLeak>>>;
-
-/// The fault, the n-th attack, or the canary of an exchange: whose body transform it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
-    Fault,
-    Attack(usize),
-    Canary,
-}
-
-impl Recorder {
-    pub fn new(
-        proxy: Proxy,
-        exchange: Exchange,
-        started: Instant,
-        in_flight: Option<crate::journal::InFlight>,
-    ) -> Self {
-        let skip = SkipNote::new(proxy.max_rewrite_bytes());
-        let capture = proxy
-            .journal()
-            .keeps_bodies()
-            .then(crate::tape::Capture::default);
-        Recorder {
-            capture,
-            proxy,
-            exchange,
-            started,
-            skip,
-            skip_owner: None,
-            fault_mode: None,
-            attack_modes: vec![],
-            canary: None,
-            leaks: None,
-            _in_flight: in_flight,
-        }
-    }
-
-    pub fn exchange(&self) -> &Exchange {
-        &self.exchange
-    }
-
-    pub fn exchange_mut(&mut self) -> &mut Exchange {
-        &mut self.exchange
-    }
-
-    /// Notes the fault that fired on this exchange.
-    pub fn set_fault(&mut self, rule: &str, mode: &'static str) {
-        self.fault_mode = Some(mode);
-        let record = FaultRecord {
-            rule: rule.to_string(),
-            mode: mode.to_string(),
-            applied: true,
-            note: None,
-        };
-        self.exchange.fault = Some(record);
-    }
-
-    /// Notes a context attack that fired on this exchange; returns its index.
-    pub fn add_attack(&mut self, rule: &str, mode: &'static str) -> usize {
-        self.attack_modes.push(mode);
-        let record = FaultRecord {
-            rule: rule.to_string(),
-            mode: mode.to_string(),
-            applied: true,
-            note: None,
-        };
-        self.exchange.attacks.push(record);
-        self.exchange.attacks.len() - 1
-    }
-
-    /// Notes that the response transform of `owner` plants canary `token`.
-    pub fn plant(&mut self, token: String, owner: Owner) {
-        self.canary = Some((token, owner));
-    }
-
-    /// Where canary leaks found in the request go.
-    pub fn leaks(&mut self) -> LeakSink {
-        self.leaks.get_or_insert_with(LeakSink::default).clone()
-    }
-
-    /// Marks the fault or an attack as not applied, and why (and a canary riding on the
-    /// same transform as not planted).
-    pub fn not_applied(&mut self, owner: Owner, note: impl Into<String>) {
-        if self.canary.as_ref().is_some_and(|(_, o)| *o == owner) {
-            self.canary = None;
-        }
-        let record = match owner {
-            Owner::Fault => self.exchange.fault.as_mut(),
-            Owner::Attack(i) => self.exchange.attacks.get_mut(i),
-            Owner::Canary => None,
-        };
-        if let Some(r) = record {
-            r.applied = false;
-            r.note = Some(note.into());
-        }
-    }
-
-    /// A fault or attack is applied only when what it made reached the agent: an exchange
-    /// that ended in flakestorm's own error (the upstream refused, failed or timed out, a
-    /// forbidden target, an internal error) answered the agent with that error instead, so
-    /// none of its faults or attacks was. An injected error is the fault itself, and an
-    /// agent that gave up during a fault's hold met the hold.
-    fn undelivered(&mut self) {
-        let Outcome::Error { error, .. } = &self.exchange.outcome else {
-            return;
-        };
-        if error.source == ErrorSource::Injected || error.kind == CLIENT_CANCELLED {
-            return;
-        }
-        let note = format!(
-            "the agent got flakestorm's `{}` error instead: {}",
-            error.kind, error.message
-        );
-        let fault = self.exchange.fault.as_ref().map(|f| (Owner::Fault, f));
-        let attacks = self.exchange.attacks.iter().enumerate();
-        let applied: Vec<Owner> = fault
-            .into_iter()
-            .chain(attacks.map(|(i, a)| (Owner::Attack(i), a)))
-            .filter(|(_, r)| r.applied)
-            .map(|(o, _)| o)
-            .collect();
-        for owner in applied {
-            self.not_applied(owner, note.clone());
-        }
-    }
-
-    /// Where a body transform acting for `owner` says why it could not apply.
-    pub fn skip_note(&mut self, owner: Owner) -> SkipNote {
-        self.skip_owner = Some(owner);
-        self.skip.clone()
-    }
-
-    /// `proxy.max_rewrite_bytes`: the cap on what a rewrite of this exchange may produce.
-    pub fn max_rewrite_bytes(&self) -> usize {
-        self.skip.max_rewrite
-    }
-
-    /// Where the exchange's bodies are collected, when tapes want them.
-    pub fn capture(&self) -> Option<&crate::tape::Capture> {
-        self.capture.as_ref()
-    }
-
-    /// Collects a piece of the response body as it goes to the client.
-    pub fn capture_response(&self, data: &[u8]) {
-        if let Some(c) = &self.capture {
-            c.response(data, self.elapsed_ms());
-        }
-    }
-
-    /// When the request arrived (a replayed answer keeps the recorded pace from it).
-    pub fn started(&self) -> Instant {
-        self.started
-    }
-
-    pub fn elapsed_ms(&self) -> f64 {
-        self.started.elapsed().as_secs_f64() * 1000.0
-    }
-
-    /// The exchange as built so far, for a record that is not a request and bypasses
-    /// `finish` and its metrics (a failed client handshake).
-    pub fn into_exchange(self) -> Exchange {
-        self.exchange
-    }
-
-    /// Records the exchange with `outcome`, and counts it (and its fault).
-    pub fn finish(mut self, outcome: Outcome, response_bytes: u64) {
-        self.exchange.timings.total_ms = self.elapsed_ms();
-        self.exchange.response_bytes = response_bytes;
-        self.exchange.outcome = outcome;
-        let status = self.exchange.status();
-        let target = self.exchange.target.kind();
-        if let (Some(note), Some(owner)) = (self.skip.get().cloned(), self.skip_owner) {
-            self.not_applied(owner, note);
-        }
-        self.undelivered();
-        // The injected text goes out with the end of the body; a broken body never had it.
-        if matches!(
-            self.exchange.outcome,
-            Outcome::Response {
-                body: BodyEnd::Complete,
-                ..
-            }
-        ) {
-            self.exchange.canary = self.canary.take().map(|(token, _)| token);
-        }
-        if let Some(sink) = &self.leaks {
-            self.exchange.canary_leaks =
-                std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
-        }
-        if let (Some(fault), Some(mode)) = (&self.exchange.fault, self.fault_mode) {
-            self.proxy.metrics().fault(target, mode, fault.applied);
-        }
-        for (record, mode) in self.exchange.attacks.iter().zip(&self.attack_modes) {
-            self.proxy.metrics().fault(target, mode, record.applied);
-        }
-        self.proxy.metrics().request(target, status);
-        let bodies = self.capture.take().map(|c| {
-            let ct = match &self.exchange.outcome {
-                Outcome::Response { response, .. } => response
-                    .headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-                    .map(|(_, v)| v.as_str()),
-                Outcome::Error { .. } => None,
-            };
-            c.finish(ct.unwrap_or(""))
-        });
-        self.proxy.journal().record_with(self.exchange, bodies);
-    }
-}
+use super::BoxError;
+use super::recorder::Recorder;
+use crate::exchange::{BodyEnd, Outcome, ResponseHead};
 
 /// The most of an LLM response kept to find its tool calls; larger ones are not read.
 const TAP_LIMIT: usize = 8 << 20;
 
+/// How long a body whose client left is still read, to learn whether the client had
+/// already received all of it: a streaming SDK stops reading at its last event (`[DONE]`,
+/// `message_stop`) and closes before the chunked terminator that follows it arrives.
+const AFTER_LEAVE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Bounds a body must meet to be observed (and, once its client left, read on in a task).
+pub trait Inner: Body<Data = Bytes> + Send + Unpin + 'static {}
+impl<B: Body<Data = Bytes> + Send + Unpin + 'static> Inner for B {}
+
 /// A streaming body that records its exchange when it ends.
-pub struct ObservedBody<B> {
-    inner: B,
+pub struct ObservedBody<B: Inner> {
+    /// Taken only by `drop`.
+    inner: Option<B>,
     head: Option<(Recorder, ResponseHead)>,
     bytes: u64,
     /// A copy of the body so far, when its tool calls are wanted.
     tap: Option<Vec<u8>>,
 }
 
-impl<B: Body> ObservedBody<B> {
+impl<B: Inner> ObservedBody<B> {
     /// `tap`: keep a copy of the body to read the LLM tool calls in it when it ends.
     pub fn new(inner: B, recorder: Recorder, head: ResponseHead, tap: bool) -> Self {
+        let empty = inner.is_end_stream();
         let mut body = ObservedBody {
-            inner,
+            inner: Some(inner),
             head: Some((recorder, head)),
             bytes: 0,
             tap: tap.then(Vec::new),
         };
         // An empty body (204, HEAD, Content-Length: 0, 101) may never be polled at all.
-        if body.inner.is_end_stream() {
+        if empty {
             let upgraded = body.head.as_ref().is_some_and(|(_, h)| h.status == 101);
             body.finish(if upgraded {
                 BodyEnd::Upgraded
@@ -286,28 +58,35 @@ impl<B: Body> ObservedBody<B> {
         }
         body
     }
-}
 
-impl<B> ObservedBody<B> {
     fn finish(&mut self, end: BodyEnd) {
-        if let Some((mut rec, response)) = self.head.take() {
-            if let Some(copy) = self.tap.take() {
-                rec.exchange_mut().llm_tool_calls = crate::llm::tool_calls(&copy);
-            }
-            rec.finish(
-                Outcome::Response {
-                    response,
-                    body: end,
-                },
-                self.bytes,
-            );
+        if let Some(head) = self.head.take() {
+            record(head, self.tap.take(), self.bytes, end);
         }
     }
 }
 
+fn record(
+    (mut rec, response): (Recorder, ResponseHead),
+    tap: Option<Vec<u8>>,
+    bytes: u64,
+    end: BodyEnd,
+) {
+    if let Some(copy) = tap {
+        rec.exchange_mut().llm_tool_calls = crate::llm::tool_calls(&copy);
+    }
+    rec.finish(
+        Outcome::Response {
+            response,
+            body: end,
+        },
+        bytes,
+    );
+}
+
 impl<B> Body for ObservedBody<B>
 where
-    B: Body<Data = Bytes> + Unpin,
+    B: Inner,
     B::Error: Into<BoxError>,
 {
     type Data = Bytes;
@@ -318,8 +97,12 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
-        match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match ready!(Pin::new(&mut *inner).poll_frame(cx)) {
             Some(Ok(frame)) => {
+                let end = inner.is_end_stream();
                 if let Some(data) = frame.data_ref() {
                     this.bytes += data.len() as u64;
                     if let Some((rec, _)) = &this.head {
@@ -335,7 +118,7 @@ where
                 }
                 // hyper stops polling once `is_end_stream` is true (Content-Length bodies),
                 // so the final `None` may never come.
-                if this.inner.is_end_stream() {
+                if end {
                     this.finish(BodyEnd::Complete);
                 }
                 Poll::Ready(Some(Ok(frame)))
@@ -358,17 +141,161 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
     }
 }
 
-impl<B> Drop for ObservedBody<B> {
+impl<B: Inner> Drop for ObservedBody<B> {
     fn drop(&mut self) {
-        // Still unrecorded here means the body was dropped before its end: the client left.
-        self.finish(BodyEnd::ClientDisconnected);
+        // Still unrecorded here means the client stopped reading before the body's end.
+        let (Some(head), Some(inner)) = (self.head.take(), self.inner.take()) else {
+            return;
+        };
+        let tap = self.tap.take();
+        let bytes = self.bytes;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return record(head, tap, bytes, BodyEnd::ClientDisconnected);
+        };
+        rt.spawn(async move {
+            let end = match tokio::time::timeout(AFTER_LEAVE, only_the_end(inner)).await {
+                Ok(true) => BodyEnd::Complete,
+                Ok(false) | Err(_) => BodyEnd::ClientDisconnected,
+            };
+            record(head, tap, bytes, end);
+        });
+    }
+}
+
+/// Whether all that is left of a body is its end: no more data, no error. A body that
+/// is read on after its client left is dropped at its next data, so a real LLM stops
+/// generating.
+async fn only_the_end<B: Inner>(mut body: B) -> bool {
+    use http_body_util::BodyExt;
+    loop {
+        match body.frame().await {
+            None => return true,
+            Some(Ok(f)) if f.data_ref().is_none_or(|d| d.is_empty()) => {
+                if body.is_end_stream() {
+                    return true;
+                }
+            }
+            Some(_) => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::Proxy;
+    use futures_util::stream;
+    use http_body_util::BodyExt;
+    use http_body_util::StreamBody;
+    use std::convert::Infallible;
+
+    fn body(frames: Vec<Frame<Bytes>>) -> impl Inner {
+        StreamBody::new(stream::iter(frames.into_iter().map(Ok::<_, Infallible>)))
+    }
+
+    #[tokio::test]
+    async fn a_body_with_nothing_left_but_its_end_was_all_delivered() {
+        assert!(only_the_end(body(vec![])).await);
+        let trailers = Frame::trailers(http::HeaderMap::new());
+        assert!(only_the_end(body(vec![Frame::data(Bytes::new()), trailers])).await);
+    }
+
+    #[tokio::test]
+    async fn more_data_after_the_client_left_means_it_left_mid_body() {
+        let rest = vec![Frame::data(Bytes::from_static(b"data: more\n\n"))];
+        assert!(!only_the_end(body(rest)).await);
+    }
+
+    type Fed = StreamBody<
+        std::pin::Pin<
+            Box<dyn futures_util::Stream<Item = Result<Frame<Bytes>, Infallible>> + Send>,
+        >,
+    >;
+
+    /// A response body the test feeds frame by frame, observed as the proxy observes one.
+    fn observed(
+        dir: &std::path::Path,
+    ) -> (tokio::sync::mpsc::Sender<Bytes>, ObservedBody<Fed>, Proxy) {
+        let config = crate::config::Config::default();
+        let ca = crate::tls::CertificateAuthority::create(dir, false).unwrap();
+        let journal = crate::journal::Journal::new(8, crate::journal::Redactor::new(&[], &[]));
+        let proxy = Proxy::new(
+            &config,
+            std::sync::Arc::new(ca),
+            crate::chaos::Engine::new(1),
+            journal,
+            crate::telemetry::Metrics::new(),
+        )
+        .unwrap();
+        let ex =
+            crate::exchange::tests_support::exchange(crate::exchange::Target::Other, "http://o/")
+                .build();
+        let rec = Recorder::new(proxy.clone(), ex, tokio::time::Instant::now(), None);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+        let frames = stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+        });
+        let head = ResponseHead {
+            status: 200,
+            version: "HTTP/1.1".into(),
+            headers: vec![],
+        };
+        (
+            tx,
+            ObservedBody::new(StreamBody::new(Box::pin(frames)), rec, head, false),
+            proxy,
+        )
+    }
+
+    async fn left_after_first_frame(then: Option<&'static [u8]>) -> (BodyEnd, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut body, proxy) = observed(dir.path());
+        tx.send(Bytes::from_static(b"data: [DONE]\n\n"))
+            .await
+            .unwrap();
+        body.frame().await.unwrap().unwrap();
+        // The client leaves; a moment later the origin sends its end, or more.
+        drop(body);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if let Some(more) = then {
+            tx.send(Bytes::from_static(more)).await.unwrap();
+        }
+        drop(tx);
+        proxy.journal().wait_for(1).await;
+        let ex = proxy.journal().all()[0].clone();
+        let Outcome::Response { body, .. } = &ex.outcome else {
+            panic!("{ex:?}")
+        };
+        (body.clone(), ex.response_bytes)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_left_at_the_last_event_had_the_whole_body() {
+        assert_eq!(left_after_first_frame(None).await, (BodyEnd::Complete, 14));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_left_before_more_data_left_mid_body() {
+        let got = left_after_first_frame(Some(b"data: more\n\n")).await;
+        assert_eq!(got, (BodyEnd::ClientDisconnected, 14));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stalls_is_read_no_longer_than_the_bound() {
+        let stalled = StreamBody::new(stream::pending::<Result<Frame<Bytes>, Infallible>>());
+        let waited = tokio::time::timeout(AFTER_LEAVE, only_the_end(stalled)).await;
+        assert!(waited.is_err());
     }
 }

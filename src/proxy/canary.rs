@@ -17,9 +17,9 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full};
 
 use super::attack::Chain;
-use super::body::{LeakSink, Owner, Recorder};
 use super::fault::format_key;
 use super::fault_body::{BUFFER_LIMIT, Transform};
+use super::recorder::{LeakSink, Owner, Recorder};
 use super::{BoxError, ProxyBody};
 use crate::chaos::{Canary, Scanner};
 use crate::exchange::{CanaryLeak, Target};

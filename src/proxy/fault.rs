@@ -9,8 +9,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use super::body::Recorder;
 use super::fault_body::Transform;
+use super::recorder::Recorder;
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};

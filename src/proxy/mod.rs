@@ -21,6 +21,7 @@ mod headers;
 mod lane;
 mod listener;
 mod pending;
+mod recorder;
 mod replay;
 pub mod rescue;
 mod service;

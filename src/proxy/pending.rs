@@ -4,7 +4,7 @@
 //! attempt an SDK makes shows in `flakestorm_requests_total`, the fault counters and the
 //! journal, including the ones it abandoned (a `timeout` fault longer than its timeout).
 
-use super::body::{Owner, Recorder};
+use super::recorder::{Owner, Recorder};
 use crate::exchange::{ErrorInfo, ErrorSource, Outcome};
 
 /// The `error.kind` of an exchange whose client left before the answer.

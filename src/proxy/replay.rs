@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::body::Recorder;
 use super::fault::Action;
+use super::recorder::Recorder;
 use crate::chaos::Replay;
 use crate::chaos::replay::RULE;
 use crate::chaos::respond::Synthetic;

@@ -11,13 +11,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
-use super::body::Owner;
-use super::body::Recorder;
 use super::fault::{self, Action, Dropped};
 use super::fault_body::Transform;
 use super::forward::ClientBodyError;
 use super::headers::{self, AuthError};
 use super::pending::Pending;
+use super::recorder::Owner;
+use super::recorder::Recorder;
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::{BoxError, Proxy, ProxyBody, connect};
 use super::{attack, canary, upstream};

@@ -16,9 +16,10 @@ use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Empty, Full};
 use tokio::time::{Instant, Sleep};
 
-use super::body::{ObservedBody, Recorder};
+use super::body::ObservedBody;
 use super::fault::{Action, Plan};
 use super::pending::Pending;
+use super::recorder::Recorder;
 use super::replay::MISS_STATUS;
 use super::{BoxError, Proxy, ProxyBody};
 use crate::chaos::replay::RULE;

@@ -7,10 +7,11 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::ProxyBody;
-use super::body::{ObservedBody, Owner, Recorder};
+use super::body::ObservedBody;
 use super::fault;
 use super::fault_body::{FaultBody, Transform};
 use super::headers;
+use super::recorder::{Owner, Recorder};
 use crate::exchange::{ResponseHead, Target};
 
 /// The upstream's response on its way to the client: hop-by-hop headers gone, the body
