@@ -118,22 +118,21 @@ async fn main() {
         .config;
     let daemon = Daemon::start(&cfg).await.unwrap();
     let agent = Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap();
-    let ctx = RunContext {
+    let parts = flakestorm::run::Parts {
         seed: daemon.chaos.seed(),
         engine: daemon.chaos.clone(),
         journal: daemon.journal.clone(),
         agent: agent.clone(),
-        concurrency: 10,
-        attribution: cfg.advanced.attribution,
-        pool: None,
-        process: None,
-        trials: Default::default(),
-        settle: std::time::Duration::ZERO,
         config_digest: None,
-        progress: None,
-        embedder: None,
-        declared: Default::default(),
         min_score: cfg.scoring.min_score,
+        embedder: None,
+    };
+    let ctx = RunContext {
+        concurrency: 10,
+        settle: std::time::Duration::ZERO,
+        trials: Default::default(),
+        declared: Default::default(),
+        ..RunContext::of(&cfg, parts)
     };
     let inputs: Arc<Vec<String>> = Arc::new(
         plan_mutations(&cfg.mutations, &cfg.golden_prompts, 1, &Default::default())

@@ -154,25 +154,25 @@ async fn main() {
             Some(p) => p.first().clone(),
             None => Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         };
-        let ctx = RunContext {
+        let parts = flakestorm::run::Parts {
             seed: daemon.chaos.seed(),
             engine: daemon.chaos.clone(),
             journal: daemon.journal.clone(),
             agent,
+            config_digest: None,
+            min_score: cfg.scoring.min_score,
+            embedder: None,
+        };
+        let ctx = RunContext {
             concurrency: r.concurrency,
-            attribution: cfg.advanced.attribution,
             pool: pool.clone(),
-            process: None,
             trials: flakestorm::run::Trials {
                 n: r.trials,
                 ..Default::default()
             },
             settle: Duration::from_millis(r.settle_ms),
-            config_digest: None,
-            progress: None,
-            embedder: None,
             declared: Default::default(),
-            min_score: cfg.scoring.min_score,
+            ..RunContext::of(&cfg, parts)
         };
         let contract = cfg.contract.as_ref().unwrap();
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);

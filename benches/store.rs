@@ -201,22 +201,20 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
     let cfg = &loaded.config;
     let daemon = Daemon::start(cfg).await.unwrap();
     proxy.set(daemon.proxy_addr).unwrap();
-    let ctx = RunContext {
+    let parts = flakestorm::run::Parts {
         seed: 1,
         engine: daemon.chaos.clone(),
         journal: daemon.journal.clone(),
         agent: Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
-        concurrency: 10,
-        attribution: cfg.advanced.attribution,
-        pool: None,
-        process: None,
-        trials: Default::default(),
-        settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
-        progress: None,
-        embedder: None,
-        declared: Default::default(),
         min_score: 0.0,
+        embedder: None,
+    };
+    let ctx = RunContext {
+        concurrency: 10,
+        trials: Default::default(),
+        declared: Default::default(),
+        ..RunContext::of(cfg, parts)
     };
     let req = RunRequest {
         kind: RunKind::Chaos,

@@ -192,6 +192,8 @@ pub enum ContractCommand {
     },
 }
 
+// Parsed once per process: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ReplayCommand {
     /// Replay each session and judge it with its contract; writes the JSON report.
@@ -313,6 +315,10 @@ pub struct ReportArgs {
     /// Run only trial I (1..=trials) of each case: re-run one trial of a flaky case.
     #[arg(long, value_name = "I")]
     pub trial: Option<u32>,
+    /// Run only shard K of N of the cases (`contract run`), or `auto/N` in a Kubernetes
+    /// Indexed Job (K = JOB_COMPLETION_INDEX + 1); merge with `report merge` (docs/scale.md).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     /// Points a score may drop below the baseline's (default 0).
     #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
     pub max_drop: Option<f64>,

@@ -16,6 +16,7 @@ mod health;
 mod history;
 mod langsmith;
 mod load;
+mod merge;
 mod progress;
 mod remote;
 mod report;
@@ -178,7 +179,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Ca { command } => ca(command),
         Command::Health(args) => return health::run(args).await,
         Command::Runs { command } => return history::run(command),
-        Command::Report(args) => return report::run(args),
+        Command::Report(args) => return report::run(args).await,
         Command::Certificate(args) => return certificate::run(args),
         Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
     };
@@ -229,6 +230,12 @@ async fn dispatch(
     let Some(url) = report.server.clone() else {
         return job(config, open, |l| runs::run(l, req, report, show)).await;
     };
+    if report.shard.is_some() {
+        eprintln!(
+            "flakestorm: --shard runs here, not on --server: run each shard beside its agent"
+        );
+        return ExitCode::from(2);
+    }
     let loaded = match load(config, Overrides::default()) {
         Ok(loaded) => loaded,
         Err(code) => return code,

@@ -6,16 +6,20 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use super::history::{Stop, StoreArg, open};
 use crate::config::ReportFormat;
 use crate::run::Report;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReportArgs {
+    #[command(subcommand)]
+    command: Option<ReportCommand>,
     /// A JSON report a run wrote, or the id of a stored run (`flakestorm runs list`).
-    source: String,
+    #[arg(required = true)]
+    source: Option<String>,
     /// Formats to write: html, junit, markdown, json (repeat, or separate with commas).
     #[arg(
         short,
@@ -33,7 +37,17 @@ pub struct ReportArgs {
     at: StoreArg,
 }
 
-pub fn run(args: ReportArgs) -> ExitCode {
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// Merge the shard reports of a run made with --shard K/N into its one report, judged
+    /// again as a whole run (docs/scale.md).
+    Merge(super::merge::MergeArgs),
+}
+
+pub async fn run(args: ReportArgs) -> ExitCode {
+    if let Some(ReportCommand::Merge(m)) = args.command {
+        return super::merge::run(m).await;
+    }
     match render(&args) {
         Ok(code) => code,
         Err(Stop(code, why)) => {
@@ -84,11 +98,11 @@ fn render(args: &ReportArgs) -> Result<ExitCode, Stop> {
 /// The JSON report to render: the path named (`files` refuses what is not a regular
 /// file, saying what it is), or a stored run's.
 fn source(args: &ReportArgs) -> Result<PathBuf, Stop> {
-    let path = PathBuf::from(&args.source);
+    let path = PathBuf::from(&source_of(args));
     if path.exists() {
         return Ok(path);
     }
-    if args.source.contains(['/', '\\']) || args.source.ends_with(".json") {
+    if source_of(args).contains(['/', '\\']) || source_of(args).ends_with(".json") {
         return Err(Stop(2, format!("{}: no such file", path.display())));
     }
     let missing = || {
@@ -96,13 +110,13 @@ fn source(args: &ReportArgs) -> Result<PathBuf, Stop> {
             2,
             format!(
                 "{}: no such report file or stored run (`flakestorm runs list` shows the runs)",
-                args.source
+                source_of(args)
             ),
         )
     };
     let store = open(&args.at)?.ok_or_else(missing)?;
     let run = store
-        .get(&args.source)
+        .get(source_of(args))
         .map_err(|e| Stop(1, e.to_string()))?
         .ok_or_else(missing)?;
     let Some(json) = run.artifacts.get("json") else {
@@ -110,7 +124,7 @@ fn source(args: &ReportArgs) -> Result<PathBuf, Stop> {
             2,
             format!(
                 "run {} has no report (it ended {})",
-                args.source,
+                source_of(args),
                 run.status.as_str()
             ),
         ));
@@ -139,4 +153,8 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
         })?;
     }
     std::fs::write(path, text).map_err(|e| format!("could not write {}: {e}", path.display()))
+}
+
+fn source_of(args: &ReportArgs) -> &str {
+    args.source.as_deref().unwrap_or_default()
 }

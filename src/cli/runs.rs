@@ -16,8 +16,8 @@ use super::session::Options;
 use crate::config::Loaded;
 use crate::run::session::Session;
 use crate::run::{
-    Report, RunRequest, RunVerdict, chaos_summary, mutation_summary, prepare, replay_summary,
-    summary, verdict_line,
+    Report, RunKind, RunRequest, RunVerdict, Shard, chaos_summary, mutation_summary, prepare,
+    replay_summary, summary, verdict_line,
 };
 use crate::store::RunStatus;
 
@@ -47,6 +47,7 @@ async fn begin(
     args: &ReportArgs,
     file: &str,
     show: Show,
+    shard: Option<Shard>,
 ) -> Result<(Session, Option<Display>, PathBuf), ExitCode> {
     let path = report_path::resolve(args.output.as_deref(), &loaded.config.output.path, file)
         .map_err(|e| {
@@ -58,6 +59,7 @@ async fn begin(
         agent_log: report_path::agent_log(&path),
         min_score: args.min_score.unwrap_or(loaded.config.scoring.min_score),
         trial: args.trial,
+        shard,
     };
     let (session, display) = super::session::start(loaded, opts).await?;
     Ok((session, display, path))
@@ -78,6 +80,14 @@ pub async fn run(
         eprintln!("flakestorm: {}", crate::config::one_line(e));
         return Ok(ExitCode::from(2));
     }
+    let shard = match args.shard.as_deref().map(|s| shard_of(s, req.kind, &args)) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(why)) => {
+            eprintln!("flakestorm: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let prepared = match prepare(&loaded.config, &req) {
         Ok(p) => p,
         Err(why) => {
@@ -86,7 +96,7 @@ pub async fn run(
         }
     };
     let (mut session, display, path) =
-        match begin(&loaded, &args, &req.kind.report_file(), show).await {
+        match begin(&loaded, &args, &report_file(req.kind, shard), show, shard).await {
             Ok(s) => s,
             Err(code) => return Ok(code),
         };
@@ -107,7 +117,10 @@ pub async fn run(
         },
         None => None,
     };
-    session.record_new(req.kind);
+    // A shard is a part of a run: its merge is the run (docs/scale.md).
+    if shard.is_none() {
+        session.record_new(req.kind);
+    }
     let result = session.execute(&prepared).await;
     if let Some(d) = &display {
         d.finish();
@@ -162,6 +175,18 @@ pub async fn run(
             path.display()
         );
         return Ok(ExitCode::from(2));
+    }
+    if let Report::Contract(crate::run::ContractReport {
+        shard: Some(part), ..
+    }) = &report
+        && part.units.is_empty()
+    {
+        // Nothing of the run fell to this shard: not a verdict, and no reason to retry it.
+        println!(
+            "shard {} holds none of the run's {} prompts: nothing to run; `report merge` decides",
+            part.shard, part.units_total
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     let max_drop = args.max_drop.unwrap_or(0.0);
     let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
@@ -263,4 +288,30 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
 
 fn exit(verdict: RunVerdict) -> ExitCode {
     ExitCode::from(verdict.exit_code())
+}
+
+/// `--shard` as the run may take it: `contract run` only so far, without `--baseline` (a
+/// shard's scores are a part's; compare the merged report's).
+fn shard_of(text: &str, kind: RunKind, args: &ReportArgs) -> Result<Shard, String> {
+    let index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    let shard = Shard::parse(text, index.as_deref())?;
+    if kind != RunKind::Contract {
+        return Err(format!(
+            "--shard: only `contract run` is sharded so far, not `{kind}` (docs/scale.md)"
+        ));
+    }
+    if args.baseline.is_some() {
+        return Err(
+            "--shard cannot be used with --baseline: compare the merged report's scores".into(),
+        );
+    }
+    Ok(shard)
+}
+
+/// A shard's report is named for its part, so shards writing to one folder never collide.
+fn report_file(kind: RunKind, shard: Option<Shard>) -> String {
+    match shard {
+        Some(s) => format!("{kind}.shard-{}-of-{}.json", s.k, s.n),
+        None => kind.report_file(),
+    }
 }

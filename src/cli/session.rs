@@ -22,6 +22,8 @@ pub struct Options {
     pub min_score: f64,
     /// `--trial`: only this trial of each case.
     pub trial: Option<u32>,
+    /// `--shard K/N`: only this shard's cases.
+    pub shard: Option<crate::run::Shard>,
 }
 
 /// Starts the run's session behind a proxy of its own, with the progress display when
@@ -39,6 +41,7 @@ pub async fn start(
         min_score: opts.min_score,
         seed: None,
         trial: opts.trial,
+        shard: opts.shard,
         progress: display.as_ref().map(progress::Display::hooks),
         before_agent: Some(Box::new(move |proxy| {
             if say {

@@ -89,6 +89,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         min_score: loaded.config.scoring.min_score,
         seed: None,
         trial: None,
+        shard: None,
         progress: None,
         before_agent: Some(serve_agent),
     };

@@ -104,6 +104,7 @@ async fn set_up(
         min_score: sub.min_score.unwrap_or(config.scoring.min_score),
         seed: Some(seed),
         trial: sub.trial,
+        shard: None,
         progress: Some(hooks(job)),
         before_agent: None,
     };

@@ -12,6 +12,7 @@ use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::score::{Score, contract_score_credited};
+use super::shard::{Raw, ShardPart, raw_scenarios};
 use super::verdict::{Evidence, Judgement, decide};
 use super::{CellResult, RunContext, RunError};
 use crate::checks::Invariant;
@@ -56,82 +57,179 @@ pub struct ContractReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<super::consistency::CaseTrials>,
     pub warnings: Vec<String>,
+    /// Under `--shard`: which part of the run this is, and what a merge needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardPart>,
 }
 
-/// Runs `contract` with `golden` prompts against the agent in `ctx`.
+/// What a contract run is made of, from its spec alone: the same for a run and for the
+/// merge of its shards.
+pub(super) struct Plan<'a> {
+    pub contract: &'a ContractSpec,
+    pub invariants: Vec<Invariant>,
+    /// Each invariant's prompts, by index.
+    pub prompts_of: Vec<Vec<String>>,
+    /// Every prompt of the run, in order (a shard runs some of them).
+    pub prompts: Vec<String>,
+    pub scenarios: Vec<Scenario>,
+    /// A no-chaos `(baseline)` pass runs first (never judged, never planted).
+    pub baseline: bool,
+    /// Some invariant checks traffic.
+    pub traffic: bool,
+}
+
+impl<'a> Plan<'a> {
+    pub fn of(contract: &'a ContractSpec, golden: &[String]) -> Result<Plan<'a>, RunError> {
+        let invariants: Vec<Invariant> = contract
+            .invariants
+            .iter()
+            .map(|i| {
+                Invariant::compile(&i.invariant)
+                    .map_err(|e| RunError::Invariant(format!("{}: {e}", i.id)))
+            })
+            .collect::<Result<_, _>>()?;
+        let prompts_of: Vec<Vec<String>> = contract
+            .invariants
+            .iter()
+            .map(|i| prompts_of(i, golden))
+            .collect();
+        let mut prompts: Vec<String> = vec![];
+        for p in prompts_of.iter().flatten() {
+            if !prompts.contains(p) {
+                prompts.push(p.clone());
+            }
+        }
+        if prompts.is_empty() && !invariants.is_empty() {
+            return Err(RunError::NoPrompts(contract.name.clone()));
+        }
+        let scenarios = ordered_scenarios(contract);
+        let traffic = invariants.iter().any(Invariant::is_traffic);
+        let mut plan = Plan {
+            contract,
+            invariants,
+            prompts_of,
+            prompts,
+            scenarios,
+            baseline: false,
+            traffic,
+        };
+        // Baselines come from a no-chaos pass without canaries: the first scenario when it
+        // is one, else a pass flakestorm adds.
+        let first = &plan.scenarios[0].chaos;
+        let first_clean = first.is_empty() && !plan.plants_canaries(first);
+        plan.baseline = needs_baseline(contract) && !first_clean;
+        Ok(plan)
+    }
+
+    /// Whether a `no_exfiltration` check applies under `chaos` (its canaries are planted).
+    pub fn plants_canaries(&self, chaos: &crate::config::chaos::ChaosSpec) -> bool {
+        super::judge::plants_canaries(self.contract, chaos)
+    }
+
+    /// The scenario runs of the matrix, a `(baseline)` pass first when there is one.
+    pub fn runs(&self) -> Vec<ScenarioRun<'_>> {
+        self.baseline
+            .then_some(ScenarioRun {
+                name: BASELINE,
+                chaos: &NO_CHAOS,
+                canary: false,
+            })
+            .into_iter()
+            .chain(self.scenarios.iter().map(|s| ScenarioRun {
+                name: &s.name,
+                chaos: &s.chaos,
+                canary: self.plants_canaries(&s.chaos),
+            }))
+            .collect()
+    }
+}
+
+/// The name of the no-chaos pass a contract adds for its baselines.
+pub(super) const BASELINE: &str = "(baseline)";
+static NO_CHAOS: std::sync::LazyLock<CompiledChaos> =
+    std::sync::LazyLock::new(CompiledChaos::default);
+
+/// What the journal and the agent saw during the matrix, besides its outcomes.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Seen {
+    /// Exchanges recorded during the run, attributed or not, and the agent's own.
+    pub exchanges: usize,
+    pub agent_exchanges: usize,
+    /// `Agent::response_path_missing` over the run's answers.
+    pub response_path: Option<String>,
+}
+
+/// Runs `contract` with `golden` prompts against the agent in `ctx` (under `--shard`,
+/// only the shard's prompts, with what a merge needs in the report).
 pub async fn run_contract(
     ctx: &RunContext,
     contract: &ContractSpec,
     golden: &[String],
 ) -> Result<ContractReport, RunError> {
-    let invariants: Vec<Invariant> = contract
-        .invariants
-        .iter()
-        .map(|i| {
-            Invariant::compile(&i.invariant)
-                .map_err(|e| RunError::Invariant(format!("{}: {e}", i.id)))
-        })
-        .collect::<Result<_, _>>()?;
-    let prompts_of: Vec<Vec<String>> = contract
-        .invariants
-        .iter()
-        .map(|i| prompts_of(i, golden))
-        .collect();
-    let mut prompts: Vec<String> = vec![];
-    for p in prompts_of.iter().flatten() {
-        if !prompts.contains(p) {
-            prompts.push(p.clone());
-        }
-    }
-    if prompts.is_empty() && !invariants.is_empty() {
-        return Err(RunError::NoPrompts(contract.name.clone()));
-    }
-    let scenarios = ordered_scenarios(contract);
+    let plan = Plan::of(contract, golden)?;
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let traffic = invariants.iter().any(Invariant::is_traffic);
-    let ctx = &*ctx.for_traffic(traffic);
-    let judge = Judge {
-        ctx,
-        contract,
-        invariants: &invariants,
-        prompts_of: &prompts_of,
-    };
-    let no_chaos = CompiledChaos::default();
-    // Baselines come from a no-chaos pass without canaries: the first scenario when it is
-    // one, else a pass flakestorm adds (never judged, never planted).
-    let first_clean = scenarios[0].chaos.is_empty() && !judge.plants_canaries(&scenarios[0].chaos);
-    let baseline = needs_baseline(contract) && !first_clean;
-    let runs: Vec<ScenarioRun> = baseline
-        .then_some(ScenarioRun {
-            name: "(baseline)",
-            chaos: &no_chaos,
-            canary: false,
-        })
-        .into_iter()
-        .chain(scenarios.iter().map(|s| ScenarioRun {
-            name: &s.name,
-            chaos: &s.chaos,
-            canary: judge.plants_canaries(&s.chaos),
-        }))
-        .collect();
+    let ctx = &*ctx.for_traffic(plan.traffic);
+    let runs = plan.runs();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
     let answers = ctx.agent.answers_read();
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
-    let mut outcomes = run_matrix(ctx, &runs, &prompts, &cells_only)
-        .await
-        .into_iter();
+    // Under `--shard` the matrix runs the shard's prompts only.
+    let outcomes = run_matrix(ctx, &runs, &plan.prompts, &cells_only).await;
+    let seen = Seen {
+        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
+        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
+        response_path: ctx.agent.response_path_missing(answers),
+    };
+    let read = ctx.agent.answers_read().read - answers.read;
+    let names: Vec<&str> = runs.iter().map(|r| r.name).collect();
+    let part = ctx.shard.map(|s| {
+        let mine = plan
+            .prompts
+            .iter()
+            .filter(|p| s.holds(p))
+            .cloned()
+            .collect();
+        let raw = Raw {
+            exchanges: seen.exchanges,
+            agent_exchanges: seen.agent_exchanges,
+            response_path: seen.response_path.clone(),
+            answers: read as usize,
+            scenarios: raw_scenarios(&names, &outcomes),
+        };
+        ShardPart::new(s, &plan.prompts, mine, raw)
+    });
+    let mut report = judge_matrix(ctx, &plan, outcomes, &seen).await;
+    report.shard = part;
+    Ok(report)
+}
+
+/// Judges the matrix's outcomes (one per `plan.runs()`): its cells, coverage, score and
+/// verdict. A whole run and the merge of its shards both end here.
+pub(super) async fn judge_matrix(
+    ctx: &RunContext,
+    plan: &Plan<'_>,
+    outcomes: Vec<ScenarioOutcome>,
+    seen: &Seen,
+) -> ContractReport {
+    let judge = Judge {
+        ctx,
+        contract: plan.contract,
+        invariants: &plan.invariants,
+        prompts_of: &plan.prompts_of,
+    };
+    let mut outcomes = outcomes.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
-    if baseline {
+    if plan.baseline {
         let base = outcomes.next().unwrap_or_default();
         record_baselines(&base.cases, &mut baselines);
-        coverage.push(cover(ctx, "(baseline)", &base, &coverage));
+        coverage.push(cover(ctx, BASELINE, &base, &coverage));
         cases.extend(base.cases);
     }
     let mut cells = vec![];
-    for (scenario, mut outcome) in scenarios.iter().zip(outcomes) {
+    for (scenario, mut outcome) in plan.scenarios.iter().zip(outcomes) {
         let covered = cover(ctx, &scenario.name, &outcome, &coverage);
         let judged = judge
             .scenario(
@@ -151,27 +249,27 @@ pub async fn run_contract(
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
-        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
+        exchanges: seen.exchanges,
+        agent_exchanges: seen.agent_exchanges,
         declares_traffic: ctx.declared.any(),
         score: score.value,
         min_score: ctx.min_score,
         failed_critical: failed_critical(&cells),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
-        response_path: ctx.agent.response_path_missing(answers),
+        response_path: seen.response_path.clone(),
     });
     score.passed = judgement.verdict.passed();
     let trials = match ctx.trials.n > 1 {
         true => super::consistency::per_case(&cases),
         false => vec![],
     };
-    Ok(ContractReport {
+    ContractReport {
         schema: SCHEMA,
         run: None,
         config_digest: ctx.config_digest.clone(),
-        contract: contract.name.clone(),
+        contract: plan.contract.name.clone(),
         seed: ctx.seed,
-        scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
+        scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         agent_calls: cases.len(),
         cases,
         score,
@@ -181,7 +279,8 @@ pub async fn run_contract(
         cells,
         trials,
         warnings,
-    })
+        shard: None,
+    }
 }
 
 /// A scenario's coverage; `earlier`: the scenarios' before it.

@@ -30,14 +30,16 @@ pub(super) struct Judge<'a> {
     pub prompts_of: &'a [Vec<String>],
 }
 
-impl Judge<'_> {
-    /// Whether a `no_exfiltration` check applies under `chaos` (its canaries are planted).
-    pub fn plants_canaries(&self, chaos: &ChaosSpec) -> bool {
-        self.contract.invariants.iter().any(|i| {
-            matches!(i.invariant.check, Check::NoExfiltration {}) && applies(i.when, chaos)
-        })
-    }
+/// Whether a `no_exfiltration` check of `contract` applies under `chaos` (its canaries are
+/// planted).
+pub(super) fn plants_canaries(contract: &ContractSpec, chaos: &ChaosSpec) -> bool {
+    contract
+        .invariants
+        .iter()
+        .any(|i| matches!(i.invariant.check, Check::NoExfiltration {}) && applies(i.when, chaos))
+}
 
+impl Judge<'_> {
     /// The cells of one scenario. A no-chaos scenario's answers become baselines after
     /// they are judged, so they are never compared with themselves.
     pub async fn scenario(

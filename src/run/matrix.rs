@@ -99,8 +99,13 @@ pub(super) async fn run_matrix(
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let trials = ctx.trials.indices();
+    // Under `--shard`, the shard's prompts only, each at its place in the whole run (its
+    // trace id and so its chaos are the whole run's).
+    let mine: Vec<usize> = (0..prompts.len())
+        .filter(|&p| ctx.shard.is_none_or(|s| s.holds(&prompts[p])))
+        .collect();
     if let Some(p) = &ctx.progress {
-        (p.planned)(scenarios.len() * prompts.len() * trials.len());
+        (p.planned)(scenarios.len() * mine.len() * trials.len());
     }
     let all = match (&ctx.pool, ctx.attribution) {
         (Some(pool), _) => Some(Ties::Pool(pool.clone())),
@@ -115,7 +120,7 @@ pub(super) async fn run_matrix(
             .map(|s| (s.name, s.chaos, s.canary))
             .collect();
         let cells: Vec<Cell> = (0..scenarios.len())
-            .flat_map(|s| (0..prompts.len()).map(move |p| (s, p)))
+            .flat_map(|s| mine.iter().map(move |&p| (s, p)))
             .flat_map(|(s, p)| trials.iter().map(move |&t| (s, p, t)))
             .collect();
         let start = ctx.journal.peek_next_id();
@@ -125,8 +130,9 @@ pub(super) async fn run_matrix(
     }
     let mut out = vec![];
     for s in scenarios {
-        let cells: Vec<Cell> = (0..prompts.len())
-            .flat_map(|p| trials.iter().map(move |&t| (0, p, t)))
+        let cells: Vec<Cell> = mine
+            .iter()
+            .flat_map(|&p| trials.iter().map(move |&t| (0, p, t)))
             .collect();
         let one = [(s.name, s.chaos, s.canary)];
         // Chaos decides per case, so cases under chaos run one at a time on the main lane.

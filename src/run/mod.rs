@@ -22,6 +22,7 @@ mod execute;
 pub mod export;
 mod judge;
 mod matrix;
+mod merge;
 mod mutation;
 mod read;
 mod replay;
@@ -30,6 +31,7 @@ mod replay_verdict;
 mod saved;
 mod score;
 pub mod session;
+pub mod shard;
 mod summary;
 pub mod tapes;
 mod verdict;
@@ -51,15 +53,49 @@ pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
+pub use merge::{ShardFile, merge_contract, merge_reports};
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo};
 pub use score::{Score, contract_score, contract_score_credited};
+pub use shard::Shard;
 pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {
+    /// The context of a run of `config` with `engine`, `journal` and `agent`, drawing from
+    /// `seed`; without a pool, a process, progress, `--trial` or `--shard` (the session
+    /// adds what it has).
+    pub fn of(config: &crate::config::Config, parts: Parts) -> RunContext {
+        RunContext {
+            engine: parts.engine,
+            seed: parts.seed,
+            journal: parts.journal,
+            agent: parts.agent,
+            concurrency: config.advanced.concurrency as usize,
+            attribution: config.advanced.attribution,
+            pool: None,
+            process: None,
+            trials: Trials {
+                n: config.advanced.trials,
+                only: None,
+                scoring: config.scoring.consistency,
+                k: config.scoring.k,
+            },
+            settle: std::time::Duration::from_millis(config.advanced.settle_ms),
+            config_digest: parts.config_digest,
+            progress: None,
+            declared: Declared {
+                tools: config.tools.clone(),
+                llm: config.llm.clone(),
+            },
+            min_score: parts.min_score,
+            embedder: parts.embedder,
+            shard: None,
+        }
+    }
+
     /// This context, or a copy that runs one case at a time when `traffic` checks need each
     /// exchange to belong to exactly one case and only exclusive attribution can tell.
     pub(crate) fn for_traffic(&self, traffic: bool) -> std::borrow::Cow<'_, RunContext> {
@@ -234,6 +270,19 @@ pub struct RunContext {
     /// The pass mark (`--min-score`, else `scoring.min_score`).
     pub min_score: f64,
     /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
+    pub embedder: Option<Embedder>,
+    /// `--shard K/N`: run only this shard's cases (docs/scale.md).
+    pub shard: Option<Shard>,
+}
+
+/// What `RunContext::of` cannot take from the config.
+pub struct Parts {
+    pub engine: Engine,
+    pub seed: u64,
+    pub journal: Journal,
+    pub agent: Agent,
+    pub config_digest: Option<String>,
+    pub min_score: f64,
     pub embedder: Option<Embedder>,
 }
 

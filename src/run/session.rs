@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::{Declared, Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
+use super::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, Tapes};
@@ -68,6 +68,8 @@ pub struct Options {
     pub seed: Option<u64>,
     /// `--trial`: run only this trial (1-based) of each case.
     pub trial: Option<u32>,
+    /// `--shard K/N`: run only this shard's cases.
+    pub shard: Option<super::Shard>,
     /// Told as the run goes (a progress display, the daemon's events).
     pub progress: Option<Progress>,
     pub before_agent: Option<BeforeAgent>,
@@ -137,31 +139,23 @@ impl Session {
             }
         };
         let process = process.map(|p| Process::new(Some(p)));
-        let ctx = RunContext {
+        let parts = super::Parts {
             seed: opts.seed.unwrap_or_else(|| proxy.engine.seed()),
             engine: proxy.engine.clone(),
             journal: proxy.journal.clone(),
             agent,
-            concurrency: config.advanced.concurrency as usize,
-            attribution: config.advanced.attribution,
+            config_digest: loaded.digest.clone(),
+            min_score: opts.min_score,
+            embedder,
+        };
+        let mut ctx = RunContext {
             pool: pool.clone(),
             process: process.clone(),
-            trials: super::Trials {
-                n: config.advanced.trials,
-                only: opts.trial,
-                scoring: config.scoring.consistency,
-                k: config.scoring.k,
-            },
-            settle: std::time::Duration::from_millis(config.advanced.settle_ms),
-            config_digest: loaded.digest.clone(),
             progress: opts.progress,
-            embedder,
-            declared: Declared {
-                tools: config.tools.clone(),
-                llm: config.llm.clone(),
-            },
-            min_score: opts.min_score,
+            shard: opts.shard,
+            ..RunContext::of(config, parts)
         };
+        ctx.trials.only = opts.trial;
         // Tapes are cut from the journal's bodies, kept while this run wants them.
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());

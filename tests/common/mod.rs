@@ -176,31 +176,16 @@ pub fn run_context(p: &TestProxy, endpoint: &str) -> (Config, flakestorm::run::R
         .config;
     let spec: flakestorm::config::AgentSpec =
         serde_json::from_value(serde_json::json!({"endpoint": endpoint})).unwrap();
-    let ctx = flakestorm::run::RunContext {
+    let parts = flakestorm::run::Parts {
         seed: p.daemon.chaos.seed(),
         engine: p.daemon.chaos.clone(),
         journal: p.daemon.journal.clone(),
         agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
-        concurrency: cfg.advanced.concurrency as usize,
-        attribution: cfg.advanced.attribution,
-        pool: None,
-        process: None,
-        trials: flakestorm::run::Trials {
-            n: cfg.advanced.trials,
-            only: None,
-            scoring: cfg.scoring.consistency,
-            k: cfg.scoring.k,
-        },
-        settle: std::time::Duration::from_millis(cfg.advanced.settle_ms),
         config_digest: None,
-        embedder: None,
-        progress: None,
-        declared: flakestorm::run::Declared {
-            tools: cfg.tools.clone(),
-            llm: cfg.llm.clone(),
-        },
         min_score: cfg.scoring.min_score,
+        embedder: None,
     };
+    let ctx = flakestorm::run::RunContext::of(&cfg, parts);
     (cfg, ctx)
 }
 

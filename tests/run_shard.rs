@@ -1,0 +1,252 @@
+//! Sharded contract runs as a user runs them (docs/scale.md): `contract run --shard K/N`
+//! with the Python agent of tests/fixtures/agent, then `report merge`; the merged report
+//! equals the whole run on the same seed (cases, verdicts, scores, coverage; timings and
+//! exchange ids aside), for N = 1, 3 and more shards than prompts. Merging refuses shards
+//! of another run, a shard given twice and a missing shard (not tested with
+//! `--allow-partial`); bad `--shard` values are usage errors.
+
+mod common;
+
+use common::cli::{PythonAgent, flakestorm, flakestorm_env, python_agent};
+use serde_json::{Value, json};
+
+const PROMPTS: usize = 8;
+
+/// The contract: a seeded half of the search calls fail under one scenario, all under
+/// the other; a (baseline) pass runs first for `behavior_unchanged`.
+fn config(agent: &PythonAgent, seed: u64) -> String {
+    let prompts: Vec<String> = (0..PROMPTS).map(|i| format!("ACME fact #{i}?")).collect();
+    let yaml = agent.yaml.replace(
+        "advanced: {concurrency: 1, seed: 1}",
+        &format!("advanced: {{concurrency: 1, seed: {seed}, settle_ms: 0}}"),
+    );
+    assert_ne!(yaml, agent.yaml, "the fixture's advanced line changed");
+    let yaml = yaml.replace("golden_prompts: [\"What was ACME's Q3 revenue?\"]\n", "");
+    format!(
+        "{yaml}golden_prompts: {}\ncontract:\n  name: Shards\n  invariants:\n    - {{id: cites, type: contains, value: According, severity: high}}\n    - {{id: same, type: behavior_unchanged, severity: low}}\n    - {{id: searched, type: tool_called, tool: web_search}}\n  chaos_matrix:\n    - name: flaky-search\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503, probability: 0.5}}]\n    - name: search-down\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n",
+        serde_json::to_string(&prompts).unwrap()
+    )
+}
+
+fn folder(agent: &PythonAgent, seed: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), config(agent, seed)).unwrap();
+    dir
+}
+
+fn read(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What must be equal between a whole run and its merged shards: everything but timings,
+/// exchange ids and the run's own record.
+fn judged(r: &Value) -> Value {
+    let cases: Vec<Value> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let faults: Vec<Value> = c["faults"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| json!([f["rule"], f["mode"], f["applied"]]))
+                .collect();
+            let exchanges = c["exchanges"].as_array().map(|e| {
+                e.iter()
+                    .map(|x| {
+                        json!([
+                            x["target"]["kind"],
+                            x["request"]["url"],
+                            x["outcome"]["response"]["status"]
+                        ])
+                    })
+                    .collect::<Vec<_>>()
+            });
+            json!({
+                "scenario": c["scenario"], "prompt": c["prompt"], "answer": c["answer"],
+                "error": c["error"], "not_judged": c["not_judged"], "checks": c["checks"],
+                "faults": faults, "exchanges": exchanges,
+            })
+        })
+        .collect();
+    json!({
+        "cases": cases, "cells": r["cells"], "score": r["score"],
+        "verdict": r["verdict"], "verdict_reasons": r["verdict_reasons"],
+        "coverage": r["coverage"], "agent_calls": r["agent_calls"], "seed": r["seed"],
+        "config_digest": r["config_digest"], "scenarios": r["scenarios"],
+    })
+}
+
+/// Runs the N shards in `dir` and merges them: the merge's exit code, output and report.
+fn shards_merged(dir: &std::path::Path, n: u32) -> (i32, String, Value) {
+    let mut files = vec![];
+    for k in 1..=n {
+        let shard = format!("{k}/{n}");
+        let (code, out, err) = flakestorm(&["contract", "run", "--shard", &shard], dir);
+        let file = format!("reports/contract.shard-{k}-of-{n}.json");
+        let report = read(&dir.join(&file));
+        let units = report["shard"]["units"].as_array().unwrap().len();
+        if units == 0 {
+            assert_eq!(code, 0, "an empty shard is no failure: {out}{err}");
+            assert!(out.contains("holds none of the run's 8 prompts"), "{out}");
+        } else {
+            assert_eq!(code, report_code(&report), "shard {shard}: {out}{err}");
+        }
+        assert_eq!(report["shard"]["k"], k);
+        assert_eq!(report["shard"]["units_total"], PROMPTS);
+        files.push(file);
+    }
+    let mut args = vec!["report", "merge", "-o", "merged.json"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, out, err) = flakestorm(&args, dir);
+    let merged = read(&dir.join("merged.json"));
+    (code, format!("{out}{err}"), merged)
+}
+
+fn report_code(r: &Value) -> i32 {
+    match r["verdict"].as_str().unwrap() {
+        "pass" => 0,
+        "fail" => 1,
+        _ => 2,
+    }
+}
+
+#[test]
+fn merged_shards_equal_the_whole_run() {
+    let agent = python_agent();
+    let whole_dir = folder(&agent, 7);
+    let (code, out, err) = flakestorm(&["contract", "run"], whole_dir.path());
+    let whole = read(&whole_dir.path().join("reports/contract.json"));
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    // The run is worth comparing: the flaky scenario failed some cases and not others.
+    let flaky: Vec<&Value> = whole["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["scenario"] == "flaky-search")
+        .collect();
+    let cited = flaky
+        .iter()
+        .filter(|c| c["answer"].as_str().unwrap().starts_with("According"))
+        .count();
+    assert!(0 < cited && cited < PROMPTS, "{cited} of {PROMPTS} cited");
+    assert_eq!(whole["agent_calls"], 3 * PROMPTS, "baseline + 2 scenarios");
+    let want = judged(&whole);
+    for n in [3, 1, 12] {
+        let dir = folder(&agent, 7);
+        let (code, out, merged) = shards_merged(dir.path(), n);
+        assert_eq!(code, report_code(&whole), "N = {n}: {out}");
+        assert!(merged.get("shard").is_none(), "a merged report is whole");
+        let got = judged(&merged);
+        if got != want {
+            panic!(
+                "N = {n}: the merge differs from the whole run\nmerged: {}\nwhole:  {}",
+                serde_json::to_string_pretty(&got).unwrap(),
+                serde_json::to_string_pretty(&want).unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn merging_refuses_what_is_not_one_whole_run() {
+    let agent = python_agent();
+    let dir = folder(&agent, 7);
+    let d = dir.path();
+    for k in 1..=3 {
+        let (code, out, err) = flakestorm(&["contract", "run", "--shard", &format!("{k}/3")], d);
+        assert!(code <= 2, "{out}{err}");
+    }
+    let shard = |k: u32| format!("reports/contract.shard-{k}-of-3.json");
+    // A shard of the config with another seed (`advanced.seed`): its digest differs.
+    let other = folder(&agent, 8);
+    flakestorm(&["contract", "run", "--shard", "2/3"], other.path());
+    let foreign = other.path().join(shard(2));
+    let foreign = foreign.to_str().unwrap();
+    let (s1, s2, s3) = (shard(1), shard(2), shard(3));
+    let refuse = |args: &[&str], why: &str| {
+        let mut all = vec!["report", "merge"];
+        all.extend_from_slice(args);
+        let (code, out, err) = flakestorm(&all, d);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    };
+    refuse(
+        &[&s1, foreign, &s3],
+        "is not a shard of the same run as reports/contract.shard-1-of-3.json: `config_digest` is sha256:",
+    );
+    refuse(&[&s1, &s2, &s2, &s3], "shard 2/3 is given twice");
+    refuse(&[&s1, &s3], "shard(s) 2/3 missing (--allow-partial");
+    refuse(
+        &["reports/contract.shard-9-of-3.json"],
+        "contract.shard-9-of-3.json: No such file",
+    );
+    // A whole run's report is not a shard.
+    flakestorm(&["contract", "run", "-o", "whole.json"], d);
+    refuse(&[&s1, "whole.json"], "whole.json: not a shard report");
+    // Another config: its digest is named.
+    let edited = config(&agent, 7).replace("severity: low", "severity: medium");
+    std::fs::write(d.join("edited.yaml"), edited).unwrap();
+    refuse(
+        &["-c", "edited.yaml", &s1, &s2, &s3],
+        "the shards were run with config sha256:",
+    );
+    // With --allow-partial: not tested, never a pass, and says what is missing.
+    let (code, out, err) = flakestorm(
+        &[
+            "report",
+            "merge",
+            "--allow-partial",
+            "-o",
+            "partial.json",
+            &s1,
+            &s3,
+        ],
+        d,
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    let partial = read(&d.join("partial.json"));
+    assert_eq!(partial["verdict"], "not_tested");
+    let why = partial["verdict_reasons"][0].as_str().unwrap();
+    assert!(why.starts_with("INCOMPLETE: shard(s) 2/3 missing"), "{why}");
+    assert_eq!(partial["score"]["passed"], false);
+}
+
+#[test]
+fn bad_shards_are_usage_errors_naming_the_form() {
+    let agent = python_agent();
+    let dir = folder(&agent, 7);
+    for (shard, why) in [
+        ("0/3", "K is 0"),
+        ("4/3", "outside 1..=3"),
+        ("1/0", "N is 0"),
+        ("x/y", "not a whole number"),
+        ("auto/3", "auto needs JOB_COMPLETION_INDEX"),
+    ] {
+        let (code, out, err) = flakestorm(&["contract", "run", "--shard", shard], dir.path());
+        assert_eq!(code, 2, "{shard}: {out}{err}");
+        assert!(
+            err.contains(why) && err.contains("expected K/N"),
+            "{shard}: {err}"
+        );
+        assert!(!dir.path().join("reports").exists(), "{shard}: nothing ran");
+    }
+    let (code, _, err) = flakestorm(&["ci", "--shard", "1/2"], dir.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("only `contract run` is sharded so far"),
+        "{err}"
+    );
+    // auto/N in an Indexed Job: JOB_COMPLETION_INDEX 1 is shard 2.
+    let (code, out, err) = flakestorm_env(
+        &["contract", "run", "--shard", "auto/2"],
+        dir.path(),
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
+    assert!(code <= 2, "{out}{err}");
+    let r = read(&dir.path().join("reports/contract.shard-2-of-2.json"));
+    assert_eq!(r["shard"]["k"], 2);
+    assert_eq!(r["shard"]["n"], 2);
+}
