@@ -190,11 +190,21 @@ pub async fn run(
     }
     let max_drop = args.max_drop.unwrap_or(0.0);
     let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
-    Ok(gate(
-        exit(report.verdict()),
-        report.verdict(),
-        &dropped.unwrap_or_default(),
-    ))
+    let code = match shard {
+        Some(_) => shard_exit(report.verdict()),
+        None => exit(report.verdict()),
+    };
+    Ok(gate(code, report.verdict(), &dropped.unwrap_or_default()))
+}
+
+/// A shard's exit code, for a Kubernetes Job's `podFailurePolicy` (docs/scale.md): 1 the
+/// agent failed (its report stands: `FailIndex`), 3 not tested or an environment error
+/// (worth another try: `backoffLimitPerIndex`), apart from 2, bad usage (`FailJob`).
+fn shard_exit(verdict: RunVerdict) -> ExitCode {
+    match verdict {
+        RunVerdict::NotTested | RunVerdict::Error => ExitCode::from(3),
+        RunVerdict::Pass | RunVerdict::Fail => exit(verdict),
+    }
 }
 
 /// The exit code once the baseline has had its say: a pass whose scores dropped too far

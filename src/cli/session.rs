@@ -35,6 +35,8 @@ pub async fn start(
     let config = run_config(loaded);
     let starts_agent = config.agent.as_ref().is_some_and(|a| a.command.is_some());
     let display = opts.progress.then(progress::Display::new);
+    // A shard whose agent or proxy could not start is worth another try (docs/scale.md).
+    let failed = if opts.shard.is_some() { 3 } else { 2 };
     let say = opts.progress;
     let run_opts = RunOptions {
         agent_log: opts.agent_log.clone(),
@@ -61,7 +63,7 @@ pub async fn start(
         .await
         .map_err(|e| {
             eprintln!("flakestorm: {e}");
-            ExitCode::from(2)
+            ExitCode::from(failed)
         })?;
     if starts_agent && opts.progress {
         eprintln!(
