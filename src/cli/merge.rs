@@ -15,8 +15,9 @@ use crate::run::Report;
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shard reports (`contract.shard-K-of-N.json`), one per shard.
-    #[arg(required = true, value_name = "SHARD")]
+    /// The shard reports (`contract.shard-K-of-N.json`), or folders of them (every
+    /// `*.shard-K-of-N.json` inside: a volume the shards wrote to).
+    #[arg(required = true, value_name = "SHARD|DIR")]
     shards: Vec<PathBuf>,
     /// The config the shards ran with (its digest must be theirs).
     #[command(flatten)]
@@ -51,7 +52,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
     let loaded = super::load::load(&args.config, Overrides::default())
         .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
     let mut shards = vec![];
-    for file in &args.shards {
+    for file in &files(&args.shards)? {
         let name = file.display().to_string();
         let text = crate::files::read_to_string(file, crate::files::Limit::Report)
             .map_err(|e| Stop(2, e.to_string()))?;
@@ -94,4 +95,68 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         println!("report: {}", p.display());
     }
     Ok(ExitCode::from(report.verdict().exit_code()))
+}
+
+/// The shard reports named: files as they are, folders as the shard reports in them.
+fn files(named: &[PathBuf]) -> Result<Vec<PathBuf>, Stop> {
+    let mut out = vec![];
+    for path in named {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let listed =
+            std::fs::read_dir(path).map_err(|e| Stop(2, format!("{}: {e}", path.display())))?;
+        let mut found: Vec<PathBuf> = listed
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_shard_report)
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(Stop(
+                2,
+                format!(
+                    "{}: no shard reports (*.shard-K-of-N.json) in it",
+                    path.display()
+                ),
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// `contract.shard-2-of-5.json`, as `--shard` names its report.
+fn is_shard_report(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".json") else {
+        return false;
+    };
+    let Some((_, part)) = stem.rsplit_once(".shard-") else {
+        return false;
+    };
+    let Some((k, n)) = part.split_once("-of-") else {
+        return false;
+    };
+    k.parse::<u32>().is_ok() && n.parse::<u32>().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shard_reports_are_known_by_their_names() {
+        for (name, is) in [
+            ("contract.shard-2-of-5.json", true),
+            ("contract.shard-12-of-50.json", true),
+            ("contract.json", false),
+            ("contract.shard-2-of-5.agent.log", false),
+            ("contract.shard-x-of-5.json", false),
+            ("merged.json", false),
+        ] {
+            assert_eq!(super::is_shard_report(name), is, "{name}");
+        }
+    }
 }

@@ -191,18 +191,28 @@ pub async fn run(
     let max_drop = args.max_drop.unwrap_or(0.0);
     let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
     let code = match shard {
-        Some(_) => shard_exit(report.verdict()),
+        Some(s) => {
+            if report.verdict() == RunVerdict::NotTested {
+                println!(
+                    "shard {s}: its part is not tested on its own; `report merge` judges the run"
+                );
+            }
+            shard_exit(report.verdict())
+        }
         None => exit(report.verdict()),
     };
     Ok(gate(code, report.verdict(), &dropped.unwrap_or_default()))
 }
 
 /// A shard's exit code, for a Kubernetes Job's `podFailurePolicy` (docs/scale.md): 1 the
-/// agent failed (its report stands: `FailIndex`), 3 not tested or an environment error
-/// (worth another try: `backoffLimitPerIndex`), apart from 2, bad usage (`FailJob`).
+/// agent failed its part (the report stands: `FailIndex`), 3 an environment error (worth
+/// another try: `backoffLimitPerIndex`), apart from 2, bad usage (`FailJob`). Whether the
+/// run tested what it claims (chaos that fired somewhere, traffic) is the whole run's to
+/// say: a part not tested on its own exits 0 and the merge decides.
 fn shard_exit(verdict: RunVerdict) -> ExitCode {
     match verdict {
-        RunVerdict::NotTested | RunVerdict::Error => ExitCode::from(3),
+        RunVerdict::Error => ExitCode::from(3),
+        RunVerdict::NotTested => ExitCode::SUCCESS,
         RunVerdict::Pass | RunVerdict::Fail => exit(verdict),
     }
 }
