@@ -244,12 +244,9 @@ fn bad_shards_are_usage_errors_naming_the_form() {
         );
         assert!(!dir.path().join("reports").exists(), "{shard}: nothing ran");
     }
-    let (code, _, err) = flakestorm(&["ci", "--shard", "1/2"], dir.path());
+    let (code, _, err) = flakestorm(&["replay", "run", "--shard", "1/2"], dir.path());
     assert_eq!(code, 2);
-    assert!(
-        err.contains("only `contract run` is sharded so far"),
-        "{err}"
-    );
+    assert!(err.contains("not a replay run"), "{err}");
     // auto/N in an Indexed Job: JOB_COMPLETION_INDEX 1 is shard 2.
     let (code, out, err) = flakestorm_env(
         &["contract", "run", "--shard", "auto/2"],
@@ -273,4 +270,155 @@ fn bad_shards_are_usage_errors_naming_the_form() {
     assert_eq!(code, 3, "{out}{err}");
     let (code, _, _) = flakestorm(&["contract", "run", "-c", "broken.yaml"], dir.path());
     assert_eq!(code, 2, "a whole run keeps its exit code");
+}
+
+/// `ci` with every phase it can run here: mutations (text types, seeded), the contract,
+/// and the `chaos:` section under the top-level invariants.
+fn ci_config(agent: &PythonAgent) -> String {
+    format!(
+        "{}invariants:\n  - {{type: contains, value: According}}\nchaos:\n  tool_faults: [{{tool: web_search, mode: error, error_code: 503, probability: 0.5}}]\nmutations: {{count: 2, types: [noise, tone_shift]}}\n",
+        config(agent, 7)
+    )
+}
+
+/// The parts of a ci report that must be equal between a whole run and its merge.
+fn ci_judged(r: &Value) -> Value {
+    let chaos = &r["chaos"];
+    let chaos_cases: Vec<Value> = chaos["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            json!([
+                c["prompt"],
+                c["answer"],
+                c["faults"].as_array().unwrap().len()
+            ])
+        })
+        .collect();
+    let mutants: Vec<Value> = r["mutation"]["mutants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| json!([m["type"], m["text"], m["passed"], m["judged"], m["checks"]]))
+        .collect();
+    json!({
+        "overall": r["overall"], "verdict": r["verdict"], "verdict_reasons": r["verdict_reasons"],
+        "phases": r["phases"], "contract": judged(&r["contract"]),
+        "chaos": {"cases": chaos_cases, "prompts": chaos["prompts"], "score": chaos["score"],
+                  "coverage": chaos["coverage"], "verdict": chaos["verdict"]},
+        "mutation": {"mutants": mutants, "score": r["mutation"]["score"], "types": r["mutation"]["types"]},
+    })
+}
+
+#[test]
+fn a_sharded_ci_merges_equal_to_the_whole_ci() {
+    let agent = python_agent();
+    let whole_dir = tempfile::tempdir().unwrap();
+    let yaml = ci_config(&agent);
+    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let (code, out, err) = flakestorm(&["ci"], whole_dir.path());
+    let whole = read(&whole_dir.path().join("reports/ci.json"));
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    assert!(
+        whole["mutation"]["mutants"].as_array().unwrap().len() >= 4,
+        "{whole}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    for k in 1..=3 {
+        let (code, out, err) = flakestorm(&["ci", "--shard", &format!("{k}/3")], dir.path());
+        let shard = read(&dir.path().join(format!("reports/ci.shard-{k}-of-3.json")));
+        assert_eq!(shard["shard"], json!({"k": k, "n": 3}));
+        // Mutations run whole on shard 1 alone.
+        assert_eq!(shard["mutation"].is_null(), k != 1, "shard {k}: {out}{err}");
+        assert!(code <= 1, "shard {k}: {out}{err}");
+    }
+    let (code, out, err) = flakestorm(
+        &["report", "merge", "reports", "-o", "merged.json"],
+        dir.path(),
+    );
+    let merged = read(&dir.path().join("merged.json"));
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let (got, want) = (ci_judged(&merged), ci_judged(&whole));
+    if got != want {
+        panic!(
+            "the merged ci differs from the whole ci\nmerged: {}\nwhole:  {}",
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&want).unwrap()
+        );
+    }
+    // Without shard 1, the mutation phase is missing, and the run is not a pass.
+    std::fs::remove_file(dir.path().join("reports/ci.shard-1-of-3.json")).unwrap();
+    let (code, out, err) = flakestorm(
+        &[
+            "report",
+            "merge",
+            "reports",
+            "--allow-partial",
+            "-o",
+            "partial.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    let partial = read(&dir.path().join("partial.json"));
+    let mutation = &partial["phases"][0];
+    assert_eq!(mutation["name"], "mutation");
+    assert!(
+        mutation["skipped"]
+            .as_str()
+            .unwrap()
+            .contains("shard 1/3, which runs it whole, is missing"),
+        "{mutation}"
+    );
+}
+
+#[test]
+fn a_sharded_chaos_run_merges_equal_to_the_whole_run() {
+    let agent = python_agent();
+    let yaml = ci_config(&agent);
+    let whole_dir = tempfile::tempdir().unwrap();
+    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let (code, out, err) = flakestorm(&["run", "--chaos-only"], whole_dir.path());
+    let whole = read(&whole_dir.path().join("reports/chaos.json"));
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    for k in 1..=2 {
+        flakestorm(
+            &["run", "--chaos-only", "--shard", &format!("{k}/2")],
+            dir.path(),
+        );
+    }
+    let (code, out, err) = flakestorm(&["report", "merge", "reports"], dir.path());
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let merged = read(&dir.path().join("reports/chaos.json"));
+    let strip = |r: &Value| {
+        let cases: Vec<Value> = r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                json!([
+                    c["prompt"],
+                    c["answer"],
+                    c["faults"].as_array().unwrap().len()
+                ])
+            })
+            .collect();
+        json!([
+            cases,
+            r["prompts"],
+            r["score"],
+            r["coverage"],
+            r["verdict"],
+            r["verdict_reasons"]
+        ])
+    };
+    assert_eq!(strip(&merged), strip(&whole));
+    // A mutation run is not sharded: it says so.
+    let (code, _, err) = flakestorm(&["run", "--shard", "1/2"], dir.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("not a mutation run"), "{err}");
 }

@@ -315,8 +315,9 @@ pub struct ReportArgs {
     /// Run only trial I (1..=trials) of each case: re-run one trial of a flaky case.
     #[arg(long, value_name = "I")]
     pub trial: Option<u32>,
-    /// Run only shard K of N of the cases (`contract run`), or `auto/N` in a Kubernetes
-    /// Indexed Job (K = JOB_COMPLETION_INDEX + 1); merge with `report merge` (docs/scale.md).
+    /// Run only shard K of N of the cases (`contract run`, `run --chaos-only`, `ci`), or
+    /// `auto/N` in a Kubernetes Indexed Job (K = JOB_COMPLETION_INDEX + 1); merge with
+    /// `report merge` (docs/scale.md).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
     /// Points a score may drop below the baseline's (default 0).

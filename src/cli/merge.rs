@@ -22,7 +22,7 @@ pub struct MergeArgs {
     /// The config the shards ran with (its digest must be theirs).
     #[command(flatten)]
     config: ConfigArg,
-    /// The merged JSON report (default: output.path/contract.json).
+    /// The merged JSON report (default: output.path/<contract|chaos|ci>.json).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
     /// Formats to write beside it (default: output.format).
@@ -73,7 +73,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
     let json = args
         .output
         .clone()
-        .unwrap_or_else(|| config.output.path.join("contract.json"));
+        .unwrap_or_else(|| config.output.path.join(report.kind().report_file()));
     let formats = match args.format.is_empty() {
         true => config.output.format.clone(),
         false => args.format.clone(),

@@ -310,14 +310,15 @@ fn exit(verdict: RunVerdict) -> ExitCode {
     ExitCode::from(verdict.exit_code())
 }
 
-/// `--shard` as the run may take it: `contract run` only so far, without `--baseline` (a
-/// shard's scores are a part's; compare the merged report's).
+/// `--shard` as the run may take it: contract, chaos-only and `ci` runs, without
+/// `--baseline` (a shard's scores are a part's; compare the merged report's).
 fn shard_of(text: &str, kind: RunKind, args: &ReportArgs) -> Result<Shard, String> {
     let index = std::env::var("JOB_COMPLETION_INDEX").ok();
     let shard = Shard::parse(text, index.as_deref())?;
-    if kind != RunKind::Contract {
+    if !matches!(kind, RunKind::Contract | RunKind::Chaos | RunKind::Ci) {
         return Err(format!(
-            "--shard: only `contract run` is sharded so far, not `{kind}` (docs/scale.md)"
+            "--shard: `contract run`, `run --chaos-only` and `ci` are sharded, not a {kind} run \
+             (docs/scale.md)"
         ));
     }
     if args.baseline.is_some() {

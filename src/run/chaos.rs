@@ -12,8 +12,9 @@ use super::RunError;
 use super::cases::CaseResult;
 use super::coverage::{self, Coverage};
 use super::judge::{UNTRACED_WARNING, view};
-use super::matrix::{ScenarioRun, run_matrix};
-use super::verdict::{Evidence, Judgement, decide};
+use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
+use super::shard::{Raw, ShardPart, raw_scenarios};
+use super::verdict::{Evidence, Judgement, Seen, decide};
 use crate::checks::{Invariant, Similarity, Verdict};
 use crate::config::chaos::CompiledChaos;
 use crate::config::{Attribution, Check, InvariantSpec, When};
@@ -64,6 +65,9 @@ pub struct ChaosReport {
     pub trials: Vec<super::CaseTrials>,
     /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
+    /// Under `--shard`: which part of the run this is, and what a merge needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardPart>,
 }
 
 pub async fn run_chaos(
@@ -76,7 +80,24 @@ pub async fn run_chaos(
     if golden.is_empty() {
         return Err(RunError::NoPrompts(name.to_string()));
     }
-    let run = judge_prompts(ctx, name, chaos, golden, invariants).await?;
+    let sent = send_prompts(ctx, name, chaos, golden, invariants).await?;
+    let part = ctx.shard.map(|s| {
+        let seen = sent.seen(ctx);
+        let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
+        let raw = Raw {
+            scenarios: raw_scenarios(&[name], std::slice::from_ref(&sent.outcome)),
+            ..Raw::of(&seen)
+        };
+        ShardPart::new(s, golden, mine, raw)
+    });
+    let run = sent.judged(ctx, name, invariants).await;
+    let mut report = chaos_report(ctx, name, run);
+    report.shard = part;
+    Ok(report)
+}
+
+/// A chaos run's report from its judged prompts: the score is their pass rate.
+pub(super) fn chaos_report(ctx: &RunContext, name: &str, run: PromptRun) -> ChaosReport {
     let judged = run.prompts.iter().filter(|p| p.judged).count();
     let passed = run.prompts.iter().filter(|p| p.passed).count();
     let score = match judged {
@@ -93,7 +114,7 @@ pub async fn run_chaos(
         ),
         false => vec![],
     };
-    Ok(ChaosReport {
+    ChaosReport {
         schema: SCHEMA,
         run: None,
         config_digest: ctx.config_digest.clone(),
@@ -108,7 +129,8 @@ pub async fn run_chaos(
         prompts: run.prompts,
         trials,
         warnings: run.warnings,
-    })
+        shard: None,
+    }
 }
 
 /// Prompts sent under one chaos, each judged with `invariants`: what chaos and mutation
@@ -119,26 +141,48 @@ pub(super) struct PromptRun {
     pub prompts: Vec<PromptVerdict>,
     pub coverage: Vec<Coverage>,
     pub warnings: Vec<String>,
-    mark: super::verdict::JournalMark,
-    answers: crate::agent::AnswersRead,
+    since: Since,
+}
+
+/// Where a run's traffic counts come from: its journal since it began, or the shards a
+/// merge made one run of.
+enum Since {
+    Journal(super::verdict::JournalMark, crate::agent::AnswersRead),
+    Shards(Seen),
+}
+
+impl Since {
+    fn seen(&self, ctx: &RunContext) -> Seen {
+        match self {
+            Since::Journal(mark, answers) => Seen::since(ctx, *mark, *answers),
+            Since::Shards(seen) => seen.clone(),
+        }
+    }
 }
 
 impl PromptRun {
     /// The run's verdict for `score`.
     pub(super) fn decide(&self, ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
+        let seen = self.since.seen(ctx);
         decide(&Evidence {
             cases: &self.cases,
             coverage: &self.coverage,
-            exchanges: (ctx.journal.peek_next_id() - self.mark.first) as usize,
-            agent_exchanges: super::verdict::agent_traffic(&ctx.journal, self.mark),
+            exchanges: seen.exchanges,
+            agent_exchanges: seen.agent_exchanges,
             declares_traffic: ctx.declared.any(),
             score,
             min_score: ctx.min_score,
             failed_critical: vec![],
             judged_anything,
-            response_path: ctx.agent.response_path_missing(self.answers),
+            response_path: seen.response_path,
         })
     }
+}
+
+/// One scenario's prompts, sent: its outcome, and where its traffic counts come from.
+pub(super) struct Sent {
+    pub outcome: ScenarioOutcome,
+    since: Since,
 }
 
 /// Sends `prompts` under `chaos` (scenario `name`) and judges each case.
@@ -149,76 +193,131 @@ pub(super) async fn judge_prompts(
     prompts: &[String],
     invariants: &[InvariantSpec],
 ) -> Result<PromptRun, RunError> {
-    let golden = prompts;
-    let compiled: Vec<Invariant> = invariants
+    let sent = send_prompts(ctx, name, chaos, prompts, invariants).await?;
+    Ok(sent.judged(ctx, name, invariants).await)
+}
+
+fn compile(invariants: &[InvariantSpec]) -> Result<Vec<Invariant>, RunError> {
+    invariants
         .iter()
         .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
-        .collect::<Result<_, _>>()?;
-    // Traffic checks need each exchange to belong to exactly one case (design.md §6).
-    let ctx = &*ctx.for_traffic(compiled.iter().any(Invariant::is_traffic));
-    let run = ScenarioRun {
+        .collect()
+}
+
+/// The scenario run of `prompts` under `chaos`: it plants canaries when a check looks
+/// for them.
+pub(super) fn scenario<'a>(
+    name: &'a str,
+    chaos: &'a CompiledChaos,
+    invariants: &[InvariantSpec],
+) -> ScenarioRun<'a> {
+    ScenarioRun {
         name,
         chaos,
         canary: invariants
             .iter()
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
-    };
+    }
+}
+
+/// Sends `prompts` under `chaos` (scenario `name`).
+async fn send_prompts(
+    ctx: &RunContext,
+    name: &str,
+    chaos: &CompiledChaos,
+    prompts: &[String],
+    invariants: &[InvariantSpec],
+) -> Result<Sent, RunError> {
+    let compiled = compile(invariants)?;
+    // Traffic checks need each exchange to belong to exactly one case (design.md §6).
+    let ctx = &*ctx.for_traffic(compiled.iter().any(Invariant::is_traffic));
     let mark = super::verdict::JournalMark::now(&ctx.journal);
     let answers = ctx.agent.answers_read();
     let compiled = std::sync::Arc::new(compiled);
-    let outcome = run_matrix(ctx, &[run], golden, &so_far(ctx, &compiled))
+    let run = scenario(name, chaos, invariants);
+    let outcome = run_matrix(ctx, &[run], prompts, &so_far(ctx, &compiled))
         .await
         .pop()
         .unwrap_or_default();
-    // One scenario: nothing ran before it.
-    let covered = coverage::of(
-        name,
-        &outcome.cases,
-        &outcome.exchanges,
-        outcome.stats,
-        &ctx.declared,
-        coverage::Before::default(),
-    );
-    let cases = outcome.cases;
-    let mut warnings = vec![];
-    let checks = invariants.iter().map(|i| &i.check);
-    let sim = super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
-    let untested = covered.untested(When::Always);
-    let silent = covered.silent.as_deref();
-    let prompts: Vec<PromptVerdict> = cases
-        .iter()
-        .map(|c| {
-            let unjudged = c.not_judged.clone().or_else(|| untested.clone());
-            let checks: Vec<Verdict> = match &unjudged {
-                Some(why) => vec![Verdict::NotTested(why.clone()); compiled.len()],
-                None => compiled
-                    .iter()
-                    .map(|inv| inv.check(&view(c, None, &sim, silent)))
-                    .collect(),
-            };
-            let failed = checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
-            // A check not tested leaves the prompt unjudged, unless another one failed.
-            let untested = checks.iter().any(|v| matches!(v, Verdict::NotTested(_)));
-            let judged = unjudged.is_none() && (failed || !untested);
-            PromptVerdict {
-                prompt: c.prompt.clone(),
-                passed: judged && !failed,
-                judged,
-                checks,
-            }
-        })
-        .collect();
-    if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
-        warnings.push(UNTRACED_WARNING.to_string());
-    }
-    Ok(PromptRun {
-        cases,
-        prompts,
-        coverage: vec![covered],
-        warnings,
-        mark,
-        answers,
+    Ok(Sent {
+        outcome,
+        since: Since::Journal(mark, answers),
     })
+}
+
+impl Sent {
+    /// A merge's outcome, with its shards' counts.
+    pub(super) fn merged(outcome: ScenarioOutcome, seen: Seen) -> Sent {
+        Sent {
+            outcome,
+            since: Since::Shards(seen),
+        }
+    }
+
+    /// What the journal and the agent saw while the prompts were sent.
+    pub(super) fn seen(&self, ctx: &RunContext) -> Seen {
+        self.since.seen(ctx)
+    }
+
+    /// Judges each case with `invariants`.
+    pub(super) async fn judged(
+        self,
+        ctx: &RunContext,
+        name: &str,
+        invariants: &[InvariantSpec],
+    ) -> PromptRun {
+        let compiled = compile(invariants).unwrap_or_default();
+        let outcome = self.outcome;
+        // One scenario: nothing ran before it.
+        let covered = coverage::of(
+            name,
+            &outcome.cases,
+            &outcome.exchanges,
+            outcome.stats,
+            &ctx.declared,
+            coverage::Before::default(),
+        );
+        let cases = outcome.cases;
+        let mut warnings = vec![];
+        let checks = invariants.iter().map(|i| &i.check);
+        let sim =
+            super::embed::measure(ctx, checks, &cases, &Default::default(), &mut warnings).await;
+        let untested = covered.untested(When::Always);
+        let silent = covered.silent.as_deref();
+        let prompts: Vec<PromptVerdict> = cases
+            .iter()
+            .map(|c| {
+                let unjudged = c.not_judged.clone().or_else(|| untested.clone());
+                let checks: Vec<Verdict> = match &unjudged {
+                    Some(why) => vec![Verdict::NotTested(why.clone()); compiled.len()],
+                    None => compiled
+                        .iter()
+                        .map(|inv| inv.check(&view(c, None, &sim, silent)))
+                        .collect(),
+                };
+                let failed = checks.iter().any(|v| matches!(v, Verdict::Fail(_)));
+                // A check not tested leaves the prompt unjudged, unless another one failed.
+                let untested = checks.iter().any(|v| matches!(v, Verdict::NotTested(_)));
+                let judged = unjudged.is_none() && (failed || !untested);
+                PromptVerdict {
+                    prompt: c.prompt.clone(),
+                    passed: judged && !failed,
+                    judged,
+                    checks,
+                }
+            })
+            .collect();
+        if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
+            warnings.push(UNTRACED_WARNING.to_string());
+        }
+        PromptRun {
+            cases,
+            prompts,
+            coverage: vec![covered],
+            warnings,
+            since: self.since,
+        }
+    }
 }
 
 /// Judges a case as it ends on its own answer: the checks as the run will make them, less

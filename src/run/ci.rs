@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport, MutationReport, ReplayReport};
+use super::{RunContext, RunError, run_chaos, run_contract, run_mutation, run_replay};
+use crate::config::Config;
 use crate::config::ScoringSpec;
 
 pub const SCHEMA: &str = "flakestorm.ci/2";
@@ -52,6 +54,10 @@ pub struct CiReport {
     /// The replay phase (reports written before it ran one have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayReport>,
+    /// Under `--shard`: which part of the run this is (its contract and chaos phases say
+    /// what a merge needs; its mutation and replay phases run whole on shard 1 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::Shard>,
 }
 
 /// Combines phase results. `skipped` lists phases that could not run, with the reason.
@@ -135,7 +141,91 @@ pub fn combine(
         contract,
         chaos,
         replay,
+        shard: None,
     }
+}
+
+/// `ci`: the mutation, contract, chaos and replay phases that can run, once each, combined.
+pub(super) async fn run(
+    ctx: &RunContext,
+    config: &Config,
+    skipped: &[(&'static str, String)],
+) -> Result<CiReport, RunError> {
+    // Under `--shard`, mutation and replay run whole, on shard 1 alone (docs/scale.md).
+    let elsewhere = ctx.shard.filter(|s| s.k != 1).map(|s| {
+        let why = format!("runs whole on shard 1/{} (this is {s})", s.n);
+        [("mutation", why.clone()), ("replay", why)]
+    });
+    let skipped: Vec<(&'static str, String)> = skipped
+        .iter()
+        .cloned()
+        .chain(elsewhere.into_iter().flatten())
+        .collect();
+    let skipped = skipped.as_slice();
+    let whole = RunContext {
+        shard: None,
+        ..ctx.clone()
+    };
+    let runs = |phase: &str| !skipped.iter().any(|(s, _)| *s == phase);
+    let golden = &config.golden_prompts;
+    let mutation = match runs("mutation") {
+        true => {
+            ctx.phase("mutation");
+            Some(run_mutation(&whole, None, config).await?)
+        }
+        false => None,
+    };
+    let contract = match (&config.contract, runs("contract")) {
+        (Some(c), true) => {
+            ctx.phase("contract");
+            Some(run_contract(ctx, c, golden).await?)
+        }
+        (Some(_), false) | (None, _) => None,
+    };
+    let chaos = match runs("chaos") {
+        true => {
+            ctx.phase("chaos");
+            let run = run_chaos(ctx, "chaos", &config.chaos, golden, &config.invariants);
+            Some(run.await?)
+        }
+        false => None,
+    };
+    let replay = match runs("replay") {
+        true => {
+            ctx.phase("replay");
+            Some(run_replay(&whole, config, &config.replays.sessions).await)
+        }
+        false => None,
+    };
+    let mut report = combine(
+        &config.scoring,
+        mutation,
+        contract,
+        chaos,
+        replay,
+        skipped,
+        ctx.min_score,
+    );
+    report.shard = ctx.shard;
+    Ok(report)
+}
+
+/// The `ci` phases `config` cannot run, and why.
+pub(super) fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
+    let mut skipped = vec![];
+    if config.replays.sessions.is_empty() {
+        skipped.push(("replay", "no `replays.sessions`".to_string()));
+    }
+    if config.invariants.is_empty() {
+        skipped.push(("mutation", "needs `invariants:`".into()));
+    }
+    if config.contract.is_none() {
+        skipped.push(("contract", "no `contract:` section".into()));
+    }
+    if config.chaos.is_empty() || config.invariants.is_empty() {
+        skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
+    }
+    skipped
 }
 
 /// The worst phase verdict (error, fail, not tested), with every phase's reasons; a fail
@@ -199,6 +289,7 @@ mod tests {
             agent_calls: 0,
             trials: vec![],
             warnings: vec![],
+            shard: None,
         };
         let skipped = [
             ("mutation", "needs the mutation engine".to_string()),
@@ -265,6 +356,7 @@ mod tests {
             agent_calls: 0,
             trials: vec![],
             warnings: vec![],
+            shard: None,
         };
         let r = combine(
             &ScoringSpec::default(),

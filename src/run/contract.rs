@@ -13,7 +13,7 @@ use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::score::{Score, contract_score_credited};
 use super::shard::{Raw, ShardPart, raw_scenarios};
-use super::verdict::{Evidence, Judgement, decide};
+use super::verdict::{Evidence, Judgement, Seen, decide};
 use super::{CellResult, RunContext, RunError};
 use crate::checks::Invariant;
 use crate::config::chaos::CompiledChaos;
@@ -149,16 +149,6 @@ pub(super) const BASELINE: &str = "(baseline)";
 static NO_CHAOS: std::sync::LazyLock<CompiledChaos> =
     std::sync::LazyLock::new(CompiledChaos::default);
 
-/// What the journal and the agent saw during the matrix, besides its outcomes.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Seen {
-    /// Exchanges recorded during the run, attributed or not, and the agent's own.
-    pub exchanges: usize,
-    pub agent_exchanges: usize,
-    /// `Agent::response_path_missing` over the run's answers.
-    pub response_path: Option<String>,
-}
-
 /// Runs `contract` with `golden` prompts against the agent in `ctx` (under `--shard`,
 /// only the shard's prompts, with what a merge needs in the report).
 pub async fn run_contract(
@@ -176,12 +166,7 @@ pub async fn run_contract(
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     // Under `--shard` the matrix runs the shard's prompts only.
     let outcomes = run_matrix(ctx, &runs, &plan.prompts, &cells_only).await;
-    let seen = Seen {
-        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
-        agent_exchanges: super::verdict::agent_traffic(&ctx.journal, mark),
-        response_path: ctx.agent.response_path_missing(answers),
-    };
-    let read = ctx.agent.answers_read().read - answers.read;
+    let seen = Seen::since(ctx, mark, answers);
     let names: Vec<&str> = runs.iter().map(|r| r.name).collect();
     let part = ctx.shard.map(|s| {
         let mine = plan
@@ -191,11 +176,8 @@ pub async fn run_contract(
             .cloned()
             .collect();
         let raw = Raw {
-            exchanges: seen.exchanges,
-            agent_exchanges: seen.agent_exchanges,
-            response_path: seen.response_path.clone(),
-            answers: read as usize,
             scenarios: raw_scenarios(&names, &outcomes),
+            ..Raw::of(&seen)
         };
         ShardPart::new(s, &plan.prompts, mine, raw)
     });

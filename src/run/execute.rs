@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ChaosReport, CiReport, ContractReport, MutationReport, ReplayReport, RunContext, RunError,
-    RunVerdict, combine, run_chaos, run_contract, run_mutation, run_replay,
+    RunVerdict, run_chaos, run_contract, run_mutation, run_replay,
 };
 use crate::config::Config;
 use crate::config::chaos::CompiledChaos;
@@ -124,13 +124,13 @@ pub fn prepare(config: &Config, req: &RunRequest) -> Result<Prepared, String> {
             return Err(NO_SESSIONS.into());
         }
         RunKind::Replay => {}
-        RunKind::Ci => p.skipped = ci_skips(config),
+        RunKind::Ci => p.skipped = super::ci::ci_skips(config),
     }
     Ok(p)
 }
 
 /// The chaos a run injects: `profile`, else the config's `chaos:` section (named `chaos`).
-fn chaos_to_inject(
+pub(super) fn chaos_to_inject(
     config: &Config,
     profile: Option<&str>,
 ) -> Result<(String, CompiledChaos), String> {
@@ -149,24 +149,6 @@ fn chaos_to_inject(
 /// Why a replay run cannot start.
 const NO_SESSIONS: &str = "a replay run needs sessions: add `replays.sessions` or name session files (replay run FILE|DIR)";
 
-/// The `ci` phases `config` cannot run, and why.
-fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
-    let mut skipped = vec![];
-    if config.replays.sessions.is_empty() {
-        skipped.push(("replay", "no `replays.sessions`".to_string()));
-    }
-    if config.invariants.is_empty() {
-        skipped.push(("mutation", "needs `invariants:`".into()));
-    }
-    if config.contract.is_none() {
-        skipped.push(("contract", "no `contract:` section".into()));
-    }
-    if config.chaos.is_empty() || config.invariants.is_empty() {
-        skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
-    }
-    skipped
-}
-
 /// A finished run's report, of its kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -180,6 +162,17 @@ pub enum Report {
 }
 
 impl Report {
+    /// The kind of run that wrote it.
+    pub fn kind(&self) -> RunKind {
+        match self {
+            Report::Contract(_) => RunKind::Contract,
+            Report::Chaos(_) => RunKind::Chaos,
+            Report::Mutation(_) => RunKind::Mutation,
+            Report::Replay(_) => RunKind::Replay,
+            Report::Ci(_) => RunKind::Ci,
+        }
+    }
+
     pub fn verdict(&self) -> RunVerdict {
         match self {
             Report::Contract(r) => r.judgement.verdict,
@@ -317,7 +310,7 @@ fn shown_endpoint(uri: &http::Uri) -> String {
 async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
     let golden = &config.golden_prompts;
     if p.kind != RunKind::Ci {
-        phase(ctx, p.kind.as_str());
+        ctx.phase(p.kind.as_str());
     }
     let chaos = p.chaos.as_ref().map(|(n, c)| (n.as_str(), c));
     Ok(match p.kind {
@@ -336,63 +329,8 @@ async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Rep
             let sessions = &config.replays.sessions;
             Report::Replay(run_replay(ctx, config, sessions).await)
         }
-        RunKind::Ci => Report::Ci(Box::new(ci(ctx, config, &p.skipped).await?)),
+        RunKind::Ci => Report::Ci(Box::new(super::ci::run(ctx, config, &p.skipped).await?)),
     })
-}
-
-/// Tells the progress hooks a phase starts.
-fn phase(ctx: &RunContext, name: &'static str) {
-    if let Some(p) = &ctx.progress {
-        (p.phase)(name);
-    }
-}
-
-/// `ci`: the mutation, contract, chaos and replay phases that can run, once each, combined.
-async fn ci(
-    ctx: &RunContext,
-    config: &Config,
-    skipped: &[(&'static str, String)],
-) -> Result<CiReport, RunError> {
-    let runs = |phase: &str| !skipped.iter().any(|(s, _)| *s == phase);
-    let golden = &config.golden_prompts;
-    let mutation = match runs("mutation") {
-        true => {
-            phase(ctx, "mutation");
-            Some(run_mutation(ctx, None, config).await?)
-        }
-        false => None,
-    };
-    let contract = match (&config.contract, runs("contract")) {
-        (Some(c), true) => {
-            phase(ctx, "contract");
-            Some(run_contract(ctx, c, golden).await?)
-        }
-        (Some(_), false) | (None, _) => None,
-    };
-    let chaos = match runs("chaos") {
-        true => {
-            phase(ctx, "chaos");
-            let run = run_chaos(ctx, "chaos", &config.chaos, golden, &config.invariants);
-            Some(run.await?)
-        }
-        false => None,
-    };
-    let replay = match runs("replay") {
-        true => {
-            phase(ctx, "replay");
-            Some(run_replay(ctx, config, &config.replays.sessions).await)
-        }
-        false => None,
-    };
-    Ok(combine(
-        &config.scoring,
-        mutation,
-        contract,
-        chaos,
-        replay,
-        skipped,
-        ctx.min_score,
-    ))
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
-pub use merge::{ShardFile, merge_contract, merge_reports};
+pub use merge::merge_reports;
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
@@ -93,6 +93,13 @@ impl RunContext {
             min_score: parts.min_score,
             embedder: parts.embedder,
             shard: None,
+        }
+    }
+
+    /// Tells the progress hooks a phase starts.
+    pub(crate) fn phase(&self, name: &'static str) {
+        if let Some(p) = &self.progress {
+            (p.phase)(name);
         }
     }
 

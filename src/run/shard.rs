@@ -126,6 +126,19 @@ pub struct RawScenario {
     pub windows: Vec<(u64, u64)>,
 }
 
+impl Raw {
+    /// The counts of `seen`, no scenarios yet.
+    pub(super) fn of(seen: &super::verdict::Seen) -> Raw {
+        Raw {
+            exchanges: seen.exchanges,
+            agent_exchanges: seen.agent_exchanges,
+            response_path: seen.response_path.clone(),
+            answers: seen.answers,
+            scenarios: vec![],
+        }
+    }
+}
+
 impl ShardPart {
     /// What the shard `shard` of a run whose units are `all` says of itself: it ran
     /// `mine`, and its journal saw `raw`.

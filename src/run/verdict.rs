@@ -86,6 +86,35 @@ pub(super) struct Evidence<'a> {
     pub response_path: Option<String>,
 }
 
+/// What the journal and the agent saw during a run's cases, besides their outcomes: of a
+/// run, or summed over the shards a merge makes one run of.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Seen {
+    /// Exchanges recorded during the run, attributed or not, and the agent's own.
+    pub exchanges: usize,
+    pub agent_exchanges: usize,
+    /// `Agent::response_path_missing` over the run's answers.
+    pub response_path: Option<String>,
+    /// Answers read.
+    pub answers: usize,
+}
+
+impl Seen {
+    /// What `ctx`'s journal and agent saw since `mark` and `answers`.
+    pub fn since(
+        ctx: &super::RunContext,
+        mark: JournalMark,
+        answers: crate::agent::AnswersRead,
+    ) -> Seen {
+        Seen {
+            exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
+            agent_exchanges: agent_traffic(&ctx.journal, mark),
+            response_path: ctx.agent.response_path_missing(answers),
+            answers: (ctx.agent.answers_read().read - answers.read) as usize,
+        }
+    }
+}
+
 /// Where the journal stood when a run began: the next exchange id and how many exchanges
 /// it had dropped.
 #[derive(Debug, Clone, Copy)]

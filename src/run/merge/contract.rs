@@ -1,0 +1,64 @@
+//! A contract run's shards, merged: their cases judged again by `judge_matrix`, the code a
+//! whole contract run ends with.
+
+use super::pieces::{Piece, check, part_of};
+use crate::config::Config;
+use crate::run::contract::{ContractReport, Plan, judge_matrix};
+use crate::run::{Report, RunContext};
+
+/// Merges `shards` (contract reports) of a run of `config`'s contract.
+pub(super) async fn merge(
+    ctx: &RunContext,
+    config: &Config,
+    shards: Vec<(String, Report)>,
+    allow_partial: bool,
+) -> Result<ContractReport, String> {
+    let mut pieces = vec![];
+    for (file, report) in shards {
+        let Report::Contract(r) = report else {
+            return Err(format!(
+                "{file}: not a contract report, as the first shard is"
+            ));
+        };
+        pieces.push(piece(file, r)?);
+    }
+    merge_pieces(ctx, config, pieces, allow_partial).await
+}
+
+/// Merges the contract `pieces` (of contract runs, or of `ci`'s contract phase).
+pub(super) async fn merge_pieces(
+    ctx: &RunContext,
+    config: &Config,
+    pieces: Vec<Piece>,
+    allow_partial: bool,
+) -> Result<ContractReport, String> {
+    let Some(contract) = &config.contract else {
+        return Err("the config has no `contract:` section".into());
+    };
+    let plan = Plan::of(contract, &config.golden_prompts).map_err(|e| e.to_string())?;
+    let checked = check(ctx, &plan.prompts, pieces, allow_partial)?;
+    let outcomes = checked.outcomes(ctx, &plan.runs(), &plan.prompts)?;
+    let mut report = judge_matrix(ctx, &plan, outcomes, &checked.seen()).await;
+    report.warnings = checked.warnings(&report.warnings);
+    report.run = checked.run_info();
+    if let Some(j) = checked.incomplete(plan.prompts.len()) {
+        report.judgement = j;
+        report.score.passed = false;
+    }
+    Ok(report)
+}
+
+pub(super) fn piece(file: String, r: ContractReport) -> Result<Piece, String> {
+    let part = part_of(&file, r.shard)?;
+    Ok(Piece {
+        config_digest: r.config_digest,
+        seed: r.seed,
+        label: ("contract", r.contract),
+        run: r.run,
+        part,
+        cases: r.cases,
+        coverage: r.coverage,
+        warnings: r.warnings,
+        file,
+    })
+}

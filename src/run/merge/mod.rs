@@ -1,0 +1,69 @@
+//! Shards of a run, made whole again (`flakestorm report merge`, docs/scale.md). What any
+//! kind of run needs is here: the shards checked to be of one run (config, seed, version,
+//! case set), each given once and all there (`check`); the matrix's outcomes rebuilt from
+//! their cases, exchange ids renumbered so shards never collide (`outcomes`); what their
+//! journals saw, summed (`seen`). Each kind then judges the outcomes through the code its
+//! whole run ends with (`contract`, `chaos`, `ci`): cells, coverage, scores and verdicts
+//! are computed, never summed from the shards' own. Missing shards with `allow_partial`
+//! make the verdict not tested (INCOMPLETE), never a pass.
+
+mod chaos;
+mod ci;
+mod contract;
+mod pieces;
+
+use super::{Report, RunContext};
+
+/// Merges the shard reports `shards` of a run made with `loaded`, in the context a whole
+/// run would judge in, without an agent or a proxy (embeddings, if configured, are asked
+/// again, as a whole run would).
+pub async fn merge_reports(
+    loaded: &crate::config::Loaded,
+    min_score: f64,
+    shards: Vec<(String, Report)>,
+    allow_partial: bool,
+) -> Result<Report, String> {
+    let config = &loaded.config;
+    let Some((_, first)) = shards.first() else {
+        return Err("no shard reports to merge".into());
+    };
+    let seed = match first {
+        Report::Contract(r) => r.seed,
+        Report::Chaos(r) => r.seed,
+        Report::Ci(r) => ci::seed(r),
+        Report::Mutation(_) | Report::Replay(_) => return Err(unsplit(&shards[0].0)),
+    };
+    let Some(spec) = &config.agent else {
+        return Err("the config has no `agent:` section".into());
+    };
+    let agent = crate::agent::Agent::new(&spec.at_port(0), config.advanced.retries)
+        .map_err(|e| format!("agent: {e}"))?;
+    let parts = super::Parts {
+        engine: crate::chaos::Engine::new(seed),
+        seed,
+        journal: crate::journal::Journal::new(1, crate::journal::Redactor::new(&[], &[])),
+        agent,
+        config_digest: loaded.digest.clone(),
+        min_score,
+        embedder: super::Embedder::for_config(config).await?,
+    };
+    let ctx = RunContext::of(config, parts);
+    match first {
+        Report::Contract(_) => contract::merge(&ctx, config, shards, allow_partial)
+            .await
+            .map(Report::Contract),
+        Report::Chaos(_) => chaos::merge(&ctx, config, shards, allow_partial)
+            .await
+            .map(Report::Chaos),
+        Report::Ci(_) => ci::merge(&ctx, config, shards, allow_partial)
+            .await
+            .map(|r| Report::Ci(Box::new(r))),
+        Report::Mutation(_) | Report::Replay(_) => Err(unsplit(&shards[0].0)),
+    }
+}
+
+fn unsplit(file: &str) -> String {
+    format!(
+        "{file}: a mutation or replay report; those runs are not sharded (a sharded ci runs them whole on shard 1)"
+    )
+}
