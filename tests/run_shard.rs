@@ -422,3 +422,50 @@ fn a_sharded_chaos_run_merges_equal_to_the_whole_run() {
     assert_eq!(code, 2);
     assert!(err.contains("not a mutation run"), "{err}");
 }
+
+#[test]
+fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
+    let agent = python_agent();
+    let yaml = config(&agent, 7).replace("settle_ms: 0}", "settle_ms: 0, trials: 3}");
+    assert!(yaml.contains("trials: 3"));
+    let whole_dir = tempfile::tempdir().unwrap();
+    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    flakestorm(&["contract", "run"], whole_dir.path());
+    let whole = read(&whole_dir.path().join("reports/contract.json"));
+    assert_eq!(whole["agent_calls"], 3 * 3 * PROMPTS);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    for k in 1..=3 {
+        flakestorm(
+            &["contract", "run", "--shard", &format!("{k}/3")],
+            dir.path(),
+        );
+        let shard = read(
+            &dir.path()
+                .join(format!("reports/contract.shard-{k}-of-3.json")),
+        );
+        // Every trial of a prompt is in the shard that holds the prompt.
+        let units: Vec<&Value> = shard["shard"]["units"].as_array().unwrap().iter().collect();
+        for c in shard["cases"].as_array().unwrap() {
+            assert!(units.contains(&&c["prompt"]), "{c}");
+        }
+        assert_eq!(
+            shard["cases"].as_array().unwrap().len(),
+            3 * 3 * units.len()
+        );
+    }
+    let (_, out, _) = flakestorm(
+        &["report", "merge", "reports", "-o", "merged.json"],
+        dir.path(),
+    );
+    let merged = read(&dir.path().join("merged.json"));
+    assert_eq!(judged(&merged), judged(&whole), "{out}");
+    assert_eq!(merged["trials"], whole["trials"]);
+    assert!(
+        whole["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["flaky"] == true)
+    );
+}
