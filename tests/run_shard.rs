@@ -469,3 +469,35 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
             .any(|t| t["flaky"] == true)
     );
 }
+
+#[test]
+fn a_merged_run_imports_into_the_run_store() {
+    let agent = python_agent();
+    let dir = folder(&agent, 7);
+    let d = dir.path();
+    let (_, _, merged) = shards_merged(d, 2);
+    // Shard runs are parts: the store has none of them.
+    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
+    let listed: Value = serde_json::from_str(&out).unwrap_or(json!({"runs": []}));
+    assert!(listed["runs"].as_array().unwrap().is_empty(), "{out}");
+    let (code, out, err) = flakestorm(&["runs", "import", "merged.json"], d);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("imported merged.json as run "), "{out}");
+    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let run = &listed["runs"][0];
+    assert_eq!(run["kind"], "contract");
+    assert_eq!(run["scores"]["contract"], merged["score"]["value"]);
+    let id = run["id"].as_str().unwrap();
+    let (_, out, _) = flakestorm(&["runs", "show", id, "--json"], d);
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        shown["cells"].as_array().unwrap().len(),
+        merged["cells"].as_array().unwrap().len(),
+        "{out}"
+    );
+    // Not a report: refused, nothing recorded.
+    let (code, _, err) = flakestorm(&["runs", "import", "flakestorm.yaml"], d);
+    assert_eq!(code, 2);
+    assert!(err.contains("flakestorm.yaml"), "{err}");
+}

@@ -24,6 +24,18 @@ pub async fn read_limited(body: Body) -> Result<Vec<u8>, ApiError> {
     }
 }
 
+/// A report's body (`POST /v1/runs/import`), or 413 past the size a report file may have.
+pub async fn read_report(body: Body) -> Result<Vec<u8>, ApiError> {
+    let max = crate::files::MAX_REPORT as usize;
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes().to_vec()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
+            "a report is at most {max} bytes (64 MiB)"
+        ))),
+        Err(e) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
+    }
+}
+
 /// Parses a body. Blocks (CPU) in proportion to its size: call it off the async workers.
 pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
     #[cfg(test)]

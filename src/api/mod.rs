@@ -95,6 +95,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/profiles", get(chaos::list_profiles))
         .route("/v1/reset", post(chaos::reset))
         .route("/v1/runs", get(runs::list).post(runs::create))
+        .route("/v1/runs/import", post(runs::import))
         .route("/v1/runs/{id}", get(runs::get).delete(runs::cancel))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/report", get(runs::report))

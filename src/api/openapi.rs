@@ -25,6 +25,7 @@ use utoipa::OpenApi;
         super::chaos::list_profiles,
         super::chaos::reset,
         super::runs::create,
+        super::runs::import,
         super::runs::list,
         super::runs::get,
         super::runs::cancel,

@@ -464,3 +464,33 @@ pub async fn events(
     };
     Ok(events)
 }
+
+/// Records a finished run from its JSON report (a merged sharded run, another machine's
+/// run): 201 with its record. The report is read as `flakestorm report` reads a file.
+#[utoipa::path(post, path = "/v1/runs/import", request_body = Object, responses(
+    (status = 201, description = "recorded", body = RunRecord),
+    (status = 400, description = "not a flakestorm report, or one of another schema version", body = super::openapi::ErrorBody),
+    (status = 413, description = "larger than a report may be", body = super::openapi::ErrorBody),
+))]
+pub async fn import(State(s): State<ApiState>, body: Body) -> Result<Response, ApiError> {
+    let body = super::body::read_report(body).await?;
+    let (report, text) = tokio::task::spawn_blocking(move || {
+        let text = String::from_utf8(body)
+            .map_err(|_| ApiError::BadBody("the report is not UTF-8".into()))?;
+        let report =
+            crate::run::Report::from_json(&text).map_err(|e| ApiError::BadBody(e.to_string()))?;
+        Ok::<_, ApiError>((report, text))
+    })
+    .await
+    .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
+    let id = crate::store::import(s.jobs.store(), &report, &text)
+        .await
+        .map_err(store_error)?;
+    let location = format!("/v1/runs/{id}");
+    let record = record(&s, id.as_str())?;
+    let mut resp = (StatusCode::CREATED, Json(json!(record))).into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&location) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}

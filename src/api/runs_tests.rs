@@ -364,6 +364,8 @@ async fn cancelling_an_ended_run_is_409() {
     );
 }
 
+#[path = "runs_import_tests.rs"]
+mod import;
 #[path = "runs_read_tests.rs"]
 mod read;
 #[path = "runs_submitted_tests.rs"]

@@ -46,6 +46,14 @@ pub enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Record a finished run from its JSON report (a merged sharded run, another
+    /// machine's run), so history, compare and --baseline see it.
+    Import {
+        /// The JSON report.
+        report: PathBuf,
+        #[command(flatten)]
+        at: StoreArg,
+    },
     /// Score deltas per phase and the cells and cases whose verdict changed from run A
     /// (the baseline) to run B, regressions first.
     Compare {
@@ -84,8 +92,9 @@ impl StoreArg {
 /// Why a command stopped: printed, with its exit code.
 pub(super) struct Stop(pub u8, pub String);
 
-pub fn run(command: RunsCommand) -> ExitCode {
+pub async fn run(command: RunsCommand) -> ExitCode {
     let result = match command {
+        RunsCommand::Import { report, at } => import(&report, &at).await,
         RunsCommand::List {
             at,
             kind,
@@ -119,20 +128,23 @@ pub fn run(command: RunsCommand) -> ExitCode {
     }
 }
 
+/// The data folder `at` names: `--data-dir`, else the config's `data_dir`.
+fn data_dir_of(at: &StoreArg) -> Result<PathBuf, Stop> {
+    if let Some(d) = &at.data_dir {
+        return Ok(d.clone());
+    }
+    let arg = ConfigArg {
+        config: at.config.clone(),
+        ca_dir: None,
+    };
+    let loaded = load(&arg, Overrides::default())
+        .map_err(|_| Stop(2, "the configuration is invalid".into()))?;
+    Ok(loaded.config.data_dir)
+}
+
 /// The store, or `None` when the data folder has none yet.
 pub(super) fn open(at: &StoreArg) -> Result<Option<Store>, Stop> {
-    let dir = match &at.data_dir {
-        Some(d) => d.clone(),
-        None => {
-            let arg = ConfigArg {
-                config: at.config.clone(),
-                ca_dir: None,
-            };
-            let loaded = load(&arg, Overrides::default())
-                .map_err(|_| Stop(2, "the configuration is invalid".into()))?;
-            loaded.config.data_dir
-        }
-    };
+    let dir = data_dir_of(at)?;
     if !dir.join(store::DB_FILE).exists() {
         return Ok(None);
     }
@@ -350,4 +362,25 @@ fn change_line(c: &Change) -> String {
         word(c.before),
         word(c.after)
     )
+}
+
+/// `runs import`: the report read (refused as `flakestorm report` refuses a file), recorded
+/// in the store, which is made if the data folder has none yet.
+async fn import(path: &std::path::Path, at: &StoreArg) -> Result<String, Stop> {
+    let text = crate::files::read_to_string(path, crate::files::Limit::Report)
+        .map_err(|e| Stop(2, e.to_string()))?;
+    let report = crate::run::Report::from_json(&text)
+        .map_err(|e| Stop(2, format!("{}: {e}", path.display())))?;
+    let store = match open(at)? {
+        Some(s) => s,
+        None => Store::open(&data_dir_of(at)?).map_err(failed)?,
+    };
+    let id = store::import(&store, &report, &text)
+        .await
+        .map_err(failed)?;
+    Ok(format!(
+        "imported {} as run {id} ({})\n",
+        path.display(),
+        report.verdict().label()
+    ))
 }

@@ -178,7 +178,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .map_err(Into::into),
         Command::Ca { command } => ca(command),
         Command::Health(args) => return health::run(args).await,
-        Command::Runs { command } => return history::run(command),
+        Command::Runs { command } => return history::run(command).await,
         Command::Report(args) => return report::run(args).await,
         Command::Certificate(args) => return certificate::run(args),
         Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,

@@ -13,6 +13,7 @@ mod compare;
 mod error;
 mod from_run;
 mod id;
+mod import;
 mod ops;
 mod owner;
 mod read;
@@ -34,6 +35,7 @@ pub use compare::{Change, ChangeKind, Comparison, Delta, RunData, Subject, compa
 pub use error::StoreError;
 pub use from_run::ended;
 pub use id::{RunId, now_ms, readable as readable_time};
+pub use import::import;
 pub use owner::INTERRUPTED;
 pub use record::{
     CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,

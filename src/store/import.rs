@@ -1,0 +1,77 @@
+//! A finished run recorded from its report (`flakestorm runs import`, `POST
+//! /v1/runs/import`): a merged sharded run, or a run made on another machine. Its cases,
+//! cells, scores and status are written as a run of the store's own would write them, and
+//! the report itself is kept in the run's folder as its JSON artifact, so history,
+//! `runs compare` and `--baseline` see it.
+
+use super::record::{CaseRecord, RunStatus};
+use super::{Recorder, RunId, Store, StoreError};
+use crate::config::ReportFormat;
+use crate::run::{CaseResult, Report};
+
+/// Records `report` (whose JSON text is `json`) as a finished run; its id.
+pub async fn import(store: &Store, report: &Report, json: &str) -> Result<RunId, StoreError> {
+    let (digest, seed) = identity(report);
+    let r = Recorder::begin(store, report.kind(), digest, seed, RunStatus::Running);
+    for (phase, case) in cases(report) {
+        store.case_finished(&r.id, CaseRecord::from_result(phase, case));
+    }
+    let dir = store.run_dir(&r.id)?;
+    let path = dir.join(report.kind().report_file());
+    std::fs::write(&path, json).map_err(|e| StoreError::io(&path, e))?;
+    r.finish(report, &[(ReportFormat::Json, path)]).await?;
+    Ok(r.id)
+}
+
+/// The config digest and seed a report names (a `ci`'s: its phases').
+fn identity(report: &Report) -> (Option<String>, Option<u64>) {
+    match report {
+        Report::Contract(r) => (r.config_digest.clone(), Some(r.seed)),
+        Report::Chaos(r) => (r.config_digest.clone(), Some(r.seed)),
+        Report::Mutation(r) => (r.config_digest.clone(), Some(r.seed)),
+        Report::Replay(r) => (r.config_digest.clone(), Some(r.seed)),
+        Report::Ci(r) => {
+            let seeds = [
+                r.contract.as_ref().map(|c| c.seed),
+                r.chaos.as_ref().map(|c| c.seed),
+                r.mutation.as_ref().map(|m| m.seed),
+                r.replay.as_ref().map(|p| p.seed),
+            ];
+            (r.config_digest.clone(), seeds.into_iter().flatten().next())
+        }
+    }
+}
+
+/// Every case of the report, with its phase.
+fn cases(report: &Report) -> Vec<(&'static str, &CaseResult)> {
+    let mut out: Vec<(&'static str, &CaseResult)> = vec![];
+    match report {
+        Report::Contract(r) => out.extend(r.cases.iter().map(|c| ("contract", c))),
+        Report::Chaos(r) => out.extend(r.cases.iter().map(|c| ("chaos", c))),
+        Report::Mutation(r) => out.extend(r.cases.iter().map(|c| ("mutation", c))),
+        Report::Replay(r) => out.extend(r.cases.iter().map(|c| ("replay", c))),
+        Report::Ci(r) => {
+            out.extend(
+                r.mutation
+                    .iter()
+                    .flat_map(|m| m.cases.iter().map(|c| ("mutation", c))),
+            );
+            out.extend(
+                r.contract
+                    .iter()
+                    .flat_map(|m| m.cases.iter().map(|c| ("contract", c))),
+            );
+            out.extend(
+                r.chaos
+                    .iter()
+                    .flat_map(|m| m.cases.iter().map(|c| ("chaos", c))),
+            );
+            out.extend(
+                r.replay
+                    .iter()
+                    .flat_map(|m| m.cases.iter().map(|c| ("replay", c))),
+            );
+        }
+    }
+    out
+}
