@@ -244,9 +244,9 @@ fn bad_shards_are_usage_errors_naming_the_form() {
         );
         assert!(!dir.path().join("reports").exists(), "{shard}: nothing ran");
     }
-    let (code, _, err) = flakestorm(&["replay", "run", "--shard", "1/2"], dir.path());
+    let (code, _, err) = flakestorm(&["run", "--shard", "1/2"], dir.path());
     assert_eq!(code, 2);
-    assert!(err.contains("not a replay run"), "{err}");
+    assert!(err.contains("a mutation run is not sharded"), "{err}");
     // auto/N in an Indexed Job: JOB_COMPLETION_INDEX 1 is shard 2.
     let (code, out, err) = flakestorm_env(
         &["contract", "run", "--shard", "auto/2"],
@@ -417,10 +417,6 @@ fn a_sharded_chaos_run_merges_equal_to_the_whole_run() {
         ])
     };
     assert_eq!(strip(&merged), strip(&whole));
-    // A mutation run is not sharded: it says so.
-    let (code, _, err) = flakestorm(&["run", "--shard", "1/2"], dir.path());
-    assert_eq!(code, 2);
-    assert!(err.contains("not a mutation run"), "{err}");
 }
 
 #[test]
@@ -500,4 +496,76 @@ fn a_merged_run_imports_into_the_run_store() {
     let (code, _, err) = flakestorm(&["runs", "import", "flakestorm.yaml"], d);
     assert_eq!(code, 2);
     assert!(err.contains("flakestorm.yaml"), "{err}");
+}
+
+#[test]
+fn a_sharded_replay_run_merges_equal_to_the_whole_run() {
+    let agent = python_agent();
+    let sessions: String = (0..6)
+        .map(|i| {
+            let answer = match i % 2 {
+                0 => "{status: 503, response: null}".to_string(),
+                _ => format!("{{status: 200, response: {{results: [\"fact {i}\"]}}}}"),
+            };
+            let answer = answer.replacen('{', "{tool: web_search, ", 1);
+            format!(
+                "    - {{id: incident-{i}, input: \"question {i}?\", tool_responses: [{answer}]}}\n"
+            )
+        })
+        .collect();
+    let yaml = format!(
+        "{}invariants:\n  - {{type: contains, value: According}}\nreplays:\n  sessions:\n{sessions}",
+        config(&agent, 7)
+    );
+    let whole_dir = tempfile::tempdir().unwrap();
+    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let (code, out, err) = flakestorm(&["replay", "run"], whole_dir.path());
+    let whole = read(&whole_dir.path().join("reports/replay.json"));
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let verdicts: Vec<&Value> = whole["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["verdict"])
+        .collect();
+    assert!(
+        verdicts.contains(&&json!("pass")) && verdicts.contains(&&json!("fail")),
+        "{verdicts:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    for k in 1..=3 {
+        flakestorm(&["replay", "run", "--shard", &format!("{k}/3")], dir.path());
+    }
+    let (code, out, err) = flakestorm(&["report", "merge", "reports"], dir.path());
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let merged = read(&dir.path().join("reports/replay.json"));
+    let strip = |r: &Value| {
+        let sessions: Vec<Value> = r["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let case = &r["cases"][s["case"].as_u64().unwrap() as usize];
+                json!([
+                    s["id"],
+                    s["verdict"],
+                    s["reasons"],
+                    s["checks"],
+                    s["served"],
+                    case["scenario"],
+                    case["answer"]
+                ])
+            })
+            .collect();
+        json!([
+            sessions,
+            r["score"],
+            r["verdict"],
+            r["verdict_reasons"],
+            r["agent_calls"],
+            r["coverage"]
+        ])
+    };
+    assert_eq!(strip(&merged), strip(&whole));
 }

@@ -310,16 +310,17 @@ fn exit(verdict: RunVerdict) -> ExitCode {
     ExitCode::from(verdict.exit_code())
 }
 
-/// `--shard` as the run may take it: contract, chaos-only and `ci` runs, without
+/// `--shard` as the run may take it: contract, chaos-only, replay and `ci` runs, without
 /// `--baseline` (a shard's scores are a part's; compare the merged report's).
 fn shard_of(text: &str, kind: RunKind, args: &ReportArgs) -> Result<Shard, String> {
     let index = std::env::var("JOB_COMPLETION_INDEX").ok();
     let shard = Shard::parse(text, index.as_deref())?;
-    if !matches!(kind, RunKind::Contract | RunKind::Chaos | RunKind::Ci) {
-        return Err(format!(
-            "--shard: `contract run`, `run --chaos-only` and `ci` are sharded, not a {kind} run \
-             (docs/scale.md)"
-        ));
+    if kind == RunKind::Mutation {
+        return Err(
+            "--shard: a mutation run is not sharded (a sharded `ci` runs its mutations whole on \
+             shard 1; docs/scale.md)"
+                .into(),
+        );
     }
     if args.baseline.is_some() {
         return Err(

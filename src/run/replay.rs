@@ -19,7 +19,7 @@ use super::coverage::{self, Coverage};
 use super::judge::view;
 use super::replay_setup::{self, Judged};
 use super::replay_verdict::{applies, misses, session_reasons, shell, verdict};
-use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, agent_traffic, decide};
+use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, Seen, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;
 use crate::checks::Verdict;
@@ -56,6 +56,9 @@ pub struct ReplayReport {
     pub coverage: Vec<Coverage>,
     pub agent_calls: usize,
     pub warnings: Vec<String>,
+    /// Under `--shard`: which part of the run this is (its sessions), and its counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::ShardPart>,
 }
 
 /// Replays `entries` (the config's `replays.sessions`, or the files given on the command
@@ -84,14 +87,23 @@ pub async fn run_replay(
             (v, setup)
         })
         .collect();
+    // Under `--shard`, the shard's sessions only, each at its place in the whole run.
+    let units: Vec<String> = setups.iter().map(|(v, _)| v.id.clone()).collect();
+    let held = |id: &str| ctx.shard.is_none_or(|s| s.holds(id));
     if let Some(p) = &ctx.progress {
-        let runnable = setups.iter().filter(|(_, s)| s.is_ok()).count();
+        let runnable = setups
+            .iter()
+            .filter(|(v, s)| s.is_ok() && held(&v.id))
+            .count();
         (p.planned)(runnable * ctx.trials.indices().len());
     }
     let (mark, answers) = (JournalMark::now(&ctx.journal), ctx.agent.answers_read());
     let on_miss = config.replays.on_miss;
     let (mut cases, mut sessions, mut coverage, mut warnings) = (vec![], vec![], vec![], vec![]);
     for (i, (mut v, setup)) in setups.into_iter().enumerate() {
+        if !held(&v.id) {
+            continue;
+        }
         let (session, (contract, judged), tape) = match setup {
             Ok(x) => x,
             Err(why) => {
@@ -138,6 +150,45 @@ pub async fn run_replay(
             false => sessions.extend(trials),
         }
     }
+    let seen = Seen::since(ctx, mark, answers);
+    let shard = ctx.shard.map(|s| {
+        let mine = units.iter().filter(|u| s.holds(u)).cloned().collect();
+        super::shard::ShardPart::new(s, &units, mine, super::shard::Raw::of(&seen))
+    });
+    let parts = Parts {
+        cases,
+        sessions,
+        coverage,
+        warnings,
+    };
+    let mut report = replay_report(ctx, on_miss, parts, &seen);
+    report.shard = shard;
+    report
+}
+
+/// A replay run's sessions, their cases and coverage (in run order), and its warnings.
+pub(super) struct Parts {
+    pub cases: Vec<CaseResult>,
+    pub sessions: Vec<SessionVerdict>,
+    pub coverage: Vec<Coverage>,
+    pub warnings: Vec<String>,
+}
+
+/// The report of judged sessions: the score is passed / judged sessions; the verdict is
+/// decided from the cases, their coverage and what the journal `seen`. A whole replay run
+/// and the merge of its shards both end here.
+pub(super) fn replay_report(
+    ctx: &RunContext,
+    on_miss: OnMiss,
+    parts: Parts,
+    seen: &Seen,
+) -> ReplayReport {
+    let Parts {
+        cases,
+        sessions,
+        coverage,
+        warnings,
+    } = parts;
     let judged = sessions.iter().filter(|s| s.verdict.judged()).count();
     let passed = sessions
         .iter()
@@ -150,14 +201,14 @@ pub async fn run_replay(
     let mut judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
-        exchanges: (ctx.journal.peek_next_id() - mark.first) as usize,
-        agent_exchanges: agent_traffic(&ctx.journal, mark),
+        exchanges: seen.exchanges,
+        agent_exchanges: seen.agent_exchanges,
         declares_traffic: ctx.declared.any(),
         score,
         min_score: ctx.min_score,
         failed_critical: vec![],
         judged_anything: judged > 0,
-        response_path: ctx.agent.response_path_missing(answers),
+        response_path: seen.response_path.clone(),
     });
     session_reasons(&sessions, &mut judgement);
     ReplayReport {
@@ -174,6 +225,7 @@ pub async fn run_replay(
         min_score: ctx.min_score,
         coverage,
         warnings,
+        shard: None,
     }
 }
 

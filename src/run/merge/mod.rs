@@ -11,6 +11,7 @@ mod chaos;
 mod ci;
 mod contract;
 mod pieces;
+mod replay;
 
 use super::{Report, RunContext};
 
@@ -31,7 +32,8 @@ pub async fn merge_reports(
         Report::Contract(r) => r.seed,
         Report::Chaos(r) => r.seed,
         Report::Ci(r) => ci::seed(r),
-        Report::Mutation(_) | Report::Replay(_) => return Err(unsplit(&shards[0].0)),
+        Report::Replay(r) => r.seed,
+        Report::Mutation(_) => return Err(unsplit(&shards[0].0)),
     };
     let Some(spec) = &config.agent else {
         return Err("the config has no `agent:` section".into());
@@ -58,12 +60,15 @@ pub async fn merge_reports(
         Report::Ci(_) => ci::merge(&ctx, config, shards, allow_partial)
             .await
             .map(|r| Report::Ci(Box::new(r))),
-        Report::Mutation(_) | Report::Replay(_) => Err(unsplit(&shards[0].0)),
+        Report::Replay(_) => replay::merge(&ctx, config, shards, allow_partial)
+            .await
+            .map(Report::Replay),
+        Report::Mutation(_) => Err(unsplit(&shards[0].0)),
     }
 }
 
 fn unsplit(file: &str) -> String {
     format!(
-        "{file}: a mutation or replay report; those runs are not sharded (a sharded ci runs them whole on shard 1)"
+        "{file}: a mutation report; mutation runs are not sharded (a sharded ci runs its mutations whole on shard 1)"
     )
 }
