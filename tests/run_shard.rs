@@ -116,6 +116,39 @@ fn shards_merged(dir: &std::path::Path, n: u32) -> (i32, String, Value) {
     (code, format!("{out}{err}"), merged)
 }
 
+/// Runs `args` whole in a fresh folder with `yaml`: its report (`reports/<file>`), after
+/// checking the exit code is the verdict's.
+fn whole_run(yaml: &str, args: &[&str], file: &str) -> Value {
+    let dir = with_config(yaml);
+    let (code, out, err) = flakestorm(args, dir.path());
+    let report = read(&dir.path().join("reports").join(file));
+    assert_eq!(code, report_code(&report), "{out}{err}");
+    report
+}
+
+/// A fresh folder with `yaml` as its flakestorm.yaml.
+fn with_config(yaml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    dir
+}
+
+/// A chaos report's cases: prompt, answer and how many faults each met.
+fn chaos_cases(r: &Value) -> Vec<Value> {
+    r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            json!([
+                c["prompt"],
+                c["answer"],
+                c["faults"].as_array().unwrap().len()
+            ])
+        })
+        .collect()
+}
+
 fn report_code(r: &Value) -> i32 {
     match r["verdict"].as_str().unwrap() {
         "pass" => 0,
@@ -284,18 +317,7 @@ fn ci_config(agent: &PythonAgent) -> String {
 /// The parts of a ci report that must be equal between a whole run and its merge.
 fn ci_judged(r: &Value) -> Value {
     let chaos = &r["chaos"];
-    let chaos_cases: Vec<Value> = chaos["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            json!([
-                c["prompt"],
-                c["answer"],
-                c["faults"].as_array().unwrap().len()
-            ])
-        })
-        .collect();
+    let chaos_cases = chaos_cases(chaos);
     let mutants: Vec<Value> = r["mutation"]["mutants"]
         .as_array()
         .unwrap()
@@ -314,18 +336,13 @@ fn ci_judged(r: &Value) -> Value {
 #[test]
 fn a_sharded_ci_merges_equal_to_the_whole_ci() {
     let agent = python_agent();
-    let whole_dir = tempfile::tempdir().unwrap();
     let yaml = ci_config(&agent);
-    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
-    let (code, out, err) = flakestorm(&["ci"], whole_dir.path());
-    let whole = read(&whole_dir.path().join("reports/ci.json"));
-    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let whole = whole_run(&yaml, &["ci"], "ci.json");
     assert!(
         whole["mutation"]["mutants"].as_array().unwrap().len() >= 4,
         "{whole}"
     );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let dir = with_config(&yaml);
     for k in 1..=3 {
         let (code, out, err) = flakestorm(&["ci", "--shard", &format!("{k}/3")], dir.path());
         let shard = read(&dir.path().join(format!("reports/ci.shard-{k}-of-3.json")));
@@ -378,13 +395,8 @@ fn a_sharded_ci_merges_equal_to_the_whole_ci() {
 fn a_sharded_chaos_run_merges_equal_to_the_whole_run() {
     let agent = python_agent();
     let yaml = ci_config(&agent);
-    let whole_dir = tempfile::tempdir().unwrap();
-    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
-    let (code, out, err) = flakestorm(&["run", "--chaos-only"], whole_dir.path());
-    let whole = read(&whole_dir.path().join("reports/chaos.json"));
-    assert_eq!(code, report_code(&whole), "{out}{err}");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let whole = whole_run(&yaml, &["run", "--chaos-only"], "chaos.json");
+    let dir = with_config(&yaml);
     for k in 1..=2 {
         flakestorm(
             &["run", "--chaos-only", "--shard", &format!("{k}/2")],
@@ -395,20 +407,8 @@ fn a_sharded_chaos_run_merges_equal_to_the_whole_run() {
     assert_eq!(code, report_code(&whole), "{out}{err}");
     let merged = read(&dir.path().join("reports/chaos.json"));
     let strip = |r: &Value| {
-        let cases: Vec<Value> = r["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                json!([
-                    c["prompt"],
-                    c["answer"],
-                    c["faults"].as_array().unwrap().len()
-                ])
-            })
-            .collect();
         json!([
-            cases,
+            chaos_cases(r),
             r["prompts"],
             r["score"],
             r["coverage"],
@@ -424,13 +424,9 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
     let agent = python_agent();
     let yaml = config(&agent, 7).replace("settle_ms: 0}", "settle_ms: 0, trials: 3}");
     assert!(yaml.contains("trials: 3"));
-    let whole_dir = tempfile::tempdir().unwrap();
-    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
-    flakestorm(&["contract", "run"], whole_dir.path());
-    let whole = read(&whole_dir.path().join("reports/contract.json"));
+    let whole = whole_run(&yaml, &["contract", "run"], "contract.json");
     assert_eq!(whole["agent_calls"], 3 * 3 * PROMPTS);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let dir = with_config(&yaml);
     for k in 1..=3 {
         flakestorm(
             &["contract", "run", "--shard", &format!("{k}/3")],
@@ -517,11 +513,7 @@ fn a_sharded_replay_run_merges_equal_to_the_whole_run() {
         "{}invariants:\n  - {{type: contains, value: According}}\nreplays:\n  sessions:\n{sessions}",
         config(&agent, 7)
     );
-    let whole_dir = tempfile::tempdir().unwrap();
-    std::fs::write(whole_dir.path().join("flakestorm.yaml"), &yaml).unwrap();
-    let (code, out, err) = flakestorm(&["replay", "run"], whole_dir.path());
-    let whole = read(&whole_dir.path().join("reports/replay.json"));
-    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let whole = whole_run(&yaml, &["replay", "run"], "replay.json");
     let verdicts: Vec<&Value> = whole["sessions"]
         .as_array()
         .unwrap()
@@ -532,8 +524,7 @@ fn a_sharded_replay_run_merges_equal_to_the_whole_run() {
         verdicts.contains(&&json!("pass")) && verdicts.contains(&&json!("fail")),
         "{verdicts:?}"
     );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
+    let dir = with_config(&yaml);
     for k in 1..=3 {
         flakestorm(&["replay", "run", "--shard", &format!("{k}/3")], dir.path());
     }
