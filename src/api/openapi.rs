@@ -123,7 +123,7 @@ mod tests {
         ] {
             assert!(routed.contains(&(path.into(), method.into())), "{routed:?}");
         }
-        assert_eq!(routed.len(), 17, "{routed:?}");
+        assert_eq!(routed.len(), 18, "{routed:?}");
         assert_eq!(documented, routed);
         let body = &doc["components"]["schemas"];
         for schema in [
