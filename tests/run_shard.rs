@@ -277,9 +277,6 @@ fn bad_shards_are_usage_errors_naming_the_form() {
         );
         assert!(!dir.path().join("reports").exists(), "{shard}: nothing ran");
     }
-    let (code, _, err) = flakestorm(&["run", "--shard", "1/2"], dir.path());
-    assert_eq!(code, 2);
-    assert!(err.contains("a mutation run is not sharded"), "{err}");
     // auto/N in an Indexed Job: JOB_COMPLETION_INDEX 1 is shard 2.
     let (code, out, err) = flakestorm_env(
         &["contract", "run", "--shard", "auto/2"],
@@ -559,4 +556,77 @@ fn a_sharded_replay_run_merges_equal_to_the_whole_run() {
         ])
     };
     assert_eq!(strip(&merged), strip(&whole));
+}
+
+#[test]
+fn a_sharded_mutation_run_merges_equal_to_the_whole_run() {
+    let agent = python_agent();
+    let yaml = ci_config(&agent).replace(
+        "types: [noise, tone_shift]",
+        "types: [noise, tone_shift, http_header_injection]",
+    );
+    assert!(yaml.contains("http_header_injection"));
+    let whole = whole_run(&yaml, &["run"], "mutation.json");
+    let dir = with_config(&yaml);
+    for k in 1..=3 {
+        let (code, out, err) = flakestorm(&["run", "--shard", &format!("{k}/3")], dir.path());
+        assert!(code <= 1, "shard {k}: {out}{err}");
+    }
+    let (code, out, err) = flakestorm(&["report", "merge", "reports"], dir.path());
+    assert_eq!(code, report_code(&whole), "{out}{err}");
+    let merged = read(&dir.path().join("reports/mutation.json"));
+    let strip = |r: &Value| {
+        let mutants: Vec<Value> = r["mutants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                json!([
+                    m["type"],
+                    m["original"],
+                    m["text"],
+                    m["passed"],
+                    m["judged"],
+                    m["checks"]
+                ])
+            })
+            .collect();
+        let answers: Vec<Value> = r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| json!([c["prompt"], c["answer"]]))
+            .collect();
+        json!([
+            mutants,
+            answers,
+            r["score"],
+            r["types"],
+            r["verdict"],
+            r["verdict_reasons"],
+            r["coverage"]
+        ])
+    };
+    let (got, want) = (strip(&merged), strip(&whole));
+    assert!(
+        whole["mutants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["type"] == "http_header_injection"),
+        "{want}"
+    );
+    assert_eq!(got, want);
+    // Variants a model writes differ from shard to shard: such a run is not sharded.
+    let model = yaml.replace(
+        "types: [noise, tone_shift, http_header_injection]",
+        "types: [noise, paraphrase]",
+    );
+    let dir = with_config(&model);
+    let (code, _, err) = flakestorm(&["run", "--shard", "1/2"], dir.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("whose variants a model writes (paraphrase) is not sharded"),
+        "{err}"
+    );
 }

@@ -315,8 +315,8 @@ pub struct ReportArgs {
     /// Run only trial I (1..=trials) of each case: re-run one trial of a flaky case.
     #[arg(long, value_name = "I")]
     pub trial: Option<u32>,
-    /// Run only shard K of N of the cases (`contract run`, `run --chaos-only`, `replay
-    /// run`, `ci`), or
+    /// Run only shard K of N of the cases (any run command; not mutations a model
+    /// writes), or
     /// `auto/N` in a Kubernetes Indexed Job (K = JOB_COMPLETION_INDEX + 1); merge with
     /// `report merge` (docs/scale.md).
     #[arg(long, value_name = "K/N")]

@@ -80,7 +80,11 @@ pub async fn run(
         eprintln!("flakestorm: {}", crate::config::one_line(e));
         return Ok(ExitCode::from(2));
     }
-    let shard = match args.shard.as_deref().map(|s| shard_of(s, req.kind, &args)) {
+    let shard = match args
+        .shard
+        .as_deref()
+        .map(|s| shard_of(s, req.kind, &args, &loaded.config))
+    {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(why)) => {
@@ -310,17 +314,28 @@ fn exit(verdict: RunVerdict) -> ExitCode {
     ExitCode::from(verdict.exit_code())
 }
 
-/// `--shard` as the run may take it: contract, chaos-only, replay and `ci` runs, without
+/// `--shard` as the run may take it: any run but a mutation run whose variants a model
+/// writes, and without
 /// `--baseline` (a shard's scores are a part's; compare the merged report's).
-fn shard_of(text: &str, kind: RunKind, args: &ReportArgs) -> Result<Shard, String> {
+fn shard_of(
+    text: &str,
+    kind: RunKind,
+    args: &ReportArgs,
+    config: &crate::config::Config,
+) -> Result<Shard, String> {
     let index = std::env::var("JOB_COMPLETION_INDEX").ok();
     let shard = Shard::parse(text, index.as_deref())?;
-    if kind == RunKind::Mutation {
-        return Err(
-            "--shard: a mutation run is not sharded (a sharded `ci` runs its mutations whole on \
-             shard 1; docs/scale.md)"
-                .into(),
-        );
+    let spec = &config.mutations;
+    let model = spec
+        .types
+        .iter()
+        .find(|k| k.family() == crate::config::Family::Model || spec.model_writes(**k));
+    if let (RunKind::Mutation, Some(k)) = (kind, model) {
+        return Err(format!(
+            "--shard: a mutation run whose variants a model writes ({k}) is not sharded: each \
+             shard would get other variants (a sharded `ci` runs its mutations whole on shard 1; \
+             docs/scale.md)"
+        ));
     }
     if args.baseline.is_some() {
         return Err(

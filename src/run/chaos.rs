@@ -80,7 +80,7 @@ pub async fn run_chaos(
     if golden.is_empty() {
         return Err(RunError::NoPrompts(name.to_string()));
     }
-    let sent = send_prompts(ctx, name, chaos, golden, invariants).await?;
+    let sent = send_prompts(ctx, name, chaos, golden, None, invariants).await?;
     let part = ctx.shard.map(|s| {
         let seen = sent.seen(ctx);
         let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
@@ -161,6 +161,11 @@ impl Since {
 }
 
 impl PromptRun {
+    /// What the journal and the agent saw from the first prompt sent until now.
+    pub(super) fn seen(&self, ctx: &RunContext) -> Seen {
+        self.since.seen(ctx)
+    }
+
     /// The run's verdict for `score`.
     pub(super) fn decide(&self, ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
         let seen = self.since.seen(ctx);
@@ -183,18 +188,6 @@ impl PromptRun {
 pub(super) struct Sent {
     pub outcome: ScenarioOutcome,
     since: Since,
-}
-
-/// Sends `prompts` under `chaos` (scenario `name`) and judges each case.
-pub(super) async fn judge_prompts(
-    ctx: &RunContext,
-    name: &str,
-    chaos: &CompiledChaos,
-    prompts: &[String],
-    invariants: &[InvariantSpec],
-) -> Result<PromptRun, RunError> {
-    let sent = send_prompts(ctx, name, chaos, prompts, invariants).await?;
-    Ok(sent.judged(ctx, name, invariants).await)
 }
 
 fn compile(invariants: &[InvariantSpec]) -> Result<Vec<Invariant>, RunError> {
@@ -220,12 +213,14 @@ pub(super) fn scenario<'a>(
     }
 }
 
-/// Sends `prompts` under `chaos` (scenario `name`).
-async fn send_prompts(
+/// Sends `prompts` under `chaos` (scenario `name`); under `--shard`, those whose unit
+/// (`units`, by position; else the prompt itself) is the shard's.
+pub(super) async fn send_prompts(
     ctx: &RunContext,
     name: &str,
     chaos: &CompiledChaos,
     prompts: &[String],
+    units: Option<&[String]>,
     invariants: &[InvariantSpec],
 ) -> Result<Sent, RunError> {
     let compiled = compile(invariants)?;
@@ -235,7 +230,7 @@ async fn send_prompts(
     let answers = ctx.agent.answers_read();
     let compiled = std::sync::Arc::new(compiled);
     let run = scenario(name, chaos, invariants);
-    let outcome = run_matrix(ctx, &[run], prompts, &so_far(ctx, &compiled))
+    let outcome = run_matrix(ctx, &[run], prompts, units, &so_far(ctx, &compiled))
         .await
         .pop()
         .unwrap_or_default();

@@ -165,7 +165,7 @@ pub async fn run_contract(
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     // Under `--shard` the matrix runs the shard's prompts only.
-    let outcomes = run_matrix(ctx, &runs, &plan.prompts, &cells_only).await;
+    let outcomes = run_matrix(ctx, &runs, &plan.prompts, None, &cells_only).await;
     let seen = Seen::since(ctx, mark, answers);
     let names: Vec<&str> = runs.iter().map(|r| r.name).collect();
     let part = ctx.shard.map(|s| {

@@ -96,13 +96,16 @@ pub(super) async fn run_matrix(
     ctx: &RunContext,
     scenarios: &[ScenarioRun<'_>],
     prompts: &[String],
+    units: Option<&[String]>,
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let trials = ctx.trials.indices();
-    // Under `--shard`, the shard's prompts only, each at its place in the whole run (its
-    // trace id and so its chaos are the whole run's).
+    // Under `--shard`, the prompts of the shard's units (a prompt is its own unit unless
+    // `units` says), each at its place in the whole run (its trace id and so its chaos are
+    // the whole run's).
+    let unit = |p: usize| units.and_then(|u| u.get(p)).unwrap_or(&prompts[p]);
     let mine: Vec<usize> = (0..prompts.len())
-        .filter(|&p| ctx.shard.is_none_or(|s| s.holds(&prompts[p])))
+        .filter(|&p| ctx.shard.is_none_or(|s| s.holds(unit(p))))
         .collect();
     if let Some(p) = &ctx.progress {
         (p.planned)(scenarios.len() * mine.len() * trials.len());

@@ -24,6 +24,7 @@ mod judge;
 mod matrix;
 mod merge;
 mod mutation;
+mod mutation_report;
 mod read;
 mod replay;
 mod replay_setup;

@@ -4,9 +4,10 @@ kustomize, checked against the Kubernetes schemas, and each index's pod played w
 equals the same pod's whole (unsharded) run.
 
 podman 4.3 plays Pods, not Jobs, so the test plays the nearest form (docs/deploy.md, "What
-was run here"): per completion index, a Pod of the Job's template with JOB_COMPLETION_INDEX
-set as the Job controller sets it; the native sidecars (agent, tool) become the pod's
-first containers; the CA Secret and the ReadWriteMany claim become host folders. The
+was run here"): per completion index, a Pod of the Job template's native sidecars (agent,
+tool), and once their startup probes pass (run by the test: no timed probes without
+systemd) the shard container in it with the Job's arguments and JOB_COMPLETION_INDEX set as
+the Job controller sets it; the CA Secret and the ReadWriteMany claim become host folders. The
 Job's completion, its podFailurePolicy and backoffLimitPerIndex are Kubernetes' and are
 not exercised: the test checks the exit code each rule matches instead."""
 
@@ -57,6 +58,7 @@ def test_the_sharded_job_follows_the_kubernetes_schemas(tmp_path):
     assert job["backoffLimitPerIndex"] >= 1, "exit 3 (an environment error) is retried"
     for c in job["template"]["spec"]["initContainers"]:
         assert c["restartPolicy"] == "Always", f"{c['name']}: a native sidecar"
+        assert "startupProbe" in c, f"{c['name']}: the next container starts once it answers"
     # The check is real: a field Kubernetes does not know is refused.
     job["completionsMode"] = "Indexed"
     broken = tmp_path / "broken.yaml"
@@ -65,50 +67,60 @@ def test_the_sharded_job_follows_the_kubernetes_schemas(tmp_path):
     assert p.returncode != 0 and "completionsMode" in p.stdout + p.stderr, p.stdout
 
 
-def pod_of(docs: list[dict], name: str, index: int | None, tmp: Path, images: dict) -> str:
-    """The Job's pod template as a Pod for completion index `index` (None: the whole run,
-    without --shard), with its ConfigMap; the Secret and the claim as host folders."""
+def pod_of(docs: list[dict], name: str, tmp: Path, images: dict) -> str:
+    """The Job's pod template as a Pod of its native sidecars (the agent and its tool), the
+    Secret as a host folder. The shard container runs in it once they have started
+    (`shard`), as the kubelet starts it after their startup probes."""
     job = copy.deepcopy(of(docs, "Job", "flakestorm-shards"))
     spec = job["spec"]["template"]["spec"]
     side = spec.pop("initContainers")
     for c in side:
-        c.pop("restartPolicy")
-        c.pop("startupProbe", None)
-    spec["containers"] = side + spec["containers"]
-    for c in spec["containers"]:
+        assert c.pop("restartPolicy") == "Always"
+        c.pop("startupProbe")
         c["image"] = images[c["image"].split("/")[-1].split(":")[0]]
-    shard = next(c for c in spec["containers"] if c["name"] == "shard")
-    if index is None:
-        at = shard["args"].index("--shard")
-        del shard["args"][at:at + 2]
-    else:
-        # What the Job controller sets in each index's pod.
-        shard.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "value": str(index)})
-    for v in spec["volumes"]:
-        if "secret" in v:
-            v.pop("secret")
-            v["hostPath"] = {"path": str(tmp / "ca"), "type": "Directory"}
-        if "persistentVolumeClaim" in v:
-            v.pop("persistentVolumeClaim")
-            v["hostPath"] = {"path": str(tmp / "reports"), "type": "Directory"}
+    spec["containers"] = side
+    spec["volumes"] = [{"name": "ca", "hostPath": {"path": str(tmp / "ca"), "type": "Directory"}}]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-    config = of(docs, "ConfigMap")
-    return yaml.safe_dump_all([config, pod])
+    return yaml.safe_dump(pod)
 
 
-def play_to_the_end(engine, tmp: Path, name: str, text: str) -> int:
-    """Plays the pod until its shard container exits: its exit code."""
+def shard(engine, docs: list[dict], name: str, index: int | None, tmp: Path) -> int:
+    """The Job's shard container in pod `name`, as the rendered Job runs it: its args (without
+    --shard for the whole run), JOB_COMPLETION_INDEX as the Job controller sets it, its
+    ConfigMap, the Secret and the claim as host folders, a read-only root. Its exit code."""
+    job = of(docs, "Job", "flakestorm-shards")["spec"]["template"]["spec"]
+    c = next(c for c in job["containers"] if c["name"] == "shard")
+    args = list(c["args"])
+    env = []
+    if index is None:
+        at = args.index("--shard")
+        del args[at:at + 2]
+    else:
+        env = ["-e", f"JOB_COMPLETION_INDEX={index}"]
+    config = writable(tmp / "config")
+    (config / "flakestorm.yaml").write_text(of(docs, "ConfigMap")["data"]["flakestorm.yaml"])
+    p = engine.podman(
+        "run", "--rm", "--pod", name, "--read-only", "--user", "65532:65532", *env,
+        "-v", f"{config}:/etc/flakestorm/shards:ro", "-v", f"{tmp / 'ca'}:/etc/flakestorm/ca:ro",
+        "-v", f"{tmp / 'reports'}:/reports", "--tmpfs", "/var/lib/flakestorm/data:rw,mode=1777",
+        engine.IMAGE, *args, check=False, timeout=240,
+    )
+    print(f"{name}:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.returncode
+
+
+def play_to_the_end(engine, docs, tmp: Path, name: str, index: int | None, images: dict) -> int:
+    """Plays the pod's sidecars until both answer (their startup probes), then runs the
+    shard in it: the shard's exit code."""
     file = tmp / f"{name}.yaml"
-    file.write_text(text)
+    file.write_text(pod_of(docs, name, tmp, images))
     engine.podman("kube", "play", str(file), timeout=180)
     try:
-        def ended():
-            state = engine.inspect(f"{name}-shard")["State"]
-            return state["Status"] == "exited" and state
-        state = engine.poll(f"{name}: the shard container ends", ended, 240)
-        logs = engine.podman("logs", f"{name}-shard", check=False)
-        print(f"{name}:\n{logs.stdout[-2000:]}{logs.stderr[-2000:]}")
-        return state["ExitCode"]
+        for container, port in (("tool", "9000"), ("agent", "8790")):
+            engine.poll(f"{name}: the {container} answers", lambda: engine.podman(
+                "exec", f"{name}-{container}", "python3", "/app/healthcheck.py", port,
+                check=False).returncode == 0, 60)
+        return shard(engine, docs, name, index, tmp)
     finally:
         engine.podman("kube", "down", str(file), check=False, timeout=180)
 
@@ -144,7 +156,7 @@ def test_each_index_plays_and_the_merge_equals_the_whole_run(engine, tmp_path):
     whole_dir = tmp_path / "whole"
     writable(whole_dir / "reports")
     shutil.copytree(ca, whole_dir / "ca")
-    code = play_to_the_end(engine, whole_dir, "whole-0", pod_of(docs, "whole-0", None, whole_dir, images))
+    code = play_to_the_end(engine, docs, whole_dir, "whole-0", None, images)
     whole = json.loads((whole_dir / "reports" / "contract.json").read_text())
     assert code == {"pass": 0, "fail": 1}.get(whole["verdict"], 2), whole["verdict_reasons"]
     faulted = [c for c in whole["cases"] if c["scenario"] == "flaky-search"]
@@ -153,7 +165,7 @@ def test_each_index_plays_and_the_merge_equals_the_whole_run(engine, tmp_path):
     # The Job's three indexes, one pod each, writing to the shared folder.
     reports = writable(tmp_path / "reports")
     for i in range(3):
-        code = play_to_the_end(engine, tmp_path, f"shard-{i}", pod_of(docs, f"shard-{i}", i, tmp_path, images))
+        code = play_to_the_end(engine, docs, tmp_path, f"shard-{i}", i, images)
         report = json.loads((reports / f"contract.shard-{i + 1}-of-3.json").read_text())
         assert report["shard"]["k"] == i + 1 and report["shard"]["n"] == 3
         want = {"pass": 0, "not_tested": 0, "fail": 1, "error": 3}[report["verdict"]]

@@ -10,6 +10,7 @@
 mod chaos;
 mod ci;
 mod contract;
+mod mutation;
 mod pieces;
 mod replay;
 
@@ -33,7 +34,7 @@ pub async fn merge_reports(
         Report::Chaos(r) => r.seed,
         Report::Ci(r) => ci::seed(r),
         Report::Replay(r) => r.seed,
-        Report::Mutation(_) => return Err(unsplit(&shards[0].0)),
+        Report::Mutation(r) => r.seed,
     };
     let Some(spec) = &config.agent else {
         return Err("the config has no `agent:` section".into());
@@ -63,12 +64,8 @@ pub async fn merge_reports(
         Report::Replay(_) => replay::merge(&ctx, config, shards, allow_partial)
             .await
             .map(Report::Replay),
-        Report::Mutation(_) => Err(unsplit(&shards[0].0)),
+        Report::Mutation(_) => mutation::merge(&ctx, config, shards, allow_partial)
+            .await
+            .map(Report::Mutation),
     }
-}
-
-fn unsplit(file: &str) -> String {
-    format!(
-        "{file}: a mutation report; mutation runs are not sharded (a sharded ci runs its mutations whole on shard 1)"
-    )
 }

@@ -1,0 +1,103 @@
+//! A mutation run's shards, merged: the plan made again from the config and the seed
+//! (rule-based variants only: shards refuse model-written ones, which differ from shard to
+//! shard), the text variants' cases judged again (`Sent::judged`), the wire cases taken as
+//! their shards judged them (each is judged alone), and all paired and scored by
+//! `assemble`, the code a whole mutation run ends with.
+
+use super::pieces::{Piece, check, part_of};
+use crate::checks::Verdict;
+use crate::config::Config;
+use crate::config::chaos::CompiledChaos;
+use crate::mutate::model;
+use crate::run::chaos::{Sent, scenario};
+use crate::run::mutation::plan_mutations;
+use crate::run::mutation_report::{Made, MutationReport, Wired, assemble, is_wire, key, texts_of};
+use crate::run::wire_cases::WireCase;
+use crate::run::{Report, RunContext};
+
+/// Merges `shards` (mutation reports) of a mutation run of `config`.
+pub(super) async fn merge(
+    ctx: &RunContext,
+    config: &Config,
+    shards: Vec<(String, Report)>,
+    allow_partial: bool,
+) -> Result<MutationReport, String> {
+    let mut pieces = vec![];
+    let mut wire = Wired::new();
+    let mut chaos: Option<String> = None;
+    for (file, report) in shards {
+        let Report::Mutation(r) = report else {
+            return Err(format!(
+                "{file}: not a mutation report, as the first shard is"
+            ));
+        };
+        for (case, m) in r.cases_with_mutants() {
+            if is_wire(&m.variant) {
+                let verdict = m.checks.first().cloned();
+                let verdict = verdict.unwrap_or_else(|| Verdict::NotTested("no verdict".into()));
+                let case = WireCase {
+                    sent: m.variant.text.clone(),
+                    verdict,
+                    case: case.clone(),
+                };
+                wire.insert(key(&m.variant), case);
+            }
+        }
+        chaos = r.chaos.clone();
+        let part = part_of(&file, r.shard)?;
+        pieces.push(Piece {
+            config_digest: r.config_digest,
+            seed: r.seed,
+            label: ("chaos", r.chaos.unwrap_or_else(|| "none".into())),
+            run: r.run,
+            part,
+            cases: r.cases,
+            coverage: r.coverage,
+            warnings: r.warnings,
+            file,
+        });
+    }
+    let (golden, spec, invariants) = (
+        &config.golden_prompts,
+        &config.mutations,
+        &config.invariants,
+    );
+    let fixed = config.advanced.seed.is_some();
+    let written = model::generate(None, spec, golden, ctx.seed, fixed, 1).await;
+    let plan = plan_mutations(spec, golden, ctx.seed, &written);
+    let checked = check(ctx, golden, pieces, allow_partial)?;
+    let rules = match &chaos {
+        Some(name) => {
+            let profile = (name != "chaos").then_some(name.as_str());
+            crate::run::execute::chaos_to_inject(config, profile)?.1
+        }
+        None => CompiledChaos::default(),
+    };
+    let name = chaos.as_deref().unwrap_or("mutations");
+    let (texts, _) = texts_of(&plan, golden);
+    let run = match texts.is_empty() {
+        true => None,
+        false => {
+            let run = scenario(name, &rules, invariants);
+            let outcome = checked
+                .outcomes(ctx, &[run], &texts)?
+                .pop()
+                .unwrap_or_default();
+            let sent = Sent::merged(outcome, checked.seen());
+            Some(sent.judged(ctx, name, invariants).await)
+        }
+    };
+    let made = Made {
+        spec,
+        plan: &plan,
+        written: &written,
+        golden,
+    };
+    let mut report = assemble(ctx, chaos.as_deref(), &made, run, wire, &|_| true);
+    report.warnings = checked.warnings(&report.warnings);
+    report.run = checked.run_info();
+    if let Some(j) = checked.incomplete(golden.len()) {
+        report.judgement = j;
+    }
+    Ok(report)
+}

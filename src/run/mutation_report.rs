@@ -1,0 +1,287 @@
+//! A mutation run's report (`MutationReport`), and how it is made from what the run made
+//! and judged: its variants (the plan), the judged text variants (`PromptRun`) and the wire
+//! cases, paired in plan order, scored by type weight and decided. A whole mutation run and
+//! the merge of its shards both end in `assemble`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::RunContext;
+use super::cases::CaseResult;
+use super::chaos::PromptRun;
+use super::coverage::Coverage;
+use super::shard::ShardPart;
+use super::verdict::{Evidence, Judgement, RunVerdict, decide};
+use super::wire_cases::WireCase;
+use crate::checks::Verdict;
+use crate::config::{Family, MutationType, MutationsSpec};
+use crate::mutate::model::ModelVariants;
+use crate::mutate::{Dropped, Plan, Variant};
+
+pub const SCHEMA: &str = "flakestorm.mutation/1";
+
+/// Reads `schema` back only as this kind's and version's (`Report::from_json`).
+fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    super::saved::one_of(d, &[SCHEMA])
+}
+
+/// One variant sent, and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MutantVerdict {
+    #[serde(flatten)]
+    pub variant: Variant,
+    /// The golden prompt it was made from.
+    pub original: String,
+    pub weight: f64,
+    /// The `model:` LLM wrote it (a model type, or a `with_model` rewrite).
+    pub by_model: bool,
+    /// Every check passed. False for a variant that was not judged.
+    pub passed: bool,
+    pub judged: bool,
+    /// One per invariant, in config order.
+    pub checks: Vec<Verdict>,
+}
+
+/// A type's share of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypeScore {
+    #[serde(rename = "type")]
+    pub kind: MutationType,
+    pub weight: f64,
+    pub sent: usize,
+    pub judged: usize,
+    pub passed: usize,
+    /// Generated variants not sent, by reason.
+    pub dropped: BTreeMap<Dropped, usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MutationReport {
+    #[serde(deserialize_with = "schema")]
+    pub schema: super::saved::Fixed,
+    /// When, how long and by which flakestorm (the top-level report only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::RunInfo>,
+    pub config_digest: Option<String>,
+    /// The chaos the variants ran under (`run --chaos`), or null.
+    pub chaos: Option<String>,
+    pub seed: u64,
+    /// One per variant, in the order sent; `prompt` is the exact text sent.
+    pub cases: Vec<CaseResult>,
+    pub mutants: Vec<MutantVerdict>,
+    pub types: Vec<TypeScore>,
+    /// Requested types that made no variant, with the reason.
+    pub skipped: BTreeMap<MutationType, String>,
+    /// Variants left out by `mutations.max_per_run`.
+    pub over_cap: usize,
+    /// Weighted pass rate of the judged variants, 0–100 (0 when none was judged).
+    pub score: f64,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub min_score: f64,
+    pub coverage: Vec<Coverage>,
+    pub warnings: Vec<String>,
+    /// Under `--shard`: which part of the run this is (its golden prompts), and what a
+    /// merge needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardPart>,
+}
+
+impl MutationReport {
+    /// Each case with its mutant: cases hold the text variants in plan order, then the
+    /// wire-level ones in plan order (the run sends them so); `mutants` are in plan order.
+    pub fn cases_with_mutants(&self) -> impl Iterator<Item = (&CaseResult, &MutantVerdict)> {
+        let wire = |m: &&MutantVerdict| m.variant.kind.family() == Family::Wire;
+        let texts = self.mutants.iter().filter(move |m| !wire(m));
+        self.cases
+            .iter()
+            .zip(texts.chain(self.mutants.iter().filter(wire)))
+    }
+}
+
+/// What a mutation run made: its spec, plan, the model's variants and golden prompts.
+pub(super) struct Made<'a> {
+    pub spec: &'a MutationsSpec,
+    pub plan: &'a Plan,
+    pub written: &'a ModelVariants,
+    pub golden: &'a [String],
+}
+
+/// The wire cases run, by variant (`key`).
+pub(super) type Wired = HashMap<(MutationType, usize, u32), WireCase>;
+
+pub(super) fn is_wire(v: &Variant) -> bool {
+    v.kind.family() == Family::Wire
+}
+
+/// A variant's identity: its type, golden prompt and index.
+pub(super) fn key(v: &Variant) -> (MutationType, usize, u32) {
+    (v.kind, v.prompt_index, v.index)
+}
+
+/// The text variants in plan order, and the golden prompt each was made from (its shard
+/// unit).
+pub(super) fn texts_of(plan: &Plan, golden: &[String]) -> (Vec<String>, Vec<String>) {
+    plan.variants
+        .iter()
+        .filter(|v| !is_wire(v))
+        .map(|v| (v.text.clone(), golden[v.prompt_index].clone()))
+        .unzip()
+}
+
+/// The report of the `held` variants of `made`: each paired with its verdict (the text
+/// ones from `run`, in order; the wire ones from `wire`), scored and decided.
+pub(super) fn assemble(
+    ctx: &RunContext,
+    chaos: Option<&str>,
+    made: &Made,
+    run: Option<PromptRun>,
+    mut wire: Wired,
+    held: &dyn Fn(&Variant) -> bool,
+) -> MutationReport {
+    let Made {
+        spec,
+        plan,
+        written,
+        golden,
+    } = made;
+    let mut report = MutationReport {
+        schema: SCHEMA,
+        run: None,
+        config_digest: ctx.config_digest.clone(),
+        chaos: chaos.map(str::to_string),
+        seed: ctx.seed,
+        cases: vec![],
+        mutants: vec![],
+        types: vec![],
+        skipped: plan.skipped.clone(),
+        over_cap: plan.over_cap,
+        score: 0.0,
+        judgement: Judgement {
+            verdict: RunVerdict::NotTested,
+            reasons: vec![],
+        },
+        min_score: ctx.min_score,
+        coverage: vec![],
+        warnings: vec![],
+        shard: None,
+    };
+    if plan.variants.is_empty() {
+        report.judgement.reasons.push(format!(
+            "no mutated input was made, so the agent was not tested{}",
+            plan.skipped
+                .values()
+                .map(|why| format!("; {why}"))
+                .collect::<String>()
+        ));
+        report.types = type_scores(spec, plan, &[]);
+        return report;
+    }
+    let judged_texts: Vec<_> = run.iter().flat_map(|r| r.prompts.clone()).collect();
+    let mut judged_texts = judged_texts.into_iter();
+    let mut mutants = Vec::with_capacity(plan.variants.len());
+    let mut wire_done = vec![];
+    for v in plan.variants.iter().filter(|v| held(v)) {
+        let original = golden[v.prompt_index].clone();
+        let (variant, passed, judged, checks) = if is_wire(v) {
+            let Some(case) = wire.remove(&key(v)) else {
+                continue;
+            };
+            wire_done.push(case.case);
+            let variant = Variant {
+                text: case.sent,
+                ..v.clone()
+            };
+            let passed = case.verdict.passed();
+            let judged = !matches!(case.verdict, Verdict::NotTested(_));
+            (variant, passed, judged, vec![case.verdict])
+        } else {
+            let Some(p) = judged_texts.next() else {
+                break;
+            };
+            (v.clone(), p.passed, p.judged, p.checks)
+        };
+        let by_model = written.get(v.kind, &original, v.index).as_ref() == Some(&variant.text);
+        mutants.push(MutantVerdict {
+            variant,
+            original,
+            weight: spec.weight(v.kind),
+            by_model,
+            passed,
+            judged,
+            checks,
+        });
+    }
+    let (mut total, mut passed) = (0.0, 0.0);
+    for m in mutants.iter().filter(|m| m.judged) {
+        total += m.weight;
+        if m.passed {
+            passed += m.weight;
+        }
+    }
+    report.score = if total > 0.0 {
+        passed * 100.0 / total
+    } else {
+        0.0
+    };
+    let judged_any = mutants.iter().any(|m| m.judged);
+    report.judgement = match &run {
+        Some(r) => r.decide(ctx, report.score, judged_any),
+        // Only wire cases: they reach the agent's endpoint directly, so no traffic has to
+        // cross the proxy for them.
+        None => decide(&Evidence {
+            cases: &[],
+            coverage: &[],
+            exchanges: 0,
+            agent_exchanges: 0,
+            declares_traffic: false,
+            score: report.score,
+            min_score: ctx.min_score,
+            failed_critical: vec![],
+            judged_anything: judged_any,
+            // Wire cases read no answer at `response_path` of their own.
+            response_path: None,
+        }),
+    };
+    report.types = type_scores(spec, plan, &mutants);
+    report.mutants = mutants;
+    if let Some(run) = run {
+        report.cases = run.cases;
+        report.coverage = run.coverage;
+        report.warnings = run.warnings;
+    }
+    // Sent after the text variants: the order sent.
+    report.cases.extend(wire_done);
+    if !plan.skipped.is_empty() {
+        report
+            .warnings
+            .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
+    }
+    report
+        .warnings
+        .extend(written.from_templates.values().cloned());
+    report
+}
+
+pub(super) fn type_scores(
+    spec: &MutationsSpec,
+    plan: &crate::mutate::Plan,
+    mutants: &[MutantVerdict],
+) -> Vec<TypeScore> {
+    spec.types
+        .iter()
+        .map(|&kind| {
+            let of: Vec<&MutantVerdict> =
+                mutants.iter().filter(|m| m.variant.kind == kind).collect();
+            TypeScore {
+                kind,
+                weight: spec.weight(kind),
+                sent: of.len(),
+                judged: of.iter().filter(|m| m.judged).count(),
+                passed: of.iter().filter(|m| m.passed).count(),
+                dropped: plan.dropped.get(&kind).cloned().unwrap_or_default(),
+            }
+        })
+        .collect()
+}
