@@ -102,7 +102,7 @@ def shard(engine, docs: list[dict], name: str, index: int | None, tmp: Path) -> 
     p = engine.podman(
         "run", "--rm", "--pod", name, "--read-only", "--user", "65532:65532", *env,
         "-v", f"{config}:/etc/flakestorm/shards:ro", "-v", f"{tmp / 'ca'}:/etc/flakestorm/ca:ro",
-        "-v", f"{tmp / 'reports'}:/reports", "--tmpfs", "/var/lib/flakestorm/data:rw,mode=1777",
+        "-v", f"{tmp / 'reports'}:/reports", "-v", "/var/lib/flakestorm/data",
         engine.IMAGE, *args, check=False, timeout=240,
     )
     print(f"{name}:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
