@@ -231,11 +231,16 @@ fn merging_refuses_what_is_not_one_whole_run() {
     flakestorm(&["contract", "run", "-o", "whole.json"], d);
     refuse(&[&s1, "whole.json"], "whole.json: not a shard report");
     // A shard of a newer format: named, field and version.
-    let newer = std::fs::read_to_string(d.join(&s2))
-        .unwrap()
-        .replacen("flakestorm.contract/2", "flakestorm.contract/3", 1);
+    let newer = std::fs::read_to_string(d.join(&s2)).unwrap().replacen(
+        "flakestorm.contract/2",
+        "flakestorm.contract/3",
+        1,
+    );
     std::fs::write(d.join("newer.json"), newer).unwrap();
-    refuse(&[&s1, "newer.json", &s3], "newer.json: `schema` is flakestorm.contract/3");
+    refuse(
+        &[&s1, "newer.json", &s3],
+        "newer.json: `schema` is flakestorm.contract/3",
+    );
     // Another config: its digest is named.
     let edited = config(&agent, 7).replace("severity: low", "severity: medium");
     std::fs::write(d.join("edited.yaml"), edited).unwrap();
