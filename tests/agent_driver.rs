@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::origin::{self, text};
-use flakestorm::agent::{Agent, AgentProcess, InvokeError, proxy_env, wait_ready};
+use flakestorm::agent::{Agent, AgentProcess, InvokeError, proxy_env, wait_ready, with_user_env};
 use flakestorm::config::AgentSpec;
 use http_body_util::BodyExt;
 
@@ -176,23 +176,17 @@ async fn reset_is_posted_before_a_case() {
     );
 }
 
-#[tokio::test]
-async fn the_agent_command_gets_the_proxy_environment() {
+/// What `cmd`'s shell prints of the environment `env`.
+async fn seen_env(env: &[(String, String)], vars: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("env.txt");
-    let addr = "127.0.0.1:4567".parse().unwrap();
-    let env = proxy_env(
-        addr,
-        std::path::Path::new("/tmp/ca.pem"),
-        Some(("agent", "p@ss:w/rd")),
-    );
     let tmp = dir.path().join("env.tmp");
     let cmd = format!(
-        "echo \"$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY]\" > {0} && mv {0} {1} && sleep 30",
+        "echo \"{vars}\" > {0} && mv {0} {1} && sleep 30",
         tmp.display(),
         out.display()
     );
-    let mut p = AgentProcess::start(&cmd, &env, None).unwrap();
+    let mut p = AgentProcess::start(&cmd, env, None).unwrap();
     let written = || {
         let out = out.clone();
         async move { out.exists() }
@@ -201,11 +195,60 @@ async fn the_agent_command_gets_the_proxy_environment() {
         .await
         .unwrap();
     p.stop(Duration::from_secs(5)).await;
-    let got = std::fs::read_to_string(&out).unwrap();
+    std::fs::read_to_string(&out).unwrap().trim().to_string()
+}
+
+#[tokio::test]
+async fn the_agent_command_gets_the_proxy_environment() {
+    let addr = "127.0.0.1:4567".parse().unwrap();
+    let env = proxy_env(
+        addr,
+        std::path::Path::new("/tmp/ca.pem"),
+        Some(("agent", "p@ss:w/rd")),
+    );
+    let got = seen_env(
+        &env,
+        "$HTTPS_PROXY|$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS|[$NO_PROXY][$no_proxy]|$NODE_USE_ENV_PROXY",
+    )
+    .await;
     assert_eq!(
-        got.trim(),
-        "http://agent:p%40ss%3Aw%2Frd@127.0.0.1:4567|/tmp/ca.pem|/tmp/ca.pem|[]",
-        "proxy.users credentials ride in the proxy URL, percent-encoded"
+        got, "http://agent:p%40ss%3Aw%2Frd@127.0.0.1:4567|/tmp/ca.pem|/tmp/ca.pem|[][]|1",
+        "proxy.users credentials ride in the proxy URL, percent-encoded; Node reads the \
+         proxy variables"
+    );
+}
+
+#[tokio::test]
+async fn the_ca_path_is_absolute_and_no_proxy_is_one_setting() {
+    let addr = "127.0.0.1:4567".parse().unwrap();
+    // A CA named relative to flakestorm's folder reaches an agent that changes its own.
+    let env = proxy_env(addr, std::path::Path::new("certs/ca.pem"), None);
+    let cwd = std::env::current_dir().unwrap();
+    let want = cwd.join("certs/ca.pem").display().to_string();
+    assert_eq!(
+        seen_env(&env, "$SSL_CERT_FILE|$NODE_EXTRA_CA_CERTS").await,
+        format!("{want}|{want}")
+    );
+    // `agent.env` sets NO_PROXY in either spelling: both carry it (undici reads the
+    // lowercase one first, which flakestorm had left empty).
+    for name in ["NO_PROXY", "no_proxy"] {
+        let user = [(name.to_string(), "internal.example".to_string())];
+        let env = with_user_env(
+            proxy_env(addr, std::path::Path::new("/ca.pem"), None),
+            &user,
+        );
+        let got = seen_env(&env, "[$NO_PROXY][$no_proxy]").await;
+        assert_eq!(got, "[internal.example][internal.example]", "{name}");
+    }
+    // Other variables of agent.env still override the proxy's.
+    let user = [("SSL_CERT_FILE".to_string(), "/mine.pem".to_string())];
+    let env = with_user_env(
+        proxy_env(addr, std::path::Path::new("/ca.pem"), None),
+        &user,
+    );
+    assert_eq!(
+        seen_env(&env, "$SSL_CERT_FILE|[$NO_PROXY]").await,
+        "/mine.pem|[]"
     );
 }
 

@@ -341,6 +341,24 @@ fn chaos_only_runs_and_ci_combine_phases() {
             ("chaos", "pass")
         ]
     );
+    // A chaos section whose rule matches no call: that phase is not tested, printed so,
+    // never as a score, and left out of the overall.
+    let chaos = "chaos:\n  tool_faults: [{tool: web_search, mode: error, error_code: 503, match_url: \"http://nowhere.invalid/*\"}]\n";
+    std::fs::write(dir.path().join("flakestorm.yaml"), format!("{yaml}{chaos}")).unwrap();
+    let (code, out, err) = flakestorm(&["ci"], dir.path());
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("chaos     not tested: left out of the overall  (weight"),
+        "{out}"
+    );
+    assert!(!out.contains("chaos       0.0"), "{out}");
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        format!(
+            "{yaml}chaos:\n  tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n"
+        ),
+    )
+    .unwrap();
     // `run --chaos`: the same variants under the tool fault, which this agent reports.
     let (code, out, err) = flakestorm(&["run", "--chaos", "--quiet"], dir.path());
     assert_eq!(

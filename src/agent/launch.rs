@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Agent, AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready};
+use super::{
+    Agent, AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready, with_user_env,
+};
 use crate::config::{AgentTarget, Config};
 
 /// An agent ready for a run, and its process when this run started it.
@@ -98,8 +100,12 @@ pub(super) async fn start(
     }
     let user = config.proxy.users.first();
     let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
-    let mut env = proxy_env(proxy.addr, proxy.ca_cert, user);
-    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let user_env: Vec<(String, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let env = with_user_env(proxy_env(proxy.addr, proxy.ca_cert, user), &user_env);
     let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
     match wait_ready(Some(&mut process), &what, wait, probe).await {
         Ok(()) => Ok(Some(process)),

@@ -40,9 +40,11 @@ pub enum SpawnError {
     NotReady { what: String, secs: u64 },
 }
 
-/// The environment that routes an agent through the proxy and makes it trust the CA.
-/// `NO_PROXY` is emptied: a `localhost` entry would let local LLMs (Ollama) bypass it.
-/// With `user` (name, password), the proxy URL carries them (`proxy.users`).
+/// The environment that routes an agent through the proxy and makes it trust the CA (its
+/// absolute path: an agent may change directory). `NO_PROXY` is emptied: a `localhost`
+/// entry would let local LLMs (Ollama) bypass it. Node (24+) reads the proxy variables only
+/// with `NODE_USE_ENV_PROXY=1`. With `user` (name, password), the proxy URL carries them
+/// (`proxy.users`).
 pub fn proxy_env(
     proxy: SocketAddr,
     ca: &Path,
@@ -52,6 +54,7 @@ pub fn proxy_env(
         .map(|(n, p)| format!("{}:{}@", userinfo(n), userinfo(p)))
         .unwrap_or_default();
     let url = format!("http://{auth}{proxy}");
+    let ca = std::path::absolute(ca).unwrap_or_else(|_| ca.to_path_buf());
     let ca = ca.display().to_string();
     let mut env = vec![];
     for name in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
@@ -60,6 +63,7 @@ pub fn proxy_env(
     for name in ["NO_PROXY", "no_proxy"] {
         env.push((name.to_string(), String::new()));
     }
+    env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
     for name in [
         "SSL_CERT_FILE",
         "REQUESTS_CA_BUNDLE",
@@ -67,6 +71,26 @@ pub fn proxy_env(
         "CURL_CA_BUNDLE",
     ] {
         env.push((name.to_string(), ca.clone()));
+    }
+    env
+}
+
+/// `env` with the user's `agent.env` over it. `NO_PROXY` and `no_proxy` are one setting:
+/// clients read either (undici the lowercase first), so the user's value, in either
+/// spelling, is given in both.
+pub fn with_user_env(
+    mut env: Vec<(String, String)>,
+    user: &[(String, String)],
+) -> Vec<(String, String)> {
+    env.extend(user.iter().cloned());
+    let no_proxy = user
+        .iter()
+        .rev()
+        .find(|(k, _)| k.eq_ignore_ascii_case("no_proxy"));
+    if let Some((_, value)) = no_proxy {
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.push((name.to_string(), value.clone()));
+        }
     }
     env
 }

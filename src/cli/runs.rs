@@ -292,6 +292,12 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
     out.push_str("\nphases:\n");
     for p in &report.phases {
         let _ = match (p.score, &p.skipped, p.verdict) {
+            // Its score measures nothing of the agent, and the overall leaves it out.
+            (Some(_), _, Some(RunVerdict::NotTested)) => writeln!(
+                out,
+                "  {:<9} not tested: left out of the overall  (weight {})",
+                p.name, p.weight
+            ),
             (Some(s), _, v) => writeln!(
                 out,
                 "  {:<9} {s:>5.1}  {}  (weight {})",
