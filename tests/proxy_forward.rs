@@ -224,6 +224,53 @@ async fn reverse_routes_serve_clients_that_ignore_proxy_variables() {
 }
 
 #[tokio::test]
+async fn a_reverse_route_is_served_to_a_client_that_uses_the_proxy_variables() {
+    // An Ollama client at OLLAMA_HOST=http://127.0.0.1:<proxy>/ollama with HTTP_PROXY
+    // exported sends its request to the proxy in absolute form, naming the proxy itself.
+    let o = origin::fixed(None, "pong").await;
+    let p = start_proxy(&format!(
+        "proxy:\n  reverse:\n    - prefix: /ollama\n      upstream: 'http://{}'\n",
+        o.addr
+    ))
+    .await;
+    let via = client_via(&p, H1);
+    for host in [
+        p.addr().to_string(),
+        format!("localhost:{}", p.addr().port()),
+    ] {
+        let resp = via
+            .post(format!("http://{host}/ollama/api/chat?x=1"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{host}");
+        assert_eq!(resp.text().await.unwrap(), "pong");
+    }
+    assert_eq!(o.log.all()[0].uri, "/api/chat?x=1");
+    p.daemon.journal.wait_for(2).await;
+    assert!(
+        p.daemon
+            .journal
+            .all()
+            .iter()
+            .all(|e| e.route == Route::Reverse)
+    );
+    // Any other path on the proxy's own listener is still a loop, refused.
+    let resp = via
+        .get(format!("http://{}/elsewhere", p.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert_eq!(
+        resp.headers()[flakestorm::proxy::ERROR_HEADER],
+        "forbidden_target"
+    );
+    p.stop().await;
+}
+
+#[tokio::test]
 async fn proxy_users_must_authenticate() {
     let o = origin::fixed(Some(H1), "in").await;
     let plain_origin = origin::fixed(None, "in").await;

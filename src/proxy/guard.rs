@@ -49,6 +49,19 @@ impl Guard {
         }
     }
 
+    /// Whether `host` (an IP literal, bracketed or not, or `localhost`) and `port` name one
+    /// of the bound listeners. No lookup: other names are never the listener's here.
+    pub fn names_own(&self, host: &str, port: u16) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let ip = match host.parse::<IpAddr>() {
+            Ok(ip) => ip.to_canonical(),
+            Err(_) if host.eq_ignore_ascii_case("localhost") => IpAddr::from([127, 0, 0, 1]),
+            Err(_) => return false,
+        };
+        let own = self.own.read().unwrap_or_else(|p| p.into_inner());
+        own.iter().any(|l| l.port() == port) && is_this_machine(ip)
+    }
+
     /// Why `addr` may not be forwarded to, if it may not.
     pub fn check(&self, addr: SocketAddr) -> Result<(), String> {
         let ip = addr.ip().to_canonical();

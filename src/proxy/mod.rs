@@ -24,6 +24,7 @@ mod pending;
 mod recorder;
 mod replay;
 pub mod rescue;
+mod reverse;
 mod service;
 mod tape;
 mod tunnel;
@@ -257,6 +258,18 @@ impl Proxy {
     /// never forwards to, by any address of this machine.
     pub fn set_own_listeners(&self, addrs: Vec<SocketAddr>) {
         self.inner.guard.set_own(addrs);
+    }
+
+    /// Whether `uri` (absolute-form) names one of the proxy's own listeners.
+    fn names_own(&self, uri: &http::Uri) -> bool {
+        let Some(a) = uri.authority() else {
+            return false;
+        };
+        let port = a.port_u16().unwrap_or(match uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        self.inner.guard.names_own(a.host(), port)
     }
 
     pub fn journal(&self) -> &Journal {

@@ -48,7 +48,19 @@ pub async fn handle(
         return exchange(proxy, ctx, req, uri, Route::Intercepted).await;
     }
     if req.uri().scheme().is_none() && req.method() != Method::CONNECT {
-        return reverse(proxy, ctx, req).await;
+        return super::reverse::reverse(proxy, ctx, req).await;
+    }
+    // A client with HTTP_PROXY exported sends a reverse route's request (an Ollama client
+    // at http://127.0.0.1:8080/ollama) to the proxy in absolute form: it is that route's,
+    // not a loop to the proxy itself.
+    let mut req = req;
+    if req.method() != Method::CONNECT
+        && proxy.names_own(req.uri())
+        && super::reverse::route_of(&proxy, req.uri().path()).is_some()
+    {
+        let pq = req.uri().path_and_query().cloned();
+        *req.uri_mut() = pq.map_or_else(|| Uri::from_static("/"), Uri::from);
+        return super::reverse::reverse(proxy, ctx, req).await;
     }
     let mut ctx = ctx;
     match headers::proxy_user(req.headers(), &proxy.settings().users) {
@@ -128,63 +140,6 @@ fn auth_error(e: AuthError) -> ProxyError {
     ProxyError::new(ErrorKind::ProxyAuthRequired, message)
 }
 
-/// Origin-form requests are only valid for `proxy.reverse` routes.
-async fn reverse(
-    proxy: Proxy,
-    ctx: ConnCtx,
-    mut req: Request<Incoming>,
-) -> Result<Response<ProxyBody>, Dropped> {
-    let path = req.uri().path().to_string();
-    let route = proxy.settings().reverse.iter().find(|r| {
-        path.strip_prefix(r.prefix.as_str())
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    });
-    let Some(route) = route else {
-        let err = ProxyError::new(
-            ErrorKind::BadRequest,
-            format!(
-                "`{path}` is not a proxy request: send absolute-form requests (http://host/path) or CONNECT \
-                 (set HTTP_PROXY/HTTPS_PROXY), or add a proxy.reverse route for this prefix"
-            ),
-        );
-        return Ok(reject(&proxy, &ctx, &req, err));
-    };
-    let up = &route.upstream;
-    let rest = &path[route.prefix.len()..];
-    let base = up.path().trim_end_matches('/');
-    let query = req
-        .uri()
-        .query()
-        .map(|q| format!("?{q}"))
-        .unwrap_or_default();
-    let pq = format!("{base}{}{query}", if rest.is_empty() { "/" } else { rest });
-    let (Some(scheme), Some(authority)) = (up.scheme().cloned(), up.authority().cloned()) else {
-        return Ok(reject(
-            &proxy,
-            &ctx,
-            &req,
-            ProxyError::new(ErrorKind::Internal, "reverse route without host"),
-        ));
-    };
-    if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
-        req.headers_mut().insert(header::HOST, host);
-    }
-    let uri = Uri::builder()
-        .scheme(scheme)
-        .authority(authority)
-        .path_and_query(pq)
-        .build();
-    match uri {
-        Ok(uri) => exchange(proxy, ctx, req, uri, Route::Reverse).await,
-        Err(e) => Ok(reject(
-            &proxy,
-            &ctx,
-            &req,
-            ProxyError::new(ErrorKind::BadRequest, format!("bad path: {e}")),
-        )),
-    }
-}
-
 /// `https://{tunnel target}{path}` for a request decrypted inside a tunnel.
 fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
     let authority = match authority.port_u16() {
@@ -206,7 +161,7 @@ fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
 }
 
 /// Forwards one request to `uri`, under whatever the chaos engine decided, and records it.
-async fn exchange(
+pub(super) async fn exchange(
     proxy: Proxy,
     ctx: ConnCtx,
     req: Request<Incoming>,
