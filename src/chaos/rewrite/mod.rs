@@ -7,6 +7,7 @@
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
+mod cut;
 mod drift;
 mod json;
 mod output;
@@ -316,13 +317,7 @@ impl LlmRewriter {
                     .json
                     .as_mut()
                     .is_some_and(|j| output::carries_output(w, j));
-                let cut = matches!(kind, Kind::Finish | Kind::Terminal)
-                    || (carries && self.content_events >= after_events);
-                if cut {
-                    end_here(self, vec![if loud { Out::Abort } else { Out::End }])
-                } else {
-                    vec![Out::Data(frame)]
-                }
+                self.stream_cut(kind, carries, frame, (after_events, loud))
             }
             LlmMode::Garbage {} if kind == Kind::Content => {
                 let junk = output::garbage_frame(w, &ev).encode();

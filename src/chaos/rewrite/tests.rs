@@ -878,3 +878,51 @@ fn valid_json_of_the_wrong_shape_passes_through() {
         }
     }
 }
+
+/// A stream whose last event carries the answer and the finish together (a Gemini function
+/// call in one chunk) within `after_events` is not cut before its end: quiet, it goes
+/// through whole and the fault says why it was not applied (it had delivered nothing);
+/// loud, the connection breaks after it. A finish event of its own is still the cut's.
+#[test]
+fn a_last_event_with_the_answer_and_its_finish_is_not_cut_away() {
+    let call = json!({"candidates": [{"index": 0, "content": {"role": "model", "parts": [
+        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]},
+        "finishReason": "STOP"}]});
+    let frames = [format!("data: {call}\r\n\r\n")];
+    let cut = |loud| {
+        let mode = LlmMode::StreamCut {
+            after_events: 1,
+            loud,
+        };
+        run(Provider::Gemini, mode, "text/event-stream", &frames)
+    };
+    let quiet = cut(false);
+    assert!(quiet.text.contains("get_weather"), "{}", quiet.text);
+    let why = quiet.skipped.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("the stream had 1 content event(s), the last with its finish"),
+        "{why}"
+    );
+    let loud = cut(true);
+    assert!(loud.text.contains("get_weather"), "{}", loud.text);
+    assert_eq!(loud.outs.last(), Some(&Out::Abort));
+    assert_eq!(
+        loud.skipped, None,
+        "a loud cut after the last event is applied"
+    );
+    // The answer, then a finish of its own: the finish is cut away, as before.
+    let words = ["a", " b"];
+    let mode = LlmMode::StreamCut {
+        after_events: 5,
+        loud: false,
+    };
+    let exact = run(
+        Provider::Openai,
+        mode,
+        "text/event-stream",
+        &openai_stream(&words),
+    );
+    let (content, finish, done) = openai_read(&exact.text);
+    assert_eq!((content.as_str(), finish.len(), done), ("a b", 0, false));
+    assert_eq!(exact.skipped, None);
+}
