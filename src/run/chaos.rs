@@ -175,6 +175,7 @@ impl PromptRun {
             exchanges: seen.exchanges,
             agent_exchanges: seen.agent_exchanges,
             declares_traffic: ctx.declared.any(),
+            node: super::verdict::runs_node(ctx),
             score,
             min_score: ctx.min_score,
             failed_critical: vec![],

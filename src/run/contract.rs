@@ -234,6 +234,7 @@ pub(super) async fn judge_matrix(
         exchanges: seen.exchanges,
         agent_exchanges: seen.agent_exchanges,
         declares_traffic: ctx.declared.any(),
+        node: super::verdict::runs_node(ctx),
         score: score.value,
         min_score: ctx.min_score,
         failed_critical: failed_critical(&cells),

@@ -236,6 +236,7 @@ pub(super) fn assemble(
             exchanges: 0,
             agent_exchanges: 0,
             declares_traffic: false,
+            node: false,
             score: report.score,
             min_score: ctx.min_score,
             failed_critical: vec![],

@@ -75,6 +75,8 @@ pub(super) struct Evidence<'a> {
     pub agent_exchanges: usize,
     /// `tools:` or `llm:` entries exist: traffic must cross the proxy.
     pub declares_traffic: bool,
+    /// `agent.command` runs Node, whose `fetch` ignores the proxy variables unless told.
+    pub node: bool,
     pub score: f64,
     pub min_score: f64,
     /// The failed critical cells, as `` `invariant` under `scenario` ``.
@@ -251,18 +253,19 @@ fn untested(e: &Evidence) -> Vec<String> {
     let exchanges = e.exchanges;
     let unfired = unfired(e);
     if silent(e) {
-        out.push(
+        out.push(format!(
             "no request crossed the proxy during the run: the agent is not using flakestorm's \
              proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, or let flakestorm \
-             start it with agent.command)"
-                .to_string(),
-        );
+             start it with agent.command){}",
+            node_fix(e)
+        ));
     } else if e.agent_exchanges == 0 && e.declares_traffic && unfired == 0 {
         // With unfired rules, their lines below say what the proxy saw instead.
         out.push(format!(
             "no call to the agent's tools or LLMs crossed the proxy during the run, only \
              {exchanges} other request(s) (an exporter's?): the agent's own calls bypass \
-             flakestorm's proxy, or the tools:/llm: globs do not match them"
+             flakestorm's proxy, or the tools:/llm: globs do not match them{}",
+            node_fix(e)
         ));
     }
     for c in e.coverage {
@@ -288,6 +291,31 @@ fn untested(e: &Evidence) -> Vec<String> {
         out.push("nothing could be judged (see the cells' and cases' reasons)".into());
     }
     out
+}
+
+/// What a Node agent that bypasses the proxy needs (docs/frameworks.md, "Node.js agents").
+fn node_fix(e: &Evidence) -> &'static str {
+    match e.node {
+        true => {
+            "; agent.command runs Node, whose fetch ignores HTTPS_PROXY unless \
+                 NODE_USE_ENV_PROXY=1 is read (newer Node releases) or the agent installs \
+                 undici's EnvHttpProxyAgent (setGlobalDispatcher)"
+        }
+        false => "",
+    }
+}
+
+/// Whether `agent.command` runs Node (`node`, `npx`, `npm`, `tsx`, `ts-node`, as a word).
+pub(super) fn runs_node(ctx: &super::RunContext) -> bool {
+    let command = ctx.agent.target().command.as_deref().unwrap_or("");
+    command
+        .split(|c: char| c.is_whitespace() || c == '/' || c == ';' || c == '&')
+        .any(|w| {
+            matches!(
+                w,
+                "node" | "nodejs" | "npx" | "npm" | "tsx" | "ts-node" | "pnpm" | "yarn"
+            )
+        })
 }
 
 /// An agent that answered fewer than half of its judged cases failed, whatever the score.
@@ -339,6 +367,7 @@ mod tests {
             exchanges: 0,
             agent_exchanges: 0,
             declares_traffic: true,
+            node: false,
             score: 0.0,
             min_score: 70.0,
             failed_critical: vec!["`calls-weather` under `no-chaos`".into()],
@@ -384,6 +413,19 @@ mod tests {
             j.reasons[1],
             "not held against the agent, untested: critical check `calls-weather` under \
              `no-chaos` failed"
+        );
+        assert!(!j.reasons[0].contains("Node"), "{:?}", j.reasons);
+        // An agent.command that runs Node: the reason names its fix.
+        let j = decide(&Evidence {
+            node: true,
+            ..evidence(&cases, &coverage)
+        });
+        assert!(
+            j.reasons[0].contains("agent.command runs Node")
+                && j.reasons[0].contains("NODE_USE_ENV_PROXY=1")
+                && j.reasons[0].contains("EnvHttpProxyAgent"),
+            "{:?}",
+            j.reasons
         );
         // With traffic, the same failure is the agent's.
         let heard = [scenario("no-chaos", 3, None)];

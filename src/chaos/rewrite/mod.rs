@@ -317,7 +317,7 @@ impl LlmRewriter {
                     .json
                     .as_mut()
                     .is_some_and(|j| output::carries_output(w, j));
-                self.stream_cut(kind, carries, frame, (after_events, loud))
+                self.stream_cut(kind, (carries, !repeats), frame, (after_events, loud))
             }
             LlmMode::Garbage {} if kind == Kind::Content => {
                 let junk = output::garbage_frame(w, &ev).encode();
