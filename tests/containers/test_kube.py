@@ -142,6 +142,9 @@ class Pod:
     def down(self):
         volumes = self.engine.volumes_of(POD)
         self.engine.podman("kube", "down", str(self.file), check=False, timeout=180)
+        # `kube down` can leave the pod behind while a container of it restarts (the bad
+        # CA's sidecar exits at once): the next play of the same name would then fail.
+        self.engine.podman("pod", "rm", "-f", "-t", "0", POD, check=False, timeout=180)
         self.engine.remove_volumes(volumes)
         self.engine.podman("secret", "rm", "flakestorm-ca", check=False)
 
