@@ -28,7 +28,7 @@ command -v make >/dev/null || missing+=(make)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 # fmt and clippy are components: a minimal rustup profile lacks them.
 if command -v rustup >/dev/null; then
@@ -106,13 +106,13 @@ command -v systemd-analyze >/dev/null || deploy_missing+=(systemd)
 if [ ${#deploy_missing[@]} -gt 0 ]; then
   echo "==> installing ${deploy_missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${deploy_missing[@]}" \
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${deploy_missing[@]}" \
     || echo "WARNING: could not install ${deploy_missing[*]}: the container tests will say what is missing"
 fi
 # Alone: where no apt source has it, the others above must still install.
 if ! command -v kubectl >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq kubectl \
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubectl \
     || echo "WARNING: no kubectl package in this machine's apt sources: the Kubernetes test will fail"
 fi
 deploy_start=$(date +%s)
