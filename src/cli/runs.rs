@@ -80,17 +80,9 @@ pub async fn run(
         eprintln!("flakestorm: {}", crate::config::one_line(e));
         return Ok(ExitCode::from(2));
     }
-    let shard = match args
-        .shard
-        .as_deref()
-        .map(|s| shard_of(s, req.kind, &args, &loaded.config))
-    {
-        None => None,
-        Some(Ok(s)) => Some(s),
-        Some(Err(why)) => {
-            eprintln!("flakestorm: {why}");
-            return Ok(ExitCode::from(2));
-        }
+    let shard = match shard_arg(&args, req.kind, &loaded.config) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
     let prepared = match prepare(&loaded.config, &req) {
         Ok(p) => p,
@@ -104,22 +96,12 @@ pub async fn run(
             Ok(s) => s,
             Err(code) => return Ok(code),
         };
-    let same = same_as(&loaded, req.kind);
-    let baseline = match &args.baseline {
-        Some(b) => match Baseline::parse(b).scores_in(&session.proxy().store, req.kind, &same) {
-            Ok(found) => {
-                if found.is_none() && !show.quiet {
-                    eprintln!("flakestorm: {}", none_found(req.kind, &same));
-                }
-                found
-            }
-            Err(e) => {
-                eprintln!("flakestorm: {e}");
-                session.stop().await;
-                return Ok(ExitCode::from(2));
-            }
-        },
-        None => None,
+    let baseline = match baseline_of(&loaded, &args, req.kind, &session, show) {
+        Ok(b) => b,
+        Err(code) => {
+            session.stop().await;
+            return Ok(code);
+        }
     };
     // A shard is a part of a run: its merge is the run (docs/scale.md).
     if shard.is_none() {
@@ -180,9 +162,63 @@ pub async fn run(
         );
         return Ok(ExitCode::from(2));
     }
+    let max_drop = args.max_drop.unwrap_or(0.0);
+    let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
+    let code = match shard {
+        Some(s) => shard_end(&report, s),
+        None => exit(report.verdict()),
+    };
+    Ok(gate(code, report.verdict(), &dropped.unwrap_or_default()))
+}
+
+/// The baseline's scores (`--baseline`), when asked for and found; exit 2 when the store
+/// cannot say.
+fn baseline_of(
+    loaded: &Loaded,
+    args: &ReportArgs,
+    kind: RunKind,
+    session: &Session,
+    show: Show,
+) -> Result<Option<super::baseline::Scored>, ExitCode> {
+    let Some(b) = &args.baseline else {
+        return Ok(None);
+    };
+    let same = same_as(loaded, kind);
+    match Baseline::parse(b).scores_in(&session.proxy().store, kind, &same) {
+        Ok(found) => {
+            if found.is_none() && !show.quiet {
+                eprintln!("flakestorm: {}", none_found(kind, &same));
+            }
+            Ok(found)
+        }
+        Err(e) => {
+            eprintln!("flakestorm: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// `--shard`, if given, checked (exit 2 saying why it cannot be).
+fn shard_arg(
+    args: &ReportArgs,
+    kind: RunKind,
+    config: &crate::config::Config,
+) -> Result<Option<Shard>, ExitCode> {
+    let Some(text) = args.shard.as_deref() else {
+        return Ok(None);
+    };
+    shard_of(text, kind, args, config).map(Some).map_err(|why| {
+        eprintln!("flakestorm: {why}");
+        ExitCode::from(2)
+    })
+}
+
+/// How a shard's run ends: said when it held nothing or its part is not tested on its
+/// own (the merge judges the run), and its exit code (`shard_exit`).
+fn shard_end(report: &Report, shard: Shard) -> ExitCode {
     if let Report::Contract(crate::run::ContractReport {
         shard: Some(part), ..
-    }) = &report
+    }) = report
         && part.units.is_empty()
     {
         // Nothing of the run fell to this shard: not a verdict, and no reason to retry it.
@@ -190,22 +226,12 @@ pub async fn run(
             "shard {} holds none of the run's {} prompts: nothing to run; `report merge` decides",
             part.shard, part.units_total
         );
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
-    let max_drop = args.max_drop.unwrap_or(0.0);
-    let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
-    let code = match shard {
-        Some(s) => {
-            if report.verdict() == RunVerdict::NotTested {
-                println!(
-                    "shard {s}: its part is not tested on its own; `report merge` judges the run"
-                );
-            }
-            shard_exit(report.verdict())
-        }
-        None => exit(report.verdict()),
-    };
-    Ok(gate(code, report.verdict(), &dropped.unwrap_or_default()))
+    if report.verdict() == RunVerdict::NotTested {
+        println!("shard {shard}: its part is not tested on its own; `report merge` judges the run");
+    }
+    shard_exit(report.verdict())
 }
 
 /// A shard's exit code, for a Kubernetes Job's `podFailurePolicy` (docs/scale.md): 1 the
