@@ -1,7 +1,7 @@
 //! A chaos-only run's shards, merged: their cases judged again by the code a whole chaos
 //! run ends with (`Sent::judged`, `chaos_report`).
 
-use super::pieces::{Piece, check, part_of};
+use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
 use crate::run::chaos::{ChaosReport, Sent, chaos_report, scenario};
 use crate::run::{Report, RunContext};
@@ -13,11 +13,15 @@ pub(super) async fn merge(
     shards: Vec<(String, Report)>,
     allow_partial: bool,
 ) -> Result<ChaosReport, String> {
+    let chaos = |r| {
+        if let Report::Chaos(r) = r {
+            Some(r)
+        } else {
+            None
+        }
+    };
     let mut pieces = vec![];
-    for (file, report) in shards {
-        let Report::Chaos(r) = report else {
-            return Err(format!("{file}: not a chaos report, as the first shard is"));
-        };
+    for (file, r) in all_of(shards, "chaos", chaos)? {
         pieces.push(piece(file, r)?);
     }
     merge_pieces(ctx, config, pieces, allow_partial).await

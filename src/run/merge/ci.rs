@@ -2,7 +2,7 @@
 //! its mutation and replay phases taken from shard 1 (which ran them whole), and the
 //! phases combined by `combine`, the code a whole `ci` ends with.
 
-use super::pieces::not_a_shard;
+use super::pieces::{all_of, not_a_shard};
 use crate::config::Config;
 use crate::run::ci::ci_skips;
 use crate::run::{CiReport, Report, RunContext, combine};
@@ -25,10 +25,8 @@ pub(super) async fn merge(
     allow_partial: bool,
 ) -> Result<CiReport, String> {
     let mut reports: Vec<(String, CiReport)> = vec![];
-    for (file, report) in shards {
-        let Report::Ci(r) = report else {
-            return Err(format!("{file}: not a ci report, as the first shard is"));
-        };
+    let ci = |r| if let Report::Ci(r) = r { Some(r) } else { None };
+    for (file, r) in all_of(shards, "ci", ci)? {
         let Some(shard) = r.shard else {
             return Err(not_a_shard(&file));
         };

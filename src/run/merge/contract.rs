@@ -1,7 +1,7 @@
 //! A contract run's shards, merged: their cases judged again by `judge_matrix`, the code a
 //! whole contract run ends with.
 
-use super::pieces::{Piece, check, part_of};
+use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
 use crate::run::contract::{ContractReport, Plan, judge_matrix};
 use crate::run::{Report, RunContext};
@@ -13,13 +13,15 @@ pub(super) async fn merge(
     shards: Vec<(String, Report)>,
     allow_partial: bool,
 ) -> Result<ContractReport, String> {
+    let contract = |r| {
+        if let Report::Contract(r) = r {
+            Some(r)
+        } else {
+            None
+        }
+    };
     let mut pieces = vec![];
-    for (file, report) in shards {
-        let Report::Contract(r) = report else {
-            return Err(format!(
-                "{file}: not a contract report, as the first shard is"
-            ));
-        };
+    for (file, r) in all_of(shards, "contract", contract)? {
         pieces.push(piece(file, r)?);
     }
     merge_pieces(ctx, config, pieces, allow_partial).await

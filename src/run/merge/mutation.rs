@@ -4,7 +4,7 @@
 //! their shards judged them (each is judged alone), and all paired and scored by
 //! `assemble`, the code a whole mutation run ends with.
 
-use super::pieces::{Piece, check, part_of};
+use super::pieces::{Piece, all_of, check, part_of};
 use crate::checks::Verdict;
 use crate::config::Config;
 use crate::config::chaos::CompiledChaos;
@@ -25,12 +25,14 @@ pub(super) async fn merge(
     let mut pieces = vec![];
     let mut wire = Wired::new();
     let mut chaos: Option<String> = None;
-    for (file, report) in shards {
-        let Report::Mutation(r) = report else {
-            return Err(format!(
-                "{file}: not a mutation report, as the first shard is"
-            ));
-        };
+    let mutation = |r| {
+        if let Report::Mutation(r) = r {
+            Some(r)
+        } else {
+            None
+        }
+    };
+    for (file, r) in all_of(shards, "mutation", mutation)? {
         for (case, m) in r.cases_with_mutants() {
             if is_wire(&m.variant) {
                 let verdict = m.checks.first().cloned();

@@ -38,6 +38,27 @@ pub(super) struct Checked {
     pub ran: usize,
 }
 
+/// Every shard report as `pick` takes it (a kind's own report), or which file is of
+/// another kind than the first (`kind`).
+pub(super) fn all_of<T>(
+    shards: Vec<(String, crate::run::Report)>,
+    kind: &str,
+    pick: fn(crate::run::Report) -> Option<T>,
+) -> Result<Vec<(String, T)>, String> {
+    let mut out = vec![];
+    for (file, report) in shards {
+        match pick(report) {
+            Some(r) => out.push((file, r)),
+            None => {
+                return Err(format!(
+                    "{file}: not a {kind} report, as the first shard is"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The `shard` a report `file` has, or why it is not a shard report.
 pub(super) fn part_of(file: &str, shard: Option<ShardPart>) -> Result<ShardPart, String> {
     shard.ok_or_else(|| not_a_shard(file))

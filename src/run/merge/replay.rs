@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::pieces::{Piece, check, part_of};
+use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
 use crate::run::replay::{Parts, ReplayReport, replay_report};
 use crate::run::replay_setup;
@@ -19,12 +19,14 @@ pub(super) async fn merge(
 ) -> Result<ReplayReport, String> {
     let mut pieces = vec![];
     let mut sessions = HashMap::new();
-    for (file, report) in shards {
-        let Report::Replay(r) = report else {
-            return Err(format!(
-                "{file}: not a replay report, as the first shard is"
-            ));
-        };
+    let replay = |r| {
+        if let Report::Replay(r) = r {
+            Some(r)
+        } else {
+            None
+        }
+    };
+    for (file, r) in all_of(shards, "replay", replay)? {
         sessions.insert(file.clone(), r.sessions);
         let part = part_of(&file, r.shard)?;
         pieces.push(Piece {
