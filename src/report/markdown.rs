@@ -176,10 +176,13 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
                 Verdict::Pass(_) | Verdict::NotApplicable(_) | Verdict::NotTested(_) => None,
             })
             .collect();
-        let input = match &c.mutation {
+        let mut input = match &c.mutation {
             Some((kind, _)) => format!("`{kind}` {}", cell(&c.case.prompt)),
             None => cell(&c.case.prompt),
         };
+        if let Some(t) = c.case.trial {
+            let _ = write!(input, " (trial {t})");
+        }
         let _ = writeln!(out, "| {input} | {} |", cell(&why.join("; ")));
     }
     more(out, failed.len());

@@ -88,7 +88,7 @@ pub async fn run_chaos(
             scenarios: raw_scenarios(&[name], std::slice::from_ref(&sent.outcome)),
             ..Raw::of(&seen)
         };
-        ShardPart::new(s, golden, mine, raw)
+        ShardPart::new(s, &ctx.trials, golden, mine, raw)
     });
     let run = sent.judged(ctx, name, invariants).await;
     let mut report = chaos_report(ctx, name, run);
@@ -100,11 +100,6 @@ pub async fn run_chaos(
 pub(super) fn chaos_report(ctx: &RunContext, name: &str, run: PromptRun) -> ChaosReport {
     let judged = run.prompts.iter().filter(|p| p.judged).count();
     let passed = run.prompts.iter().filter(|p| p.passed).count();
-    let score = match judged {
-        0 => 0.0,
-        n => passed as f64 * 100.0 / n as f64,
-    };
-    let judgement = run.decide(ctx, score, judged > 0);
     let trials = match ctx.trials.n > 1 {
         true => super::consistency::grouped(
             run.prompts
@@ -114,6 +109,17 @@ pub(super) fn chaos_report(ctx: &RunContext, name: &str, run: PromptRun) -> Chao
         ),
         false => vec![],
     };
+    // With trials each prompt earns its consistency figure (`scoring.consistency`).
+    let score = match (judged, trials.is_empty()) {
+        (0, _) => 0.0,
+        (n, true) => passed as f64 * 100.0 / n as f64,
+        (_, false) => super::consistency::credited_score(
+            trials.iter().map(|t| (1.0, t.consistency.clone())),
+            ctx.trials.scoring,
+            ctx.trials.k,
+        ),
+    };
+    let judgement = run.decide(ctx, score, judged > 0);
     ChaosReport {
         schema: SCHEMA,
         run: None,

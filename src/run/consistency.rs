@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::ConsistencyScore;
+
 /// One case's (or one group's) trials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Consistency {
@@ -130,6 +132,37 @@ impl Consistency {
     pub fn pass_hat(&self, k: u32) -> Option<f64> {
         self.pass_hat_k.get((k as usize).checked_sub(1)?).copied()
     }
+
+    /// What these trials earn toward a score (0..=1): pass^1 under `scoring.consistency:
+    /// mean`, pass^k under `pass_k` (k: `scoring.k`, else every trial). With fewer trials
+    /// judged than k (`--trial`, or trials not judged), pass^k over the trials it has.
+    pub fn credit(&self, scoring: ConsistencyScore, k: Option<u32>) -> f64 {
+        let n = self.pass_hat_k.len() as u32;
+        let k = match scoring {
+            ConsistencyScore::Mean => 1,
+            ConsistencyScore::PassK => k.unwrap_or(n).min(n),
+        };
+        self.pass_hat(k).unwrap_or(0.0)
+    }
+}
+
+/// A score (0–100) from units' (weight, trials): each earns its weight times its credit
+/// (`Consistency::credit`); 0 when no unit was judged. Chaos prompts, replay sessions and
+/// mutated inputs score so when they run several trials.
+pub fn credited_score(
+    units: impl IntoIterator<Item = (f64, Consistency)>,
+    scoring: ConsistencyScore,
+    k: Option<u32>,
+) -> f64 {
+    let (mut got, mut total) = (0.0, 0.0);
+    for (w, c) in units.into_iter().filter(|(_, c)| c.trials > 0) {
+        total += w;
+        got += w * c.credit(scoring, k);
+    }
+    match total > 0.0 {
+        true => got * 100.0 / total,
+        false => 0.0,
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +197,37 @@ mod tests {
         assert!(none.pass_at_k.iter().all(|p| close(*p, 0.0)) && !none.flaky);
         let one = Consistency::of(1, 1);
         assert_eq!((one.pass_hat_k.clone(), one.flaky), (vec![1.0], false));
+    }
+
+    #[test]
+    fn credit_is_pass_1_or_pass_k_and_the_score_weighs_units() {
+        let c = Consistency::of(8, 6);
+        assert!(close(c.credit(ConsistencyScore::Mean, Some(8)), 0.75));
+        assert!(close(
+            c.credit(ConsistencyScore::PassK, Some(2)),
+            15.0 / 28.0
+        ));
+        assert_eq!(
+            c.credit(ConsistencyScore::PassK, None),
+            0.0,
+            "k = n: 6 of 8"
+        );
+        let one = Consistency::of(1, 1);
+        assert_eq!(
+            one.credit(ConsistencyScore::PassK, Some(8)),
+            1.0,
+            "--trial: k = 1"
+        );
+        let units = [
+            (2.0, Consistency::of(4, 4)),
+            (1.0, Consistency::of(4, 2)),
+            (5.0, Consistency::of(0, 0)),
+        ];
+        let mean = credited_score(units.clone(), ConsistencyScore::Mean, None);
+        assert!(close(mean, (2.0 + 0.5) / 3.0 * 100.0), "{mean}");
+        let all = credited_score(units, ConsistencyScore::PassK, Some(4));
+        assert!(close(all, 2.0 / 3.0 * 100.0), "{all}");
+        assert_eq!(credited_score([], ConsistencyScore::Mean, None), 0.0);
     }
 
     #[test]

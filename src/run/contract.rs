@@ -179,7 +179,7 @@ pub async fn run_contract(
             scenarios: raw_scenarios(&names, &outcomes),
             ..Raw::of(&seen)
         };
-        ShardPart::new(s, &plan.prompts, mine, raw)
+        ShardPart::new(s, &ctx.trials, &plan.prompts, mine, raw)
     });
     let mut report = judge_matrix(ctx, &plan, outcomes, &seen).await;
     report.shard = part;
@@ -342,14 +342,12 @@ fn score(cells: &[CellResult], scoring: (ConsistencyScore, Option<u32>)) -> Scor
         .iter()
         .map(|c| {
             let passed = c.verdict.passed();
-            let credit = match (&c.consistency, scoring) {
-                (None, _) => f64::from(u8::from(passed)),
-                (Some(t), (ConsistencyScore::Mean, _)) => t.pass_hat(1).unwrap_or(0.0),
-                (Some(t), (ConsistencyScore::PassK, k)) => {
-                    let k = k.unwrap_or(t.pass_hat_k.len() as u32);
-                    t.pass_hat(k).unwrap_or(0.0)
-                }
-            };
+            let credit = c
+                .consistency
+                .as_ref()
+                .map_or(f64::from(u8::from(passed)), |t| {
+                    t.credit(scoring.0, scoring.1)
+                });
             (c.severity, c.verdict.judged().then_some((credit, passed)))
         })
         .collect();

@@ -61,6 +61,7 @@ pub fn plan_mutations(
 /// Runs the mutation phase of `config` (its `golden_prompts`, `mutations`, `model` and
 /// top-level `invariants`); `chaos` is `(name, rules)` for `run --chaos`. Under `--shard`,
 /// the variants of the shard's golden prompts only, each at its place in the whole run.
+/// With `advanced.trials`, every variant is sent that many times, each trial a case.
 pub async fn run_mutation(
     ctx: &RunContext,
     chaos: Option<(&str, &CompiledChaos)>,
@@ -74,18 +75,6 @@ pub async fn run_mutation(
     if golden.is_empty() {
         return Err(RunError::NothingToMutate);
     }
-    // Each variant runs once: a variant's verdict is one case's (the report pairs them one
-    // to one), so trials apply to contract, chaos and replay runs only (docs/trials.md).
-    let trials_asked = ctx.trials.n > 1 || ctx.trials.only.is_some();
-    let once = super::Trials {
-        n: 1,
-        only: None,
-        ..ctx.trials
-    };
-    let ctx = &RunContext {
-        trials: once,
-        ..ctx.clone()
-    };
     let seed = ctx.seed;
     let client = match &config.model {
         Some(m) => Some(ModelClient::new(m).map_err(|e| RunError::Model(e.to_string()))?),
@@ -106,7 +95,7 @@ pub async fn run_mutation(
     let held = |v: &Variant| ctx.shard.is_none_or(|s| s.holds(&golden[v.prompt_index]));
     if let Some(p) = &ctx.progress {
         let wire = plan.variants.iter().filter(|v| is_wire(v) && held(v));
-        (p.planned)(wire.count());
+        (p.planned)(wire.count() * ctx.trials.indices().len());
     }
     let (texts, units) = texts_of(&plan, golden);
     let sent = match plan.variants.iter().any(|v| !is_wire(v) && held(v)) {
@@ -128,15 +117,19 @@ pub async fn run_mutation(
         if let Some(p) = &ctx.progress {
             (p.started)(wire_cases::SCENARIO, &format!("{} #{}", v.kind, v.index));
         }
-        let case = run_wire_case(ctx, seed, v.kind, &golden[v.prompt_index], v.index).await;
-        if let Some(p) = &ctx.progress {
-            let judged = super::Judged {
-                so_far: wire_cases::so_far(&case.verdict),
-                checks: super::CaseChecks::Invariants(vec![case.verdict.clone()]),
-            };
-            (p.case)(&case.case, &judged);
+        // Each trial sends the same attack again (a variant is made from the run's seed).
+        for t in ctx.trials.indices() {
+            let mut case = run_wire_case(ctx, seed, v.kind, &golden[v.prompt_index], v.index).await;
+            case.case.trial = (ctx.trials.n > 1).then_some(t + 1);
+            if let Some(p) = &ctx.progress {
+                let judged = super::Judged {
+                    so_far: wire_cases::so_far(&case.verdict),
+                    checks: super::CaseChecks::Invariants(vec![case.verdict.clone()]),
+                };
+                (p.case)(&case.case, &judged);
+            }
+            wire.entry(key(v)).or_default().push(case);
         }
-        wire.insert(key(v), case);
     }
     // Counted after the wire cases, as the run's verdict counts them.
     let part = ctx.shard.map(|s| {
@@ -146,16 +139,9 @@ pub async fn run_mutation(
             ..Raw::of(&seen)
         };
         let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
-        ShardPart::new(s, golden, mine, raw)
+        ShardPart::new(s, &ctx.trials, golden, mine, raw)
     });
     let mut report = assemble(ctx, chaos.map(|(n, _)| n), &made, run, wire, &held);
     report.shard = part;
-    if trials_asked {
-        report.warnings.push(
-            "advanced.trials: each mutated input ran once (trials apply to contract, chaos \
-             and replay runs)"
-                .into(),
-        );
-    }
     Ok(report)
 }

@@ -41,6 +41,10 @@ pub struct MutantVerdict {
     pub judged: bool,
     /// One per invariant, in config order.
     pub checks: Vec<Verdict>,
+    /// Its trial (1-based) when each variant runs several times (`advanced.trials`): then
+    /// `mutants` has one entry per trial, next to each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
 }
 
 /// A type's share of the run.
@@ -49,6 +53,8 @@ pub struct TypeScore {
     #[serde(rename = "type")]
     pub kind: MutationType,
     pub weight: f64,
+    /// Variants (not trials): one is judged when a trial of it was, passed when every
+    /// judged trial of it passed.
     pub sent: usize,
     pub judged: usize,
     pub passed: usize,
@@ -75,12 +81,17 @@ pub struct MutationReport {
     pub skipped: BTreeMap<MutationType, String>,
     /// Variants left out by `mutations.max_per_run`.
     pub over_cap: usize,
-    /// Weighted pass rate of the judged variants, 0–100 (0 when none was judged).
+    /// Weighted pass rate of the judged variants, 0–100 (0 when none was judged); with
+    /// trials each variant earns its consistency figure (`scoring.consistency`).
     pub score: f64,
     #[serde(flatten)]
     pub judgement: Judgement,
     pub min_score: f64,
     pub coverage: Vec<Coverage>,
+    /// With `advanced.trials` above 1: each variant's consistency over its trials
+    /// (`scenario`: its type; `prompt`: its text, or `type #index` for a wire variant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<super::CaseTrials>,
     pub warnings: Vec<String>,
     /// Under `--shard`: which part of the run this is (its golden prompts), and what a
     /// merge needs.
@@ -108,8 +119,8 @@ pub(super) struct Made<'a> {
     pub golden: &'a [String],
 }
 
-/// The wire cases run, by variant (`key`).
-pub(super) type Wired = HashMap<(MutationType, usize, u32), WireCase>;
+/// The wire cases run, by variant (`key`): one per trial, in trial order.
+pub(super) type Wired = HashMap<(MutationType, usize, u32), Vec<WireCase>>;
 
 pub(super) fn is_wire(v: &Variant) -> bool {
     v.kind.family() == Family::Wire
@@ -164,6 +175,7 @@ pub(super) fn assemble(
         },
         min_score: ctx.min_score,
         coverage: vec![],
+        trials: vec![],
         warnings: vec![],
         shard: None,
     };
@@ -180,51 +192,54 @@ pub(super) fn assemble(
     }
     let judged_texts: Vec<_> = run.iter().flat_map(|r| r.prompts.clone()).collect();
     let mut judged_texts = judged_texts.into_iter();
-    let mut mutants = Vec::with_capacity(plan.variants.len());
+    let trials = ctx.trials.indices();
+    let several = ctx.trials.n > 1;
+    let mut mutants = Vec::with_capacity(plan.variants.len() * trials.len());
     let mut wire_done = vec![];
-    for v in plan.variants.iter().filter(|v| held(v)) {
+    'variants: for v in plan.variants.iter().filter(|v| held(v)) {
         let original = golden[v.prompt_index].clone();
-        let (variant, passed, judged, checks) = if is_wire(v) {
-            let Some(case) = wire.remove(&key(v)) else {
-                continue;
+        let mut cases = wire.remove(&key(v)).unwrap_or_default().into_iter();
+        for &t in &trials {
+            let (variant, passed, judged, checks) = if is_wire(v) {
+                let Some(case) = cases.next() else {
+                    continue 'variants;
+                };
+                wire_done.push(case.case);
+                let variant = Variant {
+                    text: case.sent,
+                    ..v.clone()
+                };
+                let passed = case.verdict.passed();
+                let judged = !matches!(case.verdict, Verdict::NotTested(_));
+                (variant, passed, judged, vec![case.verdict])
+            } else {
+                let Some(p) = judged_texts.next() else {
+                    break 'variants;
+                };
+                (v.clone(), p.passed, p.judged, p.checks)
             };
-            wire_done.push(case.case);
-            let variant = Variant {
-                text: case.sent,
-                ..v.clone()
-            };
-            let passed = case.verdict.passed();
-            let judged = !matches!(case.verdict, Verdict::NotTested(_));
-            (variant, passed, judged, vec![case.verdict])
-        } else {
-            let Some(p) = judged_texts.next() else {
-                break;
-            };
-            (v.clone(), p.passed, p.judged, p.checks)
-        };
-        let by_model = written.get(v.kind, &original, v.index).as_ref() == Some(&variant.text);
-        mutants.push(MutantVerdict {
-            variant,
-            original,
-            weight: spec.weight(v.kind),
-            by_model,
-            passed,
-            judged,
-            checks,
-        });
-    }
-    let (mut total, mut passed) = (0.0, 0.0);
-    for m in mutants.iter().filter(|m| m.judged) {
-        total += m.weight;
-        if m.passed {
-            passed += m.weight;
+            let by_model = written.get(v.kind, &original, v.index).as_ref() == Some(&variant.text);
+            mutants.push(MutantVerdict {
+                variant,
+                original: original.clone(),
+                weight: spec.weight(v.kind),
+                by_model,
+                passed,
+                judged,
+                checks,
+                trial: several.then_some(t + 1),
+            });
         }
     }
-    report.score = if total > 0.0 {
-        passed * 100.0 / total
-    } else {
-        0.0
-    };
+    let variants = per_variant(&mutants);
+    report.score = super::consistency::credited_score(
+        variants.iter().map(|(m, c)| (m.weight, c.clone())),
+        ctx.trials.scoring,
+        ctx.trials.k,
+    );
+    if several {
+        report.trials = variants.iter().map(|(m, c)| trials_of(m, c)).collect();
+    }
     let judged_any = mutants.iter().any(|m| m.judged);
     report.judgement = match &run {
         Some(r) => r.decide(ctx, report.score, judged_any),
@@ -265,22 +280,63 @@ pub(super) fn assemble(
     report
 }
 
+/// Each variant's first trial and its consistency over its judged trials, in order (a
+/// variant's trials are next to each other in `mutants`).
+fn per_variant(mutants: &[MutantVerdict]) -> Vec<(&MutantVerdict, super::Consistency)> {
+    let mut out: Vec<(&MutantVerdict, u32, u32)> = vec![];
+    for m in mutants {
+        let same = out.last().is_some_and(|(first, _, _)| {
+            key(&first.variant) == key(&m.variant) && m.trial > first.trial
+        });
+        if !same {
+            out.push((m, 0, 0));
+        }
+        if let Some((_, n, ok)) = out.last_mut().filter(|_| m.judged) {
+            *n += 1;
+            *ok += u32::from(m.passed);
+        }
+    }
+    out.into_iter()
+        .map(|(m, n, ok)| (m, super::Consistency::of(n, ok)))
+        .collect()
+}
+
+/// A variant's trials as the report lists them.
+fn trials_of(m: &MutantVerdict, c: &super::Consistency) -> super::CaseTrials {
+    let prompt = match is_wire(&m.variant) {
+        true => format!("{} #{}", m.variant.kind, m.variant.index),
+        false => m.variant.text.clone(),
+    };
+    super::CaseTrials {
+        scenario: m.variant.kind.to_string(),
+        prompt,
+        consistency: c.clone(),
+    }
+}
+
 pub(super) fn type_scores(
     spec: &MutationsSpec,
     plan: &crate::mutate::Plan,
     mutants: &[MutantVerdict],
 ) -> Vec<TypeScore> {
+    let variants = per_variant(mutants);
     spec.types
         .iter()
         .map(|&kind| {
-            let of: Vec<&MutantVerdict> =
-                mutants.iter().filter(|m| m.variant.kind == kind).collect();
+            let of: Vec<&super::Consistency> = variants
+                .iter()
+                .filter(|(m, _)| m.variant.kind == kind)
+                .map(|(_, c)| c)
+                .collect();
             TypeScore {
                 kind,
                 weight: spec.weight(kind),
                 sent: of.len(),
-                judged: of.iter().filter(|m| m.judged).count(),
-                passed: of.iter().filter(|m| m.passed).count(),
+                judged: of.iter().filter(|c| c.trials > 0).count(),
+                passed: of
+                    .iter()
+                    .filter(|c| c.trials > 0 && c.passed == c.trials)
+                    .count(),
                 dropped: plan.dropped.get(&kind).cloned().unwrap_or_default(),
             }
         })

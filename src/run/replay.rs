@@ -153,7 +153,7 @@ pub async fn run_replay(
     let seen = Seen::since(ctx, mark, answers);
     let shard = ctx.shard.map(|s| {
         let mine = units.iter().filter(|u| s.holds(u)).cloned().collect();
-        super::shard::ShardPart::new(s, &units, mine, super::shard::Raw::of(&seen))
+        super::shard::ShardPart::new(s, &ctx.trials, &units, mine, super::shard::Raw::of(&seen))
     });
     let parts = Parts {
         cases,
@@ -194,9 +194,13 @@ pub(super) fn replay_report(
         .iter()
         .filter(|s| s.verdict == RunVerdict::Pass)
         .count();
-    let score = match judged {
-        0 => 0.0,
-        n => passed as f64 * 100.0 / n as f64,
+    // With trials each session earns its consistency figure (`scoring.consistency`).
+    let credits = sessions.iter().filter(|s| s.verdict.judged());
+    let credits = credits.filter_map(|s| Some((1.0, s.consistency.clone()?)));
+    let score = match (judged, ctx.trials.n > 1) {
+        (0, _) => 0.0,
+        (n, false) => passed as f64 * 100.0 / n as f64,
+        (_, true) => super::consistency::credited_score(credits, ctx.trials.scoring, ctx.trials.k),
     };
     let mut judgement = decide(&Evidence {
         cases: &cases,

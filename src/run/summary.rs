@@ -186,16 +186,17 @@ fn first_problem(checks: &[Verdict]) -> (&'static str, &str) {
 
 /// The terminal summary of a mutation run: per type, then the failed variants.
 pub fn mutation_summary(r: &super::MutationReport) -> String {
-    let judged = r.mutants.iter().filter(|m| m.judged).count();
-    let passed = r.mutants.iter().filter(|m| m.passed).count();
+    // Variants, not trials (`types` counts a variant once, passed when all its trials did).
+    let judged: usize = r.types.iter().map(|t| t.judged).sum();
+    let passed: usize = r.types.iter().map(|t| t.passed).sum();
+    let sent: usize = r.types.iter().map(|t| t.sent).sum();
     let under = r
         .chaos
         .as_deref()
         .map(|c| format!(" under {c:?}"))
         .unwrap_or_default();
     let mut out = format!(
-        "mutation run{under}: {passed} of {judged} judged variants passed ({} sent, seed {})\n",
-        r.mutants.len(),
+        "mutation run{under}: {passed} of {judged} judged variants passed ({sent} sent, seed {})\n",
         r.seed
     );
     for t in &r.types {
@@ -221,14 +222,33 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
         );
     }
     scenarios(&r.coverage, &mut out);
+    flaky_units(&r.trials, &mut out);
     for m in r.mutants.iter().filter(|m| !m.passed) {
         let (mark, why) = first_problem(&m.checks);
         let shown: String = m.variant.text.chars().take(80).collect();
-        let _ = write!(out, "\n{mark} [{}] {shown:?}: {why}", m.variant.kind);
+        let trial = m.trial.map(|t| format!(" trial {t}")).unwrap_or_default();
+        let _ = write!(out, "\n{mark} [{}]{trial} {shown:?}: {why}", m.variant.kind);
     }
     warnings(&r.warnings, &mut out);
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
+}
+
+/// The units (prompts, variants) whose trials disagreed, first in a summary.
+fn flaky_units(trials: &[super::CaseTrials], out: &mut String) {
+    for t in trials.iter().filter(|t| t.consistency.flaky) {
+        let c = &t.consistency;
+        let shown: String = t.prompt.chars().take(80).collect();
+        let _ = write!(
+            out,
+            "\nFLAKY {shown:?}: {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}",
+            c.passed,
+            c.trials,
+            c.pass_hat(1).unwrap_or(0.0),
+            c.pass_hat_k.len(),
+            c.pass_hat_k.last().copied().unwrap_or(0.0)
+        );
+    }
 }
 
 pub fn chaos_summary(r: &ChaosReport) -> String {
@@ -240,19 +260,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
         r.prompts.len()
     );
     scenarios(&r.coverage, &mut out);
-    for t in r.trials.iter().filter(|t| t.consistency.flaky) {
-        let c = &t.consistency;
-        let _ = write!(
-            out,
-            "\nFLAKY {:?}: {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}",
-            t.prompt,
-            c.passed,
-            c.trials,
-            c.pass_hat(1).unwrap_or(0.0),
-            c.pass_hat_k.len(),
-            c.pass_hat_k.last().copied().unwrap_or(0.0)
-        );
-    }
+    flaky_units(&r.trials, &mut out);
     for p in r.prompts.iter().filter(|p| !p.passed) {
         let (mark, why) = first_problem(&p.checks);
         let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);

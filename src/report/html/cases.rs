@@ -22,6 +22,8 @@ pub(super) struct CaseCtx {
     answer_more: usize,
     error: Option<String>,
     latency: String,
+    /// Its trial, when cases run several times.
+    trial: Option<u32>,
     attempts: u32,
     /// The pool instance it ran on.
     instance: Option<usize>,
@@ -91,6 +93,7 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
         answer_more,
         error: c.error.as_deref().map(|e| text::line(e, 500)),
         latency: text::duration(c.latency_ms),
+        trial: c.trial,
         attempts: c.attempts,
         instance: c.instance,
         after_answer: c.after_answer.len(),

@@ -287,9 +287,14 @@ fn case(phase: &str, c: &CaseView<'_>) -> Case {
             }
         }
     };
+    // Trials of one input are testcases of their own: named apart, or readers merge them.
+    let name = match c.case.trial {
+        Some(t) => format!("{} (trial {t})", line(input, NAME_CHARS)),
+        None => line(input, NAME_CHARS),
+    };
     Case {
         classname,
-        name: line(input, NAME_CHARS),
+        name,
         seconds: c.case.latency_ms / 1000.0,
         outcome,
         properties: vec![],

@@ -42,7 +42,7 @@ pub(super) async fn merge(
                     verdict,
                     case: case.clone(),
                 };
-                wire.insert(key(&m.variant), case);
+                wire.entry(key(&m.variant)).or_default().push(case);
             }
         }
         chaos = r.chaos.clone();
