@@ -434,10 +434,19 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
     assert!(yaml.contains("trials: 3"));
     let whole = whole_run(&yaml, &["contract", "run"], "contract.json");
     assert_eq!(whole["agent_calls"], 3 * 3 * PROMPTS);
-    let dir = with_config(&yaml);
+    // The shards take their trials from the command line, not the config: the merge judges
+    // with the trials the shards ran.
+    let dir = with_config(&config(&agent, 7));
     for k in 1..=3 {
         flakestorm(
-            &["contract", "run", "--shard", &format!("{k}/3")],
+            &[
+                "contract",
+                "run",
+                "--trials",
+                "3",
+                "--shard",
+                &format!("{k}/3"),
+            ],
             dir.path(),
         );
         let shard = read(
@@ -459,8 +468,18 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
         dir.path(),
     );
     let merged = read(&dir.path().join("merged.json"));
+    // The configs differ only in where the trials come from.
+    let judged = |r: &Value| {
+        let mut j = judged(r);
+        j.as_object_mut().unwrap().remove("config_digest");
+        j
+    };
     assert_eq!(judged(&merged), judged(&whole), "{out}");
     assert_eq!(merged["trials"], whole["trials"]);
+    assert_eq!(
+        merged["run"]["trials"],
+        json!({"trials": 3, "consistency": "mean"})
+    );
     assert!(
         whole["trials"]
             .as_array()
@@ -468,6 +487,14 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
             .iter()
             .any(|t| t["flaky"] == true)
     );
+    // A shard run with other trials is not a part of the same run.
+    flakestorm(
+        &["contract", "run", "--trials", "2", "--shard", "2/3"],
+        dir.path(),
+    );
+    let (code, _, err) = flakestorm(&["report", "merge", "reports", "-o", "m2.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`shard.trials` is 2 there, 3 in"), "{err}");
 }
 
 #[test]

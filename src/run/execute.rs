@@ -291,6 +291,7 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
         started_at_ms,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
         agent: Some(shown_endpoint(ctx.agent.endpoint())),
+        trials: super::TrialsInfo::of(&ctx.trials),
     });
     Ok(report)
 }

@@ -58,7 +58,7 @@ pub use merge::merge_reports;
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
-pub use saved::{ReadError, RunInfo};
+pub use saved::{ReadError, RunInfo, TrialsInfo};
 pub use score::{Score, contract_score, contract_score_credited};
 pub use shard::Shard;
 pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};

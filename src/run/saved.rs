@@ -62,4 +62,55 @@ pub struct RunInfo {
     /// The agent's endpoint, without credentials or query (`agent.endpoint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// With several trials per case: how the run was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<TrialsInfo>,
+}
+
+/// How a run with several trials per case was measured (docs/trials.md): its scores
+/// compare only with runs measured the same way (`--baseline last-pass` looks for one).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TrialsInfo {
+    /// Trials per case (`advanced.trials`, `--trials`).
+    pub trials: u32,
+    /// `--trial`: the one trial each case ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+    /// What a unit with several trials scores (`scoring.consistency`)...
+    #[schema(value_type = String, example = "pass_k")]
+    pub consistency: crate::config::ConsistencyScore,
+    /// ...and, for `pass_k`, its k (`scoring.k`, else `trials`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<u32>,
+}
+
+impl TrialsInfo {
+    /// The measure of a run with `t`; `None` for one trial per case.
+    pub fn of(t: &super::Trials) -> Option<TrialsInfo> {
+        (t.n > 1).then(|| TrialsInfo {
+            trials: t.n,
+            trial: t.only,
+            consistency: t.scoring,
+            k: match t.scoring {
+                crate::config::ConsistencyScore::Mean => None,
+                crate::config::ConsistencyScore::PassK => Some(t.k.unwrap_or(t.n).min(t.n)),
+            },
+        })
+    }
+
+    /// In words: `8 trials, pass^8` or `8 trials (trial 3 only), mean`.
+    pub fn words(info: Option<&TrialsInfo>) -> String {
+        let Some(t) = info else {
+            return "1 trial per case".into();
+        };
+        let only = t
+            .trial
+            .map(|i| format!(" (trial {i} only)"))
+            .unwrap_or_default();
+        let scored = match t.k {
+            Some(k) => format!("pass^{k}"),
+            None => "mean".into(),
+        };
+        format!("{} trials{only}, scored by {scored}", t.trials)
+    }
 }

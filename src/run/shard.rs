@@ -100,7 +100,17 @@ pub struct ShardPart {
     /// How many units the whole run has, and the ones this shard ran.
     pub units_total: usize,
     pub units: Vec<String>,
+    /// The trials each case ran (`advanced.trials` or `--trials`) and the one run alone
+    /// (`--trial`): a merge judges with them, whatever the config given says.
+    #[serde(default = "one")]
+    pub trials: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     pub raw: Raw,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// What the shard's journal saw that its cases do not carry.
@@ -142,12 +152,20 @@ impl Raw {
 impl ShardPart {
     /// What the shard `shard` of a run whose units are `all` says of itself: it ran
     /// `mine`, and its journal saw `raw`.
-    pub fn new(shard: Shard, all: &[String], mine: Vec<String>, raw: Raw) -> ShardPart {
+    pub fn new(
+        shard: Shard,
+        trials: &super::Trials,
+        all: &[String],
+        mine: Vec<String>,
+        raw: Raw,
+    ) -> ShardPart {
         ShardPart {
             shard,
             units_digest: units_digest(all),
             units_total: all.len(),
             units: mine,
+            trials: trials.n,
+            trial: trials.only,
             raw,
         }
     }

@@ -50,7 +50,13 @@ pub async fn merge_reports(
         min_score,
         embedder: super::Embedder::for_config(config).await?,
     };
-    let ctx = RunContext::of(config, parts);
+    let mut ctx = RunContext::of(config, parts);
+    // The trials the shards ran (`--trials` may differ from the config's); `check` makes
+    // every shard agree.
+    if let Some(part) = part_of(first) {
+        ctx.trials.n = part.trials;
+        ctx.trials.only = part.trial;
+    }
     match first {
         Report::Contract(_) => contract::merge(&ctx, config, shards, allow_partial)
             .await
@@ -67,5 +73,20 @@ pub async fn merge_reports(
         Report::Mutation(_) => mutation::merge(&ctx, config, shards, allow_partial)
             .await
             .map(Report::Mutation),
+    }
+}
+
+/// A shard report's own part (a `ci` shard's: its contract's, else its chaos phase's).
+fn part_of(r: &Report) -> Option<&super::shard::ShardPart> {
+    match r {
+        Report::Contract(r) => r.shard.as_ref(),
+        Report::Chaos(r) => r.shard.as_ref(),
+        Report::Replay(r) => r.shard.as_ref(),
+        Report::Mutation(r) => r.shard.as_ref(),
+        Report::Ci(r) => r
+            .contract
+            .as_ref()
+            .and_then(|c| c.shard.as_ref())
+            .or_else(|| r.chaos.as_ref().and_then(|c| c.shard.as_ref())),
     }
 }

@@ -80,6 +80,14 @@ fn version(p: &Piece) -> String {
 
 /// Checks that `pieces` are shards of one run of `ctx`'s config whose units are `units`,
 /// each given once; missing shards are an error unless `allow_partial`. The error names
+/// A piece's trials per case, and the one it ran alone (`--trial`).
+fn trials(p: &Piece) -> String {
+    match p.part.trial {
+        Some(t) => format!("trial {t} of {}", p.part.trials),
+        None => p.part.trials.to_string(),
+    }
+}
+
 /// the file, the field and both values.
 pub(super) fn check(
     ctx: &RunContext,
@@ -102,6 +110,7 @@ pub(super) fn check(
             (first.label.0, first.label.1.clone(), p.label.1.clone()),
             ("flakestorm", version(first), version(p)),
             ("shard N", n.to_string(), p.part.shard.n.to_string()),
+            ("shard.trials", trials(first), trials(p)),
             (
                 "shard.units_digest",
                 first.part.units_digest.clone(),
@@ -210,6 +219,7 @@ impl Checked {
             started_at_ms: start,
             duration_ms: end - start as f64,
             agent: first.agent.clone(),
+            trials: first.trials.clone(),
         })
     }
 
