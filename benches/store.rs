@@ -275,6 +275,7 @@ fn stored_case(i: usize) -> CaseRecord {
              "status": 200, "error": null, "fault": null, "ms": 812.5},
         ]),
         latency_ms: 815.0,
+        trial: None,
     }
 }
 

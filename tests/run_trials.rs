@@ -22,6 +22,11 @@ fn contract(prompts: usize) -> String {
 /// output, report.
 fn run(prompts: usize, args: &[&str]) -> (i32, String, Value) {
     let dir = tempfile::tempdir().unwrap();
+    run_in(dir.path(), prompts, args)
+}
+
+/// As `run`, in `dir` (whose run store earlier runs there share).
+fn run_in(dir: &std::path::Path, prompts: usize, args: &[&str]) -> (i32, String, Value) {
     let agent = python_agent();
     // The agent does nothing after it answers: its 160 cases need not wait for more.
     let yaml = agent.yaml.replace(
@@ -31,14 +36,14 @@ fn run(prompts: usize, args: &[&str]) -> (i32, String, Value) {
     assert_ne!(yaml, agent.yaml, "the fixture's advanced line changed");
     let yaml = yaml.replace("golden_prompts: [\"What was ACME's Q3 revenue?\"]\n", "");
     std::fs::write(
-        dir.path().join("flakestorm.yaml"),
+        dir.join("flakestorm.yaml"),
         format!("{yaml}{}", contract(prompts)),
     )
     .unwrap();
     let mut all = vec!["contract", "run"];
     all.extend_from_slice(args);
-    let (code, out, err) = flakestorm(&all, dir.path());
-    let report = std::fs::read_to_string(dir.path().join("reports/contract.json"))
+    let (code, out, err) = flakestorm(&all, dir);
+    let report = std::fs::read_to_string(dir.join("reports/contract.json"))
         .unwrap_or_else(|e| panic!("no report ({e}): {out}\n{err}"));
     (
         code,
@@ -284,12 +289,13 @@ async fn racy(client: reqwest::Client, search: String, llm: String) -> common::o
 }
 
 /// `run --chaos-only --trials 3` runs each golden prompt three times, each trial its own
-/// case and prompt verdict; a mutation run sends each variant once and says so.
+/// case and prompt verdict; `run --chaos --trials 3` sends each mutated input (text and
+/// wire-level) three times, scores each variant by its consistency and names the flaky ones.
 #[test]
-fn chaos_runs_take_trials_and_mutation_runs_say_they_do_not() {
+fn chaos_and_mutation_runs_take_trials() {
     let dir = tempfile::tempdir().unwrap();
     let agent = python_agent();
-    let extra = "invariants:\n  - {type: contains, value: According}\nchaos:\n  tool_faults: [{tool: web_search, mode: error, error_code: 503, probability: 0.3}]\n";
+    let extra = "invariants:\n  - {type: contains, value: According}\nchaos:\n  tool_faults: [{tool: web_search, mode: error, error_code: 503, probability: 0.3}]\nmutations: {types: [noise, tone_shift, http_header_injection], count: 2}\n";
     let yaml = agent.yaml.replace("seed: 1}", "seed: 1, settle_ms: 0}");
     std::fs::write(dir.path().join("flakestorm.yaml"), format!("{yaml}{extra}")).unwrap();
     let (_, out, err) = flakestorm(&["run", "--chaos-only", "--trials", "3"], dir.path());
@@ -322,22 +328,136 @@ fn chaos_runs_take_trials_and_mutation_runs_say_they_do_not() {
         .count();
     assert_eq!(t["passed"], passed);
     assert_eq!(t["flaky"], passed > 0 && passed < 3);
-    let (_, out, err) = flakestorm(&["run", "--trials", "2"], dir.path());
+    // The score is the prompt's pass^1 (scoring.consistency: mean).
+    let score = r["score"].as_f64().unwrap();
+    assert!(
+        (score - passed as f64 * 100.0 / 3.0).abs() < 1e-9,
+        "{score}"
+    );
+
+    let (_, out, err) = flakestorm(&["run", "--chaos", "--trials", "3"], dir.path());
     let r: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("reports/mutation.json"))
             .unwrap_or_else(|e| panic!("{e}: {out}{err}")),
     )
     .unwrap();
-    assert_eq!(
-        r["cases"].as_array().unwrap().len(),
-        r["mutants"].as_array().unwrap().len()
+    let mutants = r["mutants"].as_array().unwrap();
+    assert_eq!(r["cases"].as_array().unwrap().len(), mutants.len());
+    // 2 variants of 3 types, 3 trials each, each trial next to the others of its variant.
+    assert_eq!(mutants.len(), 18, "{out}{err}");
+    for (i, m) in mutants.iter().enumerate() {
+        assert_eq!(m["trial"], i as u64 % 3 + 1, "{m}");
+        assert_eq!(m["type"], mutants[i - i % 3]["type"]);
+        assert_eq!(m["index"], mutants[i - i % 3]["index"]);
+    }
+    let cases: Vec<&Value> = r["cases"].as_array().unwrap().iter().collect();
+    assert!(
+        cases.iter().all(|c| c["trial"].is_u64()),
+        "every case says its trial"
+    );
+    // Types count variants, not trials.
+    for t in r["types"].as_array().unwrap() {
+        assert_eq!(t["sent"], 2, "{t}");
+    }
+    // Each variant's consistency is on its judged trials; the score weighs each variant's
+    // pass^1 by its type's weight.
+    let variants = r["trials"].as_array().unwrap();
+    assert_eq!(variants.len(), 6, "{}", r["trials"]);
+    let (mut got, mut total) = (0.0, 0.0);
+    for (v, three) in variants.iter().zip(mutants.chunks(3)) {
+        let judged: Vec<&Value> = three.iter().filter(|m| m["judged"] == true).collect();
+        let ok = judged.iter().filter(|m| m["passed"] == true).count();
+        assert_eq!(
+            (v["trials"].as_u64(), v["passed"].as_u64()),
+            (Some(judged.len() as u64), Some(ok as u64)),
+            "{v}"
+        );
+        assert_eq!(v["scenario"], three[0]["type"]);
+        assert_eq!(v["flaky"], ok > 0 && ok < judged.len(), "{v}");
+        if !judged.is_empty() {
+            let w = three[0]["weight"].as_f64().unwrap();
+            total += w;
+            got += w * ok as f64 / judged.len() as f64;
+        }
+    }
+    let score = r["score"].as_f64().unwrap();
+    assert!(
+        (score - got * 100.0 / total).abs() < 1e-9,
+        "{score} vs {}",
+        got * 100.0 / total
     );
     assert!(
-        r["warnings"].as_array().unwrap().iter().any(|w| w
-            .as_str()
-            .unwrap()
-            .starts_with("advanced.trials: each mutated input ran once")),
+        !r["warnings"].to_string().contains("ran once"),
         "{}",
         r["warnings"]
     );
+    if variants.iter().any(|v| v["flaky"] == true) {
+        assert!(out.contains("FLAKY "), "{out}");
+    }
+}
+
+/// The run store keeps what trials measured: the run's measure, each case's trial (each its
+/// own verdict), each cell's consistency; `runs compare` shows pass^k per cell; and
+/// `--baseline last-pass` compares only with a run measured the same way.
+#[test]
+fn the_store_keeps_trials_and_baselines_match_their_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (code, out, four) = run_in(d, 3, &["--trials", "4"]);
+    assert_eq!(code, 0, "a passing run to be a baseline: {out}");
+    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let a = listed["runs"][0].clone();
+    assert_eq!(
+        a["trials"],
+        serde_json::json!({"trials": 4, "consistency": "mean"}),
+        "{a}"
+    );
+    let a = a["id"].as_str().unwrap().to_string();
+    let (_, out, _) = flakestorm(&["runs", "show", &a, "--json"], d);
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    let cells = shown["cells"].as_array().unwrap();
+    for c in cells {
+        let mine = cell(&four, c["scenario"].as_str().unwrap());
+        assert_eq!(c["consistency"], mine["consistency"], "{c}");
+    }
+    // Every trial is its own case, stored with its own trial and verdict.
+    let cases = shown["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2 * 3 * 4);
+    let trials: std::collections::BTreeSet<u64> =
+        cases.iter().map(|c| c["trial"].as_u64().unwrap()).collect();
+    assert_eq!(trials, (1..=4).collect());
+
+    // Measured with 2 trials: the 4-trial run is no `last-pass` baseline for it.
+    let (_, out, _) = run_in(d, 3, &["--trials", "2", "--baseline", "last-pass"]);
+    assert!(
+        out.contains("--baseline last-pass: no passing contract run"),
+        "{out}"
+    );
+    // A run id given is compared, and the run says the measures differ.
+    let (_, out, _) = run_in(d, 3, &["--trials", "2", "--baseline", &a]);
+    assert!(
+        out.contains(&format!(
+            "baseline run {a} was measured with 4 trials, scored by mean, this run with 2 \
+             trials, scored by mean"
+        )),
+        "{out}"
+    );
+    // Measured alike: found.
+    let (_, out, _) = run_in(d, 3, &["--trials", "4", "--baseline", "last-pass"]);
+    assert!(!out.contains("no passing contract run"), "{out}");
+    assert!(!out.contains("was measured with"), "{out}");
+
+    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let b = listed["runs"][1]["id"].as_str().unwrap().to_string();
+    let (_, out, _) = flakestorm(&["runs", "compare", &a, &b, "--json"], d);
+    let cmp: Value = serde_json::from_str(&out).unwrap();
+    for c in cmp["changes"].as_array().unwrap() {
+        if c["subject"] == "cell" {
+            assert_eq!(c["pass_hat"]["k"], 2, "pass^k at the trials both have: {c}");
+        } else {
+            assert!(c["trial"].as_u64().is_some_and(|t| t <= 2), "{c}");
+        }
+    }
 }

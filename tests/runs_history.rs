@@ -28,6 +28,7 @@ fn cell(invariant: &str, severity: &str, verdict: Verdict) -> CellRecord {
         severity: severity.into(),
         verdict,
         reason: format!("{invariant}: {verdict}"),
+        consistency: None,
     }
 }
 
@@ -43,6 +44,7 @@ fn case(input: &str, verdict: Verdict) -> CaseRecord {
         faults: serde_json::json!([{"rule": "web_search", "mode": "error"}]),
         exchanges: serde_json::Value::Null,
         latency_ms: 40.0,
+        trial: None,
     }
 }
 

@@ -21,6 +21,7 @@ fn case(i: usize) -> CaseRecord {
         faults: serde_json::json!([]),
         exchanges: serde_json::Value::Null,
         latency_ms: 1.0,
+        trial: None,
     }
 }
 

@@ -37,6 +37,7 @@ fn case(input: &str) -> CaseRecord {
         faults: json!([]),
         exchanges: Value::Null,
         latency_ms: 1.0,
+        trial: None,
     }
 }
 

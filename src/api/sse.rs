@@ -118,6 +118,7 @@ mod tests {
             total: 0,
             artifacts: Default::default(),
             contract: None,
+            trials: None,
         };
         let done = text(ended(&record, 0)).await;
         let data = serde_json::to_string(&record).unwrap();

@@ -3,10 +3,16 @@
 //! the run starts (so `last-pass` never names the run itself), in the local run store or on
 //! the daemon (`--server`). `last-pass` is the newest passing run of the same kind and of
 //! the same config (its digest) or, for a contract, of the same contract (its name): the
-//! folder's store also holds other agents' runs, which are no baseline for this one.
+//! folder's store also holds other agents' runs, which are no baseline for this one. With
+//! trials (docs/trials.md) it must also have been measured the same way: as many trials per
+//! case, scored alike; a run id given is compared whatever its measure, and the run says so.
 
 use std::collections::BTreeMap;
 
+use http::Method;
+use serde_json::Value;
+
+use super::runs::Show;
 use crate::config::Loaded;
 use crate::run::RunKind;
 use crate::store::{RunRecord, RunStatus, SameAs, Store};
@@ -23,16 +29,56 @@ pub enum Baseline {
 /// first, looking for one of the same config or contract.
 pub const PAGES: usize = 10;
 
-/// What a run of `kind` on `loaded` must share with its `last-pass` baseline.
-pub fn same_as(loaded: &Loaded, kind: RunKind) -> SameAs {
+/// What a run of `kind` on `loaded` must share with its `last-pass` baseline; `trials`:
+/// the run's `--trials` and `--trial`.
+pub fn same_as(loaded: &Loaded, kind: RunKind, trials: (Option<u32>, Option<u32>)) -> SameAs {
     let contract = match kind {
         RunKind::Contract => loaded.config.contract.as_ref().map(|c| c.name.clone()),
         RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => None,
     };
+    let c = &loaded.config;
+    let measure = crate::run::Trials {
+        n: trials.0.unwrap_or(c.advanced.trials),
+        only: trials.1,
+        scoring: c.scoring.consistency,
+        k: c.scoring.k,
+    };
     SameAs {
         config_digest: loaded.digest.clone(),
         contract,
+        trials: crate::run::TrialsInfo::of(&measure),
     }
+}
+
+/// The scores of `now` more than `max_drop` below `base`'s (none without a baseline),
+/// saying first on stderr when the baseline was measured otherwise than this run (`now_trials`).
+pub fn dropped(
+    base: Option<Scored>,
+    now: &[(String, f64)],
+    now_trials: Option<&crate::run::TrialsInfo>,
+    max_drop: f64,
+) -> Vec<String> {
+    let Some(base) = base else {
+        return vec![];
+    };
+    if let Some(why) = other_measure(&base, now_trials) {
+        eprintln!("flakestorm: {why}");
+    }
+    regressions(&base, now, max_drop)
+}
+
+/// Why a baseline's scores are not this run's measure, when they are not.
+fn other_measure(base: &Scored, now: Option<&crate::run::TrialsInfo>) -> Option<String> {
+    use crate::run::TrialsInfo;
+    (base.trials.as_ref() != now).then(|| {
+        format!(
+            "baseline run {} was measured with {}, this run with {}: its scores are compared \
+             as they are",
+            base.id,
+            TrialsInfo::words(base.trials.as_ref()),
+            TrialsInfo::words(now)
+        )
+    })
 }
 
 impl Baseline {
@@ -66,6 +112,7 @@ impl Baseline {
             (Some(r), _) => Ok(Some(Scored {
                 id: r.id,
                 scores: r.scores,
+                trials: r.trials,
             })),
             (None, Baseline::LastPass) => Ok(None),
             (None, Baseline::Run(id)) => Err(format!(
@@ -118,11 +165,58 @@ pub fn none_found(kind: RunKind, same: &SameAs) -> String {
     )
 }
 
-/// A baseline run's id and scores.
+/// The baseline's scores, from the daemon's history: a run id's, or the newest passing
+/// run of the same config or contract among the daemon's pages of passing runs (said on
+/// stderr when there is none).
+pub(super) async fn on_daemon(
+    server: &super::daemon_client::Server,
+    b: &Baseline,
+    (kind, trials): (RunKind, (Option<u32>, Option<u32>)),
+    loaded: &Loaded,
+    show: Show,
+) -> Result<Option<Scored>, String> {
+    let record = |v: Value| {
+        serde_json::from_value::<RunRecord>(v).map_err(|e| format!("the daemon's run record: {e}"))
+    };
+    if matches!(b, Baseline::Run(_)) {
+        // An unknown id: `found(None)` says so.
+        let found = server.json(Method::GET, &b.query(kind, None), None).await;
+        return b.found(
+            found
+                .ok()
+                .filter(|v| !v.is_null())
+                .map(record)
+                .transpose()?,
+        );
+    }
+    let same = same_as(loaded, kind, trials);
+    let mut cursor: Option<String> = None;
+    for _ in 0..PAGES {
+        let page = server
+            .json(Method::GET, &b.query(kind, cursor.as_deref()), None)
+            .await?;
+        let runs = page["runs"].as_array().cloned().unwrap_or_default();
+        let runs: Vec<RunRecord> = runs.into_iter().map(record).collect::<Result<_, _>>()?;
+        if let Some(r) = pick(runs, &same) {
+            return b.found(Some(r));
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    if !show.quiet {
+        eprintln!("flakestorm: {}", none_found(kind, &same));
+    }
+    b.found(None)
+}
+
+/// A baseline run's id, scores and how it was measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     pub id: String,
     pub scores: BTreeMap<String, f64>,
+    pub trials: Option<crate::run::TrialsInfo>,
 }
 
 /// The scores of `now` more than `max_drop` below the baseline's, in words.
@@ -155,6 +249,7 @@ mod tests {
                 ("overall".to_string(), 80.0),
             ]
             .into(),
+            trials: None,
         }
     }
 
@@ -220,6 +315,7 @@ mod tests {
             let same = SameAs {
                 config_digest: Some(digest.into()),
                 contract: contract.map(Into::into),
+                trials: None,
             };
             Baseline::LastPass
                 .scores_in(&store, kind, &same)
@@ -253,6 +349,7 @@ mod tests {
         let same = SameAs {
             config_digest: Some("sha256:ab".into()),
             contract: Some("Weather".into()),
+            trials: None,
         };
         assert_eq!(
             none_found(RunKind::Contract, &same),

@@ -351,13 +351,20 @@ fn change_line(c: &Change) -> String {
         ),
         Subject::Case => format!("case {} / {}", c.scenario, one_line(&c.name)),
     };
+    let trial = c.trial.map(|t| format!(" (trial {t})")).unwrap_or_default();
+    let num = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
+    let hat = c
+        .pass_hat
+        .as_ref()
+        .map(|h| format!(", pass^{} {} → {}", h.k, num(h.before), num(h.after)))
+        .unwrap_or_default();
     let why = c
         .reason
         .as_deref()
         .map(|r| format!(": {r}"))
         .unwrap_or_default();
     format!(
-        "{kind:<10} [{}] {what}: {} → {}{why}\n",
+        "{kind:<10} [{}] {what}{trial}: {} → {}{hat}{why}\n",
         c.phase,
         word(c.before),
         word(c.after)

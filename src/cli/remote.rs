@@ -11,12 +11,12 @@ use http::Method;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use super::baseline::{Baseline, PAGES, Scored, none_found, pick, regressions, same_as};
+use super::baseline::{Baseline, dropped, on_daemon};
 use super::report_path;
 use super::runs::Show;
 use crate::config::Loaded;
 use crate::llm::frame::{Event, Framing, Splitter};
-use crate::run::{Report, RunKind, RunRequest};
+use crate::run::{Report, RunRequest};
 use crate::store::RunRecord;
 
 pub use super::daemon_client::Server;
@@ -37,7 +37,15 @@ pub async fn run(
         Err(e) => return usage(e.to_string()),
     };
     let baseline = match &args.baseline {
-        Some(b) => match baseline(&server, &Baseline::parse(b), req.kind, loaded, show).await {
+        Some(b) => match on_daemon(
+            &server,
+            &Baseline::parse(b),
+            (req.kind, (args.trials, args.trial)),
+            loaded,
+            show,
+        )
+        .await
+        {
             Ok(found) => found,
             Err(e) => return usage(e),
         },
@@ -112,55 +120,10 @@ pub async fn run(
     finish(&server, &id, &done, &path, formats, show).await;
     let verdict = done.status.verdict();
     let now: Vec<(String, f64)> = done.scores.into_iter().collect();
-    let dropped = baseline.map(|b| regressions(&b, &now, args.max_drop.unwrap_or(0.0)));
+    let max_drop = args.max_drop.unwrap_or(0.0);
+    let dropped = dropped(baseline, &now, done.trials.as_ref(), max_drop);
     let code = ExitCode::from(verdict.exit_code());
-    super::runs::gate(code, verdict, &dropped.unwrap_or_default())
-}
-
-/// The baseline's scores, from the daemon's history: a run id's, or the newest passing
-/// run of the same config or contract among the daemon's pages of passing runs (said on
-/// stderr when there is none).
-async fn baseline(
-    server: &Server,
-    b: &Baseline,
-    kind: RunKind,
-    loaded: &Loaded,
-    show: Show,
-) -> Result<Option<Scored>, String> {
-    let record = |v: Value| {
-        serde_json::from_value::<RunRecord>(v).map_err(|e| format!("the daemon's run record: {e}"))
-    };
-    if matches!(b, Baseline::Run(_)) {
-        // An unknown id: `found(None)` says so.
-        let found = server.json(Method::GET, &b.query(kind, None), None).await;
-        return b.found(
-            found
-                .ok()
-                .filter(|v| !v.is_null())
-                .map(record)
-                .transpose()?,
-        );
-    }
-    let same = same_as(loaded, kind);
-    let mut cursor: Option<String> = None;
-    for _ in 0..PAGES {
-        let page = server
-            .json(Method::GET, &b.query(kind, cursor.as_deref()), None)
-            .await?;
-        let runs = page["runs"].as_array().cloned().unwrap_or_default();
-        let runs: Vec<RunRecord> = runs.into_iter().map(record).collect::<Result<_, _>>()?;
-        if let Some(r) = pick(runs, &same) {
-            return b.found(Some(r));
-        }
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-    }
-    if !show.quiet {
-        eprintln!("flakestorm: {}", none_found(kind, &same));
-    }
-    b.found(None)
+    super::runs::gate(code, verdict, &dropped)
 }
 
 fn usage(message: String) -> ExitCode {

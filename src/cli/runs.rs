@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::ReportArgs;
-use super::baseline::{Baseline, none_found, regressions, same_as};
+use super::baseline::{Baseline, none_found, same_as};
 use super::progress::Display;
 use super::report_path;
 use super::session::Options;
@@ -163,12 +163,13 @@ pub async fn run(
         return Ok(ExitCode::from(2));
     }
     let max_drop = args.max_drop.unwrap_or(0.0);
-    let dropped = baseline.map(|b| regressions(&b, &report.scores(), max_drop));
+    let measure = report.info().and_then(|i| i.trials.as_ref());
+    let dropped = super::baseline::dropped(baseline, &report.scores(), measure, max_drop);
     let code = match shard {
         Some(s) => shard_end(&report, s),
         None => exit(report.verdict()),
     };
-    Ok(gate(code, report.verdict(), &dropped.unwrap_or_default()))
+    Ok(gate(code, report.verdict(), &dropped))
 }
 
 /// The baseline's scores (`--baseline`), when asked for and found; exit 2 when the store
@@ -183,7 +184,7 @@ fn baseline_of(
     let Some(b) = &args.baseline else {
         return Ok(None);
     };
-    let same = same_as(loaded, kind);
+    let same = same_as(loaded, kind, (args.trials, args.trial));
     match Baseline::parse(b).scores_in(&session.proxy().store, kind, &same) {
         Ok(found) => {
             if found.is_none() && !show.quiet {

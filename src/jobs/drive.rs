@@ -243,6 +243,7 @@ async fn finished(job: &Job, ended: Ended) {
     {
         let mut s = job.lock();
         s.scores = report.scores().into_iter().collect();
+        s.trials = report.info().and_then(|i| i.trials.clone());
         for (format, p) in &written.files {
             s.artifacts
                 .insert(format.as_str().into(), p.display().to_string());

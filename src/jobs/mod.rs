@@ -198,6 +198,8 @@ impl Jobs {
                     }
                     RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => None,
                 },
+                // Known when the run ends (`Store::set_trials`).
+                trials: None,
             }),
             id,
             recorder,

@@ -1,8 +1,9 @@
 //! Comparing two stored runs (pure): the score delta per phase, and the cells and cases
 //! whose verdict changed, regressions (pass → fail) first, then fixes (fail → pass), then
-//! any other change (a verdict that appeared, disappeared or became not tested). Cells
-//! are matched by phase, scenario and invariant; cases by phase, scenario, input and
-//! which repeat of that input they are.
+//! any other change (a verdict that appeared, disappeared or became not tested). With
+//! trials, a cell whose verdict stayed but whose pass^k fell is a regression too (rose: a
+//! fix). Cells are matched by phase, scenario and invariant; cases by phase, scenario,
+//! input, trial and which repeat of that input they are.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -66,6 +67,21 @@ pub struct Change {
     pub after: Option<Verdict>,
     /// Why the head run's verdict is what it is (a cell's reason, a case's error).
     pub reason: Option<String>,
+    /// A cell with trials in either run: its pass^k in both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_hat: Option<PassHat>,
+    /// A case's trial, when cases ran several times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+}
+
+/// A cell's pass^k in the base and head runs, at one k: the head run's `scoring.k` (else
+/// its trials), at most the trials both runs have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassHat {
+    pub k: u32,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
 }
 
 pub fn compare(base: &RunData, head: &RunData) -> Comparison {
@@ -132,6 +148,47 @@ fn classify(before: Option<Verdict>, after: Option<Verdict>) -> Option<ChangeKin
     }
 }
 
+/// A cell's pass^k in both runs, when either ran trials.
+fn pass_hat(head: &RunData, b: Option<&&CellRecord>, a: Option<&&CellRecord>) -> Option<PassHat> {
+    let (cb, ca) = (
+        b.and_then(|c| c.consistency.as_ref()),
+        a.and_then(|c| c.consistency.as_ref()),
+    );
+    let n = |c: Option<&crate::run::Consistency>| c.map(|c| c.pass_hat_k.len() as u32);
+    let most = match (n(cb), n(ca)) {
+        (Some(x), Some(y)) => x.min(y),
+        (x, y) => x.or(y)?,
+    };
+    let k = head
+        .run
+        .trials
+        .as_ref()
+        .and_then(|t| t.k)
+        .unwrap_or(most)
+        .min(most);
+    Some(PassHat {
+        k,
+        before: cb.and_then(|c| c.pass_hat(k)),
+        after: ca.and_then(|c| c.pass_hat(k)),
+    })
+}
+
+/// A verdict change, else a move of pass^k (beyond rounding) with the verdict unchanged.
+fn cell_kind(
+    before: Option<Verdict>,
+    after: Option<Verdict>,
+    hat: Option<&PassHat>,
+) -> Option<ChangeKind> {
+    if before != after {
+        return classify(before, after);
+    }
+    match hat.and_then(|h| Some(h.after? - h.before?)) {
+        Some(d) if d < -1e-9 => Some(ChangeKind::Regression),
+        Some(d) if d > 1e-9 => Some(ChangeKind::Fix),
+        Some(_) | None => None,
+    }
+}
+
 fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
     let key = |c: &CellRecord| (c.phase.clone(), c.scenario.clone(), c.invariant.clone());
     let before: HashMap<_, &CellRecord> = base.cells.iter().map(|c| (key(c), c)).collect();
@@ -140,7 +197,8 @@ fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
     keys.into_iter()
         .filter_map(|k| {
             let (b, a) = (before.get(&k), after.get(&k));
-            let kind = classify(b.map(|c| c.verdict), a.map(|c| c.verdict))?;
+            let hat = pass_hat(head, b, a);
+            let kind = cell_kind(b.map(|c| c.verdict), a.map(|c| c.verdict), hat.as_ref())?;
             let either = a.or(b)?;
             Some(Change {
                 kind,
@@ -152,29 +210,32 @@ fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
                 before: b.map(|c| c.verdict),
                 after: a.map(|c| c.verdict),
                 reason: a.map(|c| c.reason.clone()),
+                pass_hat: hat,
+                trial: None,
             })
         })
         .collect()
 }
 
-type CaseKey = (String, String, String, usize);
+type CaseKey = (String, String, String, Option<u32>, usize);
 
-/// Cases keyed by phase, scenario, input and the repeat of that input, in `seq` order.
+/// Cases keyed by phase, scenario, input, trial and the repeat of that, in `seq` order.
 fn keyed(cases: &[StoredCase]) -> BTreeMap<CaseKey, &StoredCase> {
-    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut seen: HashMap<(&str, &str, &str, Option<u32>), usize> = HashMap::new();
     let mut sorted: Vec<&StoredCase> = cases.iter().collect();
     sorted.sort_by_key(|c| c.seq);
     sorted
         .into_iter()
         .map(|c| {
             let n = seen
-                .entry((&c.case.phase, &c.case.scenario, &c.case.input))
+                .entry((&c.case.phase, &c.case.scenario, &c.case.input, c.case.trial))
                 .or_default();
             *n += 1;
             let k = (
                 c.case.phase.clone(),
                 c.case.scenario.clone(),
                 c.case.input.clone(),
+                c.case.trial,
                 *n,
             );
             (k, c)
@@ -202,6 +263,8 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
                 before: b.and_then(|c| c.case.verdict),
                 after: a.and_then(|c| c.case.verdict),
                 reason: a.and_then(|c| c.case.error.clone()),
+                pass_hat: None,
+                trial: k.3,
             })
         })
         .collect()
@@ -227,6 +290,7 @@ mod tests {
             total: 0,
             artifacts: BTreeMap::new(),
             contract: None,
+            trials: None,
         }
     }
 
@@ -238,6 +302,7 @@ mod tests {
             severity: severity.into(),
             verdict,
             reason: format!("{invariant} said so"),
+            consistency: None,
         }
     }
 
@@ -255,6 +320,7 @@ mod tests {
                 faults: serde_json::Value::Null,
                 exchanges: serde_json::Value::Null,
                 latency_ms: 1.0,
+                trial: None,
             },
         }
     }
@@ -359,5 +425,60 @@ mod tests {
         assert_eq!(c.deltas[0].delta, Some(0.0));
         assert_eq!(c.deltas[1].phase, "mutation");
         assert_eq!(c.deltas[1].delta, None);
+    }
+
+    #[test]
+    fn with_trials_a_fall_in_pass_k_is_a_regression_even_when_the_cell_stays_failed() {
+        use Verdict::Fail;
+        let with = |passed: u32| {
+            let mut c = cell("llm-429", "waits", "high", Fail);
+            c.consistency = Some(crate::run::Consistency::of(8, passed));
+            c
+        };
+        let (base, mut head) = (data("a", &[], vec![with(7)]), data("b", &[], vec![with(4)]));
+        // No scoring.k: pass^8 over every trial, 0 in both (neither passed all 8).
+        assert_eq!(compare(&base, &head).changes, []);
+        // At the head run's k = 2: C(7,2)/C(8,2) = 0.75 → C(4,2)/C(8,2) = 6/28.
+        head.run.trials = Some(crate::run::TrialsInfo {
+            trials: 8,
+            trial: None,
+            consistency: crate::config::ConsistencyScore::PassK,
+            k: Some(2),
+        });
+        let c = compare(&base, &head);
+        let hat = c.changes[0].pass_hat.clone().unwrap();
+        assert_eq!(
+            (hat.k, hat.before, hat.after),
+            (2, Some(0.75), Some(6.0 / 28.0))
+        );
+        assert_eq!(c.changes[0].kind, ChangeKind::Regression);
+        // Risen: a fix; the same: no change.
+        let mut base = base;
+        base.run.trials = head.run.trials.clone();
+        assert_eq!(compare(&head, &base).changes[0].kind, ChangeKind::Fix);
+        assert_eq!(compare(&base, &base).changes, []);
+    }
+
+    #[test]
+    fn trials_of_one_input_are_matched_by_trial() {
+        use Verdict::{Fail, Pass};
+        let with = |trial, v| {
+            let mut c = case(trial as u64, "hi", Some(v));
+            c.case.trial = Some(trial);
+            c
+        };
+        let mut base = data("a", &[], vec![]);
+        let mut head = data("b", &[], vec![]);
+        base.cases = vec![with(1, Pass), with(2, Fail)];
+        // Listed in another order, trial 2 now passes: one fix, of trial 2.
+        head.cases = vec![with(2, Pass), with(1, Pass)];
+        head.cases[0].seq = 1;
+        head.cases[1].seq = 2;
+        let c = compare(&base, &head);
+        assert_eq!(c.changes.len(), 1, "{c:?}");
+        assert_eq!(
+            (c.changes[0].kind, c.changes[0].trial),
+            (ChangeKind::Fix, Some(2))
+        );
     }
 }

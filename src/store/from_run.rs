@@ -48,6 +48,7 @@ impl CaseRecord {
             faults: serde_json::to_value(&c.faults).unwrap_or(Value::Null),
             exchanges,
             latency_ms: c.latency_ms,
+            trial: c.trial,
         }
     }
 }
@@ -81,6 +82,7 @@ impl CellRecord {
             severity,
             verdict: Verdict::from_check(&c.verdict),
             reason: reason(&c.verdict).to_string(),
+            consistency: c.consistency.clone(),
         }
     }
 }

@@ -173,21 +173,22 @@ impl Store {
         self.send(Op::Case(run.clone(), Box::new(case)));
     }
 
-    /// Sets the verdict (and checks) of the run's cases of `phase`, `scenario` and `input`,
-    /// once they are judged (chaos and mutation runs judge after the case ends).
+    /// Sets the verdict (and checks) of the run's cases of `phase`, `scenario`, `input` and
+    /// trial, once they are judged (chaos and mutation runs judge after the case ends).
     pub fn judge_case(
         &self,
         run: &RunId,
-        key: (&str, &str, &str),
+        key: (&str, &str, &str, Option<u32>),
         verdict: Verdict,
         checks: serde_json::Value,
     ) {
-        let (phase, scenario, input) = key;
+        let (phase, scenario, input, trial) = key;
         self.send(Op::Judge {
             run: run.clone(),
             phase: phase.into(),
             scenario: scenario.into(),
             input: input.into(),
+            trial,
             verdict,
             checks,
         });
@@ -228,6 +229,11 @@ impl Store {
     /// The contract run `run` tests (its `contract.name`): `last_passing` matches on it.
     pub fn set_contract(&self, run: &RunId, name: &str) {
         self.send(Op::Contract(run.clone(), name.into()));
+    }
+
+    /// How the run was measured with several trials per case: `last_passing` matches on it.
+    pub fn set_trials(&self, run: &RunId, trials: &crate::run::TrialsInfo) {
+        self.send(Op::Trials(run.clone(), trials.clone()));
     }
 
     /// Records the file of an artifact (`json`, `html`, `junit`, `tape`…), best given as a

@@ -22,6 +22,7 @@ pub(super) enum Op {
         phase: String,
         scenario: String,
         input: String,
+        trial: Option<u32>,
         verdict: Verdict,
         checks: serde_json::Value,
     },
@@ -38,6 +39,8 @@ pub(super) enum Op {
     Artifact(RunId, String, String),
     /// The contract a contract run tested.
     Contract(RunId, String),
+    /// How a run with several trials per case was measured.
+    Trials(RunId, crate::run::TrialsInfo),
     /// Answered once every op sent before it is committed (or has failed).
     Flush(tokio::sync::oneshot::Sender<()>),
     /// A flush, then the WAL copied into the database file (and emptied when no other
@@ -78,8 +81,8 @@ fn insert_case(
     };
     tx.prepare_cached(
         "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
-            checks, faults, exchanges, latency_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            checks, faults, exchanges, latency_ms, trial)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         id.as_str(),
@@ -93,7 +96,8 @@ fn insert_case(
         json(&c.checks),
         json(&c.faults),
         json(&c.exchanges),
-        c.latency_ms
+        c.latency_ms,
+        c.trial
     ])?;
     next_seq.insert(id.clone(), seq + 1);
     Ok(())
@@ -142,12 +146,14 @@ pub(super) fn write(
             phase,
             scenario,
             input,
+            trial,
             verdict,
             checks,
         } => {
             tx.prepare_cached(
                 "UPDATE cases SET verdict = ?5, checks = ?6
-                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4",
+                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4
+                   AND trial IS ?7",
             )?
             .execute(params![
                 run.as_str(),
@@ -155,13 +161,14 @@ pub(super) fn write(
                 scenario,
                 input,
                 verdict.as_str(),
-                json(checks)
+                json(checks),
+                trial
             ])?;
         }
         Op::Cell(id, c) => {
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
-                    verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    verdict, reason, consistency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 id.as_str(),
@@ -170,7 +177,8 @@ pub(super) fn write(
                 c.invariant,
                 c.severity,
                 c.verdict.as_str(),
-                c.reason
+                c.reason,
+                c.consistency.as_ref().map(json)
             ])?;
         }
         Op::Progress(id, done, total) => {
@@ -212,6 +220,10 @@ pub(super) fn write(
         Op::Contract(id, name) => {
             tx.prepare_cached("UPDATE runs SET contract = ?2 WHERE id = ?1")?
                 .execute(params![id.as_str(), name])?;
+        }
+        Op::Trials(id, trials) => {
+            tx.prepare_cached("UPDATE runs SET trials = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), json(trials)])?;
         }
         Op::Flush(_) | Op::Checkpoint(_) | Op::Sweep => {}
         #[cfg(test)]

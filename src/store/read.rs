@@ -18,7 +18,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 1000;
 
 const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
-                           reason, scores, done, total, artifacts, owner, contract";
+                           reason, scores, done, total, artifacts, owner, contract, trials";
 
 impl Store {
     /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
@@ -121,12 +121,18 @@ impl Store {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE kind = ?1 AND status = 'passed'
                AND ((?2 IS NOT NULL AND config_digest = ?2) OR (?3 IS NOT NULL AND contract = ?3))
+               AND trials IS ?4
              ORDER BY started_ms DESC, id DESC LIMIT 1"
         );
+        // Written by the same serialiser as `Op::Trials`: equal measures, equal text.
+        let trials = same
+            .trials
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_default());
         self.query(|c| {
             c.prepare_cached(&sql)?
                 .query_row(
-                    params![kind.as_str(), same.config_digest, same.contract],
+                    params![kind.as_str(), same.config_digest, same.contract, trials],
                     run_row,
                 )
                 .optional()
@@ -136,7 +142,7 @@ impl Store {
     /// A run's cases in the order they ended.
     pub fn cases(&self, id: &str) -> Result<Vec<StoredCase>, StoreError> {
         let sql = "SELECT seq, phase, scenario, input, answer, error, verdict, checks, faults,
-                          exchanges, latency_ms
+                          exchanges, latency_ms, trial
                    FROM cases WHERE run_id = ?1 ORDER BY seq";
         self.query(|c| {
             let mut stmt = c.prepare_cached(sql)?;
@@ -147,7 +153,8 @@ impl Store {
 
     /// A run's cells, by phase, scenario and invariant.
     pub fn cells(&self, id: &str) -> Result<Vec<CellRecord>, StoreError> {
-        let sql = "SELECT phase, scenario, invariant, severity, verdict, reason FROM cells
+        let sql = "SELECT phase, scenario, invariant, severity, verdict, reason, consistency
+                   FROM cells
                    WHERE run_id = ?1 ORDER BY phase, scenario, invariant";
         self.query(|c| {
             let mut stmt = c.prepare_cached(sql)?;
@@ -159,6 +166,7 @@ impl Store {
                     severity: r.get(3)?,
                     verdict: word(r, 4)?,
                     reason: r.get(5)?,
+                    consistency: json_or_null(r, 6)?,
                 })
             })?;
             rows.collect()
@@ -188,6 +196,14 @@ fn json<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<T
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into()))
 }
 
+/// A nullable JSON text column.
+fn json_or_null<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<Option<T>> {
+    match r.get::<_, Option<String>>(i)? {
+        None => Ok(None),
+        Some(_) => json(r, i).map(Some),
+    }
+}
+
 /// A run and its owner's token (`RUN_COLUMNS`' last).
 fn owned_row(r: &Row) -> rusqlite::Result<(RunRecord, Option<String>)> {
     Ok((run_row(r)?, r.get(12)?))
@@ -213,6 +229,7 @@ fn run_row(r: &Row) -> rusqlite::Result<RunRecord> {
         total: r.get::<_, i64>(10)?.max(0) as u64,
         artifacts: json(r, 11)?,
         contract: r.get(13)?,
+        trials: json_or_null(r, 14)?,
     })
 }
 
@@ -235,6 +252,7 @@ fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
             faults: json(r, 8)?,
             exchanges: json(r, 9)?,
             latency_ms: r.get(10)?,
+            trial: r.get(11)?,
         },
     })
 }

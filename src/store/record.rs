@@ -127,6 +127,9 @@ pub struct RunRecord {
     /// The contract a contract run tested (its `contract.name`), once it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
+    /// With several trials per case: how the run was measured (docs/trials.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<crate::run::TrialsInfo>,
 }
 
 /// Which stored runs can be a run's baseline (`--baseline last-pass`): those of the same
@@ -137,6 +140,8 @@ pub struct SameAs {
     pub config_digest: Option<String>,
     /// For contract runs only.
     pub contract: Option<String>,
+    /// Measured the same way: as many trials per case, scored alike (none: one trial).
+    pub trials: Option<crate::run::TrialsInfo>,
 }
 
 impl SameAs {
@@ -145,7 +150,8 @@ impl SameAs {
     pub fn matches(&self, r: &RunRecord) -> bool {
         let same =
             |mine: &Option<String>, theirs: &Option<String>| mine.is_some() && mine == theirs;
-        same(&self.config_digest, &r.config_digest) || same(&self.contract, &r.contract)
+        (same(&self.config_digest, &r.config_digest) || same(&self.contract, &r.contract))
+            && self.trials == r.trials
     }
 }
 
@@ -169,6 +175,9 @@ pub struct CaseRecord {
     /// One line per exchange: method, url, status or error, fault.
     pub exchanges: serde_json::Value,
     pub latency_ms: f64,
+    /// Its trial (1-based) when cases run several times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
 }
 
 /// One (invariant × scenario) verdict of a contract run.
@@ -181,6 +190,9 @@ pub struct CellRecord {
     pub severity: String,
     pub verdict: Verdict,
     pub reason: String,
+    /// With several trials: how consistently its trials passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<crate::run::Consistency>,
 }
 
 /// A stored case with its place in the run.

@@ -28,10 +28,10 @@ pub struct Recorder {
 
 type StoredVerdicts = HashMap<u64, Option<(Verdict, CaseChecks)>>;
 
-/// A case's key in the store (phase, scenario, input), hashed with fixed keys.
-fn key_hash(phase: &str, scenario: &str, input: &str) -> u64 {
+/// A case's key in the store (phase, scenario, input, trial), hashed with fixed keys.
+fn key_hash(key: (&str, &str, &str, Option<u32>)) -> u64 {
     let mut h = DefaultHasher::new();
-    (phase, scenario, input).hash(&mut h);
+    key.hash(&mut h);
     h.finish()
 }
 
@@ -86,7 +86,7 @@ impl Recorder {
                 if let Some(v) = stored_verdict(j) {
                     record.verdict = Some(v);
                     record.checks = serde_json::to_value(&j.checks).unwrap_or_default();
-                    let key = key_hash(phase, &c.scenario, &c.prompt);
+                    let key = key_hash((phase, &c.scenario, &c.prompt, c.trial));
                     let mut stored = r3.stored.lock().unwrap_or_else(|e| e.into_inner());
                     stored
                         .entry(key)
@@ -112,10 +112,15 @@ impl Recorder {
         }
         let stored = std::mem::take(&mut *self.stored.lock().unwrap_or_else(|e| e.into_inner()));
         for (phase, case, verdict, checks) in verdicts(report) {
-            let key = (phase, case.scenario.as_str(), case.prompt.as_str());
+            let key = (
+                phase,
+                case.scenario.as_str(),
+                case.prompt.as_str(),
+                case.trial,
+            );
             // Most cases end as they stood: rewriting 10,000 unchanged rows was the
             // larger part of the store's cost at the end of a run.
-            let hash = key_hash(key.0, key.1, key.2);
+            let hash = key_hash(key);
             if let Some(Some((v, c))) = stored.get(&hash)
                 && *v == verdict
                 && *c == checks
@@ -130,6 +135,9 @@ impl Recorder {
         }
         if let Report::Contract(r) = report {
             self.store.set_contract(&self.id, &r.contract);
+        }
+        if let Some(t) = report.info().and_then(|i| i.trials.as_ref()) {
+            self.store.set_trials(&self.id, t);
         }
         let scores: BTreeMap<String, f64> = report.scores().into_iter().collect();
         let (status, reason) = super::ended(report.judgement());

@@ -69,6 +69,12 @@ const MIGRATIONS: &[&str] = &[
     // 3: the contract a contract run tested (`contract.name`): `--baseline last-pass`
     // compares a contract with its own earlier runs even after its config file changed.
     "ALTER TABLE runs ADD COLUMN contract TEXT;",
+    // 4: trials (docs/trials.md): how a run was measured (JSON, null for one trial per
+    // case), each case's trial (a case is its phase, scenario, input and trial), and a
+    // cell's consistency over its trials (JSON).
+    "ALTER TABLE runs ADD COLUMN trials TEXT;
+     ALTER TABLE cases ADD COLUMN trial INTEGER;
+     ALTER TABLE cells ADD COLUMN consistency TEXT;",
 ];
 
 /// Tables a store of any version this build knows may hold.

@@ -30,6 +30,7 @@ fn case(input: &str, verdict: Option<Verdict>) -> CaseRecord {
         faults: serde_json::json!([{"rule": "r", "mode": "timeout"}]),
         exchanges: Value::Null,
         latency_ms: 12.5,
+        trial: None,
     }
 }
 
@@ -273,7 +274,7 @@ async fn flush_resolves_after_everything_sent_before_it_in_order() {
     }
     store.judge_case(
         &id,
-        ("chaos", "timeouts", "t0-0"),
+        ("chaos", "timeouts", "t0-0", None),
         Verdict::Fail,
         serde_json::json!([{"verdict": "fail", "reason": "slow"}]),
     );
@@ -417,6 +418,7 @@ async fn list_filters_by_kind_and_status_and_pages_with_a_cursor() {
     let same = SameAs {
         config_digest: Some("sha256:abc".into()),
         contract: None,
+        trials: None,
     };
     let passing = store.last_passing(RunKind::Chaos, &same).unwrap().unwrap();
     assert_eq!(passing.status, RunStatus::Passed);
@@ -452,10 +454,13 @@ async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
     store.flush().await.unwrap();
     drop(store);
     {
-        // As version 1 left it: no index on the cases' inputs, no contract column.
+        // As version 1 left it: no index on the cases' inputs, no contract column, no
+        // trials columns.
         let conn = raw(dir.path());
         conn.execute_batch(
             "DROP INDEX cases_by_input; ALTER TABLE runs DROP COLUMN contract;
+             ALTER TABLE runs DROP COLUMN trials; ALTER TABLE cases DROP COLUMN trial;
+             ALTER TABLE cells DROP COLUMN consistency;
              PRAGMA user_version = 1;",
         )
         .unwrap();
@@ -476,4 +481,70 @@ async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
         )
         .unwrap();
     assert_eq!(indexed, 1);
+}
+
+/// Trials of one input are cases of their own: a verdict written for one trial leaves the
+/// others; a cell's consistency and the run's measure are read back as written, and
+/// `last_passing` finds only a run measured the same way.
+#[tokio::test]
+async fn trials_are_cases_of_their_own_and_runs_keep_their_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.begin_run(new_run(RunKind::Chaos));
+    for t in [1, 2] {
+        store.case_finished(
+            &id,
+            CaseRecord {
+                trial: Some(t),
+                ..case("hi", None)
+            },
+        );
+    }
+    let key = ("chaos", "timeouts", "hi", Some(2));
+    store.judge_case(&id, key, Verdict::Fail, Value::Null);
+    let measure = crate::run::TrialsInfo {
+        trials: 2,
+        trial: None,
+        consistency: crate::config::ConsistencyScore::PassK,
+        k: Some(2),
+    };
+    store.set_trials(&id, &measure);
+    let cell = CellRecord {
+        phase: "contract".into(),
+        scenario: "s".into(),
+        invariant: "i".into(),
+        severity: "high".into(),
+        verdict: Verdict::Fail,
+        reason: "1 of 2".into(),
+        consistency: Some(crate::run::Consistency::of(2, 1)),
+    };
+    store.cell(&id, cell.clone());
+    store.finish_run(&id, RunStatus::Passed, BTreeMap::new(), None);
+    store.flush().await.unwrap();
+    let verdicts: Vec<(Option<u32>, Option<Verdict>)> = store
+        .cases(id.as_str())
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.case.trial, c.case.verdict))
+        .collect();
+    assert_eq!(verdicts, [(Some(1), None), (Some(2), Some(Verdict::Fail))]);
+    assert_eq!(store.cells(id.as_str()).unwrap(), [cell]);
+    let run = store.get(id.as_str()).unwrap().unwrap();
+    assert_eq!(run.trials.as_ref(), Some(&measure));
+    let same = |trials| SameAs {
+        config_digest: Some("sha256:abc".into()),
+        contract: None,
+        trials,
+    };
+    let found = store.last_passing(RunKind::Chaos, &same(Some(measure.clone())));
+    assert_eq!(found.unwrap().map(|r| r.id), Some(id.to_string()));
+    assert!(same(Some(measure.clone())).matches(&run));
+    assert_eq!(
+        store.last_passing(RunKind::Chaos, &same(None)).unwrap(),
+        None
+    );
+    assert!(
+        !same(None).matches(&run),
+        "one trial per case is another measure"
+    );
 }
