@@ -4,6 +4,7 @@
 //! - `exchange`  — the record of one intercepted request and its outcome.
 //! - `files`     — reading the files flakestorm is given: regular files only, never
 //!   blocking, bounded by a limit per kind (config, session, tape, report, PEM, key).
+//! - `text`      — text shown on one line: cut at a character boundary.
 //! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
 //!   detection, where text and tool calls sit, error bodies, stream endings (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
@@ -26,12 +27,16 @@
 //! - `run`       — runs: the contract matrix, chaos and mutation runs, their coverage, verdicts, score.
 //! - `store`     — run history: SQLite at `data_dir/flakestorm.db` (one writer thread,
 //!   migrations, interrupted runs), artifact files, comparing two runs.
+//! - `report`    — rendering a run's report: JSON, HTML, JUnit, Markdown, certificate (pure).
 //! - `jobs`      — the daemon's runs (`/v1/runs`): queue, turns, cancel, progress events.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles,
 //!   runs).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
+//!
+//! One exception, by design (design.md §3): `run::session` is a run's life and holds the
+//! daemon handle, the store recorder and the report writers, all listed after `run`.
 #![forbid(unsafe_code)]
 // No catch-all arm over an enum: a new variant must be handled where it matters (a
 // foreign non-exhaustive or JSON enum is allowed where it is matched, saying why).
@@ -59,4 +64,5 @@ pub mod run;
 pub mod store;
 pub mod tape;
 pub mod telemetry;
+pub mod text;
 pub mod tls;

@@ -1,7 +1,7 @@
 //! The house rules clippy cannot keep by itself (issue #10): the lint set-up stays in place,
 //! the section loaders of `config/` and the runners of `run/` do not import each other in
-//! a circle, and source files keep under the size cap (issue #25). Reads the sources; runs
-//! nothing.
+//! a circle, source files keep under the size cap, and each module uses only the modules
+//! listed above it in src/lib.rs's crate map (issue #25). Reads the sources; runs nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -249,4 +249,91 @@ fn source_files_keep_under_the_size_cap() {
             "{file} is down to {lines} lines (was {then}): take it off OVER_THE_CAP"
         );
     }
+}
+
+/// The crate map in src/lib.rs (`//! - `name` — …`), in order: a module may use only those
+/// listed above it (design.md §3).
+fn crate_map() -> Vec<String> {
+    source("src/lib.rs")
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - `"))
+        .filter_map(|l| l.split('`').next())
+        .map(String::from)
+        .collect()
+}
+
+/// Files that use a module listed after theirs on purpose; src/lib.rs says why.
+const LAYERING_EXCEPTIONS: [(&str, &[&str]); 1] =
+    [("src/run/session.rs", &["store", "report", "daemon"])];
+
+/// The crate modules `text` names as `crate::name`, outside comments and test code.
+fn crate_uses(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let code = text
+        .lines()
+        .take_while(|l| l.trim_end() != "#[cfg(test)]")
+        .filter(|l| !l.trim_start().starts_with("//"));
+    for line in code {
+        for (at, _) in line.match_indices("crate::") {
+            let name: String = line[at + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            out.insert(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn modules_use_only_those_listed_above_them_in_the_crate_map() {
+    let map = crate_map();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = source("src/lib.rs");
+    let declared: BTreeSet<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';'))
+        .collect();
+    let listed: BTreeSet<&str> = map.iter().map(String::as_str).collect();
+    assert_eq!(
+        declared, listed,
+        "src/lib.rs's crate map lists every module, once"
+    );
+    let mut files = vec![];
+    rust_files(&root.join("src"), &mut files);
+    let mut wrong = vec![];
+    for path in files {
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let top = rel["src/".len()..].split('/').next().unwrap();
+        let module = top.trim_end_matches(".rs");
+        let Some(mine) = map.iter().position(|m| m == module) else {
+            continue; // lib.rs, main.rs
+        };
+        let allowed = LAYERING_EXCEPTIONS
+            .iter()
+            .find(|(f, _)| *f == rel)
+            .map_or(&[][..], |(_, m)| *m);
+        for used in crate_uses(&std::fs::read_to_string(&path).unwrap()) {
+            let Some(theirs) = map.iter().position(|m| *m == used) else {
+                continue;
+            };
+            if theirs > mine && !allowed.contains(&used.as_str()) {
+                wrong.push(format!("{rel} uses `{used}`, listed after `{module}`"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a module may use only those listed above it in src/lib.rs (design.md §3):\n{}",
+        wrong.join("\n")
+    );
 }

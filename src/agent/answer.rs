@@ -21,15 +21,6 @@ pub(crate) fn head(body: &[u8]) -> String {
     String::from_utf8_lossy(&body[..cut]).into_owned()
 }
 
-/// At most `chars` characters of `s`, with `…` when it was longer: a prompt (a mutated one
-/// can be 100 KB) or an answer shown on one line.
-pub fn cut(s: &str, chars: usize) -> String {
-    match s.char_indices().nth(chars) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
-}
-
 /// The template with `{prompt}` replaced by the prompt, JSON-escaped (quotes, newlines,
 /// control characters), so `{"input": "{prompt}"}` stays valid JSON for any prompt.
 pub fn render(template: &str, prompt: &str) -> String {
@@ -133,13 +124,6 @@ pub(crate) fn cause(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cut_keeps_whole_characters_and_marks_what_it_left_out() {
-        assert_eq!(cut("héllo", 2), "hé…");
-        assert_eq!(cut("héllo", 5), "héllo");
-        assert_eq!(cut("", 3), "");
-    }
 
     #[test]
     fn prompts_are_json_escaped_into_the_template() {

@@ -16,7 +16,7 @@ mod ready;
 mod spawn;
 mod supervise;
 
-pub use answer::{AnswersRead, cut, extract, render};
+pub use answer::{AnswersRead, extract, render};
 pub(crate) use answer::{cause as root_cause, head as body_head};
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};

@@ -3,8 +3,7 @@
 //! arithmetic, so a rule can never make the proxy allocate more than the cap (plus one
 //! bounded piece): going over fails that one exchange, never the process.
 
-/// Default `proxy.max_rewrite_bytes`: 16 MiB.
-pub const DEFAULT_MAX_REWRITE_BYTES: usize = 16 << 20;
+pub use crate::config::DEFAULT_MAX_REWRITE_BYTES;
 
 /// A rewrite would have gone over the cap.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

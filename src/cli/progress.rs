@@ -78,7 +78,7 @@ impl Display {
                 let line = format!(
                     "{}: {:?}: {}",
                     c.scenario,
-                    crate::agent::cut(&c.prompt, 100),
+                    crate::text::cut(&c.prompt, 100),
                     ended(c, so_far)
                 );
                 match &bar {
@@ -113,11 +113,11 @@ fn ended(c: &CaseResult, so_far: SoFar) -> String {
         n => format!(", {n} fault(s)"),
     };
     let how = match (&c.not_judged, &c.answer, &c.error) {
-        (Some(why), _, _) => return format!("not judged: {}", crate::agent::cut(why, 100)),
+        (Some(why), _, _) => return format!("not judged: {}", crate::text::cut(why, 100)),
         (None, Some(_), _) => format!("answered in {:.0} ms{faults}", c.latency_ms),
         (None, None, e) => format!(
             "no answer ({}){faults}",
-            crate::agent::cut(e.as_deref().unwrap_or(""), 100)
+            crate::text::cut(e.as_deref().unwrap_or(""), 100)
         ),
     };
     match so_far {

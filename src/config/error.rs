@@ -96,8 +96,8 @@ fn hash(e: &ConfigError) -> u64 {
 
 fn trimmed(e: ConfigError) -> ConfigError {
     ConfigError {
-        path: crate::agent::cut(&e.path, MAX_PATH_CHARS),
-        message: crate::agent::cut(&e.message, MAX_MESSAGE_CHARS),
+        path: crate::text::cut(&e.path, MAX_PATH_CHARS),
+        message: crate::text::cut(&e.message, MAX_MESSAGE_CHARS),
     }
 }
 

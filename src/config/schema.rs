@@ -84,6 +84,9 @@ pub struct ProxySpec {
     pub upstream_connect_failure: UpstreamConnectFailure,
 }
 
+/// Default `proxy.max_rewrite_bytes`: 16 MiB (`chaos::budget` enforces it).
+pub const DEFAULT_MAX_REWRITE_BYTES: usize = 16 << 20;
+
 impl Default for ProxySpec {
     fn default() -> Self {
         ProxySpec {
@@ -99,7 +102,7 @@ impl Default for ProxySpec {
             drain_timeout_ms: 10_000,
             max_header_bytes: 64 * 1024,
             leaf_cache_size: 1000,
-            max_rewrite_bytes: crate::chaos::budget::DEFAULT_MAX_REWRITE_BYTES,
+            max_rewrite_bytes: DEFAULT_MAX_REWRITE_BYTES,
             allow_loopback_targets: vec![],
             header_timeout_ms: 30_000,
             idle_timeout_ms: 60_000,

@@ -71,7 +71,7 @@ enum Frame {
 /// stops growing past 300 bytes, as a path is copied for every key under it (a 500 KB key
 /// over 100,000 keys would copy 50 GB).
 fn join(base: &str, key: &str) -> String {
-    let key = crate::agent::cut(key, 80);
+    let key = crate::text::cut(key, 80);
     if base.is_empty() {
         key
     } else if base.len() > 300 {
@@ -154,7 +154,7 @@ pub fn check_yaml(text: &str) -> Result<(), Found> {
                 *at_key = false;
                 if let Some(first) = seen.insert(key.clone(), line) {
                     // The lines find it; a long key is quoted only as far as it reads.
-                    let key = crate::agent::cut(&key, 80);
+                    let key = crate::text::cut(&key, 80);
                     errors.push(ConfigError::new(
                         child.clone(),
                         format!(

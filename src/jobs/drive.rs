@@ -170,7 +170,7 @@ fn hooks(job: &Arc<Job>) -> Progress {
         started: Arc::new(move |scenario: &str, input: &str| {
             j2.events.push(
                 "case_started",
-                json!({"scenario": scenario, "input": crate::agent::cut(input, 200)}),
+                json!({"scenario": scenario, "input": crate::text::cut(input, 200)}),
             );
         }),
         case: Arc::new(move |c: &CaseResult, judged: &Judged| {
@@ -196,7 +196,7 @@ fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_jso
         "done": done,
         "total": total,
         "scenario": c.scenario,
-        "input": crate::agent::cut(&c.prompt, 200),
+        "input": crate::text::cut(&c.prompt, 200),
         "answered": c.answer.is_some(),
         "error": c.error,
         "not_judged": c.not_judged,

@@ -2,7 +2,7 @@
 //! events (`content_block_delta`, `message_delta`, `message_stop`), `tool_use` blocks,
 //! `tool_result` blocks in user turns, a top-level `system`, errors with `request-id`.
 
-use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
+use crate::llm::signals::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;

@@ -3,7 +3,7 @@
 //! `functionCall` / `functionResponse` parts, `contents` turns with role `model`, a
 //! `systemInstruction`, errors in google.rpc style.
 
-use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
+use crate::llm::signals::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use bytes::Bytes;
 use serde_json::{Value, json};
 

@@ -16,6 +16,7 @@ pub mod ollama;
 pub mod openai;
 pub mod path;
 pub mod request;
+pub mod signals;
 pub mod synthetic;
 mod tool_calls;
 pub mod wire;

@@ -3,7 +3,7 @@
 //! `tool_calls` with object arguments, `{"error": …}` bodies; a prompt over the context
 //! window is cut silently, not refused.
 
-use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
+use crate::llm::signals::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;

@@ -5,7 +5,7 @@
 mod filter;
 pub mod responses;
 
-use crate::config::chaos::{ClientErrorKind, FilterSignal, ResponsesEvent};
+use crate::llm::signals::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 use super::detect::Api;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::config::chaos::{FilterSignal, ResponsesEvent};
+use crate::llm::signals::{FilterSignal, ResponsesEvent};
 
 use super::detect::Api;
 use super::frame::{Event, Framing};
@@ -129,7 +129,7 @@ pub trait Wire: Sync {
     fn rate_limit(&self, retry_after_s: f64, quota: bool, draw: u64) -> Synthetic;
     fn server_error(&self, status: Option<u16>, draw: u64) -> Synthetic;
     /// A refusal of the request (`client_error`), as this provider sends it.
-    fn client_error(&self, kind: crate::config::chaos::ClientErrorKind, draw: u64) -> Synthetic;
+    fn client_error(&self, kind: crate::llm::signals::ClientErrorKind, draw: u64) -> Synthetic;
     fn context_overflow(&self, draw: u64) -> ContextOverflow;
 
     // Requests (context attacks).

@@ -7,9 +7,9 @@
 use serde_json::{Value, json};
 
 use super::responses;
-use crate::config::chaos::FilterSignal;
 use crate::llm::frame::Event;
 use crate::llm::path::{All, K, visit};
+use crate::llm::signals::FilterSignal;
 use crate::llm::synthetic::{Synthetic, request_id};
 use crate::llm::wire::Progress;
 

@@ -81,9 +81,9 @@ fn agree(replies: &[RawReply], at: &ResponsePath) -> Result<(), String> {
             return Err(format!(
                 "burst answers disagree at `{}`: request 1 got {:?}, request {} got {:?}",
                 at.as_str(),
-                crate::agent::cut(&want, 80),
+                crate::text::cut(&want, 80),
                 i + 1,
-                crate::agent::cut(&got, 80)
+                crate::text::cut(&got, 80)
             ));
         }
     }
