@@ -42,6 +42,7 @@ pub fn same_as(loaded: &Loaded, kind: RunKind, trials: (Option<u32>, Option<u32>
         only: trials.1,
         scoring: c.scoring.consistency,
         k: c.scoring.k,
+        critical_pass_k: None,
     };
     SameAs {
         config_digest: loaded.digest.clone(),

@@ -439,6 +439,12 @@ fn trials_and_their_k_are_in_range() {
         &["scoring.k: 9 is outside 1..=8 (advanced.trials: pass^k needs k trials)"],
     );
     assert_exactly(
+        &errors_of("scoring: {critical_pass_k: 0}\n", &[]),
+        &[
+            "scoring.critical_pass_k: 0 is outside 0 < x <= 1 (the pass^k a critical cell must keep)",
+        ],
+    );
+    assert_exactly(
         &errors_of("scoring: {consistency: always}\n", &[]),
         &["scoring.consistency: unknown variant `always`, expected `mean` or `pass_k`"],
     );

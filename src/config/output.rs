@@ -24,6 +24,9 @@ pub struct ScoringSpec {
     pub consistency: ConsistencyScore,
     /// The k of `consistency: pass_k` (default: `advanced.trials`).
     pub k: Option<u32>,
+    /// With trials: a failed `critical` cell fails the run only when its pass^k is below
+    /// this (0 < x ≤ 1); unset, any failing trial of a critical cell fails the run.
+    pub critical_pass_k: Option<f64>,
 }
 
 /// What a cell with several trials contributes to the score (`scoring.consistency`).
@@ -50,6 +53,7 @@ impl Default for ScoringSpec {
             min_score: DEFAULT_MIN_SCORE,
             consistency: ConsistencyScore::Mean,
             k: None,
+            critical_pass_k: None,
         }
     }
 }
@@ -185,6 +189,12 @@ pub(super) fn check_scoring(s: &ScoringSpec, errors: &mut Vec<ConfigError>) {
         errors.push(ConfigError::new(
             "scoring.min_score",
             format!("{} is outside 0..=100", s.min_score),
+        ));
+    }
+    if let Some(x) = s.critical_pass_k.filter(|x| !(*x > 0.0 && *x <= 1.0)) {
+        errors.push(ConfigError::new(
+            "scoring.critical_pass_k",
+            format!("{x} is outside 0 < x <= 1 (the pass^k a critical cell must keep)"),
         ));
     }
     let sum: f64 = parts.iter().map(|(_, w)| w).sum();

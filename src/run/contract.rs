@@ -17,9 +17,7 @@ use super::verdict::{Evidence, Judgement, Seen, decide};
 use super::{CellResult, RunContext, RunError};
 use crate::checks::Invariant;
 use crate::config::chaos::CompiledChaos;
-use crate::config::{
-    Attribution, Check, ConsistencyScore, ContractInvariant, ContractSpec, Scenario, Severity,
-};
+use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
@@ -227,7 +225,7 @@ pub(super) async fn judge_matrix(
         coverage.push(covered);
     }
     run_warnings(ctx, &cases, &mut warnings);
-    let mut score = score(&cells, (ctx.trials.scoring, ctx.trials.k));
+    let mut score = score(&cells, &ctx.trials);
     let judgement = decide(&Evidence {
         cases: &cases,
         coverage: &coverage,
@@ -237,7 +235,7 @@ pub(super) async fn judge_matrix(
         node: super::verdict::runs_node(ctx),
         score: score.value,
         min_score: ctx.min_score,
-        failed_critical: failed_critical(&cells),
+        failed_critical: failed_critical(&cells, &ctx.trials),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
         response_path: seen.response_path.clone(),
     });
@@ -326,30 +324,89 @@ fn run_warnings(ctx: &RunContext, cases: &[CaseResult], warnings: &mut Vec<Strin
     }
 }
 
-/// The failed critical cells, named for the verdict's reasons.
-fn failed_critical(cells: &[CellResult]) -> Vec<String> {
+/// The failed critical cells that fail the run, named for the verdict's reasons.
+fn failed_critical(cells: &[CellResult], trials: &super::Trials) -> Vec<String> {
     cells
         .iter()
-        .filter(|c| c.severity == Severity::Critical && c.verdict.judged() && !c.verdict.passed())
+        .filter(|c| c.severity == Severity::Critical && c.verdict.judged() && !holds(c, trials))
         .map(|c| format!("`{}` under `{}`", c.invariant, c.scenario))
         .collect()
 }
 
+/// A cell passed, or (`scoring.critical_pass_k`) its trials' pass^k keeps the threshold.
+fn holds(c: &CellResult, trials: &super::Trials) -> bool {
+    let kept = |t: &super::Consistency, x: f64| {
+        let n = t.pass_hat_k.len() as u32;
+        t.pass_hat(trials.k.unwrap_or(n).min(n)).unwrap_or(0.0) >= x
+    };
+    c.verdict.passed()
+        || c.consistency
+            .as_ref()
+            .zip(trials.critical_pass_k)
+            .is_some_and(|(t, x)| kept(t, x))
+}
+
 /// The contract's score: each judged cell's credit is 1 or 0, or with trials its
 /// consistency figure (`scoring.consistency`: pass^1, or pass^k).
-fn score(cells: &[CellResult], scoring: (ConsistencyScore, Option<u32>)) -> Score {
+fn score(cells: &[CellResult], trials: &super::Trials) -> Score {
     let scored: Vec<(Severity, Option<(f64, bool)>)> = cells
         .iter()
         .map(|c| {
-            let passed = c.verdict.passed();
+            let passed = holds(c, trials);
             let credit = c
                 .consistency
                 .as_ref()
                 .map_or(f64::from(u8::from(passed)), |t| {
-                    t.credit(scoring.0, scoring.1)
+                    t.credit(trials.scoring, trials.k)
                 });
             (c.severity, c.verdict.judged().then_some((credit, passed)))
         })
         .collect();
     contract_score_credited(&scored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Verdict;
+
+    fn critical(passed: u32) -> CellResult {
+        CellResult {
+            invariant: "safe".into(),
+            scenario: "llm-429".into(),
+            severity: Severity::Critical,
+            verdict: match passed {
+                8 => Verdict::Pass("all".into()),
+                _ => Verdict::Fail("a trial failed".into()),
+            },
+            cases: 8,
+            consistency: Some(super::super::Consistency::of(8, passed)),
+        }
+    }
+
+    /// Any failing trial of a critical cell fails the run, unless `scoring.critical_pass_k`
+    /// relaxes it to pass^k at or above the threshold (k: `scoring.k`, else every trial).
+    #[test]
+    fn a_critical_cell_fails_the_run_on_one_failing_trial_unless_pass_k_keeps_the_threshold() {
+        let strict = super::super::Trials {
+            n: 8,
+            ..Default::default()
+        };
+        let cells = [critical(7)];
+        assert_eq!(failed_critical(&cells, &strict).len(), 1);
+        assert!(!score(&cells, &strict).passed);
+        // pass^1 = 7/8 ≥ 0.8: kept; pass^8 = 0 < 0.8: not.
+        let at_1 = super::super::Trials {
+            k: Some(1),
+            critical_pass_k: Some(0.8),
+            ..strict
+        };
+        assert!(failed_critical(&cells, &at_1).is_empty());
+        assert_eq!(score(&cells, &at_1).failed_critical, 0);
+        let at_8 = super::super::Trials { k: None, ..at_1 };
+        assert_eq!(failed_critical(&cells, &at_8).len(), 1);
+        // The cell's own verdict stays a failure either way.
+        assert!(!cells[0].verdict.passed());
+        assert!(failed_critical(&[critical(8)], &strict).is_empty());
+    }
 }

@@ -83,6 +83,7 @@ impl RunContext {
                 only: None,
                 scoring: config.scoring.consistency,
                 k: config.scoring.k,
+                critical_pass_k: config.scoring.critical_pass_k,
             },
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
             config_digest: parts.config_digest,
@@ -120,7 +121,7 @@ impl RunContext {
 }
 
 /// How many times each case runs (`advanced.trials`), or the one trial to run (`--trial`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Trials {
     pub n: u32,
     /// 1-based; `None`: every trial.
@@ -128,6 +129,9 @@ pub struct Trials {
     /// What a cell with several trials scores (`scoring.consistency`) and its `k`.
     pub scoring: crate::config::ConsistencyScore,
     pub k: Option<u32>,
+    /// `scoring.critical_pass_k`: the pass^k a failed critical cell must keep not to fail
+    /// the run; `None`: any failing trial fails it.
+    pub critical_pass_k: Option<f64>,
 }
 
 impl Default for Trials {
@@ -137,6 +141,7 @@ impl Default for Trials {
             only: None,
             scoring: Default::default(),
             k: None,
+            critical_pass_k: None,
         }
     }
 }
