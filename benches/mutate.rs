@@ -46,8 +46,7 @@ fn prompts(n: usize) -> Vec<String> {
 /// variants of 10 prompts, the variants planned, and the median time to build every
 /// wire attack of that plan (which a run builds one at a time, as it sends them).
 fn generation() -> (f64, usize, usize, f64, usize) {
-    let kinds: Vec<MutationType> = MutationType::ALL
-        .into_iter()
+    let kinds: Vec<MutationType> = MutationType::all()
         .filter(|t| t.family() != Family::Model)
         .collect();
     let spec = MutationsSpec {

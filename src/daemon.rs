@@ -268,16 +268,12 @@ pub fn open_proxy_rule(config: &Config) -> Result<(), DaemonError> {
 
 /// The run kinds and the statuses a run ends with, as the run metrics label them.
 fn run_kinds() -> Vec<&'static str> {
-    crate::run::RunKind::ALL
-        .iter()
-        .map(|k| k.as_str())
-        .collect()
+    crate::run::RunKind::all().map(|k| k.as_str()).collect()
 }
 
 fn end_statuses() -> Vec<&'static str> {
     use crate::store::RunStatus;
-    RunStatus::ALL
-        .iter()
+    RunStatus::all()
         .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
         .map(|s| s.as_str())
         .collect()

@@ -5,9 +5,22 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An LLM provider whose wire format flakestorm understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// An LLM provider whose wire format flakestorm understands. Declaration order is the
+/// order detection and tool-call reading try them (`llm::all`); names are serde's.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Provider {
     Openai,
     Anthropic,
@@ -17,12 +30,7 @@ pub enum Provider {
 
 impl Provider {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Openai => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-            Provider::Ollama => "ollama",
-        }
+        self.into()
     }
 }
 
@@ -101,8 +109,62 @@ pub enum ErrorSource {
 pub struct ErrorInfo {
     pub source: ErrorSource,
     /// Stable machine name, also sent as `x-flakestorm-error` (e.g. `upstream_connect`).
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
+}
+
+/// What ended an exchange in an error rather than a response: flakestorm's own errors (sent
+/// as `x-flakestorm-error`), the client giving up, or a fault closing the connection. Names
+/// are serde's, derived (`name`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ErrorKind {
+    UpstreamConnect,
+    UpstreamTimeout,
+    UpstreamTls,
+    UpstreamProtocol,
+    BadRequest,
+    BadConnectTarget,
+    ProxyAuthRequired,
+    /// The destination is one the proxy refuses (its own listeners; loopback or link-local
+    /// when listening off loopback).
+    ForbiddenTarget,
+    /// The client aborted the TLS handshake inside a CONNECT tunnel (it does not trust
+    /// flakestorm's CA). Never answered: journaled only.
+    ClientTls,
+    /// A chaos rewrite would have made the request bigger than `proxy.max_rewrite_bytes`;
+    /// the exchange fails instead of the process.
+    RewriteTooLarge,
+    Internal,
+    /// The client gave up before the answer (it closed the connection or cancelled).
+    ClientCancelled,
+    /// A fault closed the connection without a response (`timeout` with `then: close`,
+    /// `reset` before any byte).
+    ConnectionClosed,
+}
+
+impl ErrorKind {
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// How a response body ended.
@@ -330,10 +392,10 @@ pub mod tests_support {
         }
 
         /// An error of `source` named `kind`, answered with `status` if any.
-        pub fn error(mut self, source: ErrorSource, kind: &str, status: Option<u16>) -> Self {
+        pub fn error(mut self, source: ErrorSource, kind: ErrorKind, status: Option<u16>) -> Self {
             let error = ErrorInfo {
                 source,
-                kind: kind.into(),
+                kind,
                 message: format!("{kind} happened"),
             };
             self.0.outcome = Outcome::Error { error, status };
@@ -364,6 +426,19 @@ pub mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Error kinds and providers are named as serde names them (journals, reports and
+    /// `x-flakestorm-error` all carry the names), every one of them.
+    #[test]
+    fn error_kinds_are_named_as_serde_does() {
+        use strum::IntoEnumIterator;
+        let kinds: Vec<ErrorKind> = ErrorKind::iter().collect();
+        assert_eq!(kinds.len(), 13);
+        for k in kinds {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+        assert_eq!(ErrorKind::ClientCancelled.name(), "client_cancelled");
+    }
 
     #[test]
     fn trace_ids_from_w3c_traceparent() {

@@ -371,7 +371,7 @@ async fn a_client_giving_up_during_a_timeout_hold_is_counted_and_journaled() {
             panic!("{:?}", ex.outcome);
         };
         assert_eq!(
-            (error.kind.as_str(), error.source, *status),
+            (error.kind.name(), error.source, *status),
             (
                 "client_cancelled",
                 flakestorm::exchange::ErrorSource::Downstream,
@@ -418,7 +418,7 @@ async fn a_client_giving_up_on_a_slow_upstream_is_counted_and_the_rewrite_skippe
     within("the cancelled exchange", p.daemon.journal.wait_for(1)).await;
     let ex = p.daemon.journal.all()[0].clone();
     assert!(
-        matches!(&ex.outcome, flakestorm::exchange::Outcome::Error { error, .. } if error.kind == "client_cancelled"),
+        matches!(&ex.outcome, flakestorm::exchange::Outcome::Error { error, .. } if error.kind.name() == "client_cancelled"),
         "{:?}",
         ex.outcome
     );

@@ -58,7 +58,7 @@ async fn an_attack_over_the_cap_fails_its_request_and_the_next_one_is_served() {
     match &all[0].outcome {
         Outcome::Error { error, status } => {
             assert_eq!(
-                (error.kind.as_str(), *status),
+                (error.kind.name(), *status),
                 ("rewrite_too_large", Some(500))
             );
         }

@@ -57,7 +57,7 @@ async fn absolute_form_requests_to_the_daemons_own_ports_are_refused() {
         panic!()
     };
     assert_eq!(
-        (error.kind.as_str(), *status),
+        (error.kind.name(), *status),
         ("forbidden_target", Some(403))
     );
     assert!(

@@ -77,7 +77,7 @@ async fn upgrades_inside_intercepted_tls_reach_the_origin_in_origin_form() {
 fn last_error_kind(p: &TestProxy) -> String {
     let all = p.daemon.journal.all();
     match &all.last().expect("a journal record").outcome {
-        Outcome::Error { error, .. } => error.kind.clone(),
+        Outcome::Error { error, .. } => error.kind.name().to_string(),
         other => panic!("not an error: {other:?}"),
     }
 }

@@ -4,9 +4,24 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The 24 mutation types, spelled as config.md and Flakestorm v2 spell them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// The 24 mutation types, spelled as config.md and Flakestorm v2 spell them. The list of
+/// them (`iter`) and their names are derived: a new type is nameable at once.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum MutationType {
     // Core.
     Paraphrase,
@@ -52,33 +67,6 @@ pub enum Family {
 use MutationType as M;
 
 impl MutationType {
-    pub const ALL: [MutationType; 24] = [
-        M::Paraphrase,
-        M::Noise,
-        M::ToneShift,
-        M::PromptInjection,
-        M::EncodingAttacks,
-        M::ContextManipulation,
-        M::LengthExtremes,
-        M::Custom,
-        M::MultiTurnAttack,
-        M::AdvancedJailbreak,
-        M::SemanticSimilarityAttack,
-        M::FormatPoisoning,
-        M::LanguageMixing,
-        M::TokenManipulation,
-        M::TemporalAttack,
-        M::HttpHeaderInjection,
-        M::PayloadSizeAttack,
-        M::ContentTypeConfusion,
-        M::QueryParameterPoisoning,
-        M::RequestMethodAttack,
-        M::ProtocolLevelAttack,
-        M::ResourceExhaustion,
-        M::ConcurrentRequestPattern,
-        M::TimeoutManipulation,
-    ];
-
     /// config.md's default `types`: the core types (`custom` only with templates, added
     /// by the loader).
     pub const DEFAULT: [MutationType; 7] = [
@@ -91,34 +79,9 @@ impl MutationType {
         M::LengthExtremes,
     ];
 
-    /// The name users write.
+    /// The name users write (serde's, checked by a test).
     pub fn name(self) -> &'static str {
-        match self {
-            M::Paraphrase => "paraphrase",
-            M::Noise => "noise",
-            M::ToneShift => "tone_shift",
-            M::PromptInjection => "prompt_injection",
-            M::EncodingAttacks => "encoding_attacks",
-            M::ContextManipulation => "context_manipulation",
-            M::LengthExtremes => "length_extremes",
-            M::Custom => "custom",
-            M::MultiTurnAttack => "multi_turn_attack",
-            M::AdvancedJailbreak => "advanced_jailbreak",
-            M::SemanticSimilarityAttack => "semantic_similarity_attack",
-            M::FormatPoisoning => "format_poisoning",
-            M::LanguageMixing => "language_mixing",
-            M::TokenManipulation => "token_manipulation",
-            M::TemporalAttack => "temporal_attack",
-            M::HttpHeaderInjection => "http_header_injection",
-            M::PayloadSizeAttack => "payload_size_attack",
-            M::ContentTypeConfusion => "content_type_confusion",
-            M::QueryParameterPoisoning => "query_parameter_poisoning",
-            M::RequestMethodAttack => "request_method_attack",
-            M::ProtocolLevelAttack => "protocol_level_attack",
-            M::ResourceExhaustion => "resource_exhaustion",
-            M::ConcurrentRequestPattern => "concurrent_request_pattern",
-            M::TimeoutManipulation => "timeout_manipulation",
-        }
+        self.into()
     }
 
     pub fn family(self) -> Family {
@@ -206,7 +169,12 @@ impl MutationType {
     }
 
     pub fn parse(name: &str) -> Option<MutationType> {
-        MutationType::ALL.into_iter().find(|t| t.name() == name)
+        MutationType::all().find(|t| t.name() == name)
+    }
+
+    /// Every type, in declaration order.
+    pub fn all() -> MutationTypeIter {
+        <MutationType as strum::IntoEnumIterator>::iter()
     }
 }
 

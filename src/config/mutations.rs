@@ -68,8 +68,7 @@ impl Default for MutationsSpec {
         MutationsSpec {
             count: default_count(),
             types: MutationType::DEFAULT.to_vec(),
-            weights: MutationType::ALL
-                .into_iter()
+            weights: MutationType::all()
                 .map(|t| (t, t.default_weight()))
                 .collect(),
             custom_templates: vec![],
@@ -95,7 +94,10 @@ impl MutationsSpec {
 }
 
 fn valid_names() -> String {
-    MutationType::ALL.map(MutationType::name).join(", ")
+    MutationType::all()
+        .map(MutationType::name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Parses and checks `mutations:`; every problem at its path. `model`: the config has a
@@ -258,8 +260,7 @@ fn with_model(
 }
 
 fn rewritable_names() -> String {
-    let names: Vec<&str> = MutationType::ALL
-        .into_iter()
+    let names: Vec<&str> = MutationType::all()
         .filter(|t| t.model_can_rewrite())
         .map(MutationType::name)
         .collect();
@@ -280,18 +281,16 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_every_type_has_a_family_and_weight() {
-        for t in MutationType::ALL {
+        for t in MutationType::all() {
             assert_eq!(MutationType::parse(t.name()), Some(t));
             let json = serde_json::to_string(&t).unwrap();
             assert_eq!(json, format!("\"{}\"", t.name()));
             assert!(t.default_weight() > 0.0);
         }
-        let text = MutationType::ALL
-            .iter()
+        let text = MutationType::all()
             .filter(|t| t.family() == Family::Text)
             .count();
-        let wire = MutationType::ALL
-            .iter()
+        let wire = MutationType::all()
             .filter(|t| t.family() == Family::Wire)
             .count();
         assert_eq!((text, wire), (13, 9));

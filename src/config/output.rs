@@ -58,8 +58,12 @@ impl Default for ScoringSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A report format. Its list (`all`) and names are derived, serde's (a test checks).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::EnumIter, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ReportFormat {
     Json,
     Html,
@@ -68,20 +72,13 @@ pub enum ReportFormat {
 }
 
 impl ReportFormat {
-    pub const ALL: [ReportFormat; 4] = [
-        ReportFormat::Json,
-        ReportFormat::Html,
-        ReportFormat::Junit,
-        ReportFormat::Markdown,
-    ];
+    /// Every format, in declaration order.
+    pub fn all() -> ReportFormatIter {
+        <ReportFormat as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            ReportFormat::Json => "json",
-            ReportFormat::Html => "html",
-            ReportFormat::Junit => "junit",
-            ReportFormat::Markdown => "markdown",
-        }
+        self.into()
     }
 }
 
@@ -89,11 +86,11 @@ impl std::str::FromStr for ReportFormat {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        ReportFormat::ALL
-            .into_iter()
+        ReportFormat::all()
             .find(|f| f.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown report format `{s}`; valid: json, html, junit, markdown")
+                let all: Vec<&str> = ReportFormat::all().map(ReportFormat::as_str).collect();
+                format!("unknown report format `{s}`; valid: {}", all.join(", "))
             })
     }
 }
@@ -203,5 +200,22 @@ pub(super) fn check_scoring(s: &ScoringSpec, errors: &mut Vec<ConfigError>) {
             "scoring",
             format!("weights sum to {sum}; they must sum to 1.0"),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_is_named_as_serde_names_it_and_parses_back() {
+        for f in ReportFormat::all() {
+            assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
+            assert_eq!(f.as_str().parse(), Ok(f));
+        }
+        assert_eq!(
+            "pdf".parse::<ReportFormat>(),
+            Err("unknown report format `pdf`; valid: json, html, junit, markdown".into())
+        );
     }
 }

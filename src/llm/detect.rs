@@ -8,7 +8,7 @@
 //! provider's own hosts and paths are in its file (`Wire::owns_host`, `endpoints`,
 //! `exact_api`, `method_api`); this module decides between them.
 
-use super::{ALL, wire};
+use super::{all, wire};
 use crate::exchange::{Provider, Target};
 
 /// What an API path is for.
@@ -69,9 +69,7 @@ pub fn declared(provider: Provider, path: &str) -> Target {
 /// The provider whose own API host this is, if it is one.
 pub fn provider_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    super::ALL
-        .into_iter()
-        .find(|p| super::wire(*p).owns_host(&host))
+    super::all().find(|p| super::wire(*p).owns_host(&host))
 }
 
 /// What `path` (query allowed) is for. The path alone decides: a `GET /v1/responses/{id}`
@@ -79,7 +77,7 @@ pub fn provider_host(host: &str) -> Option<Provider> {
 pub fn api(path: &str) -> Api {
     let path = path.split(['?', '#']).next().unwrap_or_default();
     let path = path.trim_end_matches('/');
-    let wires = || ALL.into_iter().map(wire);
+    let wires = || all().map(wire);
     // Exact native paths first: Ollama's `/api/embeddings` is not OpenAI's `/embeddings`.
     if let Some(api) = wires().find_map(|w| w.exact_api(path)) {
         return api;

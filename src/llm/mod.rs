@@ -28,13 +28,11 @@ pub use synthetic::Synthetic;
 pub use tool_calls::tool_calls;
 pub use wire::{ContextOverflow, Kind, Progress, Wire};
 
-/// Every provider, in the order detection and tool-call reading try them.
-pub const ALL: [Provider; 4] = [
-    Provider::Openai,
-    Provider::Anthropic,
-    Provider::Gemini,
-    Provider::Ollama,
-];
+/// Every provider, in the order detection and tool-call reading try them (derived from the
+/// enum: a new provider is tried at once).
+pub fn all() -> impl Iterator<Item = Provider> {
+    <Provider as strum::IntoEnumIterator>::iter()
+}
 
 /// The wire format of `p`. A new provider is a new file and an arm here.
 pub fn wire(p: Provider) -> &'static dyn Wire {
@@ -59,20 +57,21 @@ pub fn classify(w: &dyn Wire, ev: &frame::Event) -> Kind {
 mod tests {
     use super::*;
 
-    /// `ALL` lists every provider once: the exhaustive match makes a new variant fail to
-    /// compile here until it is added (and the count below catches a missing entry).
+    /// Every provider is tried, in declaration order, named as serde names it.
     #[test]
-    fn all_lists_every_provider() {
-        let index = |p: Provider| match p {
-            Provider::Openai => 0,
-            Provider::Anthropic => 1,
-            Provider::Gemini => 2,
-            Provider::Ollama => 3,
-        };
-        let mut seen = [false; ALL.len()];
-        for p in ALL {
-            seen[index(p)] = true;
+    fn all_lists_every_provider_named_as_serde_does() {
+        let all: Vec<Provider> = all().collect();
+        assert_eq!(
+            all,
+            [
+                Provider::Openai,
+                Provider::Anthropic,
+                Provider::Gemini,
+                Provider::Ollama
+            ]
+        );
+        for p in all {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
-        assert!(seen.iter().all(|s| *s));
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::frame::events;
 use super::path::{Call, at, visit};
-use super::{ALL, wire};
+use super::{all, wire};
 
 /// Tool names in order of first appearance, one per call.
 pub fn tool_calls(body: &[u8]) -> Vec<String> {
@@ -47,7 +47,7 @@ fn sites() -> &'static (Vec<&'static Call>, Vec<Finder<'static>>) {
     static SITES: OnceLock<(Vec<&'static Call>, Vec<Finder<'static>>)> = OnceLock::new();
     SITES.get_or_init(|| {
         let mut sites: Vec<&'static Call> = vec![];
-        for p in ALL {
+        for p in all() {
             for c in [true, false].into_iter().flat_map(|s| wire(p).calls(s)) {
                 if !sites.contains(c) {
                     sites.push(c);

@@ -374,7 +374,7 @@ pub fn respond(
 pub fn dropped(rec: Recorder, why: &str) {
     let error = ErrorInfo {
         source: ErrorSource::Injected,
-        kind: "connection_closed".into(),
+        kind: crate::exchange::ErrorKind::ConnectionClosed,
         message: why.into(),
     };
     rec.finish(

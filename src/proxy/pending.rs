@@ -5,10 +5,7 @@
 //! journal, including the ones it abandoned (a `timeout` fault longer than its timeout).
 
 use super::recorder::{Owner, Recorder};
-use crate::exchange::{ErrorInfo, ErrorSource, Outcome};
-
-/// The `error.kind` of an exchange whose client left before the answer.
-pub const CLIENT_CANCELLED: &str = "client_cancelled";
+use crate::exchange::{ErrorInfo, ErrorKind, ErrorSource, Outcome};
 
 /// Owns the exchange's recorder until the answer is built (`take`).
 pub struct Pending {
@@ -56,7 +53,7 @@ impl Drop for Pending {
         }
         let error = ErrorInfo {
             source: ErrorSource::Downstream,
-            kind: CLIENT_CANCELLED.into(),
+            kind: ErrorKind::ClientCancelled,
             message: "the client gave up before the answer (it closed the connection or \
                       cancelled the request)"
                 .into(),

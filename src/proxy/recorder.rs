@@ -8,8 +8,9 @@ use tokio::time::Instant;
 
 use super::Proxy;
 use super::fault_body::SkipNote;
-use super::pending::CLIENT_CANCELLED;
-use crate::exchange::{BodyEnd, CanaryLeak, ErrorSource, Exchange, FaultRecord, Outcome};
+use crate::exchange::{
+    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultRecord, Outcome,
+};
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
 pub struct Recorder {
@@ -141,7 +142,7 @@ impl Recorder {
         let Outcome::Error { error, .. } = &self.exchange.outcome else {
             return;
         };
-        if error.source == ErrorSource::Injected || error.kind == CLIENT_CANCELLED {
+        if error.source == ErrorSource::Injected || error.kind == ErrorKind::ClientCancelled {
             return;
         }
         let note = format!(

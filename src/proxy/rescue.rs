@@ -12,53 +12,23 @@ use crate::exchange::{ErrorInfo, ErrorSource};
 /// Header naming the kind of a genuine proxy error.
 pub const ERROR_HEADER: &str = "x-flakestorm-error";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    UpstreamConnect,
-    UpstreamTimeout,
-    UpstreamTls,
-    UpstreamProtocol,
-    BadRequest,
-    BadConnectTarget,
-    ProxyAuthRequired,
-    /// The destination is one the proxy refuses (its own listeners; loopback or link-local
-    /// when listening off loopback): see `guard`.
-    ForbiddenTarget,
-    /// The client aborted the TLS handshake inside a CONNECT tunnel (it does not trust
-    /// flakestorm's CA). Never answered: journaled only.
-    ClientTls,
-    /// A chaos rewrite would have made the request bigger than `proxy.max_rewrite_bytes`;
-    /// the exchange fails instead of the process.
-    RewriteTooLarge,
-    Internal,
-}
+pub use crate::exchange::ErrorKind;
 
+/// How the proxy answers each kind of its own errors.
 impl ErrorKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::UpstreamConnect => "upstream_connect",
-            ErrorKind::UpstreamTimeout => "upstream_timeout",
-            ErrorKind::UpstreamTls => "upstream_tls",
-            ErrorKind::UpstreamProtocol => "upstream_protocol",
-            ErrorKind::BadRequest => "bad_request",
-            ErrorKind::BadConnectTarget => "bad_connect_target",
-            ErrorKind::ProxyAuthRequired => "proxy_auth_required",
-            ErrorKind::ForbiddenTarget => "forbidden_target",
-            ErrorKind::ClientTls => "client_tls",
-            ErrorKind::RewriteTooLarge => "rewrite_too_large",
-            ErrorKind::Internal => "internal",
-        }
-    }
-
     fn status(self) -> StatusCode {
         match self {
             ErrorKind::UpstreamConnect | ErrorKind::UpstreamTls | ErrorKind::UpstreamProtocol => {
                 StatusCode::BAD_GATEWAY
             }
             ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
-            ErrorKind::BadRequest | ErrorKind::BadConnectTarget | ErrorKind::ClientTls => {
-                StatusCode::BAD_REQUEST
-            }
+            ErrorKind::BadRequest
+            | ErrorKind::BadConnectTarget
+            | ErrorKind::ClientTls
+            | ErrorKind::ClientCancelled => StatusCode::BAD_REQUEST,
+            // A fault's closed connection is answered with nothing; as an error, a dead
+            // upstream's.
+            ErrorKind::ConnectionClosed => StatusCode::BAD_GATEWAY,
             ErrorKind::ProxyAuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
             ErrorKind::ForbiddenTarget => StatusCode::FORBIDDEN,
             ErrorKind::RewriteTooLarge | ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -75,7 +45,9 @@ impl ErrorKind {
             | ErrorKind::BadConnectTarget
             | ErrorKind::ProxyAuthRequired
             | ErrorKind::ForbiddenTarget
-            | ErrorKind::ClientTls => ErrorSource::Downstream,
+            | ErrorKind::ClientTls
+            | ErrorKind::ClientCancelled => ErrorSource::Downstream,
+            ErrorKind::ConnectionClosed => ErrorSource::Injected,
             ErrorKind::RewriteTooLarge | ErrorKind::Internal => ErrorSource::Internal,
         }
     }
@@ -104,7 +76,7 @@ impl ProxyError {
     pub fn info(&self) -> ErrorInfo {
         ErrorInfo {
             source: self.kind.source(),
-            kind: self.kind.name().into(),
+            kind: self.kind,
             message: self.message.clone(),
         }
     }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::exchange::{ErrorSource, Exchange, Outcome, Target};
+use crate::exchange::{ErrorKind as K, ErrorSource, Exchange, Outcome, Target};
 
 /// Why the case whose traffic is `exchanges` cannot be judged, if an environment error
 /// reached it: the first one, with what to do about it.
@@ -23,7 +23,7 @@ fn explain(e: &Exchange) -> Option<String> {
     // applied fault's delay brought about; an exfiltration attempt to an unreachable host
     // is the agent's behaviour, whatever became of the request. A fault that fired on a
     // call whose upstream failed on its own (refused, untrusted) does not excuse it.
-    let delayed_by_chaos = error.kind == "upstream_timeout"
+    let delayed_by_chaos = error.kind == K::UpstreamTimeout
         && e.fault
             .as_ref()
             .is_some_and(|f| f.applied && crate::config::chaos::holds_upstream(&f.mode));
@@ -31,42 +31,46 @@ fn explain(e: &Exchange) -> Option<String> {
         return None;
     }
     let msg = &error.message;
-    let fix = match error.kind.as_str() {
-        "proxy_auth_required" => {
+    let fix = match error.kind {
+        K::ProxyAuthRequired => {
             "the agent's proxy variables carry no valid credentials for proxy.users: set \
              HTTPS_PROXY=http://NAME:PASSWORD@host:port (runs with agent.command set it)"
         }
-        "client_tls" => {
+        K::ClientTls => {
             "the agent does not trust flakestorm's CA: point SSL_CERT_FILE, REQUESTS_CA_BUNDLE \
              and NODE_EXTRA_CA_CERTS at it (`flakestorm ca path`), as agent.command does"
         }
-        // The agent gave up on the call (its own timeout, say): its behaviour, not the
-        // environment's.
-        "client_cancelled" => return None,
+        // The agent gave up on the call (its own timeout, say), or a fault closed it: its
+        // behaviour, or the chaos under test, not the environment's.
+        K::ClientCancelled | K::ConnectionClosed => return None,
         // An exporter's failing upload is nobody's case; tool, LLM and embeddings calls
         // (the agent's own work) count.
-        _ if matches!(e.target, Target::Other) => return None,
-        "upstream_tls" => {
+        _k if matches!(e.target, Target::Other) => return None,
+        K::UpstreamTls => {
             "flakestorm does not trust the upstream's certificate; for a private or test CA, \
              set proxy.upstream_ca_file to its PEM, in the config of the flakestorm that runs \
              the proxy (for a run on a daemon, `--server`, the daemon's own `serve -c` config: \
              a run's proxy section is not used there)"
         }
-        "upstream_connect" => "is the service running, and reachable from flakestorm?",
-        "upstream_timeout" => {
+        K::UpstreamConnect => "is the service running, and reachable from flakestorm?",
+        K::UpstreamTimeout => {
             "the upstream was too slow for flakestorm (proxy.connect_timeout_ms, \
              proxy.response_timeout_ms)"
         }
-        "upstream_protocol" => "the upstream broke the HTTP exchange",
-        "rewrite_too_large" => {
+        K::UpstreamProtocol => "the upstream broke the HTTP exchange",
+        K::RewriteTooLarge => {
             "a chaos rule's rewrite would have gone over proxy.max_rewrite_bytes: raise it, or \
              make the rule smaller (inject_tokens, factor, payload)"
         }
-        "bad_request" | "bad_connect_target" => {
+        K::BadRequest | K::BadConnectTarget => {
             "the agent sent a request flakestorm cannot forward (is it using the proxy as a \
              base URL? add a proxy.reverse route)"
         }
-        _ => "flakestorm failed on this request (please report it)",
+        K::ForbiddenTarget => {
+            "the agent called a destination flakestorm refuses (its own listeners, or \
+             loopback when it listens off loopback: proxy.allow_loopback_targets)"
+        }
+        K::Internal => "flakestorm failed on this request (please report it)",
     };
     Some(format!(
         "{} {}: {msg}; {fix}",
@@ -80,7 +84,7 @@ mod tests {
     use crate::exchange::tests_support::{Builder, exchange};
     use crate::exchange::{FaultRecord, Provider};
 
-    fn failed(target: Target, source: ErrorSource, kind: &str) -> Builder {
+    fn failed(target: Target, source: ErrorSource, kind: K) -> Builder {
         exchange(target, "https://llm.test/v1/chat").error(source, kind, Some(502))
     }
 
@@ -89,12 +93,12 @@ mod tests {
         let llm = || Target::Llm {
             provider: Provider::Openai,
         };
-        let tls = failed(llm(), ErrorSource::Upstream, "upstream_tls").build();
+        let tls = failed(llm(), ErrorSource::Upstream, K::UpstreamTls).build();
         let why = problem(&[Arc::new(tls)]).unwrap();
         assert!(why.contains("proxy.upstream_ca_file"), "{why}");
         assert!(why.contains("the daemon's own `serve -c` config"), "{why}");
         assert!(why.starts_with("POST https://llm.test/v1/chat: upstream_tls happened"));
-        let injected = failed(llm(), ErrorSource::Injected, "injected_timeout").build();
+        let injected = failed(llm(), ErrorSource::Injected, K::ConnectionClosed).build();
         assert_eq!(
             problem(&[Arc::new(injected)]),
             None,
@@ -106,7 +110,7 @@ mod tests {
             applied: true,
             note: None,
         };
-        let delayed = failed(llm(), ErrorSource::Upstream, "upstream_timeout")
+        let delayed = failed(llm(), ErrorSource::Upstream, K::UpstreamTimeout)
             .fault(slow.clone())
             .build();
         assert_eq!(
@@ -118,14 +122,14 @@ mod tests {
             mode: "malformed".into(),
             ..slow.clone()
         };
-        let timed_out = failed(llm(), ErrorSource::Upstream, "upstream_timeout")
+        let timed_out = failed(llm(), ErrorSource::Upstream, K::UpstreamTimeout)
             .fault(malformed)
             .build();
         assert!(
             problem(&[Arc::new(timed_out)]).is_some(),
             "a body rewrite does not make the upstream slow"
         );
-        let refused = failed(llm(), ErrorSource::Upstream, "upstream_connect")
+        let refused = failed(llm(), ErrorSource::Upstream, K::UpstreamConnect)
             .fault(slow)
             .build();
         assert!(
@@ -133,28 +137,23 @@ mod tests {
             "a fault that fired does not excuse an upstream that refused on its own"
         );
         let gave_up = exchange(llm(), "https://llm.test/v1/chat")
-            .error(ErrorSource::Downstream, "client_cancelled", None)
+            .error(ErrorSource::Downstream, K::ClientCancelled, None)
             .build();
         assert_eq!(
             problem(&[Arc::new(gave_up)]),
             None,
             "an agent giving up on a call is its behaviour"
         );
-        let exporter = failed(Target::Other, ErrorSource::Upstream, "upstream_connect").build();
+        let exporter = failed(Target::Other, ErrorSource::Upstream, K::UpstreamConnect).build();
         assert_eq!(problem(&[Arc::new(exporter)]), None, "nobody's case");
-        let auth = failed(
-            Target::Other,
-            ErrorSource::Downstream,
-            "proxy_auth_required",
-        )
-        .build();
+        let auth = failed(Target::Other, ErrorSource::Downstream, K::ProxyAuthRequired).build();
         assert!(
             problem(&[Arc::new(auth)])
                 .unwrap()
                 .contains("NAME:PASSWORD")
         );
         let tool = Target::Tool { name: "t".into() };
-        let mut leak = failed(tool, ErrorSource::Upstream, "upstream_connect").build();
+        let mut leak = failed(tool, ErrorSource::Upstream, K::UpstreamConnect).build();
         leak.canary_leaks = vec![crate::exchange::CanaryLeak {
             canary: "fsc-1".into(),
             from: "search".into(),

@@ -12,9 +12,22 @@ use super::{
 use crate::config::Config;
 use crate::config::chaos::CompiledChaos;
 
-/// What a run does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+/// What a run does. Its list (`all`) and names are derived, serde's (a test checks).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunKind {
     /// The contract matrix (`contract run`).
     Contract,
@@ -29,22 +42,13 @@ pub enum RunKind {
 }
 
 impl RunKind {
-    pub const ALL: [RunKind; 5] = [
-        RunKind::Contract,
-        RunKind::Chaos,
-        RunKind::Mutation,
-        RunKind::Replay,
-        RunKind::Ci,
-    ];
+    /// Every kind, in declaration order.
+    pub fn all() -> RunKindIter {
+        <RunKind as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunKind::Contract => "contract",
-            RunKind::Chaos => "chaos",
-            RunKind::Mutation => "mutation",
-            RunKind::Replay => "replay",
-            RunKind::Ci => "ci",
-        }
+        self.into()
     }
 
     /// The report's default file name.
@@ -63,13 +67,10 @@ impl std::str::FromStr for RunKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<RunKind, String> {
-        RunKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let all: Vec<&str> = RunKind::ALL.map(RunKind::as_str).to_vec();
-                format!("unknown run kind `{s}` (one of {})", all.join(", "))
-            })
+        RunKind::all().find(|k| k.as_str() == s).ok_or_else(|| {
+            let all: Vec<&str> = RunKind::all().map(RunKind::as_str).collect();
+            format!("unknown run kind `{s}` (one of {})", all.join(", "))
+        })
     }
 }
 
@@ -348,7 +349,7 @@ mod tests {
 
     #[test]
     fn kinds_round_trip() {
-        for k in RunKind::ALL {
+        for k in RunKind::all() {
             assert_eq!(k.as_str().parse(), Ok(k));
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }

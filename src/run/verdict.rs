@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cases::CaseResult;
 use super::coverage::Coverage;
-use crate::exchange::{Exchange, Outcome, Target};
+use crate::exchange::{ErrorKind, Exchange, Outcome, Target};
 use crate::journal::Journal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,7 +150,7 @@ pub(super) fn agent_traffic(journal: &Journal, mark: JournalMark) -> usize {
     let dropped = unaccounted.min(evicted);
     let refused = |e: &Exchange| {
         matches!(&e.outcome, Outcome::Error { error, .. }
-            if matches!(error.kind.as_str(), "client_tls" | "proxy_auth_required"))
+            if matches!(error.kind, ErrorKind::ClientTls | ErrorKind::ProxyAuthRequired))
     };
     dropped
         + kept

@@ -57,7 +57,7 @@ impl CaseRecord {
 fn summary(e: &Exchange) -> Value {
     let (status, error) = match &e.outcome {
         Outcome::Response { response, .. } => (Some(response.status), None),
-        Outcome::Error { error, status } => (*status, Some(error.kind.clone())),
+        Outcome::Error { error, status } => (*status, Some(error.kind.name())),
     };
     json!({
         "method": e.request.method,

@@ -11,8 +11,21 @@ use serde::{Deserialize, Serialize};
 pub use crate::run::RunKind;
 
 /// Where a run stands. `queued` and `running` are the only states a run leaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     Queued,
     Running,
@@ -27,8 +40,20 @@ pub enum RunStatus {
 }
 
 /// A verdict stored for a case or a cell (`checks::Verdict`'s four, without the reason).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Verdict {
     Pass,
     Fail,
@@ -36,14 +61,18 @@ pub enum Verdict {
     NotTested,
 }
 
-/// Generates `as_str`, `Display` and `FromStr` over the snake_case names, which are also
-/// the words stored in SQLite and accepted by `--kind`/`--status`.
+/// Generates `all`, `as_str`, `Display` and `FromStr` over the derived snake_case names
+/// (serde's, which a test checks), also the words stored in SQLite and accepted by
+/// `--kind`/`--status`.
 macro_rules! words {
-    ($t:ident, $what:literal, $($v:ident = $s:literal),+) => {
+    ($t:ident, $what:literal) => {
         impl $t {
-            pub const ALL: &'static [$t] = &[$($t::$v),+];
+            /// Every value, in declaration order.
+            pub fn all() -> <$t as strum::IntoEnumIterator>::Iterator {
+                <$t as strum::IntoEnumIterator>::iter()
+            }
             pub fn as_str(self) -> &'static str {
-                match self { $($t::$v => $s),+ }
+                self.into()
             }
         }
         impl fmt::Display for $t {
@@ -54,38 +83,17 @@ macro_rules! words {
         impl FromStr for $t {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($s => Ok($t::$v),)+
-                    _ => {
-                        let all: Vec<&str> = vec![$($s),+];
-                        Err(format!("unknown {} `{s}` (one of {})", $what, all.join(", ")))
-                    }
-                }
+                $t::all().find(|v| v.as_str() == s).ok_or_else(|| {
+                    let all: Vec<&str> = $t::all().map($t::as_str).collect();
+                    format!("unknown {} `{s}` (one of {})", $what, all.join(", "))
+                })
             }
         }
     };
 }
 
-words!(
-    RunStatus,
-    "run status",
-    Queued = "queued",
-    Running = "running",
-    Passed = "passed",
-    Failed = "failed",
-    NotTested = "not_tested",
-    Cancelled = "cancelled",
-    Interrupted = "interrupted",
-    Error = "error"
-);
-words!(
-    Verdict,
-    "verdict",
-    Pass = "pass",
-    Fail = "fail",
-    NotApplicable = "not_applicable",
-    NotTested = "not_tested"
-);
+words!(RunStatus, "run status");
+words!(Verdict, "verdict");
 
 impl RunStatus {
     /// A run in this state has ended and will not change again.

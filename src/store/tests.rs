@@ -548,3 +548,21 @@ async fn trials_are_cases_of_their_own_and_runs_keep_their_measure() {
         "one trial per case is another measure"
     );
 }
+
+/// The words stored and accepted (`--status`, `--kind`) are serde's, for every value.
+#[test]
+fn stored_words_are_serdes_and_parse_back() {
+    for s in RunStatus::all() {
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        assert_eq!(s.as_str().parse(), Ok(s));
+    }
+    assert_eq!(RunStatus::all().count(), 8);
+    for v in Verdict::all() {
+        assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        assert_eq!(v.as_str().parse(), Ok(v));
+    }
+    assert_eq!(
+        "maybe".parse::<Verdict>(),
+        Err("unknown verdict `maybe` (one of pass, fail, not_applicable, not_tested)".into())
+    );
+}

@@ -335,7 +335,7 @@ mod tests {
         let ex = exchange(Target::Other, "http://h/x")
             .error(
                 crate::exchange::ErrorSource::Upstream,
-                "upstream_connect",
+                crate::exchange::ErrorKind::UpstreamConnect,
                 None,
             )
             .build();

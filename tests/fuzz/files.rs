@@ -135,7 +135,7 @@ pub fn report(input: &[u8]) {
         Err(e) => return assert!(!e.to_string().is_empty(), "an error says why"),
     };
     parsed();
-    for format in ReportFormat::ALL {
+    for format in ReportFormat::all() {
         match flakestorm::report::render(&report, format) {
             Ok(out) => assert!(!out.is_empty(), "{format:?} rendered nothing"),
             Err(why) => assert!(

@@ -155,10 +155,7 @@ mod tests {
         assert!(r.contains("aggressive"), "{r}");
         assert!(r.contains("variation number 3"), "{r}");
         assert!(r.ends_with("User request: Book a flight\n\nTemplate input: BOOK A FLIGHT NOW"));
-        for t in MutationType::ALL
-            .into_iter()
-            .filter(|t| t.model_can_rewrite())
-        {
+        for t in MutationType::all().filter(|t| t.model_can_rewrite()) {
             assert_ne!(
                 attack(t),
                 attack(MutationType::Noise),

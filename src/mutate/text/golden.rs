@@ -49,10 +49,7 @@ fn render() -> String {
     );
     for p in PROMPTS {
         out.push_str(&format!("\n## prompt: {p}\n"));
-        for t in MutationType::ALL
-            .into_iter()
-            .filter(|t| t.family() == Family::Text)
-        {
+        for t in MutationType::all().filter(|t| t.family() == Family::Text) {
             // 0..4 for both prompts; 4..10 for the first as well, so every family of
             // every type (encoding has 9, the most) is pinned.
             let last = if p == PROMPTS[0] { 10 } else { 4 };

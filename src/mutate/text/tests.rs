@@ -32,9 +32,7 @@ fn variant(kind: MutationType, p: &str, seed: u64, index: u32) -> String {
 }
 
 fn text_types() -> impl Iterator<Item = MutationType> {
-    MutationType::ALL
-        .into_iter()
-        .filter(|t| t.family() == Family::Text)
+    MutationType::all().filter(|t| t.family() == Family::Text)
 }
 
 #[test]
@@ -44,7 +42,7 @@ fn only_text_types_generate() {
         noise_rate: 0.1,
         custom_templates: &[],
     };
-    for t in MutationType::ALL {
+    for t in MutationType::all() {
         let mut d = Draw::new(1, t, "hi", 0);
         let got = generate(t, "hi", 0, &mut d, &opts);
         assert_eq!(got.is_some(), t.family() == Family::Text, "{t}");

@@ -23,8 +23,7 @@ fn target(timeout_ms: u64) -> AgentTarget {
 }
 
 fn wire_types() -> Vec<MutationType> {
-    MutationType::ALL
-        .into_iter()
+    MutationType::all()
         .filter(|t| t.family() == Family::Wire)
         .collect()
 }
@@ -90,7 +89,7 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
 
 #[test]
 fn only_wire_types_are_generated() {
-    for kind in MutationType::ALL {
+    for kind in MutationType::all() {
         let mut d = Draw::new(1, kind, PROMPT, 0);
         let got = generate(kind, PROMPT, 0, &mut d, &target(30_000));
         assert_eq!(got.is_some(), kind.family() == Family::Wire, "{kind}");

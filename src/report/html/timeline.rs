@@ -95,8 +95,8 @@ fn detail(e: &Exchange, retry: u32) -> String {
     match &e.outcome {
         Outcome::Response { response, .. } => parts.push(response.status.to_string()),
         Outcome::Error { error, status } => parts.push(match status {
-            Some(s) => format!("{s} {}", text::line(&error.kind, 32)),
-            None => text::line(&error.kind, 32),
+            Some(s) => format!("{s} {}", error.kind),
+            None => error.kind.to_string(),
         }),
     }
     parts.push(text::duration(e.timings.total_ms));
