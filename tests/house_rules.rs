@@ -337,3 +337,137 @@ fn modules_use_only_those_listed_above_them_in_the_crate_map() {
         wrong.join("\n")
     );
 }
+
+const MAX_FN_LINES: usize = 80;
+
+/// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
+/// shrink, never grow, and leave this list once under it (issue #25).
+const LONG_FUNCTIONS: [(&str, &str, usize); 26] = [
+    ("src/chaos/rewrite/mod.rs", "on_event", 177),
+    // One arm per writer op: a flat match.
+    ("src/store/ops.rs", "write", 124),
+    ("src/cli/mod.rs", "run", 154),
+    ("src/config/validate.rs", "compile_chaos", 114),
+    ("src/checks/answer.rs", "answer", 113),
+    ("src/report/markdown.rs", "section", 112),
+    ("src/config/untrusted.rs", "check_yaml", 111),
+    ("src/demo/mod.rs", "run_in", 109),
+    ("src/proxy/attack.rs", "rewrite_request", 108),
+    ("src/langsmith/llm.rs", "entry", 106),
+    ("src/config/sections.rs", "sections", 105),
+    ("src/cli/runs.rs", "run", 104),
+    ("src/run/replay.rs", "run_replay", 102),
+    ("src/daemon.rs", "start", 102),
+    ("src/cli/remote.rs", "run", 102),
+    ("src/proxy/service.rs", "exchange", 101),
+    ("src/mutate/model/client.rs", "complete", 101),
+    ("src/config/mutations.rs", "mutations_section", 100),
+    ("src/telemetry/mod.rs", "new", 92),
+    ("src/report/html.rs", "section", 92),
+    ("src/config/load.rs", "layered", 89),
+    ("src/config/agent.rs", "compile", 89),
+    ("src/report/certificate/mod.rs", "verify", 88),
+    ("src/cli/commands.rs", "serve", 88),
+    ("src/chaos/attack.rs", "apply_to_request", 86),
+    ("src/report/html/cases.rs", "case", 83),
+];
+
+/// Every function's name and length in lines (signature to closing brace) in the non-test
+/// part of `text`: a `fn` line, then the line that closes at its indentation.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.trim_end() != "#[cfg(test)]")
+        .collect();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let indent = line.len() - line.trim_start().len();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "fn").filter(|&p| {
+            words[..p]
+                .iter()
+                .all(|w| w.starts_with("pub") || *w == "async" || *w == "const")
+        });
+        let Some(at) = at else {
+            i += 1;
+            continue;
+        };
+        let name: String = words
+            .get(at + 1)
+            .unwrap_or(&"")
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let t = lines[j].trim_end();
+            t.ends_with('{') || t.ends_with(';')
+        }) else {
+            break;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            i = open + 1;
+            continue;
+        }
+        let close = (open + 1..lines.len())
+            .find(|&k| {
+                lines[k].trim_end().len() == indent + 1
+                    && lines[k].starts_with(&format!("{}}}", " ".repeat(indent)))
+            })
+            .unwrap_or(lines.len() - 1);
+        out.push((name, close - i + 1));
+        i = close + 1;
+    }
+    out
+}
+
+#[test]
+fn functions_keep_under_the_length_cap() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![];
+    rust_files(&root.join("src"), &mut files);
+    let mut long = vec![];
+    let mut seen = BTreeSet::new();
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        for (f, n) in function_lengths(&std::fs::read_to_string(&path).unwrap()) {
+            let then = LONG_FUNCTIONS.iter().find(|(p, g, _)| *p == rel && *g == f);
+            if let Some((p, g, _)) = then {
+                seen.insert((*p, *g));
+            }
+            let cap = then.map_or(MAX_FN_LINES, |(_, _, then)| *then);
+            if n > cap {
+                long.push(format!("{rel}: fn {f} is {n} lines (cap {cap})"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these functions by step (design.md §8), or shorten them:\n{}",
+        long.join("\n")
+    );
+    for (p, f, then) in LONG_FUNCTIONS {
+        let n = function_lengths(&source(p))
+            .into_iter()
+            .find(|(g, _)| g == f)
+            .map_or(0, |(_, n)| n);
+        assert!(
+            n > MAX_FN_LINES,
+            "{p}: fn {f} is down to {n} lines (was {then}): take it off LONG_FUNCTIONS"
+        );
+    }
+    assert_eq!(
+        seen.len(),
+        LONG_FUNCTIONS.len(),
+        "every listed function was found"
+    );
+}

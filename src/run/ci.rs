@@ -92,6 +92,53 @@ pub fn combine(
             scoring.replay,
         ),
     ];
+    let (phases, judgements) = phase_rows(ran, skipped);
+    // A phase that was not tested has a score that measures nothing about the agent (0
+    // when nothing was judged): it stays out of the mean, and says so in the verdict.
+    let (sum, weights) = phases
+        .iter()
+        .filter(|p| p.verdict != Some(RunVerdict::NotTested))
+        .filter_map(|p| p.score.map(|s| (s * p.weight, p.weight)))
+        .fold((0.0, 0.0), |(a, b), (s, w)| (a + s, b + w));
+    let overall = if weights > 0.0 { sum / weights } else { 0.0 };
+    let scored = weights > 0.0;
+    let judgement = overall_verdict(&judgements, scored.then_some(overall), min_score);
+    // The phases ran on one config: theirs is the run's.
+    let config_digest = [
+        contract.as_ref().map(|c| &c.config_digest),
+        chaos.as_ref().map(|c| &c.config_digest),
+        mutation.as_ref().map(|m| &m.config_digest),
+        replay.as_ref().map(|r| &r.config_digest),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(Clone::clone);
+    CiReport {
+        schema: SCHEMA,
+        run: None,
+        config_digest,
+        phases,
+        overall,
+        passed: judgement.verdict.passed(),
+        judgement,
+        min_score,
+        mutation,
+        contract,
+        chaos,
+        replay,
+        shard: None,
+    }
+}
+
+/// A phase's name, its score and verdict when it ran, and its weight.
+type Ran<'a> = (&'static str, Option<(f64, &'a Judgement)>, f64);
+
+/// Each phase's row (its score and verdict when it ran, else why not) and the verdicts of
+/// those that ran.
+fn phase_rows(
+    ran: [Ran<'_>; 4],
+    skipped: &[(&'static str, String)],
+) -> (Vec<Phase>, Vec<(&'static str, Judgement)>) {
     let mut phases = vec![];
     let mut judgements = vec![];
     for (name, result, weight) in ran {
@@ -111,38 +158,7 @@ pub fn combine(
             verdict: result.map(|(_, j)| j.verdict),
         });
     }
-    // A phase that was not tested has a score that measures nothing about the agent (0
-    // when nothing was judged): it stays out of the mean, and says so in the verdict.
-    let (sum, weights) = phases
-        .iter()
-        .filter(|p| p.verdict != Some(RunVerdict::NotTested))
-        .filter_map(|p| p.score.map(|s| (s * p.weight, p.weight)))
-        .fold((0.0, 0.0), |(a, b), (s, w)| (a + s, b + w));
-    let overall = if weights > 0.0 { sum / weights } else { 0.0 };
-    let scored = weights > 0.0;
-    let judgement = overall_verdict(&judgements, scored.then_some(overall), min_score);
-    // The phases ran on one config: theirs is the run's.
-    let config_digest = contract
-        .as_ref()
-        .and_then(|c| c.config_digest.clone())
-        .or_else(|| chaos.as_ref().and_then(|c| c.config_digest.clone()))
-        .or_else(|| mutation.as_ref().and_then(|m| m.config_digest.clone()))
-        .or_else(|| replay.as_ref().and_then(|r| r.config_digest.clone()));
-    CiReport {
-        schema: SCHEMA,
-        run: None,
-        config_digest,
-        phases,
-        overall,
-        passed: judgement.verdict.passed(),
-        judgement,
-        min_score,
-        mutation,
-        contract,
-        chaos,
-        replay,
-        shard: None,
-    }
+    (phases, judgements)
 }
 
 /// `ci`: the mutation, contract, chaos and replay phases that can run, once each, combined.

@@ -109,28 +109,7 @@ pub async fn run_mutation(
         Some(s) => Some(s.judged(ctx, name, invariants).await),
         None => None,
     };
-    let mut wire = Wired::new();
-    // Wire cases attack the endpoint, not the agent's dependencies: the calls their normal
-    // requests make meet no chaos (else the config's `chaos:` rules, drawn in arrival order).
-    let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
-    for v in plan.variants.iter().filter(|v| is_wire(v) && held(v)) {
-        if let Some(p) = &ctx.progress {
-            (p.started)(wire_cases::SCENARIO, &format!("{} #{}", v.kind, v.index));
-        }
-        // Each trial sends the same attack again (a variant is made from the run's seed).
-        for t in ctx.trials.indices() {
-            let mut case = run_wire_case(ctx, seed, v.kind, &golden[v.prompt_index], v.index).await;
-            case.case.trial = (ctx.trials.n > 1).then_some(t + 1);
-            if let Some(p) = &ctx.progress {
-                let judged = super::Judged {
-                    so_far: wire_cases::so_far(&case.verdict),
-                    checks: super::CaseChecks::Invariants(vec![case.verdict.clone()]),
-                };
-                (p.case)(&case.case, &judged);
-            }
-            wire.entry(key(v)).or_default().push(case);
-        }
-    }
+    let wire = send_wire(ctx, &plan, golden, &held).await;
     // Counted after the wire cases, as the run's verdict counts them.
     let part = ctx.shard.map(|s| {
         let seen = run.as_ref().map(|r| r.seen(ctx)).unwrap_or_default();
@@ -144,4 +123,37 @@ pub async fn run_mutation(
     let mut report = assemble(ctx, chaos.map(|(n, _)| n), &made, run, wire, &held);
     report.shard = part;
     Ok(report)
+}
+
+/// Sends the `held` wire-level variants of `plan`, one case at a time, each trial the same
+/// attack again (a variant is made from the run's seed).
+async fn send_wire(
+    ctx: &RunContext,
+    plan: &crate::mutate::Plan,
+    golden: &[String],
+    held: &(dyn Fn(&Variant) -> bool + Sync),
+) -> Wired {
+    let mut wire = Wired::new();
+    // Wire cases attack the endpoint, not the agent's dependencies: the calls their normal
+    // requests make meet no chaos (else the config's `chaos:` rules, drawn in arrival order).
+    let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
+    for v in plan.variants.iter().filter(|v| is_wire(v) && held(v)) {
+        if let Some(p) = &ctx.progress {
+            (p.started)(wire_cases::SCENARIO, &format!("{} #{}", v.kind, v.index));
+        }
+        for t in ctx.trials.indices() {
+            let prompt = &golden[v.prompt_index];
+            let mut case = run_wire_case(ctx, ctx.seed, v.kind, prompt, v.index).await;
+            case.case.trial = (ctx.trials.n > 1).then_some(t + 1);
+            if let Some(p) = &ctx.progress {
+                let judged = super::Judged {
+                    so_far: wire_cases::so_far(&case.verdict),
+                    checks: super::CaseChecks::Invariants(vec![case.verdict.clone()]),
+                };
+                (p.case)(&case.case, &judged);
+            }
+            wire.entry(key(v)).or_default().push(case);
+        }
+    }
+    wire
 }

@@ -148,16 +148,60 @@ pub(super) fn assemble(
     chaos: Option<&str>,
     made: &Made,
     run: Option<PromptRun>,
-    mut wire: Wired,
+    wire: Wired,
     held: &dyn Fn(&Variant) -> bool,
 ) -> MutationReport {
-    let Made {
-        spec,
-        plan,
-        written,
-        golden,
-    } = made;
-    let mut report = MutationReport {
+    let (spec, plan) = (made.spec, made.plan);
+    let mut report = empty(ctx, chaos, plan);
+    if plan.variants.is_empty() {
+        report.judgement.reasons.push(format!(
+            "no mutated input was made, so the agent was not tested{}",
+            plan.skipped
+                .values()
+                .map(|why| format!("; {why}"))
+                .collect::<String>()
+        ));
+        report.types = type_scores(spec, plan, &[]);
+        return report;
+    }
+    let (mutants, wire_done) = paired(ctx, made, run.as_ref(), wire, held);
+    let variants = per_variant(&mutants);
+    report.score = super::consistency::credited_score(
+        variants.iter().map(|(m, c)| (m.weight, c.clone())),
+        ctx.trials.scoring,
+        ctx.trials.k,
+    );
+    if ctx.trials.n > 1 {
+        report.trials = variants.iter().map(|(m, c)| trials_of(m, c)).collect();
+    }
+    let judged_any = mutants.iter().any(|m| m.judged);
+    report.judgement = match &run {
+        Some(r) => r.decide(ctx, report.score, judged_any),
+        None => wire_only(ctx, report.score, judged_any),
+    };
+    report.types = type_scores(spec, plan, &mutants);
+    report.mutants = mutants;
+    if let Some(run) = run {
+        report.cases = run.cases;
+        report.coverage = run.coverage;
+        report.warnings = run.warnings;
+    }
+    // Sent after the text variants: the order sent.
+    report.cases.extend(wire_done);
+    if !plan.skipped.is_empty() {
+        report
+            .warnings
+            .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
+    }
+    report
+        .warnings
+        .extend(made.written.from_templates.values().cloned());
+    report
+}
+
+/// A report with nothing judged yet.
+fn empty(ctx: &RunContext, chaos: Option<&str>, plan: &Plan) -> MutationReport {
+    MutationReport {
         schema: SCHEMA,
         run: None,
         config_digest: ctx.config_digest.clone(),
@@ -178,26 +222,25 @@ pub(super) fn assemble(
         trials: vec![],
         warnings: vec![],
         shard: None,
-    };
-    if plan.variants.is_empty() {
-        report.judgement.reasons.push(format!(
-            "no mutated input was made, so the agent was not tested{}",
-            plan.skipped
-                .values()
-                .map(|why| format!("; {why}"))
-                .collect::<String>()
-        ));
-        report.types = type_scores(spec, plan, &[]);
-        return report;
     }
-    let judged_texts: Vec<_> = run.iter().flat_map(|r| r.prompts.clone()).collect();
-    let mut judged_texts = judged_texts.into_iter();
+}
+
+/// Each held variant's trials with their verdicts, in plan order (text ones from `run`'s
+/// judged prompts, in order; wire ones from `wire`), and the wire cases in that order.
+fn paired(
+    ctx: &RunContext,
+    made: &Made,
+    run: Option<&PromptRun>,
+    mut wire: Wired,
+    held: &dyn Fn(&Variant) -> bool,
+) -> (Vec<MutantVerdict>, Vec<CaseResult>) {
+    let mut judged_texts = run.iter().flat_map(|r| r.prompts.iter());
     let trials = ctx.trials.indices();
     let several = ctx.trials.n > 1;
-    let mut mutants = Vec::with_capacity(plan.variants.len() * trials.len());
+    let mut mutants = Vec::with_capacity(made.plan.variants.len() * trials.len());
     let mut wire_done = vec![];
-    'variants: for v in plan.variants.iter().filter(|v| held(v)) {
-        let original = golden[v.prompt_index].clone();
+    'variants: for v in made.plan.variants.iter().filter(|v| held(v)) {
+        let original = &made.golden[v.prompt_index];
         let mut cases = wire.remove(&key(v)).unwrap_or_default().into_iter();
         for &t in &trials {
             let (variant, passed, judged, checks) = if is_wire(v) {
@@ -209,21 +252,20 @@ pub(super) fn assemble(
                     text: case.sent,
                     ..v.clone()
                 };
-                let passed = case.verdict.passed();
                 let judged = !matches!(case.verdict, Verdict::NotTested(_));
-                (variant, passed, judged, vec![case.verdict])
+                (variant, case.verdict.passed(), judged, vec![case.verdict])
             } else {
                 let Some(p) = judged_texts.next() else {
                     break 'variants;
                 };
-                (v.clone(), p.passed, p.judged, p.checks)
+                (v.clone(), p.passed, p.judged, p.checks.clone())
             };
-            let by_model = written.get(v.kind, &original, v.index).as_ref() == Some(&variant.text);
+            let written = made.written.get(v.kind, original, v.index);
             mutants.push(MutantVerdict {
+                by_model: written.as_ref() == Some(&variant.text),
                 variant,
                 original: original.clone(),
-                weight: spec.weight(v.kind),
-                by_model,
+                weight: made.spec.weight(v.kind),
                 passed,
                 judged,
                 checks,
@@ -231,53 +273,25 @@ pub(super) fn assemble(
             });
         }
     }
-    let variants = per_variant(&mutants);
-    report.score = super::consistency::credited_score(
-        variants.iter().map(|(m, c)| (m.weight, c.clone())),
-        ctx.trials.scoring,
-        ctx.trials.k,
-    );
-    if several {
-        report.trials = variants.iter().map(|(m, c)| trials_of(m, c)).collect();
-    }
-    let judged_any = mutants.iter().any(|m| m.judged);
-    report.judgement = match &run {
-        Some(r) => r.decide(ctx, report.score, judged_any),
-        // Only wire cases: they reach the agent's endpoint directly, so no traffic has to
-        // cross the proxy for them.
-        None => decide(&Evidence {
-            cases: &[],
-            coverage: &[],
-            exchanges: 0,
-            agent_exchanges: 0,
-            declares_traffic: false,
-            node: false,
-            score: report.score,
-            min_score: ctx.min_score,
-            failed_critical: vec![],
-            judged_anything: judged_any,
-            // Wire cases read no answer at `response_path` of their own.
-            response_path: None,
-        }),
-    };
-    report.types = type_scores(spec, plan, &mutants);
-    report.mutants = mutants;
-    if let Some(run) = run {
-        report.cases = run.cases;
-        report.coverage = run.coverage;
-        report.warnings = run.warnings;
-    }
-    // Sent after the text variants: the order sent.
-    report.cases.extend(wire_done);
-    if !plan.skipped.is_empty() {
-        report
-            .warnings
-            .extend(plan.skipped.values().map(|why| format!("skipped: {why}")));
-    }
-    report
-        .warnings
-        .extend(written.from_templates.values().cloned());
-    report
+    (mutants, wire_done)
+}
+
+/// The verdict of a run of wire cases only: they reach the agent's endpoint directly, so
+/// no traffic has to cross the proxy for them, and they read no answer at `response_path`.
+fn wire_only(ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
+    decide(&Evidence {
+        cases: &[],
+        coverage: &[],
+        exchanges: 0,
+        agent_exchanges: 0,
+        declares_traffic: false,
+        node: false,
+        score,
+        min_score: ctx.min_score,
+        failed_critical: vec![],
+        judged_anything,
+        response_path: None,
+    })
 }
 
 /// Each variant's first trial and its consistency over its judged trials, in order (a

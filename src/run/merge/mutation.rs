@@ -22,43 +22,7 @@ pub(super) async fn merge(
     shards: Vec<(String, Report)>,
     allow_partial: bool,
 ) -> Result<MutationReport, String> {
-    let mut pieces = vec![];
-    let mut wire = Wired::new();
-    let mut chaos: Option<String> = None;
-    let mutation = |r| {
-        if let Report::Mutation(r) = r {
-            Some(r)
-        } else {
-            None
-        }
-    };
-    for (file, r) in all_of(shards, "mutation", mutation)? {
-        for (case, m) in r.cases_with_mutants() {
-            if is_wire(&m.variant) {
-                let verdict = m.checks.first().cloned();
-                let verdict = verdict.unwrap_or_else(|| Verdict::NotTested("no verdict".into()));
-                let case = WireCase {
-                    sent: m.variant.text.clone(),
-                    verdict,
-                    case: case.clone(),
-                };
-                wire.entry(key(&m.variant)).or_default().push(case);
-            }
-        }
-        chaos = r.chaos.clone();
-        let part = part_of(&file, r.shard)?;
-        pieces.push(Piece {
-            config_digest: r.config_digest,
-            seed: r.seed,
-            label: ("chaos", r.chaos.unwrap_or_else(|| "none".into())),
-            run: r.run,
-            part,
-            cases: r.cases,
-            coverage: r.coverage,
-            warnings: r.warnings,
-            file,
-        });
-    }
+    let (pieces, wire, chaos) = pieces_of(shards)?;
     let (golden, spec, invariants) = (
         &config.golden_prompts,
         &config.mutations,
@@ -102,4 +66,45 @@ pub(super) async fn merge(
         report.judgement = j;
     }
     Ok(report)
+}
+
+/// Each shard's piece, the wire cases as their shards judged them, and the chaos the run
+/// ran under.
+fn pieces_of(shards: Vec<(String, Report)>) -> Result<(Vec<Piece>, Wired, Option<String>), String> {
+    let mut pieces = vec![];
+    let mut wire = Wired::new();
+    let mut chaos: Option<String> = None;
+    let mutation = |r| {
+        if let Report::Mutation(r) = r {
+            Some(r)
+        } else {
+            None
+        }
+    };
+    for (file, r) in all_of(shards, "mutation", mutation)? {
+        for (case, m) in r.cases_with_mutants().filter(|(_, m)| is_wire(&m.variant)) {
+            let verdict = m.checks.first().cloned();
+            let verdict = verdict.unwrap_or_else(|| Verdict::NotTested("no verdict".into()));
+            let case = WireCase {
+                sent: m.variant.text.clone(),
+                verdict,
+                case: case.clone(),
+            };
+            wire.entry(key(&m.variant)).or_default().push(case);
+        }
+        chaos = r.chaos.clone();
+        let part = part_of(&file, r.shard)?;
+        pieces.push(Piece {
+            config_digest: r.config_digest,
+            seed: r.seed,
+            label: ("chaos", r.chaos.unwrap_or_else(|| "none".into())),
+            run: r.run,
+            part,
+            cases: r.cases,
+            coverage: r.coverage,
+            warnings: r.warnings,
+            file,
+        });
+    }
+    Ok((pieces, wire, chaos))
 }

@@ -80,6 +80,35 @@ fn version(p: &Piece) -> String {
 
 /// Checks that `pieces` are shards of one run of `ctx`'s config whose units are `units`,
 /// each given once; missing shards are an error unless `allow_partial`. The error names
+/// `p` is a shard of the same run as `first`: else which field differs, with both values.
+fn same_run(first: &Piece, p: &Piece) -> Result<(), String> {
+    let n = |p: &Piece| p.part.shard.n.to_string();
+    let same = [
+        (
+            "config_digest",
+            fmt(&first.config_digest),
+            fmt(&p.config_digest),
+        ),
+        ("seed", first.seed.to_string(), p.seed.to_string()),
+        (first.label.0, first.label.1.clone(), p.label.1.clone()),
+        ("flakestorm", version(first), version(p)),
+        ("shard N", n(first), n(p)),
+        ("shard.trials", trials(first), trials(p)),
+        (
+            "shard.units_digest",
+            first.part.units_digest.clone(),
+            p.part.units_digest.clone(),
+        ),
+    ];
+    match same.into_iter().find(|(_, a, b)| a != b) {
+        Some((field, a, b)) => Err(format!(
+            "{} is not a shard of the same run as {}: `{field}` is {b} there, {a} in {}",
+            p.file, first.file, first.file
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A piece's trials per case, and the one it ran alone (`--trial`).
 fn trials(p: &Piece) -> String {
     match p.part.trial {
@@ -100,31 +129,7 @@ pub(super) fn check(
     };
     let n = first.part.shard.n;
     for p in &pieces {
-        let same = [
-            (
-                "config_digest",
-                fmt(&first.config_digest),
-                fmt(&p.config_digest),
-            ),
-            ("seed", first.seed.to_string(), p.seed.to_string()),
-            (first.label.0, first.label.1.clone(), p.label.1.clone()),
-            ("flakestorm", version(first), version(p)),
-            ("shard N", n.to_string(), p.part.shard.n.to_string()),
-            ("shard.trials", trials(first), trials(p)),
-            (
-                "shard.units_digest",
-                first.part.units_digest.clone(),
-                p.part.units_digest.clone(),
-            ),
-        ];
-        for (field, a, b) in same {
-            if a != b {
-                return Err(format!(
-                    "{} is not a shard of the same run as {}: `{field}` is {b} there, {a} in {}",
-                    p.file, first.file, first.file
-                ));
-            }
-        }
+        same_run(first, p)?;
     }
     if first.config_digest != ctx.config_digest {
         return Err(format!(
