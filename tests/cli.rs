@@ -46,6 +46,33 @@ fn validate_lists_every_error_and_exits_2() {
     );
 }
 
+/// `validate` needs no secret: a `${VAR}` that is not set is a warning naming where it is
+/// used (the v2 examples name `${OPENAI_API_KEY}`); a run of the same file refuses it.
+#[test]
+fn validate_needs_no_secret_but_a_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("flakestorm.yaml"),
+        "agent: {endpoint: \"http://127.0.0.1:9/invoke\"}\ngolden_prompts: [hi]\nmodel: {provider: openai, name: gpt-4o-mini, api_key: \"${FLAKESTORM_TEST_UNSET_KEY}\"}\n",
+    )
+    .unwrap();
+    let (code, out, err) = flakestorm(&["validate"], dir.path());
+    assert_eq!((code, out.trim()), (0, "flakestorm.yaml: ok"), "{err}");
+    assert!(
+        err.contains(
+            "warning: environment variable `FLAKESTORM_TEST_UNSET_KEY` is not set (used at \
+             model.api_key): checked with a stand-in; a run needs it"
+        ),
+        "{err}"
+    );
+    let (code, _, err) = flakestorm(&["run"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("environment variable `FLAKESTORM_TEST_UNSET_KEY` is not set"),
+        "{err}"
+    );
+}
+
 #[test]
 fn ca_init_export_and_path() {
     let dir = tempfile::tempdir().unwrap();

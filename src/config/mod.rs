@@ -40,6 +40,7 @@ mod schema;
 mod sections;
 mod targets;
 mod trials;
+mod unset;
 pub mod untrusted;
 mod validate;
 
@@ -66,6 +67,7 @@ pub use response_path::ResponsePath;
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;
+pub use unset::{Validated, load_for_validation};
 pub use validate::compile_chaos;
 
 #[cfg(test)]
