@@ -792,3 +792,28 @@ fn a_json_config_keeps_every_character_of_its_strings() {
     let loaded = load_submitted(sent, &BTreeMap::new()).unwrap();
     assert_eq!(loaded.config.golden_prompts, ["a\u{85}b\u{7f}c"]);
 }
+
+/// A replay session file given as the config (v2 users keep them side by side) is said to
+/// be one, once, instead of an "unknown section" per field.
+#[test]
+fn a_session_file_given_as_the_config_is_named_as_one() {
+    let errors = errors_of(
+        "id: incident-42\ninput: \"What was ACME's Q3 revenue?\"\ntool_responses:\n  - {tool: web_search, response: \"503\"}\nexpected_failure: made up a number\ncontract: Research agent\n",
+        &[],
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("this is a replay session file")
+            && errors[0].contains("flakestorm replay run FILE"),
+        "{errors:?}"
+    );
+    // A config that also has an `input:` key is a config with an unknown section.
+    let errors = errors_of(
+        "agent: {endpoint: \"http://127.0.0.1:9/\"}\nid: x\ninput: y\n",
+        &[],
+    );
+    assert!(
+        errors.iter().all(|e| e.contains("unknown section")),
+        "{errors:?}"
+    );
+}

@@ -44,6 +44,10 @@ pub(super) fn sections(
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
 ) -> (Config, ChaosSpec, ChaosIndex) {
+    if let Some(why) = session_file(&root) {
+        errors.push(ConfigError::new("", why));
+        return (Config::default(), ChaosSpec::default(), ChaosIndex::new());
+    }
     let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
         let mut v = root.remove(name)?;
         expand_value(&mut v, name, env, errors);
@@ -142,6 +146,19 @@ pub(super) fn sections(
         ));
     }
     (c, chaos, chaos_index)
+}
+
+/// A replay session file given where a config goes (Flakestorm v2 users keep them side by
+/// side): one error saying so, instead of one "unknown section" per field.
+fn session_file(root: &Map<String, Value>) -> Option<String> {
+    let has = |k: &str| root.contains_key(k);
+    let config_like = SECTIONS.iter().any(|s| *s != "contract" && has(s));
+    (has("input") && (has("id") || has("tool_responses")) && !config_like).then(|| {
+        "this is a replay session file (it has `id`, `input`, `tool_responses`), not a \
+         flakestorm config: replay it with `flakestorm replay run FILE` (and your config \
+         with -c), or list it under `replays.sessions`"
+            .to_string()
+    })
 }
 
 /// `advanced` mixes fields this build applies with run-engine ones.
