@@ -135,6 +135,12 @@ pub(super) fn sections(
         c.replays = super::replays::replays_section(v, errors);
         super::replays::check_sources(&c.replays, warnings, errors);
     }
+    unknown_sections(root, errors);
+    (c, chaos, chaos_index)
+}
+
+/// What is left of the root once every section was taken: unknown sections.
+fn unknown_sections(mut root: Map<String, Value>, errors: &mut Vec<ConfigError>) {
     root.remove("version");
     for (key, _) in root {
         errors.push(ConfigError::new(
@@ -145,7 +151,6 @@ pub(super) fn sections(
             ),
         ));
     }
-    (c, chaos, chaos_index)
 }
 
 /// A replay session file given where a config goes (Flakestorm v2 users keep them side by
