@@ -67,7 +67,8 @@ impl Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Route {
-    /// Absolute-form `http://` request on the proxy port.
+    /// Absolute-form `http://` request on the proxy port, or a plain HTTP request inside
+    /// a `CONNECT` tunnel.
     Forward,
     /// Decrypted from a TLS-intercepted `CONNECT` tunnel.
     Intercepted,

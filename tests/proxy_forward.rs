@@ -413,9 +413,11 @@ async fn control_listener_serves_health_metrics_and_the_ca_but_not_the_key() {
     p.stop().await;
 }
 
-/// Bytes after CONNECT that are not TLS (here: plain HTTP) are relayed as they are.
+/// Bytes after CONNECT that are neither TLS nor an HTTP request (another protocol) are
+/// relayed as they are: here the origin's own answer to them comes back, and nothing is
+/// journaled.
 #[tokio::test]
-async fn non_tls_bytes_after_connect_are_tunnelled() {
+async fn non_tls_non_http_bytes_after_connect_are_tunnelled() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let o = origin::fixed(None, "plain through a tunnel").await;
     let p = start_proxy("").await;
@@ -427,11 +429,7 @@ async fn non_tls_bytes_after_connect_are_tunnelled() {
     let mut head = vec![0u8; 256];
     let n = tcp.read(&mut head).await.unwrap();
     assert!(head[..n].starts_with(b"HTTP/1.1 200"));
-    tcp.write_all(
-        format!("GET /t HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
+    tcp.write_all(b"NOT-HTTP hello\r\n\r\n").await.unwrap();
     let mut reply = String::new();
     within(
         "origin reply through the tunnel",
@@ -440,16 +438,82 @@ async fn non_tls_bytes_after_connect_are_tunnelled() {
     .await
     .unwrap();
     assert!(
-        reply.starts_with("HTTP/1.1 200") && reply.ends_with("plain through a tunnel"),
-        "{reply}"
+        reply.starts_with("HTTP/1.1 400"),
+        "the origin's own parser answered: {reply}"
     );
-    assert_eq!(o.log.all()[0].uri, "/t");
     assert!(
         p.daemon
             .metrics
             .encode()
             .contains("flakestorm_tunnels_total 1")
     );
+    assert!(
+        p.daemon.journal.all().is_empty(),
+        "a blind tunnel records nothing"
+    );
     drop(tcp); // a tunnel ends when both sides have closed
+    p.stop().await;
+}
+
+/// A client that tunnels its `http://` calls (Node's undici `EnvHttpProxyAgent` sends
+/// `CONNECT host:80` and then plain HTTP) is served like an absolute-form request: the
+/// exchange is journaled with its `http://` URL and target, and its tool's faults apply.
+#[tokio::test]
+async fn plain_http_inside_a_connect_tunnel_is_recorded_and_faulted() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let o = origin::fixed(None, "hello").await;
+    let yaml = format!(
+        "tools:\n  - name: search\n    match_url: 'http://{}/search*'\nchaos:\n  tool_faults: [{{tool: search, mode: error, error_code: 503}}]\n",
+        o.addr
+    );
+    let p = start_proxy(&yaml).await;
+    let through = |path: &'static str| {
+        let (proxy, target) = (p.addr(), o.addr);
+        async move {
+            let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
+            let connect = format!("CONNECT {target} HTTP/1.1\r\nhost: {target}\r\n\r\n");
+            s.write_all(connect.as_bytes()).await.unwrap();
+            let mut head = vec![];
+            while !head.ends_with(b"\r\n\r\n") {
+                head.push(s.read_u8().await.unwrap());
+            }
+            assert!(
+                head.starts_with(b"HTTP/1.1 200"),
+                "{:?}",
+                String::from_utf8_lossy(&head)
+            );
+            let req = format!("GET {path} HTTP/1.1\r\nhost: {target}\r\nconnection: close\r\n\r\n");
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut all = String::new();
+            s.read_to_string(&mut all).await.unwrap();
+            all
+        }
+    };
+    let plain = within("a plain request in the tunnel", through("/other")).await;
+    assert!(
+        plain.starts_with("HTTP/1.1 200") && plain.ends_with("hello"),
+        "{plain}"
+    );
+    let faulted = within("a faulted one", through("/search?q=x")).await;
+    assert!(faulted.starts_with("HTTP/1.1 503"), "{faulted}");
+    assert_eq!(o.log.len(), 1, "the faulted call never reached the origin");
+    p.daemon.journal.wait_for(2).await;
+    let all = p.daemon.journal.all();
+    let urls: Vec<(&str, &Target, Route)> = all
+        .iter()
+        .map(|e| (e.request.url.as_str(), &e.target, e.route))
+        .collect();
+    let other = format!("http://{}/other", o.addr);
+    let search = format!("http://{}/search?q=x", o.addr);
+    assert_eq!(urls[0], (other.as_str(), &Target::Other, Route::Forward));
+    let tool = Target::Tool {
+        name: "search".into(),
+    };
+    assert_eq!(urls[1], (search.as_str(), &tool, Route::Forward));
+    assert!(
+        all[1].fault.as_ref().is_some_and(|f| f.applied),
+        "{:?}",
+        all[1].fault
+    );
     p.stop().await;
 }

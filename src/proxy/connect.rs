@@ -1,7 +1,8 @@
 //! `CONNECT host:port`: passthrough hosts (and hosts outside `proxy.intercept`) are
 //! tunnelled blind; others are intercepted: the first bytes are peeked, a TLS ClientHello
 //! gets a leaf certificate for its SNI (or the CONNECT host) and the decrypted requests
-//! are served by the same service; anything else is tunnelled as is.
+//! are served by the same service, and so are plain HTTP requests (a client that tunnels
+//! its `http://` calls); anything else is tunnelled as is.
 
 use std::time::Duration;
 
@@ -112,6 +113,14 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     buf.truncate(n);
     let io = Prefixed::new(Bytes::from(buf), io);
     let host = bare_host(&authority).to_string();
+    if n > 0 && !io_starts_tls(&io) && is_http_request(&io) {
+        let ctx = ConnCtx {
+            tunnel: Some(authority),
+            plain: true,
+            ..ctx
+        };
+        return listener::serve_http(proxy, ctx, TokioIo::new(io)).await;
+    }
     if n == 0 || !io_starts_tls(&io) {
         let port = authority.port_u16().unwrap_or(443);
         let timeout = proxy.settings().connect_timeout;
@@ -150,9 +159,17 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     proxy.metrics().tls_handshake(true);
     let ctx = ConnCtx {
         tunnel: Some(authority),
+        plain: false,
         ..ctx
     };
     listener::serve_http(proxy, ctx, TokioIo::new(tls)).await;
+}
+
+/// The peeked bytes open an HTTP/1 request: a method (upper-case letters) and a space.
+fn is_http_request<T>(io: &Prefixed<T>) -> bool {
+    let head = io.prefix();
+    let method = head.iter().take_while(|b| b.is_ascii_uppercase()).count();
+    (3..=10).contains(&method) && head.get(method) == Some(&b' ')
 }
 
 fn io_starts_tls<T>(io: &Prefixed<T>) -> bool {

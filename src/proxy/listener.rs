@@ -113,6 +113,7 @@ impl Proxy {
                 peer,
                 user: None,
                 tunnel: None,
+                plain: false,
                 lane,
             };
             serve_watched(proxy, ctx, stream, slot).await;

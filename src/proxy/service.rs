@@ -30,6 +30,9 @@ pub struct ConnCtx {
     pub user: Option<Arc<str>>,
     /// Set inside an intercepted tunnel: the `CONNECT` target every request goes to.
     pub tunnel: Option<Authority>,
+    /// The tunnel carries plain HTTP, not TLS (Node's `EnvHttpProxyAgent` tunnels its
+    /// `http://` calls so): its requests go to `http://` and the target.
+    pub plain: bool,
     /// The lane this connection came in by: a pool instance's listener (`None`: the main
     /// listener, whose lane a run with the proxy to itself sets).
     pub lane: Option<crate::journal::Lane>,
@@ -44,8 +47,12 @@ pub async fn handle(
         return Ok(reject(&proxy, &ctx, &req, err));
     }
     if let Some(authority) = ctx.tunnel.clone() {
-        let uri = rebuild(Scheme::HTTPS, authority, req.uri());
-        return exchange(proxy, ctx, req, uri, Route::Intercepted).await;
+        let (scheme, route) = match ctx.plain {
+            true => (Scheme::HTTP, Route::Forward),
+            false => (Scheme::HTTPS, Route::Intercepted),
+        };
+        let uri = rebuild(scheme, authority, req.uri());
+        return exchange(proxy, ctx, req, uri, route).await;
     }
     if req.uri().scheme().is_none() && req.method() != Method::CONNECT {
         return super::reverse::reverse(proxy, ctx, req).await;

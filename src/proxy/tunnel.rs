@@ -26,6 +26,11 @@ impl<T> Prefixed<T> {
     pub fn first_byte(&self) -> Option<u8> {
         self.prefix.first().copied()
     }
+
+    /// The bytes put back and not yet read.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
