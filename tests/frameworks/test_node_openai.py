@@ -47,16 +47,50 @@ class NodeStack(Stack):
         return f"{prefix}cd {shlex.quote(str(NODE_DIR))} && exec node agent.mjs {self.agent_port}"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def _run(tmp: Path, contract: str, **env: str):
     if shutil.which("node") is None or not (NODE_DIR / "node_modules" / "undici").is_dir():
         pytest.fail("node and tests/frameworks/node's packages are needed (scripts/test.sh runs "
                     "`npm ci --prefix tests/frameworks/node`)", pytrace=False)
-    stack = NodeStack(tmp_path_factory.mktemp("node"))
+    stack = NodeStack(tmp)
     try:
-        yield stack.run_contract(stack.config(CONTRACT, PROMPTS))
+        return stack.run_contract(stack.config(contract, PROMPTS, **env))
     finally:
         stack.close()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("node"), CONTRACT)
+
+
+STREAM_CONTRACT = """\
+contract:
+  name: Node research agent, streaming
+  invariants:
+    - {id: searches, type: tool_called, tool: web_search}
+    - {id: answers, type: contains, value: "According to", severity: critical}
+  chaos_matrix:
+    - name: no-chaos
+    - name: llm-stream-cut
+      llm_faults: [{mode: stream_cut, after_events: 2}]
+"""
+
+
+def test_a_quiet_stream_cut_gives_the_node_sdk_half_a_tool_call(tmp_path):
+    """`stream_cut` (quiet) on the agent's streamed first turn: the SDK raises nothing and
+    ends the stream; the tool call's arguments are cut in half, the agent's JSON.parse
+    throws, the agent answers 500, and the critical `answers` fails the run (exit 1)."""
+    run = _run(tmp_path, STREAM_CONTRACT, LLM_STREAMING="1")
+    r = run.report
+    assert r is not None, run.why()
+    [clean] = cases(r, "no-chaos")
+    assert clean["answer"].startswith("According to web_search"), run.why()
+    [cut] = cases(r, "llm-stream-cut")
+    [llm] = exchanges(cut, "llm")
+    assert llm["fault"]["applied"] and status(llm) == 200, llm
+    assert "SyntaxError" in cut["error"], cut
+    assert cell(r, "answers", "llm-stream-cut")["verdict"] == "fail", run.why()
+    assert (run.code, r["verdict"]) == (1, "fail"), run.why()
 
 
 def test_each_cell_is_what_the_node_sdk_did(run):

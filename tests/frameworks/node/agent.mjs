@@ -7,7 +7,8 @@
 //
 // The model is the `openai` npm SDK, configured only the way its users configure it:
 // OPENAI_BASE_URL and OPENAI_API_KEY (read by the SDK), its default retries (2, so 3
-// attempts, honouring `retry-after`). `web_search` calls TOOL_URL with `fetch`. Node 20's
+// attempts, honouring `retry-after`); `LLM_STREAMING=1` streams. `web_search` calls
+// TOOL_URL with `fetch`. Node 20's
 // `fetch` ignores HTTPS_PROXY, so the agent does what docs/frameworks.md says a Node user
 // does: undici's EnvHttpProxyAgent as the global dispatcher, which reads the proxy
 // variables flakestorm's `agent.command` sets (and NODE_EXTRA_CA_CERTS the CA).
@@ -21,6 +22,7 @@ import { EnvHttpProxyAgent, setGlobalDispatcher } from "undici";
 setGlobalDispatcher(new EnvHttpProxyAgent());
 
 const client = new OpenAI();
+const STREAMING = process.env.LLM_STREAMING === "1";
 const TOOL_URL = process.env.TOOL_URL;
 const tools = [{
   type: "function",
@@ -41,14 +43,37 @@ async function webSearch(query) {
   }
 }
 
+async function whole(messages) {
+  const r = await client.chat.completions.create({ model: "gpt-4o-mini", messages, tools });
+  return r.choices[0].message;
+}
+
+// The message a stream adds up to, as SDK users assemble it: text pieces, and each tool
+// call's id, name and argument pieces by index.
+async function streamed(messages) {
+  const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages, tools, stream: true });
+  const msg = { role: "assistant", content: "", tool_calls: [] };
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta ?? {};
+    msg.content += delta.content ?? "";
+    for (const t of delta.tool_calls ?? []) {
+      const call = (msg.tool_calls[t.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+      call.id ||= t.id ?? "";
+      call.function.name += t.function?.name ?? "";
+      call.function.arguments += t.function?.arguments ?? "";
+    }
+  }
+  if (!msg.tool_calls.length) delete msg.tool_calls;
+  return msg;
+}
+
 async function answer(input) {
   const messages = [
     { role: "system", content: "Answer with web_search and cite it." },
     { role: "user", content: input },
   ];
   for (let turn = 0; turn < 4; turn++) {
-    const r = await client.chat.completions.create({ model: "gpt-4o-mini", messages, tools });
-    const msg = r.choices[0].message;
+    const msg = STREAMING ? await streamed(messages) : await whole(messages);
     messages.push(msg);
     if (!msg.tool_calls?.length) return msg.content ?? "";
     for (const call of msg.tool_calls) {
