@@ -42,6 +42,24 @@ NETAUDIT = Path(__file__).resolve().parent / "netaudit"
 FACT = "ACME Q3 revenue was $4.1B"
 SORRY = "Sorry, web_search is unavailable right now."
 RUN_TIMEOUT_S = 120  # a whole `contract run`, agent start-up included
+
+# A small research contract for the recipe tests of other stacks (the LangGraph suite has
+# its own, larger one): a tool outage and a provider that answers 429 every time.
+SMALL_CONTRACT = """\
+contract:
+  name: Research agent
+  invariants:
+    - {id: cites-source, type: regex, pattern: "(?i)according to", severity: critical, when: no_chaos}
+    - {id: admits-outage, type: contains_any, values: [unavailable, sorry], severity: high, when: tool_faults_active}
+    - {id: searches, type: tool_called, tool: web_search}
+    - {id: waits-on-429, type: honors_retry_after, severity: high, when: llm_faults_active}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-down
+      tool_faults: [{tool: web_search, mode: error, error_code: 503}]
+    - name: llm-down-429
+      llm_faults: [{mode: rate_limit, retry_after_s: 0.3}]
+"""
 MODEL = "gpt-4o-mini"
 
 # What a tool result that reports a failure looks like to the scripted model.

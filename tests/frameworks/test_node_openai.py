@@ -20,26 +20,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _frameworks import SORRY, Stack, cases, cell, exchanges, status
+from _frameworks import SMALL_CONTRACT, SORRY, Stack, cases, cell, exchanges, status
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
-CONTRACT = """\
-contract:
-  name: Node research agent
-  invariants:
-    - {id: cites-source, type: regex, pattern: "(?i)according to", severity: critical, when: no_chaos}
-    - {id: admits-outage, type: contains_any, values: [unavailable, sorry], severity: high, when: tool_faults_active}
-    - {id: searches, type: tool_called, tool: web_search}
-    - {id: waits-on-429, type: honors_retry_after, severity: high, when: llm_faults_active}
-  chaos_matrix:
-    - name: no-chaos
-    - name: search-down
-      tool_faults: [{tool: web_search, mode: error, error_code: 503}]
-    - name: llm-down-429
-      llm_faults: [{mode: rate_limit, retry_after_s: 0.3}]
-"""
 
 
 class NodeStack(Stack):
@@ -60,7 +45,7 @@ def _run(tmp: Path, contract: str, **env: str):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return _run(tmp_path_factory.mktemp("node"), CONTRACT)
+    return _run(tmp_path_factory.mktemp("node"), SMALL_CONTRACT)
 
 
 STREAM_CONTRACT = """\
