@@ -1,0 +1,91 @@
+"""A research agent on LiteLLM, as its users write one, behind a small HTTP API.
+
+    python litellm_agent.py PORT
+
+* `POST /invoke {"input": "..."}` -> `{"result": "<the model's answer>"}`
+* `GET /health` -> 200
+
+`litellm.completion(model="openai/gpt-4o-mini", api_base=OPENAI_BASE_URL, tools=[…],
+num_retries=2)` in a tool loop, configured as LiteLLM users configure it:
+`LITELLM_LOCAL_MODEL_COST_MAP=True` (else it fetches its cost map from GitHub at import),
+the key from `OPENAI_API_KEY`, 2 retries. The tool calls the search API at `TOOL_URL` with
+httpx; a failed call is handed to the model as the tool's result. Anything
+`litellm.completion` raises once its retries are spent becomes HTTP 500.
+"""
+
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import litellm
+
+TOOL_URL = os.environ["TOOL_URL"]
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "web_search",
+        "description": "Search the web and return the top results.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
+                       "required": ["query"]},
+    },
+}]
+
+
+def web_search(query: str) -> str:
+    try:
+        r = httpx.get(TOOL_URL, params={"q": query}, timeout=10)
+        r.raise_for_status()
+        return "\n".join(r.json()["results"])
+    except (httpx.HTTPError, ValueError, KeyError) as e:
+        return f"web_search failed: {e}"
+
+
+def answer(prompt: str) -> str:
+    messages = [{"role": "system", "content": "Answer with web_search and cite it."},
+                {"role": "user", "content": prompt}]
+    for _ in range(4):
+        r = litellm.completion(model="openai/gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
+                               messages=messages, tools=TOOLS, num_retries=2)
+        msg = r.choices[0].message
+        calls = msg.tool_calls or []
+        messages.append(msg.model_dump(exclude_none=True))
+        if not calls:
+            return msg.content or ""
+        for call in calls:
+            query = json.loads(call.function.arguments or "{}").get("query", "")
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": web_search(query)})
+    return "I could not finish."
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, obj: dict):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/health":
+            return self._send(200, {"ok": True})
+        self._send(404, {"error": "not found"})
+
+    def do_POST(self):
+        if self.path != "/invoke":
+            return self._send(404, {"error": "not found"})
+        n = int(self.headers.get("Content-Length") or 0)
+        prompt = json.loads(self.rfile.read(n) or b"{}").get("input", "")
+        try:
+            self._send(200, {"result": answer(prompt)})
+        except Exception as e:  # noqa: BLE001 - a web app without a handler for it
+            self._send(500, {"error": f"{type(e).__name__}: {e}"})
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

@@ -1,0 +1,65 @@
+"""LiteLLM under `flakestorm contract run` (docs/frameworks.md, "LiteLLM"): the recipe is
+the test, and it shows what flakestorm catches in the stack.
+
+The agent (agents/litellm_agent.py) calls `litellm.completion(model="openai/…",
+num_retries=2)` in a tool loop, configured as LiteLLM users configure it
+(`LITELLM_LOCAL_MODEL_COST_MAP=True`, without which it fetches its cost map from GitHub at
+import). Under a provider that answers 429 every time, the openai SDK underneath makes its
+three attempts spaced by `retry-after`; then LiteLLM's own `num_retries` tries twice more
+at once, ignoring `retry-after`: the `honors_retry_after` check fails on those, and says
+by how much.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+from _frameworks import AGENTS, SMALL_CONTRACT, SORRY, Stack, cases, cell, exchanges, status
+
+PROMPTS = ["What was ACME's Q3 revenue?"]
+
+
+class LiteLLMStack(Stack):
+    def agent_command(self, prefix: str = "") -> str:
+        agent = AGENTS / "litellm_agent.py"
+        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
+
+    def agent_env(self, **extra: str) -> dict[str, str]:
+        return super().agent_env(LITELLM_LOCAL_MODEL_COST_MAP="True", **extra)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    stack = LiteLLMStack(tmp_path_factory.mktemp("litellm"))
+    try:
+        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
+    finally:
+        stack.close()
+
+
+def test_litellms_own_retries_ignore_retry_after_and_the_check_says_so(run):
+    r = run.report
+    assert r is not None, run.why()
+    want = {
+        ("cites-source", "no-chaos"): "pass",
+        ("admits-outage", "search-down"): "pass",
+        ("searches", "no-chaos"): "pass",
+        ("searches", "search-down"): "pass",
+        ("searches", "llm-down-429"): "fail",
+        ("waits-on-429", "llm-down-429"): "fail",  # num_retries ignores retry-after
+    }
+    got = {k: cell(r, *k)["verdict"] for k in want}
+    assert got == want, run.why()
+    reason = cell(r, "waits-on-429", "llm-down-429")["reason"]
+    assert "retry-after asked for 300 ms" in reason, reason
+    [limited] = cases(r, "llm-down-429")
+    llm = exchanges(limited, "llm")
+    # The openai SDK's 3 attempts, then LiteLLM's 2: all answered 429 by flakestorm.
+    assert [status(e) for e in llm] == [429] * 5, run.why()
+    assert "RateLimitError" in limited["error"], limited
+    [down] = cases(r, "search-down")
+    assert down["answer"] == SORRY, run.why()
+    # A medium and a high cell failed: 3 of 10 weights lost, 70.0, on the pass mark.
+    assert r["score"]["value"] == pytest.approx(70.0), run.why()
