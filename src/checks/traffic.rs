@@ -116,9 +116,12 @@ fn asked_ms(e: &Exchange) -> Option<f64> {
 /// Every 429 with a retry delay is followed, on the same URL, by a call that started no
 /// sooner than the delay after the 429 was answered (or by no call at all).
 fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
-    let mut limited = 0;
+    let (mut limited, mut silent) = (0, 0);
     for (i, e) in traffic.iter().enumerate() {
-        let Some(ms) = asked_ms(e) else { continue };
+        let Some(ms) = asked_ms(e) else {
+            silent += usize::from(status_of(e) == Some(429));
+            continue;
+        };
         limited += 1;
         let answered = e.timings.started_at_ms as f64 + e.timings.total_ms;
         let next = traffic[i + 1..]
@@ -135,9 +138,21 @@ fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
             }
         }
     }
-    match limited {
-        0 => Verdict::NotApplicable("no rate-limited call in this case".into()),
-        n => Verdict::Pass(format!("{n} rate limit(s) honoured")),
+    match (limited, silent) {
+        (0, 0) => Verdict::NotApplicable("no rate-limited call in this case".into()),
+        // Gemini says its delay in the body (`RetryInfo.retryDelay`), not in a header.
+        (0, n) => Verdict::NotApplicable(format!(
+            "{n} rate-limited call(s), none with a delay in `retry-after` or `retry-after-ms` \
+             to honour"
+        )),
+        (n, _) => Verdict::Pass(format!("{n} rate limit(s) honoured")),
+    }
+}
+
+fn status_of(e: &Exchange) -> Option<u16> {
+    match &e.outcome {
+        Outcome::Response { response, .. } => Some(response.status),
+        Outcome::Error { status, .. } => *status,
     }
 }
 
@@ -345,5 +360,15 @@ mod tests {
         );
         assert!(matches!(retry_after(&[ok(0)]), Verdict::NotApplicable(_)));
         assert!(retry_after(&[limited(0)]).passed(), "giving up is fine");
+        // Gemini's 429 asks its delay in the body, not a header: said, not "no 429".
+        let gemini = ex(llm.clone(), "https://api/v1/chat", 429, &[], 0, 10.0);
+        assert_eq!(
+            retry_after(&[gemini]),
+            Verdict::NotApplicable(
+                "1 rate-limited call(s), none with a delay in `retry-after` or `retry-after-ms` \
+                 to honour"
+                    .into()
+            )
+        );
     }
 }

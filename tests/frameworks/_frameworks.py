@@ -188,6 +188,41 @@ class ScriptedLLM(_SeqOrigin):
         return f"{self.url()}/v1"
 
 
+class _GeminiHandler(_Recording):
+    """Gemini's `generateContent` (provider-wire-formats.md), scripted as `script` is: a
+    function call for the user's question, then an answer from the function's response."""
+
+    def do_POST(self):
+        seq, body = self._record()
+        m = re.fullmatch(r"/v1(?:beta)?/models/([^/:]+):generateContent", urlsplit(self.path).path)
+        if not m:
+            return self._send_json({"error": {"code": 404, "message": f"no route {self.path}",
+                                              "status": "NOT_FOUND"}}, seq, 404)
+        req = json.loads(body or b"{}")
+        contents = req.get("contents") or []
+        parts = (contents[-1] if contents else {}).get("parts") or []
+        answered = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        if answered:
+            result = json.dumps(answered[0].get("response"))
+            text = SORRY if _ERROR_RE.search(result) else f"According to web_search: {FACT}"
+            out = [{"text": text}]
+        elif req.get("tools"):
+            question = "".join(p.get("text", "") for p in parts)
+            out = [{"functionCall": {"name": "web_search", "args": {"query": question}}}]
+        else:
+            out = [{"text": "I can only answer with web_search."}]
+        self._send_json({
+            "candidates": [{"content": {"role": "model", "parts": out}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 10, "totalTokenCount": 30},
+            "modelVersion": m.group(1),
+        }, seq)
+
+
+class ScriptedGemini(_SeqOrigin):
+    def __init__(self):
+        super().__init__(True, _GeminiHandler)
+
+
 # ----------------------------------------------------------------------- tool API
 
 
