@@ -223,6 +223,72 @@ class ScriptedGemini(_SeqOrigin):
         super().__init__(True, _GeminiHandler)
 
 
+class _AnthropicHandler(_Recording):
+    """Anthropic's Messages API (provider-wire-formats.md), scripted as `script` is: a
+    `tool_use` for the user's question, then an answer from the `tool_result`."""
+
+    def do_POST(self):
+        seq, body = self._record()
+        if urlsplit(self.path).path != "/v1/messages":
+            return self._send_json({"type": "error", "error": {"type": "not_found_error",
+                                                               "message": f"no route {self.path}"}}, seq, 404)
+        req = json.loads(body or b"{}")
+        messages = req.get("messages") or []
+        content = (messages[-1] if messages else {}).get("content") or ""
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if results:
+            result = json.dumps(results[0].get("content"))
+            text = SORRY if _ERROR_RE.search(result) else f"According to web_search: {FACT}"
+            out, stop = [{"type": "text", "text": text}], "end_turn"
+        elif req.get("tools"):
+            question = "".join(b.get("text", "") for b in blocks)
+            out = [{"type": "tool_use", "id": f"toolu_{seq}", "name": "web_search", "input": {"query": question}}]
+            stop = "tool_use"
+        else:
+            out, stop = [{"type": "text", "text": "I can only answer with web_search."}], "end_turn"
+        message = {"id": f"msg_{seq}", "type": "message", "role": "assistant",
+                   "model": req.get("model", "claude"), "content": out, "stop_reason": stop,
+                   "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 10}}
+        if not req.get("stream"):
+            return self._send_json(message, seq)
+        self._stream(message, seq)
+
+    def _stream(self, message: dict, seq: int):
+        """The same message as Anthropic's event stream (provider-wire-formats.md)."""
+        start = {**message, "content": [], "stop_reason": None}
+        events = [("message_start", {"type": "message_start", "message": start})]
+        for i, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+            else:
+                first = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events += [("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}),
+                       ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                       ("content_block_stop", {"type": "content_block_stop", "index": i})]
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
+                                                                          "stop_sequence": None},
+                                      "usage": {"output_tokens": 10}}),
+                   ("message_stop", {"type": "message_stop"})]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Origin-Seq", str(seq))
+        self.end_headers()
+        try:
+            for name, data in events:
+                self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self._end_chunked()
+        except OSError:
+            pass  # the client went away (a fault cut the stream)
+
+
+class ScriptedAnthropic(_SeqOrigin):
+    def __init__(self):
+        super().__init__(True, _AnthropicHandler)
+
+
 # ----------------------------------------------------------------------- tool API
 
 

@@ -1,0 +1,76 @@
+"""A research agent on pydantic-ai with Anthropic, as its users write one, behind a small
+HTTP API.
+
+    python pydantic_ai_agent.py PORT
+
+* `POST /invoke {"input": "..."}` -> `{"result": "<the run's output>"}`
+* `GET /health` -> 200
+
+`Agent("anthropic:claude-sonnet-4-5")` with a plain tool, run with `agent.run` on one event
+loop (an async web app has one), configured as its users configure it: `ANTHROPIC_API_KEY`
+and `ANTHROPIC_BASE_URL`, read by the anthropic SDK underneath (its default 2 retries,
+honouring `retry-after`). The tool calls the search API at `TOOL_URL` with httpx and
+returns the failure as its result when the call fails. Anything the run raises becomes
+HTTP 500.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+from pydantic_ai import Agent
+
+TOOL_URL = os.environ["TOOL_URL"]
+agent = Agent("anthropic:claude-sonnet-4-5", instructions="Answer with web_search and cite it.")
+
+
+@agent.tool_plain
+def web_search(query: str) -> str:
+    """Search the web and return the top results."""
+    try:
+        r = httpx.get(TOOL_URL, params={"q": query}, timeout=10)
+        r.raise_for_status()
+        return "\n".join(r.json()["results"])
+    except (httpx.HTTPError, ValueError, KeyError) as e:
+        return f"web_search failed: {e}"
+
+
+LOOP = asyncio.new_event_loop()
+threading.Thread(target=LOOP.run_forever, daemon=True).start()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, obj: dict):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/health":
+            return self._send(200, {"ok": True})
+        self._send(404, {"error": "not found"})
+
+    def do_POST(self):
+        if self.path != "/invoke":
+            return self._send(404, {"error": "not found"})
+        n = int(self.headers.get("Content-Length") or 0)
+        prompt = json.loads(self.rfile.read(n) or b"{}").get("input", "")
+        try:
+            result = asyncio.run_coroutine_threadsafe(agent.run(prompt), LOOP).result()
+            self._send(200, {"result": str(result.output)})
+        except Exception as e:  # noqa: BLE001 - a web app without a handler for it
+            self._send(500, {"error": f"{type(e).__name__}: {e}"})
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

@@ -1,0 +1,70 @@
+"""pydantic-ai with Anthropic under `flakestorm contract run` (docs/frameworks.md,
+"pydantic-ai"): the recipe is the test.
+
+The agent (agents/pydantic_ai_agent.py) is `Agent("anthropic:claude-sonnet-4-5")` with a
+plain tool, configured by ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL (read by the anthropic
+SDK underneath). pydantic-ai streams its model calls; its model is the scripted Anthropic
+origin of _frameworks.py (Messages API, JSON and event streams).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+from _frameworks import (AGENTS, SMALL_CONTRACT, SORRY, ScriptedAnthropic, Stack, cases, cell,
+                         exchanges, status)
+
+PROMPTS = ["What was ACME's Q3 revenue?"]
+
+
+class PydanticAiStack(Stack):
+    def __init__(self, tmp):
+        super().__init__(tmp)
+        self.anthropic = ScriptedAnthropic()
+
+    def close(self):
+        super().close()
+        self.anthropic.close()
+
+    def agent_command(self, prefix: str = "") -> str:
+        agent = AGENTS / "pydantic_ai_agent.py"
+        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
+
+    def agent_env(self, **extra: str) -> dict[str, str]:
+        return super().agent_env(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=self.anthropic.url(),
+                                 **extra)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    stack = PydanticAiStack(tmp_path_factory.mktemp("pydantic-ai"))
+    try:
+        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
+    finally:
+        stack.close()
+
+
+def test_each_cell_is_what_pydantic_ai_did(run):
+    r = run.report
+    assert r is not None, run.why()
+    want = {
+        ("cites-source", "no-chaos"): "pass",
+        ("admits-outage", "search-down"): "pass",
+        ("searches", "no-chaos"): "pass",
+        ("searches", "search-down"): "pass",
+        ("searches", "llm-down-429"): "fail",
+        ("waits-on-429", "llm-down-429"): "pass",  # the anthropic SDK's attempts, spaced by retry-after
+    }
+    got = {k: cell(r, *k)["verdict"] for k in want}
+    assert got == want, run.why()
+    [down] = cases(r, "search-down")
+    assert down["answer"] == SORRY, run.why()
+    [clean] = cases(r, "no-chaos")
+    assert [e["target"]["kind"] for e in clean["exchanges"]] == ["llm", "tool", "llm"], run.why()
+    assert clean["exchanges"][0]["target"].get("provider") == "anthropic", clean["exchanges"][0]
+    [limited] = cases(r, "llm-down-429")
+    assert [status(e) for e in exchanges(limited, "llm")] == [429, 429, 429], run.why()
+    assert "ModelRateLimitError: status_code: 429" in limited["error"], limited
+    assert (run.code, r["verdict"]) == (0, "pass"), run.why()
