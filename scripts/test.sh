@@ -2,8 +2,9 @@
 # The test command (README, CI): formatting, lints, every Rust test tier, then the
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
 # (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
-# agent-framework suite (LangGraph + langchain-openai, and a Node agent on the openai npm
-# SDK, under `contract run`) against the built
+# agent-framework suite (LangGraph + langchain-openai, the OpenAI Agents SDK, LiteLLM,
+# pydantic-ai, google-genai and a Node agent on the openai npm SDK, under `contract run`)
+# against the built
 # binary, the HTML report opened in headless Chromium (tests/reports), and a recorded tape
 # read by haralyzer (tests/tapes), and the deployment files run for real (tests/containers:
 # the image built and run with podman, the compose example under podman-compose, the
@@ -81,7 +82,7 @@ if [ "$current_rc" -ne 0 ] || [ "$older_rc" -ne 0 ]; then exit 1; fi
 # docs/conformance-matrix.md must be what both runs give.
 python3 scripts/conformance_matrix.py --check current="$results/current.xml" older="$results/older.xml"
 
-echo "==> agents on real frameworks under contract runs: LangGraph, Node's openai SDK (tests/frameworks)"
+echo "==> agents on real frameworks under contract runs: LangGraph, Agents SDK, LiteLLM, pydantic-ai, google-genai, Node (tests/frameworks)"
 # The Node agent's packages (openai, undici), pinned by its package-lock.json. Node 20
 # comes with the machine; apt's nodejs where it is missing (undici needs 20.18 or newer).
 if ! command -v npm >/dev/null; then
