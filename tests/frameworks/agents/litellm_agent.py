@@ -16,10 +16,11 @@ httpx; a failed call is handed to the model as the tool's result. Anything
 import json
 import os
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import litellm
+
+from _serve import serve
 
 TOOL_URL = os.environ["TOOL_URL"]
 TOOLS = [{
@@ -59,33 +60,5 @@ def answer(prompt: str) -> str:
     return "I could not finish."
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, obj: dict):
-        body = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        if self.path == "/health":
-            return self._send(200, {"ok": True})
-        self._send(404, {"error": "not found"})
-
-    def do_POST(self):
-        if self.path != "/invoke":
-            return self._send(404, {"error": "not found"})
-        n = int(self.headers.get("Content-Length") or 0)
-        prompt = json.loads(self.rfile.read(n) or b"{}").get("input", "")
-        try:
-            self._send(200, {"result": answer(prompt)})
-        except Exception as e:  # noqa: BLE001 - a web app without a handler for it
-            self._send(500, {"error": f"{type(e).__name__}: {e}"})
-
-
 if __name__ == "__main__":
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    serve(int(sys.argv[1]), answer)

@@ -15,14 +15,14 @@ HTTP 500.
 """
 
 import asyncio
-import json
 import os
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 from pydantic_ai import Agent
+
+from _serve import serve
 
 TOOL_URL = os.environ["TOOL_URL"]
 agent = Agent("anthropic:claude-sonnet-4-5", instructions="Answer with web_search and cite it.")
@@ -43,34 +43,9 @@ LOOP = asyncio.new_event_loop()
 threading.Thread(target=LOOP.run_forever, daemon=True).start()
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, obj: dict):
-        body = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        if self.path == "/health":
-            return self._send(200, {"ok": True})
-        self._send(404, {"error": "not found"})
-
-    def do_POST(self):
-        if self.path != "/invoke":
-            return self._send(404, {"error": "not found"})
-        n = int(self.headers.get("Content-Length") or 0)
-        prompt = json.loads(self.rfile.read(n) or b"{}").get("input", "")
-        try:
-            result = asyncio.run_coroutine_threadsafe(agent.run(prompt), LOOP).result()
-            self._send(200, {"result": str(result.output)})
-        except Exception as e:  # noqa: BLE001 - a web app without a handler for it
-            self._send(500, {"error": f"{type(e).__name__}: {e}"})
+def answer(prompt: str) -> str:
+    return str(asyncio.run_coroutine_threadsafe(agent.run(prompt), LOOP).result().output)
 
 
 if __name__ == "__main__":
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    serve(int(sys.argv[1]), answer)
