@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::uri::Authority;
-use http::{Request, Response, StatusCode};
+use http::uri::{Authority, Scheme};
+use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
@@ -21,6 +21,7 @@ use super::rescue::{ErrorKind, ProxyError};
 use super::service::{ConnCtx, reject};
 use super::tunnel::{Prefixed, relay};
 use super::{Proxy, ProxyBody, listener};
+use crate::exchange::{Outcome, Route};
 
 /// How long to wait for the client's first bytes before assuming a server-speaks-first
 /// protocol (SMTP, SSH) and tunnelling blind. TLS clients send their hello at once.
@@ -182,5 +183,27 @@ fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &s
         "TLS handshake with client {} for {authority} failed: {why}",
         ctx.peer
     );
-    super::service::handshake_failed(proxy, ctx, authority, why);
+    record_handshake_failure(proxy, ctx, authority, why);
+}
+
+/// Records a CONNECT whose TLS handshake with the client failed, so that a run can tell an
+/// agent that does not trust flakestorm's CA: no request came through the tunnel. Not a
+/// request: journaled, not counted in the request metrics (the handshake metric counts it).
+fn record_handshake_failure(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
+    let uri = super::service::rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
+    let Ok(req) = Request::connect(uri.clone()).body(()) else {
+        return;
+    };
+    let mut ex =
+        super::service::recorder(proxy, ctx, &req, &uri, Route::Intercepted).into_exchange();
+    let host = uri.host().unwrap_or_default();
+    let err = ProxyError::new(
+        ErrorKind::ClientTls,
+        format!("the client aborted TLS with flakestorm for {host}: {why}"),
+    );
+    ex.outcome = Outcome::Error {
+        error: err.info(),
+        status: None,
+    };
+    proxy.journal().record(ex);
 }

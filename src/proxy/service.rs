@@ -148,7 +148,7 @@ fn auth_error(e: AuthError) -> ProxyError {
 }
 
 /// `https://{tunnel target}{path}` for a request decrypted inside a tunnel.
-fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
+pub(super) fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
     let authority = match authority.port_u16() {
         Some(443) => authority.host().parse().unwrap_or(authority),
         _ => authority,
@@ -308,7 +308,7 @@ fn tee(capture: crate::tape::Capture, body: ProxyBody) -> ProxyBody {
     .boxed()
 }
 
-fn recorder<B>(
+pub(super) fn recorder<B>(
     proxy: &Proxy,
     ctx: &ConnCtx,
     req: &Request<B>,
@@ -351,27 +351,6 @@ fn recorder<B>(
     };
     let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
     Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
-}
-
-/// Records a CONNECT whose TLS handshake with the client failed, so that a run can tell an
-/// agent that does not trust flakestorm's CA: no request came through the tunnel. Not a
-/// request: journaled, not counted in the request metrics (the handshake metric counts it).
-pub fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
-    let uri = rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
-    let Ok(req) = Request::connect(uri.clone()).body(()) else {
-        return;
-    };
-    let mut ex = recorder(proxy, ctx, &req, &uri, Route::Intercepted).into_exchange();
-    let host = uri.host().unwrap_or_default();
-    let err = ProxyError::new(
-        ErrorKind::ClientTls,
-        format!("the client aborted TLS with flakestorm for {host}: {why}"),
-    );
-    ex.outcome = Outcome::Error {
-        error: err.info(),
-        status: None,
-    };
-    proxy.journal().record(ex);
 }
 
 /// Records `err` on the exchange, which is answered by closing the connection.
