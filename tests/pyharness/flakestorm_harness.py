@@ -188,15 +188,16 @@ class Flakestorm:
     token_file: Path | None = None
 
     @classmethod
-    def start(cls, tmp: Path, env: dict[str, str], extra_config: str = "", args: tuple[str, ...] = ()):
+    def start(cls, tmp: Path, env: dict[str, str], extra_config: str = "", args: tuple[str, ...] = (),
+              proxy_config: str = ""):
         """Run `flakestorm serve` (with `args`, e.g. `--record DIR`) on loopback ports chosen
         by the OS, with its CA in `tmp/certs`, and return once stdout has reported both
-        listeners."""
+        listeners. `proxy_config`: more `proxy:` fields, indented two spaces."""
         config = tmp / "flakestorm.yaml"
         config.write_text(
             "proxy:\n"
             '  listen: "127.0.0.1:0"\n'
-            f'  upstream_ca_file: "{TEST_CA}"\n'
+            f'  upstream_ca_file: "{TEST_CA}"\n' + proxy_config +
             "control:\n"
             '  listen: "127.0.0.1:0"\n'
             "ca:\n"
