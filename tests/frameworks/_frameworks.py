@@ -353,6 +353,10 @@ class Stack:
     pool"): the agent's port is `{port}`, which it replaces with a free port per instance,
     and the run's `advanced.concurrency` is N."""
 
+    # The agent script (agents/) and what its stack's users set besides `agent_env()`.
+    AGENT = "langgraph_agent.py"
+    AGENT_ENV: dict[str, str] = {}
+
     def __init__(self, tmp: Path, pool: int = 0):
         self.tmp = tmp
         self.llm = ScriptedLLM()
@@ -385,13 +389,14 @@ class Stack:
             "PYTHONPATH": str(NETAUDIT),
             "FRAMEWORKS_NETAUDIT": str(self.netaudit_log),
         }
+        env.update(self.AGENT_ENV)
         env.update(extra)
         return env
 
     def agent_command(self, prefix: str = "") -> str:
-        """The agent's command line: the env it needs comes from `agent.env`
-        (`agent_env()`), the proxy and CA variables from flakestorm."""
-        agent = AGENTS / "langgraph_agent.py"
+        """The agent's command line (`AGENT`, a script in agents/): the env it needs comes
+        from `agent.env` (`agent_env()`), the proxy and CA variables from flakestorm."""
+        agent = AGENTS / self.AGENT
         return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
 
     def config(self, contract: str, golden_prompts: list[str], *, prefix: str = "", extra: str = "",
@@ -439,6 +444,14 @@ class Stack:
                         pytrace=False)
         data = json.loads(report.read_text()) if report.is_file() else None
         return Run(p.returncode, p.stdout, p.stderr, data, config)
+
+
+def run_small_contract(stack: Stack, prompts: list[str]) -> Run:
+    """`SMALL_CONTRACT` on `stack`'s agent, the stack closed after."""
+    try:
+        return stack.run_contract(stack.config(SMALL_CONTRACT, prompts))
+    finally:
+        stack.close()
 
 
 # --------------------------------------------------------------- report helpers

@@ -10,17 +10,15 @@ RESOURCE_EXHAUSTED`, and there is no retry for `honors_retry_after` to judge.
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 import pytest
-from _frameworks import (AGENTS, SMALL_CONTRACT, SORRY, ScriptedGemini, Stack, cases, cell, exchanges,
-                         status)
+from _frameworks import SORRY, ScriptedGemini, Stack, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
 
 class GenaiStack(Stack):
+    AGENT = "genai_agent.py"
+
     def __init__(self, tmp):
         super().__init__(tmp)
         self.gemini = ScriptedGemini()
@@ -29,21 +27,13 @@ class GenaiStack(Stack):
         super().close()
         self.gemini.close()
 
-    def agent_command(self, prefix: str = "") -> str:
-        agent = AGENTS / "genai_agent.py"
-        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
-
     def agent_env(self, **extra: str) -> dict[str, str]:
         return super().agent_env(GEMINI_API_KEY="test-key", GEMINI_BASE_URL=self.gemini.url(), **extra)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    stack = GenaiStack(tmp_path_factory.mktemp("genai"))
-    try:
-        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
-    finally:
-        stack.close()
+    return run_small_contract(GenaiStack(tmp_path_factory.mktemp("genai")), PROMPTS)
 
 
 def test_each_cell_is_what_google_genai_did(run):

@@ -12,31 +12,20 @@ by how much.
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 import pytest
-from _frameworks import AGENTS, SMALL_CONTRACT, SORRY, Stack, cases, cell, exchanges, status
+from _frameworks import SORRY, Stack, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
 
 class LiteLLMStack(Stack):
-    def agent_command(self, prefix: str = "") -> str:
-        agent = AGENTS / "litellm_agent.py"
-        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
-
-    def agent_env(self, **extra: str) -> dict[str, str]:
-        return super().agent_env(LITELLM_LOCAL_MODEL_COST_MAP="True", **extra)
+    AGENT = "litellm_agent.py"
+    AGENT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    stack = LiteLLMStack(tmp_path_factory.mktemp("litellm"))
-    try:
-        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
-    finally:
-        stack.close()
+    return run_small_contract(LiteLLMStack(tmp_path_factory.mktemp("litellm")), PROMPTS)
 
 
 def test_litellms_own_retries_ignore_retry_after_and_the_check_says_so(run):

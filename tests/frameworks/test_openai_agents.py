@@ -10,31 +10,20 @@ scripted HTTPS origins of _frameworks.py, whose test CA only flakestorm trusts.
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 import pytest
-from _frameworks import AGENTS, SMALL_CONTRACT, SORRY, Stack, cases, cell, exchanges, status
+from _frameworks import SORRY, Stack, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
 
 class AgentsSdkStack(Stack):
-    def agent_command(self, prefix: str = "") -> str:
-        agent = AGENTS / "openai_agents_agent.py"
-        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
-
-    def agent_env(self, **extra: str) -> dict[str, str]:
-        return super().agent_env(OPENAI_AGENTS_DISABLE_TRACING="1", **extra)
+    AGENT = "openai_agents_agent.py"
+    AGENT_ENV = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    stack = AgentsSdkStack(tmp_path_factory.mktemp("agents-sdk"))
-    try:
-        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
-    finally:
-        stack.close()
+    return run_small_contract(AgentsSdkStack(tmp_path_factory.mktemp("agents-sdk")), PROMPTS)
 
 
 def test_each_cell_is_what_the_agents_sdk_did(run):

@@ -9,17 +9,15 @@ origin of _frameworks.py (Messages API, JSON and event streams).
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 import pytest
-from _frameworks import (AGENTS, SMALL_CONTRACT, SORRY, ScriptedAnthropic, Stack, cases, cell,
-                         exchanges, status)
+from _frameworks import SORRY, ScriptedAnthropic, Stack, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
 
 class PydanticAiStack(Stack):
+    AGENT = "pydantic_ai_agent.py"
+
     def __init__(self, tmp):
         super().__init__(tmp)
         self.anthropic = ScriptedAnthropic()
@@ -28,22 +26,13 @@ class PydanticAiStack(Stack):
         super().close()
         self.anthropic.close()
 
-    def agent_command(self, prefix: str = "") -> str:
-        agent = AGENTS / "pydantic_ai_agent.py"
-        return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
-
     def agent_env(self, **extra: str) -> dict[str, str]:
-        return super().agent_env(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=self.anthropic.url(),
-                                 **extra)
+        return super().agent_env(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=self.anthropic.url(), **extra)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    stack = PydanticAiStack(tmp_path_factory.mktemp("pydantic-ai"))
-    try:
-        yield stack.run_contract(stack.config(SMALL_CONTRACT, PROMPTS))
-    finally:
-        stack.close()
+    return run_small_contract(PydanticAiStack(tmp_path_factory.mktemp("pydantic-ai")), PROMPTS)
 
 
 def test_each_cell_is_what_pydantic_ai_did(run):
