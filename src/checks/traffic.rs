@@ -119,7 +119,7 @@ fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
     let (mut limited, mut silent) = (0, 0);
     for (i, e) in traffic.iter().enumerate() {
         let Some(ms) = asked_ms(e) else {
-            silent += usize::from(status_of(e) == Some(429));
+            silent += usize::from(e.status() == Some(429));
             continue;
         };
         limited += 1;
@@ -146,13 +146,6 @@ fn retry_after(traffic: &[Arc<Exchange>]) -> Verdict {
              to honour"
         )),
         (n, _) => Verdict::Pass(format!("{n} rate limit(s) honoured")),
-    }
-}
-
-fn status_of(e: &Exchange) -> Option<u16> {
-    match &e.outcome {
-        Outcome::Response { response, .. } => Some(response.status),
-        Outcome::Error { status, .. } => *status,
     }
 }
 

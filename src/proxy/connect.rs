@@ -114,7 +114,7 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     buf.truncate(n);
     let io = Prefixed::new(Bytes::from(buf), io);
     let host = bare_host(&authority).to_string();
-    if n > 0 && !io_starts_tls(&io) && is_http_request(&io) {
+    if is_http_request(&io) {
         let ctx = ConnCtx {
             tunnel: Some(authority),
             plain: true,

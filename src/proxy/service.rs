@@ -58,12 +58,12 @@ pub async fn handle(
         return super::reverse::reverse(proxy, ctx, req).await;
     }
     // A client with HTTP_PROXY exported sends a reverse route's request (an Ollama client
-    // at http://127.0.0.1:8080/ollama) to the proxy in absolute form: it is that route's,
-    // not a loop to the proxy itself.
+    // at http://127.0.0.1:8080/ollama) to the proxy in absolute form: that route's, not a
+    // loop (the route lookup first: cheap, and almost always false).
     let mut req = req;
     if req.method() != Method::CONNECT
-        && proxy.names_own(req.uri())
         && super::reverse::route_of(&proxy, req.uri().path()).is_some()
+        && proxy.names_own(req.uri())
     {
         let pq = req.uri().path_and_query().cloned();
         *req.uri_mut() = pq.map_or_else(|| Uri::from_static("/"), Uri::from);
@@ -82,8 +82,7 @@ pub async fn handle(
 }
 
 /// What hyper lets through but a proxy must refuse (400): more than one `Host` (RFC 9112
-/// §3.2), and an authority whose port is not a number from 0 to 65535 (it would otherwise
-/// be read as "no port" and sent to the scheme's default).
+/// §3.2), and a port that is not 0..=65535 (else read as "no port": the scheme's default).
 fn well_formed<B>(req: &Request<B>) -> Result<(), ProxyError> {
     if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
         return Err(ProxyError::new(
@@ -147,10 +146,11 @@ fn auth_error(e: AuthError) -> ProxyError {
     ProxyError::new(ErrorKind::ProxyAuthRequired, message)
 }
 
-/// `https://{tunnel target}{path}` for a request decrypted inside a tunnel.
+/// `{scheme}://{tunnel target}{path}`, the port dropped only when it is the scheme's default.
 pub(super) fn rebuild(scheme: Scheme, authority: Authority, uri: &Uri) -> Uri {
+    let default = if scheme == Scheme::HTTP { 80 } else { 443 };
     let authority = match authority.port_u16() {
-        Some(443) => authority.host().parse().unwrap_or(authority),
+        Some(p) if p == default => authority.host().parse().unwrap_or(authority),
         _ => authority,
     };
     let pq = uri
@@ -415,6 +415,19 @@ async fn wait(delay: std::time::Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tunnel's target keeps its port unless it is the scheme's default: plain HTTP in a
+    /// `CONNECT host:443` still goes to 443.
+    #[test]
+    fn a_tunnel_target_drops_only_its_schemes_default_port() {
+        let at = |scheme: Scheme, target: &str| {
+            rebuild(scheme, target.parse().unwrap(), &Uri::from_static("/x")).to_string()
+        };
+        assert_eq!(at(Scheme::HTTPS, "h:443"), "https://h/x");
+        assert_eq!(at(Scheme::HTTP, "h:80"), "http://h/x");
+        assert_eq!(at(Scheme::HTTP, "h:443"), "http://h:443/x");
+        assert_eq!(at(Scheme::HTTPS, "h:8443"), "https://h:8443/x");
+    }
 
     #[test]
     fn port_text_skips_userinfo_and_ipv6_brackets() {
