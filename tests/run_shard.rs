@@ -655,6 +655,61 @@ fn a_sharded_mutation_run_merges_equal_to_the_whole_run() {
         "{want}"
     );
     assert_eq!(got, want);
+    // Without a shard (`--allow-partial`), every variant the others ran keeps its own verdict.
+    let held: Vec<u32> = (1..=3)
+        .filter(|k| {
+            let r = read(
+                &dir.path()
+                    .join(format!("reports/mutation.shard-{k}-of-3.json")),
+            );
+            !r["shard"]["units"].as_array().unwrap().is_empty()
+        })
+        .collect();
+    assert!(
+        held.len() >= 2,
+        "the prompts fall in two shards at least: {held:?}"
+    );
+    std::fs::remove_file(
+        dir.path()
+            .join(format!("reports/mutation.shard-{}-of-3.json", held[0])),
+    )
+    .unwrap();
+    std::fs::remove_file(dir.path().join("reports/mutation.json")).unwrap();
+    let (code, out, err) = flakestorm(
+        &[
+            "report",
+            "merge",
+            "reports",
+            "--allow-partial",
+            "-o",
+            "partial.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "incomplete, never a pass: {out}{err}");
+    let partial = read(&dir.path().join("partial.json"));
+    let id = |m: &Value| json!([m["type"], m["original"], m["index"], m["text"]]);
+    let verdict = |m: &Value| json!([m["passed"], m["judged"], m["checks"]]);
+    let mutants = partial["mutants"].as_array().unwrap();
+    assert!(!mutants.is_empty() && mutants.len() < whole["mutants"].as_array().unwrap().len());
+    for m in mutants {
+        let w = whole["mutants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| id(w) == id(m));
+        assert_eq!(w.map(verdict), Some(verdict(m)), "{m}");
+    }
+    // Each text variant is paired with its own case (the one that sent its text).
+    let texts = mutants
+        .iter()
+        .filter(|m| m["type"] != "http_header_injection");
+    for (m, c) in texts.zip(partial["cases"].as_array().unwrap()) {
+        assert_eq!(
+            m["text"], c["prompt"],
+            "a variant paired with another's case"
+        );
+    }
     // Variants a model writes differ from shard to shard: such a run is not sharded.
     let model = yaml.replace(
         "types: [noise, tone_shift, http_header_injection]",

@@ -255,8 +255,9 @@ fn paired(
                 let judged = !matches!(case.verdict, Verdict::NotTested(_));
                 (variant, case.verdict.passed(), judged, vec![case.verdict])
             } else {
+                // None left (a merge missing a shard): the wire variants still pair.
                 let Some(p) = judged_texts.next() else {
-                    break 'variants;
+                    continue 'variants;
                 };
                 (v.clone(), p.passed, p.judged, p.checks.clone())
             };

@@ -59,7 +59,12 @@ pub(super) async fn merge(
         written: &written,
         golden,
     };
-    let mut report = assemble(ctx, chaos.as_deref(), &made, run, wire, &|_| true);
+    // The variants of the golden prompts the given shards ran: with a shard missing
+    // (`--allow-partial`), the others pair with their own verdicts, not the next ones'.
+    let ran: std::collections::HashSet<&String> =
+        checked.pieces.iter().flat_map(|p| &p.part.units).collect();
+    let held = |v: &crate::mutate::Variant| ran.contains(&golden[v.prompt_index]);
+    let mut report = assemble(ctx, chaos.as_deref(), &made, run, wire, &held);
     report.warnings = checked.warnings(&report.warnings);
     report.run = checked.run_info();
     if let Some(j) = checked.incomplete(golden.len()) {

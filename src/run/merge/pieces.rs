@@ -294,8 +294,10 @@ impl Checked {
                     }
                 }
             }
+            // Stable, by prompt alone: a shard already has its cases in prompt then trial
+            // order, and two prompts of the same text (two variants alike) keep theirs apart.
             let at = |c: &CaseResult| prompts.iter().position(|p| *p == c.prompt);
-            cases.sort_by_key(|c| (at(c), c.trial));
+            cases.sort_by_key(at);
             let exchanges = cases
                 .iter()
                 .flat_map(|c| c.traffic.iter().flatten().cloned())
