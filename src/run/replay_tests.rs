@@ -89,3 +89,18 @@ fn a_session_that_could_not_run_fails_a_passing_run_and_is_named() {
     assert_eq!(j.verdict, RunVerdict::NotTested);
     assert_eq!(j.reasons, ["session `quiet` was not tested: never called"]);
 }
+
+/// A session whose trials were [not tested, pass] passed a judged trial: it is that pass,
+/// judged, with 1 of 1 judged trials passed; a failing trial is the verdict whenever one is.
+#[test]
+fn a_sessions_verdict_over_trials_is_a_judged_one_when_there_is() {
+    use crate::run::replay_verdict::over_trials;
+    let (nt, pass, fail) = (RunVerdict::NotTested, RunVerdict::Pass, RunVerdict::Fail);
+    let v = over_trials(vec![session("s", nt, "cut"), session("s", pass, "ok")]).unwrap();
+    assert_eq!(v.verdict, pass);
+    assert_eq!(v.consistency.map(|c| (c.trials, c.passed)), Some((1, 1)));
+    let v = over_trials(vec![session("s", pass, "ok"), session("s", fail, "no")]).unwrap();
+    assert_eq!(v.verdict, fail);
+    let v = over_trials(vec![session("s", nt, "a"), session("s", nt, "b")]).unwrap();
+    assert_eq!((v.verdict, v.reasons), (nt, vec!["a".to_string()]));
+}

@@ -52,8 +52,9 @@ pub struct SessionVerdict {
     pub consistency: Option<super::Consistency>,
 }
 
-/// A session's verdict over its trials: the first failing trial's (else the first's), with
-/// how many of the judged trials passed.
+/// A session's verdict over its trials: the first failing trial's, else the first passing
+/// one's (a session that passed a judged trial is judged), else the first's; with how many
+/// of the judged trials passed.
 pub(super) fn over_trials(trials: Vec<SessionVerdict>) -> Option<SessionVerdict> {
     let judged: Vec<&SessionVerdict> = trials.iter().filter(|t| t.verdict.judged()).collect();
     let passed = judged
@@ -61,9 +62,9 @@ pub(super) fn over_trials(trials: Vec<SessionVerdict>) -> Option<SessionVerdict>
         .filter(|t| t.verdict == RunVerdict::Pass)
         .count() as u32;
     let consistency = super::Consistency::of(judged.len() as u32, passed);
-    let pick = trials
-        .iter()
-        .position(|t| t.verdict == RunVerdict::Fail)
+    let first = |v: RunVerdict| trials.iter().position(|t| t.verdict == v);
+    let pick = first(RunVerdict::Fail)
+        .or_else(|| first(RunVerdict::Pass))
         .unwrap_or(0);
     let mut v = trials.into_iter().nth(pick)?;
     v.consistency = Some(consistency);
