@@ -68,7 +68,9 @@ pub fn load_for_validation(
         })
         .collect();
     let mut stand_in = vars.clone();
-    for name in &missing {
+    // A `FLAKESTORM_<SECTION>__…` name would also layer over the file: no stand-in for it
+    // (its fields are then reported unchecked, below).
+    for name in missing.iter().filter(|n| !layers(n)) {
         stand_in.insert(name.clone(), STAND_IN.into());
     }
     match load_with_env(file, overrides, &stand_in) {
@@ -99,6 +101,14 @@ pub fn load_for_validation(
             })
         }
     }
+}
+
+/// Whether a variable of this name is a `FLAKESTORM_*` layer over a section of the file.
+fn layers(name: &str) -> bool {
+    let section = name
+        .strip_prefix("FLAKESTORM_")
+        .and_then(|r| r.split("__").next());
+    section.is_some_and(|s| super::sections::SECTIONS.contains(&s.to_ascii_lowercase().as_str()))
 }
 
 /// Whether an error at `error_path` is about the field at `use_path` (or inside it).
@@ -193,6 +203,17 @@ mod tests {
             v.warnings
                 .iter()
                 .any(|w| w.starts_with("advanced.concurrency: not checked without")),
+            "{:?}",
+            v.warnings
+        );
+        // A variable that would layer over a section gets no stand-in (it would override
+        // the file): its field is reported unchecked.
+        let v = validated("agent: {endpoint: \"${FLAKESTORM_AGENT__ENDPOINT}\"}\n").unwrap();
+        assert!(v.loaded.is_none(), "{:?}", v.warnings);
+        assert!(
+            v.warnings
+                .iter()
+                .any(|w| w.starts_with("agent.endpoint: not checked without")),
             "{:?}",
             v.warnings
         );
