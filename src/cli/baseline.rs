@@ -40,9 +40,7 @@ pub fn same_as(loaded: &Loaded, kind: RunKind, trials: (Option<u32>, Option<u32>
     let measure = crate::run::Trials {
         n: trials.0.unwrap_or(c.advanced.trials),
         only: trials.1,
-        scoring: c.scoring.consistency,
-        k: c.scoring.k,
-        critical_pass_k: None,
+        ..crate::run::Trials::of(c)
     };
     SameAs {
         config_digest: loaded.digest.clone(),

@@ -335,10 +335,8 @@ fn failed_critical(cells: &[CellResult], trials: &super::Trials) -> Vec<String> 
 
 /// A cell passed, or (`scoring.critical_pass_k`) its trials' pass^k keeps the threshold.
 fn holds(c: &CellResult, trials: &super::Trials) -> bool {
-    let kept = |t: &super::Consistency, x: f64| {
-        let n = t.pass_hat_k.len() as u32;
-        t.pass_hat(trials.k.unwrap_or(n).min(n)).unwrap_or(0.0) >= x
-    };
+    let pass_k = crate::config::ConsistencyScore::PassK;
+    let kept = |t: &super::Consistency, x: f64| t.credit(pass_k, trials.k) >= x;
     c.verdict.passed()
         || c.consistency
             .as_ref()

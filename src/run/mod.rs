@@ -78,13 +78,7 @@ impl RunContext {
             attribution: config.advanced.attribution,
             pool: None,
             process: None,
-            trials: Trials {
-                n: config.advanced.trials,
-                only: None,
-                scoring: config.scoring.consistency,
-                k: config.scoring.k,
-                critical_pass_k: config.scoring.critical_pass_k,
-            },
+            trials: Trials::of(config),
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
             config_digest: parts.config_digest,
             progress: None,
@@ -147,6 +141,17 @@ impl Default for Trials {
 }
 
 impl Trials {
+    /// `config`'s trials and how they score (`advanced.trials`, `scoring`), every trial.
+    pub fn of(config: &crate::config::Config) -> Trials {
+        Trials {
+            n: config.advanced.trials,
+            only: None,
+            scoring: config.scoring.consistency,
+            k: config.scoring.k,
+            critical_pass_k: config.scoring.critical_pass_k,
+        }
+    }
+
     /// The trials to run, 0-based.
     pub fn indices(&self) -> Vec<u32> {
         match self.only {

@@ -78,8 +78,6 @@ fn version(p: &Piece) -> String {
         .map_or_else(|| "unknown".into(), |i| i.flakestorm.clone())
 }
 
-/// Checks that `pieces` are shards of one run of `ctx`'s config whose units are `units`,
-/// each given once; missing shards are an error unless `allow_partial`. The error names
 /// `p` is a shard of the same run as `first`: else which field differs, with both values.
 fn same_run(first: &Piece, p: &Piece) -> Result<(), String> {
     let n = |p: &Piece| p.part.shard.n.to_string();
@@ -117,6 +115,8 @@ fn trials(p: &Piece) -> String {
     }
 }
 
+/// Checks that `pieces` are shards of one run of `ctx`'s config whose units are `units`,
+/// each given once; missing shards are an error unless `allow_partial`. The error names
 /// the file, the field and both values.
 pub(super) fn check(
     ctx: &RunContext,
