@@ -53,7 +53,7 @@ pub async fn merge_reports(
     let mut ctx = RunContext::of(config, parts);
     // The trials the shards ran (`--trials` may differ from the config's); `check` makes
     // every shard agree.
-    if let Some(part) = part_of(first) {
+    if let Some(part) = own_part(first) {
         ctx.trials.n = part.trials;
         ctx.trials.only = part.trial;
     }
@@ -77,7 +77,7 @@ pub async fn merge_reports(
 }
 
 /// A shard report's own part (a `ci` shard's: its contract's, else its chaos phase's).
-fn part_of(r: &Report) -> Option<&super::shard::ShardPart> {
+fn own_part(r: &Report) -> Option<&super::shard::ShardPart> {
     match r {
         Report::Contract(r) => r.shard.as_ref(),
         Report::Chaos(r) => r.shard.as_ref(),
