@@ -278,7 +278,55 @@ pub struct Exchange {
     /// Canaries that another source served, found in this request on its way out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub canary_leaks: Vec<CanaryLeak>,
+    /// The MCP message this request carried (a `protocol: mcp` tool, or MCP traffic
+    /// recognised on the wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpCall>,
 }
+
+/// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpCall {
+    /// The JSON-RPC method (`initialize`, `tools/list`, `tools/call`,
+    /// `notifications/initialized`, …), or what the message is when it is not a request:
+    /// `(response)` (the client answering a server's request), `(batch)`, `(stream)` (a GET
+    /// opening the server's stream), `(end session)` (DELETE), `(unread)` (over the size
+    /// limit, or the upload failed), `(not json-rpc)`. Parenthesised names never collide
+    /// with a JSON-RPC method.
+    pub method: String,
+    /// `tools/call`: the MCP tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The JSON-RPC request id (answers carry it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<serde_json::Value>,
+    /// True when no `tools:` entry says `protocol: mcp` and the headers and body said so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detected: bool,
+    /// Why the message was not read (`(unread)`, `(not json-rpc)`): its size, or the
+    /// content type seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl McpCall {
+    /// A JSON-RPC request or notification the proxy read (not a marker like `(stream)`).
+    pub fn is_request(&self) -> bool {
+        !self.method.starts_with('(')
+    }
+
+    /// `tools/call` of a named tool.
+    pub fn tool_call(&self) -> Option<&str> {
+        (self.method == TOOLS_CALL)
+            .then_some(self.tool.as_deref())
+            .flatten()
+    }
+}
+
+/// The MCP method that calls a tool.
+pub const TOOLS_CALL: &str = "tools/call";
+/// The MCP method that lists tools.
+pub const TOOLS_LIST: &str = "tools/list";
 
 /// A planted canary found in a request to a destination other than the one that served it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -352,6 +400,7 @@ pub mod tests_support {
             trace_id: None,
             canary: None,
             canary_leaks: vec![],
+            mcp: None,
         })
     }
 

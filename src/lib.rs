@@ -5,6 +5,8 @@
 //! - `files`     — reading the files flakestorm is given: regular files only, never
 //!   blocking, bounded by a limit per kind (config, session, tape, report, PEM, key).
 //! - `text`      — text shown on one line: cut at a character boundary.
+//! - `mcp`       — MCP over Streamable HTTP on the wire: reading JSON-RPC requests, the
+//!   answers of a failing server, edits to a server's answers (pure).
 //! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
 //!   detection, where text and tool calls sit, error bodies, stream endings (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
@@ -56,6 +58,7 @@ pub mod jobs;
 pub mod journal;
 pub mod langsmith;
 pub mod llm;
+pub mod mcp;
 pub mod mutate;
 pub mod proxy;
 pub mod recording;

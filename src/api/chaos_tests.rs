@@ -18,6 +18,7 @@ fn state() -> ApiState {
     let tools = vec![ToolSpec {
         name: "search".into(),
         match_url: "http://s/*".into(),
+        protocol: Default::default(),
     }];
     let jobs = crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep());
     ApiState {

@@ -19,6 +19,8 @@ pub struct Classifier {
     tools: GlobSet,
     tool_of_pattern: Vec<usize>,
     tool_names: Vec<String>,
+    /// The `tools:` entries that speak MCP (`protocol: mcp`), by name.
+    mcp_tools: Vec<String>,
 }
 
 impl Classifier {
@@ -48,7 +50,17 @@ impl Classifier {
             tools: build(tool_set)?,
             tool_of_pattern,
             tool_names: tools.iter().map(|t| t.name.clone()).collect(),
+            mcp_tools: tools
+                .iter()
+                .filter(|t| t.protocol == crate::config::ToolProtocol::Mcp)
+                .map(|t| t.name.clone())
+                .collect(),
         })
+    }
+
+    /// Whether the tool named `name` was declared `protocol: mcp`.
+    pub fn speaks_mcp(&self, name: &str) -> bool {
+        self.mcp_tools.iter().any(|t| t == name)
     }
 
     pub fn classify(&self, url: &str, host: &str, path: &str) -> Target {
@@ -81,10 +93,12 @@ mod tests {
             ToolSpec {
                 name: "search".into(),
                 match_url: "https://api.search.example/*".into(),
+                protocol: Default::default(),
             },
             ToolSpec {
                 name: "all".into(),
                 match_url: UrlGlobs::new(OneOrMany::Many(vec!["https://*".into()])),
+                protocol: Default::default(),
             },
         ];
         let llm = vec![LlmEndpointSpec {
@@ -145,6 +159,7 @@ mod tests {
         let tools = vec![ToolSpec {
             name: "gateway".into(),
             match_url: "http://127.0.0.1:5102/*".into(),
+            protocol: Default::default(),
         }];
         let llm_entries = vec![LlmEndpointSpec {
             provider: LlmProvider::Openai,

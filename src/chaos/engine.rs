@@ -17,7 +17,7 @@ use super::replay::ReplayTable;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
 use crate::config::chaos::{ChaosSpec, CompiledChaos};
-use crate::exchange::Target;
+use crate::exchange::{McpCall, Target};
 
 /// Rules installed for one trace id, drawing from their own seed, with their own memory of
 /// response formats.
@@ -155,6 +155,15 @@ impl Engine {
         declared.classify(url, host, path)
     }
 
+    /// Whether the tool named `name` was declared `protocol: mcp`.
+    pub fn speaks_mcp(&self, name: &str) -> bool {
+        self.inner
+            .declared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .speaks_mcp(name)
+    }
+
     /// No rules: every request passes untouched. Also resets every counter.
     pub fn clear(&self) {
         self.set(&CompiledChaos::default());
@@ -237,8 +246,20 @@ impl Engine {
         }
     }
 
-    /// What happens to a request for `url` of kind `target`, carrying trace id `trace`.
+    /// What happens to a request for `url` of kind `target`, carrying trace id `trace`
+    /// (and, for an MCP request, the message it carries).
     pub fn decide(&self, url: &str, target: &Target, trace: Option<&str>) -> Decision {
+        self.decide_mcp(url, target, None, trace)
+    }
+
+    /// `decide` for a request that carries an MCP message.
+    pub fn decide_mcp(
+        &self,
+        url: &str,
+        target: &Target,
+        mcp: Option<&McpCall>,
+        trace: Option<&str>,
+    ) -> Decision {
         let scoped = trace.and_then(|t| {
             let traces = self.inner.traces.read().unwrap_or_else(|p| p.into_inner());
             traces
@@ -246,11 +267,11 @@ impl Engine {
                 .map(|s| (s.rules.clone(), s.seed, s.formats.clone()))
         });
         if let Some((rules, seed, formats)) = scoped {
-            let mut d = rules.decide(url, target, seed);
+            let mut d = rules.decide(url, target, mcp, seed);
             d.formats = Some(formats);
             return d;
         }
-        self.rules().decide(url, target, self.seed())
+        self.rules().decide(url, target, mcp, self.seed())
     }
 }
 

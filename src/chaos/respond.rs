@@ -7,8 +7,8 @@
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::config::chaos::ClientErrorKind;
-use crate::exchange::Provider;
+use crate::config::chaos::{ClientErrorKind, ToolMode};
+use crate::exchange::{McpCall, Provider};
 pub use crate::llm::Synthetic;
 use crate::llm::{ContextOverflow, wire};
 
@@ -104,6 +104,61 @@ pub fn context_length_exceeded(provider: Provider, draw: u64) -> Option<Syntheti
     match wire(provider).context_overflow(draw) {
         ContextOverflow::Reject(s) => Some(s),
         ContextOverflow::DropEarlyTurns => None,
+    }
+}
+
+/// What an MCP server answers a request with under `mcp_tool_error`, `mcp_error` or
+/// `mcp_session_expired` (`mode`); `call` is the request as read, `session` its
+/// `Mcp-Session-Id`. The error says why this request cannot get that answer (it is not an
+/// MCP request, a notification has no id to answer, a request outside a session cannot
+/// lose it); the request then goes on untouched.
+pub fn mcp(
+    mode: &ToolMode,
+    call: Option<&McpCall>,
+    session: Option<&str>,
+) -> Result<Synthetic, String> {
+    let call = call
+        .filter(|c| c.is_request())
+        .ok_or_else(|| "not an MCP request".to_string())?;
+    let id = || {
+        call.id
+            .as_ref()
+            .ok_or_else(|| format!("`{}` is a notification: it gets no answer", call.method))
+    };
+    let json = |status: u16, body: Vec<u8>| {
+        let s = Synthetic {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: Bytes::from(body),
+        };
+        match session {
+            Some(sid) if status == 200 => s.with(crate::mcp::SESSION_HEADER, sid),
+            Some(_) | None => s,
+        }
+    };
+    match mode {
+        ToolMode::McpToolError { message } => {
+            let message = message.clone().unwrap_or_else(|| {
+                let tool = call.tool.as_deref().unwrap_or("tool");
+                format!("Error executing tool {tool}: the service is unavailable")
+            });
+            Ok(json(200, crate::mcp::tool_error(id()?, &message)))
+        }
+        ToolMode::McpError { code, message } => Ok(json(
+            200,
+            crate::mcp::rpc_error(id()?, *code, message.as_deref()),
+        )),
+        ToolMode::McpSessionExpired {} => match session {
+            Some(_) => Ok(json(404, crate::mcp::session_expired())),
+            None => Err("the request carries no Mcp-Session-Id: it has no session to lose".into()),
+        },
+        ToolMode::Timeout { .. }
+        | ToolMode::Error { .. }
+        | ToolMode::Malformed {}
+        | ToolMode::Slow { .. }
+        | ToolMode::MaliciousResponse { .. }
+        | ToolMode::Reset { .. }
+        | ToolMode::Partial { .. } => Err(format!("`{}` is not an MCP answer", mode.name())),
     }
 }
 

@@ -14,8 +14,10 @@ use super::canary::Canary;
 use super::replay::{Replay, ReplayTable};
 use super::rng;
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, Rule, ToolMode};
-use crate::exchange::{Provider, Target};
+use crate::config::chaos::{
+    AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, McpSelect, Rule, ToolMode,
+};
+use crate::exchange::{McpCall, Provider, TOOLS_CALL, TOOLS_LIST, Target};
 
 /// What a rule does when it fires.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +33,18 @@ pub struct Fired<T> {
     pub what: T,
     /// The rule's draw for this call; picks payloads deterministically.
     pub draw: u64,
+    /// The rule's `mcp_tool` glob: edits of a tool list touch only the tools it matches.
+    pub mcp_tool: Option<ToolGlob>,
+}
+
+/// An `mcp_tool` glob, compared by its text.
+#[derive(Debug, Clone)]
+pub struct ToolGlob(pub globset::GlobMatcher);
+
+impl PartialEq for ToolGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.glob() == other.0.glob()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +134,11 @@ struct Compiled<T> {
     kind: RuleKind,
     mode: &'static str,
     match_url: Option<String>,
+    /// `mcp_tool`, `mcp_method`; and which MCP methods the rule takes without
+    /// `mcp_method`, and whether it applies to MCP requests only.
+    mcp: McpSelect,
+    mcp_methods: &'static [&'static str],
+    mcp_only: bool,
     what: T,
 }
 
@@ -136,6 +155,7 @@ impl<T: Clone> Compiled<T> {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw,
+            mcp_tool: self.mcp.tool.clone().map(ToolGlob),
         })
     }
 
@@ -154,8 +174,30 @@ impl<T: Clone> Compiled<T> {
         }
     }
 
-    fn matches(&self, target: &Target, url_hits: &[usize]) -> bool {
-        self.scope.applies(target) && self.glob.is_none_or(|g| url_hits.contains(&g))
+    fn matches(&self, target: &Target, url_hits: &[usize], mcp: Option<&McpCall>) -> bool {
+        self.scope.applies(target)
+            && self.glob.is_none_or(|g| url_hits.contains(&g))
+            && self.takes(mcp)
+    }
+
+    /// Whether the rule takes this request as MCP sees it: an MCP request of one of its
+    /// methods (and of its `mcp_tool`, for a `tools/call`), or a request that is not MCP
+    /// when the rule is not MCP's alone. `initialize`, listings and notifications are left
+    /// alone unless a rule's methods name them.
+    fn takes(&self, mcp: Option<&McpCall>) -> bool {
+        let Some(call) = mcp else {
+            return !self.mcp_only && !self.mcp.any();
+        };
+        let method = match &self.mcp.method {
+            Some(g) => g.is_match(&call.method),
+            None => self.mcp_methods.contains(&call.method.as_str()),
+        };
+        let tool = match (&self.mcp.tool, call.tool_call()) {
+            (None, _) => true,
+            (Some(g), Some(t)) => g.is_match(t),
+            (Some(_), None) => call.method != TOOLS_CALL,
+        };
+        method && tool
     }
 }
 
@@ -201,7 +243,15 @@ impl RuleSet {
     pub fn new(chaos: &CompiledChaos) -> RuleSet {
         let spec = chaos.spec();
         let mut glob_of = chaos.glob_of().iter().copied();
-        let mut glob = || glob_of.next().flatten();
+        let mut mcp_of = chaos.mcp_of().iter().cloned();
+        let mut next = |methods, only| {
+            let mcp = McpRule {
+                select: mcp_of.next().unwrap_or_default(),
+                methods,
+                only,
+            };
+            (glob_of.next().flatten(), mcp)
+        };
         let mut faults = vec![];
         for (i, r) in spec.tool_faults.iter().enumerate() {
             let scope = match r.common.tool.as_deref() {
@@ -213,7 +263,7 @@ impl RuleSet {
                 &format!("tool_faults[{i}]"),
                 (scope, RuleKind::ToolFault, r.mode.name()),
                 Fault::Tool(r.mode.clone()),
-                glob(),
+                next(&[TOOLS_CALL], r.mode.mcp_only()),
             ));
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
@@ -223,7 +273,7 @@ impl RuleSet {
                 &format!("llm_faults[{i}]"),
                 (scope, RuleKind::LlmFault, r.mode.name()),
                 Fault::Llm(r.mode.clone()),
-                glob(),
+                next(&[], false),
             ));
         }
         let mut attacks = vec![];
@@ -232,13 +282,18 @@ impl RuleSet {
                 tool: r.common.tool.clone(),
                 provider: r.common.provider,
             };
-            attacks.push(compiled(
+            let mut rule = compiled(
                 r,
                 &format!("context_attacks[{i}]"),
                 (scope, RuleKind::ContextAttack, r.mode.name()),
                 r.mode.clone(),
-                glob(),
-            ));
+                next(attack_methods(&r.mode), r.mode.mcp_only()),
+            );
+            // A rug pull changes the list once it has been read: after the first listing.
+            if matches!(r.mode, AttackMode::McpRugPull { .. }) && r.common.after_calls.is_none() {
+                rule.after_calls = 1;
+            }
+            attacks.push(rule);
         }
         RuleSet {
             spec: spec.clone(),
@@ -277,7 +332,7 @@ impl RuleSet {
     /// Offers the call to the matching fault rules, most specific first (longest literal
     /// `match_url`, then named tool/provider, then declaration order) until one fires, so
     /// rules with probabilities mix; every matching attack decides on its own.
-    pub fn decide(&self, url: &str, target: &Target, seed: u64) -> Decision {
+    pub fn decide(&self, url: &str, target: &Target, mcp: Option<&McpCall>, seed: u64) -> Decision {
         let mut decision = Decision {
             canary: self.canary.clone(),
             mark: self.spec.mark_responses,
@@ -303,18 +358,40 @@ impl RuleSet {
             .faults
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.matches(target, &hits))
+            .filter(|(_, r)| r.matches(target, &hits, mcp))
             .collect();
         matching.sort_by_key(|(i, r)| (std::cmp::Reverse((r.literal_len, r.scope.named())), *i));
         decision.fault = matching.iter().find_map(|(_, r)| r.trigger(seed));
         decision.attacks = self
             .attacks
             .iter()
-            .filter(|r| r.matches(target, &hits))
+            .filter(|r| r.matches(target, &hits, mcp))
             .filter_map(|r| r.trigger(seed))
             .collect();
         decision
     }
+}
+
+/// The MCP methods an attack takes without `mcp_method`: a tool result's text, or the
+/// tool list; the attacks on LLM requests take none.
+fn attack_methods(mode: &AttackMode) -> &'static [&'static str] {
+    match mode {
+        AttackMode::IndirectInjection { .. } => &[TOOLS_CALL],
+        AttackMode::McpToolPoisoning { .. }
+        | AttackMode::McpRugPull { .. }
+        | AttackMode::McpShadowing { .. } => &[TOOLS_LIST],
+        AttackMode::MemoryPoisoning { .. }
+        | AttackMode::Overflow { .. }
+        | AttackMode::ConflictingContext { .. }
+        | AttackMode::InjectionViaContext { .. } => &[],
+    }
+}
+
+/// How a rule meets MCP: its selectors, its default methods, whether it is MCP's alone.
+struct McpRule {
+    select: McpSelect,
+    methods: &'static [&'static str],
+    only: bool,
 }
 
 fn compiled<M, T>(
@@ -322,7 +399,7 @@ fn compiled<M, T>(
     default_id: &str,
     (scope, kind, mode): (Scope, RuleKind, &'static str),
     what: T,
-    glob: Option<usize>,
+    (glob, mcp): (Option<usize>, McpRule),
 ) -> Compiled<T> {
     let Common {
         id,
@@ -348,6 +425,9 @@ fn compiled<M, T>(
         kind,
         mode,
         match_url: match_url.clone(),
+        mcp: mcp.select,
+        mcp_methods: mcp.methods,
+        mcp_only: mcp.only,
         what,
     }
 }

@@ -1,5 +1,7 @@
 //! Traffic invariants: what the agent did on the wire during one case, read from its
-//! journal slice. Tool calls are the agent's HTTP calls to `tools:` entries; for
+//! journal slice. Tool calls are the agent's HTTP calls to `tools:` entries and its MCP
+//! `tools/call` requests (by the MCP tool's name, or the server's `tools:` name; the rest
+//! of an MCP session, `initialize`, listings, notifications, is no tool call); for
 //! `tool_called` / `tool_not_called` also the calls its LLM asked for in its responses.
 
 use std::sync::Arc;
@@ -30,14 +32,7 @@ fn check(check: &crate::config::Check, traffic: &[Arc<Exchange>]) -> Option<Verd
 
 impl TrafficCheck {
     pub fn verdict(&self, traffic: &[Arc<Exchange>]) -> Verdict {
-        let tool_calls = |name: Option<&str>| {
-            traffic
-            .iter()
-            .filter(
-                |e| matches!(&e.target, Target::Tool { name: n } if name.is_none_or(|w| w == n)),
-            )
-            .count()
-        };
+        let tool_calls = |name: Option<&str>| traffic.iter().filter(|e| calls(e, name)).count();
         let asked = |name: &str| {
             traffic
                 .iter()
@@ -78,6 +73,21 @@ impl TrafficCheck {
             TrafficCheck::HonorsRetryAfter => retry_after(traffic),
             TrafficCheck::NoExfiltration => exfiltration(traffic),
         }
+    }
+}
+
+/// Whether `e` is a call to the tool named `name` (any tool: `None`): an HTTP call to that
+/// `tools:` entry, or an MCP `tools/call` of that MCP tool or to that server.
+fn calls(e: &Exchange, name: Option<&str>) -> bool {
+    let entry = match &e.target {
+        Target::Tool { name } => Some(name.as_str()),
+        Target::Llm { .. } | Target::Embeddings { .. } | Target::Other => None,
+    };
+    match &e.mcp {
+        Some(m) => m
+            .tool_call()
+            .is_some_and(|t| name.is_none_or(|w| w == t || Some(w) == entry)),
+        None => entry.is_some_and(|n| name.is_none_or(|w| w == n)),
     }
 }
 
@@ -238,6 +248,53 @@ mod tests {
             Verdict::Fail("2 LLM calls > 1".into())
         );
         assert_eq!(check(&Check::Completes {}, &t), None);
+    }
+
+    /// An MCP session is four requests for one tool call: only its `tools/call` counts, by
+    /// the MCP tool's name or the server's `tools:` name.
+    #[test]
+    fn mcp_tool_calls_count_by_mcp_name_and_the_rest_of_the_session_does_not() {
+        let msg = |method: &str, tool: Option<&str>| {
+            let mut e = tests_support::exchange(tool_target(), "http://mcp/mcp").build();
+            e.mcp = Some(McpCall {
+                method: method.into(),
+                tool: tool.map(str::to_string),
+                id: None,
+                detected: false,
+                note: None,
+            });
+            Arc::new(e)
+        };
+        fn tool_target() -> Target {
+            Target::Tool { name: "crm".into() }
+        }
+        let t = [
+            msg("initialize", None),
+            msg("tools/list", None),
+            msg("tools/call", Some("get_weather")),
+            msg("tools/call", Some("send_email")),
+        ];
+        let v = |c: Check| check(&c, &t).unwrap();
+        assert_eq!(
+            v(Check::ToolNotCalled {
+                tool: "send_email".into()
+            }),
+            Verdict::Fail("the agent called `send_email` 1 time(s)".into())
+        );
+        assert!(v(Check::MaxToolCalls { max: 2, tool: None }).passed());
+        assert!(
+            !v(Check::MaxToolCalls {
+                max: 1,
+                tool: Some("crm".into())
+            })
+            .passed()
+        );
+        assert!(
+            v(Check::ToolNotCalled {
+                tool: "delete_all".into()
+            })
+            .passed()
+        );
     }
 
     #[test]

@@ -322,7 +322,8 @@ pub(super) fn invariant_list(
 /// A traffic invariant at `path` that names a tool `tools:` does not declare. For
 /// `tool_called` / `tool_not_called` a warning: they also match tool calls the LLM asks for
 /// by name, which may be in-process tools that never reach the wire. For `max_tool_calls`
-/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail.
+/// an error: it counts HTTP calls to `tools:` entries only, so it could never fail. Any
+/// name goes when a `tools:` entry speaks MCP (its tools are named on the wire).
 pub(super) fn check_undeclared_tool(
     check: &Check,
     path: &str,
@@ -352,7 +353,9 @@ pub(super) fn check_undeclared_tool(
         | Check::Completes {}
         | Check::BehaviorUnchanged { .. } => return,
     };
-    if tools.iter().any(|t| t.name == *tool) {
+    // An MCP server's tools are named by its tool list, known only on the wire.
+    let mcp = |t: &ToolSpec| t.protocol == super::schema::ToolProtocol::Mcp;
+    if tools.iter().any(|t| t.name == *tool || mcp(t)) {
         return;
     }
     let at = format!("{path}.tool");

@@ -225,6 +225,25 @@ pub use super::globs::{OneOrMany, UrlGlobs};
 pub struct ToolSpec {
     pub name: String,
     pub match_url: UrlGlobs,
+    /// What the tool speaks: plain HTTP, or MCP over Streamable HTTP (its JSON-RPC
+    /// messages read, faulted and attacked as an MCP server's).
+    #[serde(default, skip_serializing_if = "ToolProtocol::is_http")]
+    pub protocol: ToolProtocol,
+}
+
+/// `tools[].protocol`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolProtocol {
+    #[default]
+    Http,
+    Mcp,
+}
+
+impl ToolProtocol {
+    pub fn is_http(&self) -> bool {
+        *self == ToolProtocol::Http
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

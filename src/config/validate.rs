@@ -131,6 +131,20 @@ pub fn compile_chaos(
             // Its size is a number, checked against its range above.
             AttackMode::Overflow { .. } => false,
             AttackMode::ConflictingContext { .. } => false,
+            AttackMode::McpToolPoisoning { payload, .. }
+            | AttackMode::McpRugPull { payload, .. } => {
+                payload.as_ref().is_some_and(String::is_empty)
+            }
+            AttackMode::McpShadowing {
+                shadows,
+                name,
+                payload,
+            } => {
+                shadows.is_empty()
+                    || [name, payload]
+                        .iter()
+                        .any(|v| v.as_ref().is_some_and(String::is_empty))
+            }
         };
         if empty {
             errors.push(ConfigError::new(

@@ -45,7 +45,11 @@ pub async fn apply(
                     attack::payload(&fired.what, fired.draw),
                 ) {
                     (false, Some(payload)) => {
-                        *transform = Some((Owner::Attack(*i), Transform::Inject { payload }))
+                        let t = match mcp_edit(fired, payload) {
+                            Ok(edit) => Transform::Mcp(edit),
+                            Err(payload) => Transform::Inject { payload },
+                        };
+                        *transform = Some((Owner::Attack(*i), t));
                     }
                     (true, _) => rec.not_applied(
                         Owner::Attack(*i),
@@ -56,6 +60,32 @@ pub async fn apply(
             }
             Ok(req)
         }
+    }
+}
+
+/// The edit an attack on MCP tool lists makes, or (`Err`) the payload of one that injects
+/// text into a response.
+fn mcp_edit(fired: &Fired<AttackMode>, payload: String) -> Result<crate::mcp::Edit, String> {
+    use crate::mcp::Edit;
+    let tools = fired.mcp_tool.as_ref().map(|g| g.0.clone());
+    match &fired.what {
+        AttackMode::McpToolPoisoning { place, .. } | AttackMode::McpRugPull { place, .. } => {
+            Ok(Edit::Poison {
+                payload,
+                tools,
+                place: *place,
+            })
+        }
+        AttackMode::McpShadowing { shadows, .. } => Ok(Edit::Shadow {
+            shadows: shadows.clone(),
+            name: attack::shadow_name(&fired.what).unwrap_or_default(),
+            description: payload,
+        }),
+        AttackMode::IndirectInjection { .. }
+        | AttackMode::MemoryPoisoning { .. }
+        | AttackMode::Overflow { .. }
+        | AttackMode::ConflictingContext { .. }
+        | AttackMode::InjectionViaContext { .. } => Err(payload),
     }
 }
 

@@ -15,7 +15,9 @@ use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};
 use crate::config::chaos::{AttackMode, Corruption, FilterSignal, LlmMode, TimeoutEnd, ToolMode};
-use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, Provider, ResponseHead, Target};
+use crate::exchange::{
+    BodyEnd, ErrorInfo, ErrorSource, McpCall, Outcome, Provider, ResponseHead, Target,
+};
 
 pub enum Action {
     /// Answer without calling the upstream, after `delay`.
@@ -51,17 +53,28 @@ pub fn format_key(ex: &crate::exchange::Exchange) -> Option<&str> {
     }
 }
 
-/// `json`: whether a synthetic tool error should be JSON (the upstream's last answers were).
-pub fn action(fired: &Fired<Fault>, target: &Target, json: bool) -> Action {
+/// `json`: whether a synthetic tool error should be JSON (the upstream's last answers were);
+/// `mcp`: the MCP request and its session id, for the modes that answer as MCP. The error:
+/// why the fault cannot act on this request (which then goes on untouched).
+pub fn action(
+    fired: &Fired<Fault>,
+    target: &Target,
+    json: bool,
+    mcp: (Option<&McpCall>, Option<&str>),
+) -> Result<Action, String> {
     match &fired.what {
-        Fault::Tool(mode) => tool(mode, json),
+        Fault::Tool(mode) if mode.mcp_only() => Ok(Action::Respond {
+            delay: Duration::ZERO,
+            synthetic: respond::mcp(mode, mcp.0, mcp.1)?,
+        }),
+        Fault::Tool(mode) => Ok(tool(mode, json)),
         Fault::Llm(mode) => {
             // Scopes guarantee an LLM target; the others cannot reach here, but stay total.
             let provider = match target {
                 Target::Llm { provider } | Target::Embeddings { provider } => *provider,
                 Target::Tool { .. } | Target::Other => Provider::Openai,
             };
-            llm(mode, provider, fired.draw)
+            Ok(llm(mode, provider, fired.draw))
         }
     }
 }
@@ -120,6 +133,13 @@ fn tool(mode: &ToolMode, json: bool) -> Action {
             after: *after_bytes,
             abort: false,
         }),
+        // Answered by `respond::mcp` (`action`).
+        ToolMode::McpToolError { .. }
+        | ToolMode::McpError { .. }
+        | ToolMode::McpSessionExpired {} => Action::Forward {
+            delay: Duration::ZERO,
+            transform: None,
+        },
     }
 }
 
@@ -254,10 +274,12 @@ impl Plan {
 /// Asks the engine about this exchange and notes the fault and attacks on it.
 pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let ex = rec.exchange();
-    let decision = proxy
-        .inner
-        .chaos
-        .decide(&ex.request.url, &ex.target, ex.trace_id.as_deref());
+    let decision = proxy.inner.chaos.decide_mcp(
+        &ex.request.url,
+        &ex.target,
+        ex.mcp.as_ref(),
+        ex.trace_id.as_deref(),
+    );
     let target = ex.target.clone();
     let canary = decision.canary;
     let formats = decision.formats;
@@ -314,7 +336,21 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let json = plan
         .speaks_json(proxy)
         .unwrap_or_else(|| wants_json(request));
-    plan.action = Some(action(&fired, &target, json));
+    let session = request
+        .get(crate::mcp::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok());
+    match action(
+        &fired,
+        &target,
+        json,
+        (rec.exchange().mcp.as_ref(), session),
+    ) {
+        Ok(a) => plan.action = Some(a),
+        Err(note) => {
+            plan.mark = None;
+            rec.not_applied(super::recorder::Owner::Fault, note);
+        }
+    }
     plan
 }
 

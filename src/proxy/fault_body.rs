@@ -38,6 +38,8 @@ pub enum Transform {
     Corrupt,
     /// The body with `payload` hidden inside it (indirect prompt injection).
     Inject { payload: String },
+    /// An MCP answer (JSON or SSE) edited: a tool list poisoned or shadowed.
+    Mcp(crate::mcp::Edit),
     /// A provider-aware rewrite (see `chaos::rewrite`).
     Llm {
         provider: Provider,
@@ -55,7 +57,15 @@ enum State {
         abort: bool,
     },
     Replace(Option<Bytes>),
-    Corrupt(BytesMut),
+    Corrupt {
+        buf: BytesMut,
+        content_type: String,
+    },
+    Mcp {
+        buf: BytesMut,
+        edit: crate::mcp::Edit,
+        content_type: String,
+    },
     Inject {
         buf: BytesMut,
         payload: String,
@@ -127,7 +137,15 @@ impl<B> FaultBody<B> {
                 abort,
             },
             Transform::Replace(p) => State::Replace(Some(p)),
-            Transform::Corrupt => State::Corrupt(BytesMut::new()),
+            Transform::Corrupt => State::Corrupt {
+                buf: BytesMut::new(),
+                content_type: content_type.to_string(),
+            },
+            Transform::Mcp(edit) => State::Mcp {
+                buf: BytesMut::new(),
+                edit,
+                content_type: content_type.to_string(),
+            },
             Transform::Inject { payload } => State::Inject {
                 buf: BytesMut::new(),
                 payload,
@@ -199,7 +217,7 @@ where
                 }
                 self.queue.push_back(Out::End);
             }
-            State::Corrupt(buf) | State::Inject { buf, .. } => {
+            State::Corrupt { buf, .. } | State::Inject { buf, .. } | State::Mcp { buf, .. } => {
                 if buf.len() + chunk.len() > BUFFER_LIMIT {
                     let _ = self.skip.set(format!(
                         "body over {BUFFER_LIMIT} bytes; passed through unchanged"
@@ -223,9 +241,41 @@ where
     fn upstream_end(&mut self) {
         self.upstream_done = true;
         match &mut self.state {
-            State::Corrupt(buf) => {
+            State::Corrupt { buf, content_type } => {
                 let body = std::mem::take(buf).freeze();
-                self.queue.push_back(Out::Data(corrupt(&body)));
+                // An event stream keeps its framing: its last message is what breaks.
+                let sse = content_type.to_ascii_lowercase().contains("event-stream");
+                let out = sse
+                    .then(|| crate::mcp::corrupt_last_event(&body))
+                    .flatten()
+                    .unwrap_or_else(|| corrupt(&body));
+                self.queue.push_back(Out::Data(out));
+            }
+            State::Mcp {
+                buf,
+                edit,
+                content_type,
+            } => {
+                let body = std::mem::take(buf).freeze();
+                let out = crate::mcp::apply(&body, content_type, edit);
+                // Sized after it is built: an edit adds one payload to a body held whole.
+                let out = match out {
+                    Ok(o) if o.len() > self.skip.max_rewrite => {
+                        let why = format!(
+                            "the edited answer would be {} bytes, over proxy.max_rewrite_bytes ({})",
+                            o.len(),
+                            self.skip.max_rewrite
+                        );
+                        self.queue.push_back(Out::Fail(why));
+                        return;
+                    }
+                    Ok(o) => o,
+                    Err(note) => {
+                        let _ = self.skip.set(note);
+                        body
+                    }
+                };
+                self.queue.push_back(Out::Data(out));
             }
             State::Inject {
                 buf,

@@ -20,6 +20,7 @@ mod guard;
 mod headers;
 mod lane;
 mod listener;
+mod mcp;
 mod pending;
 mod recorder;
 mod replay;

@@ -177,18 +177,23 @@ pub(super) async fn exchange(
 ) -> Result<Response<ProxyBody>, Dropped> {
     // Recorded even if the client gives up while the exchange waits (`Pending`'s drop).
     let mut pending = Pending::new(recorder(&proxy, &ctx, &req, &uri, route));
-    let rec = pending.rec();
-    let mut plan = fault::decide(&proxy, rec, req.headers());
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     let (mut parts, incoming) = req.into_parts();
-    // Scanned before any fault answers: a leak counts even if its destination never sees it.
-    if let Some(c) = &plan.canary {
-        canary::scan_head(rec, c, &uri.to_string(), &parts.headers);
-    }
     // Marked, so that a client's broken upload is answered 400, not blamed on the upstream.
     let body: ProxyBody = incoming
         .map_err(|e| -> BoxError { Box::new(ClientBodyError(e)) })
         .boxed();
+    // An MCP request's message is read first: the rules decide on its method and tool.
+    let body = match upgrade {
+        true => body,
+        false => super::mcp::read(&proxy, pending.rec(), &parts, body).await,
+    };
+    let rec = pending.rec();
+    let mut plan = fault::decide(&proxy, rec, &parts.headers);
+    // Scanned before any fault answers: a leak counts even if its destination never sees it.
+    if let Some(c) = &plan.canary {
+        canary::scan_head(rec, c, &uri.to_string(), &parts.headers);
+    }
     let body = match &plan.canary {
         Some(c) if !upgrade => canary::scan_body(pending.rec(), c.clone(), body).await,
         _ => body,
@@ -348,6 +353,7 @@ pub(super) fn recorder<B>(
         trace_id: proxy.case_of(ctx.lane.as_ref(), req.headers()),
         canary: None,
         canary_leaks: vec![],
+        mcp: None,
     };
     let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
     Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)

@@ -103,7 +103,7 @@ async fn from_tape(
     body: ProxyBody,
     (tape, on_miss): &(std::sync::Arc<TapeTable>, OnMiss),
 ) -> Taped {
-    let (bytes, rest) = read_head(body).await;
+    let (bytes, rest) = read_head(body, MAX_BODY).await;
     let key = key(proxy, rec, parts, &bytes, tape.ignored());
     // A broken upload, or one over MAX_BODY (a tape keeps no more of one), is a miss;
     // forwarded live, a broken one is answered 400 as any other.
@@ -112,17 +112,7 @@ async fn from_tape(
     {
         return Taped::Answer(answer);
     }
-    let whole = || -> ProxyBody {
-        let head = Full::new(bytes.clone()).map_err(|n| match n {}).boxed();
-        match rest {
-            Some(rest) => super::attack::Chain {
-                first: Some(head),
-                rest,
-            }
-            .boxed(),
-            None => head,
-        }
-    };
+    let whole = || rejoin(bytes.clone(), rest);
     match on_miss {
         OnMiss::Live => Taped::Live(whole()),
         OnMiss::Error | OnMiss::Strict => {
@@ -152,9 +142,22 @@ async fn from_tape(
     }
 }
 
-/// A request body read up to `MAX_BODY`: the bytes, and what is left of the body when it
-/// is longer or failed (its next frame is then the error, kept for the forward path).
-async fn read_head(mut body: ProxyBody) -> (Bytes, Option<ProxyBody>) {
+/// A body read by `read_head`, whole again: the bytes read, then the rest.
+pub(super) fn rejoin(bytes: Bytes, rest: Option<ProxyBody>) -> ProxyBody {
+    let head = Full::new(bytes).map_err(|n| match n {}).boxed();
+    match rest {
+        Some(rest) => super::attack::Chain {
+            first: Some(head),
+            rest,
+        }
+        .boxed(),
+        None => head,
+    }
+}
+
+/// A request body read up to `limit` bytes: the bytes, and what is left of the body when
+/// it is longer or failed (its next frame is then the error, kept for the forward path).
+pub(super) async fn read_head(mut body: ProxyBody, limit: usize) -> (Bytes, Option<ProxyBody>) {
     let mut buf = BytesMut::new();
     loop {
         match body.frame().await {
@@ -163,7 +166,7 @@ async fn read_head(mut body: ProxyBody) -> (Bytes, Option<ProxyBody>) {
                 if let Ok(d) = frame.into_data() {
                     buf.extend_from_slice(&d);
                 }
-                if buf.len() > MAX_BODY {
+                if buf.len() > limit {
                     return (buf.freeze(), Some(body));
                 }
             }

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use globset::{GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Serialize, Serializer};
 
 use super::{ChaosSpec, Rule, ranges};
@@ -24,6 +24,46 @@ struct Inner {
     globs: GlobSet,
     /// Each rule's index in `globs`, in the order tool_faults, llm_faults, context_attacks.
     glob_of: Vec<Option<usize>>,
+    /// Each rule's MCP selectors, in the same order.
+    mcp_of: Vec<McpSelect>,
+}
+
+/// A rule's MCP selectors (`mcp_tool`, `mcp_method`), compiled.
+#[derive(Debug, Clone, Default)]
+pub struct McpSelect {
+    pub tool: Option<GlobMatcher>,
+    pub method: Option<GlobMatcher>,
+}
+
+impl McpSelect {
+    /// Whether the rule names an MCP tool or method (and so applies to MCP requests only).
+    pub fn any(&self) -> bool {
+        self.tool.is_some() || self.method.is_some()
+    }
+}
+
+/// `mcp_tool` and `mcp_method` of a rule, compiled; problems name the field.
+fn mcp_select<M>(r: &Rule<M>) -> (McpSelect, Vec<(&'static str, String)>) {
+    let mut problems = vec![];
+    let mut glob = |field: &'static str, g: Option<&str>| {
+        let g = g?;
+        match Glob::new(g) {
+            Ok(g) if !g.glob().is_empty() => Some(g.compile_matcher()),
+            Ok(_) => {
+                problems.push((field, "needs a name or a glob".to_string()));
+                None
+            }
+            Err(e) => {
+                problems.push((field, format!("invalid glob: {}", e.kind())));
+                None
+            }
+        }
+    };
+    let select = McpSelect {
+        tool: glob("mcp_tool", r.common.mcp_tool.as_deref()),
+        method: glob("mcp_method", r.common.mcp_method.as_deref()),
+    };
+    (select, problems)
 }
 
 /// One problem found by `compile`: the rule (`list[index]`), the field and what is wrong.
@@ -50,6 +90,7 @@ impl CompiledChaos {
         let mut builder = GlobSetBuilder::new();
         let mut count = 0;
         let mut glob_of = vec![];
+        let mut mcp_of = vec![];
         let mut rule = |list: &'static str, index: usize, match_url: Option<&str>, numbers| {
             let glob = match match_url.map(globs::url_glob) {
                 None => None,
@@ -81,15 +122,30 @@ impl CompiledChaos {
             r.common.match_url.as_deref()
         }
         for (i, r) in spec.tool_faults.iter().enumerate() {
-            rule("tool_faults", i, url(r), ranges::check_rule(r));
+            let (select, mut found) = mcp_select(r);
+            mcp_of.push(select);
+            found.extend(ranges::check_rule(r));
+            rule("tool_faults", i, url(r), found);
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
             let mut found = ranges::check_rule(r);
             found.extend(super::fit::check_llm_rule(r));
+            for (field, set) in [
+                ("mcp_tool", r.common.mcp_tool.is_some()),
+                ("mcp_method", r.common.mcp_method.is_some()),
+            ] {
+                if set {
+                    found.push((field, "llm_faults apply to LLM calls, not MCP".into()));
+                }
+            }
+            mcp_of.push(McpSelect::default());
             rule("llm_faults", i, url(r), found);
         }
         for (i, r) in spec.context_attacks.rules().iter().enumerate() {
-            rule("context_attacks", i, url(r), ranges::check_rule(r));
+            let (select, mut found) = mcp_select(r);
+            mcp_of.push(select);
+            found.extend(ranges::check_rule(r));
+            rule("context_attacks", i, url(r), found);
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -107,6 +163,7 @@ impl CompiledChaos {
             spec,
             globs,
             glob_of,
+            mcp_of,
         })))
     }
 
@@ -116,6 +173,7 @@ impl CompiledChaos {
             spec: self.0.spec.clone(),
             globs: self.0.globs.clone(),
             glob_of: self.0.glob_of.clone(),
+            mcp_of: self.0.mcp_of.clone(),
         };
         inner.spec.mark_responses = mark;
         CompiledChaos(Arc::new(inner))
@@ -133,6 +191,11 @@ impl CompiledChaos {
     /// Each rule's index in `globs()`, in the order tool_faults, llm_faults, context_attacks.
     pub fn glob_of(&self) -> &[Option<usize>] {
         &self.0.glob_of
+    }
+
+    /// Each rule's MCP selectors, in the same order as `glob_of`.
+    pub fn mcp_of(&self) -> &[McpSelect] {
+        &self.0.mcp_of
     }
 }
 
@@ -156,6 +219,7 @@ impl Default for CompiledChaos {
             spec: ChaosSpec::default(),
             globs: GlobSet::empty(),
             glob_of: vec![],
+            mcp_of: vec![],
         }))
     }
 }
@@ -227,7 +291,9 @@ chaos:
         let target = crate::exchange::Target::Tool {
             name: "search".into(),
         };
-        let hit = rules.decide("https://s.example/v2/q", &target, 1).fault;
+        let hit = rules
+            .decide("https://s.example/v2/q", &target, None, 1)
+            .fault;
         assert_eq!(
             hit.map(|f| f.rule_id.to_string()),
             Some("tool_faults[0]".into())

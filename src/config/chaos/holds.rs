@@ -23,7 +23,10 @@ impl ToolMode {
             | ToolMode::Malformed {}
             | ToolMode::MaliciousResponse { .. }
             | ToolMode::Reset { .. }
-            | ToolMode::Partial { .. } => false,
+            | ToolMode::Partial { .. }
+            | ToolMode::McpToolError { .. }
+            | ToolMode::McpError { .. }
+            | ToolMode::McpSessionExpired {} => false,
         }
     }
 }

@@ -19,7 +19,7 @@ mod holds;
 mod modes;
 pub mod ranges;
 
-pub use compiled::{CompiledChaos, Problem};
+pub use compiled::{CompiledChaos, McpSelect, Problem};
 pub use holds::holds_upstream;
 pub use modes::*;
 
@@ -67,6 +67,14 @@ pub struct Common {
     /// Fire only after this many matching calls went through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_calls: Option<u64>,
+    /// MCP: a glob on the MCP tool's name. A `tools/call` of another tool is not matched;
+    /// a tool list's edits touch only the tools it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<String>,
+    /// MCP: a glob on the JSON-RPC method (default: `tools/call`, and `tools/list` for the
+    /// attacks on tool lists), so `initialize` and listings are left alone unless asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_method: Option<String>,
 }
 
 const COMMON_FIELDS: &[&str] = &[
@@ -77,6 +85,8 @@ const COMMON_FIELDS: &[&str] = &[
     "probability",
     "trigger_probability",
     "after_calls",
+    "mcp_tool",
+    "mcp_method",
 ];
 
 /// One rule: common fields plus a closed mode enum.

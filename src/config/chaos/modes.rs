@@ -53,6 +53,20 @@ pub enum ToolMode {
         #[serde(default = "d64")]
         after_bytes: u64,
     },
+    /// MCP: the tool call answered as a failed tool run (a result with `isError: true`).
+    McpToolError {
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// MCP: the call answered with a JSON-RPC error (`-32603` internal error by default).
+    McpError {
+        #[serde(default = "d_internal")]
+        code: i32,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// MCP: the session is gone: `404` to a request that carries `Mcp-Session-Id`.
+    McpSessionExpired {},
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,8 +235,37 @@ pub enum AttackMode {
     },
     /// A fabricated earlier turn carrying the payload.
     InjectionViaContext { payload: String },
+    /// MCP: hidden instructions in the listed tools' descriptions (or their parameters').
+    McpToolPoisoning {
+        #[serde(default)]
+        payload: Option<String>,
+        #[serde(default)]
+        place: PoisonPlace,
+    },
+    /// MCP: the tool list changes after it was first read (`after_calls` listings,
+    /// default 1): the later listings carry the instructions.
+    McpRugPull {
+        #[serde(default)]
+        payload: Option<String>,
+        #[serde(default)]
+        place: PoisonPlace,
+    },
+    /// MCP: a tool added to the list whose description redirects the calls meant for
+    /// `shadows` to it.
+    McpShadowing {
+        shadows: String,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        payload: Option<String>,
+    },
 }
 
+pub use crate::mcp::PoisonPlace;
+
+fn d_internal() -> i32 {
+    -32603
+}
 fn d30000() -> u64 {
     30_000
 }
@@ -261,6 +304,16 @@ fn d2f() -> f64 {
 }
 
 impl ToolMode {
+    /// Modes that answer in MCP's own forms: they apply to MCP requests only.
+    pub fn mcp_only(&self) -> bool {
+        matches!(
+            self,
+            ToolMode::McpToolError { .. }
+                | ToolMode::McpError { .. }
+                | ToolMode::McpSessionExpired {}
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             ToolMode::Timeout { .. } => "timeout",
@@ -270,6 +323,9 @@ impl ToolMode {
             ToolMode::MaliciousResponse { .. } => "malicious_response",
             ToolMode::Reset { .. } => "reset",
             ToolMode::Partial { .. } => "partial",
+            ToolMode::McpToolError { .. } => "mcp_tool_error",
+            ToolMode::McpError { .. } => "mcp_error",
+            ToolMode::McpSessionExpired {} => "mcp_session_expired",
         }
     }
 }
@@ -296,6 +352,16 @@ impl LlmMode {
 }
 
 impl AttackMode {
+    /// Attacks on MCP tool lists: they apply to MCP answers only.
+    pub fn mcp_only(&self) -> bool {
+        matches!(
+            self,
+            AttackMode::McpToolPoisoning { .. }
+                | AttackMode::McpRugPull { .. }
+                | AttackMode::McpShadowing { .. }
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             AttackMode::IndirectInjection { .. } => "indirect_injection",
@@ -303,6 +369,9 @@ impl AttackMode {
             AttackMode::Overflow { .. } => "overflow",
             AttackMode::ConflictingContext { .. } => "conflicting_context",
             AttackMode::InjectionViaContext { .. } => "injection_via_context",
+            AttackMode::McpToolPoisoning { .. } => "mcp_tool_poisoning",
+            AttackMode::McpRugPull { .. } => "mcp_rug_pull",
+            AttackMode::McpShadowing { .. } => "mcp_shadowing",
         }
     }
 }

@@ -117,7 +117,12 @@ impl Numbers for ToolMode {
             ToolMode::Reset { after_bytes } | ToolMode::Partial { after_bytes } => {
                 vec![("after_bytes", *after_bytes as f64)]
             }
-            ToolMode::Malformed {} | ToolMode::MaliciousResponse { .. } => vec![],
+            // An MCP error code is any i32 (JSON-RPC leaves servers the rest of the range).
+            ToolMode::Malformed {}
+            | ToolMode::MaliciousResponse { .. }
+            | ToolMode::McpToolError { .. }
+            | ToolMode::McpError { .. }
+            | ToolMode::McpSessionExpired {} => vec![],
         }
     }
 }
@@ -172,7 +177,10 @@ impl Numbers for AttackMode {
             AttackMode::IndirectInjection { .. }
             | AttackMode::MemoryPoisoning { .. }
             | AttackMode::ConflictingContext { .. }
-            | AttackMode::InjectionViaContext { .. } => vec![],
+            | AttackMode::InjectionViaContext { .. }
+            | AttackMode::McpToolPoisoning { .. }
+            | AttackMode::McpRugPull { .. }
+            | AttackMode::McpShadowing { .. } => vec![],
         }
     }
 }

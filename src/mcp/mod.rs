@@ -1,0 +1,20 @@
+//! MCP (Model Context Protocol) over Streamable HTTP, on the wire (pure): JSON-RPC 2.0
+//! messages POSTed to one endpoint and answered as JSON or as an SSE stream. Owns reading
+//! a request (method, id, tool name), the answers a real MCP server gives when a tool or
+//! the session fails, and the edits the proxy makes to a server's answers (text injected
+//! into a tool result, poisoned or changed tool lists, a shadowing tool, the request id of
+//! a replayed answer). The proxy decides when; this module only knows the protocol.
+
+mod answer;
+mod edit;
+mod read;
+mod sse;
+
+pub use answer::{rpc_error, session_expired, tool_error};
+pub use edit::{Edit, PoisonPlace, apply};
+pub use read::{SESSION_HEADER, head_says_mcp, marker, read_request};
+pub use sse::corrupt_last_event;
+
+/// Largest MCP message the proxy reads to know it; a longer one is forwarded unread (and
+/// journaled as `(unread)`).
+pub const MAX_MESSAGE: usize = 4 * 1024 * 1024;

@@ -1,0 +1,64 @@
+//! Knowing an MCP request before the rules decide: a `protocol: mcp` tool's requests, and
+//! requests whose head says MCP (the transport's headers), have their JSON-RPC body read
+//! (up to `mcp::MAX_MESSAGE`) and what it carries noted on the exchange (`mcp`), so rules
+//! can take a `tools/call` of one MCP tool and leave `initialize` alone. The body goes on
+//! whole; a longer one is forwarded unread and journaled as `(unread)`.
+
+use http::Method;
+use http::request::Parts;
+
+use super::recorder::Recorder;
+use super::tape::{read_head, rejoin};
+use super::{Proxy, ProxyBody};
+use crate::exchange::{McpCall, Target};
+use crate::mcp::{MAX_MESSAGE, head_says_mcp, marker, read_request};
+
+/// Reads the MCP message of an MCP request and notes it on the exchange; returns the body
+/// to forward. Other requests pass untouched, unread.
+pub async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody) -> ProxyBody {
+    let declared = match &rec.exchange().target {
+        Target::Tool { name } => proxy.inner.chaos.speaks_mcp(name),
+        Target::Other => false,
+        Target::Llm { .. } | Target::Embeddings { .. } => return body,
+    };
+    let detected = !declared && head_says_mcp(&parts.method, &parts.headers);
+    if !declared && !detected {
+        return body;
+    }
+    let (call, body) = match parts.method {
+        Method::POST => {
+            let (bytes, rest) = read_head(body, MAX_MESSAGE).await;
+            let call = match &rest {
+                Some(_) => unread(bytes.len(), detected),
+                None => {
+                    let ct = parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok());
+                    read_request(&bytes, ct, detected)
+                }
+            };
+            (call, rejoin(bytes, rest))
+        }
+        Method::GET => (marker("(stream)", None, detected), body),
+        Method::DELETE => (marker("(end session)", None, detected), body),
+        ref other => {
+            let note = format!("an HTTP {other} request carries no MCP message");
+            (marker("(not json-rpc)", Some(note), detected), body)
+        }
+    };
+    // Headers that merely look like MCP's on a body that is not JSON-RPC: not MCP.
+    if detected && call.method == "(not json-rpc)" {
+        return body;
+    }
+    rec.exchange_mut().mcp = Some(call);
+    body
+}
+
+fn unread(read: usize, detected: bool) -> McpCall {
+    let note = match read > MAX_MESSAGE {
+        true => format!("the message is over {MAX_MESSAGE} bytes: forwarded unread"),
+        false => "the upload failed before the message was read".to_string(),
+    };
+    marker("(unread)", Some(note), detected)
+}
