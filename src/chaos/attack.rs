@@ -221,11 +221,12 @@ pub fn filler(n: u32) -> String {
 }
 
 /// Whether a response of this content type can carry injected text, decided before its
-/// body is held: streams (SSE, NDJSON) would be held back until they end, and binary types
-/// cannot carry text at all.
-pub fn injectable(content_type: &str) -> Result<(), String> {
+/// body is held: streams (SSE, NDJSON) would be held back until they end (not an MCP
+/// answer's, `mcp`, which ends with its one result), and binary types cannot carry text.
+pub fn injectable(content_type: &str, mcp: bool) -> Result<(), String> {
     let ct = content_type.to_ascii_lowercase();
-    if ct.contains("event-stream") || ct.contains("ndjson") {
+    // An MCP answer's stream ends with its one result: held whole, it is rewritten there.
+    if (ct.contains("event-stream") && !mcp) || ct.contains("ndjson") {
         return Err(format!(
             "streamed response (`{content_type}`) is not held back to be rewritten"
         ));

@@ -109,13 +109,13 @@ pub fn context_length_exceeded(provider: Provider, draw: u64) -> Option<Syntheti
 
 /// What an MCP server answers a request with under `mcp_tool_error`, `mcp_error` or
 /// `mcp_session_expired` (`mode`); `call` is the request as read, `session` its
-/// `Mcp-Session-Id`. The error says why this request cannot get that answer (it is not an
+/// `Mcp-Session-Id`, `version` its `MCP-Protocol-Version`. The error says why this request cannot get that answer (it is not an
 /// MCP request, a notification has no id to answer, a request outside a session cannot
 /// lose it); the request then goes on untouched.
 pub fn mcp(
     mode: &ToolMode,
     call: Option<&McpCall>,
-    session: Option<&str>,
+    (session, version): (Option<&str>, Option<&str>),
 ) -> Result<Synthetic, String> {
     let call = call
         .filter(|c| c.is_request())
@@ -142,7 +142,8 @@ pub fn mcp(
                 let tool = call.tool.as_deref().unwrap_or("tool");
                 format!("Error executing tool {tool}: the service is unavailable")
             });
-            Ok(json(200, crate::mcp::tool_error(id()?, &message)))
+            let modern = version.is_some_and(crate::mcp::is_modern);
+            Ok(json(200, crate::mcp::tool_error(id()?, &message, modern)))
         }
         ToolMode::McpError { code, message } => Ok(json(
             200,

@@ -166,12 +166,29 @@ impl<T: Clone> Compiled<T> {
             mode: self.mode.to_string(),
             matched: self.calls.load(Ordering::Relaxed),
             fired: self.fired.load(Ordering::Relaxed),
-            scope: self.scope.describe(),
+            scope: self.describe(),
             tool: self.scope.tool().map(str::to_string),
             match_url: self.match_url.clone(),
             probability: self.probability,
             after_calls: self.after_calls,
         }
+    }
+
+    /// The scope in words, with the MCP messages the rule takes.
+    fn describe(&self) -> String {
+        let scope = self.scope.describe();
+        if !self.mcp_only && !self.mcp.any() {
+            return scope;
+        }
+        let methods = match &self.mcp.method {
+            Some(g) => g.glob().glob().to_string(),
+            None => self.mcp_methods.join(", "),
+        };
+        let tool = match &self.mcp.tool {
+            Some(g) => format!(" of MCP tools `{}`", g.glob().glob()),
+            None => String::new(),
+        };
+        format!("{scope}, MCP {methods}{tool}")
     }
 
     fn matches(&self, target: &Target, url_hits: &[usize], mcp: Option<&McpCall>) -> bool {

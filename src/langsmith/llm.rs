@@ -113,6 +113,7 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
         case: None,
         fault: None,
         attacks: vec![],
+        mcp: None,
         comment: Some(format!(
             "rebuilt from LangSmith llm run {} ({})",
             r.id, r.name

@@ -6,13 +6,21 @@ use serde_json::{Value, json};
 
 /// A `tools/call` result with `isError: true`: what a server sends when the tool itself
 /// failed (the MCP spec's "tool execution error", which the model is meant to see).
-pub fn tool_error(id: &Value, message: &str) -> Vec<u8> {
-    let v = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "result": {"content": [{"type": "text", "text": message}], "isError": true},
-    });
+/// `modern`: the request speaks the sessionless protocol (2026-07-28 on), whose results
+/// say `resultType`; a client of that era refuses a result without it.
+pub fn tool_error(id: &Value, message: &str, modern: bool) -> Vec<u8> {
+    let mut result = json!({"content": [{"type": "text", "text": message}], "isError": true});
+    if modern {
+        result["resultType"] = "complete".into();
+    }
+    let v = json!({"jsonrpc": "2.0", "id": id, "result": result});
     v.to_string().into_bytes()
+}
+
+/// Whether an `MCP-Protocol-Version` is of the sessionless era (2026-07-28 on): versions
+/// are dates, so they compare as text.
+pub fn is_modern(version: &str) -> bool {
+    version.trim() >= "2026-07-28"
 }
 
 /// A JSON-RPC error answer (`-32603` internal error, `-32602` invalid params, or a
@@ -39,7 +47,7 @@ pub fn rpc_error(id: &Value, code: i32, message: Option<&str>) -> Vec<u8> {
 pub fn session_expired() -> Vec<u8> {
     let v = json!({
         "jsonrpc": "2.0",
-        "id": "server-error",
+        "id": null,
         "error": {"code": -32600, "message": "Session not found"},
     });
     v.to_string().into_bytes()
@@ -51,7 +59,11 @@ mod tests {
 
     #[test]
     fn answers_carry_the_request_id_and_the_spec_shapes() {
-        let e: Value = serde_json::from_slice(&tool_error(&json!(7), "down")).unwrap();
+        let e: Value = serde_json::from_slice(&tool_error(&json!(7), "down", false)).unwrap();
+        assert!(e["result"].get("resultType").is_none());
+        let m: Value = serde_json::from_slice(&tool_error(&json!(7), "down", true)).unwrap();
+        assert_eq!(m["result"]["resultType"], "complete");
+        assert!(is_modern("2026-07-28") && !is_modern("2025-11-25"));
         assert_eq!(e["id"], 7);
         assert_eq!(e["result"]["isError"], true);
         assert_eq!(e["result"]["content"][0]["text"], "down");

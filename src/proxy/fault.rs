@@ -60,7 +60,7 @@ pub fn action(
     fired: &Fired<Fault>,
     target: &Target,
     json: bool,
-    mcp: (Option<&McpCall>, Option<&str>),
+    mcp: (Option<&McpCall>, (Option<&str>, Option<&str>)),
 ) -> Result<Action, String> {
     match &fired.what {
         Fault::Tool(mode) if mode.mcp_only() => Ok(Action::Respond {
@@ -336,15 +336,12 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let json = plan
         .speaks_json(proxy)
         .unwrap_or_else(|| wants_json(request));
-    let session = request
-        .get(crate::mcp::SESSION_HEADER)
-        .and_then(|v| v.to_str().ok());
-    match action(
-        &fired,
-        &target,
-        json,
-        (rec.exchange().mcp.as_ref(), session),
-    ) {
+    let header = |name: &str| request.get(name).and_then(|v| v.to_str().ok());
+    let head = (
+        header(crate::mcp::SESSION_HEADER),
+        header("mcp-protocol-version"),
+    );
+    match action(&fired, &target, json, (rec.exchange().mcp.as_ref(), head)) {
         Ok(a) => plan.action = Some(a),
         Err(note) => {
             plan.mark = None;

@@ -108,8 +108,11 @@ async fn from_tape(
     // A broken upload, or one over MAX_BODY (a tape keeps no more of one), is a miss;
     // forwarded live, a broken one is answered 400 as any other.
     if rest.is_none()
-        && let Some(answer) = tape.answer(&key)
+        && let Some(mut answer) = tape.answer(&key)
     {
+        if let Some(id) = rec.exchange().mcp.as_ref().and_then(|m| m.id.clone()) {
+            with_live_id(&mut answer, id);
+        }
         return Taped::Answer(answer);
     }
     let whole = || rejoin(bytes.clone(), rest);
@@ -139,6 +142,32 @@ async fn from_tape(
                 },
             })
         }
+    }
+}
+
+/// A recorded MCP answer given the live request's JSON-RPC id (the tape is keyed without
+/// it): each event of a stream, or the whole JSON body (sent as one piece, at the time its
+/// last piece was recorded). A body that is not a JSON-RPC answer is played as recorded.
+fn with_live_id(answer: &mut Answer, id: serde_json::Value) {
+    let ct = answer
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let edit = crate::mcp::Edit::Id(id);
+    if ct.to_ascii_lowercase().contains("event-stream") {
+        for (_, piece) in &mut answer.pieces {
+            if let Ok(b) = crate::mcp::apply(piece, &ct, &edit) {
+                *piece = b;
+            }
+        }
+        return;
+    }
+    let whole: Vec<u8> = answer.pieces.iter().flat_map(|(_, p)| p.to_vec()).collect();
+    let at = answer.pieces.last().map(|(t, _)| *t);
+    if let (Ok(b), Some(at)) = (crate::mcp::apply(&whole, &ct, &edit), at) {
+        answer.pieces = vec![(at, b)];
     }
 }
 

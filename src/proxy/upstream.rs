@@ -48,7 +48,10 @@ pub(super) fn response(
             body
         }
         Some((owner, Transform::Inject { .. }))
-            if let Err(note) = crate::chaos::attack::injectable(content_type(&parts)) =>
+            if let Err(note) = crate::chaos::attack::injectable(
+                content_type(&parts),
+                rec.exchange().mcp.is_some(),
+            ) =>
         {
             rec.not_applied(owner, note);
             body

@@ -264,12 +264,22 @@ fn hint(rule: &RuleStats, declared: &Declared) -> String {
 pub(super) fn seen(exchanges: &[Arc<Exchange>]) -> String {
     let mut by: BTreeMap<(String, String), usize> = BTreeMap::new();
     for e in exchanges {
-        let kind = match &e.target {
+        let mut kind = match &e.target {
             Target::Tool { name } => format!("tool {name}"),
             other @ (Target::Llm { .. } | Target::Embeddings { .. } | Target::Other) => {
                 other.kind().to_string()
             }
         };
+        // An MCP message by its method and tool; one that is not JSON-RPC says what it was.
+        if let Some(m) = &e.mcp {
+            kind.push_str(&format!(", MCP {}", m.method));
+            if let Some(t) = m.tool_call() {
+                kind.push_str(&format!(" {t}"));
+            }
+            if let Some(note) = &m.note {
+                kind.push_str(&format!(": {note}"));
+            }
+        }
         *by.entry((origin(&e.request.url).to_string(), kind))
             .or_default() += 1;
     }

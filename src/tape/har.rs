@@ -53,6 +53,9 @@ pub struct Entry {
     /// The context attacks flakestorm applied to it, each as `rule/mode`.
     #[serde(rename = "_attacks", default, skip_serializing_if = "Vec::is_empty")]
     pub attacks: Vec<String>,
+    /// The MCP message the request carried (method, tool name, id).
+    #[serde(rename = "_mcp", default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<crate::exchange::McpCall>,
     /// HAR's free-text note: flakestorm says here when an entry's bodies were not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,

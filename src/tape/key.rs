@@ -1,6 +1,8 @@
 //! The request key a tape answers by: method, scheme, host, port, path, the query (its pairs
 //! in order of name), and the body — JSON with `replays.match.ignore_json_fields` left out
-//! and its keys sorted, else the bytes as they are. Both sides are keyed after redaction
+//! and its keys sorted, else the bytes as they are; a JSON-RPC request (MCP) without its
+//! `id` and progress token, counters that differ from run to run while the call is the
+//! same (method, tool name, arguments). Both sides are keyed after redaction
 //! (the tape holds redacted requests; the proxy redacts a live one the same way first), so
 //! a secret never has to match.
 
@@ -17,6 +19,10 @@ impl RequestKey {
         let mut key = format!("{} {}\n", method.to_ascii_uppercase(), target(url));
         match serde_json::from_slice::<Value>(body) {
             Ok(mut json) if !body.is_empty() => {
+                if json.get("jsonrpc").is_some() && json.get("method").is_some() {
+                    remove(&mut json, "id");
+                    remove(&mut json, "params._meta.progressToken");
+                }
                 for path in ignore {
                     remove(&mut json, path);
                 }
@@ -104,6 +110,19 @@ fn canonical(v: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_rpc_request_is_keyed_without_its_id() {
+        let k = |b: &str| RequestKey::new("POST", "http://m/mcp", b.as_bytes(), &[]);
+        let call = |id: u32| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"w","arguments":{{"city":"Oslo"}},"_meta":{{"progressToken":{id}}}}}}}"#
+            )
+        };
+        assert_eq!(k(&call(1)), k(&call(7)));
+        let other = call(1).replace("Oslo", "Rome");
+        assert_ne!(k(&call(1)), k(&other), "the arguments still count");
+    }
 
     #[test]
     fn ignored_fields_field_order_and_default_ports_do_not_change_the_key() {

@@ -100,6 +100,7 @@ pub fn entry(ex: &Exchange, bodies: Option<&Bodies>, case: Option<&str>) -> Entr
             .filter(|a| a.applied)
             .map(|a| format!("{}/{}", a.rule, a.mode))
             .collect(),
+        mcp: ex.mcp.clone(),
         comment: None,
         error,
     }

@@ -42,8 +42,11 @@ pub struct Row {
     pub class: &'static str,
 }
 
-/// What a call is, in a few words.
+/// What a call is, in a few words (an MCP message by its tool, else its method).
 pub fn target(e: &Exchange) -> String {
+    if let Some(m) = &e.mcp {
+        return format!("MCP {}", text::line(m.tool_call().unwrap_or(&m.method), 24));
+    }
     match &e.target {
         Target::Llm { provider } => format!("LLM {}", provider.as_str()),
         Target::Embeddings { provider } => format!("embeddings {}", provider.as_str()),
