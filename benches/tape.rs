@@ -99,6 +99,7 @@ fn entry(url: &str, n: usize) -> har::Entry {
         case: None,
         fault: None,
         attacks: vec![],
+        mcp: None,
         comment: None,
         error: None,
     }

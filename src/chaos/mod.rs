@@ -17,6 +17,7 @@ pub mod respond;
 pub mod rewrite;
 pub(crate) mod rng;
 mod rules;
+mod scope;
 mod stats;
 
 pub use canary::{Canary, Scanner};

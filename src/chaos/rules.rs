@@ -13,11 +13,10 @@ use globset::GlobSet;
 use super::canary::Canary;
 use super::replay::{Replay, ReplayTable};
 use super::rng;
+use super::scope::{McpRule, Scope, attack_methods};
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{
-    AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, McpSelect, Rule, ToolMode,
-};
-use crate::exchange::{McpCall, Provider, TOOLS_CALL, TOOLS_LIST, Target};
+use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, Rule, ToolMode};
+use crate::exchange::{McpCall, TOOLS_CALL, Target};
 
 /// What a rule does when it fires.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,77 +46,6 @@ impl PartialEq for ToolGlob {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Scope {
-    /// `tool: "*"`: every request that is not an LLM call (nor an embeddings call).
-    AnyTool,
-    Tool(String),
-    Llm(Option<Provider>),
-    /// Context attacks: tool responses and LLM requests, narrowed by tool/provider.
-    Attack {
-        tool: Option<String>,
-        provider: Option<Provider>,
-    },
-}
-
-impl Scope {
-    /// Embeddings calls are model infrastructure, neither an LLM call nor a tool: no scope
-    /// applies to them.
-    fn applies(&self, target: &Target) -> bool {
-        let (tool, provider) = match target {
-            Target::Embeddings { .. } => return false,
-            Target::Llm { provider } => (None, Some(*provider)),
-            Target::Tool { name } => (Some(name.as_str()), None),
-            Target::Other => (None, None),
-        };
-        match self {
-            Scope::AnyTool => provider.is_none(),
-            Scope::Tool(name) => tool == Some(name.as_str()),
-            Scope::Llm(want) => provider.is_some_and(|got| want.is_none_or(|p| p == got)),
-            Scope::Attack {
-                tool: want_tool,
-                provider: want_provider,
-            } => match provider {
-                Some(got) => want_provider.is_none_or(|p| p == got) && want_tool.is_none(),
-                None => {
-                    want_provider.is_none()
-                        && want_tool
-                            .as_deref()
-                            .is_none_or(|t| t == "*" || Some(t) == tool)
-                }
-            },
-        }
-    }
-
-    fn named(&self) -> bool {
-        !matches!(self, Scope::AnyTool | Scope::Llm(None))
-    }
-
-    /// The tool this scope names, if one.
-    fn tool(&self) -> Option<&str> {
-        match self {
-            Scope::Tool(name) => Some(name),
-            Scope::Attack { tool: Some(t), .. } if t != "*" => Some(t),
-            Scope::AnyTool | Scope::Llm(_) | Scope::Attack { .. } => None,
-        }
-    }
-
-    /// In words, for reports that explain why a rule never fired.
-    fn describe(&self) -> String {
-        match self {
-            Scope::AnyTool => "any request that is not an LLM call".into(),
-            Scope::Tool(name) => format!("calls to tool `{name}`"),
-            Scope::Llm(None) => "LLM calls".into(),
-            Scope::Llm(Some(p)) => format!("{} LLM calls", p.as_str()),
-            Scope::Attack { tool, provider } => match (tool.as_deref(), provider) {
-                (_, Some(p)) => format!("{} LLM calls", p.as_str()),
-                (Some(t), None) if t != "*" => format!("responses of tool `{t}`"),
-                _ => "tool responses and LLM calls".into(),
-            },
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Compiled<T> {
     id: Arc<str>,
@@ -134,11 +62,8 @@ struct Compiled<T> {
     kind: RuleKind,
     mode: &'static str,
     match_url: Option<String>,
-    /// `mcp_tool`, `mcp_method`; and which MCP methods the rule takes without
-    /// `mcp_method`, and whether it applies to MCP requests only.
-    mcp: McpSelect,
-    mcp_methods: &'static [&'static str],
-    mcp_only: bool,
+    /// The MCP messages the rule takes.
+    mcp: McpRule,
     what: T,
 }
 
@@ -155,7 +80,7 @@ impl<T: Clone> Compiled<T> {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw,
-            mcp_tool: self.mcp.tool.clone().map(ToolGlob),
+            mcp_tool: self.mcp.select.tool.clone().map(ToolGlob),
         })
     }
 
@@ -166,7 +91,7 @@ impl<T: Clone> Compiled<T> {
             mode: self.mode.to_string(),
             matched: self.calls.load(Ordering::Relaxed),
             fired: self.fired.load(Ordering::Relaxed),
-            scope: self.describe(),
+            scope: self.mcp.describe(self.scope.describe()),
             tool: self.scope.tool().map(str::to_string),
             match_url: self.match_url.clone(),
             probability: self.probability,
@@ -174,47 +99,10 @@ impl<T: Clone> Compiled<T> {
         }
     }
 
-    /// The scope in words, with the MCP messages the rule takes.
-    fn describe(&self) -> String {
-        let scope = self.scope.describe();
-        if !self.mcp_only && !self.mcp.any() {
-            return scope;
-        }
-        let methods = match &self.mcp.method {
-            Some(g) => g.glob().glob().to_string(),
-            None => self.mcp_methods.join(", "),
-        };
-        let tool = match &self.mcp.tool {
-            Some(g) => format!(" of MCP tools `{}`", g.glob().glob()),
-            None => String::new(),
-        };
-        format!("{scope}, MCP {methods}{tool}")
-    }
-
     fn matches(&self, target: &Target, url_hits: &[usize], mcp: Option<&McpCall>) -> bool {
         self.scope.applies(target)
             && self.glob.is_none_or(|g| url_hits.contains(&g))
-            && self.takes(mcp)
-    }
-
-    /// Whether the rule takes this request as MCP sees it: an MCP request of one of its
-    /// methods (and of its `mcp_tool`, for a `tools/call`), or a request that is not MCP
-    /// when the rule is not MCP's alone. `initialize`, listings and notifications are left
-    /// alone unless a rule's methods name them.
-    fn takes(&self, mcp: Option<&McpCall>) -> bool {
-        let Some(call) = mcp else {
-            return !self.mcp_only && !self.mcp.any();
-        };
-        let method = match &self.mcp.method {
-            Some(g) => g.is_match(&call.method),
-            None => self.mcp_methods.contains(&call.method.as_str()),
-        };
-        let tool = match (&self.mcp.tool, call.tool_call()) {
-            (None, _) => true,
-            (Some(g), Some(t)) => g.is_match(t),
-            (Some(_), None) => call.method != TOOLS_CALL,
-        };
-        method && tool
+            && self.mcp.takes(mcp)
     }
 }
 
@@ -389,28 +277,6 @@ impl RuleSet {
     }
 }
 
-/// The MCP methods an attack takes without `mcp_method`: a tool result's text, or the
-/// tool list; the attacks on LLM requests take none.
-fn attack_methods(mode: &AttackMode) -> &'static [&'static str] {
-    match mode {
-        AttackMode::IndirectInjection { .. } => &[TOOLS_CALL],
-        AttackMode::McpToolPoisoning { .. }
-        | AttackMode::McpRugPull { .. }
-        | AttackMode::McpShadowing { .. } => &[TOOLS_LIST],
-        AttackMode::MemoryPoisoning { .. }
-        | AttackMode::Overflow { .. }
-        | AttackMode::ConflictingContext { .. }
-        | AttackMode::InjectionViaContext { .. } => &[],
-    }
-}
-
-/// How a rule meets MCP: its selectors, its default methods, whether it is MCP's alone.
-struct McpRule {
-    select: McpSelect,
-    methods: &'static [&'static str],
-    only: bool,
-}
-
 fn compiled<M, T>(
     rule: &Rule<M>,
     default_id: &str,
@@ -442,9 +308,7 @@ fn compiled<M, T>(
         kind,
         mode,
         match_url: match_url.clone(),
-        mcp: mcp.select,
-        mcp_methods: mcp.methods,
-        mcp_only: mcp.only,
+        mcp,
         what,
     }
 }

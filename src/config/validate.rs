@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::ConfigError;
-use super::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos};
+use super::chaos::{ChaosSpec, Common, CompiledChaos};
 use super::schema::*;
 
 /// Checks `c` and compiles `chaos` (the parsed `chaos:` section) into `c.chaos`.
@@ -122,30 +122,7 @@ pub fn compile_chaos(
     for (i, r) in spec.context_attacks.rules().iter().enumerate() {
         common("context_attacks", i, &r.common, &mut errors);
         numbers("context_attacks", i, &mut errors);
-        let empty = match &r.mode {
-            AttackMode::IndirectInjection { payloads, payload } => {
-                payloads.iter().chain(payload).all(String::is_empty)
-            }
-            AttackMode::MemoryPoisoning { payload, .. }
-            | AttackMode::InjectionViaContext { payload } => payload.is_empty(),
-            // Its size is a number, checked against its range above.
-            AttackMode::Overflow { .. } => false,
-            AttackMode::ConflictingContext { .. } => false,
-            AttackMode::McpToolPoisoning { payload, .. }
-            | AttackMode::McpRugPull { payload, .. } => {
-                payload.as_ref().is_some_and(String::is_empty)
-            }
-            AttackMode::McpShadowing {
-                shadows,
-                name,
-                payload,
-            } => {
-                shadows.is_empty()
-                    || [name, payload]
-                        .iter()
-                        .any(|v| v.as_ref().is_some_and(String::is_empty))
-            }
-        };
+        let empty = r.mode.lacks_payload();
         if empty {
             errors.push(ConfigError::new(
                 at("context_attacks", i, ""),

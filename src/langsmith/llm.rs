@@ -99,15 +99,7 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
             body_size: body.len() as i64,
         },
         cache: Cache {},
-        timings: Timings {
-            blocked: -1.0,
-            dns: -1.0,
-            connect: -1.0,
-            send: 0.0,
-            wait: latency,
-            receive: 0.0,
-            ssl: -1.0,
-        },
+        timings: waited(latency),
         id: None,
         target: Some(provider),
         case: None,
@@ -120,6 +112,19 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
         )),
         error: None,
     }))
+}
+
+/// HAR timings of a call that waited `latency` ms for its answer (nothing else is known).
+fn waited(latency: f64) -> Timings {
+    Timings {
+        blocked: -1.0,
+        dns: -1.0,
+        connect: -1.0,
+        send: 0.0,
+        wait: latency,
+        receive: 0.0,
+        ssl: -1.0,
+    }
 }
 
 fn header(name: &str, value: &str) -> NameValue {

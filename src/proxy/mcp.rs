@@ -6,16 +6,37 @@
 
 use http::Method;
 use http::request::Parts;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 
+use super::forward::ClientBodyError;
 use super::recorder::Recorder;
 use super::tape::{read_head, rejoin};
-use super::{Proxy, ProxyBody};
+use super::{BoxError, Proxy, ProxyBody};
 use crate::exchange::{McpCall, Target};
 use crate::mcp::{MAX_MESSAGE, head_says_mcp, marker, read_request};
 
+/// The request body to forward, marked so that a client's broken upload is answered 400,
+/// not blamed on the upstream; an MCP request's message read on the way (`read`).
+pub async fn body(
+    proxy: &Proxy,
+    rec: &mut Recorder,
+    parts: &Parts,
+    incoming: Incoming,
+    upgrade: bool,
+) -> ProxyBody {
+    let body: ProxyBody = incoming
+        .map_err(|e| -> BoxError { Box::new(ClientBodyError(e)) })
+        .boxed();
+    match upgrade {
+        true => body,
+        false => read(proxy, rec, parts, body).await,
+    }
+}
+
 /// Reads the MCP message of an MCP request and notes it on the exchange; returns the body
 /// to forward. Other requests pass untouched, unread.
-pub async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody) -> ProxyBody {
+async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody) -> ProxyBody {
     let declared = match &rec.exchange().target {
         Target::Tool { name } => proxy.inner.chaos.speaks_mcp(name),
         Target::Other => false,
@@ -40,10 +61,13 @@ pub async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyB
             };
             (call, rejoin(bytes, rest))
         }
-        Method::GET => (marker("(stream)", None, detected), body),
+        Method::GET if accepts_stream(&parts.headers) => (marker("(stream)", None, detected), body),
         Method::DELETE => (marker("(end session)", None, detected), body),
         ref other => {
-            let note = format!("an HTTP {other} request carries no MCP message");
+            let ct = parts.headers.get(http::header::CONTENT_TYPE);
+            let ct = ct.and_then(|v| v.to_str().ok()).unwrap_or("none");
+            let note =
+                format!("an HTTP {other} request carries no MCP message (content type `{ct}`)");
             (marker("(not json-rpc)", Some(note), detected), body)
         }
     };
@@ -53,6 +77,14 @@ pub async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyB
     }
     rec.exchange_mut().mcp = Some(call);
     body
+}
+
+/// A GET that asks for the server's event stream (a plain GET to an MCP tool is not MCP).
+fn accepts_stream(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")))
 }
 
 fn unread(read: usize, detected: bool) -> McpCall {

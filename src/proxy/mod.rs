@@ -8,6 +8,7 @@
 //! with them).
 
 mod accept;
+mod action;
 mod attack;
 mod body;
 mod canary;

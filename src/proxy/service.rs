@@ -13,13 +13,12 @@ use tokio::time::Instant;
 
 use super::fault::{self, Action, Dropped};
 use super::fault_body::Transform;
-use super::forward::ClientBodyError;
 use super::headers::{self, AuthError};
 use super::pending::Pending;
 use super::recorder::Owner;
 use super::recorder::Recorder;
 use super::rescue::{self, ErrorKind, ProxyError};
-use super::{BoxError, Proxy, ProxyBody, connect};
+use super::{Proxy, ProxyBody, connect};
 use super::{attack, canary, upstream};
 use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, Route, Target, Timings};
 
@@ -179,15 +178,8 @@ pub(super) async fn exchange(
     let mut pending = Pending::new(recorder(&proxy, &ctx, &req, &uri, route));
     let upgrade = headers::is_upgrade(req.headers()) && req.version() == Version::HTTP_11;
     let (mut parts, incoming) = req.into_parts();
-    // Marked, so that a client's broken upload is answered 400, not blamed on the upstream.
-    let body: ProxyBody = incoming
-        .map_err(|e| -> BoxError { Box::new(ClientBodyError(e)) })
-        .boxed();
     // An MCP request's message is read first: the rules decide on its method and tool.
-    let body = match upgrade {
-        true => body,
-        false => super::mcp::read(&proxy, pending.rec(), &parts, body).await,
-    };
+    let body = super::mcp::body(&proxy, pending.rec(), &parts, incoming, upgrade).await;
     let rec = pending.rec();
     let mut plan = fault::decide(&proxy, rec, &parts.headers);
     // Scanned before any fault answers: a leak counts even if its destination never sees it.

@@ -133,7 +133,7 @@ class _LLMHandler(_Recording):
                                               "param": None, "code": None}}, seq, 404)
         req = json.loads(body or b"{}")
         model = req.get("model", MODEL)
-        message = script(req)
+        message = self.server.origin.script(req)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         usage = {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
         cid = f"chatcmpl-{seq}"
@@ -151,8 +151,9 @@ class _LLMHandler(_Recording):
         if message.get("tool_calls"):
             call = message["tool_calls"][0]
             args = call["function"]["arguments"]
+            name = call["function"]["name"]
             frames.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
-                                                 "function": {"name": "web_search", "arguments": ""}}]}))
+                                                 "function": {"name": name, "arguments": ""}}]}))
             half = len(args) // 2
             for piece in (args[:half], args[half:]):
                 frames.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
@@ -180,8 +181,11 @@ class _LLMHandler(_Recording):
 
 
 class ScriptedLLM(_SeqOrigin):
-    def __init__(self):
+    """`script_fn`: the model's reply to a request (default `script`)."""
+
+    def __init__(self, script_fn=None):
         super().__init__(True, _LLMHandler)
+        self.script = script_fn or script
 
     @property
     def base_url(self) -> str:
@@ -311,6 +315,29 @@ class ToolAPI(_SeqOrigin):
         return f"{self.url()}/search"
 
 
+# ------------------------------------------------------------------ MCP server
+
+
+class McpServer:
+    """agents/mcp_server.py: the MCP SDK's own server (`get_weather`, `send_email`) over
+    Streamable HTTP and TLS on a port the OS chose; `url` is its endpoint."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, str(AGENTS / "mcp_server.py")], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.close()
+            pytest.fail(f"the MCP server did not start: {line!r}", pytrace=False)
+        self.origin = f"https://localhost:{line.split()[1]}"
+        self.url = f"{self.origin}/mcp"
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
 # ------------------------------------------------------------------ contract runs
 
 
@@ -399,6 +426,10 @@ class Stack:
         agent = AGENTS / self.AGENT
         return f"{prefix}exec {shlex.quote(sys.executable)} {shlex.quote(str(agent))} {self.agent_port}"
 
+    def tools(self) -> str:
+        """The `tools:` entries of the stack's config."""
+        return f"  - {{name: web_search, match_url: {q(self.tool.url() + '/*')}}}\n"
+
     def config(self, contract: str, golden_prompts: list[str], *, prefix: str = "", extra: str = "",
                **env: str) -> str:
         """A flakestorm.yaml that starts the agent (`agent.command` + `agent.env`, with `env`
@@ -409,8 +440,7 @@ class Stack:
             f"  upstream_ca_file: {q(str(TEST_CA))}\n"
             "ca:\n"
             f"  dir: {q(str(self.tmp / 'certs'))}\n"
-            "tools:\n"
-            f"  - {{name: web_search, match_url: {q(self.tool.url() + '/*')}}}\n"
+            "tools:\n" + self.tools() +
             "agent:\n"
             f"  endpoint: {q(f'http://127.0.0.1:{self.agent_port}/invoke')}\n"
             f"  command: {q(self.agent_command(prefix))}\n"

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from _frameworks import AGENTS, McpServer
 from flakestorm_harness import Flakestorm, clean_env
 
-AGENTS = Path(__file__).resolve().parent / "agents"
 SUNNY = "Sunny, 22C in Oslo"
 OK = {"is_error": False, "text": SUNNY}
 TOOLS = {"get_weather": "Get the current weather for a city.", "send_email": "Send an email to a recipient."}
@@ -27,13 +26,9 @@ CLIENT_TIMEOUT_S = 60
 
 @pytest.fixture(scope="module")
 def server():
-    proc = subprocess.Popen([sys.executable, str(AGENTS / "mcp_server.py")], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("PORT "), f"the MCP server did not start: {line!r}"
-    yield f"https://localhost:{line.split()[1]}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    mcp = McpServer()
+    yield mcp.url
+    mcp.close()
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,18 @@ impl McpSelect {
     }
 }
 
+/// An LLM fault's MCP selectors: LLM calls carry no MCP message.
+fn no_mcp_select<M>(r: &Rule<M>) -> Vec<(&'static str, String)> {
+    let set = [
+        ("mcp_tool", r.common.mcp_tool.is_some()),
+        ("mcp_method", r.common.mcp_method.is_some()),
+    ];
+    set.into_iter()
+        .filter(|(_, s)| *s)
+        .map(|(f, _)| (f, "llm_faults apply to LLM calls, not MCP".to_string()))
+        .collect()
+}
+
 /// `mcp_tool` and `mcp_method` of a rule, compiled; problems name the field.
 fn mcp_select<M>(r: &Rule<M>) -> (McpSelect, Vec<(&'static str, String)>) {
     let mut problems = vec![];
@@ -130,14 +142,7 @@ impl CompiledChaos {
         for (i, r) in spec.llm_faults.iter().enumerate() {
             let mut found = ranges::check_rule(r);
             found.extend(super::fit::check_llm_rule(r));
-            for (field, set) in [
-                ("mcp_tool", r.common.mcp_tool.is_some()),
-                ("mcp_method", r.common.mcp_method.is_some()),
-            ] {
-                if set {
-                    found.push((field, "llm_faults apply to LLM calls, not MCP".into()));
-                }
-            }
+            found.extend(no_mcp_select(r));
             mcp_of.push(McpSelect::default());
             rule("llm_faults", i, url(r), found);
         }
