@@ -58,8 +58,67 @@ pub(super) fn lenient_v2_fields(chaos: &mut Value, prefix: &str, warnings: &mut 
     }
 }
 
+/// What the chaos rules say of tools that cannot hold: see the two below.
+pub(super) fn warn_tools(c: &Config, warnings: &mut Vec<String>) {
+    warn_unroutable_tools(c, warnings);
+    warn_mcp_rules_on_http_tools(c, warnings);
+}
+
+/// An MCP mode or selector on a tool declared without `protocol: mcp`: it acts only if MCP
+/// traffic is recognised on that tool's URLs (by the transport's headers).
+fn warn_mcp_rules_on_http_tools(c: &Config, warnings: &mut Vec<String>) {
+    use super::schema::ToolProtocol;
+    let http = |name: &str| {
+        c.tools
+            .iter()
+            .any(|t| t.name == name && t.protocol == ToolProtocol::Http)
+    };
+    let scenarios = c.contract.iter().flat_map(|k| k.chaos_matrix.iter());
+    let specs = std::iter::once(("chaos".to_string(), &c.chaos)).chain(
+        scenarios
+            .enumerate()
+            .map(|(i, s)| (format!("contract.chaos_matrix[{i}]"), &s.chaos)),
+    );
+    let mcp = |c: &super::chaos::Common, only: bool| {
+        only || c.mcp_tool.is_some() || c.mcp_method.is_some()
+    };
+    for (at, spec) in specs {
+        let faults = spec.tool_faults.iter().enumerate().map(|(i, r)| {
+            let path = format!("{at}.tool_faults[{i}]");
+            (
+                path,
+                &r.common,
+                mcp(&r.common, r.mode.mcp_only()),
+                r.mode.name(),
+            )
+        });
+        let attacks = spec
+            .context_attacks
+            .rules()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let path = format!("{at}.context_attacks[{i}]");
+                (
+                    path,
+                    &r.common,
+                    mcp(&r.common, r.mode.mcp_only()),
+                    r.mode.name(),
+                )
+            });
+        for (path, common, is_mcp, mode) in faults.chain(attacks) {
+            if let Some(t) = common.tool.as_deref().filter(|t| is_mcp && http(t)) {
+                warnings.push(format!(
+                    "{path}: `{mode}` acts on MCP messages and tool `{t}` is not declared \
+                     `protocol: mcp`: it applies only where MCP traffic is recognised on its URLs"
+                ));
+            }
+        }
+    }
+}
+
 /// A v2 file names tools without saying where they live: such rules cannot match yet.
-pub(super) fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
+fn warn_unroutable_tools(c: &Config, warnings: &mut Vec<String>) {
     if !c.tools.is_empty() {
         return;
     }

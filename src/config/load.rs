@@ -12,7 +12,7 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Yaml};
 use serde_json::{Map, Value};
 
-use super::chaos_load::{remap_chaos_paths, warn_unroutable_tools};
+use super::chaos_load::{remap_chaos_paths, warn_tools};
 use super::de::kind;
 use super::expand::expand_value;
 use super::schema::*;
@@ -251,7 +251,7 @@ fn load_source(
     let parsed = errors.len();
     validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
-    warn_unroutable_tools(&config, &mut warnings);
+    warn_tools(&config, &mut warnings);
     super::crosscheck::warn_config(&config, &mut warnings);
     for e in &mut errors {
         super::redact::scrub(&mut e.message, &secrets);

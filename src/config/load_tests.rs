@@ -817,3 +817,45 @@ fn a_session_file_given_as_the_config_is_named_as_one() {
         "{errors:?}"
     );
 }
+
+/// MCP in a file: `protocol: mcp` tools, MCP modes and selectors load; an MCP rule on a
+/// plain HTTP tool is a warning; a bad `mcp_tool` glob and an MCP selector on an LLM fault
+/// are errors at their paths.
+#[test]
+fn mcp_rules_load_and_misplaced_ones_are_said() {
+    let yaml = "tools:\n  - {name: crm, match_url: 'https://crm.example/*', protocol: mcp}\n  \
+                - {name: search, match_url: 'https://s.example/*'}\n\
+                chaos:\n  tool_faults:\n    - {tool: crm, mode: mcp_error, code: -32602, mcp_tool: 'send_*'}\n    \
+                - {tool: search, mode: mcp_tool_error}\n  context_attacks:\n    \
+                - {type: mcp_rug_pull, tool: crm}\n    - {type: mcp_shadowing, tool: crm, shadows: get_weather}\n";
+    let (_dir, path) = write(yaml);
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new()).unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            "chaos.tool_faults[1]: `mcp_tool_error` acts on MCP messages and tool `search` is not \
+          declared `protocol: mcp`: it applies only where MCP traffic is recognised on its URLs"
+        ]
+    );
+    let errors = errors_of(
+        "tools: [{name: crm, match_url: 'https://c/*', protocol: mcp}]\nchaos:\n  tool_faults:\n    \
+         - {tool: crm, mode: mcp_tool_error, mcp_tool: '[a'}\n  llm_faults:\n    - {mode: empty, mcp_method: x}\n",
+        &[],
+    );
+    assert!(
+        errors[0].starts_with("chaos.tool_faults[0].mcp_tool: invalid glob"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[1],
+        "chaos.llm_faults[0].mcp_method: llm_faults apply to LLM calls, not MCP"
+    );
+    let errors = errors_of(
+        "tools: [{name: crm, match_url: 'https://c/*', protocol: grpc}]\n",
+        &[],
+    );
+    assert!(
+        errors[0].contains("unknown variant `grpc`, expected `http` or `mcp`"),
+        "{errors:?}"
+    );
+}

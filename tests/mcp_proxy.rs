@@ -1,0 +1,186 @@
+//! MCP on the wire through the proxy (docs/mcp.md): a `protocol: mcp` tool's JSON-RPC
+//! messages are read and journaled by method and tool; rules take `tools/call` of their
+//! MCP tools and leave the handshake alone; MCP traffic to an undeclared server is
+//! recognised by its headers; what is not JSON-RPC, or too large to read, is said so and
+//! forwarded untouched; and a run whose MCP tool never spoke JSON-RPC is not tested.
+
+mod common;
+
+use common::origin::{self, typed};
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+/// A JSON-answering MCP server: `tools/list` lists `get_weather` and `send_email`,
+/// `tools/call` answers the tool's text, anything else an empty result.
+async fn mcp_server() -> origin::Origin {
+    origin::start(None, |req: http::Request<hyper::body::Incoming>| async move {
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+            return typed(r#"{"ok": true}"#, "application/json");
+        };
+        let result = match msg["method"].as_str() {
+            Some("tools/list") => json!({"tools": [
+                {"name": "get_weather", "description": "Weather.", "inputSchema": {"type": "object"}},
+                {"name": "send_email", "description": "Email.", "inputSchema": {"type": "object"}}]}),
+            Some("tools/call") => json!({"content": [{"type": "text", "text": "Sunny"}], "isError": false}),
+            _ => json!({}),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
+        typed(Box::leak(answer.into_boxed_str()), "application/json")
+    })
+    .await
+}
+
+fn rpc(id: u64, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+async fn post(p: &TestProxy, url: &str, body: String, mcp_headers: bool) -> (u16, Value) {
+    let mut req = client_via(p, H1)
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
+    if mcp_headers {
+        req = req.header("accept", "application/json, text/event-stream");
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (
+        status,
+        serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap_or(Value::Null),
+    )
+}
+
+fn config(server: &origin::Origin, chaos: &str) -> String {
+    format!(
+        "tools:\n  - {{name: crm, match_url: '{}', protocol: mcp}}\nchaos:\n{chaos}",
+        server.http_url("/mcp*")
+    )
+}
+
+#[tokio::test]
+async fn tool_calls_are_faulted_by_mcp_tool_and_the_handshake_is_left_alone() {
+    let server = mcp_server().await;
+    let chaos =
+        "  tool_faults:\n    - {tool: crm, mode: mcp_error, code: -32602, mcp_tool: 'send_*'}\n";
+    let p = start_proxy(&config(&server, chaos)).await;
+    let url = server.http_url("/mcp");
+    let (_, init) = post(&p, &url, rpc(1, "initialize", json!({})), true).await;
+    assert_eq!(init["result"], json!({}), "initialize reaches the server");
+    let call = |id, tool: &str| rpc(id, "tools/call", json!({"name": tool, "arguments": {}}));
+    let (_, weather) = post(&p, &url, call(2, "get_weather"), true).await;
+    assert_eq!(weather["result"]["content"][0]["text"], "Sunny");
+    let (status, email) = post(&p, &url, call(3, "send_email"), true).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        email,
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Invalid params"}})
+    );
+    assert_eq!(
+        server.log.len(),
+        2,
+        "the faulted call never reached the server"
+    );
+    p.daemon.journal.wait_for(3).await;
+    let seen: Vec<(String, Option<String>, Option<String>)> = p
+        .daemon
+        .journal
+        .all()
+        .iter()
+        .map(|e| {
+            let m = e.mcp.as_ref().expect("every message is MCP");
+            (
+                m.method.clone(),
+                m.tool.clone(),
+                e.fault.as_ref().map(|f| f.mode.clone()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("initialize".into(), None, None),
+            ("tools/call".into(), Some("get_weather".into()), None),
+            (
+                "tools/call".into(),
+                Some("send_email".into()),
+                Some("mcp_error".into())
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_undeclared_server_is_recognised_by_its_headers_and_a_plain_json_post_is_not() {
+    let server = mcp_server().await;
+    let p = start_proxy(
+        "chaos:\n  context_attacks:\n    - {type: mcp_tool_poisoning, payload: HIDDEN}\n",
+    )
+    .await;
+    let url = server.http_url("/mcp");
+    let (_, listed) = post(&p, &url, rpc(1, "tools/list", json!({})), true).await;
+    assert!(
+        listed["result"]["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n\nHIDDEN")
+    );
+    let (_, plain) = post(&p, &url, rpc(2, "tools/list", json!({})), false).await;
+    assert_eq!(
+        plain["result"]["tools"][0]["description"], "Weather.",
+        "not MCP: untouched"
+    );
+    p.daemon.journal.wait_for(2).await;
+    let all = p.daemon.journal.all();
+    let first = all[0].mcp.as_ref().unwrap();
+    assert!(first.detected && first.method == "tools/list");
+    assert!(all[1].mcp.is_none());
+}
+
+#[tokio::test]
+async fn a_message_over_the_limit_is_forwarded_unread_and_said_so() {
+    let server = origin::echo().await;
+    let p = start_proxy(&config(
+        &server,
+        "  tool_faults: [{tool: crm, mode: mcp_tool_error}]\n",
+    ))
+    .await;
+    let big = rpc(
+        1,
+        "tools/call",
+        json!({"name": "x", "arguments": {"blob": "a".repeat(5 << 20)}}),
+    );
+    let (status, echoed) = post(&p, &server.http_url("/mcp"), big.clone(), true).await;
+    assert_eq!(status, 200);
+    assert_eq!(echoed.to_string().len(), big.len(), "forwarded whole");
+    p.daemon.journal.wait_for(1).await;
+    let m = p.daemon.journal.all()[0].mcp.clone().unwrap();
+    assert_eq!(m.method, "(unread)");
+    assert!(m.note.unwrap().contains("over 4194304 bytes"));
+    assert!(
+        p.daemon.journal.all()[0].fault.is_none(),
+        "no rule took an unread message"
+    );
+}
+
+#[tokio::test]
+async fn a_run_whose_mcp_tool_never_spoke_json_rpc_is_not_tested_and_says_what_it_saw() {
+    let tool = origin::search_tool().await;
+    let yaml = format!(
+        "tools:\n  - {{name: crm, match_url: '{}', protocol: mcp}}\n\
+         golden_prompts: [q]\n\
+         contract:\n  name: c\n  invariants:\n    - {{id: answers, type: output_not_empty}}\n  \
+         chaos_matrix:\n    - name: crm-down\n      tool_faults: [{{tool: crm, mode: mcp_tool_error}}]\n",
+        tool.http_url("/*")
+    );
+    let p = start_proxy(&yaml).await;
+    let agent = agents::research(client_via(&p, H1), tool.http_url("/search")).await;
+    let report = contract_run(&p, &agent.http_url("/invoke"), 0).await;
+    let why = report.coverage[0].not_tested.clone().expect("not tested");
+    assert!(
+        why.contains("MCP (not json-rpc): an HTTP GET request carries no MCP message"),
+        "{why}"
+    );
+    assert_ne!(report.judgement.verdict, flakestorm::run::RunVerdict::Pass);
+}
