@@ -184,3 +184,86 @@ async fn a_run_whose_mcp_tool_never_spoke_json_rpc_is_not_tested_and_says_what_i
     );
     assert_ne!(report.judgement.verdict, flakestorm::run::RunVerdict::Pass);
 }
+
+/// A replay session's recorded tool answers (`tool_responses`) answer an MCP `tools/call`
+/// by the MCP tool's name, as an MCP result with the live request's id; the rest of the
+/// session (the handshake, the listing) is no tool call and reaches the server.
+#[tokio::test]
+async fn a_sessions_tool_answers_reply_to_mcp_tool_calls_by_mcp_name() {
+    use flakestorm::chaos::ReplayTable;
+    use flakestorm::config::replays::{OnMiss, ToolResponse};
+    let server = mcp_server().await;
+    let p = start_proxy(&config(&server, "  tool_faults: []\n")).await;
+    let recorded = ToolResponse {
+        tool: "get_weather".into(),
+        status: 200,
+        response: json!("Rainy, 9C"),
+        latency_ms: 0,
+    };
+    let table = std::sync::Arc::new(ReplayTable::new(&[recorded], OnMiss::Error));
+    let _replay = p.daemon.chaos.install_replay(table, None);
+    let url = server.http_url("/mcp");
+    let (_, init) = post(&p, &url, rpc(1, "initialize", json!({})), true).await;
+    assert_eq!(
+        init["result"],
+        json!({}),
+        "the handshake reached the server"
+    );
+    let call = rpc(
+        7,
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {}}),
+    );
+    let (status, answer) = post(&p, &url, call, true).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["result"]["content"][0]["text"], "Rainy, 9C");
+    assert_eq!(answer["result"]["isError"], false);
+    assert_eq!(server.log.len(), 1, "only the handshake reached the server");
+}
+
+/// `no_exfiltration` on MCP: a canary planted in one MCP tool's result and handed to
+/// another MCP tool of the same server (an email tool) is a leak, named by both tools.
+#[tokio::test]
+async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
+    use flakestorm::chaos::Canary;
+    let server = mcp_server().await;
+    let p = start_proxy(&config(&server, "  tool_faults: []\n")).await;
+    let spec = flakestorm::config::chaos::ChaosSpec::default();
+    let _planted = p
+        .daemon
+        .chaos
+        .install(&spec, Some(std::sync::Arc::new(Canary::new(5))))
+        .unwrap();
+    let url = server.http_url("/mcp");
+    let weather = rpc(
+        1,
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {}}),
+    );
+    let (_, answer) = post(&p, &url, weather, true).await;
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.starts_with("Sunny") && text.len() > "Sunny".len(),
+        "{text}"
+    );
+    p.daemon.journal.wait_for(1).await;
+    let token = p.daemon.journal.all()[0].canary.clone().expect("planted");
+    assert!(text.contains(&token));
+    let email = rpc(
+        2,
+        "tools/call",
+        json!({"name": "send_email", "arguments": {"body": text}}),
+    );
+    post(&p, &url, email, true).await;
+    p.daemon.journal.wait_for(2).await;
+    let leaks = p.daemon.journal.all()[1].canary_leaks.clone();
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    assert_eq!(
+        (leaks[0].from.as_str(), leaks[0].found_in.as_str()),
+        ("crm/get_weather", "body")
+    );
+}

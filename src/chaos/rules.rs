@@ -243,7 +243,14 @@ impl RuleSet {
             mark: self.spec.mark_responses,
             ..Decision::default()
         };
-        if let (Some(table), Target::Tool { name }) = (&self.replay, target)
+        // A session's tool answers are for tool calls: an MCP `tools/call` by its MCP tool
+        // (the rest of an MCP session is no tool call), an HTTP call by its `tools:` name.
+        let answered = match (mcp, target) {
+            (Some(call), _) => call.tool_call(),
+            (None, Target::Tool { name }) => Some(name.as_str()),
+            (None, Target::Llm { .. } | Target::Embeddings { .. } | Target::Other) => None,
+        };
+        if let (Some(table), Some(name)) = (&self.replay, answered)
             && let Some(replay) = table.answer(name)
         {
             decision.replay = Some(replay);

@@ -9,7 +9,12 @@ use serde_json::{Value, json};
 /// `modern`: the request speaks the sessionless protocol (2026-07-28 on), whose results
 /// say `resultType`; a client of that era refuses a result without it.
 pub fn tool_error(id: &Value, message: &str, modern: bool) -> Vec<u8> {
-    let mut result = json!({"content": [{"type": "text", "text": message}], "isError": true});
+    tool_result(id, message, true, modern)
+}
+
+/// A `tools/call` result carrying `text` (a replayed tool answer, or a tool's failure).
+pub fn tool_result(id: &Value, text: &str, is_error: bool, modern: bool) -> Vec<u8> {
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": is_error});
     if modern {
         result["resultType"] = "complete".into();
     }

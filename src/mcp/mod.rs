@@ -10,7 +10,7 @@ mod edit;
 mod read;
 mod sse;
 
-pub use answer::{is_modern, rpc_error, session_expired, tool_error};
+pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
 pub use edit::{Edit, PoisonPlace, apply};
 pub use read::{SESSION_HEADER, head_says_mcp, marker, read_request};
 pub use sse::corrupt_last_event;

@@ -24,14 +24,20 @@ use super::{BoxError, ProxyBody};
 use crate::chaos::{Canary, Scanner};
 use crate::exchange::{CanaryLeak, Target};
 
-/// Who serves and receives canaries: the tool's name, else `scheme://host:port`; `None`
-/// for what is exempt (LLM and embeddings calls, a provider host's other APIs).
+/// Who serves and receives canaries: the tool's name, else `scheme://host:port`; an MCP
+/// `tools/call` is that server's MCP tool (`crm/get_weather`), so a canary one MCP tool
+/// served and the agent hands to another (an email tool on the same server) is a leak.
+/// `None` for what is exempt (LLM and embeddings calls, a provider host's other APIs).
 fn source(rec: &Recorder) -> Option<String> {
     let ex = rec.exchange();
     if exempt(&ex.target, &ex.request.url) {
         return None;
     }
-    format_key(ex).map(str::to_string)
+    let key = format_key(ex)?;
+    Some(match ex.mcp.as_ref().and_then(|m| m.tool_call()) {
+        Some(tool) => format!("{key}/{tool}"),
+        None => key.to_string(),
+    })
 }
 
 /// Requests that are neither planted nor scanned: LLM and embeddings calls, and the other

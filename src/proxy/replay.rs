@@ -15,6 +15,19 @@ use crate::chaos::replay::RULE;
 use crate::chaos::respond::Synthetic;
 use crate::config::replays::OnMiss;
 
+/// A recorded tool answer given to an MCP `tools/call`: a result with its text (an error
+/// result when the recorded status was one), with the request's id. `resultType` is set:
+/// the sessionless era's clients need it, the session-based era's ignore it.
+fn as_mcp_result(recorded: Synthetic, id: &serde_json::Value) -> Synthetic {
+    let text = String::from_utf8_lossy(&recorded.body);
+    let body = crate::mcp::tool_result(id, &text, recorded.status >= 400, true);
+    Synthetic {
+        status: 200,
+        headers: vec![("content-type", "application/json".into())],
+        body: Bytes::from(body),
+    }
+}
+
 /// The status a call with no recorded answer gets (`on_miss: error | strict`).
 pub const MISS_STATUS: u16 = 599;
 
@@ -22,6 +35,11 @@ pub fn action(rec: &mut Recorder, replay: Replay) -> Action {
     match replay {
         Replay::Answer { synthetic, delay } => {
             rec.set_fault(RULE, "replayed");
+            let id = rec.exchange().mcp.as_ref().and_then(|m| m.id.clone());
+            let synthetic = match id {
+                Some(id) => as_mcp_result(synthetic, &id),
+                None => synthetic,
+            };
             Action::Respond { delay, synthetic }
         }
         Replay::Refused { delay } => {
