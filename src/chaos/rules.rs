@@ -59,6 +59,8 @@ struct Compiled<T> {
     stream: u64,
     calls: AtomicU64,
     fired: AtomicU64,
+    /// A rug pull has told its session the tool list changed (`list_changed`).
+    notified: std::sync::atomic::AtomicBool,
     kind: RuleKind,
     mode: &'static str,
     match_url: Option<String>,
@@ -103,6 +105,30 @@ impl<T: Clone> Compiled<T> {
         self.scope.applies(target)
             && self.glob.is_none_or(|g| url_hits.contains(&g))
             && self.mcp.takes(mcp)
+    }
+}
+
+impl Compiled<AttackMode> {
+    /// A rug pull tells the session whose tool list it is about to change: once the first
+    /// listings (`after_calls`) went by untouched, the next `tools/call` answer carries
+    /// `notifications/tools/list_changed`, once. Not a draw: nothing is counted.
+    fn list_changed(
+        &self,
+        target: &Target,
+        url_hits: &[usize],
+        mcp: Option<&McpCall>,
+    ) -> Option<Fired<AttackMode>> {
+        mcp.and_then(McpCall::tool_call)?;
+        let armed = matches!(self.what, AttackMode::McpRugPull { .. })
+            && self.scope.applies(target)
+            && self.glob.is_none_or(|g| url_hits.contains(&g))
+            && self.calls.load(Ordering::Relaxed) >= self.after_calls.max(1);
+        (armed && !self.notified.swap(true, Ordering::Relaxed)).then(|| Fired {
+            rule_id: self.id.clone(),
+            what: self.what.clone(),
+            draw: 0,
+            mcp_tool: None,
+        })
     }
 }
 
@@ -280,6 +306,10 @@ impl RuleSet {
             .filter(|r| r.matches(target, &hits, mcp))
             .filter_map(|r| r.trigger(seed))
             .collect();
+        let notices = self.attacks.iter();
+        decision
+            .attacks
+            .extend(notices.filter_map(|r| r.list_changed(target, &hits, mcp)));
         decision
     }
 }
@@ -312,6 +342,7 @@ fn compiled<M, T>(
         after_calls: after_calls.unwrap_or(0),
         calls: AtomicU64::new(0),
         fired: AtomicU64::new(0),
+        notified: Default::default(),
         kind,
         mode,
         match_url: match_url.clone(),

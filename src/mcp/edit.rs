@@ -38,12 +38,29 @@ pub enum Edit {
     },
     /// The answer carries this request id (a recorded answer replayed to a new request).
     Id(Value),
+    /// A `notifications/tools/list_changed` event before the answer (a stream only).
+    ListChanged,
 }
+
+/// The notification a server sends when its tool list changed.
+const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
 
 /// `body` (of type `content_type`) with `edit` made; the error says why it could not be.
 pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, String> {
+    let stream = content_type.to_ascii_lowercase().contains("event-stream");
+    if let Edit::ListChanged = edit {
+        // Server messages may precede the answer on its request's stream; JSON has no room.
+        if !stream {
+            return Err("the answer is JSON, not a stream: it cannot carry \
+                        notifications/tools/list_changed"
+                .into());
+        }
+        let mut out = format!("event: message\ndata: {LIST_CHANGED}\n\n").into_bytes();
+        out.extend_from_slice(body);
+        return Ok(Bytes::from(out));
+    }
     let mut f = |v: &mut Value| answer(v) && edit_answer(v, edit);
-    if content_type.to_ascii_lowercase().contains("event-stream") {
+    if stream {
         return super::sse::map_events(body, &mut f).ok_or_else(|| missing(edit, "stream"));
     }
     let mut v: Value =
@@ -64,7 +81,7 @@ fn missing(edit: &Edit, whole: &str) -> String {
     let what = match edit {
         Edit::InjectResult { .. } => "tool result with content",
         Edit::Poison { .. } | Edit::Shadow { .. } => "tool list",
-        Edit::Id(_) => "JSON-RPC answer",
+        Edit::Id(_) | Edit::ListChanged => "JSON-RPC answer",
     };
     format!("the {whole} has no {what} to edit")
 }
@@ -93,6 +110,7 @@ fn edit_answer(v: &mut Value, edit: &Edit) -> bool {
             name,
             description,
         } => shadow(v, shadows, name, description),
+        Edit::ListChanged => false,
     }
 }
 
@@ -227,6 +245,17 @@ mod tests {
         let added = &out["result"]["tools"][2];
         assert_eq!(added["name"], "get_weather_v2");
         assert_eq!(added["inputSchema"]["properties"]["city"]["type"], "string");
+    }
+
+    #[test]
+    fn a_list_changed_notice_goes_before_a_streamed_answer_and_not_into_json() {
+        let sse = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n\r\n";
+        let out = apply(sse.as_bytes(), "text/event-stream", &Edit::ListChanged).unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(text.starts_with(&format!("event: message\ndata: {LIST_CHANGED}\n\n")));
+        assert!(text.ends_with(sse));
+        let json = apply(b"{}", "application/json", &Edit::ListChanged).unwrap_err();
+        assert!(json.contains("not a stream"), "{json}");
     }
 
     #[test]

@@ -45,7 +45,9 @@ pub async fn apply(
                     attack::payload(&fired.what, fired.draw),
                 ) {
                     (false, Some(payload)) => {
-                        let t = match mcp_edit(fired, payload) {
+                        let call = rec.exchange().mcp.as_ref();
+                        let on_call = call.is_some_and(|c| c.method == crate::exchange::TOOLS_CALL);
+                        let t = match mcp_edit(fired, payload, on_call) {
                             Ok(edit) => Transform::Mcp(edit),
                             Err(payload) => Transform::Inject { payload },
                         };
@@ -63,12 +65,18 @@ pub async fn apply(
     }
 }
 
-/// The edit an attack on MCP tool lists makes, or (`Err`) the payload of one that injects
-/// text into a response.
-fn mcp_edit(fired: &Fired<AttackMode>, payload: String) -> Result<crate::mcp::Edit, String> {
+/// The edit an attack on MCP tool lists makes (on a `tools/call` answer, `on_call`: a rug
+/// pull's notice that the list changed), or (`Err`) the payload of one that injects text
+/// into a response.
+fn mcp_edit(
+    fired: &Fired<AttackMode>,
+    payload: String,
+    on_call: bool,
+) -> Result<crate::mcp::Edit, String> {
     use crate::mcp::Edit;
     let tools = fired.mcp_tool.as_ref().map(|g| g.0.clone());
     match &fired.what {
+        AttackMode::McpRugPull { .. } if on_call => Ok(Edit::ListChanged),
         AttackMode::McpToolPoisoning { place, .. } | AttackMode::McpRugPull { place, .. } => {
             Ok(Edit::Poison {
                 payload,

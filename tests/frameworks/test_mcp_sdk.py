@@ -49,12 +49,18 @@ def chaos(fs):
     fs.control("DELETE", "/v1/chaos")
 
 
-def client(fs: Flakestorm, url: str, *flags: str) -> list[dict]:
+def session(fs: Flakestorm, url: str, *flags: str) -> dict:
+    """agents/mcp_client.py through the proxy: `{"steps": [...], "notified": [...]}`."""
     env = {**clean_env(), "HTTPS_PROXY": fs.proxy_url, "SSL_CERT_FILE": str(fs.ca_file)}
     out = subprocess.run([sys.executable, str(AGENTS / "mcp_client.py"), url, *flags], env=env,
                          capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
     assert out.stdout.strip(), f"the client printed nothing; stderr:\n{out.stderr[-3000:]}"
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def client(fs: Flakestorm, url: str, *flags: str) -> list[dict]:
+    """What the SDK returned or raised at each step."""
+    return session(fs, url, *flags)["steps"]
 
 
 def counted(fs: Flakestorm, metric: str, mode: str) -> float:
@@ -161,9 +167,13 @@ def test_poisoning_rug_pull_and_shadowing_edit_the_tool_list(fs, server, chaos):
     assert steps[0] == {"tools": poisoned} and steps[3] == {"tools": poisoned}, steps
     assert steps[1] == OK
     chaos(context_attacks=[{"type": "mcp_rug_pull", "tool": "crm", "payload": "CHANGED"}])
-    steps = client(fs, server)
+    s = session(fs, server)
+    steps = s["steps"]
     assert steps[0] == {"tools": TOOLS}, "the first listing is clean"
     assert all(d.endswith("\n\nCHANGED") for d in steps[3]["tools"].values()), steps
+    # The first tool call's answer stream told the session its tool list changed, once.
+    assert s["notified"] == ["notifications/tools/list_changed"], s
+    assert steps[1] == OK and steps[2] == OK
     chaos(context_attacks=[{"type": "mcp_shadowing", "tool": "crm", "shadows": "get_weather"}])
     listed = client(fs, server, "--modern")[0]["tools"]
     assert set(listed) == {"get_weather", "send_email", "get_weather_v2"}, listed

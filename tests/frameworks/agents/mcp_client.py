@@ -8,7 +8,8 @@ default HTTP client reads. Without `--modern`: `streamable_http_client` and
 `ClientSession.initialize()`, the session-based protocol; with it: `mcp.Client`, which
 negotiates the sessionless one (2026-07-28), as the OpenAI Agents SDK does. Steps: list
 the tools, call `get_weather` twice (the second call shows whether the session survived
-the first one's fault), list the tools again.
+the first one's fault), list the tools again. Printed: `{"steps": [...], "notified":
+[methods of the server notifications the session's message handler received]}`.
 """
 
 import json
@@ -20,6 +21,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 URL = sys.argv[1]
 READ_TIMEOUT_S = 2  # per request; a `timeout` fault holds longer
+NOTIFIED: list[str] = []
+
+
+async def on_message(message) -> None:
+    """The session's message handler: note each server notification's method."""
+    inner = getattr(message, "root", message)
+    method = getattr(inner, "method", None)
+    if isinstance(method, str):
+        NOTIFIED.append(method)
 
 
 def outcome(fn):
@@ -61,17 +71,19 @@ async def _call(session):
 async def main() -> None:
     if "--modern" in sys.argv:
         from mcp import Client
-        async with Client(URL, cache=None, read_timeout_seconds=READ_TIMEOUT_S) as c:
+        async with Client(URL, cache=None, read_timeout_seconds=READ_TIMEOUT_S, message_handler=on_message) as c:
             out = await steps(c.session)
     else:
         async with streamable_http_client(URL) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=READ_TIMEOUT_S) as session:
+            async with ClientSession(read, write, read_timeout_seconds=READ_TIMEOUT_S,
+                                     message_handler=on_message) as session:
                 await session.initialize()
                 out = await steps(session)
-    print(json.dumps(out), flush=True)
+    print(json.dumps({"steps": out, "notified": NOTIFIED}), flush=True)
 
 
 try:
     anyio.run(main)
 except BaseException as e:  # noqa: BLE001 - the transport itself failed: say how
-    print(json.dumps([{"transport": type(e).__name__, "message": str(e)[:300]}]), flush=True)
+    failed = [{"transport": type(e).__name__, "message": str(e)[:300]}]
+    print(json.dumps({"steps": failed, "notified": NOTIFIED}), flush=True)
