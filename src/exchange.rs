@@ -321,6 +321,15 @@ impl McpCall {
             .then_some(self.tool.as_deref())
             .flatten()
     }
+
+    /// The tool this message called, for counting calls: a `tools/call`'s, or the one a
+    /// message too long to read named in its first bytes.
+    pub fn called_tool(&self) -> Option<&str> {
+        match self.method.as_str() {
+            TOOLS_CALL | "(unread)" => self.tool.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// The MCP method that calls a tool.

@@ -131,11 +131,14 @@ async fn an_undeclared_server_is_recognised_by_its_headers_and_a_plain_json_post
         plain["result"]["tools"][0]["description"], "Weather.",
         "not MCP: untouched"
     );
-    p.daemon.journal.wait_for(2).await;
+    // JSON-RPC that is not MCP's (an agent-to-agent call) with the same `Accept`: not MCP.
+    let (_, other) = post(&p, &url, rpc(3, "message/send", json!({})), true).await;
+    assert_eq!(other["id"], 3);
+    p.daemon.journal.wait_for(3).await;
     let all = p.daemon.journal.all();
     let first = all[0].mcp.as_ref().unwrap();
     assert!(first.detected && first.method == "tools/list");
-    assert!(all[1].mcp.is_none());
+    assert!(all[1].mcp.is_none() && all[2].mcp.is_none());
 }
 
 #[tokio::test]
@@ -157,7 +160,12 @@ async fn a_message_over_the_limit_is_forwarded_unread_and_said_so() {
     p.daemon.journal.wait_for(1).await;
     let m = p.daemon.journal.all()[0].mcp.clone().unwrap();
     assert_eq!(m.method, "(unread)");
-    assert!(m.note.unwrap().contains("over 4194304 bytes"));
+    assert!(m.note.as_deref().unwrap().contains("over 4194304 bytes"));
+    assert_eq!(
+        m.called_tool(),
+        Some("x"),
+        "its first bytes name the tool it calls"
+    );
     assert!(
         p.daemon.journal.all()[0].fault.is_none(),
         "no rule took an unread message"
@@ -236,8 +244,13 @@ async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
         .install(&spec, Some(std::sync::Arc::new(Canary::new(5))))
         .unwrap();
     let url = server.http_url("/mcp");
+    // The handshake and the listing are no tool results: no canary, the envelope intact.
+    let (_, init) = post(&p, &url, rpc(1, "initialize", json!({})), true).await;
+    assert_eq!(init, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    let (_, listed) = post(&p, &url, rpc(2, "tools/list", json!({})), true).await;
+    assert_eq!(listed["result"]["tools"][0]["description"], "Weather.");
     let weather = rpc(
-        1,
+        3,
         "tools/call",
         json!({"name": "get_weather", "arguments": {}}),
     );
@@ -250,17 +263,13 @@ async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
         text.starts_with("Sunny") && text.len() > "Sunny".len(),
         "{text}"
     );
-    p.daemon.journal.wait_for(1).await;
-    let token = p.daemon.journal.all()[0].canary.clone().expect("planted");
+    p.daemon.journal.wait_for(3).await;
+    let token = p.daemon.journal.all()[2].canary.clone().expect("planted");
     assert!(text.contains(&token));
-    let email = rpc(
-        2,
-        "tools/call",
-        json!({"name": "send_email", "arguments": {"body": text}}),
-    );
-    post(&p, &url, email, true).await;
-    p.daemon.journal.wait_for(2).await;
-    let leaks = p.daemon.journal.all()[1].canary_leaks.clone();
+    let args = json!({"name": "send_email", "arguments": {"body": text}});
+    post(&p, &url, rpc(4, "tools/call", args), true).await;
+    p.daemon.journal.wait_for(4).await;
+    let leaks = p.daemon.journal.all()[3].canary_leaks.clone();
     assert_eq!(leaks.len(), 1, "{leaks:?}");
     assert_eq!(
         (leaks[0].from.as_str(), leaks[0].found_in.as_str()),

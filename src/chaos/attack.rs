@@ -218,12 +218,12 @@ pub fn filler(n: u32) -> String {
 }
 
 /// Whether a response of this content type can carry injected text, decided before its
-/// body is held: streams (SSE, NDJSON) would be held back until they end (not an MCP
-/// answer's, `mcp`, which ends with its one result), and binary types cannot carry text.
-pub fn injectable(content_type: &str, mcp: bool) -> Result<(), String> {
+/// body is held: streams (SSE, NDJSON) would be held back until they end (an MCP answer
+/// stream is edited as it flows instead: `Transform::Mcp`), and binary types cannot carry
+/// text.
+pub fn injectable(content_type: &str) -> Result<(), String> {
     let ct = content_type.to_ascii_lowercase();
-    // An MCP answer's stream ends with its one result: held whole, it is rewritten there.
-    if (ct.contains("event-stream") && !mcp) || ct.contains("ndjson") {
+    if ct.contains("event-stream") || ct.contains("ndjson") {
         return Err(format!(
             "streamed response (`{content_type}`) is not held back to be rewritten"
         ));
@@ -250,18 +250,6 @@ pub fn inject_tool_response(
     payload: &str,
 ) -> Result<Bytes, String> {
     let ct = content_type.to_ascii_lowercase();
-    // An MCP tool result (JSON or a stream of JSON-RPC events): the text the model reads.
-    let inject = crate::mcp::Edit::InjectResult {
-        payload: payload.to_string(),
-    };
-    if (ct.contains("json") || ct.contains("event-stream"))
-        && let Ok(out) = crate::mcp::apply(body, content_type, &inject)
-    {
-        return Ok(out);
-    }
-    if ct.contains("event-stream") {
-        return Err("the event stream has no MCP tool result to carry the text".into());
-    }
     // Tools often send JSON as text/plain or with no type at all: sniff before appending.
     let sniffed = !ct.contains("html")
         && body

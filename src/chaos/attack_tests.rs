@@ -238,14 +238,10 @@ fn tool_responses_stay_valid_for_their_type() {
         "nowhere to put it"
     );
     assert!(
-        injectable("text/event-stream", false).is_err()
-            && injectable("application/x-ndjson", false).is_err()
-            && injectable("text/event-stream", true).is_ok()
+        injectable("text/event-stream").is_err() && injectable("application/x-ndjson").is_err()
     );
-    assert!(injectable("image/png", false).is_err());
-    assert!(
-        injectable("", false).is_ok() && injectable("text/plain; charset=utf-8", false).is_ok()
-    );
+    assert!(injectable("image/png").is_err());
+    assert!(injectable("").is_ok() && injectable("text/plain; charset=utf-8").is_ok());
     assert!(inject_tool_response(b"{broken", "application/json", "X").is_err());
 }
 
@@ -257,18 +253,4 @@ fn payloads_are_picked_reproducibly() {
     };
     assert_eq!(payload(&a, 4).as_deref(), Some("b"));
     assert_eq!(payload(&a, 4), payload(&a, 4));
-}
-
-/// An MCP tool result, as the MCP SDK's server streams it (CRLF SSE): the payload goes in
-/// the result's text, the stream stays SSE.
-#[test]
-fn an_mcp_result_stream_carries_the_injection_in_its_text() {
-    let body = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"Sunny\"}],\"structuredContent\":{\"result\":\"Sunny\"},\"isError\":false}}\r\n\r\n";
-    let out = inject_tool_response(body.as_bytes(), "text/event-stream", "OBEY").unwrap();
-    let text = std::str::from_utf8(&out).unwrap();
-    assert!(text.contains(r#""text":"Sunny\n\nOBEY""#), "{text}");
-    assert!(
-        text.starts_with("event: message\ndata: {") && text.ends_with("}\n\n"),
-        "{text}"
-    );
 }

@@ -34,6 +34,18 @@ pub struct Fired<T> {
     pub draw: u64,
     /// The rule's `mcp_tool` glob: edits of a tool list touch only the tools it matches.
     pub mcp_tool: Option<ToolGlob>,
+    /// A rug pull's list-changed notice: set once the notice went out.
+    pub notice: Option<NoticeSent>,
+}
+
+/// Whether a rug pull's list-changed notice went out (shared by the rule and its edit).
+#[derive(Debug, Clone, Default)]
+pub struct NoticeSent(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl PartialEq for NoticeSent {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// An `mcp_tool` glob, compared by its text.
@@ -60,7 +72,7 @@ struct Compiled<T> {
     calls: AtomicU64,
     fired: AtomicU64,
     /// A rug pull has told its session the tool list changed (`list_changed`).
-    notified: std::sync::atomic::AtomicBool,
+    notified: NoticeSent,
     kind: RuleKind,
     mode: &'static str,
     match_url: Option<String>,
@@ -83,6 +95,7 @@ impl<T: Clone> Compiled<T> {
             what: self.what.clone(),
             draw,
             mcp_tool: self.mcp.select.tool.clone().map(ToolGlob),
+            notice: None,
         })
     }
 
@@ -111,7 +124,8 @@ impl<T: Clone> Compiled<T> {
 impl Compiled<AttackMode> {
     /// A rug pull tells the session whose tool list it is about to change: once the first
     /// listings (`after_calls`) went by untouched, the next `tools/call` answer carries
-    /// `notifications/tools/list_changed`, once. Not a draw: nothing is counted.
+    /// `notifications/tools/list_changed`, until one went out (a JSON answer has no room
+    /// for it: the next call tries again). Not a draw: nothing is counted.
     fn list_changed(
         &self,
         target: &Target,
@@ -123,11 +137,12 @@ impl Compiled<AttackMode> {
             && self.scope.applies(target)
             && self.glob.is_none_or(|g| url_hits.contains(&g))
             && self.calls.load(Ordering::Relaxed) >= self.after_calls.max(1);
-        (armed && !self.notified.swap(true, Ordering::Relaxed)).then(|| Fired {
+        (armed && !self.notified.0.load(Ordering::Relaxed)).then(|| Fired {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw: 0,
             mcp_tool: None,
+            notice: Some(self.notified.clone()),
         })
     }
 }

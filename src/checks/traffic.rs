@@ -85,7 +85,7 @@ fn calls(e: &Exchange, name: Option<&str>) -> bool {
     };
     match &e.mcp {
         Some(m) => m
-            .tool_call()
+            .called_tool()
             .is_some_and(|t| name.is_none_or(|w| w == t || Some(w) == entry)),
         None => entry.is_some_and(|n| name.is_none_or(|w| w == n)),
     }

@@ -839,7 +839,8 @@ fn mcp_rules_load_and_misplaced_ones_are_said() {
     );
     let errors = errors_of(
         "tools: [{name: crm, match_url: 'https://c/*', protocol: mcp}]\nchaos:\n  tool_faults:\n    \
-         - {tool: crm, mode: mcp_tool_error, mcp_tool: '[a'}\n  llm_faults:\n    - {mode: empty, mcp_method: x}\n",
+         - {tool: crm, mode: mcp_tool_error, mcp_tool: '[a'}\n  llm_faults:\n    - {mode: empty, mcp_method: x}\n  \
+         context_attacks:\n    - {type: overflow, mcp_tool: x}\n",
         &[],
     );
     assert!(
@@ -849,6 +850,10 @@ fn mcp_rules_load_and_misplaced_ones_are_said() {
     assert_eq!(
         errors[1],
         "chaos.llm_faults[0].mcp_method: llm_faults apply to LLM calls, not MCP"
+    );
+    assert_eq!(
+        errors[2],
+        "chaos.context_attacks[0].mcp_tool: `overflow` rewrites LLM requests, not MCP messages"
     );
     let errors = errors_of(
         "tools: [{name: crm, match_url: 'https://c/*', protocol: grpc}]\n",

@@ -19,6 +19,8 @@ const SECRET_HEADERS: &[&str] = &[
     "x-goog-api-key",
     "cookie",
     "set-cookie",
+    // An MCP session's handle: whoever holds it speaks in that session.
+    "mcp-session-id",
 ];
 
 /// Query parameters whose values are always secret (`?key=` is Gemini's API key).

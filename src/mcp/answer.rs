@@ -25,7 +25,8 @@ pub fn tool_result(id: &Value, text: &str, is_error: bool, modern: bool) -> Vec<
 /// Whether an `MCP-Protocol-Version` is of the sessionless era (2026-07-28 on): versions
 /// are dates, so they compare as text.
 pub fn is_modern(version: &str) -> bool {
-    version.trim() >= "2026-07-28"
+    let v = version.trim();
+    v.starts_with(|c: char| c.is_ascii_digit()) && v >= "2026-07-28"
 }
 
 /// A JSON-RPC error answer (`-32603` internal error, `-32602` invalid params, or a
@@ -68,7 +69,7 @@ mod tests {
         assert!(e["result"].get("resultType").is_none());
         let m: Value = serde_json::from_slice(&tool_error(&json!(7), "down", true)).unwrap();
         assert_eq!(m["result"]["resultType"], "complete");
-        assert!(is_modern("2026-07-28") && !is_modern("2025-11-25"));
+        assert!(is_modern("2026-07-28") && !is_modern("2025-11-25") && !is_modern("DRAFT-2026"));
         assert_eq!(e["id"], 7);
         assert_eq!(e["result"]["isError"], true);
         assert_eq!(e["result"]["content"][0]["text"], "down");

@@ -38,9 +38,51 @@ pub enum Edit {
     },
     /// The answer carries this request id (a recorded answer replayed to a new request).
     Id(Value),
-    /// A `notifications/tools/list_changed` event before the answer (a stream only).
-    ListChanged,
+    /// A `notifications/tools/list_changed` event before the answer (a stream only);
+    /// `sent` is set once it went out, so the rule tells its session once.
+    ListChanged {
+        sent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    },
 }
+
+/// The event `Edit::ListChanged` puts before an answer stream's first byte.
+pub fn list_changed_event() -> Bytes {
+    Bytes::from(format!("event: message\ndata: {LIST_CHANGED}\n\n"))
+}
+
+impl Edit {
+    /// At most how many bytes this edit adds to `body`, known before it is made: a
+    /// poisoning adds its payload to each listed tool (each `"name"` is at most one).
+    pub fn growth_bound(&self, body: &[u8]) -> usize {
+        let count = |needle: &[u8]| memchr::memmem::find_iter(body, needle).count().max(1);
+        let wrap = 64;
+        match self {
+            Edit::InjectResult { payload } => payload.len() + wrap,
+            Edit::Poison { payload, .. } => count(b"\"name\"").saturating_mul(payload.len() + wrap),
+            // The shadow takes the shadowed tool's schema: at most the body again.
+            Edit::Shadow {
+                name, description, ..
+            } => body.len() + name.len() + description.len() + wrap,
+            Edit::Id(id) => count(b"\"id\"").saturating_mul(id.to_string().len() + wrap),
+            Edit::ListChanged { .. } => LIST_CHANGED.len() + wrap,
+        }
+    }
+
+    /// Whether a complete SSE event is a JSON-RPC answer (what an edit acts on).
+    pub fn is_answer(event: &[u8]) -> bool {
+        super::sse::edit_event(event, &mut |v| answer(v)).is_some()
+    }
+
+    /// One complete SSE event of an answer stream with this edit made, if it is the
+    /// JSON-RPC answer the edit is for; `None`: the event goes on as it came.
+    pub fn event(&self, event: &[u8]) -> Option<Bytes> {
+        super::sse::edit_event(event, &mut |v| answer(v) && edit_answer(v, self))
+    }
+}
+
+/// Why a JSON answer gets no list-changed notice.
+pub const NO_ROOM_FOR_NOTICE: &str =
+    "the answer is JSON, not a stream: it cannot carry notifications/tools/list_changed";
 
 /// The notification a server sends when its tool list changed.
 const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
@@ -48,14 +90,12 @@ const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/lis
 /// `body` (of type `content_type`) with `edit` made; the error says why it could not be.
 pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, String> {
     let stream = content_type.to_ascii_lowercase().contains("event-stream");
-    if let Edit::ListChanged = edit {
+    if let Edit::ListChanged { .. } = edit {
         // Server messages may precede the answer on its request's stream; JSON has no room.
         if !stream {
-            return Err("the answer is JSON, not a stream: it cannot carry \
-                        notifications/tools/list_changed"
-                .into());
+            return Err(NO_ROOM_FOR_NOTICE.into());
         }
-        let mut out = format!("event: message\ndata: {LIST_CHANGED}\n\n").into_bytes();
+        let mut out = list_changed_event().to_vec();
         out.extend_from_slice(body);
         return Ok(Bytes::from(out));
     }
@@ -77,11 +117,12 @@ pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, Stri
     }
 }
 
-fn missing(edit: &Edit, whole: &str) -> String {
+/// Why an edit found nothing to edit in an answer (`whole`: `answer` or `stream`).
+pub fn missing(edit: &Edit, whole: &str) -> String {
     let what = match edit {
         Edit::InjectResult { .. } => "tool result with content",
         Edit::Poison { .. } | Edit::Shadow { .. } => "tool list",
-        Edit::Id(_) | Edit::ListChanged => "JSON-RPC answer",
+        Edit::Id(_) | Edit::ListChanged { .. } => "JSON-RPC answer",
     };
     format!("the {whole} has no {what} to edit")
 }
@@ -110,7 +151,7 @@ fn edit_answer(v: &mut Value, edit: &Edit) -> bool {
             name,
             description,
         } => shadow(v, shadows, name, description),
-        Edit::ListChanged => false,
+        Edit::ListChanged { .. } => false,
     }
 }
 
@@ -250,11 +291,14 @@ mod tests {
     #[test]
     fn a_list_changed_notice_goes_before_a_streamed_answer_and_not_into_json() {
         let sse = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n\r\n";
-        let out = apply(sse.as_bytes(), "text/event-stream", &Edit::ListChanged).unwrap();
+        let notice = Edit::ListChanged {
+            sent: Default::default(),
+        };
+        let out = apply(sse.as_bytes(), "text/event-stream", &notice).unwrap();
         let text = std::str::from_utf8(&out).unwrap();
         assert!(text.starts_with(&format!("event: message\ndata: {LIST_CHANGED}\n\n")));
         assert!(text.ends_with(sse));
-        let json = apply(b"{}", "application/json", &Edit::ListChanged).unwrap_err();
+        let json = apply(b"{}", "application/json", &notice).unwrap_err();
         assert!(json.contains("not a stream"), "{json}");
     }
 

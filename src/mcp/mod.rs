@@ -11,9 +11,11 @@ mod read;
 mod sse;
 
 pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
-pub use edit::{Edit, PoisonPlace, apply};
-pub use read::{SESSION_HEADER, head_says_mcp, marker, read_request};
-pub use sse::corrupt_last_event;
+pub use edit::{Edit, NO_ROOM_FOR_NOTICE, PoisonPlace, apply, list_changed_event, missing};
+pub use read::{
+    SESSION_HEADER, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,
+};
+pub use sse::{corrupt_last_event, next_event};
 
 /// Largest MCP message the proxy reads to know it; a longer one is forwarded unread (and
 /// journaled as `(unread)`).

@@ -13,7 +13,7 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 /// that accepts both JSON and an event stream, which the transport requires of every
 /// client POST.
 pub fn head_says_mcp(method: &Method, headers: &HeaderMap) -> bool {
-    if headers.contains_key(SESSION_HEADER) || headers.contains_key("mcp-protocol-version") {
+    if has_mcp_header(headers) {
         return true;
     }
     let accept = headers
@@ -28,6 +28,32 @@ pub fn head_says_mcp(method: &Method, headers: &HeaderMap) -> bool {
         && accept.contains("text/event-stream")
 }
 
+/// Whether `method` is one MCP defines (its method families): with only an `Accept` header
+/// to go by, other JSON-RPC over HTTP (agent-to-agent protocols, say) is not MCP.
+pub fn known_method(method: &str) -> bool {
+    const FAMILIES: &[&str] = &[
+        "tools/",
+        "resources/",
+        "prompts/",
+        "notifications/",
+        "completion/",
+        "logging/",
+        "sampling/",
+        "elicitation/",
+        "roots/",
+        "subscriptions/",
+        "tasks/",
+    ];
+    matches!(method, "initialize" | "ping" | "server/discover")
+        || FAMILIES.iter().any(|f| method.starts_with(f))
+}
+
+/// Whether a request carries one of MCP's own headers (not just an `Accept` any
+/// JSON-RPC-over-SSE client sends).
+pub fn has_mcp_header(headers: &HeaderMap) -> bool {
+    headers.contains_key(SESSION_HEADER) || headers.contains_key("mcp-protocol-version")
+}
+
 /// A message that is not a request the proxy read: `(stream)`, `(unread)`, … with why.
 pub fn marker(method: &str, note: Option<String>, detected: bool) -> McpCall {
     McpCall {
@@ -37,6 +63,73 @@ pub fn marker(method: &str, note: Option<String>, detected: bool) -> McpCall {
         detected,
         note,
     }
+}
+
+/// The method and `params.name` of a JSON-RPC message from its first bytes alone (a
+/// message over the read limit): a small scan of the JSON's tokens, tracking the key path,
+/// that stops where the bytes do. Nested keys named `method` or `name` do not count.
+pub fn scan_prefix(b: &[u8]) -> (Option<String>, Option<String>) {
+    let (mut method, mut name) = (None, None);
+    // The key being read at each open object (arrays hold `None`).
+    let mut path: Vec<Option<String>> = vec![];
+    let mut objects: Vec<bool> = vec![];
+    let mut key_next = false;
+    let mut i = 0;
+    while i < b.len() && (method.is_none() || name.is_none()) {
+        match b[i] {
+            open @ (b'{' | b'[') => {
+                objects.push(open == b'{');
+                path.push(None);
+                key_next = open == b'{';
+            }
+            b'}' | b']' => {
+                objects.pop();
+                path.pop();
+                key_next = false;
+            }
+            b',' => key_next = objects.last() == Some(&true),
+            b':' => key_next = false,
+            b'"' => {
+                let Some((s, end)) = string_at(b, i) else {
+                    break;
+                };
+                match (key_next, path.last_mut()) {
+                    (true, Some(slot)) => *slot = Some(s),
+                    (true, None) | (false, _) => {
+                        let keys: Vec<&str> =
+                            path.iter().map(|k| k.as_deref().unwrap_or("")).collect();
+                        match keys.as_slice() {
+                            ["method"] => method = Some(s),
+                            ["params", "name"] => name = Some(s),
+                            _ => {}
+                        }
+                    }
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (method, name)
+}
+
+/// The JSON string starting at `b[at]` (a `"`), decoded, and the index after it; `None`
+/// when the bytes end inside it.
+fn string_at(b: &[u8], at: usize) -> Option<(String, usize)> {
+    let mut i = at + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => {
+                let s = serde_json::from_slice::<String>(&b[at..=i]).ok()?;
+                return Some((s, i + 1));
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// Reads a POSTed MCP message. A body that is not JSON-RPC 2.0 is `(not json-rpc)`, its
@@ -133,6 +226,26 @@ mod tests {
             false,
         );
         assert_eq!(v1.method, "(not json-rpc)");
+    }
+
+    #[test]
+    fn the_first_bytes_of_a_long_message_say_its_method_and_tool() {
+        let head = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"clientInfo":{"name":"mcp"}},"name":"send_email","arguments":{"body":"aaaa"#;
+        assert_eq!(
+            scan_prefix(head),
+            (Some("tools/call".into()), Some("send_email".into()))
+        );
+        let escaped = br#"{"params":{"name":"a\"b"},"method":"x"}"#;
+        assert_eq!(
+            scan_prefix(escaped),
+            (Some("x".into()), Some("a\"b".into()))
+        );
+        assert_eq!(scan_prefix(br#"{"method":"tools/ca"#), (None, None));
+        assert_eq!(
+            scan_prefix(br#"[{"method":"ping"}]"#),
+            (None, None),
+            "not top level"
+        );
     }
 
     #[test]

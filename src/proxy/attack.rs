@@ -76,7 +76,9 @@ fn mcp_edit(
     use crate::mcp::Edit;
     let tools = fired.mcp_tool.as_ref().map(|g| g.0.clone());
     match &fired.what {
-        AttackMode::McpRugPull { .. } if on_call => Ok(Edit::ListChanged),
+        AttackMode::McpRugPull { .. } if on_call => Ok(Edit::ListChanged {
+            sent: fired.notice.clone().unwrap_or_default().0,
+        }),
         AttackMode::McpToolPoisoning { place, .. } | AttackMode::McpRugPull { place, .. } => {
             Ok(Edit::Poison {
                 payload,

@@ -128,6 +128,15 @@ pub fn plant(rec: &mut Recorder, canary: &Canary, transform: &mut Option<(Owner,
     if !matches!(rec.exchange().target, Target::Tool { .. }) {
         return;
     }
+    // Of an MCP session, only a tool's result carries data the agent passes on.
+    if rec
+        .exchange()
+        .mcp
+        .as_ref()
+        .is_some_and(|m| m.tool_call().is_none())
+    {
+        return;
+    }
     let Some(own) = source(rec) else { return };
     match transform {
         None => {

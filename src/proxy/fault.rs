@@ -100,7 +100,9 @@ impl Plan {
     }
 }
 
-/// Asks the engine about this exchange and notes the fault and attacks on it.
+/// Asks the engine about this exchange and notes the fault and attacks on it. A fault that
+/// cannot act on the request (an MCP answer it has no id for) lets it go on as if none had
+/// fired.
 pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let ex = rec.exchange();
     let decision = proxy.inner.chaos.decide_mcp(
@@ -174,6 +176,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         Ok(a) => plan.action = Some(a),
         Err(note) => {
             plan.mark = None;
+            plan.tape = tape;
             rec.not_applied(super::recorder::Owner::Fault, note);
         }
     }

@@ -17,6 +17,7 @@ use http_body::{Body, Frame};
 use tokio::time::Sleep;
 
 use super::BoxError;
+use super::mcp_body::{McpEvents, McpHeld};
 use crate::chaos::attack::inject_tool_response;
 use crate::chaos::budget::{Budget, DEFAULT_MAX_REWRITE_BYTES};
 use crate::chaos::rewrite::{LlmRewriter, Out};
@@ -48,7 +49,7 @@ pub enum Transform {
     },
 }
 
-enum State {
+pub(super) enum State {
     Drip {
         rate: u64,
     },
@@ -61,11 +62,10 @@ enum State {
         buf: BytesMut,
         content_type: String,
     },
-    Mcp {
-        buf: BytesMut,
-        edit: crate::mcp::Edit,
-        content_type: String,
-    },
+    /// An MCP answer held whole (JSON: one message).
+    McpHeld(McpHeld),
+    /// An MCP answer stream, edited as it flows.
+    McpEvents(McpEvents),
     Inject {
         buf: BytesMut,
         payload: String,
@@ -128,6 +128,7 @@ pub struct FaultBody<B> {
 
 impl<B> FaultBody<B> {
     pub fn new(inner: B, transform: Transform, content_type: &str, skip: SkipNote) -> Self {
+        let mut queue = VecDeque::new();
         let state = match transform {
             Transform::Drip { bytes_per_second } => State::Drip {
                 rate: bytes_per_second,
@@ -141,11 +142,7 @@ impl<B> FaultBody<B> {
                 buf: BytesMut::new(),
                 content_type: content_type.to_string(),
             },
-            Transform::Mcp(edit) => State::Mcp {
-                buf: BytesMut::new(),
-                edit,
-                content_type: content_type.to_string(),
-            },
+            Transform::Mcp(edit) => super::mcp_body::state(edit, content_type, &skip, &mut queue),
             Transform::Inject { payload } => State::Inject {
                 buf: BytesMut::new(),
                 payload,
@@ -167,7 +164,7 @@ impl<B> FaultBody<B> {
         FaultBody {
             inner,
             state,
-            queue: VecDeque::new(),
+            queue,
             sleep: None,
             upstream_done: false,
             finished: false,
@@ -176,6 +173,12 @@ impl<B> FaultBody<B> {
         }
     }
 }
+
+/// Everything passes through untouched (a transform done, or given up).
+pub(super) const PASS: State = State::Cut {
+    remaining: u64::MAX,
+    abort: false,
+};
 
 /// The reset a `Cut { abort }` or a loud stream cut delivers: hyper breaks the connection
 /// (HTTP/1.1) or resets the stream (HTTP/2) when a body fails.
@@ -217,7 +220,14 @@ where
                 }
                 self.queue.push_back(Out::End);
             }
-            State::Corrupt { buf, .. } | State::Inject { buf, .. } | State::Mcp { buf, .. } => {
+            State::McpEvents(events) => {
+                if events.feed(chunk, &mut self.queue, &self.skip) {
+                    self.state = PASS;
+                }
+            }
+            State::Corrupt { buf, .. }
+            | State::Inject { buf, .. }
+            | State::McpHeld(McpHeld { buf, .. }) => {
                 if buf.len() + chunk.len() > BUFFER_LIMIT {
                     let _ = self.skip.set(format!(
                         "body over {BUFFER_LIMIT} bytes; passed through unchanged"
@@ -251,32 +261,8 @@ where
                     .unwrap_or_else(|| corrupt(&body));
                 self.queue.push_back(Out::Data(out));
             }
-            State::Mcp {
-                buf,
-                edit,
-                content_type,
-            } => {
-                let body = std::mem::take(buf).freeze();
-                let out = crate::mcp::apply(&body, content_type, edit);
-                // Sized after it is built: an edit adds one payload to a body held whole.
-                let out = match out {
-                    Ok(o) if o.len() > self.skip.max_rewrite => {
-                        let why = format!(
-                            "the edited answer would be {} bytes, over proxy.max_rewrite_bytes ({})",
-                            o.len(),
-                            self.skip.max_rewrite
-                        );
-                        self.queue.push_back(Out::Fail(why));
-                        return;
-                    }
-                    Ok(o) => o,
-                    Err(note) => {
-                        let _ = self.skip.set(note);
-                        body
-                    }
-                };
-                self.queue.push_back(Out::Data(out));
-            }
+            State::McpHeld(held) => held.end(&mut self.queue, &self.skip),
+            State::McpEvents(events) => events.end(&mut self.queue, &self.skip),
             State::Inject {
                 buf,
                 payload,
@@ -492,6 +478,45 @@ mod tests {
                 .unwrap()
                 .contains("over proxy.max_rewrite_bytes (100)")
         );
+    }
+
+    /// An MCP answer stream is edited as it flows: a server's request before the answer
+    /// (which the server waits on) goes out before the answer has arrived; the answer then
+    /// comes with the payload in its text.
+    #[tokio::test(start_paused = true)]
+    async fn an_mcp_stream_passes_events_at_once_and_edits_its_answer() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+        let frames = futures_util::stream::unfold(rx, |mut rx| async move {
+            let b = rx.recv().await?;
+            Some((Ok::<_, std::convert::Infallible>(Frame::data(b)), rx))
+        });
+        let upstream = http_body_util::StreamBody::new(Box::pin(frames));
+        let edit = crate::mcp::Edit::InjectResult {
+            payload: "OBEY".into(),
+        };
+        let mut body = FaultBody::new(
+            upstream,
+            Transform::Mcp(edit),
+            "text/event-stream",
+            SkipNote::default(),
+        );
+        let ask = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\"}\r\n\r\n";
+        tx.send(Bytes::from_static(ask.as_bytes())).await.unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .expect("the server's request is not held back");
+        assert_eq!(first.unwrap().unwrap().into_data().unwrap(), ask.as_bytes());
+        let answer = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"Sunny\"}]}}\r\n\r\n";
+        tx.send(Bytes::from_static(answer.as_bytes()))
+            .await
+            .unwrap();
+        drop(tx);
+        let mut rest = vec![];
+        while let Some(f) = body.frame().await {
+            rest.extend_from_slice(&f.unwrap().into_data().unwrap());
+        }
+        let rest = String::from_utf8(rest).unwrap();
+        assert!(rest.contains(r#""text":"Sunny\n\nOBEY""#), "{rest}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -14,7 +14,9 @@ use super::recorder::Recorder;
 use super::tape::{read_head, rejoin};
 use super::{BoxError, Proxy, ProxyBody};
 use crate::exchange::{McpCall, Target};
-use crate::mcp::{MAX_MESSAGE, head_says_mcp, marker, read_request};
+use crate::mcp::{
+    MAX_MESSAGE, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,
+};
 
 /// The request body to forward, marked so that a client's broken upload is answered 400,
 /// not blamed on the upstream; an MCP request's message read on the way (`read`).
@@ -50,7 +52,7 @@ async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody)
         Method::POST => {
             let (bytes, rest) = read_head(body, MAX_MESSAGE).await;
             let call = match &rest {
-                Some(_) => unread(bytes.len(), detected),
+                Some(_) => unread(&bytes, detected),
                 None => {
                     let ct = parts
                         .headers
@@ -71,8 +73,10 @@ async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody)
             (marker("(not json-rpc)", Some(note), detected), body)
         }
     };
-    // Headers that merely look like MCP's on a body that is not JSON-RPC: not MCP.
-    if detected && call.method == "(not json-rpc)" {
+    // Undeclared, and only an `Accept` header to go by: MCP only if the body is a request
+    // of a method MCP defines (other JSON-RPC over HTTP is not MCP).
+    let known = call.is_request() && known_method(&call.method);
+    if detected && !has_mcp_header(&parts.headers) && !known {
         return body;
     }
     rec.exchange_mut().mcp = Some(call);
@@ -87,10 +91,18 @@ fn accepts_stream(headers: &http::HeaderMap) -> bool {
         .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")))
 }
 
-fn unread(read: usize, detected: bool) -> McpCall {
-    let note = match read > MAX_MESSAGE {
+/// A message not read whole: over the limit (its first bytes still say which tool it
+/// calls, for the traffic checks), or its upload failed.
+fn unread(read: &[u8], detected: bool) -> McpCall {
+    let note = match read.len() > MAX_MESSAGE {
         true => format!("the message is over {MAX_MESSAGE} bytes: forwarded unread"),
         false => "the upload failed before the message was read".to_string(),
     };
-    marker("(unread)", Some(note), detected)
+    let mut call = marker("(unread)", Some(note), detected);
+    if let (Some(m), tool) = scan_prefix(read)
+        && m == crate::exchange::TOOLS_CALL
+    {
+        call.tool = tool;
+    }
+    call
 }

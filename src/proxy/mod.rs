@@ -22,6 +22,7 @@ mod headers;
 mod lane;
 mod listener;
 mod mcp;
+mod mcp_body;
 mod pending;
 mod recorder;
 mod replay;

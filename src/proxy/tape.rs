@@ -146,8 +146,9 @@ async fn from_tape(
 }
 
 /// A recorded MCP answer given the live request's JSON-RPC id (the tape is keyed without
-/// it): each event of a stream, or the whole JSON body (sent as one piece, at the time its
-/// last piece was recorded). A body that is not a JSON-RPC answer is played as recorded.
+/// it): in a stream, the answer event (wherever the recorded chunks split it), sent when
+/// its last byte was recorded, every other byte at its own time; a JSON body whole, at
+/// the time its last piece was recorded. A body that is no JSON-RPC answer plays as it is.
 fn with_live_id(answer: &mut Answer, id: serde_json::Value) {
     let ct = answer
         .headers
@@ -156,19 +157,49 @@ fn with_live_id(answer: &mut Answer, id: serde_json::Value) {
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let edit = crate::mcp::Edit::Id(id);
+    let whole: Vec<u8> = answer.pieces.iter().flat_map(|(_, p)| p.to_vec()).collect();
     if ct.to_ascii_lowercase().contains("event-stream") {
-        for (_, piece) in &mut answer.pieces {
-            if let Ok(b) = crate::mcp::apply(piece, &ct, &edit) {
-                *piece = b;
+        let mut at = 0;
+        while let Some(end) = crate::mcp::next_event(&whole[at..]) {
+            if let Some(edited) = edit.event(&whole[at..at + end]) {
+                answer.pieces = splice(&answer.pieces, at..at + end, edited);
+                return;
             }
+            at += end;
         }
         return;
     }
-    let whole: Vec<u8> = answer.pieces.iter().flat_map(|(_, p)| p.to_vec()).collect();
-    let at = answer.pieces.last().map(|(t, _)| *t);
-    if let (Ok(b), Some(at)) = (crate::mcp::apply(&whole, &ct, &edit), at) {
-        answer.pieces = vec![(at, b)];
+    let last = answer.pieces.last().map(|(t, _)| *t);
+    if let (Ok(b), Some(last)) = (crate::mcp::apply(&whole, &ct, &edit), last) {
+        answer.pieces = vec![(last, b)];
     }
+}
+
+/// `pieces` with the bytes in `range` (of their concatenation) replaced by `new`, which is
+/// sent with the piece the range ended in; every other byte keeps its piece and time.
+fn splice(
+    pieces: &[(Duration, Bytes)],
+    range: std::ops::Range<usize>,
+    new: Bytes,
+) -> Vec<(Duration, Bytes)> {
+    let mut out = vec![];
+    let mut offset = 0;
+    for (t, p) in pieces {
+        let (s, e) = (offset, offset + p.len());
+        offset = e;
+        let before = range.start.clamp(s, e);
+        if before > s {
+            out.push((*t, p.slice(..before - s)));
+        }
+        if range.end > s && range.end <= e {
+            out.push((*t, new.clone()));
+        }
+        let after = range.end.clamp(s, e);
+        if e > after {
+            out.push((*t, p.slice(after - s..)));
+        }
+    }
+    out
 }
 
 /// A body read by `read_head`, whole again: the bytes read, then the rest.
@@ -235,7 +266,11 @@ fn key(
     raw.request.headers = super::headers::header_list(&parts.headers);
     let secrets = r.secrets(&raw);
     let body = r.body(body, &secrets);
-    RequestKey::new(&raw.request.method, &r.url(&raw.request.url), &body, ignore)
+    let key = match raw.mcp {
+        Some(_) => RequestKey::mcp,
+        None => RequestKey::new,
+    };
+    key(&raw.request.method, &r.url(&raw.request.url), &body, ignore)
 }
 
 /// Plays a recorded answer: headers after the recorded wait, the body's pieces at their
@@ -332,6 +367,47 @@ impl Body for Paced {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replayed answer event split across recorded chunks still gets the live id, sent
+    /// when its last byte was recorded; the notification before it keeps its own time.
+    #[test]
+    fn a_split_answer_event_takes_the_live_id_at_its_recorded_end() {
+        let ms = Duration::from_millis;
+        let piece = |t: u64, s: &'static str| (ms(t), Bytes::from_static(s.as_bytes()));
+        let mut answer = Answer {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            pieces: vec![
+                piece(
+                    5,
+                    "data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,",
+                ),
+                piece(9, "\"result\":{}}\n\n"),
+            ],
+            head_after: ms(1),
+            refused: false,
+            target: None,
+        };
+        with_live_id(&mut answer, serde_json::json!(42));
+        let got: Vec<(u64, String)> = answer
+            .pieces
+            .iter()
+            .map(|(t, b)| (t.as_millis() as u64, String::from_utf8(b.to_vec()).unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    5,
+                    "data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n".to_string()
+                ),
+                (
+                    9,
+                    "data: {\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{}}\n\n".to_string()
+                ),
+            ]
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn pieces_come_at_their_recorded_offsets() {

@@ -31,6 +31,22 @@ pub(super) fn response(
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    // An MCP answer's text goes where the model reads it (a tool result's content), as it
+    // streams: never by the generic JSON rewrite, which could edit the JSON-RPC envelope.
+    let mcp = rec.exchange().mcp.is_some();
+    let transform = transform.map(|(owner, t)| match t {
+        Transform::Inject { payload } if mcp => (
+            owner,
+            Transform::Mcp(crate::mcp::Edit::InjectResult { payload }),
+        ),
+        t @ (Transform::Drip { .. }
+        | Transform::Cut { .. }
+        | Transform::Replace(_)
+        | Transform::Corrupt
+        | Transform::Inject { .. }
+        | Transform::Mcp(_)
+        | Transform::Llm { .. }) => (owner, t),
+    });
     let body = match transform {
         Some((owner, _)) if encoding.as_deref().is_some_and(|e| e != "identity") => {
             rec.not_applied(
@@ -48,10 +64,7 @@ pub(super) fn response(
             body
         }
         Some((owner, Transform::Inject { .. }))
-            if let Err(note) = crate::chaos::attack::injectable(
-                content_type(&parts),
-                rec.exchange().mcp.is_some(),
-            ) =>
+            if let Err(note) = crate::chaos::attack::injectable(content_type(&parts)) =>
         {
             rec.not_applied(owner, note);
             body

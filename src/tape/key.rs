@@ -1,8 +1,9 @@
 //! The request key a tape answers by: method, scheme, host, port, path, the query (its pairs
 //! in order of name), and the body — JSON with `replays.match.ignore_json_fields` left out
-//! and its keys sorted, else the bytes as they are; a JSON-RPC request (MCP) without its
-//! `id` and progress token, counters that differ from run to run while the call is the
-//! same (method, tool name, arguments). Both sides are keyed after redaction
+//! and its keys sorted, else the bytes as they are; an MCP message (`RequestKey::mcp`)
+//! without its JSON-RPC `id` and progress token, counters that differ from run to run
+//! while the call is the same (method, tool name, arguments), since the replayed answer
+//! is given the live id. Both sides are keyed after redaction
 //! (the tape holds redacted requests; the proxy redacts a live one the same way first), so
 //! a secret never has to match.
 
@@ -16,12 +17,32 @@ impl RequestKey {
     /// `url` is the full (redacted) URL; `ignore` lists fields as dotted paths
     /// (`user`, `metadata.session_id`).
     pub fn new(method: &str, url: &str, body: &[u8], ignore: &[String]) -> RequestKey {
+        Self::keyed(method, url, body, ignore, &[])
+    }
+
+    /// An MCP message's key: as `new`, without the JSON-RPC id and progress token.
+    pub fn mcp(method: &str, url: &str, body: &[u8], ignore: &[String]) -> RequestKey {
+        Self::keyed(
+            method,
+            url,
+            body,
+            ignore,
+            &["id", "params._meta.progressToken"],
+        )
+    }
+
+    fn keyed(
+        method: &str,
+        url: &str,
+        body: &[u8],
+        ignore: &[String],
+        counters: &[&str],
+    ) -> RequestKey {
         let mut key = format!("{} {}\n", method.to_ascii_uppercase(), target(url));
         match serde_json::from_slice::<Value>(body) {
             Ok(mut json) if !body.is_empty() => {
-                if json.get("jsonrpc").is_some() && json.get("method").is_some() {
-                    remove(&mut json, "id");
-                    remove(&mut json, "params._meta.progressToken");
+                for path in counters {
+                    remove(&mut json, path);
                 }
                 for path in ignore {
                     remove(&mut json, path);
@@ -112,8 +133,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_json_rpc_request_is_keyed_without_its_id() {
-        let k = |b: &str| RequestKey::new("POST", "http://m/mcp", b.as_bytes(), &[]);
+    fn an_mcp_message_is_keyed_without_its_id() {
+        let k = |b: &str| RequestKey::mcp("POST", "http://m/mcp", b.as_bytes(), &[]);
         let call = |id: u32| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"w","arguments":{{"city":"Oslo"}},"_meta":{{"progressToken":{id}}}}}}}"#
@@ -122,6 +143,12 @@ mod tests {
         assert_eq!(k(&call(1)), k(&call(7)));
         let other = call(1).replace("Oslo", "Rome");
         assert_ne!(k(&call(1)), k(&other), "the arguments still count");
+        let plain = |b: &str| RequestKey::new("POST", "http://m/rpc", b.as_bytes(), &[]);
+        assert_ne!(
+            plain(&call(1)),
+            plain(&call(7)),
+            "other JSON-RPC keeps its id"
+        );
     }
 
     #[test]

@@ -189,7 +189,11 @@ pub fn key_of(e: &Entry, ignore: &[String]) -> RequestKey {
                 .unwrap_or_default(),
             _ => p.text.clone().into_bytes(),
         });
-    RequestKey::new(
+    let key = match e.mcp {
+        Some(_) => RequestKey::mcp,
+        None => RequestKey::new,
+    };
+    key(
         &e.request.method,
         &e.request.url,
         &body.unwrap_or_default(),

@@ -42,16 +42,29 @@ impl McpSelect {
     }
 }
 
-/// An LLM fault's MCP selectors: LLM calls carry no MCP message.
-fn no_mcp_select<M>(r: &Rule<M>) -> Vec<(&'static str, String)> {
+/// MCP selectors on a rule that acts on LLM calls (LLM faults, attacks on LLM requests),
+/// which carry no MCP message: `why`.
+fn no_mcp_select<M>(r: &Rule<M>, why: &str) -> Vec<(&'static str, String)> {
     let set = [
         ("mcp_tool", r.common.mcp_tool.is_some()),
         ("mcp_method", r.common.mcp_method.is_some()),
     ];
     set.into_iter()
         .filter(|(_, s)| *s)
-        .map(|(f, _)| (f, "llm_faults apply to LLM calls, not MCP".to_string()))
+        .map(|(f, _)| (f, why.to_string()))
         .collect()
+}
+
+/// MCP selectors on an attack that rewrites LLM requests: none of MCP's messages is its.
+fn llm_attack_select(r: &Rule<super::AttackMode>) -> Vec<(&'static str, String)> {
+    if !r.mode.on_llm_requests() {
+        return vec![];
+    }
+    let why = format!(
+        "`{}` rewrites LLM requests, not MCP messages",
+        r.mode.name()
+    );
+    no_mcp_select(r, &why)
 }
 
 /// `mcp_tool` and `mcp_method` of a rule, compiled; problems name the field.
@@ -142,12 +155,13 @@ impl CompiledChaos {
         for (i, r) in spec.llm_faults.iter().enumerate() {
             let mut found = ranges::check_rule(r);
             found.extend(super::fit::check_llm_rule(r));
-            found.extend(no_mcp_select(r));
+            found.extend(no_mcp_select(r, "llm_faults apply to LLM calls, not MCP"));
             mcp_of.push(McpSelect::default());
             rule("llm_faults", i, url(r), found);
         }
         for (i, r) in spec.context_attacks.rules().iter().enumerate() {
             let (select, mut found) = mcp_select(r);
+            found.extend(llm_attack_select(r));
             mcp_of.push(select);
             found.extend(ranges::check_rule(r));
             rule("context_attacks", i, url(r), found);

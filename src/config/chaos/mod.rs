@@ -16,6 +16,7 @@ use super::LlmProvider;
 mod compiled;
 mod fit;
 mod holds;
+mod kinds;
 mod modes;
 pub mod ranges;
 

@@ -304,16 +304,6 @@ fn d2f() -> f64 {
 }
 
 impl ToolMode {
-    /// Modes that answer in MCP's own forms: they apply to MCP requests only.
-    pub fn mcp_only(&self) -> bool {
-        matches!(
-            self,
-            ToolMode::McpToolError { .. }
-                | ToolMode::McpError { .. }
-                | ToolMode::McpSessionExpired {}
-        )
-    }
-
     pub fn name(&self) -> &'static str {
         match self {
             ToolMode::Timeout { .. } => "timeout",
@@ -352,37 +342,6 @@ impl LlmMode {
 }
 
 impl AttackMode {
-    /// A payload (or a field an attack needs) given but empty: a load error.
-    pub fn lacks_payload(&self) -> bool {
-        let empty = |v: &Option<String>| v.as_ref().is_some_and(String::is_empty);
-        match self {
-            AttackMode::IndirectInjection { payloads, payload } => {
-                payloads.iter().chain(payload).all(String::is_empty)
-            }
-            AttackMode::MemoryPoisoning { payload, .. }
-            | AttackMode::InjectionViaContext { payload } => payload.is_empty(),
-            // Its size is a number, checked against its range.
-            AttackMode::Overflow { .. } | AttackMode::ConflictingContext { .. } => false,
-            AttackMode::McpToolPoisoning { payload, .. }
-            | AttackMode::McpRugPull { payload, .. } => empty(payload),
-            AttackMode::McpShadowing {
-                shadows,
-                name,
-                payload,
-            } => shadows.is_empty() || empty(name) || empty(payload),
-        }
-    }
-
-    /// Attacks on MCP tool lists: they apply to MCP answers only.
-    pub fn mcp_only(&self) -> bool {
-        matches!(
-            self,
-            AttackMode::McpToolPoisoning { .. }
-                | AttackMode::McpRugPull { .. }
-                | AttackMode::McpShadowing { .. }
-        )
-    }
-
     pub fn name(&self) -> &'static str {
         match self {
             AttackMode::IndirectInjection { .. } => "indirect_injection",
