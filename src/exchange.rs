@@ -300,6 +300,10 @@ pub struct McpCall {
     /// The JSON-RPC request id (answers carry it back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<serde_json::Value>,
+    /// A tag of the request's `Mcp-Session-Id` (a hash: the handle itself is redacted),
+    /// telling sessions apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// True when no `tools:` entry says `protocol: mcp` and the headers and body said so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub detected: bool,

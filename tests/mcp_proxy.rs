@@ -276,3 +276,55 @@ async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
         ("crm/get_weather", "body")
     );
 }
+
+/// A rug pull counts each MCP session's listings on its own: every session reads its
+/// list clean first, then changed; the journal tells the sessions apart by a tag, never
+/// by the session id itself.
+#[tokio::test]
+async fn a_rug_pull_pulls_each_sessions_list_after_its_own_first_listing() {
+    let server = mcp_server().await;
+    let chaos = "  context_attacks:\n    - {type: mcp_rug_pull, tool: crm, payload: CHANGED}\n";
+    let p = start_proxy(&config(&server, chaos)).await;
+    let url = server.http_url("/mcp");
+    let list = |session: &'static str, id: u64| {
+        let req = client_via(&p, H1)
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", session)
+            .body(rpc(id, "tools/list", json!({})));
+        async move {
+            let r = req.send().await.unwrap();
+            let v: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
+            v["result"]["tools"][0]["description"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    assert_eq!(list("session-a", 1).await, "Weather.");
+    assert_eq!(list("session-a", 2).await, "Weather.\n\nCHANGED");
+    assert_eq!(
+        list("session-b", 3).await,
+        "Weather.",
+        "b's own first listing"
+    );
+    assert_eq!(list("session-b", 4).await, "Weather.\n\nCHANGED");
+    p.daemon.journal.wait_for(4).await;
+    let tags: Vec<String> = p
+        .daemon
+        .journal
+        .all()
+        .iter()
+        .map(|e| e.mcp.as_ref().unwrap().session.clone().unwrap())
+        .collect();
+    assert!(
+        tags[0] == tags[1] && tags[2] == tags[3] && tags[0] != tags[2],
+        "{tags:?}"
+    );
+    let headers = format!("{:?}", p.daemon.journal.all()[0].request.headers);
+    assert!(
+        !headers.contains("session-a"),
+        "the handle is redacted: {headers}"
+    );
+}

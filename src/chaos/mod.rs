@@ -16,6 +16,7 @@ pub mod replay;
 pub mod respond;
 pub mod rewrite;
 pub(crate) mod rng;
+mod rug_pull;
 mod rules;
 mod scope;
 mod stats;

@@ -73,6 +73,8 @@ struct Compiled<T> {
     fired: AtomicU64,
     /// A rug pull has told its session the tool list changed (`list_changed`).
     notified: NoticeSent,
+    /// A rug pull's sessions, each counted on its own.
+    sessions: super::rug_pull::Sessions,
     kind: RuleKind,
     mode: &'static str,
     match_url: Option<String>,
@@ -84,9 +86,16 @@ struct Compiled<T> {
 impl<T: Clone> Compiled<T> {
     /// Counts this matching call and says whether the rule fires for it.
     fn trigger(&self, seed: u64) -> Option<Fired<T>> {
+        self.trigger_past(seed, None)
+    }
+
+    /// `trigger`, where `past` says whether this call is past `after_calls` when something
+    /// else counts that (a rug pull's session); `None`: the rule's own count does.
+    fn trigger_past(&self, seed: u64, past: Option<bool>) -> Option<Fired<T>> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let draw = rng::draw(seed, self.stream, n);
-        let fires = n > self.after_calls && rng::unit(draw) < self.probability;
+        let past = past.unwrap_or(n > self.after_calls);
+        let fires = past && rng::unit(draw) < self.probability;
         if fires {
             self.fired.fetch_add(1, Ordering::Relaxed);
         }
@@ -122,6 +131,18 @@ impl<T: Clone> Compiled<T> {
 }
 
 impl Compiled<AttackMode> {
+    /// The MCP session a rug pull counts this message in (its own listings), if any.
+    fn rug_session<'a>(&self, mcp: Option<&'a McpCall>) -> Option<&'a str> {
+        let rug = matches!(self.what, AttackMode::McpRugPull { .. });
+        mcp.filter(|_| rug).and_then(|c| c.session.as_deref())
+    }
+
+    /// `trigger`, a rug pull counting a session's listings on their own.
+    fn fire(&self, seed: u64, mcp: Option<&McpCall>) -> Option<Fired<AttackMode>> {
+        let listed = self.rug_session(mcp).and_then(|s| self.sessions.listed(s));
+        self.trigger_past(seed, listed.map(|n| n > self.after_calls))
+    }
+
     /// A rug pull tells the session whose tool list it is about to change: once the first
     /// listings (`after_calls`) went by untouched, the next `tools/call` answer carries
     /// `notifications/tools/list_changed`, until one went out (a JSON answer has no room
@@ -133,16 +154,25 @@ impl Compiled<AttackMode> {
         mcp: Option<&McpCall>,
     ) -> Option<Fired<AttackMode>> {
         mcp.and_then(McpCall::tool_call)?;
-        let armed = matches!(self.what, AttackMode::McpRugPull { .. })
+        let applies = matches!(self.what, AttackMode::McpRugPull { .. })
             && self.scope.applies(target)
-            && self.glob.is_none_or(|g| url_hits.contains(&g))
-            && self.calls.load(Ordering::Relaxed) >= self.after_calls.max(1);
-        (armed && !self.notified.0.load(Ordering::Relaxed)).then(|| Fired {
+            && self.glob.is_none_or(|g| url_hits.contains(&g));
+        let after = self.after_calls.max(1);
+        // A session is told once it has listed; sessionless traffic by the rule's count.
+        let notice = match self.rug_session(mcp) {
+            Some(s) => self.sessions.to_tell(s, after),
+            None => {
+                let armed = self.calls.load(Ordering::Relaxed) >= after;
+                let told = self.notified.0.load(Ordering::Relaxed);
+                (armed && !told).then(|| self.notified.clone())
+            }
+        };
+        notice.filter(|_| applies).map(|n| Fired {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw: 0,
             mcp_tool: None,
-            notice: Some(self.notified.clone()),
+            notice: Some(n),
         })
     }
 }
@@ -319,7 +349,7 @@ impl RuleSet {
             .attacks
             .iter()
             .filter(|r| r.matches(target, &hits, mcp))
-            .filter_map(|r| r.trigger(seed))
+            .filter_map(|r| r.fire(seed, mcp))
             .collect();
         let notices = self.attacks.iter();
         decision
@@ -358,6 +388,7 @@ fn compiled<M, T>(
         calls: AtomicU64::new(0),
         fired: AtomicU64::new(0),
         notified: Default::default(),
+        sessions: Default::default(),
         kind,
         mode,
         match_url: match_url.clone(),

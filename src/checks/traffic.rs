@@ -260,6 +260,7 @@ mod tests {
                 method: method.into(),
                 tool: tool.map(str::to_string),
                 id: None,
+                session: None,
                 detected: false,
                 note: None,
             });

@@ -60,6 +60,7 @@ pub fn marker(method: &str, note: Option<String>, detected: bool) -> McpCall {
         method: method.into(),
         tool: None,
         id: None,
+        session: None,
         detected,
         note,
     }
@@ -166,6 +167,7 @@ pub fn read_request(body: &[u8], content_type: Option<&str>, detected: bool) -> 
                 method: method.to_string(),
                 tool,
                 id: o.get("id").cloned(),
+                session: None,
                 detected,
                 note: None,
             }

@@ -79,6 +79,13 @@ async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody)
     if detected && !has_mcp_header(&parts.headers) && !known {
         return body;
     }
+    let mut call = call;
+    call.session = parts.headers.get(crate::mcp::SESSION_HEADER).map(|v| {
+        format!(
+            "{:08x}",
+            crate::chaos::stream(&String::from_utf8_lossy(v.as_bytes())) >> 32
+        )
+    });
     rec.exchange_mut().mcp = Some(call);
     body
 }
