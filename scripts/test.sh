@@ -91,6 +91,8 @@ if ! command -v npm >/dev/null; then
 fi
 npm ci --prefix tests/frameworks/node --no-audit --no-fund --silent
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
+echo "--- the MCP faults against the older MCP SDK major (mcp 1.x, FastMCP), in the older-majors venv"
+FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/frameworks/test_mcp_sdk.py -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q

@@ -9,6 +9,7 @@ lists again. What the SDK returns or raises is what each test asserts, per fault
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -22,6 +23,9 @@ SUNNY = "Sunny, 22C in Oslo"
 OK = {"is_error": False, "text": SUNNY}
 TOOLS = {"get_weather": "Get the current weather for a city.", "send_email": "Send an email to a recipient."}
 CLIENT_TIMEOUT_S = 60
+# The suite runs on mcp 2.x (.venv-tests) and on mcp 1.x (the older-majors venv), whose
+# client differs: no sessionless `mcp.Client`, and other outcomes for some faults.
+MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +78,8 @@ def counted(fs: Flakestorm, metric: str, mode: str) -> float:
 
 def test_without_chaos_both_protocol_eras_work_through_the_proxy(fs, server):
     assert client(fs, server) == [{"tools": TOOLS}, OK, OK, {"tools": TOOLS}]
-    assert client(fs, server, "--modern") == [{"tools": TOOLS}, OK, OK, {"tools": TOOLS}]
+    if MAJOR >= 2:
+        assert client(fs, server, "--modern") == [{"tools": TOOLS}, OK, OK, {"tools": TOOLS}]
 
 
 def test_a_tool_error_is_the_sdks_error_result_and_the_session_goes_on(fs, server, chaos):
@@ -84,10 +89,11 @@ def test_a_tool_error_is_the_sdks_error_result_and_the_session_goes_on(fs, serve
     # initialize and tools/list are left alone; each tools/call gets the tool's failure.
     assert steps == [{"tools": TOOLS}, {"is_error": True, "text": "Weather service unavailable"},
                      {"is_error": True, "text": "Weather service unavailable"}, {"tools": TOOLS}]
-    # The sessionless era refuses a result without `resultType`: flakestorm's has it.
-    modern = client(fs, server, "--modern")
-    assert modern[1] == {"is_error": True, "text": "Weather service unavailable"}, modern
-    assert counted(fs, "injected", "mcp_tool_error") == 4
+    if MAJOR >= 2:
+        # The sessionless era refuses a result without `resultType`: flakestorm's has it.
+        modern = client(fs, server, "--modern")
+        assert modern[1] == {"is_error": True, "text": "Weather service unavailable"}, modern
+    assert counted(fs, "injected", "mcp_tool_error") == (4 if MAJOR >= 2 else 2)
 
 
 @pytest.mark.parametrize("code", [-32603, -32602, -32042])
@@ -109,23 +115,31 @@ def test_an_http_error_on_a_tool_call_is_the_sdks_server_error(fs, server, chaos
     chaos(tool_faults=[{"tool": "crm", "mode": "error", "error_code": 503}])
     steps = client(fs, server)
     assert steps[0] == {"tools": TOOLS}, "the handshake and the listing are untouched"
-    assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32603), steps
-    assert steps[1]["message"] == "Server returned an error response"
+    if MAJOR >= 2:
+        assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32603), steps
+        assert steps[1]["message"] == "Server returned an error response"
+    else:
+        # mcp 1.x: the status escapes the transport, which dies with the whole session.
+        assert steps[1]["transport"] == "ExceptionGroup", steps
+        assert steps[1]["message"].startswith("HTTPStatusError: Server error '503"), steps
 
 
-def test_an_expired_session_is_the_sdks_session_not_found_and_it_does_not_reinitialize(fs, server, chaos):
+def test_an_expired_session_is_the_sdks_lost_session_and_it_does_not_reinitialize(fs, server, chaos):
     chaos(tool_faults=[{"tool": "crm", "mode": "mcp_session_expired"}])
     steps = client(fs, server)
     assert steps[0] == {"tools": TOOLS}
     first, second = steps[1], steps[2]
-    assert (first["raised"], first["code"], first["message"]) == ("MCPError", -32600, "Session not found")
-    # mcp 2.3.0's client keeps the dead session id and never sends a new `initialize`: each
-    # later call of that session fails the same way. What flakestorm shows an agent author.
-    assert (second["raised"], second["code"]) == ("MCPError", -32600), steps
-    # The sessionless era has no session to lose: the fault is noted as not applied.
-    skipped = counted(fs, "skipped", "mcp_session_expired")
-    assert client(fs, server, "--modern")[1] == OK
-    assert counted(fs, "skipped", "mcp_session_expired") == skipped + 2
+    # mcp 1.x says so with a positive code and its own words, for the same 404.
+    lost = (-32600, "Session not found") if MAJOR >= 2 else (32600, "Session terminated")
+    assert (first["raised"], first["code"], first["message"]) == ("MCPError", *lost), steps
+    # Neither major's client sends a new `initialize`: it keeps the dead session id, and
+    # each later call of that session fails the same way. What flakestorm shows an author.
+    assert (second["raised"], second["code"]) == ("MCPError", lost[0]), steps
+    if MAJOR >= 2:
+        # The sessionless era has no session to lose: the fault is noted as not applied.
+        skipped = counted(fs, "skipped", "mcp_session_expired")
+        assert client(fs, server, "--modern")[1] == OK
+        assert counted(fs, "skipped", "mcp_session_expired") == skipped + 2
 
 
 def test_a_malformed_result_is_the_sdks_parse_error(fs, server, chaos):
@@ -138,15 +152,24 @@ def test_a_malformed_result_is_the_sdks_parse_error(fs, server, chaos):
 def test_a_stream_cut_mid_result_is_the_sdks_stream_ended_error(fs, server, chaos):
     chaos(tool_faults=[{"tool": "crm", "mode": "partial", "after_bytes": 40}])
     steps = client(fs, server)
-    assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32000), steps
-    assert "ended without a response" in steps[1]["message"]
+    if MAJOR >= 2:
+        assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32000), steps
+        assert "ended without a response" in steps[1]["message"]
+    else:
+        # mcp 1.x does not notice the stream ended: it waits out its read timeout.
+        assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", 408), steps
+        assert steps[1]["message"].startswith("Timed out while waiting for response")
     assert steps[3] == {"tools": TOOLS}, "the session survived"
 
 
 def test_a_result_held_past_the_clients_timeout_is_its_timeout_error(fs, server, chaos):
     chaos(tool_faults=[{"tool": "crm", "mode": "timeout", "delay_ms": 4000}])
     steps = client(fs, server)
-    assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32001), steps
+    assert (steps[1]["raised"], steps[1]["code"]) == ("MCPError", -32001 if MAJOR >= 2 else 408), steps
+    if MAJOR < 2:
+        # mcp 1.x: the timed-out request's 504, when it comes, kills the transport.
+        assert steps[-1]["transport"] == "ExceptionGroup" and "504" in steps[-1]["message"], steps
+        return
     # A slow result under the timeout arrives whole.
     chaos(tool_faults=[{"tool": "crm", "mode": "slow", "delay_ms": 200}])
     assert client(fs, server)[1:3] == [OK, OK]
@@ -175,6 +198,6 @@ def test_poisoning_rug_pull_and_shadowing_edit_the_tool_list(fs, server, chaos):
     assert s["notified"] == ["notifications/tools/list_changed"], s
     assert steps[1] == OK and steps[2] == OK
     chaos(context_attacks=[{"type": "mcp_shadowing", "tool": "crm", "shadows": "get_weather"}])
-    listed = client(fs, server, "--modern")[0]["tools"]
+    listed = client(fs, server, *(["--modern"] if MAJOR >= 2 else []))[0]["tools"]
     assert set(listed) == {"get_weather", "send_email", "get_weather_v2"}, listed
     assert "instead of `get_weather`" in listed["get_weather_v2"]

@@ -4,7 +4,8 @@ or raised at each step, as one JSON line on stdout.
     python mcp_client.py URL [--modern]
 
 Configured only by the environment (`HTTPS_PROXY`, `SSL_CERT_FILE`), which the SDK's
-default HTTP client reads. Without `--modern`: `streamable_http_client` and
+default HTTP client reads. Runs on mcp 2.x and on mcp 1.x (the older-majors venv), whose
+client and error are named `streamablehttp_client` and `McpError` (reported as `MCPError`). Without `--modern`: `streamable_http_client` and
 `ClientSession.initialize()`, the session-based protocol; with it: `mcp.Client`, which
 negotiates the sessionless one (2026-07-28), as the OpenAI Agents SDK does. Steps: list
 the tools, call `get_weather` twice (the second call shows whether the session survived
@@ -17,10 +18,19 @@ import sys
 
 import anyio
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+
+try:  # mcp 2.x
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+    MAJOR = 2
+except ImportError:  # mcp 1.x: the same client and error, named so
+    from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
+    from mcp.shared.exceptions import McpError as MCPError
+    MAJOR = 1
 
 URL = sys.argv[1]
-READ_TIMEOUT_S = 2  # per request; a `timeout` fault holds longer
+# Per request; a `timeout` fault holds longer (mcp 1.x takes a timedelta).
+READ_TIMEOUT_S = 2 if MAJOR == 2 else __import__("datetime").timedelta(seconds=2)
 NOTIFIED: list[str] = []
 
 
@@ -36,28 +46,35 @@ def outcome(fn):
     async def run():
         try:
             r = await fn()
-        except BaseException as e:  # noqa: BLE001 - what the SDK raised is the finding
+        except Exception as e:  # noqa: BLE001 - what the SDK raised is the finding (a
+            # cancellation is the transport dying: it ends the steps, reported below)
             code = getattr(getattr(e, "error", None), "code", getattr(e, "code", None))
-            return {"raised": type(e).__name__, "code": code, "message": str(e)[:300]}
+            name = "MCPError" if isinstance(e, MCPError) else type(e).__name__
+            return {"raised": name, "code": code, "message": str(e)[:300]}
         return r
     return run
 
 
 def result(r) -> dict:
     text = " ".join(getattr(c, "text", "") for c in r.content)
-    return {"is_error": bool(r.is_error), "text": text}
+    is_error = r.is_error if MAJOR == 2 else r.isError
+    return {"is_error": bool(is_error), "text": text}
 
 
 def tools(r) -> dict:
     return {"tools": {t.name: t.description for t in r.tools}}
 
 
-async def steps(session) -> list:
-    out = [await outcome(lambda: _list(session))()]
+# What each step returned or raised, kept as it goes: a transport that dies takes the
+# session with it, not what was seen before.
+STEPS: list = []
+
+
+async def steps(session) -> None:
+    STEPS.append(await outcome(lambda: _list(session))())
     for _ in range(2):
-        out.append(await outcome(lambda: _call(session))())
-    out.append(await outcome(lambda: _list(session))())
-    return out
+        STEPS.append(await outcome(lambda: _call(session))())
+    STEPS.append(await outcome(lambda: _list(session))())
 
 
 async def _list(session):
@@ -72,18 +89,23 @@ async def main() -> None:
     if "--modern" in sys.argv:
         from mcp import Client
         async with Client(URL, cache=None, read_timeout_seconds=READ_TIMEOUT_S, message_handler=on_message) as c:
-            out = await steps(c.session)
+            await steps(c.session)
     else:
-        async with streamable_http_client(URL) as (read, write):
+        async with streamable_http_client(URL) as streams:
+            read, write = streams[0], streams[1]
             async with ClientSession(read, write, read_timeout_seconds=READ_TIMEOUT_S,
                                      message_handler=on_message) as session:
                 await session.initialize()
-                out = await steps(session)
-    print(json.dumps({"steps": out, "notified": NOTIFIED}), flush=True)
+                await steps(session)
+    print(json.dumps({"steps": STEPS, "notified": NOTIFIED}), flush=True)
 
 
 try:
     anyio.run(main)
 except BaseException as e:  # noqa: BLE001 - the transport itself failed: say how
-    failed = [{"transport": type(e).__name__, "message": str(e)[:300]}]
+    def leaves(e):  # an ExceptionGroup's innermost errors say what happened
+        subs = getattr(e, "exceptions", None)
+        return [x for s in subs for x in leaves(s)] if subs else [e]
+    why = "; ".join(f"{type(x).__name__}: {x}" for x in leaves(e))
+    failed = STEPS + [{"transport": type(e).__name__, "message": why[:500]}]
     print(json.dumps({"steps": failed, "notified": NOTIFIED}), flush=True)

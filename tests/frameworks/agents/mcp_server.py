@@ -1,6 +1,7 @@
-"""The MCP server of the MCP tests: the official SDK's `MCPServer` (FastMCP before mcp
-2.x) over Streamable HTTP and TLS (tests/fixtures/origin.pem, signed by the test CA), with
-`get_weather` and `send_email`, as its users write one.
+"""The MCP server of the MCP tests: the official SDK's `MCPServer` (mcp 2.x; `FastMCP` in
+mcp 1.x, which the older-majors venv runs) over Streamable HTTP and TLS
+(tests/fixtures/origin.pem, signed by the test CA), with `get_weather` and `send_email`, as
+its users write one.
 
     python mcp_server.py [--json]    # prints "PORT <n>" once listening on 127.0.0.1:<n>
 
@@ -14,10 +15,17 @@ import sys
 from pathlib import Path
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer
+    MAJOR = 2
+except ImportError:  # mcp 1.x: the same server, named FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    MAJOR = 1
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-mcp = MCPServer("crm")
+JSON = "--json" in sys.argv
+mcp = MCPServer("crm") if MAJOR == 2 else MCPServer("crm", json_response=JSON)
 
 
 @mcp.tool()
@@ -33,7 +41,7 @@ def send_email(to: str, body: str) -> str:
 
 
 def main() -> None:
-    app = mcp.streamable_http_app(json_response="--json" in sys.argv)
+    app = mcp.streamable_http_app(json_response=JSON) if MAJOR == 2 else mcp.streamable_http_app()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
