@@ -26,11 +26,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(framer llm_rewriters request_rewriters config run_bodies tapes sessions reports
-    certificates proxy_heads)
+TARGETS=(framer llm_rewriters request_rewriters mcp_messages config run_bodies tapes sessions
+    reports certificates proxy_heads)
 # Seconds per target in the nightly budget; measured rates are in docs/benchmarks.md.
 declare -A NIGHTLY=(
-    [framer]=60 [llm_rewriters]=60 [request_rewriters]=60 [config]=600 [run_bodies]=480
+    [framer]=60 [llm_rewriters]=60 [request_rewriters]=60 [mcp_messages]=60 [config]=600
+    [run_bodies]=480
     [tapes]=60 [sessions]=120 [reports]=240 [certificates]=60 [proxy_heads]=480
 )
 GOAL=1000000

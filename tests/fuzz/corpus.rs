@@ -255,6 +255,25 @@ pub fn requests() -> Vec<Vec<u8>> {
     .collect()
 }
 
+/// MCP messages as they cross the proxy: requests of both protocol eras, and answers as
+/// JSON and as event streams (CRLF, notifications before the answer, a ping comment).
+pub fn mcp() -> Vec<Vec<u8>> {
+    [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp","version":"0.1.0"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":3},"name":"get_weather","arguments":{"city":"Oslo"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get_weather","description":"Weather.","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}},{"name":"send_email","description":"Email.","inputSchema":{"type":"object"}}]}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Sunny"}],"isError":false,"resultType":"complete"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Internal error"}}"#,
+        "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n: ping\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"Sunny\"}]}}\r\n\r\n",
+        "id: ev-1\ndata: {\"jsonrpc\":\"2.0\",\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
+}
+
 /// The configs this repository ships and tests with.
 pub fn configs() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
