@@ -82,7 +82,7 @@ if [ "$current_rc" -ne 0 ] || [ "$older_rc" -ne 0 ]; then exit 1; fi
 # docs/conformance-matrix.md must be what both runs give.
 python3 scripts/conformance_matrix.py --check current="$results/current.xml" older="$results/older.xml"
 
-echo "==> agents on real frameworks under contract runs: LangGraph, Agents SDK, LiteLLM, pydantic-ai, google-genai, Node, MCP (tests/frameworks)"
+echo "==> agents on real frameworks under contract runs: LangGraph, Agents SDK, LiteLLM, pydantic-ai, google-genai, smolagents, Node, MCP (tests/frameworks)"
 # The Node agent's packages (openai, undici), pinned by its package-lock.json. Node 20
 # comes with the machine; apt's nodejs where it is missing (undici needs 20.18 or newer).
 if ! command -v npm >/dev/null; then
