@@ -266,10 +266,15 @@ async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
     p.daemon.journal.wait_for(3).await;
     let token = p.daemon.journal.all()[2].canary.clone().expect("planted");
     assert!(text.contains(&token));
+    // Sent back to the server that served it, in a message that is no tool call: no leak.
+    let back =
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": text}});
+    post(&p, &url, back.to_string(), true).await;
     let args = json!({"name": "send_email", "arguments": {"body": text}});
     post(&p, &url, rpc(4, "tools/call", args), true).await;
-    p.daemon.journal.wait_for(4).await;
-    let leaks = p.daemon.journal.all()[3].canary_leaks.clone();
+    p.daemon.journal.wait_for(5).await;
+    assert!(p.daemon.journal.all()[3].canary_leaks.is_empty());
+    let leaks = p.daemon.journal.all()[4].canary_leaks.clone();
     assert_eq!(leaks.len(), 1, "{leaks:?}");
     assert_eq!(
         (leaks[0].from.as_str(), leaks[0].found_in.as_str()),

@@ -73,9 +73,13 @@ pub fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &Heade
         .extend(found);
 }
 
+/// A canary found in a request to `own` that another source served: a leak. An MCP
+/// server's own messages that are no tool call (`crm`) carrying what one of its tools
+/// served (`crm/get_weather`) go back where the data came from: not a leak.
 fn leak(canary: &Canary, own: &str, token: String, place: &str) -> Option<CanaryLeak> {
     let from = canary.origin(&token)?;
-    (from != own).then(|| CanaryLeak {
+    let same_server = from.strip_prefix(own).is_some_and(|r| r.starts_with('/'));
+    (from != own && !same_server).then(|| CanaryLeak {
         canary: token,
         from,
         found_in: place.to_string(),
