@@ -3,8 +3,9 @@
 # real-client suite (curl, requests, httpx, openai SDK), the LLM-fault conformance suite
 # (openai, anthropic, google-genai, ollama SDKs; current and older majors) and the
 # agent-framework suite (LangGraph + langchain-openai, the OpenAI Agents SDK, LiteLLM,
-# pydantic-ai, google-genai and a Node agent on the openai npm SDK, under `contract run`)
-# against the built
+# pydantic-ai, google-genai, smolagents and a Node agent on the openai npm SDK, under
+# `contract run`; the MCP SDK's server and client under each MCP fault, current and older
+# major; an Agents SDK agent on MCP) against the built
 # binary, the HTML report opened in headless Chromium (tests/reports), and a recorded tape
 # read by haralyzer (tests/tapes), and the deployment files run for real (tests/containers:
 # the image built and run with podman, the compose example under podman-compose, the

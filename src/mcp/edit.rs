@@ -70,7 +70,7 @@ impl Edit {
 
     /// Whether a complete SSE event is a JSON-RPC answer (what an edit acts on).
     pub fn is_answer(event: &[u8]) -> bool {
-        super::sse::edit_event(event, &mut |v| answer(v)).is_some()
+        super::sse::event_json(event).is_some_and(|v| answer(&v))
     }
 
     /// One complete SSE event of an answer stream with this edit made, if it is the

@@ -16,16 +16,15 @@ pub fn head_says_mcp(method: &Method, headers: &HeaderMap) -> bool {
     if has_mcp_header(headers) {
         return true;
     }
-    let accept = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect::<Vec<_>>()
-        .join(",")
-        .to_ascii_lowercase();
-    method == Method::POST
-        && accept.contains("application/json")
-        && accept.contains("text/event-stream")
+    // Asked of every tool request: no allocation, the method first.
+    let accepts = |kind: &[u8]| {
+        headers.get_all(header::ACCEPT).iter().any(|v| {
+            v.as_bytes()
+                .windows(kind.len())
+                .any(|w| w.eq_ignore_ascii_case(kind))
+        })
+    };
+    method == Method::POST && accepts(b"application/json") && accepts(b"text/event-stream")
 }
 
 /// Whether `method` is one MCP defines (its method families): with only an `Accept` header

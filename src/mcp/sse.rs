@@ -78,11 +78,17 @@ fn rewrite(event: &str, data: &str) -> String {
     out
 }
 
+/// One complete event's data, parsed as JSON, if it is.
+pub fn event_json(event: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(event).ok()?;
+    serde_json::from_str::<Value>(&data(text)?).ok()
+}
+
 /// One complete event with `f` applied to its JSON data; `None` when it has none or `f`
 /// left it alone (then the event goes on as it came).
 pub fn edit_event(event: &[u8], f: &mut dyn FnMut(&mut Value) -> bool) -> Option<Bytes> {
+    let mut v = event_json(event)?;
     let text = std::str::from_utf8(event).ok()?;
-    let mut v = serde_json::from_str::<Value>(&data(text)?).ok()?;
     f(&mut v).then(|| Bytes::from(rewrite(text, &v.to_string())))
 }
 

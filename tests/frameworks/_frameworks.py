@@ -493,6 +493,15 @@ def cases(report: dict, scenario: str) -> list[dict]:
     return out
 
 
+def assert_cells(run: Run, want: dict[tuple[str, str], str]) -> dict:
+    """The run's report, once each (invariant, scenario) cell of `want` has its verdict."""
+    r = run.report
+    assert r is not None, run.why()
+    got = {k: cell(r, *k)["verdict"] for k in want}
+    assert got == want, run.why()
+    return r
+
+
 def cell(report: dict, invariant: str, scenario: str) -> dict:
     hits = [c for c in report["cells"] if c["invariant"] == invariant and c["scenario"] == scenario]
     assert len(hits) == 1, f"cell {invariant} × {scenario}: {hits}"

@@ -11,7 +11,7 @@ RESOURCE_EXHAUSTED`, and there is no retry for `honors_retry_after` to judge.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, ScriptedGemini, Stack, cases, cell, exchanges, run_small_contract, status
+from _frameworks import SORRY, ScriptedGemini, Stack, assert_cells, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -37,8 +37,6 @@ def run(tmp_path_factory):
 
 
 def test_each_cell_is_what_google_genai_did(run):
-    r = run.report
-    assert r is not None, run.why()
     want = {
         ("cites-source", "no-chaos"): "pass",
         ("admits-outage", "search-down"): "pass",  # automatic function calling reports the error
@@ -48,8 +46,7 @@ def test_each_cell_is_what_google_genai_did(run):
         # Gemini's 429 asks its delay in the body (RetryInfo), and the SDK never retried.
         ("waits-on-429", "llm-down-429"): "not_applicable",
     }
-    got = {k: cell(r, *k)["verdict"] for k in want}
-    assert got == want, run.why()
+    r = assert_cells(run, want)
     reason = cell(r, "waits-on-429", "llm-down-429")["reason"]
     assert reason.startswith("1 rate-limited call(s), none with a delay in `retry-after`"), reason
     [down] = cases(r, "search-down")

@@ -13,7 +13,7 @@ by how much.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, Stack, cases, cell, exchanges, run_small_contract, status
+from _frameworks import SORRY, Stack, assert_cells, cases, cell, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -29,8 +29,6 @@ def run(tmp_path_factory):
 
 
 def test_litellms_own_retries_ignore_retry_after_and_the_check_says_so(run):
-    r = run.report
-    assert r is not None, run.why()
     want = {
         ("cites-source", "no-chaos"): "pass",
         ("admits-outage", "search-down"): "pass",
@@ -39,8 +37,7 @@ def test_litellms_own_retries_ignore_retry_after_and_the_check_says_so(run):
         ("searches", "llm-down-429"): "fail",
         ("waits-on-429", "llm-down-429"): "fail",  # num_retries ignores retry-after
     }
-    got = {k: cell(r, *k)["verdict"] for k in want}
-    assert got == want, run.why()
+    r = assert_cells(run, want)
     reason = cell(r, "waits-on-429", "llm-down-429")["reason"]
     assert "retry-after asked for 300 ms" in reason, reason
     [limited] = cases(r, "llm-down-429")

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _frameworks import SMALL_CONTRACT, SORRY, Stack, cases, cell, exchanges, status
+from _frameworks import SMALL_CONTRACT, SORRY, Stack, assert_cells, cases, cell, exchanges, status
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 PROMPTS = ["What was ACME's Q3 revenue?"]
@@ -79,8 +79,6 @@ def test_a_quiet_stream_cut_gives_the_node_sdk_half_a_tool_call(tmp_path):
 
 
 def test_each_cell_is_what_the_node_sdk_did(run):
-    r = run.report
-    assert r is not None, run.why()
     want = {
         ("cites-source", "no-chaos"): "pass",
         ("admits-outage", "search-down"): "pass",
@@ -89,8 +87,7 @@ def test_each_cell_is_what_the_node_sdk_did(run):
         ("searches", "llm-down-429"): "fail",  # the model never answered
         ("waits-on-429", "llm-down-429"): "pass",  # the SDK's attempts, spaced by retry-after
     }
-    got = {k: cell(r, *k)["verdict"] for k in want}
-    assert got == want, run.why()
+    r = assert_cells(run, want)
     [down] = cases(r, "search-down")
     assert down["answer"] == SORRY, run.why()
 

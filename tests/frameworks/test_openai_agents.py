@@ -11,7 +11,7 @@ scripted HTTPS origins of _frameworks.py, whose test CA only flakestorm trusts.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, Stack, cases, cell, exchanges, run_small_contract, status
+from _frameworks import SORRY, Stack, assert_cells, cases, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -27,8 +27,6 @@ def run(tmp_path_factory):
 
 
 def test_each_cell_is_what_the_agents_sdk_did(run):
-    r = run.report
-    assert r is not None, run.why()
     want = {
         ("cites-source", "no-chaos"): "pass",
         ("admits-outage", "search-down"): "pass",  # the tool's error handed to the model
@@ -37,8 +35,7 @@ def test_each_cell_is_what_the_agents_sdk_did(run):
         ("searches", "llm-down-429"): "fail",  # the model never answered
         ("waits-on-429", "llm-down-429"): "pass",  # the openai SDK's attempts, spaced by retry-after
     }
-    got = {k: cell(r, *k)["verdict"] for k in want}
-    assert got == want, run.why()
+    r = assert_cells(run, want)
     [down] = cases(r, "search-down")
     assert down["answer"] == SORRY, run.why()
     assert (run.code, r["verdict"]) == (0, "pass"), run.why()

@@ -10,7 +10,7 @@ origin of _frameworks.py (Messages API, JSON and event streams).
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, ScriptedAnthropic, Stack, cases, cell, exchanges, run_small_contract, status
+from _frameworks import SORRY, ScriptedAnthropic, Stack, assert_cells, cases, exchanges, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -36,8 +36,6 @@ def run(tmp_path_factory):
 
 
 def test_each_cell_is_what_pydantic_ai_did(run):
-    r = run.report
-    assert r is not None, run.why()
     want = {
         ("cites-source", "no-chaos"): "pass",
         ("admits-outage", "search-down"): "pass",
@@ -46,8 +44,7 @@ def test_each_cell_is_what_pydantic_ai_did(run):
         ("searches", "llm-down-429"): "fail",
         ("waits-on-429", "llm-down-429"): "pass",  # the anthropic SDK's attempts, spaced by retry-after
     }
-    got = {k: cell(r, *k)["verdict"] for k in want}
-    assert got == want, run.why()
+    r = assert_cells(run, want)
     [down] = cases(r, "search-down")
     assert down["answer"] == SORRY, run.why()
     [clean] = cases(r, "no-chaos")
