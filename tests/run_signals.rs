@@ -224,13 +224,39 @@ async fn a_daemon_killed_with_sigkill_leaves_no_agent_of_its_runs() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
-    let (_, pgid) = tokio::task::spawn_blocking({
+    let run: serde_json::Value = {
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert_eq!(status, 202, "{text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let id = run["id"].as_str().unwrap();
+    let held = tokio::task::spawn_blocking({
         let state = b.state();
         move || held(&state)
-    })
-    .await
-    .unwrap();
+    });
+    // A run that ends before its agent holds a case, or never gets there, says where it is.
+    let read_run = || async {
+        let url = daemon.url(&format!("/v1/runs/{id}"));
+        let text = http.get(url).send().await.unwrap().text().await.unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let run_ended = async {
+        loop {
+            let run = read_run().await;
+            if !matches!(run["status"].as_str(), Some("queued" | "running")) {
+                return run;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let pgid = tokio::select! {
+        held = held => match held {
+            Ok((_, pgid)) => pgid,
+            Err(e) => panic!("{e}; the run: {:#}", read_run().await),
+        },
+        run = run_ended => panic!("the run ended before its agent held a case: {run:#}"),
+    };
     let mut child = daemon.child;
     child.start_kill().unwrap(); // SIGKILL
     common::within("serve dies", child.wait()).await.unwrap();
