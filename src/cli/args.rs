@@ -142,6 +142,15 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Bring a Flakestorm v2 config to the current form (docs/v2.md): unused v2 fields
+    /// commented out, proxy-era fields added as comments to fill in; prints what changed.
+    Migrate {
+        /// The v2 file.
+        file: std::path::PathBuf,
+        /// Where to write the result (never over an existing file); standard output if not set.
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+    },
     /// Issue a signed resilience certificate for a saved report, or `verify` one
     /// (docs/reports.md).
     Certificate(certificate::CertificateArgs),

@@ -17,6 +17,7 @@ mod history;
 mod langsmith;
 mod load;
 mod merge;
+mod migrate;
 mod progress;
 mod remote;
 mod report;
@@ -166,6 +167,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         } => return replay_export(&from_report, &output),
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
+        Command::Migrate { file, output } => return migrate::migrate(&file, output.as_deref()),
         Command::Demo { print_config: true } => {
             print!("{}", crate::demo::DEMO_CONFIG);
             Ok(())

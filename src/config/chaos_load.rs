@@ -27,8 +27,15 @@ const V2_FAULT_FIELDS: &[&str] = &[
     "factor",
 ];
 
-pub(super) fn lenient_v2_fields(chaos: &mut Value, prefix: &str, warnings: &mut Vec<String>) {
+/// Removes them, with a warning each; returns what it removed (list, rule index, field) for
+/// `flakestorm migrate`.
+pub(super) fn lenient_v2_fields(
+    chaos: &mut Value,
+    prefix: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<(&'static str, usize, &'static str)> {
     use super::chaos::{LlmMode, ToolMode};
+    let mut removed = vec![];
     for list in ["tool_faults", "llm_faults"] {
         let Some(Value::Array(rules)) = chaos.get_mut(list) else {
             continue;
@@ -53,9 +60,11 @@ pub(super) fn lenient_v2_fields(chaos: &mut Value, prefix: &str, warnings: &mut 
                 warnings.push(format!(
                     "{prefix}.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
                 ));
+                removed.push((list, i, *field));
             }
         }
     }
+    removed
 }
 
 /// What the chaos rules say of tools that cannot hold: see the two below.

@@ -28,6 +28,7 @@ mod invariant_regexes;
 mod invariants;
 mod literal_secrets;
 mod load;
+pub mod migrate;
 mod model;
 mod mutation_type;
 mod mutations;
@@ -67,7 +68,7 @@ pub use response_path::ResponsePath;
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;
-pub use unset::{Validated, load_for_validation};
+pub use unset::{Validated, load_for_validation, validate_text};
 pub use validate::compile_chaos;
 
 #[cfg(test)]

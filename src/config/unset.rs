@@ -34,8 +34,31 @@ pub fn load_for_validation(
     vars: &BTreeMap<String, String>,
 ) -> Result<Validated, ConfigErrors> {
     let text = file.and_then(|p| crate::files::read_to_string(p, crate::files::Limit::Config).ok());
+    validate_with(text.as_deref().unwrap_or_default(), vars, |vars| {
+        load_with_env(file, overrides, vars)
+    })
+}
+
+/// `load_for_validation` of a config's `text` (not yet a file: `flakestorm migrate`'s
+/// output), its relative paths taken from `base`.
+pub fn validate_text(
+    text: &str,
+    source_name: &str,
+    base: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<Validated, ConfigErrors> {
+    validate_with(text, vars, |vars| {
+        super::load_text(text, source_name, base, &Overrides::default(), vars)
+    })
+}
+
+fn validate_with(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    load: impl Fn(&BTreeMap<String, String>) -> Result<Loaded, ConfigErrors>,
+) -> Result<Validated, ConfigErrors> {
     // Values only: a `${VAR}` in a comment is nobody's.
-    let uses = uses(text.as_deref().unwrap_or_default(), vars);
+    let uses = uses(text, vars);
     let mut missing: Vec<String> = vec![];
     for (_, name) in &uses {
         if !missing.contains(name) {
@@ -43,7 +66,7 @@ pub fn load_for_validation(
         }
     }
     if missing.is_empty() {
-        return load_with_env(file, overrides, vars).map(|loaded| Validated {
+        return load(vars).map(|loaded| Validated {
             warnings: loaded.warnings.clone(),
             loaded: Some(loaded),
         });
@@ -73,7 +96,7 @@ pub fn load_for_validation(
     for name in missing.iter().filter(|n| !layers(n)) {
         stand_in.insert(name.clone(), STAND_IN.into());
     }
-    match load_with_env(file, overrides, &stand_in) {
+    match load(&stand_in) {
         Ok(loaded) => {
             warnings.extend(loaded.warnings.iter().cloned());
             Ok(Validated {

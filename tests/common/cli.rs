@@ -57,30 +57,43 @@ pub fn write_config(dir: &std::path::Path, rest: &str) {
 /// tool runs now (killed by the guard), the agent is started by flakestorm itself (so the
 /// run's proxy and control API take free ports: the config names none).
 pub struct PythonAgent {
-    pub tool: std::process::Child,
+    pub tool: SearchTool,
     pub yaml: String,
 }
 
-impl Drop for PythonAgent {
+/// The fixtures' search tool (tests/fixtures/agent/tool.py), running until dropped.
+pub struct SearchTool {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for SearchTool {
     fn drop(&mut self) {
-        let _ = self.tool.kill();
-        let _ = self.tool.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
-pub fn python_agent() -> PythonAgent {
+pub fn search_tool() -> SearchTool {
     use std::io::BufRead;
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
-    let mut tool = Command::new("python3")
+    let mut child = Command::new("python3")
         .arg(fixtures.join("tool.py"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(tool.stdout.take().unwrap())
+    std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let tool_port: u16 = line.trim().parse().unwrap();
+    let port = line.trim().parse().unwrap();
+    SearchTool { child, port }
+}
+
+pub fn python_agent() -> PythonAgent {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
+    let tool = search_tool();
+    let tool_port = tool.port;
     let agent_port = closed_port();
     let yaml = format!(
         r#"

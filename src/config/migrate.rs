@@ -1,0 +1,451 @@
+//! `flakestorm migrate`: a Flakestorm v2 file brought to the current form by edits to the
+//! user's own text, so their comments, order and layout stay. Fields v2 rules set freely
+//! that a mode does not use (which the loader drops with a warning) are commented out,
+//! or taken out of a `{…}` mapping; the proxy-era fields no value can be inferred for
+//! (`agent.command`, `agent.ready_url`, a `tools:` entry with its URL glob for each tool the
+//! rules name) are added as comments to fill in. Nothing else changes: a v2 file already
+//! loads, and what it means is kept.
+
+// Walks yaml-rust2 parser events: foreign enums, where a catch-all arm is the point.
+#![allow(clippy::wildcard_enum_match_arm)]
+
+use std::collections::{BTreeSet, HashMap};
+
+use figment::Figment;
+use figment::providers::{Format, Yaml};
+use serde_json::Value;
+use yaml_rust2::parser::{Event, Parser};
+
+use super::ConfigError;
+use super::chaos_load::lenient_v2_fields;
+
+/// The migrated text and what changed, one line per change.
+#[derive(Debug)]
+pub struct Migrated {
+    pub text: String,
+    pub changes: Vec<String>,
+}
+
+/// Where a key is in the text (character offsets, as the YAML parser counts), whether its
+/// mapping is a `{…}` one, and where whatever follows its value starts.
+#[derive(Clone, Copy, Debug)]
+struct KeyAt {
+    line: usize,
+    col: usize,
+    index: usize,
+    flow: bool,
+    /// The next event after the value: the next key, or the end of the mapping.
+    next: (usize, usize),
+}
+
+/// A path as segments: keys, and list indexes as decimal text.
+type Path = Vec<String>;
+
+/// `text` (a config that loads) migrated; an error if it is not YAML.
+pub fn migrate(text: &str) -> Result<Migrated, ConfigError> {
+    let file: Value = Figment::from(Yaml::string(text))
+        .extract()
+        .map_err(|e| ConfigError::new(e.path.join("."), e.to_string()))?;
+    let chars: Vec<char> = text.chars().collect();
+    let keys = locate(&chars).map_err(|e| ConfigError::new("", e))?;
+    let mut edits = Vec::new();
+    let mut changes = Vec::new();
+    for (path, mode) in dropped(&file) {
+        let Some(at) = keys.get(&path) else { continue };
+        let shown = dotted(&path);
+        edits.extend(comment_out(
+            &chars,
+            at,
+            &format!("mode `{mode}` does not use it"),
+        ));
+        changes.push(format!(
+            "{shown}: {} (mode `{mode}` does not use it; v2 ignored it too)",
+            if at.flow { "removed" } else { "commented out" }
+        ));
+    }
+    let mut tail = String::new();
+    agent_lines(&file, &chars, &keys, &mut edits, &mut tail, &mut changes);
+    tool_lines(&file, &mut tail, &mut changes);
+    let mut out = apply(&chars, edits);
+    if !tail.is_empty() {
+        if !out.ends_with('\n') && !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("\n# --- added by `flakestorm migrate`: proxy-era fields to fill in ---\n");
+        out.push_str(&tail);
+    }
+    Ok(Migrated { text: out, changes })
+}
+
+/// `a.b[0].c`, as the loader names paths.
+fn dotted(path: &[String]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// The v2 fields the loader would drop, with their rule's mode: in `chaos:` and in every
+/// scenario of the contract's (or the top level's) `chaos_matrix`.
+fn dropped(file: &Value) -> Vec<(Path, String)> {
+    let mut places: Vec<(Path, &Value)> = vec![];
+    if let Some(chaos) = file.get("chaos") {
+        places.push((vec!["chaos".into()], chaos));
+    }
+    let matrices = [
+        file.get("contract").and_then(|c| c.get("chaos_matrix")),
+        file.get("chaos_matrix"),
+    ];
+    for (base, matrix) in [vec!["contract", "chaos_matrix"], vec!["chaos_matrix"]]
+        .into_iter()
+        .zip(matrices)
+    {
+        let Some(Value::Array(items)) = matrix else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let mut path: Path = base.iter().map(|s| s.to_string()).collect();
+            path.push(i.to_string());
+            places.push((path, item));
+        }
+    }
+    let mut out = vec![];
+    for (base, rules) in places {
+        let mut copy = rules.clone();
+        for (list, i, field) in lenient_v2_fields(&mut copy, "", &mut vec![]) {
+            let mode = rules[list][i]["mode"].as_str().unwrap_or("?").to_string();
+            let mut path = base.clone();
+            path.extend([list.to_string(), i.to_string(), field.to_string()]);
+            out.push((path, mode));
+        }
+    }
+    out
+}
+
+/// One open mapping or list while walking the events.
+enum Frame {
+    Map {
+        path: Path,
+        flow: bool,
+        key: Option<String>,
+    },
+    Seq {
+        path: Path,
+        next: usize,
+    },
+}
+
+/// Every mapping key of the document, by path.
+fn locate(chars: &[char]) -> Result<HashMap<Path, KeyAt>, String> {
+    let text: String = chars.iter().collect();
+    let mut parser = Parser::new_from_str(&text);
+    let mut stack: Vec<Frame> = vec![];
+    let mut keys: HashMap<Path, KeyAt> = HashMap::new();
+    // Keys whose value has ended, waiting for the position of the next event.
+    let mut waiting: Vec<Path> = vec![];
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| e.to_string())?;
+        for path in waiting.drain(..) {
+            if let Some(k) = keys.get_mut(&path) {
+                k.next = (mark.index(), mark.line());
+            }
+        }
+        // The path of a value starting here, and the key that owns it (if in a mapping).
+        let value_of = |stack: &mut Vec<Frame>| -> Option<Path> {
+            match stack.last_mut()? {
+                Frame::Map { path, key, .. } => {
+                    let mut p = path.clone();
+                    p.push(key.take()?);
+                    Some(p)
+                }
+                Frame::Seq { path, next } => {
+                    let mut p = path.clone();
+                    p.push(next.to_string());
+                    *next += 1;
+                    Some(p)
+                }
+            }
+        };
+        match event {
+            Event::StreamEnd => break,
+            Event::Scalar(value, ..) => {
+                if let Some(Frame::Map { path, flow, key }) = stack.last_mut()
+                    && key.is_none()
+                {
+                    let mut p = path.clone();
+                    p.push(value.clone());
+                    let at = KeyAt {
+                        line: mark.line(),
+                        col: mark.col(),
+                        index: mark.index(),
+                        flow: *flow,
+                        next: (chars.len(), usize::MAX),
+                    };
+                    keys.insert(p, at);
+                    *key = Some(value);
+                    continue;
+                }
+                if let Some(p) = value_of(&mut stack) {
+                    waiting.push(p);
+                }
+            }
+            Event::MappingStart(..) => {
+                let path = value_of(&mut stack).unwrap_or_default();
+                let flow = chars.get(mark.index()) == Some(&'{');
+                stack.push(Frame::Map {
+                    path,
+                    flow,
+                    key: None,
+                });
+            }
+            Event::SequenceStart(..) => {
+                let path = value_of(&mut stack).unwrap_or_default();
+                stack.push(Frame::Seq { path, next: 0 });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                let Some(Frame::Map { path, .. } | Frame::Seq { path, .. }) = stack.pop() else {
+                    continue;
+                };
+                if !path.is_empty() {
+                    waiting.push(path);
+                }
+            }
+            Event::Alias(_) => {
+                if let Some(p) = value_of(&mut stack) {
+                    waiting.push(p);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(keys)
+}
+
+/// A change to the text: at character offset `at`, `cut` characters replaced by `put`.
+struct Edit {
+    at: usize,
+    cut: usize,
+    put: String,
+}
+
+/// Start offset of each line (1-based line `n` starts at `starts[n - 1]`).
+fn line_starts(chars: &[char]) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(
+        chars
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == '\n')
+            .map(|(i, _)| i + 1),
+    );
+    starts
+}
+
+/// The edits that take the key at `at` (and its value) out: in a block mapping its lines
+/// commented out with `why`; in a `{…}` mapping the `key: value` cut with its comma.
+fn comment_out(chars: &[char], at: &KeyAt, why: &str) -> Vec<Edit> {
+    if at.flow {
+        let (next, _) = at.next;
+        let closes = chars.get(next) == Some(&'}');
+        if !closes {
+            return vec![Edit {
+                at: at.index,
+                cut: next - at.index,
+                put: String::new(),
+            }];
+        }
+        // The last key: its comma before it goes with it.
+        let before = chars[..at.index].iter().rposition(|c| !c.is_whitespace());
+        let from = match before {
+            Some(i) if chars[i] == ',' => i,
+            _ => at.index,
+        };
+        let to = chars[..next]
+            .iter()
+            .rposition(|c| !c.is_whitespace())
+            .map_or(next, |i| i + 1);
+        return vec![Edit {
+            at: from,
+            cut: to.max(from) - from,
+            put: String::new(),
+        }];
+    }
+    let starts = line_starts(chars);
+    let last = if at.next.1 == usize::MAX {
+        starts.len()
+    } else {
+        at.next.1.saturating_sub(1).max(at.line)
+    };
+    let mut edits = vec![];
+    for line in at.line..=last {
+        let start = starts[line - 1];
+        let end = starts.get(line).map_or(chars.len(), |s| s - 1);
+        let col = if line == at.line {
+            start + at.col
+        } else {
+            // Continuation lines: blank ones and comments stay as they are.
+            let Some(first) = (start..end).find(|&i| !chars[i].is_whitespace()) else {
+                continue;
+            };
+            if chars[first] == '#' {
+                continue;
+            }
+            first
+        };
+        edits.push(Edit {
+            at: col,
+            cut: 0,
+            put: "# ".into(),
+        });
+        if line == at.line {
+            edits.push(Edit {
+                at: end,
+                cut: 0,
+                put: format!("  # flakestorm migrate: {why}"),
+            });
+        }
+    }
+    edits
+}
+
+/// The text with `edits` made (they do not overlap).
+fn apply(chars: &[char], mut edits: Vec<Edit>) -> String {
+    edits.sort_by_key(|e| std::cmp::Reverse((e.at, e.cut)));
+    let mut out: Vec<char> = chars.to_vec();
+    for e in edits {
+        out.splice(e.at..e.at + e.cut, e.put.chars());
+    }
+    out.into_iter().collect()
+}
+
+/// `agent.command` and `agent.ready_url` as comments, inside a block `agent:` (else at
+/// the end), when the agent has no command.
+fn agent_lines(
+    file: &Value,
+    chars: &[char],
+    keys: &HashMap<Path, KeyAt>,
+    edits: &mut Vec<Edit>,
+    tail: &mut String,
+    changes: &mut Vec<String>,
+) {
+    let Some(agent) = file.get("agent").and_then(Value::as_object) else {
+        return;
+    };
+    if agent.contains_key("command") {
+        return;
+    }
+    let lines = [
+        "command: \"python agent.py\"   # how to start the agent: flakestorm sets HTTPS_PROXY, \
+         HTTP_PROXY and its CA for it, and stops it after the run",
+        "ready_url: \"http://localhost:8790/health\"   # polled until 2xx before the run starts",
+    ];
+    let first_child = agent
+        .keys()
+        .filter_map(|k| keys.get(&vec!["agent".to_string(), k.clone()]))
+        .filter(|k| !k.flow)
+        .min_by_key(|k| k.index);
+    match (keys.get(&vec!["agent".to_string()]), first_child) {
+        (Some(key), Some(child)) if child.line > key.line => {
+            let starts = line_starts(chars);
+            let indent = " ".repeat(child.col);
+            let mut put = String::new();
+            for l in lines {
+                put.push_str(&format!("{indent}# {l}\n"));
+            }
+            edits.push(Edit {
+                at: starts[child.line - 1],
+                cut: 0,
+                put,
+            });
+        }
+        _ => {
+            tail.push_str("# agent:\n");
+            for l in lines {
+                tail.push_str(&format!("#   {l}\n"));
+            }
+        }
+    }
+    changes.push(
+        "agent.command, agent.ready_url: added as comments (v2 had no way to start the agent; \
+         fill them in to let flakestorm start it with the proxy set, or start it yourself)"
+            .into(),
+    );
+}
+
+/// The tools the chaos rules and replay sessions name, without a `tools:` entry: entries
+/// added as comments, their URL glob to fill in.
+fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
+    let declared: BTreeSet<&str> = file
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    let mut named = BTreeSet::new();
+    let mut from_rules = |rules: Option<&Value>| {
+        for rule in rules.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(tool) = rule.get("tool").and_then(Value::as_str)
+                && tool != "*"
+                && !declared.contains(tool)
+            {
+                named.insert(tool.to_string());
+            }
+        }
+    };
+    from_rules(file.pointer("/chaos/tool_faults"));
+    let scenarios = [
+        file.pointer("/contract/chaos_matrix"),
+        file.get("chaos_matrix"),
+    ];
+    for s in scenarios
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+    {
+        from_rules(s.get("tool_faults"));
+    }
+    for s in file
+        .pointer("/replays/sessions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        from_rules(s.get("tool_responses"));
+    }
+    if named.is_empty() {
+        return;
+    }
+    tail.push_str(
+        "# The tools your rules name, for flakestorm to know their calls on the wire: set each\n\
+         # match_url to the glob of that tool's URLs, then uncomment (under your `tools:` if you\n\
+         # have one). Until then their faults match no request and their scenarios are not tested.\n",
+    );
+    if declared.is_empty() {
+        tail.push_str("# tools:\n");
+    }
+    for tool in &named {
+        tail.push_str(&format!(
+            "#   - name: {tool}\n#     match_url: [\"https://CHANGE-ME.example/*\"]\n"
+        ));
+    }
+    let list: Vec<&str> = named.iter().map(String::as_str).collect();
+    changes.push(format!(
+        "tools: {} added as comments: each needs its URL glob (v2 named tools but never saw \
+         their traffic)",
+        list.join(", ")
+    ));
+}
+
+#[cfg(test)]
+#[path = "migrate_tests.rs"]
+mod tests;
