@@ -105,13 +105,8 @@ pub async fn run(cli: Cli) -> ExitCode {
                     open,
                 },
         } => {
-            let show = runs::Show {
-                quiet: true,
-                json: false,
-                score_only: true,
-            };
             let req = request(RunKind::Contract, false, None);
-            return dispatch(&config, open, req, report, show).await;
+            return dispatch(&config, open, req, report, runs::Show::SCORE_ONLY).await;
         }
         Command::Run {
             config,

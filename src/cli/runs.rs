@@ -32,6 +32,13 @@ pub struct Show {
 }
 
 impl Show {
+    /// `contract score`: the score alone.
+    pub(super) const SCORE_ONLY: Show = Show {
+        quiet: true,
+        json: false,
+        score_only: true,
+    };
+
     pub(super) fn summary(self) -> bool {
         !self.quiet && !self.json && !self.score_only
     }

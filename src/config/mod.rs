@@ -44,6 +44,7 @@ mod trials;
 mod unset;
 pub mod untrusted;
 mod validate;
+mod yaml_keys;
 
 pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
 pub use chaos_load::parse_chaos;
