@@ -340,7 +340,7 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
 /// shrink, never grow, and leave this list once under it (issue #25).
-const LONG_FUNCTIONS: [(&str, &str, usize); 26] = [
+const LONG_FUNCTIONS: [(&str, &str, usize); 25] = [
     ("src/chaos/rewrite/mod.rs", "on_event", 177),
     // One arm per writer op: a flat match.
     ("src/store/ops.rs", "write", 124),
@@ -363,7 +363,6 @@ const LONG_FUNCTIONS: [(&str, &str, usize); 26] = [
     ("src/telemetry/mod.rs", "new", 92),
     ("src/report/html.rs", "section", 92),
     ("src/config/load.rs", "layered", 89),
-    ("src/config/agent.rs", "compile", 89),
     ("src/report/certificate/mod.rs", "verify", 88),
     ("src/cli/commands.rs", "serve", 88),
     ("src/chaos/attack.rs", "apply_to_request", 86),

@@ -155,6 +155,15 @@ fn http_url(v: &str) -> Option<Uri> {
         .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some())
 }
 
+/// Why an agent `type` other than http (Flakestorm v2's python, langchain) is refused.
+fn not_driven(kind: &str) -> String {
+    format!(
+        "`{kind}` agents are not driven directly (a Flakestorm v2 agent type that does not carry \
+         over); put the agent behind an HTTP endpoint (e.g. a small web route that calls it) \
+         and use type: http"
+    )
+}
+
 impl AgentSpec {
     /// The section compiled, or every problem in it; paths start with `agent.`.
     pub fn compile(&self) -> Result<AgentTarget, Vec<ConfigError>> {
@@ -165,23 +174,14 @@ impl AgentSpec {
         // Checked with a sample port; each instance gets its own (`at_port`).
         let sample = |v: &str| v.replace(PORT, "1");
         let endpoint = http_url(&sample(&a.endpoint));
-        if endpoint.is_none() {
+        // A v2 python/langchain agent's endpoint is a module path: its `type` error says it.
+        if a.kind != "http" {
+            err("type", not_driven(&a.kind));
+        } else if endpoint.is_none() {
+            let e = &a.endpoint;
             err(
                 "endpoint",
-                format!(
-                    "`{}` is not an http(s) URL, e.g. http://localhost:8790/invoke",
-                    a.endpoint
-                ),
-            );
-        }
-        if a.kind != "http" {
-            err(
-                "type",
-                format!(
-                    "`{}` agents are not driven directly; put the agent behind an HTTP endpoint (e.g. a small web \
-                     route that calls it) and use type: http",
-                    a.kind
-                ),
+                format!("`{e}` is not an http(s) URL, e.g. http://localhost:8790/invoke"),
             );
         }
         let method = a

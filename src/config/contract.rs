@@ -198,7 +198,7 @@ fn contract_invariants(
         // Checked here, where the index is still the file's.
         let path = format!("contract.invariants[{i}]");
         super::invariants::note_default_prompts(&item, &path, warnings);
-        let Some(inv) = contract_invariant(item, &path, &mut ids, errors) else {
+        let Some(inv) = contract_invariant(item, &path, &mut ids, errors, warnings) else {
             continue;
         };
         check_invariant(&inv.invariant, &path, errors);
@@ -215,6 +215,7 @@ fn contract_invariant(
     path: &str,
     ids: &mut HashSet<String>,
     errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
 ) -> Option<ContractInvariant> {
     let Value::Object(mut map) = item else {
         errors.push(ConfigError::new(
@@ -249,7 +250,9 @@ fn contract_invariant(
     let probes = field("probes")
         .and_then(|v| section(v, &format!("{path}.probes"), errors))
         .unwrap_or_default();
-    match parse_invariant(Value::Object(map)) {
+    let mut item = Value::Object(map);
+    super::invariants::lenient_v2_invariant(&mut item, path, warnings);
+    match parse_invariant(item) {
         Ok(invariant) => Some(ContractInvariant {
             id,
             severity,

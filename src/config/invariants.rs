@@ -283,6 +283,12 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
     }
 }
 
+/// Drops the Flakestorm v2 fields the invariant's type does not take (config::v2).
+pub(super) fn lenient_v2_invariant(item: &mut serde_json::Value, path: &str, w: &mut Vec<String>) {
+    let parse = |v| parse_invariant(v).map(drop);
+    super::v2::lenient_invariant(item, path, w, parse, |(_, msg)| Some(msg.clone()));
+}
+
 /// `invariants:` element by element, each error at its field; `tools` are the declared
 /// ones, for the warning about traffic checks that name others.
 pub(super) fn invariant_list(
@@ -296,9 +302,10 @@ pub(super) fn invariant_list(
         return vec![];
     };
     let mut out = vec![];
-    for (i, item) in items.into_iter().enumerate() {
+    for (i, mut item) in items.into_iter().enumerate() {
         // Checked here, where the index is still the file's.
         let path = format!("invariants[{i}]");
+        lenient_v2_invariant(&mut item, &path, warnings);
         note_default_prompts(&item, &path, warnings);
         match parse_invariant(item) {
             Ok(inv) => {

@@ -32,8 +32,7 @@ pub struct Overrides {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
-    /// Things that load but deserve the user's attention (sections or formats not applied
-    /// yet, v2 fields that do not apply).
+    /// What loads but deserves the user's attention (e.g. v2 fields that do not apply).
     pub warnings: Vec<String>,
     /// The file it came from, if any.
     pub file: Option<PathBuf>,
@@ -253,6 +252,7 @@ fn load_source(
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
     warn_tools(&config, &mut warnings);
     super::crosscheck::warn_config(&config, &mut warnings);
+    super::v2::explain(&mut errors);
     for e in &mut errors {
         super::redact::scrub(&mut e.message, &secrets);
     }

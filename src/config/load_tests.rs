@@ -351,14 +351,20 @@ fn agent_errors_say_what_to_do_instead() {
         "agent:\n  endpoint: localhost:8790\n  type: python\n  reset_function: reset_state\n  response_path: 'a..b'\n  timeout: 0\n",
         &[],
     );
+    // A v2 python agent's endpoint is a module path: its `type` error says what to do.
     let expect = [
-        "agent.endpoint: `localhost:8790` is not an http(s) URL",
         "agent.type: `python` agents are not driven directly",
         "agent.timeout: must be greater than 0",
         "agent.reset_function: Python reset hooks are not supported; expose a reset route and set agent.reset_endpoint",
         "agent.response_path: `a..b` is not a response path",
     ];
     assert_exactly(&errors, &expect);
+    // Behind HTTP (`type: http`, the default), the endpoint must be a URL.
+    let errors = errors_of("agent:\n  endpoint: localhost:8790\n  type: http\n", &[]);
+    assert_exactly(
+        &errors,
+        &["agent.endpoint: `localhost:8790` is not an http(s) URL"],
+    );
 }
 
 #[test]

@@ -43,6 +43,7 @@ mod targets;
 mod trials;
 mod unset;
 pub mod untrusted;
+mod v2;
 mod validate;
 mod yaml_keys;
 

@@ -125,7 +125,8 @@ pub(super) fn sections(
         c.scoring = section(v, "scoring", errors).unwrap_or_default();
         super::output::check_scoring(&c.scoring, errors);
     }
-    if let Some(v) = take("output", errors) {
+    if let Some(mut v) = take("output", errors) {
+        super::v2::lenient_output(&mut v, warnings);
         c.output = super::output::output_section(v, errors);
     }
     if let Some(v) = take("advanced", errors) {

@@ -234,6 +234,12 @@ pub fn attack_list(v: serde_json::Value) -> Result<Vec<serde_json::Value>, Strin
                         return Err(format!("{kind}: expected a mapping of fields"));
                     }
                 };
+                // Flakestorm v2's profiles switch an attack with `enabled`.
+                match fields.remove("enabled") {
+                    None | Some(serde_json::Value::Bool(true)) => {}
+                    Some(serde_json::Value::Bool(false)) => continue,
+                    Some(_) => return Err(format!("{kind}.enabled: expected true or false")),
+                }
                 fields.insert("type".into(), serde_json::Value::String(kind));
                 items.push(serde_json::Value::Object(fields));
             }
