@@ -315,6 +315,15 @@ fn not_started(what: &str) -> String {
 /// Warnings for an agent section that loads but defeats the run: `agent.env` replacing
 /// the proxy or CA variables flakestorm sets.
 pub fn warn_agent(a: &AgentTarget, warnings: &mut Vec<String>) {
+    // Flakestorm v2's guides wrote `timeout: 30` meaning seconds (v2 itself refused it).
+    let ms = a.timeout.as_millis();
+    if ms < 1000 {
+        warnings.push(format!(
+            "agent.timeout: {ms} is milliseconds, so each call to the agent may take {ms} ms; \
+             for {ms} seconds write {}",
+            ms * 1000
+        ));
+    }
     for name in a.env.keys().filter(|n| PROXY_VARS.contains(&n.as_str())) {
         warnings.push(format!(
             "agent.env.{name}: replaces the value flakestorm sets for agent.command; if the \

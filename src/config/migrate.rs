@@ -6,7 +6,7 @@
 //! rules name) are added as comments to fill in. Nothing else changes: a v2 file already
 //! loads, and what it means is kept.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use figment::Figment;
 use figment::providers::{Format, Yaml};
@@ -263,9 +263,9 @@ fn agent_lines(
     );
 }
 
-/// The tools the chaos rules and replay sessions name, without a `tools:` entry: entries
-/// added as comments, their URL glob to fill in.
-fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
+/// The tools the chaos rules and replay sessions name without a `tools:` entry, each with
+/// the URL globs its rules' own `match_url` give (which only narrow a tool's requests).
+fn named_tools(file: &Value) -> BTreeMap<String, BTreeSet<String>> {
     let declared: BTreeSet<&str> = file
         .get("tools")
         .and_then(Value::as_array)
@@ -273,14 +273,22 @@ fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
         .flatten()
         .filter_map(|t| t.get("name").and_then(Value::as_str))
         .collect();
-    let mut named = BTreeSet::new();
+    let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut from_rules = |rules: Option<&Value>| {
         for rule in rules.and_then(Value::as_array).into_iter().flatten() {
-            if let Some(tool) = rule.get("tool").and_then(Value::as_str)
-                && tool != "*"
-                && !declared.contains(tool)
-            {
-                named.insert(tool.to_string());
+            let Some(tool) = rule.get("tool").and_then(Value::as_str) else {
+                continue;
+            };
+            if tool == "*" || declared.contains(tool) {
+                continue;
+            }
+            let globs = named.entry(tool.to_string()).or_default();
+            match rule.get("match_url") {
+                Some(Value::String(g)) => drop(globs.insert(g.clone())),
+                Some(Value::Array(gs)) => {
+                    globs.extend(gs.iter().filter_map(Value::as_str).map(str::to_string));
+                }
+                _ => {}
             }
         }
     };
@@ -297,15 +305,43 @@ fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
     {
         from_rules(s.get("tool_faults"));
     }
-    for s in file
-        .pointer("/replays/sessions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    let sessions = file.pointer("/replays/sessions").and_then(Value::as_array);
+    for s in sessions.into_iter().flatten() {
         from_rules(s.get("tool_responses"));
     }
+    named
+}
+
+/// A `tools:` entry for each named tool: written out when its rules gave its URLs and the
+/// file has no `tools:` yet, else as comments to fill in and uncomment.
+fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
+    let named = named_tools(file);
     if named.is_empty() {
+        return;
+    }
+    let has_tools = file.get("tools").is_some();
+    let globs = |g: &BTreeSet<String>| {
+        let quoted: Vec<String> = g
+            .iter()
+            .map(|s| Value::String(s.clone()).to_string())
+            .collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    let (known, unknown): (Vec<_>, Vec<_>) =
+        named.iter().partition(|(_, g)| !g.is_empty() && !has_tools);
+    if !known.is_empty() {
+        tail.push_str("# Each tool your rules name, with the URLs those rules gave it.\ntools:\n");
+        for (tool, g) in &known {
+            tail.push_str(&format!("  - name: {tool}\n    match_url: {}\n", globs(g)));
+        }
+        let list: Vec<&str> = known.iter().map(|(t, _)| t.as_str()).collect();
+        changes.push(format!(
+            "tools: {} added with the match_url their rules give (a rule's own match_url only \
+             narrows a tool's requests; the tools: entry names them)",
+            list.join(", ")
+        ));
+    }
+    if unknown.is_empty() {
         return;
     }
     tail.push_str(
@@ -313,15 +349,18 @@ fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
          # match_url to the glob of that tool's URLs, then uncomment (under your `tools:` if you\n\
          # have one). Until then their faults match no request and their scenarios are not tested.\n",
     );
-    if declared.is_empty() {
+    if !has_tools && known.is_empty() {
         tail.push_str("# tools:\n");
     }
-    for tool in &named {
-        tail.push_str(&format!(
-            "#   - name: {tool}\n#     match_url: [\"https://CHANGE-ME.example/*\"]\n"
-        ));
+    for (tool, g) in &unknown {
+        let g = if g.is_empty() {
+            "[\"https://CHANGE-ME.example/*\"]".into()
+        } else {
+            globs(g)
+        };
+        tail.push_str(&format!("#   - name: {tool}\n#     match_url: {g}\n"));
     }
-    let list: Vec<&str> = named.iter().map(String::as_str).collect();
+    let list: Vec<&str> = unknown.iter().map(|(t, _)| t.as_str()).collect();
     changes.push(format!(
         "tools: {} added as comments: each needs its URL glob (v2 named tools but never saw \
          their traffic)",

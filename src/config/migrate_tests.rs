@@ -149,3 +149,32 @@ fn tools_already_declared_are_not_added_again_and_a_flow_agent_gets_its_comments
     assert!(tail.contains("# agent:\n#   command: "), "{tail}");
     assert_eq!(yaml(&m.text), yaml(text));
 }
+
+#[test]
+fn a_tool_whose_rules_give_its_urls_gets_a_real_entry() {
+    let text = "agent: {endpoint: 'http://127.0.0.1:1/invoke'}\n\
+                chaos:\n  tool_faults:\n\
+                \x20   - {tool: email_fetch, match_url: 'https://mail.example/api/*', mode: error}\n\
+                \x20   - {tool: email_fetch, match_url: ['https://mail2.example/*'], mode: slow}\n\
+                \x20   - {tool: crm, mode: error}\n";
+    let m = migrate(text).unwrap();
+    let after = yaml(&m.text);
+    assert_eq!(
+        after["tools"],
+        serde_json::json!([{"name": "email_fetch",
+            "match_url": ["https://mail.example/api/*", "https://mail2.example/*"]}]),
+        "{}",
+        m.text
+    );
+    // The tool no rule gave a URL stays a comment under the same list.
+    assert!(
+        m.text
+            .contains("#   - name: crm\n#     match_url: [\"https://CHANGE-ME.example/*\"]")
+    );
+    assert!(!m.text.contains("# tools:"), "{}", m.text);
+    assert!(
+        m.changes
+            .iter()
+            .any(|c| c.starts_with("tools: email_fetch added with the match_url"))
+    );
+}
