@@ -28,23 +28,30 @@ pub fn flakestorm_env(
     )
 }
 
-/// A loopback port nothing listens on (bound, then released), never the same one twice
-/// in this process: tests running side by side each start an agent on theirs, and a port
-/// released by one could otherwise be handed to the next.
+/// A loopback port nothing listens on, for an agent the test starts later, never the same
+/// one twice in this process. It is taken below the kernel's ephemeral range: a port from
+/// that range (what binding port 0 gives) can meanwhile become the local port of some
+/// outgoing connection (the proxy's, a client's), and the agent's bind then fails with
+/// EADDRINUSE, a run that never reaches its agent.
 pub fn closed_port() -> u16 {
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (first, span) = (10_000u16, low.saturating_sub(10_000).max(1));
+    // Test binaries and suites may run side by side: each starts at its own place.
+    let start = (std::process::id() as usize * 7919) % span as usize;
+    for i in 0..span as usize {
+        let port = first + ((start + i * 13) % span as usize) as u16;
+        if given.contains(&port) || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
         }
+        given.push(port);
+        return port;
     }
+    panic!("no free loopback port below {low}");
 }
 
 /// Writes `flakestorm.yaml` in `dir`: ephemeral proxy and control listeners, then `rest`.

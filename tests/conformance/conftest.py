@@ -49,6 +49,11 @@ from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_J
 
 
 GEMINI_RE = re.compile(r"^/v1beta/models/([^/:]+):(generateContent|streamGenerateContent)$")
+# Vertex AI's form of the same call (google-genai with vertexai=True).
+VERTEX_RE = re.compile(
+    r"^/v1beta1/projects/[^/]+/locations/[^/]+/publishers/google/models/([^/:]+):(generateContent|streamGenerateContent)$")
+# Azure OpenAI's chat path: the deployment names the model; `api-version` is a query.
+AZURE_CHAT_RE = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
 
 
 class _Handler(harness.OriginHandler):
@@ -60,6 +65,8 @@ class _Handler(harness.OriginHandler):
         path = urlsplit(self.path).path
         model = req.get("model", "")
         kind = origin.kind
+        if kind == "openai" and (azure := AZURE_CHAT_RE.match(path)):
+            model, path = azure.group(1), "/v1/chat/completions"
         if kind == "openai" and path == "/v1/chat/completions":
             if req.get("stream"):
                 usage = bool((req.get("stream_options") or {}).get("include_usage"))
@@ -73,7 +80,7 @@ class _Handler(harness.OriginHandler):
             if req.get("stream"):
                 return self._stream(anthropic_sse(model), "text/event-stream")
             return self._json(anthropic_json(model))
-        if kind == "gemini" and (m := GEMINI_RE.match(path)):
+        if kind == "gemini" and (m := GEMINI_RE.match(path) or VERTEX_RE.match(path)):
             model = m.group(1)
             if m.group(2) == "streamGenerateContent":
                 return self._stream(gemini_sse(model), "text/event-stream")
@@ -222,6 +229,36 @@ def openai_client(proxy_env, origins):
     def make(**kw):
         kw.setdefault("max_retries", 2)
         return openai.OpenAI(base_url=f"{origins.openai.url()}/v1", api_key=API_KEY, **kw)
+
+    return make
+
+
+@pytest.fixture
+def azure_client(proxy_env, origins):
+    """Azure OpenAI as its users configure it: an endpoint, a key and an API version."""
+    import openai
+
+    def make(**kw):
+        kw.setdefault("max_retries", 2)
+        return openai.AzureOpenAI(azure_endpoint=origins.openai.url(), api_key=API_KEY,
+                                  api_version="2024-10-21", **kw)
+
+    return make
+
+
+@pytest.fixture
+def vertex_client(proxy_env, origins):
+    """google-genai on Vertex AI: a project, a location and OAuth credentials (here an
+    access token given as it is: no Google account exists on this machine, and the origin
+    checks none)."""
+    from google import genai
+    from google.genai import types
+    from google.oauth2.credentials import Credentials
+
+    def make():
+        return genai.Client(vertexai=True, project="acme-agents", location="us-central1",
+                            credentials=Credentials(token="ya29.conformance"),
+                            http_options=types.HttpOptions(base_url=origins.gemini.url()))
 
     return make
 

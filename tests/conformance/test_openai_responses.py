@@ -436,6 +436,7 @@ def test_content_filter_json_is_incomplete_by_content_filter(openai_client, chao
     chaos(rule("content_filter"))
     r = openai_client().responses.create(model="gpt-test", input=INPUT)
     assert (r.status, r.incomplete_details.reason, r.output_text) == ("incomplete", "content_filter", "")
+    assert r.output == []  # as the real filtered response: no message item at all
 
 
 def test_content_filter_stream_ends_with_response_incomplete(openai_client, chaos):

@@ -23,6 +23,7 @@ which conftest.py puts on sys.path.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import socket
@@ -341,12 +342,33 @@ class McpServer:
 # ------------------------------------------------------------------ contract runs
 
 
+_GIVEN: set[int] = set()
+
+
 def closed_port() -> int:
-    """A loopback port just bound and released (like tests/cli.rs `closed_port`): the
-    agent's port, which its command line must name before flakestorm starts it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port for the agent, which its command line must name before
+    flakestorm starts it (like tests/common/cli.rs `closed_port`): taken below the
+    kernel's ephemeral range, where no outgoing connection's local port can take it
+    before the agent binds it (EADDRINUSE)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    first, span = 10_000, max(low - 10_000, 1)
+    start = (os.getpid() * 7919) % span
+    for i in range(span):
+        port = first + (start + i * 13) % span
+        if port in _GIVEN:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port below {low}")
 
 
 def runner_env() -> dict[str, str]:

@@ -56,10 +56,10 @@ pub fn mark(v: &mut Value, signal: FilterSignal) {
                 c["finish_reason"] = json!("stop");
             }
             FilterSignal::Filtered | FilterSignal::Recitation | FilterSignal::BlockedPrompt => {
-                // The filtered text is withheld.
-                if m.get("content").is_some_and(Value::is_string) {
-                    m.insert("content".into(), json!(""));
-                }
+                // The filtered answer is withheld whole: `content: null`, as the real
+                // filtered answer has it, and no calls.
+                m.insert("content".into(), Value::Null);
+                m.remove("tool_calls");
                 c["finish_reason"] = json!("content_filter");
                 c["content_filter_results"] = filter_results();
             }
@@ -75,7 +75,8 @@ fn mark_response(v: &mut Value, signal: FilterSignal) {
             v["status"] = json!("completed");
         }
         FilterSignal::Filtered | FilterSignal::Recitation | FilterSignal::BlockedPrompt => {
-            responses::for_each_text(v, &mut |s| s.clear());
+            // The real filtered response has no output items at all.
+            v["output"] = json!([]);
             responses::mark_incomplete(v, "content_filter");
         }
     }
@@ -229,7 +230,13 @@ mod tests {
         let mut v = answer.clone();
         mark(&mut v, FilterSignal::Filtered);
         assert_eq!(v["choices"][0]["finish_reason"], "content_filter");
-        assert_eq!(v["choices"][0]["message"]["content"], "");
+        // The real filtered answer: `content: null`, not an empty string; no calls.
+        assert_eq!(v["choices"][0]["message"]["content"], Value::Null);
+        let mut calls = json!({"object": "chat.completion", "choices": [{"index": 0,
+            "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "c", "type": "function"}]}}]});
+        mark(&mut calls, FilterSignal::Filtered);
+        assert_eq!(calls["choices"][0]["message"].get("tool_calls"), None);
         assert_eq!(
             v["choices"][0]["content_filter_results"]["violence"]["filtered"],
             true
@@ -278,7 +285,8 @@ mod tests {
         mark(&mut v, FilterSignal::Filtered);
         assert_eq!(v["status"], "incomplete");
         assert_eq!(v["incomplete_details"]["reason"], "content_filter");
-        assert_eq!(v["output"][0]["content"][0]["text"], "");
+        // The real filtered response has no output items.
+        assert_eq!(v["output"], json!([]));
         let mut v = answer;
         mark(&mut v, FilterSignal::Refusal);
         assert_eq!(v["status"], "completed");
