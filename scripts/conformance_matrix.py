@@ -29,10 +29,12 @@ COMMAND = ("`scripts/test.sh` runs the suite in both venvs with `--junitxml=$T/c
            "regenerate it after that run with `python3 scripts/conformance_matrix.py "
            "current=$T/conformance/current.xml older=$T/conformance/older.xml`")
 
-# The surfaces issue #15 names, then Ollama's /api/generate, which the suite also covers.
+# The surfaces issue #15 names, then Ollama's /api/generate and OpenAI's legacy
+# /v1/completions, which the suite also covers.
 SURFACES = ["openai chat", "openai responses", "anthropic messages", "google-genai generate_content",
-            "ollama chat", "ollama generate"]
+            "ollama chat", "ollama generate", "openai completions"]
 SHORT = {"openai chat": "openai chat", "openai responses": "openai responses",
+         "openai completions": "openai completions",
          "anthropic messages": "anthropic messages", "google-genai generate_content": "genai generate_content",
          "ollama chat": "ollama chat", "ollama generate": "ollama generate"}
 MODES = ("plain", "streamed")
@@ -50,6 +52,8 @@ NOT_APPLICABLE = [
      "`provider` passes Ollama's answers through with the fault noted as skipped (tested)"),
     ("content_filter", "ollama generate", None, "Ollama has no content-filter or refusal signal (above)"),
     ("tool_call_corruption", "ollama generate", None, "Ollama's `/api/generate` takes no tools: its answers carry no tool call"),
+    ("tool_call_corruption", "openai completions", None,
+     "OpenAI's legacy `/v1/completions` takes no tools: its answers carry no tool call"),
     ("stream_cut loud", None, "plain",
      "on a plain answer `loud` changes nothing: every cut of a plain answer is a dropped connection (row `stream_cut`)"),
 ]

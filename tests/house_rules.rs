@@ -218,12 +218,11 @@ const MAX_LINES: usize = 400;
 
 /// Files over the cap when it came in, with their size then: they may shrink, never grow,
 /// and leave this list once under it. Any other file must stay under the cap.
-const OVER_THE_CAP: [(&str, usize); 6] = [
+const OVER_THE_CAP: [(&str, usize); 5] = [
     ("src/chaos/rewrite/mod.rs", 465),
     ("src/config/load.rs", 410),
     ("src/config/replays.rs", 421),
     ("src/config/validate.rs", 412),
-    ("src/llm/openai.rs", 403),
     ("src/proxy/service.rs", 414),
 ];
 

@@ -2,8 +2,12 @@
 //! ending in `[DONE]`) here, the Responses API in `responses`. Also what OpenAI-compatible
 //! servers (Azure, vLLM, LM Studio, LiteLLM, Ollama's `/v1`) speak.
 
+mod completions;
 mod filter;
+mod request;
 pub mod responses;
+
+pub use request::{add_system_message, content_turns, tool_message};
 
 use crate::llm::signals::{ClientErrorKind, FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
@@ -11,7 +15,7 @@ use serde_json::{Value, json};
 use super::detect::Api;
 use super::frame::{Event, Framing};
 use super::path::{All, Call, K, Seg, visit, visit_strings};
-use super::request::{Turns, edit_text, role_user};
+use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs, request_id};
 use super::wire::{ContextOverflow, Kind, Progress, Wire};
 use crate::exchange::Provider;
@@ -44,8 +48,15 @@ static CALLS: [&Call; 4] = [
     &responses::EVENT_OUTPUT,
 ];
 
-const STREAM_TEXT: &[&[Seg]] = &[&[K("choices"), All, K("delta"), K("content")]];
-const TEXT: &[&[Seg]] = &[&[K("choices"), All, K("message"), K("content")]];
+// Chat Completions' text, then the legacy Completions API's (the same in both forms).
+const STREAM_TEXT: &[&[Seg]] = &[
+    &[K("choices"), All, K("delta"), K("content")],
+    completions::TEXT,
+];
+const TEXT: &[&[Seg]] = &[
+    &[K("choices"), All, K("message"), K("content")],
+    completions::TEXT,
+];
 const STREAM_ARGS: &[Seg] = &[
     K("choices"),
     All,
@@ -71,50 +82,6 @@ pub const TURNS: Turns = Turns {
     is_user: role_user,
     content: "content",
 };
-
-/// A `role: tool` message's content (Chat Completions and Ollama).
-pub fn tool_message(m: &mut Value, f: &mut dyn FnMut(&mut String)) -> usize {
-    if m["role"] != "tool" {
-        return 0;
-    }
-    m.get_mut("content").map_or(0, |c| {
-        edit_text(c, f);
-        1
-    })
-}
-
-/// A system message before the last user turn, or (Responses API, raw prompts) appended
-/// to `instructions` / `system`.
-pub fn add_system_message(body: &mut Value, text: &str) -> bool {
-    if let Some(turns) = body.get_mut("messages").and_then(Value::as_array_mut) {
-        let at = turns
-            .iter()
-            .rposition(|m| m["role"] == "user")
-            .unwrap_or(turns.len());
-        turns.insert(at, json!({"role": "system", "content": text}));
-        return true;
-    }
-    let key = if body.get("instructions").is_some() {
-        "instructions"
-    } else {
-        "system"
-    };
-    match body.get_mut(key) {
-        Some(Value::String(s)) => {
-            s.push_str(&format!("\n\n{text}"));
-            true
-        }
-        _ => false,
-    }
-}
-
-/// A user/assistant pair in `content` style (Chat Completions, Anthropic, Ollama).
-pub fn content_turns(user: &str, assistant: &str) -> (Value, Value) {
-    (
-        json!({"role": "user", "content": user}),
-        json!({"role": "assistant", "content": assistant}),
-    )
-}
 
 fn error(status: u16, message: &str, kind: &str, code: Value, draw: u64) -> Synthetic {
     Synthetic::json(
@@ -250,8 +217,10 @@ impl Wire for OpenAi {
     }
 
     fn truncation_tail(&self, ev: &Event, last: &Value, _tokens: u32) -> Vec<Event> {
-        let mut finish = last.clone();
-        finish["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "length"}]);
+        let mut finish = completions::finish_chunk(last, "length");
+        if !completions::is_completion(last) {
+            finish["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "length"}]);
+        }
         vec![ev.sibling(None, finish), ev.raw_sibling(None, "[DONE]")]
     }
 

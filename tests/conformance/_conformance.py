@@ -80,6 +80,23 @@ def openai_sse(model: str, include_usage: bool = False) -> list[bytes]:
     return frames
 
 
+# OpenAI's legacy Completions API (`POST /v1/completions`): the text in `choices[].text`,
+# in the whole answer and in each chunk; the last chunk only finishes.
+def openai_completion_json(model: str) -> dict:
+    return {"id": "cmpl-1", "object": "text_completion", "created": 1_700_000_000, "model": model,
+            "choices": [{"text": ANSWER, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+            "usage": USAGE_OPENAI}
+
+
+def openai_completion_sse(model: str) -> list[bytes]:
+    def chunk(text: str, finish: str | None) -> dict:
+        return {"id": "cmpl-1", "object": "text_completion", "created": 1_700_000_000, "model": model,
+                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}]}
+
+    events = [chunk(p, None) for p in ANSWER_PIECES] + [chunk("", "stop")]
+    return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+
 # OpenAI Responses API (`POST /v1/responses`): a response object, and named SSE events that
 # repeat the text in deltas, `*.done`, `output_item.*` and the final `response.completed`.
 RESP_ID, MSG_ID, FC_ID, CALL_ID = "resp_1", "msg_1", "fc_1", "call_1"

@@ -27,7 +27,8 @@ NOT_FAULT_FIDELITY = {"test_rule_scoping"}
 VARIANTS = (("quota", True, "quota"), ("in_stream", True, "in_stream"), ("loud", True, "loud"),
             ("then", "close", "then: close"))
 
-SDK_OF = {"openai chat": "openai", "openai responses": "openai", "anthropic messages": "anthropic",
+SDK_OF = {"openai chat": "openai", "openai responses": "openai", "openai completions": "openai",
+          "anthropic messages": "anthropic",
           "google-genai generate_content": "google-genai", "ollama chat": "ollama",
           "ollama generate": "ollama"}
 PROVIDER_OF = {"openai": "openai", "anthropic": "anthropic", "google-genai": "gemini", "ollama": "ollama"}
@@ -51,7 +52,7 @@ def surface_of(url: str, body: bytes) -> tuple[str, bool] | None:
         name = "ollama chat" if path.endswith("/api/chat") else "ollama generate"
         return name, req.get("stream", True) is not False
     for suffix, name in (("/chat/completions", "openai chat"), ("/responses", "openai responses"),
-                         ("/messages", "anthropic messages")):
+                         ("/completions", "openai completions"), ("/messages", "anthropic messages")):
         if path.endswith(suffix):
             return name, req.get("stream") is True
     return None

@@ -14,6 +14,13 @@ def run_openai_chat(c, streamed):
     return c.chat.completions.create(model="gpt-test", messages=MSG).choices[0].message.content
 
 
+def run_openai_completions(c, streamed):
+    kw = {"model": "gpt-3.5-turbo-instruct", "prompt": PROMPT}
+    if streamed:
+        return "".join(ch.choices[0].text or "" for ch in c.completions.create(stream=True, **kw) if ch.choices)
+    return c.completions.create(**kw).choices[0].text
+
+
 def run_openai_responses(c, streamed):
     if streamed:
         return "".join(e.delta for e in c.responses.create(model="gpt-test", input=PROMPT, stream=True)
@@ -51,6 +58,7 @@ def run_ollama_generate(c, streamed):
 SURFACES = {
     "openai chat": ("openai", "openai_client", run_openai_chat, "openai"),
     "openai responses": ("openai", "openai_client", run_openai_responses, "openai"),
+    "openai completions": ("openai", "openai_client", run_openai_completions, "openai"),
     "anthropic messages": ("anthropic", "anthropic_client", run_anthropic, "anthropic"),
     "genai generate_content": ("gemini", "genai_client", run_genai, "genai"),
     "ollama chat": ("ollama", "ollama_client", run_ollama_chat, "ollama"),

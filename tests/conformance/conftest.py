@@ -41,7 +41,8 @@ from flakestorm_harness import CA_VARS, PROXY_VARS, Recorded, clean_env  # noqa:
 
 from _conformance import (ANSWER_PIECES, TOOL_ARGS, TOOL_ARGS_FRAGS, TOOL_ARGS_JSON, TOOL_NAME,
     USAGE_OPENAI, GEMINI_USAGE, is_tools_model, anthropic_json, anthropic_sse, gemini_json, gemini_sse,
-    ollama_generate_json, ollama_generate_ndjson, ollama_json, ollama_ndjson, openai_json, openai_responses_json,
+    ollama_generate_json, ollama_generate_ndjson, ollama_json, ollama_ndjson, openai_completion_json,
+    openai_completion_sse, openai_json, openai_responses_json,
     openai_responses_sse, openai_sse)
 
 
@@ -72,6 +73,10 @@ class _Handler(harness.OriginHandler):
                 usage = bool((req.get("stream_options") or {}).get("include_usage"))
                 return self._stream(openai_sse(model, usage), "text/event-stream")
             return self._json(openai_json(model))
+        if kind == "openai" and path == "/v1/completions":
+            if req.get("stream"):
+                return self._stream(openai_completion_sse(model), "text/event-stream")
+            return self._json(openai_completion_json(model))
         if kind == "openai" and path == "/v1/responses":
             if req.get("stream"):
                 return self._stream(openai_responses_sse(model), "text/event-stream")

@@ -45,6 +45,13 @@ pub fn mark(v: &mut Value, signal: FilterSignal) {
         return mark_response(v, signal);
     }
     visit(v, &[K("choices"), All], &mut |c| {
+        // A legacy completion has no refusal: every signal withholds its text.
+        if c.get("text").is_some() {
+            c["text"] = json!("");
+            c["finish_reason"] = json!("content_filter");
+            c["content_filter_results"] = filter_results();
+            return;
+        }
         let Some(m) = c.get_mut("message").and_then(Value::as_object_mut) else {
             return;
         };
@@ -106,6 +113,11 @@ pub fn tail(ev: &Event, progress: &Progress, signal: FilterSignal) -> Vec<Event>
                 vec![responses::incomplete_event(ev, progress, "content_filter")]
             }
         };
+    }
+    if super::completions::is_completion(&j) {
+        let mut finish = super::completions::finish_chunk(&j, "content_filter");
+        finish["choices"][0]["content_filter_results"] = filter_results();
+        return vec![ev.sibling(None, finish), ev.raw_sibling(None, "[DONE]")];
     }
     let chunk = |choice: Value| {
         let mut c = j.clone();
@@ -246,6 +258,25 @@ mod tests {
         assert_eq!(v["choices"][0]["finish_reason"], "stop");
         assert_eq!(v["choices"][0]["message"]["content"], Value::Null);
         assert_eq!(v["choices"][0]["message"]["refusal"], REFUSAL);
+    }
+
+    #[test]
+    fn a_legacy_completion_is_filtered_whole_and_in_its_stream() {
+        let mut v = json!({"object": "text_completion", "choices": [{"text": "Sure", "index": 0,
+            "logprobs": null, "finish_reason": "stop"}]});
+        mark(&mut v, FilterSignal::Refusal);
+        assert_eq!(v["choices"][0]["text"], "");
+        assert_eq!(v["choices"][0]["finish_reason"], "content_filter");
+        let ev = sse(
+            None,
+            json!({"id": "cmpl-1", "object": "text_completion", "model": "m",
+                "choices": [{"text": "more", "index": 0, "logprobs": null, "finish_reason": null}]}),
+        );
+        let out = tail(&ev, &Progress::default(), FilterSignal::Filtered);
+        let finish = out[0].json.as_ref().unwrap();
+        assert_eq!(finish["choices"][0]["text"], "");
+        assert_eq!(finish["choices"][0]["finish_reason"], "content_filter");
+        assert_eq!(out[1].encode().as_ref(), b"data: [DONE]\n\n");
     }
 
     #[test]
