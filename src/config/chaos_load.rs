@@ -41,26 +41,16 @@ pub(super) fn lenient_v2_fields(
             continue;
         };
         for (i, rule) in rules.iter_mut().enumerate() {
-            // Each pass removes one offending field; a rule has few.
-            for _ in 0..V2_FAULT_FIELDS.len() {
-                let err = if list == "tool_faults" {
-                    parse_rule::<ToolMode>(rule.clone()).err()
-                } else {
-                    parse_rule::<LlmMode>(rule.clone()).err()
-                };
-                let Some((_, err)) = err else { break };
-                let field = V2_FAULT_FIELDS
-                    .iter()
-                    .find(|f| err.starts_with(&format!("unknown field `{f}`")));
-                let (Some(field), Some(map)) = (field, rule.as_object_mut()) else {
-                    break;
-                };
-                map.remove(*field);
-                let mode = map.get("mode").and_then(Value::as_str).unwrap_or("?");
+            let parse = |r: Value| match list {
+                "tool_faults" => parse_rule::<ToolMode>(r).err().map(|(_, e)| e),
+                _ => parse_rule::<LlmMode>(r).err().map(|(_, e)| e),
+            };
+            for field in super::v2::drop_unknown(rule, V2_FAULT_FIELDS, parse) {
+                let mode = rule.get("mode").and_then(Value::as_str).unwrap_or("?");
                 warnings.push(format!(
                     "{prefix}.{list}[{i}].{field}: not used by mode `{mode}`; ignored"
                 ));
-                removed.push((list, i, *field));
+                removed.push((list, i, field));
             }
         }
     }

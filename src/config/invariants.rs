@@ -285,8 +285,8 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
 
 /// Drops the Flakestorm v2 fields the invariant's type does not take (config::v2).
 pub(super) fn lenient_v2_invariant(item: &mut serde_json::Value, path: &str, w: &mut Vec<String>) {
-    let parse = |v| parse_invariant(v).map(drop);
-    super::v2::lenient_invariant(item, path, w, parse, |(_, msg)| Some(msg.clone()));
+    let parse = |v| parse_invariant(v).err().map(|(_, msg)| msg);
+    super::v2::lenient_invariant(item, path, w, parse);
 }
 
 /// `invariants:` element by element, each error at its field; `tools` are the declared

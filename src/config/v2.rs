@@ -121,26 +121,40 @@ fn without_indexes(path: &str) -> String {
 /// Fields v2 allowed on every invariant; each type that has no use for one drops it here.
 const V2_INVARIANT_FIELDS: &[&str] = &["threshold", "dangerous_prompts"];
 
-/// Drops from the invariant at `path` the v2 fields its type does not take, with a warning
-/// each (`parse` says which fields are unknown).
-pub(super) fn lenient_invariant<E>(
+/// Drops from `item` the `fields` that `parse` (its error message, or `None` when it
+/// parses) calls unknown, one per pass; their names, in the order dropped.
+pub(super) fn drop_unknown(
     item: &mut Value,
-    path: &str,
-    warnings: &mut Vec<String>,
-    parse: impl Fn(Value) -> Result<(), E>,
-    unknown: impl Fn(&E) -> Option<String>,
-) {
-    for _ in V2_INVARIANT_FIELDS {
-        let Err(e) = parse(item.clone()) else { return };
-        let Some(msg) = unknown(&e) else { return };
-        let field = V2_INVARIANT_FIELDS
+    fields: &'static [&'static str],
+    parse: impl Fn(Value) -> Option<String>,
+) -> Vec<&'static str> {
+    let mut dropped = vec![];
+    for _ in fields {
+        let Some(msg) = parse(item.clone()) else {
+            break;
+        };
+        let field = fields
             .iter()
             .find(|f| msg.starts_with(&format!("unknown field `{f}`")));
         let (Some(field), Some(map)) = (field, item.as_object_mut()) else {
-            return;
+            break;
         };
         map.remove(*field);
-        let kind = map.get("type").and_then(Value::as_str).unwrap_or("?");
+        dropped.push(*field);
+    }
+    dropped
+}
+
+/// Drops from the invariant at `path` the v2 fields its type does not take, with a warning
+/// each (`parse` gives the error a field left in causes).
+pub(super) fn lenient_invariant(
+    item: &mut Value,
+    path: &str,
+    warnings: &mut Vec<String>,
+    parse: impl Fn(Value) -> Option<String>,
+) {
+    for field in drop_unknown(item, V2_INVARIANT_FIELDS, parse) {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
         warnings.push(format!(
             "{path}.{field}: not used by type `{kind}`; ignored (Flakestorm v2 allowed it on \
              every invariant)"

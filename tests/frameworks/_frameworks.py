@@ -61,6 +61,19 @@ contract:
     - name: llm-down-429
       llm_faults: [{mode: rate_limit, retry_after_s: 0.3}]
 """
+# The same agent with its provider's answer cut after its first event: a streamed answer
+# ends early with no finish, a whole answer is a connection dropped mid-body
+# (docs/faults.md, `stream_cut`). What each stack does then is its recipe's third part.
+CUT_CONTRACT = """\
+contract:
+  name: Research agent, answer cut
+  invariants:
+    - {id: answers, type: output_not_empty, severity: high}
+    - {id: searches, type: tool_called, tool: web_search}
+  chaos_matrix:
+    - name: llm-cut
+      llm_faults: [{mode: stream_cut, after_events: 1}]
+"""
 MODEL = "gpt-4o-mini"
 
 # What a tool result that reports a failure looks like to the scripted model.
@@ -506,6 +519,14 @@ def run_small_contract(stack: Stack, prompts: list[str]) -> Run:
         stack.close()
 
 
+def run_cut_contract(stack: Stack, prompts: list[str]) -> Run:
+    """`CUT_CONTRACT` on `stack`'s agent, the stack closed after."""
+    try:
+        return stack.run_contract(stack.config(CUT_CONTRACT, prompts))
+    finally:
+        stack.close()
+
+
 # --------------------------------------------------------------- report helpers
 
 
@@ -522,6 +543,17 @@ def assert_cells(run: Run, want: dict[tuple[str, str], str]) -> dict:
     got = {k: cell(r, *k)["verdict"] for k in want}
     assert got == want, run.why()
     return r
+
+
+def cut_case(run: Run, attempts: int) -> dict:
+    """The one case of a `CUT_CONTRACT` run where the agent failed: no answer, no tool
+    called, its LLM called `attempts` times with each answer cut, the run FAIL (exit 1)."""
+    r = assert_cells(run, {("answers", "llm-cut"): "fail", ("searches", "llm-cut"): "fail"})
+    [cut] = cases(r, "llm-cut")
+    faults = [(e["fault"]["mode"], e["fault"]["applied"]) for e in exchanges(cut, "llm")]
+    assert faults == [("stream_cut", True)] * attempts, run.why()
+    assert run.code == 1, run.why()
+    return cut
 
 
 def cell(report: dict, invariant: str, scenario: str) -> dict:

@@ -11,7 +11,8 @@ RESOURCE_EXHAUSTED`, and there is no retry for `honors_retry_after` to judge.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, ScriptedGemini, Stack, assert_cells, cases, cell, exchanges, run_small_contract, status
+from _frameworks import (SORRY, ScriptedGemini, Stack, assert_cells, cases, cell, cut_case, exchanges, run_cut_contract,
+                         run_small_contract, status)
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -57,3 +58,15 @@ def test_each_cell_is_what_google_genai_did(run):
     [limited] = cases(r, "llm-down-429")
     assert [status(e) for e in exchanges(limited, "llm")] == [429], "google-genai does not retry"
     assert "429 RESOURCE_EXHAUSTED" in limited["error"], limited
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory):
+    return run_cut_contract(GenaiStack(tmp_path_factory.mktemp("genai-cut")), PROMPTS)
+
+
+def test_an_answer_cut_mid_body_ends_the_agent_at_once(cut_run):
+    """google-genai neither retries a dropped connection nor wraps it in its own errors:
+    httpx's `RemoteProtocolError` reaches the agent after one attempt."""
+    cut = cut_case(cut_run, 1)
+    assert "RemoteProtocolError: peer closed connection" in cut["error"], cut

@@ -13,7 +13,7 @@ by how much.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, Stack, assert_cells, cases, cell, exchanges, run_small_contract, status
+from _frameworks import SORRY, Stack, assert_cells, cases, cell, exchanges, cut_case, run_cut_contract, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -49,3 +49,15 @@ def test_litellms_own_retries_ignore_retry_after_and_the_check_says_so(run):
     assert down["answer"] == SORRY, run.why()
     # A medium and a high cell failed: 3 of 10 weights lost, 70.0, on the pass mark.
     assert r["score"]["value"] == pytest.approx(70.0), run.why()
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory):
+    return run_cut_contract(LiteLLMStack(tmp_path_factory.mktemp("litellm-cut")), PROMPTS)
+
+
+def test_an_answer_cut_mid_body_is_tried_five_times_and_called_a_server_error(cut_run):
+    """The openai SDK's three attempts, then LiteLLM's `num_retries` two more; LiteLLM maps
+    the dropped connection to its `InternalServerError`, the name the agent sees."""
+    cut = cut_case(cut_run, 5)
+    assert "litellm.InternalServerError" in cut["error"] and "Connection error." in cut["error"], cut

@@ -11,7 +11,7 @@ scripted HTTPS origins of _frameworks.py, whose test CA only flakestorm trusts.
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, Stack, assert_cells, cases, exchanges, run_small_contract, status
+from _frameworks import SORRY, Stack, assert_cells, cases, exchanges, cut_case, run_cut_contract, run_small_contract, status
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -54,3 +54,15 @@ def test_every_call_of_the_agents_sdk_crossed_the_proxy(run):
     # No trace upload tried to leave (it would show as an exchange to api.openai.com).
     hosts = {e["request"]["url"].split("/")[2] for c in r["cases"] for e in c["exchanges"] or []}
     assert not any("openai.com" in h for h in hosts), hosts
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory):
+    return run_cut_contract(AgentsSdkStack(tmp_path_factory.mktemp("agents-sdk-cut")), PROMPTS)
+
+
+def test_an_answer_cut_mid_body_is_retried_then_ends_the_run(cut_run):
+    """A connection dropped mid-answer: the openai SDK under the Agents SDK tries three
+    times (as for a 5xx), then `Runner.run` raises `APIConnectionError`."""
+    cut = cut_case(cut_run, 3)
+    assert "APIConnectionError: Connection error." in cut["error"], cut

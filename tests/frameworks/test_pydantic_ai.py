@@ -10,7 +10,8 @@ origin of _frameworks.py (Messages API, JSON and event streams).
 from __future__ import annotations
 
 import pytest
-from _frameworks import SORRY, ScriptedAnthropic, Stack, assert_cells, cases, exchanges, run_small_contract, status
+from _frameworks import (SORRY, ScriptedAnthropic, Stack, assert_cells, cases, exchanges,
+                         run_cut_contract, run_small_contract, status)
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -54,3 +55,23 @@ def test_each_cell_is_what_pydantic_ai_did(run):
     assert [status(e) for e in exchanges(limited, "llm")] == [429, 429, 429], run.why()
     assert "ModelRateLimitError: status_code: 429" in limited["error"], limited
     assert (run.code, r["verdict"]) == (0, "pass"), run.why()
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory):
+    return run_cut_contract(PydanticAiStack(tmp_path_factory.mktemp("pydantic-ai-cut")), PROMPTS)
+
+
+def test_a_stream_cut_after_its_first_event_is_taken_as_the_whole_answer(cut_run):
+    """pydantic-ai streams from Anthropic and does not notice a stream that ends without
+    `message_delta`/`message_stop`: each turn cut after its first content event (the whole
+    tool call, then the whole text, in this scripted model) is acted on as complete. Nothing
+    raises and the contract passes: a truncated turn would be taken as the answer. A check on
+    the answer itself (a `regex`, a `similarity`) is what catches a cut in a pydantic-ai agent."""
+    r = assert_cells(cut_run, {("answers", "llm-cut"): "pass", ("searches", "llm-cut"): "pass"})
+    [cut] = cases(r, "llm-cut")
+    llm = exchanges(cut, "llm")
+    assert [(e["fault"]["mode"], e["fault"]["applied"]) for e in llm] == [("stream_cut", True)] * 2, cut_run.why()
+    assert [e["target"]["kind"] for e in cut["exchanges"]] == ["llm", "tool", "llm"], cut_run.why()
+    assert not cut.get("error") and cut["answer"].startswith("According to web_search"), cut
+    assert cut_run.code == 0, cut_run.why()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from _frameworks import FACT, SORRY, ScriptedLLM, Stack, assert_cells, cases, exchanges, run_small_contract, status
+from _frameworks import (FACT, SORRY, ScriptedLLM, Stack, assert_cells, cases, exchanges,
+                         cut_case, run_cut_contract, run_small_contract, status)
 
 PROMPTS = ["What was ACME's Q3 revenue?"]
 
@@ -75,3 +76,15 @@ def test_each_cell_is_what_smolagents_did(run):
     assert [status(e) for e in exchanges(limited, "llm")] == [429, 429, 429], run.why()
     assert "AgentGenerationError" in limited["error"], limited
     assert (run.code, r["verdict"]) == (0, "pass"), run.why()
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory):
+    return run_cut_contract(SmolagentsStack(tmp_path_factory.mktemp("smolagents-cut")), PROMPTS)
+
+
+def test_an_answer_cut_mid_body_is_retried_then_an_agent_generation_error(cut_run):
+    """With `retry=False` on the model, only the openai SDK's three attempts; then
+    smolagents raises `AgentGenerationError` naming the connection error."""
+    cut = cut_case(cut_run, 3)
+    assert "AgentGenerationError" in cut["error"] and "Connection error." in cut["error"], cut
