@@ -13,15 +13,8 @@ pub(super) async fn merge(
     shards: Vec<(String, Report)>,
     allow_partial: bool,
 ) -> Result<ChaosReport, String> {
-    let chaos = |r| {
-        if let Report::Chaos(r) = r {
-            Some(r)
-        } else {
-            None
-        }
-    };
     let mut pieces = vec![];
-    for (file, r) in all_of(shards, "chaos", chaos)? {
+    for (file, r) in all_of(shards, "chaos", super::pick::chaos)? {
         pieces.push(piece(file, r)?);
     }
     merge_pieces(ctx, config, pieces, allow_partial).await

@@ -25,8 +25,7 @@ pub(super) async fn merge(
     allow_partial: bool,
 ) -> Result<CiReport, String> {
     let mut reports: Vec<(String, CiReport)> = vec![];
-    let ci = |r| if let Report::Ci(r) = r { Some(r) } else { None };
-    for (file, r) in all_of(shards, "ci", ci)? {
+    for (file, r) in all_of(shards, "ci", super::pick::ci)? {
         let Some(shard) = r.shard else {
             return Err(not_a_shard(&file));
         };

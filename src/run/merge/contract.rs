@@ -13,15 +13,8 @@ pub(super) async fn merge(
     shards: Vec<(String, Report)>,
     allow_partial: bool,
 ) -> Result<ContractReport, String> {
-    let contract = |r| {
-        if let Report::Contract(r) = r {
-            Some(r)
-        } else {
-            None
-        }
-    };
     let mut pieces = vec![];
-    for (file, r) in all_of(shards, "contract", contract)? {
+    for (file, r) in all_of(shards, "contract", super::pick::contract)? {
         pieces.push(piece(file, r)?);
     }
     merge_pieces(ctx, config, pieces, allow_partial).await

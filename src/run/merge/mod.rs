@@ -11,6 +11,7 @@ mod chaos;
 mod ci;
 mod contract;
 mod mutation;
+mod pick;
 mod pieces;
 mod replay;
 

@@ -79,14 +79,7 @@ fn pieces_of(shards: Vec<(String, Report)>) -> Result<(Vec<Piece>, Wired, Option
     let mut pieces = vec![];
     let mut wire = Wired::new();
     let mut chaos: Option<String> = None;
-    let mutation = |r| {
-        if let Report::Mutation(r) = r {
-            Some(r)
-        } else {
-            None
-        }
-    };
-    for (file, r) in all_of(shards, "mutation", mutation)? {
+    for (file, r) in all_of(shards, "mutation", super::pick::mutation)? {
         for (case, m) in r.cases_with_mutants().filter(|(_, m)| is_wire(&m.variant)) {
             let verdict = m.checks.first().cloned();
             let verdict = verdict.unwrap_or_else(|| Verdict::NotTested("no verdict".into()));

@@ -19,14 +19,7 @@ pub(super) async fn merge(
 ) -> Result<ReplayReport, String> {
     let mut pieces = vec![];
     let mut sessions = HashMap::new();
-    let replay = |r| {
-        if let Report::Replay(r) = r {
-            Some(r)
-        } else {
-            None
-        }
-    };
-    for (file, r) in all_of(shards, "replay", replay)? {
+    for (file, r) in all_of(shards, "replay", super::pick::replay)? {
         sessions.insert(file.clone(), r.sessions);
         let part = part_of(&file, r.shard)?;
         pieces.push(Piece {
