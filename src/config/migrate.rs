@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::ConfigError;
 use super::chaos_load::lenient_v2_fields;
-use super::yaml_keys::{KeyAt, Path, locate};
+use super::yaml_keys::{Edit, KeyAt, Path, apply, comment_out, flow_cuts, line_starts, locate};
 
 /// The migrated text and what changed, one line per change.
 #[derive(Debug)]
@@ -32,18 +32,29 @@ pub fn migrate(text: &str) -> Result<Migrated, ConfigError> {
     let keys = locate(&chars).map_err(|e| ConfigError::new("", e))?;
     let mut edits = Vec::new();
     let mut changes = Vec::new();
+    // Keys cut from `{…}` rules, by rule: cut together, so that neighbours' commas agree.
+    let mut flow: BTreeMap<Path, BTreeSet<Path>> = BTreeMap::new();
     for (path, mode) in dropped(&file) {
         let Some(at) = keys.get(&path) else { continue };
-        let shown = dotted(&path);
-        edits.extend(comment_out(
-            &chars,
-            at,
-            &format!("mode `{mode}` does not use it"),
-        ));
+        if at.flow {
+            flow.entry(path[..path.len() - 1].to_vec())
+                .or_default()
+                .insert(path.clone());
+        } else {
+            edits.extend(comment_out(
+                &chars,
+                at,
+                &format!("mode `{mode}` does not use it"),
+            ));
+        }
         changes.push(format!(
-            "{shown}: {} (mode `{mode}` does not use it; v2 ignored it too)",
+            "{}: {} (mode `{mode}` does not use it; v2 ignored it too)",
+            dotted(&path),
             if at.flow { "removed" } else { "commented out" }
         ));
+    }
+    for (parent, cut) in &flow {
+        edits.extend(flow_cuts(&chars, &keys, parent, cut));
     }
     let mut tail = String::new();
     agent_lines(&file, &chars, &keys, &mut edits, &mut tail, &mut changes);
@@ -110,103 +121,6 @@ fn dropped(file: &Value) -> Vec<(Path, String)> {
         }
     }
     out
-}
-
-/// A change to the text: at character offset `at`, `cut` characters replaced by `put`.
-struct Edit {
-    at: usize,
-    cut: usize,
-    put: String,
-}
-
-/// Start offset of each line (1-based line `n` starts at `starts[n - 1]`).
-fn line_starts(chars: &[char]) -> Vec<usize> {
-    let mut starts = vec![0];
-    starts.extend(
-        chars
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c == '\n')
-            .map(|(i, _)| i + 1),
-    );
-    starts
-}
-
-/// The edits that take the key at `at` (and its value) out: in a block mapping its lines
-/// commented out with `why`; in a `{…}` mapping the `key: value` cut with its comma.
-fn comment_out(chars: &[char], at: &KeyAt, why: &str) -> Vec<Edit> {
-    if at.flow {
-        let (next, _) = at.next;
-        let closes = chars.get(next) == Some(&'}');
-        if !closes {
-            return vec![Edit {
-                at: at.index,
-                cut: next - at.index,
-                put: String::new(),
-            }];
-        }
-        // The last key: its comma before it goes with it.
-        let before = chars[..at.index].iter().rposition(|c| !c.is_whitespace());
-        let from = match before {
-            Some(i) if chars[i] == ',' => i,
-            _ => at.index,
-        };
-        let to = chars[..next]
-            .iter()
-            .rposition(|c| !c.is_whitespace())
-            .map_or(next, |i| i + 1);
-        return vec![Edit {
-            at: from,
-            cut: to.max(from) - from,
-            put: String::new(),
-        }];
-    }
-    let starts = line_starts(chars);
-    let last = if at.next.1 == usize::MAX {
-        starts.len()
-    } else {
-        at.next.1.saturating_sub(1).max(at.line)
-    };
-    let mut edits = vec![];
-    for line in at.line..=last {
-        let start = starts[line - 1];
-        let end = starts.get(line).map_or(chars.len(), |s| s - 1);
-        let col = if line == at.line {
-            start + at.col
-        } else {
-            // Continuation lines: blank ones and comments stay as they are.
-            let Some(first) = (start..end).find(|&i| !chars[i].is_whitespace()) else {
-                continue;
-            };
-            if chars[first] == '#' {
-                continue;
-            }
-            first
-        };
-        edits.push(Edit {
-            at: col,
-            cut: 0,
-            put: "# ".into(),
-        });
-        if line == at.line {
-            edits.push(Edit {
-                at: end,
-                cut: 0,
-                put: format!("  # flakestorm migrate: {why}"),
-            });
-        }
-    }
-    edits
-}
-
-/// The text with `edits` made (they do not overlap).
-fn apply(chars: &[char], mut edits: Vec<Edit>) -> String {
-    edits.sort_by_key(|e| std::cmp::Reverse((e.at, e.cut)));
-    let mut out: Vec<char> = chars.to_vec();
-    for e in edits {
-        out.splice(e.at..e.at + e.cut, e.put.chars());
-    }
-    out.into_iter().collect()
 }
 
 /// `agent.command` and `agent.ready_url` as comments, inside a block `agent:` (else at

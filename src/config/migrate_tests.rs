@@ -178,3 +178,38 @@ fn a_tool_whose_rules_give_its_urls_gets_a_real_entry() {
             .any(|c| c.starts_with("tools: email_fetch added with the match_url"))
     );
 }
+
+#[test]
+fn several_cut_keys_in_one_flow_rule_leave_valid_yaml() {
+    let text = "chaos:\n  tool_faults:\n\
+                \x20   - {tool: x, mode: error, delay_ms: 5, payload: y}\n\
+                \x20   - {tool: x, mode: malformed, delay_ms: 5, error_code: 500, probability: 0.5}\n\
+                \x20   - {delay_ms: 1, tool: x, payload: z, mode: error}\n";
+    let m = migrate(text).unwrap();
+    let rules = &yaml(&m.text)["chaos"]["tool_faults"];
+    assert_eq!(
+        rules[0],
+        serde_json::json!({"tool": "x", "mode": "error"}),
+        "{}",
+        m.text
+    );
+    assert_eq!(
+        rules[1],
+        serde_json::json!({"tool": "x", "mode": "malformed", "probability": 0.5}),
+        "{}",
+        m.text
+    );
+    assert_eq!(
+        rules[2],
+        serde_json::json!({"tool": "x", "mode": "error"}),
+        "{}",
+        m.text
+    );
+    assert!(m.text.contains("- {tool: x, mode: error}\n"), "{}", m.text);
+    let removed = m
+        .changes
+        .iter()
+        .filter(|c| c.contains(": removed ("))
+        .count();
+    assert_eq!(removed, 6, "{:?}", m.changes);
+}

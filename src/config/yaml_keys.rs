@@ -1,8 +1,9 @@
 //! Where each mapping key of a YAML text is (line, column, character offset), by its
-//! path, and where whatever follows its value starts: for edits to a user's own file
-//! (`flakestorm migrate`) that keep the rest of it as it was.
+//! path, and where whatever follows its value starts; and the edits that take keys out of
+//! the text (commented out in a block mapping, cut from a `{…}` one): for changes to a
+//! user's own file (`flakestorm migrate`) that keep the rest of it as it was.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use yaml_rust2::parser::{Event, Parser};
 
@@ -104,6 +105,125 @@ pub(super) fn locate(chars: &[char]) -> Result<HashMap<Path, KeyAt>, String> {
         }
     }
     Ok(keys)
+}
+
+/// A change to the text: at character offset `at`, `cut` characters replaced by `put`.
+pub(super) struct Edit {
+    pub at: usize,
+    pub cut: usize,
+    pub put: String,
+}
+
+/// Start offset of each line (1-based line `n` starts at `starts[n - 1]`).
+pub(super) fn line_starts(chars: &[char]) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(
+        chars
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == '\n')
+            .map(|(i, _)| i + 1),
+    );
+    starts
+}
+
+/// The edits that comment out the key at `at` (in a block mapping) and its value, the
+/// first line saying `why`.
+pub(super) fn comment_out(chars: &[char], at: &KeyAt, why: &str) -> Vec<Edit> {
+    let starts = line_starts(chars);
+    let last = if at.next.1 == usize::MAX {
+        starts.len()
+    } else {
+        at.next.1.saturating_sub(1).max(at.line)
+    };
+    let mut edits = vec![];
+    for line in at.line..=last {
+        let start = starts[line - 1];
+        let end = starts.get(line).map_or(chars.len(), |s| s - 1);
+        let col = if line == at.line {
+            start + at.col
+        } else {
+            // Continuation lines: blank ones and comments stay as they are.
+            let Some(first) = (start..end).find(|&i| !chars[i].is_whitespace()) else {
+                continue;
+            };
+            if chars[first] == '#' {
+                continue;
+            }
+            first
+        };
+        edits.push(Edit {
+            at: col,
+            cut: 0,
+            put: "# ".into(),
+        });
+        if line == at.line {
+            edits.push(Edit {
+                at: end,
+                cut: 0,
+                put: format!("  # flakestorm migrate: {why}"),
+            });
+        }
+    }
+    edits
+}
+
+/// The edits that cut the keys `cut` (and their values) out of the `{…}` mapping at
+/// `parent`: each `key: value, ` up to the next key; a run of cut keys at the end goes from
+/// the comma after the last kept value to the closing brace.
+pub(super) fn flow_cuts(
+    chars: &[char],
+    keys: &HashMap<Path, KeyAt>,
+    parent: &[String],
+    cut: &BTreeSet<Path>,
+) -> Vec<Edit> {
+    let mut siblings: Vec<(&Path, &KeyAt)> = keys
+        .iter()
+        .filter(|(p, _)| p.len() == parent.len() + 1 && p.starts_with(parent))
+        .collect();
+    siblings.sort_by_key(|(_, k)| k.index);
+    let Some(last) = siblings.iter().rposition(|(p, _)| !cut.contains(*p)) else {
+        return vec![];
+    };
+    let mut edits = vec![];
+    for (i, (path, at)) in siblings.iter().enumerate() {
+        if i < last && cut.contains(*path) {
+            let next = siblings[i + 1].1.index;
+            edits.push(Edit {
+                at: at.index,
+                cut: next - at.index,
+                put: String::new(),
+            });
+        }
+    }
+    // The run of cut keys after the last kept one, with the comma before it.
+    if let Some((_, first)) = siblings.get(last + 1) {
+        let close = siblings[siblings.len() - 1].1.next.0;
+        let from = chars[..first.index]
+            .iter()
+            .rposition(|c| *c == ',')
+            .unwrap_or(first.index);
+        let to = chars[..close]
+            .iter()
+            .rposition(|c| !c.is_whitespace())
+            .map_or(close, |i| i + 1);
+        edits.push(Edit {
+            at: from,
+            cut: to.max(from) - from,
+            put: String::new(),
+        });
+    }
+    edits
+}
+
+/// The text with `edits` made (they do not overlap).
+pub(super) fn apply(chars: &[char], mut edits: Vec<Edit>) -> String {
+    edits.sort_by_key(|e| std::cmp::Reverse((e.at, e.cut)));
+    let mut out: Vec<char> = chars.to_vec();
+    for e in edits {
+        out.splice(e.at..e.at + e.cut, e.put.chars());
+    }
+    out.into_iter().collect()
 }
 
 /// The path of a value starting now, and the key that owns it (if in a mapping).
