@@ -87,7 +87,12 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     static TRIED: AtomicUsize = AtomicUsize::new(0);
     const FIRST: u16 = 10_000;
     let low = ephemeral_low();
-    let span = usize::from(low.saturating_sub(FIRST).max(1));
+    // A host whose ephemeral range starts low leaves no room below it: ports the kernel
+    // picks, as everywhere else.
+    if low < FIRST + 1000 {
+        return kernel_ports(n);
+    }
+    let span = usize::from(low - FIRST);
     // Processes side by side (runs, daemons) start at different places.
     let origin = std::process::id() as usize * 7919;
     let mut held = vec![];
@@ -107,6 +112,18 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
             "no {n} free loopback ports below {low} for the agent instances"
         ));
     }
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// `n` distinct ports the kernel picks (port 0, each held until all are chosen).
+fn kernel_ports(n: usize) -> Result<Vec<u16>, String> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("no free port for an agent instance: {e}"))?;
     held.iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<Result<_, _>>()
@@ -342,6 +359,11 @@ mod tests {
             ports.iter().all(|p| *p >= 10_000 && *p < ephemeral_low()),
             "{ports:?}"
         );
+        // Where the range leaves no room below it, the kernel's picks, distinct too.
+        let mut kernel = kernel_ports(8).unwrap();
+        kernel.sort_unstable();
+        kernel.dedup();
+        assert_eq!(kernel.len(), 8);
         // The next call does not hand the same ports out again.
         let next = free_ports(8).unwrap();
         assert!(
