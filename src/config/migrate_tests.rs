@@ -213,3 +213,29 @@ fn several_cut_keys_in_one_flow_rule_leave_valid_yaml() {
         .count();
     assert_eq!(removed, 6, "{:?}", m.changes);
 }
+
+#[test]
+fn crlf_and_lone_cr_line_ends_are_lines_as_the_parser_counts_them() {
+    for nl in ["\r\n", "\r"] {
+        let text = [
+            "chaos:",
+            "  tool_faults:",
+            "    - tool: x",
+            "      mode: error",
+            "      delay_ms: 5",
+            "      probability: 0.5",
+            "",
+        ]
+        .join(nl);
+        let m = migrate(&text).unwrap();
+        let rule = &yaml(&m.text)["chaos"]["tool_faults"][0];
+        assert_eq!(
+            rule,
+            &serde_json::json!({"tool": "x", "mode": "error", "probability": 0.5}),
+            "{:?}",
+            m.text
+        );
+        let note = format!("# delay_ms: 5  # flakestorm migrate: mode `error` does not use it{nl}");
+        assert!(m.text.contains(&note), "{:?}", m.text);
+    }
+}

@@ -115,16 +115,32 @@ pub(super) struct Edit {
 }
 
 /// Start offset of each line (1-based line `n` starts at `starts[n - 1]`).
+/// Line ends as the YAML parser counts them: `\n`, `\r\n` and a lone `\r`.
 pub(super) fn line_starts(chars: &[char]) -> Vec<usize> {
     let mut starts = vec![0];
     starts.extend(
         chars
             .iter()
             .enumerate()
-            .filter(|(_, c)| **c == '\n')
+            .filter(|(i, c)| **c == '\n' || (**c == '\r' && chars.get(i + 1) != Some(&'\n')))
             .map(|(i, _)| i + 1),
     );
     starts
+}
+
+/// Where line `line` (1-based) ends: before its line end, `\r\n` included.
+fn line_end(chars: &[char], starts: &[usize], line: usize) -> usize {
+    let Some(next) = starts.get(line) else {
+        return chars.len();
+    };
+    let end = next - 1;
+    match (
+        chars.get(end),
+        end.checked_sub(1).and_then(|e| chars.get(e)),
+    ) {
+        (Some('\n'), Some('\r')) => end - 1,
+        _ => end,
+    }
 }
 
 /// The edits that comment out the key at `at` (in a block mapping) and its value, the
@@ -139,7 +155,7 @@ pub(super) fn comment_out(chars: &[char], at: &KeyAt, why: &str) -> Vec<Edit> {
     let mut edits = vec![];
     for line in at.line..=last {
         let start = starts[line - 1];
-        let end = starts.get(line).map_or(chars.len(), |s| s - 1);
+        let end = line_end(chars, &starts, line);
         let col = if line == at.line {
             start + at.col
         } else {

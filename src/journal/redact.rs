@@ -23,8 +23,17 @@ const SECRET_HEADERS: &[&str] = &[
     "mcp-session-id",
 ];
 
-/// Query parameters whose values are always secret (`?key=` is Gemini's API key).
-const SECRET_QUERY: &[&str] = &["key", "api_key", "api-key", "access_token", "token"];
+/// Query parameters whose values are always secret (`?key=` is Gemini's API key;
+/// `?session_id=` the older MCP transport's session handle, as `Mcp-Session-Id` is the
+/// current one's).
+const SECRET_QUERY: &[&str] = &[
+    "key",
+    "api_key",
+    "api-key",
+    "access_token",
+    "token",
+    "session_id",
+];
 
 /// JSON body fields whose string values are always secret (besides the names above).
 const SECRET_FIELDS: &[&str] = &[
@@ -325,6 +334,15 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_older_mcp_transports_session_handle_is_hidden_like_a_key() {
+        let r = Redactor::new(&[], &[]);
+        assert_eq!(
+            r.url("https://mcp.example/messages?session_id=4f9c2a&x=1"),
+            format!("https://mcp.example/messages?session_id={REDACTED}&x=1")
+        );
+    }
 
     #[test]
     fn form_keys_are_decoded_as_forms_are() {

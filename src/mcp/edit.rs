@@ -52,13 +52,16 @@ pub fn list_changed_event() -> Bytes {
 
 impl Edit {
     /// At most how many bytes this edit adds to `body`, known before it is made: a
-    /// poisoning adds its payload to each listed tool (each `"name"` is at most one).
+    /// poisoning adds its payload to each listed tool (each is an object, named or not),
+    /// an injection to each answer of a batch (each has a `"result"`).
     pub fn growth_bound(&self, body: &[u8]) -> usize {
         let count = |needle: &[u8]| memchr::memmem::find_iter(body, needle).count().max(1);
         let wrap = 64;
         match self {
-            Edit::InjectResult { payload } => payload.len() + wrap,
-            Edit::Poison { payload, .. } => count(b"\"name\"").saturating_mul(payload.len() + wrap),
+            Edit::InjectResult { payload } => {
+                count(b"\"result\"").saturating_mul(payload.len() + wrap)
+            }
+            Edit::Poison { payload, .. } => count(b"{").saturating_mul(payload.len() + wrap),
             // The shadow takes the shadowed tool's schema: at most the body again.
             Edit::Shadow {
                 name, description, ..

@@ -15,7 +15,7 @@ pub use edit::{Edit, NO_ROOM_FOR_NOTICE, PoisonPlace, apply, list_changed_event,
 pub use read::{
     SESSION_HEADER, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,
 };
-pub use sse::{corrupt_last_event, next_event};
+pub use sse::{Scan, corrupt_last_event, next_event, next_event_from};
 
 /// Largest MCP message the proxy reads to know it; a longer one is forwarded unread (and
 /// journaled as `(unread)`).

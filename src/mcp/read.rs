@@ -70,26 +70,40 @@ pub fn marker(method: &str, note: Option<String>, detected: bool) -> McpCall {
 /// that stops where the bytes do. Nested keys named `method` or `name` do not count.
 pub fn scan_prefix(b: &[u8]) -> (Option<String>, Option<String>) {
     let (mut method, mut name) = (None, None);
-    // The key being read at each open object (arrays hold `None`).
+    // Only the top two levels hold the keys sought (`method`, `params.name`): the key
+    // being read at each of those (arrays hold `None`), and how deep the rest goes, so
+    // deep nesting costs nothing per string.
     let mut path: Vec<Option<String>> = vec![];
     let mut objects: Vec<bool> = vec![];
+    let mut depth = 0usize;
     let mut key_next = false;
     let mut i = 0;
     while i < b.len() && (method.is_none() || name.is_none()) {
         match b[i] {
             open @ (b'{' | b'[') => {
-                objects.push(open == b'{');
-                path.push(None);
-                key_next = open == b'{';
+                depth += 1;
+                if depth <= 2 {
+                    objects.push(open == b'{');
+                    path.push(None);
+                }
+                key_next = depth <= 2 && open == b'{';
             }
             b'}' | b']' => {
-                objects.pop();
-                path.pop();
+                if depth <= 2 {
+                    objects.pop();
+                    path.pop();
+                }
+                depth = depth.saturating_sub(1);
                 key_next = false;
             }
-            b',' => key_next = objects.last() == Some(&true),
+            b',' => key_next = depth <= 2 && objects.last() == Some(&true),
             b':' => key_next = false,
             b'"' => {
+                if depth > 2 {
+                    let Some(end) = string_end(b, i) else { break };
+                    i = end;
+                    continue;
+                }
                 let Some((s, end)) = string_at(b, i) else {
                     break;
                 };
@@ -115,21 +129,26 @@ pub fn scan_prefix(b: &[u8]) -> (Option<String>, Option<String>) {
     (method, name)
 }
 
-/// The JSON string starting at `b[at]` (a `"`), decoded, and the index after it; `None`
-/// when the bytes end inside it.
-fn string_at(b: &[u8], at: usize) -> Option<(String, usize)> {
+/// The index after the JSON string starting at `b[at]` (a `"`), without decoding it;
+/// `None` when the bytes end inside it.
+fn string_end(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     while i < b.len() {
         match b[i] {
             b'\\' => i += 2,
-            b'"' => {
-                let s = serde_json::from_slice::<String>(&b[at..=i]).ok()?;
-                return Some((s, i + 1));
-            }
+            b'"' => return Some(i + 1),
             _ => i += 1,
         }
     }
     None
+}
+
+/// The JSON string starting at `b[at]` (a `"`), decoded, and the index after it; `None`
+/// when the bytes end inside it.
+fn string_at(b: &[u8], at: usize) -> Option<(String, usize)> {
+    let end = string_end(b, at)?;
+    let s = serde_json::from_slice::<String>(&b[at..end]).ok()?;
+    Some((s, end))
 }
 
 /// Reads a POSTed MCP message. A body that is not JSON-RPC 2.0 is `(not json-rpc)`, its
@@ -247,6 +266,16 @@ mod tests {
             (None, None),
             "not top level"
         );
+        // Nested keys named alike do not count, and deep nesting is read in one pass
+        // (a hostile 4 MiB of brackets and strings once cost a vector per string).
+        let nested = br#"{"params":{"arguments":{"name":"x","method":"y"},"name":"t"},"method":"tools/call"}"#;
+        assert_eq!(
+            scan_prefix(nested),
+            (Some("tools/call".into()), Some("t".into()))
+        );
+        let mut deep = vec![b'['; 200_000];
+        deep.extend(b"\"\",".repeat(200_000));
+        assert_eq!(scan_prefix(&deep), (None, None));
     }
 
     #[test]

@@ -9,31 +9,44 @@ use serde_json::Value;
 /// The end (exclusive, after its blank line) of the first complete event in `buf`, if one
 /// has arrived. Line ends may be `\n`, `\r\n` or `\r`.
 pub fn next_event(buf: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    let mut line_start = 0;
+    next_event_from(buf, &mut Scan::default())
+}
+
+/// Where a search for an event stopped in a buffer that only grows: the start of the line
+/// being read and the next byte to look at. A stream edited as it flows resumes there, so
+/// each byte is looked at once however small its chunks come.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Scan {
+    line_start: usize,
+    at: usize,
+}
+
+/// `next_event`, resuming at `scan` (left where this search stopped when no event ended).
+pub fn next_event_from(buf: &[u8], scan: &mut Scan) -> Option<usize> {
+    let Scan {
+        mut line_start,
+        at: mut i,
+    } = *scan;
     while i < buf.len() {
         let end = match buf[i] {
             b'\n' => i + 1,
             // A lone `\r` ends a line; `\r\n` is one line end (wait for the `\n` to know).
             b'\r' if i + 1 < buf.len() => i + 1 + usize::from(buf[i + 1] == b'\n'),
-            b'\r' => return None,
+            b'\r' => break,
             _ => {
                 i += 1;
                 continue;
             }
         };
         if i == line_start && line_start > 0 {
+            *scan = Scan::default();
             return Some(end);
         }
-        if i == line_start {
-            // A blank line before any field: nothing to dispatch yet, skip it.
-            line_start = end;
-            i = end;
-            continue;
-        }
+        // A blank line before any field (nothing to dispatch yet) or a field line.
         line_start = end;
         i = end;
     }
+    *scan = Scan { line_start, at: i };
     None
 }
 
@@ -158,6 +171,12 @@ mod tests {
         let second = next_event(&s[first..]).unwrap();
         assert_eq!(&STREAM[first..first + second], ": ping\r\n\r\n");
         assert_eq!(next_event(b"data: x\n"), None, "not ended yet");
+        // Resumed byte by byte, the same event ends at the same place.
+        let whole = b"\r\nevent: message\r\ndata: {\"a\":1}\r\n\r\nnext";
+        let mut scan = Scan::default();
+        let first = (1..=whole.len()).find_map(|n| next_event_from(&whole[..n], &mut scan));
+        assert_eq!(first, next_event(whole));
+        assert_eq!(first, Some(whole.len() - "next".len()));
         assert_eq!(
             next_event(b"data: x\r\n\r"),
             None,

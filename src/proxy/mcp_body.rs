@@ -24,6 +24,8 @@ pub struct McpHeld {
 pub struct McpEvents {
     buf: BytesMut,
     edit: Edit,
+    /// Where the search for the next complete event stopped in `buf`.
+    scan: crate::mcp::Scan,
 }
 
 /// The state of an MCP edit: a stream is edited as it flows (a list-changed notice goes
@@ -48,6 +50,7 @@ pub(super) fn state(
         (edit, true) => State::McpEvents(McpEvents {
             buf: BytesMut::new(),
             edit,
+            scan: crate::mcp::Scan::default(),
         }),
         (edit, false) => State::McpHeld(McpHeld {
             buf: BytesMut::new(),
@@ -84,7 +87,7 @@ impl McpEvents {
         skip: &SkipNote,
     ) -> bool {
         self.buf.extend_from_slice(&chunk);
-        while let Some(end) = crate::mcp::next_event(&self.buf) {
+        while let Some(end) = crate::mcp::next_event_from(&self.buf, &mut self.scan) {
             let event = self.buf.split_to(end).freeze();
             let mut budget = Budget::new(skip.max_rewrite, event.len());
             if let Err(e) = budget.grow(self.edit.growth_bound(&event))
