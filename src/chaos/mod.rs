@@ -26,5 +26,5 @@ pub use classify::Classifier;
 pub use engine::{DeclareGuard, Engine, InstallGuard, Installed, TraceGuard};
 pub use replay::{Replay, ReplayTable};
 pub use rng::{mix, stream};
-pub use rules::{Decision, Fault, Fired, Formats, NoticeSent, RuleSet};
+pub use rules::{Decision, Fault, Fired, Formats, RuleSet};
 pub use stats::{RuleKind, RuleStats, sum as sum_stats};

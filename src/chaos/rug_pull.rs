@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::rules::NoticeSent;
+use crate::mcp::{Notice, Told};
 
 const MAX_SESSIONS: usize = 10_000;
 
@@ -17,7 +17,7 @@ pub(super) struct Sessions(Mutex<HashMap<String, Session>>);
 #[derive(Debug, Default)]
 struct Session {
     listings: u64,
-    notice: NoticeSent,
+    told: Told,
 }
 
 impl Sessions {
@@ -33,13 +33,14 @@ impl Sessions {
         Some(s.listings)
     }
 
-    /// `session`'s notice flag, when it has listed at least `after` times and was not told
-    /// yet (`None` also for a session not kept).
-    pub(super) fn to_tell(&self, session: &str, after: u64) -> Option<NoticeSent> {
+    /// A claim on telling `session`, when it has listed at least `after` times and nobody
+    /// told it or is telling it (`None` also for a session not kept).
+    pub(super) fn to_tell(&self, session: &str, after: u64) -> Option<std::sync::Arc<Notice>> {
         let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let s = all.get(session)?;
-        let told = s.notice.0.load(std::sync::atomic::Ordering::Relaxed);
-        (s.listings >= after && !told).then(|| s.notice.clone())
+        (s.listings >= after)
+            .then(|| Notice::claim(&s.told))
+            .flatten()
     }
 }
 
@@ -54,7 +55,9 @@ mod tests {
         assert_eq!(s.listed("b"), Some(1));
         assert_eq!(s.listed("a"), Some(2));
         let notice = s.to_tell("a", 1).expect("a listed: to be told");
-        notice.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(s.to_tell("a", 1).is_none(), "one call at a time tells a");
+        notice.sent();
+        drop(notice);
         assert!(s.to_tell("a", 1).is_none(), "told once");
         assert!(s.to_tell("b", 2).is_none(), "b listed once");
         assert!(s.to_tell("c", 1).is_none(), "c never listed");

@@ -34,18 +34,8 @@ pub struct Fired<T> {
     pub draw: u64,
     /// The rule's `mcp_tool` glob: edits of a tool list touch only the tools it matches.
     pub mcp_tool: Option<ToolGlob>,
-    /// A rug pull's list-changed notice: set once the notice went out.
-    pub notice: Option<NoticeSent>,
-}
-
-/// Whether a rug pull's list-changed notice went out (shared by the rule and its edit).
-#[derive(Debug, Clone, Default)]
-pub struct NoticeSent(pub Arc<std::sync::atomic::AtomicBool>);
-
-impl PartialEq for NoticeSent {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
+    /// A rug pull's claim on telling its session the tool list changed.
+    pub notice: Option<Arc<crate::mcp::Notice>>,
 }
 
 /// An `mcp_tool` glob, compared by its text.
@@ -71,8 +61,8 @@ struct Compiled<T> {
     stream: u64,
     calls: AtomicU64,
     fired: AtomicU64,
-    /// A rug pull has told its session the tool list changed (`list_changed`).
-    notified: NoticeSent,
+    /// A rug pull has told (or is telling) its sessionless traffic the list changed.
+    notified: crate::mcp::Told,
     /// A rug pull's sessions, each counted on its own.
     sessions: super::rug_pull::Sessions,
     kind: RuleKind,
@@ -146,7 +136,9 @@ impl Compiled<AttackMode> {
     /// A rug pull tells the session whose tool list it is about to change: once the first
     /// listings (`after_calls`) went by untouched, the next `tools/call` answer carries
     /// `notifications/tools/list_changed`, until one went out (a JSON answer has no room
-    /// for it: the next call tries again). Not a draw: nothing is counted.
+    /// for it, a fault may answer in its place: the next call tries again). The claim is
+    /// taken here, so parallel calls of the session do not each carry a notice. Not a
+    /// draw: nothing is counted.
     fn list_changed(
         &self,
         target: &Target,
@@ -157,17 +149,18 @@ impl Compiled<AttackMode> {
         let applies = matches!(self.what, AttackMode::McpRugPull { .. })
             && self.scope.applies(target)
             && self.glob.is_none_or(|g| url_hits.contains(&g));
+        if !applies {
+            return None;
+        }
         let after = self.after_calls.max(1);
         // A session is told once it has listed; sessionless traffic by the rule's count.
         let notice = match self.rug_session(mcp) {
             Some(s) => self.sessions.to_tell(s, after),
-            None => {
-                let armed = self.calls.load(Ordering::Relaxed) >= after;
-                let told = self.notified.0.load(Ordering::Relaxed);
-                (armed && !told).then(|| self.notified.clone())
-            }
+            None => (self.calls.load(Ordering::Relaxed) >= after)
+                .then(|| crate::mcp::Notice::claim(&self.notified))
+                .flatten(),
         };
-        notice.filter(|_| applies).map(|n| Fired {
+        notice.map(|n| Fired {
             rule_id: self.id.clone(),
             what: self.what.clone(),
             draw: 0,

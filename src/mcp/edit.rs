@@ -39,9 +39,9 @@ pub enum Edit {
     /// The answer carries this request id (a recorded answer replayed to a new request).
     Id(Value),
     /// A `notifications/tools/list_changed` event before the answer (a stream only);
-    /// `sent` is set once it went out, so the rule tells its session once.
+    /// `notice` is the rule's claim on telling the session, kept once the event went out.
     ListChanged {
-        sent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        notice: std::sync::Arc<super::Notice>,
     },
 }
 
@@ -294,8 +294,9 @@ mod tests {
     #[test]
     fn a_list_changed_notice_goes_before_a_streamed_answer_and_not_into_json() {
         let sse = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n\r\n";
+        let told = crate::mcp::Told::default();
         let notice = Edit::ListChanged {
-            sent: Default::default(),
+            notice: crate::mcp::Notice::claim(&told).unwrap(),
         };
         let out = apply(sse.as_bytes(), "text/event-stream", &notice).unwrap();
         let text = std::str::from_utf8(&out).unwrap();

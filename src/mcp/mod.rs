@@ -7,11 +7,13 @@
 
 mod answer;
 mod edit;
+mod notice;
 mod read;
 mod sse;
 
 pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
 pub use edit::{Edit, NO_ROOM_FOR_NOTICE, PoisonPlace, apply, list_changed_event, missing};
+pub use notice::{Notice, Told};
 pub use read::{
     SESSION_HEADER, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,
 };

@@ -75,10 +75,14 @@ fn mcp_edit(
 ) -> Result<crate::mcp::Edit, String> {
     use crate::mcp::Edit;
     let tools = fired.mcp_tool.as_ref().map(|g| g.0.clone());
+    if let (AttackMode::McpRugPull { .. }, true, Some(notice)) =
+        (&fired.what, on_call, &fired.notice)
+    {
+        return Ok(Edit::ListChanged {
+            notice: notice.clone(),
+        });
+    }
     match &fired.what {
-        AttackMode::McpRugPull { .. } if on_call => Ok(Edit::ListChanged {
-            sent: fired.notice.clone().unwrap_or_default().0,
-        }),
         AttackMode::McpToolPoisoning { place, .. } | AttackMode::McpRugPull { place, .. } => {
             Ok(Edit::Poison {
                 payload,

@@ -7,7 +7,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 pub use super::action::{Action, action};
-use super::recorder::Recorder;
+use super::recorder::{Owner, Recorder};
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
 use crate::chaos::{Canary, Fault, Fired, Formats};
@@ -177,7 +177,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         Err(note) => {
             plan.mark = None;
             plan.tape = tape;
-            rec.not_applied(super::recorder::Owner::Fault, note);
+            rec.not_applied(Owner::Fault, note);
         }
     }
     plan
@@ -194,12 +194,21 @@ fn cuts_context(fired: &Fired<Fault>, target: &Target) -> bool {
     respond::context_length_exceeded(*provider, fired.draw).is_none()
 }
 
-/// Answers with a fault's synthetic response and records it.
-pub fn respond(
-    rec: Recorder,
-    synthetic: Synthetic,
-    mark: Option<HeaderValue>,
-) -> Response<ProxyBody> {
+/// Notes the attacks that fired as not applied: the agent got `instead`, never what they
+/// would have made (nothing reached the upstream, no upstream answer was edited).
+pub fn unapplied(rec: &mut Recorder, attacks: &[(usize, Fired<AttackMode>)], instead: &str) {
+    for (i, _) in attacks {
+        rec.not_applied(
+            Owner::Attack(*i),
+            format!("the agent got {instead} instead"),
+        );
+    }
+}
+
+/// Answers with a fault's synthetic response and records it (the attacks that fired on
+/// the same exchange did not apply).
+pub fn respond(mut rec: Recorder, synthetic: Synthetic, plan: &Plan) -> Response<ProxyBody> {
+    unapplied(&mut rec, &plan.attacks, "the fault's answer");
     let len = synthetic.body.len() as u64;
     let captured = rec.capture().is_some().then(|| synthetic.body.clone());
     let mut resp = Response::new(
@@ -214,8 +223,8 @@ pub fn respond(
             resp.headers_mut().append(name, v);
         }
     }
-    if let Some(m) = mark {
-        resp.headers_mut().insert(FAULT_HEADER, m);
+    if let Some(m) = &plan.mark {
+        resp.headers_mut().insert(FAULT_HEADER, m.clone());
     }
     let head = ResponseHead {
         status: resp.status().as_u16(),
@@ -235,8 +244,10 @@ pub fn respond(
     resp
 }
 
-/// Records an exchange whose connection a fault closed without a response, and why.
-pub fn dropped(rec: Recorder, why: &str) {
+/// Records an exchange whose connection a fault closed without a response, and why (the
+/// attacks that fired on it did not apply).
+pub fn dropped(mut rec: Recorder, why: &str, attacks: &[(usize, Fired<AttackMode>)]) {
+    unapplied(&mut rec, attacks, "a closed connection");
     let error = ErrorInfo {
         source: ErrorSource::Injected,
         kind: crate::exchange::ErrorKind::ConnectionClosed,

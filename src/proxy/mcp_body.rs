@@ -38,9 +38,9 @@ pub(super) fn state(
 ) -> State {
     let stream = content_type.to_ascii_lowercase().contains("event-stream");
     match (edit, stream) {
-        (Edit::ListChanged { sent }, true) => {
+        (Edit::ListChanged { notice }, true) => {
             queue.push_back(Out::Data(crate::mcp::list_changed_event()));
-            sent.store(true, std::sync::atomic::Ordering::Relaxed);
+            notice.sent();
             PASS
         }
         (Edit::ListChanged { .. }, false) => {

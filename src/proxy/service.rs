@@ -203,11 +203,11 @@ pub(super) async fn exchange(
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
             wait(delay).await;
-            return Ok(fault::respond(pending.take(), synthetic, plan.mark));
+            return Ok(fault::respond(pending.take(), synthetic, &plan));
         }
         Some(Action::Drop { delay, why }) => {
             wait(delay).await;
-            fault::dropped(pending.take(), why);
+            fault::dropped(pending.take(), why, &plan.attacks);
             return Err(Dropped);
         }
         Some(Action::Forward {
