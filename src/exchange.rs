@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod fault_kind;
+pub use fault_kind::FaultKind;
+
 /// An LLM provider whose wire format flakestorm understands. Declaration order is the
 /// order detection and tool-call reading try them (`llm::all`); names are serde's.
 #[derive(
@@ -236,7 +239,7 @@ pub struct FaultRecord {
     /// The rule's id (`tool_faults[0]` unless the config names it).
     pub rule: String,
     /// The mode or attack type, e.g. `rate_limit`, `indirect_injection`.
-    pub mode: String,
+    pub mode: FaultKind,
     /// False when the fault could not be applied (a response it cannot parse passes
     /// through unchanged); `note` says why.
     pub applied: bool,

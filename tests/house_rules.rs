@@ -339,7 +339,7 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
 /// shrink, never grow, and leave this list once under it (issue #25).
-const LONG_FUNCTIONS: [(&str, &str, usize); 25] = [
+const LONG_FUNCTIONS: [(&str, &str, usize); 24] = [
     ("src/chaos/rewrite/mod.rs", "on_event", 177),
     // One arm per writer op: a flat match.
     ("src/store/ops.rs", "write", 124),
@@ -348,7 +348,7 @@ const LONG_FUNCTIONS: [(&str, &str, usize); 25] = [
     ("src/checks/answer.rs", "answer", 113),
     ("src/report/markdown.rs", "section", 112),
     ("src/config/untrusted.rs", "check_yaml", 111),
-    ("src/demo/mod.rs", "run_in", 109),
+    ("src/demo/mod.rs", "run_in", 103),
     ("src/proxy/attack.rs", "rewrite_request", 108),
     ("src/langsmith/llm.rs", "entry", 106),
     ("src/config/sections.rs", "sections", 105),
@@ -365,7 +365,6 @@ const LONG_FUNCTIONS: [(&str, &str, usize); 25] = [
     ("src/report/certificate/mod.rs", "verify", 88),
     ("src/cli/commands.rs", "serve", 88),
     ("src/chaos/attack.rs", "apply_to_request", 86),
-    ("src/report/html/cases.rs", "case", 83),
 ];
 
 /// Every function's name and length in lines (signature to closing brace) in the non-test

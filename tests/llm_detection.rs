@@ -51,7 +51,7 @@ async fn only_generation_calls_under_an_llm_entry_get_llm_faults() {
         ]
     );
     assert!(all[0].fault.is_none() && all[1].fault.is_none());
-    assert_eq!(all[2].fault.as_ref().unwrap().mode, "rate_limit");
+    assert_eq!(all[2].fault.as_ref().unwrap().mode.as_str(), "rate_limit");
     let metrics = p.daemon.metrics.encode();
     assert!(
         metrics.contains(r#"flakestorm_requests_total{target="embeddings",status_class="2xx"} 1"#),

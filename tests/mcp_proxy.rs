@@ -93,7 +93,7 @@ async fn tool_calls_are_faulted_by_mcp_tool_and_the_handshake_is_left_alone() {
             (
                 m.method.clone(),
                 m.tool.clone(),
-                e.fault.as_ref().map(|f| f.mode.clone()),
+                e.fault.as_ref().map(|f| f.mode.to_string()),
             )
         })
         .collect();

@@ -74,7 +74,10 @@ async fn post(
 fn notices(p: &TestProxy) -> Vec<Option<(bool, Option<String>)>> {
     let all = p.daemon.journal.all();
     let rug = |e: &flakestorm::exchange::Exchange| {
-        let a = e.attacks.iter().find(|a| a.mode == "mcp_rug_pull")?;
+        let a = e
+            .attacks
+            .iter()
+            .find(|a| a.mode == flakestorm::exchange::FaultKind::McpRugPull)?;
         Some((a.applied, a.note.clone()))
     };
     all.iter().map(|e| rug(e)).collect()

@@ -272,7 +272,7 @@ async fn faults_on_a_refused_upstream_are_not_applied() {
         p.daemon.journal.wait_for(1).await;
         let ex = p.daemon.journal.all()[0].clone();
         let record = ex.fault.clone().or(ex.attacks.first().cloned()).unwrap();
-        assert_eq!(record.mode, mode);
+        assert_eq!(record.mode.as_str(), mode);
         let metrics = p.daemon.metrics.encode();
         if mode == "error" {
             assert_eq!(resp.status(), 503);

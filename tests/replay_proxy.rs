@@ -84,7 +84,7 @@ async fn recorded_answers_in_order_then_a_599_naming_the_request() {
         .map(|e| {
             let f = e.fault.as_ref().expect("recorded as a fault");
             assert_eq!(f.rule, "replay");
-            f.mode.clone()
+            f.mode.to_string()
         })
         .collect();
     assert_eq!(

@@ -401,7 +401,7 @@ async fn wire_attacks_are_judged_on_survival_and_the_run_goes_on() {
     let progress = flakestorm::run::Progress {
         planned: Arc::new(move |n| *p.lock().unwrap() += n),
         started: Arc::new(|_: &str, _: &str| {}),
-        phase: Arc::new(|_: &'static str| {}),
+        phase: Arc::new(|_| {}),
         case: Arc::new(
             move |c: &flakestorm::run::CaseResult, judged: &flakestorm::run::Judged| {
                 let so_far = judged.so_far;

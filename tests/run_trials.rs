@@ -236,9 +236,11 @@ contract:
     // The slow trials are exactly the failing ones: seeded, so the same every run.
     for c in r.cases.iter().filter(|c| c.scenario == "llm-429") {
         let traffic = c.traffic.as_ref().expect("each trial has its exchanges");
-        let slowed = traffic
-            .iter()
-            .any(|e| e.fault.as_ref().is_some_and(|f| f.mode == "slow"));
+        let slowed = traffic.iter().any(|e| {
+            e.fault
+                .as_ref()
+                .is_some_and(|f| f.mode == flakestorm::exchange::FaultKind::Slow)
+        });
         let failed = c
             .checks
             .iter()

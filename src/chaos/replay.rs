@@ -172,7 +172,7 @@ impl ReplayTable {
         vec![RuleStats {
             rule: RULE.into(),
             kind: RuleKind::ToolFault,
-            mode: "replayed".into(),
+            mode: crate::exchange::FaultKind::Replayed,
             matched: self.matched.load(Ordering::Relaxed),
             fired: self.served(),
             scope: format!("calls to tool {}", names.join(", ")),

@@ -66,7 +66,7 @@ struct Compiled<T> {
     /// A rug pull's sessions, each counted on its own.
     sessions: super::rug_pull::Sessions,
     kind: RuleKind,
-    mode: &'static str,
+    mode: crate::exchange::FaultKind,
     match_url: Option<String>,
     /// The MCP messages the rule takes.
     mcp: McpRule,
@@ -102,7 +102,7 @@ impl<T: Clone> Compiled<T> {
         RuleStats {
             rule: self.id.to_string(),
             kind: self.kind,
-            mode: self.mode.to_string(),
+            mode: self.mode,
             matched: self.calls.load(Ordering::Relaxed),
             fired: self.fired.load(Ordering::Relaxed),
             scope: self.mcp.describe(self.scope.describe()),
@@ -230,7 +230,7 @@ impl RuleSet {
             faults.push(compiled(
                 r,
                 &format!("tool_faults[{i}]"),
-                (scope, RuleKind::ToolFault, r.mode.name()),
+                (scope, RuleKind::ToolFault, r.mode.kind()),
                 Fault::Tool(r.mode.clone()),
                 next(&[TOOLS_CALL], r.mode.mcp_only()),
             ));
@@ -240,7 +240,7 @@ impl RuleSet {
             faults.push(compiled(
                 r,
                 &format!("llm_faults[{i}]"),
-                (scope, RuleKind::LlmFault, r.mode.name()),
+                (scope, RuleKind::LlmFault, r.mode.kind()),
                 Fault::Llm(r.mode.clone()),
                 next(&[], false),
             ));
@@ -254,7 +254,7 @@ impl RuleSet {
             let mut rule = compiled(
                 r,
                 &format!("context_attacks[{i}]"),
-                (scope, RuleKind::ContextAttack, r.mode.name()),
+                (scope, RuleKind::ContextAttack, r.mode.kind()),
                 r.mode.clone(),
                 next(attack_methods(&r.mode), r.mode.mcp_only()),
             );
@@ -355,7 +355,7 @@ impl RuleSet {
 fn compiled<M, T>(
     rule: &Rule<M>,
     default_id: &str,
-    (scope, kind, mode): (Scope, RuleKind, &'static str),
+    (scope, kind, mode): (Scope, RuleKind, crate::exchange::FaultKind),
     what: T,
     (glob, mcp): (Option<usize>, McpRule),
 ) -> Compiled<T> {

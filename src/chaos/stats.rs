@@ -20,7 +20,7 @@ pub struct RuleStats {
     /// The rule's id (`tool_faults[0]` unless the config names it).
     pub rule: String,
     pub kind: RuleKind,
-    pub mode: String,
+    pub mode: crate::exchange::FaultKind,
     /// Requests its scope and `match_url` matched.
     pub matched: u64,
     /// Requests it fired on (after `probability` and `after_calls`).

@@ -99,13 +99,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     let result = session.execute(&prepared).await;
     let report = match result {
         Ok(Report::Ci(mut ci)) => {
-            // The demo's words where `ci`'s would send a user looking for a config of theirs.
-            for p in ci.phases.iter_mut().filter(|p| p.name == "replay") {
-                p.skipped = Some("the demo has no recorded sessions (replays.sessions)".into());
-            }
-            if let Some(info) = &mut ci.run {
-                info.agent = Some("the demo's research agent (in-process)".into());
-            }
+            in_demo_words(&mut ci);
             ci
         }
         Ok(_) => {
@@ -150,6 +144,17 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
          (README; every fault: docs/faults.md; every check: docs/invariants.md)."
     );
     Ok(out)
+}
+
+/// The demo's words where `ci`'s would send a user looking for a config of theirs.
+fn in_demo_words(ci: &mut crate::run::CiReport) {
+    let replay = ci.phases.iter_mut();
+    for p in replay.filter(|p| p.name == crate::run::RunKind::Replay) {
+        p.skipped = Some("the demo has no recorded sessions (replays.sessions)".into());
+    }
+    if let Some(info) = &mut ci.run {
+        info.agent = Some("the demo's research agent (in-process)".into());
+    }
 }
 
 /// Each phase's summary, then the phases' scores and the overall verdict.

@@ -165,7 +165,7 @@ async fn run(inner: &Inner, job: &Arc<Job>, prepared: &Prepared, setup: SetUp, e
 fn hooks(job: &Arc<Job>) -> Progress {
     let (j1, j2, j3) = (job.clone(), job.clone(), job.clone());
     Progress {
-        phase: Arc::new(|_: &'static str| {}),
+        phase: Arc::new(|_| {}),
         planned: Arc::new(move |n| j1.lock().total += n as u64),
         started: Arc::new(move |scenario: &str, input: &str| {
             j2.events.push(

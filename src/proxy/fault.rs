@@ -131,7 +131,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     let attacks = decision
         .attacks
         .into_iter()
-        .map(|a| (rec.add_attack(&a.rule_id, a.what.name()), a))
+        .map(|a| (rec.add_attack(&a.rule_id, a.what.kind()), a))
         .collect();
     let Some(fired) = decision.fault else {
         return Plan {
@@ -146,8 +146,8 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         };
     };
     let mode = match &fired.what {
-        Fault::Tool(m) => m.name(),
-        Fault::Llm(m) => m.name(),
+        Fault::Tool(m) => m.kind(),
+        Fault::Llm(m) => m.kind(),
     };
     rec.set_fault(&fired.rule_id, mode);
     let mark = decision

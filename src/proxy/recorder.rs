@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::Proxy;
 use super::fault_body::SkipNote;
 use crate::exchange::{
-    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultRecord, Outcome,
+    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord, Outcome,
 };
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
@@ -21,8 +21,6 @@ pub struct Recorder {
     skip: SkipNote,
     /// Whose transform `skip` speaks for.
     skip_owner: Option<Owner>,
-    fault_mode: Option<&'static str>,
-    attack_modes: Vec<&'static str>,
     /// The canary the response transform plants, and whose transform carries it.
     canary: Option<(String, Owner)>,
     /// Canary leaks found in the request, also by its body scanner as the body streams;
@@ -65,8 +63,6 @@ impl Recorder {
             started,
             skip,
             skip_owner: None,
-            fault_mode: None,
-            attack_modes: vec![],
             canary: None,
             leaks: None,
             _in_flight: in_flight,
@@ -82,11 +78,10 @@ impl Recorder {
     }
 
     /// Notes the fault that fired on this exchange.
-    pub fn set_fault(&mut self, rule: &str, mode: &'static str) {
-        self.fault_mode = Some(mode);
+    pub fn set_fault(&mut self, rule: &str, mode: FaultKind) {
         let record = FaultRecord {
             rule: rule.to_string(),
-            mode: mode.to_string(),
+            mode,
             applied: true,
             note: None,
         };
@@ -94,11 +89,10 @@ impl Recorder {
     }
 
     /// Notes a context attack that fired on this exchange; returns its index.
-    pub fn add_attack(&mut self, rule: &str, mode: &'static str) -> usize {
-        self.attack_modes.push(mode);
+    pub fn add_attack(&mut self, rule: &str, mode: FaultKind) -> usize {
         let record = FaultRecord {
             rule: rule.to_string(),
-            mode: mode.to_string(),
+            mode,
             applied: true,
             note: None,
         };
@@ -225,10 +219,9 @@ impl Recorder {
             self.exchange.canary_leaks =
                 std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
         }
-        if let (Some(fault), Some(mode)) = (&self.exchange.fault, self.fault_mode) {
-            self.proxy.metrics().fault(target, mode, fault.applied);
-        }
-        for (record, mode) in self.exchange.attacks.iter().zip(&self.attack_modes) {
+        let fired = self.exchange.fault.iter().chain(&self.exchange.attacks);
+        for record in fired {
+            let mode = record.mode.as_str();
             self.proxy.metrics().fault(target, mode, record.applied);
         }
         self.proxy.metrics().request(target, status);

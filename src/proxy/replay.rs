@@ -14,6 +14,7 @@ use crate::chaos::Replay;
 use crate::chaos::replay::RULE;
 use crate::chaos::respond::Synthetic;
 use crate::config::replays::OnMiss;
+use crate::exchange::FaultKind;
 
 /// A recorded tool answer given to an MCP `tools/call`: a result with its text (an error
 /// result when the recorded status was one), with the request's id. `resultType` is set:
@@ -34,7 +35,7 @@ pub const MISS_STATUS: u16 = 599;
 pub fn action(rec: &mut Recorder, replay: Replay) -> Action {
     match replay {
         Replay::Answer { synthetic, delay } => {
-            rec.set_fault(RULE, "replayed");
+            rec.set_fault(RULE, FaultKind::Replayed);
             let id = rec.exchange().mcp.as_ref().and_then(|m| m.id.clone());
             let synthetic = match id {
                 Some(id) => as_mcp_result(synthetic, &id),
@@ -43,7 +44,7 @@ pub fn action(rec: &mut Recorder, replay: Replay) -> Action {
             Action::Respond { delay, synthetic }
         }
         Replay::Refused { delay } => {
-            rec.set_fault(RULE, "replayed");
+            rec.set_fault(RULE, FaultKind::Replayed);
             Action::Drop {
                 delay,
                 why: "closed with no response: the session recorded a refused connection \
@@ -56,7 +57,7 @@ pub fn action(rec: &mut Recorder, replay: Replay) -> Action {
             recorded,
             on_miss,
         } => {
-            rec.set_fault(RULE, "replay_miss");
+            rec.set_fault(RULE, FaultKind::ReplayMiss);
             let ex = rec.exchange();
             let policy = match on_miss {
                 OnMiss::Strict => "strict",

@@ -25,6 +25,7 @@ use super::{BoxError, Proxy, ProxyBody};
 use crate::chaos::replay::RULE;
 use crate::chaos::respond::Synthetic;
 use crate::config::replays::OnMiss;
+use crate::exchange::FaultKind;
 use crate::exchange::ResponseHead;
 use crate::tape::{Answer, MAX_BODY, RequestKey, TapeTable};
 
@@ -119,7 +120,7 @@ async fn from_tape(
     match on_miss {
         OnMiss::Live => Taped::Live(whole()),
         OnMiss::Error | OnMiss::Strict => {
-            rec.set_fault(RULE, "replay_miss");
+            rec.set_fault(RULE, FaultKind::ReplayMiss);
             let ex = rec.exchange();
             let policy = if *on_miss == OnMiss::Strict {
                 "strict"
@@ -280,7 +281,7 @@ pub async fn play(
     mut pending: Pending,
     answer: Answer,
 ) -> Result<Response<ProxyBody>, super::fault::Dropped> {
-    pending.rec().set_fault(RULE, "replayed");
+    pending.rec().set_fault(RULE, FaultKind::Replayed);
     let start = pending.rec().started();
     // A recorded wait of 0 does not go through the timer (its 1 ms resolution).
     if !answer.head_after.is_zero() {

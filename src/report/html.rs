@@ -251,7 +251,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
     let count = |p: Option<bool>| s.cases.iter().filter(|c| c.passed == p).count();
     let heatmap = (!s.cells.is_empty()).then(|| heatmap(s, &anchors));
     SectionCtx {
-        phase: s.phase,
+        phase: s.phase.as_str(),
         name: s.name.map(|n| text::line(n, 100)),
         seed: s.seed,
         score: score(s.score),
@@ -287,7 +287,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
                         format!(
                             "{} ({}) fired {} of {} matched, applied {}{why}",
                             text::line(&r.stats.rule, 60),
-                            text::line(&r.stats.mode, 40),
+                            r.stats.mode,
                             r.stats.fired,
                             r.stats.matched,
                             r.applied

@@ -92,7 +92,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
             out.push('\n');
         }
     }
-    if s.phase == "contract" {
+    if s.phase == crate::run::RunKind::Contract {
         let bad: Vec<_> = s
             .cells
             .iter()

@@ -4,7 +4,9 @@
 //! alone, so a saved report renders exactly as a fresh one.
 
 use crate::checks::Verdict;
-use crate::run::{CaseResult, CellResult, Coverage, Judgement, Report, RunInfo, RunVerdict};
+use crate::run::{
+    CaseResult, CellResult, Coverage, Judgement, Report, RunInfo, RunKind, RunVerdict,
+};
 
 /// A whole report, ready to render.
 pub struct Overview<'a> {
@@ -34,7 +36,7 @@ pub struct PhaseLine<'a> {
 /// One phase's results.
 pub struct Section<'a> {
     /// `contract`, `chaos` or `mutation`.
-    pub phase: &'static str,
+    pub phase: RunKind,
     /// The contract's name, the chaos spec's, or the chaos a mutation run ran under.
     pub name: Option<&'a str>,
     pub seed: u64,
@@ -66,7 +68,7 @@ pub struct CaseView<'a> {
 
 impl CaseView<'_> {
     /// A short id, unique within its section, for links (`contract-3`).
-    pub fn anchor(phase: &str, index: usize) -> String {
+    pub fn anchor(phase: RunKind, index: usize) -> String {
         format!("{phase}-{index}")
     }
 }
@@ -115,7 +117,7 @@ fn contract(r: &crate::run::ContractReport) -> Section<'_> {
         })
         .collect();
     Section {
-        phase: "contract",
+        phase: RunKind::Contract,
         name: Some(&r.contract),
         seed: r.seed,
         score: r.score.value,
@@ -145,7 +147,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         })
         .collect();
     Section {
-        phase: "chaos",
+        phase: RunKind::Chaos,
         name: Some(&r.chaos),
         seed: r.seed,
         score: r.score,
@@ -172,7 +174,7 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         })
         .collect();
     Section {
-        phase: "mutation",
+        phase: RunKind::Mutation,
         name: r.chaos.as_deref(),
         seed: r.seed,
         score: r.score,
@@ -216,7 +218,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         .map(|s| (s.id.as_str(), s.reasons.join("; ")))
         .collect();
     Section {
-        phase: "replay",
+        phase: RunKind::Replay,
         name: None,
         seed: r.seed,
         score: r.score,
@@ -250,7 +252,7 @@ pub fn overview(report: &Report) -> Overview<'_> {
                 .phases
                 .iter()
                 .map(|p| PhaseLine {
-                    name: p.name,
+                    name: p.name.as_str(),
                     score: p.score,
                     weight: p.weight,
                     verdict: p.verdict,

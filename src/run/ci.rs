@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::verdict::{Judgement, RunVerdict};
-use super::{ChaosReport, ContractReport, MutationReport, ReplayReport};
+use super::{ChaosReport, ContractReport, MutationReport, ReplayReport, RunKind};
 use super::{RunContext, RunError, run_chaos, run_contract, run_mutation, run_replay};
 use crate::config::Config;
 use crate::config::ScoringSpec;
@@ -21,7 +21,7 @@ fn schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Err
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
     #[serde(deserialize_with = "super::saved::phase")]
-    pub name: super::saved::Fixed,
+    pub name: RunKind,
     /// 0–100 when the phase ran.
     pub score: Option<f64>,
     /// Why it did not run.
@@ -67,27 +67,27 @@ pub fn combine(
     contract: Option<ContractReport>,
     chaos: Option<ChaosReport>,
     replay: Option<ReplayReport>,
-    skipped: &[(&'static str, String)],
+    skipped: &[(RunKind, String)],
     min_score: f64,
 ) -> CiReport {
     let ran = [
         (
-            "mutation",
+            RunKind::Mutation,
             mutation.as_ref().map(|m| (m.score, &m.judgement)),
             scoring.mutation,
         ),
         (
-            "contract",
+            RunKind::Contract,
             contract.as_ref().map(|c| (c.score.value, &c.judgement)),
             scoring.contract,
         ),
         (
-            "chaos",
+            RunKind::Chaos,
             chaos.as_ref().map(|c| (c.score, &c.judgement)),
             scoring.chaos,
         ),
         (
-            "replay",
+            RunKind::Replay,
             replay.as_ref().map(|r| (r.score, &r.judgement)),
             scoring.replay,
         ),
@@ -131,14 +131,14 @@ pub fn combine(
 }
 
 /// A phase's name, its score and verdict when it ran, and its weight.
-type Ran<'a> = (&'static str, Option<(f64, &'a Judgement)>, f64);
+type Ran<'a> = (RunKind, Option<(f64, &'a Judgement)>, f64);
 
 /// Each phase's row (its score and verdict when it ran, else why not) and the verdicts of
 /// those that ran.
 fn phase_rows(
     ran: [Ran<'_>; 4],
-    skipped: &[(&'static str, String)],
-) -> (Vec<Phase>, Vec<(&'static str, Judgement)>) {
+    skipped: &[(RunKind, String)],
+) -> (Vec<Phase>, Vec<(RunKind, Judgement)>) {
     let mut phases = vec![];
     let mut judgements = vec![];
     for (name, result, weight) in ran {
@@ -165,14 +165,14 @@ fn phase_rows(
 pub(super) async fn run(
     ctx: &RunContext,
     config: &Config,
-    skipped: &[(&'static str, String)],
+    skipped: &[(RunKind, String)],
 ) -> Result<CiReport, RunError> {
     // Under `--shard`, mutation and replay run whole, on shard 1 alone (docs/scale.md).
     let elsewhere = ctx.shard.filter(|s| s.k != 1).map(|s| {
         let why = format!("runs whole on shard 1/{} (this is {s})", s.n);
-        [("mutation", why.clone()), ("replay", why)]
+        [(RunKind::Mutation, why.clone()), (RunKind::Replay, why)]
     });
-    let skipped: Vec<(&'static str, String)> = skipped
+    let skipped: Vec<(RunKind, String)> = skipped
         .iter()
         .cloned()
         .chain(elsewhere.into_iter().flatten())
@@ -182,33 +182,33 @@ pub(super) async fn run(
         shard: None,
         ..ctx.clone()
     };
-    let runs = |phase: &str| !skipped.iter().any(|(s, _)| *s == phase);
+    let runs = |phase: RunKind| !skipped.iter().any(|(s, _)| *s == phase);
     let golden = &config.golden_prompts;
-    let mutation = match runs("mutation") {
+    let mutation = match runs(RunKind::Mutation) {
         true => {
-            ctx.phase("mutation");
+            ctx.phase(RunKind::Mutation);
             Some(run_mutation(&whole, None, config).await?)
         }
         false => None,
     };
-    let contract = match (&config.contract, runs("contract")) {
+    let contract = match (&config.contract, runs(RunKind::Contract)) {
         (Some(c), true) => {
-            ctx.phase("contract");
+            ctx.phase(RunKind::Contract);
             Some(run_contract(ctx, c, golden).await?)
         }
         (Some(_), false) | (None, _) => None,
     };
-    let chaos = match runs("chaos") {
+    let chaos = match runs(RunKind::Chaos) {
         true => {
-            ctx.phase("chaos");
+            ctx.phase(RunKind::Chaos);
             let run = run_chaos(ctx, "chaos", &config.chaos, golden, &config.invariants);
             Some(run.await?)
         }
         false => None,
     };
-    let replay = match runs("replay") {
+    let replay = match runs(RunKind::Replay) {
         true => {
-            ctx.phase("replay");
+            ctx.phase(RunKind::Replay);
             Some(run_replay(&whole, config, &config.replays.sessions).await)
         }
         false => None,
@@ -227,19 +227,22 @@ pub(super) async fn run(
 }
 
 /// The `ci` phases `config` cannot run, and why.
-pub(super) fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
+pub(super) fn ci_skips(config: &Config) -> Vec<(RunKind, String)> {
     let mut skipped = vec![];
     if config.replays.sessions.is_empty() {
-        skipped.push(("replay", "no `replays.sessions`".to_string()));
+        skipped.push((RunKind::Replay, "no `replays.sessions`".to_string()));
     }
     if config.invariants.is_empty() {
-        skipped.push(("mutation", "needs `invariants:`".into()));
+        skipped.push((RunKind::Mutation, "needs `invariants:`".into()));
     }
     if config.contract.is_none() {
-        skipped.push(("contract", "no `contract:` section".into()));
+        skipped.push((RunKind::Contract, "no `contract:` section".into()));
     }
     if config.chaos.is_empty() || config.invariants.is_empty() {
-        skipped.push(("chaos", "needs a `chaos:` section and `invariants:`".into()));
+        skipped.push((
+            RunKind::Chaos,
+            "needs a `chaos:` section and `invariants:`".into(),
+        ));
     }
     skipped
 }
@@ -247,7 +250,7 @@ pub(super) fn ci_skips(config: &Config) -> Vec<(&'static str, String)> {
 /// The worst phase verdict (error, fail, not tested), with every phase's reasons; a fail
 /// too when the overall score (of the tested phases, if any) is below the pass mark.
 fn overall_verdict(
-    phases: &[(&str, Judgement)],
+    phases: &[(RunKind, Judgement)],
     overall: Option<f64>,
     min_score: f64,
 ) -> Judgement {
@@ -308,8 +311,8 @@ mod tests {
             shard: None,
         };
         let skipped = [
-            ("mutation", "needs the mutation engine".to_string()),
-            ("contract", "no contract".to_string()),
+            (RunKind::Mutation, "needs the mutation engine".to_string()),
+            (RunKind::Contract, "no contract".to_string()),
         ];
         let r = combine(
             &ScoringSpec::default(),
@@ -332,7 +335,11 @@ mod tests {
             60.0,
         );
         assert_eq!(r.judgement.verdict, RunVerdict::Fail, "below the pass mark");
-        let mutation = r.phases.iter().find(|p| p.name == "mutation").unwrap();
+        let mutation = r
+            .phases
+            .iter()
+            .find(|p| p.name == RunKind::Mutation)
+            .unwrap();
         assert_eq!(
             mutation.skipped.as_deref(),
             Some("needs the mutation engine")

@@ -313,7 +313,7 @@ mod tests {
         RuleStats {
             rule: "search-down".into(),
             kind: RuleKind::ToolFault,
-            mode: "error".into(),
+            mode: crate::exchange::FaultKind::Error,
             matched: 0,
             fired: 0,
             scope: "calls to tool `web_search`".into(),

@@ -26,7 +26,7 @@ fn explain(e: &Exchange) -> Option<String> {
     let delayed_by_chaos = error.kind == K::UpstreamTimeout
         && e.fault
             .as_ref()
-            .is_some_and(|f| f.applied && crate::config::chaos::holds_upstream(&f.mode));
+            .is_some_and(|f| f.applied && f.mode.holds_upstream());
     if error.source == ErrorSource::Injected || delayed_by_chaos || !e.canary_leaks.is_empty() {
         return None;
     }
@@ -106,7 +106,7 @@ mod tests {
         );
         let slow = FaultRecord {
             rule: "r".into(),
-            mode: "slow".into(),
+            mode: crate::exchange::FaultKind::Slow,
             applied: true,
             note: None,
         };
@@ -119,7 +119,7 @@ mod tests {
             "the delay is the chaos"
         );
         let malformed = FaultRecord {
-            mode: "malformed".into(),
+            mode: crate::exchange::FaultKind::Malformed,
             ..slow.clone()
         };
         let timed_out = failed(llm(), ErrorSource::Upstream, K::UpstreamTimeout)

@@ -59,7 +59,7 @@ impl RunKind {
 
 impl std::fmt::Display for RunKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -90,7 +90,7 @@ pub struct Prepared {
     /// The chaos to inject (its name and rules), for chaos runs and mutations under chaos.
     chaos: Option<(String, CompiledChaos)>,
     /// `ci`: the phases that cannot run, with the reason.
-    skipped: Vec<(&'static str, String)>,
+    skipped: Vec<(RunKind, String)>,
 }
 
 /// Checks that `config` can make the run `req` asks for; the problem in words otherwise.
@@ -206,12 +206,12 @@ impl Report {
     }
 
     /// The score of each phase that ran, by phase name.
-    pub fn phase_scores(&self) -> Vec<(&'static str, f64)> {
+    pub fn phase_scores(&self) -> Vec<(RunKind, f64)> {
         match self {
-            Report::Contract(r) => vec![("contract", r.score.value)],
-            Report::Chaos(r) => vec![("chaos", r.score)],
-            Report::Mutation(r) => vec![("mutation", r.score)],
-            Report::Replay(r) => vec![("replay", r.score)],
+            Report::Contract(r) => vec![(RunKind::Contract, r.score.value)],
+            Report::Chaos(r) => vec![(RunKind::Chaos, r.score)],
+            Report::Mutation(r) => vec![(RunKind::Mutation, r.score)],
+            Report::Replay(r) => vec![(RunKind::Replay, r.score)],
             Report::Ci(r) => r
                 .phases
                 .iter()
@@ -312,7 +312,7 @@ fn shown_endpoint(uri: &http::Uri) -> String {
 async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
     let golden = &config.golden_prompts;
     if p.kind != RunKind::Ci {
-        ctx.phase(p.kind.as_str());
+        ctx.phase(p.kind);
     }
     let chaos = p.chaos.as_ref().map(|(n, c)| (n.as_str(), c));
     Ok(match p.kind {
@@ -382,7 +382,7 @@ mod tests {
         );
         assert!(why(RunKind::Replay).starts_with("a replay run needs sessions"));
         let ci = prepare(&bare, &req(RunKind::Ci)).unwrap();
-        let phases: Vec<&str> = ci.skipped.iter().map(|(p, _)| *p).collect();
+        let phases: Vec<&str> = ci.skipped.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(phases, ["replay", "mutation", "contract", "chaos"]);
         assert_eq!(ci.skipped[0].1, "no `replays.sessions`");
         let profile = RunRequest {

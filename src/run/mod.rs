@@ -93,9 +93,9 @@ impl RunContext {
     }
 
     /// Tells the progress hooks a phase starts.
-    pub(crate) fn phase(&self, name: &'static str) {
+    pub(crate) fn phase(&self, kind: RunKind) {
         if let Some(p) = &self.progress {
-            (p.phase)(name);
+            (p.phase)(kind);
         }
     }
 
@@ -166,7 +166,7 @@ impl Trials {
 #[derive(Clone)]
 pub struct Progress {
     /// A phase of the run starts (`mutation`, `contract`, `chaos`): `ci` has several.
-    pub phase: std::sync::Arc<dyn Fn(&'static str) + Send + Sync>,
+    pub phase: std::sync::Arc<dyn Fn(RunKind) + Send + Sync>,
     pub planned: std::sync::Arc<dyn Fn(usize) + Send + Sync>,
     /// A case starts: its scenario and input.
     pub started: StartHook,

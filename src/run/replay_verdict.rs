@@ -10,6 +10,7 @@ use super::replay_setup::Ready;
 use super::verdict::{Judgement, RunVerdict};
 use crate::chaos::replay::RULE;
 use crate::config::When;
+use crate::exchange::FaultKind;
 
 /// One session's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,7 +121,7 @@ pub(super) fn misses(case: &CaseResult) -> Vec<String> {
         .filter(|e| {
             e.fault
                 .as_ref()
-                .is_some_and(|f| f.rule == RULE && f.mode == "replay_miss")
+                .is_some_and(|f| f.rule == RULE && f.mode == FaultKind::ReplayMiss)
         })
         .map(|e| format!("{} {}", e.request.method, e.request.url))
         .collect()

@@ -6,6 +6,8 @@
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
 
+use super::RunKind;
+
 pub(super) fn one_of<'de, D: Deserializer<'de>>(
     d: D,
     allowed: &[&'static str],
@@ -18,11 +20,22 @@ pub(super) fn one_of<'de, D: Deserializer<'de>>(
         .ok_or_else(|| D::Error::custom(format!("`{s}` is not {}", allowed.join(" or "))))
 }
 
-/// The phases `ci` reports, in its order.
-pub const PHASES: [&str; 4] = ["mutation", "contract", "chaos", "replay"];
+/// The phases `ci` reports, in its order: each is a run of that kind.
+pub const PHASES: [RunKind; 4] = [
+    RunKind::Mutation,
+    RunKind::Contract,
+    RunKind::Chaos,
+    RunKind::Replay,
+];
 
-pub(super) fn phase<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
-    one_of(d, &PHASES)
+/// A `ci` phase's name: a run kind, but never `ci`.
+pub(super) fn phase<'de, D: Deserializer<'de>>(d: D) -> Result<RunKind, D::Error> {
+    let names = PHASES.map(RunKind::as_str);
+    let kind = one_of(d, &names)?;
+    PHASES
+        .into_iter()
+        .find(|p| p.as_str() == kind)
+        .ok_or_else(|| D::Error::custom(format!("`{kind}` is not a phase")))
 }
 
 /// Why a file is not a report this build can read; each names the field at fault.

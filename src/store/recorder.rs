@@ -77,7 +77,9 @@ impl Recorder {
     pub fn hooks(&self) -> Progress {
         let (r1, r2, r3) = (self.clone(), self.clone(), self.clone());
         Progress {
-            phase: Arc::new(move |p| *r1.phase.lock().unwrap_or_else(|e| e.into_inner()) = p),
+            phase: Arc::new(move |p| {
+                *r1.phase.lock().unwrap_or_else(|e| e.into_inner()) = p.as_str()
+            }),
             planned: Arc::new(move |n| r2.store.planned(&r2.id, n as u64)),
             started: Arc::new(|_: &str, _: &str| {}),
             case: Arc::new(move |c: &CaseResult, j: &Judged| {

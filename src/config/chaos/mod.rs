@@ -15,13 +15,11 @@ use super::LlmProvider;
 
 mod compiled;
 mod fit;
-mod holds;
 mod kinds;
 mod modes;
 pub mod ranges;
 
 pub use compiled::{CompiledChaos, McpSelect, Problem};
-pub use holds::holds_upstream;
 pub use modes::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! The closed mode enums of chaos rules: what each tool fault, LLM fault and context
 //! attack takes, with defaults, and their stable names (metrics labels, journals).
 
+use crate::exchange::FaultKind;
 use serde::{Deserialize, Serialize};
 
 /// What a timed-out call ends with once `delay_ms` has passed.
@@ -305,53 +306,68 @@ fn d2f() -> f64 {
 
 impl ToolMode {
     pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// What the journal records this rule did.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            ToolMode::Timeout { .. } => "timeout",
-            ToolMode::Error { .. } => "error",
-            ToolMode::Malformed {} => "malformed",
-            ToolMode::Slow { .. } => "slow",
-            ToolMode::MaliciousResponse { .. } => "malicious_response",
-            ToolMode::Reset { .. } => "reset",
-            ToolMode::Partial { .. } => "partial",
-            ToolMode::McpToolError { .. } => "mcp_tool_error",
-            ToolMode::McpError { .. } => "mcp_error",
-            ToolMode::McpSessionExpired {} => "mcp_session_expired",
+            ToolMode::Timeout { .. } => FaultKind::Timeout,
+            ToolMode::Error { .. } => FaultKind::Error,
+            ToolMode::Malformed {} => FaultKind::Malformed,
+            ToolMode::Slow { .. } => FaultKind::Slow,
+            ToolMode::MaliciousResponse { .. } => FaultKind::MaliciousResponse,
+            ToolMode::Reset { .. } => FaultKind::Reset,
+            ToolMode::Partial { .. } => FaultKind::Partial,
+            ToolMode::McpToolError { .. } => FaultKind::McpToolError,
+            ToolMode::McpError { .. } => FaultKind::McpError,
+            ToolMode::McpSessionExpired {} => FaultKind::McpSessionExpired,
         }
     }
 }
 
 impl LlmMode {
     pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// What the journal records this rule did.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            LlmMode::Timeout { .. } => "timeout",
-            LlmMode::TruncatedResponse { .. } => "truncated_response",
-            LlmMode::RateLimit { .. } => "rate_limit",
-            LlmMode::Empty {} => "empty",
-            LlmMode::Garbage {} => "garbage",
-            LlmMode::ResponseDrift { .. } => "response_drift",
-            LlmMode::ServerError { .. } => "server_error",
-            LlmMode::StreamCut { .. } => "stream_cut",
-            LlmMode::SlowStream { .. } => "slow_stream",
-            LlmMode::ToolCallCorruption { .. } => "tool_call_corruption",
-            LlmMode::ContextLengthExceeded {} => "context_length_exceeded",
-            LlmMode::ClientError { .. } => "client_error",
-            LlmMode::HtmlErrorPage { .. } => "html_error_page",
-            LlmMode::ContentFilter { .. } => "content_filter",
+            LlmMode::Timeout { .. } => FaultKind::Timeout,
+            LlmMode::TruncatedResponse { .. } => FaultKind::TruncatedResponse,
+            LlmMode::RateLimit { .. } => FaultKind::RateLimit,
+            LlmMode::Empty {} => FaultKind::Empty,
+            LlmMode::Garbage {} => FaultKind::Garbage,
+            LlmMode::ResponseDrift { .. } => FaultKind::ResponseDrift,
+            LlmMode::ServerError { .. } => FaultKind::ServerError,
+            LlmMode::StreamCut { .. } => FaultKind::StreamCut,
+            LlmMode::SlowStream { .. } => FaultKind::SlowStream,
+            LlmMode::ToolCallCorruption { .. } => FaultKind::ToolCallCorruption,
+            LlmMode::ContextLengthExceeded {} => FaultKind::ContextLengthExceeded,
+            LlmMode::ClientError { .. } => FaultKind::ClientError,
+            LlmMode::HtmlErrorPage { .. } => FaultKind::HtmlErrorPage,
+            LlmMode::ContentFilter { .. } => FaultKind::ContentFilter,
         }
     }
 }
 
 impl AttackMode {
     pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// What the journal records this rule did.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            AttackMode::IndirectInjection { .. } => "indirect_injection",
-            AttackMode::MemoryPoisoning { .. } => "memory_poisoning",
-            AttackMode::Overflow { .. } => "overflow",
-            AttackMode::ConflictingContext { .. } => "conflicting_context",
-            AttackMode::InjectionViaContext { .. } => "injection_via_context",
-            AttackMode::McpToolPoisoning { .. } => "mcp_tool_poisoning",
-            AttackMode::McpRugPull { .. } => "mcp_rug_pull",
-            AttackMode::McpShadowing { .. } => "mcp_shadowing",
+            AttackMode::IndirectInjection { .. } => FaultKind::IndirectInjection,
+            AttackMode::MemoryPoisoning { .. } => FaultKind::MemoryPoisoning,
+            AttackMode::Overflow { .. } => FaultKind::Overflow,
+            AttackMode::ConflictingContext { .. } => FaultKind::ConflictingContext,
+            AttackMode::InjectionViaContext { .. } => FaultKind::InjectionViaContext,
+            AttackMode::McpToolPoisoning { .. } => FaultKind::McpToolPoisoning,
+            AttackMode::McpRugPull { .. } => FaultKind::McpRugPull,
+            AttackMode::McpShadowing { .. } => FaultKind::McpShadowing,
         }
     }
 }

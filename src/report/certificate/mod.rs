@@ -91,7 +91,7 @@ pub fn claims(report: &Report, req: &Request<'_>, public: &[u8]) -> Claims {
         name: overview
             .sections
             .iter()
-            .find(|s| s.phase == "contract")
+            .find(|s| s.phase == crate::run::RunKind::Contract)
             .and_then(|s| s.name.map(String::from)),
         config_digest: overview.config_digest.map(String::from),
         seed: first.map(|s| s.seed),

@@ -3,7 +3,7 @@
 //! read the report (the case's answer, its failed checks and its exchanges), never guess.
 
 use super::timeline::{failed, in_order, retries};
-use crate::exchange::{Exchange, Target};
+use crate::exchange::{Exchange, FaultKind, Target};
 use crate::report::text;
 use crate::run::CaseResult;
 
@@ -178,7 +178,7 @@ const RULES: &[Rule] = &[
                 .any(|e| {
                     e.fault
                         .as_ref()
-                        .is_some_and(|x| x.applied && x.mode.contains("truncat"))
+                        .is_some_and(|x| x.applied && x.mode == FaultKind::TruncatedResponse)
                 })
                 .then(|| {
                     "the LLM's answer was cut off and the agent passed the fragment on as its \
@@ -194,7 +194,7 @@ const RULES: &[Rule] = &[
             Some(format!(
                 "a response carried an injected instruction ({}) and the case failed: treat \
                  tool output as data, never as instructions",
-                text::line(&attack.mode, 40)
+                attack.mode
             ))
         },
     },
@@ -258,10 +258,10 @@ mod tests {
         }
     }
 
-    fn fault(mode: &str) -> FaultRecord {
+    fn fault(mode: FaultKind) -> FaultRecord {
         FaultRecord {
             rule: "r".into(),
-            mode: mode.into(),
+            mode,
             applied: true,
             note: None,
         }
@@ -326,7 +326,7 @@ mod tests {
         let never = ["the agent never called `web_search` and its LLM never asked for it"];
         assert_eq!(rules(vec![ok_llm()], Some("x"), &never), ["never-called"]);
         let truncated = exchange(llm(), "https://l/")
-            .fault(fault("truncated_response"))
+            .fault(fault(FaultKind::TruncatedResponse))
             .build();
         assert_eq!(
             rules(vec![truncated], Some("According to the"), &[]),
@@ -334,7 +334,7 @@ mod tests {
         );
         let mut injected = search_503();
         injected.outcome = ok_llm().outcome;
-        injected.attacks = vec![fault("indirect_injection")];
+        injected.attacks = vec![fault(FaultKind::IndirectInjection)];
         assert_eq!(
             rules(vec![injected], Some("ok"), &[]),
             ["followed-injection"]
@@ -356,7 +356,7 @@ mod tests {
                 Arc::new(
                     exchange(llm(), "https://l/")
                         .response(429, &[("Retry-After", "1")])
-                        .fault(fault("rate_limit"))
+                        .fault(fault(FaultKind::RateLimit))
                         .timed(100 * i, 1.0)
                         .id(i)
                         .build(),

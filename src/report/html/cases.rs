@@ -116,11 +116,7 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
                     (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
                     (None, false) => ", not applied".into(),
                 };
-                format!(
-                    "{} ({}{note})",
-                    text::line(&f.rule, 60),
-                    text::line(&f.mode, 40)
-                )
+                format!("{} ({}{note})", text::line(&f.rule, 60), f.mode)
             })
             .collect(),
         steps,

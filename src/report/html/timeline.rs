@@ -108,11 +108,11 @@ fn detail(e: &Exchange, retry: u32) -> String {
         parts.push(format!(
             "fault {} ({}{applied})",
             text::line(&f.rule, 32),
-            text::line(&f.mode, 32)
+            f.mode
         ));
     }
     for a in &e.attacks {
-        parts.push(format!("attack {}", text::line(&a.mode, 32)));
+        parts.push(format!("attack {}", a.mode));
     }
     if !e.llm_tool_calls.is_empty() {
         let asked: Vec<String> = e.llm_tool_calls.iter().map(|t| text::line(t, 24)).collect();
@@ -221,7 +221,7 @@ mod tests {
             .timed(1_050, 50.0)
             .fault(FaultRecord {
                 rule: "search-down".into(),
-                mode: "error".into(),
+                mode: crate::exchange::FaultKind::Error,
                 applied: true,
                 note: None,
             })

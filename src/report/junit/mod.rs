@@ -14,6 +14,7 @@ mod trials;
 use super::text::{clip, inert, line};
 use super::view::{CaseView, Overview, PhaseLine, Section};
 use crate::checks::Verdict;
+use crate::run::RunKind;
 use crate::run::RunVerdict;
 
 /// Case names longer than this are clipped (the JSON report has the full text).
@@ -51,8 +52,10 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut suites: Vec<Suite> = vec![];
     for s in &o.sections {
         let mut cases = match s.phase {
-            "contract" => cells(s),
-            _ => s.cases.iter().map(|c| case(s.phase, c)).collect(),
+            RunKind::Contract => cells(s),
+            RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => {
+                s.cases.iter().map(|c| case(s.phase, c)).collect()
+            }
         };
         cases.extend(s.unrun.iter().map(|(id, why)| Case {
             classname: format!("replay.{id}"),
@@ -236,7 +239,7 @@ fn cells(s: &Section<'_>) -> Vec<Case> {
 }
 
 /// Chaos and mutation: one testcase per case.
-fn case(phase: &str, c: &CaseView<'_>) -> Case {
+fn case(phase: RunKind, c: &CaseView<'_>) -> Case {
     let (classname, input) = match &c.mutation {
         Some((kind, _)) => (format!("{phase}.{kind}"), &c.case.prompt),
         None => (format!("{phase}.{}", c.case.scenario), &c.case.prompt),

@@ -5,7 +5,7 @@
 use super::pieces::{all_of, not_a_shard};
 use crate::config::Config;
 use crate::run::ci::ci_skips;
-use crate::run::{CiReport, Report, RunContext, combine};
+use crate::run::{CiReport, Report, RunContext, RunKind, combine};
 
 /// The seed `ci`'s phases ran with.
 pub(super) fn seed(r: &CiReport) -> u64 {
@@ -70,7 +70,7 @@ pub(super) async fn merge(
     let mut skipped = ci_skips(config);
     if one.is_none() {
         let why = format!("shard 1/{n}, which runs it whole, is missing");
-        skipped.extend([("mutation", why.clone()), ("replay", why)]);
+        skipped.extend([(RunKind::Mutation, why.clone()), (RunKind::Replay, why)]);
     }
     let mut report = combine(
         &config.scoring,
