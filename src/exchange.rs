@@ -27,6 +27,8 @@ pub use fault_kind::FaultKind;
 pub enum Provider {
     Openai,
     Anthropic,
+    /// Also read as `google` (the `model:` provider of Flakestorm v2 files).
+    #[serde(alias = "google")]
     Gemini,
     Ollama,
 }

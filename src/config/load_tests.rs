@@ -171,7 +171,7 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     );
     assert_eq!(
         loaded.config.model.as_ref().map(|m| m.provider),
-        Some(crate::config::ModelProvider::Openai)
+        Some(crate::exchange::Provider::Openai)
     );
     assert!(
         !loaded.warnings.iter().any(|w| w.starts_with("`replays` ")),

@@ -58,7 +58,7 @@ pub use load::{
     DAEMON_SECTIONS, Loaded, Named, Overrides, Submitted, digest, load, load_submitted, load_text,
     load_with_env,
 };
-pub use model::{ModelProvider, ModelSpec};
+pub use model::ModelSpec;
 pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};
 pub use output::{

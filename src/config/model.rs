@@ -8,33 +8,13 @@ use std::fmt;
 use serde::Deserialize;
 
 use super::{ConfigError, HttpUrl, Parsed};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelProvider {
-    Ollama,
-    /// OpenAI, or any OpenAI-compatible server through `base_url`.
-    Openai,
-    Anthropic,
-    Google,
-}
-
-impl ModelProvider {
-    fn default_base_url(self) -> &'static str {
-        match self {
-            ModelProvider::Ollama => "http://localhost:11434",
-            ModelProvider::Openai => "https://api.openai.com/v1",
-            ModelProvider::Anthropic => "https://api.anthropic.com",
-            ModelProvider::Google => "https://generativelanguage.googleapis.com",
-        }
-    }
-}
+use crate::exchange::Provider;
 
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
     #[serde(default = "ollama")]
-    provider: ModelProvider,
+    provider: Provider,
     #[serde(default = "default_name")]
     name: String,
     #[serde(default)]
@@ -48,8 +28,8 @@ struct Raw {
     timeout_ms: u64,
 }
 
-fn ollama() -> ModelProvider {
-    ModelProvider::Ollama
+fn ollama() -> Provider {
+    Provider::Ollama
 }
 fn default_name() -> String {
     "qwen3:8b".into()
@@ -64,7 +44,8 @@ fn default_timeout_ms() -> u64 {
 /// A checked `model:` section.
 #[derive(Clone, PartialEq)]
 pub struct ModelSpec {
-    pub provider: ModelProvider,
+    /// `google` (Flakestorm v2's word) is Gemini.
+    pub provider: Provider,
     pub name: String,
     /// The provider's API root (`…/v1` for OpenAI-compatible servers).
     pub base_url: Parsed<HttpUrl>,
@@ -100,7 +81,7 @@ pub(super) fn model_section(
     let base_url: Parsed<HttpUrl> = raw
         .base_url
         .as_deref()
-        .unwrap_or(raw.provider.default_base_url())
+        .unwrap_or(crate::llm::generate::default_root(raw.provider))
         .into();
     if let Err(e) = base_url.get() {
         errors.push(ConfigError::new("model.base_url", e));
@@ -159,7 +140,14 @@ mod tests {
         assert_eq!(m.temperature, 0.8);
         assert!(!format!("{m:?}").contains("sk-x"));
         let (m, _) = load(json!({}));
-        assert_eq!(m.unwrap().provider, ModelProvider::Ollama);
+        assert_eq!(m.unwrap().provider, Provider::Ollama);
+        // v2 files say `google`; the agent's `llm:` entries say `gemini`: one provider.
+        for name in ["google", "gemini"] {
+            let (m, e) = load(json!({"provider": name, "name": "gemini-2.5-flash"}));
+            let m = m.unwrap_or_else(|| panic!("{e:?}"));
+            assert_eq!(m.provider, Provider::Gemini);
+            assert_eq!(m.base_url.as_str(), "https://generativelanguage.googleapis.com");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 pub mod anthropic;
 mod detect;
 pub mod frame;
+pub mod generate;
 pub mod gemini;
 pub mod ollama;
 pub mod openai;

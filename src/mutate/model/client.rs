@@ -1,4 +1,5 @@
-//! The `model:` LLM's HTTP API, per provider: one instruction in, one text out. Called
+//! The `model:` LLM's HTTP API: one instruction in, one text out (each provider's shapes
+//! are `llm::generate`'s). Called
 //! directly (the driver's client), never through flakestorm's proxy. With a run seed the
 //! call asks for temperature 0 and passes the seed where the provider takes one, so
 //! reruns get the same variants as far as the provider allows.
@@ -8,10 +9,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use serde_json::{Value, json};
 
 use crate::agent::{DirectClient, body_head, direct_client, root_cause};
-use crate::config::{ModelProvider, ModelSpec};
+use crate::config::ModelSpec;
+use crate::llm::generate;
 
 /// Why a generation produced no text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,36 +65,8 @@ impl ModelClient {
         } else {
             self.spec.temperature
         };
-        let name = &self.spec.name;
-        let (path, body) = match self.spec.provider {
-            ModelProvider::Openai => {
-                let mut b = json!({"model": name, "temperature": temperature,
-                    "messages": [{"role": "user", "content": instruction}]});
-                if let Some(s) = seed {
-                    b["seed"] = json!(s);
-                }
-                ("/chat/completions".to_string(), b)
-            }
-            ModelProvider::Ollama => {
-                let mut options = json!({"temperature": temperature});
-                if let Some(s) = seed {
-                    options["seed"] = json!(s);
-                }
-                let b = json!({"model": name, "stream": false, "options": options,
-                    "messages": [{"role": "user", "content": instruction}]});
-                ("/api/chat".to_string(), b)
-            }
-            ModelProvider::Anthropic => {
-                let b = json!({"model": name, "max_tokens": 1024, "temperature": temperature.min(1.0),
-                    "messages": [{"role": "user", "content": instruction}]});
-                ("/v1/messages".to_string(), b)
-            }
-            ModelProvider::Google => {
-                let b = json!({"contents": [{"role": "user", "parts": [{"text": instruction}]}],
-                    "generationConfig": {"temperature": temperature}});
-                (format!("/v1beta/models/{name}:generateContent"), b)
-            }
-        };
+        let p = self.spec.provider;
+        let (path, body) = generate::request(p, &self.spec.name, instruction, temperature, seed);
         let url = format!("{}{path}", self.root);
         let uri: Uri = url
             .parse()
@@ -103,20 +76,14 @@ impl ModelClient {
             })?;
         let mut req = Request::post(uri).header(http::header::CONTENT_TYPE, "application/json");
         if let Some(key) = &self.spec.api_key {
-            let (name, value) = match self.spec.provider {
-                ModelProvider::Openai | ModelProvider::Ollama => {
-                    ("authorization", format!("Bearer {key}"))
-                }
-                ModelProvider::Anthropic => ("x-api-key", key.clone()),
-                ModelProvider::Google => ("x-goog-api-key", key.clone()),
-            };
+            let (name, value) = generate::key_header(p, key);
             if let Ok(mut v) = HeaderValue::from_str(&value) {
                 v.set_sensitive(true);
                 req = req.header(name, v);
             }
         }
-        if self.spec.provider == ModelProvider::Anthropic {
-            req = req.header("anthropic-version", "2023-06-01");
+        for (name, value) in generate::fixed_headers(p) {
+            req = req.header(*name, *value);
         }
         let unreachable = |cause: String| ModelError::Unreachable {
             url: url.clone(),
@@ -150,52 +117,9 @@ impl ModelClient {
                 head: body_head(&body),
             });
         }
-        text_of(self.spec.provider, &body).ok_or_else(|| ModelError::NoText {
-            provider: format!("{:?}", self.spec.provider).to_lowercase(),
+        generate::text_of(p, &body).ok_or_else(|| ModelError::NoText {
+            provider: p.as_str().to_string(),
             head: body_head(&body),
         })
-    }
-}
-
-/// Where each provider puts the answer's text.
-fn text_of(provider: ModelProvider, body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    let text = match provider {
-        ModelProvider::Openai => v.pointer("/choices/0/message/content"),
-        ModelProvider::Ollama => v.pointer("/message/content"),
-        ModelProvider::Anthropic => v.pointer("/content/0/text"),
-        ModelProvider::Google => v.pointer("/candidates/0/content/parts/0/text"),
-    };
-    text.and_then(Value::as_str).map(str::to_string)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_each_providers_text() {
-        let cases = [
-            (
-                ModelProvider::Openai,
-                r#"{"choices":[{"message":{"content":"a"}}]}"#,
-            ),
-            (
-                ModelProvider::Ollama,
-                r#"{"message":{"role":"assistant","content":"a"}}"#,
-            ),
-            (
-                ModelProvider::Anthropic,
-                r#"{"content":[{"type":"text","text":"a"}]}"#,
-            ),
-            (
-                ModelProvider::Google,
-                r#"{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}"#,
-            ),
-        ];
-        for (p, body) in cases {
-            assert_eq!(text_of(p, body.as_bytes()).as_deref(), Some("a"), "{p:?}");
-            assert_eq!(text_of(p, b"{}"), None);
-        }
     }
 }
