@@ -339,7 +339,7 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
 /// shrink, never grow, and leave this list once under it (issue #25).
-const LONG_FUNCTIONS: [(&str, &str, usize); 24] = [
+const LONG_FUNCTIONS: [(&str, &str, usize); 23] = [
     ("src/chaos/rewrite/mod.rs", "on_event", 177),
     // One arm per writer op: a flat match.
     ("src/store/ops.rs", "write", 124),
@@ -357,7 +357,6 @@ const LONG_FUNCTIONS: [(&str, &str, usize); 24] = [
     ("src/daemon.rs", "start", 102),
     ("src/cli/remote.rs", "run", 102),
     ("src/proxy/service.rs", "exchange", 101),
-    ("src/mutate/model/client.rs", "complete", 101),
     ("src/config/mutations.rs", "mutations_section", 100),
     ("src/telemetry/mod.rs", "new", 92),
     ("src/report/html.rs", "section", 92),

@@ -146,7 +146,10 @@ mod tests {
             let (m, e) = load(json!({"provider": name, "name": "gemini-2.5-flash"}));
             let m = m.unwrap_or_else(|| panic!("{e:?}"));
             assert_eq!(m.provider, Provider::Gemini);
-            assert_eq!(m.base_url.as_str(), "https://generativelanguage.googleapis.com");
+            assert_eq!(
+                m.base_url.as_str(),
+                "https://generativelanguage.googleapis.com"
+            );
         }
     }
 

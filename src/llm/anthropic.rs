@@ -11,7 +11,7 @@ use super::openai::content_turns;
 use super::path::{All, Call, If, K, Seg, visit, visit_strings};
 use super::request::{Turns, edit_text};
 use super::synthetic::{Synthetic, format_secs, request_id};
-use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Recap, Wire};
 use crate::exchange::Provider;
 
 pub struct Anthropic;
@@ -104,6 +104,10 @@ impl Wire for Anthropic {
         Framing::Sse
     }
 
+    fn recap(&self) -> Option<&'static dyn Recap> {
+        None
+    }
+
     fn classify(&self, ev: &Event) -> Kind {
         let j = ev.json.as_ref();
         match j.and_then(|j| j["type"].as_str()).or(ev.name.as_deref()) {
@@ -113,24 +117,6 @@ impl Wire for Anthropic {
             _ => Kind::Meta,
         }
     }
-
-    fn repeats_output(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn is_args_fragment(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn text_delta_part(&self, _v: &Value) -> Option<(String, u64)> {
-        None
-    }
-
-    fn for_each_repeated_text(&self, _v: &mut Value, _f: &mut dyn FnMut(&str, u64, &mut String)) {}
-
-    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
-
-    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, if stream { STREAM_TEXT } else { TEXT }, f)
@@ -166,10 +152,6 @@ impl Wire for Anthropic {
             ),
             ev.sibling(Some("message_stop"), json!({"type": "message_stop"})),
         ]
-    }
-
-    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
-        None
     }
 
     fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {

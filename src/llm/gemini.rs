@@ -13,7 +13,7 @@ use super::longest_string;
 use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs};
-use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Recap, Wire};
 use crate::exchange::Provider;
 
 pub struct Gemini;
@@ -118,6 +118,10 @@ impl Wire for Gemini {
         Framing::Sse
     }
 
+    fn recap(&self) -> Option<&'static dyn Recap> {
+        None
+    }
+
     fn classify(&self, ev: &Event) -> Kind {
         let done = ev
             .json
@@ -126,24 +130,6 @@ impl Wire for Gemini {
             .is_some_and(|c| c.iter().any(|c| c.get("finishReason").is_some()));
         if done { Kind::Finish } else { Kind::Content }
     }
-
-    fn repeats_output(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn is_args_fragment(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn text_delta_part(&self, _v: &Value) -> Option<(String, u64)> {
-        None
-    }
-
-    fn for_each_repeated_text(&self, _v: &mut Value, _f: &mut dyn FnMut(&str, u64, &mut String)) {}
-
-    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
-
-    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, TEXT, f)
@@ -172,10 +158,6 @@ impl Wire for Gemini {
 
     fn truncation_tail(&self, _ev: &Event, _last: &Value, _tokens: u32) -> Vec<Event> {
         vec![]
-    }
-
-    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
-        None
     }
 
     fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {

@@ -40,7 +40,8 @@ pub fn request(
             if let Some(s) = seed {
                 options["seed"] = json!(s);
             }
-            let b = json!({"model": model, "stream": false, "options": options, "messages": messages});
+            let b =
+                json!({"model": model, "stream": false, "options": options, "messages": messages});
             ("/api/chat".into(), b)
         }
         Provider::Anthropic => {
@@ -93,10 +94,22 @@ mod tests {
     #[test]
     fn each_provider_answer_text_is_found_where_it_puts_it() {
         let cases = [
-            (Provider::Openai, r#"{"choices":[{"message":{"content":"a"}}]}"#),
-            (Provider::Ollama, r#"{"message":{"role":"assistant","content":"a"}}"#),
-            (Provider::Anthropic, r#"{"content":[{"type":"text","text":"a"}]}"#),
-            (Provider::Gemini, r#"{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}"#),
+            (
+                Provider::Openai,
+                r#"{"choices":[{"message":{"content":"a"}}]}"#,
+            ),
+            (
+                Provider::Ollama,
+                r#"{"message":{"role":"assistant","content":"a"}}"#,
+            ),
+            (
+                Provider::Anthropic,
+                r#"{"content":[{"type":"text","text":"a"}]}"#,
+            ),
+            (
+                Provider::Gemini,
+                r#"{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}"#,
+            ),
         ];
         for (p, body) in cases {
             assert_eq!(text_of(p, body.as_bytes()).as_deref(), Some("a"), "{p:?}");

@@ -11,8 +11,8 @@
 pub mod anthropic;
 mod detect;
 pub mod frame;
-pub mod generate;
 pub mod gemini;
+pub mod generate;
 pub mod ollama;
 pub mod openai;
 pub mod path;

@@ -11,7 +11,7 @@ use super::frame::{Event, Framing};
 use super::openai::{TURNS, add_system_message, content_turns, tool_message};
 use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::synthetic::{Synthetic, format_secs};
-use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Recap, Wire};
 use crate::exchange::Provider;
 
 pub struct Ollama;
@@ -74,6 +74,10 @@ impl Wire for Ollama {
         Framing::Ndjson
     }
 
+    fn recap(&self) -> Option<&'static dyn Recap> {
+        None
+    }
+
     fn classify(&self, ev: &Event) -> Kind {
         if ev.json.as_ref().is_some_and(|j| j["done"] == json!(true)) {
             Kind::Finish
@@ -81,24 +85,6 @@ impl Wire for Ollama {
             Kind::Content
         }
     }
-
-    fn repeats_output(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn is_args_fragment(&self, _v: &Value) -> bool {
-        false
-    }
-
-    fn text_delta_part(&self, _v: &Value) -> Option<(String, u64)> {
-        None
-    }
-
-    fn for_each_repeated_text(&self, _v: &mut Value, _f: &mut dyn FnMut(&str, u64, &mut String)) {}
-
-    fn observe(&self, _progress: &mut Progress, _v: &Value) {}
-
-    fn record_sent(&self, _progress: &mut Progress, _v: &mut Value) {}
 
     fn for_each_text(&self, v: &mut Value, _stream: bool, f: &mut dyn FnMut(&mut String)) {
         visit_strings(v, TEXT, f)
@@ -130,10 +116,6 @@ impl Wire for Ollama {
             done["message"] = json!({"role": "assistant", "content": ""});
         }
         vec![ev.sibling(None, done)]
-    }
-
-    fn truncated_summary(&self, _ev: &Event, _progress: &Progress) -> Option<Event> {
-        None
     }
 
     fn stream_error(&self, ev: &Event, _progress: &Progress, _form: ResponsesEvent) -> Event {

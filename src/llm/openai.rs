@@ -17,7 +17,7 @@ use super::frame::{Event, Framing};
 use super::path::{All, Call, K, Seg, visit, visit_strings};
 use super::request::{Turns, role_user};
 use super::synthetic::{Synthetic, format_secs, request_id};
-use super::wire::{ContextOverflow, Kind, Progress, Wire};
+use super::wire::{ContextOverflow, Kind, Progress, Recap, Wire};
 use crate::exchange::Provider;
 
 pub struct OpenAi;
@@ -120,6 +120,10 @@ impl Wire for OpenAi {
         Framing::Sse
     }
 
+    fn recap(&self) -> Option<&'static dyn Recap> {
+        Some(&OpenAi)
+    }
+
     fn classify(&self, ev: &Event) -> Kind {
         if ev.data.trim() == "[DONE]" {
             return Kind::Terminal;
@@ -143,36 +147,6 @@ impl Wire for OpenAi {
             Kind::Meta
         } else {
             Kind::Content
-        }
-    }
-
-    fn repeats_output(&self, v: &Value) -> bool {
-        responses::is_responses(v)
-    }
-
-    fn is_args_fragment(&self, v: &Value) -> bool {
-        v["type"] == "response.function_call_arguments.delta"
-    }
-
-    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)> {
-        responses::delta_key(v)
-    }
-
-    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String)) {
-        if responses::is_responses(v) {
-            responses::for_each_whole_text(v, f)
-        }
-    }
-
-    fn observe(&self, progress: &mut Progress, v: &Value) {
-        if responses::is_responses(v) {
-            responses::observe(progress, v)
-        }
-    }
-
-    fn record_sent(&self, progress: &mut Progress, v: &mut Value) {
-        if responses::is_responses(v) {
-            responses::for_each_text(v, &mut |s| progress.said.push_str(s))
         }
     }
 
@@ -222,11 +196,6 @@ impl Wire for OpenAi {
             finish["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "length"}]);
         }
         vec![ev.sibling(None, finish), ev.raw_sibling(None, "[DONE]")]
-    }
-
-    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event> {
-        let is_responses = ev.json.as_ref().is_some_and(responses::is_responses);
-        is_responses.then(|| responses::incomplete_event(ev, progress, "max_output_tokens"))
     }
 
     fn stream_error(&self, ev: &Event, progress: &Progress, form: ResponsesEvent) -> Event {

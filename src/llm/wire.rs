@@ -68,23 +68,9 @@ pub trait Wire: Sync {
     fn framing(&self) -> Framing;
     /// The role of a stream event that is not an error.
     fn classify(&self, ev: &Event) -> Kind;
-    /// Whether later events of this stream repeat the whole output (the Responses API's
-    /// `*.done`, `output_item.done`, `response.completed`).
-    fn repeats_output(&self, v: &Value) -> bool;
-    /// Whether a stream event carries a fragment of a call's arguments that later events
-    /// repeat whole (`response.function_call_arguments.delta`).
-    fn is_args_fragment(&self, v: &Value) -> bool;
-    /// For streams that repeat their text (`repeats_output`): the text part a delta event
-    /// adds to, as (item id, content index); `None` for any other event.
-    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)>;
-    /// For streams that repeat their text: every whole copy of a text part in an event
-    /// (not the deltas), with its (item id, content index), so a rewrite of the deltas
-    /// can make the copies say the same.
-    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String));
-    /// Notes what a stream event says about the stream (ids, sequence numbers).
-    fn observe(&self, progress: &mut Progress, v: &Value);
-    /// Notes the text an event sends, as the client gets it.
-    fn record_sent(&self, progress: &mut Progress, v: &mut Value);
+    /// For formats whose streams repeat what they sent (the Responses API): how; `None`
+    /// for a stream that says each thing once.
+    fn recap(&self) -> Option<&'static dyn Recap>;
     /// Calls `f` on every piece of generated text in a stream chunk or a whole response.
     fn for_each_text(&self, v: &mut Value, stream: bool, f: &mut dyn FnMut(&mut String));
     /// Where tool calls sit in a stream chunk (`stream`) or a whole response.
@@ -102,10 +88,6 @@ pub trait Wire: Sync {
     /// The provider's mid-stream error (an overload after the 200 began); `form` picks the
     /// Responses API's event (`response.failed` or `error`), which others ignore.
     fn stream_error(&self, ev: &Event, progress: &Progress, form: ResponsesEvent) -> Event;
-    /// The one event that ends a stream cut at the token limit, for formats that end it
-    /// with a summary of what was sent (`response.incomplete`); `None`: the provider ends
-    /// it with `truncation_closes` / `mark_truncated` / `truncation_tail`.
-    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event>;
     /// The SSE event name a garbage frame carries, so every SDK version parses it.
     fn garbage_event(&self) -> Option<&'static str>;
     /// What the provider answers when the model wrote a broken call, when that is not the
@@ -141,4 +123,30 @@ pub trait Wire: Sync {
     fn add_system(&self, body: &mut Value, text: &str) -> bool;
     /// Inserts a fabricated user/assistant exchange before the last user message.
     fn insert_turns(&self, body: &mut Value, user: &str, assistant: &str) -> bool;
+}
+
+/// A stream format that repeats what it sent: later events carry whole copies of the
+/// deltas' text and arguments (`*.done`, `output_item.done`) and the closing event the
+/// whole response (`response.completed`). A rewrite must keep the copies saying what the
+/// deltas said, and end a cut stream with a summary of what was sent. Only the OpenAI
+/// Responses API has one; other formats answer `None` to `Wire::recap`.
+pub trait Recap: Sync {
+    /// Whether this event belongs to a repeating stream (later events repeat its output).
+    fn repeats_output(&self, v: &Value) -> bool;
+    /// Whether a stream event carries a fragment of a call's arguments that later events
+    /// repeat whole (`response.function_call_arguments.delta`).
+    fn is_args_fragment(&self, v: &Value) -> bool;
+    /// The text part a delta event adds to, as (item id, content index); `None` for any
+    /// other event.
+    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)>;
+    /// Every whole copy of a text part in an event (not the deltas), with its (item id,
+    /// content index), so a rewrite of the deltas can make the copies say the same.
+    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String));
+    /// Notes what a stream event says about the stream (ids, sequence numbers).
+    fn observe(&self, progress: &mut Progress, v: &Value);
+    /// Notes the text an event sends, as the client gets it.
+    fn record_sent(&self, progress: &mut Progress, v: &mut Value);
+    /// The one event that ends a stream cut at the token limit: a summary of what was sent
+    /// (`response.incomplete`); `None` for an event of another format.
+    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event>;
 }

@@ -247,8 +247,8 @@ impl LlmRewriter {
         let mut ev = Event::parse(&frame, framing);
         let kind = crate::llm::classify(self.wire, &ev);
         let w = self.wire;
-        if let Some(j) = ev.json.as_ref() {
-            w.observe(&mut self.progress, j);
+        if let (Some(r), Some(j)) = (w.recap(), ev.json.as_ref()) {
+            r.observe(&mut self.progress, j);
         }
         let is_content = kind == Kind::Content
             && ev
@@ -288,7 +288,7 @@ impl LlmRewriter {
         let w = self.wire;
         // Gemini's last frame carries text as well as the finish reason: text rewrites
         // must see it as content.
-        let repeats = ev.json.as_ref().is_some_and(|j| w.repeats_output(j));
+        let repeats = (w.recap().zip(ev.json.as_ref())).is_some_and(|(r, j)| r.repeats_output(j));
         let has_text = ev
             .json
             .as_mut()
@@ -349,8 +349,8 @@ impl LlmRewriter {
                     .as_mut()
                     .is_some_and(|j| output::carries_output(w, j));
                 if !self.cuts_here(kind, carries, signal.passes()) {
-                    if let Some(j) = ev.json.as_mut() {
-                        w.record_sent(&mut self.progress, j);
+                    if let (Some(r), Some(j)) = (w.recap(), ev.json.as_mut()) {
+                        r.record_sent(&mut self.progress, j);
                     }
                     return vec![Out::Data(frame)];
                 }
@@ -381,7 +381,7 @@ impl LlmRewriter {
                 };
                 // Streams that repeat the whole arguments later (Responses: `.done`,
                 // `output_item.done`, `completed`): every copy is broken, fragments once.
-                let fragment = w.is_args_fragment(j);
+                let fragment = w.recap().is_some_and(|r| r.is_args_fragment(j));
                 let first = if repeats {
                     !fragment || !self.corrupted_fragment
                 } else {
@@ -399,10 +399,10 @@ impl LlmRewriter {
             // piece as they come, and every later whole copy (`.done`, `output_item.done`,
             // `response.completed`) says what the deltas said.
             LlmMode::ResponseDrift { .. } if repeats => {
-                let Some(j) = ev.json.as_mut() else {
+                let (Some(j), Some(r)) = (ev.json.as_mut(), w.recap()) else {
                     return vec![Out::Data(frame)];
                 };
-                match w.text_delta_part(j) {
+                match r.text_delta_part(j) {
                     Some(part) => match self.drift.stream_event(w, j, Kind::Content) {
                         Ok(changed) => {
                             let mut said = String::new();
@@ -423,7 +423,7 @@ impl LlmRewriter {
                         let only = (drifted.len() == 1)
                             .then(|| drifted.values().next())
                             .flatten();
-                        w.for_each_repeated_text(j, &mut |id, index, s| {
+                        r.for_each_repeated_text(j, &mut |id, index, s| {
                             if let Some(d) = drifted.get(&(id.to_string(), index)).or(only) {
                                 s.clone_from(d);
                             }

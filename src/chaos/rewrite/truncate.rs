@@ -26,13 +26,16 @@ impl LlmRewriter {
             }
         });
         self.tokens_left = budget;
-        if let Some(j) = ev.json.as_mut() {
-            w.record_sent(&mut self.progress, j);
+        if let (Some(r), Some(j)) = (w.recap(), ev.json.as_mut()) {
+            r.record_sent(&mut self.progress, j);
         }
         if !exhausted && budget > 0 {
             return vec![Out::Data(ev.encode())];
         }
-        if let Some(end) = w.truncated_summary(&ev, &self.progress) {
+        if let Some(end) = w
+            .recap()
+            .and_then(|r| r.truncated_summary(&ev, &self.progress))
+        {
             self.done = true;
             self.applied = true;
             return vec![Out::Data(ev.encode()), Out::Data(end.encode()), Out::End];

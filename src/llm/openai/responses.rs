@@ -8,7 +8,46 @@ use serde_json::{Value, json};
 
 use crate::llm::frame::Event;
 use crate::llm::path::{All, Call, If, K, at, visit};
-use crate::llm::wire::Progress;
+use crate::llm::wire::{Progress, Recap};
+
+/// The Responses API's streams repeat what they sent; Chat Completions' events (the same
+/// `Wire`) are not theirs, and each method leaves them alone.
+impl Recap for super::OpenAi {
+    fn repeats_output(&self, v: &Value) -> bool {
+        is_responses(v)
+    }
+
+    fn is_args_fragment(&self, v: &Value) -> bool {
+        v["type"] == "response.function_call_arguments.delta"
+    }
+
+    fn text_delta_part(&self, v: &Value) -> Option<(String, u64)> {
+        delta_key(v)
+    }
+
+    fn for_each_repeated_text(&self, v: &mut Value, f: &mut dyn FnMut(&str, u64, &mut String)) {
+        if is_responses(v) {
+            for_each_whole_text(v, f)
+        }
+    }
+
+    fn observe(&self, progress: &mut Progress, v: &Value) {
+        if is_responses(v) {
+            observe(progress, v)
+        }
+    }
+
+    fn record_sent(&self, progress: &mut Progress, v: &mut Value) {
+        if is_responses(v) {
+            for_each_text(v, &mut |s| progress.said.push_str(s))
+        }
+    }
+
+    fn truncated_summary(&self, ev: &Event, progress: &Progress) -> Option<Event> {
+        let ours = ev.json.as_ref().is_some_and(is_responses);
+        ours.then(|| incomplete_event(ev, progress, "max_output_tokens"))
+    }
+}
 
 /// Whether a JSON value is a Responses API object or stream event.
 pub fn is_responses(v: &Value) -> bool {
