@@ -218,8 +218,7 @@ const MAX_LINES: usize = 400;
 
 /// Files over the cap when it came in, with their size then: they may shrink, never grow,
 /// and leave this list once under it. Any other file must stay under the cap.
-const OVER_THE_CAP: [(&str, usize); 5] = [
-    ("src/chaos/rewrite/mod.rs", 465),
+const OVER_THE_CAP: [(&str, usize); 4] = [
     ("src/config/load.rs", 410),
     ("src/config/replays.rs", 421),
     ("src/config/validate.rs", 412),
@@ -339,8 +338,7 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
 /// shrink, never grow, and leave this list once under it (issue #25).
-const LONG_FUNCTIONS: [(&str, &str, usize); 23] = [
-    ("src/chaos/rewrite/mod.rs", "on_event", 177),
+const LONG_FUNCTIONS: [(&str, &str, usize); 22] = [
     // One arm per writer op: a flat match.
     ("src/store/ops.rs", "write", 124),
     ("src/cli/mod.rs", "run", 150),

@@ -11,6 +11,7 @@ mod cut;
 mod drift;
 mod json;
 mod output;
+mod stream_modes;
 mod truncate;
 
 pub use truncate::take_tokens;
@@ -294,11 +295,6 @@ impl LlmRewriter {
             .as_mut()
             .is_some_and(|j| output::has_text(w, j, true));
         let text_bearing = kind == Kind::Content || (kind == Kind::Finish && has_text);
-        let end_here = |this: &mut Self, last: Vec<Out>| {
-            this.done = true;
-            this.applied = true;
-            last
-        };
         match self.mode.clone() {
             LlmMode::SlowStream {
                 first_token_ms,
@@ -321,7 +317,8 @@ impl LlmRewriter {
             }
             LlmMode::Garbage {} if kind == Kind::Content => {
                 let junk = output::garbage_frame(w, &ev).encode();
-                end_here(self, vec![Out::Data(frame), Out::Data(junk), Out::End])
+                (self.done, self.applied) = (true, true);
+                vec![Out::Data(frame), Out::Data(junk), Out::End]
             }
             // The error replaces the first content event past `after_events` (or the
             // finish, if the answer is shorter).
@@ -330,122 +327,22 @@ impl LlmRewriter {
                 after_events,
                 responses_event,
                 ..
-            } => {
-                let carries = ev
-                    .json
-                    .as_mut()
-                    .is_some_and(|j| output::carries_output(w, j));
-                let at = after_events.unwrap_or(1);
-                if !self.cuts_here(kind, carries, at) {
-                    return vec![Out::Data(frame)];
-                }
-                self.unsend(&ev);
-                let err = w.stream_error(&ev, &self.progress, responses_event.unwrap_or_default());
-                end_here(self, vec![Out::Data(err.encode()), Out::End])
-            }
-            LlmMode::ContentFilter { signal } => {
-                let carries = ev
-                    .json
-                    .as_mut()
-                    .is_some_and(|j| output::carries_output(w, j));
-                if !self.cuts_here(kind, carries, signal.passes()) {
-                    if let (Some(r), Some(j)) = (w.recap(), ev.json.as_mut()) {
-                        r.record_sent(&mut self.progress, j);
-                    }
-                    return vec![Out::Data(frame)];
-                }
-                self.unsend(&ev);
-                let mut out: Vec<Out> = w
-                    .filter_tail(&ev, &self.progress, signal)
-                    .iter()
-                    .map(|e| Out::Data(e.encode()))
-                    .collect();
-                out.push(Out::End);
-                end_here(self, out)
-            }
+            } => self.server_error(
+                ev,
+                (kind, frame),
+                after_events.unwrap_or(1),
+                responses_event,
+            ),
+            LlmMode::ContentFilter { signal } => self.content_filter(ev, kind, frame, signal),
             LlmMode::TruncatedResponse { max_tokens } if text_bearing => {
                 self.truncate_event(ev, max_tokens)
             }
-            // Every copy of the text (Responses API `done`/`completed` events repeat it).
-            LlmMode::Empty {} if has_text => {
-                let Some(j) = ev.json.as_mut() else {
-                    return vec![Out::Data(frame)];
-                };
-                w.for_each_text(j, true, &mut |s| s.clear());
-                self.applied = true;
-                vec![Out::Data(ev.encode())]
-            }
+            LlmMode::Empty {} if has_text => self.empty_event(ev, frame),
             LlmMode::ToolCallCorruption { corruption } => {
-                let Some(j) = ev.json.as_mut() else {
-                    return vec![Out::Data(frame)];
-                };
-                // Streams that repeat the whole arguments later (Responses: `.done`,
-                // `output_item.done`, `completed`): every copy is broken, fragments once.
-                let fragment = w.recap().is_some_and(|r| r.is_args_fragment(j));
-                let first = if repeats {
-                    !fragment || !self.corrupted_fragment
-                } else {
-                    !self.applied
-                };
-                if json::corrupt_tools(w, j, true, corruption, first) {
-                    self.corrupted_fragment |= fragment;
-                    self.applied = true;
-                    vec![Out::Data(ev.encode())]
-                } else {
-                    vec![Out::Data(frame)]
-                }
+                self.corrupt_calls(ev, frame, corruption, repeats)
             }
-            // Streams that repeat their text (Responses API): the deltas are drifted piece by
-            // piece as they come, and every later whole copy (`.done`, `output_item.done`,
-            // `response.completed`) says what the deltas said.
-            LlmMode::ResponseDrift { .. } if repeats => {
-                let (Some(j), Some(r)) = (ev.json.as_mut(), w.recap()) else {
-                    return vec![Out::Data(frame)];
-                };
-                match r.text_delta_part(j) {
-                    Some(part) => match self.drift.stream_event(w, j, Kind::Content) {
-                        Ok(changed) => {
-                            let mut said = String::new();
-                            w.for_each_text(j, true, &mut |s| said.push_str(s));
-                            self.drifted.entry(part).or_default().push_str(&said);
-                            self.applied |= changed;
-                            if changed {
-                                vec![Out::Data(ev.encode())]
-                            } else {
-                                vec![Out::Data(frame)]
-                            }
-                        }
-                        Err(e) => self.fail(e),
-                    },
-                    None if self.applied => {
-                        let drifted = &self.drifted;
-                        // A server that leaves out item ids has one text part to match.
-                        let only = (drifted.len() == 1)
-                            .then(|| drifted.values().next())
-                            .flatten();
-                        r.for_each_repeated_text(j, &mut |id, index, s| {
-                            if let Some(d) = drifted.get(&(id.to_string(), index)).or(only) {
-                                s.clone_from(d);
-                            }
-                        });
-                        vec![Out::Data(ev.encode())]
-                    }
-                    None => vec![Out::Data(frame)],
-                }
-            }
-            LlmMode::ResponseDrift { .. } => {
-                let Some(j) = ev.json.as_mut() else {
-                    return vec![Out::Data(frame)];
-                };
-                match self.drift.stream_event(w, j, kind) {
-                    Ok(true) => {
-                        self.applied = true;
-                        vec![Out::Data(ev.encode())]
-                    }
-                    Ok(false) => vec![Out::Data(frame)],
-                    Err(e) => self.fail(e),
-                }
-            }
+            LlmMode::ResponseDrift { .. } if repeats => self.drift_repeating(ev, frame),
+            LlmMode::ResponseDrift { .. } => self.drift_event(ev, kind, frame),
             // Not this event's business: the mode acts on another kind of event, or was
             // decided before forwarding (see proxy::fault).
             LlmMode::Garbage {}
