@@ -8,10 +8,59 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::{CaCommand, DEFAULT_CONFIG, ProfilesCommand, load};
+use super::{CaCommand, ConfigArg, DEFAULT_CONFIG, OpenProxyArg, ProfilesCommand, load};
 use crate::config::{Loaded, Overrides};
 use crate::daemon::{Daemon, Signals, Stopped};
 use crate::tls::{CA_CERT_FILE, CertificateAuthority};
+
+/// `serve`: the config (under `--chaos-profile`'s rules, if given), then the daemon until
+/// a signal.
+pub(super) async fn serve_command(
+    config: &ConfigArg,
+    (listen, control_listen): (Option<String>, Option<String>),
+    open: &OpenProxyArg,
+    chaos_profile: Option<String>,
+    record: Option<PathBuf>,
+) -> ExitCode {
+    let mut loaded = match load::load_daemon(config, listen, control_listen, open) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    if let Some(name) = chaos_profile {
+        match crate::chaos::profiles::load(&name) {
+            Ok(spec) => {
+                let mark = loaded.config.chaos.mark_responses;
+                loaded.config.chaos = spec.with_mark_responses(mark);
+            }
+            Err(e) => {
+                eprintln!("flakestorm: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    serve(loaded, record)
+        .await
+        .map_or_else(super::failed, |()| ExitCode::SUCCESS)
+}
+
+/// `record`: `serve` with no fault firing (a recording is of the agent's real traffic),
+/// its traffic taped to `output`.
+pub(super) async fn record(
+    config: &ConfigArg,
+    (listen, control_listen): (Option<String>, Option<String>),
+    open: &OpenProxyArg,
+    output: PathBuf,
+) -> ExitCode {
+    let mut loaded = match load::load_daemon(config, listen, control_listen, open) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let mark = loaded.config.chaos.mark_responses;
+    loaded.config.chaos = crate::config::chaos::CompiledChaos::default().with_mark_responses(mark);
+    serve(loaded, Some(output))
+        .await
+        .map_or_else(super::failed, |()| ExitCode::SUCCESS)
+}
 
 /// A line for `serve`'s stdout, collected so one failed write is handled once.
 macro_rules! say {

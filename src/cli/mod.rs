@@ -26,8 +26,8 @@ mod runs;
 mod session;
 
 pub use args::*;
-use commands::{StopSignal, ca, init, on_signals, profiles, serve};
-use load::{load, load_daemon, validate};
+use commands::{StopSignal, ca, init, on_signals, profiles};
+use load::{load, validate};
 
 /// Default config file looked for in the working directory when `-c` is not given.
 const DEFAULT_CONFIG: &str = "flakestorm.yaml";
@@ -46,23 +46,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             record,
             open,
         } => {
-            let mut loaded = match load_daemon(&config, listen, control_listen, &open) {
-                Ok(loaded) => loaded,
-                Err(code) => return code,
-            };
-            if let Some(name) = chaos_profile {
-                match crate::chaos::profiles::load(&name) {
-                    Ok(spec) => {
-                        let mark = loaded.config.chaos.mark_responses;
-                        loaded.config.chaos = spec.with_mark_responses(mark);
-                    }
-                    Err(e) => {
-                        eprintln!("flakestorm: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            serve(loaded, record).await
+            let listens = (listen, control_listen);
+            return commands::serve_command(&config, listens, &open, chaos_profile, record).await;
         }
         Command::Record {
             config,
@@ -70,44 +55,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             listen,
             control_listen,
             open,
-        } => {
-            let mut loaded = match load_daemon(&config, listen, control_listen, &open) {
-                Ok(loaded) => loaded,
-                Err(code) => return code,
-            };
-            // A recording is of the agent's real traffic: no configured fault fires.
-            let mark = loaded.config.chaos.mark_responses;
-            loaded.config.chaos =
-                crate::config::chaos::CompiledChaos::default().with_mark_responses(mark);
-            serve(loaded, Some(output)).await
-        }
+        } => return commands::record(&config, (listen, control_listen), &open, output).await,
         Command::Profiles { command } => return profiles(command),
-        Command::Contract {
-            command: ContractCommand::Validate { config },
-        } => return validate(&config, true),
-        Command::Contract {
-            command:
-                ContractCommand::Run {
-                    config,
-                    report,
-                    show,
-                    open,
-                },
-        } => {
-            let req = request(RunKind::Contract, false, None);
-            return dispatch(&config, open, req, report, show.show()).await;
-        }
-        Command::Contract {
-            command:
-                ContractCommand::Score {
-                    config,
-                    report,
-                    open,
-                },
-        } => {
-            let req = request(RunKind::Contract, false, None);
-            return dispatch(&config, open, req, report, runs::Show::SCORE_ONLY).await;
-        }
+        Command::Contract { command } => return contract(command).await,
         Command::Run {
             config,
             chaos_only,
@@ -137,29 +87,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             let req = request(RunKind::Ci, false, None);
             return dispatch_importing(&config, open, req, report, show.show()).await;
         }
-        Command::Replay {
-            command:
-                ReplayCommand::Run {
-                    sessions,
-                    from,
-                    config,
-                    report,
-                    show,
-                    open,
-                },
-        } => {
-            if from.given() {
-                return langsmith::replay(from, &config, open, report, show.show()).await;
-            }
-            return replay_run(sessions, &config, open, report, show.show()).await;
-        }
-        Command::Replay {
-            command:
-                ReplayCommand::Export {
-                    from_report,
-                    output,
-                },
-        } => return replay_export(&from_report, &output),
+        Command::Replay { command } => return replay(command).await,
         Command::Init { force } => init(force),
         Command::Validate { config } => return validate(&config, false),
         Command::Migrate { file, output } => return migrate::migrate(&file, output.as_deref()),
@@ -181,6 +109,53 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// `contract validate`, `contract run`, `contract score`.
+async fn contract(command: ContractCommand) -> ExitCode {
+    match command {
+        ContractCommand::Validate { config } => validate(&config, true),
+        ContractCommand::Run {
+            config,
+            report,
+            show,
+            open,
+        } => {
+            let req = request(RunKind::Contract, false, None);
+            dispatch(&config, open, req, report, show.show()).await
+        }
+        ContractCommand::Score {
+            config,
+            report,
+            open,
+        } => {
+            let req = request(RunKind::Contract, false, None);
+            dispatch(&config, open, req, report, runs::Show::SCORE_ONLY).await
+        }
+    }
+}
+
+/// `replay run` (session files, or a LangSmith trace with `--from`) and `replay export`.
+async fn replay(command: ReplayCommand) -> ExitCode {
+    match command {
+        ReplayCommand::Run {
+            sessions,
+            from,
+            config,
+            report,
+            show,
+            open,
+        } => {
+            if from.given() {
+                return langsmith::replay(from, &config, open, report, show.show()).await;
+            }
+            replay_run(sessions, &config, open, report, show.show()).await
+        }
+        ReplayCommand::Export {
+            from_report,
+            output,
+        } => replay_export(&from_report, &output),
+    }
 }
 
 /// `replay export`: 0 when every failed case was exported, 2 when one could not be (each
