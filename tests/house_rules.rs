@@ -218,11 +218,10 @@ const MAX_LINES: usize = 400;
 
 /// Files over the cap when it came in, with their size then: they may shrink, never grow,
 /// and leave this list once under it. Any other file must stay under the cap.
-const OVER_THE_CAP: [(&str, usize); 4] = [
+const OVER_THE_CAP: [(&str, usize); 3] = [
     ("src/config/load.rs", 410),
     ("src/config/replays.rs", 421),
     ("src/config/validate.rs", 412),
-    ("src/proxy/service.rs", 414),
 ];
 
 #[test]

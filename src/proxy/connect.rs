@@ -190,7 +190,7 @@ fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &s
 /// agent that does not trust flakestorm's CA: no request came through the tunnel. Not a
 /// request: journaled, not counted in the request metrics (the handshake metric counts it).
 fn record_handshake_failure(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
-    let uri = super::service::rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
+    let uri = super::target::rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
     let Ok(req) = Request::connect(uri.clone()).body(()) else {
         return;
     };

@@ -30,6 +30,7 @@ pub mod rescue;
 mod reverse;
 mod service;
 mod tape;
+mod target;
 mod tunnel;
 mod upstream;
 mod watchdog;
