@@ -39,6 +39,7 @@ pub mod replays;
 mod response_path;
 mod schema;
 mod sections;
+pub mod session_file;
 mod targets;
 mod trials;
 mod unset;

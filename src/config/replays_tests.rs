@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::session_file::{parse, read_session};
 
 fn spec(yaml: &str) -> (ReplaysSpec, Vec<String>) {
     let v: Value = serde_json::from_str(yaml).unwrap();

@@ -18,8 +18,8 @@ use super::pending::Pending;
 use super::recorder::Owner;
 use super::recorder::Recorder;
 use super::rescue::{self, ErrorKind, ProxyError};
-use super::{Proxy, ProxyBody, connect};
 use super::target::{rebuild, well_formed, without_userinfo};
+use super::{Proxy, ProxyBody, connect};
 use super::{attack, canary, upstream};
 use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, Route, Target, Timings};
 

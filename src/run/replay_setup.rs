@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::checks::Invariant;
-use crate::config::replays::{Session, SessionEntry, read_session};
+use crate::config::replays::{Session, SessionEntry};
+use crate::config::session_file::read_session;
 use crate::config::{Check, Config, ContractSpec, Overrides, Submitted, When};
 
 /// One invariant a session is judged with.

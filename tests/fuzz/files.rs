@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use flakestorm::config::ReportFormat;
-use flakestorm::config::replays::{Session, check_session, read_session};
+use flakestorm::config::replays::{Session, check_session};
+use flakestorm::config::session_file::read_session;
 use flakestorm::report::certificate::{self, Request, key};
 use flakestorm::run::Report;
 use flakestorm::tape::{Har, TapeTable, key_of};
