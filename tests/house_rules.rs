@@ -218,8 +218,7 @@ const MAX_LINES: usize = 400;
 
 /// Files over the cap when it came in, with their size then: they may shrink, never grow,
 /// and leave this list once under it. Any other file must stay under the cap.
-const OVER_THE_CAP: [(&str, usize); 2] =
-    [("src/config/load.rs", 410), ("src/config/validate.rs", 412)];
+const OVER_THE_CAP: [(&str, usize); 1] = [("src/config/load.rs", 410)];
 
 #[test]
 fn source_files_keep_under_the_size_cap() {
@@ -337,7 +336,7 @@ const MAX_FN_LINES: usize = 80;
 const LONG_FUNCTIONS: [(&str, &str, usize); 21] = [
     // One arm per writer op: a flat match.
     ("src/store/ops.rs", "write", 124),
-    ("src/config/validate.rs", "compile_chaos", 114),
+    ("src/config/chaos_rules.rs", "compile_chaos", 114),
     ("src/checks/answer.rs", "answer", 113),
     ("src/report/markdown.rs", "section", 112),
     ("src/config/untrusted.rs", "check_yaml", 111),

@@ -172,7 +172,7 @@ pub fn parse_chaos(
     lenient_v2_fields(&mut v, "chaos", &mut warnings);
     let (spec, index) = chaos_section(v, "chaos", &mut errors);
     let parsed = errors.len();
-    let compiled = super::validate::compile_chaos(&spec, tools, "chaos");
+    let compiled = super::chaos_rules::compile_chaos(&spec, tools, "chaos");
     if let Err(e) = &compiled {
         errors.extend(e.iter().cloned());
     }

@@ -308,7 +308,7 @@ fn scenarios(
         lenient_v2_fields(&mut rules, &path, warnings);
         let (chaos, index) = chaos_section(rules, &path, errors);
         let parsed = errors.len();
-        let chaos = super::validate::compile_chaos(&chaos, tools, &path).unwrap_or_else(|e| {
+        let chaos = super::chaos_rules::compile_chaos(&chaos, tools, &path).unwrap_or_else(|e| {
             errors.extend(e);
             CompiledChaos::default()
         });

@@ -16,6 +16,7 @@
 mod agent;
 pub mod chaos;
 mod chaos_load;
+mod chaos_rules;
 mod contract;
 mod crosscheck;
 mod de;
@@ -50,6 +51,7 @@ mod yaml_keys;
 
 pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
 pub use chaos_load::parse_chaos;
+pub use chaos_rules::compile_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors, Found, MAX_LISTED, capped, one_line};
@@ -72,7 +74,6 @@ pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;
 pub use unset::{Validated, load_for_validation, validate_text};
-pub use validate::compile_chaos;
 
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]
