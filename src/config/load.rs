@@ -246,7 +246,7 @@ fn load_source(
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
     let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
-    resolve_paths(&mut config, source.base);
+    super::paths::resolve_paths(&mut config, source.base);
     let parsed = errors.len();
     validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");
@@ -369,42 +369,6 @@ fn layered(
                 kind(&other)
             ),
         )),
-    }
-}
-
-/// Relative paths are relative to the config file's folder (like compose files).
-fn resolve_paths(c: &mut Config, base: &Path) {
-    let fix = |p: &mut PathBuf| {
-        if p.is_relative() {
-            *p = base.join(&*p);
-        }
-    };
-    fix(&mut c.ca.dir);
-    for p in [
-        &mut c.ca.cert_file,
-        &mut c.ca.key_file,
-        &mut c.ca.bundle_file,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        fix(p);
-    }
-    fix(&mut c.data_dir);
-    fix(&mut c.output.path);
-    if let Some(p) = c.proxy.upstream_ca_file.as_mut() {
-        fix(p);
-    }
-    c.replays.base = base.to_path_buf();
-    for s in &mut c.replays.sessions {
-        match s {
-            super::replays::SessionEntry::File(p) => fix(p),
-            super::replays::SessionEntry::Inline(s) => {
-                if let Some(t) = s.tape.as_mut() {
-                    fix(t);
-                }
-            }
-        }
     }
 }
 

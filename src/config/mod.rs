@@ -35,6 +35,7 @@ mod mutation_type;
 mod mutations;
 mod output;
 mod parsed;
+mod paths;
 pub mod redact;
 pub mod replays;
 mod response_path;
