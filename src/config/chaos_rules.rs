@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::ConfigError;
-use super::chaos::{ChaosSpec, Common, CompiledChaos};
+use super::chaos::{ChaosSpec, Common, CompiledChaos, Problem};
 use super::schema::ToolSpec;
 
 /// The one way a chaos spec becomes rules: checked against the declared tools, then
@@ -16,104 +16,133 @@ pub fn compile_chaos(
     tools: &[ToolSpec],
     prefix: &str,
 ) -> Result<CompiledChaos, Vec<ConfigError>> {
-    let mut errors = vec![];
     let (compiled, problems) = match CompiledChaos::compile(spec.clone()) {
         Ok(c) => (Some(c), vec![]),
         Err(p) => (None, p),
     };
-    // `compile`'s problems of one rule field, reported where the checks below used to
-    // make them, so the order of errors stays per rule.
-    let of = |list: &str, i: usize, glob: bool| -> Vec<(&'static str, String)> {
-        problems
-            .iter()
-            .filter(|p| p.list == list && p.index == i && (p.field == "match_url") == glob)
-            .map(|p| (p.field, p.message.clone()))
-            .collect()
-    };
-    let at = |list: &str, i: usize, field: &str| {
-        let base = if prefix.is_empty() {
-            format!("{list}[{i}]")
-        } else {
-            format!("{prefix}.{list}[{i}]")
-        };
-        if field.is_empty() {
-            base
-        } else {
-            format!("{base}.{field}")
-        }
-    };
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    let mut ids = HashSet::new();
-    let mut common = |list: &str, i: usize, c: &Common, errors: &mut Vec<ConfigError>| {
-        for (field, msg) in of(list, i, true) {
-            errors.push(ConfigError::new(at(list, i, field), msg));
-        }
-        if let Some(id) = c.id.as_ref().filter(|id| !ids.insert((*id).clone())) {
-            errors.push(ConfigError::new(
-                at(list, i, "id"),
-                format!("duplicate rule id `{id}`"),
-            ));
-        }
-        // Without any `tools:` (a Flakestorm v2 file) names cannot be checked; `load` warns.
-        if let Some(t) = c
-            .tool
-            .as_deref()
-            .filter(|t| *t != "*" && !names.is_empty() && !names.contains(t))
-        {
-            let msg = format!(
-                "`{t}` is not a name from `tools:` (declared: {}) or \"*\"",
-                names.join(", ")
-            );
-            errors.push(ConfigError::new(at(list, i, "tool"), msg));
-        }
-    };
-    // Every numeric field against its range (config::chaos::ranges), as `compile` found.
-    let numbers = |list: &str, i: usize, errors: &mut Vec<_>| {
-        for (field, msg) in of(list, i, false) {
-            errors.push(ConfigError::new(at(list, i, field), msg));
-        }
+    let mut c = Checks {
+        problems: &problems,
+        prefix,
+        names: tools.iter().map(|t| t.name.as_str()).collect(),
+        ids: HashSet::new(),
+        errors: vec![],
     };
     for (i, r) in spec.tool_faults.iter().enumerate() {
-        common("tool_faults", i, &r.common, &mut errors);
+        let at = ("tool_faults", i);
+        c.common(at, &r.common);
         if r.common.tool.is_none() {
-            errors.push(ConfigError::new(
-                at("tool_faults", i, "tool"),
+            c.error(
+                at,
+                "tool",
                 "required: a name from `tools:`, or \"*\" for every tool",
-            ));
+            );
         }
         if r.common.provider.is_some() {
-            errors.push(ConfigError::new(
-                at("tool_faults", i, "provider"),
+            c.error(
+                at,
+                "provider",
                 "only llm_faults and context_attacks take a provider",
-            ));
+            );
         }
-        numbers("tool_faults", i, &mut errors);
+        c.numbers(at);
     }
     for (i, r) in spec.llm_faults.iter().enumerate() {
-        common("llm_faults", i, &r.common, &mut errors);
+        let at = ("llm_faults", i);
+        c.common(at, &r.common);
         if r.common.tool.is_some() {
-            errors.push(ConfigError::new(
-                at("llm_faults", i, "tool"),
-                "llm_faults apply to LLM calls; use provider or match_url to narrow them",
-            ));
+            let why = "llm_faults apply to LLM calls; use provider or match_url to narrow them";
+            c.error(at, "tool", why);
         }
-        numbers("llm_faults", i, &mut errors);
+        c.numbers(at);
     }
     for (i, r) in spec.context_attacks.rules().iter().enumerate() {
-        common("context_attacks", i, &r.common, &mut errors);
-        numbers("context_attacks", i, &mut errors);
-        let empty = r.mode.lacks_payload();
-        if empty {
-            errors.push(ConfigError::new(
-                at("context_attacks", i, ""),
+        let at = ("context_attacks", i);
+        c.common(at, &r.common);
+        c.numbers(at);
+        if r.mode.lacks_payload() {
+            c.error(
+                at,
+                "",
                 format!("`{}` needs a non-empty payload", r.mode.name()),
-            ));
+            );
         }
     }
+    let mut errors = c.errors;
     errors.extend(unattributed(&problems, prefix));
     match compiled {
         Some(c) if errors.is_empty() => Ok(c),
         _ => Err(errors),
+    }
+}
+
+/// The checks of one spec's rules, each error at its rule's path.
+struct Checks<'a> {
+    /// `compile`'s problems, reported per rule where the checks used to make them, so the
+    /// order of errors stays per rule.
+    problems: &'a [Problem],
+    prefix: &'a str,
+    /// The names in `tools:`.
+    names: Vec<&'a str>,
+    /// Rule ids seen so far.
+    ids: HashSet<String>,
+    errors: Vec<ConfigError>,
+}
+
+/// A rule: its list and index.
+type At = (&'static str, usize);
+
+impl Checks<'_> {
+    /// `{prefix}.{list}[{i}].{field}` (no prefix for a top-level spec, no field for the rule).
+    fn path(&self, (list, i): At, field: &str) -> String {
+        let base = match self.prefix {
+            "" => format!("{list}[{i}]"),
+            p => format!("{p}.{list}[{i}]"),
+        };
+        match field {
+            "" => base,
+            f => format!("{base}.{f}"),
+        }
+    }
+
+    fn error(&mut self, at: At, field: &str, message: impl Into<String>) {
+        let path = self.path(at, field);
+        self.errors.push(ConfigError::new(path, message));
+    }
+
+    /// `compile`'s problems of the rule: its `match_url` (`glob`) or its other fields.
+    fn compiled(&mut self, (list, i): At, glob: bool) {
+        let problems = self.problems;
+        let of_rule =
+            |p: &&Problem| p.list == list && p.index == i && (p.field == "match_url") == glob;
+        for p in problems.iter().filter(of_rule) {
+            self.error((list, i), p.field, p.message.clone());
+        }
+    }
+
+    /// What every rule has: its glob, a unique id, a tool from `tools:`.
+    fn common(&mut self, at: At, c: &Common) {
+        self.compiled(at, true);
+        if let Some(id) = c.id.as_ref().filter(|id| !self.ids.insert((*id).clone())) {
+            self.error(at, "id", format!("duplicate rule id `{id}`"));
+        }
+        // Without any `tools:` (a Flakestorm v2 file) names cannot be checked; `load` warns.
+        let names = &self.names;
+        let unknown = c
+            .tool
+            .as_deref()
+            .filter(|t| *t != "*" && !names.is_empty() && !names.contains(t));
+        if let Some(t) = unknown {
+            let msg = format!(
+                "`{t}` is not a name from `tools:` (declared: {}) or \"*\"",
+                names.join(", ")
+            );
+            self.error(at, "tool", msg);
+        }
+    }
+
+    /// Every numeric field against its range (config::chaos::ranges), as `compile` found.
+    fn numbers(&mut self, at: At) {
+        self.compiled(at, false);
     }
 }
 
