@@ -42,15 +42,14 @@ pub fn reports_dir() -> PathBuf {
     std::env::temp_dir().join("flakestorm-demo")
 }
 
-async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
-    let mocks = origins::start(dir).await?;
-    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(DemoError::from("binding the agent"))?;
-    let agent_port = agent_listener
-        .local_addr()
-        .map_err(DemoError::from("binding the agent"))?
-        .port();
+/// The embedded config, written to `dir` and loaded with the ports of the mock tools, the
+/// mock LLM and the agent; its listeners on free ports, the mocks' CA trusted, JSON and
+/// HTML reports.
+fn demo_config(
+    dir: &std::path::Path,
+    mocks: &origins::Mocks,
+    agent_port: u16,
+) -> Result<config::Loaded, DemoError> {
     let file = dir.join("flakestorm.yaml");
     std::fs::write(&file, DEMO_CONFIG).map_err(DemoError::from("writing the demo config"))?;
     let env: BTreeMap<String, String> = [
@@ -70,6 +69,19 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         .trust_upstream_ca(mocks.ca_file.clone())
         .map_err(DemoError::from("trusting the mock tools' CA"))?;
     cfg.output.format = vec![ReportFormat::Json, ReportFormat::Html];
+    Ok(loaded)
+}
+
+async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
+    let mocks = origins::start(dir).await?;
+    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(DemoError::from("binding the agent"))?;
+    let agent_port = agent_listener
+        .local_addr()
+        .map_err(DemoError::from("binding the agent"))?
+        .port();
+    let loaded = demo_config(dir, &mocks, agent_port)?;
     let ci = RunRequest {
         kind: RunKind::Ci,
         under_chaos: false,
@@ -132,6 +144,12 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
     if let Some(why) = ended.written.failed.first() {
         return Err(DemoError(format!("writing the report: {why}")));
     }
+    next_steps(&mut out, &reports);
+    Ok(out)
+}
+
+/// Where the report is, and what to do next.
+fn next_steps(out: &mut String, reports: &std::path::Path) {
     let _ = writeln!(
         out,
         "\nreport: {} (only the latest demo's is kept)",
@@ -143,7 +161,6 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
          (README; every fault: docs/faults.md; every check: docs/invariants.md)."
     );
-    Ok(out)
 }
 
 /// The demo's words where `ci`'s would send a user looking for a config of theirs.
