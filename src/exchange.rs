@@ -342,6 +342,12 @@ impl McpCall {
 }
 
 /// The MCP method that calls a tool.
+/// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
+/// any parameters (`text/event-stream; charset=utf-8`).
+pub fn is_event_stream(content_type: &str) -> bool {
+    content_type.to_ascii_lowercase().contains("event-stream")
+}
+
 pub const TOOLS_CALL: &str = "tools/call";
 /// The MCP method that lists tools.
 pub const TOOLS_LIST: &str = "tools/list";
@@ -506,6 +512,13 @@ mod tests {
             assert_eq!(serde_json::to_value(k).unwrap(), k.name());
         }
         assert_eq!(ErrorKind::ClientCancelled.name(), "client_cancelled");
+    }
+
+    #[test]
+    fn an_event_stream_is_known_in_any_case_and_with_parameters() {
+        assert!(is_event_stream("text/event-stream"));
+        assert!(is_event_stream("Text/Event-Stream; charset=utf-8"));
+        assert!(!is_event_stream("application/json"));
     }
 
     #[test]

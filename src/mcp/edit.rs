@@ -92,7 +92,7 @@ const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/lis
 
 /// `body` (of type `content_type`) with `edit` made; the error says why it could not be.
 pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, String> {
-    let stream = content_type.to_ascii_lowercase().contains("event-stream");
+    let stream = crate::exchange::is_event_stream(content_type);
     if let Edit::ListChanged { .. } = edit {
         // Server messages may precede the answer on its request's stream; JSON has no room.
         if !stream {

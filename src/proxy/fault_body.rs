@@ -254,7 +254,7 @@ where
             State::Corrupt { buf, content_type } => {
                 let body = std::mem::take(buf).freeze();
                 // An event stream keeps its framing: its last message is what breaks.
-                let sse = content_type.to_ascii_lowercase().contains("event-stream");
+                let sse = crate::exchange::is_event_stream(content_type);
                 let out = sse
                     .then(|| crate::mcp::corrupt_last_event(&body))
                     .flatten()

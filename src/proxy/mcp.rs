@@ -95,7 +95,7 @@ fn accepts_stream(headers: &http::HeaderMap) -> bool {
     headers
         .get_all(http::header::ACCEPT)
         .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")))
+        .any(|v| v.to_str().is_ok_and(crate::exchange::is_event_stream))
 }
 
 /// A message not read whole: over the limit (its first bytes still say which tool it

@@ -36,7 +36,7 @@ pub(super) fn state(
     skip: &SkipNote,
     queue: &mut VecDeque<Out>,
 ) -> State {
-    let stream = content_type.to_ascii_lowercase().contains("event-stream");
+    let stream = crate::exchange::is_event_stream(content_type);
     match (edit, stream) {
         (Edit::ListChanged { notice }, true) => {
             queue.push_back(Out::Data(crate::mcp::list_changed_event()));

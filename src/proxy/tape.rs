@@ -159,7 +159,7 @@ fn with_live_id(answer: &mut Answer, id: serde_json::Value) {
         .unwrap_or_default();
     let edit = crate::mcp::Edit::Id(id);
     let whole: Vec<u8> = answer.pieces.iter().flat_map(|(_, p)| p.to_vec()).collect();
-    if ct.to_ascii_lowercase().contains("event-stream") {
+    if crate::exchange::is_event_stream(&ct) {
         let mut at = 0;
         while let Some(end) = crate::mcp::next_event(&whole[at..]) {
             if let Some(edited) = edit.event(&whole[at..at + end]) {
