@@ -5,7 +5,7 @@
 //! 2 not tested or error (the run could not judge the agent), and 2 for bad config or an
 //! unreachable agent before any case.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::ReportArgs;
@@ -13,12 +13,10 @@ use super::baseline::{Baseline, none_found, same_as};
 use super::progress::Display;
 use super::report_path;
 use super::session::Options;
+pub(super) use super::shown::shown;
 use crate::config::Loaded;
-use crate::run::session::Session;
-use crate::run::{
-    Report, RunKind, RunRequest, RunVerdict, Shard, chaos_summary, mutation_summary, prepare,
-    replay_summary, summary, verdict_line,
-};
+use crate::run::session::{Ended, Session};
+use crate::run::{Report, RunKind, RunRequest, RunVerdict, Shard, prepare};
 use crate::store::RunStatus;
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
@@ -42,10 +40,6 @@ impl Show {
     pub(super) fn summary(self) -> bool {
         !self.quiet && !self.json && !self.score_only
     }
-}
-
-fn color() -> bool {
-    std::io::IsTerminal::is_terminal(&std::io::stdout())
 }
 
 /// The report path (checked before anything starts) and a session for the run.
@@ -130,7 +124,25 @@ pub async fn run(
     };
     let ended = session.finish(report, &path).await;
     session.stop().await;
-    let crate::run::session::Ended {
+    let report = match shown_end(ended, show, &path)? {
+        Ok(report) => report,
+        Err(code) => return Ok(code),
+    };
+    let max_drop = args.max_drop.unwrap_or(0.0);
+    let measure = report.info().and_then(|i| i.trials.as_ref());
+    let dropped = super::baseline::dropped(baseline, &report.scores(), measure, max_drop);
+    let code = match shard {
+        Some(s) => shard_end(&report, s),
+        None => exit(report.verdict()),
+    };
+    Ok(gate(code, report.verdict(), &dropped))
+}
+
+/// Prints the ended run (its report, the files written, its tapes) and what could not be
+/// kept; the report, or exit 2 when the run store could not record it (`Err`: no JSON
+/// report was written).
+fn shown_end(ended: Ended, show: Show, path: &Path) -> anyhow::Result<Result<Report, ExitCode>> {
+    let Ended {
         report,
         written,
         taped,
@@ -157,7 +169,7 @@ pub async fn run(
             println!(
                 "tapes: {} case(s) in {}",
                 taped.len(),
-                crate::run::tapes::tapes_dir(&path).display()
+                crate::run::tapes::tapes_dir(path).display()
             );
         }
     }
@@ -167,16 +179,9 @@ pub async fn run(
              {}",
             path.display()
         );
-        return Ok(ExitCode::from(2));
+        return Ok(Err(ExitCode::from(2)));
     }
-    let max_drop = args.max_drop.unwrap_or(0.0);
-    let measure = report.info().and_then(|i| i.trials.as_ref());
-    let dropped = super::baseline::dropped(baseline, &report.scores(), measure, max_drop);
-    let code = match shard {
-        Some(s) => shard_end(&report, s),
-        None => exit(report.verdict()),
-    };
-    Ok(gate(code, report.verdict(), &dropped))
+    Ok(Ok(report))
 }
 
 /// The baseline's scores (`--baseline`), when asked for and found; exit 2 when the store
@@ -269,85 +274,6 @@ pub(super) fn gate(code: ExitCode, verdict: RunVerdict, dropped: &[String]) -> E
         RunVerdict::Pass => ExitCode::from(1),
         RunVerdict::Fail | RunVerdict::NotTested | RunVerdict::Error => code,
     }
-}
-
-/// The report as `show` prints it (not `--json`).
-pub(super) fn shown(report: &Report, show: Show) -> String {
-    let (verdict, score) = (report.verdict(), report.score());
-    match report {
-        Report::Contract(r) if show.score_only => {
-            // The reasons on stderr when it is not a pass: stdout is the score alone.
-            if !verdict.passed() {
-                eprint!("{}", verdict_line(score, r.min_score, &r.judgement));
-            }
-            format!("{score:.1}\n")
-        }
-        _ if show.quiet || show.score_only => {
-            format!(
-                "{} {}: {score:.1}/100\n",
-                report_label(report),
-                verdict.label()
-            )
-        }
-        Report::Contract(r) => summary(r, color()),
-        Report::Chaos(r) => chaos_summary(r),
-        Report::Mutation(r) => mutation_summary(r),
-        Report::Replay(r) => replay_summary(r),
-        Report::Ci(r) => ci_summary(r),
-    }
-}
-
-fn report_label(report: &Report) -> &'static str {
-    match report {
-        Report::Contract(_) => "contract",
-        Report::Chaos(_) => "chaos",
-        Report::Mutation(_) => "mutation",
-        Report::Replay(_) => "replay",
-        Report::Ci(_) => "ci",
-    }
-}
-
-/// `ci`'s summary: each phase's, then the phases' scores and the overall verdict.
-fn ci_summary(report: &crate::run::CiReport) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if let Some(m) = &report.mutation {
-        let _ = writeln!(out, "{}", mutation_summary(m));
-    }
-    if let Some(c) = &report.contract {
-        out.push_str(&summary(c, color()));
-    }
-    if let Some(c) = &report.chaos {
-        let _ = write!(out, "\n{}", chaos_summary(c));
-    }
-    if let Some(r) = &report.replay {
-        let _ = write!(out, "\n{}", replay_summary(r));
-    }
-    out.push_str("\nphases:\n");
-    for p in &report.phases {
-        let _ = match (p.score, &p.skipped, p.verdict) {
-            // Its score measures nothing of the agent, and the overall leaves it out.
-            (Some(_), _, Some(RunVerdict::NotTested)) => writeln!(
-                out,
-                "  {:<9} not tested: left out of the overall  (weight {})",
-                p.name, p.weight
-            ),
-            (Some(s), _, v) => writeln!(
-                out,
-                "  {:<9} {s:>5.1}  {}  (weight {})",
-                p.name,
-                v.map_or("", RunVerdict::label),
-                p.weight
-            ),
-            (None, Some(why), _) => writeln!(out, "  {:<9} skipped: {why}", p.name),
-            (None, None, _) => writeln!(out, "  {:<9} -", p.name),
-        };
-    }
-    out.push_str(
-        &verdict_line(report.overall, report.min_score, &report.judgement)
-            .replacen("score", "overall", 1),
-    );
-    out
 }
 
 fn exit(verdict: RunVerdict) -> ExitCode {

@@ -1,0 +1,91 @@
+//! A run's report as the terminal shows it: the summary of its kind, the phases of `ci`,
+//! or the score alone (`contract score`, `--quiet`).
+
+use super::runs::Show;
+use crate::run::{
+    Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, verdict_line,
+};
+
+/// Colours only on a terminal.
+fn color() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
+}
+
+/// The report as `show` prints it (not `--json`).
+pub(super) fn shown(report: &Report, show: Show) -> String {
+    let (verdict, score) = (report.verdict(), report.score());
+    match report {
+        Report::Contract(r) if show.score_only => {
+            // The reasons on stderr when it is not a pass: stdout is the score alone.
+            if !verdict.passed() {
+                eprint!("{}", verdict_line(score, r.min_score, &r.judgement));
+            }
+            format!("{score:.1}\n")
+        }
+        _ if show.quiet || show.score_only => {
+            format!(
+                "{} {}: {score:.1}/100\n",
+                report_label(report),
+                verdict.label()
+            )
+        }
+        Report::Contract(r) => summary(r, color()),
+        Report::Chaos(r) => chaos_summary(r),
+        Report::Mutation(r) => mutation_summary(r),
+        Report::Replay(r) => replay_summary(r),
+        Report::Ci(r) => ci_summary(r),
+    }
+}
+
+fn report_label(report: &Report) -> &'static str {
+    match report {
+        Report::Contract(_) => "contract",
+        Report::Chaos(_) => "chaos",
+        Report::Mutation(_) => "mutation",
+        Report::Replay(_) => "replay",
+        Report::Ci(_) => "ci",
+    }
+}
+
+/// `ci`'s summary: each phase's, then the phases' scores and the overall verdict.
+fn ci_summary(report: &crate::run::CiReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if let Some(m) = &report.mutation {
+        let _ = writeln!(out, "{}", mutation_summary(m));
+    }
+    if let Some(c) = &report.contract {
+        out.push_str(&summary(c, color()));
+    }
+    if let Some(c) = &report.chaos {
+        let _ = write!(out, "\n{}", chaos_summary(c));
+    }
+    if let Some(r) = &report.replay {
+        let _ = write!(out, "\n{}", replay_summary(r));
+    }
+    out.push_str("\nphases:\n");
+    for p in &report.phases {
+        let _ = match (p.score, &p.skipped, p.verdict) {
+            // Its score measures nothing of the agent, and the overall leaves it out.
+            (Some(_), _, Some(RunVerdict::NotTested)) => writeln!(
+                out,
+                "  {:<9} not tested: left out of the overall  (weight {})",
+                p.name, p.weight
+            ),
+            (Some(s), _, v) => writeln!(
+                out,
+                "  {:<9} {s:>5.1}  {}  (weight {})",
+                p.name,
+                v.map_or("", RunVerdict::label),
+                p.weight
+            ),
+            (None, Some(why), _) => writeln!(out, "  {:<9} skipped: {why}", p.name),
+            (None, None, _) => writeln!(out, "  {:<9} -", p.name),
+        };
+    }
+    out.push_str(
+        &verdict_line(report.overall, report.min_score, &report.judgement)
+            .replacen("score", "overall", 1),
+    );
+    out
+}
