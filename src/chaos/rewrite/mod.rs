@@ -251,11 +251,7 @@ impl LlmRewriter {
         if let (Some(r), Some(j)) = (w.recap(), ev.json.as_ref()) {
             r.observe(&mut self.progress, j);
         }
-        let is_content = kind == Kind::Content
-            && ev
-                .json
-                .as_mut()
-                .is_some_and(|j| output::carries_output(w, j));
+        let is_content = kind == Kind::Content && output::event_carries_output(w, &mut ev);
         let out = self.on_event(ev, kind, frame);
         if is_content {
             self.content_events += 1;
@@ -309,10 +305,7 @@ impl LlmRewriter {
                 vec![Out::Delay(ms(d)), Out::Data(frame)]
             }
             LlmMode::StreamCut { after_events, loud } => {
-                let carries = ev
-                    .json
-                    .as_mut()
-                    .is_some_and(|j| output::carries_output(w, j));
+                let carries = output::event_carries_output(w, &mut ev);
                 self.stream_cut(kind, (carries, !repeats), frame, (after_events, loud))
             }
             LlmMode::Garbage {} if kind == Kind::Content => {

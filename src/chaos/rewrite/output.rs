@@ -15,6 +15,11 @@ pub fn has_text(w: &dyn Wire, v: &mut Value, stream: bool) -> bool {
     any
 }
 
+/// Whether a stream event carries generated text or tool-call pieces (`carries_output`).
+pub fn event_carries_output(w: &dyn Wire, ev: &mut crate::llm::frame::Event) -> bool {
+    ev.json.as_mut().is_some_and(|j| carries_output(w, j))
+}
+
 /// Whether a stream chunk carries generated text or tool-call pieces (an OpenAI role
 /// chunk with empty content does not).
 pub fn carries_output(w: &dyn Wire, v: &mut Value) -> bool {

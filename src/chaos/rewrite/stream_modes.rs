@@ -22,10 +22,7 @@ impl LlmRewriter {
         form: Option<ResponsesEvent>,
     ) -> Vec<Out> {
         let w = self.wire;
-        let carries = ev
-            .json
-            .as_mut()
-            .is_some_and(|j| output::carries_output(w, j));
+        let carries = output::event_carries_output(w, &mut ev);
         if !self.cuts_here(kind, carries, after_events) {
             return vec![Out::Data(frame)];
         }
@@ -45,10 +42,7 @@ impl LlmRewriter {
         signal: FilterSignal,
     ) -> Vec<Out> {
         let w = self.wire;
-        let carries = ev
-            .json
-            .as_mut()
-            .is_some_and(|j| output::carries_output(w, j));
+        let carries = output::event_carries_output(w, &mut ev);
         if !self.cuts_here(kind, carries, signal.passes()) {
             if let (Some(r), Some(j)) = (w.recap(), ev.json.as_mut()) {
                 r.record_sent(&mut self.progress, j);
