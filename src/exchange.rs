@@ -341,13 +341,13 @@ impl McpCall {
     }
 }
 
-/// The MCP method that calls a tool.
 /// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
 /// any parameters (`text/event-stream; charset=utf-8`).
 pub fn is_event_stream(content_type: &str) -> bool {
     content_type.to_ascii_lowercase().contains("event-stream")
 }
 
+/// The MCP method that calls a tool.
 pub const TOOLS_CALL: &str = "tools/call";
 /// The MCP method that lists tools.
 pub const TOOLS_LIST: &str = "tools/list";

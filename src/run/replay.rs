@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::cases::{CaseCheck, CaseResult, Tie, run_case, trace_id};
 use super::coverage::{self, Coverage};
 use super::judge::view;
-use super::replay_setup::{self, Judged};
-use super::replay_verdict::{applies, misses, session_reasons, shell, verdict};
+use super::replay_setup::Judged;
+use super::replay_verdict::{applies, misses, session_reasons, verdict};
 use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, Seen, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;
@@ -75,18 +75,7 @@ pub async fn run_replay(
     };
     // Every session is read and its contract resolved first, so progress plans only the
     // sessions that will run.
-    let setups: Vec<_> = replay_setup::sessions(entries)
-        .into_iter()
-        .map(|r| {
-            let v = shell(&r);
-            let setup = r.session.and_then(|s| {
-                let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
-                let tape = replay_setup::tape(&s, r.file.as_deref(), config)?;
-                Ok((s, judged, tape))
-            });
-            (v, setup)
-        })
-        .collect();
+    let setups = super::replay_verdict::set_up(entries, config);
     // Under `--shard`, the shard's sessions only, each at its place in the whole run.
     let units: Vec<String> = setups.iter().map(|(v, _)| v.id.clone()).collect();
     let held = |id: &str| ctx.shard.is_none_or(|s| s.holds(id));
@@ -127,18 +116,7 @@ pub async fn run_replay(
                 mut case, covered, ..
             } = played;
             case.trial = (ctx.trials.n > 1).then_some(t + 1);
-            if let Some(p) = &ctx.progress {
-                let so_far = match vt.verdict {
-                    RunVerdict::Pass => SoFar::Passed,
-                    RunVerdict::Fail => SoFar::Failed,
-                    RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
-                };
-                let judged = super::Judged {
-                    so_far,
-                    checks: super::CaseChecks::Named(vt.checks.clone()),
-                };
-                (p.case)(&case, &judged);
-            }
+            tell_progress(ctx, &case, &vt);
             vt.case = Some(cases.len());
             cases.push(case);
             coverage.push(covered);
@@ -164,6 +142,21 @@ pub async fn run_replay(
     let mut report = replay_report(ctx, on_miss, parts, &seen);
     report.shard = shard;
     report
+}
+
+/// A session's case, told to the progress hooks with the session's verdict so far.
+fn tell_progress(ctx: &RunContext, case: &CaseResult, vt: &SessionVerdict) {
+    let Some(p) = &ctx.progress else { return };
+    let so_far = match vt.verdict {
+        RunVerdict::Pass => SoFar::Passed,
+        RunVerdict::Fail => SoFar::Failed,
+        RunVerdict::NotTested | RunVerdict::Error => SoFar::NotJudged,
+    };
+    let judged = super::Judged {
+        so_far,
+        checks: super::CaseChecks::Named(vt.checks.clone()),
+    };
+    (p.case)(case, &judged);
 }
 
 /// A replay run's sessions, their cases and coverage (in run order), and its warnings.

@@ -3,6 +3,7 @@
 use super::*;
 use crate::config::When;
 use crate::run::replay_setup::Ready;
+use crate::run::replay_verdict::shell;
 
 fn session(id: &str, verdict: RunVerdict, why: &str) -> SessionVerdict {
     let r = Ready {

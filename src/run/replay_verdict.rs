@@ -6,10 +6,14 @@
 use serde::{Deserialize, Serialize};
 
 use super::cases::{CaseCheck, CaseResult};
-use super::replay_setup::Ready;
+use std::sync::Arc;
+
+use super::replay_setup::{self, Judged, Ready};
 use super::verdict::{Judgement, RunVerdict};
 use crate::chaos::replay::RULE;
+use crate::config::Config;
 use crate::config::When;
+use crate::config::replays::{Session, SessionEntry};
 use crate::exchange::FaultKind;
 
 /// One session's verdict.
@@ -181,4 +185,31 @@ pub(super) fn session_reasons(sessions: &[SessionVerdict], j: &mut Judgement) {
         j.reasons.extend(failed);
         j.reasons.extend(untested);
     }
+}
+
+/// A session read, its contract's checks and its tape, or why it cannot run.
+pub(super) type SetUp = Result<
+    (
+        Session,
+        (String, Vec<Judged>),
+        Option<Arc<crate::tape::TapeTable>>,
+    ),
+    String,
+>;
+
+/// Each session's verdict shell and its set-up, in the config's order.
+pub(super) fn set_up(entries: &[SessionEntry], config: &Config) -> Vec<(SessionVerdict, SetUp)> {
+    let each = |r: Ready| {
+        let v = shell(&r);
+        let setup = r.session.and_then(|s| {
+            let judged = replay_setup::invariants(&s, r.file.as_deref(), config)?;
+            let tape = replay_setup::tape(&s, r.file.as_deref(), config)?;
+            Ok((s, judged, tape))
+        });
+        (v, setup)
+    };
+    replay_setup::sessions(entries)
+        .into_iter()
+        .map(each)
+        .collect()
 }
