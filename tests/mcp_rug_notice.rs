@@ -156,3 +156,27 @@ async fn parallel_calls_of_one_session_carry_one_notice_between_them() {
         "only the call that carried it records it"
     );
 }
+
+/// A rug pull that takes every MCP message (`mcp_method: "*"`) still changes only tool
+/// lists: a tool call is no listing, and its answer carries the notice.
+#[tokio::test]
+async fn a_rug_pull_taking_every_method_still_tells_on_a_tool_call() {
+    let server = server().await;
+    let yaml =
+        config(&server, "").replace("payload: CHANGED}", "payload: CHANGED, mcp_method: '*'}");
+    let p = start_proxy(&yaml).await;
+    let url = server.http_url("/mcp");
+    within("session", async {
+        post(&p, &url, "s", 1, "tools/list", "").await;
+        let call = post(&p, &url, "s", 2, "tools/call", "get_weather").await;
+        assert!(call.contains(NOTICE) && call.contains("Sunny"), "{call}");
+        let listed = post(&p, &url, "s", 3, "tools/list", "").await;
+        assert!(
+            listed.contains("CHANGED"),
+            "the second listing changed: {listed}"
+        );
+    })
+    .await;
+    p.daemon.journal.wait_for(3).await;
+    assert_eq!(notices(&p)[1], Some((true, None)));
+}

@@ -26,5 +26,22 @@ pub use classify::Classifier;
 pub use engine::{DeclareGuard, Engine, InstallGuard, Installed, TraceGuard};
 pub use replay::{Replay, ReplayTable};
 pub use rng::{mix, stream};
-pub use rules::{Decision, Fault, Fired, Formats, RuleSet};
+pub use rules::{Decision, Fired, Formats, RuleSet};
 pub use stats::{RuleKind, RuleStats, sum as sum_stats};
+
+/// What a fault rule does when it fires.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    Tool(crate::config::chaos::ToolMode),
+    Llm(crate::config::chaos::LlmMode),
+}
+
+impl Fault {
+    /// What the journal records it as.
+    pub fn kind(&self) -> crate::exchange::FaultKind {
+        match self {
+            Fault::Tool(m) => m.kind(),
+            Fault::Llm(m) => m.kind(),
+        }
+    }
+}

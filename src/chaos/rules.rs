@@ -10,20 +10,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use globset::GlobSet;
 
+use super::Fault;
 use super::canary::Canary;
 use super::replay::{Replay, ReplayTable};
 use super::rng;
 use super::scope::{McpRule, Scope, attack_methods};
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, LlmMode, Rule, ToolMode};
+use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, Rule};
 use crate::exchange::{McpCall, TOOLS_CALL, Target};
-
-/// What a rule does when it fires.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Fault {
-    Tool(ToolMode),
-    Llm(LlmMode),
-}
 
 /// A rule that fired for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +123,12 @@ impl Compiled<AttackMode> {
 
     /// `trigger`, a rug pull counting a session's listings on their own.
     fn fire(&self, seed: u64, mcp: Option<&McpCall>) -> Option<Fired<AttackMode>> {
+        // A rug pull changes tool lists: a tool call (under an `mcp_method` that takes it)
+        // is no listing, and its answer carries only the notice (`list_changed`).
+        let rug = matches!(self.what, AttackMode::McpRugPull { .. });
+        if rug && mcp.and_then(McpCall::tool_call).is_some() {
+            return None;
+        }
         let listed = self.rug_session(mcp).and_then(|s| self.sessions.listed(s));
         self.trigger_past(seed, listed.map(|n| n > self.after_calls))
     }

@@ -60,6 +60,10 @@ pub enum FaultKind {
     Replayed,
     /// A replay had no recorded answer for the call (`on_miss`).
     ReplayMiss,
+    /// A name this build does not know (a report or journal of a newer build): read so the
+    /// rest of the record still is, never made.
+    #[serde(other)]
+    Unknown,
 }
 
 impl FaultKind {
@@ -102,7 +106,8 @@ impl FaultKind {
             | FaultKind::McpRugPull
             | FaultKind::McpShadowing
             | FaultKind::Replayed
-            | FaultKind::ReplayMiss => false,
+            | FaultKind::ReplayMiss
+            | FaultKind::Unknown => false,
         }
     }
 }
@@ -123,13 +128,15 @@ mod tests {
     #[test]
     fn every_kind_is_named_as_serde_does_and_reads_back() {
         let kinds: Vec<FaultKind> = FaultKind::iter().collect();
-        assert_eq!(kinds.len(), 33);
+        assert_eq!(kinds.len(), 34);
         for k in kinds {
             let name = serde_json::to_value(k).unwrap();
             assert_eq!(name, k.as_str());
             assert_eq!(serde_json::from_value::<FaultKind>(name).unwrap(), k);
         }
         assert_eq!(FaultKind::McpRugPull.to_string(), "mcp_rug_pull");
+        let newer = serde_json::from_value::<FaultKind>("a_mode_of_a_newer_build".into());
+        assert_eq!(newer.unwrap(), FaultKind::Unknown);
     }
 
     #[test]

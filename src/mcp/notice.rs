@@ -30,7 +30,7 @@ impl Notice {
             })
     }
 
-    /// The notice went out: the session stays told.
+    /// The notice went out: the session stays told (the event is queued ahead of the answer).
     pub fn sent(&self) {
         self.sent.store(true, Ordering::Release);
     }

@@ -145,11 +145,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
             tape,
         };
     };
-    let mode = match &fired.what {
-        Fault::Tool(m) => m.kind(),
-        Fault::Llm(m) => m.kind(),
-    };
-    rec.set_fault(&fired.rule_id, mode);
+    rec.set_fault(&fired.rule_id, fired.what.kind());
     let mark = decision
         .mark
         .then(|| HeaderValue::from_str(&fired.rule_id).ok())
@@ -173,7 +169,10 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         header("mcp-protocol-version"),
     );
     match action(&fired, &target, json, (rec.exchange().mcp.as_ref(), head)) {
-        Ok(a) => plan.action = Some(a),
+        Ok(a) => {
+            not_reached(rec, &plan.attacks, &a);
+            plan.action = Some(a);
+        }
         Err(note) => {
             plan.mark = None;
             plan.tape = tape;
@@ -194,9 +193,14 @@ fn cuts_context(fired: &Fired<Fault>, target: &Target) -> bool {
     respond::context_length_exceeded(*provider, fired.draw).is_none()
 }
 
-/// Notes the attacks that fired as not applied: the agent got `instead`, never what they
-/// would have made (nothing reached the upstream, no upstream answer was edited).
-pub fn unapplied(rec: &mut Recorder, attacks: &[(usize, Fired<AttackMode>)], instead: &str) {
+/// A fault that answers or closes: nothing reaches the upstream, so no attack that fired
+/// applies (also when the agent gives up during the fault's hold).
+fn not_reached(rec: &mut Recorder, attacks: &[(usize, Fired<AttackMode>)], a: &Action) {
+    let instead = match a {
+        Action::Respond { .. } => "the fault's answer",
+        Action::Drop { .. } => "a closed connection",
+        Action::Forward { .. } => return,
+    };
     for (i, _) in attacks {
         rec.not_applied(
             Owner::Attack(*i),
@@ -205,10 +209,8 @@ pub fn unapplied(rec: &mut Recorder, attacks: &[(usize, Fired<AttackMode>)], ins
     }
 }
 
-/// Answers with a fault's synthetic response and records it (the attacks that fired on
-/// the same exchange did not apply).
-pub fn respond(mut rec: Recorder, synthetic: Synthetic, plan: &Plan) -> Response<ProxyBody> {
-    unapplied(&mut rec, &plan.attacks, "the fault's answer");
+/// Answers with a fault's synthetic response and records it.
+pub fn respond(rec: Recorder, synthetic: Synthetic, plan: &Plan) -> Response<ProxyBody> {
     let len = synthetic.body.len() as u64;
     let captured = rec.capture().is_some().then(|| synthetic.body.clone());
     let mut resp = Response::new(
@@ -244,10 +246,8 @@ pub fn respond(mut rec: Recorder, synthetic: Synthetic, plan: &Plan) -> Response
     resp
 }
 
-/// Records an exchange whose connection a fault closed without a response, and why (the
-/// attacks that fired on it did not apply).
-pub fn dropped(mut rec: Recorder, why: &str, attacks: &[(usize, Fired<AttackMode>)]) {
-    unapplied(&mut rec, attacks, "a closed connection");
+/// Records an exchange whose connection a fault closed without a response, and why.
+pub fn dropped(rec: Recorder, why: &str) {
     let error = ErrorInfo {
         source: ErrorSource::Injected,
         kind: crate::exchange::ErrorKind::ConnectionClosed,

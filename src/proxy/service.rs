@@ -135,7 +135,7 @@ pub(super) async fn exchange(
         }
         Some(Action::Drop { delay, why }) => {
             wait(delay).await;
-            fault::dropped(pending.take(), why, &plan.attacks);
+            fault::dropped(pending.take(), why);
             return Err(Dropped);
         }
         Some(Action::Forward {

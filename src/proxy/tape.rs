@@ -292,8 +292,6 @@ pub async fn play(
         super::fault::dropped(
             rec,
             "closed with no response: the tape recorded no response (status 0)",
-            // A call a tape answers has no attacks (`RuleSet::decide`).
-            &[],
         );
         return Err(super::fault::Dropped);
     }
