@@ -93,57 +93,65 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
         }
     }
     if s.phase == crate::run::RunKind::Contract {
-        let bad: Vec<_> = s
-            .cells
-            .iter()
-            .filter(|c| matches!(c.verdict, Verdict::Fail(_) | Verdict::NotTested(_)))
-            .collect();
-        let judged = s.cells.iter().filter(|c| c.verdict.judged()).count();
-        let _ = writeln!(
-            out,
-            "{} of {judged} judged cells failed ({} cells, {} not tested).\n",
-            bad.iter()
-                .filter(|c| matches!(c.verdict, Verdict::Fail(_)))
-                .count(),
-            s.cells.len(),
-            bad.iter()
-                .filter(|c| matches!(c.verdict, Verdict::NotTested(_)))
-                .count()
-        );
-        if bad.is_empty() {
-            return;
-        }
-        out.push_str(
-            "| scenario | invariant | severity | verdict | why |\n|---|---|---|---|---|\n",
-        );
-        for c in bad.iter().take(MAX_ROWS) {
-            let (label, why) = match &c.verdict {
-                Verdict::Fail(w) => ("❌ fail", w),
-                Verdict::NotTested(w) => ("⚠️ not tested", w),
-                Verdict::Pass(w) | Verdict::NotApplicable(w) => ("", w),
-            };
-            let trials = c.consistency.as_ref().map_or_else(String::new, |t| {
-                format!(
-                    " ({}{} of {} trials passed, pass^{} {:.2})",
-                    if t.flaky { "flaky: " } else { "" },
-                    t.passed,
-                    t.trials,
-                    t.pass_hat_k.len(),
-                    t.pass_hat_k.last().copied().unwrap_or(0.0)
-                )
-            });
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {label} | {}{trials} |",
-                cell(&c.scenario),
-                cell(&c.invariant),
-                c.severity,
-                cell(why)
-            );
-        }
-        more(out, bad.len());
+        contract_cells(out, s);
+    } else {
+        failed_cases(out, s);
+    }
+}
+
+/// A contract's failed and untested cells, as a table.
+fn contract_cells(out: &mut String, s: &Section<'_>) {
+    let bad: Vec<_> = s
+        .cells
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail(_) | Verdict::NotTested(_)))
+        .collect();
+    let judged = s.cells.iter().filter(|c| c.verdict.judged()).count();
+    let _ = writeln!(
+        out,
+        "{} of {judged} judged cells failed ({} cells, {} not tested).\n",
+        bad.iter()
+            .filter(|c| matches!(c.verdict, Verdict::Fail(_)))
+            .count(),
+        s.cells.len(),
+        bad.iter()
+            .filter(|c| matches!(c.verdict, Verdict::NotTested(_)))
+            .count()
+    );
+    if bad.is_empty() {
         return;
     }
+    out.push_str("| scenario | invariant | severity | verdict | why |\n|---|---|---|---|---|\n");
+    for c in bad.iter().take(MAX_ROWS) {
+        let (label, why) = match &c.verdict {
+            Verdict::Fail(w) => ("❌ fail", w),
+            Verdict::NotTested(w) => ("⚠️ not tested", w),
+            Verdict::Pass(w) | Verdict::NotApplicable(w) => ("", w),
+        };
+        let trials = c.consistency.as_ref().map_or_else(String::new, |t| {
+            format!(
+                " ({}{} of {} trials passed, pass^{} {:.2})",
+                if t.flaky { "flaky: " } else { "" },
+                t.passed,
+                t.trials,
+                t.pass_hat_k.len(),
+                t.pass_hat_k.last().copied().unwrap_or(0.0)
+            )
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {label} | {}{trials} |",
+            cell(&c.scenario),
+            cell(&c.invariant),
+            c.severity,
+            cell(why)
+        );
+    }
+    more(out, bad.len());
+}
+
+/// The sessions that could not run, and the failed cases, as a table.
+fn failed_cases(out: &mut String, s: &Section<'_>) {
     for (id, why) in &s.unrun {
         let _ = writeln!(
             out,
