@@ -112,8 +112,7 @@ pub async fn rewrite_request(
     attacks: &[(usize, Fired<AttackMode>)],
     cut_context: bool,
 ) -> Result<Request<ProxyBody>, ProxyError> {
-    let (mut parts, mut body) = req.into_parts();
-    let mut buf = BytesMut::new();
+    let (parts, body) = req.into_parts();
     let skip_all = |rec: &mut Recorder, note: &str| {
         for (i, _) in attacks {
             rec.not_applied(Owner::Attack(*i), note);
@@ -122,33 +121,19 @@ pub async fn rewrite_request(
             rec.not_applied(Owner::Fault, note);
         }
     };
-    while let Some(frame) = body.frame().await {
-        match frame.map(|f| f.into_data()) {
-            Ok(Ok(data)) => buf.extend_from_slice(&data),
-            Ok(Err(_trailers)) => {}
-            Err(e) => {
-                // The agent's own upload failed: its fault (400), nothing goes upstream.
-                skip_all(rec, &format!("request body failed: {e}"));
-                return Err(ProxyError::new(ErrorKind::BadRequest, e.to_string()));
-            }
+    let original = match hold(body).await {
+        Ok(Held::Whole(bytes)) => bytes,
+        Ok(Held::Over(body)) => {
+            let note = format!("request body over {BUFFER_LIMIT} bytes; sent unchanged");
+            skip_all(rec, &note);
+            return Ok(Request::from_parts(parts, body));
         }
-        if buf.len() > BUFFER_LIMIT {
-            skip_all(
-                rec,
-                &format!("request body over {BUFFER_LIMIT} bytes; sent unchanged"),
-            );
-            let head = Full::new(buf.freeze()).map_err(|n| match n {}).boxed();
-            return Ok(Request::from_parts(
-                parts,
-                Chain {
-                    first: Some(head),
-                    rest: body,
-                }
-                .boxed(),
-            ));
+        Err(e) => {
+            // The agent's own upload failed: its fault (400), nothing goes upstream.
+            skip_all(rec, &format!("request body failed: {e}"));
+            return Err(ProxyError::new(ErrorKind::BadRequest, e));
         }
-    }
-    let original = buf.freeze();
+    };
     let encoded = parts
         .headers
         .get(header::CONTENT_ENCODING)
@@ -194,9 +179,20 @@ pub async fn rewrite_request(
             Full::new(original).map_err(|n| match n {}).boxed(),
         ));
     }
+    sized(parts, &json, cap, last_applied, rec)
+}
+
+/// The rewritten request with its new length; the exchange fails when the JSON came out
+/// over `cap` (the budget counts text; JSON escapes can add a little on top). Only attacks
+/// grow a body (truncation shrinks it): the last one that applied is blamed.
+fn sized(
+    mut parts: http::request::Parts,
+    json: &serde_json::Value,
+    cap: usize,
+    last_applied: Option<usize>,
+    rec: &mut Recorder,
+) -> Result<Request<ProxyBody>, ProxyError> {
     let bytes = Bytes::from(json.to_string());
-    // The budget counts text; JSON escapes can add a little on top. Only attacks grow a
-    // body (truncation shrinks it).
     if let Some(i) = last_applied.filter(|_| bytes.len() > cap) {
         let msg = format!(
             "the rewritten request is {} bytes, over proxy.max_rewrite_bytes ({cap}); this \
@@ -212,6 +208,33 @@ pub async fn rewrite_request(
         parts,
         Full::new(bytes).map_err(|n| match n {}).boxed(),
     ))
+}
+
+/// A request body read whole, or (over `BUFFER_LIMIT`) what was read chained with the rest.
+enum Held {
+    Whole(Bytes),
+    Over(ProxyBody),
+}
+
+/// Reads `body` up to `BUFFER_LIMIT`; the error: the agent's upload failed.
+async fn hold(mut body: ProxyBody) -> Result<Held, String> {
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        match frame.map(|f| f.into_data()) {
+            Ok(Ok(data)) => buf.extend_from_slice(&data),
+            Ok(Err(_trailers)) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        if buf.len() > BUFFER_LIMIT {
+            let head = Full::new(buf.freeze()).map_err(|n| match n {}).boxed();
+            let rest = Chain {
+                first: Some(head),
+                rest: body,
+            };
+            return Ok(Held::Over(rest.boxed()));
+        }
+    }
+    Ok(Held::Whole(buf.freeze()))
 }
 
 /// Attack `i` would have made the request too large: it is recorded as not applied, and
