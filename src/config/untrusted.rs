@@ -106,75 +106,23 @@ pub fn check_yaml(text: &str) -> Result<(), Found> {
             }
         };
         let line = mark.line();
-        // The path of the node this event starts, and whether it is a key.
-        let (node_path, is_key) = match stack.last_mut() {
-            None => (String::new(), false),
-            Some(Frame::Map {
-                at_key: true, path, ..
-            }) => (path.clone(), true),
-            Some(Frame::Map { child, .. }) => (child.clone(), false),
-            Some(Frame::Seq { path, next }) => (format!("{path}[{next}]"), false),
-        };
-        let starts_node = matches!(
-            event,
-            Event::Scalar(..)
-                | Event::Alias(_)
-                | Event::MappingStart(..)
-                | Event::SequenceStart(..)
-        );
-        if starts_node && !is_key {
-            // A value (or list item) completes; the next node in a mapping is a key again.
-            match stack.last_mut() {
-                Some(Frame::Map { at_key, .. }) => *at_key = true,
-                Some(Frame::Seq { next, .. }) => *next += 1,
-                None => {}
-            }
-        }
-        if let (None, Event::Scalar(value, style, ..)) = (stack.last(), &event) {
-            let null = *style == TScalarStyle::Plain
-                && matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL");
-            if !null {
-                return Err(Found::from_iter([top_level_scalar(value)]));
-            }
+        let (node_path, is_key) = place(&mut stack, &event);
+        if let (None, Event::Scalar(value, style, ..)) = (stack.last(), &event)
+            && !is_null(value, *style)
+        {
+            return Err(Found::from_iter([top_level_scalar(value)]));
         }
         match event {
             Event::StreamEnd => break,
             Event::DocumentStart | Event::DocumentEnd => stack.clear(),
             Event::Scalar(key, ..) if is_key => {
-                let Some(Frame::Map {
-                    path,
-                    seen,
-                    at_key,
-                    child,
-                }) = stack.last_mut()
-                else {
-                    unreachable!("is_key implies a mapping frame")
-                };
-                *child = join(path, &key);
-                *at_key = false;
-                if let Some(first) = seen.insert(key.clone(), line) {
-                    // The lines find it; a long key is quoted only as far as it reads.
-                    let key = crate::text::cut(&key, 80);
-                    errors.push(ConfigError::new(
-                        child.clone(),
-                        format!(
-                            "duplicate key `{key}` (lines {first} and {line}); YAML would keep only \
-                             the last one and silently drop the first: merge them into one"
-                        ),
-                    ));
+                if let Some(dup) = stack.last_mut().and_then(|f| f.key(&key, line)) {
+                    errors.push(dup);
                 }
             }
             Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..) if is_key => {
-                // A complex key: rare and never a config field; give it a placeholder path.
-                if let Some(Frame::Map {
-                    at_key,
-                    child,
-                    path,
-                    ..
-                }) = stack.last_mut()
-                {
-                    *child = join(path, "?");
-                    *at_key = false;
+                if let Some(f) = stack.last_mut() {
+                    f.complex_key();
                 }
                 if !matches!(event, Event::Alias(_)) {
                     stack.push(open(&event, join(&node_path, "?")));
@@ -196,6 +144,80 @@ pub fn check_yaml(text: &str) -> Result<(), Found> {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// The path of the node `event` starts, and whether it is a mapping's key; a value (or
+/// list item) that starts completes its place, so the mapping expects a key again.
+fn place(stack: &mut [Frame], event: &Event) -> (String, bool) {
+    let (node_path, is_key) = match stack.last_mut() {
+        None => (String::new(), false),
+        Some(Frame::Map {
+            at_key: true, path, ..
+        }) => (path.clone(), true),
+        Some(Frame::Map { child, .. }) => (child.clone(), false),
+        Some(Frame::Seq { path, next }) => (format!("{path}[{next}]"), false),
+    };
+    let starts_node = matches!(
+        event,
+        Event::Scalar(..) | Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..)
+    );
+    if starts_node && !is_key {
+        // A value (or list item) completes; the next node in a mapping is a key again.
+        match stack.last_mut() {
+            Some(Frame::Map { at_key, .. }) => *at_key = true,
+            Some(Frame::Seq { next, .. }) => *next += 1,
+            None => {}
+        }
+    }
+    (node_path, is_key)
+}
+
+/// A plain `null` (or nothing): a document with no value.
+fn is_null(value: &str, style: TScalarStyle) -> bool {
+    style == TScalarStyle::Plain && matches!(value, "" | "~" | "null" | "Null" | "NULL")
+}
+
+impl Frame {
+    /// A mapping reads a complex key (a mapping, list or alias as a key): rare and never a
+    /// config field, so its value gets a placeholder path.
+    fn complex_key(&mut self) {
+        if let Frame::Map {
+            at_key,
+            child,
+            path,
+            ..
+        } = self
+        {
+            *child = join(path, "?");
+            *at_key = false;
+        }
+    }
+
+    /// A mapping reads `key` at `line`: the path of its value is set, and a key it has
+    /// seen before is an error naming both lines.
+    fn key(&mut self, key: &str, line: usize) -> Option<ConfigError> {
+        let Frame::Map {
+            path,
+            seen,
+            at_key,
+            child,
+        } = self
+        else {
+            return None; // a key is read in a mapping only
+        };
+        *child = join(path, key);
+        *at_key = false;
+        let first = seen.insert(key.to_string(), line)?;
+        // The lines find it; a long key is quoted only as far as it reads.
+        let key = crate::text::cut(key, 80);
+        Some(ConfigError::new(
+            child.clone(),
+            format!(
+                "duplicate key `{key}` (lines {first} and {line}); YAML would keep only \
+                 the last one and silently drop the first: merge them into one"
+            ),
+        ))
     }
 }
 
