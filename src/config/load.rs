@@ -317,25 +317,7 @@ fn layered(
         }
         true
     };
-    let mut fig = base();
-    // `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`. Only names of sections count, so
-    // secrets such as FLAKESTORM_API_TOKEN (meant for `${…}`) are not mistaken for config.
-    for (name, value) in vars {
-        let Some(rest) = name.strip_prefix("FLAKESTORM_") else {
-            continue;
-        };
-        let path = rest
-            .split("__")
-            .map(str::to_ascii_lowercase)
-            .collect::<Vec<_>>()
-            .join(".");
-        let top = path.split('.').next().unwrap_or_default();
-        if SECTIONS.contains(&top) && fits(&path) {
-            let parsed: figment::value::Value =
-                value.parse().unwrap_or_else(|never| match never {});
-            fig = fig.merge(Serialized::default(&path, parsed));
-        }
-    }
+    let mut fig = env_layers(base(), vars, &fits);
     let flags = [
         (
             "proxy.listen",
@@ -370,6 +352,33 @@ fn layered(
             ),
         )),
     }
+}
+
+/// `FLAKESTORM_PROXY__LISTEN` -> `proxy.listen`, over `fig`, where the file's shape
+/// `fits` the path. Only names of sections count, so secrets such as FLAKESTORM_API_TOKEN
+/// (meant for `${…}`) are not mistaken for config.
+fn env_layers(
+    mut fig: Figment,
+    vars: &BTreeMap<String, String>,
+    fits: &dyn Fn(&str) -> bool,
+) -> Figment {
+    for (name, value) in vars {
+        let Some(rest) = name.strip_prefix("FLAKESTORM_") else {
+            continue;
+        };
+        let path = rest
+            .split("__")
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>()
+            .join(".");
+        let top = path.split('.').next().unwrap_or_default();
+        if SECTIONS.contains(&top) && fits(&path) {
+            let parsed: figment::value::Value =
+                value.parse().unwrap_or_else(|never| match never {});
+            fig = fig.merge(Serialized::default(&path, parsed));
+        }
+    }
+    fig
 }
 
 #[cfg(test)]
