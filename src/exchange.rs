@@ -344,7 +344,12 @@ impl McpCall {
 /// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
 /// any parameters (`text/event-stream; charset=utf-8`).
 pub fn is_event_stream(content_type: &str) -> bool {
-    content_type.to_ascii_lowercase().contains("event-stream")
+    // Asked of response heads and MCP requests: no allocation.
+    const NAME: &[u8] = b"event-stream";
+    content_type
+        .as_bytes()
+        .windows(NAME.len())
+        .any(|w| w.eq_ignore_ascii_case(NAME))
 }
 
 /// The MCP method that calls a tool.
