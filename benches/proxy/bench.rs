@@ -10,8 +10,10 @@ use anyhow::{Result, bail};
 use crate::client::{Conn, Endpoint, Proto, build_client, client_tls};
 use crate::load::{Row, Scenario, compare};
 use crate::machine::{CpuSnapshot, proc_status_kib};
+use crate::nginx::Nginx;
 use crate::origins::{origin_tls, start_origin};
 use crate::proxy_process::ProxyProcess;
+use crate::sidecar::{Sidecar, sidecar};
 use crate::sse::{SseRow, compare_sse};
 use crate::{IDLE_SETTLE, Settings};
 
@@ -25,6 +27,8 @@ pub struct Memory {
 pub struct Outcome {
     pub rows: Vec<Row>,
     pub sse: Vec<SseRow>,
+    /// The sidecar figures, when nginx is installed.
+    pub sidecar: Option<Sidecar>,
     pub memory: Memory,
     pub startup: Duration,
     pub crashed: Option<ExitStatus>,
@@ -40,7 +44,7 @@ pub async fn bench(
     proxy: &mut ProxyProcess,
 ) -> Result<Outcome> {
     let started = Instant::now();
-    let machine_before = CpuSnapshot::take(proxy.pid);
+    let machine_before = CpuSnapshot::take(&[proxy.pid]);
     let at_ready_kib = proc_status_kib(proxy.pid, "VmRSS");
     tokio::time::sleep(IDLE_SETTLE).await;
     let idle_kib = proc_status_kib(proxy.pid, "VmRSS");
@@ -65,13 +69,18 @@ pub async fn bench(
             base,
             origin: origin.counts.clone(),
             proxy_pid,
+            origin_pid: None,
             via_proxy,
         })
     };
 
     let mut rows = Vec::new();
     let mut sse = Vec::new();
-    for proto in [Proto::Http, Proto::Https] {
+    let protos = match settings.sidecar_only {
+        true => vec![],
+        false => vec![Proto::Http, Proto::Https],
+    };
+    for proto in protos {
         let direct = endpoint(proto, false, Conn::KeepAlive)?;
         let proxied = endpoint(proto, true, Conn::KeepAlive)?;
         for concurrency in [1, 16, 64] {
@@ -98,20 +107,29 @@ pub async fn bench(
     }
     // All clients are dropped by now; give the proxy a moment to close its side.
     tokio::time::sleep(IDLE_SETTLE).await;
+    let after_load_kib = proc_status_kib(proxy.pid, "VmRSS");
+    let sidecar = match Nginx::available() {
+        true => Some(sidecar(settings, root, proxy).await?),
+        false => {
+            eprintln!("sidecar figures skipped: nginx is not installed (apt install nginx-light)");
+            None
+        }
+    };
     let memory = Memory {
         at_ready_kib,
         idle_kib,
-        after_load_kib: proc_status_kib(proxy.pid, "VmRSS"),
+        after_load_kib,
         hwm_kib: proc_status_kib(proxy.pid, "VmHWM"),
     };
     Ok(Outcome {
         rows,
         sse,
+        sidecar,
         memory,
         startup: proxy.startup,
         crashed: proxy.exited(),
         duration: started.elapsed(),
-        others: match (machine_before, CpuSnapshot::take(proxy.pid)) {
+        others: match (machine_before, CpuSnapshot::take(&[proxy.pid])) {
             (Some(before), Some(after)) => before.others_until(&after),
             _ => f64::NAN,
         },

@@ -31,6 +31,8 @@ pub struct Endpoint {
     pub base: String,
     pub origin: Arc<OriginCounts>,
     pub proxy_pid: u32,
+    /// The origin's own process, when it is one (nginx): its CPU is counted per request.
+    pub origin_pid: Option<u32>,
     /// The requests go through the proxy.
     pub via_proxy: bool,
 }

@@ -35,6 +35,7 @@ pub struct RunStats {
     pub origin_conns: u64,
     pub origin_h2_requests: u64,
     pub proxy_cpu: Option<Duration>,
+    pub origin_cpu: Option<Duration>,
     pub proxy_rss_peak_kib: Option<u64>,
     /// Share of the machine's CPU other processes used during the run.
     pub others: f64,
@@ -67,13 +68,15 @@ async fn sample_rss(pid: u32, done: Arc<AtomicBool>) -> u64 {
     peak
 }
 
-async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -> RunStats {
+pub async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -> RunStats {
     let url: Arc<str> = format!("{}/v1/chat/completions", endpoint.base).into();
     let conns_before = endpoint.origin.conns.load(Ordering::Relaxed);
     let h2_before = endpoint.origin.h2_requests.load(Ordering::Relaxed);
     let pid = endpoint.proxy_pid;
     let cpu_before = proc_cpu(pid);
-    let machine_before = CpuSnapshot::take(pid);
+    let origin_before = endpoint.origin_pid.and_then(proc_cpu);
+    let measured: Vec<u32> = std::iter::once(pid).chain(endpoint.origin_pid).collect();
+    let machine_before = CpuSnapshot::take(&measured);
     let done = Arc::new(AtomicBool::new(false));
     let sampler = endpoint
         .via_proxy
@@ -100,7 +103,11 @@ async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -
         (Some(before), Some(after)) if endpoint.via_proxy => Some(after.saturating_sub(before)),
         _ => None,
     };
-    let others = match (machine_before, CpuSnapshot::take(pid)) {
+    let origin_cpu = match (origin_before, endpoint.origin_pid.and_then(proc_cpu)) {
+        (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+        _ => None,
+    };
+    let others = match (machine_before, CpuSnapshot::take(&measured)) {
         (Some(before), Some(after)) => before.others_until(&after),
         _ => f64::NAN,
     };
@@ -114,6 +121,7 @@ async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duration) -
         origin_conns: endpoint.origin.conns.load(Ordering::Relaxed) - conns_before,
         origin_h2_requests: endpoint.origin.h2_requests.load(Ordering::Relaxed) - h2_before,
         proxy_cpu,
+        origin_cpu,
         proxy_rss_peak_kib,
         others,
     }

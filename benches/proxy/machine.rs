@@ -5,6 +5,38 @@ use std::process::Command;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+/// The machine's cores, whatever this process is pinned to (`/proc/stat` has a `cpuN` line
+/// for each).
+pub fn cores() -> usize {
+    static CORES: LazyLock<usize> = LazyLock::new(|| {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let n = stat.lines().filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        });
+        n.count().max(1)
+    });
+    *CORES
+}
+
+/// Pins this process (all its threads, and those it starts later) to `cpu`, when the
+/// machine has another core for the proxy; says whether it did.
+pub fn pin_self(cpu: usize) -> bool {
+    let cores = cores();
+    let pid = std::process::id().to_string();
+    let cpu = cpu.to_string();
+    let pinned = cores >= 2
+        && Command::new("taskset")
+            .args(["-a", "-p", "-c", &cpu, &pid])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !pinned {
+        eprintln!("not pinned: the proxy shares the cores with the clients and origins");
+    }
+    pinned
+}
+
 pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|line| {
@@ -41,7 +73,8 @@ pub struct CpuSnapshot {
 }
 
 impl CpuSnapshot {
-    pub fn take(proxy_pid: u32) -> Option<Self> {
+    /// `pids`: the processes measured (the proxy, an origin process), not counted as others.
+    pub fn take(pids: &[u32]) -> Option<Self> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
         let t: Vec<u64> = cpu
@@ -53,13 +86,15 @@ impl CpuSnapshot {
         Some(CpuSnapshot {
             at: Instant::now(),
             machine_busy: ticks_to_duration(busy),
-            ours: proc_cpu(std::process::id())? + proc_cpu(proxy_pid).unwrap_or_default(),
+            ours: pids.iter().fold(proc_cpu(std::process::id())?, |sum, pid| {
+                sum + proc_cpu(*pid).unwrap_or_default()
+            }),
         })
     }
 
     /// Share of the machine's CPU capacity used by others (incl. hypervisor steal) since `self`.
     pub fn others_until(&self, later: &CpuSnapshot) -> f64 {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let cores = cores() as f64;
         let capacity = later.at.duration_since(self.at).as_secs_f64() * cores;
         let busy = later.machine_busy.saturating_sub(self.machine_busy);
         let others = busy.saturating_sub(later.ours.saturating_sub(self.ours));
@@ -68,7 +103,7 @@ impl CpuSnapshot {
 }
 
 pub fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = cores();
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
@@ -85,7 +120,7 @@ pub fn machine() -> String {
     let mem_gib = proc_meminfo_kib("MemTotal").map_or(0.0, |k| k as f64 / 1024.0 / 1024.0);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!(
-        "{cores} cores (`nproc`), {cpu}, {mem_gib:.0} GiB RAM, Linux {}, {}",
+        "{cores} cores, {cpu}, {mem_gib:.0} GiB RAM, Linux {}, {}",
         kernel.trim(),
         command_output("rustc", &["--version"])
     )

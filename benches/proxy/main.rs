@@ -25,10 +25,12 @@ mod client;
 mod format;
 mod load;
 mod machine;
+mod nginx;
 mod origins;
 mod problems;
 mod proxy_process;
 mod report;
+mod sidecar;
 mod sse;
 mod stats;
 
@@ -40,7 +42,7 @@ use anyhow::Result;
 use crate::bench::bench;
 use crate::proxy_process::ProxyProcess;
 
-const COMMAND: &str = "cargo bench --bench proxy";
+const COMMAND: &str = "scripts/bench.sh";
 const DOCS_START: &str = "<!-- bench:proxy:start -->";
 const DOCS_END: &str = "<!-- bench:proxy:end -->";
 const BODY_LEN: usize = 1024;
@@ -66,10 +68,15 @@ struct Settings {
     runs: usize,
     sse_samples: usize,
     write_docs: bool,
+    /// `--sidecar`: only the sidecar figures (nginx origin), printed, docs left alone.
+    pub sidecar_only: bool,
+    /// `--quick`: a smoke run (a short burst and idle in the sidecar figures too).
+    pub quick: bool,
 }
 
 impl Settings {
     fn from_args() -> Self {
+        let sidecar_only = std::env::args().any(|a| a == "--sidecar");
         if std::env::args().any(|a| a == "--quick") {
             Settings {
                 run: Duration::from_millis(300),
@@ -77,6 +84,8 @@ impl Settings {
                 runs: 1,
                 sse_samples: 5,
                 write_docs: false,
+                sidecar_only,
+                quick: true,
             }
         } else {
             Settings {
@@ -84,7 +93,9 @@ impl Settings {
                 warmup: Duration::from_millis(300),
                 runs: 3,
                 sse_samples: 30,
-                write_docs: true,
+                write_docs: !sidecar_only,
+                sidecar_only,
+                quick: false,
             }
         }
     }
@@ -99,7 +110,10 @@ fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = Settings::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut proxy = ProxyProcess::start(root)?;
+    // A sidecar has a core of its own: the proxy runs alone on CPU 1, the origins and the
+    // clients (this process, nginx) share CPU 0.
+    let pinned = machine::pin_self(0);
+    let mut proxy = ProxyProcess::start(root, pinned.then_some(1))?;
     let origin_runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("origin")
         .enable_all()
@@ -115,7 +129,7 @@ fn main() -> Result<()> {
         eprintln!("flakestorm stdout: {line}");
     }
     let outcome = outcome.inspect_err(|_| eprintln!("flakestorm stderr:\n{}", stop.stderr))?;
-    let report = outcome.render(&settings, &proxy, &stop);
+    let report = outcome.render(&settings, &proxy, &stop, pinned);
     println!("\n{report}");
     if settings.write_docs {
         let path = write_docs(root, &report)?;

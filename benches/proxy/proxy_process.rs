@@ -29,12 +29,13 @@ pub struct StopReport {
 }
 
 impl ProxyProcess {
-    pub fn start(root: &Path) -> Result<Self> {
-        Self::start_with(root, "")
+    /// Starts the proxy, pinned to `cpu` if given.
+    pub fn start(root: &Path, cpu: Option<usize>) -> Result<Self> {
+        Self::start_with(root, "", cpu)
     }
 
     /// Starts with `extra` appended to the config (whole top-level sections, e.g. `chaos:`).
-    pub fn start_with(root: &Path, extra: &str) -> Result<Self> {
+    pub fn start_with(root: &Path, extra: &str, cpu: Option<usize>) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("flakestorm.yaml");
         let upstream_ca = root.join("tests/fixtures/test-ca.pem");
@@ -53,7 +54,16 @@ impl ProxyProcess {
         // FLAKESTORM_BIN runs another build (e.g. a saved baseline) against the same load.
         let bin = std::env::var_os("FLAKESTORM_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_flakestorm").into());
-        let mut child = Command::new(bin)
+        let mut command = match cpu {
+            // taskset execs the proxy: the child's pid is the proxy's.
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", &cpu.to_string()]).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
             .arg("serve")
             .arg("-c")
             .arg(&config)

@@ -15,6 +15,18 @@ use crate::{
     TARGET_ADDED_P50_MS, TARGET_IDLE_RSS_KIB, TARGET_RATIO, TARGET_SSE_MS,
 };
 
+/// The binary measured: `FLAKESTORM_BIN` (scripts/bench.sh sets the `dist` build), or the
+/// bench profile's own build.
+fn binary() -> String {
+    match std::env::var("FLAKESTORM_BIN") {
+        Ok(bin) => {
+            let size = std::fs::metadata(&bin).map_or(0, |m| m.len());
+            format!("`{bin}` ({:.0} MB)", size as f64 / 1e6)
+        }
+        Err(_) => "the bench profile's build (`FLAKESTORM_BIN` unset)".into(),
+    }
+}
+
 impl Outcome {
     fn row(&self, proto: Proto, conn: Conn, concurrency: usize) -> Option<&Row> {
         self.rows.iter().find(|r| {
@@ -23,16 +35,24 @@ impl Outcome {
         })
     }
 
-    pub fn render(&self, settings: &Settings, proxy: &ProxyProcess, stop: &StopReport) -> String {
+    pub fn render(
+        &self,
+        settings: &Settings,
+        proxy: &ProxyProcess,
+        stop: &StopReport,
+        pinned: bool,
+    ) -> String {
         let mut out = String::new();
         let date = command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
         let _ = writeln!(
             out,
             "## Proxy overhead: direct vs through flakestorm (loopback)\n\n\
-             - Command: `{COMMAND}` (source: `benches/proxy/`)\n\
+             - Command: `{COMMAND}` (`cargo bench --bench proxy` on the `dist` build; source: \
+             `benches/proxy/`)\n\
+             - Binary: {}\n\
              - Date: {date}\n\
              - Machine: {}\n\
-             - Method: origins in the bench process (hyper, TCP_NODELAY; HTTPS origin with \
+             - Method: {} origins in the bench process (hyper, TCP_NODELAY; HTTPS origin with \
              the `tests/fixtures` certificate, ALPN h2 + http/1.1) on their own tokio \
              multi-thread runtime, the reqwest clients (forced to HTTP/1.1) on another, so a \
              direct request crosses threads as it would between separate processes; \
@@ -43,7 +63,14 @@ impl Outcome {
              show the **median** of the runs. Latency is per request, including reading the \
              body. Whole benchmark: {:.0} s; other processes used {:.1} % of the machine's \
              CPU meanwhile (from `/proc/stat`, hypervisor steal included).\n",
+            binary(),
             machine(),
+            match pinned {
+                true =>
+                    "flakestorm alone on CPU 1, the bench process (origins, clients) and \
+                         nginx on CPU 0, as a sidecar has a core of its own;",
+                false => "not pinned (fewer than 2 cores);",
+            },
             fmt_dur(settings.warmup),
             settings.runs,
             fmt_dur(settings.run),
@@ -59,6 +86,9 @@ impl Outcome {
             );
         }
         self.render_targets(&mut out);
+        if let Some(sidecar) = &self.sidecar {
+            sidecar.render(&mut out, self.memory.idle_kib);
+        }
         self.render_load(&mut out);
         self.render_sse(&mut out);
         self.render_memory(&mut out);

@@ -63,6 +63,8 @@ pub struct Summary {
     /// Share of the requests that reached the origin over HTTP/2.
     pub origin_h2_share: f64,
     pub proxy_cpu_per_req: Option<Duration>,
+    /// The origin process's CPU per request (nginx only).
+    pub origin_cpu_per_req: Option<Duration>,
     pub proxy_rss_peak_kib: Option<u64>,
     /// Highest share of the machine's CPU other processes used during one of the runs.
     pub others_max: f64,
@@ -84,6 +86,11 @@ pub fn summarize(runs: Vec<RunStats>) -> Summary {
         .filter_map(|r| Some(r.proxy_cpu? / r.ok.max(1) as u32))
         .collect();
     let proxy_cpu_per_req = (!cpu.is_empty()).then(|| median_duration(cpu));
+    let cpu: Vec<Duration> = runs
+        .iter()
+        .filter_map(|r| Some(r.origin_cpu? / r.ok.max(1) as u32))
+        .collect();
+    let origin_cpu_per_req = (!cpu.is_empty()).then(|| median_duration(cpu));
     let proxy_rss_peak_kib = runs.iter().filter_map(|r| r.proxy_rss_peak_kib).max();
     let others_max = runs.iter().map(|r| r.others).fold(0.0, f64::max);
     let mut errors = Errors::default();
@@ -99,6 +106,7 @@ pub fn summarize(runs: Vec<RunStats>) -> Summary {
         origin_conns_per_req,
         origin_h2_share,
         proxy_cpu_per_req,
+        origin_cpu_per_req,
         proxy_rss_peak_kib,
         others_max,
     }

@@ -107,7 +107,7 @@ fn main() -> Result<()> {
         .build()?;
     let origin = start_origin(rt.handle(), Some(origin_tls(root)?))?;
     let extra = std::env::var("SOAK_CONFIG_EXTRA").unwrap_or_default();
-    let mut proxy = ProxyProcess::start_with(root, &format!("{CHAOS}{extra}"))?;
+    let mut proxy = ProxyProcess::start_with(root, &format!("{CHAOS}{extra}"), None)?;
     let pid = proxy.pid;
     let rss_start = rss_kib(pid);
     let url: Arc<str> = format!("https://localhost:{}/soak", origin.addr.port()).into();
