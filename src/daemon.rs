@@ -109,10 +109,8 @@ impl Daemon {
         let metrics = Metrics::new();
         metrics.runs_known(&run_kinds(), &end_statuses());
         let j = &config.journal;
-        let journal = Journal::new(
-            j.capacity,
-            Redactor::new(&j.redact_headers, &j.redact_query),
-        );
+        let redactor = Redactor::new(&j.redact_headers, &j.redact_query);
+        let journal = Journal::new(j.capacity, redactor).with_max_bytes(j.max_bytes);
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
         chaos.set(&config.chaos);
         let proxy = Proxy::new(

@@ -180,6 +180,28 @@ async fn a_background_email_belongs_to_the_case_that_sent_it() {
     assert!(html.contains("began after it answered"));
 }
 
+/// A journal whose byte budget holds a single exchange: the run still keeps every exchange
+/// of every case until it ends (the budget is for an idle sidecar, never a run's loss).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_keeps_its_exchanges_past_the_journal_byte_budget() {
+    let o = origins().await;
+    let yaml = config(&o, POOLED, "{concurrency: 4, seed: 7}") + "journal: {max_bytes: 1}\n";
+    let (code, out, r, _) = run(yaml).await;
+    assert_eq!(code, 1, "the emails fail `no-email`: {out}");
+    for c in r["cases"].as_array().unwrap() {
+        let prompt = c["prompt"].as_str().unwrap();
+        let traffic = c["exchanges"].as_array().unwrap();
+        let count = |tool| traffic.iter().filter(|e| tool_of(e) == Some(tool)).count();
+        assert_eq!(count("search"), 1, "{prompt}: {traffic:#?}");
+        assert_eq!(
+            count("email"),
+            usize::from(prompt.contains("report")),
+            "{prompt}"
+        );
+    }
+    assert_eq!(o.email.log.len(), 6);
+}
+
 /// The same seed, run at concurrency 1, 4 (twice) and 10 with a pool, and with one agent
 /// process under exclusive attribution: the same faults on the same cases every time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -257,11 +257,18 @@ pub struct LlmEndpointSpec {
 /// and wire), spelled as config.md does: `gemini` (the mutation `model` says `google`).
 pub use crate::exchange::Provider as LlmProvider;
 
+/// `journal.max_bytes` by default: a few thousand exchanges of an idle sidecar's traffic
+/// (docs/benchmarks.md, "Sidecar figures").
+pub const DEFAULT_JOURNAL_BYTES: usize = 2 << 20;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JournalSpec {
     /// Exchanges kept in memory; the oldest are dropped past it.
     pub capacity: usize,
+    /// Bytes the kept exchanges may weigh while no run or recording reads them; the
+    /// oldest are dropped past it (a run under way keeps its exchanges up to `capacity`).
+    pub max_bytes: usize,
     /// Extra header names whose values are redacted.
     pub redact_headers: Vec<String>,
     /// Extra query parameter names whose values are redacted.
@@ -272,6 +279,7 @@ impl Default for JournalSpec {
     fn default() -> Self {
         JournalSpec {
             capacity: 10_000,
+            max_bytes: DEFAULT_JOURNAL_BYTES,
             redact_headers: vec![],
             redact_query: vec![],
         }

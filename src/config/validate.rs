@@ -19,6 +19,9 @@ pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>
     if c.journal.capacity == 0 {
         errors.push(ConfigError::new("journal.capacity", "must be at least 1"));
     }
+    if c.journal.max_bytes == 0 {
+        errors.push(ConfigError::new("journal.max_bytes", "must be at least 1"));
+    }
     advanced(&c.advanced, errors);
     super::trials::check(c, errors);
     rewrite_cap(&c.proxy, errors);

@@ -10,6 +10,9 @@
 //! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
 //! number under the list lock, so a reader (a live recording) takes each one exactly once.
 //! `lanes` ties exchanges to cases (a listener's current case) and lets a case settle.
+//! Two bounds: `capacity` exchanges, and `max_bytes` of them (`weight`) while no run or
+//! recording is reading (`hold_while`): an idle sidecar's journal costs memory by the byte,
+//! a run never loses its cases' exchanges to that budget (only to `capacity`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -22,9 +25,11 @@ use crate::tape::Bodies;
 
 mod lanes;
 mod redact;
+mod weight;
 
 pub use lanes::{CaseWatch, InFlight, Lane, LaneAt, OpenLane, Serving, Settled};
 pub use redact::{REDACTED, Redactor};
+pub use weight::weight;
 
 /// The most body bytes the journal keeps for tapes; past it the oldest exchanges' bodies
 /// are dropped first (their tape entries say so).
@@ -67,6 +72,9 @@ impl Kept {
 #[derive(Default)]
 struct List {
     items: VecDeque<Arc<Exchange>>,
+    /// Each kept exchange's `weight::weight`, in the order of `items`, and their sum.
+    weights: VecDeque<usize>,
+    bytes: usize,
     pushed: u64,
 }
 
@@ -92,6 +100,10 @@ struct Inner {
     /// Count of exchanges ever recorded; lets readers wait for news without polling.
     recorded: watch::Sender<u64>,
     capacity: usize,
+    /// The byte budget past which the oldest exchanges go while nobody `holds` them.
+    max_bytes: usize,
+    /// Runs under way (`hold_while`): the byte budget waits until they end.
+    holders: AtomicUsize,
     next_id: AtomicU64,
     evicted: AtomicU64,
     redactor: Redactor,
@@ -125,6 +137,8 @@ impl Journal {
             bodies_wanted: AtomicUsize::new(0),
             recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
+            max_bytes: usize::MAX,
+            holders: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             evicted: AtomicU64::new(0),
             redactor,
@@ -134,6 +148,48 @@ impl Journal {
         Journal {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The same journal with a byte budget (`journal.max_bytes`); only before it is shared.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.max_bytes = max_bytes.max(1);
+        }
+        self
+    }
+
+    /// Keeps every exchange (up to `capacity`) until the guard is dropped: a run under way
+    /// reads its cases' exchanges after they end. The byte budget applies again after the
+    /// last holder is gone.
+    pub fn hold_while(&self) -> Holding {
+        self.inner.holders.fetch_add(1, Ordering::Relaxed);
+        Holding(self.clone())
+    }
+
+    /// Bytes the kept exchanges weigh (`weight`), against `journal.max_bytes`.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// Drops the oldest exchanges while over `capacity`, or over the byte budget when no
+    /// run or recording holds them (at least one is kept). Returns them, to be freed after
+    /// the lock is let go (readers wait for the list, not for `free`).
+    fn evict(&self, list: &mut List) -> Vec<Arc<Exchange>> {
+        let held = self.inner.holders.load(Ordering::Relaxed) > 0
+            || self.inner.keep_bodies.load(Ordering::Relaxed);
+        let mut gone = Vec::new();
+        while list.items.len() > self.inner.capacity
+            || (!held && list.bytes > self.inner.max_bytes && list.items.len() > 1)
+        {
+            let Some(old) = list.items.pop_front() else {
+                break;
+            };
+            list.bytes -= list.weights.pop_front().unwrap_or(0);
+            self.lock_bodies().remove(old.id);
+            self.inner.evicted.fetch_add(1, Ordering::Relaxed);
+            gone.push(old);
+        }
+        gone
     }
 
     /// A fresh exchange id (ids are assigned when a request arrives, not when it is recorded).
@@ -191,16 +247,21 @@ impl Journal {
         if let Some(b) = bodies {
             self.lock_bodies().insert(exchange.id, b);
         }
+        let weight = weight::weight(&exchange);
+        let exchange = Arc::new(exchange);
         let mut list = self.lock();
-        if list.items.len() == self.inner.capacity {
-            if let Some(old) = list.items.pop_front() {
-                self.lock_bodies().remove(old.id);
-            }
-            self.inner.evicted.fetch_add(1, Ordering::Relaxed);
-        }
-        list.items.push_back(Arc::new(exchange));
+        list.items.push_back(exchange);
+        list.weights.push_back(weight);
+        list.bytes += weight;
         list.pushed += 1;
+        let over = list.items.len() > self.inner.capacity || list.bytes > self.inner.max_bytes;
+        let evicted = if over {
+            self.evict(&mut list)
+        } else {
+            Vec::new()
+        };
         drop(list);
+        drop(evicted);
         self.inner.recorded.send_modify(|n| *n += 1);
     }
 
@@ -302,6 +363,22 @@ impl Journal {
             .exchanges
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// While it lives, the journal keeps its exchanges past its byte budget
+/// (`Journal::hold_while`); the last one to go brings the journal back under it.
+pub struct Holding(Journal);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let journal = &self.0;
+        if journal.inner.holders.fetch_sub(1, Ordering::Relaxed) == 1 {
+            let mut list = journal.lock();
+            let evicted = journal.evict(&mut list);
+            drop(list);
+            drop(evicted);
+        }
     }
 }
 
@@ -438,6 +515,62 @@ mod tests {
         assert_eq!(urls, ["http://h/b", "http://h/c"]);
         assert_eq!(j.evicted(), 1);
         assert_eq!(j.recent(1)[0].request.url, "http://h/c");
+    }
+
+    #[test]
+    fn the_byte_budget_drops_the_oldest_unless_a_run_holds_them() {
+        // As recorded, that is redacted: the cookie's value is longer then.
+        let probe = Journal::new(1, Redactor::default());
+        probe.record(exchange("http://h/0", &[]));
+        let one = probe.bytes();
+        // Room for three exchanges of this weight, not four.
+        let j = Journal::new(100, Redactor::default()).with_max_bytes(3 * one + one / 2);
+        let urls = |j: &Journal| -> Vec<String> {
+            j.all().iter().map(|e| e.request.url.clone()).collect()
+        };
+        for i in 1..=5 {
+            j.record(exchange(&format!("http://h/{i}"), &[]));
+        }
+        assert_eq!(urls(&j), ["http://h/3", "http://h/4", "http://h/5"]);
+        assert_eq!((j.evicted(), j.bytes()), (2, 3 * one));
+
+        let run = j.hold_while();
+        for i in 6..=9 {
+            j.record(exchange(&format!("http://h/{i}"), &[]));
+        }
+        assert_eq!(
+            j.all().len(),
+            7,
+            "a run under way loses none of its exchanges"
+        );
+        let recording = j.hold_while();
+        drop(run);
+        assert_eq!(j.all().len(), 7, "another run still holds them");
+        drop(recording);
+        assert_eq!(urls(&j), ["http://h/7", "http://h/8", "http://h/9"]);
+        assert_eq!(j.evicted(), 6);
+    }
+
+    #[test]
+    fn a_heavy_exchange_takes_the_room_of_many_light_ones() {
+        let light = weight(&exchange("http://h/l", &[]));
+        let j = Journal::new(100, Redactor::default()).with_max_bytes(10 * light);
+        for _ in 0..10 {
+            j.record(exchange("http://h/l", &[]));
+        }
+        let big = "v".repeat(5 * light);
+        j.record(exchange("http://h/big", &[("x-big", big.as_str())]));
+        let kept = j.all();
+        assert_eq!(kept.last().unwrap().request.url, "http://h/big");
+        assert!(kept.len() <= 5, "{} exchanges kept", kept.len());
+        assert!(j.bytes() <= 10 * light);
+        let only = Journal::new(100, Redactor::default()).with_max_bytes(1);
+        only.record(exchange("http://h/big", &[("x-big", big.as_str())]));
+        assert_eq!(
+            only.all().len(),
+            1,
+            "the newest is kept even over the budget"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, Tapes};
 use crate::daemon::Daemon;
-use crate::journal::{Journal, KeepBodies, OpenLane};
+use crate::journal::{Holding, Journal, KeepBodies, OpenLane};
 use crate::report::Written;
 use crate::store::{Recorder, RunKind, RunStatus, Store, StoreError};
 
@@ -89,6 +89,8 @@ pub struct Session {
     loaded: Loaded,
     recorder: Option<Recorder>,
     _bodies: Option<KeepBodies>,
+    /// The journal keeps this run's exchanges past its byte budget until the run ends.
+    _holding: Holding,
     pub ctx: RunContext,
 }
 
@@ -159,6 +161,7 @@ impl Session {
         // Tapes are cut from the journal's bodies, kept while this run wants them.
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
+        let holding = proxy.journal.hold_while();
         Ok(Session {
             own,
             proxy,
@@ -167,6 +170,7 @@ impl Session {
             loaded,
             recorder: None,
             _bodies: bodies,
+            _holding: holding,
             ctx,
         })
     }
