@@ -27,6 +27,11 @@ pub struct Upstream {
     response_timeout: Duration,
 }
 
+/// How long an unused upstream connection is kept for reuse. An agent's calls to one host
+/// come seconds apart; each idle TLS connection holds its buffers (tens of KiB), so a burst
+/// of 200 parallel calls should not hold megabytes for long after it (docs/benchmarks.md).
+const UPSTREAM_IDLE: Duration = Duration::from_secs(20);
+
 /// A client's request body that failed to arrive whole (bad chunked framing, a reset):
 /// the client's fault, answered 400, never blamed on the upstream.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +57,7 @@ impl Upstream {
         let client = Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(UPSTREAM_IDLE)
             .build(https);
         Upstream {
             client,
