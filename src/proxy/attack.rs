@@ -33,8 +33,10 @@ pub async fn apply(
     transform: &mut Option<(Owner, Transform)>,
 ) -> Result<Request<ProxyBody>, ProxyError> {
     match rec.exchange().target.clone() {
+        // Boxed: only attacked calls read and rewrite the body, and every forwarded call's
+        // future would otherwise carry this one's size.
         Target::Llm { provider } if !attacks.is_empty() || cut_context => {
-            rewrite_request(req, rec, provider, attacks, cut_context).await
+            Box::pin(rewrite_request(req, rec, provider, attacks, cut_context)).await
         }
         // Scopes give embeddings calls no attacks; their bodies are never rewritten.
         Target::Llm { .. } | Target::Embeddings { .. } => Ok(req),

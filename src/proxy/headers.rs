@@ -12,9 +12,22 @@ const HOP_BY_HOP: &[&str] = &[
     "proxy-authenticate",
 ];
 
+/// Whether `name` is connection-specific on its own (not by being listed in `Connection`).
+fn is_hop(name: &HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || name == header::TE
+        || HOP_BY_HOP.contains(&name.as_str())
+}
+
 /// Removes connection-specific headers. With `keep_upgrade` (a WebSocket handshake),
 /// `Connection: upgrade` and `Upgrade` survive so the upstream sees the handshake.
+/// One pass over the names first: most heads have none, and each `remove` hashes.
 pub fn strip_hop_by_hop(h: &mut HeaderMap, keep_upgrade: bool) {
+    if !h.keys().any(is_hop) {
+        return;
+    }
     let named: Vec<HeaderName> = h
         .get_all(header::CONNECTION)
         .iter()
@@ -26,21 +39,21 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap, keep_upgrade: bool) {
     for name in named {
         h.remove(name);
     }
-    for name in HOP_BY_HOP {
-        h.remove(*name);
-    }
-    h.remove(header::TRANSFER_ENCODING);
-    if !keep_upgrade {
-        h.remove(header::CONNECTION);
-        h.remove(header::UPGRADE);
+    let kept = |n: &HeaderName| {
+        n == header::TE || (keep_upgrade && (n == header::CONNECTION || n == header::UPGRADE))
+    };
+    let hop: Vec<HeaderName> = h
+        .keys()
+        .filter(|n| is_hop(n) && !kept(n))
+        .cloned()
+        .collect();
+    for name in hop {
+        h.remove(name);
     }
     // Only `TE: trailers` may cross (gRPC needs it on HTTP/2).
-    let trailers = h
-        .get(header::TE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("trailers"));
-    h.remove(header::TE);
-    if trailers {
+    if let Some(te) = h.remove(header::TE)
+        && te.to_str().is_ok_and(|v| v.contains("trailers"))
+    {
         h.insert(header::TE, http::HeaderValue::from_static("trailers"));
     }
 }
@@ -58,6 +71,40 @@ pub fn is_upgrade(h: &HeaderMap) -> bool {
 }
 
 /// A head as `(name, value)` pairs for the journal (non-UTF-8 values lossily).
+/// `http::Version`'s name as its `Debug` prints it (`HTTP/1.1`, `HTTP/2.0`), without the
+/// formatting machinery (once per exchange and response).
+pub fn version_name(v: http::Version) -> &'static str {
+    match v {
+        http::Version::HTTP_09 => "HTTP/0.9",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_2 => "HTTP/2.0",
+        http::Version::HTTP_3 => "HTTP/3.0",
+        _ => "HTTP/1.1",
+    }
+}
+
+/// `uri` as `Display` writes it (`scheme://authority/path?query`), in one allocation.
+pub fn url_text(uri: &http::Uri) -> String {
+    let (scheme, authority) = (uri.scheme_str(), uri.authority().map(|a| a.as_str()));
+    let (path, query) = (uri.path(), uri.query());
+    let len = scheme.map_or(0, |s| s.len() + 3)
+        + authority.map_or(0, str::len)
+        + path.len()
+        + query.map_or(0, |q| q.len() + 1);
+    let mut out = String::with_capacity(len);
+    if let Some(s) = scheme {
+        out.push_str(s);
+        out.push_str("://");
+    }
+    out.push_str(authority.unwrap_or_default());
+    out.push_str(path);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
 pub fn header_list(h: &HeaderMap) -> Vec<(String, String)> {
     h.iter()
         .map(|(k, v)| {
@@ -126,6 +173,25 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_text_and_version_name_write_what_display_and_debug_do() {
+        for u in [
+            "https://api.example.com/v1/chat?alt=sse&k=%20",
+            "http://h:8080",
+            "http://h/",
+            "/only/path?q",
+            "*",
+            "h.example:443",
+        ] {
+            let uri: http::Uri = u.parse().unwrap();
+            assert_eq!(url_text(&uri), uri.to_string(), "{u}");
+        }
+        use http::Version as V;
+        for v in [V::HTTP_09, V::HTTP_10, V::HTTP_11, V::HTTP_2, V::HTTP_3] {
+            assert_eq!(version_name(v), format!("{v:?}"));
+        }
+    }
     use http::HeaderValue;
 
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {

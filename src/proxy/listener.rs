@@ -111,6 +111,7 @@ impl Proxy {
         self.inner.shutdown.tasks.spawn(async move {
             let ctx = ConnCtx {
                 peer,
+                peer_text: peer.to_string().into(),
                 user: None,
                 tunnel: None,
                 plain: false,

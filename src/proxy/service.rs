@@ -20,13 +20,15 @@ use super::recorder::Recorder;
 use super::rescue::{self, ErrorKind, ProxyError};
 use super::target::{rebuild, well_formed, without_userinfo};
 use super::{Proxy, ProxyBody, connect};
-use super::{attack, canary, upstream};
+use super::{attack, canary, tape, upstream};
 use crate::exchange::{ErrorSource, Exchange, Outcome, RequestHead, Route, Target, Timings};
 
 /// Who is on the other end of a client connection.
 #[derive(Debug, Clone)]
 pub struct ConnCtx {
     pub peer: SocketAddr,
+    /// `peer` as exchanges record it, written once per connection rather than per request.
+    pub peer_text: Arc<str>,
     pub user: Option<Arc<str>>,
     /// Set inside an intercepted tunnel: the `CONNECT` target every request goes to.
     pub tunnel: Option<Authority>,
@@ -54,8 +56,10 @@ pub async fn handle(
         let uri = rebuild(scheme, authority, req.uri());
         return exchange(proxy, ctx, req, uri, route).await;
     }
+    // The rare routes are boxed: this future is moved per request, and its size is the
+    // largest of its branches' (a reverse route's is bigger than a forwarded call's).
     if req.uri().scheme().is_none() && req.method() != Method::CONNECT {
-        return super::reverse::reverse(proxy, ctx, req).await;
+        return Box::pin(super::reverse::reverse(proxy, ctx, req)).await;
     }
     // A client with HTTP_PROXY exported sends a reverse route's request (an Ollama client
     // at http://127.0.0.1:8080/ollama) to the proxy in absolute form: that route's, not a
@@ -67,7 +71,7 @@ pub async fn handle(
     {
         let pq = req.uri().path_and_query().cloned();
         *req.uri_mut() = pq.map_or_else(|| Uri::from_static("/"), Uri::from);
-        return super::reverse::reverse(proxy, ctx, req).await;
+        return Box::pin(super::reverse::reverse(proxy, ctx, req)).await;
     }
     let mut ctx = ctx;
     match headers::proxy_user(req.headers(), &proxy.settings().users) {
@@ -75,7 +79,7 @@ pub async fn handle(
         Err(e) => return Ok(reject(&proxy, &ctx, &req, auth_error(e))),
     }
     if req.method() == Method::CONNECT {
-        return Ok(connect::handle(proxy, ctx, req).await);
+        return Ok(Box::pin(connect::handle(proxy, ctx, req)).await);
     }
     let uri = without_userinfo(req.uri());
     exchange(proxy, ctx, req, uri, Route::Forward).await
@@ -123,10 +127,10 @@ pub(super) async fn exchange(
         _ => body,
     };
     let mut transform = None;
-    let next = super::tape::consult(&proxy, pending.rec(), &parts, body, &mut plan, upgrade);
+    let next = tape::consult(&proxy, pending.rec(), &parts, body, &mut plan, upgrade);
     let body = match next.await {
-        super::tape::Next::Play(answer) => return super::tape::play(pending, answer).await,
-        super::tape::Next::Body(body) => body,
+        tape::Next::Play(answer) => return Box::pin(tape::play(pending, answer)).await,
+        tape::Next::Body(body) => body,
     };
     match plan.action.take() {
         Some(Action::Respond { delay, synthetic }) => {
@@ -155,7 +159,7 @@ pub(super) async fn exchange(
     let req = Request::from_parts(parts, body);
     pending.awaiting(transform.as_ref().map(|(o, _)| *o));
     let result = if upgrade {
-        proxy.inner.upstream.upgrade(req).await
+        Box::pin(proxy.inner.upstream.upgrade(req)).await
     } else {
         // Hook (issue #9, chaos rules): a rewrite over proxy.max_rewrite_bytes fails here.
         match prepare(pending.rec(), req, &plan, &mut transform).await {
@@ -241,25 +245,30 @@ pub(super) fn recorder<B>(
     route: Route,
 ) -> Recorder {
     let uri = &without_userinfo(uri);
-    let url = uri.to_string();
+    let url = headers::url_text(uri);
     let host = uri.host().unwrap_or_default();
     let target = proxy.inner.chaos.classify(&url, host, uri.path());
     let started_at_ms = crate::exchange::now_unix_ms();
     let exchange = Exchange {
         id: proxy.journal().next_id(),
-        client_addr: ctx.peer.to_string(),
+        client_addr: ctx.peer_text.to_string(),
         client_user: ctx.user.as_deref().map(String::from),
         route,
         target,
         request: RequestHead {
             method: req.method().to_string(),
             url,
-            version: format!("{:?}", req.version()),
+            version: headers::version_name(req.version()).into(),
             headers: headers::header_list(req.headers()),
         },
-        // Placeholder until the outcome is known; `Recorder::finish` always replaces it.
+        // Placeholder until the outcome is known; `Recorder::finish` always replaces it
+        // (an empty message: no allocation per request).
         outcome: Outcome::Error {
-            error: ProxyError::new(ErrorKind::Internal, "unfinished").info(),
+            error: crate::exchange::ErrorInfo {
+                source: ErrorSource::Internal,
+                kind: ErrorKind::Internal,
+                message: String::new(),
+            },
             status: None,
         },
         timings: Timings {

@@ -81,7 +81,7 @@ pub(super) fn response(
     }
     let head = ResponseHead {
         status: parts.status.as_u16(),
-        version: format!("{:?}", parts.version),
+        version: headers::version_name(parts.version).into(),
         headers: headers::header_list(&parts.headers),
     };
     // The agent acts on what it received, so the copy is taken after any transform; a
