@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Conn, Endpoint, Proto, error_chain};
 use crate::format::{ms, rps_cell};
-use crate::machine::{CpuSnapshot, proc_cpu, proc_status_kib};
+use crate::machine::{CpuSnapshot, proc_cpu, proc_status_kib, proc_sys};
 use crate::origins::BODY;
 use crate::stats::{Errors, Summary, percentile, summarize};
 use crate::{MAX_REPEATS, NOISY_RUN, RSS_SAMPLE_EVERY, Settings};
@@ -36,6 +36,9 @@ pub struct RunStats {
     pub origin_h2_requests: u64,
     pub proxy_cpu: Option<Duration>,
     pub origin_cpu: Option<Duration>,
+    /// The system (kernel) part of `proxy_cpu` and `origin_cpu`.
+    pub proxy_sys: Option<Duration>,
+    pub origin_sys: Option<Duration>,
     pub proxy_rss_peak_kib: Option<u64>,
     /// Share of the machine's CPU other processes used during the run.
     pub others: f64,
@@ -75,6 +78,7 @@ pub async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duratio
     let pid = endpoint.proxy_pid;
     let cpu_before = proc_cpu(pid);
     let origin_before = endpoint.origin_pid.and_then(proc_cpu);
+    let sys_before = (proc_sys(pid), endpoint.origin_pid.and_then(proc_sys));
     let measured: Vec<u32> = std::iter::once(pid).chain(endpoint.origin_pid).collect();
     let machine_before = CpuSnapshot::take(&measured);
     let done = Arc::new(AtomicBool::new(false));
@@ -103,10 +107,13 @@ pub async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duratio
         (Some(before), Some(after)) if endpoint.via_proxy => Some(after.saturating_sub(before)),
         _ => None,
     };
-    let origin_cpu = match (origin_before, endpoint.origin_pid.and_then(proc_cpu)) {
+    let since = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
         (Some(before), Some(after)) => Some(after.saturating_sub(before)),
         _ => None,
     };
+    let origin_cpu = since(origin_before, endpoint.origin_pid.and_then(proc_cpu));
+    let proxy_sys = since(sys_before.0, proc_sys(pid)).filter(|_| endpoint.via_proxy);
+    let origin_sys = since(sys_before.1, endpoint.origin_pid.and_then(proc_sys));
     let others = match (machine_before, CpuSnapshot::take(&measured)) {
         (Some(before), Some(after)) => before.others_until(&after),
         _ => f64::NAN,
@@ -122,6 +129,8 @@ pub async fn run_load(endpoint: &Endpoint, concurrency: usize, duration: Duratio
         origin_h2_requests: endpoint.origin.h2_requests.load(Ordering::Relaxed) - h2_before,
         proxy_cpu,
         origin_cpu,
+        proxy_sys,
+        origin_sys,
         proxy_rss_peak_kib,
         others,
     }

@@ -47,10 +47,22 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// utime + stime of a process.
 pub fn proc_cpu(pid: u32) -> Option<Duration> {
+    let (user, system) = proc_times(pid)?;
+    Some(user + system)
+}
+
+/// stime of a process: its time in the kernel (system calls, and on loopback the TCP
+/// receive work of the packets it sends).
+pub fn proc_sys(pid: u32) -> Option<Duration> {
+    Some(proc_times(pid)?.1)
+}
+
+fn proc_times(pid: u32) -> Option<(Duration, Duration)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks_to_duration(ticks))
+    let user = fields.get(11)?.parse::<u64>().ok()?;
+    let system = fields.get(12)?.parse::<u64>().ok()?;
+    Some((ticks_to_duration(user), ticks_to_duration(system)))
 }
 
 fn ticks_to_duration(ticks: u64) -> Duration {

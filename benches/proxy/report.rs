@@ -56,7 +56,7 @@ impl Outcome {
              the `tests/fixtures` certificate, ALPN h2 + http/1.1) on their own tokio \
              multi-thread runtime, the reqwest clients (forced to HTTP/1.1) on another, so a \
              direct request crosses threads as it would between separate processes; \
-             flakestorm as a separate process (release `flakestorm serve`, `RUST_LOG=warn`). \
+             flakestorm as a separate process (`flakestorm serve` of the binary above, `RUST_LOG=warn`). \
              Proxied plain HTTP uses absolute-form requests, proxied HTTPS uses CONNECT and is \
              intercepted (the client trusts only the flakestorm CA). Each measurement: {} \
              warm-up, then {} runs of {} per side, direct and proxied interleaved; the tables \

@@ -135,6 +135,16 @@ impl Sidecar {
                 ok(p.errors.count, cpu.is_some_and(|c| c <= GOAL_CPU_RATIO)),
             ],
             vec![
+                "… of which in the kernel (system time), proxy vs nginx".into(),
+                format!(
+                    "{} vs {}",
+                    us(p.proxy_sys_per_req),
+                    us(d.origin_sys_per_req)
+                ),
+                "".into(),
+                "".into(),
+            ],
+            vec![
                 "added p50 at c = 1".into(),
                 format!("{added:+.3} ms"),
                 format!("≤ +{GOAL_ADDED_P50_MS} ms"),

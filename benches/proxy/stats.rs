@@ -65,6 +65,9 @@ pub struct Summary {
     pub proxy_cpu_per_req: Option<Duration>,
     /// The origin process's CPU per request (nginx only).
     pub origin_cpu_per_req: Option<Duration>,
+    /// The system (kernel) part of each.
+    pub proxy_sys_per_req: Option<Duration>,
+    pub origin_sys_per_req: Option<Duration>,
     pub proxy_rss_peak_kib: Option<u64>,
     /// Highest share of the machine's CPU other processes used during one of the runs.
     pub others_max: f64,
@@ -81,16 +84,17 @@ pub fn summarize(runs: Vec<RunStats>) -> Summary {
     let origin_conns_per_req = median_f64(runs.iter().map(per_req).collect());
     let h2_share = |r: &RunStats| r.origin_h2_requests as f64 / r.ok.max(1) as f64;
     let origin_h2_share = median_f64(runs.iter().map(h2_share).collect());
-    let cpu: Vec<Duration> = runs
-        .iter()
-        .filter_map(|r| Some(r.proxy_cpu? / r.ok.max(1) as u32))
-        .collect();
-    let proxy_cpu_per_req = (!cpu.is_empty()).then(|| median_duration(cpu));
-    let cpu: Vec<Duration> = runs
-        .iter()
-        .filter_map(|r| Some(r.origin_cpu? / r.ok.max(1) as u32))
-        .collect();
-    let origin_cpu_per_req = (!cpu.is_empty()).then(|| median_duration(cpu));
+    let per_req = |of: fn(&RunStats) -> Option<Duration>| {
+        let each: Vec<Duration> = runs
+            .iter()
+            .filter_map(|r| Some(of(r)? / r.ok.max(1) as u32))
+            .collect();
+        (!each.is_empty()).then(|| median_duration(each))
+    };
+    let proxy_cpu_per_req = per_req(|r| r.proxy_cpu);
+    let origin_cpu_per_req = per_req(|r| r.origin_cpu);
+    let proxy_sys_per_req = per_req(|r| r.proxy_sys);
+    let origin_sys_per_req = per_req(|r| r.origin_sys);
     let proxy_rss_peak_kib = runs.iter().filter_map(|r| r.proxy_rss_peak_kib).max();
     let others_max = runs.iter().map(|r| r.others).fold(0.0, f64::max);
     let mut errors = Errors::default();
@@ -107,6 +111,8 @@ pub fn summarize(runs: Vec<RunStats>) -> Summary {
         origin_h2_share,
         proxy_cpu_per_req,
         origin_cpu_per_req,
+        proxy_sys_per_req,
+        origin_sys_per_req,
         proxy_rss_peak_kib,
         others_max,
     }
