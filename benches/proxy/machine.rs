@@ -19,6 +19,13 @@ pub fn cores() -> usize {
     *CORES
 }
 
+static PINNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `pin_self` pinned this process (then the proxy and nginx are pinned too).
+pub fn pinned() -> bool {
+    PINNED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Pins this process (all its threads, and those it starts later) to `cpu`, when the
 /// machine has another core for the proxy; says whether it did.
 pub fn pin_self(cpu: usize) -> bool {
@@ -34,6 +41,7 @@ pub fn pin_self(cpu: usize) -> bool {
     if !pinned {
         eprintln!("not pinned: the proxy shares the cores with the clients and origins");
     }
+    PINNED.store(pinned, std::sync::atomic::Ordering::Relaxed);
     pinned
 }
 
@@ -58,11 +66,26 @@ pub fn proc_sys(pid: u32) -> Option<Duration> {
 }
 
 fn proc_times(pid: u32) -> Option<(Duration, Duration)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let fields = stat_fields(pid)?;
     let user = fields.get(11)?.parse::<u64>().ok()?;
     let system = fields.get(12)?.parse::<u64>().ok()?;
     Some((ticks_to_duration(user), ticks_to_duration(system)))
+}
+
+/// This process's CPU time with that of its children it has reaped (nginx, once the
+/// sidecar figures are done), so they do not count as other processes.
+fn own_cpu() -> Option<Duration> {
+    let fields = stat_fields(std::process::id())?;
+    let ticks = (11..=14)
+        .map(|i| fields.get(i)?.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    Some(ticks_to_duration(ticks))
+}
+
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(String::from).collect())
 }
 
 fn ticks_to_duration(ticks: u64) -> Duration {
@@ -98,7 +121,7 @@ impl CpuSnapshot {
         Some(CpuSnapshot {
             at: Instant::now(),
             machine_busy: ticks_to_duration(busy),
-            ours: pids.iter().fold(proc_cpu(std::process::id())?, |sum, pid| {
+            ours: pids.iter().fold(own_cpu()?, |sum, pid| {
                 sum + proc_cpu(*pid).unwrap_or_default()
             }),
         })

@@ -26,6 +26,14 @@ impl Nginx {
         Path::new(NGINX).exists()
     }
 
+    /// The version nginx says it is (`nginx -v`).
+    pub fn version() -> String {
+        let out = Command::new(NGINX).arg("-v").output();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned());
+        let text = text.unwrap_or_default();
+        text.trim().rsplit('/').next().unwrap_or("?").to_string()
+    }
+
     /// Starts nginx on a free loopback port, pinned to `cpu`.
     pub fn start(root: &Path, cpu: usize) -> Result<Self> {
         let dir = tempfile::tempdir()?;
@@ -35,8 +43,17 @@ impl Nginx {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let conf = dir.path().join("nginx.conf");
         std::fs::write(&conf, config(root, dir.path(), port))?;
-        let child = Command::new("taskset")
-            .args(["-c", &cpu.to_string(), NGINX, "-c"])
+        // Pinned when the bench pinned itself (taskset is there, and CPU `cpu` with it).
+        let mut command = match crate::machine::pinned() {
+            true => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", &cpu.to_string(), NGINX]);
+                c
+            }
+            false => Command::new(NGINX),
+        };
+        let child = command
+            .arg("-c")
             .arg(&conf)
             .arg("-p")
             .arg(dir.path())

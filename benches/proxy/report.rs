@@ -47,8 +47,8 @@ impl Outcome {
         let _ = writeln!(
             out,
             "## Proxy overhead: direct vs through flakestorm (loopback)\n\n\
-             - Command: `{COMMAND}` (`cargo bench --bench proxy` on the `dist` build; source: \
-             `benches/proxy/`)\n\
+             - Command: `{COMMAND}` (`cargo bench --bench proxy` measuring the binary below; \
+             source: `benches/proxy/`)\n\
              - Binary: {}\n\
              - Date: {date}\n\
              - Machine: {}\n\
@@ -68,7 +68,9 @@ impl Outcome {
             match pinned {
                 true =>
                     "flakestorm alone on CPU 1, the bench process (origins, clients) and \
-                         nginx on CPU 0, as a sidecar has a core of its own;",
+                         nginx on CPU 0, as a sidecar has a core of its own (so a proxied run \
+                         has both cores and a direct one only CPU 0: proxied ÷ direct ratios \
+                         are not comparable with unpinned runs);",
                 false => "not pinned (fewer than 2 cores);",
             },
             fmt_dur(settings.warmup),
@@ -271,8 +273,8 @@ impl Outcome {
             ("peak VmRSS sampled during the c=64 runs", mib(c64_peak)),
             ("VmHWM (peak RSS) at the end", mib(m.hwm_kib)),
             (
-                "VmRSS idle after the load, clients closed (includes the in-memory journal, \
-                 by default the last 10 000 exchanges)",
+                "VmRSS idle after the load, clients closed (includes the in-memory journal: \
+                 at most `journal.max_bytes`, 2 MiB by default, while no run reads it)",
                 mib(m.after_load_kib),
             ),
         ];

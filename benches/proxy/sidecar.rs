@@ -98,12 +98,12 @@ impl Sidecar {
             out,
             "### Sidecar figures (issue #30)\n\nnginx {} (one worker, no master, HTTPS with the \
              fixture certificate, the same 1 KiB body) pinned with the bench's clients to CPU 0, \
-             flakestorm alone on CPU 1; intercepted HTTPS keep-alive, median of the runs. CPU \
-             per request is each process's user + system time over the requests served: the \
-             proxy's in the proxied runs, nginx's in the direct runs. The burst runs \
-             c = {BURST_CONCURRENCY} through the proxy for {} s; its clients are then closed and \
-             the proxy left idle for {} s.\n",
-            crate::machine::command_output("sh", &["-c", "nginx -v 2>&1 | cut -d/ -f2"]),
+             flakestorm alone on CPU 1 (when the machine has two cores); intercepted HTTPS \
+             keep-alive, median of the runs. CPU per request is each process's user + system \
+             time over the requests served: the proxy's in the proxied runs, nginx's in the \
+             direct runs. The burst runs c = {BURST_CONCURRENCY} through the proxy for {} s; \
+             its clients are then closed and the proxy left idle for {} s.\n",
+            crate::nginx::Nginx::version(),
             self.burst_len.as_secs(),
             self.idle_len.as_secs(),
         );

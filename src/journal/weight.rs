@@ -2,7 +2,7 @@
 //! lists hold, so `journal.max_bytes` bounds memory by the byte rather than by the entry (an
 //! LLM call with 30 headers and a long URL weighs many times a health check).
 
-use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome};
+use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, Target};
 
 /// What the allocator adds to each heap block on average (size-class rounding).
 const PER_ALLOCATION: usize = 16;
@@ -23,12 +23,14 @@ fn headers(h: &[(String, String)]) -> usize {
     list + h.iter().map(|(k, v)| text(k) + text(v)).sum::<usize>()
 }
 
+/// The heap a fault record holds (its struct is counted where it lives: inline in the
+/// exchange, or in the attacks' list).
 fn record(f: &FaultRecord) -> usize {
-    std::mem::size_of::<FaultRecord>() + text(&f.rule) + opt(&f.note)
+    text(&f.rule) + opt(&f.note)
 }
 
-/// Approximate bytes `e` holds while the journal keeps it (the `Arc` it is kept in
-/// included).
+/// Approximate bytes `e` holds while the journal keeps it (the `Arc` it is kept in and
+/// its slot in the journal's lists included).
 pub fn weight(e: &Exchange) -> usize {
     let outcome = match &e.outcome {
         Outcome::Response { response, body } => {
@@ -44,11 +46,22 @@ pub fn weight(e: &Exchange) -> usize {
         Outcome::Error { error, .. } => text(&error.message),
     };
     let mcp = e.mcp.as_ref().map_or(0, |m| {
-        std::mem::size_of_val(m) + text(&m.method) + opt(&m.tool) + opt(&m.session) + opt(&m.note)
+        // A JSON-RPC id is a number or a short string; only a string holds heap.
+        let id = match &m.id {
+            Some(serde_json::Value::String(id)) => text(id),
+            _ => 0,
+        };
+        text(&m.method) + opt(&m.tool) + opt(&m.session) + opt(&m.note) + id
     });
+    let target = match &e.target {
+        Target::Tool { name } => text(name),
+        Target::Llm { .. } | Target::Embeddings { .. } | Target::Other => 0,
+    };
     std::mem::size_of::<Exchange>()
         + 2 * std::mem::size_of::<usize>()
         + PER_ALLOCATION
+        + 2 * std::mem::size_of::<usize>()
+        + target
         + text(&e.client_addr)
         + opt(&e.client_user)
         + text(&e.request.method)
@@ -57,6 +70,7 @@ pub fn weight(e: &Exchange) -> usize {
         + headers(&e.request.headers)
         + outcome
         + e.fault.as_ref().map_or(0, record)
+        + std::mem::size_of_val(e.attacks.as_slice())
         + e.attacks.iter().map(record).sum::<usize>()
         + e.llm_tool_calls.iter().map(|t| text(t) + 24).sum::<usize>()
         + opt(&e.trace_id)
