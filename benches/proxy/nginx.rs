@@ -17,7 +17,7 @@ pub struct Nginx {
     child: Child,
     pub pid: u32,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Nginx {
@@ -66,7 +66,7 @@ impl Nginx {
             pid: child.id(),
             child,
             port,
-            _dir: dir,
+            dir,
         };
         nginx.wait_ready()?;
         Ok(nginx)
@@ -76,7 +76,7 @@ impl Nginx {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait()? {
-                let log = std::fs::read_to_string(self._dir.path().join("error.log"));
+                let log = std::fs::read_to_string(self.dir.path().join("error.log"));
                 bail!(
                     "nginx exited at start ({status}): {}",
                     log.unwrap_or_default()

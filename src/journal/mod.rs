@@ -101,7 +101,7 @@ struct Inner {
     recorded: watch::Sender<u64>,
     capacity: usize,
     /// The byte budget past which the oldest exchanges go while nobody `holds` them.
-    max_bytes: usize,
+    max_bytes: AtomicUsize,
     /// Runs under way (`hold_while`): the byte budget waits until they end.
     holders: AtomicUsize,
     next_id: AtomicU64,
@@ -137,7 +137,7 @@ impl Journal {
             bodies_wanted: AtomicUsize::new(0),
             recorded: watch::Sender::new(0),
             capacity: capacity.max(1),
-            max_bytes: usize::MAX,
+            max_bytes: AtomicUsize::new(usize::MAX),
             holders: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             evicted: AtomicU64::new(0),
@@ -150,11 +150,12 @@ impl Journal {
         }
     }
 
-    /// The same journal with a byte budget (`journal.max_bytes`); only before it is shared.
-    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.max_bytes = max_bytes.max(1);
-        }
+    /// The same journal with a byte budget (`journal.max_bytes`), applied from the next
+    /// record on.
+    pub fn with_max_bytes(self, max_bytes: usize) -> Self {
+        self.inner
+            .max_bytes
+            .store(max_bytes.max(1), Ordering::Relaxed);
         self
     }
 
@@ -164,6 +165,10 @@ impl Journal {
     pub fn hold_while(&self) -> Holding {
         self.inner.holders.fetch_add(1, Ordering::Relaxed);
         Holding(self.clone())
+    }
+
+    fn max_bytes(&self) -> usize {
+        self.inner.max_bytes.load(Ordering::Relaxed)
     }
 
     /// Bytes the kept exchanges weigh (`weight`), against `journal.max_bytes`.
@@ -179,7 +184,7 @@ impl Journal {
             || self.inner.keep_bodies.load(Ordering::Relaxed);
         let mut gone = Vec::new();
         while list.items.len() > self.inner.capacity
-            || (!held && list.bytes > self.inner.max_bytes && list.items.len() > 1)
+            || (!held && list.bytes > self.max_bytes() && list.items.len() > 1)
         {
             let Some(old) = list.items.pop_front() else {
                 break;
@@ -254,7 +259,7 @@ impl Journal {
         list.weights.push_back(weight);
         list.bytes += weight;
         list.pushed += 1;
-        let over = list.items.len() > self.inner.capacity || list.bytes > self.inner.max_bytes;
+        let over = list.items.len() > self.inner.capacity || list.bytes > self.max_bytes();
         let evicted = if over {
             self.evict(&mut list)
         } else {
