@@ -45,7 +45,8 @@ pub fn parse(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
         let text = std::str::from_utf8(body)
             .map_err(|e| ApiError::BadBody(format!("YAML body is not UTF-8: {e}")))?;
         untrusted::check_yaml(text).map_err(fail)?;
-        use figment::providers::{Format, Yaml};
+        use crate::config::Yaml;
+        use figment::providers::Format;
         // As the config loader does, so `.nan` and `.inf` are refused here too.
         crate::config::finite::extract(&figment::Figment::from(Yaml::string(text)))
             .map_err(|e| ApiError::BadBody(e.to_string()))

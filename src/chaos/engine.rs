@@ -361,7 +361,8 @@ mod tests {
     use crate::exchange::Provider;
 
     fn spec(yaml: &str) -> CompiledChaos {
-        use figment::providers::{Format, Yaml};
+        use crate::config::Yaml;
+        use figment::providers::Format;
         let spec: ChaosSpec = figment::Figment::from(Yaml::string(yaml))
             .extract()
             .unwrap();

@@ -56,7 +56,8 @@ pub fn load(name: &str) -> Result<CompiledChaos, String> {
             names().collect::<Vec<_>>().join(", ")
         )
     })?;
-    use figment::providers::{Format, Yaml};
+    use crate::config::Yaml;
+    use figment::providers::Format;
     let spec: ChaosSpec = figment::Figment::from(Yaml::string(text))
         .extract()
         .map_err(|e| format!("profile `{name}`: {e}"))?;

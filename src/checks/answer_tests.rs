@@ -3,7 +3,8 @@ use std::time::Duration;
 use super::*;
 
 fn inv(yaml: &str) -> Invariant {
-    use figment::providers::{Format, Yaml};
+    use crate::config::Yaml;
+    use figment::providers::Format;
     let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
         .extract()
         .unwrap();
@@ -131,7 +132,8 @@ fn negate_failures_and_applicability() {
 
 #[test]
 fn the_regexes_parsed_at_load_are_the_ones_run() {
-    use figment::providers::{Format, Yaml};
+    use crate::config::Yaml;
+    use figment::providers::Format;
     let parse = |yaml: &str| {
         let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
             .extract()

@@ -53,7 +53,8 @@ fn mark_non_finite(v: &mut Yaml) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use figment::providers::{Format, Yaml as YamlFile};
+    use crate::config::Yaml as YamlFile;
+    use figment::providers::Format;
 
     #[test]
     fn non_finite_numbers_survive_as_markers_and_the_rest_is_unchanged() {

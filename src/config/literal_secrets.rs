@@ -77,7 +77,7 @@ mod tests {
 
     fn warnings(yaml: &str) -> Vec<String> {
         let v: Value = figment::Figment::from(
-            <figment::providers::Yaml as figment::providers::Format>::string(yaml),
+            <crate::config::Yaml as figment::providers::Format>::string(yaml),
         )
         .extract()
         .unwrap();

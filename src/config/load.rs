@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
-use figment::providers::{Format, Serialized, Yaml};
+use figment::providers::{Format, Serialized};
+
+use super::Yaml;
 use serde_json::{Map, Value};
 
 use super::chaos_load::{remap_chaos_paths, warn_tools};

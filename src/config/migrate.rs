@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use figment::Figment;
-use figment::providers::{Format, Yaml};
+use figment::providers::Format;
+
+use super::Yaml;
 use serde_json::Value;
 
 use super::ConfigError;

@@ -48,6 +48,7 @@ mod unset;
 pub mod untrusted;
 mod v2;
 mod validate;
+mod yaml;
 mod yaml_keys;
 
 pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
@@ -75,6 +76,7 @@ pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;
 pub use unset::{Validated, load_for_validation, validate_text};
+pub use yaml::Yaml;
 
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]

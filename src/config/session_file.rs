@@ -62,7 +62,7 @@ pub(super) fn parse(text: &str) -> Result<Value, String> {
     if let Ok(json) = serde_json::from_str(text) {
         return Ok(json);
     }
-    let yaml = <figment::providers::Yaml as figment::providers::Format>::string(text);
+    let yaml = <crate::config::Yaml as figment::providers::Format>::string(text);
     figment::Figment::from(yaml)
         .extract::<Value>()
         .map_err(|e| super::redact::serde_message(&e.to_string()))

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use figment::Figment;
-use figment::providers::{Format, Yaml};
+use figment::providers::Format;
+
+use super::Yaml;
 use serde_json::Value;
 
 use super::{ConfigError, ConfigErrors, Loaded, Overrides, load_with_env, referenced_vars};

@@ -95,7 +95,8 @@ fn merge_yaml(base: &str, extra: &str) -> String {
 }
 
 fn parse_yaml(yaml: &str) -> serde_json::Value {
-    use figment::providers::{Format, Yaml};
+    use figment::providers::Format;
+    use flakestorm::config::Yaml;
     figment::Figment::from(Yaml::string(yaml))
         .extract()
         .unwrap_or(serde_json::Value::Null)

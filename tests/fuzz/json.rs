@@ -9,7 +9,8 @@ use crate::mutate::Rng;
 
 /// Seeds as values: JSON, else YAML (figment, as the readers do); others are left out.
 pub fn values(corpus: &[Vec<u8>]) -> Vec<Value> {
-    use figment::providers::{Format, Yaml};
+    use figment::providers::Format;
+    use flakestorm::config::Yaml;
     corpus
         .iter()
         .filter_map(|seed| {

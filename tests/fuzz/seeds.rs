@@ -259,7 +259,7 @@ pub fn run_bodies() -> Vec<Vec<u8>> {
         let text = String::from_utf8(config).unwrap();
         let kind = kinds[i % kinds.len()];
         let object: Value = figment::Figment::from(
-            <figment::providers::Yaml as figment::providers::Format>::string(&text),
+            <flakestorm::config::Yaml as figment::providers::Format>::string(&text),
         )
         .extract()
         .unwrap_or(Value::Null);
