@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flakestorm::agent::Agent;
-use flakestorm::config::{self, AgentSpec, Family, MutationType, MutationsSpec, Overrides};
+use flakestorm::config::{self, AgentSpec, MutationsSpec, Overrides};
 use flakestorm::daemon::Daemon;
+use flakestorm::mutate::kind::{Family, MutationType};
 use flakestorm::mutate::{Draw, wire};
 use flakestorm::run::{RunContext, plan_mutations, run_mutation};
 

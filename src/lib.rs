@@ -11,8 +11,15 @@
 //!   detection, where text and tool calls sit, error bodies, stream endings (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
-//! - `config`    — `flakestorm.yaml` schema, layered loading, validation with paths,
-//!   compiled once into what the runtime uses (chaos rules, regexes, host and URL globs).
+//! - `globs`     — URL and host glob semantics, compiled once as they are read (pure).
+//! - `chaos::spec`  — the fault vocabulary: tool faults, LLM faults and context attacks
+//!   as closed serde enums, their ranges, compiled once into `CompiledChaos` (pure).
+//! - `mutate::kind` — the mutation types: one closed enum, each type's family and weight.
+//! - `checks::spec` — the invariant vocabulary: `Check`, `InvariantSpec`, regexes compiled
+//!   once as an invariant is parsed.
+//! - `config`    — `flakestorm.yaml` schema assembled from those spec types, layered
+//!   loading, validation with paths, compiled once into what the runtime uses (chaos
+//!   rules, regexes, host and URL globs). Owns no domain enum.
 //! - `tape`      — HAR 1.2 tapes: captured bodies, writing, reading, request keys and
 //!   answering requests from a tape (pure).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
@@ -54,6 +61,7 @@ pub mod daemon;
 pub mod demo;
 pub mod exchange;
 pub mod files;
+pub mod globs;
 pub mod jobs;
 pub mod journal;
 pub mod langsmith;

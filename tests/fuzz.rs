@@ -26,7 +26,7 @@ mod seeds;
 use flakestorm::chaos::attack::{apply_to_request, inject_tool_response};
 use flakestorm::chaos::budget::Budget;
 use flakestorm::chaos::rewrite::{LlmRewriter, Out};
-use flakestorm::config::chaos::{AttackMode, LlmMode};
+use flakestorm::chaos::spec::{AttackMode, LlmMode};
 use flakestorm::exchange::Provider;
 use flakestorm::llm::frame::{Event, Framing, Splitter};
 use mutate::{Target, chunks, run, run_parallel};

@@ -255,7 +255,9 @@ fn source_files_keep_under_the_size_cap() {
 }
 
 /// The crate map in src/lib.rs (`//! - `name` — …`), in order: a module may use only those
-/// listed above it (design.md §3).
+/// listed above it (design.md §3). An entry `parent::child` is a layer of its own inside
+/// `parent` (the domain vocabulary, `chaos::spec`, below `config`, while `chaos`'s engine
+/// comes after it).
 fn crate_map() -> Vec<String> {
     source("src/lib.rs")
         .lines()
@@ -269,8 +271,28 @@ fn crate_map() -> Vec<String> {
 const LAYERING_EXCEPTIONS: [(&str, &[&str]); 1] =
     [("src/run/session.rs", &["store", "report", "daemon"])];
 
-/// The crate modules `text` names as `crate::name`, outside comments and test code.
-fn crate_uses(text: &str) -> BTreeSet<String> {
+/// The layer a source file belongs to: the longest crate-map entry its path is inside.
+fn layer_of<'m>(rel: &str, map: &'m [String]) -> Option<&'m String> {
+    let path = rel.strip_prefix("src/")?.trim_end_matches(".rs");
+    map.iter()
+        .filter(|m| {
+            let dir = m.replace("::", "/");
+            path == dir || path.starts_with(&format!("{dir}/"))
+        })
+        .max_by_key(|m| m.len())
+}
+
+/// How deep a file's module sits below its layer's root module (`chaos/spec/mod.rs`: 0,
+/// `chaos/spec/fit.rs`: 1): the `super::` steps it may take without leaving its layer.
+fn depth_below(rel: &str, layer: &str) -> usize {
+    let path = rel["src/".len()..].trim_end_matches(".rs");
+    let path = path.strip_suffix("/mod").unwrap_or(path);
+    path.split('/').count() - layer.split("::").count()
+}
+
+/// The crate layers `text` names as `crate::name` (or `crate::name::child` where that is
+/// a layer of the map), outside comments and test code.
+fn crate_uses(text: &str, map: &[String]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let code = text
         .lines()
@@ -278,11 +300,13 @@ fn crate_uses(text: &str) -> BTreeSet<String> {
         .filter(|l| !l.trim_start().starts_with("//"));
     for line in code {
         for (at, _) in line.match_indices("crate::") {
-            let name: String = line[at + 7..]
+            let path: String = line[at + 7..]
                 .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
-            out.insert(name);
+            let name = path.split("::").next().unwrap_or_default().to_string();
+            let sub = path.split("::").take(2).collect::<Vec<_>>().join("::");
+            out.insert(if map.contains(&sub) { sub } else { name });
         }
     }
     out
@@ -297,23 +321,48 @@ fn modules_use_only_those_listed_above_them_in_the_crate_map() {
         .filter_map(|l| l.strip_prefix("pub mod "))
         .map(|l| l.trim_end_matches(';'))
         .collect();
-    let listed: BTreeSet<&str> = map.iter().map(String::as_str).collect();
+    let listed: BTreeSet<&str> = map
+        .iter()
+        .map(String::as_str)
+        .filter(|m| !m.contains("::"))
+        .collect();
     assert_eq!(
         declared, listed,
         "src/lib.rs's crate map lists every module, once"
     );
+    for sub in map.iter().filter(|m| m.contains("::")) {
+        let (parent, child) = sub.split_once("::").unwrap();
+        let parent_at = map.iter().position(|m| m == parent);
+        assert!(
+            parent_at > map.iter().position(|m| m == sub),
+            "{sub} is listed above {parent} in src/lib.rs's crate map"
+        );
+        assert!(
+            source(&format!("src/{parent}/mod.rs")).contains(&format!("pub mod {child};")),
+            "src/{parent}/mod.rs declares `pub mod {child};` ({sub} is in the crate map)"
+        );
+    }
     let mut wrong = vec![];
     for (rel, text) in sources() {
-        let top = rel["src/".len()..].split('/').next().unwrap();
-        let module = top.trim_end_matches(".rs");
-        let Some(mine) = map.iter().position(|m| m == module) else {
+        let Some(module) = layer_of(&rel, &map) else {
             continue; // lib.rs, main.rs
         };
+        let mine = map.iter().position(|m| m == module).unwrap();
+        if module.contains("::") {
+            let escape = format!("{}super::", "super::".repeat(depth_below(&rel, module)));
+            let code = text
+                .lines()
+                .take_while(|l| l.trim_end() != "#[cfg(test)]")
+                .filter(|l| !l.trim_start().starts_with("//"));
+            if code.clone().any(|l| l.contains(&escape)) {
+                wrong.push(format!("{rel} reaches out of `{module}` with `{escape}`"));
+            }
+        }
         let allowed = LAYERING_EXCEPTIONS
             .iter()
             .find(|(f, _)| *f == rel)
             .map_or(&[][..], |(_, m)| *m);
-        for used in crate_uses(&text) {
+        for used in crate_uses(&text, &map) {
             let Some(theirs) = map.iter().position(|m| *m == used) else {
                 continue;
             };

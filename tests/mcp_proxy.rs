@@ -237,7 +237,7 @@ async fn a_canary_from_one_mcp_tool_sent_to_another_is_a_leak() {
     use flakestorm::chaos::Canary;
     let server = mcp_server().await;
     let p = start_proxy(&config(&server, "  tool_faults: []\n")).await;
-    let spec = flakestorm::config::chaos::ChaosSpec::default();
+    let spec = flakestorm::chaos::spec::ChaosSpec::default();
     let _planted = p
         .daemon
         .chaos

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use common::raw_agent::{self, Canned, RawAgent, status};
 use flakestorm::agent::{RawOptions, send_raw, send_raw_with};
-use flakestorm::config::{AgentSpec, AgentTarget, MutationType as M};
+use flakestorm::config::{AgentSpec, AgentTarget};
 use flakestorm::mutate::Draw;
+use flakestorm::mutate::kind::MutationType as M;
 use flakestorm::mutate::wire::{self, Pattern, WireAttack};
 
 const PROMPT: &str = "What is the capital of France?";

@@ -98,7 +98,7 @@ async fn the_agent_gets_exactly_the_planned_variants_and_the_score_is_weighted()
     let dropped: usize = r.types.iter().flat_map(|t| t.dropped.values()).sum();
     assert_eq!(r.mutants.len() + dropped, 18);
     assert!(
-        r.skipped[&flakestorm::config::MutationType::Paraphrase].contains("`model:` LLM"),
+        r.skipped[&flakestorm::mutate::kind::MutationType::Paraphrase].contains("`model:` LLM"),
         "{:?}",
         r.skipped
     );
@@ -346,7 +346,7 @@ async fn an_unreachable_model_skips_its_types_and_the_run_goes_on() {
          model: {{provider: ollama, name: m, base_url: 'http://127.0.0.1:{port}'}}\n"
     );
     let r = mutate(&yaml, &a.http_url("/invoke")).await;
-    let why = &r.skipped[&flakestorm::config::MutationType::Paraphrase];
+    let why = &r.skipped[&flakestorm::mutate::kind::MutationType::Paraphrase];
     assert!(
         why.contains("paraphrase was skipped: the model at http://127.0.0.1:"),
         "{why}"

@@ -358,7 +358,8 @@ mod tests {
         ];
         let alphabet = b"0123456789abcdefxz;: \r\n\r\nHTTP/1.1 ";
         for i in 0..2_000u32 {
-            let mut d = crate::mutate::Draw::new(9, crate::config::MutationType::Noise, "raw", i);
+            let mut d =
+                crate::mutate::Draw::new(9, crate::mutate::kind::MutationType::Noise, "raw", i);
             let mut bytes = prefixes[d.below(prefixes.len())].to_vec();
             for _ in 0..d.below(64) {
                 bytes.push(match d.below(4) {

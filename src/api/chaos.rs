@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
 use crate::chaos::profiles;
-use crate::config::chaos::CompiledChaos;
+use crate::chaos::spec::CompiledChaos;
 use crate::config::parse_chaos;
 
 /// The query of the routes that install rules: `ttl` only.

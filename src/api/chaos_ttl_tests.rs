@@ -12,7 +12,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::super::{ApiState, router};
-use crate::config::chaos::CompiledChaos;
+use crate::chaos::spec::CompiledChaos;
 
 const RULE_A: &str = r#"{"tool_faults": [{"tool": "*", "mode": "error", "error_code": 500}]}"#;
 const RULE_B: &str = r#"{"tool_faults": [{"tool": "*", "mode": "error", "error_code": 503}]}"#;

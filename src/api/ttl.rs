@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::chaos::spec::CompiledChaos;
 use crate::chaos::{Engine, RuleSet};
-use crate::config::chaos::CompiledChaos;
 use crate::telemetry::Metrics;
 
 /// The longest `ttl` accepted: rules meant to stay longer are set without one.

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::budget::{Budget, TooLarge};
-use crate::config::chaos::{AttackMode, Strategy};
+use crate::chaos::spec::{AttackMode, Strategy};
 use crate::exchange::Provider;
 use crate::llm::{edit_text, longest_string, wire};
 

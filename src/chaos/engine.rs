@@ -16,7 +16,7 @@ use super::classify::Classifier;
 use super::replay::ReplayTable;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
-use crate::config::chaos::{ChaosSpec, CompiledChaos};
+use crate::chaos::spec::{ChaosSpec, CompiledChaos};
 use crate::exchange::{McpCall, Target};
 
 /// Rules installed for one trace id, drawing from their own seed, with their own memory of
@@ -357,7 +357,7 @@ impl Drop for DeclareGuard {
 mod tests {
     use super::*;
     use crate::chaos::Fault;
-    use crate::config::chaos::ChaosSpec;
+    use crate::chaos::spec::ChaosSpec;
     use crate::exchange::Provider;
 
     fn spec(yaml: &str) -> CompiledChaos {
@@ -387,9 +387,7 @@ llm_faults:
 "#,
         ));
         let code = |d: Decision| match d.fault.map(|f| f.what) {
-            Some(Fault::Tool(crate::config::chaos::ToolMode::Error { error_code, .. })) => {
-                error_code
-            }
+            Some(Fault::Tool(crate::chaos::spec::ToolMode::Error { error_code, .. })) => error_code,
             Some(Fault::Llm(_)) => 429,
             _ => 0,
         };
@@ -470,7 +468,7 @@ llm_faults:
             assert!(matches!(
                 fault(e.decide("http://x/", &Target::Other, Some("aaaa"))),
                 Some(crate::chaos::Fault::Tool(
-                    crate::config::chaos::ToolMode::Error { .. }
+                    crate::chaos::spec::ToolMode::Error { .. }
                 ))
             ));
             let b = e.decide("http://x/", &Target::Other, Some("bbbb"));
@@ -482,7 +480,7 @@ llm_faults:
                 matches!(
                     fault(e.decide("http://x/", &Target::Other, Some("cccc"))),
                     Some(crate::chaos::Fault::Tool(
-                        crate::config::chaos::ToolMode::Malformed {}
+                        crate::chaos::spec::ToolMode::Malformed {}
                     ))
                 ),
                 "unknown traces get the global rules"
@@ -491,7 +489,7 @@ llm_faults:
         assert!(matches!(
             fault(e.decide("http://x/", &Target::Other, Some("aaaa"))),
             Some(crate::chaos::Fault::Tool(
-                crate::config::chaos::ToolMode::Malformed {}
+                crate::chaos::spec::ToolMode::Malformed {}
             ))
         ));
     }

@@ -1,6 +1,7 @@
-//! The fault engine, pure (no sockets): `chaos:` specs compiled into rules (`rules`),
-//! deterministic triggering (`rng`), the provider-shaped responses faults answer with
-//! (`respond`), what a request is (`classify`, from the `tools:` and `llm:` declared), and
+//! The fault engine, pure (no sockets): the fault vocabulary the config deserialises
+//! into (`spec`, a layer below config of its own), `chaos:` specs compiled into rules
+//! (`rules`), deterministic triggering (`rng`), the provider-shaped responses faults
+//! answer with (`respond`), what a request is (`classify`, from the `tools:` and `llm:` declared), and
 //! the `Engine` handle the proxy asks for a decision on every request, and a replay
 //! session's recorded tool answers (`replay`), consulted before the rules.
 //! The proxy applies what the engine decides; the run engine installs scenarios through
@@ -19,6 +20,7 @@ pub(crate) mod rng;
 mod rug_pull;
 mod rules;
 mod scope;
+pub mod spec;
 mod stats;
 
 pub use canary::{Canary, Scanner};
@@ -32,8 +34,8 @@ pub use stats::{RuleKind, RuleStats, sum as sum_stats};
 /// What a fault rule does when it fires.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fault {
-    Tool(crate::config::chaos::ToolMode),
-    Llm(crate::config::chaos::LlmMode),
+    Tool(crate::chaos::spec::ToolMode),
+    Llm(crate::chaos::spec::LlmMode),
 }
 
 impl Fault {

@@ -1,7 +1,7 @@
 //! Built-in chaos profiles: `profiles/*.yaml`, embedded in the binary. A profile is a
 //! `chaos:` section; its first comment line is its description.
 
-use crate::config::chaos::{ChaosSpec, CompiledChaos};
+use crate::chaos::spec::{ChaosSpec, CompiledChaos};
 
 /// `(name, yaml)` of every built-in profile.
 pub const PROFILES: &[(&str, &str)] = &[

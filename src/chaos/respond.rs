@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::config::chaos::{ClientErrorKind, ToolMode};
+use crate::chaos::spec::{ClientErrorKind, ToolMode};
 use crate::exchange::{McpCall, Provider};
 pub use crate::llm::Synthetic;
 use crate::llm::{ContextOverflow, wire};

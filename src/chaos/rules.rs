@@ -16,7 +16,7 @@ use super::replay::{Replay, ReplayTable};
 use super::rng;
 use super::scope::{McpRule, Scope, attack_methods};
 use super::stats::{RuleKind, RuleStats};
-use crate::config::chaos::{AttackMode, ChaosSpec, Common, CompiledChaos, Rule};
+use crate::chaos::spec::{AttackMode, ChaosSpec, Common, CompiledChaos, Rule};
 use crate::exchange::{McpCall, TOOLS_CALL, Target};
 
 /// A rule that fired for one request.

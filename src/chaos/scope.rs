@@ -3,7 +3,7 @@
 //! `mcp_method`, else its kind's default methods, and its `mcp_tool`).
 #![warn(clippy::wildcard_enum_match_arm)]
 
-use crate::config::chaos::{AttackMode, McpSelect};
+use crate::chaos::spec::{AttackMode, McpSelect};
 use crate::exchange::{McpCall, Provider, TOOLS_CALL, TOOLS_LIST, Target};
 
 #[derive(Debug, Clone, PartialEq)]

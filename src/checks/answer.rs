@@ -6,7 +6,7 @@ use regex::Regex;
 
 use super::traffic::TrafficCheck;
 use super::{CaseView, Similarity, Verdict, find_pii};
-use crate::config::{Check, InvariantSpec};
+use crate::checks::spec::{Check, InvariantSpec};
 
 /// Texts that mark an answer as a refusal.
 const REFUSALS: &[&str] = &[
@@ -85,10 +85,10 @@ fn traffic(spec: &InvariantSpec, t: TrafficCheck) -> Invariant {
 
 impl Invariant {
     /// Sorts the check into an answer or a traffic check (an exhaustive match: a new
-    /// `Check` must say which it is), with the regexes `config::parse_invariant` compiled
+    /// `Check` must say which it is), with the regexes `spec::parse_invariant` compiled
     /// (the error names a pattern that did not compile; loading reports it first).
     pub fn compile(spec: &InvariantSpec) -> Result<Invariant, String> {
-        // Compiled by `config::parse_invariant`, once; reused here.
+        // Compiled by `spec::parse_invariant`, once; reused here.
         let mut regexes = spec.regexes()?.into_iter();
         let answer = match &spec.check {
             Check::Contains { value } => AnswerCheck::Contains {

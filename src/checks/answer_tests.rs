@@ -8,7 +8,7 @@ fn inv(yaml: &str) -> Invariant {
     let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
         .extract()
         .unwrap();
-    Invariant::compile(&crate::config::parse_invariant(v).unwrap()).unwrap()
+    Invariant::compile(&crate::checks::spec::parse_invariant(v).unwrap()).unwrap()
 }
 
 fn case<'a>(answer: Result<&'a str, &'a str>) -> CaseView<'a> {
@@ -138,7 +138,7 @@ fn the_regexes_parsed_at_load_are_the_ones_run() {
         let v: serde_json::Value = figment::Figment::from(Yaml::string(yaml))
             .extract()
             .unwrap();
-        crate::config::parse_invariant(v).unwrap()
+        crate::checks::spec::parse_invariant(v).unwrap()
     };
     let spec = parse("{type: excludes_pattern, patterns: ['(?i)secret', 'k[0-9]+']}");
     let compiled: Vec<String> = spec

@@ -2,7 +2,7 @@
 //! similarity (`similarity`: lexical, or embeddings computed before the checks run) and PII
 //! detectors (`pii`); and what it did on the wire (`traffic`, over the case's journal
 //! slice). The two kinds are separate closed enums (`AnswerCheck` in `answer`,
-//! `TrafficCheck` in `traffic`), each `config::Check` sorted into one by exhaustive
+//! `TrafficCheck` in `traffic`), each `spec::Check` sorted into one by exhaustive
 //! matches, so a new check does not compile until it is placed and handled. Pure: no I/O.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
@@ -11,6 +11,7 @@
 mod answer;
 mod pii;
 mod similarity;
+pub mod spec;
 mod traffic;
 
 use std::time::Duration;

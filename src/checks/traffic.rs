@@ -24,8 +24,8 @@ pub enum TrafficCheck {
 
 /// Evaluates a traffic check; `None` when `check` is not one (what the tests below drive).
 #[cfg(test)]
-fn check(check: &crate::config::Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
-    let spec = crate::config::parse_invariant(serde_json::to_value(check).ok()?).ok()?;
+fn check(check: &crate::checks::spec::Check, traffic: &[Arc<Exchange>]) -> Option<Verdict> {
+    let spec = crate::checks::spec::parse_invariant(serde_json::to_value(check).ok()?).ok()?;
     let inv = super::Invariant::compile(&spec).ok()?;
     inv.traffic().map(|t| t.verdict(traffic))
 }
@@ -184,7 +184,7 @@ fn exfiltration(traffic: &[Arc<Exchange>]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Check;
+    use crate::checks::spec::Check;
     use crate::exchange::*;
 
     fn ex(

@@ -56,7 +56,7 @@ pub(super) async fn record(
         Err(code) => return code,
     };
     let mark = loaded.config.chaos.mark_responses;
-    loaded.config.chaos = crate::config::chaos::CompiledChaos::default().with_mark_responses(mark);
+    loaded.config.chaos = crate::chaos::spec::CompiledChaos::default().with_mark_responses(mark);
     serve(loaded, Some(output))
         .await
         .map_or_else(super::failed, |()| ExitCode::SUCCESS)

@@ -295,7 +295,7 @@ fn shard_of(
     let model = spec
         .types
         .iter()
-        .find(|k| k.family() == crate::config::Family::Model || spec.model_writes(**k));
+        .find(|k| k.family() == crate::mutate::kind::Family::Model || spec.model_writes(**k));
     if let (RunKind::Mutation, Some(k)) = (kind, model) {
         return Err(format!(
             "--shard: a mutation run whose variants a model writes ({k}) is not sharded: each \

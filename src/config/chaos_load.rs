@@ -6,11 +6,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::{
-    ChaosSpec, CompiledChaos, ContextAttacks, Rule, attack_list, parse_rule, ranges,
-};
 use super::de::section;
 use super::schema::{Config, ToolSpec};
+use crate::chaos::spec::{
+    ChaosSpec, CompiledChaos, ContextAttacks, Rule, attack_list, parse_rule, ranges,
+};
 
 /// Flakestorm v2 fields that some modes do not use. v2 files set them freely (its rules
 /// were flat), so where a mode has no use for one it is dropped with a warning instead of
@@ -34,7 +34,7 @@ pub(super) fn lenient_v2_fields(
     prefix: &str,
     warnings: &mut Vec<String>,
 ) -> Vec<(&'static str, usize, &'static str)> {
-    use super::chaos::{LlmMode, ToolMode};
+    use crate::chaos::spec::{LlmMode, ToolMode};
     let mut removed = vec![];
     for list in ["tool_faults", "llm_faults"] {
         let Some(Value::Array(rules)) = chaos.get_mut(list) else {
@@ -78,7 +78,7 @@ fn warn_mcp_rules_on_http_tools(c: &Config, warnings: &mut Vec<String>) {
             .enumerate()
             .map(|(i, s)| (format!("contract.chaos_matrix[{i}]"), &s.chaos)),
     );
-    let mcp = |c: &super::chaos::Common, only: bool| {
+    let mcp = |c: &crate::chaos::spec::Common, only: bool| {
         only || c.mcp_tool.is_some() || c.mcp_method.is_some()
     };
     for (at, spec) in specs {

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use super::ConfigError;
-use super::chaos::{ChaosSpec, Common, CompiledChaos, Problem};
 use super::schema::ToolSpec;
+use crate::chaos::spec::{ChaosSpec, Common, CompiledChaos, Problem};
 
 /// The one way a chaos spec becomes rules: checked against the declared tools, then
 /// compiled (`CompiledChaos::compile`: ranges, globs); every problem, each with its path
@@ -140,7 +140,7 @@ impl Checks<'_> {
         }
     }
 
-    /// Every numeric field against its range (config::chaos::ranges), as `compile` found.
+    /// Every numeric field against its range (chaos::spec::ranges), as `compile` found.
     fn numbers(&mut self, at: At) {
         self.compiled(at, false);
     }
@@ -148,7 +148,7 @@ impl Checks<'_> {
 
 /// `compile`'s problems that belong to no single rule (the globs of all rules failing to
 /// build together), which the per-rule walk above does not report.
-fn unattributed(problems: &[super::chaos::Problem], prefix: &str) -> Vec<ConfigError> {
+fn unattributed(problems: &[crate::chaos::spec::Problem], prefix: &str) -> Vec<ConfigError> {
     let path = if prefix.is_empty() { "chaos" } else { prefix };
     let rule_lists = ["tool_faults", "llm_faults", "context_attacks"];
     problems
@@ -161,7 +161,7 @@ fn unattributed(problems: &[super::chaos::Problem], prefix: &str) -> Vec<ConfigE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::chaos::Problem;
+    use crate::chaos::spec::Problem;
 
     #[test]
     fn a_problem_of_no_single_rule_is_still_reported() {

@@ -8,13 +8,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ConfigError;
-use super::chaos::CompiledChaos;
 use super::chaos_load::{chaos_section, lenient_v2_fields, remap_chaos_paths};
 use super::de::section;
-use super::invariants::{
-    Check, InvariantSpec, check_invariant, check_undeclared_tool, parse_invariant,
-};
+use super::invariants::{check_invariant, check_undeclared_tool};
 use super::schema::ToolSpec;
+use crate::chaos::spec::CompiledChaos;
+use crate::checks::spec::{Check, InvariantSpec, parse_invariant};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

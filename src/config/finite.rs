@@ -10,13 +10,7 @@ use figment::Figment;
 use figment::value::{Num, Value as Yaml};
 use serde_json::Value;
 
-/// The strings a non-finite number becomes (see `is_marker`).
-const MARKERS: &[&str] = &[".nan", ".inf", "-.inf"];
-
-/// Whether `s` is what `to_json` made of a non-finite number.
-pub fn is_marker(s: &str) -> bool {
-    MARKERS.contains(&s)
-}
+use crate::chaos::spec::ranges::MARKERS;
 
 /// `fig` merged and converted to JSON, non-finite numbers kept as markers.
 pub fn extract(fig: &Figment) -> Result<Value, Box<figment::Error>> {
@@ -53,6 +47,7 @@ fn mark_non_finite(v: &mut Yaml) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chaos::spec::ranges::is_marker;
     use crate::config::Yaml as YamlFile;
     use figment::providers::Format;
 

@@ -163,10 +163,10 @@ fn v2_config_loads_with_warnings_for_sections_not_applied() {
     assert_eq!(
         loaded.config.mutations.types,
         [
-            crate::config::MutationType::Paraphrase,
-            crate::config::MutationType::Noise,
-            crate::config::MutationType::ToneShift,
-            crate::config::MutationType::PromptInjection
+            crate::mutate::kind::MutationType::Paraphrase,
+            crate::mutate::kind::MutationType::Noise,
+            crate::mutate::kind::MutationType::ToneShift,
+            crate::mutate::kind::MutationType::PromptInjection
         ]
     );
     assert_eq!(
@@ -659,7 +659,7 @@ fn listen_flag_does_not_hide_a_broken_section() {
 /// load; they get the built-in list (v2's own field was a boolean).
 #[test]
 fn refusal_check_without_prompts_uses_the_built_in_list() {
-    use crate::config::Check;
+    use crate::checks::spec::Check;
     let (_dir, path) = write(
         "invariants:\n  - {type: refusal_check}\n  - {type: refusal_check, dangerous_prompts: true}\n  - {type: refusal_check, dangerous_prompts: ['how to x']}\n",
     );
@@ -680,7 +680,7 @@ fn refusal_check_without_prompts_uses_the_built_in_list() {
             other => panic!("{other:?}"),
         })
         .collect();
-    let n = crate::config::DEFAULT_DANGEROUS_PROMPTS.len();
+    let n = crate::checks::spec::DEFAULT_DANGEROUS_PROMPTS.len();
     assert_eq!(lists, [n, n, 1]);
     assert!(n >= 5);
     let errors = errors_of(

@@ -2,10 +2,12 @@
 //! (defaults < file < `FLAKESTORM_*` env < CLI flags), `${VAR}` expansion, and validation
 //! that reports every problem at once, each with its path.
 //!
-//! This module owns the *spec* types and compiles them once, as they load (design.md §8
-//! rule 2): chaos rules into `chaos::CompiledChaos` (by `compile_chaos`, the one path for
-//! files, scenarios, profiles and `PUT /v1/chaos`), invariant regexes inside
-//! `InvariantSpec`, `proxy.intercept`/`passthrough` into `globs::HostGlobs`, `agent:` into
+//! It assembles the schema from the domain's spec types, which live with the modules that
+//! act on them (`chaos::spec`, `mutate::kind`, `checks::spec`; it owns no domain enum), and
+//! compiles them once, as they load (design.md §8 rule 2): chaos rules into
+//! `chaos::spec::CompiledChaos` (by `compile_chaos`, the one path for files, scenarios,
+//! profiles and `PUT /v1/chaos`), invariant regexes inside `checks::spec::InvariantSpec`,
+//! `proxy.intercept`/`passthrough` into `globs::HostGlobs`, `agent:` into
 //! `AgentTarget`, addresses and URLs into `Parsed<T>`, the upstream CA bundle into
 //! `ProxySpec::upstream_ca`. The runtime uses those as they are; the hot path never sees
 //! unvalidated config.
@@ -14,7 +16,6 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod agent;
-pub mod chaos;
 mod chaos_load;
 mod chaos_rules;
 mod contract;
@@ -24,14 +25,11 @@ mod embeddings;
 mod error;
 mod expand;
 pub(crate) mod finite;
-pub mod globs;
-mod invariant_regexes;
 mod invariants;
 mod literal_secrets;
 mod load;
 pub mod migrate;
 mod model;
-mod mutation_type;
 mod mutations;
 mod output;
 mod parsed;
@@ -58,13 +56,11 @@ pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors, Found, MAX_LISTED, capped, one_line};
 pub use expand::{is_var_name, referenced as referenced_vars};
-pub use invariants::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
 pub use load::{
     DAEMON_SECTIONS, Loaded, Named, Overrides, Submitted, digest, load, load_submitted, load_text,
     load_with_env,
 };
 pub use model::ModelSpec;
-pub use mutation_type::{Family, MutationType};
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};
 pub use output::{
     ConsistencyScore, DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec, Tapes,

@@ -1,13 +1,13 @@
 //! The `mutations:` section (config.md): which adversarial variants of each golden prompt a
 //! mutation run sends, how many, and how each type weighs in the robustness score. The
-//! types are `mutation_type::MutationType`; `mutate/` generates them.
+//! types are `mutate::kind::MutationType`; `mutate/` generates them.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use super::ConfigError;
-use super::mutation_type::{Family, MutationType};
+use crate::mutate::kind::{Family, MutationType};
 
 /// Largest `count` and `max_per_run`: a mutation run is a test, not a load test.
 pub const MAX_COUNT: u32 = 100;

@@ -17,11 +17,11 @@ pub struct Config {
     pub advanced: AdvancedSpec,
     /// Faults active from startup (also settable at runtime through the control API).
     /// Compiled once at load (`compile_chaos`); the engine installs it as it is.
-    pub chaos: super::chaos::CompiledChaos,
+    pub chaos: crate::chaos::spec::CompiledChaos,
     /// The agent under test (needed by runs, not by `serve`).
     pub agent: Option<super::AgentTarget>,
     /// Checks on every case of mutation and chaos runs.
-    pub invariants: Vec<super::InvariantSpec>,
+    pub invariants: Vec<crate::checks::spec::InvariantSpec>,
     /// Prompts the agent should always handle well.
     pub golden_prompts: Vec<String>,
     /// Adversarial variants of the golden prompts (mutation runs).
@@ -44,9 +44,9 @@ pub struct Config {
 pub struct ProxySpec {
     pub listen: super::Parsed<std::net::SocketAddr>,
     /// Host globs whose CONNECT tunnels are decrypted (compiled as read).
-    pub intercept: super::globs::HostGlobs,
+    pub intercept: crate::globs::HostGlobs,
     /// Host globs tunnelled blind; wins over `intercept`.
-    pub passthrough: super::globs::HostGlobs,
+    pub passthrough: crate::globs::HostGlobs,
     pub upstream_ca_file: Option<PathBuf>,
     /// That file's certificates, read once when the config loads (`trust_upstream_ca`).
     #[serde(skip)]
@@ -91,8 +91,8 @@ impl Default for ProxySpec {
     fn default() -> Self {
         ProxySpec {
             listen: "127.0.0.1:8080".into(),
-            intercept: super::globs::HostGlobs::new(vec!["*".into()]),
-            passthrough: super::globs::HostGlobs::new(vec![]),
+            intercept: crate::globs::HostGlobs::new(vec!["*".into()]),
+            passthrough: crate::globs::HostGlobs::new(vec![]),
             upstream_ca_file: None,
             upstream_ca: vec![],
             users: vec![],
@@ -218,7 +218,7 @@ impl CaSpec {
     }
 }
 
-pub use super::globs::{OneOrMany, UrlGlobs};
+pub use crate::globs::{OneOrMany, UrlGlobs};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::chaos::ChaosSpec;
 use super::chaos_load::{ChaosIndex, chaos_section, lenient_v2_fields};
 use super::de::{list, section};
 use super::expand::{Lookup, expand_value};
 use super::schema::*;
+use crate::chaos::spec::ChaosSpec;
 
 /// Sections this build reads.
 pub(super) const SECTIONS: &[&str] = &[

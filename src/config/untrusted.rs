@@ -4,8 +4,9 @@
 //!
 //! Why a pre-pass: the YAML deserialiser (`config::Yaml`, yaml_serde) keeps the *last* of
 //! two equal keys without a word, and its parse time grows with the square of the nesting
-//! depth before its own recursion limit is reached. A streaming event parser (yaml-rust2) sees every key with its
-//! line, and stops as soon as the depth limit is crossed, so hostile input costs little.
+//! depth before its own recursion limit is reached. A streaming event parser (yaml-rust2)
+//! sees every key with its line, and stops as soon as the depth limit is crossed, so
+//! hostile input costs little.
 
 // Walks yaml-rust2 parser events: foreign enums, where a catch-all arm is the point.
 #![allow(clippy::wildcard_enum_match_arm)]

@@ -57,12 +57,12 @@ fn a_dict_form_attack_is_switched_by_enabled_as_in_v2_profiles() {
         "memory_poisoning": {"enabled": false, "payload": "y"},
         "overflow": {"inject_tokens": 10},
     });
-    let list = super::super::chaos::attack_list(attacks).unwrap();
+    let list = crate::chaos::spec::attack_list(attacks).unwrap();
     let kinds: Vec<&str> = list.iter().map(|a| a["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["indirect_injection", "overflow"]);
     assert!(list[0].get("enabled").is_none());
     let bad = serde_json::json!({"overflow": {"enabled": "yes"}});
-    let err = super::super::chaos::attack_list(bad).unwrap_err();
+    let err = crate::chaos::spec::attack_list(bad).unwrap_err();
     assert_eq!(err, "overflow.enabled: expected true or false");
 }
 

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use super::ConfigError;
-use super::chaos::ChaosSpec;
 use super::schema::*;
+use crate::chaos::spec::ChaosSpec;
 
 /// Checks `c` and compiles `chaos` (the parsed `chaos:` section) into `c.chaos`.
 pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>) {

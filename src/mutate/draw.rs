@@ -5,7 +5,7 @@
 //! by the golden file here; `rand`'s generators do not promise stable streams.
 
 use crate::chaos::rng::{mix, stream};
-use crate::config::MutationType;
+use crate::mutate::kind::MutationType;
 
 /// The stream of draws for one variant.
 #[derive(Debug, Clone)]

@@ -8,10 +8,12 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod draw;
+pub mod kind;
 pub mod model;
 mod plan;
 pub mod text;
 pub mod wire;
 
 pub use draw::Draw;
+pub use kind::{Family, MutationType};
 pub use plan::{Dropped, Plan, Variant, plan, unsupported};

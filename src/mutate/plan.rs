@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::Draw;
-use crate::config::{Family, MutationType, MutationsSpec};
+use crate::config::MutationsSpec;
+use crate::mutate::kind::{Family, MutationType};
 
 /// One variant to send.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@ use bytes::Bytes;
 
 use super::fault_body::Transform;
 use crate::chaos::respond::{self, Synthetic};
+use crate::chaos::spec::{Corruption, FilterSignal, LlmMode, TimeoutEnd, ToolMode};
 use crate::chaos::{Fault, Fired};
-use crate::config::chaos::{Corruption, FilterSignal, LlmMode, TimeoutEnd, ToolMode};
 use crate::exchange::{McpCall, Provider, Target};
 
 pub enum Action {

@@ -18,7 +18,7 @@ use crate::chaos::Fired;
 use crate::chaos::attack;
 use crate::chaos::attack::NotApplied;
 use crate::chaos::budget::Budget;
-use crate::config::chaos::AttackMode;
+use crate::chaos::spec::AttackMode;
 use crate::exchange::{Provider, Target};
 use crate::llm::drop_early_turns;
 

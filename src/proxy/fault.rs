@@ -10,8 +10,8 @@ pub use super::action::{Action, action};
 use super::recorder::{Owner, Recorder};
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
+use crate::chaos::spec::{AttackMode, LlmMode};
 use crate::chaos::{Canary, Fault, Fired, Formats};
-use crate::config::chaos::{AttackMode, LlmMode};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, ResponseHead, Target};
 
 /// Which upstream an exchange talks to, for remembering its response format: the tool's

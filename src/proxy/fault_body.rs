@@ -21,7 +21,7 @@ use super::mcp_body::{McpEvents, McpHeld};
 use crate::chaos::attack::inject_tool_response;
 use crate::chaos::budget::{Budget, DEFAULT_MAX_REWRITE_BYTES};
 use crate::chaos::rewrite::{LlmRewriter, Out};
-use crate::config::chaos::LlmMode;
+use crate::chaos::spec::LlmMode;
 use crate::exchange::Provider;
 
 /// Largest body a fault will hold in memory to rewrite it.

@@ -47,7 +47,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::chaos::Engine;
-use crate::config::{Config, globs};
+use crate::config::Config;
+use crate::globs;
 use crate::journal::Journal;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, LeafCache, TlsError};

@@ -15,9 +15,10 @@ use super::judge::{UNTRACED_WARNING, view};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
 use super::shard::{Raw, ShardPart, raw_scenarios};
 use super::verdict::{Evidence, Judgement, Seen, decide};
+use crate::chaos::spec::CompiledChaos;
+use crate::checks::spec::{Check, InvariantSpec};
 use crate::checks::{Invariant, Similarity, Verdict};
-use crate::config::chaos::CompiledChaos;
-use crate::config::{Attribution, Check, InvariantSpec, When};
+use crate::config::{Attribution, When};
 
 pub const SCHEMA: &str = "flakestorm.chaos/2";
 

@@ -15,9 +15,10 @@ use super::score::{Score, contract_score_credited};
 use super::shard::{Raw, ShardPart, raw_scenarios};
 use super::verdict::{Evidence, Judgement, Seen, decide};
 use super::{CellResult, RunContext, RunError};
+use crate::chaos::spec::CompiledChaos;
 use crate::checks::Invariant;
-use crate::config::chaos::CompiledChaos;
-use crate::config::{Attribution, Check, ContractInvariant, ContractSpec, Scenario, Severity};
+use crate::checks::spec::Check;
+use crate::config::{Attribution, ContractInvariant, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
@@ -120,7 +121,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Whether a `no_exfiltration` check applies under `chaos` (its canaries are planted).
-    pub fn plants_canaries(&self, chaos: &crate::config::chaos::ChaosSpec) -> bool {
+    pub fn plants_canaries(&self, chaos: &crate::chaos::spec::ChaosSpec) -> bool {
         super::judge::plants_canaries(self.contract, chaos)
     }
 

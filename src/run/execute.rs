@@ -9,8 +9,8 @@ use super::{
     ChaosReport, CiReport, ContractReport, MutationReport, ReplayReport, RunContext, RunError,
     RunVerdict, run_chaos, run_contract, run_mutation, run_replay,
 };
+use crate::chaos::spec::CompiledChaos;
 use crate::config::Config;
-use crate::config::chaos::CompiledChaos;
 
 /// What a run does. Its list (`all`) and names are derived, serde's (a test checks).
 #[derive(

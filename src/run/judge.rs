@@ -12,9 +12,10 @@ use super::RunContext;
 use super::cases::{CaseCheck, CaseResult};
 use super::consistency::Consistency;
 use super::coverage::Coverage;
+use crate::chaos::spec::ChaosSpec;
+use crate::checks::spec::Check;
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
-use crate::config::chaos::ChaosSpec;
-use crate::config::{Check, ContractSpec, Scenario, When};
+use crate::config::{ContractSpec, Scenario, When};
 
 /// The report warning for runs where that happened.
 pub(super) const UNTRACED_WARNING: &str = "attribution: header, but some of the agent's calls carried no traceparent: \

@@ -15,9 +15,9 @@ use tokio::sync::Semaphore;
 use super::cases::{CaseResult, Tie, run_case, trace_id};
 use super::{Provisional, RunContext};
 use crate::agent::{Lease, Pool};
+use crate::chaos::spec::CompiledChaos;
 use crate::chaos::{Canary, RuleStats, mix, stream, sum_stats};
 use crate::config::Attribution;
-use crate::config::chaos::CompiledChaos;
 use crate::exchange::Exchange;
 
 /// Why a case cannot be judged when its agent dropped the `traceparent`.

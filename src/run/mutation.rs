@@ -11,8 +11,9 @@ use super::mutation_report::{Made, Wired, assemble, is_wire, key, texts_of};
 pub use super::mutation_report::{MutantVerdict, MutationReport, SCHEMA, TypeScore};
 use super::shard::{Raw, ShardPart, raw_scenarios};
 use super::wire_cases::{self, run_wire_case};
-use crate::config::chaos::CompiledChaos;
-use crate::config::{Config, Family, MutationType, MutationsSpec};
+use crate::chaos::spec::CompiledChaos;
+use crate::config::{Config, MutationsSpec};
+use crate::mutate::kind::{Family, MutationType};
 use crate::mutate::model::{self, ModelClient, ModelVariants};
 use crate::mutate::{Dropped, Variant, plan, text, unsupported};
 

@@ -15,7 +15,8 @@ use super::shard::ShardPart;
 use super::verdict::{Evidence, Judgement, RunVerdict, decide};
 use super::wire_cases::WireCase;
 use crate::checks::Verdict;
-use crate::config::{Family, MutationType, MutationsSpec};
+use crate::config::MutationsSpec;
+use crate::mutate::kind::{Family, MutationType};
 use crate::mutate::model::ModelVariants;
 use crate::mutate::{Dropped, Plan, Variant};
 

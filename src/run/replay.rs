@@ -22,8 +22,8 @@ use super::replay_verdict::{applies, misses, session_reasons, verdict};
 use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, Seen, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;
+use crate::chaos::spec::CompiledChaos;
 use crate::checks::Verdict;
-use crate::config::chaos::CompiledChaos;
 use crate::config::replays::{LlmSource, OnMiss, Session, SessionEntry};
 use crate::config::{Attribution, Config};
 

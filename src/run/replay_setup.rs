@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::checks::Invariant;
+use crate::checks::spec::Check;
 use crate::config::replays::{Session, SessionEntry};
 use crate::config::session_file::read_session;
-use crate::config::{Check, Config, ContractSpec, Overrides, Submitted, When};
+use crate::config::{Config, ContractSpec, Overrides, Submitted, When};
 
 /// One invariant a session is judged with.
 pub(super) struct Judged {

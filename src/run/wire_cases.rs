@@ -6,7 +6,7 @@
 
 use crate::agent::InvokeError;
 use crate::checks::Verdict;
-use crate::config::MutationType;
+use crate::mutate::kind::MutationType;
 use crate::mutate::{Draw, wire};
 
 use super::cases::CaseResult;

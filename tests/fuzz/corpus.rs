@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use flakestorm::config::chaos::{AttackMode, LlmMode};
+use flakestorm::chaos::spec::{AttackMode, LlmMode};
 
 pub const CONTENT_TYPES: &[&str] = &[
     "application/json",

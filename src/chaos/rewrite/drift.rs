@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::chaos::budget::{Budget, TooLarge};
-use crate::config::chaos::{Direction, DriftType, LlmMode, Severity};
+use crate::chaos::spec::{Direction, DriftType, LlmMode, Severity};
 use crate::llm::{Kind, Wire};
 
 pub struct Drift {

@@ -3,7 +3,7 @@
 
 use super::tests::{anthropic_stream, events, openai_read, openai_stream, responses_stream, run};
 use super::*;
-use crate::config::chaos::{FilterSignal, ResponsesEvent};
+use crate::chaos::spec::{FilterSignal, ResponsesEvent};
 use serde_json::{Value, json};
 
 fn filter(signal: FilterSignal) -> LlmMode {

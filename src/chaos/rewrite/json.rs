@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::{LlmRewriter, Out, ms, output, take_tokens};
-use crate::config::chaos::{Corruption, LlmMode};
+use crate::chaos::spec::{Corruption, LlmMode};
 use crate::llm::Wire;
 use crate::llm::path::each_call_name;
 

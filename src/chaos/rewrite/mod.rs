@@ -24,7 +24,7 @@ use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 use crate::chaos::budget::{Budget, TooLarge};
-use crate::config::chaos::LlmMode;
+use crate::chaos::spec::LlmMode;
 use crate::exchange::Provider;
 use crate::llm::frame::{Event, Framing, Splitter};
 use crate::llm::{Kind, Progress, Wire, wire};

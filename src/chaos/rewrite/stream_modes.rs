@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::{LlmRewriter, Out, json, output};
-use crate::config::chaos::Corruption;
+use crate::chaos::spec::Corruption;
 use crate::llm::Kind;
 use crate::llm::frame::Event;
 use crate::llm::signals::{FilterSignal, ResponsesEvent};

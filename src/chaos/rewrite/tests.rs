@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::chaos::{Corruption, Direction, DriftType, Severity};
+use crate::chaos::spec::{Corruption, Direction, DriftType, Severity};
 use serde_json::json;
 
 pub(super) struct Run {
@@ -870,7 +870,7 @@ fn valid_json_of_the_wrong_shape_passes_through() {
             LlmMode::TruncatedResponse { max_tokens: 1 },
             LlmMode::Empty {},
             LlmMode::ToolCallCorruption {
-                corruption: crate::config::chaos::Corruption::InvalidJson,
+                corruption: crate::chaos::spec::Corruption::InvalidJson,
             },
         ] {
             let r = run(provider, mode.clone(), ct, &[body.into()]);

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 pub use client::{ModelClient, ModelError};
 
 use super::{Draw, text};
-use crate::config::{Family, MutationType, MutationsSpec};
+use crate::config::MutationsSpec;
+use crate::mutate::kind::{Family, MutationType};
 
 /// The model's variants for a run, ready for `plan`.
 #[derive(Debug, Default)]

@@ -1,7 +1,7 @@
 //! What the `model:` LLM is asked for each model-written type, and how its answer is
 //! cleaned into the variant sent (no quotes, no "Here is…" preamble).
 
-use crate::config::MutationType;
+use crate::mutate::kind::MutationType;
 
 /// The instruction for variant `index` of `prompt`; each index asks for a different
 /// wording, so variants differ even at temperature 0.

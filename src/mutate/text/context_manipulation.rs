@@ -106,7 +106,7 @@ fn reorder(prompt: &str, d: &mut Draw) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn splits_and_reorders_sentences() {

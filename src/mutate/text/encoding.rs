@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn variants_carry_the_encoding_they_name_and_hidden_ones_read_the_same() {
         let p = "What is the capital of France?";
-        let kind = crate::config::MutationType::EncodingAttacks;
+        let kind = crate::mutate::kind::MutationType::EncodingAttacks;
         let v = |i: usize| mutate(p, i, &mut Draw::new(5, kind, p, i as u32));
         assert!(v(0).contains(&base64(p)) && v(0).contains("base64"));
         assert!(v(1).contains(&hex(p, "")) || v(1).contains(&hex(p, " ")));

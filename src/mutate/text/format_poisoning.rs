@@ -96,7 +96,7 @@ fn markdown_variant(prompt: &str, inj: &str, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     const P: &str = "Book a \"flight\" from <Paris> & Tokyo\n on March 3: yes";
 

@@ -4,8 +4,8 @@
 //! draw streams) that alters a variant fails here. `UPDATE_GOLDEN=1` rewrites the file.
 
 use super::{Options, generate};
-use crate::config::{Family, MutationType};
 use crate::mutate::Draw;
+use crate::mutate::kind::{Family, MutationType};
 
 const PROMPTS: [&str; 2] = [
     "What is the capital of France?",

@@ -73,7 +73,7 @@ pub(super) fn mutate(prompt: &str, index: usize, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn every_language_appears_and_the_prompts_words_stay() {

@@ -41,7 +41,7 @@ pub(super) fn mutate(prompt: &str, index: usize, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn all_four_lengths() {

@@ -4,7 +4,7 @@
 //! distinct and a variant never depends on which other types ran.
 
 use super::Draw;
-use crate::config::MutationType as M;
+use crate::mutate::kind::MutationType as M;
 
 mod advanced_jailbreak;
 mod codecs;

@@ -83,7 +83,7 @@ pub(super) fn mutate(prompt: &str, index: usize, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn a_conversation_then_the_prompt() {

@@ -101,7 +101,7 @@ pub(super) fn mutate(prompt: &str, rate: f64, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     fn run(p: &str, rate: f64, seed: u64, index: u32) -> String {
         mutate(p, rate, &mut Draw::new(seed, MutationType::Noise, p, index))

@@ -72,7 +72,7 @@ pub(super) fn mutate(prompt: &str, index: usize, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn each_variant_has_the_prompt_and_a_payload_and_families_cycle() {

@@ -67,7 +67,7 @@ pub(super) fn mutate(prompt: &str, index: usize, d: &mut Draw) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn each_family_adds_its_kind_of_date() {

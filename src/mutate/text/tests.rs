@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use super::{Options, generate};
-use crate::config::{Family, MutationType};
 use crate::mutate::Draw;
+use crate::mutate::kind::{Family, MutationType};
 
 const PROMPTS: [&str; 4] = [
     "What is the capital of France?",

@@ -62,7 +62,7 @@ fn boundary(s: &str, d: &mut Draw) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MutationType;
+    use crate::mutate::kind::MutationType;
 
     #[test]
     fn markers_boms_and_controls() {

@@ -5,7 +5,8 @@
 
 use super::{Pattern, WireAttack};
 use crate::agent::{RawReply, extract};
-use crate::config::{MutationType, ResponsePath};
+use crate::config::ResponsePath;
+use crate::mutate::kind::MutationType;
 
 /// Ok, or the reason the agent did not survive, in one line.
 pub fn judge(attack: &WireAttack, replies: &[RawReply]) -> Result<(), String> {

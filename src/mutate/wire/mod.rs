@@ -19,7 +19,8 @@ mod timeout_manipulation;
 use std::time::Duration;
 
 use super::Draw;
-use crate::config::{AgentTarget, MutationType, ResponsePath};
+use crate::config::{AgentTarget, ResponsePath};
+use crate::mutate::kind::MutationType;
 
 pub use judge::judge;
 pub use send::{send, send_with_roots};

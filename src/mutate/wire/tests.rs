@@ -6,7 +6,8 @@ use memchr::memmem;
 
 use super::*;
 use crate::agent::RawReply;
-use crate::config::{AgentSpec, Family};
+use crate::config::AgentSpec;
+use crate::mutate::kind::Family;
 
 use MutationType as M;
 

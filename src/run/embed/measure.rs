@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::checks::Similarity;
-use crate::config::Check;
+use crate::checks::spec::Check;
 use crate::run::{CaseResult, RunContext};
 
 /// The measure for judging `cases` with `checks`. `baselines` are the no-chaos answers by

@@ -17,7 +17,8 @@ use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 
 use crate::agent::{DirectClient, body_head, direct_client, root_cause};
-use crate::config::{Check, Config, EmbeddingsSpec};
+use crate::checks::spec::Check;
+use crate::config::{Config, EmbeddingsSpec};
 
 pub(crate) use measure::measure;
 pub use wire::Cause;

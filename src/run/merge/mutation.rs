@@ -5,9 +5,9 @@
 //! `assemble`, the code a whole mutation run ends with.
 
 use super::pieces::{Piece, all_of, check, part_of};
+use crate::chaos::spec::CompiledChaos;
 use crate::checks::Verdict;
 use crate::config::Config;
-use crate::config::chaos::CompiledChaos;
 use crate::mutate::model;
 use crate::run::chaos::{Sent, scenario};
 use crate::run::mutation::plan_mutations;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::LlmProvider;
+use crate::exchange::Provider as LlmProvider;
 
 mod compiled;
 mod fit;
@@ -179,7 +179,7 @@ pub(crate) fn field_named_in(
         && let Some(s) = rest.split('"').next()
         && let Some((k, _)) = rule
             .iter()
-            .find(|(_, val)| val.as_str() == Some(s) && crate::config::finite::is_marker(s))
+            .find(|(_, val)| val.as_str() == Some(s) && ranges::is_marker(s))
     {
         return k.clone();
     }

@@ -82,6 +82,12 @@ impl std::fmt::Debug for Regexes {
 }
 
 impl InvariantSpec {
+    /// Why the check's pattern `at` did not compile, in one line (None: it compiled, or
+    /// there is no such pattern); config validation reports it with the pattern's field.
+    pub fn regex_error(&self, at: usize) -> Option<String> {
+        self.regexes.error(at)
+    }
+
     /// The check's compiled regexes (`regex`: one, `excludes_pattern`: one per pattern,
     /// others: none). Err names a pattern that does not compile; loading reported it already.
     pub fn regexes(&self) -> Result<Vec<regex::Regex>, String> {

@@ -46,7 +46,7 @@ pub fn check_llm_rule(rule: &Rule<LlmMode>) -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::chaos::parse_rule;
+    use crate::chaos::spec::parse_rule;
     use serde_json::json;
 
     fn problems(v: serde_json::Value) -> Vec<(&'static str, String)> {

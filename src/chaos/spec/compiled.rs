@@ -13,7 +13,7 @@ use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Serialize, Serializer};
 
 use super::{ChaosSpec, Rule, ranges};
-use crate::config::globs;
+use crate::globs;
 
 /// A checked spec and its compiled globs; cheap to clone.
 #[derive(Clone)]

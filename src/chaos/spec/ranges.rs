@@ -1,14 +1,24 @@
 //! The allowed range of every numeric field of a chaos rule (docs/faults.md, "Ranges"),
 //! and the one check that enforces it. Config loading, `PUT /v1/chaos`, profiles and
-//! specs built in code all compile through `CompiledChaos`, which calls `check_rule`, so a value the daemon cannot act on
-//! safely (a NaN probability, a `factor` that asks for petabytes, a latency of centuries)
-//! is refused with its path before any rule runs.
+//! specs built in code all compile through `CompiledChaos`, which calls `check_rule`, so a
+//! value the daemon cannot act on safely (a NaN probability, a `factor` that asks for
+//! petabytes, a latency of centuries) is refused with its path before any rule runs.
 
 use std::fmt;
 
 use serde_json::Value;
 
 use super::{AttackMode, LlmMode, Rule, ToolMode};
+
+/// The strings a non-finite YAML number becomes on its way to JSON (`config::finite`),
+/// which no number field accepts: a `.nan` probability is refused with its path, never
+/// read as "not set".
+pub const MARKERS: &[&str] = &[".nan", ".inf", "-.inf"];
+
+/// Whether `s` is what the loader made of a non-finite number.
+pub fn is_marker(s: &str) -> bool {
+    MARKERS.contains(&s)
+}
 
 /// An inclusive range; `note` says what the bounds mean when the number alone does not.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -211,7 +221,7 @@ pub fn explain(field: &str, raw: Option<&Value>, msg: String) -> String {
         return msg;
     };
     match raw {
-        Some(Value::String(s)) if crate::config::finite::is_marker(s) => {
+        Some(Value::String(s)) if is_marker(s) => {
             format!("{s} is not a finite number; allowed: {range}")
         }
         Some(Value::Number(n)) => match n.as_f64() {
@@ -227,7 +237,7 @@ pub fn explain(field: &str, raw: Option<&Value>, msg: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::chaos::parse_rule;
+    use crate::chaos::spec::parse_rule;
     use serde_json::json;
 
     #[test]
@@ -415,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_spec_built_without_the_loader_cannot_be_compiled_out_of_range() {
-        let spec: crate::config::chaos::ChaosSpec = serde_json::from_value(
+        let spec: crate::chaos::spec::ChaosSpec = serde_json::from_value(
             json!({"llm_faults": [{"mode": "empty"}, {"mode": "response_drift", "factor": 1e12}]}),
         )
         .unwrap();
