@@ -100,43 +100,10 @@ pub fn apply_to_request(
         ));
     }
     let text = payload(attack, draw).unwrap_or_default();
-    let with_sep = text.len().saturating_add(2);
     match attack {
-        AttackMode::IndirectInjection { .. } => {
-            let mut over = None;
-            let n = wire(p).for_each_tool_result(body, &mut |s| match budget.grow(with_sep) {
-                Ok(()) => s.push_str(&format!("\n\n{text}")),
-                Err(e) => over = Some(e),
-            });
-            if let Some(e) = over {
-                Err(NotApplied::TooLarge(e))
-            } else if n == 0 {
-                Err("the request carries no tool results".into())
-            } else {
-                Ok(())
-            }
-        }
+        AttackMode::IndirectInjection { .. } => into_tool_results(p, body, &text, budget),
         AttackMode::MemoryPoisoning { strategy, .. } => {
-            let content = wire(p)
-                .last_user_content(body)
-                .ok_or("the request has no user message")?;
-            let mut over = None;
-            edit_text(content, &mut |s| {
-                let new_len = match strategy {
-                    Strategy::Replace => text.len(),
-                    Strategy::Prepend | Strategy::Append => s.len().saturating_add(with_sep),
-                };
-                if let Err(e) = budget.replace(s.len(), new_len) {
-                    over = Some(e);
-                    return;
-                }
-                *s = match strategy {
-                    Strategy::Prepend => format!("{text}\n\n{s}"),
-                    Strategy::Append => format!("{s}\n\n{text}"),
-                    Strategy::Replace => text.clone(),
-                }
-            });
-            over.map_or(Ok(()), |e| Err(NotApplied::TooLarge(e)))
+            poison_memory(p, body, *strategy, &text, budget)
         }
         AttackMode::Overflow { inject_tokens } => {
             let content = wire(p)
@@ -172,6 +139,59 @@ pub fn apply_to_request(
         | AttackMode::McpRugPull { .. }
         | AttackMode::McpShadowing { .. } => Err("an MCP attack edits MCP answers only".into()),
     }
+}
+
+/// `indirect_injection`: `text` appended to every tool result the request carries.
+fn into_tool_results(
+    p: Provider,
+    body: &mut Value,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<(), NotApplied> {
+    let with_sep = text.len().saturating_add(2);
+    let mut over = None;
+    let n = wire(p).for_each_tool_result(body, &mut |s| match budget.grow(with_sep) {
+        Ok(()) => s.push_str(&format!("\n\n{text}")),
+        Err(e) => over = Some(e),
+    });
+    if let Some(e) = over {
+        Err(NotApplied::TooLarge(e))
+    } else if n == 0 {
+        Err("the request carries no tool results".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// `memory_poisoning`: the last user message's text with `text` before, after or instead.
+fn poison_memory(
+    p: Provider,
+    body: &mut Value,
+    strategy: Strategy,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<(), NotApplied> {
+    let with_sep = text.len().saturating_add(2);
+    let content = wire(p)
+        .last_user_content(body)
+        .ok_or("the request has no user message")?;
+    let mut over = None;
+    edit_text(content, &mut |s| {
+        let new_len = match strategy {
+            Strategy::Replace => text.len(),
+            Strategy::Prepend | Strategy::Append => s.len().saturating_add(with_sep),
+        };
+        if let Err(e) = budget.replace(s.len(), new_len) {
+            over = Some(e);
+            return;
+        }
+        *s = match strategy {
+            Strategy::Prepend => format!("{text}\n\n{s}"),
+            Strategy::Append => format!("{s}\n\n{text}"),
+            Strategy::Replace => text.to_string(),
+        }
+    });
+    over.map_or(Ok(()), |e| Err(NotApplied::TooLarge(e)))
 }
 
 const WORDS: &[&str] = &[

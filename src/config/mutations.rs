@@ -137,51 +137,11 @@ pub(super) fn mutations_section(
         );
     }
     if let Some(names) = raw.types {
-        let mut types = vec![];
-        for (i, name) in names.iter().enumerate() {
-            match MutationType::parse(name) {
-                Some(t) if !types.contains(&t) => types.push(t),
-                Some(_) => err(
-                    format!("mutations.types[{i}]"),
-                    format!("`{name}` is listed twice"),
-                ),
-                None => err(
-                    format!("mutations.types[{i}]"),
-                    format!(
-                        "unknown mutation type `{name}`; valid types: {}",
-                        valid_names()
-                    ),
-                ),
-            }
-        }
-        if names.is_empty() {
-            err(
-                "mutations.types".into(),
-                "is empty; leave it out for the default types, or name at least one".into(),
-            );
-        }
-        spec.types = types;
+        spec.types = types(&names, &mut err);
     } else if !spec.custom_templates.is_empty() {
         spec.types.push(MutationType::Custom);
     }
-    for (name, w) in &raw.weights {
-        match MutationType::parse(name) {
-            None => err(
-                format!("mutations.weights.{name}"),
-                format!(
-                    "unknown mutation type `{name}`; valid types: {}",
-                    valid_names()
-                ),
-            ),
-            Some(_) if !w.is_finite() || *w < 0.0 => err(
-                format!("mutations.weights.{name}"),
-                format!("{w} is not a weight (a number ≥ 0)"),
-            ),
-            Some(t) => {
-                spec.weights.insert(t, *w);
-            }
-        }
-    }
+    spec.weights.extend(weights(&raw.weights, &mut err));
     let custom = spec.types.contains(&MutationType::Custom);
     if custom && spec.custom_templates.is_empty() {
         err(
@@ -201,6 +161,61 @@ pub(super) fn mutations_section(
     }
     spec.with_model = with_model(&raw.with_model, &spec.types, model, &mut err);
     spec
+}
+
+/// `types:`: each name a mutation type, listed once, and at least one.
+fn types(names: &[String], err: &mut impl FnMut(String, String)) -> Vec<MutationType> {
+    let mut types = vec![];
+    for (i, name) in names.iter().enumerate() {
+        match MutationType::parse(name) {
+            Some(t) if !types.contains(&t) => types.push(t),
+            Some(_) => err(
+                format!("mutations.types[{i}]"),
+                format!("`{name}` is listed twice"),
+            ),
+            None => err(
+                format!("mutations.types[{i}]"),
+                format!(
+                    "unknown mutation type `{name}`; valid types: {}",
+                    valid_names()
+                ),
+            ),
+        }
+    }
+    if names.is_empty() {
+        err(
+            "mutations.types".into(),
+            "is empty; leave it out for the default types, or name at least one".into(),
+        );
+    }
+    types
+}
+
+/// `weights:`: each key a mutation type, each weight a number ≥ 0.
+fn weights<'a>(
+    raw: impl IntoIterator<Item = (&'a String, &'a f64)>,
+    err: &mut impl FnMut(String, String),
+) -> BTreeMap<MutationType, f64> {
+    let mut out = BTreeMap::new();
+    for (name, w) in raw {
+        match MutationType::parse(name) {
+            None => err(
+                format!("mutations.weights.{name}"),
+                format!(
+                    "unknown mutation type `{name}`; valid types: {}",
+                    valid_names()
+                ),
+            ),
+            Some(_) if !w.is_finite() || *w < 0.0 => err(
+                format!("mutations.weights.{name}"),
+                format!("{w} is not a weight (a number ≥ 0)"),
+            ),
+            Some(t) => {
+                out.insert(t, *w);
+            }
+        }
+    }
+    out
 }
 
 /// `with_model`: template types that are requested, each once, with a `model:` to write them.

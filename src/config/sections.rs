@@ -39,7 +39,7 @@ pub(super) const SECTIONS: &[&str] = &[
 /// `${VAR}` expanded in each as it is taken; the chaos spec is compiled later by
 /// `validate`, once the tools are known.
 pub(super) fn sections(
-    mut root: Map<String, Value>,
+    root: Map<String, Value>,
     env: &Lookup,
     errors: &mut Vec<ConfigError>,
     warnings: &mut Vec<String>,
@@ -48,64 +48,107 @@ pub(super) fn sections(
         errors.push(ConfigError::new("", why));
         return (Config::default(), ChaosSpec::default(), ChaosIndex::new());
     }
-    let mut take = |name: &str, errors: &mut Vec<ConfigError>| -> Option<Value> {
-        let mut v = root.remove(name)?;
-        expand_value(&mut v, name, env, errors);
-        Some(v)
-    };
+    // Sections are taken in this order, so that errors come in the file's reading order.
+    let mut root = Root { root, env };
     let mut c = Config::default();
-    let mut chaos_index = ChaosIndex::new();
+    platform_sections(&mut root, &mut c, errors);
     // Parsed here, compiled into `c.chaos` by `validate` once the tools are known.
-    let mut chaos = ChaosSpec::default();
-    if let Some(v) = take("proxy", errors) {
+    let (chaos, chaos_index) = match root.take("chaos", errors) {
+        Some(mut v) => {
+            lenient_v2_fields(&mut v, "chaos", warnings);
+            chaos_section(v, "chaos", errors)
+        }
+        None => (ChaosSpec::default(), ChaosIndex::new()),
+    };
+    run_sections(&mut root, &mut c, errors, warnings);
+    if let Some(v) = root.take("scoring", errors) {
+        c.scoring = section(v, "scoring", errors).unwrap_or_default();
+        super::output::check_scoring(&c.scoring, errors);
+    }
+    if let Some(mut v) = root.take("output", errors) {
+        super::v2::lenient_output(&mut v, warnings);
+        c.output = super::output::output_section(v, errors);
+    }
+    if let Some(v) = root.take("advanced", errors) {
+        c.advanced = advanced(v, warnings, errors).unwrap_or_default();
+    }
+    if let Some(v) = root.take("replays", errors) {
+        c.replays = super::replays::replays_section(v, errors);
+        super::replays::check_sources(&c.replays, warnings, errors);
+    }
+    unknown_sections(root.root, errors);
+    (c, chaos, chaos_index)
+}
+
+/// The file's root mapping, handing out its sections one by one, `${VAR}`s expanded.
+struct Root<'a> {
+    root: Map<String, Value>,
+    env: &'a Lookup<'a>,
+}
+
+impl Root<'_> {
+    fn take(&mut self, name: &str, errors: &mut Vec<ConfigError>) -> Option<Value> {
+        let mut v = self.root.remove(name)?;
+        expand_value(&mut v, name, self.env, errors);
+        Some(v)
+    }
+}
+
+/// The daemon's own sections: listeners, CA, data, what is a tool or an LLM, the journal.
+fn platform_sections(root: &mut Root, c: &mut Config, errors: &mut Vec<ConfigError>) {
+    if let Some(v) = root.take("proxy", errors) {
         c.proxy = section(v, "proxy", errors).unwrap_or_default();
     }
-    if let Some(v) = take("control", errors) {
+    if let Some(v) = root.take("control", errors) {
         c.control = section(v, "control", errors).unwrap_or_default();
     }
-    if let Some(v) = take("ca", errors) {
+    if let Some(v) = root.take("ca", errors) {
         c.ca = section(v, "ca", errors).unwrap_or_default();
     }
-    c.data_dir = take("data_dir", errors)
+    c.data_dir = root
+        .take("data_dir", errors)
         .and_then(|v| section(v, "data_dir", errors))
         .unwrap_or_else(|| PathBuf::from(".flakestorm"));
-    if let Some(v) = take("tools", errors) {
+    if let Some(v) = root.take("tools", errors) {
         c.tools = list(v, "tools", errors);
     }
-    if let Some(v) = take("llm", errors) {
+    if let Some(v) = root.take("llm", errors) {
         c.llm = list(v, "llm", errors);
     }
-    if let Some(v) = take("journal", errors) {
+    if let Some(v) = root.take("journal", errors) {
         c.journal = section(v, "journal", errors).unwrap_or_default();
     }
-    if let Some(mut v) = take("chaos", errors) {
-        lenient_v2_fields(&mut v, "chaos", warnings);
-        let (spec, index) = chaos_section(v, "chaos", errors);
-        chaos = spec;
-        chaos_index = index;
-    }
-    if let Some(v) = take("invariants", errors) {
+}
+
+/// What runs test: invariants, the agent, prompts, the `model:` LLM, mutations, contract.
+fn run_sections(
+    root: &mut Root,
+    c: &mut Config,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<String>,
+) {
+    if let Some(v) = root.take("invariants", errors) {
         c.invariants = super::invariants::invariant_list(v, &c.tools, errors, warnings);
     }
-    if let Some(v) = take("agent", errors) {
+    if let Some(v) = root.take("agent", errors) {
         let spec: Option<super::AgentSpec> = section(v, "agent", errors);
         c.agent = spec.and_then(|s| s.compile().map_err(|e| errors.extend(e)).ok());
     }
     // Prompts to run, or a broken `golden_prompts:` already reported.
     let mut golden = false;
-    if let Some(v) = take("golden_prompts", errors) {
+    if let Some(v) = root.take("golden_prompts", errors) {
         let before = errors.len();
         c.golden_prompts = super::contract::prompts_section(v, errors);
         golden = !c.golden_prompts.is_empty() || errors.len() > before;
     }
-    if let Some(v) = take("model", errors) {
+    if let Some(v) = root.take("model", errors) {
         c.model = super::model::model_section(v, errors);
     }
-    if let Some(v) = take("mutations", errors) {
+    if let Some(v) = root.take("mutations", errors) {
         c.mutations = super::mutations::mutations_section(v, c.model.is_some(), errors);
     }
-    let top_matrix = take("chaos_matrix", errors);
-    match take("contract", errors) {
+    let top_matrix = root.take("chaos_matrix", errors);
+    match root.take("contract", errors) {
         Some(v) => {
             let ctx = super::contract::Context {
                 tools: &c.tools,
@@ -121,23 +164,6 @@ pub(super) fn sections(
         }
         None => {}
     }
-    if let Some(v) = take("scoring", errors) {
-        c.scoring = section(v, "scoring", errors).unwrap_or_default();
-        super::output::check_scoring(&c.scoring, errors);
-    }
-    if let Some(mut v) = take("output", errors) {
-        super::v2::lenient_output(&mut v, warnings);
-        c.output = super::output::output_section(v, errors);
-    }
-    if let Some(v) = take("advanced", errors) {
-        c.advanced = advanced(v, warnings, errors).unwrap_or_default();
-    }
-    if let Some(v) = take("replays", errors) {
-        c.replays = super::replays::replays_section(v, errors);
-        super::replays::check_sources(&c.replays, warnings, errors);
-    }
-    unknown_sections(root, errors);
-    (c, chaos, chaos_index)
 }
 
 /// What is left of the root once every section was taken: unknown sections.
