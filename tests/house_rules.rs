@@ -333,11 +333,10 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions over `MAX_FN_LINES` when the check came in, with their length then: they may
 /// shrink, never grow, and leave this list once under it (issue #25).
-const LONG_FUNCTIONS: [(&str, &str, usize); 5] = [
+const LONG_FUNCTIONS: [(&str, &str, usize); 4] = [
     ("src/checks/answer.rs", "answer", 113),
     ("src/config/sections.rs", "sections", 105),
     ("src/config/mutations.rs", "mutations_section", 100),
-    ("src/cli/commands.rs", "serve", 88),
     ("src/chaos/attack.rs", "apply_to_request", 86),
 ];
 
