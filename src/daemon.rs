@@ -22,6 +22,9 @@ use crate::store::Store;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, TlsError};
 
+mod signals;
+pub use signals::{Signals, Stopped};
+
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error("CA {what}: {source}")]
@@ -97,15 +100,7 @@ pub struct Daemon {
 
 impl Daemon {
     pub async fn start(config: &Config) -> Result<Daemon, DaemonError> {
-        let (ca, ca_created) = load_ca(&config.ca)?;
-        let ready = Readiness::default();
-        ready.ca_loaded(ca.not_after());
-        if let Some(out) = &config.ca.bundle_file {
-            let n =
-                crate::tls::write_system_bundle(out, ca.cert_pem()).map_err(DaemonError::Bundle)?;
-            tracing::info!("CA bundle written to {} ({n} certificates)", out.display());
-        }
-        let ca = Arc::new(ca);
+        let (ca, ca_created, ready) = set_up_ca(config)?;
         let metrics = Metrics::new();
         metrics.runs_known(&run_kinds(), &end_statuses());
         let j = &config.journal;
@@ -162,22 +157,9 @@ impl Daemon {
             std::time::Duration::from_millis(config.proxy.header_timeout_ms),
         );
         let stop = CancellationToken::new();
-        let serving = ready.clone();
-        let proxy_stop = stop.clone().cancelled_owned();
-        serving.proxy_serving(true);
-        let proxy_task = tokio::spawn(async move {
-            proxy.serve(proxy_listener, proxy_stop).await;
-            serving.proxy_serving(false);
-        });
+        let proxy_task = serve_proxy(proxy, proxy_listener, &stop, &ready);
         ready.config_applied();
-        let api_stop = stop.clone();
-        let api_task = tokio::spawn(async move {
-            let serve = axum::serve(control_listener, router(state))
-                .with_graceful_shutdown(api_stop.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::error!("control listener failed: {e}");
-            }
-        });
+        let api_task = serve_control(control_listener, state, &stop);
         Ok(Daemon {
             proxy_addr,
             control_addr,
@@ -211,6 +193,51 @@ impl Daemon {
             tracing::warn!("{e}");
         }
     }
+}
+
+/// Loads the CA (`load_ca`), says so on a new readiness, and writes the CA bundle when
+/// `ca.bundle_file` asks for one. Returns whether the CA was created.
+fn set_up_ca(config: &Config) -> Result<(Arc<CertificateAuthority>, bool, Readiness), DaemonError> {
+    let (ca, ca_created) = load_ca(&config.ca)?;
+    let ready = Readiness::default();
+    ready.ca_loaded(ca.not_after());
+    if let Some(out) = &config.ca.bundle_file {
+        let n = crate::tls::write_system_bundle(out, ca.cert_pem()).map_err(DaemonError::Bundle)?;
+        tracing::info!("CA bundle written to {} ({n} certificates)", out.display());
+    }
+    Ok((Arc::new(ca), ca_created, ready))
+}
+
+/// Serves the proxy on `listener` until `stop`; `ready` says whether it is serving.
+fn serve_proxy(
+    proxy: Proxy,
+    listener: TcpListener,
+    stop: &CancellationToken,
+    ready: &Readiness,
+) -> JoinHandle<()> {
+    let serving = ready.clone();
+    let proxy_stop = stop.clone().cancelled_owned();
+    serving.proxy_serving(true);
+    tokio::spawn(async move {
+        proxy.serve(listener, proxy_stop).await;
+        serving.proxy_serving(false);
+    })
+}
+
+/// Serves the control API on `listener` until `stop`, logging how it failed if it does.
+fn serve_control(
+    listener: DeadlineListener,
+    state: ApiState,
+    stop: &CancellationToken,
+) -> JoinHandle<()> {
+    let api_stop = stop.clone();
+    tokio::spawn(async move {
+        let serve =
+            axum::serve(listener, router(state)).with_graceful_shutdown(api_stop.cancelled_owned());
+        if let Err(e) = serve.await {
+            tracing::error!("control listener failed: {e}");
+        }
+    })
 }
 
 /// The CA: the `cert_file`/`key_file` pair as it is, or the one in `dir` (created there
@@ -308,78 +335,4 @@ fn local_addr(l: &TcpListener, what: &'static str) -> Result<SocketAddr, DaemonE
         addr: "?".into(),
         source,
     })
-}
-
-/// How `run_until_signal` ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stopped {
-    /// In-flight exchanges finished (or the drain deadline cut them).
-    Drained,
-    /// A second SIGINT/SIGTERM arrived during the drain: nothing was waited for.
-    Forced,
-}
-
-impl Daemon {
-    /// Serves until SIGINT or SIGTERM, then drains (`stop`); a second SIGINT or SIGTERM
-    /// during the drain gives up on it at once. SIGHUP is logged and ignored: there is no
-    /// config reload (rules change at runtime through `PUT /v1/chaos`; anything else needs
-    /// a restart), and a closed terminal must not kill the daemon without a drain.
-    /// `signals` are installed before the daemon announces itself, so that no signal sent
-    /// after the announcement meets the default action.
-    pub async fn run_until_signal(self, mut signals: Signals) -> Stopped {
-        signals.stop_requested().await;
-        eprintln!("flakestorm: shutting down (draining in-flight requests; signal again to force)");
-        tokio::select! {
-            () = self.stop() => Stopped::Drained,
-            () = signals.stop_requested() => Stopped::Forced,
-        }
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP, installed once (a handler replaces the default action for
-/// the life of the process).
-pub struct Signals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    #[cfg(unix)]
-    pub fn install() -> std::io::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    #[cfg(not(unix))]
-    pub fn install() -> std::io::Result<Signals> {
-        Ok(Signals {})
-    }
-
-    /// Resolves at the next SIGINT or SIGTERM; logs each SIGHUP on the way.
-    #[cfg(unix)]
-    async fn stop_requested(&mut self) {
-        loop {
-            tokio::select! {
-                _ = self.int.recv() => return,
-                _ = self.term.recv() => return,
-                _ = self.hup.recv() => tracing::warn!(
-                    "SIGHUP ignored: flakestorm does not reload its config (change chaos rules \
-                     with PUT /v1/chaos; restart for anything else)"
-                ),
-            }
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn stop_requested(&mut self) {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -80,6 +80,37 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
         ),
         None => None,
     };
+    let out = announcement(&daemon, &loaded, recording.as_ref());
+    // A closed stdout (a supervisor that dropped it) must not stop the daemon.
+    if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {
+        eprintln!("flakestorm: warning: cannot write to stdout ({e}); serving anyway");
+    }
+    let stopped = daemon.run_until_signal(signals).await;
+    if let Some(r) = recording {
+        let file = r.file.clone();
+        match r.finish().await {
+            Ok(n) => eprintln!("flakestorm: recorded {n} exchange(s) to {}", file.display()),
+            Err(e) => anyhow::bail!("the recording was not saved: {e}"),
+        }
+    }
+    match stopped {
+        Stopped::Drained => Ok(()),
+        Stopped::Forced => {
+            anyhow::bail!(
+                "second signal during the drain: stopped without waiting for in-flight requests"
+            )
+        }
+    }
+}
+
+/// What `serve` prints once it listens: the addresses, the token file, the chaos rules,
+/// the recording, a new CA, and how to point an agent at the proxy (logged as `listening`
+/// too).
+fn announcement(
+    daemon: &Daemon,
+    loaded: &Loaded,
+    recording: Option<&crate::recording::Recording>,
+) -> String {
     let ca =
         std::fs::canonicalize(&daemon.ca_cert_path).unwrap_or_else(|_| daemon.ca_cert_path.clone());
     // These lines are a contract: scripts and tests wait for them (docs/proxy.md). The
@@ -122,7 +153,7 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
             daemon.chaos.seed()
         );
     }
-    if let Some(r) = &recording {
+    if let Some(r) = recording {
         say!(out, "flakestorm: recording to {}", r.file.display());
     }
     if daemon.ca_created {
@@ -137,26 +168,7 @@ pub(super) async fn serve(loaded: Loaded, record: Option<PathBuf>) -> anyhow::Re
         "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={trust} \
          REQUESTS_CA_BUNDLE={trust} NODE_EXTRA_CA_CERTS={trust}"
     );
-    // A closed stdout (a supervisor that dropped it) must not stop the daemon.
-    if let Err(e) = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes()) {
-        eprintln!("flakestorm: warning: cannot write to stdout ({e}); serving anyway");
-    }
-    let stopped = daemon.run_until_signal(signals).await;
-    if let Some(r) = recording {
-        let file = r.file.clone();
-        match r.finish().await {
-            Ok(n) => eprintln!("flakestorm: recorded {n} exchange(s) to {}", file.display()),
-            Err(e) => anyhow::bail!("the recording was not saved: {e}"),
-        }
-    }
-    match stopped {
-        Stopped::Drained => Ok(()),
-        Stopped::Forced => {
-            anyhow::bail!(
-                "second signal during the drain: stopped without waiting for in-flight requests"
-            )
-        }
-    }
+    out
 }
 
 /// An address a client can connect to: loopback for a listener on every interface.

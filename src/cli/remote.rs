@@ -51,35 +51,8 @@ pub async fn run(
         },
         None => None,
     };
-    let body = match submission(
-        &server,
-        loaded,
-        req,
-        args.min_score,
-        (args.trials, args.trial),
-    ) {
-        Ok(b) => b,
-        Err(e) => return usage(e),
-    };
-    let by_path = body.get("config_path").is_some();
-    let run = match server
-        .json(Method::POST, "/v1/runs", Some(body.clone()))
-        .await
-    {
+    let run = match submit(&server, loaded, req, args).await {
         Ok(v) => v,
-        // A loopback address that is not this machine's file system: a sidecar sharing a
-        // pod's or a compose service's network namespace, listening off loopback too. It
-        // reads no path for a client: the config goes inline instead.
-        Err(e) if by_path && e.contains("config_path:") => {
-            let inline = match inline(body, loaded) {
-                Ok(b) => b,
-                Err(e) => return usage(e),
-            };
-            match server.json(Method::POST, "/v1/runs", Some(inline)).await {
-                Ok(v) => v,
-                Err(e) => return usage(e),
-            }
-        }
         Err(e) => return usage(e),
     };
     let Some(id) = run["id"].as_str().map(String::from) else {
@@ -88,14 +61,7 @@ pub async fn run(
     if show.summary() {
         eprintln!("flakestorm: run {id} submitted to {}", server.base);
     }
-    // The config's own warnings were printed when it was loaded here.
-    let said = |w: &&str| loaded.warnings.iter().any(|l| l == w);
-    for w in run["warnings"].as_array().into_iter().flatten() {
-        match w.as_str() {
-            Some(w) if !said(&w) => eprintln!("flakestorm: warning (daemon): {w}"),
-            Some(_) | None => {}
-        }
-    }
+    warn_from_daemon(&run, loaded);
     let followed = tokio::select! {
         r = follow(&server, &id, show) => r,
         Ok(()) = super::commands::wait_for_signal() => {
@@ -124,6 +90,50 @@ pub async fn run(
     let dropped = dropped(baseline, &now, done.trials.as_ref(), max_drop);
     let code = ExitCode::from(verdict.exit_code());
     super::runs::gate(code, verdict, &dropped)
+}
+
+/// Submits the run (`POST /v1/runs`) and returns the daemon's answer: the config by path
+/// for a daemon on this machine, inline when the daemon cannot read that path.
+async fn submit(
+    server: &Server,
+    loaded: &Loaded,
+    req: &RunRequest,
+    args: &super::ReportArgs,
+) -> Result<Value, String> {
+    let body = submission(
+        server,
+        loaded,
+        req,
+        args.min_score,
+        (args.trials, args.trial),
+    )?;
+    let by_path = body.get("config_path").is_some();
+    match server
+        .json(Method::POST, "/v1/runs", Some(body.clone()))
+        .await
+    {
+        Ok(v) => Ok(v),
+        // A loopback address that is not this machine's file system: a sidecar sharing a
+        // pod's or a compose service's network namespace, listening off loopback too. It
+        // reads no path for a client: the config goes inline instead.
+        Err(e) if by_path && e.contains("config_path:") => {
+            let inline = inline(body, loaded)?;
+            server.json(Method::POST, "/v1/runs", Some(inline)).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Prints the warnings the daemon gave about the run, but those already printed here.
+fn warn_from_daemon(run: &Value, loaded: &Loaded) {
+    // The config's own warnings were printed when it was loaded here.
+    let said = |w: &&str| loaded.warnings.iter().any(|l| l == w);
+    for w in run["warnings"].as_array().into_iter().flatten() {
+        match w.as_str() {
+            Some(w) if !said(&w) => eprintln!("flakestorm: warning (daemon): {w}"),
+            Some(_) | None => {}
+        }
+    }
 }
 
 fn usage(message: String) -> ExitCode {

@@ -58,10 +58,16 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
             )));
         }
     };
+    Ok(Ok(rebuilt(r, url, &request, &response, provider)))
+}
+
+/// The tape entry of LLM run `r`: a `POST` of `request` to `url`, answered 200 with
+/// `response` after the run's latency.
+fn rebuilt(r: &Run, url: &str, request: &Value, response: &Value, provider: String) -> Entry {
     let latency = r.latency_ms() as f64;
     let body = response.to_string();
     let req = request.to_string();
-    Ok(Ok(Entry {
+    Entry {
         started_date_time: crate::tape::write::iso8601(r.start_ms),
         time: latency,
         request: Request {
@@ -111,7 +117,7 @@ pub fn entry(r: &Run) -> Result<Result<Entry, String>, String> {
             r.id, r.name
         )),
         error: None,
-    }))
+    }
 }
 
 /// HAR timings of a call that waited `latency` ms for its answer (nothing else is known).

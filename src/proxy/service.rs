@@ -170,7 +170,19 @@ pub(super) async fn exchange(
             Err(e) => Err(e),
         }
     };
-    let mut rec = pending.take();
+    hand_back(&proxy, pending.take(), result, &mut plan, transform, sent)
+}
+
+/// Records how the upstream answered (`sent` is when the request left) and hands the
+/// client its response with an observed body, an error answer, or a closed connection.
+fn hand_back(
+    proxy: &Proxy,
+    mut rec: Recorder,
+    result: Result<Response<Incoming>, ProxyError>,
+    plan: &mut fault::Plan,
+    transform: Option<(Owner, Transform)>,
+    sent: Instant,
+) -> Result<Response<ProxyBody>, Dropped> {
     match result {
         Ok(resp) => {
             proxy
@@ -182,9 +194,9 @@ pub(super) async fn exchange(
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok());
             if let Some(ct) = ct {
-                plan.note_format(&proxy, ct.contains("json"));
+                plan.note_format(proxy, ct.contains("json"));
             }
-            Ok(upstream::response(rec, resp, transform, plan.mark))
+            Ok(upstream::response(rec, resp, transform, plan.mark.take()))
         }
         // `proxy.upstream_connect_failure: close`: the agent meets a dead upstream as it
         // would without the proxy, as a connection error.
@@ -192,10 +204,10 @@ pub(super) async fn exchange(
             if err.kind == ErrorKind::UpstreamConnect
                 && proxy.settings().close_on_connect_failure =>
         {
-            fail_closed(&proxy, rec, err);
+            fail_closed(proxy, rec, err);
             Err(Dropped)
         }
-        Err(err) => Ok(fail(&proxy, rec, err)),
+        Err(err) => Ok(fail(proxy, rec, err)),
     }
 }
 

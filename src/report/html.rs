@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
-use crate::run::{CellResult, RunVerdict};
+use crate::run::{CellResult, Coverage, RunVerdict};
 use advice::Facts;
 use cases::{CaseCtx, case};
 use heatmap::{Heatmap, heatmap};
@@ -267,36 +267,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
                 }),
             )
             .collect(),
-        coverage: s
-            .coverage
-            .iter()
-            .map(|c| CoverageCtx {
-                scenario: text::line(&c.scenario, 100),
-                cases: c.cases,
-                judged: c.judged,
-                exchanges: c.exchanges,
-                rules: c
-                    .rules
-                    .iter()
-                    .map(|r| {
-                        let why = r
-                            .why_not
-                            .as_deref()
-                            .map(|w| format!(": {}", text::line(w, 200)))
-                            .unwrap_or_default();
-                        format!(
-                            "{} ({}) fired {} of {} matched, applied {}{why}",
-                            text::line(&r.stats.rule, 60),
-                            r.stats.mode,
-                            r.stats.fired,
-                            r.stats.matched,
-                            r.applied
-                        )
-                    })
-                    .collect(),
-                not_tested: c.not_tested.as_deref().map(|n| text::line(n, 300)),
-            })
-            .collect(),
+        coverage: s.coverage.iter().map(coverage).collect(),
         cells: s
             .cells
             .iter()
@@ -313,6 +284,36 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .iter()
             .position(|c| c.passed == Some(false))
             .map(|i| CaseView::anchor(s.phase, i)),
+    }
+}
+
+/// A scenario's coverage as the page shows it: counts, and a line per chaos rule.
+fn coverage(c: &Coverage) -> CoverageCtx {
+    CoverageCtx {
+        scenario: text::line(&c.scenario, 100),
+        cases: c.cases,
+        judged: c.judged,
+        exchanges: c.exchanges,
+        rules: c
+            .rules
+            .iter()
+            .map(|r| {
+                let why = r
+                    .why_not
+                    .as_deref()
+                    .map(|w| format!(": {}", text::line(w, 200)))
+                    .unwrap_or_default();
+                format!(
+                    "{} ({}) fired {} of {} matched, applied {}{why}",
+                    text::line(&r.stats.rule, 60),
+                    r.stats.mode,
+                    r.stats.fired,
+                    r.stats.matched,
+                    r.applied
+                )
+            })
+            .collect(),
+        not_tested: c.not_tested.as_deref().map(|n| text::line(n, 300)),
     }
 }
 

@@ -121,21 +121,7 @@ pub(super) fn write(
             id,
             run,
             started_ms,
-        } => {
-            tx.prepare_cached(
-                "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                id.as_str(),
-                run.kind.as_str(),
-                run.config_digest,
-                run.seed.map(|s| s.to_string()),
-                started_ms,
-                run.status.as_str(),
-                owner
-            ])?;
-        }
+        } => insert_run(tx, id, run, *started_ms, owner)?,
         Op::Status(id, status) => {
             tx.prepare_cached("UPDATE runs SET status = ?2 WHERE id = ?1")?
                 .execute(params![id.as_str(), status.as_str()])?;
@@ -149,38 +135,8 @@ pub(super) fn write(
             trial,
             verdict,
             checks,
-        } => {
-            tx.prepare_cached(
-                "UPDATE cases SET verdict = ?5, checks = ?6
-                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4
-                   AND trial IS ?7",
-            )?
-            .execute(params![
-                run.as_str(),
-                phase,
-                scenario,
-                input,
-                verdict.as_str(),
-                json(checks),
-                trial
-            ])?;
-        }
-        Op::Cell(id, c) => {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
-                    verdict, reason, consistency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                id.as_str(),
-                c.phase,
-                c.scenario,
-                c.invariant,
-                c.severity,
-                c.verdict.as_str(),
-                c.reason,
-                c.consistency.as_ref().map(json)
-            ])?;
-        }
+        } => judge_case(tx, run, (phase, scenario, input, *trial), *verdict, checks)?,
+        Op::Cell(id, c) => insert_cell(tx, id, c)?,
         Op::Progress(id, done, total) => {
             tx.prepare_cached("UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1")?
                 .execute(params![id.as_str(), *done as i64, *total as i64])?;
@@ -196,17 +152,7 @@ pub(super) fn write(
             reason,
             finished_ms,
         } => {
-            tx.prepare_cached(
-                "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                run.as_str(),
-                status.as_str(),
-                json(scores),
-                reason,
-                finished_ms
-            ])?;
+            finish_run(tx, run, *status, scores, reason.as_deref(), *finished_ms)?;
             // An ended run stores no more cases: a daemon's writer forgets its number.
             next_seq.remove(run);
         }
@@ -232,5 +178,97 @@ pub(super) fn write(
             tx.pragma_update(None, "max_page_count", pages)?;
         }
     }
+    Ok(())
+}
+
+/// Stores a new run's row.
+fn insert_run(
+    tx: &Transaction,
+    id: &RunId,
+    run: &NewRun,
+    started_ms: i64,
+    owner: &str,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO runs (id, kind, config_digest, seed, started_ms, status, owner)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        id.as_str(),
+        run.kind.as_str(),
+        run.config_digest,
+        run.seed.map(|s| s.to_string()),
+        started_ms,
+        run.status.as_str(),
+        owner
+    ])?;
+    Ok(())
+}
+
+/// Sets the verdict and checks of a run's case, found by its phase, scenario, input and
+/// trial.
+fn judge_case(
+    tx: &Transaction,
+    run: &RunId,
+    (phase, scenario, input, trial): (&str, &str, &str, Option<u32>),
+    verdict: Verdict,
+    checks: &serde_json::Value,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE cases SET verdict = ?5, checks = ?6
+         WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4
+           AND trial IS ?7",
+    )?
+    .execute(params![
+        run.as_str(),
+        phase,
+        scenario,
+        input,
+        verdict.as_str(),
+        json(checks),
+        trial
+    ])?;
+    Ok(())
+}
+
+/// Stores a cell of a run's matrix, replacing the one it had.
+fn insert_cell(tx: &Transaction, id: &RunId, c: &CellRecord) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO cells (run_id, phase, scenario, invariant, severity,
+            verdict, reason, consistency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        id.as_str(),
+        c.phase,
+        c.scenario,
+        c.invariant,
+        c.severity,
+        c.verdict.as_str(),
+        c.reason,
+        c.consistency.as_ref().map(json)
+    ])?;
+    Ok(())
+}
+
+/// Stores how a run ended: its status, scores, reason and end time.
+fn finish_run(
+    tx: &Transaction,
+    run: &RunId,
+    status: RunStatus,
+    scores: &BTreeMap<String, f64>,
+    reason: Option<&str>,
+    finished_ms: i64,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE runs SET status = ?2, scores = ?3, reason = ?4, finished_ms = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        run.as_str(),
+        status.as_str(),
+        json(scores),
+        reason,
+        finished_ms
+    ])?;
     Ok(())
 }

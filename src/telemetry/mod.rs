@@ -125,6 +125,49 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Registers the fault counters, in this order: `(faults_injected, faults_skipped)`.
+fn register_faults(
+    registry: &mut Registry,
+) -> (Family<FaultLabels, Counter>, Family<FaultLabels, Counter>) {
+    let faults_injected = Family::<FaultLabels, Counter>::default();
+    registry.register(
+        "faults_injected",
+        "Chaos faults and context attacks injected, by target kind and mode",
+        faults_injected.clone(),
+    );
+    let faults_skipped = Family::<FaultLabels, Counter>::default();
+    registry.register(
+        "faults_skipped",
+        "Faults that fired but could not be applied (response not parseable, too large, no content)",
+        faults_skipped.clone(),
+    );
+    (faults_injected, faults_skipped)
+}
+
+/// Registers the counters of connections refused or closed by a limit, in this order:
+/// `(connections_rejected, connection_timeouts)`.
+fn register_connection_limits(
+    registry: &mut Registry,
+) -> (
+    Family<RejectLabels, Counter>,
+    Family<TimeoutLabels, Counter>,
+) {
+    let connections_rejected = Family::<RejectLabels, Counter>::default();
+    registry.register(
+        "connections_rejected",
+        "Client connections refused over proxy.max_connections (cap), or accept attempts \
+         that failed for lack of file descriptors (fd_limit)",
+        connections_rejected.clone(),
+    );
+    let connection_timeouts = Family::<TimeoutLabels, Counter>::default();
+    registry.register(
+        "connection_timeouts",
+        "Client connections closed by a deadline: header, idle or tls_handshake",
+        connection_timeouts.clone(),
+    );
+    (connections_rejected, connection_timeouts)
+}
+
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("flakestorm");
@@ -171,31 +214,8 @@ impl Metrics {
             "CONNECT tunnels relayed without decryption (passthrough or non-TLS)",
             tunnels.clone(),
         );
-        let faults_injected = Family::<FaultLabels, Counter>::default();
-        registry.register(
-            "faults_injected",
-            "Chaos faults and context attacks injected, by target kind and mode",
-            faults_injected.clone(),
-        );
-        let faults_skipped = Family::<FaultLabels, Counter>::default();
-        registry.register(
-            "faults_skipped",
-            "Faults that fired but could not be applied (response not parseable, too large, no content)",
-            faults_skipped.clone(),
-        );
-        let connections_rejected = Family::<RejectLabels, Counter>::default();
-        registry.register(
-            "connections_rejected",
-            "Client connections refused over proxy.max_connections (cap), or accept attempts \
-             that failed for lack of file descriptors (fd_limit)",
-            connections_rejected.clone(),
-        );
-        let connection_timeouts = Family::<TimeoutLabels, Counter>::default();
-        registry.register(
-            "connection_timeouts",
-            "Client connections closed by a deadline: header, idle or tls_handshake",
-            connection_timeouts.clone(),
-        );
+        let (faults_injected, faults_skipped) = register_faults(&mut registry);
+        let (connections_rejected, connection_timeouts) = register_connection_limits(&mut registry);
         let runs = runs::RunFamilies::register(&mut registry);
         let chaos = chaos::ChaosFamilies::register(&mut registry);
         let inner = Inner {

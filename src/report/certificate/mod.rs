@@ -225,34 +225,8 @@ pub fn verify(
              or signed with another key"
                 .to_string()
         })?;
-    let again = page(&claims, raw, signature)?;
-    if again != page_text {
-        let line = again
-            .lines()
-            .zip(page_text.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(again.lines().count().min(page_text.lines().count()));
-        return Err(format!(
-            "the page was changed after signing: line {} is not what the signed claims say \
-             (it reads {:?})",
-            line + 1,
-            super::text::clip(page_text.lines().nth(line).unwrap_or("(end of file)"), 120)
-        )
-        .into());
-    }
-    let path = match report {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let named = PathBuf::from(&claims.report);
-            let beside = file
-                .parent()
-                .map(|d| d.join(named.file_name().unwrap_or_default()));
-            match beside.filter(|b| b.is_file()) {
-                Some(b) if !named.is_file() => b,
-                _ => named,
-            }
-        }
-    };
+    same_page(&claims, raw, signature, page_text)?;
+    let path = report.map_or_else(|| named_report(file, &claims), Path::to_path_buf);
     let bytes = crate::files::read(&path, crate::files::Limit::Report).map_err(|e| {
         VerifyError::Unreadable(format!("the certified report {e} (name it with --report)"))
     })?;
@@ -271,6 +245,45 @@ pub fn verify(
         claims,
         report: path,
     })
+}
+
+/// Checks that `page_text` is the page the signed claims render to; else names the first
+/// line that differs.
+fn same_page(
+    claims: &Claims,
+    raw: &str,
+    signature: &str,
+    page_text: &str,
+) -> Result<(), VerifyError> {
+    let again = page(claims, raw, signature)?;
+    if again != page_text {
+        let line = again
+            .lines()
+            .zip(page_text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(again.lines().count().min(page_text.lines().count()));
+        return Err(format!(
+            "the page was changed after signing: line {} is not what the signed claims say \
+             (it reads {:?})",
+            line + 1,
+            super::text::clip(page_text.lines().nth(line).unwrap_or("(end of file)"), 120)
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The report the claims name: as named (relative to the current folder), else the file of
+/// that name beside the certificate `file` when only that one exists.
+fn named_report(file: &Path, claims: &Claims) -> PathBuf {
+    let named = PathBuf::from(&claims.report);
+    let beside = file
+        .parent()
+        .map(|d| d.join(named.file_name().unwrap_or_default()));
+    match beside.filter(|b| b.is_file()) {
+        Some(b) if !named.is_file() => b,
+        _ => named,
+    }
 }
 
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
