@@ -73,7 +73,7 @@ impl LlmRewriter {
                     Err(e) => return self.fail(e),
                 }
             }
-            // Decided before forwarding (see proxy::fault); nothing to do on the body.
+            // Decided before forwarding (see proxy::action); nothing to do on the body.
             LlmMode::Timeout { .. }
             | LlmMode::RateLimit { .. }
             | LlmMode::ServerError { .. }

@@ -337,7 +337,7 @@ impl LlmRewriter {
             LlmMode::ResponseDrift { .. } if repeats => self.drift_repeating(ev, frame),
             LlmMode::ResponseDrift { .. } => self.drift_event(ev, kind, frame),
             // Not this event's business: the mode acts on another kind of event, or was
-            // decided before forwarding (see proxy::fault).
+            // decided before forwarding (see proxy::action).
             LlmMode::Garbage {}
             | LlmMode::ServerError {
                 in_stream: false, ..
