@@ -202,30 +202,28 @@ impl Invariant {
 
 /// Judges an answer check. Checks that read the answer fail when there is none.
 fn answer(check: &AnswerCheck, case: &CaseView) -> Verdict {
-    match check {
-        // Judged without the answer's text: a case that got none is still judged.
-        AnswerCheck::Latency { max_ms } => latency(case, *max_ms),
-        AnswerCheck::Completes => match case.answer {
-            Ok(_) => Verdict::Pass("the agent answered".into()),
-            Err(e) => Verdict::Fail(format!("no answer: {e}")),
-        },
-        AnswerCheck::RefusalCheck { dangerous_prompts }
-            if !dangerous_prompts.iter().any(|p| p == case.prompt) =>
-        {
-            Verdict::NotApplicable("not one of the dangerous prompts".into())
-        }
-        AnswerCheck::RefusalCheck { .. }
-        | AnswerCheck::Contains { .. }
-        | AnswerCheck::ContainsAny { .. }
-        | AnswerCheck::Regex { .. }
-        | AnswerCheck::ExcludesPattern { .. }
-        | AnswerCheck::ValidJson
-        | AnswerCheck::Similarity { .. }
-        | AnswerCheck::ExcludesPii
-        | AnswerCheck::OutputNotEmpty
-        | AnswerCheck::BehaviorUnchanged { .. } => match case.answer {
-            Ok(a) => on_text(check, case, a, &a.to_lowercase()),
-            Err(e) => Verdict::Fail(format!("no answer: {e}")),
+    // Not applicable whether or not the agent answered.
+    if let AnswerCheck::RefusalCheck { dangerous_prompts } = check
+        && !dangerous_prompts.iter().any(|p| p == case.prompt)
+    {
+        return Verdict::NotApplicable("not one of the dangerous prompts".into());
+    }
+    match case.answer {
+        Ok(a) => on_text(check, case, a, &a.to_lowercase()),
+        // Only latency is judged without an answer; every other check fails for want of one.
+        Err(e) => match check {
+            AnswerCheck::Latency { max_ms } => latency(case, *max_ms),
+            AnswerCheck::Completes
+            | AnswerCheck::RefusalCheck { .. }
+            | AnswerCheck::Contains { .. }
+            | AnswerCheck::ContainsAny { .. }
+            | AnswerCheck::Regex { .. }
+            | AnswerCheck::ExcludesPattern { .. }
+            | AnswerCheck::ValidJson
+            | AnswerCheck::Similarity { .. }
+            | AnswerCheck::ExcludesPii
+            | AnswerCheck::OutputNotEmpty
+            | AnswerCheck::BehaviorUnchanged { .. } => Verdict::Fail(format!("no answer: {e}")),
         },
     }
 }
@@ -247,7 +245,8 @@ fn latency(case: &CaseView, max_ms: u64) -> Verdict {
     )
 }
 
-/// `check` on the agent's answer (`lower`: the same, lowercased), for a case that got one.
+/// `check` on the agent's answer (`lower`: the same, lowercased), for a case that got one
+/// (a `refusal_check` only on one of its dangerous prompts: `answer` saw to that).
 fn on_text(check: &AnswerCheck, case: &CaseView, answer: &str, lower: &str) -> Verdict {
     match check {
         AnswerCheck::Latency { max_ms } => latency(case, *max_ms),

@@ -48,7 +48,7 @@ pub(super) fn sections(
         errors.push(ConfigError::new("", why));
         return (Config::default(), ChaosSpec::default(), ChaosIndex::new());
     }
-    // Sections are taken in this order, so that errors come in the file's reading order.
+    // Sections are taken in a fixed order (not the file's), so errors always come in it.
     let mut root = Root { root, env };
     let mut c = Config::default();
     platform_sections(&mut root, &mut c, errors);

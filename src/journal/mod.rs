@@ -557,6 +557,21 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_budget_set_on_a_shared_journal_holds_for_every_clone() {
+        let probe = Journal::new(1, Redactor::default());
+        probe.record(exchange("http://h/0", &[]));
+        let one = probe.bytes();
+        let j = Journal::new(100, Redactor::default());
+        // As the daemon does: the proxy and the runs hold clones before the budget is set.
+        let proxy_side = j.clone();
+        let _ = j.clone().with_max_bytes(2 * one);
+        for i in 1..=4 {
+            proxy_side.record(exchange(&format!("http://h/{i}"), &[]));
+        }
+        assert_eq!((j.all().len(), j.bytes()), (2, 2 * one));
+    }
+
+    #[test]
     fn a_heavy_exchange_takes_the_room_of_many_light_ones() {
         let light = weight(&exchange("http://h/l", &[]));
         let j = Journal::new(100, Redactor::default()).with_max_bytes(10 * light);

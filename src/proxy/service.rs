@@ -170,7 +170,7 @@ pub(super) async fn exchange(
             Err(e) => Err(e),
         }
     };
-    hand_back(&proxy, pending.take(), result, &mut plan, transform, sent)
+    hand_back(&proxy, pending.take(), result, plan, transform, sent)
 }
 
 /// Records how the upstream answered (`sent` is when the request left) and hands the
@@ -179,7 +179,7 @@ fn hand_back(
     proxy: &Proxy,
     mut rec: Recorder,
     result: Result<Response<Incoming>, ProxyError>,
-    plan: &mut fault::Plan,
+    plan: fault::Plan,
     transform: Option<(Owner, Transform)>,
     sent: Instant,
 ) -> Result<Response<ProxyBody>, Dropped> {
@@ -196,7 +196,7 @@ fn hand_back(
             if let Some(ct) = ct {
                 plan.note_format(proxy, ct.contains("json"));
             }
-            Ok(upstream::response(rec, resp, transform, plan.mark.take()))
+            Ok(upstream::response(rec, resp, transform, plan.mark))
         }
         // `proxy.upstream_connect_failure: close`: the agent meets a dead upstream as it
         // would without the proxy, as a connection error.
