@@ -291,25 +291,99 @@ fn depth_below(rel: &str, layer: &str) -> usize {
 }
 
 /// The crate layers `text` names as `crate::name` (or `crate::name::child` where that is
-/// a layer of the map), outside comments and test code.
+/// a layer of the map), outside comments and test code. A group is read item by item
+/// (`crate::chaos::{spec::Rule, rng}` uses `chaos::spec` and `chaos`), over lines.
 fn crate_uses(text: &str, map: &[String]) -> BTreeSet<String> {
+    let code = code_of(text);
     let mut out = BTreeSet::new();
-    let code = text
-        .lines()
-        .take_while(|l| l.trim_end() != "#[cfg(test)]")
-        .filter(|l| !l.trim_start().starts_with("//"));
-    for line in code {
-        for (at, _) in line.match_indices("crate::") {
-            let path: String = line[at + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            let name = path.split("::").next().unwrap_or_default().to_string();
-            let sub = path.split("::").take(2).collect::<Vec<_>>().join("::");
-            out.insert(if map.contains(&sub) { sub } else { name });
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + 7..];
+        let path: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let name = path.split("::").next().unwrap_or_default().to_string();
+        let layer = |child: &str| {
+            let sub = format!("{name}::{child}");
+            if map.contains(&sub) {
+                sub
+            } else {
+                name.clone()
+            }
+        };
+        let child = path.split("::").nth(1).unwrap_or_default();
+        match rest[path.len()..].strip_prefix('{') {
+            Some(group) if child.is_empty() => {
+                for item in top_level_items(group) {
+                    let first = item.split("::").next().unwrap_or_default().trim();
+                    out.insert(layer(first));
+                }
+            }
+            _ => {
+                out.insert(layer(child));
+            }
         }
     }
     out
+}
+
+/// A file's code without its comment lines and its tests, as one text (a `use` group can
+/// span lines).
+fn code_of(text: &str) -> String {
+    text.lines()
+        .take_while(|l| l.trim_end() != "#[cfg(test)]")
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The most `super::` steps any path in `code` takes, groups included (`super::{x,
+/// super::y}` takes two).
+fn super_steps(code: &str) -> usize {
+    fn steps(path: &str) -> usize {
+        let mut rest = path.trim_start();
+        let mut n = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            n += 1;
+            rest = r.trim_start();
+        }
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                n + top_level_items(group)
+                    .into_iter()
+                    .map(steps)
+                    .max()
+                    .unwrap_or(0)
+            }
+            None => n,
+        }
+    }
+    code.match_indices("super::")
+        .filter(|(at, _)| !code[..*at].ends_with("::"))
+        .map(|(at, _)| steps(&code[at..]))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The comma-separated items of a `use` group, `group` starting just after its `{`.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut items) = (0usize, 0, vec![]);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items
 }
 
 #[test]
@@ -349,13 +423,13 @@ fn modules_use_only_those_listed_above_them_in_the_crate_map() {
         };
         let mine = map.iter().position(|m| m == module).unwrap();
         if module.contains("::") {
-            let escape = format!("{}super::", "super::".repeat(depth_below(&rel, module)));
-            let code = text
-                .lines()
-                .take_while(|l| l.trim_end() != "#[cfg(test)]")
-                .filter(|l| !l.trim_start().starts_with("//"));
-            if code.clone().any(|l| l.contains(&escape)) {
-                wrong.push(format!("{rel} reaches out of `{module}` with `{escape}`"));
+            let depth = depth_below(&rel, module);
+            let steps = super_steps(&code_of(&text));
+            if steps > depth {
+                wrong.push(format!(
+                    "{rel} reaches out of `{module}` with {steps} `super::` steps (at most \
+                     {depth} stay inside it)"
+                ));
             }
         }
         let allowed = LAYERING_EXCEPTIONS
@@ -470,4 +544,28 @@ fn functions_keep_under_the_length_cap() {
         LONG_FUNCTIONS.len(),
         "every listed function was found"
     );
+}
+
+/// The layer check's readers, on the forms rustfmt writes.
+#[test]
+fn the_layer_readers_see_through_use_groups() {
+    let map: Vec<String> = ["globs", "chaos::spec", "config", "chaos"]
+        .map(String::from)
+        .to_vec();
+    let uses = |t: &str| crate_uses(t, &map).into_iter().collect::<Vec<_>>();
+    assert_eq!(uses("use crate::chaos::spec::Rule;"), ["chaos::spec"]);
+    assert_eq!(uses("use crate::chaos::{spec::Rule};"), ["chaos::spec"]);
+    assert_eq!(
+        uses("use crate::chaos::{\n    spec::{Rule, Mode},\n    rng,\n};"),
+        ["chaos", "chaos::spec"]
+    );
+    assert_eq!(
+        uses("// crate::chaos::rng\nuse crate::globs::X;"),
+        ["globs"]
+    );
+    assert_eq!(super_steps("use super::x;"), 1);
+    assert_eq!(super_steps("use super::super::x;"), 2);
+    assert_eq!(super_steps("use super::{x, super::y};"), 2);
+    assert_eq!(super_steps("use super::{\n    super::{super::z},\n};"), 3);
+    assert_eq!(super_steps("use crate::a::x;"), 0);
 }

@@ -7,6 +7,12 @@ use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, Target};
 /// What the allocator adds to each heap block on average (size-class rounding).
 const PER_ALLOCATION: usize = 16;
 
+/// The `Arc` an exchange is kept in: its two reference counts, in a heap block of its own.
+const ARC: usize = 2 * std::mem::size_of::<usize>() + PER_ALLOCATION;
+
+/// Its slots in the journal's lists: the `Arc` pointer in `items`, the weight in `weights`.
+const SLOTS: usize = 2 * std::mem::size_of::<usize>();
+
 fn text(s: &str) -> usize {
     match s.len() {
         0 => 0,
@@ -58,9 +64,8 @@ pub fn weight(e: &Exchange) -> usize {
         Target::Llm { .. } | Target::Embeddings { .. } | Target::Other => 0,
     };
     std::mem::size_of::<Exchange>()
-        + 2 * std::mem::size_of::<usize>()
-        + PER_ALLOCATION
-        + 2 * std::mem::size_of::<usize>()
+        + ARC
+        + SLOTS
         + target
         + text(&e.client_addr)
         + opt(&e.client_user)
@@ -103,5 +108,56 @@ mod tests {
             "a 1000-byte header weighs at least that: {s} vs {b}"
         );
         assert!(b < s + 1200, "and not much more: {s} vs {b}");
+    }
+
+    /// Every heap-holding field counts: a field left out of `weight` lets the journal hold
+    /// more than `journal.max_bytes` when that field is large.
+    #[test]
+    fn tool_names_faults_attacks_tool_calls_and_mcp_calls_weigh_their_text() {
+        let base = || {
+            tests_support::exchange(Target::Other, "http://a.example/")
+                .method("POST")
+                .response(200, &[])
+                .build()
+        };
+        let long = "x".repeat(500);
+        let record = || FaultRecord {
+            rule: long.clone(),
+            mode: crate::exchange::FaultKind::Error,
+            applied: true,
+            note: Some(long.clone()),
+        };
+        let mut tool = base();
+        tool.target = Target::Tool { name: long.clone() };
+        let mut fault = base();
+        fault.fault = Some(record());
+        let mut attacks = base();
+        attacks.attacks = vec![record(), record()];
+        let mut calls = base();
+        calls.llm_tool_calls = vec![long.clone(); 3];
+        let mut mcp = base();
+        mcp.mcp = Some(crate::exchange::McpCall {
+            method: "tools/call".into(),
+            tool: Some(long.clone()),
+            id: Some(serde_json::Value::String(long.clone())),
+            session: Some(long.clone()),
+            detected: false,
+            note: None,
+        });
+        let plain = weight(&base());
+        for (what, e, at_least) in [
+            ("a tool's name", tool, 500),
+            ("a fault record", fault, 1000),
+            ("two attacks", attacks, 2000),
+            ("three tool calls", calls, 1500),
+            ("an MCP call", mcp, 1500),
+        ] {
+            let w = weight(&e);
+            assert!(w >= plain + at_least, "{what}: {plain} → {w}");
+            assert!(
+                w < plain + at_least + 400,
+                "{what} is not overcounted: {plain} → {w}"
+            );
+        }
     }
 }
