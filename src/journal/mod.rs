@@ -9,6 +9,7 @@
 //! appear in a body; fields named like them in JSON, form-encoded and SSE `data:` JSON
 //! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
 //! number under the list lock, so a reader (a live recording) takes each one exactly once.
+//! `read` holds the readers' side (slices by id, trace or sequence number, waiting for news).
 //! `lanes` ties exchanges to cases (a listener's current case) and lets a case settle.
 //! Two bounds: `capacity` exchanges, and `max_bytes` of them (`weight`) while no run or
 //! recording is reading (`hold_while`): an idle sidecar's journal costs memory by the byte,
@@ -24,10 +25,12 @@ use crate::exchange::Exchange;
 use crate::tape::Bodies;
 
 mod lanes;
+mod read;
 mod redact;
 mod weight;
 
 pub use lanes::{CaseWatch, InFlight, Lane, LaneAt, OpenLane, Serving, Settled};
+pub use read::Since;
 pub use redact::{REDACTED, Redactor};
 pub use weight::weight;
 
@@ -76,18 +79,6 @@ struct List {
     weights: VecDeque<usize>,
     bytes: usize,
     pushed: u64,
-}
-
-/// Exchanges recorded after a sequence number (`Journal::since`).
-#[derive(Debug, Default)]
-pub struct Since {
-    /// Oldest first.
-    pub exchanges: Vec<Arc<Exchange>>,
-    /// The sequence number of the newest exchange recorded so far: ask for `since(last)`
-    /// next time.
-    pub last: u64,
-    /// How many exchanges after the asked-for number were evicted before this call.
-    pub lost: u64,
 }
 
 struct Inner {
@@ -268,94 +259,6 @@ impl Journal {
         drop(list);
         drop(evicted);
         self.inner.recorded.send_modify(|n| *n += 1);
-    }
-
-    /// A receiver of the count of exchanges recorded so far (changes on every record).
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.inner.recorded.subscribe()
-    }
-
-    /// Waits until at least `n` exchanges have ever been recorded.
-    pub async fn wait_for(&self, n: u64) {
-        let mut rx = self.subscribe();
-        // The sender lives as long as `self`, so this cannot fail while we hold it.
-        let _ = rx.wait_for(|count| *count >= n).await;
-    }
-
-    /// The newest `limit` exchanges, oldest first.
-    pub fn recent(&self, limit: usize) -> Vec<Arc<Exchange>> {
-        let list = self.lock();
-        list.items
-            .iter()
-            .skip(list.items.len().saturating_sub(limit))
-            .cloned()
-            .collect()
-    }
-
-    /// The sequence number of the newest exchange recorded so far (0 before any): pass it
-    /// to `since` to get what comes after.
-    pub fn sequence(&self) -> u64 {
-        self.lock().pushed
-    }
-
-    /// The exchanges recorded after sequence number `seq`, oldest first, and how many of
-    /// them were already evicted (a reader that fell behind a full journal).
-    pub fn since(&self, seq: u64) -> Since {
-        let list = self.lock();
-        let first_kept = list.pushed - list.items.len() as u64 + 1;
-        let from = seq + 1;
-        Since {
-            exchanges: list
-                .items
-                .iter()
-                .skip(from.saturating_sub(first_kept) as usize)
-                .cloned()
-                .collect(),
-            last: list.pushed.max(seq),
-            lost: first_kept.saturating_sub(from),
-        }
-    }
-
-    /// Every retained exchange, oldest first.
-    pub fn all(&self) -> Vec<Arc<Exchange>> {
-        self.lock().items.iter().cloned().collect()
-    }
-
-    /// Exchanges whose ids lie in `first..=last` (a case's window under exclusive
-    /// attribution: ids are given as requests arrive).
-    pub fn slice(&self, first: u64, last: u64) -> Vec<Arc<Exchange>> {
-        self.lock()
-            .items
-            .iter()
-            .filter(|e| (first..=last).contains(&e.id))
-            .cloned()
-            .collect()
-    }
-
-    /// Exchanges carrying `trace_id` (header attribution).
-    pub fn by_trace(&self, trace_id: &str) -> Vec<Arc<Exchange>> {
-        self.by_trace_from(trace_id, 0)
-    }
-
-    /// Exchanges carrying `trace_id` whose ids are `first` or later: a case's, when an
-    /// earlier run with the same seed sent the same trace id.
-    pub fn by_trace_from(&self, trace_id: &str, first: u64) -> Vec<Arc<Exchange>> {
-        self.lock()
-            .items
-            .iter()
-            .filter(|e| e.id >= first && e.trace_id.as_deref() == Some(trace_id))
-            .cloned()
-            .collect()
-    }
-
-    /// The id the next request will get: a case's window starts here.
-    pub fn peek_next_id(&self) -> u64 {
-        self.inner.next_id.load(Ordering::Relaxed)
-    }
-
-    /// How many exchanges were dropped because the journal was full.
-    pub fn evicted(&self) -> u64 {
-        self.inner.evicted.load(Ordering::Relaxed)
     }
 
     fn lock_bodies(&self) -> std::sync::MutexGuard<'_, Kept> {
