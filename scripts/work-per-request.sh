@@ -4,59 +4,92 @@
 # VM. The proxy runs alone on CPU 1; a Python origin (scripts/work/origin.py) and client
 # (scripts/work/client.py: 16 threads, 320 warm-up requests, then 2,400 measured) share
 # CPU 0. The builds alternate for ROUNDS rounds on each path:
-#   https-new   CONNECT + TLS (sessions resumed) + one GET per connection
+#   https-new   CONNECT + TLS + one GET per connection (the client offers its last
+#               session, as HTTP clients' TLS stacks do; the count resumed is checked)
 #   https-keep  one intercepted TLS connection per client thread, GETs on it
 #   http-new    an absolute-form GET per connection
 #
-#   scripts/work-per-request.sh BEFORE_BIN AFTER_BIN [ROUNDS] [PATHS...]
+#   scripts/work-per-request.sh BEFORE_BIN AFTER_BIN ROUNDS [PATH...]   (default: all three)
 #
 # Needs perf (Debian linux-perf) and taskset. Not part of the test command.
 set -euo pipefail
+usage="usage: $0 BEFORE_BIN AFTER_BIN ROUNDS [https-new|https-keep|http-new ...]"
+[ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+[[ $3 =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive number; $usage" >&2; exit 2; }
+before=$(realpath "$1")
+after=$(realpath "$2")
+rounds=$3
+shift 3
+paths=("$@")
+((${#paths[@]})) || paths=(https-new https-keep http-new)
+for p in "${paths[@]}"; do
+  case $p in https-new | https-keep | http-new) ;; *) echo "unknown path $p; $usage" >&2; exit 2 ;; esac
+done
 cd "$(dirname "$0")/.."
-before=$1
-after=$2
-rounds=${3:-3}
-shift $(($# < 3 ? $# : 3))
-paths=("${@:-https-new https-keep http-new}")
 root=$PWD
 n_per=150
 conc=16
 
-one() { # BIN PATH -> "instructions cycles" per request
-  local bin=$1 path=$2 dir oargs=() opid ppid port oport
+# Waits until FILE holds PATTERN, as long as process PID lives (at most 30 s).
+wait_for() {
+  local file=$1 pattern=$2 pid=$3 i
+  for i in $(seq 600); do
+    grep -q "$pattern" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "gave up waiting for '$pattern' in $file" >&2
+  return 1
+}
+
+one() ( # BIN PATH -> "instructions cycles" per request; a subshell, so its trap is its own
+  bin=$1
+  path=$2
   dir=$(mktemp -d)
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+  oargs=()
   [ "$path" = http-new ] || oargs=("$root/tests/fixtures/origin.pem" "$root/tests/fixtures/origin.key")
-  taskset -c 0 python3 scripts/work/origin.py "${oargs[@]}" >"$dir/origin.port" &
-  opid=$!
-  until [ -s "$dir/origin.port" ]; do sleep 0.05; done
-  oport=$(cat "$dir/origin.port")
+  taskset -c 0 python3 scripts/work/origin.py "${oargs[@]}" >"$dir/origin.port" 2>"$dir/origin.err" &
+  pids+=($!)
+  wait_for "$dir/origin.port" . "${pids[0]}" || { cat "$dir/origin.err" >&2; exit 1; }
   printf 'proxy:\n  listen: "127.0.0.1:0"\n  upstream_ca_file: "%s"\ncontrol:\n  listen: "127.0.0.1:0"\nca:\n  dir: "%s"\n' \
     "$root/tests/fixtures/test-ca.pem" "$dir/certs" >"$dir/flakestorm.yaml"
   RUST_LOG=warn taskset -c 1 "$bin" serve -c "$dir/flakestorm.yaml" >"$dir/out" 2>"$dir/err" &
-  ppid=$!
-  until grep -q "proxy listening on" "$dir/out" 2>/dev/null; do sleep 0.05; done
+  local_proxy=$!
+  pids+=("$local_proxy")
+  wait_for "$dir/out" "proxy listening on" "$local_proxy" || { cat "$dir/err" >&2; exit 1; }
   port=$(grep "proxy listening on" "$dir/out" | sed 's/.*:\([0-9]*\)$/\1/')
-  local client=(taskset -c 0 python3 scripts/work/client.py "$port" "$oport" "$dir/certs/ca.pem")
+  client=(taskset -c 0 python3 scripts/work/client.py "$port" "$(cat "$dir/origin.port")" "$dir/certs/ca.pem")
   "${client[@]}" 20 "$conc" "$path" >/dev/null
-  perf stat -x, -e instructions:u,cycles:u -p "$ppid" -o "$dir/stat" &
-  local perf=$!
-  sleep 0.3
+  perf stat -x, -e instructions:u,cycles:u -p "$local_proxy" -o "$dir/stat" &
+  perf=$!
+  pids+=("$perf")
+  sleep 0.3 # perf attaches
   "${client[@]}" "$n_per" "$conc" "$path" >"$dir/client"
   kill -INT "$perf"
   wait "$perf" 2>/dev/null || true
-  grep -q "errors=0" "$dir/client" || { echo "client errors: $(cat "$dir/client")" >&2; exit 1; }
-  kill "$ppid" "$opid" 2>/dev/null
-  wait "$ppid" "$opid" 2>/dev/null || true
-  awk -F, -v n=$((n_per * conc)) '/instructions|cycles/ {printf "%d ", $1 / n} END {print ""}' "$dir/stat"
-  rm -rf "$dir"
-}
+  grep -q "errors=0 " "$dir/client" || { echo "client errors: $(cat "$dir/client")" >&2; exit 1; }
+  if [ "$path" = https-new ] && ! grep -q "resumed=$((n_per * conc - conc)) " "$dir/client"; then
+    echo "TLS sessions not all resumed: $(cat "$dir/client")" >&2
+    exit 1
+  fi
+  awk -F, -v n=$((n_per * conc)) '
+    /instructions|cycles/ {
+      if ($1 !~ /^[0-9]+$/) { print "perf could not count " $3 ": " $1 > "/dev/stderr"; exit 1 }
+      printf "%d ", $1 / n
+    }
+    END { print "" }' "$dir/stat"
+)
 
 echo "| path | round | before instructions | after | before cycles | after |"
 echo "|---|--:|--:|--:|--:|--:|"
-for path in ${paths[*]}; do
+for path in "${paths[@]}"; do
   for r in $(seq "$rounds"); do
-    read -r bi bc < <(one "$before" "$path")
-    read -r ai ac < <(one "$after" "$path")
+    b=$(one "$before" "$path")
+    a=$(one "$after" "$path")
+    read -r bi bc <<<"$b"
+    read -r ai ac <<<"$a"
     echo "| $path | $r | $bi | $ai | $bc | $ac |"
   done
 done

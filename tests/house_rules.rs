@@ -292,56 +292,103 @@ fn depth_below(rel: &str, layer: &str) -> usize {
 
 /// The crate layers `text` names as `crate::name` (or `crate::name::child` where that is
 /// a layer of the map), outside comments and test code. A group is read item by item
-/// (`crate::chaos::{spec::Rule, rng}` uses `chaos::spec` and `chaos`), over lines.
+/// (`crate::chaos::{spec::Rule, rng}` uses `chaos::spec` and `chaos`; `crate::{config,
+/// chaos::rng}` uses `config` and `chaos`), over lines.
 fn crate_uses(text: &str, map: &[String]) -> BTreeSet<String> {
     let code = code_of(text);
     let mut out = BTreeSet::new();
     for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + 7..];
-        let path: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-            .collect();
-        let name = path.split("::").next().unwrap_or_default().to_string();
-        let layer = |child: &str| {
-            let sub = format!("{name}::{child}");
-            if map.contains(&sub) {
-                sub
-            } else {
-                name.clone()
-            }
-        };
-        let child = path.split("::").nth(1).unwrap_or_default();
-        match rest[path.len()..].strip_prefix('{') {
-            Some(group) if child.is_empty() => {
-                for item in top_level_items(group) {
-                    let first = item.split("::").next().unwrap_or_default().trim();
-                    out.insert(layer(first));
-                }
-            }
-            _ => {
-                out.insert(layer(child));
-            }
-        }
+        paths_at(&code[at + "crate::".len()..], "", &mut |path| {
+            out.insert(layer_of_path(&path, map));
+        });
     }
     out
 }
 
-/// A file's code without its comment lines and its tests, as one text (a `use` group can
-/// span lines).
+/// Calls `each` with every whole path `rest` names after `prefix`, a group's items each
+/// with the prefix (`a::{b, c::{d}}` gives `a::b` and `a::c::d`).
+fn paths_at(rest: &str, prefix: &str, each: &mut dyn FnMut(String)) {
+    let rest = rest.trim_start();
+    if rest.is_empty() {
+        return; // after a group's trailing comma
+    }
+    let path: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let joined = format!("{prefix}{path}");
+    match rest[path.len()..].strip_prefix('{') {
+        Some(group) if path.is_empty() || path.ends_with("::") => {
+            for item in top_level_items(group) {
+                paths_at(item, &joined, each);
+            }
+        }
+        _ => each(joined),
+    }
+}
+
+/// The layer a path below `crate::` is in: `chaos::spec::Rule` is `chaos::spec` when that
+/// is a layer of the map, else `chaos`.
+fn layer_of_path(path: &str, map: &[String]) -> String {
+    let mut names = path.split("::");
+    let name = names.next().unwrap_or_default();
+    let sub = format!("{name}::{}", names.next().unwrap_or_default());
+    if map.contains(&sub) {
+        sub
+    } else {
+        name.to_string()
+    }
+}
+
+/// A file's code without its comments and its test items, as one text (a `use` group can
+/// span lines). Each `#[cfg(test)]` item is left out whole (`mod golden;`, a helper `fn`,
+/// `mod tests { … }`), and only it: the code after it is read.
 fn code_of(text: &str) -> String {
-    text.lines()
-        .take_while(|l| l.trim_end() != "#[cfg(test)]")
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = vec![];
+    let mut lines = text.lines().map(without_comment);
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            out.push(line);
+            continue;
+        }
+        // Skip the item: its other attributes, then one line ending in `;`, or the lines
+        // up to the brace that closes the one it opens.
+        let mut depth = 0usize;
+        for line in lines.by_ref() {
+            let t = line.trim();
+            if depth == 0 && t.starts_with("#[") {
+                continue;
+            }
+            depth += t.matches('{').count();
+            depth = depth.saturating_sub(t.matches('}').count());
+            if depth == 0 && (t.ends_with(';') || t.ends_with('}')) {
+                break;
+            }
+        }
+    }
+    out.join("\n")
+}
+
+/// `line` up to a `//` comment that is not inside a string literal (an even number of
+/// quotes before it).
+fn without_comment(line: &str) -> &str {
+    let mut quotes = 0;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quotes += 1,
+            '/' if quotes % 2 == 0 && line[i..].starts_with("//") => return &line[..i],
+            _ => {}
+        }
+    }
+    line
 }
 
 /// The most `super::` steps any path in `code` takes, groups included (`super::{x,
-/// super::y}` takes two).
+/// super::y}` takes two; `self::` steps nowhere).
 fn super_steps(code: &str) -> usize {
     fn steps(path: &str) -> usize {
         let mut rest = path.trim_start();
+        rest = rest.strip_prefix("self::").unwrap_or(rest).trim_start();
         let mut n = 0;
         while let Some(r) = rest.strip_prefix("super::") {
             n += 1;
@@ -358,8 +405,9 @@ fn super_steps(code: &str) -> usize {
             None => n,
         }
     }
+    // Every `super::` is tried as a chain's start: a chain's tail takes fewer steps, and
+    // the most is what counts.
     code.match_indices("super::")
-        .filter(|(at, _)| !code[..*at].ends_with("::"))
         .map(|(at, _)| steps(&code[at..]))
         .max()
         .unwrap_or(0)
@@ -422,7 +470,7 @@ fn modules_use_only_those_listed_above_them_in_the_crate_map() {
             continue; // lib.rs, main.rs
         };
         let mine = map.iter().position(|m| m == module).unwrap();
-        if module.contains("::") {
+        {
             let depth = depth_below(&rel, module);
             let steps = super_steps(&code_of(&text));
             if steps > depth {
@@ -563,9 +611,38 @@ fn the_layer_readers_see_through_use_groups() {
         uses("// crate::chaos::rng\nuse crate::globs::X;"),
         ["globs"]
     );
+    assert_eq!(
+        uses("use crate::{\n    globs::X,\n    chaos::{rng, spec::Rule},\n};"),
+        ["chaos", "chaos::spec", "globs"]
+    );
+    assert_eq!(uses("use crate::chaos::{spec as s};"), ["chaos::spec"]);
+    assert_eq!(
+        uses("use crate::chaos::{\n    spec::Rule, // a } in a comment\n    rng,\n};"),
+        ["chaos", "chaos::spec"]
+    );
+    assert_eq!(
+        uses("let u = \"http://h/\"; // crate::chaos::rng"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        uses("#[cfg(test)]\nfn helper() {}\nuse crate::chaos::rng;"),
+        ["chaos"],
+        "a lone test item does not end the code"
+    );
+    assert_eq!(
+        uses("#[cfg(test)]\nmod golden;\nuse crate::chaos::rng;"),
+        ["chaos"]
+    );
+    assert_eq!(
+        uses("#[cfg(test)]\npub mod support {\n    use crate::config::X;\n}\nuse crate::globs::Y;"),
+        ["globs"],
+        "test items are left out whole"
+    );
     assert_eq!(super_steps("use super::x;"), 1);
     assert_eq!(super_steps("use super::super::x;"), 2);
     assert_eq!(super_steps("use super::{x, super::y};"), 2);
     assert_eq!(super_steps("use super::{\n    super::{super::z},\n};"), 3);
     assert_eq!(super_steps("use crate::a::x;"), 0);
+    assert_eq!(super_steps("use self::super::super::x;"), 2);
+    assert_eq!(super_steps("use super::{self::super::x};"), 2);
 }

@@ -51,6 +51,7 @@ def https_new(state):
     conn.sendall(f"GET /x HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
     read_to_close(conn)
     state["session"] = conn.session
+    state["resumed"] = state.get("resumed", 0) + conn.session_reused
     conn.close()
 
 
@@ -71,6 +72,7 @@ def https_keep(state):
 
 one = {"http-new": http_new, "https-new": https_new, "https-keep": https_keep}[path]
 errors = []
+resumed = []
 
 
 def worker():
@@ -80,6 +82,7 @@ def worker():
             one(state)
         except Exception as e:  # counted and shown: a run with errors is not a measurement
             errors.append(repr(e))
+    resumed.append(state.get("resumed", 0))
 
 
 threads = [threading.Thread(target=worker) for _ in range(conc)]
@@ -88,4 +91,8 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
-print(f"{n_per * conc} requests in {time.time() - start:.2f}s errors={len(errors)} {errors[:2]}")
+elapsed = time.time() - start
+print(
+    f"{n_per * conc} requests in {elapsed:.2f}s errors={len(errors)} resumed={sum(resumed)} "
+    f"{errors[:2]}"
+)

@@ -1,4 +1,4 @@
-# The origin of scripts/work-per-request.sh: a 1 KiB JSON answer to every GET, over HTTPS
+# The origin of scripts/work-per-request.sh: a JSON answer of about 1 KiB (1,018 bytes) to every GET, over HTTPS
 # with the test fixtures' certificate when given CERT KEY, else plain HTTP; prints its port.
 import http.server
 import ssl

@@ -1,6 +1,6 @@
 //! Reading the journal: the newest exchanges, those after a sequence number (a live
 //! recording's cursor), a case's slice by id window or trace id, and waiting for news.
-//! Every read clones `Arc`s under the list lock and returns; none holds the lock.
+//! The slices clone `Arc`s under the list lock and return; none holds it past the call.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -2,12 +2,13 @@
 //! lists hold, so `journal.max_bytes` bounds memory by the byte rather than by the entry (an
 //! LLM call with 30 headers and a long URL weighs many times a health check).
 
-use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, Target};
+use crate::exchange::{BodyEnd, CanaryLeak, Exchange, FaultRecord, Outcome, Target};
 
 /// What the allocator adds to each heap block on average (size-class rounding).
 const PER_ALLOCATION: usize = 16;
 
-/// The `Arc` an exchange is kept in: its two reference counts, in a heap block of its own.
+/// The `Arc` an exchange is kept in: its two reference counts, in the block beside the
+/// exchange (which `size_of::<Exchange>()` counts), and that block's allocator overhead.
 const ARC: usize = 2 * std::mem::size_of::<usize>() + PER_ALLOCATION;
 
 /// Its slots in the journal's lists: the `Arc` pointer in `items`, the weight in `weights`.
@@ -27,6 +28,14 @@ fn opt(s: &Option<String>) -> usize {
 fn headers(h: &[(String, String)]) -> usize {
     let list = std::mem::size_of_val(h) + PER_ALLOCATION;
     list + h.iter().map(|(k, v)| text(k) + text(v)).sum::<usize>()
+}
+
+/// A list's heap block (its items' own heap is counted by the caller).
+fn list(items: &[CanaryLeak]) -> usize {
+    match items.len() {
+        0 => 0,
+        _ => std::mem::size_of_val(items) + PER_ALLOCATION,
+    }
 }
 
 /// The heap a fault record holds (its struct is counted where it lives: inline in the
@@ -80,7 +89,11 @@ pub fn weight(e: &Exchange) -> usize {
         + e.llm_tool_calls.iter().map(|t| text(t) + 24).sum::<usize>()
         + opt(&e.trace_id)
         + opt(&e.canary)
-        + e.canary_leaks.len() * 128
+        + list(&e.canary_leaks)
+        + e.canary_leaks
+            .iter()
+            .map(|l| text(&l.canary) + text(&l.from) + text(&l.found_in))
+            .sum::<usize>()
         + mcp
 }
 
@@ -110,10 +123,10 @@ mod tests {
         assert!(b < s + 1200, "and not much more: {s} vs {b}");
     }
 
-    /// Every heap-holding field counts: a field left out of `weight` lets the journal hold
-    /// more than `journal.max_bytes` when that field is large.
+    /// Every field that holds text of the agent's or the upstream's size counts: one left
+    /// out of `weight` lets the journal hold more than `journal.max_bytes` when it is large.
     #[test]
-    fn tool_names_faults_attacks_tool_calls_and_mcp_calls_weigh_their_text() {
+    fn every_field_holding_text_weighs_it() {
         let base = || {
             tests_support::exchange(Target::Other, "http://a.example/")
                 .method("POST")
@@ -144,6 +157,52 @@ mod tests {
             detected: false,
             note: None,
         });
+        let mut mcp_note = base();
+        mcp_note.mcp = Some(crate::exchange::McpCall {
+            method: "(unread)".into(),
+            tool: None,
+            id: None,
+            session: None,
+            detected: true,
+            note: Some(long.clone()),
+        });
+        let mut ids = base();
+        (ids.trace_id, ids.canary, ids.client_user) =
+            (Some(long.clone()), Some(long.clone()), Some(long.clone()));
+        let mut leaks = base();
+        let leak = || crate::exchange::CanaryLeak {
+            canary: long.clone(),
+            from: long.clone(),
+            found_in: long.clone(),
+        };
+        leaks.canary_leaks = vec![leak(), leak()];
+        let long_headers = [("x-a", long.as_str()), ("x-b", long.as_str())];
+        let answered = tests_support::exchange(Target::Other, "http://a.example/")
+            .method("POST")
+            .response(200, &long_headers)
+            .build();
+        let failed = |message: &str| {
+            let mut e = base();
+            e.outcome = Outcome::Error {
+                error: crate::exchange::ErrorInfo {
+                    source: crate::exchange::ErrorSource::Upstream,
+                    kind: crate::exchange::ErrorKind::UpstreamConnect,
+                    message: message.into(),
+                },
+                status: None,
+            };
+            e
+        };
+        // An error outcome replaces the response head's text: compared with a short error.
+        let short_error = weight(&failed("x"));
+        assert!(
+            weight(&failed(&long)) >= short_error + 499,
+            "an error message"
+        );
+        assert!(
+            weight(&failed(&long)) < short_error + 499 + 400,
+            "an error message"
+        );
         let plain = weight(&base());
         for (what, e, at_least) in [
             ("a tool's name", tool, 500),
@@ -151,6 +210,10 @@ mod tests {
             ("two attacks", attacks, 2000),
             ("three tool calls", calls, 1500),
             ("an MCP call", mcp, 1500),
+            ("an MCP note", mcp_note, 500),
+            ("trace id, canary and proxy user", ids, 1500),
+            ("two canary leaks", leaks, 3000),
+            ("response headers", answered, 1000),
         ] {
             let w = weight(&e);
             assert!(w >= plain + at_least, "{what}: {plain} → {w}");
