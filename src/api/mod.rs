@@ -13,6 +13,7 @@ mod chaos;
 mod deadline;
 mod error;
 mod guard;
+mod new_run;
 mod openapi;
 mod ready;
 mod runs;
@@ -33,9 +34,9 @@ use axum::routing::{get, post};
 pub use deadline::DeadlineListener;
 pub use error::ApiError;
 pub use guard::Hosts;
-pub use ready::Readiness;
 #[doc(hidden)]
-pub use runs::check_submission;
+pub use new_run::check_submission;
+pub use ready::Readiness;
 pub use ttl::Expiry;
 
 use crate::chaos::Engine;
