@@ -97,33 +97,19 @@ fn no_other_file_turns_the_catch_all_lint_off() {
     }
 }
 
-/// The sibling files a file refers to as `super::name` or `crate::<module>::name` (its
-/// `#[cfg(test)] mod tests` left out).
+/// The sibling files a file refers to as `super::name` or `crate::<module>::name`, groups
+/// included (its test items left out).
 fn siblings_used(text: &str, module: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
-    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let code = code_of(text);
     let mut out = BTreeSet::new();
     for prefix in ["super::".to_string(), format!("crate::{module}::")] {
-        for (at, _) in text.match_indices(&prefix) {
-            let rest = &text[at + prefix.len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                Some(group) => group
-                    .split('}')
-                    .next()
-                    .unwrap_or_default()
-                    .split(',')
-                    .collect(),
-                None => vec![rest],
-            };
-            for name in names {
-                let name: String = name
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if files.contains(&name) {
-                    out.insert(name);
+        for (at, _) in code.match_indices(&prefix) {
+            paths_at(&code[at + prefix.len()..], "", &mut |path| {
+                let name = path.split("::").next().unwrap_or_default();
+                if files.contains(name) {
+                    out.insert(name.to_string());
                 }
-            }
+            });
         }
     }
     out
@@ -189,8 +175,6 @@ fn config_and_run_files_do_not_import_each_other_in_a_circle() {
     }
 }
 
-/// The cap on a source file's non-test code (issue #25): the lines before its first
-/// `#[cfg(test)]` item. Test files (`tests.rs`, `*_tests.rs`) are not counted.
 /// Every source file of src/ but the test files (`tests.rs`, `*_tests.rs`): its path from
 /// the crate root (`src/…`) and its text.
 fn sources() -> Vec<(String, String)> {
@@ -214,6 +198,8 @@ fn sources() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The cap on a source file's non-test code (issue #25): its lines outside `#[cfg(test)]`
+/// items. Test files (`tests.rs`, `*_tests.rs`) are not counted.
 const MAX_LINES: usize = 400;
 
 /// Files over the cap when it came in, with their size then: they may shrink, never grow,
@@ -224,10 +210,7 @@ const OVER_THE_CAP: [(&str, usize); 0] = [];
 fn source_files_keep_under_the_size_cap() {
     let mut over = vec![];
     for (rel, text) in sources() {
-        let lines = text
-            .lines()
-            .take_while(|l| l.trim_end() != "#[cfg(test)]")
-            .count();
+        let lines = non_test_lines(&text).len();
         let cap = OVER_THE_CAP
             .iter()
             .find(|(f, _)| *f == rel)
@@ -242,11 +225,7 @@ fn source_files_keep_under_the_size_cap() {
         over.join("\n")
     );
     for (file, then) in OVER_THE_CAP {
-        let text = source(file);
-        let lines = text
-            .lines()
-            .take_while(|l| l.trim_end() != "#[cfg(test)]")
-            .count();
+        let lines = non_test_lines(&source(file)).len();
         assert!(
             lines > MAX_LINES,
             "{file} is down to {lines} lines (was {then}): take it off OVER_THE_CAP"
@@ -340,33 +319,55 @@ fn layer_of_path(path: &str, map: &[String]) -> String {
     }
 }
 
-/// A file's code without its comments and its test items, as one text (a `use` group can
-/// span lines). Each `#[cfg(test)]` item is left out whole (`mod golden;`, a helper `fn`,
-/// `mod tests { … }`), and only it: the code after it is read.
-fn code_of(text: &str) -> String {
+/// The lines of `text` that are not test code: each `#[cfg(test)]` item is left out whole
+/// (`mod golden;`, a helper `fn`, `mod tests { … }`), and only it. Items are found by
+/// rustfmt's layout (`cargo fmt --check` holds every file to it): the item ends on the
+/// first line at the attribute's indentation that ends it (`;`, `}`, `,`), or, for one that
+/// opens a block there, on the `}` that closes it at that indentation.
+fn non_test_lines(text: &str) -> Vec<&str> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
     let mut out = vec![];
-    let mut lines = text.lines().map(without_comment);
+    let mut lines = text.lines();
     while let Some(line) = lines.next() {
         if line.trim() != "#[cfg(test)]" {
             out.push(line);
             continue;
         }
-        // Skip the item: its other attributes, then one line ending in `;`, or the lines
-        // up to the brace that closes the one it opens.
-        let mut depth = 0usize;
+        let at = indent(line);
+        let mut block = false;
         for line in lines.by_ref() {
             let t = line.trim();
-            if depth == 0 && t.starts_with("#[") {
+            if t.is_empty() || indent(line) > at {
                 continue;
             }
-            depth += t.matches('{').count();
-            depth = depth.saturating_sub(t.matches('}').count());
-            if depth == 0 && (t.ends_with(';') || t.ends_with('}')) {
+            if indent(line) < at {
+                out.push(line); // the enclosing block ended with the item
+                break;
+            }
+            if block {
+                if t.starts_with('}') {
+                    break;
+                }
+            } else if t.ends_with('{') {
+                block = true;
+            } else if !t.starts_with("#[")
+                && (t.ends_with(';') || t.ends_with('}') || t.ends_with(','))
+            {
                 break;
             }
         }
     }
-    out.join("\n")
+    out
+}
+
+/// A file's code without its comments and its test items (`non_test_lines`), as one text
+/// (a `use` group can span lines).
+fn code_of(text: &str) -> String {
+    non_test_lines(text)
+        .into_iter()
+        .map(without_comment)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `line` up to a `//` comment that is not inside a string literal (an even number of
@@ -509,10 +510,7 @@ const LONG_FUNCTIONS: [(&str, &str, usize); 0] = [];
 /// Every function's name and length in lines (signature to closing brace) in the non-test
 /// part of `text`: a `fn` line, then the line that closes at its indentation.
 fn function_lengths(text: &str) -> Vec<(String, usize)> {
-    let lines: Vec<&str> = text
-        .lines()
-        .take_while(|l| l.trim_end() != "#[cfg(test)]")
-        .collect();
+    let lines = non_test_lines(text);
     let mut out = vec![];
     let mut i = 0;
     while i < lines.len() {
@@ -637,6 +635,19 @@ fn the_layer_readers_see_through_use_groups() {
         uses("#[cfg(test)]\npub mod support {\n    use crate::config::X;\n}\nuse crate::globs::Y;"),
         ["globs"],
         "test items are left out whole"
+    );
+    assert_eq!(
+        non_test_lines("a\n#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod tests;\nb\n"),
+        ["a", "b"],
+        "a test module in its own file ends nothing"
+    );
+    assert_eq!(
+        non_test_lines("struct S {\n    #[cfg(test)]\n    t: u8,\n    u: u8,\n}\nfn f() {}"),
+        ["struct S {", "    u: u8,", "}", "fn f() {}"]
+    );
+    assert_eq!(
+        non_test_lines("#[cfg(test)]\nfn helper(\n    a: u8,\n) {\n    x();\n}\nfn g() {}"),
+        ["fn g() {}"]
     );
     assert_eq!(super_steps("use super::x;"), 1);
     assert_eq!(super_steps("use super::super::x;"), 2);
