@@ -2,8 +2,6 @@
 //! and each cookie, replaced wherever they appear, in the exchange and in its kept bodies
 //! (fields named like them in JSON, form-encoded and SSE `data:` JSON bodies).
 
-use std::collections::HashSet;
-
 use crate::exchange::{Exchange, Outcome};
 use crate::tape::Bodies;
 
@@ -53,8 +51,26 @@ const MIN_SECRET_LEN: usize = 6;
 /// What the journal redacts, built from the defaults plus configured extras.
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    headers: HashSet<String>,
-    query: HashSet<String>,
+    headers: Names,
+    query: Names,
+}
+
+/// Lowercase names, looked up without regard to case. A dozen short names: a scan that
+/// mostly stops at the length beats lowercasing and hashing every header of every exchange.
+#[derive(Debug, Clone)]
+struct Names(Vec<String>);
+
+impl Names {
+    fn new<'a>(names: impl Iterator<Item = &'a str>) -> Self {
+        let mut names: Vec<String> = names.map(str::to_ascii_lowercase).collect();
+        names.sort_unstable();
+        names.dedup();
+        Names(names)
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
 }
 
 impl Default for Redactor {
@@ -65,24 +81,18 @@ impl Default for Redactor {
 
 impl Redactor {
     pub fn new(extra_headers: &[String], extra_query: &[String]) -> Self {
-        let lower = |s: &str| s.to_ascii_lowercase();
-        let headers = SECRET_HEADERS
-            .iter()
-            .map(|s| lower(s))
-            .chain(extra_headers.iter().map(|s| lower(s)));
-        let query = SECRET_QUERY
-            .iter()
-            .map(|s| lower(s))
-            .chain(extra_query.iter().map(|s| lower(s)));
+        let names = |base: &[&'static str], extra: &[String]| {
+            Names::new(base.iter().copied().chain(extra.iter().map(String::as_str)))
+        };
         Redactor {
-            headers: headers.collect(),
-            query: query.collect(),
+            headers: names(SECRET_HEADERS, extra_headers),
+            query: names(SECRET_QUERY, extra_query),
         }
     }
 
     fn headers(&self, headers: &mut [(String, String)]) {
         for (name, value) in headers.iter_mut() {
-            if self.headers.contains(&name.to_ascii_lowercase()) {
+            if self.headers.contains(name) {
                 *value = REDACTED.to_string();
             }
         }
@@ -100,7 +110,7 @@ impl Redactor {
         let parts: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if self.query.contains(&k.to_ascii_lowercase()) => {
+                Some((k, _)) if self.query.contains(k) => {
                     format!("{k}={REDACTED}")
                 }
                 _ => pair.to_string(),
@@ -153,7 +163,7 @@ impl Redactor {
             let query = query.split('#').next().unwrap_or_default();
             for pair in query.split('&') {
                 if let Some((k, v)) = pair.split_once('=')
-                    && self.query.contains(&k.to_ascii_lowercase())
+                    && self.query.contains(k)
                 {
                     out.push(v.to_string());
                 }
@@ -196,10 +206,9 @@ impl Redactor {
     /// would lose the value and make different requests one tape key. Its value is still
     /// redacted wherever the query's secret value appears.
     fn secret_name(&self, name: &str) -> bool {
-        let k = name.to_ascii_lowercase();
-        self.headers.contains(&k)
-            || (self.query.contains(&k) && k != "key")
-            || SECRET_FIELDS.contains(&k.as_str())
+        self.headers.contains(name)
+            || (self.query.contains(name) && !name.eq_ignore_ascii_case("key"))
+            || SECRET_FIELDS.iter().any(|f| f.eq_ignore_ascii_case(name))
     }
 
     /// A form body (`a=1&password=x`) with its secret-named values replaced; `None` when the
