@@ -104,10 +104,13 @@ fn known_if(auxiliary: bool) -> Api {
     }
 }
 
-/// Whether `suffix` occurs in `path` followed by `/`.
+/// Whether `suffix` occurs in `path` followed by `/`. Every request that no config entry
+/// names asks this of each endpoint: a plain scan of a short path, where `match_indices`
+/// would build a substring searcher each time.
 fn below(path: &str, suffix: &str) -> bool {
-    path.match_indices(suffix)
-        .any(|(i, _)| path.as_bytes().get(i + suffix.len()) == Some(&b'/'))
+    let (path, suffix) = (path.as_bytes(), suffix.as_bytes());
+    (0..path.len().saturating_sub(suffix.len()))
+        .any(|i| path[i..].starts_with(suffix) && path[i + suffix.len()] == b'/')
 }
 
 fn resource(path: &str, models: bool) -> bool {

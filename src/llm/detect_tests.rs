@@ -184,3 +184,14 @@ fn provider_hosts() {
     assert_eq!(provider_host("openai.com"), None);
     assert_eq!(provider_host("127.0.0.1"), None);
 }
+
+#[test]
+fn below_needs_the_endpoint_followed_by_a_slash() {
+    assert!(below("/v1/chat/completions/abc", "/chat/completions"));
+    assert!(below("/chat/completions/", "/chat/completions"));
+    assert!(below("/a/a/a/", "/a/a"));
+    assert!(!below("/v1/chat/completions", "/chat/completions"));
+    assert!(!below("/v1/chat/completionsX/y", "/chat/completions"));
+    assert!(!below("/chat", "/chat/completions"));
+    assert!(!below("", "/a"));
+}
