@@ -9,7 +9,7 @@
 mod chaos;
 mod runs;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use runs::RunLabels;
 
@@ -49,6 +49,10 @@ pub fn init_tracing(default_filter: &str, format: LogFormat) {
         LogFormat::Json => builder.json().with_ansi(false).try_init(),
     };
 }
+
+/// The target kinds (`Target::kind`) and status classes of `RequestLabels`.
+const TARGETS: [&str; 4] = ["llm", "embeddings", "tool", "other"];
+const STATUS_CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -97,6 +101,10 @@ struct Inner {
     faults_injected: Family<FaultLabels, Counter>,
     faults_skipped: Family<FaultLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
+    /// `requests`' counter of each (target, status class) in `TARGETS` × `STATUS_CLASSES`,
+    /// taken from the family at its first request: the family hashes both labels under a
+    /// lock on every lookup, which is a cost on every request the proxy answers.
+    request_counters: [[OnceLock<Counter>; STATUS_CLASSES.len()]; TARGETS.len()],
     upstream_latency: Histogram,
     active_connections: Gauge,
     tls_handshakes: Family<HandshakeLabels, Counter>,
@@ -227,6 +235,7 @@ impl Metrics {
             faults_injected,
             faults_skipped,
             requests,
+            request_counters: Default::default(),
             upstream_latency,
             active_connections,
             tls_handshakes,
@@ -240,19 +249,25 @@ impl Metrics {
     }
 
     pub fn request(&self, target: &'static str, status: Option<u16>) {
-        let status_class = match status {
-            Some(100..=199) => "1xx",
-            Some(200..=299) => "2xx",
-            Some(300..=399) => "3xx",
-            Some(400..=499) => "4xx",
-            Some(_) => "5xx",
-            None => "error",
+        let class = match status {
+            Some(100..=199) => 0,
+            Some(200..=299) => 1,
+            Some(300..=399) => 2,
+            Some(400..=499) => 3,
+            Some(_) => 4,
+            None => 5,
         };
-        let labels = RequestLabels {
+        let labels = || RequestLabels {
             target,
-            status_class,
+            status_class: STATUS_CLASSES[class],
         };
-        self.inner.requests.get_or_create(&labels).inc();
+        let family = &self.inner.requests;
+        match TARGETS.iter().position(|t| *t == target) {
+            Some(t) => self.inner.request_counters[t][class]
+                .get_or_init(|| family.get_or_create(&labels()).clone())
+                .inc(),
+            None => family.get_or_create(&labels()).inc(),
+        };
     }
 
     pub fn upstream_latency(&self, seconds: f64) {
@@ -360,6 +375,22 @@ mod tests {
             text.contains(r#"flakestorm_requests_total{target="tool",status_class="error"} 1"#)
         );
         assert!(text.contains("flakestorm_active_connections 0"));
+        // Counted once each, not created ahead: no series for a class never seen.
+        assert!(!text.contains(r#"status_class="5xx""#), "{text}");
+    }
+
+    #[test]
+    fn a_target_outside_the_cache_is_counted_too() {
+        let m = Metrics::new();
+        m.request("mcp", Some(503));
+        m.request("mcp", Some(500));
+        m.request("other", Some(503));
+        let text = m.encode();
+        assert!(
+            text.contains(r#"flakestorm_requests_total{target="mcp",status_class="5xx"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"flakestorm_requests_total{target="other",status_class="5xx"} 1"#));
     }
 
     #[test]
