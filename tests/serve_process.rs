@@ -243,3 +243,52 @@ async fn serve_keeps_serving_when_its_stdout_is_closed() {
         .unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 }
+
+/// On one CPU (a sidecar's CPU limit, or `TOKIO_WORKER_THREADS=1`) the daemon runs on the
+/// current-thread scheduler: everything shares the one thread, so any wait that blocks it
+/// would hang the proxy, a run or the exit. The proxy forwards and intercepts, a run drives
+/// its agent to the end and is stored, and SIGTERM exits 0.
+#[tokio::test]
+async fn one_scheduler_thread_proxies_intercepts_runs_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = origin::fixed(None, "plain").await;
+    let tls = origin::fixed(Some(common::H1), "secure").await;
+    let agent = origin::fixed(None, "an answer").await;
+    let ca = common::fixture("test-ca.pem");
+    let yaml = format!(
+        "proxy: {{listen: '127.0.0.1:0', upstream_ca_file: '{}'}}\n\
+         control: {{listen: '127.0.0.1:0'}}\n",
+        ca.display()
+    );
+    std::fs::write(dir.path().join("flakestorm.yaml"), yaml).unwrap();
+    let one = [("TOKIO_WORKER_THREADS", "1")];
+    let mut s =
+        common::serve::serve_with_env(dir.path(), &[], "flakestorm=debug", true, &one).await;
+    s.wait_for_line("scheduler: current-thread").await;
+    let pem = std::fs::read_to_string(dir.path().join("certs/ca.pem")).unwrap();
+    let via = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(format!("http://{}", s.proxy)).unwrap())
+        .use_preconfigured_tls(common::tls_client(&pem, common::H1))
+        .build()
+        .unwrap();
+    for (url, body) in [
+        (plain.http_url("/x"), "plain"),
+        (tls.https_url("/x"), "secure"),
+    ] {
+        let r = within(&url, via.get(&url).send()).await.unwrap();
+        assert_eq!(r.status(), 200, "{url}");
+        assert_eq!(r.text().await.unwrap(), body, "{url}");
+    }
+    let id = s
+        .submit("chaos", &common::serve::one_at_a_time(&agent))
+        .await;
+    drop(s.until_event(&id, "done").await);
+    let runs = s.client().get(s.url("/v1/runs")).send().await.unwrap();
+    let runs: serde_json::Value = serde_json::from_str(&runs.text().await.unwrap()).unwrap();
+    assert_eq!(runs["runs"][0]["id"], id.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["done"], 3, "{runs}");
+    assert_ne!(runs["runs"][0]["status"], "running", "{runs}");
+    s.signal("TERM");
+    let status = within("exit", s.child.wait()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+}
