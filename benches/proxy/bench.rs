@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 
 use crate::client::{Conn, Endpoint, Proto, build_client, client_tls};
 use crate::load::{Row, Scenario, compare};
-use crate::machine::{CpuSnapshot, proc_status_kib};
+use crate::machine::{CpuSnapshot, Resident, proc_status_kib, resident};
 use crate::nginx::Nginx;
 use crate::origins::{origin_tls, start_origin};
 use crate::proxy_process::ProxyProcess;
@@ -20,6 +20,7 @@ use crate::{IDLE_SETTLE, Settings};
 pub struct Memory {
     pub at_ready_kib: Option<u64>,
     pub idle_kib: Option<u64>,
+    pub idle_parts: Option<Resident>,
     pub after_load_kib: Option<u64>,
     pub hwm_kib: Option<u64>,
 }
@@ -48,6 +49,7 @@ pub async fn bench(
     let at_ready_kib = proc_status_kib(proxy.pid, "VmRSS");
     tokio::time::sleep(IDLE_SETTLE).await;
     let idle_kib = proc_status_kib(proxy.pid, "VmRSS");
+    let idle_parts = resident(proxy.pid);
 
     let http = start_origin(origin_runtime, None)?;
     let https = start_origin(origin_runtime, Some(origin_tls(root)?))?;
@@ -118,6 +120,7 @@ pub async fn bench(
     let memory = Memory {
         at_ready_kib,
         idle_kib,
+        idle_parts,
         after_load_kib,
         hwm_kib: proc_status_kib(proxy.pid, "VmHWM"),
     };

@@ -19,6 +19,17 @@ pub fn mib(kib: Option<u64>) -> String {
     kib.map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
 }
 
+/// " (anonymous A MiB, file-backed F MiB)", or nothing when unknown.
+pub fn resident_parts(r: Option<crate::machine::Resident>) -> String {
+    r.map_or(String::new(), |r| {
+        format!(
+            " (anonymous {:.1}, file-backed {:.1})",
+            r.anon as f64 / 1024.0,
+            r.file as f64 / 1024.0
+        )
+    })
+}
+
 pub fn proto_name(proto: Proto) -> &'static str {
     match proto {
         Proto::Http => "plain HTTP",

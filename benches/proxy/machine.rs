@@ -53,6 +53,22 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     })
 }
 
+/// A process's resident memory by kind, KiB: anonymous (heap, stacks, the allocator's
+/// caches) and file-backed (the binary's text and the libraries it maps). Tells an
+/// allocator's leftovers from code the kernel keeps mapped.
+#[derive(Clone, Copy)]
+pub struct Resident {
+    pub anon: u64,
+    pub file: u64,
+}
+
+pub fn resident(pid: u32) -> Option<Resident> {
+    Some(Resident {
+        anon: proc_status_kib(pid, "RssAnon")?,
+        file: proc_status_kib(pid, "RssFile")?,
+    })
+}
+
 /// utime + stime of a process.
 pub fn proc_cpu(pid: u32) -> Option<Duration> {
     let (user, system) = proc_times(pid)?;

@@ -113,7 +113,15 @@ fn main() -> Result<()> {
     // A sidecar has a core of its own: the proxy runs alone on CPU 1, the origins and the
     // clients (this process, nginx) share CPU 0.
     let pinned = machine::pin_self(0);
-    let mut proxy = ProxyProcess::start(root, pinned.then_some(1))?;
+    // FLAKESTORM_BENCH_PROXY_CPU=0 puts the proxy on the clients' core instead: what the
+    // crossing to an idle core costs at c = 1. Not the sidecar's placement, so no docs.
+    let proxy_cpu = std::env::var("FLAKESTORM_BENCH_PROXY_CPU")
+        .map_or(Ok(1), |c| c.parse::<usize>())
+        .map_err(|e| anyhow::anyhow!("FLAKESTORM_BENCH_PROXY_CPU: {e}"))?;
+    if proxy_cpu != 1 && settings.write_docs {
+        anyhow::bail!("FLAKESTORM_BENCH_PROXY_CPU is for `--sidecar` or `--quick` runs only");
+    }
+    let mut proxy = ProxyProcess::start(root, pinned.then_some(proxy_cpu))?;
     let origin_runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("origin")
         .enable_all()

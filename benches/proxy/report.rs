@@ -89,7 +89,7 @@ impl Outcome {
         }
         self.render_targets(&mut out);
         if let Some(sidecar) = &self.sidecar {
-            sidecar.render(&mut out, self.memory.idle_kib);
+            sidecar.render(&mut out, &self.memory);
         }
         self.render_load(&mut out);
         self.render_sse(&mut out);

@@ -10,10 +10,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::Settings;
+use crate::bench::Memory;
 use crate::client::{Conn, Endpoint, Proto, build_client, client_tls};
-use crate::format::{added_ms, mark, mib, table};
+use crate::format::{added_ms, mark, mib, resident_parts, table};
 use crate::load::{Row, RunStats, Scenario, compare, run_load};
-use crate::machine::proc_status_kib;
+use crate::machine::{Resident, proc_status_kib, resident};
 use crate::nginx::Nginx;
 use crate::origins::OriginCounts;
 use crate::proxy_process::ProxyProcess;
@@ -34,6 +35,7 @@ pub struct Sidecar {
     burst_len: Duration,
     idle_len: Duration,
     after_idle_kib: Option<u64>,
+    after_idle_parts: Option<Resident>,
 }
 
 /// Runs the sidecar scenarios (the proxy is already pinned to its own core).
@@ -84,6 +86,7 @@ pub async fn sidecar(settings: &Settings, root: &Path, proxy: &ProxyProcess) -> 
         burst_len,
         idle_len,
         after_idle_kib: proc_status_kib(proxy.pid, "VmRSS"),
+        after_idle_parts: resident(proxy.pid),
     })
 }
 
@@ -92,8 +95,10 @@ fn us(d: Option<Duration>) -> String {
 }
 
 impl Sidecar {
-    /// The issue's table, measured; `idle_kib` is the proxy's RSS 1 s after it started.
-    pub fn render(&self, out: &mut String, idle_kib: Option<u64>) {
+    /// The issue's table, measured; `memory.idle_kib` is the proxy's RSS 1 s after it
+    /// started.
+    pub fn render(&self, out: &mut String, memory: &Memory) {
+        let idle_kib = memory.idle_kib;
         let _ = writeln!(
             out,
             "### Sidecar figures (issue #30)\n\nnginx {} (one worker, no master, HTTPS with the \
@@ -152,16 +157,17 @@ impl Sidecar {
             ],
             vec![
                 "RSS idle after start".into(),
-                mib(idle_kib),
+                format!("{}{}", mib(idle_kib), resident_parts(memory.idle_parts)),
                 format!("≤ {} MiB", GOAL_IDLE_RSS_KIB / 1024),
                 ok(0, idle_kib.is_some_and(|k| k <= GOAL_IDLE_RSS_KIB)),
             ],
             vec![
                 format!("RSS peak during the c = {BURST_CONCURRENCY} burst, then after the idle"),
                 format!(
-                    "{}, then {}",
+                    "{}, then {}{}",
                     mib(self.burst.proxy_rss_peak_kib),
-                    mib(self.after_idle_kib)
+                    mib(self.after_idle_kib),
+                    resident_parts(self.after_idle_parts)
                 ),
                 format!("≤ {} MiB after idle", GOAL_AFTER_IDLE_KIB / 1024),
                 ok(
