@@ -26,21 +26,11 @@ for p in "${paths[@]}"; do
   case $p in https-new | https-keep | http-new) ;; *) echo "unknown path $p; $usage" >&2; exit 2 ;; esac
 done
 cd "$(dirname "$0")/.."
-root=$PWD
 n_per=150
 conc=16
 
-# Waits until FILE holds PATTERN, as long as process PID lives (at most 30 s).
-wait_for() {
-  local file=$1 pattern=$2 pid=$3 i
-  for i in $(seq 600); do
-    grep -q "$pattern" "$file" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "gave up waiting for '$pattern' in $file" >&2
-  return 1
-}
+# shellcheck source=work/lib.sh
+. scripts/work/lib.sh
 
 one() ( # BIN PATH -> "instructions cycles" per request; a subshell, so its trap is its own
   bin=$1
@@ -48,21 +38,9 @@ one() ( # BIN PATH -> "instructions cycles" per request; a subshell, so its trap
   dir=$(mktemp -d)
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-  oargs=()
-  [ "$path" = http-new ] || oargs=("$root/tests/fixtures/origin.pem" "$root/tests/fixtures/origin.key")
-  taskset -c 0 python3 scripts/work/origin.py "${oargs[@]}" >"$dir/origin.port" 2>"$dir/origin.err" &
-  pids+=($!)
-  wait_for "$dir/origin.port" . "${pids[0]}" || { cat "$dir/origin.err" >&2; exit 1; }
-  printf 'proxy:\n  listen: "127.0.0.1:0"\n  upstream_ca_file: "%s"\ncontrol:\n  listen: "127.0.0.1:0"\nca:\n  dir: "%s"\n' \
-    "$root/tests/fixtures/test-ca.pem" "$dir/certs" >"$dir/flakestorm.yaml"
-  RUST_LOG=warn taskset -c 1 "$bin" serve -c "$dir/flakestorm.yaml" >"$dir/out" 2>"$dir/err" &
-  local_proxy=$!
-  pids+=("$local_proxy")
-  wait_for "$dir/out" "proxy listening on" "$local_proxy" || { cat "$dir/err" >&2; exit 1; }
-  port=$(grep "proxy listening on" "$dir/out" | sed 's/.*:\([0-9]*\)$/\1/')
-  client=(taskset -c 0 python3 scripts/work/client.py "$port" "$(cat "$dir/origin.port")" "$dir/certs/ca.pem")
+  start_pair "$bin" "$path" "$dir" || exit 1
   "${client[@]}" 20 "$conc" "$path" >/dev/null
-  perf stat -x, -e instructions:u,cycles:u -p "$local_proxy" -o "$dir/stat" &
+  perf stat -x, -e instructions:u,cycles:u -p "$proxy_pid" -o "$dir/stat" &
   perf=$!
   pids+=("$perf")
   sleep 0.3 # perf attaches
