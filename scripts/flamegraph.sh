@@ -6,7 +6,7 @@
 #
 #   scripts/flamegraph.sh [BINARY] [OUT.svg] [TITLE]
 #
-# BINARY defaults to a fresh `cargo build --profile dist` (the image's build). Needs perf
+# BINARY defaults to a fresh scripts/pgo.sh build (the image's build). Needs perf
 # (Debian linux-perf), nginx (nginx-light) and inferno (`cargo install inferno`). Not part
 # of the test command.
 set -euo pipefail
@@ -15,8 +15,8 @@ bin=${1:-}
 out=${2:-target/flamegraph.svg}
 title=${3:-flakestorm proxy, intercepted HTTPS keep-alive c=16}
 if [ -z "$bin" ]; then
-  cargo build --locked --profile dist
-  bin=$PWD/target/dist/flakestorm
+  scripts/pgo.sh
+  bin=$PWD/target/pgo/flakestorm
 fi
 for tool in perf inferno-collapse-perf inferno-flamegraph nginx; do
   command -v "$tool" >/dev/null || { echo "flamegraph.sh: $tool is not installed" >&2; exit 2; }
