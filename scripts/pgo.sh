@@ -34,10 +34,7 @@ build() { # RUSTFLAGS TARGET_DIR
 train_path() ( # BIN PATH: 1,600 requests through the instrumented proxy, which then exits
   bin=$1
   path=$2
-  dir=$(mktemp -d)
-  pids=()
-  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-  start_pair "$bin" "$path" "$dir" || exit 1
+  pair "$bin" "$path" || exit 1
   "${client[@]}" 100 16 "$path" >"$dir/client"
   grep -q "errors=0 " "$dir/client" || { echo "client errors: $(cat "$dir/client")" >&2; exit 1; }
   # The profile is written when the process exits: a clean shutdown, not a kill.

@@ -35,10 +35,7 @@ conc=16
 one() ( # BIN PATH -> "instructions cycles" per request; a subshell, so its trap is its own
   bin=$1
   path=$2
-  dir=$(mktemp -d)
-  pids=()
-  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-  start_pair "$bin" "$path" "$dir" || exit 1
+  pair "$bin" "$path" || exit 1
   "${client[@]}" 20 "$conc" "$path" >/dev/null
   perf stat -x, -e instructions:u,cycles:u -p "$proxy_pid" -o "$dir/stat" &
   perf=$!

@@ -40,3 +40,12 @@ start_pair() {
   port=$(grep "proxy listening on" "$dir/out" | sed 's/.*:\([0-9]*\)$/\1/')
   client=("${cpu0[@]}" python3 scripts/work/client.py "$port" "$(cat "$dir/origin.port")" "$dir/certs/ca.pem")
 }
+
+# pair BIN PATH: start_pair in a new temporary `dir`, which goes at the caller's exit with
+# every process in `pids`. Call it in a subshell: the EXIT trap it sets is that shell's.
+pair() {
+  dir=$(mktemp -d)
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+  start_pair "$1" "$2" "$dir"
+}
