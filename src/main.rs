@@ -18,33 +18,53 @@ fn main() -> ExitCode {
     match runtime() {
         Ok(runtime) => runtime.block_on(flakestorm::cli::run(cli)),
         Err(e) => {
-            eprintln!("flakestorm: cannot start the async runtime: {e}");
-            ExitCode::FAILURE
+            eprintln!("flakestorm: {e}");
+            ExitCode::from(2)
         }
     }
 }
 
 /// A scheduler thread for each CPU the process may use (its affinity and cgroup quota, or
-/// `TOKIO_WORKER_THREADS`). Given one CPU, as a sidecar with a CPU limit of 1 is, the
-/// current-thread scheduler: the same single thread, without the work-stealing scheduler's
-/// cross-thread wake-ups and per-batch bookkeeping on every request
-/// (docs/benchmarks.md, "One CPU, one thread").
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    let workers = std::env::var("TOKIO_WORKER_THREADS")
-        .ok()
-        .and_then(|n| n.trim().parse::<usize>().ok())
-        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
-        .unwrap_or(1);
+/// `TOKIO_WORKER_THREADS`). Given one CPU, as a sidecar with a CPU limit below 2 is, the
+/// current-thread scheduler: the same single thread, without the multi-thread scheduler's
+/// clock reads and statistics on every batch of tasks (docs/benchmarks.md, "Sidecar cost,
+/// second pass").
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    const VAR: &str = "TOKIO_WORKER_THREADS";
+    // Read here, not by tokio, which panics on a bad value.
+    let workers = match std::env::var(VAR) {
+        Err(std::env::VarError::NotPresent) => {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        }
+        Ok(n) => match n.trim().parse::<usize>() {
+            Ok(w) if w > 0 => w,
+            _ => {
+                return Err(format!(
+                    "{VAR} must be a number of threads above 0, not `{n}`"
+                ));
+            }
+        },
+        Err(std::env::VarError::NotUnicode(n)) => {
+            return Err(format!(
+                "{VAR} must be a number of threads above 0, not {n:?}"
+            ));
+        }
+    };
     let mut builder = match workers {
         1 => tokio::runtime::Builder::new_current_thread(),
-        _ => tokio::runtime::Builder::new_multi_thread(),
-    };
-    let runtime = builder.enable_all().build()?;
-    match runtime.handle().runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::CurrentThread => {
-            tracing::debug!("scheduler: current-thread, for one CPU");
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
         }
-        _ => tracing::debug!("scheduler: {workers} worker threads"),
+    };
+    let runtime = builder
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    match workers {
+        1 => tracing::debug!("scheduler: current-thread, for one CPU"),
+        n => tracing::debug!("scheduler: {n} worker threads"),
     }
     Ok(runtime)
 }

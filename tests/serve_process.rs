@@ -292,3 +292,23 @@ async fn one_scheduler_thread_proxies_intercepts_runs_and_exits() {
     let status = within("exit", s.child.wait()).await.unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// A thread count that is not one is refused by name, with exit status 2 (tokio, left to
+/// read it, panics).
+#[tokio::test]
+async fn a_bad_worker_thread_count_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    for bad in ["0", "two", "-1"] {
+        let env = [("TOKIO_WORKER_THREADS", bad)];
+        let (code, _, err) = exits(&["serve"], dir.path(), &env).await;
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "TOKIO_WORKER_THREADS must be a number of threads above 0, not `{bad}`"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
