@@ -14,13 +14,14 @@ cd "$(dirname "$0")/.."
 bin=${1:-}
 out=${2:-target/flamegraph.svg}
 title=${3:-flakestorm proxy, intercepted HTTPS keep-alive c=16}
+# Checked before the build, which takes long.
+for tool in perf inferno-collapse-perf inferno-flamegraph nginx; do
+  command -v "$tool" >/dev/null || { echo "flamegraph.sh: $tool is not installed" >&2; exit 2; }
+done
 if [ -z "$bin" ]; then
   scripts/pgo.sh
   bin=$PWD/target/pgo/flakestorm
 fi
-for tool in perf inferno-collapse-perf inferno-flamegraph nginx; do
-  command -v "$tool" >/dev/null || { echo "flamegraph.sh: $tool is not installed" >&2; exit 2; }
-done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 FLAKESTORM_BIN=$bin cargo bench --locked --bench proxy -- --sidecar >"$work/bench.log" 2>&1 &

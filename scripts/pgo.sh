@@ -17,8 +17,9 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 profdata=$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata
 [ -x "$profdata" ] || { echo "pgo.sh: no $profdata; run: rustup component add llvm-tools" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "pgo.sh: python3 is not installed" >&2; exit 2; }
-# Pinned as the benchmarks run it when the machine has the two CPUs and taskset for that.
-[ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null || export WORK_PIN=0
+# Pinned as the benchmarks run it when CPUs 0 and 1 are ours (a build node's CPU set may
+# be others) and taskset is there.
+command -v taskset >/dev/null && taskset -c 0,1 true 2>/dev/null || export WORK_PIN=0
 # shellcheck source=work/lib.sh
 . scripts/work/lib.sh
 work=$PWD/target/pgo
@@ -28,7 +29,7 @@ mkdir -p "$raw"
 
 # --target: RUSTFLAGS then reach the binary's crates only, not build scripts or proc macros.
 build() { # RUSTFLAGS TARGET_DIR
-  RUSTFLAGS="$1" cargo build --locked --profile dist --target "$host" --target-dir "$2" >&2
+  RUSTFLAGS="${RUSTFLAGS:-} $1" cargo build --locked --profile dist --target "$host" --target-dir "$2" >&2
 }
 
 train_path() ( # BIN PATH: 1,600 requests through the instrumented proxy, which then exits
@@ -39,6 +40,8 @@ train_path() ( # BIN PATH: 1,600 requests through the instrumented proxy, which 
   grep -q "errors=0 " "$dir/client" || { echo "client errors: $(cat "$dir/client")" >&2; exit 1; }
   # The profile is written when the process exits: a clean shutdown, not a kill.
   kill -TERM "$proxy_pid"
+  for _ in $(seq 300); do kill -0 "$proxy_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$proxy_pid" 2>/dev/null && { echo "pgo.sh: the proxy did not exit in 30 s" >&2; exit 1; }
   wait "$proxy_pid"
 )
 

@@ -293,8 +293,8 @@ async fn one_scheduler_thread_proxies_intercepts_runs_and_exits() {
     assert!(status.success(), "{status:?}");
 }
 
-/// A thread count that is not one is refused by name, with exit status 2 (tokio, left to
-/// read it, panics).
+/// A thread count that is not a whole number above 0 is refused by name, with exit status 2
+/// (tokio, left to read it, panics).
 #[tokio::test]
 async fn a_bad_worker_thread_count_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,7 +32,7 @@ start_pair() {
   pids+=($!)
   wait_for "$dir/origin.port" . "$!" || { cat "$dir/origin.err" >&2; return 1; }
   printf 'proxy:\n  listen: "127.0.0.1:0"\n  upstream_ca_file: "%s"\ncontrol:\n  listen: "127.0.0.1:0"\nca:\n  dir: "%s"\n' \
-    "$PWD/tests/fixtures/test-ca.pem" "$dir/certs" >"$dir/flakestorm.yaml"
+    "$PWD/tests/fixtures/test-ca.pem" "$dir/certs" >"$dir/flakestorm.yaml" || return 1
   RUST_LOG=warn "${cpu1[@]}" "$bin" serve -c "$dir/flakestorm.yaml" >"$dir/out" 2>"$dir/err" &
   proxy_pid=$!
   pids+=("$proxy_pid")
@@ -44,7 +44,7 @@ start_pair() {
 # pair BIN PATH: start_pair in a new temporary `dir`, which goes at the caller's exit with
 # every process in `pids`. Call it in a subshell: the EXIT trap it sets is that shell's.
 pair() {
-  dir=$(mktemp -d)
+  dir=$(mktemp -d) || return 1
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
   start_pair "$1" "$2" "$dir"
