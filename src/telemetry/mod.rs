@@ -56,7 +56,7 @@ const STATUS_CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    /// `llm`, `tool` or `other`.
+    /// `llm`, `embeddings`, `tool` or `other` (`Target::kind`).
     pub target: &'static str,
     /// `1xx`..`5xx`, or `error` when no response reached the client.
     pub status_class: &'static str,
