@@ -22,9 +22,14 @@ if [ -z "$bin" ]; then
   scripts/pgo.sh
   bin=$PWD/target/pgo/flakestorm
 fi
+# Built first, so the wait below for the proxy is not spent compiling the bench.
+cargo bench --locked --bench proxy --no-run
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-FLAKESTORM_BIN=$bin cargo bench --locked --bench proxy -- --sidecar >"$work/bench.log" 2>&1 &
+bench=
+# A bench left behind on failure would go on running its rounds: it runs in a process
+# group of its own (setsid), which the trap ends whole, the proxy and nginx with it.
+trap '[ -n "$bench" ] && kill -- -"$bench" 2>/dev/null; rm -rf "$work"' EXIT
+FLAKESTORM_BIN=$bin setsid cargo bench --locked --bench proxy -- --sidecar >"$work/bench.log" 2>&1 &
 bench=$!
 pid=
 for _ in $(seq 1 600); do
@@ -36,7 +41,8 @@ done
 # Past the start and the warm-up, inside the c = 16 runs.
 sleep 3
 perf record -e cpu-clock -F 1999 --call-graph dwarf,16384 -o "$work/perf.data" -p "$pid" -- sleep 6 >/dev/null 2>&1
-wait "$bench" || { cat "$work/bench.log" >&2; exit 1; }
+wait "$bench" || { bench=; cat "$work/bench.log" >&2; exit 1; }
+bench=
 perf script -i "$work/perf.data" 2>/dev/null | inferno-collapse-perf | sed -E 's/::h[0-9a-f]{16}//g' >"$work/folded"
 inferno-flamegraph --minwidth 0.3 --title "$title" <"$work/folded" >"$out"
 # FOLDED=path keeps the collapsed stacks (for inferno-diff-folded, or counting by frame).
