@@ -78,15 +78,44 @@ async fn stopping_a_supervised_agent_stops_its_group_what_ignores_sigterm_too() 
     assert_group_gone(pgid, Duration::from_secs(5), "after stop");
 }
 
+/// Dropping the handle (a run cancelled while its agent starts) stops the group, what
+/// ignores SIGTERM too, and waits for that off the async thread: on the current-thread
+/// runtime a one-CPU daemon runs, that thread also carries all the proxy's traffic.
 #[tokio::test]
-async fn dropping_a_supervised_agent_stops_its_group() {
+async fn dropping_a_supervised_agent_stops_its_group_off_the_async_thread() {
     supervised();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bg.pid");
     let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
-    let (_, pgid) = pid_and_group(&mut p, &file).await;
+    let (pid, pgid) = pid_and_group(&mut p, &file).await;
     drop(p);
-    assert_group_gone(pgid, Duration::from_secs(5), "after drop");
+    // A drop that waited would return only once the group was gone (its SIGTERM ignored,
+    // after the supervisor's 2 s grace).
+    assert!(running(pid), "drop returned before the group's grace ended");
+    assert_group_gone(pgid, Duration::from_secs(10), "after drop");
+}
+
+/// Dropped where no runtime runs (flakestorm exiting), the handle stops the group before
+/// it returns.
+#[test]
+fn dropping_an_agent_without_a_runtime_stops_its_group_before_returning() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (p, pgid) = runtime.block_on(async {
+        let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
+        let (_, pgid) = pid_and_group(&mut p, &file).await;
+        (p, pgid)
+    });
+    drop(runtime);
+    drop(p);
+    // Its SIGTERM ignored, the group would outlive 1 s by the supervisor's 2 s grace had drop
+    // not waited for it.
+    assert_group_gone(pgid, Duration::from_secs(1), "when drop returned");
 }
 
 /// An agent never ready within its readiness wait (30 s, in paused time): the run is not

@@ -102,14 +102,20 @@ fn userinfo(s: &str) -> percent_encoding::PercentEncode<'_> {
 
 /// A running agent started by flakestorm.
 pub struct AgentProcess {
-    /// Its supervisor, or `sh -c` itself when no supervisor is registered.
-    child: Child,
     command: String,
-    /// Its process group (the leader's pid: the supervisor's, or `sh`'s), signalled as a
-    /// whole; `None` once stopped.
-    group: Option<u32>,
     /// Where its stdout and stderr go, if not inherited.
     log: Option<std::path::PathBuf>,
+    /// What runs; taken when it is stopped.
+    group: Option<Group>,
+}
+
+/// The agent's process group and what leads it.
+struct Group {
+    /// Its supervisor, or `sh -c` itself when no supervisor is registered.
+    child: Child,
+    /// The group's id (the leader's pid: the supervisor's, or `sh`'s), signalled as a
+    /// whole; `None` if the leader was already reaped.
+    id: Option<u32>,
     /// The supervisor's lifeline: how `sh` exited, and how to stop the group.
     lifeline: Option<Lifeline>,
 }
@@ -157,13 +163,15 @@ impl AgentProcess {
             (Err(e), None) => return Err(failed(e)),
         };
         let lifeline = lifeline.map(|(_, l)| l);
-        let group = child.id();
+        let id = child.id();
         Ok(AgentProcess {
-            child,
             command: command.to_string(),
-            group,
             log: log.map(Path::to_path_buf),
-            lifeline,
+            group: Some(Group {
+                child,
+                id,
+                lifeline,
+            }),
         })
     }
 
@@ -174,14 +182,15 @@ impl AgentProcess {
 
     /// How it exited, if it has (an agent that crashed during a run).
     pub fn exit_status(&mut self) -> Option<String> {
-        let Some(lifeline) = &mut self.lifeline else {
-            return self.child.try_wait().ok().flatten().map(|s| s.to_string());
+        let group = self.group.as_mut()?;
+        let Some(lifeline) = &mut group.lifeline else {
+            return group.child.try_wait().ok().flatten().map(|s| s.to_string());
         };
         if let Some(status) = lifeline.exited() {
             return Some(status.to_string());
         }
         // Ended without a word: killed on its own, its agent unguarded or gone.
-        let ended = self.child.try_wait().ok().flatten();
+        let ended = group.child.try_wait().ok().flatten();
         ended.map(|s| format!("its supervisor ended ({s})"))
     }
 
@@ -225,49 +234,75 @@ impl AgentProcess {
 
     /// Stops the agent: SIGTERM to its group, SIGKILL to what is left after `grace`.
     pub async fn stop(mut self, grace: Duration) {
-        let Some(group) = self.group.take() else {
+        let Some(Group {
+            mut child,
+            id: Some(group),
+            mut lifeline,
+        }) = self.group.take()
+        else {
             return;
         };
-        let Some(lifeline) = &mut self.lifeline else {
+        let Some(lifeline) = &mut lifeline else {
             signal_group(group, Signal::TERM);
-            let _ = tokio::time::timeout(grace, self.child.wait()).await;
+            let _ = tokio::time::timeout(grace, child.wait()).await;
             return signal_group(group, Signal::KILL);
         };
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
+        if matches!(child.try_wait(), Ok(Some(_))) {
             // Its supervisor was killed on its own: what is left of the group is ours.
             return signal_group(group, Signal::KILL);
         }
         // The supervisor does it, and ends with the group.
         lifeline.stop(Some(grace));
         let margin = grace + Duration::from_secs(1);
-        if tokio::time::timeout(margin, self.child.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(margin, child.wait()).await.is_err() {
             // Not reaped, so its pid (the group's id) is still ours to signal.
             signal_group(group, Signal::KILL);
-            let _ = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
         }
     }
 }
 
 impl Drop for AgentProcess {
-    /// An interrupted run (the handle dropped without `stop`): the same, blocking for at
-    /// most three seconds, which only happens when flakestorm is exiting or a daemon's run
-    /// is cancelled while its agent starts.
+    /// An interrupted run (the handle dropped without `stop`), which only happens when
+    /// flakestorm is exiting or a daemon's run is cancelled while its agent starts: the
+    /// same, waiting up to three seconds off the async threads, whose proxy traffic the
+    /// wait would stall (all of it on a one-CPU sidecar's single thread).
     fn drop(&mut self) {
         let Some(group) = self.group.take() else {
             return;
         };
+        let interrupted = Interrupted(group);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // A runtime shutting down drops the task unrun: `Interrupted` stops the group
+            // then, on the thread that drops it.
+            runtime.spawn_blocking(move || drop(interrupted));
+        }
+        // Else dropped here, on a thread with no runtime to stall.
+    }
+}
+
+/// A group to stop without a runtime to await on: when dropped, blocking.
+struct Interrupted(Group);
+
+impl Drop for Interrupted {
+    fn drop(&mut self) {
+        let Group {
+            child,
+            id: Some(group),
+            lifeline,
+        } = &mut self.0
+        else {
+            return;
+        };
         // A supervisor killed on its own (before this) leaves the group to us.
-        let orphaned = matches!(self.child.try_wait(), Ok(Some(_)));
-        let supervised = match &mut self.lifeline {
+        let orphaned = matches!(child.try_wait(), Ok(Some(_)));
+        let supervised = match lifeline {
             Some(lifeline) if !orphaned => {
                 lifeline.stop(None);
                 true
             }
             Some(_) | None => {
-                signal_group(group, Signal::TERM);
+                signal_group(*group, Signal::TERM);
                 false
             }
         };
@@ -275,10 +310,10 @@ impl Drop for AgentProcess {
             true => GRACE_ON_EOF + Duration::from_secs(1),
             false => Duration::from_secs(2),
         };
-        let ended = wait_blocking(&mut self.child, wait);
+        let ended = wait_blocking(child, wait);
         // A supervisor that ended has killed the group; else SIGKILL what is left.
         if !(supervised && ended) {
-            signal_group(group, Signal::KILL);
+            signal_group(*group, Signal::KILL);
         }
     }
 }
@@ -289,7 +324,7 @@ fn wait_blocking(child: &mut Child, wait: Duration) -> bool {
         if matches!(child.try_wait(), Ok(Some(_))) {
             return true;
         }
-        #[allow(clippy::disallowed_methods)] // in Drop: no runtime to await on
+        #[allow(clippy::disallowed_methods)] // off the runtime: nothing to await on
         std::thread::sleep(Duration::from_millis(50));
     }
     false
