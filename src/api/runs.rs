@@ -143,9 +143,10 @@ fn store_error(e: StoreError) -> ApiError {
 }
 
 /// The record of run `id`, live or stored.
-fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
+async fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
     s.jobs
         .record(id)
+        .await
         .map_err(store_error)?
         .ok_or_else(|| ApiError::RunNotFound(id.to_string()))
 }
@@ -160,7 +161,7 @@ pub async fn get(
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let id = run_id(id)?;
-    Ok(Json(json!(record(&s, &id)?)))
+    Ok(Json(json!(record(&s, &id).await?)))
 }
 
 /// Cancels a queued or running run.
@@ -174,7 +175,7 @@ pub async fn cancel(
     id: Result<Path<String>, PathRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let id = run_id(id)?;
-    match s.jobs.cancel(&id) {
+    match s.jobs.cancel(&id).await {
         Ok(r) => Ok((StatusCode::ACCEPTED, Json(json!(r)))),
         Err(CancelError::NotFound) => Err(ApiError::RunNotFound(id)),
         Err(CancelError::Finished(status)) => Err(ApiError::RunFinished { id, status }),
@@ -204,7 +205,7 @@ pub async fn report(
     q: Result<Query<ReportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let (id, q) = (run_id(id)?, query(q)?);
-    let run = record(&s, &id)?;
+    let run = record(&s, &id).await?;
     let format: ReportFormat = q
         .format
         .as_deref()
@@ -217,29 +218,22 @@ pub async fn report(
             status: run.status,
         });
     };
-    // The run's own files, but read as any other: bounded, regular files only.
-    let read = |path: String| async move {
-        let read = tokio::task::spawn_blocking(move || {
-            crate::files::read(std::path::Path::new(&path), crate::files::Limit::Report)
-        });
-        match read.await {
-            Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(e)) => Err(ApiError::Internal(format!("reading {e}"))),
-            Err(e) => Err(ApiError::Internal(format!("reading the report: {e}"))),
-        }
-    };
-    let body = match run.artifacts.get(format.as_str()) {
-        Some(file) => read(file.clone()).await?,
+    let (written, json) = (run.artifacts.get(format.as_str()).cloned(), path.clone());
+    // Off the async threads: reading, parsing and rendering a large report would stall
+    // the proxy traffic they carry.
+    let body = tokio::task::spawn_blocking(move || match written {
+        Some(file) => read_artifact(&file),
         None => {
-            let json = read(path.clone()).await?;
-            let text = String::from_utf8_lossy(&json);
+            let text = String::from_utf8_lossy(&read_artifact(&json)?).into_owned();
             let report = crate::run::Report::from_json(&text)
-                .map_err(|e| ApiError::Internal(format!("reading {path}: {e}")))?;
-            crate::report::render(&report, format)
-                .map_err(|e| ApiError::Internal(format!("rendering {path}: {e}")))?
-                .into_bytes()
+                .map_err(|e| ApiError::Internal(format!("reading {json}: {e}")))?;
+            Ok(crate::report::render(&report, format)
+                .map_err(|e| ApiError::Internal(format!("rendering {json}: {e}")))?
+                .into_bytes())
         }
-    };
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("reading the report: {e}")))??;
     let content_type = match format {
         ReportFormat::Json => "application/json",
         ReportFormat::Html => "text/html; charset=utf-8",
@@ -251,6 +245,12 @@ pub async fn report(
         body,
     )
         .into_response())
+}
+
+/// One of the run's own files, but read as any other: bounded, regular files only.
+fn read_artifact(path: &str) -> Result<Vec<u8>, ApiError> {
+    crate::files::read(std::path::Path::new(path), crate::files::Limit::Report)
+        .map_err(|e| ApiError::Internal(format!("reading {e}")))
 }
 
 /// The run's events as Server-Sent Events, from after `Last-Event-ID`, to `done`; the
@@ -280,7 +280,7 @@ pub async fn events(
         Some(job) => super::sse::follow(job, after, s.keep_alive),
         // A run this daemon is not running has ended: its last word is its record. Unless
         // another process is running it: a `done` saying `running` would be a lie.
-        None => match record(&s, &id)? {
+        None => match record(&s, &id).await? {
             r if r.status.is_final() => super::sse::ended(&r, after),
             r => {
                 return Err(ApiError::RunElsewhere {
@@ -315,7 +315,7 @@ pub async fn import(State(s): State<ApiState>, body: Body) -> Result<Response, A
         .await
         .map_err(store_error)?;
     let location = format!("/v1/runs/{id}");
-    let record = record(&s, id.as_str())?;
+    let record = record(&s, id.as_str()).await?;
     let mut resp = (StatusCode::CREATED, Json(json!(record))).into_response();
     if let Ok(v) = header::HeaderValue::from_str(&location) {
         resp.headers_mut().insert(header::LOCATION, v);

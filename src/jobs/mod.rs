@@ -222,10 +222,31 @@ impl Jobs {
     }
 
     /// A run's record: live, else stored; `None` when there is no such run.
-    pub fn record(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+    pub async fn record(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         match self.get(id) {
             Some(job) => Ok(Some(job.record())),
-            None => self.inner.proxy.store.get(id),
+            None => self.stored(id).await,
+        }
+    }
+
+    /// Run `id` as the store has it.
+    async fn stored(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let id = id.to_string();
+        self.read(move |store| store.get(&id)).await
+    }
+
+    /// Runs `read` on the store off the async threads: a SQLite read waits on the disk and
+    /// on the read connection's lock, and would stall the proxy traffic those threads
+    /// carry (all of it on a one-CPU sidecar's single thread).
+    async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = self.inner.clone();
+        match tokio::task::spawn_blocking(move || read(&inner.proxy.store)).await {
+            Ok(r) => r,
+            // A blocking task is never aborted: a panic, passed on as it would have been.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
 
@@ -233,7 +254,8 @@ impl Jobs {
     /// are now.
     pub async fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
         self.inner.proxy.store.flush().await?;
-        let mut page = self.inner.proxy.store.list(filter)?;
+        let filter = filter.clone();
+        let mut page = self.read(move |store| store.list(&filter)).await?;
         for r in &mut page.runs {
             if let Some(job) = self.get(&r.id) {
                 *r = job.record();
@@ -244,10 +266,10 @@ impl Jobs {
 
     /// Cancels run `id`: a queued run never starts; a running one's in-flight cases end
     /// and the agent it started is stopped.
-    pub fn cancel(&self, id: &str) -> Result<RunRecord, CancelError> {
+    pub async fn cancel(&self, id: &str) -> Result<RunRecord, CancelError> {
         let Some(job) = self.get(id) else {
             // A stored run of an earlier daemon or a CLI run: ended, or not this daemon's.
-            return match self.inner.proxy.store.get(id) {
+            return match self.stored(id).await {
                 Ok(Some(r)) if r.status.is_final() => Err(CancelError::Finished(r.status)),
                 Ok(Some(r)) => Err(CancelError::Elsewhere(r.status)),
                 Ok(None) => Err(CancelError::NotFound),
