@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
-use crate::config::{Loaded, Tapes};
+use crate::config::{Loaded, ReportFormat, Tapes};
 use crate::daemon::Daemon;
 use crate::journal::{Holding, Journal, KeepBodies, OpenLane};
 use crate::report::Written;
@@ -245,9 +245,9 @@ impl Session {
             w.extend(crashed);
         }
         let output = &self.loaded.config.output;
-        let written = crate::report::write_all(&report, &output.format, json);
-        let (taped, untaped) =
-            super::tapes::write(&report, &self.proxy.journal, output.tapes, json);
+        let (formats, tapes) = (output.format.clone(), output.tapes);
+        let (report, written, (taped, untaped)) =
+            write(report, formats, tapes, self.proxy.journal.clone(), json).await;
         let stored = match &self.recorder {
             Some(r) => {
                 if !taped.is_empty() {
@@ -292,6 +292,28 @@ impl Session {
         if let Some(d) = self.own.take() {
             d.stop().await;
         }
+    }
+}
+
+/// The report written in `formats` beside `json`, and its tapes; off the async threads,
+/// whose proxy traffic rendering and writing a large report would stall.
+async fn write(
+    report: Report,
+    formats: Vec<ReportFormat>,
+    tapes: Tapes,
+    journal: Journal,
+    json: &Path,
+) -> (Report, Written, (Vec<PathBuf>, Vec<String>)) {
+    let json = json.to_path_buf();
+    let written = tokio::task::spawn_blocking(move || {
+        let written = crate::report::write_all(&report, &formats, &json);
+        let taped = super::tapes::write(&report, &journal, tapes, &json);
+        (report, written, taped)
+    });
+    match written.await {
+        Ok(w) => w,
+        // A blocking task is never aborted: a panic, passed on as it would have been.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
 }
 
