@@ -91,12 +91,41 @@ async fn dropping_a_supervised_agent_stops_its_group_off_the_async_thread() {
     drop(p);
     // A drop that waited would return only once the group was gone (its SIGTERM ignored,
     // after the supervisor's 2 s grace).
-    assert!(running(pid), "drop returned before the group's grace ended");
-    assert_group_gone(pgid, Duration::from_secs(10), "after drop");
+    assert!(
+        running(pid),
+        "drop waited for the group on the async thread"
+    );
+    flakestorm::agent::stopped().await;
+    // Its SIGTERM ignored, the group would outlive 1 s by the supervisor's 2 s grace had
+    // `stopped` not waited for it.
+    assert_group_gone(pgid, Duration::from_secs(1), "once `stopped` returned");
 }
 
-/// Dropped where no runtime runs (flakestorm exiting), the handle stops the group before
-/// it returns.
+/// Dropped as its runtime shuts down (flakestorm exiting with a run under way), the handle
+/// still stops the group before the runtime is gone.
+#[test]
+fn dropping_an_agent_as_its_runtime_shuts_down_stops_its_group() {
+    supervised();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bg.pid");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let pgid = runtime.block_on(async {
+        let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
+        let (_, pgid) = pid_and_group(&mut p, &file).await;
+        tokio::spawn(async move {
+            let _held = p;
+            std::future::pending::<()>().await
+        });
+        pgid
+    });
+    drop(runtime);
+    assert_group_gone(pgid, Duration::from_secs(1), "when the runtime was gone");
+}
+
+/// Dropped where no runtime runs, the handle stops the group before it returns.
 #[test]
 fn dropping_an_agent_without_a_runtime_stops_its_group_before_returning() {
     supervised();

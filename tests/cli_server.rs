@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::cli::{flakestorm, python_agent};
 use common::serve::Serve;
 use common::within;
@@ -142,6 +144,71 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
         err.contains("cannot reach the daemon at http://127.0.0.1:"),
         "{err}"
     );
+}
+
+/// Cancelling a run while the agent the daemon started is not ready yet: the run ends
+/// `cancelled` only once that agent's whole group is gone, what ignores SIGTERM too, so the
+/// run after it does not meet it on its port.
+#[tokio::test]
+async fn a_run_cancelled_while_its_agent_starts_ends_once_the_agent_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let (daemon, url) = serve(&d, SERVE).await;
+    let port = common::cli::closed_port();
+    let ids = d.join("agent.ids");
+    // Never ready (nothing listens on `port`); writes "PID PGID" of what it started.
+    let command = format!(
+        "trap '' TERM; sleep 300 & echo \"$! $(cut -d' ' -f5 /proc/$!/stat)\" > {0}.tmp \
+         && mv {0}.tmp {0}; wait",
+        ids.display()
+    );
+    let config = format!(
+        "agent:\n  endpoint: \"http://127.0.0.1:{port}/invoke\"\n  command: {command:?}\n  \
+         ready_url: \"http://127.0.0.1:{port}/health\"\ngolden_prompts: [\"hi\"]\n\
+         invariants: [{{type: output_not_empty}}]\n\
+         chaos: {{llm_faults: [{{mode: timeout, delay_ms: 1000}}]}}\n"
+    );
+    let http = daemon.client();
+    let r = http
+        .post(format!("{url}/v1/runs"))
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"kind": "chaos", "config": config}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    let run: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let mut events = http
+        .get(format!("{url}/v1/runs/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        common::procs::eventually(Duration::from_secs(20), || ids.exists()),
+        "the agent did not start"
+    );
+    let text = std::fs::read_to_string(&ids).unwrap();
+    let pgid: u32 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let r = http
+        .delete(format!("{url}/v1/runs/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let mut seen = String::new();
+    within("the run ends", async {
+        while !seen.contains("event: done") {
+            let chunk = events.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    let done = seen.split("event: done\ndata: ").nth(1).unwrap();
+    assert!(done.contains(r#""status":"cancelled""#), "{done}");
+    // Its SIGTERM ignored, the group outlives the supervisor's 2 s grace: gone within 1 s
+    // of `done` only if the run waited for it.
+    common::procs::assert_group_gone(pgid, Duration::from_secs(1), "when the run was done");
 }
 
 /// Cancelling a run whose agent the daemon started (`agent.command`): the run ends

@@ -26,5 +26,5 @@ pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
 pub use ready::{Probe, url_probe, wait_ready};
-pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
+pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, stopped, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};

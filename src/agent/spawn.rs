@@ -8,10 +8,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rustix::process::Signal;
 use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
 
 use super::supervise::{self, GRACE_ON_EOF, Lifeline, signal_group};
 
@@ -266,7 +268,8 @@ impl Drop for AgentProcess {
     /// An interrupted run (the handle dropped without `stop`), which only happens when
     /// flakestorm is exiting or a daemon's run is cancelled while its agent starts: the
     /// same, waiting up to three seconds off the async threads, whose proxy traffic the
-    /// wait would stall (all of it on a one-CPU sidecar's single thread).
+    /// wait would stall (all of it on a one-CPU sidecar's single thread); [`stopped`]
+    /// waits for it.
     fn drop(&mut self) {
         let Some(group) = self.group.take() else {
             return;
@@ -275,9 +278,30 @@ impl Drop for AgentProcess {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             // A runtime shutting down drops the task unrun: `Interrupted` stops the group
             // then, on the thread that drops it.
-            runtime.spawn_blocking(move || drop(interrupted));
+            let stop = runtime.spawn_blocking(move || drop(interrupted));
+            let mut stopping = STOPPING.lock().unwrap_or_else(|p| p.into_inner());
+            stopping.retain(|s| !s.is_finished());
+            stopping.push(stop);
         }
         // Else dropped here, on a thread with no runtime to stall.
+    }
+}
+
+/// The stops of dropped agents' groups still under way (`AgentProcess::drop`).
+static STOPPING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits until the group of every agent dropped so far is stopped: a run interrupted while
+/// its agent started ends only then, so the next run does not meet that agent on its port.
+pub async fn stopped() {
+    loop {
+        let pending = std::mem::take(&mut *STOPPING.lock().unwrap_or_else(|p| p.into_inner()));
+        if pending.is_empty() {
+            return;
+        }
+        for stop in pending {
+            // A stop that panicked has nothing left to wait for.
+            let _ = stop.await;
+        }
     }
 }
 

@@ -224,7 +224,8 @@ pub async fn report(
     let body = tokio::task::spawn_blocking(move || match written {
         Some(file) => read_artifact(&file),
         None => {
-            let text = String::from_utf8_lossy(&read_artifact(&json)?).into_owned();
+            let text = String::from_utf8(read_artifact(&json)?)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             let report = crate::run::Report::from_json(&text)
                 .map_err(|e| ApiError::Internal(format!("reading {json}: {e}")))?;
             Ok(crate::report::render(&report, format)

@@ -306,7 +306,8 @@ where
             }
         }
     };
-    // Dropping an interrupted run stops the agent it started, and waits until it is gone.
+    // Dropping an interrupted run stops the agent it started, on the blocking pool, which
+    // the runtime waits for before flakestorm exits.
     tokio::select! {
         // A signal that arrived wins over more of the run (whose output may go to a
         // terminal that hung up).

@@ -113,10 +113,17 @@ async fn set_up(
         Behind::Shared(inner.proxy.clone()),
         opts,
     );
-    let mut session = tokio::select! {
-        s = started => s.map_err(|e| error(e.0))?,
-        () = job.cancel.cancelled() => return Err((inner.cancelled(), None)),
+    let started = tokio::select! {
+        s = started => Some(s),
+        () = job.cancel.cancelled() => None,
     };
+    let Some(started) = started else {
+        // Dropping the start stopped the agent it started, off this thread: the run (and
+        // its turn) ends once that agent is gone, so the next run does not meet it.
+        crate::agent::stopped().await;
+        return Err((inner.cancelled(), None));
+    };
+    let mut session = started.map_err(|e| error(e.0))?;
     // The store hears of a case before followers do: whoever saw a `case` event and then
     // flushes the store (as `GET /v1/runs` does) finds the case stored.
     session.record(job.recorder.clone());

@@ -245,8 +245,11 @@ impl Jobs {
         let inner = self.inner.clone();
         match tokio::task::spawn_blocking(move || read(&inner.proxy.store)).await {
             Ok(r) => r,
-            // A blocking task is never aborted: a panic, passed on as it would have been.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Dropped unrun: the runtime, and with it the store, is shutting down.
+            Err(_) => Err(StoreError::Closed(
+                self.inner.proxy.store.path().to_path_buf(),
+            )),
         }
     }
 

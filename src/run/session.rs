@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
@@ -304,17 +305,31 @@ async fn write(
     journal: Journal,
     json: &Path,
 ) -> (Report, Written, (Vec<PathBuf>, Vec<String>)) {
-    let json = json.to_path_buf();
+    let report = Arc::new(report);
+    let (shared, path) = (report.clone(), json.to_path_buf());
     let written = tokio::task::spawn_blocking(move || {
-        let written = crate::report::write_all(&report, &formats, &json);
-        let taped = super::tapes::write(&report, &journal, tapes, &json);
-        (report, written, taped)
+        let written = crate::report::write_all(&shared, &formats, &path);
+        (
+            written,
+            super::tapes::write(&shared, &journal, tapes, &path),
+        )
     });
-    match written.await {
+    let (written, taped) = match written.await {
         Ok(w) => w,
-        // A blocking task is never aborted: a panic, passed on as it would have been.
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Dropped unrun: the runtime is shutting down.
+        Err(_) => {
+            let why = format!("{}: not written, flakestorm was stopping", json.display());
+            let written = Written {
+                files: vec![],
+                failed: vec![why],
+            };
+            (written, (vec![], vec![]))
+        }
+    };
+    // The task, and its handle on the report, are gone once it is joined.
+    let report = Arc::try_unwrap(report).unwrap_or_else(|r| (*r).clone());
+    (report, written, taped)
 }
 
 /// The caller's step (the demo's agent), then `agent.command` started with the proxy's
