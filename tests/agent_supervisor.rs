@@ -107,19 +107,10 @@ async fn dropping_a_supervised_agent_stops_its_group_off_the_async_thread() {
 fn dropping_an_agent_as_its_runtime_shuts_down_stops_its_group() {
     supervised();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bg.pid");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let pgid = runtime.block_on(async {
-        let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
-        let (_, pgid) = pid_and_group(&mut p, &file).await;
-        tokio::spawn(async move {
-            let _held = p;
-            std::future::pending::<()>().await
-        });
-        pgid
+    let (runtime, p, pgid) = started_on_its_own_runtime(&dir.path().join("bg.pid"));
+    runtime.spawn(async move {
+        let _held = p;
+        std::future::pending::<()>().await
     });
     drop(runtime);
     assert_group_gone(pgid, Duration::from_secs(1), "when the runtime was gone");
@@ -130,16 +121,7 @@ fn dropping_an_agent_as_its_runtime_shuts_down_stops_its_group() {
 fn dropping_an_agent_without_a_runtime_stops_its_group_before_returning() {
     supervised();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bg.pid");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (p, pgid) = runtime.block_on(async {
-        let mut p = AgentProcess::start(&group_command(&file, true), &[], None).unwrap();
-        let (_, pgid) = pid_and_group(&mut p, &file).await;
-        (p, pgid)
-    });
+    let (runtime, p, pgid) = started_on_its_own_runtime(&dir.path().join("bg.pid"));
     drop(runtime);
     drop(p);
     // Its SIGTERM ignored, the group would outlive 1 s by the supervisor's 2 s grace had drop
@@ -221,4 +203,21 @@ async fn an_agent_whose_supervisor_was_killed_is_still_stopped() {
     assert!(running(pid), "the agent outlived its supervisor");
     p.stop(Duration::from_secs(1)).await;
     assert_group_gone(pgid, Duration::from_secs(5), "after stop");
+}
+
+/// A runtime of its own, and an agent group started on it that ignores SIGTERM, with the
+/// group's id.
+fn started_on_its_own_runtime(
+    file: &std::path::Path,
+) -> (tokio::runtime::Runtime, AgentProcess, u32) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (p, pgid) = runtime.block_on(async {
+        let mut p = AgentProcess::start(&group_command(file, true), &[], None).unwrap();
+        let (_, pgid) = pid_and_group(&mut p, file).await;
+        (p, pgid)
+    });
+    (runtime, p, pgid)
 }

@@ -169,41 +169,17 @@ async fn a_run_cancelled_while_its_agent_starts_ends_once_the_agent_is_gone() {
          chaos: {{llm_faults: [{{mode: timeout, delay_ms: 1000}}]}}\n"
     );
     let http = daemon.client();
-    let r = http
-        .post(format!("{url}/v1/runs"))
-        .header("content-type", "application/json")
-        .body(serde_json::json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
-    let run: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-    let id = run["id"].as_str().unwrap().to_string();
-    let mut events = http
-        .get(format!("{url}/v1/runs/{id}/events"))
-        .send()
-        .await
-        .unwrap();
+    let (id, mut events) = submit_chaos(&http, &url, &config).await;
     assert!(
         common::procs::eventually(Duration::from_secs(20), || ids.exists()),
         "the agent did not start"
     );
     let text = std::fs::read_to_string(&ids).unwrap();
     let pgid: u32 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let r = http
-        .delete(format!("{url}/v1/runs/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
+    let r = http.delete(format!("{url}/v1/runs/{id}")).send().await;
+    assert_eq!(r.unwrap().status(), 202);
     let mut seen = String::new();
-    within("the run ends", async {
-        while !seen.contains("event: done") {
-            let chunk = events.chunk().await.unwrap().expect("the stream ended");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
+    read_until(&mut events, &mut seen, "done", "the run ends").await;
     let done = seen.split("event: done\ndata: ").nth(1).unwrap();
     assert!(done.contains(r#""status":"cancelled""#), "{done}");
     // Its SIGTERM ignored, the group outlives the supervisor's 2 s grace: gone within 1 s
@@ -235,44 +211,14 @@ async fn cancelling_a_run_stops_the_agent_the_daemon_started() {
         agent.yaml
     );
     let http = daemon.client();
-    let r = http
-        .post(format!("{url}/v1/runs"))
-        .header("content-type", "application/json")
-        .body(serde_json::json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let run: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-    let id = run["id"].as_str().unwrap().to_string();
-    let mut events = http
-        .get(format!("{url}/v1/runs/{id}/events"))
-        .send()
-        .await
-        .unwrap();
+    let (id, mut events) = submit_chaos(&http, &url, &config).await;
     let mut seen = String::new();
-    within("the case starts", async {
-        while !seen.contains("event: case_started") {
-            let chunk = events.chunk().await.unwrap().expect("the stream ended");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
+    read_until(&mut events, &mut seen, "case_started", "the case starts").await;
     // The agent the daemon started answers.
     assert_eq!(http.get(&health).send().await.unwrap().status(), 200);
-    let r = http
-        .delete(format!("{url}/v1/runs/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    within("the run ends", async {
-        while !seen.contains("event: done") {
-            let chunk = events.chunk().await.unwrap().expect("the stream ended");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
+    let r = http.delete(format!("{url}/v1/runs/{id}")).send().await;
+    assert_eq!(r.unwrap().status(), 202);
+    read_until(&mut events, &mut seen, "done", "the run ends").await;
     let done = seen.split("event: done\ndata: ").nth(1).unwrap();
     assert!(done.contains(r#""status":"cancelled""#), "{done}");
     // The daemon stopped its agent before saying the run was done.
@@ -280,4 +226,39 @@ async fn cancelling_a_run_stops_the_agent_the_daemon_started() {
         http.get(&health).send().await.is_err(),
         "the agent still answers"
     );
+}
+
+/// Submits a chaos run of `config` to the daemon at `url`: its id, and its event stream.
+async fn submit_chaos(
+    http: &reqwest::Client,
+    url: &str,
+    config: &str,
+) -> (String, reqwest::Response) {
+    let body = serde_json::json!({"kind": "chaos", "config": config}).to_string();
+    let r = http
+        .post(format!("{url}/v1/runs"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 202, "{text}");
+    let run: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let events = http.get(format!("{url}/v1/runs/{id}/events")).send().await;
+    (id, events.unwrap())
+}
+
+/// Reads a run's `events` into `seen` until they hold an event of `kind`.
+async fn read_until(events: &mut reqwest::Response, seen: &mut String, kind: &str, what: &str) {
+    let marker = format!("event: {kind}");
+    within(what, async {
+        while !seen.contains(&marker) {
+            let chunk = events.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
 }
