@@ -32,22 +32,19 @@ fn main() -> ExitCode {
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     const VAR: &str = "TOKIO_WORKER_THREADS";
     // Read here, not by tokio, which panics on a bad value.
-    let workers = match std::env::var(VAR) {
-        Err(std::env::VarError::NotPresent) => {
-            std::thread::available_parallelism().map_or(1, usize::from)
-        }
-        Ok(n) => match n.trim().parse::<usize>() {
-            Ok(w) if w > 0 => w,
-            _ => {
-                return Err(format!(
-                    "{VAR} must be a number of threads above 0, not `{n}`"
-                ));
+    let workers = match std::env::var_os(VAR) {
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+        Some(n) => {
+            let w = n.to_str().and_then(|t| t.trim().parse::<usize>().ok());
+            match w.filter(|&w| w > 0) {
+                Some(w) => w,
+                None => {
+                    let n = n.to_string_lossy();
+                    return Err(format!(
+                        "{VAR} must be a number of threads above 0, not `{n}`"
+                    ));
+                }
             }
-        },
-        Err(std::env::VarError::NotUnicode(n)) => {
-            return Err(format!(
-                "{VAR} must be a number of threads above 0, not {n:?}"
-            ));
         }
     };
     let mut builder = match workers {
