@@ -1,12 +1,14 @@
 //! Driving the agent under test: invoke its HTTP endpoint with a prompt (`invoke`), send it
 //! raw bytes for the wire-level mutations (`raw`), and
 //! optionally start it with the proxy environment set (`spawn`) under a supervisor that
-//! stops it when flakestorm ends (`supervise`), and ready it for a run (`launch`,
+//! stops it when flakestorm ends (`supervise`), or when its handle is dropped, off the
+//! async threads (`interrupt`), and ready it for a run (`launch`,
 //! `ready`), or a pool of instances each behind its own proxy lane (`pool`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
 mod answer;
+mod interrupt;
 mod invoke;
 mod launch;
 mod pool;
@@ -18,6 +20,7 @@ mod supervise;
 
 pub use answer::{AnswersRead, extract, render};
 pub(crate) use answer::{cause as root_cause, head as body_head};
+pub use interrupt::stopped;
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{Launched, Process, ProxyAt, launch};
@@ -26,5 +29,5 @@ pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
 pub use ready::{Probe, url_probe, wait_ready};
-pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, stopped, with_user_env};
+pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};
