@@ -312,7 +312,7 @@ pub async fn import(State(s): State<ApiState>, body: Body) -> Result<Response, A
     })
     .await
     .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    let id = crate::store::import(s.jobs.store(), &report, &text)
+    let id = crate::store::import(s.jobs.store(), &report, text)
         .await
         .map_err(store_error)?;
     let location = format!("/v1/runs/{id}");

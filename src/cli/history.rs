@@ -382,9 +382,7 @@ async fn import(path: &std::path::Path, at: &StoreArg) -> Result<String, Stop> {
         Some(s) => s,
         None => Store::open(&data_dir_of(at)?).map_err(failed)?,
     };
-    let id = store::import(&store, &report, &text)
-        .await
-        .map_err(failed)?;
+    let id = store::import(&store, &report, text).await.map_err(failed)?;
     Ok(format!(
         "imported {} as run {id} ({})\n",
         path.display(),

@@ -88,10 +88,12 @@ async fn set_up(
 ) -> Result<SetUp, (Status, Option<String>)> {
     let config = &sub.loaded.config;
     let error = |why: String| (Status::Error, Some(why));
+    let id = job.recorder.id.clone();
     let dir = inner
         .proxy
         .store
-        .run_dir(&job.recorder.id)
+        .blocking(move |store| store.run_dir(&id))
+        .await
         .map_err(|e| error(e.to_string()))?;
     let declared = match declares {
         true => Some(Classifier::new(&config.tools, &config.llm).map_err(error)?),

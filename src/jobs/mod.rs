@@ -235,22 +235,12 @@ impl Jobs {
         self.read(move |store| store.get(&id)).await
     }
 
-    /// Runs `read` on the store off the async threads: a SQLite read waits on the disk and
-    /// on the read connection's lock, and would stall the proxy traffic those threads
-    /// carry (all of it on a one-CPU sidecar's single thread).
+    /// Runs `read` on the store off the async threads (`Store::blocking`).
     async fn read<T: Send + 'static>(
         &self,
         read: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let inner = self.inner.clone();
-        match tokio::task::spawn_blocking(move || read(&inner.proxy.store)).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Dropped unrun: the runtime, and with it the store, is shutting down.
-            Err(_) => Err(StoreError::Closed(
-                self.inner.proxy.store.path().to_path_buf(),
-            )),
-        }
+        self.inner.proxy.store.blocking(read).await
     }
 
     /// Stored runs newest first, filtered and paged, with this daemon's live runs as they

@@ -10,15 +10,20 @@ use crate::config::ReportFormat;
 use crate::run::{CaseResult, Report};
 
 /// Records `report` (whose JSON text is `json`) as a finished run; its id.
-pub async fn import(store: &Store, report: &Report, json: &str) -> Result<RunId, StoreError> {
+pub async fn import(store: &Store, report: &Report, json: String) -> Result<RunId, StoreError> {
     let (digest, seed) = identity(report);
     let r = Recorder::begin(store, report.kind(), digest, seed, RunStatus::Running);
     for (phase, case) in cases(report) {
         store.case_finished(&r.id, CaseRecord::from_result(phase, case));
     }
-    let dir = store.run_dir(&r.id)?;
-    let path = dir.join(report.kind().report_file());
-    std::fs::write(&path, json).map_err(|e| StoreError::io(&path, e))?;
+    let (id, file) = (r.id.clone(), report.kind().report_file());
+    let path = store
+        .blocking(move |store| {
+            let path = store.run_dir(&id)?.join(file);
+            std::fs::write(&path, json).map_err(|e| StoreError::io(&path, e))?;
+            Ok(path)
+        })
+        .await?;
     r.finish(report, &[(ReportFormat::Json, path)]).await?;
     Ok(r.id)
 }

@@ -253,6 +253,22 @@ impl Store {
         Ok(dir)
     }
 
+    /// Runs `work` on the store off the async threads: a SQLite read or a file written
+    /// waits on the disk (and a read on the read connection's lock), and would stall the
+    /// proxy traffic those threads carry (all of it on a one-CPU sidecar's single thread).
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.clone();
+        match tokio::task::spawn_blocking(move || work(&store)).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Dropped unrun: the runtime, and with it the store, is shutting down.
+            Err(_) => Err(StoreError::Closed(self.inner.path.clone())),
+        }
+    }
+
     /// Resolves when everything sent before it is committed; the first write that
     /// failed, if any did (since the store opened).
     pub async fn flush(&self) -> Result<(), StoreError> {
