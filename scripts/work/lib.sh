@@ -23,8 +23,10 @@ wait_for() {
 }
 
 # start_pair BIN PATH DIR: starts the origin (HTTPS unless PATH is http-new) and `BIN serve`
-# with their files in DIR; appends both to the caller's `pids` array and sets `proxy_pid`
-# and `client` (the client's command line, without its N_PER CONC PATH arguments).
+# with their files in DIR; appends both to the caller's `pids` array and sets `proxy_pid`,
+# `control` (the control plane's address) and `client` (the client's command line, without
+# its N_PER CONC PATH arguments). A caller's `under` array, if set, is the command BIN runs
+# under (pgo.sh's tracer).
 start_pair() {
   local bin=$1 path=$2 dir=$3 oargs=() port
   [ "$path" = http-new ] || oargs=("$PWD/tests/fixtures/origin.pem" "$PWD/tests/fixtures/origin.key")
@@ -33,11 +35,13 @@ start_pair() {
   wait_for "$dir/origin.port" . "$!" || { cat "$dir/origin.err" >&2; return 1; }
   printf 'proxy:\n  listen: "127.0.0.1:0"\n  upstream_ca_file: "%s"\ncontrol:\n  listen: "127.0.0.1:0"\nca:\n  dir: "%s"\n' \
     "$PWD/tests/fixtures/test-ca.pem" "$dir/certs" >"$dir/flakestorm.yaml" || return 1
-  RUST_LOG=warn "${cpu1[@]}" "$bin" serve -c "$dir/flakestorm.yaml" >"$dir/out" 2>"$dir/err" &
+  RUST_LOG=warn "${cpu1[@]}" ${under+"${under[@]}"} "$bin" serve -c "$dir/flakestorm.yaml" >"$dir/out" 2>"$dir/err" &
   proxy_pid=$!
   pids+=("$proxy_pid")
-  wait_for "$dir/out" "proxy listening on" "$proxy_pid" || { cat "$dir/err" >&2; return 1; }
+  # The control line is said after the proxy's.
+  wait_for "$dir/out" "control listening on" "$proxy_pid" || { cat "$dir/err" >&2; return 1; }
   port=$(grep "proxy listening on" "$dir/out" | sed 's/.*:\([0-9]*\)$/\1/')
+  control=$(grep "control listening on" "$dir/out" | sed 's/.* listening on //')
   client=("${cpu0[@]}" python3 scripts/work/client.py "$port" "$(cat "$dir/origin.port")" "$dir/certs/ca.pem")
 }
 
