@@ -91,10 +91,11 @@ build "$flags" "$work/use"
 bin=$work/use/$host/dist/flakestorm
 
 # Code order (docs/benchmarks.md, "Sidecar cost, fourth pass"): the kernel maps a binary's
-# code 64 KiB around each page it faults on, so the 2.4 MiB of functions a sidecar runs,
-# spread over 14 MiB, kept 7 MiB of it resident. Callgrind names every function the
-# optimized build runs, std's and the C libraries' too (which the profile does not count),
-# on the training's paths and probes; the build is linked again with them first, together.
+# code in pieces of up to 128 KiB (the page cache's folios), so the 4.4 MiB of functions a
+# sidecar runs, spread over 14.6 MiB, kept 7.3 MiB of it resident after start. Callgrind
+# names every function the optimized build runs, std's and the C libraries' too (which the
+# profile does not count), on the training's paths and probes; the build is linked again
+# with them first, together.
 if ! readelf -p .comment "$bin" 2>/dev/null | grep -q "Linker: LLD"; then
   echo "pgo.sh: $bin was not linked by LLD, which alone takes a symbol order; code order skipped" >&2
 else

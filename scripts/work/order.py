@@ -17,7 +17,8 @@ import sys
 def code_symbols(binary):
     """The names of `binary`'s code symbols (`nm`: t, T, w, W)."""
     out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
-    return {p[2] for p in (line.split() for line in out.stdout.splitlines()) if len(p) == 3 and p[1] in "tTwW"}
+    rows = (line.split() for line in out.stdout.splitlines())
+    return {r[2] for r in rows if len(r) == 3 and r[1] in "tTwW"}
 
 
 def costs(path, into):
