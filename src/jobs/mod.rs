@@ -232,15 +232,11 @@ impl Jobs {
     /// Run `id` as the store has it.
     async fn stored(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let id = id.to_string();
-        self.read(move |store| store.get(&id)).await
-    }
-
-    /// Runs `read` on the store off the async threads (`Store::blocking`).
-    async fn read<T: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        self.inner.proxy.store.blocking(read).await
+        self.inner
+            .proxy
+            .store
+            .blocking(move |store| store.get(&id))
+            .await
     }
 
     /// Stored runs newest first, filtered and paged, with this daemon's live runs as they
@@ -248,7 +244,9 @@ impl Jobs {
     pub async fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
         self.inner.proxy.store.flush().await?;
         let filter = filter.clone();
-        let mut page = self.read(move |store| store.list(&filter)).await?;
+        let mut page = (self.inner.proxy.store)
+            .blocking(move |store| store.list(&filter))
+            .await?;
         for r in &mut page.runs {
             if let Some(job) = self.get(&r.id) {
                 *r = job.record();

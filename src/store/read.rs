@@ -1,9 +1,9 @@
 //! Reads: the run list with filters and cursor paging, one run, its cases and cells, the
 //! last passing run of a kind. On the store's own read connection (WAL lets it read while
 //! the writer writes); each call is one short query, but it waits on the disk and on the
-//! read connection's lock: the daemon calls them on the blocking pool (`jobs`). A run
-//! still `queued` or `running` whose process died reads as `interrupted` at once (the
-//! writer is asked to store it so), rather than at the next sweep.
+//! read connection's lock: the daemon calls them on the blocking pool (`Store::blocking`).
+//! A run still `queued` or `running` whose process died reads as `interrupted` at once
+//! (the writer is asked to store it so), rather than at the next sweep.
 
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
