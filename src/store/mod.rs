@@ -8,6 +8,8 @@
 // No catch-all arm over an enum here: a new status or verdict must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+#[cfg(test)]
+mod blocking_tests;
 mod check;
 mod compare;
 mod error;
