@@ -48,20 +48,19 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         }
     };
     let mut builder = match workers {
-        1 => tokio::runtime::Builder::new_current_thread(),
+        1 => {
+            tracing::debug!("scheduler: current-thread, for one CPU");
+            tokio::runtime::Builder::new_current_thread()
+        }
         n => {
+            tracing::debug!("scheduler: {n} worker threads");
             let mut b = tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(n);
             b
         }
     };
-    let runtime = builder
+    builder
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    match workers {
-        1 => tracing::debug!("scheduler: current-thread, for one CPU"),
-        n => tracing::debug!("scheduler: {n} worker threads"),
-    }
-    Ok(runtime)
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
