@@ -18,6 +18,8 @@ pub struct ProxyProcess {
     stderr_path: PathBuf,
     stdout_rx: mpsc::Receiver<String>,
     pub startup: Duration,
+    /// The CPU it is pinned to, if it is.
+    pub cpu: Option<usize>,
     _dir: tempfile::TempDir,
 }
 
@@ -124,6 +126,7 @@ impl ProxyProcess {
             stderr_path,
             stdout_rx,
             startup,
+            cpu,
             _dir: dir,
         })
     }
