@@ -232,19 +232,16 @@ impl Jobs {
     /// Run `id` as the store has it.
     async fn stored(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let id = id.to_string();
-        self.inner
-            .proxy
-            .store
-            .blocking(move |store| store.get(&id))
-            .await
+        self.store().blocking(move |store| store.get(&id)).await
     }
 
     /// Stored runs newest first, filtered and paged, with this daemon's live runs as they
     /// are now.
     pub async fn list(&self, filter: &Filter) -> Result<Page, StoreError> {
-        self.inner.proxy.store.flush().await?;
+        self.store().flush().await?;
         let filter = filter.clone();
-        let mut page = (self.inner.proxy.store)
+        let mut page = self
+            .store()
             .blocking(move |store| store.list(&filter))
             .await?;
         for r in &mut page.runs {
