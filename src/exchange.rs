@@ -287,6 +287,26 @@ pub struct Exchange {
     /// recognised on the wire).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpCall>,
+    /// Wrong values a fault or attack put into what the agent received in this exchange
+    /// (`corrupt`, `stale`, an injected payload), so a run can trace where they went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planted: Vec<Planted>,
+}
+
+/// A wrong value a data fault (`corrupt`, `stale`) or a context attack put into a response
+/// the agent received (or a request its model read): where, what was there, what went in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Planted {
+    /// Where: a JSON path in the body (`$.current.temp_c`, `$.results[2].price`; inside
+    /// JSON carried as an MCP result's text, that text's path then `#` and the inner path),
+    /// `(text)` for a text body, `(injected)` for an attack's payload.
+    pub path: String,
+    /// The value that was there, as text (a string unquoted, a number as written); absent
+    /// for an injected payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
+    /// What the agent received instead, as text.
+    pub planted: String,
 }
 
 /// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
@@ -430,6 +450,7 @@ pub mod tests_support {
             canary: None,
             canary_leaks: vec![],
             mcp: None,
+            planted: vec![],
         })
     }
 

@@ -2,7 +2,7 @@
 //! lists hold, so `journal.max_bytes` bounds memory by the byte rather than by the entry (an
 //! LLM call with 30 headers and a long URL weighs many times a health check).
 
-use crate::exchange::{BodyEnd, CanaryLeak, Exchange, FaultRecord, Outcome, Target};
+use crate::exchange::{BodyEnd, Exchange, FaultRecord, Outcome, Target};
 
 /// What the allocator adds to each heap block on average (size-class rounding).
 const PER_ALLOCATION: usize = 16;
@@ -31,7 +31,7 @@ fn headers(h: &[(String, String)]) -> usize {
 }
 
 /// A list's heap block (its items' own heap is counted by the caller).
-fn list(items: &[CanaryLeak]) -> usize {
+fn list<T>(items: &[T]) -> usize {
     match items.len() {
         0 => 0,
         _ => std::mem::size_of_val(items) + PER_ALLOCATION,
@@ -93,6 +93,11 @@ pub fn weight(e: &Exchange) -> usize {
         + e.canary_leaks
             .iter()
             .map(|l| text(&l.canary) + text(&l.from) + text(&l.found_in))
+            .sum::<usize>()
+        + list(&e.planted)
+        + e.planted
+            .iter()
+            .map(|p| text(&p.path) + opt(&p.original) + text(&p.planted))
             .sum::<usize>()
         + mcp
 }

@@ -295,6 +295,7 @@ pub(super) fn recorder<B>(
         canary: None,
         canary_leaks: vec![],
         mcp: None,
+        planted: vec![],
     };
     let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
     Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
