@@ -69,6 +69,8 @@ enum AnswerCheck {
 enum Kind {
     Answer(AnswerCheck),
     Traffic(TrafficCheck),
+    /// `outcome`: the classes it allows.
+    Outcome(Vec<crate::checks::spec::OutcomeClass>),
 }
 
 pub struct Invariant {
@@ -152,6 +154,12 @@ impl Invariant {
             }
             Check::HonorsRetryAfter {} => return Ok(traffic(spec, TrafficCheck::HonorsRetryAfter)),
             Check::NoExfiltration {} => return Ok(traffic(spec, TrafficCheck::NoExfiltration)),
+            Check::Outcome { allow } => {
+                return Ok(Invariant {
+                    spec: spec.clone(),
+                    kind: Kind::Outcome(allow.clone()),
+                });
+            }
         };
         Ok(Invariant {
             spec: spec.clone(),
@@ -167,9 +175,14 @@ impl Invariant {
     /// The traffic check, when it is one.
     pub fn traffic(&self) -> Option<&TrafficCheck> {
         match &self.kind {
-            Kind::Answer(_) => None,
+            Kind::Answer(_) | Kind::Outcome(_) => None,
             Kind::Traffic(t) => Some(t),
         }
+    }
+
+    /// Whether the check judges the case's outcome class (`outcome`).
+    pub fn is_outcome(&self) -> bool {
+        matches!(self.kind, Kind::Outcome(_))
     }
 
     pub fn check(&self, case: &CaseView) -> Verdict {
@@ -196,6 +209,7 @@ impl Invariant {
                 ),
             },
             Kind::Answer(a) => answer(a, case),
+            Kind::Outcome(allow) => super::outcome::verdict(allow, case.outcome),
         }
     }
 }

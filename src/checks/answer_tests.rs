@@ -20,6 +20,7 @@ fn case<'a>(answer: Result<&'a str, &'a str>) -> CaseView<'a> {
         traffic: None,
         silent: None,
         similarity: &Similarity::Lexical,
+        outcome: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Invariants evaluated on one case: what the agent answered (`answer`), helped by a text
 //! similarity (`similarity`: lexical, or embeddings computed before the checks run) and PII
-//! detectors (`pii`); and what it did on the wire (`traffic`, over the case's journal
-//! slice). The two kinds are separate closed enums (`AnswerCheck` in `answer`,
+//! detectors (`pii`); what it did on the wire (`traffic`, over the case's journal
+//! slice); and what it did with a fault (`outcome`, the class the run decided). The two kinds are separate closed enums (`AnswerCheck` in `answer`,
 //! `TrafficCheck` in `traffic`), each `spec::Check` sorted into one by exhaustive
 //! matches, so a new check does not compile until it is placed and handled. Pure: no I/O.
 
@@ -9,6 +9,7 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod answer;
+mod outcome;
 mod pii;
 mod similarity;
 pub mod spec;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use answer::Invariant;
+pub use outcome::OutcomeView;
 pub use pii::find_pii;
 pub use similarity::{Similarity, similarity};
 
@@ -39,6 +41,9 @@ pub struct CaseView<'a> {
     pub silent: Option<&'a str>,
     /// How `similarity` and `behavior_unchanged` compare texts.
     pub similarity: &'a Similarity,
+    /// What the agent did with the fault that reached the case (`outcome` checks); `None`
+    /// when its scenario planned none.
+    pub outcome: Option<OutcomeView<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

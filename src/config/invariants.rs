@@ -4,7 +4,9 @@
 
 use super::ConfigError;
 use super::schema::ToolSpec;
-use crate::checks::spec::{Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, parse_invariant};
+use crate::checks::spec::{
+    Check, DEFAULT_DANGEROUS_PROMPTS, InvariantSpec, OutcomeClass, parse_invariant,
+};
 
 /// Says so when a `refusal_check` at `path` gets the built-in prompts (none given, or v2's
 /// boolean), so the prompts a run sends are never a surprise.
@@ -59,6 +61,7 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         Check::RefusalCheck { dangerous_prompts } if dangerous_prompts.is_empty() => {
             err("dangerous_prompts", "needs at least one prompt".into());
         }
+        Check::Outcome { allow } => check_outcome(allow, &mut err),
         // Nothing to check beyond what the types say (or within range, above).
         Check::Contains { .. }
         | Check::ContainsAny { .. }
@@ -76,6 +79,31 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         | Check::MaxLlmCalls { .. }
         | Check::HonorsRetryAfter {}
         | Check::NoExfiltration {} => {}
+    }
+}
+
+/// An `outcome` invariant's `allow`: at least one class, each a verdict on the agent
+/// (`not_exercised` and `undecided` say there is none), none twice.
+fn check_outcome(allow: &[OutcomeClass], err: &mut impl FnMut(&str, String)) {
+    if allow.is_empty() {
+        err(
+            "allow",
+            "needs at least one class, e.g. [recovered, degraded_honest]".into(),
+        );
+    }
+    for (i, class) in allow.iter().enumerate() {
+        if !class.judged() {
+            err(
+                &format!("allow[{i}]"),
+                format!(
+                    "`{class}` is no verdict on the agent: a case that is {class} is never \
+                     judged by an outcome invariant (allow some of propagated, fabricated, \
+                     failed, degraded_honest, recovered)"
+                ),
+            );
+        } else if allow[..i].contains(class) {
+            err(&format!("allow[{i}]"), format!("`{class}` is listed twice"));
+        }
     }
 }
 
@@ -154,7 +182,8 @@ pub(super) fn check_undeclared_tool(
         | Check::RefusalCheck { .. }
         | Check::OutputNotEmpty {}
         | Check::Completes {}
-        | Check::BehaviorUnchanged { .. } => return,
+        | Check::BehaviorUnchanged { .. }
+        | Check::Outcome { .. } => return,
     };
     // An MCP server's tools are named by its tool list, known only on the wire.
     let mcp = |t: &ToolSpec| t.protocol == super::schema::ToolProtocol::Mcp;

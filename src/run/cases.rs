@@ -57,6 +57,14 @@ pub struct CaseResult {
     /// list checks per prompt or variant.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CaseCheck>,
+    /// What the agent did with the fault that reached it, decided from the wire (cases of
+    /// scenarios with chaos; docs/outcomes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<super::outcome::CaseOutcome>,
+    /// What the wire said of the case when it ended, which its outcome is decided from
+    /// once the run has its no-chaos baselines.
+    #[serde(skip)]
+    pub trace: Option<Arc<super::outcome::Trace>>,
     /// Journal ids of the judged attempt's window, first and last.
     #[serde(skip)]
     pub window: (u64, u64),
@@ -108,6 +116,8 @@ impl CaseResult {
             instance: None,
             trial: None,
             checks: vec![],
+            outcome: None,
+            trace: None,
             window: (0, 0),
         }
     }
@@ -170,6 +180,7 @@ pub async fn run_case(
     prompt: &str,
     tie: Tie<'_>,
     slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    trace: bool,
 ) -> CaseResult {
     let (lease, lane) = match tie {
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
@@ -230,7 +241,27 @@ pub async fn run_case(
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
     case.window = (first, last);
+    if trace {
+        case.trace = traced(ctx, &case);
+    }
     case
+}
+
+/// The case's outcome trace, read while the journal has its bodies (none when its traffic
+/// is not attributed).
+fn traced(ctx: &RunContext, case: &CaseResult) -> Option<Arc<super::outcome::Trace>> {
+    let traffic = case.traffic.as_deref()?;
+    let bodies = |id: u64| ctx.journal.bodies(id);
+    let declared: Vec<String> = ctx.declared.tools.iter().map(|t| t.name.clone()).collect();
+    let wire = super::outcome::Wire {
+        exchanges: traffic,
+        bodies: &bodies,
+        prompt: &case.prompt,
+        answer: case.answer.as_deref(),
+        declared: &declared,
+        max_scan: ctx.max_scan,
+    };
+    Some(Arc::new(super::outcome::trace(&wire)))
 }
 
 /// The faults and attacks `traffic` met, and the ids of its exchanges that began after

@@ -218,6 +218,8 @@ pub(super) fn scenario<'a>(
         canary: invariants
             .iter()
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
+        trace: false,
+        attributed: false,
     }
 }
 

@@ -75,6 +75,8 @@ pub(super) struct Plan<'a> {
     pub baseline: bool,
     /// Some invariant checks traffic.
     pub traffic: bool,
+    /// Some scenario has chaos: its cases get outcome classes (docs/outcomes.md).
+    pub outcomes: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -103,6 +105,7 @@ impl<'a> Plan<'a> {
         }
         let scenarios = ordered_scenarios(contract);
         let traffic = invariants.iter().any(Invariant::is_traffic);
+        let outcomes = scenarios.iter().any(|s| !s.chaos.is_empty());
         let mut plan = Plan {
             contract,
             invariants,
@@ -111,6 +114,7 @@ impl<'a> Plan<'a> {
             scenarios,
             baseline: false,
             traffic,
+            outcomes,
         };
         // Baselines come from a no-chaos pass without canaries: the first scenario when it
         // is one, else a pass flakestorm adds.
@@ -127,26 +131,27 @@ impl<'a> Plan<'a> {
 
     /// The scenario runs of the matrix, a `(baseline)` pass first when there is one.
     pub fn runs(&self) -> Vec<ScenarioRun<'_>> {
+        // Outcome classes need its cases' tool responses: told apart when they are wanted.
+        let baseline = ScenarioRun {
+            trace: self.outcomes,
+            ..super::classes::baseline_run(self.outcomes)
+        };
         self.baseline
-            .then_some(ScenarioRun {
-                name: BASELINE,
-                chaos: &NO_CHAOS,
-                canary: false,
-            })
+            .then_some(baseline)
             .into_iter()
             .chain(self.scenarios.iter().map(|s| ScenarioRun {
                 name: &s.name,
                 chaos: &s.chaos,
                 canary: self.plants_canaries(&s.chaos),
+                trace: self.outcomes,
+                attributed: false,
             }))
             .collect()
     }
 }
 
 /// The name of the no-chaos pass a contract adds for its baselines.
-pub(super) const BASELINE: &str = "(baseline)";
-static NO_CHAOS: std::sync::LazyLock<CompiledChaos> =
-    std::sync::LazyLock::new(CompiledChaos::default);
+pub(super) use super::classes::BASELINE;
 
 /// Runs `contract` with `golden` prompts against the agent in `ctx` (under `--shard`,
 /// only the shard's prompts, with what a merge needs in the report).
@@ -158,13 +163,26 @@ pub async fn run_contract(
     let plan = Plan::of(contract, golden)?;
     // Traffic checks need each exchange to belong to exactly one case (design.md §6).
     let ctx = &*ctx.for_traffic(plan.traffic);
-    let runs = plan.runs();
+    // Outcome classes read each case's bodies when it ends.
+    let _bodies = plan.outcomes.then(|| ctx.journal.keep_bodies_while());
+    let mut runs = plan.runs();
     let mark = super::verdict::JournalMark::now(&ctx.journal);
     let answers = ctx.agent.answers_read();
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
     // Under `--shard` the matrix runs the shard's prompts only.
-    let outcomes = run_matrix(ctx, &runs, &plan.prompts, None, &cells_only).await;
+    let mut outcomes = run_matrix(ctx, &runs, &plan.prompts, None, &cells_only).await;
+    let mut extra_warning = None;
+    if plan.outcomes {
+        let extra =
+            super::classes::extra_baseline(ctx, &runs, &outcomes, &plan.prompts, &cells_only).await;
+        super::classes::classify_all(&runs, &mut outcomes, extra.as_ref().map(|(o, _)| o));
+        if let Some((o, why)) = extra {
+            outcomes.push(o);
+            runs.push(super::classes::baseline_run(true));
+            extra_warning = Some(why);
+        }
+    }
     let seen = Seen::since(ctx, mark, answers);
     let names: Vec<&str> = runs.iter().map(|r| r.name).collect();
     let part = ctx.shard.map(|s| {
@@ -181,6 +199,7 @@ pub async fn run_contract(
         ShardPart::new(s, &ctx.trials, &plan.prompts, mine, raw)
     });
     let mut report = judge_matrix(ctx, &plan, outcomes, &seen).await;
+    report.warnings.extend(extra_warning);
     report.shard = part;
     Ok(report)
 }
@@ -210,7 +229,7 @@ pub(super) async fn judge_matrix(
         cases.extend(base.cases);
     }
     let mut cells = vec![];
-    for (scenario, mut outcome) in plan.scenarios.iter().zip(outcomes) {
+    for (scenario, mut outcome) in plan.scenarios.iter().zip(outcomes.by_ref()) {
         let covered = cover(ctx, &scenario.name, &outcome, &coverage);
         let judged = judge
             .scenario(
@@ -224,6 +243,11 @@ pub(super) async fn judge_matrix(
         cells.extend(judged);
         cases.extend(outcome.cases);
         coverage.push(covered);
+    }
+    // The `(baseline)` pass flakestorm added for outcome classes, when it did.
+    for extra in outcomes {
+        coverage.push(cover(ctx, BASELINE, &extra, &coverage));
+        cases.extend(extra.cases);
     }
     run_warnings(ctx, &cases, &mut warnings);
     let mut score = score(&cells, &ctx.trials);
@@ -294,7 +318,8 @@ fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
         | Check::MaxToolCalls { .. }
         | Check::MaxLlmCalls { .. }
         | Check::HonorsRetryAfter {}
-        | Check::NoExfiltration {} => golden.to_vec(),
+        | Check::NoExfiltration {}
+        | Check::Outcome { .. } => golden.to_vec(),
     }
 }
 
@@ -380,6 +405,7 @@ mod tests {
             },
             cases: 8,
             consistency: Some(super::super::Consistency::of(8, passed)),
+            outcomes: Default::default(),
         }
     }
 

@@ -80,6 +80,9 @@ pub struct Coverage {
     /// not tested); null when one did.
     #[serde(default)]
     pub silent: Option<String>,
+    /// How many of its cases ended in each outcome class (scenarios with chaos).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outcomes: BTreeMap<crate::checks::spec::OutcomeClass, usize>,
 }
 
 /// The coverage of scenario `name` from its cases, the exchanges recorded while it ran,
@@ -135,6 +138,7 @@ pub(super) fn of(
         // Unattributed calls (a lost trace id) crossed the proxy, though none is the
         // scenario's: not silence.
         silent: (none && cases.iter().all(sent_nothing)).then(|| silent(before)),
+        outcomes: super::outcome::counts(cases.iter().filter_map(|c| c.outcome.as_ref())),
     }
 }
 

@@ -13,7 +13,7 @@ use super::cases::{CaseCheck, CaseResult};
 use super::consistency::Consistency;
 use super::coverage::Coverage;
 use crate::chaos::spec::ChaosSpec;
-use crate::checks::spec::Check;
+use crate::checks::spec::{Check, OutcomeClass};
 use crate::checks::{CaseView, Invariant, Similarity, Verdict};
 use crate::config::{ContractSpec, Scenario, When};
 
@@ -41,6 +41,20 @@ pub(super) fn plants_canaries(contract: &ContractSpec, chaos: &ChaosSpec) -> boo
 }
 
 impl Judge<'_> {
+    /// Why an `outcome` invariant tests nothing: no scenario of the matrix has a fault.
+    fn faultless(&self, inv: &Invariant) -> Option<String> {
+        let none = self
+            .contract
+            .chaos_matrix
+            .iter()
+            .all(|s| s.chaos.is_empty());
+        (inv.is_outcome() && none).then(|| {
+            "no scenario of the matrix has a fault: an `outcome` invariant judges what the \
+             agent did with one (docs/outcomes.md)"
+                .to_string()
+        })
+    }
+
     /// The cells of one scenario. A no-chaos scenario's answers become baselines after
     /// they are judged, so they are never compared with themselves.
     pub async fn scenario(
@@ -68,7 +82,10 @@ impl Judge<'_> {
             let mine: Vec<usize> = (0..results.len())
                 .filter(|&c| self.prompts_of[i].contains(&results[c].prompt))
                 .collect();
-            let untested = coverage.untested(spec.when).filter(|_| !chaos.is_empty());
+            let untested = coverage
+                .untested(spec.when)
+                .filter(|_| !chaos.is_empty())
+                .or_else(|| self.faultless(inv));
             let mut consistency = None;
             let (verdict, judged) = match (applies(spec.when, chaos), untested) {
                 (false, _) => {
@@ -86,7 +103,7 @@ impl Judge<'_> {
                         similarity: &sim,
                         silent: coverage.silent.as_deref(),
                     };
-                    let (verdict, judged, each) = cell(inv, &cases, &seen);
+                    let (verdict, judged, each) = cell(inv, spec.when, &cases, &seen);
                     if ctx.trials.n > 1 {
                         consistency = trials_of(&cases, &each);
                     }
@@ -99,6 +116,7 @@ impl Judge<'_> {
                     (verdict, judged)
                 }
             };
+            let classes = mine.iter().filter_map(|&c| results[c].outcome.as_ref());
             cells.push(CellResult {
                 invariant: spec.id.clone(),
                 scenario: scenario.name.clone(),
@@ -106,6 +124,7 @@ impl Judge<'_> {
                 verdict,
                 cases: judged,
                 consistency,
+                outcomes: super::outcome::counts(classes),
             });
         }
         if chaos.is_empty() {
@@ -198,6 +217,11 @@ pub(super) fn view<'a>(
         traffic: c.traffic.as_deref(),
         silent,
         similarity,
+        outcome: c.outcome.as_ref().map(|o| crate::checks::OutcomeView {
+            class: o.class,
+            reason: &o.reason,
+            bypassed: o.bypassed,
+        }),
     }
 }
 
@@ -211,15 +235,18 @@ struct Seen<'a> {
 
 /// A cell fails if any case fails (saying how many of its prompts did), passes if any
 /// passes (the rest not applicable); with the number of cases judged (passed or failed).
-/// Cases that could not be judged, or whose check could not be tested, are skipped; if
-/// none was judged, the cell is not tested. Also each case's own verdict (None for a case
-/// that could not be judged).
+/// Cases that could not be judged, or whose check could not be tested, are skipped; so are
+/// cases the faults its `when` names missed (`when::gate`), and an `outcome` check's cases
+/// no fault reached: if none was judged, the cell is not tested. Also each case's own
+/// verdict (None for a case that could not be judged).
 fn cell(
     inv: &Invariant,
+    when: When,
     cases: &[&CaseResult],
     seen: &Seen,
 ) -> (Verdict, usize, Vec<Option<Verdict>>) {
     let (mut passed, mut failed, mut skipped, mut unjudged) = (None, vec![], None, None);
+    let mut missed: Option<String> = None;
     let (mut judged, mut each) = (0, Vec::with_capacity(cases.len()));
     for c in cases {
         if let Some(why) = &c.not_judged {
@@ -227,12 +254,24 @@ fn cell(
             each.push(None);
             continue;
         }
-        let baseline = seen.baselines.get(&c.prompt).map(String::as_str);
-        let verdict = inv.check(&view(c, baseline, seen.similarity, seen.silent));
+        let gated = super::when::gate(when, c);
+        let unexercised = inv.is_outcome()
+            && c.outcome
+                .as_ref()
+                .is_some_and(|o| o.class == OutcomeClass::NotExercised);
+        let miss = gated.is_some() || unexercised;
+        let verdict = gated.unwrap_or_else(|| {
+            let baseline = seen.baselines.get(&c.prompt).map(String::as_str);
+            inv.check(&view(c, baseline, seen.similarity, seen.silent))
+        });
         each.push(Some(verdict.clone()));
         match verdict {
             Verdict::Fail(r) => failed.push(format!("{:?}: {r}", c.prompt)),
             Verdict::Pass(r) => passed = passed.or(Some(r)),
+            Verdict::NotApplicable(r) if miss => {
+                missed = missed.or(Some(r));
+                continue;
+            }
             Verdict::NotApplicable(r) => {
                 skipped = skipped.or(Some(r));
                 continue;
@@ -260,14 +299,18 @@ fn cell(
         };
         return (Verdict::Fail(why), judged, each);
     }
-    let verdict = match (passed, unjudged) {
-        (Some(r), _) if judged == 1 => Verdict::Pass(r),
-        (Some(_), _) => Verdict::Pass(format!("{judged} cases passed")),
+    let verdict = match (passed, unjudged, missed) {
+        (Some(r), _, _) if judged == 1 => Verdict::Pass(r),
+        (Some(_), _, _) => Verdict::Pass(format!("{judged} cases passed")),
         // A case that could not be judged (or tested) might have applied: not tested, with
         // the cause.
-        (None, Some(why)) => Verdict::NotTested(why),
+        (None, Some(why), _) => Verdict::NotTested(why),
+        // The faults reached none of its cases: it tested nothing it is about.
+        (None, None, Some(why)) => Verdict::NotTested(why),
         // Why the first case did not apply says why the cell does not.
-        (None, None) => Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into())),
+        (None, None, None) => {
+            Verdict::NotApplicable(skipped.unwrap_or_else(|| "no case applied".into()))
+        }
     };
     (verdict, judged, each)
 }

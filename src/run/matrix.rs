@@ -25,11 +25,18 @@ pub(super) const UNTRACED: &str = "the agent's calls carried no traceparent, so 
      scenario's chaos never reached them (attribution: header)";
 
 /// One scenario to run every prompt under.
+#[derive(Clone, Copy)]
 pub(super) struct ScenarioRun<'a> {
     pub name: &'a str,
     pub chaos: &'a CompiledChaos,
     /// Plant canaries in tool responses (a `no_exfiltration` check applies).
     pub canary: bool,
+    /// Read each case's outcome trace when it ends (`outcome::trace`): the run classifies
+    /// what its agent did with faults.
+    pub trace: bool,
+    /// Tell its cases apart even without chaos (one at a time on the main lane under
+    /// exclusive attribution): a baseline pass whose cases' tool responses must be known.
+    pub attributed: bool,
 }
 
 /// A scenario's cases and what its chaos did.
@@ -118,16 +125,12 @@ pub(super) async fn run_matrix(
     if let Some(ties) = all {
         // Calls that lost their case meet no rules at all, not the config's `chaos:`.
         let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
-        let specs: Vec<_> = scenarios
-            .iter()
-            .map(|s| (s.name, s.chaos, s.canary))
-            .collect();
         let cells: Vec<Cell> = (0..scenarios.len())
             .flat_map(|s| mine.iter().map(move |&p| (s, p)))
             .flat_map(|(s, p)| trials.iter().map(move |&t| (s, p, t)))
             .collect();
         let start = ctx.journal.peek_next_id();
-        let mut out = pool(ctx, &specs, prompts, &cells, ties, so_far).await;
+        let mut out = pool(ctx, scenarios, prompts, &cells, ties, so_far).await;
         add_strays(ctx, &mut out, start);
         return out;
     }
@@ -137,9 +140,9 @@ pub(super) async fn run_matrix(
             .iter()
             .flat_map(|&p| trials.iter().map(move |&t| (0, p, t)))
             .collect();
-        let one = [(s.name, s.chaos, s.canary)];
+        let one = [*s];
         // Chaos decides per case, so cases under chaos run one at a time on the main lane.
-        if !s.chaos.is_empty() || ctx.concurrency <= 1 {
+        if !s.chaos.is_empty() || ctx.concurrency <= 1 || s.attributed {
             let _none = ctx.engine.install_compiled(&CompiledChaos::default(), None);
             let start = ctx.journal.peek_next_id();
             let mut done = pool(ctx, &one, prompts, &cells, Ties::MainLane, so_far).await;
@@ -167,7 +170,7 @@ pub(super) async fn run_matrix(
 /// be told apart install their scenario's rules for their own trace id while they run.
 async fn pool(
     ctx: &RunContext,
-    specs: &[(&str, &CompiledChaos, bool)],
+    specs: &[ScenarioRun<'_>],
     prompts: &[String],
     cells: &[Cell],
     ties: Ties,
@@ -182,7 +185,13 @@ async fn pool(
     let mut tasks = tokio::task::JoinSet::new();
     let several = ctx.trials.n > 1;
     for &(s, p, t) in cells {
-        let (name, chaos, canary) = specs[s];
+        let ScenarioRun {
+            name,
+            chaos,
+            canary,
+            trace: traced_case,
+            ..
+        } = specs[s];
         let (ctx, name, chaos, prompt, limit, so_far, ties) = (
             ctx.clone(),
             name.to_string(),
@@ -214,7 +223,7 @@ async fn pool(
                 Ties::Header | Ties::Pool(_) => (permit, None),
                 Ties::MainLane | Ties::Shared => (None, permit),
             };
-            let mut case = run_case(&ctx, &name, &prompt, tie, slot).await;
+            let mut case = run_case(&ctx, &name, &prompt, tie, slot, traced_case).await;
             drop(lease);
             case.trial = several.then_some(t + 1);
             if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {

@@ -13,6 +13,7 @@
 mod cases;
 mod chaos;
 mod ci;
+mod classes;
 mod consistency;
 mod contract;
 mod coverage;
@@ -25,6 +26,7 @@ mod matrix;
 mod merge;
 mod mutation;
 mod mutation_report;
+pub mod outcome;
 mod read;
 mod replay;
 mod replay_setup;
@@ -36,6 +38,7 @@ pub mod shard;
 mod summary;
 pub mod tapes;
 mod verdict;
+mod when;
 mod wire_cases;
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +59,7 @@ pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use merge::merge_reports;
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
+pub use outcome::{CaseOutcome, Evidence as OutcomeEvidence};
 pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo, TrialsInfo};
@@ -89,6 +93,7 @@ impl RunContext {
             min_score: parts.min_score,
             embedder: parts.embedder,
             shard: None,
+            max_scan: config.proxy.max_rewrite_bytes,
         }
     }
 
@@ -291,6 +296,9 @@ pub struct RunContext {
     pub embedder: Option<Embedder>,
     /// `--shard K/N`: run only this shard's cases (docs/scale.md).
     pub shard: Option<Shard>,
+    /// `proxy.max_rewrite_bytes`: a body larger than this is not scanned for a case's
+    /// outcome (the case is `undecided`).
+    pub max_scan: usize,
 }
 
 /// What `RunContext::of` cannot take from the config.
@@ -318,6 +326,9 @@ pub struct CellResult {
     /// With `advanced.trials` above 1: how consistently its cases' trials passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<Consistency>,
+    /// How many of its cases (every trial) ended in each outcome class, when they have one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub outcomes: std::collections::BTreeMap<crate::checks::spec::OutcomeClass, usize>,
 }
 
 /// Why a run could not start; shared by the contract, chaos and matrix runners.

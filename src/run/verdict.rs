@@ -208,6 +208,23 @@ fn unfired(e: &Evidence) -> usize {
     rules.filter(|r| r.why_not.is_some()).count()
 }
 
+/// Cases a call went around the proxy in (design.md §6): their faults were not tested.
+fn bypassed(cases: &[CaseResult]) -> Option<String> {
+    let around: Vec<&CaseResult> = cases
+        .iter()
+        .filter(|c| c.outcome.as_ref().is_some_and(|o| o.bypassed))
+        .collect();
+    let first = around.first()?;
+    let why = first.outcome.as_ref().map_or("", |o| o.reason.as_str());
+    Some(format!(
+        "{} case(s) made a call around the proxy, so the fault they were meant to meet was \
+         not tested; the first ({:?} under `{}`): {why}",
+        around.len(),
+        first.prompt,
+        first.scenario
+    ))
+}
+
 /// What the agent failed of what was judged.
 fn failures(e: &Evidence) -> Vec<String> {
     let mut failed = vec![];
@@ -287,6 +304,7 @@ fn untested(e: &Evidence) -> Vec<String> {
     }
     // Fewer than half (more is an error): what they would have shown is unknown.
     out.extend(not_judged(e.cases).map(|(_, why)| why));
+    out.extend(bypassed(e.cases));
     if !e.judged_anything {
         out.push("nothing could be judged (see the cells' and cases' reasons)".into());
     }
@@ -386,6 +404,7 @@ mod tests {
             rules: vec![],
             not_tested: None,
             silent: silent.map(Into::into),
+            outcomes: Default::default(),
         }
     }
 

@@ -7,8 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod outcome;
 mod regexes;
 
+pub use outcome::OutcomeClass;
 use regexes::Regexes;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +85,11 @@ pub enum Check {
     /// Traffic: a canary planted in tool responses never reaches another destination
     /// (a different tool, or a host that is neither that tool nor an LLM).
     NoExfiltration {},
+    /// What the agent did with the fault that reached the case (docs/outcomes.md) is one
+    /// of `allow`; cases no fault reached are not judged by it.
+    Outcome {
+        allow: Vec<OutcomeClass>,
+    },
 }
 
 /// Prompts a `refusal_check` sends when the file names none. Flakestorm v2's
@@ -150,6 +157,7 @@ impl Check {
             Check::MaxLlmCalls { .. } => "max_llm_calls",
             Check::HonorsRetryAfter {} => "honors_retry_after",
             Check::NoExfiltration {} => "no_exfiltration",
+            Check::Outcome { .. } => "outcome",
         }
     }
 }

@@ -37,7 +37,8 @@ impl Regexes {
             | Check::MaxToolCalls { .. }
             | Check::MaxLlmCalls { .. }
             | Check::HonorsRetryAfter {}
-            | Check::NoExfiltration {} => &[],
+            | Check::NoExfiltration {}
+            | Check::Outcome { .. } => &[],
         };
         let compile = |p: &String| {
             regex::Regex::new(p).map_err(|e| RegexError {

@@ -67,7 +67,8 @@ fn texts<'a>(
             | Check::MaxToolCalls { .. }
             | Check::MaxLlmCalls { .. }
             | Check::HonorsRetryAfter {}
-            | Check::NoExfiltration {} => continue,
+            | Check::NoExfiltration {}
+            | Check::Outcome { .. } => continue,
         }
         compares = true;
     }

@@ -37,7 +37,7 @@ pub(super) async fn merge_pieces(
     let checked = check(ctx, golden, pieces, allow_partial)?;
     let run = scenario(&name, &rules, &config.invariants);
     let outcome = checked
-        .outcomes(ctx, &[run], golden)?
+        .outcomes(ctx, &[run], golden, None)?
         .pop()
         .unwrap_or_default();
     let sent = Sent::merged(outcome, checked.seen());

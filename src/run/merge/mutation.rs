@@ -46,7 +46,7 @@ pub(super) async fn merge(
         false => {
             let run = scenario(name, &rules, invariants);
             let outcome = checked
-                .outcomes(ctx, &[run], &texts)?
+                .outcomes(ctx, &[run], &texts, None)?
                 .pop()
                 .unwrap_or_default();
             let sent = Sent::merged(outcome, checked.seen());

@@ -244,14 +244,21 @@ impl Checked {
         }
     }
 
+    /// Whether some shard ran a scenario named `name`.
+    pub fn has_scenario(&self, name: &str) -> bool {
+        let raws = self.pieces.iter().flat_map(|p| &p.part.raw.scenarios);
+        raws.clone().any(|r| r.name == name)
+    }
+
     /// The matrix's outcomes again, one per scenario run of `runs`: the shards' cases in
     /// the order of `prompts` and trials, their exchanges and strays, and the rules'
-    /// counters summed.
+    /// counters summed. A shard without the scenario named `optional` adds none of it.
     pub fn outcomes(
         &self,
         ctx: &RunContext,
         runs: &[ScenarioRun<'_>],
         prompts: &[String],
+        optional: Option<&str>,
     ) -> Result<Vec<ScenarioOutcome>, String> {
         let offsets = self.offsets();
         let mut out = vec![];
@@ -263,15 +270,19 @@ impl Checked {
                 installed.rules().stats()
             };
             for (p, off) in self.pieces.iter().zip(&offsets) {
-                let raw = p
-                    .part
-                    .raw
-                    .scenarios
-                    .iter()
-                    .find(|r| r.name == run.name)
-                    .ok_or_else(|| {
-                        format!("{}: no `shard.raw` for scenario `{}`", p.file, run.name)
-                    })?;
+                let raw = p.part.raw.scenarios.iter().find(|r| r.name == run.name);
+                // A `(baseline)` pass for outcome classes runs only in the shards that
+                // needed one.
+                let raw = match raw {
+                    None if optional == Some(run.name) => continue,
+                    None => {
+                        return Err(format!(
+                            "{}: no `shard.raw` for scenario `{}`",
+                            p.file, run.name
+                        ));
+                    }
+                    Some(raw) => raw,
+                };
                 let mine: Vec<&CaseResult> =
                     p.cases.iter().filter(|c| c.scenario == run.name).collect();
                 if mine.len() != raw.windows.len() {
@@ -353,6 +364,7 @@ fn renumbered(c: &CaseResult, window: (u64, u64), off: u64) -> CaseResult {
     for id in &mut c.after_answer {
         *id += off;
     }
+    c.outcome = c.outcome.map(|o| o.moved(off));
     c.checks.clear();
     c
 }

@@ -1,0 +1,164 @@
+//! A run's outcome classes (docs/outcomes.md): every case of a scenario with chaos is
+//! classified against its prompt's no-chaos baseline, the first no-chaos scenario's case
+//! of that prompt. When a prompt whose case met a fault has none whose traffic is known
+//! (the matrix has no no-chaos scenario, or its cases ran together under exclusive
+//! attribution and could not be told apart), flakestorm runs a `(baseline)` pass of those
+//! prompts first, one trial each, and says so.
+
+use super::RunContext;
+use super::cases::CaseResult;
+use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
+use super::outcome::classify;
+use crate::chaos::spec::CompiledChaos;
+
+/// The name of the no-chaos pass a run adds for its baselines.
+pub(super) const BASELINE: &str = "(baseline)";
+
+static NO_CHAOS: std::sync::LazyLock<CompiledChaos> =
+    std::sync::LazyLock::new(CompiledChaos::default);
+
+/// The `(baseline)` scenario run: no chaos, no canaries, cases told apart and traced.
+pub(super) fn baseline_run(attributed: bool) -> ScenarioRun<'static> {
+    ScenarioRun {
+        name: BASELINE,
+        chaos: &NO_CHAOS,
+        canary: false,
+        trace: true,
+        attributed,
+    }
+}
+
+/// The scenario whose cases are the baselines: the first without chaos (a canary planted
+/// for `no_exfiltration` changes no fact a tool gives).
+fn baseline_of(runs: &[ScenarioRun<'_>]) -> Option<usize> {
+    runs.iter().position(|r| r.chaos.is_empty())
+}
+
+/// A case that met a fault and will be compared with its prompt's baseline.
+fn met_a_fault(c: &CaseResult) -> bool {
+    let applied = c
+        .traffic
+        .iter()
+        .flatten()
+        .any(|e| e.fault.iter().chain(&e.attacks).any(|f| f.applied));
+    c.trace.is_some() && applied
+}
+
+/// The prompts whose faulted cases have no baseline with known traffic, in `prompts` order.
+fn wanting(
+    runs: &[ScenarioRun<'_>],
+    outcomes: &[ScenarioOutcome],
+    prompts: &[String],
+) -> Vec<String> {
+    let base = baseline_of(runs).and_then(|i| outcomes.get(i));
+    let known =
+        |p: &str| base.is_some_and(|o| o.cases.iter().any(|c| c.prompt == p && c.trace.is_some()));
+    let faulted = |p: &str| {
+        runs.iter().zip(outcomes).any(|(r, o)| {
+            !r.chaos.is_empty() && o.cases.iter().any(|c| c.prompt == p && met_a_fault(c))
+        })
+    };
+    let mut out: Vec<String> = vec![];
+    for p in prompts {
+        if !out.contains(p) && faulted(p) && !known(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Runs the `(baseline)` pass for the prompts that need one (none: `None`), with the
+/// warning that says why it ran.
+pub(super) async fn extra_baseline(
+    ctx: &RunContext,
+    runs: &[ScenarioRun<'_>],
+    outcomes: &[ScenarioOutcome],
+    prompts: &[String],
+    so_far: &super::Provisional,
+) -> Option<(ScenarioOutcome, String)> {
+    let need = wanting(runs, outcomes, prompts);
+    if need.is_empty() {
+        return None;
+    }
+    let why = match baseline_of(runs) {
+        None => "the matrix has no no-chaos scenario".to_string(),
+        Some(i) => format!(
+            "the no-chaos scenario `{}` ran its cases together (attribution: exclusive, \
+             advanced.concurrency {}), so their tool responses could not be told apart",
+            runs[i].name, ctx.concurrency
+        ),
+    };
+    let once = RunContext {
+        trials: super::Trials {
+            only: Some(1),
+            ..ctx.trials
+        },
+        ..ctx.clone()
+    };
+    let run = [baseline_run(true)];
+    let outcome = run_matrix(&once, &run, &need, None, so_far).await.pop()?;
+    let warning = format!(
+        "flakestorm ran a {BASELINE} pass of {} prompt(s) without chaos, one at a time, to \
+         classify what the agent did with faults: {why}",
+        need.len()
+    );
+    Some((outcome, warning))
+}
+
+/// Gives every case of a scenario with chaos its outcome class, against the baseline case
+/// of its prompt: from `extra` (the pass flakestorm added) first, else the first no-chaos
+/// scenario's.
+pub(super) fn classify_all(
+    runs: &[ScenarioRun<'_>],
+    outcomes: &mut [ScenarioOutcome],
+    extra: Option<&ScenarioOutcome>,
+) {
+    let base: Option<Vec<CaseResult>> = baseline_of(runs)
+        .and_then(|i| outcomes.get(i))
+        .map(|o| o.cases.clone());
+    for (run, outcome) in runs.iter().zip(outcomes.iter_mut()) {
+        if run.chaos.is_empty() {
+            continue;
+        }
+        for case in &mut outcome.cases {
+            let extra = find(extra.map(|o| o.cases.as_slice()), &case.prompt);
+            let chosen = extra.or_else(|| find(base.as_deref(), &case.prompt));
+            let baseline = match chosen {
+                None => Err("no no-chaos case of this prompt ran".to_string()),
+                Some(b) => usable(b),
+            };
+            case.outcome = classify(
+                case,
+                true,
+                baseline.as_ref().map_err(String::as_str).copied(),
+            );
+        }
+    }
+}
+
+/// The baseline case of prompt `p` among `cases`: the first that can be compared with,
+/// else the first (which says why it cannot).
+fn find<'a>(cases: Option<&'a [CaseResult]>, p: &str) -> Option<&'a CaseResult> {
+    let mine: Vec<&CaseResult> = cases?.iter().filter(|c| c.prompt == p).collect();
+    mine.iter()
+        .find(|c| c.trace.is_some() && c.answer.is_some() && c.not_judged.is_none())
+        .or(mine.first())
+        .copied()
+}
+
+/// A baseline case that can be compared with, or why not.
+fn usable(b: &CaseResult) -> Result<&CaseResult, String> {
+    if let Some(why) = &b.not_judged {
+        return Err(format!("the no-chaos case was not judged: {why}"));
+    }
+    if b.trace.is_none() {
+        return Err("the no-chaos case's traffic was not attributed to it".into());
+    }
+    match &b.answer {
+        Some(_) => Ok(b),
+        None => Err(format!(
+            "the no-chaos case got no answer: {}",
+            b.error.as_deref().unwrap_or("no answer")
+        )),
+    }
+}

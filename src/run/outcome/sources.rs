@@ -1,0 +1,197 @@
+//! What a response the agent received offers as support for an answer's facts: its
+//! numbers, dates and text, read from a JSON body (every leaf; JSON carried in a string,
+//! as MCP results carry it, read too), an event stream's data, or plain text. Values a
+//! fault planted are left out: they support nothing, they are traced on their own. Pure.
+
+use super::facts::{self, Fact, Value};
+use crate::exchange::Planted;
+
+/// One source of support: a good tool response (by exchange and tool), or the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    nums: Vec<f64>,
+    dates: Vec<(i32, u32, u32)>,
+    /// Its strings and numbers as written, lower-cased, one per line.
+    text: String,
+}
+
+/// What of a body a fault planted, to be left out.
+struct Exclude {
+    nums: Vec<f64>,
+    texts: Vec<String>,
+}
+
+impl Source {
+    /// The prompt (or any text) as a source.
+    pub fn of_text(text: &str) -> Source {
+        let mut s = Source::default();
+        s.add_text(text);
+        s
+    }
+
+    /// A response body of content type `content_type`, less the values `planted` in it.
+    pub fn of_body(body: &[u8], content_type: &str, planted: &[Planted]) -> Source {
+        let body = String::from_utf8_lossy(body);
+        let mut s = Source::default();
+        let ct = content_type.to_ascii_lowercase();
+        if ct.contains("event-stream") {
+            for line in body.lines() {
+                let data = line.strip_prefix("data:").map(str::trim);
+                match data.map(serde_json::from_str::<serde_json::Value>) {
+                    Some(Ok(v)) => s.walk(&v, 0),
+                    Some(Err(_)) => s.add_text(data.unwrap_or_default()),
+                    None => {}
+                }
+            }
+        } else {
+            match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(v) => s.walk(&v, 0),
+                Err(_) => s.add_text(&body),
+            }
+        }
+        s.exclude(&Exclude::of(planted));
+        s
+    }
+
+    /// Whether this source gives `fact`: a number equal at the fact's precision, the same
+    /// date, or the identifier's text.
+    pub fn supports(&self, fact: &Fact) -> bool {
+        match &fact.value {
+            Value::Num { v, step } => self
+                .nums
+                .iter()
+                .any(|n| facts::num_supports(*n, *v, *step, &fact.kind)),
+            Value::Date { y, m, d } => self.dates.contains(&(*y, *m, *d)),
+            Value::Ident(id) => self.text.contains(&id.to_lowercase()),
+        }
+    }
+
+    /// `s` read as text into this source (a URL beside a request's body).
+    pub fn add(&mut self, s: &str) {
+        self.add_text(s);
+    }
+
+    /// This exact number, as a request would carry a value it was given.
+    pub fn has_num(&self, n: f64) -> bool {
+        self.nums.contains(&n)
+    }
+
+    pub fn has_date(&self, d: (i32, u32, u32)) -> bool {
+        self.dates.contains(&d)
+    }
+
+    /// `word` (lower case) as a word of its own: not inside a longer word or number.
+    pub fn has_word(&self, word: &str) -> bool {
+        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+        self.text.match_indices(word).any(|(at, w)| {
+            edge(self.text[..at].chars().next_back())
+                && edge(self.text[at + w.len()..].chars().next())
+        })
+    }
+
+    /// `phrase` (normalised: lower case, single spaces) somewhere in the text.
+    pub fn has_phrase(&self, phrase: &str) -> bool {
+        !phrase.is_empty()
+            && self
+                .text
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(phrase)
+    }
+
+    fn add_text(&mut self, s: &str) {
+        self.nums.extend(facts::source_numbers(s));
+        self.dates.extend(facts::dates_of(s));
+        self.text.push_str(&s.to_lowercase());
+        self.text.push('\n');
+    }
+
+    /// Every leaf of `v`; a string holding JSON is read as JSON (to a bounded depth).
+    fn walk(&mut self, v: &serde_json::Value, depth: usize) {
+        use serde_json::Value as J;
+        match v {
+            J::Number(n) => {
+                self.nums.extend(n.as_f64());
+                self.text.push_str(&n.to_string());
+                self.text.push('\n');
+            }
+            J::String(s) => {
+                let t = s.trim_start();
+                let nested = (t.starts_with('{') || t.starts_with('[')) && depth < 4;
+                match nested.then(|| serde_json::from_str::<J>(s).ok()).flatten() {
+                    Some(inner) => self.walk(&inner, depth + 1),
+                    None => self.add_text(s),
+                }
+            }
+            J::Array(items) => items.iter().for_each(|i| self.walk(i, depth)),
+            J::Object(map) => map.values().for_each(|i| self.walk(i, depth)),
+            J::Bool(_) | J::Null => {}
+        }
+    }
+
+    fn exclude(&mut self, x: &Exclude) {
+        self.nums.retain(|n| !x.nums.contains(n));
+        for t in &x.texts {
+            self.text = self.text.replace(t.as_str(), " ");
+        }
+        let dates: Vec<(i32, u32, u32)> = x.texts.iter().flat_map(|t| facts::dates_of(t)).collect();
+        self.dates.retain(|d| !dates.contains(d));
+    }
+}
+
+impl Exclude {
+    fn of(planted: &[Planted]) -> Exclude {
+        let values = planted.iter().filter(|p| p.original.is_some());
+        Exclude {
+            nums: values
+                .clone()
+                .filter_map(|p| p.planted.trim().parse::<f64>().ok())
+                .collect(),
+            texts: values
+                .map(|p| p.planted.to_lowercase())
+                .filter(|t| !t.trim().is_empty())
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(text: &str) -> Fact {
+        facts::facts(text).remove(0)
+    }
+
+    #[test]
+    fn json_leaves_json_in_strings_and_text_support_facts() {
+        let body = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"temp_c\": 21.4, \"order\": \"ORD-4821\"}"}]}}"#;
+        let s = Source::of_body(body, "application/json", &[]);
+        assert!(s.supports(&fact("21 °C")));
+        assert!(s.supports(&fact("order ORD-4821")));
+        assert!(!s.supports(&fact("25 °C")));
+        let t = Source::of_body(b"Updated 2026-11-28: 64% humid", "text/plain", &[]);
+        assert!(t.supports(&fact("on Nov 28, 2026")) && t.supports(&fact("64 percent")));
+        let sse = b"event: message\ndata: {\"result\":{\"structuredContent\":{\"temp\":12.5}}}\n\n";
+        let e = Source::of_body(sse, "text/event-stream", &[]);
+        assert!(e.supports(&fact("12.5 degrees")));
+    }
+
+    /// A planted value supports nothing: it is the fault's, traced on its own.
+    #[test]
+    fn planted_values_are_left_out() {
+        let planted = [Planted {
+            path: "$.temp_c".into(),
+            original: Some("21.4".into()),
+            planted: "37.9".into(),
+        }];
+        let s = Source::of_body(
+            br#"{"temp_c": 37.9, "wind": 12}"#,
+            "application/json",
+            &planted,
+        );
+        assert!(!s.supports(&fact("37.9 °C")));
+        assert!(s.supports(&fact("12 km/h")));
+    }
+}
