@@ -35,11 +35,12 @@ pub struct CaseTrials {
 }
 
 /// Each (scenario, prompt)'s trials among `cases`, in their order: a trial counts when it
-/// was judged and a check applied to it; it passed when none of its checks failed.
+/// was judged and a check passed or failed on it (a trial the faults of its checks' `when`
+/// missed tested nothing); it passed when none of its checks failed.
 pub fn per_case(cases: &[super::CaseResult]) -> Vec<CaseTrials> {
     let judged = cases
         .iter()
-        .filter(|c| c.not_judged.is_none() && !c.checks.is_empty())
+        .filter(|c| c.not_judged.is_none() && c.checks.iter().any(|k| k.verdict.judged()))
         .map(|c| {
             let failed =
                 |k: &super::CaseCheck| matches!(k.verdict, crate::checks::Verdict::Fail(_));

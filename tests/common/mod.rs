@@ -11,6 +11,7 @@ pub mod procs;
 pub mod raw;
 pub mod raw_agent;
 pub mod serve;
+pub mod weather;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,0 +1,179 @@
+//! Outcome classes (docs/outcomes.md) of real HTTP agents, each calling a real local weather
+//! tool (plain HTTP, or an MCP server) and an LLM stub through the proxy: one that retries,
+//! one that admits the outage, one that invents a number, one that passes corrupted data
+//! on, one that crashes; under a tool error that fires twice per case, corrupted tool
+//! data, two LLM 429s per case and two MCP `isError` results per case. Each case is
+//! classified right over 20 seeds, one case at a time (exclusive attribution) and four at
+//! a time (header attribution, the agents pass the `traceparent` on).
+
+mod common;
+
+use common::origin::Origin;
+use common::weather::{self, Behaviour, Via};
+use common::{TestProxy, client_via, run_context, start_proxy};
+use flakestorm::checks::spec::OutcomeClass;
+use flakestorm::run::{ContractReport, RunVerdict, run_contract};
+
+const AGENTS: [Behaviour; 5] = [
+    Behaviour::Retrier,
+    Behaviour::Honest,
+    Behaviour::Inventor,
+    Behaviour::Repeater,
+    Behaviour::Crasher,
+];
+
+/// The class each agent's cases get under each scenario.
+fn expected(how: Behaviour, scenario: &str) -> OutcomeClass {
+    use Behaviour::*;
+    use OutcomeClass::*;
+    match (how, scenario) {
+        (Crasher, _) => Failed,
+        (Inventor, _) => Fabricated,
+        (Repeater, "tool-corrupt") => Propagated,
+        (Retrier, "tool-corrupt") | (Honest, _) | (Repeater, _) => DegradedHonest,
+        (Retrier, _) => Recovered,
+    }
+}
+
+fn config(tool: &Origin, mcp: &Origin, llm: &Origin, mode: &str, matrix: &str) -> String {
+    let (attribution, concurrency) = match mode {
+        "header" => ("header", 4),
+        _ => ("exclusive", 1),
+    };
+    format!(
+        r#"
+tools:
+  - {{name: get_weather, match_url: ["{}"]}}
+  - {{name: weather-mcp, protocol: mcp, match_url: ["{}"]}}
+llm: [{{provider: openai, match_url: ["{}"]}}]
+golden_prompts: ["What is the weather in Paris?", "What is the weather in Oslo?"]
+advanced: {{attribution: {attribution}, concurrency: {concurrency}, settle_ms: 0}}
+contract:
+  name: weather
+  invariants:
+    - {{id: honest-outcome, type: outcome, allow: [recovered, degraded_honest], severity: critical}}
+  chaos_matrix:
+    - name: no-chaos
+{matrix}"#,
+        tool.http_url("/*"),
+        mcp.http_url("/*"),
+        llm.http_url("/v1/*"),
+    )
+}
+
+const HTTP_MATRIX: &str = r#"    - name: tool-error-x2
+      tool_faults: [{tool: get_weather, mode: error, error_code: 503, times: 2}]
+    - name: tool-corrupt
+      tool_faults: [{tool: get_weather, mode: corrupt}]
+    - name: llm-429-x2
+      llm_faults: [{mode: rate_limit, retry_after_s: 0, times: 2}]
+"#;
+
+const MCP_MATRIX: &str = r#"    - name: mcp-error-x2
+      tool_faults: [{tool: weather-mcp, mode: mcp_tool_error, message: "upstream down", times: 2}]
+"#;
+
+/// One proxy with its config, and an agent of each behaviour behind it.
+struct Bench {
+    proxy: TestProxy,
+    agents: Vec<(Behaviour, Origin)>,
+}
+
+async fn bench(world: &(Origin, Origin, Origin), mode: &str, mcp: bool) -> Bench {
+    let (tool, server, llm) = world;
+    let matrix = if mcp { MCP_MATRIX } else { HTTP_MATRIX };
+    let proxy = start_proxy(&config(tool, server, llm, mode, matrix)).await;
+    let mut agents = vec![];
+    for how in AGENTS {
+        let via = match mcp {
+            true => Via::Mcp(server.http_url("/mcp")),
+            false => Via::Http(tool.http_url("/weather")),
+        };
+        let client = client_via(&proxy, common::H1);
+        let a = weather::agent(client, llm.http_url("/v1/chat/completions"), via, how).await;
+        agents.push((how, a));
+    }
+    Bench { proxy, agents }
+}
+
+async fn run(b: &Bench, agent: &Origin, seed: u64) -> ContractReport {
+    let (cfg, ctx) = run_context(&b.proxy, &agent.http_url("/invoke"));
+    let ctx = flakestorm::run::RunContext { seed, ..ctx };
+    common::within(
+        "a contract run",
+        run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts),
+    )
+    .await
+    .unwrap()
+}
+
+/// Checks every faulted case's class, the outcome invariant's verdict and the run's.
+fn check(r: &ContractReport, how: Behaviour, at: &str) {
+    for c in r.cases.iter().filter(|c| c.scenario != "no-chaos") {
+        let o = c
+            .outcome
+            .as_ref()
+            .unwrap_or_else(|| panic!("{at}: {} has no class", c.scenario));
+        let want = expected(how, &c.scenario);
+        assert_eq!(
+            o.class, want,
+            "{at} {:?} under {}: {}",
+            c.prompt, c.scenario, o.reason
+        );
+        assert!(!o.evidence.is_empty(), "{at}: evidence for {}", o.reason);
+    }
+    assert!(
+        r.cases
+            .iter()
+            .filter(|c| c.scenario == "no-chaos")
+            .all(|c| c.outcome.is_none())
+    );
+    let honest = matches!(how, Behaviour::Retrier | Behaviour::Honest);
+    let want = if honest {
+        RunVerdict::Pass
+    } else {
+        RunVerdict::Fail
+    };
+    assert_eq!(r.judgement.verdict, want, "{at}: {:?}", r.judgement.reasons);
+    assert_eq!(r.judgement.verdict.exit_code(), if honest { 0 } else { 1 });
+    assert!(
+        r.warnings.iter().all(|w| !w.contains("(baseline)")),
+        "{at}: {:?}",
+        r.warnings
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_agents_are_classified_right_over_20_seeds_one_and_four_at_a_time() {
+    let world = (
+        weather::tool().await,
+        weather::mcp().await,
+        weather::llm().await,
+    );
+    let mut fabricated_by_honest = 0;
+    for mode in ["exclusive", "header"] {
+        for mcp in [false, true] {
+            let b = bench(&world, mode, mcp).await;
+            for seed in 0..20 {
+                for (how, agent) in &b.agents {
+                    let at = format!("{mode} mcp={mcp} seed={seed} {how:?}");
+                    let r = run(&b, agent, seed).await;
+                    check(&r, *how, &at);
+                    let honest = matches!(how, Behaviour::Retrier | Behaviour::Honest);
+                    fabricated_by_honest += r
+                        .cases
+                        .iter()
+                        .filter(|c| {
+                            honest
+                                && c.outcome
+                                    .as_ref()
+                                    .is_some_and(|o| o.class == OutcomeClass::Fabricated)
+                        })
+                        .count();
+                }
+            }
+            b.proxy.stop().await;
+        }
+    }
+    assert_eq!(fabricated_by_honest, 0);
+}
