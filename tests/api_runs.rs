@@ -288,12 +288,17 @@ async fn a_contract_run_over_http_streams_to_done_and_lands_in_history() {
     assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
     assert_eq!(events[0].kind, "queued");
     assert_eq!(events[1].kind, "started");
+    // 2 scenarios × 2 prompts, then a (baseline) pass of the 2 prompts the fault reached:
+    // the no-chaos cases ran together (concurrency 10, exclusive attribution), so their
+    // tool responses could not be told apart for the outcome classes (docs/outcomes.md).
     let cases = of(&events, "case");
-    assert_eq!(cases.len(), 4, "2 scenarios × 2 prompts: {events:?}");
-    assert_eq!(of(&events, "case_started").len(), 4);
+    assert_eq!(cases.len(), 6, "{events:?}");
+    assert_eq!(of(&events, "case_started").len(), 6);
     for (i, c) in cases.iter().enumerate() {
+        let baseline = i >= 4;
         assert_eq!(c.data["done"], i as u64 + 1, "{c:?}");
-        assert_eq!(c.data["total"], 4, "{c:?}");
+        assert_eq!(c.data["total"], if baseline { 6 } else { 4 }, "{c:?}");
+        assert_eq!(c.data["scenario"] == "(baseline)", baseline, "{c:?}");
         assert_eq!(c.data["answered"], true, "{c:?}");
     }
     let phases = of(&events, "phase");
@@ -304,7 +309,7 @@ async fn a_contract_run_over_http_streams_to_done_and_lands_in_history() {
     assert_eq!(done["status"], "passed", "{done}");
     assert_eq!(
         (done["done"].as_u64(), done["total"].as_u64()),
-        (Some(4), Some(4))
+        (Some(6), Some(6))
     );
     assert_eq!(done["seed"], 5);
     assert_eq!(done["scores"]["contract"], phases[0].data["score"]);
@@ -312,7 +317,18 @@ async fn a_contract_run_over_http_streams_to_done_and_lands_in_history() {
     let report = b.get(&format!("/v1/runs/{id}/report")).await;
     assert_eq!(report["verdict"], "pass", "status passed ⇔ verdict pass");
     assert_eq!(report["seed"], 5);
-    assert_eq!(report["cases"].as_array().unwrap().len(), 4);
+    assert_eq!(report["cases"].as_array().unwrap().len(), 6);
+    let classes: Vec<&serde_json::Value> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.get("outcome"))
+        .collect();
+    assert_eq!(classes.len(), 2, "the search-down cases have a class");
+    assert!(
+        classes.iter().all(|o| o["class"] == "degraded_honest"),
+        "{classes:?}"
+    );
 
     let run = b.get(&format!("/v1/runs/{id}")).await;
     assert_eq!(run["status"], "passed");

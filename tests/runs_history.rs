@@ -45,6 +45,7 @@ fn case(input: &str, verdict: Verdict) -> CaseRecord {
         exchanges: serde_json::Value::Null,
         latency_ms: 40.0,
         trial: None,
+        outcome: None,
     }
 }
 

@@ -22,6 +22,7 @@ fn case(i: usize) -> CaseRecord {
         exchanges: serde_json::Value::Null,
         latency_ms: 1.0,
         trial: None,
+        outcome: None,
     }
 }
 

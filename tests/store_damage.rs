@@ -188,6 +188,7 @@ async fn a_damaged_page_stops_serve_and_the_runs_commands() {
             exchanges: serde_json::Value::Null,
             latency_ms: 1.0,
             trial: None,
+            outcome: None,
         };
         store.case_finished(&id, case);
     }

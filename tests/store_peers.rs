@@ -38,6 +38,7 @@ fn case(input: &str) -> CaseRecord {
         exchanges: Value::Null,
         latency_ms: 1.0,
         trial: None,
+        outcome: None,
     }
 }
 

@@ -352,6 +352,11 @@ fn change_line(c: &Change) -> String {
         Subject::Case => format!("case {} / {}", c.scenario, one_line(&c.name)),
     };
     let trial = c.trial.map(|t| format!(" (trial {t})")).unwrap_or_default();
+    let class = |o: Option<crate::checks::spec::OutcomeClass>| o.map_or("-", |o| o.as_str());
+    let outcome = c
+        .outcome
+        .map(|o| format!(", outcome {} → {}", class(o.before), class(o.after)))
+        .unwrap_or_default();
     let num = |x: Option<f64>| x.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
     let hat = c
         .pass_hat
@@ -364,7 +369,7 @@ fn change_line(c: &Change) -> String {
         .map(|r| format!(": {r}"))
         .unwrap_or_default();
     format!(
-        "{kind:<10} [{}] {what}{trial}: {} → {}{hat}{why}\n",
+        "{kind:<10} [{}] {what}{trial}: {} → {}{hat}{outcome}{why}\n",
         c.phase,
         word(c.before),
         word(c.after)

@@ -69,6 +69,10 @@ pub struct ChaosReport {
     /// Under `--shard`: which part of the run this is, and what a merge needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardPart>,
+    /// The `(baseline)` pass flakestorm ran without chaos to classify what the agent did
+    /// with faults (docs/outcomes.md): the prompts whose cases met one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub baseline: Vec<CaseResult>,
 }
 
 pub async fn run_chaos(
@@ -81,20 +85,54 @@ pub async fn run_chaos(
     if golden.is_empty() {
         return Err(RunError::NoPrompts(name.to_string()));
     }
-    let sent = send_prompts(ctx, name, chaos, golden, None, invariants).await?;
+    // Outcome classes read each case's bodies when it ends; a chaos run has no no-chaos
+    // case to compare with, so it classifies (and adds a baseline pass) only when an
+    // `outcome` invariant asks.
+    let classes = classifies(chaos, invariants);
+    let _bodies = classes.then(|| ctx.journal.keep_bodies_while());
+    let mut sent = send_prompts(ctx, name, chaos, golden, None, invariants).await?;
+    let mut extra = None;
+    if classes {
+        let run = [scenario(name, chaos, invariants)];
+        let outcomes = std::slice::from_ref(&sent.outcome);
+        let so_far = so_far(ctx, &std::sync::Arc::new(compile(invariants)?));
+        extra = super::classes::extra_baseline(ctx, &run, outcomes, golden, &so_far).await;
+        let base = extra.as_ref().map(|(o, _)| o);
+        super::classes::classify_all(&run, std::slice::from_mut(&mut sent.outcome), base);
+    }
     let part = ctx.shard.map(|s| {
         let seen = sent.seen(ctx);
         let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
+        let mut names = vec![name];
+        let mut outcomes = vec![sent.outcome.clone()];
+        if let Some((o, _)) = &extra {
+            names.push(super::classes::BASELINE);
+            outcomes.push(o.clone());
+        }
         let raw = Raw {
-            scenarios: raw_scenarios(&[name], std::slice::from_ref(&sent.outcome)),
+            scenarios: raw_scenarios(&names, &outcomes),
             ..Raw::of(&seen)
         };
         ShardPart::new(s, &ctx.trials, golden, mine, raw)
     });
     let run = sent.judged(ctx, name, invariants).await;
     let mut report = chaos_report(ctx, name, run);
+    if let Some((o, why)) = extra {
+        add_baseline(ctx, &mut report, o);
+        report.warnings.push(why);
+    }
     report.shard = part;
     Ok(report)
+}
+
+/// The `(baseline)` pass's cases and coverage in a chaos run's report.
+pub(super) fn add_baseline(ctx: &RunContext, report: &mut ChaosReport, o: ScenarioOutcome) {
+    let before = coverage::Before::after(&report.coverage, ctx.agent.resets());
+    let name = super::classes::BASELINE;
+    let covered = coverage::of(name, &o.cases, &o.exchanges, o.stats, &ctx.declared, before);
+    report.coverage.push(covered);
+    report.agent_calls += o.cases.len();
+    report.baseline = o.cases;
 }
 
 /// A chaos run's report from its judged prompts: the score is their pass rate.
@@ -137,6 +175,7 @@ pub(super) fn chaos_report(ctx: &RunContext, name: &str, run: PromptRun) -> Chao
         trials,
         warnings: run.warnings,
         shard: None,
+        baseline: vec![],
     }
 }
 
@@ -218,9 +257,19 @@ pub(super) fn scenario<'a>(
         canary: invariants
             .iter()
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
-        trace: false,
+        // Cases under chaos get outcome classes when an `outcome` invariant asks (a
+        // mutation run's variants never do: they are not sent through `run_chaos`).
+        trace: classifies(chaos, invariants),
         attributed: false,
     }
+}
+
+/// Whether a chaos run classifies its cases: it has chaos and an `outcome` invariant.
+pub(super) fn classifies(chaos: &CompiledChaos, invariants: &[InvariantSpec]) -> bool {
+    !chaos.is_empty()
+        && invariants
+            .iter()
+            .any(|i| matches!(i.check, Check::Outcome { .. }))
 }
 
 /// Sends `prompts` under `chaos` (scenario `name`); under `--shard`, those whose unit

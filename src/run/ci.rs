@@ -308,6 +308,7 @@ mod tests {
             agent_calls: 0,
             trials: vec![],
             warnings: vec![],
+            baseline: vec![],
             shard: None,
         };
         let skipped = [
@@ -379,6 +380,7 @@ mod tests {
             agent_calls: 0,
             trials: vec![],
             warnings: vec![],
+            baseline: vec![],
             shard: None,
         };
         let r = combine(

@@ -8,7 +8,7 @@
 use super::RunContext;
 use super::cases::CaseResult;
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
-use super::outcome::classify;
+use super::outcome::{classify, needs_baseline};
 use crate::chaos::spec::CompiledChaos;
 
 /// The name of the no-chaos pass a run adds for its baselines.
@@ -34,17 +34,8 @@ fn baseline_of(runs: &[ScenarioRun<'_>]) -> Option<usize> {
     runs.iter().position(|r| r.chaos.is_empty())
 }
 
-/// A case that met a fault and will be compared with its prompt's baseline.
-fn met_a_fault(c: &CaseResult) -> bool {
-    let applied = c
-        .traffic
-        .iter()
-        .flatten()
-        .any(|e| e.fault.iter().chain(&e.attacks).any(|f| f.applied));
-    c.trace.is_some() && applied
-}
-
-/// The prompts whose faulted cases have no baseline with known traffic, in `prompts` order.
+/// The prompts whose faulted cases' classes hang on a baseline (`needs_baseline`) that has
+/// no known traffic, in `prompts` order.
 fn wanting(
     runs: &[ScenarioRun<'_>],
     outcomes: &[ScenarioOutcome],
@@ -55,7 +46,7 @@ fn wanting(
         |p: &str| base.is_some_and(|o| o.cases.iter().any(|c| c.prompt == p && c.trace.is_some()));
     let faulted = |p: &str| {
         runs.iter().zip(outcomes).any(|(r, o)| {
-            !r.chaos.is_empty() && o.cases.iter().any(|c| c.prompt == p && met_a_fault(c))
+            !r.chaos.is_empty() && o.cases.iter().any(|c| c.prompt == p && needs_baseline(c))
         })
     };
     let mut out: Vec<String> = vec![];

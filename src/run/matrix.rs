@@ -40,7 +40,7 @@ pub(super) struct ScenarioRun<'a> {
 }
 
 /// A scenario's cases and what its chaos did.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct ScenarioOutcome {
     /// In prompt order.
     pub cases: Vec<CaseResult>,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use super::record::{CellRecord, RunRecord, StoredCase, Verdict};
+use crate::checks::spec::OutcomeClass;
 
 /// A run with its cells and cases, as `Store::load` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,6 +74,16 @@ pub struct Change {
     /// A case's trial, when cases ran several times.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trial: Option<u32>,
+    /// A case whose outcome class changed: its class in both runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ClassChange>,
+}
+
+/// A case's outcome class in the base and head runs (docs/outcomes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ClassChange {
+    pub before: Option<OutcomeClass>,
+    pub after: Option<OutcomeClass>,
 }
 
 /// A cell's pass^k in the base and head runs, at one k: the head run's `scoring.k` (else
@@ -189,6 +200,20 @@ fn cell_kind(
     }
 }
 
+/// A class that got worse (`recovered` → `fabricated`) is a regression, one that got
+/// better a fix; to or from no verdict on the agent (`not_exercised`, `undecided`, none),
+/// another change.
+fn class_kind(c: ClassChange) -> Option<ChangeKind> {
+    match (c.before, c.after) {
+        (b, a) if b == a => None,
+        (Some(b), Some(a)) if b.judged() && a.judged() => match a < b {
+            true => Some(ChangeKind::Regression),
+            false => Some(ChangeKind::Fix),
+        },
+        _ => Some(ChangeKind::Other),
+    }
+}
+
 fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
     let key = |c: &CellRecord| (c.phase.clone(), c.scenario.clone(), c.invariant.clone());
     let before: HashMap<_, &CellRecord> = base.cells.iter().map(|c| (key(c), c)).collect();
@@ -212,6 +237,7 @@ fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
                 reason: a.map(|c| c.reason.clone()),
                 pass_hat: hat,
                 trial: None,
+                outcome: None,
             })
         })
         .collect()
@@ -249,10 +275,17 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
     keys.into_iter()
         .filter_map(|k| {
             let (b, a) = (before.get(k), after.get(k));
-            let kind = classify(
+            let verdict = classify(
                 b.and_then(|c| c.case.verdict),
                 a.and_then(|c| c.case.verdict),
-            )?;
+            );
+            let class = ClassChange {
+                before: b.and_then(|c| c.case.outcome),
+                after: a.and_then(|c| c.case.outcome),
+            };
+            let by_class = class_kind(class);
+            // The worse of the two says what the change is: a regression first.
+            let kind = verdict.into_iter().chain(by_class).min()?;
             Some(Change {
                 kind,
                 subject: Subject::Case,
@@ -265,6 +298,7 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
                 reason: a.and_then(|c| c.case.error.clone()),
                 pass_hat: None,
                 trial: k.3,
+                outcome: by_class.map(|_| class),
             })
         })
         .collect()
@@ -321,6 +355,7 @@ mod tests {
                 exchanges: serde_json::Value::Null,
                 latency_ms: 1.0,
                 trial: None,
+                outcome: None,
             },
         }
     }
@@ -425,6 +460,33 @@ mod tests {
         assert_eq!(c.deltas[0].delta, Some(0.0));
         assert_eq!(c.deltas[1].phase, "mutation");
         assert_eq!(c.deltas[1].delta, None);
+    }
+
+    /// A contract case (no verdict of its own) whose class got worse is a regression; a
+    /// better one a fix; to or from `not_exercised` another change.
+    #[test]
+    fn a_prompt_whose_outcome_class_got_worse_is_a_regression() {
+        use OutcomeClass::{Fabricated, NotExercised, Recovered};
+        let with = |class| {
+            let mut c = case(1, "weather?", None);
+            c.case.outcome = Some(class);
+            c
+        };
+        let (mut base, mut head) = (data("a", &[], vec![]), data("b", &[], vec![]));
+        base.cases = vec![with(Recovered)];
+        head.cases = vec![with(Fabricated)];
+        let c = compare(&base, &head);
+        assert_eq!(c.changes.len(), 1);
+        assert_eq!(c.changes[0].kind, ChangeKind::Regression);
+        let class = c.changes[0].outcome.unwrap();
+        assert_eq!(
+            (class.before, class.after),
+            (Some(Recovered), Some(Fabricated))
+        );
+        assert_eq!(compare(&head, &base).changes[0].kind, ChangeKind::Fix);
+        head.cases = vec![with(NotExercised)];
+        assert_eq!(compare(&base, &head).changes[0].kind, ChangeKind::Other);
+        assert_eq!(compare(&base, &base).changes, []);
     }
 
     #[test]

@@ -49,6 +49,7 @@ impl CaseRecord {
             exchanges,
             latency_ms: c.latency_ms,
             trial: c.trial,
+            outcome: c.outcome.as_ref().map(|o| o.class),
         }
     }
 }

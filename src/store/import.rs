@@ -48,7 +48,7 @@ fn identity(report: &Report) -> (Option<String>, Option<u64>) {
 }
 
 /// Every case of the report, with its phase.
-fn cases(report: &Report) -> Vec<(&'static str, &CaseResult)> {
+pub(super) fn cases(report: &Report) -> Vec<(&'static str, &CaseResult)> {
     let mut out: Vec<(&'static str, &CaseResult)> = vec![];
     match report {
         Report::Contract(r) => out.extend(r.cases.iter().map(|c| ("contract", c))),

@@ -196,6 +196,22 @@ impl Store {
         });
     }
 
+    /// The outcome class of the run's cases of `phase`, `scenario`, `input` and trial,
+    /// decided when the run ends.
+    pub fn set_outcome(
+        &self,
+        run: &RunId,
+        key: (&str, &str, &str, Option<u32>),
+        class: crate::checks::spec::OutcomeClass,
+    ) {
+        let (phase, scenario, input, trial) = key;
+        self.send(Op::Outcome {
+            run: run.clone(),
+            key: (phase.into(), scenario.into(), input.into(), trial),
+            class,
+        });
+    }
+
     /// A cell's verdict (a second one for the same phase, scenario and invariant replaces it).
     pub fn cell(&self, run: &RunId, cell: CellRecord) {
         self.send(Op::Cell(run.clone(), Box::new(cell)));

@@ -27,6 +27,12 @@ pub(super) enum Op {
         checks: serde_json::Value,
     },
     Cell(RunId, Box<CellRecord>),
+    /// A case's outcome class, known when the run ends (by phase, scenario, input, trial).
+    Outcome {
+        run: RunId,
+        key: (String, String, String, Option<u32>),
+        class: crate::checks::spec::OutcomeClass,
+    },
     Progress(RunId, u64, u64),
     Planned(RunId, u64),
     Finish {
@@ -81,8 +87,8 @@ fn insert_case(
     };
     tx.prepare_cached(
         "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
-            checks, faults, exchanges, latency_ms, trial)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            checks, faults, exchanges, latency_ms, trial, outcome)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         id.as_str(),
@@ -97,7 +103,8 @@ fn insert_case(
         json(&c.faults),
         json(&c.exchanges),
         c.latency_ms,
-        c.trial
+        c.trial,
+        c.outcome.map(|o| o.as_str())
     ])?;
     next_seq.insert(id.clone(), seq + 1);
     Ok(())
@@ -137,6 +144,21 @@ pub(super) fn write(
             checks,
         } => judge_case(tx, run, (phase, scenario, input, *trial), *verdict, checks)?,
         Op::Cell(id, c) => insert_cell(tx, id, c)?,
+        Op::Outcome { run, key, class } => {
+            tx.prepare_cached(
+                "UPDATE cases SET outcome = ?5
+                 WHERE run_id = ?1 AND phase = ?2 AND scenario = ?3 AND input = ?4
+                   AND trial IS ?6",
+            )?
+            .execute(params![
+                run.as_str(),
+                key.0,
+                key.1,
+                key.2,
+                class.as_str(),
+                key.3
+            ])?;
+        }
         Op::Progress(id, done, total) => {
             tx.prepare_cached("UPDATE runs SET done = ?2, total = ?3 WHERE id = ?1")?
                 .execute(params![id.as_str(), *done as i64, *total as i64])?;

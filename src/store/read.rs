@@ -143,7 +143,7 @@ impl Store {
     /// A run's cases in the order they ended.
     pub fn cases(&self, id: &str) -> Result<Vec<StoredCase>, StoreError> {
         let sql = "SELECT seq, phase, scenario, input, answer, error, verdict, checks, faults,
-                          exchanges, latency_ms, trial
+                          exchanges, latency_ms, trial, outcome
                    FROM cases WHERE run_id = ?1 ORDER BY seq";
         self.query(|c| {
             let mut stmt = c.prepare_cached(sql)?;
@@ -254,6 +254,8 @@ fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
             exchanges: json(r, 9)?,
             latency_ms: r.get(10)?,
             trial: r.get(11)?,
+            // A class of a newer build reads as none rather than failing the run's read.
+            outcome: r.get::<_, Option<String>>(12)?.and_then(|s| s.parse().ok()),
         },
     })
 }

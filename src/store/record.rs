@@ -186,6 +186,9 @@ pub struct CaseRecord {
     /// Its trial (1-based) when cases run several times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<u32>,
+    /// What the agent did with the fault that reached it (cases of scenarios with chaos).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::checks::spec::OutcomeClass>,
 }
 
 /// One (invariant × scenario) verdict of a contract run.

@@ -132,6 +132,18 @@ impl Recorder {
             let checks = serde_json::to_value(&checks).unwrap_or_default();
             self.store.judge_case(&self.id, key, verdict, checks);
         }
+        // Outcome classes are decided when the run ends (docs/outcomes.md).
+        for (phase, case) in super::import::cases(report) {
+            if let Some(o) = &case.outcome {
+                let key = (
+                    phase,
+                    case.scenario.as_str(),
+                    case.prompt.as_str(),
+                    case.trial,
+                );
+                self.store.set_outcome(&self.id, key, o.class);
+            }
+        }
         for (format, p) in files {
             self.store.set_artifact(&self.id, format.as_str(), p);
         }

@@ -75,6 +75,9 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN trials TEXT;
      ALTER TABLE cases ADD COLUMN trial INTEGER;
      ALTER TABLE cells ADD COLUMN consistency TEXT;",
+    // 5: outcome classes (docs/outcomes.md): what the agent did with the fault that
+    // reached a case, so `runs compare` can say a prompt's class got worse.
+    "ALTER TABLE cases ADD COLUMN outcome TEXT;",
 ];
 
 /// Tables a store of any version this build knows may hold.

@@ -31,6 +31,7 @@ fn case(input: &str, verdict: Option<Verdict>) -> CaseRecord {
         exchanges: Value::Null,
         latency_ms: 12.5,
         trial: None,
+        outcome: None,
     }
 }
 
@@ -496,6 +497,7 @@ async fn trials_are_cases_of_their_own_and_runs_keep_their_measure() {
             &id,
             CaseRecord {
                 trial: Some(t),
+                outcome: None,
                 ..case("hi", None)
             },
         );

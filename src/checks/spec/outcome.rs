@@ -64,6 +64,17 @@ impl OutcomeClass {
     }
 }
 
+impl std::str::FromStr for OutcomeClass {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        use strum::IntoEnumIterator;
+        OutcomeClass::iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("unknown outcome class `{s}`"))
+    }
+}
+
 impl std::fmt::Display for OutcomeClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -3,7 +3,8 @@
 
 use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
-use crate::run::chaos::{ChaosReport, Sent, chaos_report, scenario};
+use crate::run::chaos::{ChaosReport, Sent, add_baseline, chaos_report, scenario};
+use crate::run::classes::BASELINE;
 use crate::run::{Report, RunContext};
 
 /// Merges `shards` (chaos reports) of a chaos-only run of `config`.
@@ -36,13 +37,18 @@ pub(super) async fn merge_pieces(
     let golden = &config.golden_prompts;
     let checked = check(ctx, golden, pieces, allow_partial)?;
     let run = scenario(&name, &rules, &config.invariants);
-    let outcome = checked
-        .outcomes(ctx, &[run], golden, None)?
-        .pop()
-        .unwrap_or_default();
-    let sent = Sent::merged(outcome, checked.seen());
+    // The `(baseline)` pass shards ran for outcome classes (docs/outcomes.md), if any did.
+    let base = checked.has_scenario(BASELINE);
+    let mut runs = vec![run];
+    runs.extend(base.then(|| crate::run::classes::baseline_run(true)));
+    let optional = base.then_some(BASELINE);
+    let mut outcomes = checked.outcomes(ctx, &runs, golden, optional)?.into_iter();
+    let sent = Sent::merged(outcomes.next().unwrap_or_default(), checked.seen());
     let judged = sent.judged(ctx, &name, &config.invariants).await;
     let mut report = chaos_report(ctx, &name, judged);
+    if let Some(o) = outcomes.next() {
+        add_baseline(ctx, &mut report, o);
+    }
     report.warnings = checked.warnings(&report.warnings);
     report.run = checked.run_info();
     if let Some(j) = checked.incomplete(golden.len()) {
@@ -59,7 +65,8 @@ pub(super) fn piece(file: String, r: ChaosReport) -> Result<Piece, String> {
         label: ("chaos", r.chaos),
         run: r.run,
         part,
-        cases: r.cases,
+        // The `(baseline)` pass's cases go with the rest: a merge sorts them by scenario.
+        cases: r.cases.into_iter().chain(r.baseline).collect(),
         coverage: r.coverage,
         warnings: r.warnings,
         file,

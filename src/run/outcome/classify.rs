@@ -62,6 +62,25 @@ pub fn classify(
     Some(decide(case, trace, traffic, faults, baseline))
 }
 
+/// Whether the class of `case` (of a scenario with chaos) hangs on its prompt's baseline:
+/// a fault reached it, its trace allows a decision, no planted value spread, and it
+/// answered; every other class is decided without one.
+pub fn needs_baseline(case: &CaseResult) -> bool {
+    let (Some(traffic), Some(trace)) = (&case.traffic, &case.trace) else {
+        return false;
+    };
+    let spread = trace.planted.iter().flat_map(|p| &p.reached);
+    let spread = spread
+        .clone()
+        .any(|r| matches!(r.place, Place::Answer | Place::ToolArgs));
+    case.not_judged.is_none()
+        && case.answer.is_some()
+        && trace.bypassed.is_empty()
+        && trace.undecided.is_none()
+        && !spread
+        && !faults(traffic).is_empty()
+}
+
 fn plain(class: OutcomeClass, reason: String, evidence: Vec<Evidence>) -> CaseOutcome {
     CaseOutcome {
         class,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::checks::spec::OutcomeClass;
 use crate::exchange::FaultKind;
 
-pub(super) use classify::classify;
+pub(super) use classify::{classify, needs_baseline};
 pub(super) use trace::{Trace, Wire, trace};
 
 /// A case's outcome: its class, why in one line, and what it was decided from.
