@@ -40,6 +40,10 @@ pub const RANGES: &[(&str, Range)] = &[
     ("probability", r(0.0, 1.0, "")),
     ("after_calls", r(0.0, 1e9, "")),
     (
+        "times",
+        r(1.0, 1e9, "a rule that must never fire should be removed"),
+    ),
+    (
         "delay_ms",
         r(0.0, TEN_MIN_MS, "milliseconds, up to 10 minutes"),
     ),
@@ -202,7 +206,8 @@ pub fn check_rule<M: Numbers>(rule: &Rule<M>) -> Vec<(&'static str, String)> {
         .probability
         .map(|p| ("probability", p))
         .into_iter()
-        .chain(c.after_calls.map(|n| ("after_calls", n as f64)));
+        .chain(c.after_calls.map(|n| ("after_calls", n as f64)))
+        .chain(c.times.map(|n| ("times", n as f64)));
     common
         .chain(rule.mode.numbers())
         .filter_map(|(field, v)| check(field, v).err().map(|e| (field, e)))
@@ -314,7 +319,7 @@ mod tests {
             json!({"mode": "stream_cut"}),
             json!({"mode": "slow_stream"}),
         ];
-        let mut fields = vec!["probability", "after_calls"];
+        let mut fields = vec!["probability", "after_calls", "times"];
         for v in tool {
             let rule = parse_rule::<ToolMode>(v).unwrap();
             fields.extend(rule.mode.numbers().iter().map(|(f, _)| *f));
