@@ -135,6 +135,10 @@ pub fn parse_rule<M: DeserializeOwned>(v: serde_json::Value) -> Result<Rule<M>, 
         } else {
             field_named_in(&msg, &original)
         };
+        let msg = match modes::taken_only_by(&field) {
+            Some(hint) if msg.starts_with("unknown field") => format!("{msg}; {hint}"),
+            Some(_) | None => msg,
+        };
         (field, msg)
     };
     let common: Common =

@@ -43,6 +43,7 @@ pub const RANGES: &[(&str, Range)] = &[
         "times",
         r(1.0, 1e9, "a rule that must never fire should be removed"),
     ),
+    ("days", r(1.0, 36_500.0, "up to a hundred years")),
     (
         "delay_ms",
         r(0.0, TEN_MIN_MS, "milliseconds, up to 10 minutes"),
@@ -131,12 +132,15 @@ impl Numbers for ToolMode {
             ToolMode::Reset { after_bytes } | ToolMode::Partial { after_bytes } => {
                 vec![("after_bytes", *after_bytes as f64)]
             }
+            ToolMode::Stale { days } => vec![("days", f64::from(*days))],
             // An MCP error code is any i32 (JSON-RPC leaves servers the rest of the range).
             ToolMode::Malformed {}
             | ToolMode::MaliciousResponse { .. }
             | ToolMode::McpToolError { .. }
             | ToolMode::McpError { .. }
-            | ToolMode::McpSessionExpired {} => vec![],
+            | ToolMode::McpSessionExpired {}
+            | ToolMode::Corrupt { .. }
+            | ToolMode::Empty {} => vec![],
         }
     }
 }
@@ -225,6 +229,10 @@ pub fn explain(field: &str, raw: Option<&Value>, msg: String) -> String {
     let Some(range) = of(name) else {
         return msg;
     };
+    // A field the mode does not take: its value is not the problem.
+    if msg.starts_with("unknown field") {
+        return msg;
+    }
     match raw {
         Some(Value::String(s)) if is_marker(s) => {
             format!("{s} is not a finite number; allowed: {range}")
@@ -309,6 +317,7 @@ mod tests {
             json!({"mode": "slow", "bytes_per_second": 10}),
             json!({"mode": "reset"}),
             json!({"mode": "partial"}),
+            json!({"mode": "stale", "days": 30}),
         ];
         let llm = [
             json!({"mode": "timeout"}),
