@@ -501,3 +501,56 @@ async fn payloads_put_into_llm_requests_are_recorded_when_applied() {
     );
     p.stop().await;
 }
+
+/// What an MCP attack adds to a tool list is recorded as injected; a data fault's refusal on
+/// an error result says why.
+#[tokio::test]
+async fn mcp_attack_payloads_are_recorded_and_an_error_result_is_not_data() {
+    let server = origin::start(
+        None,
+        |req: http::Request<hyper::body::Incoming>| async move {
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let msg: Value = serde_json::from_slice(&body).unwrap();
+            let result = match msg["method"].as_str() {
+                Some("tools/list") => {
+                    json!({"tools": [{"name": "get_weather", "description": "Weather."}]})
+                }
+                _ => json!({"content": [{"type": "text", "text": "failed: 42"}], "isError": true}),
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
+            typed(Box::leak(answer.into_boxed_str()), "application/json")
+        },
+    )
+    .await;
+    let p = start_proxy(&format!(
+        "tools:\n  - {{name: crm, match_url: '{}', protocol: mcp}}\nchaos:\n  tool_faults:\n    - {{tool: crm, mode: corrupt}}\n  context_attacks:\n    - {{type: mcp_tool_poisoning, tool: crm, payload: HIDDEN}}\n",
+        server.http_url("/mcp*")
+    ))
+    .await;
+    let url = server.http_url("/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let resp = client_via(&p, H1)
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(list.to_string())
+        .send()
+        .await
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert!(
+        listed["result"]["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("HIDDEN")
+    );
+    let failed = call_tool(&p, &url).await;
+    assert_eq!(failed["result"]["content"][0]["text"], "failed: 42");
+    p.daemon.journal.wait_for(2).await;
+    let all = p.daemon.journal.all();
+    assert_eq!(all[0].planted, vec![flakestorm::plant::injected("HIDDEN")]);
+    let f = all[1].fault.clone().unwrap();
+    assert!(!f.applied && f.note.unwrap().contains("isError"));
+    assert!(all[1].planted.is_empty());
+    p.stop().await;
+}

@@ -95,7 +95,7 @@ pub fn plantable(content_type: &str) -> Result<(), String> {
 pub fn edit_body(plan: &Plan, body: &[u8], content_type: &str) -> Result<Edited, String> {
     plantable(content_type)?;
     if body.trim_ascii().is_empty() {
-        return Err("the body is empty".into());
+        return Err(super::nothing_found(&plan.mode, "body"));
     }
     let m = mime(content_type);
     let sniffed =

@@ -108,9 +108,15 @@ fn what_cannot_be_planted_says_why() {
             .unwrap_err()
             .contains("no date")
     );
+    assert!(
+        edit_body(&c, b"  ", "text/plain")
+            .unwrap_err()
+            .contains("no number")
+    );
+    let empty = plan(Mode::Empty, 1);
     assert_eq!(
-        edit_body(&c, b"  ", "text/plain").unwrap_err(),
-        "the body is empty"
+        edit_body(&empty, b"", "application/json").unwrap_err(),
+        "the body is already empty"
     );
 }
 

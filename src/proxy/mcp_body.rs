@@ -75,11 +75,16 @@ impl McpHeld {
         }
         let mut planting = Planting::default();
         let out = crate::mcp::apply_planting(&body, &self.content_type, &self.edit, &mut planting);
-        let out = out.unwrap_or_else(|note| {
-            let _ = skip.set(note);
-            body
-        });
-        skip.plant(planting.planted);
+        let out = match out {
+            Ok(edited) => {
+                skip.plant(planting.planted);
+                edited
+            }
+            Err(note) => {
+                let _ = skip.set(note);
+                body
+            }
+        };
         queue.push_back(Out::Data(out));
     }
 }
