@@ -37,17 +37,17 @@ pub(super) fn corrupt(v: &mut Value, fields: &[JsonPath], c: &mut Canaries, rec:
     if fields.is_empty() {
         return walk(v, &mut vec![], false, c, rec);
     }
+    let mut seen = std::collections::HashSet::new();
     let mut locs: Vec<Vec<Seg>> = vec![];
     for path in fields {
         for loc in path.select(v) {
-            if !locs.contains(&loc) {
+            if seen.insert(loc.clone()) {
                 locs.push(loc);
             }
         }
     }
     // A location inside another selected one is corrupted with it, once.
-    let all = locs.clone();
-    locs.retain(|l| !all.iter().any(|o| o.len() < l.len() && l.starts_with(o)));
+    locs.retain(|l| !(0..l.len()).any(|n| seen.contains(&l[..n])));
     for mut loc in locs {
         if let Some(node) = get_mut(v, &loc) {
             walk(node, &mut loc, true, c, rec);

@@ -6,6 +6,9 @@
 
 use serde_json::Value;
 
+/// At most this many locations a path selects (each step's), in document order.
+const MAX_SELECTED: usize = 100_000;
+
 /// A parsed JSON path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonPath {
@@ -65,6 +68,8 @@ impl JsonPath {
             }
             let mut seen = std::collections::HashSet::new();
             next.retain(|l| seen.insert(l.clone()));
+            // `..*` on a large body names every node: what is planted is bounded anyway.
+            next.truncate(MAX_SELECTED);
             current = next;
         }
         current
@@ -102,6 +107,9 @@ fn descend(v: &Value, loc: &mut Vec<Seg>, name: Option<&str>, out: &mut Vec<Vec<
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => vec![],
     };
     for (seg, child) in children {
+        if out.len() >= MAX_SELECTED {
+            return;
+        }
         let named = match (&seg, name) {
             (_, None) => true,
             (Seg::Key(k), Some(n)) => k == n,

@@ -113,3 +113,16 @@ fn paths_are_written_back_as_they_would_be_read() {
         "$.result.structuredContent.temp"
     );
 }
+
+#[test]
+fn a_selection_is_bounded() {
+    let big = Value::Array((0..(MAX_SELECTED + 10)).map(Value::from).collect());
+    assert_eq!(
+        JsonPath::parse("$[*]").unwrap().select(&big).len(),
+        MAX_SELECTED
+    );
+    assert_eq!(
+        JsonPath::parse("$..*").unwrap().select(&big).len(),
+        MAX_SELECTED
+    );
+}
