@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 mod fault_kind;
+mod planted;
 pub use fault_kind::FaultKind;
+pub use planted::{CanaryLeak, Planted};
 
 /// An LLM provider whose wire format flakestorm understands. Declaration order is the
 /// order detection and tool-call reading try them (`llm::all`); names are serde's.
@@ -293,22 +295,6 @@ pub struct Exchange {
     pub planted: Vec<Planted>,
 }
 
-/// A wrong value a data fault (`corrupt`, `stale`) or a context attack put into a response
-/// the agent received (or a request its model read): where, what was there, what went in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Planted {
-    /// Where: a JSON path in the body (`$.current.temp_c`, `$.results[2].price`; inside
-    /// JSON carried as an MCP result's text, that text's path then `#` and the inner path),
-    /// `(text)` for a text body, `(injected)` for an attack's payload.
-    pub path: String,
-    /// The value that was there, as text (a string unquoted, a number as written); absent
-    /// for an injected payload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original: Option<String>,
-    /// What the agent received instead, as text.
-    pub planted: String,
-}
-
 /// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpCall {
@@ -376,16 +362,6 @@ pub fn is_event_stream(content_type: &str) -> bool {
 pub const TOOLS_CALL: &str = "tools/call";
 /// The MCP method that lists tools.
 pub const TOOLS_LIST: &str = "tools/list";
-
-/// A planted canary found in a request to a destination other than the one that served it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CanaryLeak {
-    pub canary: String,
-    /// The tool name (or `scheme://host:port`) whose response carried it.
-    pub from: String,
-    /// Where in the request: `url`, `header <name>` or `body`.
-    pub found_in: String,
-}
 
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
 pub fn trace_id(traceparent: &str) -> Option<&str> {

@@ -5,6 +5,8 @@
 //! - `files`     — reading the files flakestorm is given: regular files only, never
 //!   blocking, bounded by a limit per kind (config, session, tape, report, PEM, key).
 //! - `text`      — text shown on one line: cut at a character boundary.
+//! - `plant`     — plausible-but-wrong data: JSON paths, canary values, and the edits of a
+//!   data fault (`corrupt`, `stale`, `empty`) on JSON, text and MCP results (pure).
 //! - `mcp`       — MCP over Streamable HTTP on the wire: reading JSON-RPC requests, the
 //!   answers of a failing server, edits to a server's answers (pure).
 //! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
@@ -68,6 +70,7 @@ pub mod langsmith;
 pub mod llm;
 pub mod mcp;
 pub mod mutate;
+pub mod plant;
 pub mod proxy;
 pub mod recording;
 pub mod report;

@@ -12,6 +12,7 @@ pub mod budget;
 mod canary;
 mod classify;
 mod engine;
+mod fired;
 pub mod profiles;
 pub mod replay;
 pub mod respond;
@@ -26,9 +27,10 @@ mod stats;
 pub use canary::{Canary, Scanner};
 pub use classify::Classifier;
 pub use engine::{DeclareGuard, Engine, InstallGuard, Installed, TraceGuard};
+pub use fired::Fired;
 pub use replay::{Replay, ReplayTable};
 pub use rng::{mix, stream};
-pub use rules::{Decision, Fired, Formats, RuleSet};
+pub use rules::{Decision, Formats, RuleSet};
 pub use stats::{RuleKind, RuleStats, sum as sum_stats};
 
 /// What a fault rule does when it fires.

@@ -180,6 +180,7 @@ impl ReplayTable {
             match_url: None,
             probability: 1.0,
             after_calls: 0,
+            times: None,
         }]
     }
 }

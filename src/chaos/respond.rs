@@ -159,7 +159,10 @@ pub fn mcp(
         | ToolMode::Slow { .. }
         | ToolMode::MaliciousResponse { .. }
         | ToolMode::Reset { .. }
-        | ToolMode::Partial { .. } => Err(format!("`{}` is not an MCP answer", mode.name())),
+        | ToolMode::Partial { .. }
+        | ToolMode::Corrupt { .. }
+        | ToolMode::Empty {}
+        | ToolMode::Stale { .. } => Err(format!("`{}` is not an MCP answer", mode.name())),
     }
 }
 

@@ -12,35 +12,13 @@ use globset::GlobSet;
 
 use super::Fault;
 use super::canary::Canary;
+pub use super::fired::{Fired, ToolGlob};
 use super::replay::{Replay, ReplayTable};
 use super::rng;
 use super::scope::{McpRule, Scope, attack_methods};
 use super::stats::{RuleKind, RuleStats};
 use crate::chaos::spec::{AttackMode, ChaosSpec, Common, CompiledChaos, Rule};
 use crate::exchange::{McpCall, TOOLS_CALL, Target};
-
-/// A rule that fired for one request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fired<T> {
-    pub rule_id: Arc<str>,
-    pub what: T,
-    /// The rule's draw for this call; picks payloads deterministically.
-    pub draw: u64,
-    /// The rule's `mcp_tool` glob: edits of a tool list touch only the tools it matches.
-    pub mcp_tool: Option<ToolGlob>,
-    /// A rug pull's claim on telling its session the tool list changed.
-    pub notice: Option<Arc<crate::mcp::Notice>>,
-}
-
-/// An `mcp_tool` glob, compared by its text.
-#[derive(Debug, Clone)]
-pub struct ToolGlob(pub globset::GlobMatcher);
-
-impl PartialEq for ToolGlob {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.glob() == other.0.glob()
-    }
-}
 
 #[derive(Debug)]
 struct Compiled<T> {
@@ -52,6 +30,8 @@ struct Compiled<T> {
     literal_len: usize,
     probability: f64,
     after_calls: u64,
+    /// At most this many firings (`times`); `None`: no limit.
+    times: Option<u64>,
     stream: u64,
     calls: AtomicU64,
     fired: AtomicU64,
@@ -79,10 +59,7 @@ impl<T: Clone> Compiled<T> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let draw = rng::draw(seed, self.stream, n);
         let past = past.unwrap_or(n > self.after_calls);
-        let fires = past && rng::unit(draw) < self.probability;
-        if fires {
-            self.fired.fetch_add(1, Ordering::Relaxed);
-        }
+        let fires = past && rng::unit(draw) < self.probability && self.claim();
         fires.then(|| Fired {
             rule_id: self.id.clone(),
             what: self.what.clone(),
@@ -90,6 +67,20 @@ impl<T: Clone> Compiled<T> {
             mcp_tool: self.mcp.select.tool.clone().map(ToolGlob),
             notice: None,
         })
+    }
+
+    /// Counts a firing, unless `times` were already fired: checked and counted at once, so
+    /// concurrent calls of one rule set never fire more than `times` between them.
+    fn claim(&self) -> bool {
+        let Some(max) = self.times else {
+            self.fired.fetch_add(1, Ordering::Relaxed);
+            return true;
+        };
+        self.fired
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                (f < max).then_some(f + 1)
+            })
+            .is_ok()
     }
 
     fn stats(&self) -> RuleStats {
@@ -104,6 +95,7 @@ impl<T: Clone> Compiled<T> {
             match_url: self.match_url.clone(),
             probability: self.probability,
             after_calls: self.after_calls,
+            times: self.times,
         }
     }
 
@@ -364,6 +356,7 @@ fn compiled<M, T>(
         match_url,
         probability,
         after_calls,
+        times,
         ..
     } = &rule.common;
     let id: Arc<str> = id.clone().unwrap_or_else(|| default_id.to_string()).into();
@@ -378,6 +371,7 @@ fn compiled<M, T>(
         literal_len,
         probability: probability.unwrap_or(1.0),
         after_calls: after_calls.unwrap_or(0),
+        times: *times,
         calls: AtomicU64::new(0),
         fired: AtomicU64::new(0),
         notified: Default::default(),
@@ -389,3 +383,7 @@ fn compiled<M, T>(
         what,
     }
 }
+
+#[cfg(test)]
+#[path = "rules_tests.rs"]
+mod tests;

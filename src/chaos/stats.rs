@@ -1,7 +1,7 @@
 //! What an installed rule set did: per rule, how many requests it matched and how many it
 //! fired on. Runs read these to prove a scenario's chaos happened, and to say why a rule
 //! that never fired did not (nothing matched its scope or URL, or its probability and
-//! `after_calls` held it back).
+//! `after_calls` held it back), and what limit stopped one (`times`).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,8 +23,13 @@ pub struct RuleStats {
     pub mode: crate::exchange::FaultKind,
     /// Requests its scope and `match_url` matched.
     pub matched: u64,
-    /// Requests it fired on (after `probability` and `after_calls`).
+    /// Requests it fired on (after `probability` and `after_calls`, at most `times` per
+    /// install).
     pub fired: u64,
+    /// Its `times`: at most this many firings per installed rule set (per case; summed
+    /// installs may fire it more in all). Absent in reports of builds before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u64>,
     /// What the rule is scoped to, in words: "tool `web_search`", "LLM calls".
     #[serde(skip)]
     pub scope: String,
@@ -40,10 +45,12 @@ pub struct RuleStats {
 }
 
 impl RuleStats {
-    /// Adds `other`'s counters (the same rule installed for another case's trace id).
+    /// Adds `other`'s counters (the same rule installed for another case's trace id); its
+    /// shape (`times` among it) is the same rule's.
     pub fn absorb(&mut self, other: &RuleStats) {
         self.matched += other.matched;
         self.fired += other.fired;
+        self.times = self.times.or(other.times);
     }
 }
 

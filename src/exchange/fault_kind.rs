@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A fault mode, an attack type, or a replay's answer. A tool and an LLM `timeout` are
-/// one kind: the record's target says which.
+/// A fault mode, an attack type, or a replay's answer. A tool and an LLM `timeout` (and
+/// `empty`) are one kind: the record's target says which.
 #[derive(
     Debug,
     Clone,
@@ -33,7 +33,10 @@ pub enum FaultKind {
     McpToolError,
     McpError,
     McpSessionExpired,
-    // LLM faults.
+    // Plausible-but-wrong data (`empty`, shared with the LLM fault, is below).
+    Corrupt,
+    Stale,
+    // LLM faults (`empty` is also a tool fault).
     TruncatedResponse,
     RateLimit,
     Empty,
@@ -85,6 +88,8 @@ impl FaultKind {
             | FaultKind::McpToolError
             | FaultKind::McpError
             | FaultKind::McpSessionExpired
+            | FaultKind::Corrupt
+            | FaultKind::Stale
             | FaultKind::TruncatedResponse
             | FaultKind::RateLimit
             | FaultKind::Empty
@@ -128,7 +133,7 @@ mod tests {
     #[test]
     fn every_kind_is_named_as_serde_does_and_reads_back() {
         let kinds: Vec<FaultKind> = FaultKind::iter().collect();
-        assert_eq!(kinds.len(), 34);
+        assert_eq!(kinds.len(), 36);
         for k in kinds {
             let name = serde_json::to_value(k).unwrap();
             assert_eq!(name, k.as_str());

@@ -1,11 +1,14 @@
-//! Edits to an MCP server's answer, JSON or SSE: text injected into a tool result, a tool
-//! list poisoned, rug-pulled or shadowed, or the id of a replayed answer set to the live
-//! request's. Only JSON-RPC answers (`result` or `error` with an `id`) are touched.
+//! Edits to an MCP server's answer, JSON or SSE: text injected into a tool result, a data
+//! fault on a tool result (`plant`), a tool list poisoned, rug-pulled or shadowed, or the
+//! id of a replayed answer set to the live request's. Only JSON-RPC answers (`result` or
+//! `error` with an `id`) are touched.
 
 use bytes::Bytes;
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::exchange::Planted;
 
 /// Where tool poisoning hides its instructions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,11 +41,21 @@ pub enum Edit {
     },
     /// The answer carries this request id (a recorded answer replayed to a new request).
     Id(Value),
+    /// A data fault (`corrupt`, `empty`, `stale`) on a `tools/call` result's structured
+    /// and text content; the envelope is never touched.
+    Plant(crate::plant::Plan),
     /// A `notifications/tools/list_changed` event before the answer (a stream only);
     /// `notice` is the rule's claim on telling the session, kept once the event went out.
     ListChanged {
         notice: std::sync::Arc<super::Notice>,
     },
+}
+
+/// What an edit planted (a data fault's values), or why it found nothing to plant in.
+#[derive(Debug, Default)]
+pub struct Planting {
+    pub planted: Vec<Planted>,
+    pub why_not: Option<String>,
 }
 
 /// The event `Edit::ListChanged` puts before an answer stream's first byte.
@@ -67,6 +80,7 @@ impl Edit {
                 name, description, ..
             } => body.len() + name.len() + description.len() + wrap,
             Edit::Id(id) => count(b"\"id\"").saturating_mul(id.to_string().len() + wrap),
+            Edit::Plant(_) => crate::plant::growth_bound(body),
             Edit::ListChanged { .. } => LIST_CHANGED.len() + wrap,
         }
     }
@@ -79,7 +93,12 @@ impl Edit {
     /// One complete SSE event of an answer stream with this edit made, if it is the
     /// JSON-RPC answer the edit is for; `None`: the event goes on as it came.
     pub fn event(&self, event: &[u8]) -> Option<Bytes> {
-        super::sse::edit_event(event, &mut |v| answer(v) && edit_answer(v, self))
+        self.event_planting(event, &mut Planting::default())
+    }
+
+    /// `event`, what a data fault planted (or why not) added to `planting`.
+    pub fn event_planting(&self, event: &[u8], planting: &mut Planting) -> Option<Bytes> {
+        super::sse::edit_event(event, &mut |v| answer(v) && edit_answer(v, self, planting))
     }
 }
 
@@ -92,6 +111,27 @@ const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/lis
 
 /// `body` (of type `content_type`) with `edit` made; the error says why it could not be.
 pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, String> {
+    apply_planting(body, content_type, edit, &mut Planting::default())
+}
+
+/// `apply`, what a data fault planted added to `planting`; its error is the data fault's
+/// own reason when it gave one.
+pub fn apply_planting(
+    body: &[u8],
+    content_type: &str,
+    edit: &Edit,
+    planting: &mut Planting,
+) -> Result<Bytes, String> {
+    let why = |p: &mut Planting, e: String| p.why_not.take().unwrap_or(e);
+    apply_all(body, content_type, edit, planting).map_err(|e| why(planting, e))
+}
+
+fn apply_all(
+    body: &[u8],
+    content_type: &str,
+    edit: &Edit,
+    planting: &mut Planting,
+) -> Result<Bytes, String> {
     let stream = crate::exchange::is_event_stream(content_type);
     if let Edit::ListChanged { .. } = edit {
         // Server messages may precede the answer on its request's stream; JSON has no room.
@@ -102,7 +142,7 @@ pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, Stri
         out.extend_from_slice(body);
         return Ok(Bytes::from(out));
     }
-    let mut f = |v: &mut Value| answer(v) && edit_answer(v, edit);
+    let mut f = |v: &mut Value| answer(v) && edit_answer(v, edit, planting);
     if stream {
         return super::sse::map_events(body, &mut f).ok_or_else(|| missing(edit, "stream"));
     }
@@ -123,7 +163,7 @@ pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, Stri
 /// Why an edit found nothing to edit in an answer (`whole`: `answer` or `stream`).
 pub fn missing(edit: &Edit, whole: &str) -> String {
     let what = match edit {
-        Edit::InjectResult { .. } => "tool result with content",
+        Edit::InjectResult { .. } | Edit::Plant(_) => "tool result with content",
         Edit::Poison { .. } | Edit::Shadow { .. } => "tool list",
         Edit::Id(_) | Edit::ListChanged { .. } => "JSON-RPC answer",
     };
@@ -137,8 +177,9 @@ fn answer(v: &Value) -> bool {
         && (v.get("result").is_some() || v.get("error").is_some())
 }
 
-fn edit_answer(v: &mut Value, edit: &Edit) -> bool {
+fn edit_answer(v: &mut Value, edit: &Edit, planting: &mut Planting) -> bool {
     match edit {
+        Edit::Plant(plan) => plant(v, plan, planting),
         Edit::Id(id) => {
             v["id"] = id.clone();
             true
@@ -155,6 +196,23 @@ fn edit_answer(v: &mut Value, edit: &Edit) -> bool {
             description,
         } => shadow(v, shadows, name, description),
         Edit::ListChanged { .. } => false,
+    }
+}
+
+/// A data fault on the answer's result; its planted values (or why none) in `planting`.
+fn plant(v: &mut Value, plan: &crate::plant::Plan, planting: &mut Planting) -> bool {
+    let Some(result) = v.get_mut("result").filter(|r| r.is_object()) else {
+        return false;
+    };
+    match crate::plant::edit_result(plan, result) {
+        Ok(planted) => {
+            planting.planted.extend(planted);
+            true
+        }
+        Err(why) => {
+            planting.why_not = Some(why);
+            false
+        }
     }
 }
 
@@ -255,6 +313,41 @@ mod tests {
         assert_eq!(
             none.unwrap_err(),
             "the answer has no tool result with content to edit"
+        );
+    }
+
+    #[test]
+    fn a_data_fault_plants_in_a_tool_result_in_json_and_in_sse_and_keeps_the_envelope() {
+        let body = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"temp\": 21.5}"}],"structuredContent":{"temp":21.5},"isError":false}}"#;
+        let plan = crate::plant::Plan::corrupt(&[], 4).unwrap();
+        let edit = Edit::Plant(plan);
+        let mut planting = Planting::default();
+        let out = apply_planting(body.as_bytes(), "application/json", &edit, &mut planting);
+        let out = json_of(&out.unwrap());
+        assert_eq!((&out["jsonrpc"], &out["id"]), (&json!("2.0"), &json!(7)));
+        assert_eq!(out["result"]["isError"], false);
+        let temp = &planting.planted[0].planted;
+        assert_eq!(
+            out["result"]["structuredContent"]["temp"].to_string(),
+            *temp
+        );
+        assert_eq!(planting.planted[1].path, "$.result.content[0].text#$.temp");
+        let sse = format!("event: message\ndata: {body}\n\n");
+        let mut planting = Planting::default();
+        let out = edit.event_planting(sse.as_bytes(), &mut planting).unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(text.starts_with("event: message\ndata: {") && text.ends_with("\n\n"));
+        assert!(
+            text.contains(&format!("\"temp\":{temp}")),
+            "the same draw, the same canary"
+        );
+        assert_eq!(planting.planted.len(), 2);
+        let failed = r#"{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"no 42"}],"isError":true}}"#;
+        let mut planting = Planting::default();
+        let why = apply_planting(failed.as_bytes(), "application/json", &edit, &mut planting);
+        assert!(
+            why.unwrap_err().contains("isError"),
+            "the data fault's own reason"
         );
     }
 

@@ -2,8 +2,8 @@
 //! messages POSTed to one endpoint and answered as JSON or as an SSE stream. Owns reading
 //! a request (method, id, tool name), the answers a real MCP server gives when a tool or
 //! the session fails, and the edits the proxy makes to a server's answers (text injected
-//! into a tool result, poisoned or changed tool lists, a shadowing tool, the request id of
-//! a replayed answer). The proxy decides when; this module only knows the protocol.
+//! into a tool result, a data fault on one (`plant`), poisoned or changed tool lists, a
+//! shadowing tool, the request id of a replayed answer). The proxy decides when; this module only knows the protocol.
 
 mod answer;
 mod edit;
@@ -12,7 +12,10 @@ mod read;
 mod sse;
 
 pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
-pub use edit::{Edit, NO_ROOM_FOR_NOTICE, PoisonPlace, apply, list_changed_event, missing};
+pub use edit::{
+    Edit, NO_ROOM_FOR_NOTICE, Planting, PoisonPlace, apply, apply_planting, list_changed_event,
+    missing,
+};
 pub use notice::{Notice, Told};
 pub use read::{
     SESSION_HEADER, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,

@@ -1,6 +1,6 @@
 //! What a fired chaos rule does to an exchange: answer at once (after an optional hold)
 //! with a provider-, tool- or MCP-shaped response, drop the connection, or forward and
-//! transform the response on its way back.
+//! transform the response on its way back (a data fault plants in it, seeded by its draw).
 #![deny(clippy::wildcard_enum_match_arm)]
 
 use std::time::Duration;
@@ -42,7 +42,13 @@ pub fn action(
             delay: Duration::ZERO,
             synthetic: respond::mcp(mode, mcp.0, mcp.1)?,
         }),
-        Fault::Tool(mode) => Ok(tool(mode, json)),
+        Fault::Tool(mode) => match mode.plan(fired.draw) {
+            Some(plan) => Ok(Action::Forward {
+                delay: Duration::ZERO,
+                transform: Some(Transform::Plant(plan?)),
+            }),
+            None => Ok(tool(mode, json)),
+        },
         Fault::Llm(mode) => {
             // Scopes guarantee an LLM target; the others cannot reach here, but stay total.
             let provider = match target {
@@ -108,10 +114,13 @@ fn tool(mode: &ToolMode, json: bool) -> Action {
             after: *after_bytes,
             abort: false,
         }),
-        // Answered by `respond::mcp` (`action`).
+        // Answered by `respond::mcp`, planted by `Transform::Plant` (`action`).
         ToolMode::McpToolError { .. }
         | ToolMode::McpError { .. }
-        | ToolMode::McpSessionExpired {} => Action::Forward {
+        | ToolMode::McpSessionExpired {}
+        | ToolMode::Corrupt { .. }
+        | ToolMode::Empty {}
+        | ToolMode::Stale { .. } => Action::Forward {
             delay: Duration::ZERO,
             transform: None,
         },

@@ -49,10 +49,15 @@ pub async fn apply(
                     (false, Some(payload)) => {
                         let call = rec.exchange().mcp.as_ref();
                         let on_call = call.is_some_and(|c| c.method == crate::exchange::TOOLS_CALL);
-                        let t = match mcp_edit(fired, payload, on_call) {
+                        let t = match mcp_edit(fired, payload.clone(), on_call) {
                             Ok(edit) => Transform::Mcp(edit),
                             Err(payload) => Transform::Inject { payload },
                         };
+                        // What the agent reads, if the response reaches it whole (a notice
+                        // that the list changed carries no payload).
+                        if !matches!(t, Transform::Mcp(crate::mcp::Edit::ListChanged { .. })) {
+                            rec.planted(Owner::Attack(*i), true, crate::plant::injected(payload));
+                        }
                         *transform = Some((Owner::Attack(*i), t));
                     }
                     (true, _) => rec.not_applied(
@@ -159,17 +164,7 @@ pub async fn rewrite_request(
     };
     let cap = rec.max_rewrite_bytes();
     let mut budget = Budget::new(cap, original.len());
-    // The last attack that changed the body: what a final size overrun is blamed on.
-    let mut last_applied = None;
-    for (i, fired) in attacks {
-        let applied =
-            attack::apply_to_request(provider, &mut json, &fired.what, fired.draw, &mut budget);
-        match applied {
-            Ok(()) => last_applied = Some(*i),
-            Err(NotApplied::Skip(note)) => rec.not_applied(Owner::Attack(*i), note),
-            Err(NotApplied::TooLarge(e)) => return Err(too_large(rec, *i, e.to_string())),
-        }
-    }
+    let last_applied = each_attack(rec, provider, &mut json, attacks, &mut budget)?;
     let truncated = cut_context && drop_early_turns(&mut json);
     if cut_context && !truncated {
         rec.not_applied(Owner::Fault, "the conversation is too short to truncate");
@@ -182,6 +177,33 @@ pub async fn rewrite_request(
         ));
     }
     sized(parts, &json, cap, last_applied, rec)
+}
+
+/// Applies each attack to the request's JSON; the last one that changed it (what a final
+/// size overrun is blamed on). The error: one would have gone over the cap.
+fn each_attack(
+    rec: &mut Recorder,
+    provider: Provider,
+    json: &mut serde_json::Value,
+    attacks: &[(usize, Fired<AttackMode>)],
+    budget: &mut Budget,
+) -> Result<Option<usize>, ProxyError> {
+    let mut last_applied = None;
+    for (i, fired) in attacks {
+        match attack::apply_to_request(provider, json, &fired.what, fired.draw, budget) {
+            Ok(()) => {
+                last_applied = Some(*i);
+                // The model reads it once the request goes upstream (overflow's filler is
+                // no instruction: it has no payload).
+                if let Some(p) = attack::payload(&fired.what, fired.draw) {
+                    rec.planted(Owner::Attack(*i), false, crate::plant::injected(p));
+                }
+            }
+            Err(NotApplied::Skip(note)) => rec.not_applied(Owner::Attack(*i), note),
+            Err(NotApplied::TooLarge(e)) => return Err(too_large(rec, *i, e.to_string())),
+        }
+    }
+    Ok(last_applied)
 }
 
 /// The rewritten request with its new length; the exchange fails when the JSON came out

@@ -10,7 +10,7 @@ pub use super::action::{Action, action};
 use super::recorder::{Owner, Recorder};
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
-use crate::chaos::spec::{AttackMode, LlmMode};
+use crate::chaos::spec::{AttackMode, LlmMode, ToolMode};
 use crate::chaos::{Canary, Fault, Fired, Formats};
 use crate::exchange::{BodyEnd, ErrorInfo, ErrorSource, Outcome, ResponseHead, Target};
 
@@ -171,6 +171,7 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
     match action(&fired, &target, json, (rec.exchange().mcp.as_ref(), head)) {
         Ok(a) => {
             not_reached(rec, &plan.attacks, &a);
+            note_payload(rec, &fired);
             plan.action = Some(a);
         }
         Err(note) => {
@@ -180,6 +181,14 @@ pub fn decide(proxy: &Proxy, rec: &mut Recorder, request: &HeaderMap) -> Plan {
         }
     }
     plan
+}
+
+/// The body `malicious_response` gives the agent instead of the tool's: planted, kept on
+/// the record if the agent got it whole.
+fn note_payload(rec: &mut Recorder, fired: &Fired<Fault>) {
+    if let Fault::Tool(ToolMode::MaliciousResponse { payload }) = &fired.what {
+        rec.planted(Owner::Fault, true, crate::plant::injected(payload.as_str()));
+    }
 }
 
 /// Whether the fault is a context overflow the provider answers by cutting the turns.

@@ -1,6 +1,7 @@
-//! Response bodies under a fault: byte-level shapes (drip, cut, replace, corrupt) and the
-//! LLM rewriter's output (events, delays, early ends) applied as the upstream body streams.
-//! Only `Corrupt` and non-streaming LLM rewrites buffer, bounded by `BUFFER_LIMIT`; a body
+//! Response bodies under a fault: byte-level shapes (drip, cut, replace, corrupt), data
+//! faults (`plant_body`, MCP: `mcp_body`) and the LLM rewriter's output (events, delays,
+//! early ends) applied as the upstream body streams. Only `Corrupt`, `Inject`, `Plant`, a
+//! JSON MCP answer and non-streaming LLM rewrites buffer, bounded by `BUFFER_LIMIT`; a body
 //! over the bound passes through untouched and the fault is recorded as skipped. What a
 //! rewrite produces is capped by `proxy.max_rewrite_bytes` (`chaos::budget`): going over
 //! breaks this body (the head is already sent) with a `RewriteTooLarge` error, recorded as
@@ -18,6 +19,7 @@ use tokio::time::Sleep;
 
 use super::BoxError;
 use super::mcp_body::{McpEvents, McpHeld};
+use super::plant_body::PlantHeld;
 use crate::chaos::attack::inject_tool_response;
 use crate::chaos::budget::{Budget, DEFAULT_MAX_REWRITE_BYTES};
 use crate::chaos::rewrite::{LlmRewriter, Out};
@@ -39,8 +41,11 @@ pub enum Transform {
     Corrupt,
     /// The body with `payload` hidden inside it (indirect prompt injection).
     Inject { payload: String },
-    /// An MCP answer (JSON or SSE) edited: a tool list poisoned or shadowed.
+    /// An MCP answer (JSON or SSE) edited: a tool list poisoned or shadowed, a result's
+    /// text injected into or its data planted in.
     Mcp(crate::mcp::Edit),
+    /// A data fault (`corrupt`, `empty`, `stale`) on a JSON or text body.
+    Plant(crate::plant::Plan),
     /// A provider-aware rewrite (see `chaos::rewrite`).
     Llm {
         provider: Provider,
@@ -66,6 +71,8 @@ pub(super) enum State {
     McpHeld(McpHeld),
     /// An MCP answer stream, edited as it flows.
     McpEvents(McpEvents),
+    /// A body held whole for a data fault.
+    Plant(PlantHeld),
     Inject {
         buf: BytesMut,
         payload: String,
@@ -74,13 +81,20 @@ pub(super) enum State {
     Llm(Box<LlmRewriter>),
 }
 
-/// A body transform's line to its exchange: where it says why its fault was not applied
-/// (read by the recorder when the exchange ends), and the proxy's cap on what a rewrite
-/// may produce (`proxy.max_rewrite_bytes`).
+/// A body transform's line to its exchange: where it says why its fault was not applied,
+/// and what values it planted (read by the recorder when the exchange ends), and the
+/// proxy's cap on what a rewrite may produce (`proxy.max_rewrite_bytes`).
 #[derive(Debug, Clone)]
 pub struct SkipNote {
-    note: Arc<OnceLock<String>>,
+    line: Arc<Line>,
     pub max_rewrite: usize,
+}
+
+/// One allocation per exchange for both: most exchanges have neither.
+#[derive(Debug, Default)]
+struct Line {
+    note: OnceLock<String>,
+    planted: std::sync::Mutex<Vec<crate::exchange::Planted>>,
 }
 
 impl Default for SkipNote {
@@ -92,18 +106,31 @@ impl Default for SkipNote {
 impl SkipNote {
     pub fn new(max_rewrite: usize) -> Self {
         SkipNote {
-            note: Arc::default(),
+            line: Arc::default(),
             max_rewrite,
         }
     }
 
     /// Notes why; the first note wins.
     pub fn set(&self, note: String) -> Result<(), String> {
-        self.note.set(note)
+        self.line.note.set(note)
     }
 
     pub fn get(&self) -> Option<&String> {
-        self.note.get()
+        self.line.note.get()
+    }
+
+    /// Notes values the transform planted in the body.
+    pub fn plant(&self, planted: Vec<crate::exchange::Planted>) {
+        if !planted.is_empty() {
+            let mut all = self.line.planted.lock().unwrap_or_else(|p| p.into_inner());
+            all.extend(planted);
+        }
+    }
+
+    /// The values planted so far, taken.
+    pub fn take_planted(&self) -> Vec<crate::exchange::Planted> {
+        std::mem::take(&mut *self.line.planted.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -143,6 +170,7 @@ impl<B> FaultBody<B> {
                 content_type: content_type.to_string(),
             },
             Transform::Mcp(edit) => super::mcp_body::state(edit, content_type, &skip, &mut queue),
+            Transform::Plant(plan) => State::Plant(PlantHeld::new(plan, content_type)),
             Transform::Inject { payload } => State::Inject {
                 buf: BytesMut::new(),
                 payload,
@@ -227,6 +255,7 @@ where
             }
             State::Corrupt { buf, .. }
             | State::Inject { buf, .. }
+            | State::Plant(PlantHeld { buf, .. })
             | State::McpHeld(McpHeld { buf, .. }) => {
                 if buf.len() + chunk.len() > BUFFER_LIMIT {
                     let _ = self.skip.set(format!(
@@ -262,6 +291,7 @@ where
                 self.queue.push_back(Out::Data(out));
             }
             State::McpHeld(held) => held.end(&mut self.queue, &self.skip),
+            State::Plant(held) => held.end(&mut self.queue, &self.skip),
             State::McpEvents(events) => events.end(&mut self.queue, &self.skip),
             State::Inject {
                 buf,

@@ -2,7 +2,8 @@
 //! each event passed on as soon as it is complete (a server's request or notification
 //! before the answer must reach the client at once: the server may be waiting on it) and
 //! only the answer event rewritten; a JSON answer, one message, is held whole and edited at
-//! its end. What an edit can add is sized before it is made (`proxy.max_rewrite_bytes`).
+//! its end. What an edit can add is sized before it is made (`proxy.max_rewrite_bytes`);
+//! what a data fault planted goes to the exchange's record through its `SkipNote`.
 
 use std::collections::VecDeque;
 
@@ -11,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use super::fault_body::{BUFFER_LIMIT, PASS, SkipNote, State};
 use crate::chaos::budget::Budget;
 use crate::chaos::rewrite::Out;
-use crate::mcp::Edit;
+use crate::mcp::{Edit, Planting};
 
 /// A JSON answer held whole until the upstream ends.
 pub struct McpHeld {
@@ -26,6 +27,8 @@ pub struct McpEvents {
     edit: Edit,
     /// Where the search for the next complete event stopped in `buf`.
     scan: crate::mcp::Scan,
+    /// Why a data fault found nothing to plant in the answer, if it said.
+    planting: Planting,
 }
 
 /// The state of an MCP edit: a stream is edited as it flows (a list-changed notice goes
@@ -51,6 +54,7 @@ pub(super) fn state(
             buf: BytesMut::new(),
             edit,
             scan: crate::mcp::Scan::default(),
+            planting: Planting::default(),
         }),
         (edit, false) => State::McpHeld(McpHeld {
             buf: BytesMut::new(),
@@ -69,10 +73,18 @@ impl McpHeld {
             queue.push_back(Out::Fail(e.to_string()));
             return;
         }
-        let out = crate::mcp::apply(&body, &self.content_type, &self.edit).unwrap_or_else(|note| {
-            let _ = skip.set(note);
-            body
-        });
+        let mut planting = Planting::default();
+        let out = crate::mcp::apply_planting(&body, &self.content_type, &self.edit, &mut planting);
+        let out = match out {
+            Ok(edited) => {
+                skip.plant(planting.planted);
+                edited
+            }
+            Err(note) => {
+                let _ = skip.set(note);
+                body
+            }
+        };
         queue.push_back(Out::Data(out));
     }
 }
@@ -96,10 +108,11 @@ impl McpEvents {
                 queue.push_back(Out::Fail(e.to_string()));
                 return true;
             }
-            let Some(edited) = self.edit.event(&event) else {
+            let Some(edited) = self.edit.event_planting(&event, &mut self.planting) else {
                 queue.push_back(Out::Data(event));
                 continue;
             };
+            skip.plant(std::mem::take(&mut self.planting.planted));
             queue.push_back(Out::Data(edited));
             queue.push_back(Out::Data(std::mem::take(&mut self.buf).freeze()));
             return true;
@@ -117,6 +130,7 @@ impl McpEvents {
     /// The stream ended before its answer: what is left goes out, and why nothing changed.
     pub(super) fn end(&mut self, queue: &mut VecDeque<Out>, skip: &SkipNote) {
         queue.push_back(Out::Data(std::mem::take(&mut self.buf).freeze()));
-        let _ = skip.set(crate::mcp::missing(&self.edit, "stream"));
+        let why = self.planting.why_not.take();
+        let _ = skip.set(why.unwrap_or_else(|| crate::mcp::missing(&self.edit, "stream")));
     }
 }

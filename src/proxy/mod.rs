@@ -24,6 +24,7 @@ mod listener;
 mod mcp;
 mod mcp_body;
 mod pending;
+mod plant_body;
 mod recorder;
 mod replay;
 pub mod rescue;

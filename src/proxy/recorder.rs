@@ -1,6 +1,7 @@
 //! An exchange on its way to the journal: `Recorder` holds it from its request head to its
 //! outcome, collects what the body transforms and scanners note about it (faults applied or
-//! not, canary leaks, captured bodies), and records and counts it exactly once.
+//! not, values planted, canary leaks, captured bodies), and records and counts it exactly
+//! once.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,7 +10,7 @@ use tokio::time::Instant;
 use super::Proxy;
 use super::fault_body::SkipNote;
 use crate::exchange::{
-    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord, Outcome,
+    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord, Outcome, Planted,
 };
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
@@ -23,6 +24,10 @@ pub struct Recorder {
     skip_owner: Option<Owner>,
     /// The canary the response transform plants, and whose transform carries it.
     canary: Option<(String, Owner)>,
+    /// Values a fault or attack put into what the agent or its model reads, whose, and
+    /// whether they ride on the response (kept only if it reached the client whole) or on
+    /// the request (read once it went upstream). A transform's own go through `skip`.
+    planted: Vec<(Owner, bool, Planted)>,
     /// Canary leaks found in the request, also by its body scanner as the body streams;
     /// made only when a canary is installed, so other requests pay no allocation for it.
     leaks: Option<LeakSink>,
@@ -64,6 +69,7 @@ impl Recorder {
             skip,
             skip_owner: None,
             canary: None,
+            planted: vec![],
             leaks: None,
             _in_flight: in_flight,
         }
@@ -103,6 +109,35 @@ impl Recorder {
     /// Notes that the response transform of `owner` plants canary `token`.
     pub fn plant(&mut self, token: String, owner: Owner) {
         self.canary = Some((token, owner));
+    }
+
+    /// Notes a value `owner` put into the response (`on_response`) or the request.
+    pub fn planted(&mut self, owner: Owner, on_response: bool, value: Planted) {
+        self.planted.push((owner, on_response, value));
+    }
+
+    /// The planted values that reached the agent: their fault or attack applied, and, on
+    /// the response, the body complete (`complete`).
+    fn keep_planted(&mut self, complete: bool) {
+        let mut all = std::mem::take(&mut self.planted);
+        if let Some(owner) = self.skip_owner {
+            all.extend(
+                self.skip
+                    .take_planted()
+                    .into_iter()
+                    .map(|p| (owner, true, p)),
+            );
+        }
+        for (owner, on_response, value) in all {
+            let applied = match owner {
+                Owner::Fault => self.exchange.fault.as_ref().is_some_and(|f| f.applied),
+                Owner::Attack(i) => self.exchange.attacks.get(i).is_some_and(|a| a.applied),
+                Owner::Canary => false,
+            };
+            if applied && (complete || !on_response) {
+                self.exchange.planted.push(value);
+            }
+        }
     }
 
     /// Where canary leaks found in the request go.
@@ -206,15 +241,17 @@ impl Recorder {
         }
         self.undelivered();
         // The injected text goes out with the end of the body; a broken body never had it.
-        if matches!(
+        let complete = matches!(
             self.exchange.outcome,
             Outcome::Response {
                 body: BodyEnd::Complete,
                 ..
             }
-        ) {
+        );
+        if complete {
             self.exchange.canary = self.canary.take().map(|(token, _)| token);
         }
+        self.keep_planted(complete);
         if let Some(sink) = &self.leaks {
             self.exchange.canary_leaks =
                 std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));

@@ -39,11 +39,13 @@ pub(super) fn response(
             owner,
             Transform::Mcp(crate::mcp::Edit::InjectResult { payload }),
         ),
+        Transform::Plant(plan) if mcp => (owner, Transform::Mcp(crate::mcp::Edit::Plant(plan))),
         t @ (Transform::Drip { .. }
         | Transform::Cut { .. }
         | Transform::Replace(_)
         | Transform::Corrupt
         | Transform::Inject { .. }
+        | Transform::Plant(_)
         | Transform::Mcp(_)
         | Transform::Llm { .. }) => (owner, t),
     });
@@ -69,6 +71,10 @@ pub(super) fn response(
             rec.not_applied(owner, note);
             body
         }
+        Some((owner, t)) if let Err(note) = plantable(&t, parts.status, content_type(&parts)) => {
+            rec.not_applied(owner, note);
+            body
+        }
         Some((owner, t)) if !switching => {
             parts.headers.remove(header::CONTENT_LENGTH);
             let ct = content_type(&parts).to_string();
@@ -89,6 +95,32 @@ pub(super) fn response(
     let tap = matches!(rec.exchange().target, Target::Llm { .. })
         && encoding.as_deref().is_none_or(|e| e == "identity");
     Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
+}
+
+/// Whether a data fault can act on this response, known from its head: a success (an
+/// error's body is no data to change), and, out of MCP, JSON or text.
+fn plantable(t: &Transform, status: http::StatusCode, content_type: &str) -> Result<(), String> {
+    let plain = match t {
+        Transform::Plant(_) => true,
+        Transform::Mcp(crate::mcp::Edit::Plant(_)) => false,
+        Transform::Drip { .. }
+        | Transform::Cut { .. }
+        | Transform::Replace(_)
+        | Transform::Corrupt
+        | Transform::Inject { .. }
+        | Transform::Mcp(_)
+        | Transform::Llm { .. } => return Ok(()),
+    };
+    if !status.is_success() {
+        return Err(format!(
+            "the response is {}, not a success: no data to change",
+            status.as_u16()
+        ));
+    }
+    if plain {
+        crate::plant::plantable(content_type)?;
+    }
+    Ok(())
 }
 
 fn content_type(parts: &http::response::Parts) -> &str {

@@ -325,6 +325,7 @@ mod tests {
             match_url: None,
             probability: 1.0,
             after_calls: 0,
+            times: None,
         }
     }
 

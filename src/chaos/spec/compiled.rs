@@ -150,6 +150,7 @@ impl CompiledChaos {
             let (select, mut found) = mcp_select(r);
             mcp_of.push(select);
             found.extend(ranges::check_rule(r));
+            found.extend(super::fit::check_tool_rule(r));
             rule("tool_faults", i, url(r), found);
         }
         for (i, r) in spec.llm_faults.iter().enumerate() {
@@ -357,6 +358,33 @@ chaos:
         assert!(
             first.starts_with("tool_faults[0].match_url: invalid glob"),
             "{first}"
+        );
+    }
+
+    #[test]
+    fn data_fault_and_times_problems_are_found_at_their_paths() {
+        let spec: ChaosSpec = serde_json::from_value(serde_json::json!({
+            "tool_faults": [
+                {"tool": "*", "mode": "corrupt", "fields": ["$.ok", "$.a["], "times": 0},
+                {"tool": "*", "mode": "stale", "days": 36501},
+                {"tool": "*", "mode": "empty", "times": 3}
+            ],
+            "context_attacks": [{"type": "mcp_rug_pull", "times": 0}],
+        }))
+        .unwrap();
+        let problems: Vec<String> = CompiledChaos::compile(spec)
+            .unwrap_err()
+            .iter()
+            .map(|p| format!("{}: {}", p.path(), p.message))
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "tool_faults[0].times: 0 is outside 1..=1000000000 (a rule that must never fire should be removed)",
+                "tool_faults[0].fields: `$.a[` (entry 1) is not a JSON path: unclosed `[` at character 4",
+                "tool_faults[1].days: 36501 is outside 1..=36500 (up to a hundred years)",
+                "context_attacks[0].times: 0 is outside 1..=1000000000 (a rule that must never fire should be removed)",
+            ]
         );
     }
 }

@@ -1,10 +1,27 @@
-//! Checks of LLM fault rules beyond their numbers: options that only mean something
-//! together (`after_events` needs `in_stream`) and modes a rule's provider has no real
-//! form of (`content_filter` on Ollama). Each problem names its field, so the error says
-//! `chaos.llm_faults[2].provider: …`; config loading and `PUT /v1/chaos` share it.
+//! Checks of rules beyond their numbers: options that only mean something together
+//! (`after_events` needs `in_stream`), modes a rule's provider has no real form of
+//! (`content_filter` on Ollama), `fields:` entries that are no JSON path. Each problem
+//! names its field, so the error says `chaos.llm_faults[2].provider: …`; config loading
+//! and `PUT /v1/chaos` share it.
 
-use super::{LlmMode, Rule};
+use super::{LlmMode, Rule, ToolMode};
 use crate::exchange::Provider;
+
+/// Every option of a tool fault `rule` that does not fit: `(field, message)`. Each
+/// `fields:` entry that is no JSON path is reported with its index.
+pub fn check_tool_rule(rule: &Rule<ToolMode>) -> Vec<(&'static str, String)> {
+    let ToolMode::Corrupt { fields } = &rule.mode else {
+        return vec![];
+    };
+    fields
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let why = crate::plant::JsonPath::parse(f).err()?;
+            Some(("fields", crate::plant::not_a_path(f, i, &why)))
+        })
+        .collect()
+}
 
 /// Every option of `rule` that does not fit its mode or provider: `(field, message)`.
 pub fn check_llm_rule(rule: &Rule<LlmMode>) -> Vec<(&'static str, String)> {
@@ -66,6 +83,27 @@ mod tests {
             assert!(problems(v).is_empty(), "{provider}");
         }
         assert!(problems(json!({"mode": "content_filter"})).is_empty());
+    }
+
+    #[test]
+    fn every_fields_entry_that_is_no_json_path_is_named_by_its_index() {
+        let rule: Rule<ToolMode> = parse_rule(
+            json!({"mode": "corrupt", "tool": "*", "fields": ["$.a", "$.b[*].c", "$.a[", "x"]}),
+        )
+        .unwrap();
+        let p = check_tool_rule(&rule);
+        assert_eq!(p.len(), 2);
+        assert_eq!(
+            p[0],
+            (
+                "fields",
+                "`$.a[` (entry 2) is not a JSON path: unclosed `[` at character 4".to_string()
+            )
+        );
+        assert!(
+            p[1].1
+                .starts_with("`x` (entry 3) is not a JSON path: a path starts with `$`")
+        );
     }
 
     #[test]

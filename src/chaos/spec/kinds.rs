@@ -1,7 +1,9 @@
 //! What kind of rule a mode makes, beyond its name: the modes and attacks that are MCP's
-//! alone, the attacks on LLM requests, and an attack's payload given but empty.
+//! alone, the data faults (what they plant), the attacks on LLM requests, and an attack's
+//! payload given but empty.
 
 use super::modes::{AttackMode, ToolMode};
+use crate::plant;
 
 impl ToolMode {
     /// Modes that answer in MCP's own forms: they apply to MCP requests only.
@@ -12,6 +14,36 @@ impl ToolMode {
                 | ToolMode::McpError { .. }
                 | ToolMode::McpSessionExpired {}
         )
+    }
+
+    /// A data fault: it changes the data of a real JSON or text response.
+    pub fn is_data_fault(&self) -> bool {
+        matches!(
+            self,
+            ToolMode::Corrupt { .. } | ToolMode::Empty {} | ToolMode::Stale { .. }
+        )
+    }
+
+    /// A data fault (`corrupt`, `empty`, `stale`) as it fires with `draw`: what it plants
+    /// (`None` for the other modes). The error (a `fields:` entry that is no JSON path)
+    /// cannot happen on rules compiled at load, which checked every entry.
+    pub fn plan(&self, draw: u64) -> Option<Result<plant::Plan, String>> {
+        let mode = match self {
+            ToolMode::Corrupt { fields } => return Some(plant::Plan::corrupt(fields, draw)),
+            ToolMode::Empty {} => plant::Mode::Empty,
+            ToolMode::Stale { days } => plant::Mode::Stale { days: *days },
+            ToolMode::Timeout { .. }
+            | ToolMode::Error { .. }
+            | ToolMode::Malformed {}
+            | ToolMode::Slow { .. }
+            | ToolMode::MaliciousResponse { .. }
+            | ToolMode::Reset { .. }
+            | ToolMode::Partial { .. }
+            | ToolMode::McpToolError { .. }
+            | ToolMode::McpError { .. }
+            | ToolMode::McpSessionExpired {} => return None,
+        };
+        Some(Ok(plant::Plan { mode, draw }))
     }
 }
 

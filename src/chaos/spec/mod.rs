@@ -3,7 +3,7 @@
 //! faults: adding a mode means adding a variant, and every `match` on them is exhaustive.
 //!
 //! Each rule has common fields (`id`, `tool`, `provider`, `match_url`, `probability`,
-//! `after_calls`) and mode fields. `Rule<M>` splits the two so that both halves keep
+//! `after_calls`, `times`) and mode fields. `Rule<M>` splits the two so that both halves keep
 //! `deny_unknown_fields`: a misspelt field is an error, never ignored.
 
 use std::collections::BTreeMap;
@@ -66,6 +66,11 @@ pub struct Common {
     /// Fire only after this many matching calls went through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_calls: Option<u64>,
+    /// Fire at most this many times per installed rule set (a run's case, a trial), then
+    /// let matching calls through: with `after_calls`, "fail the first N calls, then
+    /// succeed".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u64>,
     /// MCP: a glob on the MCP tool's name. A `tools/call` of another tool is not matched;
     /// a tool list's edits touch only the tools it matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +89,7 @@ const COMMON_FIELDS: &[&str] = &[
     "probability",
     "trigger_probability",
     "after_calls",
+    "times",
     "mcp_tool",
     "mcp_method",
 ];
@@ -128,6 +134,10 @@ pub fn parse_rule<M: DeserializeOwned>(v: serde_json::Value) -> Result<Rule<M>, 
             path
         } else {
             field_named_in(&msg, &original)
+        };
+        let msg = match modes::taken_only_by(&field) {
+            Some(hint) if msg.starts_with("unknown field") => format!("{msg}; {hint}"),
+            Some(_) | None => msg,
         };
         (field, msg)
     };

@@ -68,6 +68,16 @@ pub enum ToolMode {
     },
     /// MCP: the session is gone: `404` to a request that carries `Mcp-Session-Id`.
     McpSessionExpired {},
+    /// The real response with chosen values (`fields:` JSON paths, else its numbers, dates
+    /// and short strings) replaced by believable canaries; status, headers, shape kept.
+    Corrupt {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fields: Vec<String>,
+    },
+    /// A successful response whose body is an empty value of its own kind (`[]`, `{}`, ``).
+    Empty {},
+    /// The real response with its dates (and Unix times under time keys) `days` older.
+    Stale { days: u32 },
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +274,18 @@ pub enum AttackMode {
 
 pub use crate::mcp::PoisonPlace;
 
+/// For an option only some modes take, given to another: which take it.
+pub(super) fn taken_only_by(field: &str) -> Option<&'static str> {
+    match field {
+        "fields" => Some(
+            "`fields` chooses the values of `corrupt` (`empty` empties the whole body, \
+             `stale` moves every date)",
+        ),
+        "days" => Some("`days` is how far `stale` moves dates back"),
+        _ => None,
+    }
+}
+
 fn d_internal() -> i32 {
     -32603
 }
@@ -322,6 +344,9 @@ impl ToolMode {
             ToolMode::McpToolError { .. } => FaultKind::McpToolError,
             ToolMode::McpError { .. } => FaultKind::McpError,
             ToolMode::McpSessionExpired {} => FaultKind::McpSessionExpired,
+            ToolMode::Corrupt { .. } => FaultKind::Corrupt,
+            ToolMode::Empty {} => FaultKind::Empty,
+            ToolMode::Stale { .. } => FaultKind::Stale,
         }
     }
 }

@@ -40,6 +40,11 @@ pub const RANGES: &[(&str, Range)] = &[
     ("probability", r(0.0, 1.0, "")),
     ("after_calls", r(0.0, 1e9, "")),
     (
+        "times",
+        r(1.0, 1e9, "a rule that must never fire should be removed"),
+    ),
+    ("days", r(1.0, 36_500.0, "up to a hundred years")),
+    (
         "delay_ms",
         r(0.0, TEN_MIN_MS, "milliseconds, up to 10 minutes"),
     ),
@@ -127,12 +132,15 @@ impl Numbers for ToolMode {
             ToolMode::Reset { after_bytes } | ToolMode::Partial { after_bytes } => {
                 vec![("after_bytes", *after_bytes as f64)]
             }
+            ToolMode::Stale { days } => vec![("days", f64::from(*days))],
             // An MCP error code is any i32 (JSON-RPC leaves servers the rest of the range).
             ToolMode::Malformed {}
             | ToolMode::MaliciousResponse { .. }
             | ToolMode::McpToolError { .. }
             | ToolMode::McpError { .. }
-            | ToolMode::McpSessionExpired {} => vec![],
+            | ToolMode::McpSessionExpired {}
+            | ToolMode::Corrupt { .. }
+            | ToolMode::Empty {} => vec![],
         }
     }
 }
@@ -202,7 +210,8 @@ pub fn check_rule<M: Numbers>(rule: &Rule<M>) -> Vec<(&'static str, String)> {
         .probability
         .map(|p| ("probability", p))
         .into_iter()
-        .chain(c.after_calls.map(|n| ("after_calls", n as f64)));
+        .chain(c.after_calls.map(|n| ("after_calls", n as f64)))
+        .chain(c.times.map(|n| ("times", n as f64)));
     common
         .chain(rule.mode.numbers())
         .filter_map(|(field, v)| check(field, v).err().map(|e| (field, e)))
@@ -220,6 +229,10 @@ pub fn explain(field: &str, raw: Option<&Value>, msg: String) -> String {
     let Some(range) = of(name) else {
         return msg;
     };
+    // A field the mode does not take: its value is not the problem.
+    if msg.starts_with("unknown field") {
+        return msg;
+    }
     match raw {
         Some(Value::String(s)) if is_marker(s) => {
             format!("{s} is not a finite number; allowed: {range}")
@@ -304,6 +317,7 @@ mod tests {
             json!({"mode": "slow", "bytes_per_second": 10}),
             json!({"mode": "reset"}),
             json!({"mode": "partial"}),
+            json!({"mode": "stale", "days": 30}),
         ];
         let llm = [
             json!({"mode": "timeout"}),
@@ -314,7 +328,7 @@ mod tests {
             json!({"mode": "stream_cut"}),
             json!({"mode": "slow_stream"}),
         ];
-        let mut fields = vec!["probability", "after_calls"];
+        let mut fields = vec!["probability", "after_calls", "times"];
         for v in tool {
             let rule = parse_rule::<ToolMode>(v).unwrap();
             fields.extend(rule.mode.numbers().iter().map(|(f, _)| *f));
