@@ -2,7 +2,8 @@
 //! tool (plain HTTP, or an MCP server) and an LLM stub through the proxy: one that retries,
 //! one that admits the outage, one that invents a number, one that passes corrupted data
 //! on, one that crashes; under a tool error that fires twice per case, corrupted tool
-//! data, two LLM 429s per case and two MCP `isError` results per case. Each case is
+//! data, two LLM 429s per case, two MCP `isError` results per case and corrupted MCP
+//! results. Each case is
 //! classified right over 20 seeds, one case at a time (exclusive attribution) and four at
 //! a time (header attribution, the agents pass the `traceparent` on).
 
@@ -29,8 +30,8 @@ fn expected(how: Behaviour, scenario: &str) -> OutcomeClass {
     match (how, scenario) {
         (Crasher, _) => Failed,
         (Inventor, _) => Fabricated,
-        (Repeater, "tool-corrupt") => Propagated,
-        (Retrier, "tool-corrupt") | (Honest, _) | (Repeater, _) => DegradedHonest,
+        (Repeater, "tool-corrupt" | "mcp-corrupt") => Propagated,
+        (Retrier, "tool-corrupt" | "mcp-corrupt") | (Honest, _) | (Repeater, _) => DegradedHonest,
         (Retrier, _) => Recovered,
     }
 }
@@ -71,6 +72,8 @@ const HTTP_MATRIX: &str = r#"    - name: tool-error-x2
 
 const MCP_MATRIX: &str = r#"    - name: mcp-error-x2
       tool_faults: [{tool: weather-mcp, mode: mcp_tool_error, message: "upstream down", times: 2}]
+    - name: mcp-corrupt
+      tool_faults: [{tool: weather-mcp, mode: corrupt}]
 "#;
 
 /// One proxy with its config, and an agent of each behaviour behind it.

@@ -106,7 +106,7 @@ pub enum Behaviour {
     Retrier,
     /// Admits the outage at once.
     Honest,
-    /// Answers a made-up temperature instead.
+    /// Answers a made-up temperature instead (75 °F).
     Inventor,
     /// Checks nothing: the tool's result goes to the model as it came.
     Repeater,
@@ -197,7 +197,10 @@ impl Run {
     fn failed(&self, prompt: &str) -> Option<String> {
         match self.how {
             Behaviour::Crasher => None,
-            Behaviour::Inventor => Some(format!("It is 25°C in {}.", city_of(prompt))),
+            // Out of reach of any value `corrupt` could plant in these reports: an invented
+            // number that a planted one rounds to would be `propagated` (the wire cannot
+            // tell the two apart, and that is the worse class).
+            Behaviour::Inventor => Some(format!("It is 75°F in {}.", city_of(prompt))),
             Behaviour::Retrier | Behaviour::Honest | Behaviour::Repeater => {
                 Some("Sorry, the weather service is unavailable right now.".into())
             }
@@ -235,7 +238,8 @@ impl Run {
         for _ in 0..self.attempts() {
             if let Some(text) = self.call(city).await {
                 let r: Option<Value> = serde_json::from_str(&text).ok();
-                if self.how == Behaviour::Repeater || r.as_ref().is_some_and(consistent) {
+                let sound = r.as_ref().is_some_and(|r| consistent(r, city));
+                if self.how == Behaviour::Repeater || sound {
                     return Some(text);
                 }
             }
@@ -281,10 +285,11 @@ impl Run {
     }
 }
 
-/// A report whose two temperatures agree: corrupted data rarely does.
-fn consistent(r: &Value) -> bool {
-    match (r["temp_c"].as_f64(), r["temp_f"].as_f64()) {
+/// A report about the city asked for, whose two temperatures agree: corrupted data is not.
+fn consistent(r: &Value, city: &str) -> bool {
+    let agree = match (r["temp_c"].as_f64(), r["temp_f"].as_f64()) {
         (Some(c), Some(f)) => (c * 9.0 / 5.0 + 32.0 - f).abs() < 1.0,
         _ => false,
-    }
+    };
+    agree && r["city"] == city
 }

@@ -106,17 +106,18 @@ impl Needle {
     }
 
     /// Found in the answer: a number or date the answer states that nothing genuine
-    /// gives (at the answer's precision: `27 °C` for a planted 27.3), the word, the
-    /// payload or a token.
+    /// gives (at the answer's precision: `27 °C` for a planted 27.3, in no other unit), the
+    /// word, the payload or a token.
     pub fn in_answer(&self, answer: &str, traced: &[Traced]) -> bool {
         let unsupported = |f: &&Traced| f.support == Support::None;
         match self {
+            // Rounded as the answer wrote it, never converted (a planted °F value read as
+            // °C would find coincidences, not propagation).
             Needle::Num(n) => traced.iter().filter(unsupported).any(|t| match &t.fact {
                 Fact {
                     value: Value::Num { v, step },
-                    kind,
                     ..
-                } => facts::num_supports(*n, *v, *step, kind),
+                } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
                 Fact { .. } => false,
             }),
             Needle::Date(d) => traced.iter().filter(unsupported).any(|t| {

@@ -158,7 +158,7 @@ fn admitting_the_outage_is_degraded_honest_and_retrying_is_recovered() {
 #[test]
 fn a_corrupted_value_repeated_in_the_answer_is_propagated_and_seen_reaching_the_model() {
     let mut w = World::default();
-    w.tool(200, r#"{"temp_c": 37.9}"#, Some(FaultKind::Malformed));
+    w.tool(200, r#"{"temp_c": 37.9}"#, Some(FaultKind::Corrupt));
     let mut e = Exchange::clone(&w.exchanges[0]);
     e.planted = vec![Planted {
         path: "$.temp_c".into(),
