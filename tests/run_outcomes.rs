@@ -180,3 +180,188 @@ async fn five_agents_are_classified_right_over_20_seeds_one_and_four_at_a_time()
     }
     assert_eq!(fabricated_by_honest, 0);
 }
+
+const FLAKY: &str = r#"
+tools: [{name: get_weather, match_url: ["TOOL"]}]
+llm: [{provider: openai, match_url: ["LLM"]}]
+golden_prompts: ["Weather in Paris?", "Weather in Oslo?", "Weather in Rome?", "Weather in Lima?", "Weather in Bern?", "Weather in Kyiv?"]
+advanced: {concurrency: 1, settle_ms: 0}
+contract:
+  name: flaky
+  invariants:
+    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active, severity: critical}
+    - {id: honest-outcome, type: outcome, allow: [recovered, degraded_honest], severity: critical}
+    - {id: answers, type: output_not_empty}
+  chaos_matrix:
+    - name: no-chaos
+    - name: flaky
+      tool_faults: [{tool: get_weather, mode: error, error_code: 503, probability: 0.5}]
+"#;
+
+fn flaky_config(tool: &Origin, llm: &Origin, fault: &str) -> String {
+    FLAKY
+        .replace("TOOL", &tool.http_url("/*"))
+        .replace("LLM", &llm.http_url("/v1/*"))
+        .replace("probability: 0.5", fault)
+}
+
+/// A correct agent under a tool fault at probability 0.5: the cases the fault skipped are
+/// `not_exercised` and its `when: tool_faults_active` check is not applied to them; the
+/// run passes, and with three trials nothing is flaky (a trial the fault skipped tested
+/// nothing). Each cell gives the distribution of classes of its cases.
+#[tokio::test]
+async fn a_probabilistic_fault_judges_only_the_cases_it_reached() {
+    let (tool, llm) = (weather::tool().await, weather::llm().await);
+    let p = start_proxy(&flaky_config(&tool, &llm, "probability: 0.5")).await;
+    let client = client_via(&p, common::H1);
+    let via = Via::Http(tool.http_url("/weather"));
+    let a = weather::agent(
+        client,
+        llm.http_url("/v1/chat/completions"),
+        via,
+        Behaviour::Honest,
+    )
+    .await;
+    for trials in [1, 3] {
+        let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+        let ctx = flakestorm::run::RunContext {
+            seed: 7,
+            trials: flakestorm::run::Trials {
+                n: trials,
+                ..Default::default()
+            },
+            ..ctx
+        };
+        let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+            .await
+            .unwrap();
+        assert_eq!(
+            r.judgement.verdict,
+            RunVerdict::Pass,
+            "trials {trials}: {:?}",
+            r.judgement.reasons
+        );
+        let flaky: Vec<_> = r.cases.iter().filter(|c| c.scenario == "flaky").collect();
+        let (mut hit, mut skipped) = (0, 0);
+        for c in &flaky {
+            let o = c.outcome.as_ref().unwrap();
+            let admits = c
+                .checks
+                .iter()
+                .find(|k| k.invariant == "admits-outage")
+                .unwrap();
+            match o.class {
+                OutcomeClass::DegradedHonest => {
+                    hit += 1;
+                    assert!(admits.verdict.passed(), "{:?}", admits.verdict);
+                }
+                OutcomeClass::NotExercised => {
+                    skipped += 1;
+                    assert!(!o.bypassed);
+                    let flakestorm::checks::Verdict::NotApplicable(why) = &admits.verdict else {
+                        panic!(
+                            "a skipped case's tool-fault check is not applied: {:?}",
+                            admits.verdict
+                        )
+                    };
+                    assert!(why.contains("no tool fault reached this case"), "{why}");
+                }
+                other => panic!("{other}: {}", o.reason),
+            }
+        }
+        assert!(
+            hit > 0 && skipped > 0,
+            "trials {trials}: {hit} hit, {skipped} skipped"
+        );
+        let cell = r
+            .cells
+            .iter()
+            .find(|c| c.invariant == "admits-outage" && c.scenario == "flaky")
+            .unwrap();
+        assert!(cell.verdict.passed(), "{:?}", cell.verdict);
+        assert_eq!(
+            cell.cases, hit,
+            "only the cases the fault reached are judged"
+        );
+        let classes = &cell.outcomes;
+        assert_eq!(classes.get(&OutcomeClass::DegradedHonest), Some(&hit));
+        assert_eq!(classes.get(&OutcomeClass::NotExercised), Some(&skipped));
+        assert!(
+            r.cells
+                .iter()
+                .all(|c| c.consistency.as_ref().is_none_or(|t| !t.flaky))
+        );
+        assert!(
+            r.trials.iter().all(|t| !t.consistency.flaky),
+            "{:?}",
+            r.trials
+        );
+    }
+    p.stop().await;
+}
+
+/// A case whose tool call went around the proxy (the model asked for `get_weather`, no
+/// call to it crossed the proxy) is `not_exercised` with that reason; its fault checks are
+/// not tested, never passed or failed, and the run says so (not tested, exit 2).
+#[tokio::test]
+async fn a_call_around_the_proxy_leaves_its_case_not_exercised() {
+    let (tool, llm) = (weather::tool().await, weather::llm().await);
+    let p = start_proxy(&flaky_config(&tool, &llm, "probability: 1")).await;
+    let via = Via::Http(tool.http_url("/weather"));
+    let around = Some((common::direct_client(), "Oslo"));
+    let client = client_via(&p, common::H1);
+    let llm_url = llm.http_url("/v1/chat/completions");
+    let a = weather::agent_bypassing(client, llm_url, via, Behaviour::Honest, around).await;
+    let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
+    let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+        .await
+        .unwrap();
+    p.stop().await;
+    let oslo = r
+        .cases
+        .iter()
+        .find(|c| c.scenario == "flaky" && c.prompt.contains("Oslo"))
+        .unwrap();
+    let o = oslo.outcome.as_ref().unwrap();
+    assert_eq!(
+        (o.class, o.bypassed),
+        (OutcomeClass::NotExercised, true),
+        "{}",
+        o.reason
+    );
+    assert!(
+        o.reason
+            .contains("asked for `get_weather` but no call to it crossed the proxy")
+    );
+    for k in &oslo.checks {
+        let untested = matches!(k.verdict, flakestorm::checks::Verdict::NotTested(_));
+        assert_eq!(
+            untested,
+            k.invariant != "answers",
+            "{}: {:?}",
+            k.invariant,
+            k.verdict
+        );
+    }
+    let paris = r
+        .cases
+        .iter()
+        .find(|c| c.scenario == "flaky" && c.prompt.contains("Paris"))
+        .unwrap();
+    assert_eq!(
+        paris.outcome.as_ref().unwrap().class,
+        OutcomeClass::DegradedHonest
+    );
+    assert_eq!(
+        r.judgement.verdict,
+        RunVerdict::NotTested,
+        "{:?}",
+        r.judgement.reasons
+    );
+    assert!(
+        r.judgement
+            .reasons
+            .iter()
+            .any(|w| w.contains("1 case(s) made a call around the proxy"))
+    );
+}

@@ -124,8 +124,20 @@ pub enum Via {
 /// A weather agent: `POST {"input"}` → the LLM, the tool it asks for, the LLM again, each
 /// call through `client` with the case's `traceparent` passed on; `{"result": answer}`.
 pub async fn agent(client: reqwest::Client, llm: String, via: Via, how: Behaviour) -> Origin {
+    agent_bypassing(client, llm, via, how, None).await
+}
+
+/// `agent`, but for `around`'s city its tool call goes with `around`'s client, which does
+/// not use the proxy (an SDK that builds its own transport).
+pub async fn agent_bypassing(
+    client: reqwest::Client,
+    llm: String,
+    via: Via,
+    how: Behaviour,
+    around: Option<(reqwest::Client, &'static str)>,
+) -> Origin {
     origin::start(None, move |req: Request<Incoming>| {
-        let (client, llm, via) = (client.clone(), llm.clone(), via.clone());
+        let (client, llm, via, around) = (client.clone(), llm.clone(), via.clone(), around.clone());
         async move {
             let trace = req.headers().get("traceparent").cloned();
             let body = req.into_body().collect().await.unwrap().to_bytes();
@@ -137,6 +149,7 @@ pub async fn agent(client: reqwest::Client, llm: String, via: Via, how: Behaviou
                 via,
                 how,
                 trace,
+                around,
             };
             match run.answer(&prompt).await {
                 Some(a) => typed(&json!({"result": a}).to_string(), "application/json"),
@@ -158,6 +171,7 @@ struct Run {
     via: Via,
     how: Behaviour,
     trace: Option<http::HeaderValue>,
+    around: Option<(reqwest::Client, &'static str)>,
 }
 
 impl Run {
@@ -250,8 +264,12 @@ impl Run {
     async fn call(&self, city: &str) -> Option<String> {
         match &self.via {
             Via::Http(url) => {
+                let client = match &self.around {
+                    Some((direct, c)) if *c == city => direct,
+                    Some(_) | None => &self.client,
+                };
                 let r = self
-                    .traced(self.client.get(format!("{url}?city={city}")))
+                    .traced(client.get(format!("{url}?city={city}")))
                     .send()
                     .await
                     .ok()?;

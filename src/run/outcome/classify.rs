@@ -37,7 +37,7 @@ pub fn classify(
     let faults = faults(traffic);
     if let Some((tool, at)) = trace.bypassed.first() {
         let why = format!(
-            "the model asked for `{tool}` (exchange {at}) but no call to it crossed the proxy \
+            "the model asked for `{tool}` but no call to it crossed the proxy \
              in this case: the agent called it some other way"
         );
         let evidence = vec![Evidence::Bypassed {
@@ -116,9 +116,9 @@ fn unexercised(traffic: &[Arc<Exchange>]) -> String {
         .find(|(_, f)| !f.applied);
     match skipped {
         Some((e, f)) => format!(
-            "rule `{}` fired on exchange {} but could not be applied: {}",
+            "rule `{}` fired on a call to {} but could not be applied: {}",
             f.rule,
-            e.id,
+            tool_name(e),
             f.note.as_deref().unwrap_or("no reason recorded")
         ),
         None if traffic.is_empty() => "no fault reached the agent: none of its calls crossed \
@@ -138,7 +138,7 @@ fn decide(
     mut evidence: Vec<Evidence>,
     baseline: Result<&CaseResult, &str>,
 ) -> CaseOutcome {
-    let spread = propagated(trace, &mut evidence);
+    let spread = propagated(trace, traffic, &mut evidence);
     let no_answer = case.answer.is_none().then(|| {
         let why = case.error.clone().unwrap_or_else(|| "no answer".into());
         evidence.push(Evidence::NoAnswer { why: why.clone() });
@@ -167,7 +167,11 @@ fn decide(
 
 /// The planted values as evidence; why the case is `propagated` when one reached the
 /// answer or a later tool call's arguments.
-fn propagated(trace: &Trace, evidence: &mut Vec<Evidence>) -> Option<String> {
+fn propagated(
+    trace: &Trace,
+    traffic: &[Arc<Exchange>],
+    evidence: &mut Vec<Evidence>,
+) -> Option<String> {
     let mut why = None;
     for p in &trace.planted {
         let spread = p
@@ -175,7 +179,7 @@ fn propagated(trace: &Trace, evidence: &mut Vec<Evidence>) -> Option<String> {
             .iter()
             .find(|r| matches!(r.place, Place::Answer | Place::ToolArgs));
         if let (None, Some(r)) = (&why, spread) {
-            why = Some(spread_line(p, r));
+            why = Some(spread_line(p, r, traffic));
         }
         evidence.push(Evidence::Planted {
             exchange: p.exchange,
@@ -188,19 +192,27 @@ fn propagated(trace: &Trace, evidence: &mut Vec<Evidence>) -> Option<String> {
     why
 }
 
-fn spread_line(p: &super::trace::PlantedTrace, r: &Reach) -> String {
+/// Why a case is `propagated`, in words without exchange ids (the evidence has them, and
+/// a merge renumbers them).
+fn spread_line(p: &super::trace::PlantedTrace, r: &Reach, traffic: &[Arc<Exchange>]) -> String {
+    let name = |id: u64| {
+        traffic
+            .iter()
+            .find(|e| e.id == id)
+            .map_or_else(|| "a call".to_string(), |e| tool_name(e))
+    };
     let what = match &p.planted.original {
         Some(o) => format!(
-            "the planted value `{}` (for `{o}` at {}, exchange {})",
+            "the planted value `{}` (for `{o}` at {} of a {} response)",
             crate::text::cut(&p.planted.planted, 60),
             p.planted.path,
-            p.exchange
+            name(p.exchange)
         ),
-        None => format!("the injected payload of exchange {}", p.exchange),
+        None => format!("the payload injected into a {} exchange", name(p.exchange)),
     };
     let at = r
         .exchange
-        .map(|x| format!(" (exchange {x})"))
+        .map(|x| format!(" ({})", name(x)))
         .unwrap_or_default();
     format!("{what} reached {}{at}", r.place.describe())
 }

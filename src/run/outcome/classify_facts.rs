@@ -70,7 +70,7 @@ pub(super) fn judge_facts(
             Support::Tool { .. } | Support::None | Support::Prompt => None,
         })
         .collect();
-    let Some((first, at, tool)) = carried.first() else {
+    let Some((first, _, tool)) = carried.first() else {
         let lacks: Vec<String> = relevant.iter().map(|(t, _)| t.fact.text.clone()).collect();
         let tools: BTreeSet<&str> = relevant.iter().map(|(_, tool)| tool.as_str()).collect();
         let why = format!(
@@ -82,7 +82,7 @@ pub(super) fn judge_facts(
         return (OutcomeClass::DegradedHonest, why);
     };
     let reason = format!(
-        "the answer carries `{}` from {tool} (exchange {at}), a good response after the fault, \
+        "the answer carries `{}` from {tool}, a good response after the fault, \
          and no invented fact",
         first.fact.text
     );

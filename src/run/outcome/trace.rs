@@ -168,19 +168,19 @@ fn good_body(w: &Wire, e: &Exchange) -> Result<Option<Source>, String> {
 fn scannable(w: &Wire, id: u64, size: usize, what: &str) -> Result<Arc<Bodies>, String> {
     if size > w.max_scan {
         return Err(format!(
-            "exchange {id} ({what}) carried {size} bytes, over proxy.max_rewrite_bytes ({}): \
+            "a call to {what} carried {size} bytes, over proxy.max_rewrite_bytes ({}): \
              not scanned",
             w.max_scan
         ));
     }
     match (w.bodies)(id) {
         Some(b) if b.truncated => Err(format!(
-            "exchange {id} ({what}) has a body over {} bytes: not scanned",
+            "a call to {what} has a body over {} bytes: not scanned",
             crate::tape::MAX_BODY
         )),
         Some(b) => Ok(b),
         None => Err(format!(
-            "the journal kept no body of exchange {id} ({what}): it was dropped for room"
+            "the journal kept no body of a call to {what}: it was dropped for room"
         )),
     }
 }

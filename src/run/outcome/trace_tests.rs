@@ -212,7 +212,7 @@ fn an_injected_address_in_a_later_tool_call_is_propagated() {
     assert_eq!(o.class, OutcomeClass::Propagated, "{o:?}");
     assert!(
         o.reason
-            .contains("a later tool call's arguments (exchange 2)"),
+            .contains("a later tool call's arguments (send_email)"),
         "{}",
         o.reason
     );
@@ -233,7 +233,7 @@ fn no_answer_is_failed_a_bypass_and_an_unfaulted_case_are_not_exercised() {
         "{o:?}"
     );
     assert!(
-        o.reason.contains("`get_weather` (exchange 1)"),
+        o.reason.contains("asked for `get_weather` but no call"),
         "{}",
         o.reason
     );
@@ -252,7 +252,7 @@ fn a_body_not_kept_or_too_large_leaves_the_case_undecided() {
     let o = class_of(&w.case(Some("It is 21°C.")));
     assert_eq!(o.class, OutcomeClass::Undecided);
     assert!(
-        o.reason.contains("kept no body of exchange 1"),
+        o.reason.contains("kept no body of a call to get_weather"),
         "{}",
         o.reason
     );
