@@ -23,7 +23,7 @@ fn config(agent: &PythonAgent, seed: u64) -> String {
     assert_ne!(yaml, agent.yaml, "the fixture's advanced line changed");
     let yaml = yaml.replace("golden_prompts: [\"What was ACME's Q3 revenue?\"]\n", "");
     format!(
-        "{yaml}golden_prompts: {}\ncontract:\n  name: Shards\n  invariants:\n    - {{id: cites, type: contains, value: According, severity: high}}\n    - {{id: same, type: behavior_unchanged, severity: low}}\n    - {{id: searched, type: tool_called, tool: web_search}}\n  chaos_matrix:\n    - name: flaky-search\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503, probability: 0.5}}]\n    - name: search-down\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n",
+        "{yaml}golden_prompts: {}\ncontract:\n  name: Shards\n  invariants:\n    - {{id: cites, type: contains, value: According, severity: high}}\n    - {{id: same, type: behavior_unchanged, severity: low}}\n    - {{id: searched, type: tool_called, tool: web_search}}\n    - {{id: outcome, type: outcome, allow: [recovered, degraded_honest]}}\n  chaos_matrix:\n    - name: flaky-search\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503, probability: 0.5}}]\n    - name: search-down\n      tool_faults: [{{tool: web_search, mode: error, error_code: 503}}]\n",
         serde_json::to_string(&prompts).unwrap()
     )
 }
@@ -64,10 +64,20 @@ fn judged(r: &Value) -> Value {
                     })
                     .collect::<Vec<_>>()
             });
+            // The outcome's evidence names exchanges by id: its kinds must agree.
+            let outcome = c.get("outcome").map(|o| {
+                let kinds: Vec<&Value> = o["evidence"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| &e["kind"])
+                    .collect();
+                json!([o["class"], o["reason"], kinds])
+            });
             json!({
                 "scenario": c["scenario"], "prompt": c["prompt"], "answer": c["answer"],
                 "error": c["error"], "not_judged": c["not_judged"], "checks": c["checks"],
-                "faults": faults, "exchanges": exchanges,
+                "faults": faults, "exchanges": exchanges, "outcome": outcome,
             })
         })
         .collect();
@@ -176,6 +186,13 @@ fn merged_shards_equal_the_whole_run() {
         .filter(|c| c["answer"].as_str().unwrap().starts_with("According"))
         .count();
     assert!(0 < cited && cited < PROMPTS, "{cited} of {PROMPTS} cited");
+    // Every case under chaos has its class: not exercised where the fault skipped it.
+    let class = |c: &&Value| c["outcome"]["class"].as_str().unwrap_or("none").to_string();
+    let classes: std::collections::BTreeSet<String> = flaky.iter().map(class).collect();
+    assert!(
+        classes.contains("not_exercised") && classes.len() > 1,
+        "{classes:?}"
+    );
     assert_eq!(whole["agent_calls"], 3 * PROMPTS, "baseline + 2 scenarios");
     let want = judged(&whole);
     for n in [3, 1, 12] {

@@ -71,6 +71,21 @@ impl std::fmt::Display for When {
     }
 }
 
+impl When {
+    /// Whether a scenario with `chaos` is one this `when` takes. The scenario decides
+    /// first; a case of it then by the faults that reached it (`run::when`).
+    pub fn holds_under(self, chaos: &crate::chaos::spec::ChaosSpec) -> bool {
+        let any = !chaos.is_empty();
+        match self {
+            When::Always => true,
+            When::ToolFaultsActive => !chaos.tool_faults.is_empty(),
+            When::LlmFaultsActive => !chaos.llm_faults.is_empty(),
+            When::AnyChaosActive => any,
+            When::NoChaos => !any,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractInvariant {
     pub id: String,

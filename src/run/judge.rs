@@ -41,17 +41,16 @@ pub(super) fn plants_canaries(contract: &ContractSpec, chaos: &ChaosSpec) -> boo
 }
 
 impl Judge<'_> {
-    /// Why an `outcome` invariant tests nothing: no scenario of the matrix has a fault.
-    fn faultless(&self, inv: &Invariant) -> Option<String> {
-        let none = self
-            .contract
-            .chaos_matrix
-            .iter()
-            .all(|s| s.chaos.is_empty());
+    /// Why an `outcome` invariant tests nothing: no scenario it applies to (by its `when`)
+    /// has a fault.
+    fn faultless(&self, inv: &Invariant, when: When) -> Option<String> {
+        let faulted = |s: &Scenario| !s.chaos.is_empty() && when.holds_under(&s.chaos);
+        let none = !self.contract.chaos_matrix.iter().any(faulted);
         (inv.is_outcome() && none).then(|| {
-            "no scenario of the matrix has a fault: an `outcome` invariant judges what the \
-             agent did with one (docs/outcomes.md)"
-                .to_string()
+            format!(
+                "no scenario of the matrix that `when: {when}` takes has a fault: an \
+                 `outcome` invariant judges what the agent did with one (docs/outcomes.md)"
+            )
         })
     }
 
@@ -85,7 +84,7 @@ impl Judge<'_> {
             let untested = coverage
                 .untested(spec.when)
                 .filter(|_| !chaos.is_empty())
-                .or_else(|| self.faultless(inv));
+                .or_else(|| self.faultless(inv, spec.when));
             let mut consistency = None;
             let (verdict, judged) = match (applies(spec.when, chaos), untested) {
                 (false, _) => {
@@ -186,16 +185,7 @@ fn note_stateful(
 }
 
 fn applies(when: When, chaos: &ChaosSpec) -> bool {
-    let tool = !chaos.tool_faults.is_empty();
-    let llm = !chaos.llm_faults.is_empty();
-    let any = !chaos.is_empty();
-    match when {
-        When::Always => true,
-        When::ToolFaultsActive => tool,
-        When::LlmFaultsActive => llm,
-        When::AnyChaosActive => any,
-        When::NoChaos => !any,
-    }
+    when.holds_under(chaos)
 }
 
 /// What the checks see of a case; `silent`: why nothing crossed the proxy in its
