@@ -1,14 +1,15 @@
-//! Golden files: each format rendered from the fixed report `tests/fixtures/reports/ci.json`
-//! must equal its file beside it byte for byte (`UPDATE_GOLDEN=1` rewrites them after an
-//! intended change; review the diff).
+//! Golden files: each format rendered from the fixed reports `tests/fixtures/reports/ci.json`
+//! and `outcomes.json` (a contract run with every outcome class) must equal its file beside
+//! it byte for byte (`UPDATE_GOLDEN=1` rewrites them after an intended change; review the
+//! diff).
 
 use std::path::PathBuf;
 
 use crate::config::ReportFormat;
 use crate::run::Report;
 
-fn fixture() -> Report {
-    let text = std::fs::read_to_string(dir().join("ci.json")).expect("the report fixture");
+pub(crate) fn fixture(json: &str) -> Report {
+    let text = std::fs::read_to_string(dir().join(json)).expect("the report fixture");
     Report::from_json(&text).expect("the fixture reads")
 }
 
@@ -16,9 +17,14 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports")
 }
 
-/// Renders the fixture as `format` and compares it with `file`.
+/// Renders the `ci.json` fixture as `format` and compares it with `file`.
 pub(crate) fn check(format: ReportFormat, file: &str) -> String {
-    let got = super::render(&fixture(), format).expect("the fixture renders");
+    check_of("ci.json", format, file)
+}
+
+/// Renders the fixture `json` as `format` and compares it with `file`.
+pub(crate) fn check_of(json: &str, format: ReportFormat, file: &str) -> String {
+    let got = super::render(&fixture(json), format).expect("the fixture renders");
     let path = dir().join(file);
     if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
         std::fs::write(&path, &got).expect("write the golden file");
