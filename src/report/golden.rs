@@ -72,3 +72,18 @@ fn markdown_matches_its_golden_file_and_lists_failed_cells() {
     assert!(!md.contains("<script"));
     assert!(md.len() < 1 << 20);
 }
+
+#[test]
+fn outcome_classes_in_junit_match_their_golden_file() {
+    let xml = check_of("outcomes.json", ReportFormat::Junit, "outcomes.junit.xml");
+    // A failing cell's message names the first failing case's class; its body every
+    // failing case's, with the reason and the evidence.
+    assert!(xml.contains(
+        "<failure message=\"[fabricated] 4 of 10 trials failed; &quot;What is the weather in Oslo?&quot;"
+    ));
+    assert!(xml.contains("[propagated] &quot;What is the weather in Rome?&quot;"));
+    assert!(xml.contains("  outcome propagated: the planted value `Upid` (for `Rome` at $.city"));
+    assert!(xml.contains("    - planted `Upid` for `Rome` at `$.city` (exchange "));
+    assert!(xml.contains("<property name=\"outcome.degraded_honest\" value=\"4\"/>"));
+    assert!(xml.contains("<property name=\"outcome.not_exercised\" value=\"3\"/>"));
+}
