@@ -87,3 +87,59 @@ fn outcome_classes_in_junit_match_their_golden_file() {
     assert!(xml.contains("<property name=\"outcome.degraded_honest\" value=\"4\"/>"));
     assert!(xml.contains("<property name=\"outcome.not_exercised\" value=\"3\"/>"));
 }
+
+#[test]
+fn outcome_classes_in_markdown_match_their_golden_file() {
+    let md = check_of("outcomes.json", ReportFormat::Markdown, "outcomes.md");
+    assert!(md.contains("**What the agent did with faults**"));
+    assert!(md.contains("| weather-corrupt | 2 (20%) | 2 (20%) | 2 (20%) | 4 (40%) | – | 0 | 0 |"));
+    assert!(md.contains("| weather-flaky | – | 2 (29%) | 1 (14%) | 3 (43%) | 1 (14%) | 3 | 0 |"));
+    assert!(md.contains("(first failed case: `fabricated`)"));
+}
+
+/// The `ci.json` fixture with its first chaos case failed, its class `fabricated`.
+fn failed_chaos_case_with_a_class() -> Report {
+    use crate::checks::Verdict;
+    use crate::checks::spec::OutcomeClass;
+    use crate::run::{CaseOutcome, OutcomeEvidence};
+    let mut report = fixture("ci.json");
+    let Report::Ci(ci) = &mut report else {
+        panic!("the fixture is a ci report")
+    };
+    let chaos = ci.chaos.as_mut().unwrap();
+    chaos.prompts[0].passed = false;
+    chaos.prompts[0].checks[0] = Verdict::Fail("the answer quotes 25°C".into());
+    chaos.cases[0].outcome = Some(CaseOutcome {
+        class: OutcomeClass::Fabricated,
+        reason: "the answer states `25°C`, found in no response | of the case".into(),
+        bypassed: false,
+        evidence: vec![OutcomeEvidence::Unsupported {
+            fact: "<b>25°C</b>".into(),
+            why: "found in no response".into(),
+        }],
+    });
+    chaos.cases[1].outcome = Some(CaseOutcome {
+        class: OutcomeClass::Recovered,
+        reason: "the answer carries `21.4°C`".into(),
+        bypassed: false,
+        evidence: vec![],
+    });
+    report
+}
+
+#[test]
+fn a_failed_case_names_its_class_in_junit_and_markdown() {
+    let report = failed_chaos_case_with_a_class();
+    let xml = super::render(&report, ReportFormat::Junit).unwrap();
+    let suite = &xml[xml.find("<testsuite name=\"chaos\"").unwrap()..];
+    assert!(suite.contains("<property name=\"outcome\" value=\"fabricated\"/>"));
+    assert!(suite.contains("<property name=\"outcome\" value=\"recovered\"/>"));
+    assert!(suite.contains("<failure message=\"[fabricated] check 1: the answer quotes 25°C\""));
+    assert!(suite.contains("outcome fabricated: the answer states `25°C`"));
+    assert!(suite.contains("  - unsupported fact `&lt;b&gt;25°C&lt;/b&gt;`: found in no response"));
+    let md = super::render(&report, ReportFormat::Markdown).unwrap();
+    assert!(md.contains(
+        "| `fabricated` the answer states \\`25°C\\`, found in no response \\| of the case; \
+         check 1: the answer quotes 25°C |"
+    ));
+}
