@@ -1,12 +1,14 @@
 //! The HTML report: one self-contained page (inline CSS and SVG, no scripts, nothing
 //! fetched) built with minijinja from `view::Overview`. This module turns the view into
 //! the page's context (texts made inert and capped, numbers formatted, the contract
-//! heatmap, timelines and next steps computed); templates/report.html lays it out, and
-//! auto-escapes every value (the template's name ends in `.html`).
+//! heatmap, resilience profile, timelines and next steps computed); templates/report.html
+//! lays it out, and auto-escapes every value (the template's name ends in `.html`).
 
 mod advice;
 mod cases;
 mod heatmap;
+mod marks;
+mod profile;
 mod timeline;
 mod trials;
 
@@ -16,6 +18,7 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 use serde::Serialize;
 
+use super::outcomes;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
@@ -95,6 +98,8 @@ struct SectionCtx {
     warnings: Vec<String>,
     coverage: Vec<CoverageCtx>,
     heatmap: Option<Heatmap>,
+    /// What the agent did with the faults, per scenario and fault family.
+    profile: Option<profile::Profile>,
     cells: Vec<CellCtx>,
     groups: Vec<Group>,
     passed: usize,
@@ -118,6 +123,9 @@ struct CoverageCtx {
 struct Link {
     label: String,
     href: String,
+    /// A case's outcome class (CSS class and words), shown beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    badge: Option<(&'static str, &'static str)>,
 }
 
 /// A failed or not-tested cell, with its next steps and its cases.
@@ -275,6 +283,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .map(|c| cell(s, c))
             .collect(),
         heatmap,
+        profile: profile::of(s),
         groups,
         passed: count(Some(true)),
         failed: count(Some(false)),
@@ -351,6 +360,11 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
         cases.push(Link {
             label: text::line(&cv.case.prompt, 60),
             href: CaseView::anchor(s.phase, i),
+            badge: cv
+                .case
+                .outcome
+                .as_ref()
+                .map(|o| (o.class.as_str(), outcomes::word(o.class))),
         });
         if first.is_none() {
             first = Some((cv, failures));
@@ -382,5 +396,7 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
     }
 }
 
+#[cfg(test)]
+mod outcome_tests;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,15 @@
 //! Markdown for `$GITHUB_STEP_SUMMARY` and pull-request comments: the verdict and why,
-//! the scores, and what failed (contract cells, chaos and mutation cases), kept under
-//! 1 MiB (GitHub's limit for a step summary): rows past a cap are counted, not listed.
-//! Text from the agent is escaped so it cannot become markup, HTML or a table cell break.
+//! the scores, what failed (contract cells, chaos and mutation cases, each with the outcome
+//! class of its case) and what the agent did with faults (outcome classes per scenario),
+//! kept under 1 MiB (GitHub's limit for a step summary): rows past a cap are counted, not
+//! listed. Text from the agent is escaped so it cannot become markup, HTML or a table
+//! cell break.
 
 use std::fmt::Write;
 
+use super::outcomes::{self, APART, VERDICTS};
 use super::text::{inert, line};
-use super::view::{Overview, Section};
+use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
 use crate::run::RunVerdict;
 
@@ -97,6 +100,77 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
     } else {
         failed_cases(out, s);
     }
+    outcome_table(out, s);
+}
+
+/// "What the agent did with faults": per scenario with chaos, its cases per outcome class
+/// (the five verdict classes with their shares, then those counted apart).
+fn outcome_table(out: &mut String, s: &Section<'_>) {
+    let rows: Vec<_> = s
+        .coverage
+        .iter()
+        .filter(|c| !c.outcomes.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("**What the agent did with faults** (cases per outcome class)\n\n| scenario |");
+    for c in VERDICTS.iter().chain(&APART) {
+        let _ = write!(out, " {} |", outcomes::word(*c));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(VERDICTS.len() + APART.len()));
+    out.push('\n');
+    for c in rows.iter().take(MAX_ROWS) {
+        let n = |class| c.outcomes.get(&class).copied().unwrap_or(0);
+        let _ = write!(out, "| {} |", cell(&c.scenario));
+        for (class, pct) in VERDICTS.iter().zip(outcomes::shares(&c.outcomes)) {
+            let _ = match n(*class) {
+                0 => write!(out, " – |"),
+                k => write!(out, " {k} ({pct}%) |"),
+            };
+        }
+        for class in APART {
+            let _ = write!(out, " {} |", n(class));
+        }
+        out.push('\n');
+    }
+    more(out, rows.len());
+}
+
+/// ` (first failed case: `fabricated` why)`: the outcome class of the first case the
+/// cell's invariant failed, when it has one; its reason only when the cell's does not
+/// already say it (an `outcome` invariant's does).
+fn first_failed(s: &Section<'_>, c: &crate::run::CellResult, why: &str) -> String {
+    let failed = |k: &&CaseView<'_>| {
+        k.case.scenario == c.scenario
+            && k.checks
+                .iter()
+                .any(|(inv, v)| *inv == c.invariant && matches!(v, Verdict::Fail(_)))
+    };
+    let Some(o) = s
+        .cases
+        .iter()
+        .find(failed)
+        .and_then(|k| k.case.outcome.as_ref())
+    else {
+        return String::new();
+    };
+    match why.contains(&o.reason) {
+        true => format!(" (first failed case: `{}`)", o.class),
+        false => format!(
+            " (first failed case: `{}` {})",
+            o.class,
+            escape(&line(&o.reason, CELL_CHARS))
+        ),
+    }
+}
+
+/// `` `fabricated` why; `` for a case with an outcome class; empty without.
+fn class_of(c: &CaseView<'_>) -> String {
+    c.case.outcome.as_ref().map_or_else(String::new, |o| {
+        format!("`{}` {}; ", o.class, escape(&line(&o.reason, CELL_CHARS)))
+    })
 }
 
 /// A contract's failed and untested cells, as a table.
@@ -140,11 +214,12 @@ fn contract_cells(out: &mut String, s: &Section<'_>) {
         });
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {label} | {}{trials} |",
+            "| {} | {} | {} | {label} | {}{trials}{} |",
             cell(&c.scenario),
             cell(&c.invariant),
             c.severity,
-            cell(why)
+            cell(why),
+            first_failed(s, c, why).replace('|', "\\|")
         );
     }
     more(out, bad.len());
@@ -191,7 +266,12 @@ fn failed_cases(out: &mut String, s: &Section<'_>) {
         if let Some(t) = c.case.trial {
             let _ = write!(input, " (trial {t})");
         }
-        let _ = writeln!(out, "| {input} | {} |", cell(&why.join("; ")));
+        let _ = writeln!(
+            out,
+            "| {input} | {}{} |",
+            class_of(c).replace('|', "\\|"),
+            cell(&why.join("; "))
+        );
     }
     more(out, failed.len());
 }

@@ -1,14 +1,17 @@
 //! Plain-text renderings of run reports for the terminal: the contract matrix (✓ pass,
-//! ✗ fail, ? not tested, · not applicable), what each scenario's chaos did, failures with
-//! their reasons, the chaos-only prompts, and the verdict line with the pass mark and why
-//! the run did not pass.
+//! ✗ fail, ? not tested, · not applicable), what each scenario's chaos did and what the
+//! agent did with it (its cases' outcome classes, and the worst case's reason), failures
+//! with their reasons, the chaos-only prompts, and the verdict line with the pass mark and
+//! why the run did not pass.
 
 use std::fmt::Write as _;
 
+use super::cases::CaseResult;
 use super::coverage::Coverage;
 use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport};
 use crate::checks::Verdict;
+use crate::checks::spec::OutcomeClass;
 
 /// The contract report: matrix, scenarios, failures, warnings, verdict.
 /// `color`: ANSI colours for the marks (a terminal).
@@ -19,6 +22,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     );
     matrix(r, color, &mut out);
     scenarios(&r.coverage, &mut out);
+    outcomes(&r.coverage, &r.cases, &mut out);
     flaky(r, &mut out);
     for c in &r.cells {
         let (mark, reason) = match &c.verdict {
@@ -150,6 +154,52 @@ fn scenarios(coverage: &[Coverage], out: &mut String) {
     }
 }
 
+/// What the agent did with faults: one line per scenario with outcome classes (counts,
+/// worst first), and the reason of its first case of the worst class that carried bad
+/// data on or made it up (`propagated`, `fabricated`).
+fn outcomes(coverage: &[Coverage], cases: &[CaseResult], out: &mut String) {
+    let with: Vec<&Coverage> = coverage.iter().filter(|c| !c.outcomes.is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("\nwhat the agent did with faults:\n");
+    for c in with {
+        let counts: Vec<String> = c
+            .outcomes
+            .iter()
+            .map(|(class, n)| format!("{n} {}", class.as_str().replace('_', " ")))
+            .collect();
+        let _ = writeln!(out, "  {}: {}", c.scenario, counts.join(", "));
+        let worst = [OutcomeClass::Propagated, OutcomeClass::Fabricated]
+            .into_iter()
+            .find_map(|class| {
+                cases.iter().find_map(|k| {
+                    let o = k.outcome.as_ref().filter(|o| o.class == class)?;
+                    (k.scenario == c.scenario).then_some((k, o))
+                })
+            });
+        if let Some((k, o)) = worst {
+            let _ = writeln!(
+                out,
+                "    {} {:?}: {}",
+                o.class,
+                crate::text::cut(&k.prompt, 60),
+                shown(&o.reason, 160)
+            );
+        }
+    }
+}
+
+/// Text from the agent on one terminal line: control characters (escape sequences
+/// included) shown as spaces, cut to `chars`.
+fn shown(s: &str, chars: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    crate::text::cut(&flat, chars)
+}
+
 fn warnings(list: &[String], out: &mut String) {
     for w in list {
         let _ = write!(out, "\nwarning: {w}");
@@ -222,6 +272,7 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
         );
     }
     scenarios(&r.coverage, &mut out);
+    outcomes(&r.coverage, &r.cases, &mut out);
     flaky_units(&r.trials, &mut out);
     for m in r.mutants.iter().filter(|m| !m.passed) {
         let (mark, why) = first_problem(&m.checks);
@@ -260,6 +311,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
         r.prompts.len()
     );
     scenarios(&r.coverage, &mut out);
+    outcomes(&r.coverage, &r.cases, &mut out);
     flaky_units(&r.trials, &mut out);
     for p in r.prompts.iter().filter(|p| !p.passed) {
         let (mark, why) = first_problem(&p.checks);
@@ -301,4 +353,51 @@ pub fn replay_summary(r: &super::ReplayReport) -> String {
     warnings(&r.warnings, &mut out);
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scenario_with_chaos_counts_its_classes_and_names_its_worst_case() {
+        let json = include_str!("../../tests/fixtures/reports/outcomes.json");
+        let super::super::Report::Contract(r) = super::super::Report::from_json(json).unwrap()
+        else {
+            panic!("a contract report")
+        };
+        let text = summary(&r, false);
+        let at = text
+            .find("what the agent did with faults:")
+            .expect("the block");
+        let lines: Vec<&str> = text[at..].lines().take(9).collect();
+        assert_eq!(
+            lines[1],
+            "  weather-503-x2: 2 fabricated, 2 failed, 4 degraded honest, 2 recovered"
+        );
+        assert!(lines[2].starts_with(
+            "    fabricated \"What is the weather in Oslo?\": the answer states `25°C`, found"
+        ));
+        assert_eq!(
+            lines[3],
+            "  weather-corrupt: 2 propagated, 2 fabricated, 2 failed, 4 degraded honest"
+        );
+        assert!(lines[4].starts_with(
+            "    propagated \"What is the weather in Rome?\": the planted value `Upid` (for \
+             `Rome` at $.city, exchange"
+        ));
+        assert_eq!(
+            lines[5],
+            "  weather-flaky: 2 fabricated, 1 failed, 3 degraded honest, 1 recovered, 3 not \
+             exercised"
+        );
+        // No line for the scenario without chaos.
+        assert!(!lines.iter().any(|l| l.starts_with("  no-chaos")));
+    }
+
+    #[test]
+    fn agent_text_cannot_drive_the_terminal() {
+        assert_eq!(shown("a\u{1b}[31mred\u{7}", 20), "a [31mred ");
+        assert_eq!(shown("abcdef", 3), "abc…");
+    }
 }

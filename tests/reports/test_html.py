@@ -141,3 +141,148 @@ def test_a_flaky_cell_shows_its_trials_in_the_heatmap(browser, tmp_path):
         assert requests == [out.as_uri()] and errors == []
     finally:
         page.close()
+
+
+OUTCOMES = REPO / "tests" / "fixtures" / "reports" / "outcomes.json"
+OUTCOMES_SCREENSHOT = REPO / "target" / "report-outcomes-screenshot.png"
+VERDICTS = ["propagated", "fabricated", "failed", "degraded_honest", "recovered"]
+
+
+def render(source: Path, out: Path) -> None:
+    run = subprocess.run([flakestorm_bin(), "report", str(source), "--format", "html", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+def test_outcome_classes_show_as_badges_a_profile_and_timeline_marks(browser, tmp_path):
+    # tests/fixtures/reports/outcomes.json: a contract run of a weather agent (five
+    # behaviours, by prompt) under a tool error, corrupted tool data, a flaky timeout and
+    # LLM 429s, two trials each: every class but `undecided`.
+    import json
+    import re
+
+    report = json.loads(OUTCOMES.read_text())
+    out = tmp_path / "outcomes.html"
+    render(OUTCOMES, out)
+    assert out.read_bytes() == (OUTCOMES.parent / "outcomes.html").read_bytes()
+    page, requests, errors = open_page(browser, out)
+    try:
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        classed = [c for c in report["cases"] if c.get("outcome")]
+        assert classed
+        # A badge on every classed case's line, with its class in words (not colour alone).
+        badges = page.locator("details.case > summary .oc")
+        assert badges.count() == len(classed)
+        words = {c["outcome"]["class"].replace("_", " ") for c in classed}
+        shown = set(badges.all_inner_texts())
+        assert shown == words, (shown, words)
+        for cls in {c["outcome"]["class"] for c in classed}:
+            badge = page.locator(f"details.case > summary .oc-{cls}").first
+            assert badge.is_visible()
+            bg = badge.evaluate("e => getComputedStyle(e).backgroundColor")
+            assert bg not in ("rgba(0, 0, 0, 0)", "transparent"), cls
+        # Each classed case says why and lists its evidence.
+        assert page.locator(".outcome").count() == len(classed)
+        evidence = sum(len(c["outcome"]["evidence"]) for c in classed)
+        assert page.locator("ul.ev > li").count() == evidence
+
+        # The profile: a row per scenario with classes, counts as in the JSON, the five
+        # shares adding up to 100% per row.
+        rows = page.locator("table.profile:not(.families) tr:has(td)")
+        covered = [c for c in report["coverage"] if c.get("outcomes")]
+        assert rows.count() == len(covered)
+        for i, c in enumerate(covered):
+            cells = rows.nth(i).locator("td").all_inner_texts()
+            assert cells[0] == c["scenario"]
+            judged = sum(c["outcomes"].get(k, 0) for k in VERDICTS)
+            assert int(cells[1]) == judged
+            pcts = []
+            for k, text in zip(VERDICTS, cells[3:8]):
+                n = c["outcomes"].get(k, 0)
+                if n == 0:
+                    assert text == "–"
+                    continue
+                m = re.fullmatch(r"(\d+) \((\d+)%\)", text)
+                assert m and int(m.group(1)) == n, (k, text)
+                assert abs(int(m.group(2)) - 100 * n / judged) < 1
+                pcts.append(int(m.group(2)))
+            assert sum(pcts) == 100, (c["scenario"], pcts)
+            assert cells[8:] == [str(c["outcomes"].get("not_exercised", 0)),
+                                 str(c["outcomes"].get("undecided", 0))]
+            bar = rows.nth(i).locator(".ocbar")
+            assert bar.is_visible()
+            total = bar.bounding_box()["width"]
+            segs = sum(b["width"] for b in bar.locator("i").evaluate_all(
+                "is => is.map(i => i.getBoundingClientRect()).map(r => ({width: r.width}))"))
+            assert abs(segs - total) < 2, (segs, total)
+        families = page.locator("table.profile.families tr:has(td)")
+        assert families.count() >= 2
+        assert page.locator("table.profile").first.is_visible()
+
+        # The heatmap's cells carry their cases' classes.
+        with_classes = page.locator("table.heatmap td.c .ocb")
+        assert with_classes.count() == sum(1 for c in report["cells"] if c.get("outcomes"))
+        assert "outcomes: " in page.locator("table.heatmap td.c:has(.ocb)").first.get_attribute("title")
+
+        # Timeline marks: the call a fault planted values in, the call that carried them on.
+        marks = page.locator("svg.tl g.mk")
+        assert marks.count() >= 1
+        planted = page.locator("svg.tl g.mk:has-text('◆')").first
+        planted.scroll_into_view_if_needed()
+        assert planted.is_visible()
+        assert planted.locator("title").text_content().startswith("◆ planted ")
+        assert page.locator("svg.tl rect.mk").count() == marks.count()
+        assert page.locator(".tl-key").first.is_visible()
+
+        assert page.locator("script").count() == 0
+        assert requests == [out.as_uri()], f"requests beyond the file: {requests}"
+        assert errors == [], f"console errors: {errors}"
+
+        # For review: the matrix and the profile, then a case whose corrupted data reached
+        # the answer.
+        OUTCOMES_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        # Bounding boxes are the viewport's: from the top of the page, they are the page's.
+        page.evaluate("window.scrollTo(0, 0)")
+        top = page.locator("table.heatmap").bounding_box()
+        profile = page.locator("table.profile.families").bounding_box()
+        rome = page.locator("details.case:has(.oc-propagated)").first
+        end = rome.bounding_box()
+        page.screenshot(path=str(OUTCOMES_SCREENSHOT), full_page=True,
+                        clip={"x": 0, "y": top["y"] - 60, "width": 1200,
+                              "height": profile["y"] + profile["height"] - top["y"] + 80})
+        rome.screenshot(path=str(OUTCOMES_SCREENSHOT.with_name("report-outcome-case.png")))
+        assert end["height"] > 100
+    finally:
+        page.close()
+
+
+def test_planted_values_and_facts_with_markup_stay_text(browser, tmp_path):
+    # A tool's corrupted value or an answer's fact is the agent's world's text: a report
+    # with `<script>` in them shows it and runs nothing.
+    import json
+
+    report = json.loads(OUTCOMES.read_text())
+    script = "<script>alert('planted')</script>"
+    for case in report["cases"]:
+        for e in (case.get("outcome") or {}).get("evidence", []):
+            if e["kind"] == "planted":
+                e["planted"] = script
+            if e["kind"] == "unsupported":
+                e["fact"] = "<img src=x onerror=alert(1)>"
+    source = tmp_path / "hostile.json"
+    source.write_text(json.dumps(report))
+    out = tmp_path / "hostile.html"
+    render(source, out)
+    page, requests, errors = open_page(browser, out)
+    try:
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        assert page.locator("script").count() == 0
+        assert page.locator("img").count() == 0
+        assert page.locator(f"ul.ev code:text-is(\"{script}\")").count() > 0
+        assert page.locator("ul.ev code:text-is('<img src=x onerror=alert(1)>')").count() > 0
+        assert dialogs == []
+        assert requests == [out.as_uri()] and errors == []
+    finally:
+        page.close()

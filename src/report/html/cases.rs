@@ -1,13 +1,17 @@
 //! One case of a section as the report shows it: its prompt and answer (capped), its
-//! checks, the faults it met, next steps and the timeline of its calls.
+//! checks, the faults it met, its outcome class with the evidence, next steps and the
+//! timeline of its calls (the calls the evidence names marked).
 
 use serde::Serialize;
 
 use super::advice::{self, Facts};
+use super::marks;
 use super::timeline::{self, Timeline};
 use super::{CAP, reason, text, verdict_look};
 use crate::checks::Verdict;
+use crate::report::outcomes::{self, Piece};
 use crate::report::view::{CaseView, Section};
+use crate::run::CaseOutcome;
 
 #[derive(Serialize)]
 pub(super) struct CaseCtx {
@@ -32,10 +36,30 @@ pub(super) struct CaseCtx {
     not_judged: Option<String>,
     checks: Vec<CheckCtx>,
     faults: Vec<String>,
+    outcome: Option<OutcomeCtx>,
     steps: Vec<String>,
     timeline: Option<Timeline>,
     /// Why there is no timeline.
     no_calls: Option<&'static str>,
+}
+
+/// A case's outcome class: its badge, why, and the evidence, one line each.
+#[derive(Serialize)]
+pub(super) struct OutcomeCtx {
+    /// The class as named in the JSON: the badge's CSS class.
+    class: &'static str,
+    word: &'static str,
+    reason: String,
+    evidence: Vec<Vec<Piece>>,
+}
+
+pub(super) fn outcome(o: &CaseOutcome) -> OutcomeCtx {
+    OutcomeCtx {
+        class: o.class.as_str(),
+        word: outcomes::word(o.class),
+        reason: text::line(&o.reason, 500),
+        evidence: o.evidence.iter().map(outcomes::evidence).collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -72,7 +96,8 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
     } else {
         vec![]
     };
-    let timeline = c.traffic.as_deref().and_then(timeline::of);
+    let marks = marks::of(c.outcome.as_ref());
+    let timeline = c.traffic.as_deref().and_then(|t| timeline::of(t, &marks));
     let no_calls = match &c.traffic {
         None => Some("its calls could not be attributed to it (see the JSON report's coverage)"),
         Some(t) if t.is_empty() => Some("no call of the agent's reached the proxy during it"),
@@ -107,20 +132,20 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
                 reason: text::line(reason(v), 300),
             })
             .collect(),
-        faults: c
-            .faults
-            .iter()
-            .map(|f| {
-                let note = match (&f.note, f.applied) {
-                    (_, true) => String::new(),
-                    (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
-                    (None, false) => ", not applied".into(),
-                };
-                format!("{} ({}{note})", text::line(&f.rule, 60), f.mode)
-            })
-            .collect(),
+        faults: c.faults.iter().map(fault).collect(),
+        outcome: c.outcome.as_ref().map(outcome),
         steps,
         timeline,
         no_calls,
     }
+}
+
+/// A fault the case met: its rule and mode, and why it was not applied when it was not.
+fn fault(f: &crate::exchange::FaultRecord) -> String {
+    let note = match (&f.note, f.applied) {
+        (_, true) => String::new(),
+        (Some(n), false) => format!(", not applied: {}", text::line(n, 200)),
+        (None, false) => ", not applied".into(),
+    };
+    format!("{} ({}{note})", text::line(&f.rule, 60), f.mode)
 }

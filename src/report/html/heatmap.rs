@@ -1,13 +1,18 @@
 //! The contract matrix as a heatmap: a row per invariant, a cell per scenario, each linked
-//! to its detail (failed and not-tested cells) or to its scenario's cases.
+//! to its detail (failed and not-tested cells) or to its scenario's cases; a cell whose
+//! cases have outcome classes shows their distribution (a thin stacked bar, and in words
+//! on hover).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
 use super::{Link, cell_anchor, reason, text, verdict_look};
 use crate::checks::Verdict;
+use crate::checks::spec::OutcomeClass;
+use crate::report::outcomes::{self, VERDICTS};
 use crate::report::view::Section;
+use crate::run::CellResult;
 
 #[derive(Serialize)]
 pub(super) struct Heatmap {
@@ -31,6 +36,31 @@ struct HeatCell {
     /// With trials: "passed/trials", and whether they disagreed.
     trials: Option<String>,
     flaky: bool,
+    /// Its cases' outcome classes as a stacked bar: the verdict classes' shares.
+    outcomes: Vec<Seg>,
+}
+
+#[derive(Serialize)]
+struct Seg {
+    class: &'static str,
+    pct: u32,
+}
+
+/// A cell's outcome classes: words for its title, segments for its bar.
+fn distribution(counts: &BTreeMap<OutcomeClass, usize>) -> (String, Vec<Seg>) {
+    if counts.is_empty() {
+        return (String::new(), vec![]);
+    }
+    let segs = VERDICTS
+        .iter()
+        .zip(outcomes::shares(counts))
+        .filter(|(_, pct)| *pct > 0)
+        .map(|(c, pct)| Seg {
+            class: c.as_str(),
+            pct,
+        })
+        .collect();
+    (format!("; outcomes: {}", outcomes::counted(counts)), segs)
 }
 
 pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatmap {
@@ -46,6 +76,7 @@ pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatma
             .map(|sc| Link {
                 label: text::line(sc, 40),
                 href: group_of(sc),
+                badge: None,
             })
             .collect(),
         rows: s
@@ -64,37 +95,7 @@ pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatma
                         .scenarios
                         .iter()
                         .map(|sc| match s.cell(inv, sc) {
-                            Some(c) => {
-                                let (class, mark, word) = verdict_look(&c.verdict);
-                                let href = match c.verdict {
-                                    Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
-                                    Verdict::Pass(_) | Verdict::NotApplicable(_) => group_of(sc),
-                                };
-                                let t = c.consistency.as_ref();
-                                let figures = t.map_or_else(String::new, |t| {
-                                    format!(
-                                        "; {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}{}",
-                                        t.passed,
-                                        t.trials,
-                                        t.pass_hat(1).unwrap_or(0.0),
-                                        t.pass_hat_k.len(),
-                                        t.pass_hat_k.last().copied().unwrap_or(0.0),
-                                        if t.flaky { " (flaky)" } else { "" }
-                                    )
-                                });
-                                HeatCell {
-                                    class,
-                                    mark,
-                                    href,
-                                    title: format!(
-                                        "{word} ({}): {}{figures}",
-                                        c.severity,
-                                        text::line(reason(&c.verdict), 300)
-                                    ),
-                                    trials: t.map(|t| format!("{}/{}", t.passed, t.trials)),
-                                    flaky: t.is_some_and(|t| t.flaky),
-                                }
-                            }
+                            Some(c) => cell(s, c, group_of(sc)),
                             None => HeatCell {
                                 class: "none",
                                 mark: "",
@@ -102,11 +103,48 @@ pub(super) fn heatmap(s: &Section<'_>, groups: &HashMap<&str, String>) -> Heatma
                                 title: "no cell".into(),
                                 trials: None,
                                 flaky: false,
+                                outcomes: vec![],
                             },
                         })
                         .collect(),
                 }
             })
             .collect(),
+    }
+}
+
+/// A cell of the matrix: linked to its detail when it failed or was not tested, else to
+/// its scenario's cases (`group`).
+fn cell(s: &Section<'_>, c: &CellResult, group: String) -> HeatCell {
+    let (class, mark, word) = verdict_look(&c.verdict);
+    let href = match c.verdict {
+        Verdict::Fail(_) | Verdict::NotTested(_) => cell_anchor(s, c),
+        Verdict::Pass(_) | Verdict::NotApplicable(_) => group,
+    };
+    let t = c.consistency.as_ref();
+    let figures = t.map_or_else(String::new, |t| {
+        format!(
+            "; {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}{}",
+            t.passed,
+            t.trials,
+            t.pass_hat(1).unwrap_or(0.0),
+            t.pass_hat_k.len(),
+            t.pass_hat_k.last().copied().unwrap_or(0.0),
+            if t.flaky { " (flaky)" } else { "" }
+        )
+    });
+    let (classes, outcomes) = distribution(&c.outcomes);
+    HeatCell {
+        class,
+        mark,
+        href,
+        title: format!(
+            "{word} ({}): {}{figures}{classes}",
+            c.severity,
+            text::line(reason(&c.verdict), 300)
+        ),
+        trials: t.map(|t| format!("{}/{}", t.passed, t.trials)),
+        flaky: t.is_some_and(|t| t.flaky),
+        outcomes,
     }
 }

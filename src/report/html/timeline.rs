@@ -1,9 +1,11 @@
 //! A case's timeline: the agent's tool and LLM calls as the proxy saw them, one row per
-//! exchange, bars placed by start time and sized by duration. Geometry only; the page
-//! template draws it as SVG (so every text on it goes through the template's escaping).
+//! exchange, bars placed by start time and sized by duration, the calls the case's
+//! outcome evidence names marked (`marks`). Geometry only; the page template draws it as
+//! SVG (so every text on it goes through the template's escaping).
 
 use serde::Serialize;
 
+use super::marks::{self, Marks};
 use crate::exchange::{Exchange, Outcome, Target};
 use crate::report::text;
 
@@ -15,6 +17,9 @@ const ROW_H: u32 = 18;
 const DETAIL_CHARS: usize = 88;
 /// The axis under the rows.
 const AXIS_H: u32 = 16;
+/// Where the details start; a marked row's glyphs come first, this wide each.
+const DETAIL_X: u32 = 448;
+const GLYPH_W: u32 = 11;
 
 #[derive(Debug, Serialize)]
 pub struct Timeline {
@@ -22,6 +27,8 @@ pub struct Timeline {
     /// The time the rows span, in words (`105.3 ms`), printed at the axis' end.
     pub span: String,
     pub rows: Vec<Row>,
+    /// What each glyph on it means, when a row is marked.
+    pub legend: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -34,12 +41,22 @@ pub struct Row {
     pub w: String,
     /// `LLM openai`, `tool web_search`.
     pub label: String,
-    /// `503 · 1.1 ms · fault search-down (error) · retry 1`.
+    /// `#4 · 503 · 1.1 ms · fault search-down (error) · retry 1`.
     pub detail: String,
     /// `GET https://…`, shown on hover.
     pub title: String,
     /// `ok`, `err` or `fault`: the bar's colour.
     pub class: &'static str,
+    /// Where the details start (after the glyphs of a marked row).
+    pub detail_x: u32,
+    /// A call the case's outcome evidence names: its glyphs and what they mean.
+    pub mark: Option<RowMark>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RowMark {
+    pub glyphs: String,
+    pub title: String,
 }
 
 /// What a call is, in a few words (an MCP message by its tool, else its method).
@@ -94,7 +111,8 @@ pub fn retries(calls: &[&Exchange]) -> Vec<u32> {
 }
 
 fn detail(e: &Exchange, retry: u32) -> String {
-    let mut parts = vec![];
+    // The journal id first: outcome evidence names calls by it.
+    let mut parts = vec![format!("#{}", e.id)];
     match &e.outcome {
         Outcome::Response { response, .. } => parts.push(response.status.to_string()),
         Outcome::Error { error, status } => parts.push(match status {
@@ -124,8 +142,9 @@ fn detail(e: &Exchange, retry: u32) -> String {
     parts.join(" · ")
 }
 
-/// The timeline of `exchanges`; None when there are none.
-pub fn of(exchanges: &[std::sync::Arc<Exchange>]) -> Option<Timeline> {
+/// The timeline of `exchanges`, with the calls `marks` names marked; None when there are
+/// none.
+pub fn of(exchanges: &[std::sync::Arc<Exchange>], marks: &Marks) -> Option<Timeline> {
     let calls = in_order(exchanges);
     let first = calls.first()?.timings.started_at_ms;
     let end = calls
@@ -140,40 +159,64 @@ pub fn of(exchanges: &[std::sync::Arc<Exchange>]) -> Option<Timeline> {
         .zip(retries(&calls))
         .enumerate()
         .map(|(i, (e, retry))| {
-            let top = i as u32 * ROW_H;
             let start = (e.timings.started_at_ms - first) as f64;
             let w = (e.timings.total_ms.max(0.0) * scale).max(2.0);
             let x = (BARS_X + start * scale).min(BARS_X + BARS_W - 2.0);
-            // The details after the bar fit the SVG's width; cut ones are whole on hover.
-            let full = detail(e, retry);
-            let shown = text::line(&full, DETAIL_CHARS);
-            let mut title = format!("{} {}", e.request.method, text::line(&e.request.url, 200));
-            if shown != full {
-                title = format!("{title}\n{full}");
-            }
-            Row {
-                y: top + 13,
-                bar_y: top + 4,
-                x: format!("{x:.1}"),
-                w: format!("{:.1}", w.min(BARS_X + BARS_W - x)),
-                label: target(e),
-                detail: shown,
-                title,
-                class: if e.fault.as_ref().is_some_and(|f| f.applied) || !e.attacks.is_empty() {
-                    "fault"
-                } else if failed(e) {
-                    "err"
-                } else {
-                    "ok"
-                },
-            }
+            row(e, retry, i as u32 * ROW_H, (x, w), marks)
         })
         .collect::<Vec<_>>();
+    let shown: String = rows
+        .iter()
+        .filter_map(|r| r.mark.as_ref())
+        .map(|m| m.glyphs.as_str())
+        .collect();
     Some(Timeline {
         height: rows.len() as u32 * ROW_H + AXIS_H,
         span: text::duration(span),
+        legend: marks::ORDER
+            .into_iter()
+            .filter(|g| shown.contains(*g))
+            .map(|g| format!("{g} {}", marks::legend(g)))
+            .collect(),
         rows,
     })
+}
+
+/// One call's row: `top` of the row, its bar's `x` and width.
+fn row(e: &Exchange, retry: u32, top: u32, (x, w): (f64, f64), marks: &Marks) -> Row {
+    let mark = marks.get(e.id);
+    let glyphs = mark.map_or(0, |m| m.glyphs.chars().count());
+    // The details after the bar fit the SVG's width; cut ones are whole on hover.
+    let full = detail(e, retry);
+    let shown = text::line(&full, DETAIL_CHARS.saturating_sub(glyphs * 2));
+    let mut title = format!("{} {}", e.request.method, text::line(&e.request.url, 200));
+    if shown != full {
+        title = format!("{title}\n{full}");
+    }
+    if let Some(m) = mark {
+        title = format!("{title}\n{}", m.notes.join("\n"));
+    }
+    Row {
+        y: top + 13,
+        bar_y: top + 4,
+        x: format!("{x:.1}"),
+        w: format!("{:.1}", w.min(BARS_X + BARS_W - x)),
+        label: target(e),
+        detail: shown,
+        title,
+        class: if e.fault.as_ref().is_some_and(|f| f.applied) || !e.attacks.is_empty() {
+            "fault"
+        } else if failed(e) {
+            "err"
+        } else {
+            "ok"
+        },
+        detail_x: DETAIL_X + glyphs as u32 * GLYPH_W,
+        mark: mark.map(|m| RowMark {
+            glyphs: m.glyphs.clone(),
+            title: m.notes.join("\n"),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -231,7 +274,7 @@ mod tests {
             Arc::new(faulted),
             at(exchange(llm(), "https://llm/"), 1, 1_000),
         ];
-        let t = of(&calls).unwrap();
+        let t = of(&calls, &Marks::default()).unwrap();
         assert_eq!(t.span, "100.0 ms");
         assert_eq!(t.rows[0].label, "LLM openai");
         assert_eq!(
@@ -246,20 +289,20 @@ mod tests {
         assert_eq!(t.rows[1].class, "fault");
         assert_eq!(
             t.rows[1].detail,
-            "503 · 50.0 ms · fault search-down (error)"
+            "#2 · 503 · 50.0 ms · fault search-down (error)"
         );
         assert_eq!(t.rows[1].title, "POST https://search/q");
-        assert!(of(&[]).is_none());
+        assert!(of(&[], &Marks::default()).is_none());
 
         let mut chatty = exchange(llm(), "https://llm/").build();
         chatty.llm_tool_calls = vec!["a_tool_with_a_long_name".into(); 6];
-        let t = of(&[Arc::new(chatty)]).unwrap();
+        let t = of(&[Arc::new(chatty)], &Marks::default()).unwrap();
         assert_eq!(t.rows[0].detail.chars().count(), DETAIL_CHARS);
         assert!(t.rows[0].detail.ends_with('…'));
         assert!(
             t.rows[0]
                 .title
-                .starts_with("POST https://llm/\n200 · 0.00 ms · asks a_tool")
+                .starts_with("POST https://llm/\n#1 · 200 · 0.00 ms · asks a_tool")
         );
     }
 }

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::marks;
 use super::timeline::{self, Timeline};
 use crate::checks::Verdict;
 use crate::report::text;
@@ -21,6 +22,8 @@ pub(super) struct Pair {
 struct Side {
     label: String,
     href: String,
+    /// The trial's outcome class (CSS class and words), when it has one.
+    badge: Option<(&'static str, &'static str)>,
     timeline: Option<Timeline>,
 }
 
@@ -42,7 +45,16 @@ pub(super) fn pair(s: &Section<'_>, c: &CellResult) -> Option<Pair> {
     let side = |i: usize, cv: &CaseView<'_>, word: &str| Side {
         label: format!("trial {} ({word})", cv.case.trial.unwrap_or(1)),
         href: CaseView::anchor(s.phase, i),
-        timeline: cv.case.traffic.as_deref().and_then(timeline::of),
+        badge: cv
+            .case
+            .outcome
+            .as_ref()
+            .map(|o| (o.class.as_str(), crate::report::outcomes::word(o.class))),
+        timeline: cv
+            .case
+            .traffic
+            .as_deref()
+            .and_then(|t| timeline::of(t, &marks::of(cv.case.outcome.as_ref()))),
     };
     for (i, failing) in mine.iter().filter(|(_, cv)| verdict_of(cv) == Some(false)) {
         let passing = mine

@@ -5,10 +5,12 @@
 //! (traffic that never crossed the proxy, a score under the pass mark) is not green.
 //! A failed check is a `failure`; a cell or case that could not be tested is an `error`
 //! (never the agent's failure, never a pass); not applicable is `skipped`. `ci`'s skipped
-//! phases are a suite with one skipped testcase.
+//! phases are a suite with one skipped testcase. Outcome classes: `classes.rs`.
 
 use std::fmt::Write;
 
+mod cells;
+mod classes;
 mod trials;
 
 use super::text::{clip, inert, line};
@@ -41,8 +43,9 @@ struct Case {
     name: String,
     seconds: f64,
     outcome: Outcome,
-    /// With trials: the cell's consistency figures (testcase `properties`).
-    properties: Vec<(&'static str, String)>,
+    /// A case's outcome class; a cell's classes and, with trials, its consistency
+    /// figures (testcase `properties`).
+    properties: Vec<(String, String)>,
     /// With trials that disagree: each failing trial's reason (Surefire's
     /// `flakyFailure`, which rerun-aware readers show as flaky).
     flaky: Vec<String>,
@@ -52,7 +55,7 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut suites: Vec<Suite> = vec![];
     for s in &o.sections {
         let mut cases = match s.phase {
-            RunKind::Contract => cells(s),
+            RunKind::Contract => cells::of(s),
             RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => {
                 s.cases.iter().map(|c| case(s.phase, c)).collect()
             }
@@ -154,7 +157,8 @@ fn testcase(out: &mut String, c: &Case) {
         for (k, v) in &c.properties {
             let _ = writeln!(
                 out,
-                "        <property name=\"{k}\" value=\"{}\"/>",
+                "        <property name=\"{}\" value=\"{}\"/>",
+                attr(k),
                 attr(v)
             );
         }
@@ -204,40 +208,6 @@ fn outcome(v: &Verdict, body: String) -> Outcome {
     }
 }
 
-/// Contract: one testcase per cell, timed by its scenario's cases.
-fn cells(s: &Section<'_>) -> Vec<Case> {
-    s.cells
-        .iter()
-        .map(|cell| {
-            let mine = || s.cases.iter().filter(|c| c.case.scenario == cell.scenario);
-            let seconds = mine().map(|c| c.case.latency_ms).sum::<f64>() / 1000.0;
-            // The failing cases, each with its reason.
-            let mut body = String::new();
-            for c in mine() {
-                for (_, v) in c.checks.iter().filter(|(inv, _)| *inv == cell.invariant) {
-                    if let Verdict::Fail(why) = v {
-                        let _ = writeln!(body, "{:?}: {why}", c.case.prompt);
-                        let _ = match (&c.case.answer, &c.case.error) {
-                            (Some(a), _) => writeln!(body, "  answer: {}", clip(a, 500)),
-                            (None, Some(e)) => writeln!(body, "  error: {e}"),
-                            (None, None) => Ok(()),
-                        };
-                    }
-                }
-            }
-            let (properties, flaky) = trials::of(s, cell);
-            Case {
-                classname: format!("contract.{}", cell.scenario),
-                name: format!("{} [{}]", cell.invariant, cell.severity),
-                seconds,
-                outcome: outcome(&cell.verdict, body),
-                properties,
-                flaky,
-            }
-        })
-        .collect()
-}
-
 /// Chaos and mutation: one testcase per case.
 fn case(phase: RunKind, c: &CaseView<'_>) -> Case {
     let (classname, input) = match &c.mutation {
@@ -264,13 +234,18 @@ fn case(phase: RunKind, c: &CaseView<'_>) -> Case {
         (None, Some(e)) => writeln!(body, "error: {e}"),
         (None, None) => Ok(()),
     };
+    let class = c.case.outcome.as_ref();
+    if let Some(o) = class {
+        classes::body(&mut body, o, "");
+    }
     let outcome = match (c.passed, &c.case.not_judged) {
         (Some(true), _) => Outcome::Passed,
         (Some(false), _) => Outcome::Failure {
-            message: failed
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "a check failed".into()),
+            message: format!(
+                "{}{}",
+                classes::tag(class),
+                failed.first().map_or("a check failed", String::as_str)
+            ),
             body,
         },
         (None, Some(why)) => Outcome::Error {
@@ -300,7 +275,7 @@ fn case(phase: RunKind, c: &CaseView<'_>) -> Case {
         name,
         seconds: c.case.latency_ms / 1000.0,
         outcome,
-        properties: vec![],
+        properties: classes::property(class),
         flaky: vec![],
     }
 }
