@@ -86,8 +86,10 @@ impl Family {
             | FaultKind::McpToolError
             | FaultKind::McpError
             | FaultKind::McpSessionExpired => Family::ToolErrors,
-            // `corrupt` and `stale` (data-faults branch) join this arm.
-            FaultKind::Malformed | FaultKind::MaliciousResponse => Family::ToolData,
+            FaultKind::Malformed
+            | FaultKind::MaliciousResponse
+            | FaultKind::Corrupt
+            | FaultKind::Stale => Family::ToolData,
             FaultKind::Slow | FaultKind::SlowStream => Family::Latency,
             FaultKind::RateLimit
             | FaultKind::ServerError
