@@ -88,18 +88,17 @@ pub async fn run_chaos(
     // Outcome classes read each case's bodies when it ends; a chaos run has no no-chaos
     // case to compare with, so it classifies (and adds a baseline pass) only when an
     // `outcome` invariant asks.
-    let classes = classifies(chaos, invariants);
+    let classes = super::classes::classifies(chaos, invariants);
     let _bodies = classes.then(|| ctx.journal.keep_bodies_while());
     let mut sent = send_prompts(ctx, name, chaos, golden, None, invariants).await?;
-    let mut extra = None;
-    if classes {
-        let run = [scenario(name, chaos, invariants)];
-        let outcomes = std::slice::from_ref(&sent.outcome);
-        let so_far = so_far(ctx, &std::sync::Arc::new(compile(invariants)?));
-        extra = super::classes::extra_baseline(ctx, &run, outcomes, golden, &so_far).await;
-        let base = extra.as_ref().map(|(o, _)| o);
-        super::classes::classify_all(&run, std::slice::from_mut(&mut sent.outcome), base);
-    }
+    let extra = match classes {
+        true => {
+            let run = scenario(name, chaos, invariants);
+            let so_far = so_far(ctx, &std::sync::Arc::new(compile(invariants)?));
+            super::classes::classify_one(ctx, run, &mut sent.outcome, golden, &so_far).await
+        }
+        false => None,
+    };
     let part = ctx.shard.map(|s| {
         let seen = sent.seen(ctx);
         let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
@@ -259,17 +258,9 @@ pub(super) fn scenario<'a>(
             .any(|i| matches!(i.check, Check::NoExfiltration {})),
         // Cases under chaos get outcome classes when an `outcome` invariant asks (a
         // mutation run's variants never do: they are not sent through `run_chaos`).
-        trace: classifies(chaos, invariants),
+        trace: super::classes::classifies(chaos, invariants),
         attributed: false,
     }
-}
-
-/// Whether a chaos run classifies its cases: it has chaos and an `outcome` invariant.
-pub(super) fn classifies(chaos: &CompiledChaos, invariants: &[InvariantSpec]) -> bool {
-    !chaos.is_empty()
-        && invariants
-            .iter()
-            .any(|i| matches!(i.check, Check::Outcome { .. }))
 }
 
 /// Sends `prompts` under `chaos` (scenario `name`); under `--shard`, those whose unit

@@ -96,6 +96,38 @@ pub(super) async fn extra_baseline(
     Some((outcome, warning))
 }
 
+/// Whether a chaos run classifies its cases: it has chaos and an `outcome` invariant (it
+/// has no no-chaos case to compare with: its baselines cost a pass of their own).
+pub(super) fn classifies(
+    chaos: &CompiledChaos,
+    invariants: &[crate::checks::spec::InvariantSpec],
+) -> bool {
+    use crate::checks::spec::Check;
+    !chaos.is_empty()
+        && invariants
+            .iter()
+            .any(|i| matches!(i.check, Check::Outcome { .. }))
+}
+
+/// Classifies the cases of one scenario run alone (a chaos run's), after a `(baseline)`
+/// pass of the prompts that need one: that pass and its warning, if it ran.
+pub(super) async fn classify_one(
+    ctx: &RunContext,
+    run: ScenarioRun<'_>,
+    outcome: &mut ScenarioOutcome,
+    prompts: &[String],
+    so_far: &super::Provisional,
+) -> Option<(ScenarioOutcome, String)> {
+    let runs = [run];
+    let extra = extra_baseline(ctx, &runs, std::slice::from_ref(outcome), prompts, so_far).await;
+    classify_all(
+        &runs,
+        std::slice::from_mut(outcome),
+        extra.as_ref().map(|(o, _)| o),
+    );
+    extra
+}
+
 /// Gives every case of a scenario with chaos its outcome class, against the baseline case
 /// of its prompt: from `extra` (the pass flakestorm added) first, else the first no-chaos
 /// scenario's.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 use super::cases::CaseResult;
+use super::classes::BASELINE;
 use super::coverage::{self, Coverage};
 use super::judge::{Judge, UNTRACED_WARNING, record_baselines};
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
@@ -150,9 +151,6 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The name of the no-chaos pass a contract adds for its baselines.
-pub(super) use super::classes::BASELINE;
-
 /// Runs `contract` with `golden` prompts against the agent in `ctx` (under `--shard`,
 /// only the shard's prompts, with what a merge needs in the report).
 pub async fn run_contract(
@@ -251,19 +249,7 @@ pub(super) async fn judge_matrix(
     }
     run_warnings(ctx, &cases, &mut warnings);
     let mut score = score(&cells, &ctx.trials);
-    let judgement = decide(&Evidence {
-        cases: &cases,
-        coverage: &coverage,
-        exchanges: seen.exchanges,
-        agent_exchanges: seen.agent_exchanges,
-        declares_traffic: ctx.declared.any(),
-        node: super::verdict::runs_node(ctx),
-        score: score.value,
-        min_score: ctx.min_score,
-        failed_critical: failed_critical(&cells, &ctx.trials),
-        judged_anything: cells.iter().any(|c| c.verdict.judged()),
-        response_path: seen.response_path.clone(),
-    });
+    let judgement = verdict_of(ctx, (&cases, &coverage, &cells), seen, score.value);
     score.passed = judgement.verdict.passed();
     let trials = match ctx.trials.n > 1 {
         true => super::consistency::per_case(&cases),
@@ -287,6 +273,28 @@ pub(super) async fn judge_matrix(
         warnings,
         shard: None,
     }
+}
+
+/// The run's verdict from its cases, coverage and cells, what the journal saw, its score.
+fn verdict_of(
+    ctx: &RunContext,
+    (cases, coverage, cells): (&[CaseResult], &[Coverage], &[CellResult]),
+    seen: &Seen,
+    score: f64,
+) -> Judgement {
+    decide(&Evidence {
+        cases,
+        coverage,
+        exchanges: seen.exchanges,
+        agent_exchanges: seen.agent_exchanges,
+        declares_traffic: ctx.declared.any(),
+        node: super::verdict::runs_node(ctx),
+        score,
+        min_score: ctx.min_score,
+        failed_critical: failed_critical(cells, &ctx.trials),
+        judged_anything: cells.iter().any(|c| c.verdict.judged()),
+        response_path: seen.response_path.clone(),
+    })
 }
 
 /// A scenario's coverage; `earlier`: the scenarios' before it.

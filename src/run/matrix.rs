@@ -236,11 +236,15 @@ async fn pool(
             ((s, p, t), case, stats)
         });
     }
-    let mut done: Vec<(Cell, CaseResult, Vec<RuleStats>)> = tasks.join_all().await;
-    // Reports list cases in scenario, prompt and trial order whatever finished first.
+    grouped(tasks.join_all().await, specs.len())
+}
+
+/// The ended cases of `n` scenarios, each scenario's in prompt and trial order whatever
+/// finished first, with its exchanges and its rules' counters summed.
+fn grouped(mut done: Vec<(Cell, CaseResult, Vec<RuleStats>)>, n: usize) -> Vec<ScenarioOutcome> {
     done.sort_by_key(|(cell, _, _)| *cell);
-    let mut out: Vec<ScenarioOutcome> = (0..specs.len()).map(|_| Default::default()).collect();
-    let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; specs.len()];
+    let mut out: Vec<ScenarioOutcome> = (0..n).map(|_| Default::default()).collect();
+    let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; n];
     for ((s, _, _), case, case_stats) in done {
         out[s]
             .exchanges

@@ -283,7 +283,9 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
                 before: b.and_then(|c| c.case.outcome),
                 after: a.and_then(|c| c.case.outcome),
             };
-            let by_class = class_kind(class);
+            // A class is compared between two runs of the case (a trial only one run has
+            // is no change of what the agent did).
+            let by_class = b.and(a).and_then(|_| class_kind(class));
             // The worse of the two says what the change is: a regression first.
             let kind = verdict.into_iter().chain(by_class).min()?;
             Some(Change {

@@ -456,12 +456,12 @@ async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
     drop(store);
     {
         // As version 1 left it: no index on the cases' inputs, no contract column, no
-        // trials columns.
+        // trials columns, no outcome column.
         let conn = raw(dir.path());
         conn.execute_batch(
             "DROP INDEX cases_by_input; ALTER TABLE runs DROP COLUMN contract;
              ALTER TABLE runs DROP COLUMN trials; ALTER TABLE cases DROP COLUMN trial;
-             ALTER TABLE cells DROP COLUMN consistency;
+             ALTER TABLE cells DROP COLUMN consistency; ALTER TABLE cases DROP COLUMN outcome;
              PRAGMA user_version = 1;",
         )
         .unwrap();

@@ -34,11 +34,11 @@ pub(super) async fn merge_pieces(
     let checked = check(ctx, &plan.prompts, pieces, allow_partial)?;
     let mut runs = plan.runs();
     // The `(baseline)` pass some shards added for outcome classes (docs/outcomes.md).
-    let extra = !plan.baseline && checked.has_scenario(crate::run::contract::BASELINE);
+    let extra = !plan.baseline && checked.has_scenario(crate::run::classes::BASELINE);
     if extra {
         runs.push(crate::run::classes::baseline_run(true));
     }
-    let optional = extra.then_some(crate::run::contract::BASELINE);
+    let optional = extra.then_some(crate::run::classes::BASELINE);
     let outcomes = checked.outcomes(ctx, &runs, &plan.prompts, optional)?;
     let mut report = judge_matrix(ctx, &plan, outcomes, &checked.seen()).await;
     report.warnings = checked.warnings(&report.warnings);

@@ -55,21 +55,7 @@ pub(super) fn judge_facts(
     if let Some(why) = no_answer {
         return (OutcomeClass::Failed, why);
     }
-    let carried: Vec<(&Traced, u64, &str)> = trace
-        .facts
-        .iter()
-        .filter(|t| kinds.contains(&t.fact.kind))
-        .filter_map(|t| match &t.support {
-            Support::Tool { exchange, tool }
-                if faulted.is_empty()
-                    || faulted.contains(tool)
-                    || !used.contains(tool.as_str()) =>
-            {
-                Some((t, *exchange, tool.as_str()))
-            }
-            Support::Tool { .. } | Support::None | Support::Prompt => None,
-        })
-        .collect();
+    let carried = carried(trace, &kinds, faulted, &used);
     let Some((first, _, tool)) = carried.first() else {
         let lacks: Vec<String> = relevant.iter().map(|(t, _)| t.fact.text.clone()).collect();
         let tools: BTreeSet<&str> = relevant.iter().map(|(_, tool)| tool.as_str()).collect();
@@ -94,6 +80,32 @@ pub(super) fn judge_facts(
         });
     }
     (OutcomeClass::Recovered, reason)
+}
+
+/// The answer's facts of `kinds` a good response of this case gave, from a faulted tool
+/// (retried), a tool the no-chaos case did not `use` (a fallback), or any tool when the
+/// fault was on the model: each with its exchange and tool.
+fn carried<'a>(
+    trace: &'a Trace,
+    kinds: &BTreeSet<&Kind>,
+    faulted: &BTreeSet<String>,
+    used: &BTreeSet<&str>,
+) -> Vec<(&'a Traced, u64, &'a str)> {
+    trace
+        .facts
+        .iter()
+        .filter(|t| kinds.contains(&t.fact.kind))
+        .filter_map(|t| match &t.support {
+            Support::Tool { exchange, tool }
+                if faulted.is_empty()
+                    || faulted.contains(tool)
+                    || !used.contains(tool.as_str()) =>
+            {
+                Some((t, *exchange, tool.as_str()))
+            }
+            Support::Tool { .. } | Support::None | Support::Prompt => None,
+        })
+        .collect()
 }
 
 /// Why a fact is unsupported: the good responses the case had, its failed calls.
