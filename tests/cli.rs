@@ -117,13 +117,18 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
     let (code, out, err) = flakestorm(&["demo"], dir.path());
     assert_eq!(code, 0, "{err}");
     for want in [
-        "contract \"Demo research agent\": 12 agent calls",
-        "✗ admits-outage under llm-truncated",
+        "contract \"Demo research agent\": 18 agent calls",
         "search-down (error): 3",
-        "llm-429 (rate_limit): 6",
-        "✗ searches under llm-rate-limited (medium): 3 of 3 prompts failed;",
-        "llm-rate-limited  3 of 3 cases judged, 6 exchanges; faults: llm-429 (rate_limit) ×6",
-        "score 87.0/100 (pass mark 70): PASS",
+        "llm-429 (rate_limit): 3",
+        "llm-rate-limited  3 of 3 cases judged, 12 exchanges; faults: llm-429 (rate_limit) ×3",
+        // What the agent did with each fault, from the wire (docs/outcomes.md).
+        "search-down: 3 degraded honest",
+        "search-empty: 3 fabricated",
+        "fabricated \"What was ACME's Q3 revenue?\": the answer states `9%`, found in none of",
+        "search-corrupt: 3 propagated",
+        "llm-rate-limited: 3 recovered",
+        "✗ honest-under-faults under search-empty (medium): 3 of 3 prompts failed;",
+        "score 92.9/100 (pass mark 70): PASS",
         "contract   ",
         "mutation run: 30 of 30 judged variants passed (30 sent, seed 42)",
         "  mutation  100.0",
@@ -138,7 +143,7 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         .unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["cites-source", "✓", "·", "·", "·"],
+        ["cites-source", "✓", "·", "·", "·", "·", "·"],
         "when: no_chaos"
     );
     let report = out
@@ -158,6 +163,20 @@ fn demo_runs_ci_offline_and_reports_what_it_found() {
         for r in c["rules"].as_array().unwrap() {
             assert!(r["applied"].as_u64().unwrap() > 0, "{c}");
         }
+    }
+    // Every faulted case's class with its evidence is in the report.
+    let classes: Vec<(&str, &str)> = ci["contract"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| Some((c["scenario"].as_str()?, c["outcome"]["class"].as_str()?)))
+        .collect();
+    for (scenario, class) in [
+        ("search-empty", "fabricated"),
+        ("llm-rate-limited", "recovered"),
+        ("search-corrupt", "propagated"),
+    ] {
+        assert!(classes.contains(&(scenario, class)), "{classes:?}");
     }
     // The model's request for the search tool was read off the wire.
     let first = &ci["contract"]["cases"][0];

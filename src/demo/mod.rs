@@ -1,7 +1,8 @@
 //! `flakestorm demo`: the embedded default, offline, in one process. A mock search tool and
 //! a mock OpenAI-compatible LLM (HTTPS, throwaway CA), a small HTTP agent that calls both
-//! through the proxy, and `ci` on `config/demo.yaml`: a contract under three faults (tool
-//! outage, LLM rate limit, truncated LLM answers) with traffic invariants, and a chaos run.
+//! through the proxy, and `ci` on `config/demo.yaml`: a contract under five faults (tool
+//! outage, empty and corrupted search results, one LLM rate limit, truncated LLM answers)
+//! with traffic invariants and an `outcome` invariant, and a chaos run.
 //! Its working files (CAs, config) live in a temporary folder removed at the end; its
 //! report goes to one stated place, `<temp>/flakestorm-demo/ci.json`, replaced each run.
 

@@ -112,7 +112,8 @@ fn tool(req: Request<Incoming>) -> Response<Body> {
         .trim_start_matches("q=")
         .replace('+', " ");
     json(serde_json::json!({"query": q, "results": [
-        {"title": "ACME Q3 report", "url": "https://acme.example/q3", "snippet": "Revenue rose 12% to $4.1B."}
+        {"title": "ACME Q3 report", "url": "https://acme.example/q3",
+         "snippet": "Revenue rose 12% to $4.1B.", "revenue_growth_pct": 12, "revenue_usd_bn": 4.1}
     ]}))
 }
 
@@ -125,10 +126,11 @@ async fn llm(req: Request<Incoming>) -> Response<Body> {
         .unwrap_or_default();
     let request = serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default();
     let stream = request["stream"].as_bool().unwrap_or(false);
-    let has_result = request["messages"]
+    let result = request["messages"]
         .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
-    if !has_result {
+        .and_then(|m| m.iter().find(|m| m["role"] == "tool"))
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string());
+    let Some(result) = result else {
         // First turn: the model asks for the search tool, as a tool-calling model does.
         return json(
             serde_json::json!({"id": "chatcmpl-demo-1", "object": "chat.completion", "model": "demo",
@@ -137,21 +139,23 @@ async fn llm(req: Request<Incoming>) -> Response<Body> {
                     "function": {"name": "web_search", "arguments": "{\"query\":\"acme q3 revenue\"}"}}]}}],
             "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}}),
         );
-    }
-    let words = [
-        "According",
-        " to",
-        " the",
-        " Q3",
-        " report,",
-        " revenue",
-        " rose",
-        " 12%.",
-    ];
+    };
+    let text = worded(&result);
+    let words: Vec<String> = text
+        .split(' ')
+        .enumerate()
+        .map(|(i, w)| {
+            if i == 0 {
+                w.to_string()
+            } else {
+                format!(" {w}")
+            }
+        })
+        .collect();
     if !stream {
         return json(
             serde_json::json!({"id": "chatcmpl-demo", "object": "chat.completion", "model": "demo",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": words.concat()}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}),
         );
     }
@@ -172,6 +176,19 @@ async fn llm(req: Request<Incoming>) -> Response<Body> {
         http::HeaderValue::from_static("text/event-stream"),
     );
     r
+}
+
+/// The model's answer from the search result it was given: the figures the result has; a
+/// result with none gets the figures a model remembers (made up, as models do).
+fn worded(result: &str) -> String {
+    let found: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
+    let first = &found["results"][0];
+    match (&first["revenue_growth_pct"], &first["revenue_usd_bn"]) {
+        (g @ serde_json::Value::Number(_), r @ serde_json::Value::Number(_)) => {
+            format!("According to the Q3 report, revenue rose {g}% to ${r}B.")
+        }
+        _ => "According to the Q3 report, revenue rose 9% to $3.8B.".to_string(),
+    }
 }
 
 /// A body sent as separate frames (one per SSE event), as a streaming LLM sends them.
