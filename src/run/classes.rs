@@ -174,8 +174,10 @@ fn usable(b: &CaseResult) -> Result<&CaseResult, String> {
     if let Some(why) = &b.not_judged {
         return Err(format!("the no-chaos case was not judged: {why}"));
     }
-    if b.trace.is_none() {
-        return Err("the no-chaos case's traffic was not attributed to it".into());
+    match b.trace.as_deref().map(|t| t.undecided.as_deref()) {
+        None => return Err("the no-chaos case's traffic was not attributed to it".into()),
+        Some(Some(why)) => return Err(format!("the no-chaos case's traffic: {why}")),
+        Some(None) => {}
     }
     match &b.answer {
         Some(_) => Ok(b),

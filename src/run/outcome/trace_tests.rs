@@ -262,3 +262,33 @@ fn a_body_not_kept_or_too_large_leaves_the_case_undecided() {
     assert_eq!(o.class, OutcomeClass::Undecided);
     assert!(o.reason.contains("its case failed"), "{}", o.reason);
 }
+
+/// A compressed response is bytes no fact can be read from: the case is undecided.
+#[test]
+fn a_compressed_response_leaves_the_case_undecided() {
+    let mut w = World::default();
+    let mut e = exchange(
+        Target::Tool {
+            name: "get_weather".into(),
+        },
+        TOOL,
+    )
+    .response(
+        200,
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+    )
+    .build();
+    e.fault = Some(FaultRecord {
+        rule: "slow".into(),
+        mode: FaultKind::Slow,
+        applied: true,
+        note: None,
+    });
+    w.add(e, "", "\u{1f}\u{8b}binary");
+    let o = class_of(&w.case(Some("It is 21°C.")));
+    assert_eq!(o.class, OutcomeClass::Undecided);
+    assert!(o.reason.contains("compressed (gzip)"), "{}", o.reason);
+}
