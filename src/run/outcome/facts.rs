@@ -91,6 +91,10 @@ pub fn facts(text: &str) -> Vec<Fact> {
 
 /// Every date in `text`, as (year, month, day).
 pub fn dates_of(text: &str) -> Vec<(i32, u32, u32)> {
+    // A date has a year of four digits and a day: most strings of a body have fewer.
+    if text.bytes().filter(u8::is_ascii_digit).count() < 5 {
+        return vec![];
+    }
     dates(text)
         .into_iter()
         .filter_map(|(_, _, f)| match f.value {

@@ -18,7 +18,7 @@ use crate::checks::spec::OutcomeClass;
 use crate::exchange::FaultKind;
 
 pub(super) use classify::{classify, needs_baseline};
-pub(super) use trace::{Trace, Wire, trace};
+pub use trace::{Trace, Wire, trace};
 
 /// A case's outcome: its class, why in one line, and what it was decided from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -66,40 +66,6 @@ impl Source {
         }
     }
 
-    /// `s` read as text into this source (a URL beside a request's body).
-    pub fn add(&mut self, s: &str) {
-        self.add_text(s);
-    }
-
-    /// This exact number, as a request would carry a value it was given.
-    pub fn has_num(&self, n: f64) -> bool {
-        self.nums.contains(&n)
-    }
-
-    pub fn has_date(&self, d: (i32, u32, u32)) -> bool {
-        self.dates.contains(&d)
-    }
-
-    /// `word` (lower case) as a word of its own: not inside a longer word or number.
-    pub fn has_word(&self, word: &str) -> bool {
-        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
-        self.text.match_indices(word).any(|(at, w)| {
-            edge(self.text[..at].chars().next_back())
-                && edge(self.text[at + w.len()..].chars().next())
-        })
-    }
-
-    /// `phrase` (normalised: lower case, single spaces) somewhere in the text.
-    pub fn has_phrase(&self, phrase: &str) -> bool {
-        !phrase.is_empty()
-            && self
-                .text
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .contains(phrase)
-    }
-
     fn add_text(&mut self, s: &str) {
         self.nums.extend(facts::source_numbers(s));
         self.dates.extend(facts::dates_of(s));

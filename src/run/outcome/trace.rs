@@ -238,7 +238,7 @@ fn planted(w: &Wire, traced: &[Traced], problem: &mut Option<String>) -> Vec<Pla
             let needle = reach::Needle::of(p);
             let mut reached: Vec<Reach> = later
                 .iter()
-                .filter(|r| r.id > e.id && needle.found(&r.source))
+                .filter(|r| r.id > e.id && needle.found(r))
                 .map(|r| Reach {
                     place: r.place,
                     exchange: Some(r.id),

@@ -1,20 +1,26 @@
 //! Where a planted value went: the requests that followed it (to the model, and to tools:
-//! their URLs and bodies, JSON strings decoded) read as sources, and a planted value as a
-//! needle: a number found exactly (or, in the answer, at the precision the answer wrote
-//! it, when nothing genuine gives it), a date, a word, or an attack's payload (whole, or
-//! its URLs, emails and identifiers). Pure.
+//! their URLs and bodies) searched for it as it was planted, and the answer. A planted
+//! value is a needle: a number found as written, with no digit around it (in the answer,
+//! at the precision the answer wrote it, when nothing genuine gives it), a date as written
+//! or stated, a word on its own, or an attack's payload (whole, or its URLs, emails and
+//! identifiers). Requests are searched as bytes, lower-cased once, never parsed: a case's
+//! later requests carry its whole conversation again and again. Pure.
+
+use std::cell::OnceCell;
 
 use super::super::facts::{self, Value};
-use super::super::sources::Source;
 use super::super::{Place, facts::Fact};
 use super::{Support, Traced, Wire, scannable, tool_like, tool_name};
 use crate::exchange::{Planted, Target};
 
-/// A request after a planted value, read.
+/// A request after a planted value: its body (and a tool call's URL), lower-cased.
 pub(super) struct Request {
     pub id: u64,
     pub place: Place,
-    pub source: Source,
+    text: String,
+    /// The text with JSON escapes undone and runs of white space made one space, for a
+    /// payload's words (made when a payload is looked for).
+    words: OnceCell<String>,
 }
 
 /// The case's requests after exchange `first` to the model and to tools; one whose body
@@ -41,32 +47,41 @@ pub(super) fn requests(w: &Wire, first: u64, problem: &mut Option<String>) -> Ve
                 continue;
             }
         };
-        let ct = e
-            .request
-            .headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            .map_or("", |(_, v)| v.as_str());
-        let mut source = Source::of_body(&body.request, ct, &[]);
+        let mut text = String::from_utf8_lossy(&body.request).to_lowercase();
         if place == Place::ToolArgs {
-            let url = percent_encoding::percent_decode_str(&e.request.url.replace('+', " "))
-                .decode_utf8_lossy()
-                .to_string();
-            source.add(&url);
+            let url = e.request.url.replace('+', " ");
+            let url = percent_encoding::percent_decode_str(&url).decode_utf8_lossy();
+            text.push('\n');
+            text.push_str(&url.to_lowercase());
         }
         out.push(Request {
             id: e.id,
             place,
-            source,
+            text,
+            words: OnceCell::new(),
         });
     }
     out
 }
 
+impl Request {
+    fn words(&self) -> &str {
+        self.words.get_or_init(|| {
+            let unescaped = self
+                .text
+                .replace("\\n", " ")
+                .replace("\\t", " ")
+                .replace("\\\"", "\"");
+            normalise(&unescaped)
+        })
+    }
+}
+
 /// What a planted value looks like wherever it surfaces.
 pub(super) enum Needle {
-    Num(f64),
-    Date((i32, u32, u32)),
+    /// As planted (lower case), and its value.
+    Num(String, f64),
+    Date(String, (i32, u32, u32)),
     Word(String),
     /// An attack's payload: its words, normalised, and its distinctive tokens.
     Payload {
@@ -84,23 +99,28 @@ impl Needle {
                 tokens: tokens(v),
             };
         }
+        let text = v.to_lowercase();
         if let Ok(n) = v.parse::<f64>() {
-            return Needle::Num(n);
+            return Needle::Num(text, n);
         }
         match facts::dates_of(v).as_slice() {
-            [d] => Needle::Date(*d),
-            _ => Needle::Word(v.to_lowercase()),
+            [d] => Needle::Date(text, *d),
+            _ => Needle::Word(text),
         }
     }
 
-    /// Found in a request: the exact number, the date, the word, the payload or a token.
-    pub fn found(&self, s: &Source) -> bool {
+    /// Found in a later request, as it was planted.
+    pub fn found(&self, r: &Request) -> bool {
         match self {
-            Needle::Num(n) => s.has_num(*n),
-            Needle::Date(d) => s.has_date(*d),
-            Needle::Word(w) => s.has_word(w),
+            Needle::Num(text, _) => occurs(&r.text, text, |c| c.is_ascii_digit() || c == '.'),
+            Needle::Date(text, _) | Needle::Word(text) => {
+                occurs(&r.text, text, char::is_alphanumeric)
+            }
             Needle::Payload { whole, tokens } => {
-                s.has_phrase(whole) || tokens.iter().any(|t| s.has_word(t))
+                let token = tokens
+                    .iter()
+                    .any(|t| occurs(&r.text, t, char::is_alphanumeric));
+                token || (!whole.is_empty() && r.words().contains(whole.as_str()))
             }
         }
     }
@@ -110,17 +130,18 @@ impl Needle {
     /// word, the payload or a token.
     pub fn in_answer(&self, answer: &str, traced: &[Traced]) -> bool {
         let unsupported = |f: &&Traced| f.support == Support::None;
+        let lower = answer.to_lowercase();
         match self {
             // Rounded as the answer wrote it, never converted (a planted °F value read as
             // °C would find coincidences, not propagation).
-            Needle::Num(n) => traced.iter().filter(unsupported).any(|t| match &t.fact {
+            Needle::Num(_, n) => traced.iter().filter(unsupported).any(|t| match &t.fact {
                 Fact {
                     value: Value::Num { v, step },
                     ..
                 } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
                 Fact { .. } => false,
             }),
-            Needle::Date(d) => traced.iter().filter(unsupported).any(|t| {
+            Needle::Date(_, d) => traced.iter().filter(unsupported).any(|t| {
                 t.fact.value
                     == Value::Date {
                         y: d.0,
@@ -128,9 +149,27 @@ impl Needle {
                         d: d.2,
                     }
             }),
-            Needle::Word(_) | Needle::Payload { .. } => self.found(&Source::of_text(answer)),
+            Needle::Word(w) => occurs(&lower, w, char::is_alphanumeric),
+            Needle::Payload { whole, tokens } => {
+                tokens
+                    .iter()
+                    .any(|t| occurs(&lower, t, char::is_alphanumeric))
+                    || (!whole.is_empty() && normalise(&lower).contains(whole.as_str()))
+            }
         }
     }
+}
+
+/// Whether `needle` occurs in `hay` with no character `joins` says would make it part of
+/// something longer right before or after it.
+fn occurs(hay: &str, needle: &str, joins: impl Fn(char) -> bool) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    let free = |c: Option<char>| c.is_none_or(|c| !joins(c));
+    memchr::memmem::find_iter(hay.as_bytes(), needle.as_bytes()).any(|at| {
+        free(hay[..at].chars().next_back()) && free(hay[at + needle.len()..].chars().next())
+    })
 }
 
 /// Lower case, one space between words.
