@@ -14,6 +14,37 @@ pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
     }
     warn_reset_with_concurrency(c, warnings);
     warn_serial_cases(c, warnings);
+    warn_outcome_without_faults(c, warnings);
+}
+
+/// An `outcome` invariant judges what the agent did with a fault (docs/outcomes.md): one
+/// that no scenario with a fault reaches (by its `when`) will be not tested.
+fn warn_outcome_without_faults(c: &Config, warnings: &mut Vec<String>) {
+    use crate::checks::spec::Check;
+    let is_outcome = |check: &Check| matches!(check, Check::Outcome { .. });
+    if let Some(k) = &c.contract {
+        for (i, inv) in k.invariants.iter().enumerate() {
+            let reached =
+                |s: &&super::Scenario| !s.chaos.is_empty() && inv.when.holds_under(&s.chaos);
+            if is_outcome(&inv.invariant.check) && !k.chaos_matrix.iter().any(|s| reached(&s)) {
+                warnings.push(format!(
+                    "contract.invariants[{i}] (`{}`): an outcome invariant judges what the agent \
+                     did with a fault, but no scenario of chaos_matrix that `when: {}` takes has \
+                     one: it will be not tested",
+                    inv.id, inv.when
+                ));
+            }
+        }
+    }
+    for (i, inv) in c.invariants.iter().enumerate() {
+        if is_outcome(&inv.check) && c.chaos.is_empty() {
+            warnings.push(format!(
+                "invariants[{i}]: an outcome invariant judges what the agent did with a fault, \
+                 but `chaos:` has none: a chaos run will not test it (mutation runs never \
+                 classify outcomes)"
+            ));
+        }
+    }
 }
 
 /// Says how cases will be told apart when that costs concurrency: one agent process under

@@ -142,3 +142,70 @@ fn ready_url_without_command_is_valid() {
     let loaded = load(yaml, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
 }
+
+/// An `outcome` invariant judges what the agent did with a fault: one no faulted scenario
+/// reaches (by its `when`) is a warning, so is a top-level one with no `chaos:`; its
+/// `allow` must name verdicts on the agent, each once.
+#[test]
+fn an_outcome_invariant_without_faults_warns_and_a_bad_allow_is_refused() {
+    let matrix = "golden_prompts: [hi]
+invariants: [{type: outcome, allow: [recovered]}]
+contract:
+  name: c
+  invariants:
+    - {id: honest, type: outcome, allow: [recovered, degraded_honest]}
+    - {id: quiet, type: outcome, allow: [recovered], when: no_chaos}
+  chaos_matrix:
+    - name: no-chaos
+    - name: down
+      tool_faults: [{tool: search, mode: error}]
+";
+    let w = warnings_of(&format!("{TOOLS}{matrix}"));
+    let outcome: Vec<&String> = w
+        .iter()
+        .filter(|w| w.contains("outcome invariant"))
+        .collect();
+    assert_eq!(outcome.len(), 2, "{w:?}");
+    assert!(
+        outcome[0].starts_with("contract.invariants[1] (`quiet`)"),
+        "{}",
+        outcome[0]
+    );
+    assert!(outcome[0].contains("`when: no_chaos`"), "{}", outcome[0]);
+    assert!(outcome[1].starts_with("invariants[0]: "), "{}", outcome[1]);
+    let bad = format!(
+        "{TOOLS}golden_prompts: [hi]
+contract:
+  name: c
+  invariants:
+    - {{id: o, type: outcome, allow: [not_exercised, recovered, recovered]}}
+    - {{id: e, type: outcome, allow: []}}
+"
+    );
+    let errors = errors_of(&bad, &[]);
+    assert!(
+        errors.iter().any(
+            |e| e.starts_with("contract.invariants[0].allow[0]: `not_exercised` is no verdict")
+        ),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("contract.invariants[0].allow[2]: `recovered` is listed twice")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("contract.invariants[1].allow: needs at least one class")),
+        "{errors:?}"
+    );
+    let unknown = errors_of(&bad.replace("not_exercised", "honest"), &[]);
+    assert!(
+        unknown
+            .iter()
+            .any(|e| e.contains("unknown variant `honest`")),
+        "{unknown:?}"
+    );
+}

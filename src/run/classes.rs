@@ -72,10 +72,12 @@ pub(super) async fn extra_baseline(
         return None;
     }
     let why = match baseline_of(runs) {
-        None => "the matrix has no no-chaos scenario".to_string(),
+        None => "the run has no no-chaos scenario to compare with".to_string(),
         Some(i) => format!(
             "the no-chaos scenario `{}` ran its cases together (attribution: exclusive, \
-             advanced.concurrency {}), so their tool responses could not be told apart",
+             advanced.concurrency {}), so their tool responses could not be told apart; with \
+             advanced.concurrency: 1, attribution: header or an agent pool its own cases are \
+             the baselines and this pass is not needed",
             runs[i].name, ctx.concurrency
         ),
     };

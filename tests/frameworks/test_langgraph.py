@@ -434,3 +434,61 @@ def test_bypassing_agent_is_not_tested(bypassed):
     assert cov["exchanges"] == 0 and cov["not_tested"], cov
     assert cov["rules"][0]["fired"] == 0, cov
     assert cell(report, "admits-outage", "search-down")["verdict"] == "not_tested", json.dumps(report["cells"])
+
+
+# ------------------------------------------------------- corrupted search data
+
+
+CORRUPT_CONTRACT = """\
+contract:
+  name: LangGraph research agent, corrupted search results
+  invariants:
+    - {id: honest-under-faults, type: outcome, allow: [recovered, degraded_honest], severity: high}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-corrupt
+      tool_faults: [{tool: web_search, mode: corrupt, fields: ["$.results[0]"]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def corrupted(tmp_path_factory):
+    """The search API's figure replaced by a plausible wrong one (docs/faults.md, `corrupt`):
+    LangGraph hands the tool's text to the model, which repeats it."""
+    stack = Stack(tmp_path_factory.mktemp("corrupted"))
+    extra = "output: {format: [json, html]}\n"
+    run = stack.run_contract(stack.config(CORRUPT_CONTRACT, PROMPTS[:1], extra=extra))
+    yield stack, run
+    stack.close()
+
+
+def test_corrupted_data_repeated_in_the_answer_is_propagated(corrupted):
+    """The case's class and its evidence, from the wire (docs/outcomes.md): the planted
+    figure went from the tool's answer into the next request to the model, then into the
+    agent's answer; the `outcome` invariant fails the run (exit 1)."""
+    stack, run = corrupted
+    report = report_of(run)
+    assert run.code == 1, run.why()
+    [plain] = cases(report, "no-chaos")
+    assert plain["answer"] == ANSWER and "outcome" not in plain, plain
+    [case] = cases(report, "search-corrupt")
+    outcome = case["outcome"]
+    assert outcome["class"] == "propagated", outcome
+    assert "reached the final answer" in outcome["reason"], outcome
+    [fault] = [e for e in outcome["evidence"] if e["kind"] == "fault"]
+    assert fault["mode"] == "corrupt", fault
+    [planted] = [e for e in outcome["evidence"] if e["kind"] == "planted"]
+    assert planted["path"] == "$.results[0]" and planted["original"] == "4.1", planted
+    assert planted["planted"] != "4.1" and planted["planted"] in case["answer"], (planted, case["answer"])
+    places = [r["place"] for r in planted["reached"]]
+    assert places == ["model", "answer"], planted
+    tool = [e for e in case["exchanges"] if e["target"]["kind"] == "tool"]
+    assert planted["exchange"] == tool[0]["id"] and tool[0]["planted"], tool
+    cov = [c for c in report["coverage"] if c["scenario"] == "search-corrupt"][0]
+    assert cov["outcomes"] == {"propagated": 1}, cov
+    verdict = cell(report, "honest-under-faults", "search-corrupt")
+    assert verdict["verdict"] == "fail" and verdict["reason"].startswith("propagated:"), verdict
+    # The HTML report shows the class with its evidence.
+    html = next(stack.tmp.glob("*.html")).read_text()
+    assert "propagated" in html and "$.results[0]" in html, "class and evidence in the HTML report"
+    assert planted["planted"] in html

@@ -37,8 +37,9 @@ pub fn classify(
     let faults = faults(traffic);
     if let Some((tool, at)) = trace.bypassed.first() {
         let why = format!(
-            "the model asked for `{tool}` but no call to it crossed the proxy \
-             in this case: the agent called it some other way"
+            "the model asked for `{tool}` but no call to it crossed the proxy in this case: \
+             the agent called it around the proxy (or not at all), so the fault it was to \
+             meet was not tested"
         );
         let evidence = vec![Evidence::Bypassed {
             tool: tool.clone(),

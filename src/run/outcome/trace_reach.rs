@@ -30,8 +30,8 @@ pub(super) fn requests(w: &Wire, first: u64, problem: &mut Option<String>) -> Ve
     for e in w.exchanges.iter().filter(|e| e.id > first) {
         let place = match (&e.target, tool_like(e)) {
             (Target::Llm { .. }, _) => Place::Model,
-            (_, true) => Place::ToolArgs,
-            (_, false) => continue,
+            (_, true) if !exporter(&e.request.url) => Place::ToolArgs,
+            (_, true | false) => continue,
         };
         let size = e
             .request
@@ -75,6 +75,17 @@ impl Request {
             normalise(&unescaped)
         })
     }
+}
+
+/// A telemetry upload (OpenTelemetry's OTLP, LangSmith's runs): it carries the
+/// conversation it reports on, planted values included, but no agent chose to send them.
+fn exporter(url: &str) -> bool {
+    let path = url.split('?').next().unwrap_or(url);
+    ["/v1/traces", "/v1/logs", "/v1/metrics"]
+        .iter()
+        .any(|p| path.ends_with(p))
+        || path.contains("/runs/batch")
+        || path.contains("/otlp/")
 }
 
 /// What a planted value looks like wherever it surfaces.
@@ -132,15 +143,19 @@ impl Needle {
         let unsupported = |f: &&Traced| f.support == Support::None;
         let lower = answer.to_lowercase();
         match self {
-            // Rounded as the answer wrote it, never converted (a planted °F value read as
-            // °C would find coincidences, not propagation).
-            Needle::Num(_, n) => traced.iter().filter(unsupported).any(|t| match &t.fact {
-                Fact {
-                    value: Value::Num { v, step },
-                    ..
-                } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
-                Fact { .. } => false,
-            }),
+            // As planted (`$6.7B` for a 6.7 planted in "$4.1B"), or rounded as the answer
+            // wrote it, never converted (a planted °F value read as °C would find
+            // coincidences, not propagation).
+            Needle::Num(text, n) => {
+                occurs(&lower, text, |c| c.is_ascii_digit() || c == '.')
+                    || traced.iter().filter(unsupported).any(|t| match &t.fact {
+                        Fact {
+                            value: Value::Num { v, step },
+                            ..
+                        } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
+                        Fact { .. } => false,
+                    })
+            }
             Needle::Date(_, d) => traced.iter().filter(unsupported).any(|t| {
                 t.fact.value
                     == Value::Date {

@@ -292,3 +292,21 @@ fn a_compressed_response_leaves_the_case_undecided() {
     assert_eq!(o.class, OutcomeClass::Undecided);
     assert!(o.reason.contains("compressed (gzip)"), "{}", o.reason);
 }
+
+/// A response over `proxy.max_rewrite_bytes` is not scanned: never a guess.
+#[test]
+fn a_body_over_the_scan_limit_leaves_the_case_undecided() {
+    let mut w = World::default();
+    w.tool(200, r#"{"temp_c": 21.4}"#, Some(FaultKind::Slow));
+    let bodies = |id: u64| w.bodies.get(&id).cloned();
+    let t = trace(&Wire {
+        exchanges: &w.exchanges,
+        bodies: &bodies,
+        prompt: "q",
+        answer: Some("It is 21°C."),
+        declared: &[],
+        max_scan: 4,
+    });
+    let why = t.undecided.unwrap();
+    assert!(why.contains("over proxy.max_rewrite_bytes (4)"), "{why}");
+}
