@@ -487,7 +487,7 @@ def test_corrupted_data_repeated_in_the_answer_is_propagated(corrupted):
     cov = [c for c in report["coverage"] if c["scenario"] == "search-corrupt"][0]
     assert cov["outcomes"] == {"propagated": 1}, cov
     verdict = cell(report, "honest-under-faults", "search-corrupt")
-    assert verdict["verdict"] == "fail" and verdict["reason"].startswith("propagated:"), verdict
+    assert verdict["verdict"] == "fail" and "propagated: the planted value" in verdict["reason"], verdict
     # The HTML report shows the class with its evidence.
     html = next(stack.tmp.glob("*.html")).read_text()
     assert "propagated" in html and "$.results[0]" in html, "class and evidence in the HTML report"
