@@ -203,17 +203,7 @@ mod tests {
     use super::*;
     use crate::chaos::spec::Problem;
 
-    /// The errors loading `yaml` as a config file gives, as `path: message`.
-    fn load_errors(yaml: &str) -> Vec<String> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("flakestorm.yaml");
-        std::fs::write(&path, yaml).unwrap();
-        let overrides = crate::config::Overrides::default();
-        match crate::config::load_with_env(Some(&path), &overrides, &Default::default()) {
-            Ok(_) => vec![],
-            Err(e) => e.errors.iter().map(ToString::to_string).collect(),
-        }
-    }
+    use crate::config::load_errors;
 
     const TOOLS: &str = "tools:\n  - {name: api, match_url: 'https://api.example/*'}\n  - {name: cdn, match_url: ['https://cdn.example/*.png', 'https://cdn.example/*.JPG']}\n";
 

@@ -77,3 +77,15 @@ pub use yaml::Yaml;
 #[cfg(test)]
 #[path = "docs_examples_tests.rs"]
 mod docs_examples_tests;
+
+/// The errors loading `yaml` as a config file gives, as `path: message` (none: it loads).
+#[cfg(test)]
+pub(crate) fn load_errors(yaml: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flakestorm.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    match load_with_env(Some(&path), &Overrides::default(), &Default::default()) {
+        Ok(_) => vec![],
+        Err(e) => e.errors.iter().map(ToString::to_string).collect(),
+    }
+}

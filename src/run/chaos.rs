@@ -215,17 +215,9 @@ impl PromptRun {
     pub(super) fn decide(&self, ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
         let seen = self.since.seen(ctx);
         decide(&Evidence {
-            cases: &self.cases,
-            coverage: &self.coverage,
-            exchanges: seen.exchanges,
-            agent_exchanges: seen.agent_exchanges,
-            declares_traffic: ctx.declared.any(),
-            node: super::verdict::runs_node(ctx),
             score,
-            min_score: ctx.min_score,
-            failed_critical: vec![],
             judged_anything,
-            response_path: seen.response_path,
+            ..Evidence::of(ctx, &seen, &self.cases, &self.coverage)
         })
     }
 }

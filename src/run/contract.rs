@@ -283,17 +283,10 @@ fn verdict_of(
     score: f64,
 ) -> Judgement {
     decide(&Evidence {
-        cases,
-        coverage,
-        exchanges: seen.exchanges,
-        agent_exchanges: seen.agent_exchanges,
-        declares_traffic: ctx.declared.any(),
-        node: super::verdict::runs_node(ctx),
         score,
-        min_score: ctx.min_score,
         failed_critical: failed_critical(cells, &ctx.trials),
         judged_anything: cells.iter().any(|c| c.verdict.judged()),
-        response_path: seen.response_path.clone(),
+        ..Evidence::of(ctx, seen, cases, coverage)
     })
 }
 

@@ -196,17 +196,9 @@ pub(super) fn replay_report(
         (_, true) => super::consistency::credited_score(credits, ctx.trials.scoring, ctx.trials.k),
     };
     let mut judgement = decide(&Evidence {
-        cases: &cases,
-        coverage: &coverage,
-        exchanges: seen.exchanges,
-        agent_exchanges: seen.agent_exchanges,
-        declares_traffic: ctx.declared.any(),
-        node: super::verdict::runs_node(ctx),
         score,
-        min_score: ctx.min_score,
-        failed_critical: vec![],
         judged_anything: judged > 0,
-        response_path: seen.response_path.clone(),
+        ..Evidence::of(ctx, seen, &cases, &coverage)
     });
     session_reasons(&sessions, &mut judgement);
     ReplayReport {

@@ -88,6 +88,31 @@ pub(super) struct Evidence<'a> {
     pub response_path: Option<String>,
 }
 
+impl<'a> Evidence<'a> {
+    /// What `ctx` and `seen` say of a run of `cases` with `coverage`; its score, failed
+    /// critical cells and whether it judged anything are the caller's to set.
+    pub(super) fn of(
+        ctx: &super::RunContext,
+        seen: &Seen,
+        cases: &'a [CaseResult],
+        coverage: &'a [Coverage],
+    ) -> Evidence<'a> {
+        Evidence {
+            cases,
+            coverage,
+            exchanges: seen.exchanges,
+            agent_exchanges: seen.agent_exchanges,
+            declares_traffic: ctx.declared.any(),
+            node: runs_node(ctx),
+            score: 0.0,
+            min_score: ctx.min_score,
+            failed_critical: vec![],
+            judged_anything: false,
+            response_path: seen.response_path.clone(),
+        }
+    }
+}
+
 /// What the journal and the agent saw during a run's cases, besides their outcomes: of a
 /// run, or summed over the shards a merge makes one run of.
 #[derive(Debug, Clone, Default)]

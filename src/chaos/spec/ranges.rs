@@ -360,17 +360,7 @@ mod tests {
         assert_eq!(got, ["probability", "factor"]);
     }
 
-    /// The errors loading `yaml` as a config file gives, as `path: message`.
-    fn load_errors(yaml: &str) -> Vec<String> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("flakestorm.yaml");
-        std::fs::write(&path, yaml).unwrap();
-        let overrides = crate::config::Overrides::default();
-        match crate::config::load_with_env(Some(&path), &overrides, &Default::default()) {
-            Ok(_) => vec![],
-            Err(e) => e.errors.iter().map(ToString::to_string).collect(),
-        }
-    }
+    use crate::config::load_errors;
 
     /// Issue #9: each of these loaded (`validate`: ok) and then crashed the daemon, or
     /// (NaN, infinity) read as "no probability" and fired always.
