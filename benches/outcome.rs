@@ -190,6 +190,30 @@ fn main() {
         }
         parsed.push(start.elapsed().as_secs_f64() * 1000.0);
     }
+    // The same case with 2,000 values planted in the one corrupted answer (a large tool
+    // answer, every number replaced): searched for all at once, not one by one.
+    let mut many = exchanges.clone();
+    let at = many.iter().position(|e| !e.planted.is_empty()).unwrap();
+    let mut e = Exchange::clone(&many[at]);
+    e.planted = (0..2_000)
+        .map(|i| Planted {
+            path: format!("$.results[{i}].price_usd"),
+            original: Some("10.39".into()),
+            planted: format!("{}.{:02}", 9_000 + i, i % 97),
+        })
+        .collect();
+    many[at] = Arc::new(e);
+    let wide = Wire {
+        exchanges: &many,
+        ..wire
+    };
+    let mut wide_times = vec![];
+    for _ in 0..RUNS / 10 {
+        let start = Instant::now();
+        std::hint::black_box(trace(&wide));
+        wide_times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (wm, wp) = stats(wide_times);
     let bytes: usize = kept
         .values()
         .map(|b| b.request.len() + b.response_bytes().len())
@@ -202,8 +226,9 @@ fn main() {
          - Method: a tool-calling agent's case of 50 exchanges (25 LLM calls carrying the growing conversation, 25 tool answers of ~2 KiB, one corrupted: {} KiB of bodies) and a 600-character answer with {} facts; the trace read {RUNS} times; in the same run, the floor: parsing those bodies' JSON once.\n\n\
          | | median | p95 |\n|--|--:|--:|\n\
          | the case's trace (facts, their support, a planted value traced into {} later requests and the answer, calls around the proxy) | {tm:.3} ms | {tp:.3} ms |\n\
+         | the same, 2,000 values planted in the corrupted answer | {wm:.3} ms | {wp:.3} ms |\n\
          | parsing its bodies' JSON once (the floor) | {pm:.3} ms | {pp:.3} ms |\n\
-         | ratio | {:.2}× | |\n\n\
+         | ratio (one planted value to the floor) | {:.2}× | |\n\n\
          A case with no exchange (an agent that calls nothing) costs nothing to trace; the trace is read once per case, when it ends, while the journal has its bodies.\n<!-- bench:outcome:end -->\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         bytes / 1024,

@@ -56,25 +56,27 @@ pub struct Fact {
 /// Every fact `text` states, in order. Single-digit whole numbers without a unit (list
 /// items, small counts) are too common to be facts of anyone's.
 pub fn facts(text: &str) -> Vec<Fact> {
-    let mut taken: Vec<(usize, usize)> = vec![];
+    // The bytes a fact already took: a later one over them is part of it. Numbers and
+    // words do not overlap each other, so marking and testing stays linear in the text.
+    let mut taken = vec![false; text.len()];
+    let overlaps = |taken: &[bool], s: usize, e: usize| taken[s..e].iter().any(|t| *t);
     let mut out: Vec<(usize, Fact)> = vec![];
     for (start, end, fact) in dates(text) {
-        taken.push((start, end));
+        taken[start..end].fill(true);
         out.push((start, fact));
     }
     for n in numbers(text) {
-        if taken.iter().any(|&(s, e)| n.start < e && n.end > s) {
+        if overlaps(&taken, n.start, n.end) {
             continue;
         }
-        taken.push((n.start, n.end));
+        taken[n.start..n.end].fill(true);
         if let Some(fact) = n.fact(text) {
             out.push((n.start, fact));
         }
     }
     for (start, end) in words(text) {
         let word = &text[start..end];
-        let overlaps = taken.iter().any(|&(s, e)| start < e && end > s);
-        if !overlaps && identifier(word) {
+        if !overlaps(&taken, start, end) && identifier(word) {
             out.push((
                 start,
                 Fact {
@@ -110,14 +112,33 @@ pub fn source_numbers(text: &str) -> Vec<f64> {
     numbers(text).into_iter().map(|n| n.value()).collect()
 }
 
-/// Whether `v` (a value a source gave) supports `fact`'s number: equal once rounded to the
-/// precision the fact was written at; a percentage also as a fraction (0.45 for 45 %), a
-/// temperature also in the other scale.
-pub fn num_supports(v: f64, fact_v: f64, step: f64, kind: &Kind) -> bool {
-    let near = |x: f64| (x - fact_v).abs() <= step / 2.0 + 1e-9 * fact_v.abs().max(1.0);
-    near(v)
-        || (kind.0 == "percent" && v.abs() <= 1.0 && near(v * 100.0))
-        || (kind.0 == "temperature" && (near(v * 9.0 / 5.0 + 32.0) || near((v - 32.0) * 5.0 / 9.0)))
+/// The values a source may give that support a fact of `kind` worth `fact_v` written to
+/// within `step`, as closed ranges: the value itself once rounded to that precision; a
+/// percentage also as a fraction (0.45 for 45 %), a temperature also in the other scale.
+pub fn support_ranges(fact_v: f64, step: f64, kind: &Kind) -> Vec<(f64, f64)> {
+    let tol = step / 2.0 + 1e-9 * fact_v.abs().max(1.0);
+    let (lo, hi) = (fact_v - tol, fact_v + tol);
+    let mut out = vec![(lo, hi)];
+    match kind.0.as_str() {
+        "percent" => out.push(((lo / 100.0).max(-1.0), (hi / 100.0).min(1.0))),
+        // A °C value read as °F (n·9/5 + 32 = v), a °F value read as °C ((n − 32)·5/9 = v).
+        "temperature" => out.extend([
+            ((lo - 32.0) * 5.0 / 9.0, (hi - 32.0) * 5.0 / 9.0),
+            (lo * 9.0 / 5.0 + 32.0, hi * 9.0 / 5.0 + 32.0),
+        ]),
+        _ => {}
+    }
+    out
+}
+
+/// The identifier-like words of `text` (`identifier`), lower-cased: what an identifier
+/// fact is looked up among.
+pub fn identifiers(text: &str) -> impl Iterator<Item = String> + '_ {
+    words(text)
+        .into_iter()
+        .map(move |(s, e)| &text[s..e])
+        .filter(|w| identifier(w))
+        .map(str::to_lowercase)
 }
 
 /// The words of `text` that could be identifiers: runs of letters, digits, `-` and `_`,

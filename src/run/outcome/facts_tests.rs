@@ -1,5 +1,12 @@
 use super::*;
 
+/// Whether `v` supports a fact of `kind` worth `fact_v` to within `step`.
+fn num_supports(v: f64, fact_v: f64, step: f64, kind: &Kind) -> bool {
+    support_ranges(fact_v, step, kind)
+        .iter()
+        .any(|(lo, hi)| (*lo..=*hi).contains(&v))
+}
+
 fn kinds(text: &str) -> Vec<(String, String)> {
     facts(text)
         .into_iter()

@@ -3,22 +3,21 @@
 //! as MCP results carry it, read too), an event stream's data, or plain text. Values a
 //! fault planted are left out: they support nothing, they are traced on their own. Pure.
 
+use std::collections::HashSet;
+
 use super::facts::{self, Fact, Value};
 use crate::exchange::Planted;
 
-/// One source of support: a good tool response (by exchange and tool), or the prompt.
+/// One source of support: a good tool response (by exchange and tool), or the prompt. Kept
+/// as sets, so that each fact is looked up, not searched for: an answer and a body can both
+/// be large.
 #[derive(Debug, Clone, Default)]
 pub struct Source {
+    /// Sorted, once the source is read (`done`).
     nums: Vec<f64>,
-    dates: Vec<(i32, u32, u32)>,
-    /// Its strings and numbers as written, lower-cased, one per line.
-    text: String,
-}
-
-/// What of a body a fault planted, to be left out.
-struct Exclude {
-    nums: Vec<f64>,
-    texts: Vec<String>,
+    dates: HashSet<(i32, u32, u32)>,
+    /// Its identifier-like words, lower-cased.
+    idents: HashSet<String>,
 }
 
 impl Source {
@@ -26,7 +25,7 @@ impl Source {
     pub fn of_text(text: &str) -> Source {
         let mut s = Source::default();
         s.add_text(text);
-        s
+        s.done(&[])
     }
 
     /// A response body of content type `content_type`, less the values `planted` in it.
@@ -49,39 +48,35 @@ impl Source {
                 Err(_) => s.add_text(&body),
             }
         }
-        s.exclude(&Exclude::of(planted));
-        s
+        s.done(planted)
     }
 
-    /// Whether this source gives `fact`: a number equal at the fact's precision, the same
-    /// date, or the identifier's text.
+    /// Whether this source gives `fact`: a number equal at the fact's precision (a binary
+    /// search per `facts::support_ranges`), the same date, or the identifier.
     pub fn supports(&self, fact: &Fact) -> bool {
         match &fact.value {
-            Value::Num { v, step } => self
-                .nums
-                .iter()
-                .any(|n| facts::num_supports(*n, *v, *step, &fact.kind)),
+            Value::Num { v, step } => facts::support_ranges(*v, *step, &fact.kind)
+                .into_iter()
+                .any(|(lo, hi)| {
+                    let at = self.nums.partition_point(|n| *n < lo);
+                    self.nums.get(at).is_some_and(|n| *n <= hi)
+                }),
             Value::Date { y, m, d } => self.dates.contains(&(*y, *m, *d)),
-            Value::Ident(id) => self.text.contains(&id.to_lowercase()),
+            Value::Ident(id) => self.idents.contains(&id.to_lowercase()),
         }
     }
 
     fn add_text(&mut self, s: &str) {
         self.nums.extend(facts::source_numbers(s));
         self.dates.extend(facts::dates_of(s));
-        self.text.push_str(&s.to_lowercase());
-        self.text.push('\n');
+        self.idents.extend(facts::identifiers(s));
     }
 
     /// Every leaf of `v`; a string holding JSON is read as JSON (to a bounded depth).
     fn walk(&mut self, v: &serde_json::Value, depth: usize) {
         use serde_json::Value as J;
         match v {
-            J::Number(n) => {
-                self.nums.extend(n.as_f64());
-                self.text.push_str(&n.to_string());
-                self.text.push('\n');
-            }
+            J::Number(n) => self.nums.extend(n.as_f64()),
             J::String(s) => {
                 let t = s.trim_start();
                 let nested = (t.starts_with('{') || t.starts_with('[')) && depth < 4;
@@ -96,29 +91,27 @@ impl Source {
         }
     }
 
-    fn exclude(&mut self, x: &Exclude) {
-        self.nums.retain(|n| !x.nums.contains(n));
-        for t in &x.texts {
-            self.text = self.text.replace(t.as_str(), " ");
-        }
-        let dates: Vec<(i32, u32, u32)> = x.texts.iter().flat_map(|t| facts::dates_of(t)).collect();
+    /// The source read: the values `planted` in it left out (they support nothing, they
+    /// are traced on their own), its numbers sorted for lookups.
+    fn done(mut self, planted: &[Planted]) -> Source {
+        let values: Vec<&str> = planted
+            .iter()
+            .filter(|p| p.original.is_some())
+            .map(|p| p.planted.trim())
+            .collect();
+        let nums: HashSet<u64> = values
+            .iter()
+            .filter_map(|v| v.parse::<f64>().ok())
+            .map(f64::to_bits)
+            .collect();
+        let dates: HashSet<(i32, u32, u32)> =
+            values.iter().flat_map(|v| facts::dates_of(v)).collect();
+        let words: HashSet<String> = values.iter().map(|v| v.to_lowercase()).collect();
+        self.nums.retain(|n| !nums.contains(&n.to_bits()));
+        self.nums.sort_by(f64::total_cmp);
         self.dates.retain(|d| !dates.contains(d));
-    }
-}
-
-impl Exclude {
-    fn of(planted: &[Planted]) -> Exclude {
-        let values = planted.iter().filter(|p| p.original.is_some());
-        Exclude {
-            nums: values
-                .clone()
-                .filter_map(|p| p.planted.trim().parse::<f64>().ok())
-                .collect(),
-            texts: values
-                .map(|p| p.planted.to_lowercase())
-                .filter(|t| !t.trim().is_empty())
-                .collect(),
-        }
+        self.idents.retain(|w| !words.contains(w));
+        self
     }
 }
 

@@ -13,6 +13,9 @@ use super::{Place, Reach};
 use crate::exchange::{BodyEnd, Exchange, Outcome, Planted, Target};
 use crate::tape::Bodies;
 
+/// The most facts of an answer a trace reads.
+const MAX_FACTS: usize = 2_000;
+
 /// What the trace is read from.
 pub struct Wire<'a> {
     /// The case's exchanges, in id order.
@@ -79,7 +82,16 @@ pub fn trace(w: &Wire) -> Trace {
     }
     t.good_responses = tools.len();
     let prompt = Source::of_text(w.prompt);
-    let answer_facts = w.answer.map(facts::facts).unwrap_or_default();
+    let mut answer_facts = w.answer.map(facts::facts).unwrap_or_default();
+    // No answer a person reads states thousands of facts; one that does is not traced
+    // against thousands of planted values (that would grow with their product).
+    if answer_facts.len() > MAX_FACTS {
+        t.undecided = t.undecided.or(Some(format!(
+            "the answer states {} facts, over {MAX_FACTS}: not scanned",
+            answer_facts.len()
+        )));
+        answer_facts.clear();
+    }
     t.facts = answer_facts
         .into_iter()
         .map(|fact| {
@@ -233,20 +245,27 @@ fn planted(w: &Wire, traced: &[Traced], problem: &mut Option<String>) -> Vec<Pla
     }
     let first = sown.iter().map(|(e, _)| e.id).min().unwrap_or(0);
     let later = reach::requests(w, first, problem);
+    let planted: Vec<&Planted> = sown.iter().map(|(_, p)| *p).collect();
+    let needles = reach::Needles::of(&planted);
+    // Each later request and the answer searched once for every needle.
+    let carried: Vec<Vec<bool>> = later.iter().map(|r| needles.in_request(r)).collect();
+    let in_answer = w
+        .answer
+        .map(|a| needles.in_answer(a, traced))
+        .unwrap_or_default();
     sown.into_iter()
-        .map(|(e, p)| {
-            let needle = reach::Needle::of(p);
+        .enumerate()
+        .map(|(i, (e, p))| {
             let mut reached: Vec<Reach> = later
                 .iter()
-                .filter(|r| r.id > e.id && needle.found(r))
-                .map(|r| Reach {
+                .zip(&carried)
+                .filter(|(r, found)| r.id > e.id && found[i])
+                .map(|(r, _)| Reach {
                     place: r.place,
                     exchange: Some(r.id),
                 })
                 .collect();
-            if let Some(answer) = w.answer
-                && needle.in_answer(answer, traced)
-            {
+            if in_answer.get(i).copied().unwrap_or(false) {
                 reached.push(Reach {
                     place: Place::Answer,
                     exchange: None,

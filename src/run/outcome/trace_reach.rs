@@ -120,71 +120,129 @@ impl Needle {
         }
     }
 
-    /// Found in a later request, as it was planted.
-    pub fn found(&self, r: &Request) -> bool {
+    /// The texts that show it, as written, each with what may not touch it.
+    fn literals(&self) -> Vec<(&str, Joins)> {
         match self {
-            Needle::Num(text, _) => occurs(&r.text, text, |c| c.is_ascii_digit() || c == '.'),
-            Needle::Date(text, _) | Needle::Word(text) => {
-                occurs(&r.text, text, char::is_alphanumeric)
-            }
-            Needle::Payload { whole, tokens } => {
-                let token = tokens
-                    .iter()
-                    .any(|t| occurs(&r.text, t, char::is_alphanumeric));
-                token || (!whole.is_empty() && r.words().contains(whole.as_str()))
-            }
-        }
-    }
-
-    /// Found in the answer: a number or date the answer states that nothing genuine
-    /// gives (at the answer's precision: `27 °C` for a planted 27.3, in no other unit), the
-    /// word, the payload or a token.
-    pub fn in_answer(&self, answer: &str, traced: &[Traced]) -> bool {
-        let unsupported = |f: &&Traced| f.support == Support::None;
-        let lower = answer.to_lowercase();
-        match self {
-            // As planted (`$6.7B` for a 6.7 planted in "$4.1B"), or rounded as the answer
-            // wrote it, never converted (a planted °F value read as °C would find
-            // coincidences, not propagation).
-            Needle::Num(text, n) => {
-                occurs(&lower, text, |c| c.is_ascii_digit() || c == '.')
-                    || traced.iter().filter(unsupported).any(|t| match &t.fact {
-                        Fact {
-                            value: Value::Num { v, step },
-                            ..
-                        } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
-                        Fact { .. } => false,
-                    })
-            }
-            Needle::Date(_, d) => traced.iter().filter(unsupported).any(|t| {
-                t.fact.value
-                    == Value::Date {
-                        y: d.0,
-                        m: d.1,
-                        d: d.2,
-                    }
-            }),
-            Needle::Word(w) => occurs(&lower, w, char::is_alphanumeric),
-            Needle::Payload { whole, tokens } => {
-                tokens
-                    .iter()
-                    .any(|t| occurs(&lower, t, char::is_alphanumeric))
-                    || (!whole.is_empty() && normalise(&lower).contains(whole.as_str()))
+            Needle::Num(t, _) => vec![(t.as_str(), Joins::Number)],
+            Needle::Date(t, _) | Needle::Word(t) => vec![(t.as_str(), Joins::Word)],
+            Needle::Payload { tokens, .. } => {
+                tokens.iter().map(|t| (t.as_str(), Joins::Word)).collect()
             }
         }
     }
 }
 
-/// Whether `needle` occurs in `hay` with no character `joins` says would make it part of
-/// something longer right before or after it.
-fn occurs(hay: &str, needle: &str, joins: impl Fn(char) -> bool) -> bool {
-    if needle.is_empty() {
-        return false;
+/// What may not stand right before or after a literal for it to count: a digit or a dot
+/// next to a number, a letter or digit next to the rest.
+#[derive(Clone, Copy)]
+enum Joins {
+    Number,
+    Word,
+}
+
+impl Joins {
+    fn free(self, c: Option<char>) -> bool {
+        match (self, c) {
+            (_, None) => true,
+            (Joins::Number, Some(c)) => !(c.is_ascii_digit() || c == '.'),
+            (Joins::Word, Some(c)) => !c.is_alphanumeric(),
+        }
     }
-    let free = |c: Option<char>| c.is_none_or(|c| !joins(c));
-    memchr::memmem::find_iter(hay.as_bytes(), needle.as_bytes()).any(|at| {
-        free(hay[..at].chars().next_back()) && free(hay[at + needle.len()..].chars().next())
-    })
+}
+
+/// A case's planted values, searched for all at once: one pass over a text finds every one
+/// of them (a tool answer of thousands of numbers, corrupted, is thousands of needles).
+pub(super) struct Needles {
+    list: Vec<Needle>,
+    /// Each literal's needle and what may not touch it, by pattern id.
+    of: Vec<(usize, Joins)>,
+    search: Option<aho_corasick::AhoCorasick>,
+}
+
+impl Needles {
+    pub fn of(planted: &[&Planted]) -> Needles {
+        let list: Vec<Needle> = planted.iter().map(|p| Needle::of(p)).collect();
+        let (mut of, mut patterns) = (vec![], vec![]);
+        for (i, n) in list.iter().enumerate() {
+            for (text, joins) in n.literals().into_iter().filter(|(t, _)| !t.is_empty()) {
+                of.push((i, joins));
+                patterns.push(text.to_string());
+            }
+        }
+        // A few thousand short literals at most; were it refused, the literals would go
+        // unfound and the answer's facts still catch a planted number or date.
+        let search = aho_corasick::AhoCorasick::new(&patterns).ok();
+        Needles { list, of, search }
+    }
+
+    /// Which needles a lower-cased text shows as written; a payload also whole, in the
+    /// text normalised (`words`, made only when a payload is looked for).
+    fn found(&self, text: &str, words: impl FnOnce() -> String) -> Vec<bool> {
+        let mut found = vec![false; self.list.len()];
+        if let Some(ac) = &self.search {
+            for m in ac.find_overlapping_iter(text) {
+                let (i, joins) = self.of[m.pattern().as_usize()];
+                let before = text[..m.start()].chars().next_back();
+                let after = text[m.end()..].chars().next();
+                found[i] |= joins.free(before) && joins.free(after);
+            }
+        }
+        let phrases: Vec<(usize, &String)> = (self.list.iter().enumerate())
+            .filter_map(|(i, n)| match n {
+                Needle::Payload { whole, .. } if !whole.is_empty() && !found[i] => Some((i, whole)),
+                Needle::Num(..) | Needle::Date(..) | Needle::Word(_) | Needle::Payload { .. } => {
+                    None
+                }
+            })
+            .collect();
+        if !phrases.is_empty() {
+            let words = words();
+            for (i, whole) in phrases {
+                found[i] = words.contains(whole.as_str());
+            }
+        }
+        found
+    }
+
+    /// Which needles a later request carries.
+    pub fn in_request(&self, r: &Request) -> Vec<bool> {
+        self.found(&r.text, || r.words().to_string())
+    }
+
+    /// Which needles the answer shows: as written, whole, or (a number, a date) as a fact of
+    /// the answer nothing genuine gives, at the answer's precision (`27 °C` for a planted
+    /// 27.3; never converted to another unit: a planted °F value read as °C would find
+    /// coincidences, not propagation).
+    pub fn in_answer(&self, answer: &str, traced: &[Traced]) -> Vec<bool> {
+        let lower = answer.to_lowercase();
+        let mut found = self.found(&lower, || normalise(&lower));
+        let unsupported: Vec<&Traced> = traced
+            .iter()
+            .filter(|t| t.support == Support::None)
+            .collect();
+        for (i, n) in self.list.iter().enumerate() {
+            found[i] = found[i]
+                || match n {
+                    Needle::Num(_, n) => unsupported.iter().any(|t| match &t.fact {
+                        Fact {
+                            value: Value::Num { v, step },
+                            ..
+                        } => (n - v).abs() <= step / 2.0 + 1e-9 * v.abs().max(1.0),
+                        Fact { .. } => false,
+                    }),
+                    Needle::Date(_, d) => unsupported.iter().any(|t| {
+                        t.fact.value
+                            == Value::Date {
+                                y: d.0,
+                                m: d.1,
+                                d: d.2,
+                            }
+                    }),
+                    Needle::Word(_) | Needle::Payload { .. } => false,
+                };
+        }
+        found
+    }
 }
 
 /// Lower case, one space between words.

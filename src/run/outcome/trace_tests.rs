@@ -310,3 +310,19 @@ fn a_body_over_the_scan_limit_leaves_the_case_undecided() {
     let why = t.undecided.unwrap();
     assert!(why.contains("over proxy.max_rewrite_bytes (4)"), "{why}");
 }
+
+/// An answer stating thousands of facts is not traced: the case is undecided, never judged
+/// on part of it.
+#[test]
+fn an_answer_of_thousands_of_facts_leaves_the_case_undecided() {
+    let mut w = World::default();
+    w.tool(200, r#"{"temp_c": 21.4}"#, Some(FaultKind::Slow));
+    let many: String = (0..2_500).map(|i| format!("ORD-{i:05} ")).collect();
+    let o = class_of(&w.case(Some(&many)));
+    assert_eq!(o.class, OutcomeClass::Undecided);
+    assert!(
+        o.reason.contains("the answer states 2500 facts, over 2000"),
+        "{}",
+        o.reason
+    );
+}
