@@ -5,6 +5,8 @@
 //! attribution and could not be told apart), flakestorm runs a `(baseline)` pass of those
 //! prompts first, one trial each, and says so.
 
+use std::collections::{HashMap, HashSet};
+
 use super::RunContext;
 use super::cases::CaseResult;
 use super::matrix::{ScenarioOutcome, ScenarioRun, run_matrix};
@@ -35,23 +37,31 @@ fn baseline_of(runs: &[ScenarioRun<'_>]) -> Option<usize> {
 }
 
 /// The prompts whose faulted cases' classes hang on a baseline (`needs_baseline`) that has
-/// no known traffic, in `prompts` order.
+/// no known traffic, in `prompts` order. One pass over the cases, whatever their number.
 fn wanting(
     runs: &[ScenarioRun<'_>],
     outcomes: &[ScenarioOutcome],
     prompts: &[String],
 ) -> Vec<String> {
     let base = baseline_of(runs).and_then(|i| outcomes.get(i));
-    let known =
-        |p: &str| base.is_some_and(|o| o.cases.iter().any(|c| c.prompt == p && c.trace.is_some()));
-    let faulted = |p: &str| {
-        runs.iter().zip(outcomes).any(|(r, o)| {
-            !r.chaos.is_empty() && o.cases.iter().any(|c| c.prompt == p && needs_baseline(c))
-        })
-    };
+    let known: HashSet<&str> = base
+        .iter()
+        .flat_map(|o| &o.cases)
+        .filter(|c| c.trace.is_some())
+        .map(|c| c.prompt.as_str())
+        .collect();
+    let faulted: HashSet<&str> = runs
+        .iter()
+        .zip(outcomes)
+        .filter(|(r, _)| !r.chaos.is_empty())
+        .flat_map(|(_, o)| &o.cases)
+        .filter(|c| needs_baseline(c))
+        .map(|c| c.prompt.as_str())
+        .collect();
     let mut out: Vec<String> = vec![];
+    let mut taken: HashSet<&str> = HashSet::new();
     for p in prompts {
-        if !out.contains(p) && faulted(p) && !known(p) {
+        if faulted.contains(p.as_str()) && !known.contains(p.as_str()) && taken.insert(p) {
             out.push(p.clone());
         }
     }
@@ -138,16 +148,18 @@ pub(super) fn classify_all(
     outcomes: &mut [ScenarioOutcome],
     extra: Option<&ScenarioOutcome>,
 ) {
-    let base: Option<Vec<CaseResult>> = baseline_of(runs)
+    let base: Vec<CaseResult> = baseline_of(runs)
         .and_then(|i| outcomes.get(i))
-        .map(|o| o.cases.clone());
+        .map(|o| o.cases.clone())
+        .unwrap_or_default();
+    let (extra, base) = (by_prompt(extra.map_or(&[], |o| &o.cases)), by_prompt(&base));
     for (run, outcome) in runs.iter().zip(outcomes.iter_mut()) {
         if run.chaos.is_empty() {
             continue;
         }
         for case in &mut outcome.cases {
-            let extra = find(extra.map(|o| o.cases.as_slice()), &case.prompt);
-            let chosen = extra.or_else(|| find(base.as_deref(), &case.prompt));
+            let p = case.prompt.as_str();
+            let chosen = extra.get(p).or_else(|| base.get(p));
             let baseline = match chosen {
                 None => Err("no no-chaos case of this prompt ran".to_string()),
                 Some(b) => usable(b),
@@ -161,14 +173,18 @@ pub(super) fn classify_all(
     }
 }
 
-/// The baseline case of prompt `p` among `cases`: the first that can be compared with,
-/// else the first (which says why it cannot).
-fn find<'a>(cases: Option<&'a [CaseResult]>, p: &str) -> Option<&'a CaseResult> {
-    let mine: Vec<&CaseResult> = cases?.iter().filter(|c| c.prompt == p).collect();
-    mine.iter()
-        .find(|c| c.trace.is_some() && c.answer.is_some() && c.not_judged.is_none())
-        .or(mine.first())
-        .copied()
+/// Each prompt's baseline case among `cases`: the first that can be compared with, else
+/// the first (which says why it cannot).
+fn by_prompt(cases: &[CaseResult]) -> HashMap<&str, &CaseResult> {
+    let mut out: HashMap<&str, &CaseResult> = HashMap::new();
+    let good = |c: &CaseResult| c.trace.is_some() && c.answer.is_some() && c.not_judged.is_none();
+    for c in cases {
+        let slot = out.entry(c.prompt.as_str()).or_insert(c);
+        if !good(slot) && good(c) {
+            *slot = c;
+        }
+    }
+    out
 }
 
 /// A baseline case that can be compared with, or why not.

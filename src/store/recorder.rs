@@ -132,18 +132,7 @@ impl Recorder {
             let checks = serde_json::to_value(&checks).unwrap_or_default();
             self.store.judge_case(&self.id, key, verdict, checks);
         }
-        // Outcome classes are decided when the run ends (docs/outcomes.md).
-        for (phase, case) in super::import::cases(report) {
-            if let Some(o) = &case.outcome {
-                let key = (
-                    phase,
-                    case.scenario.as_str(),
-                    case.prompt.as_str(),
-                    case.trial,
-                );
-                self.store.set_outcome(&self.id, key, o.class);
-            }
-        }
+        self.outcomes(report);
         for (format, p) in files {
             self.store.set_artifact(&self.id, format.as_str(), p);
         }
@@ -157,6 +146,28 @@ impl Recorder {
         let (status, reason) = super::ended(report.judgement());
         self.store.finish_run(&self.id, status, scores, reason);
         self.store.flush().await
+    }
+
+    /// Each case's outcome class, decided when the run ends (docs/outcomes.md): one update
+    /// per key, so cases sharing one (the same prompt twice) cost one write, not one each
+    /// over all of them (the store cannot tell them apart: they keep the worst class).
+    fn outcomes(&self, report: &Report) {
+        let mut classes: BTreeMap<_, crate::checks::spec::OutcomeClass> = BTreeMap::new();
+        for (phase, case) in super::import::cases(report) {
+            if let Some(o) = &case.outcome {
+                let key = (
+                    phase,
+                    case.scenario.as_str(),
+                    case.prompt.as_str(),
+                    case.trial,
+                );
+                let worst = classes.entry(key).or_insert(o.class);
+                *worst = (*worst).min(o.class);
+            }
+        }
+        for (key, class) in classes {
+            self.store.set_outcome(&self.id, key, class);
+        }
     }
 
     /// The run's tapes (`output.tapes`) are in `dir`: an artifact of the run like its
