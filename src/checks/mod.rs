@@ -64,6 +64,11 @@ impl Verdict {
         matches!(self, Verdict::Pass(_))
     }
 
+    /// The check could not be judged (`NotTested`).
+    pub fn is_not_tested(&self) -> bool {
+        matches!(self, Verdict::NotTested(_))
+    }
+
     /// Passed or failed: a verdict on the agent.
     pub fn judged(&self) -> bool {
         match self {

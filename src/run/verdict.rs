@@ -233,23 +233,6 @@ fn unfired(e: &Evidence) -> usize {
     rules.filter(|r| r.why_not.is_some()).count()
 }
 
-/// Cases a call went around the proxy in (design.md §6): their faults were not tested.
-fn bypassed(cases: &[CaseResult]) -> Option<String> {
-    let around: Vec<&CaseResult> = cases
-        .iter()
-        .filter(|c| c.outcome.as_ref().is_some_and(|o| o.bypassed))
-        .collect();
-    let first = around.first()?;
-    let why = first.outcome.as_ref().map_or("", |o| o.reason.as_str());
-    Some(format!(
-        "{} case(s) made a call around the proxy, so the fault they were meant to meet was \
-         not tested; the first ({:?} under `{}`): {why}",
-        around.len(),
-        first.prompt,
-        first.scenario
-    ))
-}
-
 /// What the agent failed of what was judged.
 fn failures(e: &Evidence) -> Vec<String> {
     let mut failed = vec![];
@@ -329,7 +312,7 @@ fn untested(e: &Evidence) -> Vec<String> {
     }
     // Fewer than half (more is an error): what they would have shown is unknown.
     out.extend(not_judged(e.cases).map(|(_, why)| why));
-    out.extend(bypassed(e.cases));
+    out.extend(super::outcome::untested(e.cases));
     if !e.judged_anything {
         out.push("nothing could be judged (see the cells' and cases' reasons)".into());
     }
@@ -511,5 +494,51 @@ mod tests {
         );
         record(&j, Target::Other);
         assert_eq!(agent_traffic(&j, mark), 1, "the dropped tool call");
+    }
+
+    /// A run whose cells passed is not tested when a case could not be classified (its
+    /// outcome check not tested) or made a call around the proxy: it tested less than it
+    /// claims, and says which case and why.
+    #[test]
+    fn an_unclassified_or_bypassed_case_leaves_a_passing_run_not_tested() {
+        use crate::checks::spec::OutcomeClass;
+        use crate::run::outcome::CaseOutcome;
+        let with = |class, bypassed, reason: &str| CaseResult {
+            outcome: Some(CaseOutcome {
+                class,
+                reason: reason.into(),
+                bypassed,
+                evidence: vec![],
+            }),
+            checks: vec![crate::run::CaseCheck {
+                invariant: "honest".into(),
+                verdict: crate::checks::Verdict::NotTested(format!("undecided: {reason}")),
+            }],
+            ..CaseResult::for_test("q", Some("a"))
+        };
+        let passing = |cases| Evidence {
+            exchanges: 3,
+            agent_exchanges: 3,
+            score: 100.0,
+            failed_critical: vec![],
+            ..evidence(cases, &[])
+        };
+        let fine = [CaseResult::for_test("q", Some("a"))];
+        assert_eq!(decide(&passing(&fine)).verdict, RunVerdict::Pass);
+        let open = [with(
+            OutcomeClass::Undecided,
+            false,
+            "a response is compressed (gzip)",
+        )];
+        let j = decide(&passing(&open));
+        assert_eq!(j.verdict, RunVerdict::NotTested);
+        assert!(j.reasons[0].contains("could not be classified") && j.reasons[0].contains("gzip"));
+        let around = [with(OutcomeClass::NotExercised, true, "asked for `t`")];
+        let j = decide(&passing(&around));
+        assert_eq!(j.verdict, RunVerdict::NotTested);
+        assert!(
+            j.reasons[0].starts_with("1 case(s) made a call around the proxy"),
+            "{j:?}"
+        );
     }
 }

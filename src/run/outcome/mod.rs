@@ -11,6 +11,7 @@ mod classify;
 mod facts;
 mod sources;
 mod trace;
+mod untested;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,7 @@ use crate::exchange::FaultKind;
 
 pub(super) use classify::{classify, needs_baseline};
 pub use trace::{Trace, Wire, trace};
+pub(super) use untested::untested;
 
 /// A case's outcome: its class, why in one line, and what it was decided from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
