@@ -16,6 +16,9 @@ use crate::tape::Bodies;
 /// The most facts of an answer a trace reads.
 const MAX_FACTS: usize = 2_000;
 
+/// The most planted values a trace follows in one case (a body plants at most 10,000).
+const MAX_PLANTED: usize = 20_000;
+
 /// What the trace is read from.
 pub struct Wire<'a> {
     /// The case's exchanges, in id order.
@@ -241,6 +244,14 @@ fn planted(w: &Wire, traced: &[Traced], problem: &mut Option<String>) -> Vec<Pla
         .flat_map(|e| e.planted.iter().map(move |p| (e, p)))
         .collect();
     if sown.is_empty() {
+        return vec![];
+    }
+    // Searched for all at once, but held in memory each: a case that met more is not traced.
+    if sown.len() > MAX_PLANTED {
+        problem.get_or_insert(format!(
+            "faults planted {} values in this case, over {MAX_PLANTED}: not traced",
+            sown.len()
+        ));
         return vec![];
     }
     let first = sown.iter().map(|(e, _)| e.id).min().unwrap_or(0);
