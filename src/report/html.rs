@@ -360,11 +360,7 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
         cases.push(Link {
             label: text::line(&cv.case.prompt, 60),
             href: CaseView::anchor(s.phase, i),
-            badge: cv
-                .case
-                .outcome
-                .as_ref()
-                .map(|o| (o.class.as_str(), outcomes::word(o.class))),
+            badge: outcomes::badge(cv.case.outcome.as_ref()),
         });
         if first.is_none() {
             first = Some((cv, failures));
@@ -396,7 +392,5 @@ fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
     }
 }
 
-#[cfg(test)]
-mod outcome_tests;
 #[cfg(test)]
 mod tests;

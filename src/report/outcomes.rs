@@ -36,6 +36,11 @@ pub fn word(class: OutcomeClass) -> &'static str {
     }
 }
 
+/// A case's class as a badge: its CSS class and its words (none without a class).
+pub fn badge(o: Option<&crate::run::CaseOutcome>) -> Option<(&'static str, &'static str)> {
+    o.map(|o| (o.class.as_str(), word(o.class)))
+}
+
 /// `3 recovered, 1 fabricated`, worst first; empty when there are none.
 pub fn counted(counts: &BTreeMap<OutcomeClass, usize>) -> String {
     let parts: Vec<String> = counts

@@ -242,26 +242,10 @@ pub async fn run_case(
     case.instance = lease.map(Lease::number);
     case.window = (first, last);
     if trace {
-        case.trace = traced(ctx, &case);
+        let (traffic, answer) = (case.traffic.as_deref(), case.answer.as_deref());
+        case.trace = super::case_trace::trace_of(ctx, traffic, &case.prompt, answer);
     }
     case
-}
-
-/// The case's outcome trace, read while the journal has its bodies (none when its traffic
-/// is not attributed).
-fn traced(ctx: &RunContext, case: &CaseResult) -> Option<Arc<super::outcome::Trace>> {
-    let traffic = case.traffic.as_deref()?;
-    let bodies = |id: u64| ctx.journal.bodies(id);
-    let declared: Vec<String> = ctx.declared.tools.iter().map(|t| t.name.clone()).collect();
-    let wire = super::outcome::Wire {
-        exchanges: traffic,
-        bodies: &bodies,
-        prompt: &case.prompt,
-        answer: case.answer.as_deref(),
-        declared: &declared,
-        max_scan: ctx.max_scan,
-    };
-    Some(Arc::new(super::outcome::trace(&wire)))
 }
 
 /// The faults and attacks `traffic` met, and the ids of its exchanges that began after

@@ -1,9 +1,10 @@
-//! A run's outcome classes (docs/outcomes.md): every case of a scenario with chaos is
-//! classified against its prompt's no-chaos baseline, the first no-chaos scenario's case
-//! of that prompt. When a prompt whose case met a fault has none whose traffic is known
-//! (the matrix has no no-chaos scenario, or its cases ran together under exclusive
-//! attribution and could not be told apart), flakestorm runs a `(baseline)` pass of those
-//! prompts first, one trial each, and says so.
+//! A run's outcome classes (docs/outcomes.md): every case of a scenario with chaos
+//! classified (from the trace `case_trace` read when it ended) against its prompt's
+//! no-chaos baseline, the first no-chaos scenario's case of that prompt. When a
+//! prompt whose class needs one has none whose traffic is known (the matrix has no
+//! no-chaos scenario, or its cases ran together under exclusive attribution and could not
+//! be told apart), flakestorm runs a `(baseline)` pass of those prompts after the matrix,
+//! one trial each, and says so.
 
 use std::collections::{HashMap, HashSet};
 

@@ -10,6 +10,7 @@
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod case_trace;
 mod cases;
 mod chaos;
 mod ci;

@@ -4,7 +4,7 @@
 //! page, each case's badge, reason and evidence, the timeline marks, the resilience
 //! profile's numbers, the heatmap's distributions, and evidence text made inert.
 
-use super::profile;
+use super::super::profile;
 use crate::report::golden;
 use crate::report::view::overview;
 use crate::run::{OutcomeEvidence, Report};
@@ -14,7 +14,7 @@ fn fixture() -> Report {
 }
 
 fn page(report: &Report) -> String {
-    super::render(&overview(report)).expect("the page renders")
+    super::super::render(&overview(report)).expect("the page renders")
 }
 
 /// The part of `html` from the case whose summary holds `prompt` under `scenario`'s group.

@@ -185,3 +185,6 @@ fn a_failed_chaos_case_gets_a_next_step_from_its_calls() {
     ));
     assert_eq!(section.matches("<b>next step:</b>").count(), 1);
 }
+
+#[path = "outcome_tests.rs"]
+mod outcome_tests;

@@ -45,11 +45,7 @@ pub(super) fn pair(s: &Section<'_>, c: &CellResult) -> Option<Pair> {
     let side = |i: usize, cv: &CaseView<'_>, word: &str| Side {
         label: format!("trial {} ({word})", cv.case.trial.unwrap_or(1)),
         href: CaseView::anchor(s.phase, i),
-        badge: cv
-            .case
-            .outcome
-            .as_ref()
-            .map(|o| (o.class.as_str(), crate::report::outcomes::word(o.class))),
+        badge: crate::report::outcomes::badge(cv.case.outcome.as_ref()),
         timeline: cv
             .case
             .traffic
