@@ -99,6 +99,19 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The proxy as a run sees it: what a session started by the CLI or the demo runs
+    /// behind, as the daemon's own runs do.
+    pub fn run_proxy(&self) -> crate::session::Proxy {
+        crate::session::Proxy {
+            engine: self.chaos.clone(),
+            journal: self.journal.clone(),
+            addr: self.proxy_addr,
+            ca_cert: self.ca_cert_path.clone(),
+            store: self.store.clone(),
+            lanes: self.lanes.clone(),
+        }
+    }
+
     pub async fn start(config: &Config) -> Result<Daemon, DaemonError> {
         let (ca, ca_created, ready) = set_up_ca(config)?;
         let metrics = Metrics::new();
@@ -125,7 +138,7 @@ impl Daemon {
         let (control_token, token_file) = control_token(config)?;
         let lanes = proxy.lane_opener();
         let jobs = Jobs::new(crate::jobs::Setup {
-            proxy: crate::run::session::Proxy {
+            proxy: crate::session::Proxy {
                 store: store.clone(),
                 engine: chaos.clone(),
                 journal: journal.clone(),

@@ -39,15 +39,15 @@
 //! - `store`     — run history: SQLite at `data_dir/flakestorm.db` (one writer thread,
 //!   migrations, interrupted runs), artifact files, comparing two runs.
 //! - `report`    — rendering a run's report: JSON, HTML, JUnit, Markdown, certificate (pure).
+//! - `session`   — one run's life above the engine, for the CLI, the daemon's runs and the
+//!   demo: the agent readied behind a proxy it is handed, the run recorded, its reports and
+//!   tapes written, and what its user is told.
 //! - `jobs`      — the daemon's runs (`/v1/runs`): queue, turns, cancel, progress events.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles,
 //!   runs).
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
-//!
-//! One exception, by design (design.md §3): `run::session` is a run's life and holds the
-//! daemon handle, the store recorder and the report writers, all listed after `run`.
 #![forbid(unsafe_code)]
 // No catch-all arm over an enum: a new variant must be handled where it matters (a
 // foreign non-exhaustive or JSON enum is allowed where it is matched, saying why).
@@ -75,6 +75,7 @@ pub mod proxy;
 pub mod recording;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod store;
 pub mod tape;
 pub mod telemetry;

@@ -246,10 +246,6 @@ fn crate_map() -> Vec<String> {
         .collect()
 }
 
-/// Files that use a module listed after theirs on purpose; src/lib.rs says why.
-const LAYERING_EXCEPTIONS: [(&str, &[&str]); 1] =
-    [("src/run/session.rs", &["store", "report", "daemon"])];
-
 /// The layer a source file belongs to: the longest crate-map entry its path is inside.
 fn layer_of<'m>(rel: &str, map: &'m [String]) -> Option<&'m String> {
     let path = rel.strip_prefix("src/")?.trim_end_matches(".rs");
@@ -481,15 +477,11 @@ fn modules_use_only_those_listed_above_them_in_the_crate_map() {
                 ));
             }
         }
-        let allowed = LAYERING_EXCEPTIONS
-            .iter()
-            .find(|(f, _)| *f == rel)
-            .map_or(&[][..], |(_, m)| *m);
         for used in crate_uses(&text, &map) {
             let Some(theirs) = map.iter().position(|m| *m == used) else {
                 continue;
             };
-            if theirs > mine && !allowed.contains(&used.as_str()) {
+            if theirs > mine {
                 wrong.push(format!("{rel} uses `{used}`, listed after `{module}`"));
             }
         }

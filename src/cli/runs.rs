@@ -10,13 +10,12 @@ use std::process::ExitCode;
 
 use super::ReportArgs;
 use super::baseline::{Baseline, none_found, same_as};
-use super::progress::Display;
 use super::report_path;
-use super::session::Options;
+use super::session::{Options, Run};
 pub(super) use super::shown::shown;
 use crate::config::Loaded;
-use crate::run::session::{Ended, Session};
 use crate::run::{Report, RunKind, RunRequest, RunVerdict, Shard, prepare};
+use crate::session::{Ended, Session};
 use crate::store::RunStatus;
 
 /// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
@@ -49,7 +48,7 @@ async fn begin(
     file: &str,
     show: Show,
     shard: Option<Shard>,
-) -> Result<(Session, Option<Display>, PathBuf), ExitCode> {
+) -> Result<(Run, PathBuf), ExitCode> {
     let path = report_path::resolve(args.output.as_deref(), &loaded.config.output.path, file)
         .map_err(|e| {
             eprintln!("flakestorm: {e}");
@@ -62,8 +61,8 @@ async fn begin(
         trial: args.trial,
         shard,
     };
-    let (session, display) = super::session::start(loaded, opts).await?;
-    Ok((session, display, path))
+    let run = super::session::start(loaded, opts).await?;
+    Ok((run, path))
 }
 
 /// Runs `req` against the agent: checks the config can make it, starts the session, runs,
@@ -92,24 +91,24 @@ pub async fn run(
             return Ok(ExitCode::from(2));
         }
     };
-    let (mut session, display, path) =
+    let (mut run, path) =
         match begin(&loaded, &args, &report_file(req.kind, shard), show, shard).await {
             Ok(s) => s,
             Err(code) => return Ok(code),
         };
-    let baseline = match baseline_of(&loaded, &args, req.kind, &session, show) {
+    let baseline = match baseline_of(&loaded, &args, req.kind, &run.session, show) {
         Ok(b) => b,
         Err(code) => {
-            session.stop().await;
+            run.stop().await;
             return Ok(code);
         }
     };
     // A shard is a part of a run: its merge is the run (docs/scale.md).
     if shard.is_none() {
-        session.record_new(req.kind);
+        run.session.record_new(req.kind);
     }
-    let result = session.execute(&prepared).await;
-    if let Some(d) = &display {
+    let result = run.session.execute(&prepared).await;
+    if let Some(d) = &run.display {
         d.finish();
     }
     let report = match result {
@@ -117,13 +116,16 @@ pub async fn run(
         Err(e) => {
             eprintln!("flakestorm: {e}");
             // The store's error, if any, matters less than the run's.
-            let _ = session.fail(RunStatus::Error, Some(e.to_string())).await;
-            session.stop().await;
+            let _ = run
+                .session
+                .fail(RunStatus::Error, Some(e.to_string()))
+                .await;
+            run.stop().await;
             return Ok(ExitCode::from(2));
         }
     };
-    let ended = session.finish(report, &path).await;
-    session.stop().await;
+    let ended = run.session.finish(report, &path).await;
+    run.stop().await;
     let report = match shown_end(ended, show, &path)? {
         Ok(report) => report,
         Err(code) => return Ok(code),

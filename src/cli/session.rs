@@ -1,15 +1,17 @@
-//! The CLI's side of a run's session (`run::Session`): the config a run command uses (a
-//! run that starts its own agent puts its proxy on a free port unless the config names
-//! one, and its control API always, so a `flakestorm serve` on the defaults is no
-//! obstacle), where the proxy and the agent's output are said, and the progress display.
-//! Failures print one message and become exit code 2.
+//! The CLI's side of a run's session (`session::Session`): the daemon a run command starts
+//! for itself and hands to the session as its proxy (a run that starts its own agent puts
+//! its proxy on a free port unless the config names one, and its control API always, so a
+//! `flakestorm serve` on the defaults is no obstacle), where the proxy and the agent's
+//! output are said, and the progress display. Failures print one message and become exit
+//! code 2.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::progress;
 use crate::config::{Config, Loaded};
-use crate::run::session::{Behind, Options as RunOptions, Session};
+use crate::daemon::Daemon;
+use crate::session::{Options as RunOptions, Session};
 
 /// How a run command wants its session.
 pub struct Options {
@@ -26,12 +28,24 @@ pub struct Options {
     pub shard: Option<crate::run::Shard>,
 }
 
-/// Starts the run's session behind a proxy of its own, with the progress display when
-/// `opts.progress`.
-pub async fn start(
-    loaded: &Loaded,
-    opts: Options,
-) -> Result<(Session, Option<progress::Display>), ExitCode> {
+/// A run command's session and the daemon it runs behind.
+pub struct Run {
+    pub session: Session,
+    daemon: Daemon,
+    pub display: Option<progress::Display>,
+}
+
+impl Run {
+    /// Stops the agent, then the run's daemon.
+    pub async fn stop(self) {
+        self.session.stop().await;
+        self.daemon.stop().await;
+    }
+}
+
+/// Starts a daemon for the run and the run's session behind its proxy, with the progress
+/// display when `opts.progress`.
+pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
     let config = run_config(loaded);
     let starts_agent = config.agent.as_ref().is_some_and(|a| a.command.is_some());
     let display = opts.progress.then(progress::Display::new);
@@ -59,19 +73,31 @@ pub async fn start(
         config,
         ..loaded.clone()
     };
-    let session = Session::start(loaded, Behind::Own, run_opts)
+    let stop = |why: String| {
+        eprintln!("flakestorm: {why}");
+        ExitCode::from(failed)
+    };
+    let daemon = Daemon::start(&loaded.config)
         .await
-        .map_err(|e| {
-            eprintln!("flakestorm: {e}");
-            ExitCode::from(failed)
-        })?;
+        .map_err(|e| stop(format!("error: {e}")))?;
+    let session = match Session::start(loaded, daemon.run_proxy(), run_opts).await {
+        Ok(s) => s,
+        Err(e) => {
+            daemon.stop().await;
+            return Err(stop(e.to_string()));
+        }
+    };
     if starts_agent && opts.progress {
         eprintln!(
             "flakestorm: the agent's output goes to {}",
             opts.agent_log.display()
         );
     }
-    Ok((session, display))
+    Ok(Run {
+        session,
+        daemon,
+        display,
+    })
 }
 
 /// The config a run uses: with `agent.command`, a proxy on a free port unless the config

@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::config::{self, Overrides, ReportFormat};
-use crate::run::session::{BeforeAgent, Behind, Options, Session};
+use crate::daemon::Daemon;
 use crate::run::{Report, RunKind, RunRequest, chaos_summary, mutation_summary, prepare, summary};
+use crate::session::{BeforeAgent, Options, Session};
 
 /// The demo's configuration (ports come from `DEMO_*` variables).
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -106,10 +107,24 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         progress: None,
         before_agent: Some(serve_agent),
     };
-    let mut session = Session::start(loaded, Behind::Own, opts)
+    let daemon = Daemon::start(&loaded.config)
         .await
-        .map_err(DemoError::from("starting the run"))?;
-    let result = session.execute(&prepared).await;
+        .map_err(|e| DemoError(format!("starting the run: error: {e}")))?;
+    let session = Session::start(loaded, daemon.run_proxy(), opts).await;
+    let result = match session {
+        Ok(session) => run_ci(session, &prepared).await,
+        Err(e) => Err(DemoError(format!("starting the run: {e}"))),
+    };
+    daemon.stop().await;
+    result
+}
+
+/// The `ci` run of the demo and what it tells.
+async fn run_ci(
+    mut session: Session,
+    prepared: &crate::run::Prepared,
+) -> Result<String, DemoError> {
+    let result = session.execute(prepared).await;
     let report = match result {
         Ok(Report::Ci(mut ci)) => {
             in_demo_words(&mut ci);

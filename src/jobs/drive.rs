@@ -14,8 +14,8 @@ use serde_json::json;
 use super::{Inner, Job, Status, Submission};
 use crate::chaos::Classifier;
 use crate::config::Attribution;
-use crate::run::session::{Behind, Ended, Options, Session};
 use crate::run::{CaseResult, Judged, Prepared, Progress, SoFar};
+use crate::session::{Ended, Options, Session};
 
 /// Drives `job` to its end, on a task of its own.
 pub(super) async fn drive(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: Prepared) {
@@ -110,11 +110,7 @@ async fn set_up(
         progress: Some(hooks(job)),
         before_agent: None,
     };
-    let started = Session::start(
-        sub.loaded.clone(),
-        Behind::Shared(inner.proxy.clone()),
-        opts,
-    );
+    let started = Session::start(sub.loaded.clone(), inner.proxy.clone(), opts);
     let started = tokio::select! {
         s = started => Some(s),
         () = job.cancel.cancelled() => None,

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 pub use events::{Event, EventLog};
 
 use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
-use crate::run::session::Proxy;
 use crate::run::{RunKind, RunRequest, prepare};
+use crate::session::Proxy;
 use crate::store::{Filter, Page, Recorder, RunRecord, Store, StoreError};
 use crate::telemetry::Metrics;
 

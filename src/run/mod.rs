@@ -34,7 +34,6 @@ mod replay_setup;
 mod replay_verdict;
 mod saved;
 mod score;
-pub mod session;
 pub mod shard;
 mod summary;
 pub mod tapes;

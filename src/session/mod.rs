@@ -1,22 +1,23 @@
-//! One run's life, the same for the CLI's run commands, the daemon's submitted runs and the
-//! demo: the proxy it runs behind (a daemon of its own, or the serving daemon's), the
-//! embeddings endpoint tried first, the agent started and answering, the `RunContext`,
-//! the run store's recorder and the progress hooks, the journal's bodies kept for tapes,
-//! and the end: the agent stopped (a crash becomes a warning of the report), the report
-//! and its tapes written, the run recorded. Callers decide only what is theirs: where the
-//! report goes, how it is shown, and (the daemon) turns and cancelling.
+//! One run's life, above the run engine (`run`), the store and the report writers, the same
+//! for the CLI's run commands, the daemon's submitted runs and the demo: the proxy it runs
+//! behind (handed in by whoever started it: the serving daemon's, or a daemon the CLI or
+//! the demo started for this run), the embeddings endpoint tried, the agent started and
+//! answering, the `RunContext`, the run store's recorder and the progress hooks, the
+//! journal's bodies kept for tapes, and the end: the agent stopped (a crash becomes a
+//! warning of the report), the report and its tapes written (`write`), the run recorded,
+//! and what its user is told (`told`). Callers decide only what is theirs: where the
+//! report goes, and (the daemon) turns and cancelling.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
 use crate::config::{Loaded, ReportFormat, Tapes};
-use crate::daemon::Daemon;
 use crate::journal::{Holding, Journal, KeepBodies, OpenLane};
 use crate::report::Written;
+use crate::run::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::store::{Recorder, RunKind, RunStatus, Store, StoreError};
 
 /// The proxy a run's agent talks through, as the run sees it.
@@ -30,29 +31,6 @@ pub struct Proxy {
     pub store: Store,
     /// Opens a lane of this proxy for each instance of an agent pool.
     pub lanes: OpenLane,
-}
-
-impl Proxy {
-    /// A running daemon's proxy.
-    pub fn of(daemon: &Daemon) -> Proxy {
-        Proxy {
-            engine: daemon.chaos.clone(),
-            journal: daemon.journal.clone(),
-            addr: daemon.proxy_addr,
-            ca_cert: daemon.ca_cert_path.clone(),
-            store: daemon.store.clone(),
-            lanes: daemon.lanes.clone(),
-        }
-    }
-}
-
-/// Where a session's proxy comes from.
-pub enum Behind {
-    /// A daemon of the session's own, started from the run's config and stopped with it
-    /// (the CLI, the demo).
-    Own,
-    /// The serving daemon's proxy (its submitted runs).
-    Shared(Proxy),
 }
 
 /// Called once the proxy is up, before the agent is readied (the demo serves its
@@ -70,7 +48,7 @@ pub struct Options {
     /// `--trial`: run only this trial (1-based) of each case.
     pub trial: Option<u32>,
     /// `--shard K/N`: run only this shard's cases.
-    pub shard: Option<super::Shard>,
+    pub shard: Option<crate::run::Shard>,
     /// Told as the run goes (a progress display, the daemon's events).
     pub progress: Option<Progress>,
     pub before_agent: Option<BeforeAgent>,
@@ -83,7 +61,6 @@ pub struct StartError(pub String);
 
 /// A run, from its proxy and agent to its recorded end.
 pub struct Session {
-    own: Option<Daemon>,
     proxy: Proxy,
     process: Option<Process>,
     pool: Option<std::sync::Arc<Pool>>,
@@ -107,42 +84,20 @@ pub struct Ended {
 }
 
 impl Session {
-    /// Starts a session for `loaded`: the embeddings endpoint tried, the proxy (`behind`),
-    /// then the agent readied through it. Whatever was started is stopped again when a
-    /// later step fails.
-    pub async fn start(
-        loaded: Loaded,
-        behind: Behind,
-        opts: Options,
-    ) -> Result<Session, StartError> {
+    /// Starts a session for `loaded` behind `proxy`: the embeddings endpoint tried, then
+    /// the agent readied through the proxy. Whatever was started is stopped again when a
+    /// later step fails; the proxy is its starter's to stop.
+    pub async fn start(loaded: Loaded, proxy: Proxy, opts: Options) -> Result<Session, StartError> {
         let config = &loaded.config;
         if config.agent.is_none() {
             let why = "runs need an `agent:` section (endpoint of the agent under test)";
             return Err(StartError(why.into()));
         }
         let embedder = Embedder::for_config(config).await.map_err(StartError)?;
-        let (own, proxy) = match behind {
-            Behind::Shared(p) => (None, p),
-            Behind::Own => {
-                let d = Daemon::start(config)
-                    .await
-                    .map_err(|e| StartError(format!("error: {e}")))?;
-                let p = Proxy::of(&d);
-                (Some(d), p)
-            }
-        };
         let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
-        let (Launched { agent, process }, pool) = match readied {
-            Ok(l) => l,
-            Err(why) => {
-                if let Some(d) = own {
-                    d.stop().await;
-                }
-                return Err(StartError(why));
-            }
-        };
+        let (Launched { agent, process }, pool) = readied.map_err(StartError)?;
         let process = process.map(|p| Process::new(Some(p)));
-        let parts = super::Parts {
+        let parts = crate::run::Parts {
             seed: opts.seed.unwrap_or_else(|| proxy.engine.seed()),
             engine: proxy.engine.clone(),
             journal: proxy.journal.clone(),
@@ -164,7 +119,6 @@ impl Session {
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
         let holding = proxy.journal.hold_while();
         Ok(Session {
-            own,
             proxy,
             process,
             pool,
@@ -184,11 +138,6 @@ impl Session {
     /// The proxy the agent talks through.
     pub fn proxy(&self) -> &Proxy {
         &self.proxy
-    }
-
-    /// The daemon the session started, if it started one.
-    pub fn own_daemon(&self) -> Option<&Daemon> {
-        self.own.as_ref()
     }
 
     /// Records this session's run in `recorder` (its cases as they end, before any other
@@ -252,7 +201,7 @@ impl Session {
         let stored = match &self.recorder {
             Some(r) => {
                 if !taped.is_empty() {
-                    r.set_tapes(&super::tapes::tapes_dir(json));
+                    r.set_tapes(&crate::run::tapes::tapes_dir(json));
                 }
                 match written.json() {
                     Some(_) => r.finish(&report, &written.files).await,
@@ -287,12 +236,9 @@ impl Session {
         }
     }
 
-    /// Stops the agent, if still running, and the daemon the session started.
+    /// Stops the agent, if still running. The proxy is left to whoever started it.
     pub async fn stop(mut self) {
         self.stop_agent().await;
-        if let Some(d) = self.own.take() {
-            d.stop().await;
-        }
     }
 }
 
@@ -311,7 +257,7 @@ async fn write(
         let written = crate::report::write_all(&shared, &formats, &path);
         (
             written,
-            super::tapes::write(&shared, &journal, tapes, &path),
+            crate::run::tapes::write(&shared, &journal, tapes, &path),
         )
     });
     let (written, taped) = match written.await {
