@@ -127,13 +127,13 @@ async fn main() {
         min_score: cfg.scoring.min_score,
         embedder: None,
     };
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         concurrency: 10,
         settle: std::time::Duration::ZERO,
-        trials: Default::default(),
-        declared: Default::default(),
         ..RunContext::of(&cfg, parts)
     };
+    ctx.scoring.trials = Default::default();
+    ctx.scoring.declared = Default::default();
     let inputs: Arc<Vec<String>> = Arc::new(
         plan_mutations(&cfg.mutations, &cfg.golden_prompts, 1, &Default::default())
             .variants

@@ -163,17 +163,17 @@ async fn main() {
             min_score: cfg.scoring.min_score,
             embedder: None,
         };
-        let ctx = RunContext {
+        let mut ctx = RunContext {
             concurrency: r.concurrency,
             pool: pool.clone(),
-            trials: flakestorm::run::Trials {
-                n: r.trials,
-                ..Default::default()
-            },
             settle: Duration::from_millis(r.settle_ms),
-            declared: Default::default(),
             ..RunContext::of(&cfg, parts)
         };
+        ctx.scoring.trials = flakestorm::run::Trials {
+            n: r.trials,
+            ..Default::default()
+        };
+        ctx.scoring.declared = Default::default();
         let contract = cfg.contract.as_ref().unwrap();
         let (mut times, mut calls, mut score) = (vec![], 0, 0.0);
         for _ in 0..RUNS {

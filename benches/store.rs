@@ -210,12 +210,12 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
         min_score: 0.0,
         embedder: None,
     };
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         concurrency: 10,
-        trials: Default::default(),
-        declared: Default::default(),
         ..RunContext::of(cfg, parts)
     };
+    ctx.scoring.trials = Default::default();
+    ctx.scoring.declared = Default::default();
     let req = RunRequest {
         kind: RunKind::Chaos,
         under_chaos: false,

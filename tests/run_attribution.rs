@@ -73,7 +73,7 @@ contract:
     )
     .await;
     let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-    assert_eq!(ctx.attribution, Attribution::Header);
+    assert_eq!(ctx.scoring.attribution, Attribution::Header);
     assert_eq!(ctx.concurrency, CASES);
     // A guard against a hang (the barrier never opening), not a timing claim.
     let report = tokio::time::timeout(
@@ -238,7 +238,7 @@ contract:
         })
         .await;
         let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-        assert_eq!(ctx.attribution, Attribution::Header);
+        assert_eq!(ctx.scoring.attribution, Attribution::Header);
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
             .await
             .unwrap();

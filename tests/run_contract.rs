@@ -372,10 +372,11 @@ contract:
         if reset {
             spec.reset_endpoint = Some(a.http_url("/reset"));
         }
-        let ctx = RunContext {
+        let mut ctx = RunContext {
             agent: flakestorm::agent::Agent::new(&spec.compile().unwrap(), 0).unwrap(),
             ..ctx
         };
+        ctx.scoring.resets = reset;
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
             .await
             .unwrap();

@@ -126,11 +126,11 @@ async fn run(server: &origin::Origin, embed: bool) -> (ContractReport, ChaosRepo
         .embeddings
         .as_ref()
         .map(|e| Embedder::new(e).unwrap());
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         concurrency: 1,
-        embedder: embedder.filter(|_| embed),
         ..ctx
     };
+    ctx.scoring.embedder = embedder.filter(|_| embed);
     let (contract, golden) = (cfg.contract.as_ref().unwrap(), &cfg.golden_prompts);
     let report = within("contract run", run_contract(&ctx, contract, golden))
         .await

@@ -101,7 +101,8 @@ async fn bench(world: &(Origin, Origin, Origin), mode: &str, mcp: bool) -> Bench
 
 async fn run(b: &Bench, agent: &Origin, seed: u64) -> ContractReport {
     let (cfg, ctx) = run_context(&b.proxy, &agent.http_url("/invoke"));
-    let ctx = flakestorm::run::RunContext { seed, ..ctx };
+    let mut ctx = ctx;
+    ctx.scoring.seed = seed;
     common::within(
         "a contract run",
         run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts),
@@ -224,13 +225,11 @@ async fn a_probabilistic_fault_judges_only_the_cases_it_reached() {
     .await;
     for trials in [1, 3] {
         let (cfg, ctx) = run_context(&p, &a.http_url("/invoke"));
-        let ctx = flakestorm::run::RunContext {
-            seed: 7,
-            trials: flakestorm::run::Trials {
-                n: trials,
-                ..Default::default()
-            },
-            ..ctx
+        let mut ctx = ctx;
+        ctx.scoring.seed = 7;
+        ctx.scoring.trials = flakestorm::run::Trials {
+            n: trials,
+            ..Default::default()
         };
         let r = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
             .await

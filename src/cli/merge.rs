@@ -69,7 +69,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
     }
     let report = crate::run::merge_reports(&loaded, min_score, shards, args.allow_partial)
         .await
-        .map_err(|e| Stop(2, e))?;
+        .map_err(|e| Stop(2, e.to_string()))?;
     let json = args
         .output
         .clone()
@@ -78,23 +78,12 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         true => config.output.format.clone(),
         false => args.format.clone(),
     };
-    let written = crate::report::write_all(&report, &formats, &json);
-    for why in &written.failed {
-        eprintln!("flakestorm: {why}");
-    }
-    if written.json().is_none() {
+    let ended = crate::session::write(report, formats, &json, None).await;
+    ended.told(crate::session::Show::default(), None).print();
+    if ended.written.json().is_none() {
         return Err(Stop(1, "the merged JSON report was not written".into()));
     }
-    let show = super::runs::Show {
-        quiet: false,
-        json: false,
-        score_only: false,
-    };
-    print!("{}", super::runs::shown(&report, show));
-    for (_, p) in &written.files {
-        println!("report: {}", p.display());
-    }
-    Ok(ExitCode::from(report.verdict().exit_code()))
+    Ok(ExitCode::from(ended.report.verdict().exit_code()))
 }
 
 /// The shard reports named: files as they are, folders as the shard reports in them.

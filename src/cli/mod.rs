@@ -24,7 +24,6 @@ mod report;
 mod report_path;
 mod runs;
 mod session;
-mod shown;
 
 pub use args::*;
 use commands::{StopSignal, ca, init, on_signals, profiles};

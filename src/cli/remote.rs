@@ -303,28 +303,13 @@ async fn finish(
     let typed = raw
         .as_ref()
         .map(|r| Report::from_json(&r.to_string()).map_err(|e| e.to_string()));
-    if let Some(Ok(report)) = &typed {
-        let written = crate::report::write_all(report, formats, path);
-        if show.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(report).unwrap_or_default()
-            );
-        } else {
-            print!("{}", super::runs::shown(report, show));
-        }
-        for why in &written.failed {
-            eprintln!("flakestorm: {why}");
-        }
-        if show.summary() {
-            println!("run {id} on {}", server.base);
-            for (_, p) in &written.files {
-                println!("report: {}", p.display());
-            }
-        }
+    if let Some(Ok(report)) = typed {
+        let ended = crate::session::write(report, formats.to_vec(), path, None).await;
+        let from = format!("run {id} on {}", server.base);
+        ended.told(show, Some(&from)).print();
         return;
     }
-    if let (Some(r), Some(Err(why))) = (&raw, &typed) {
+    if let (Some(r), Some(Err(why))) = (&raw, typed) {
         eprintln!("flakestorm: the daemon's report: {why}; saved as it came");
         if let Err(e) = write(path, r) {
             eprintln!("flakestorm: {e}");

@@ -5,41 +5,18 @@
 //! 2 not tested or error (the run could not judge the agent), and 2 for bad config or an
 //! unreachable agent before any case.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::ReportArgs;
 use super::baseline::{Baseline, none_found, same_as};
 use super::report_path;
 use super::session::{Options, Run};
-pub(super) use super::shown::shown;
 use crate::config::Loaded;
 use crate::run::{Report, RunKind, RunRequest, RunVerdict, Shard, prepare};
+pub use crate::session::Show;
 use crate::session::{Ended, Session};
 use crate::store::RunStatus;
-
-/// How a run command prints: `--quiet` (the verdict line only) and `--json` (the report on
-/// stdout instead of the summary).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Show {
-    pub quiet: bool,
-    pub json: bool,
-    /// Only the score on stdout (`contract score`, a CI gate).
-    pub score_only: bool,
-}
-
-impl Show {
-    /// `contract score`: the score alone.
-    pub(super) const SCORE_ONLY: Show = Show {
-        quiet: true,
-        json: false,
-        score_only: true,
-    };
-
-    pub(super) fn summary(self) -> bool {
-        !self.quiet && !self.json && !self.score_only
-    }
-}
 
 /// The report path (checked before anything starts) and a session for the run.
 async fn begin(
@@ -126,7 +103,7 @@ pub async fn run(
     };
     let ended = run.session.finish(report, &path).await;
     run.stop().await;
-    let report = match shown_end(ended, show, &path)? {
+    let report = match shown_end(ended, show)? {
         Ok(report) => report,
         Err(code) => return Ok(code),
     };
@@ -143,47 +120,20 @@ pub async fn run(
 /// Prints the ended run (its report, the files written, its tapes) and what could not be
 /// kept; the report, or exit 2 when the run store could not record it (`Err`: no JSON
 /// report was written).
-fn shown_end(ended: Ended, show: Show, path: &Path) -> anyhow::Result<Result<Report, ExitCode>> {
-    let Ended {
-        report,
-        written,
-        taped,
-        untaped,
-        stored,
-    } = ended;
-    if show.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", shown(&report, show));
-    }
-    // Rendering never fails a run; only a JSON report that could not be written does.
-    for why in written.failed.iter().chain(&untaped) {
-        eprintln!("flakestorm: {why}");
-    }
-    if written.json().is_none() {
+fn shown_end(ended: Ended, show: Show) -> anyhow::Result<Result<Report, ExitCode>> {
+    ended.told(show, None).print();
+    if ended.written.json().is_none() {
         anyhow::bail!("the run's JSON report was not written");
     }
-    if show.summary() {
-        for (_, p) in &written.files {
-            println!("report: {}", p.display());
-        }
-        if !taped.is_empty() {
-            println!(
-                "tapes: {} case(s) in {}",
-                taped.len(),
-                crate::run::tapes::tapes_dir(path).display()
-            );
-        }
-    }
-    if let Err(e) = stored {
+    if let Err(e) = ended.stored {
         eprintln!(
             "flakestorm: error: the run store could not record this run ({e}); its report is \
              {}",
-            path.display()
+            ended.json.display()
         );
         return Ok(Err(ExitCode::from(2)));
     }
-    Ok(Ok(report))
+    Ok(Ok(ended.report))
 }
 
 /// The baseline's scores (`--baseline`), when asked for and found; exit 2 when the store
@@ -292,7 +242,7 @@ fn shard_of(
     config: &crate::config::Config,
 ) -> Result<Shard, String> {
     let index = std::env::var("JOB_COMPLETION_INDEX").ok();
-    let shard = Shard::parse(text, index.as_deref())?;
+    let shard = Shard::parse(text, index.as_deref()).map_err(|e| e.to_string())?;
     let spec = &config.mutations;
     let model = spec
         .types

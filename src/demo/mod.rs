@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 use crate::config::{self, Overrides, ReportFormat};
 use crate::daemon::Daemon;
-use crate::run::{Report, RunKind, RunRequest, chaos_summary, mutation_summary, prepare, summary};
-use crate::session::{BeforeAgent, Options, Session};
+use crate::run::{Report, RunKind, RunRequest, prepare};
+use crate::session::{BeforeAgent, Options, Session, Show};
 
 /// The demo's configuration (ports come from `DEMO_*` variables).
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -89,7 +89,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         under_chaos: false,
         profile: None,
     };
-    let prepared = prepare(&loaded.config, &ci).map_err(DemoError)?;
+    let prepared = prepare(&loaded.config, &ci).map_err(|e| DemoError(e.to_string()))?;
     // The agent is served in-process once the proxy it calls through is up.
     let serve_agent: BeforeAgent = Box::new(move |proxy| {
         let ca_pem = crate::files::read_to_string(&proxy.ca_cert, crate::files::Limit::Pem)
@@ -150,7 +150,6 @@ async fn run_ci(
          `flakestorm demo --print-config`.\n",
         session.proxy().addr
     );
-    phases(&mut out, &report);
     traffic(&mut out, &session.proxy().journal);
     let reports = reports_dir();
     let ended = session
@@ -160,21 +159,18 @@ async fn run_ci(
     if let Some(why) = ended.written.failed.first() {
         return Err(DemoError(format!("writing the report: {why}")));
     }
-    next_steps(&mut out, &reports);
+    out.push('\n');
+    out.push_str(&ended.told(Show::default(), None).out);
+    next_steps(&mut out);
     Ok(out)
 }
 
-/// Where the report is, and what to do next.
-fn next_steps(out: &mut String, reports: &std::path::Path) {
+/// What to do next.
+fn next_steps(out: &mut String) {
     let _ = writeln!(
         out,
-        "\nreport: {} (only the latest demo's is kept)",
-        reports.join("ci.json").display()
-    );
-    let _ = writeln!(out, "        {}", reports.join("ci.html").display());
-    let _ = writeln!(
-        out,
-        "\nNext: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
+        "(only the latest demo's reports are kept)\n\n\
+         Next: `flakestorm init`, point agent.endpoint at your agent, then `flakestorm ci`\n\
          (README; every fault: docs/faults.md; every check: docs/invariants.md)."
     );
 }
@@ -190,40 +186,6 @@ fn in_demo_words(ci: &mut crate::run::CiReport) {
     }
 }
 
-/// Each phase's summary, then the phases' scores and the overall verdict.
-fn phases(out: &mut String, ci: &crate::run::CiReport) {
-    if let Some(contract) = &ci.contract {
-        out.push_str(&summary(contract, false));
-    }
-    if let Some(mutation) = &ci.mutation {
-        let _ = writeln!(out, "\nmutation phase (seeded variants of the prompts):");
-        out.push_str(&mutation_summary(mutation));
-    }
-    if let Some(chaos) = &ci.chaos {
-        let _ = writeln!(out, "\nchaos phase (LLM answers cut to 4 tokens):");
-        out.push_str(&chaos_summary(chaos));
-    }
-    let _ = writeln!(out, "\nphases:");
-    for p in &ci.phases {
-        match (p.score, &p.skipped) {
-            (Some(s), _) => writeln!(out, "  {:<9} {s:>5.1}", p.name),
-            (_, Some(why)) => writeln!(out, "  {:<9} skipped: {why}", p.name),
-            _ => Ok(()),
-        }
-        .ok();
-    }
-    let _ = writeln!(
-        out,
-        "overall {:.1}/100 (pass mark {}): {}",
-        ci.overall,
-        ci.min_score,
-        ci.judgement.verdict.label()
-    );
-    for r in &ci.judgement.reasons {
-        let _ = writeln!(out, "  - {r}");
-    }
-}
-
 /// What the proxy saw: exchanges, faults by rule, and a redacted secret.
 fn traffic(out: &mut String, journal: &crate::journal::Journal) {
     let all = journal.all();
@@ -235,7 +197,7 @@ fn traffic(out: &mut String, journal: &crate::journal::Journal) {
     }
     let _ = writeln!(
         out,
-        "\nwhat the proxy saw: {} exchanges of the agent's; faults injected:",
+        "what the proxy saw: {} exchanges of the agent's; faults injected:",
         all.len()
     );
     for (rule, n) in by_rule {

@@ -141,7 +141,7 @@ async fn run(inner: &Inner, job: &Arc<Job>, prepared: &Prepared, setup: SetUp, e
     } = setup;
     let _declared = declared.map(|c| inner.proxy.engine.declare(Arc::new(c)));
     // The global rules draw from the run's seed while it has the engine to itself.
-    let previous = exclusive.then(|| inner.proxy.engine.set_seed(session.ctx.seed));
+    let previous = exclusive.then(|| inner.proxy.engine.set_seed(session.ctx.scoring.seed));
     let result = tokio::select! {
         r = session.execute(prepared) => Some(r),
         () = job.cancel.cancelled() => None,

@@ -163,7 +163,7 @@ impl Jobs {
     /// Queues `sub` and starts driving it; the problem in words when its config cannot
     /// make the run it asks for.
     pub fn submit(&self, sub: Submission) -> Result<Arc<Job>, String> {
-        let prepared = prepare(&sub.loaded.config, &sub.request)?;
+        let prepared = prepare(&sub.loaded.config, &sub.request).map_err(|e| e.to_string())?;
         if sub.loaded.config.agent.is_none() {
             return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
         }

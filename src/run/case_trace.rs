@@ -16,14 +16,20 @@ pub(super) fn trace_of(
     answer: Option<&str>,
 ) -> Option<Arc<Trace>> {
     let bodies = |id: u64| ctx.journal.bodies(id);
-    let declared: Vec<String> = ctx.declared.tools.iter().map(|t| t.name.clone()).collect();
+    let declared: Vec<String> = ctx
+        .scoring
+        .declared
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     let wire = Wire {
         exchanges: traffic?,
         bodies: &bodies,
         prompt,
         answer,
         declared: &declared,
-        max_scan: ctx.max_scan,
+        max_scan: ctx.scoring.max_scan,
     };
     Some(Arc::new(trace(&wire)))
 }

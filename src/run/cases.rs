@@ -380,7 +380,7 @@ pub(super) fn trace_id(
     index: usize,
     trial: u32,
 ) -> String {
-    let hi = mix(ctx.seed ^ stream(scenario));
+    let hi = mix(ctx.scoring.seed ^ stream(scenario));
     let salt = match trial {
         0 => 0,
         t => mix(stream("trial") ^ u64::from(t)),

@@ -220,7 +220,7 @@ pub(super) async fn run(
         chaos,
         replay,
         skipped,
-        ctx.min_score,
+        ctx.scoring.min_score,
     );
     report.shard = ctx.shard;
     Ok(report)

@@ -92,13 +92,8 @@ pub(super) async fn extra_baseline(
             runs[i].name, ctx.concurrency
         ),
     };
-    let once = RunContext {
-        trials: super::Trials {
-            only: Some(1),
-            ..ctx.trials
-        },
-        ..ctx.clone()
-    };
+    let mut once = ctx.clone();
+    once.scoring.trials.only = Some(1);
     let run = [baseline_run(true)];
     let outcome = run_matrix(&once, &run, &need, None, so_far).await.pop()?;
     let warning = format!(

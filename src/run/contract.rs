@@ -194,9 +194,9 @@ pub async fn run_contract(
             scenarios: raw_scenarios(&names, &outcomes),
             ..Raw::of(&seen)
         };
-        ShardPart::new(s, &ctx.trials, &plan.prompts, mine, raw)
+        ShardPart::new(s, &ctx.scoring.trials, &plan.prompts, mine, raw)
     });
-    let mut report = judge_matrix(ctx, &plan, outcomes, &seen).await;
+    let mut report = judge_matrix(&ctx.scoring, &plan, outcomes, &seen).await;
     report.warnings.extend(extra_warning);
     report.shard = part;
     Ok(report)
@@ -205,7 +205,7 @@ pub async fn run_contract(
 /// Judges the matrix's outcomes (one per `plan.runs()`): its cells, coverage, score and
 /// verdict. A whole run and the merge of its shards both end here.
 pub(super) async fn judge_matrix(
-    ctx: &RunContext,
+    ctx: &crate::run::Scoring,
     plan: &Plan<'_>,
     outcomes: Vec<ScenarioOutcome>,
     seen: &Seen,
@@ -277,7 +277,7 @@ pub(super) async fn judge_matrix(
 
 /// The run's verdict from its cases, coverage and cells, what the journal saw, its score.
 fn verdict_of(
-    ctx: &RunContext,
+    ctx: &crate::run::Scoring,
     (cases, coverage, cells): (&[CaseResult], &[Coverage], &[CellResult]),
     seen: &Seen,
     score: f64,
@@ -291,8 +291,13 @@ fn verdict_of(
 }
 
 /// A scenario's coverage; `earlier`: the scenarios' before it.
-fn cover(ctx: &RunContext, name: &str, o: &ScenarioOutcome, earlier: &[Coverage]) -> Coverage {
-    let before = coverage::Before::after(earlier, ctx.agent.resets());
+fn cover(
+    ctx: &crate::run::Scoring,
+    name: &str,
+    o: &ScenarioOutcome,
+    earlier: &[Coverage],
+) -> Coverage {
+    let before = coverage::Before::after(earlier, ctx.resets);
     let stats = o.stats.clone();
     coverage::of(name, &o.cases, &o.exchanges, stats, &ctx.declared, before)
 }
@@ -345,7 +350,7 @@ fn needs_baseline(contract: &ContractSpec) -> bool {
 }
 
 /// Report-level warnings: lost trace ids.
-fn run_warnings(ctx: &RunContext, cases: &[CaseResult], warnings: &mut Vec<String>) {
+fn run_warnings(ctx: &crate::run::Scoring, cases: &[CaseResult], warnings: &mut Vec<String>) {
     if ctx.attribution == Attribution::Header && cases.iter().any(|c| c.traffic.is_none()) {
         warnings.push(UNTRACED_WARNING.into());
     }

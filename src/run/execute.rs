@@ -93,8 +93,13 @@ pub struct Prepared {
     skipped: Vec<(RunKind, String)>,
 }
 
-/// Checks that `config` can make the run `req` asks for; the problem in words otherwise.
-pub fn prepare(config: &Config, req: &RunRequest) -> Result<Prepared, String> {
+/// Checks that `config` can make the run `req` asks for; `RunError::NotRunnable` says why
+/// not.
+pub fn prepare(config: &Config, req: &RunRequest) -> Result<Prepared, RunError> {
+    runnable(config, req).map_err(RunError::NotRunnable)
+}
+
+fn runnable(config: &Config, req: &RunRequest) -> Result<Prepared, String> {
     let checks = |what: &str| match config.invariants.is_empty() {
         true => Err(format!(
             "a {what} run needs `invariants:` to check the answers with"
@@ -292,7 +297,7 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
         started_at_ms,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
         agent: Some(shown_endpoint(ctx.agent.endpoint())),
-        trials: super::TrialsInfo::of(&ctx.trials),
+        trials: super::TrialsInfo::of(&ctx.scoring.trials),
     });
     Ok(report)
 }
@@ -370,7 +375,7 @@ mod tests {
             under_chaos: false,
             profile: None,
         };
-        let why = |kind| prepare(&bare, &req(kind)).unwrap_err();
+        let why = |kind| prepare(&bare, &req(kind)).unwrap_err().to_string();
         assert_eq!(
             why(RunKind::Contract),
             "a contract run needs a `contract:` section"
@@ -389,6 +394,7 @@ mod tests {
             profile: Some("nope".into()),
             ..req(RunKind::Chaos)
         };
-        assert!(prepare(&bare, &profile).unwrap_err().contains("nope"));
+        let why = prepare(&bare, &profile).unwrap_err().to_string();
+        assert!(why.contains("nope"));
     }
 }

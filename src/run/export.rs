@@ -16,9 +16,18 @@ pub struct Exported {
     pub skipped: Vec<String>,
 }
 
+/// Why nothing could be exported: the report could not be read, or `out` written.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ExportError(String);
+
 /// Exports the failed cases of the report at `report` into `out`. The error: the report
 /// could not be read, or `out` could not be written.
-pub fn export(report: &Path, out: &Path) -> Result<Exported, String> {
+pub fn export(report: &Path, out: &Path) -> Result<Exported, ExportError> {
+    export_failed(report, out).map_err(ExportError)
+}
+
+fn export_failed(report: &Path, out: &Path) -> Result<Exported, String> {
     let text = crate::files::read_to_string(report, crate::files::Limit::Report)
         .map_err(|e| e.to_string())?;
     let parsed =

@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use super::CellResult;
-use super::RunContext;
 use super::cases::{CaseCheck, CaseResult};
 use super::consistency::Consistency;
 use super::coverage::Coverage;
@@ -24,7 +23,7 @@ pub(super) const UNTRACED_WARNING: &str = "attribution: header, but some of the 
 
 /// What judging a scenario needs from the run.
 pub(super) struct Judge<'a> {
-    pub ctx: &'a RunContext,
+    pub ctx: &'a crate::run::Scoring,
     pub contract: &'a ContractSpec,
     pub invariants: &'a [Invariant],
     /// Each invariant's prompts, by index.
@@ -65,7 +64,7 @@ impl Judge<'_> {
         warnings: &mut Vec<String>,
     ) -> Vec<CellResult> {
         let (ctx, chaos) = (self.ctx, &scenario.chaos);
-        if chaos.is_empty() && !ctx.agent.resets() {
+        if chaos.is_empty() && !ctx.resets {
             note_stateful(results, baselines, warnings);
         }
         let applicable = self

@@ -53,7 +53,9 @@ pub(super) struct ScenarioOutcome {
 /// Fresh canaries for a scenario or a case. The salt is the run's alone, so a source plants
 /// the same token in every scenario and no-chaos answers stay comparable with the others.
 fn canary(ctx: &RunContext) -> Arc<Canary> {
-    Arc::new(Canary::new(mix(ctx.seed ^ stream("no_exfiltration"))))
+    Arc::new(Canary::new(mix(
+        ctx.scoring.seed ^ stream("no_exfiltration")
+    )))
 }
 
 /// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
@@ -106,7 +108,7 @@ pub(super) async fn run_matrix(
     units: Option<&[String]>,
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
-    let trials = ctx.trials.indices();
+    let trials = ctx.scoring.trials.indices();
     // Under `--shard`, the prompts of the shard's units (a prompt is its own unit unless
     // `units` says), each at its place in the whole run (its trace id and so its chaos are
     // the whole run's).
@@ -117,7 +119,7 @@ pub(super) async fn run_matrix(
     if let Some(p) = &ctx.progress {
         (p.planned)(scenarios.len() * mine.len() * trials.len());
     }
-    let all = match (&ctx.pool, ctx.attribution) {
+    let all = match (&ctx.pool, ctx.scoring.attribution) {
         (Some(pool), _) => Some(Ties::Pool(pool.clone())),
         (None, Attribution::Header) => Some(Ties::Header),
         (None, Attribution::Exclusive) => None,
@@ -183,7 +185,7 @@ async fn pool(
     };
     let limit = Arc::new(Semaphore::new(width));
     let mut tasks = tokio::task::JoinSet::new();
-    let several = ctx.trials.n > 1;
+    let several = ctx.scoring.trials.n > 1;
     for &(s, p, t) in cells {
         let ScenarioRun {
             name,

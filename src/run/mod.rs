@@ -34,6 +34,8 @@ mod replay_setup;
 mod replay_verdict;
 mod saved;
 mod score;
+mod scoring;
+mod sent;
 pub mod shard;
 mod summary;
 pub mod tapes;
@@ -50,7 +52,7 @@ use crate::config::{Attribution, Severity};
 use crate::journal::Journal;
 
 pub use cases::{CaseCheck, CaseResult, EarlierAttempt};
-pub use chaos::{ChaosReport, PromptVerdict, run_chaos};
+pub use chaos::{ChaosReport, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use consistency::{CaseTrials, Consistency};
 pub use contract::{ContractReport, run_contract};
@@ -64,6 +66,8 @@ pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo, TrialsInfo};
 pub use score::{Score, contract_score, contract_score_credited};
+pub use scoring::Scoring;
+pub use sent::PromptVerdict;
 pub use shard::Shard;
 pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
 pub use verdict::{Judgement, RunVerdict};
@@ -73,27 +77,24 @@ impl RunContext {
     /// `seed`; without a pool, a process, progress, `--trial` or `--shard` (the session
     /// adds what it has).
     pub fn of(config: &crate::config::Config, parts: Parts) -> RunContext {
+        let scoring = Scoring::of(
+            config,
+            parts.seed,
+            parts.config_digest,
+            parts.min_score,
+            parts.embedder,
+        );
         RunContext {
             engine: parts.engine,
-            seed: parts.seed,
             journal: parts.journal,
             agent: parts.agent,
             concurrency: config.advanced.concurrency as usize,
-            attribution: config.advanced.attribution,
             pool: None,
             process: None,
-            trials: Trials::of(config),
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
-            config_digest: parts.config_digest,
             progress: None,
-            declared: Declared {
-                tools: config.tools.clone(),
-                llm: config.llm.clone(),
-            },
-            min_score: parts.min_score,
-            embedder: parts.embedder,
             shard: None,
-            max_scan: config.proxy.max_rewrite_bytes,
+            scoring,
         }
     }
 
@@ -107,7 +108,7 @@ impl RunContext {
     /// This context, or a copy that runs one case at a time when `traffic` checks need each
     /// exchange to belong to exactly one case and only exclusive attribution can tell.
     pub(crate) fn for_traffic(&self, traffic: bool) -> std::borrow::Cow<'_, RunContext> {
-        let exclusive = self.pool.is_none() && self.attribution == Attribution::Exclusive;
+        let exclusive = self.pool.is_none() && self.scoring.attribution == Attribution::Exclusive;
         if traffic && exclusive && self.concurrency > 1 {
             std::borrow::Cow::Owned(RunContext {
                 concurrency: 1,
@@ -259,46 +260,27 @@ pub enum SoFar {
 /// Judges a case as it ends (`Judged`).
 pub(crate) type Provisional = std::sync::Arc<dyn Fn(&CaseResult) -> Judged + Send + Sync>;
 
-/// What a run needs from the daemon and the agent.
+/// What a run needs from the daemon and the agent, and what it judges with (`scoring`).
 #[derive(Clone)]
 pub struct RunContext {
     pub engine: Engine,
-    /// The run's seed: every draw of the run (variants, trace ids, canaries, per-trace
-    /// rules) comes from it; the engine's global rules draw from `engine.seed()`, which is
-    /// this seed whenever the run has the engine to itself.
-    pub seed: u64,
     pub journal: Journal,
     pub agent: Agent,
     /// Cases of one scenario in flight at once (`advanced.concurrency`).
     pub concurrency: usize,
-    /// How an exchange is tied to its case (`advanced.attribution`, design.md §6), when
-    /// there is no `pool`.
-    pub attribution: Attribution,
     /// The agent's instances when flakestorm started a pool of them: each case runs on one,
     /// and owns what arrives on its lane (design.md §6).
     pub pool: Option<std::sync::Arc<crate::agent::Pool>>,
     /// The agent process this run started without a pool (`agent.command` without
     /// `{port}`): a case during which it exited is not judged.
     pub process: Option<crate::agent::Process>,
-    /// `advanced.trials` (each case runs that many times), and `--trial`: only that one.
-    pub trials: Trials,
     /// `advanced.settle_ms`: how long a case waits, after its answer and with none of its
     /// exchanges in flight, for calls the agent makes after answering.
     pub settle: std::time::Duration,
-    /// The loaded config's digest (`Loaded::digest`), stamped on every report.
-    pub config_digest: Option<String>,
     pub progress: Option<Progress>,
-    /// `tools:` and `llm:`: where the agent's traffic should go.
-    pub declared: Declared,
-    /// The pass mark (`--min-score`, else `scoring.min_score`).
-    pub min_score: f64,
-    /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
-    pub embedder: Option<Embedder>,
     /// `--shard K/N`: run only this shard's cases (docs/scale.md).
     pub shard: Option<Shard>,
-    /// `proxy.max_rewrite_bytes`: a body larger than this is not scanned for a case's
-    /// outcome (the case is `undecided`).
-    pub max_scan: usize,
+    pub scoring: Scoring,
 }
 
 /// What `RunContext::of` cannot take from the config.

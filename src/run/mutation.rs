@@ -6,9 +6,9 @@
 
 use super::RunContext;
 use super::RunError;
-use super::chaos::send_prompts;
 use super::mutation_report::{Made, Wired, assemble, is_wire, key, texts_of};
 pub use super::mutation_report::{MutantVerdict, MutationReport, SCHEMA, TypeScore};
+use super::sent::send_prompts;
 use super::shard::{Raw, ShardPart, raw_scenarios};
 use super::wire_cases::{self, run_wire_case};
 use crate::chaos::spec::CompiledChaos;
@@ -76,7 +76,7 @@ pub async fn run_mutation(
     if golden.is_empty() {
         return Err(RunError::NothingToMutate);
     }
-    let seed = ctx.seed;
+    let seed = ctx.scoring.seed;
     let client = match &config.model {
         Some(m) => Some(ModelClient::new(m).map_err(|e| RunError::Model(e.to_string()))?),
         None => None,
@@ -96,7 +96,7 @@ pub async fn run_mutation(
     let held = |v: &Variant| ctx.shard.is_none_or(|s| s.holds(&golden[v.prompt_index]));
     if let Some(p) = &ctx.progress {
         let wire = plan.variants.iter().filter(|v| is_wire(v) && held(v));
-        (p.planned)(wire.count() * ctx.trials.indices().len());
+        (p.planned)(wire.count() * ctx.scoring.trials.indices().len());
     }
     let (texts, units) = texts_of(&plan, golden);
     let sent = match plan.variants.iter().any(|v| !is_wire(v) && held(v)) {
@@ -107,21 +107,22 @@ pub async fn run_mutation(
         .as_ref()
         .map(|s| raw_scenarios(&[name], std::slice::from_ref(&s.outcome)));
     let run = match sent {
-        Some(s) => Some(s.judged(ctx, name, invariants).await),
+        Some(s) => Some(s.judged(&ctx.scoring, name, invariants).await),
         None => None,
     };
     let wire = send_wire(ctx, &plan, golden, &held).await;
     // Counted after the wire cases, as the run's verdict counts them.
+    let seen = run.as_ref().map(|r| r.seen(ctx)).unwrap_or_default();
     let part = ctx.shard.map(|s| {
-        let seen = run.as_ref().map(|r| r.seen(ctx)).unwrap_or_default();
         let raw = Raw {
             scenarios: scenarios.clone().unwrap_or_default(),
             ..Raw::of(&seen)
         };
         let mine = golden.iter().filter(|p| s.holds(p)).cloned().collect();
-        ShardPart::new(s, &ctx.trials, golden, mine, raw)
+        ShardPart::new(s, &ctx.scoring.trials, golden, mine, raw)
     });
-    let mut report = assemble(ctx, chaos.map(|(n, _)| n), &made, run, wire, &held);
+    let at = chaos.map(|(n, _)| n);
+    let mut report = assemble(&ctx.scoring, &seen, at, &made, run, wire, &held);
     report.shard = part;
     Ok(report)
 }
@@ -142,10 +143,10 @@ async fn send_wire(
         if let Some(p) = &ctx.progress {
             (p.started)(wire_cases::SCENARIO, &format!("{} #{}", v.kind, v.index));
         }
-        for t in ctx.trials.indices() {
+        for t in ctx.scoring.trials.indices() {
             let prompt = &golden[v.prompt_index];
-            let mut case = run_wire_case(ctx, ctx.seed, v.kind, prompt, v.index).await;
-            case.case.trial = (ctx.trials.n > 1).then_some(t + 1);
+            let mut case = run_wire_case(ctx, ctx.scoring.seed, v.kind, prompt, v.index).await;
+            case.case.trial = (ctx.scoring.trials.n > 1).then_some(t + 1);
             if let Some(p) = &ctx.progress {
                 let judged = super::Judged {
                     so_far: wire_cases::so_far(&case.verdict),

@@ -7,12 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::RunContext;
+use super::Scoring;
 use super::cases::CaseResult;
-use super::chaos::PromptRun;
 use super::coverage::Coverage;
+use super::sent::PromptRun;
 use super::shard::ShardPart;
-use super::verdict::{Evidence, Judgement, RunVerdict, decide};
+use super::verdict::{Evidence, Judgement, RunVerdict, Seen, decide};
 use super::wire_cases::WireCase;
 use crate::checks::Verdict;
 use crate::config::MutationsSpec;
@@ -145,7 +145,8 @@ pub(super) fn texts_of(plan: &Plan, golden: &[String]) -> (Vec<String>, Vec<Stri
 /// The report of the `held` variants of `made`: each paired with its verdict (the text
 /// ones from `run`, in order; the wire ones from `wire`), scored and decided.
 pub(super) fn assemble(
-    ctx: &RunContext,
+    ctx: &Scoring,
+    seen: &Seen,
     chaos: Option<&str>,
     made: &Made,
     run: Option<PromptRun>,
@@ -177,7 +178,7 @@ pub(super) fn assemble(
     }
     let judged_any = mutants.iter().any(|m| m.judged);
     report.judgement = match &run {
-        Some(r) => r.decide(ctx, report.score, judged_any),
+        Some(r) => r.decide(ctx, seen, report.score, judged_any),
         None => wire_only(ctx, report.score, judged_any),
     };
     report.types = type_scores(spec, plan, &mutants);
@@ -201,7 +202,7 @@ pub(super) fn assemble(
 }
 
 /// A report with nothing judged yet.
-fn empty(ctx: &RunContext, chaos: Option<&str>, plan: &Plan) -> MutationReport {
+fn empty(ctx: &Scoring, chaos: Option<&str>, plan: &Plan) -> MutationReport {
     MutationReport {
         schema: SCHEMA,
         run: None,
@@ -229,7 +230,7 @@ fn empty(ctx: &RunContext, chaos: Option<&str>, plan: &Plan) -> MutationReport {
 /// Each held variant's trials with their verdicts, in plan order (text ones from `run`'s
 /// judged prompts, in order; wire ones from `wire`), and the wire cases in that order.
 fn paired(
-    ctx: &RunContext,
+    ctx: &Scoring,
     made: &Made,
     run: Option<&PromptRun>,
     mut wire: Wired,
@@ -280,7 +281,7 @@ fn paired(
 
 /// The verdict of a run of wire cases only: they reach the agent's endpoint directly, so
 /// no traffic has to cross the proxy for them, and they read no answer at `response_path`.
-fn wire_only(ctx: &RunContext, score: f64, judged_anything: bool) -> Judgement {
+fn wire_only(ctx: &Scoring, score: f64, judged_anything: bool) -> Judgement {
     decide(&Evidence {
         cases: &[],
         coverage: &[],

@@ -80,11 +80,8 @@ pub async fn run_replay(
     let units: Vec<String> = setups.iter().map(|(v, _)| v.id.clone()).collect();
     let held = |id: &str| ctx.shard.is_none_or(|s| s.holds(id));
     if let Some(p) = &ctx.progress {
-        let runnable = setups
-            .iter()
-            .filter(|(v, s)| s.is_ok() && held(&v.id))
-            .count();
-        (p.planned)(runnable * ctx.trials.indices().len());
+        let runnable = setups.iter().filter(|(v, s)| s.is_ok() && held(&v.id));
+        (p.planned)(runnable.count() * ctx.scoring.trials.indices().len());
     }
     let (mark, answers) = (JournalMark::now(&ctx.journal), ctx.agent.answers_read());
     let on_miss = config.replays.on_miss;
@@ -106,24 +103,23 @@ pub async fn run_replay(
         v.recorded += tape.as_ref().map_or(0, |t| t.entries());
         let live = config.replays.llm == LlmSource::Live;
         let mut trials = vec![];
-        for t in ctx.trials.indices() {
+        for t in ctx.scoring.trials.indices() {
             let mut vt = v.clone();
-            let before = coverage::Before::after(&coverage, ctx.agent.resets());
+            let before = coverage::Before::after(&coverage, ctx.scoring.resets);
             let how = (on_miss, live);
             let played = replay_one(ctx, &session, tape.clone(), how, (i, t, before)).await;
             judge(ctx, &session, &judged, &played, &mut vt, &mut warnings).await;
             let Played {
                 mut case, covered, ..
             } = played;
-            case.trial = (ctx.trials.n > 1).then_some(t + 1);
+            case.trial = (ctx.scoring.trials.n > 1).then_some(t + 1);
             tell_progress(ctx, &case, &vt);
             vt.case = Some(cases.len());
             cases.push(case);
             coverage.push(covered);
             trials.push(vt);
         }
-        let several = ctx.trials.n > 1;
-        match several {
+        match ctx.scoring.trials.n > 1 {
             true => sessions.extend(super::replay_verdict::over_trials(trials)),
             false => sessions.extend(trials),
         }
@@ -131,7 +127,8 @@ pub async fn run_replay(
     let seen = Seen::since(ctx, mark, answers);
     let shard = ctx.shard.map(|s| {
         let mine = units.iter().filter(|u| s.holds(u)).cloned().collect();
-        super::shard::ShardPart::new(s, &ctx.trials, &units, mine, super::shard::Raw::of(&seen))
+        let raw = super::shard::Raw::of(&seen);
+        super::shard::ShardPart::new(s, &ctx.scoring.trials, &units, mine, raw)
     });
     let parts = Parts {
         cases,
@@ -139,7 +136,7 @@ pub async fn run_replay(
         coverage,
         warnings,
     };
-    let mut report = replay_report(ctx, on_miss, parts, &seen);
+    let mut report = replay_report(&ctx.scoring, on_miss, parts, &seen);
     report.shard = shard;
     report
 }
@@ -171,7 +168,7 @@ pub(super) struct Parts {
 /// decided from the cases, their coverage and what the journal `seen`. A whole replay run
 /// and the merge of its shards both end here.
 pub(super) fn replay_report(
-    ctx: &RunContext,
+    ctx: &crate::run::Scoring,
     on_miss: OnMiss,
     parts: Parts,
     seen: &Seen,
@@ -240,7 +237,7 @@ async fn replay_one(
             .with_tape(tape)
             .with_live_llm(llm_live),
     );
-    let header = ctx.pool.is_none() && ctx.attribution == Attribution::Header;
+    let header = ctx.pool.is_none() && ctx.scoring.attribution == Attribution::Header;
     let trace = trace_id(
         ctx,
         &format!("replay:{}", session.id),
@@ -291,7 +288,7 @@ async fn replay_one(
         std::slice::from_ref(&case),
         &exchanges,
         stats,
-        &ctx.declared,
+        &ctx.scoring.declared,
         before,
     );
     Played {
@@ -347,7 +344,7 @@ async fn judge(
         .any(|r| r.status == 0 || r.status >= 400);
     let checks = judged.iter().map(|j| &j.check);
     let sim = super::embed::measure(
-        ctx,
+        &ctx.scoring,
         checks,
         std::slice::from_ref(case),
         &HashMap::new(),

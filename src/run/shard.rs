@@ -25,9 +25,18 @@ pub struct Shard {
 const FORM: &str = "expected K/N with 1 <= K <= N (e.g. 2/5), or auto/N inside a Kubernetes \
                     Indexed Job (K from JOB_COMPLETION_INDEX + 1)";
 
+/// Why `--shard` could not be read: the text, what is wrong, and the form it takes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ShardError(String);
+
 impl Shard {
     /// Reads `--shard`: `K/N`, or `auto/N` with `index` (`JOB_COMPLETION_INDEX`, 0-based).
-    pub fn parse(text: &str, index: Option<&str>) -> Result<Shard, String> {
+    pub fn parse(text: &str, index: Option<&str>) -> Result<Shard, ShardError> {
+        Shard::read(text, index).map_err(ShardError)
+    }
+
+    fn read(text: &str, index: Option<&str>) -> Result<Shard, String> {
         let bad = |why: String| format!("--shard {text}: {why}; {FORM}");
         let (k, n) = text.split_once('/').ok_or_else(|| bad("no `/`".into()))?;
         let n: u32 = n
@@ -237,6 +246,7 @@ mod tests {
             ("auto/3", Some("one"), "JOB_COMPLETION_INDEX `one`"),
         ] {
             let e = Shard::parse(text, index).unwrap_err();
+            let e = e.to_string();
             assert!(e.contains(why) && e.contains("expected K/N"), "{text}: {e}");
         }
         assert_eq!(Shard::parse("auto/3", Some("0")), Ok(Shard { k: 1, n: 3 }));

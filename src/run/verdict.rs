@@ -92,7 +92,7 @@ impl<'a> Evidence<'a> {
     /// What `ctx` and `seen` say of a run of `cases` with `coverage`; its score, failed
     /// critical cells and whether it judged anything are the caller's to set.
     pub(super) fn of(
-        ctx: &super::RunContext,
+        ctx: &crate::run::Scoring,
         seen: &Seen,
         cases: &'a [CaseResult],
         coverage: &'a [Coverage],
@@ -103,7 +103,7 @@ impl<'a> Evidence<'a> {
             exchanges: seen.exchanges,
             agent_exchanges: seen.agent_exchanges,
             declares_traffic: ctx.declared.any(),
-            node: runs_node(ctx),
+            node: ctx.node,
             score: 0.0,
             min_score: ctx.min_score,
             failed_critical: vec![],
@@ -329,19 +329,6 @@ fn node_fix(e: &Evidence) -> &'static str {
         }
         false => "",
     }
-}
-
-/// Whether `agent.command` runs Node (`node`, `npx`, `npm`, `tsx`, `ts-node`, as a word).
-pub(super) fn runs_node(ctx: &super::RunContext) -> bool {
-    let command = ctx.agent.target().command.as_deref().unwrap_or("");
-    command
-        .split(|c: char| c.is_whitespace() || c == '/' || c == ';' || c == '&')
-        .any(|w| {
-            matches!(
-                w,
-                "node" | "nodejs" | "npx" | "npm" | "tsx" | "ts-node" | "pnpm" | "yarn"
-            )
-        })
 }
 
 /// An agent that answered fewer than half of its judged cases failed, whatever the score.

@@ -8,15 +8,19 @@
 //! and what its user is told (`told`). Callers decide only what is theirs: where the
 //! report goes, and (the daemon) turns and cancelling.
 
+mod ending;
+mod shown;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+
+pub use ending::{Ended, Told, write};
+pub use shown::{Show, shown};
 
 use crate::agent::{Launched, Pool, Process, ProxyAt, launch};
 use crate::chaos::Engine;
-use crate::config::{Loaded, ReportFormat, Tapes};
+use crate::config::{Loaded, Tapes};
 use crate::journal::{Holding, Journal, KeepBodies, OpenLane};
-use crate::report::Written;
 use crate::run::{Embedder, Prepared, Progress, Report, RunContext, RunError, execute};
 use crate::store::{Recorder, RunKind, RunStatus, Store, StoreError};
 
@@ -72,17 +76,6 @@ pub struct Session {
     pub ctx: RunContext,
 }
 
-/// A finished run: its report, where it was written, and whether the store recorded it.
-pub struct Ended {
-    pub report: Report,
-    pub written: Written,
-    /// The cases whose tapes were written, and the tapes that could not be.
-    pub taped: Vec<PathBuf>,
-    pub untaped: Vec<String>,
-    /// The store's answer when the session recorded the run.
-    pub stored: Result<(), StoreError>,
-}
-
 impl Session {
     /// Starts a session for `loaded` behind `proxy`: the embeddings endpoint tried, then
     /// the agent readied through the proxy. Whatever was started is stopped again when a
@@ -93,7 +86,9 @@ impl Session {
             let why = "runs need an `agent:` section (endpoint of the agent under test)";
             return Err(StartError(why.into()));
         }
-        let embedder = Embedder::for_config(config).await.map_err(StartError)?;
+        let embedder = Embedder::for_config(config)
+            .await
+            .map_err(|e| StartError(e.to_string()))?;
         let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
         let (Launched { agent, process }, pool) = readied.map_err(StartError)?;
         let process = process.map(|p| Process::new(Some(p)));
@@ -113,7 +108,7 @@ impl Session {
             shard: opts.shard,
             ..RunContext::of(config, parts)
         };
-        ctx.trials.only = opts.trial;
+        ctx.scoring.trials.only = opts.trial;
         // Tapes are cut from the journal's bodies, kept while this run wants them.
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
@@ -158,7 +153,7 @@ impl Session {
             &self.proxy.store,
             kind,
             digest,
-            Some(self.ctx.seed),
+            Some(self.ctx.scoring.seed),
             RunStatus::Running,
         );
         self.record(r.clone());
@@ -196,30 +191,21 @@ impl Session {
         }
         let output = &self.loaded.config.output;
         let (formats, tapes) = (output.format.clone(), output.tapes);
-        let (report, written, (taped, untaped)) =
-            write(report, formats, tapes, self.proxy.journal.clone(), json).await;
-        let stored = match &self.recorder {
-            Some(r) => {
-                if !taped.is_empty() {
-                    r.set_tapes(&crate::run::tapes::tapes_dir(json));
-                }
-                match written.json() {
-                    Some(_) => r.finish(&report, &written.files).await,
-                    None => {
-                        let why = written.failed.join("; ");
-                        r.fail(RunStatus::Error, Some(why)).await
-                    }
-                }
+        let journal = self.proxy.journal.clone();
+        let mut ended = write(report, formats, json, Some((tapes, journal))).await;
+        if let Some(r) = &self.recorder {
+            if !ended.taped.is_empty() {
+                r.set_tapes(&crate::run::tapes::tapes_dir(json));
             }
-            None => Ok(()),
-        };
-        Ended {
-            report,
-            written,
-            taped,
-            untaped,
-            stored,
+            ended.stored = match ended.written.json() {
+                Some(_) => r.finish(&ended.report, &ended.written.files).await,
+                None => {
+                    let why = ended.written.failed.join("; ");
+                    r.fail(RunStatus::Error, Some(why)).await
+                }
+            };
         }
+        ended
     }
 
     /// The end of a run that made no report: the agent stopped and, when recorded, the
@@ -240,42 +226,6 @@ impl Session {
     pub async fn stop(mut self) {
         self.stop_agent().await;
     }
-}
-
-/// The report written in `formats` beside `json`, and its tapes; off the async threads,
-/// whose proxy traffic rendering and writing a large report would stall.
-async fn write(
-    report: Report,
-    formats: Vec<ReportFormat>,
-    tapes: Tapes,
-    journal: Journal,
-    json: &Path,
-) -> (Report, Written, (Vec<PathBuf>, Vec<String>)) {
-    let report = Arc::new(report);
-    let (shared, path) = (report.clone(), json.to_path_buf());
-    let written = tokio::task::spawn_blocking(move || {
-        let written = crate::report::write_all(&shared, &formats, &path);
-        (
-            written,
-            crate::run::tapes::write(&shared, &journal, tapes, &path),
-        )
-    });
-    let (written, taped) = match written.await {
-        Ok(w) => w,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        // Dropped unrun: the runtime is shutting down.
-        Err(_) => {
-            let why = format!("{}: not written, flakestorm was stopping", json.display());
-            let written = Written {
-                files: vec![],
-                failed: vec![why],
-            };
-            (written, (vec![], vec![]))
-        }
-    };
-    // The task, and its handle on the report, are gone once it is joined.
-    let report = Arc::try_unwrap(report).unwrap_or_else(|r| (*r).clone());
-    (report, written, taped)
 }
 
 /// The caller's step (the demo's agent), then `agent.command` started with the proxy's

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use crate::checks::Similarity;
 use crate::checks::spec::Check;
-use crate::run::{CaseResult, RunContext};
+use crate::run::CaseResult;
 
 /// The measure for judging `cases` with `checks`. `baselines` are the no-chaos answers by
 /// prompt (`behavior_unchanged: auto`); `warnings` gets the endpoint's error, once.
 pub(crate) async fn measure<'a>(
-    ctx: &RunContext,
+    ctx: &crate::run::Scoring,
     checks: impl IntoIterator<Item = &'a Check>,
     cases: &'a [CaseResult],
     baselines: &'a HashMap<String, String>,

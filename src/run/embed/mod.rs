@@ -43,6 +43,9 @@ pub enum EmbedderError {
     },
     #[error("TLS for the embeddings endpoint: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The endpoint did not answer a first request as an embeddings endpoint does.
+    #[error("{0} (pre-flight of advanced.embeddings)")]
+    Preflight(EmbedError),
 }
 
 /// A compiled `advanced.embeddings`. Cheap to clone; clones share one cache of vectors, so
@@ -61,11 +64,11 @@ pub struct Embedder {
 impl Embedder {
     /// `advanced.embeddings` of `config`, tried with one request when an invariant
     /// compares texts (so a run never starts with an endpoint it cannot use).
-    pub async fn for_config(config: &Config) -> Result<Option<Embedder>, String> {
+    pub async fn for_config(config: &Config) -> Result<Option<Embedder>, EmbedderError> {
         let Some(spec) = &config.advanced.embeddings else {
             return Ok(None);
         };
-        let embedder = Embedder::new(spec).map_err(|e| e.to_string())?;
+        let embedder = Embedder::new(spec)?;
         let compares = |c: &Check| {
             matches!(
                 c,
@@ -78,8 +81,10 @@ impl Embedder {
             .iter()
             .chain(contract.map(|i| &i.invariant));
         if invariants.any(|i| compares(&i.check)) {
-            let failed = |e| format!("{e} (pre-flight of advanced.embeddings)");
-            embedder.preflight().await.map_err(failed)?;
+            embedder
+                .preflight()
+                .await
+                .map_err(EmbedderError::Preflight)?;
         }
         Ok(Some(embedder))
     }

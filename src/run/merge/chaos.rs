@@ -3,13 +3,14 @@
 
 use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
-use crate::run::chaos::{ChaosReport, Sent, add_baseline, chaos_report, scenario};
+use crate::run::chaos::{ChaosReport, add_baseline, chaos_report};
 use crate::run::classes::BASELINE;
-use crate::run::{Report, RunContext};
+use crate::run::sent::{Sent, scenario};
+use crate::run::{Report, Scoring};
 
 /// Merges `shards` (chaos reports) of a chaos-only run of `config`.
 pub(super) async fn merge(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     shards: Vec<(String, Report)>,
     allow_partial: bool,
@@ -23,7 +24,7 @@ pub(super) async fn merge(
 
 /// Merges the chaos `pieces` (of chaos runs, or of `ci`'s chaos phase).
 pub(super) async fn merge_pieces(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     pieces: Vec<Piece>,
     allow_partial: bool,
@@ -42,10 +43,11 @@ pub(super) async fn merge_pieces(
     let mut runs = vec![run];
     runs.extend(base.then(|| crate::run::classes::baseline_run(true)));
     let optional = base.then_some(BASELINE);
-    let mut outcomes = checked.outcomes(ctx, &runs, golden, optional)?.into_iter();
-    let sent = Sent::merged(outcomes.next().unwrap_or_default(), checked.seen());
+    let mut outcomes = checked.outcomes(&runs, golden, optional)?.into_iter();
+    let seen = checked.seen();
+    let sent = Sent::merged(outcomes.next().unwrap_or_default(), seen.clone());
     let judged = sent.judged(ctx, &name, &config.invariants).await;
-    let mut report = chaos_report(ctx, &name, judged);
+    let mut report = chaos_report(ctx, &name, judged, &seen);
     if let Some(o) = outcomes.next() {
         add_baseline(ctx, &mut report, o);
     }

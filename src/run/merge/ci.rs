@@ -5,7 +5,7 @@
 use super::pieces::{all_of, not_a_shard};
 use crate::config::Config;
 use crate::run::ci::ci_skips;
-use crate::run::{CiReport, Report, RunContext, RunKind, combine};
+use crate::run::{CiReport, Report, RunKind, Scoring, combine};
 
 /// The seed `ci`'s phases ran with.
 pub(super) fn seed(r: &CiReport) -> u64 {
@@ -19,7 +19,7 @@ pub(super) fn seed(r: &CiReport) -> u64 {
 
 /// Merges `shards` (ci reports) of a `ci` run of `config`.
 pub(super) async fn merge(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     shards: Vec<(String, Report)>,
     allow_partial: bool,

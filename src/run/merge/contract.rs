@@ -4,11 +4,11 @@
 use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
 use crate::run::contract::{ContractReport, Plan, judge_matrix};
-use crate::run::{Report, RunContext};
+use crate::run::{Report, Scoring};
 
 /// Merges `shards` (contract reports) of a run of `config`'s contract.
 pub(super) async fn merge(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     shards: Vec<(String, Report)>,
     allow_partial: bool,
@@ -22,7 +22,7 @@ pub(super) async fn merge(
 
 /// Merges the contract `pieces` (of contract runs, or of `ci`'s contract phase).
 pub(super) async fn merge_pieces(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     pieces: Vec<Piece>,
     allow_partial: bool,
@@ -39,7 +39,7 @@ pub(super) async fn merge_pieces(
         runs.push(crate::run::classes::baseline_run(true));
     }
     let optional = extra.then_some(crate::run::classes::BASELINE);
-    let outcomes = checked.outcomes(ctx, &runs, &plan.prompts, optional)?;
+    let outcomes = checked.outcomes(&runs, &plan.prompts, optional)?;
     let mut report = judge_matrix(ctx, &plan, outcomes, &checked.seen()).await;
     report.warnings = checked.warnings(&report.warnings);
     report.run = checked.run_info();

@@ -15,20 +15,36 @@ mod pick;
 mod pieces;
 mod replay;
 
-use super::{Report, RunContext};
+use super::{Report, Scoring};
+
+/// Why shards could not be merged: none given, shards not of one run (named by file), the
+/// embeddings endpoint a whole run would ask.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{0}")]
+    Shards(String),
+    #[error(transparent)]
+    Embedder(#[from] super::EmbedderError),
+}
+
+impl From<String> for MergeError {
+    fn from(why: String) -> MergeError {
+        MergeError::Shards(why)
+    }
+}
 
 /// Merges the shard reports `shards` of a run made with `loaded`, in the context a whole
-/// run would judge in, without an agent or a proxy (embeddings, if configured, are asked
-/// again, as a whole run would).
+/// run would judge in (`Scoring`), without an agent, an engine or a proxy (embeddings, if
+/// configured, are asked again, as a whole run would).
 pub async fn merge_reports(
     loaded: &crate::config::Loaded,
     min_score: f64,
     shards: Vec<(String, Report)>,
     allow_partial: bool,
-) -> Result<Report, String> {
+) -> Result<Report, MergeError> {
     let config = &loaded.config;
     let Some((_, first)) = shards.first() else {
-        return Err("no shard reports to merge".into());
+        return Err(MergeError::Shards("no shard reports to merge".into()));
     };
     let seed = match first {
         Report::Contract(r) => r.seed,
@@ -37,28 +53,16 @@ pub async fn merge_reports(
         Report::Replay(r) => r.seed,
         Report::Mutation(r) => r.seed,
     };
-    let Some(spec) = &config.agent else {
-        return Err("the config has no `agent:` section".into());
-    };
-    let agent = crate::agent::Agent::new(&spec.at_port(0), config.advanced.retries)
-        .map_err(|e| format!("agent: {e}"))?;
-    let parts = super::Parts {
-        engine: crate::chaos::Engine::new(seed),
-        seed,
-        journal: crate::journal::Journal::new(1, crate::journal::Redactor::new(&[], &[])),
-        agent,
-        config_digest: loaded.digest.clone(),
-        min_score,
-        embedder: super::Embedder::for_config(config).await?,
-    };
-    let mut ctx = RunContext::of(config, parts);
+    let embedder = super::Embedder::for_config(config).await?;
+    let digest = loaded.digest.clone();
+    let mut ctx = Scoring::of(config, seed, digest, min_score, embedder);
     // The trials the shards ran (`--trials` may differ from the config's); `check` makes
     // every shard agree.
     if let Some(part) = own_part(first) {
         ctx.trials.n = part.trials;
         ctx.trials.only = part.trial;
     }
-    match first {
+    let merged = match first {
         Report::Contract(_) => contract::merge(&ctx, config, shards, allow_partial)
             .await
             .map(Report::Contract),
@@ -74,7 +78,8 @@ pub async fn merge_reports(
         Report::Mutation(_) => mutation::merge(&ctx, config, shards, allow_partial)
             .await
             .map(Report::Mutation),
-    }
+    };
+    Ok(merged?)
 }
 
 /// A shard report's own part (a `ci` shard's: its contract's, else its chaos phase's).

@@ -9,15 +9,15 @@ use crate::chaos::spec::CompiledChaos;
 use crate::checks::Verdict;
 use crate::config::Config;
 use crate::mutate::model;
-use crate::run::chaos::{Sent, scenario};
 use crate::run::mutation::plan_mutations;
 use crate::run::mutation_report::{Made, MutationReport, Wired, assemble, is_wire, key, texts_of};
+use crate::run::sent::{Sent, scenario};
 use crate::run::wire_cases::WireCase;
-use crate::run::{Report, RunContext};
+use crate::run::{Report, Scoring};
 
 /// Merges `shards` (mutation reports) of a mutation run of `config`.
 pub(super) async fn merge(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     shards: Vec<(String, Report)>,
     allow_partial: bool,
@@ -41,15 +41,16 @@ pub(super) async fn merge(
     };
     let name = chaos.as_deref().unwrap_or("mutations");
     let (texts, _) = texts_of(&plan, golden);
+    let seen = checked.seen();
     let run = match texts.is_empty() {
         true => None,
         false => {
             let run = scenario(name, &rules, invariants);
             let outcome = checked
-                .outcomes(ctx, &[run], &texts, None)?
+                .outcomes(&[run], &texts, None)?
                 .pop()
                 .unwrap_or_default();
-            let sent = Sent::merged(outcome, checked.seen());
+            let sent = Sent::merged(outcome, seen.clone());
             Some(sent.judged(ctx, name, invariants).await)
         }
     };
@@ -64,7 +65,7 @@ pub(super) async fn merge(
     let ran: std::collections::HashSet<&String> =
         checked.pieces.iter().flat_map(|p| &p.part.units).collect();
     let held = |v: &crate::mutate::Variant| ran.contains(&golden[v.prompt_index]);
-    let mut report = assemble(ctx, chaos.as_deref(), &made, run, wire, &held);
+    let mut report = assemble(ctx, &seen, chaos.as_deref(), &made, run, wire, &held);
     report.warnings = checked.warnings(&report.warnings);
     report.run = checked.run_info();
     if let Some(j) = checked.incomplete(golden.len()) {

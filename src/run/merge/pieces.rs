@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use crate::chaos::RuleStats;
 use crate::exchange::Exchange;
+use crate::run::RunInfo;
 use crate::run::cases::CaseResult;
 use crate::run::coverage::Coverage;
 use crate::run::matrix::{ScenarioOutcome, ScenarioRun};
 use crate::run::shard::{Raw, ShardPart, units_digest};
 use crate::run::verdict::{Judgement, RunVerdict, Seen};
-use crate::run::{RunContext, RunInfo};
 
 /// One shard's report, as merging reads it.
 pub struct Piece {
@@ -119,7 +119,7 @@ fn trials(p: &Piece) -> String {
 /// each given once; missing shards are an error unless `allow_partial`. The error names
 /// the file, the field and both values.
 pub(super) fn check(
-    ctx: &RunContext,
+    ctx: &crate::run::Scoring,
     units: &[String],
     mut pieces: Vec<Piece>,
     allow_partial: bool,
@@ -255,7 +255,6 @@ impl Checked {
     /// counters summed. A shard without the scenario named `optional` adds none of it.
     pub fn outcomes(
         &self,
-        ctx: &RunContext,
         runs: &[ScenarioRun<'_>],
         prompts: &[String],
         optional: Option<&str>,
@@ -265,10 +264,7 @@ impl Checked {
         for run in runs {
             let mut cases: Vec<CaseResult> = vec![];
             let mut strays: Vec<Arc<Exchange>> = vec![];
-            let mut stats: Vec<RuleStats> = {
-                let installed = ctx.engine.install_compiled(run.chaos, None);
-                installed.rules().stats()
-            };
+            let mut stats: Vec<RuleStats> = crate::chaos::RuleSet::new(run.chaos).stats();
             for (p, off) in self.pieces.iter().zip(&offsets) {
                 let raw = p.part.raw.scenarios.iter().find(|r| r.name == run.name);
                 // A `(baseline)` pass for outcome classes runs only in the shards that

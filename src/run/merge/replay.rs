@@ -8,11 +8,11 @@ use super::pieces::{Piece, all_of, check, part_of};
 use crate::config::Config;
 use crate::run::replay::{Parts, ReplayReport, replay_report};
 use crate::run::replay_setup;
-use crate::run::{Report, RunContext};
+use crate::run::{Report, Scoring};
 
 /// Merges `shards` (replay reports) of a replay run of `config`'s `replays.sessions`.
 pub(super) async fn merge(
-    ctx: &RunContext,
+    ctx: &Scoring,
     config: &Config,
     shards: Vec<(String, Report)>,
     allow_partial: bool,

@@ -1,10 +1,33 @@
 //! A run's report as the terminal shows it: the summary of its kind, the phases of `ci`,
 //! or the score alone (`contract score`, `--quiet`).
 
-use super::runs::Show;
 use crate::run::{
     Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, verdict_line,
 };
+
+/// How a run's end is shown: `--quiet` (the verdict line only) and `--json` (the report on
+/// stdout instead of the summary).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Show {
+    pub quiet: bool,
+    pub json: bool,
+    /// Only the score on stdout (`contract score`, a CI gate).
+    pub score_only: bool,
+}
+
+impl Show {
+    /// `contract score`: the score alone.
+    pub const SCORE_ONLY: Show = Show {
+        quiet: true,
+        json: false,
+        score_only: true,
+    };
+
+    /// The whole summary: neither `--quiet`, `--json` nor the score alone.
+    pub fn summary(self) -> bool {
+        !self.quiet && !self.json && !self.score_only
+    }
+}
 
 /// Colours only on a terminal.
 fn color() -> bool {
@@ -12,7 +35,7 @@ fn color() -> bool {
 }
 
 /// The report as `show` prints it (not `--json`).
-pub(super) fn shown(report: &Report, show: Show) -> String {
+pub fn shown(report: &Report, show: Show) -> String {
     let (verdict, score) = (report.verdict(), report.score());
     match report {
         Report::Contract(r) if show.score_only => {

@@ -1,0 +1,77 @@
+//! What judging a run's cases takes, apart from driving them: the seed, trials, the pass
+//! mark, the declared traffic, the embedder and what the config says of the agent. A live
+//! run holds it in its `RunContext`; the merge of a sharded run's reports judges with it
+//! alone, with no agent, engine or journal.
+
+use super::{Declared, Embedder, Trials};
+use crate::config::{Attribution, Config};
+
+/// The context cases are judged, covered and scored in.
+#[derive(Clone)]
+pub struct Scoring {
+    /// The run's seed: every draw of the run (variants, trace ids, canaries, per-trace
+    /// rules) comes from it; the engine's global rules draw from `engine.seed()`, which is
+    /// this seed whenever the run has the engine to itself.
+    pub seed: u64,
+    /// `advanced.trials` (each case runs that many times), and `--trial`: only that one.
+    pub trials: Trials,
+    /// The loaded config's digest (`Loaded::digest`), stamped on every report.
+    pub config_digest: Option<String>,
+    /// `tools:` and `llm:`: where the agent's traffic should go.
+    pub declared: Declared,
+    /// The pass mark (`--min-score`, else `scoring.min_score`).
+    pub min_score: f64,
+    /// `advanced.embeddings`: similarity checks compare embeddings instead of words.
+    pub embedder: Option<Embedder>,
+    /// How an exchange is tied to its case (`advanced.attribution`, design.md §6), when
+    /// there is no agent pool.
+    pub attribution: Attribution,
+    /// `proxy.max_rewrite_bytes`: a body larger than this is not scanned for a case's
+    /// outcome (the case is `undecided`).
+    pub max_scan: usize,
+    /// `agent.reset_endpoint` is POSTed before every case: the agent starts each clean.
+    pub resets: bool,
+    /// `agent.command` runs Node, whose fetch ignores proxy variables unless told.
+    pub node: bool,
+}
+
+impl Scoring {
+    /// The scoring of a run of `config` drawing from `seed`.
+    pub fn of(
+        config: &Config,
+        seed: u64,
+        config_digest: Option<String>,
+        min_score: f64,
+        embedder: Option<Embedder>,
+    ) -> Scoring {
+        let agent = config.agent.as_ref();
+        let command = agent.and_then(|a| a.command.as_deref());
+        Scoring {
+            seed,
+            trials: Trials::of(config),
+            config_digest,
+            declared: Declared {
+                tools: config.tools.clone(),
+                llm: config.llm.clone(),
+            },
+            min_score,
+            embedder,
+            attribution: config.advanced.attribution,
+            max_scan: config.proxy.max_rewrite_bytes,
+            resets: agent.is_some_and(|a| a.reset_endpoint.is_some()),
+            node: command.is_some_and(runs_node),
+        }
+    }
+}
+
+/// Whether a command runs Node (`node`, `npx`, `npm`, `tsx`, `ts-node`, as a word).
+fn runs_node(command: &str) -> bool {
+    command
+        .split(|c: char| c.is_whitespace() || c == '/' || c == ';' || c == '&')
+        .any(|w| {
+            matches!(
+                w,
+                "node" | "nodejs" | "npx" | "npm" | "tsx" | "ts-node" | "pnpm" | "yarn"
+            )
+        })
+}
