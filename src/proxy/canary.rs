@@ -54,8 +54,25 @@ fn exempt(target: &Target, url: &str) -> bool {
     }
 }
 
+/// Scans the request for canaries another source served, when one is installed: URL and
+/// header values, and the body unless the request is an upgrade (its bytes are no body).
+pub async fn scan(
+    rec: &mut Recorder,
+    canary: Option<&Arc<Canary>>,
+    head: &http::request::Parts,
+    body: ProxyBody,
+    upgrade: bool,
+) -> ProxyBody {
+    let Some(canary) = canary else { return body };
+    scan_head(rec, canary, &head.uri.to_string(), &head.headers);
+    match upgrade {
+        true => body,
+        false => scan_body(rec, canary.clone(), body).await,
+    }
+}
+
 /// Scans the request's URL and header values; `scan_body` does the body.
-pub fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &HeaderMap) {
+fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &HeaderMap) {
     let Some(own) = source(rec) else { return };
     let mut found = vec![];
     let mut scan = |bytes: &[u8], place: &str| {
@@ -89,7 +106,7 @@ fn leak(canary: &Canary, own: &str, token: String, place: &str) -> Option<Canary
 /// The request body, read and scanned before anything else happens to the request, so a
 /// leak counts even when a fault answers it or its destination is unreachable. Up to
 /// `BUFFER_LIMIT` is held; the rest of a larger upload streams on through the scanner.
-pub async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyBody) -> ProxyBody {
+async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyBody) -> ProxyBody {
     let Some(own) = source(rec) else { return body };
     let mut watched = Watched {
         inner: Empty::new().map_err(|n| match n {}).boxed(),

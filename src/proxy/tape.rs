@@ -37,8 +37,9 @@ pub enum Next {
 }
 
 /// Before the upstream: a session's tape answers the calls no session entry or fault took
-/// (a miss sets `plan.action` when `on_miss` answers it). A body of an exchange answered
-/// without its upstream is still read whole when its tape is wanted (a replay keys on it).
+/// (a miss sets `plan.action` when `on_miss` answers it). While tapes are kept, the body is
+/// collected as it goes, and a body of an exchange answered without its upstream is still
+/// read whole (a replay keys on it).
 pub async fn consult(
     proxy: &Proxy,
     rec: &mut Recorder,
@@ -47,6 +48,10 @@ pub async fn consult(
     plan: &mut Plan,
     upgrade: bool,
 ) -> Next {
+    let body = match rec.capture().cloned() {
+        Some(c) if !upgrade => tee(c, body),
+        _ => body,
+    };
     let body = match plan.tape.take() {
         Some(tape) if plan.action.is_none() && !upgrade => {
             match from_tape(proxy, rec, parts, body, &tape).await {
@@ -69,6 +74,17 @@ pub async fn consult(
         return Next::Body(empty_body());
     }
     Next::Body(body)
+}
+
+/// The request body on its way upstream, each piece also collected for the tape.
+fn tee(capture: crate::tape::Capture, body: ProxyBody) -> ProxyBody {
+    body.map_frame(move |f| {
+        if let Some(d) = f.data_ref() {
+            capture.request(d);
+        }
+        f
+    })
+    .boxed()
 }
 
 /// What the tape does with a call.
