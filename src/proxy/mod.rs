@@ -29,6 +29,7 @@ mod pending;
 mod plant_body;
 mod recorder;
 mod replay;
+mod request_body;
 pub mod rescue;
 mod route;
 mod service;
