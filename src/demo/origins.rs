@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -170,7 +170,11 @@ async fn llm(req: Request<Incoming>) -> Response<Body> {
         .collect();
     frames.push(chunk(serde_json::json!({}), serde_json::json!("stop")));
     frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    let mut r = Response::new(Frames(frames.into()).boxed());
+    // One frame per SSE event, as a streaming LLM sends them.
+    let frames = frames
+        .into_iter()
+        .map(|b| Ok::<_, Infallible>(http_body::Frame::data(b)));
+    let mut r = Response::new(StreamBody::new(futures_util::stream::iter(frames)).boxed());
     r.headers_mut().insert(
         "content-type",
         http::HeaderValue::from_static("text/event-stream"),
@@ -188,20 +192,5 @@ fn worded(result: &str) -> String {
             format!("According to the Q3 report, revenue rose {g}% to ${r}B.")
         }
         _ => "According to the Q3 report, revenue rose 9% to $3.8B.".to_string(),
-    }
-}
-
-/// A body sent as separate frames (one per SSE event), as a streaming LLM sends them.
-struct Frames(std::collections::VecDeque<Bytes>);
-
-impl http_body::Body for Frames {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
     }
 }

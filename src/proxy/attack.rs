@@ -13,6 +13,7 @@ use http_body_util::{BodyExt, Full};
 use super::ProxyBody;
 use super::fault_body::{BUFFER_LIMIT, Transform};
 use super::recorder::{Owner, Recorder};
+use super::request_body::rejoin;
 use super::rescue::{ErrorKind, ProxyError};
 use crate::chaos::Fired;
 use crate::chaos::attack;
@@ -250,12 +251,7 @@ async fn hold(mut body: ProxyBody) -> Result<Held, String> {
             Err(e) => return Err(e.to_string()),
         }
         if buf.len() > BUFFER_LIMIT {
-            let head = Full::new(buf.freeze()).map_err(|n| match n {}).boxed();
-            let rest = Chain {
-                first: Some(head),
-                rest: body,
-            };
-            return Ok(Held::Over(rest.boxed()));
+            return Ok(Held::Over(rejoin(buf.freeze(), Some(body))));
         }
     }
     Ok(Held::Whole(buf.freeze()))
@@ -267,53 +263,4 @@ fn too_large(rec: &mut Recorder, i: usize, why: String) -> ProxyError {
     tracing::warn!("chaos rewrite failed its exchange: {why}");
     rec.not_applied(Owner::Attack(i), why.clone());
     ProxyError::new(ErrorKind::RewriteTooLarge, why)
-}
-
-/// `head`, then `error`: a client's upload that broke after `head` arrived, so that it
-/// still fails where it is forwarded (answered 400 there, see `forward::ClientBodyError`).
-pub(super) fn broken_after(head: Bytes, error: super::BoxError) -> ProxyBody {
-    Chain {
-        first: Some(Full::new(head).map_err(|n| match n {}).boxed()),
-        rest: Broken(Some(error)).boxed(),
-    }
-    .boxed()
-}
-
-/// A body whose next frame is its error.
-struct Broken(Option<super::BoxError>);
-
-impl http_body::Body for Broken {
-    type Data = Bytes;
-    type Error = super::BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        std::task::Poll::Ready(self.0.take().map(Err))
-    }
-}
-
-/// A body that continues with another body once it ends (the rest of an oversized upload).
-pub(super) struct Chain {
-    pub(super) first: Option<ProxyBody>,
-    pub(super) rest: ProxyBody,
-}
-
-impl http_body::Body for Chain {
-    type Data = Bytes;
-    type Error = super::BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        if let Some(first) = self.first.as_mut() {
-            match std::task::ready!(std::pin::Pin::new(first).poll_frame(cx)) {
-                Some(frame) => return std::task::Poll::Ready(Some(frame)),
-                None => self.first = None,
-            }
-        }
-        std::pin::Pin::new(&mut self.rest).poll_frame(cx)
-    }
 }

@@ -7,20 +7,17 @@
 //! agents do. Nor are a well-known provider host's other APIs (trace uploads, files): that
 //! data goes to the provider the LLM calls already reach.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use http::HeaderMap;
-use http_body::{Body, Frame, SizeHint};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::BodyExt;
 
-use super::attack::Chain;
+use super::ProxyBody;
 use super::fault::format_key;
 use super::fault_body::{BUFFER_LIMIT, Transform};
 use super::recorder::{LeakSink, Owner, Recorder};
-use super::{BoxError, ProxyBody};
+use super::request_body::{broken_after, rejoin};
 use crate::chaos::{Canary, Scanner};
 use crate::exchange::{CanaryLeak, Target};
 
@@ -54,8 +51,25 @@ fn exempt(target: &Target, url: &str) -> bool {
     }
 }
 
+/// Scans the request for canaries another source served, when one is installed: URL and
+/// header values, and the body unless the request is an upgrade (its bytes are no body).
+pub async fn scan(
+    rec: &mut Recorder,
+    canary: Option<&Arc<Canary>>,
+    head: &http::request::Parts,
+    body: ProxyBody,
+    upgrade: bool,
+) -> ProxyBody {
+    let Some(canary) = canary else { return body };
+    scan_head(rec, canary, &head.uri.to_string(), &head.headers);
+    match upgrade {
+        true => body,
+        false => scan_body(rec, canary.clone(), body).await,
+    }
+}
+
 /// Scans the request's URL and header values; `scan_body` does the body.
-pub fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &HeaderMap) {
+fn scan_head(rec: &mut Recorder, canary: &Canary, url: &str, headers: &HeaderMap) {
     let Some(own) = source(rec) else { return };
     let mut found = vec![];
     let mut scan = |bytes: &[u8], place: &str| {
@@ -89,10 +103,9 @@ fn leak(canary: &Canary, own: &str, token: String, place: &str) -> Option<Canary
 /// The request body, read and scanned before anything else happens to the request, so a
 /// leak counts even when a fault answers it or its destination is unreachable. Up to
 /// `BUFFER_LIMIT` is held; the rest of a larger upload streams on through the scanner.
-pub async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyBody) -> ProxyBody {
+async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyBody) -> ProxyBody {
     let Some(own) = source(rec) else { return body };
-    let mut watched = Watched {
-        inner: Empty::new().map_err(|n| match n {}).boxed(),
+    let mut watch = Watch {
         canary,
         own,
         scanner: Scanner::default(),
@@ -103,25 +116,22 @@ pub async fn scan_body(rec: &mut Recorder, canary: Arc<Canary>, mut body: ProxyB
         match body.frame().await {
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
-                    watched.scan(data);
+                    watch.scan(data);
                     buf.extend_from_slice(data);
                 }
             }
             // The agent's own upload failed: what arrived, then its error (answered 400).
-            Some(Err(e)) => return super::attack::broken_after(buf.freeze(), e),
-            None => return full(buf),
+            Some(Err(e)) => return broken_after(buf.freeze(), e),
+            None => return rejoin(buf.freeze(), None),
         }
     }
-    watched.inner = body;
-    Chain {
-        first: Some(full(buf)),
-        rest: watched.boxed(),
-    }
-    .boxed()
-}
-
-fn full(buf: BytesMut) -> ProxyBody {
-    Full::new(buf.freeze()).map_err(|n| match n {}).boxed()
+    let rest = body.map_frame(move |f| {
+        if let Some(data) = f.data_ref() {
+            watch.scan(data);
+        }
+        f
+    });
+    rejoin(buf.freeze(), Some(rest.boxed()))
 }
 
 /// Plants the canary in a tool's response (a `tools:` entry: other hosts, such as token or
@@ -158,15 +168,15 @@ pub fn plant(rec: &mut Recorder, canary: &Canary, transform: &mut Option<(Owner,
     }
 }
 
-struct Watched {
-    inner: ProxyBody,
+/// What a request body is scanned with: tokens another source served are leaks.
+struct Watch {
     canary: Arc<Canary>,
     own: String,
     scanner: Scanner,
     sink: LeakSink,
 }
 
-impl Watched {
+impl Watch {
     /// Records the leaks in `data` (tokens another source served).
     fn scan(&mut self, data: &[u8]) {
         let leaks: Vec<CanaryLeak> = self
@@ -181,31 +191,6 @@ impl Watched {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(leaks);
         }
-    }
-}
-
-impl Body for Watched {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        if let Some(data) = frame.as_ref().and_then(|f| f.as_ref().ok()?.data_ref()) {
-            this.scan(data);
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

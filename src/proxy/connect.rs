@@ -17,10 +17,11 @@ use rustls::server::Acceptor;
 use tokio::io::AsyncReadExt;
 use tokio_rustls::LazyConfigAcceptor;
 
+use super::recorder::Recorder;
 use super::rescue::{ErrorKind, ProxyError};
-use super::service::{ConnCtx, reject};
+use super::route::{bare_host, rebuild};
 use super::tunnel::{Prefixed, relay};
-use super::{Proxy, ProxyBody, listener};
+use super::{ConnCtx, Proxy, ProxyBody, listener};
 use crate::exchange::{Outcome, Route};
 
 /// How long to wait for the client's first bytes before assuming a server-speaks-first
@@ -30,39 +31,25 @@ const FIRST_BYTES_WAIT: Duration = Duration::from_secs(3);
 /// First byte of a TLS record carrying a handshake message.
 const TLS_HANDSHAKE: u8 = 0x16;
 
-pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> Response<ProxyBody> {
-    let Some(authority) = req
-        .uri()
-        .authority()
-        .filter(|a| a.port_u16().is_some() && !bare_host(a).is_empty())
-        .cloned()
-    else {
-        let msg = format!(
-            "CONNECT target must be host:port with a host and a port from 1 to 65535, got `{}`",
-            req.uri()
-        );
-        return reject(
-            &proxy,
-            &ctx,
-            &req,
-            ProxyError::new(ErrorKind::BadConnectTarget, msg),
-        );
-    };
+/// Opens the tunnel of a `CONNECT` to `authority` (checked by `route`) and answers 200; the
+/// error: the tunnel could not be opened (unreachable, refused destination).
+pub(super) async fn open(
+    proxy: &Proxy,
+    ctx: &ConnCtx,
+    req: &mut Request<Incoming>,
+    authority: Authority,
+) -> Result<Response<ProxyBody>, ProxyError> {
     let host = bare_host(&authority);
     let port = authority.port_u16().unwrap_or(443);
-    let on_upgrade = hyper::upgrade::on(&mut req);
+    let on_upgrade = hyper::upgrade::on(req);
     let s = proxy.settings();
     if s.passthrough.is_match(host) || !s.intercept.is_match(host) {
         // Connect before answering, so an unreachable host is a real 502 on the CONNECT.
-        let upstream = match proxy
+        let upstream = proxy
             .inner
             .guard
             .connect(host, port, s.connect_timeout)
-            .await
-        {
-            Ok(u) => u,
-            Err(e) => return reject(&proxy, &ctx, &req, e),
-        };
+            .await?;
         let p = proxy.clone();
         proxy.inner.shutdown.tasks.spawn(async move {
             if let Ok(client) = on_upgrade.await {
@@ -78,14 +65,14 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
         if let Ok(Err(e)) = resolved
             && e.kind == ErrorKind::ForbiddenTarget
         {
-            return reject(&proxy, &ctx, &req, e);
+            return Err(e);
         }
         let p = proxy.clone();
         proxy
             .inner
             .shutdown
             .tasks
-            .spawn(intercept(p, ctx, on_upgrade, authority));
+            .spawn(intercept(p, ctx.clone(), on_upgrade, authority));
     }
     let mut ok = Response::new(
         Empty::<Bytes>::new()
@@ -93,11 +80,7 @@ pub async fn handle(proxy: Proxy, ctx: ConnCtx, mut req: Request<Incoming>) -> R
             .boxed(),
     );
     *ok.status_mut() = StatusCode::OK;
-    ok
-}
-
-fn bare_host(a: &Authority) -> &str {
-    a.host().trim_start_matches('[').trim_end_matches(']')
+    Ok(ok)
 }
 
 async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority: Authority) {
@@ -190,12 +173,11 @@ fn handshake_failed(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &s
 /// agent that does not trust flakestorm's CA: no request came through the tunnel. Not a
 /// request: journaled, not counted in the request metrics (the handshake metric counts it).
 fn record_handshake_failure(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority, why: &str) {
-    let uri = super::target::rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
+    let uri = rebuild(Scheme::HTTPS, authority.clone(), &Uri::from_static("/"));
     let Ok(req) = Request::connect(uri.clone()).body(()) else {
         return;
     };
-    let mut ex =
-        super::service::recorder(proxy, ctx, &req, &uri, Route::Intercepted).into_exchange();
+    let mut ex = Recorder::open(proxy, ctx, &req, &uri, Route::Intercepted).into_exchange();
     let host = uri.host().unwrap_or_default();
     let err = ProxyError::new(
         ErrorKind::ClientTls,

@@ -1,12 +1,17 @@
 //! Asking the chaos engine about an exchange and noting what it decided on the record
-//! (the `Plan`: the fault's action, from `action`, the attacks, the canary), answering
-//! with a fault's synthetic response, or recording a connection a fault closed.
+//! (the `Plan`: the fault's action, from `action`, the attacks, the canary), then acting
+//! on it before the upstream: after the fault's hold, answering with its synthetic
+//! response, closing the connection (recorded), or letting the request go on.
 #![deny(clippy::wildcard_enum_match_arm)]
+
+use std::ops::ControlFlow;
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 pub use super::action::{Action, action};
+use super::fault_body::Transform;
+use super::pending::Pending;
 use super::recorder::{Owner, Recorder};
 use super::{Proxy, ProxyBody};
 use crate::chaos::respond::{self, Synthetic};
@@ -215,6 +220,40 @@ fn not_reached(rec: &mut Recorder, attacks: &[(usize, Fired<AttackMode>)], a: &A
             Owner::Attack(*i),
             format!("the agent got {instead} instead"),
         );
+    }
+}
+
+/// What follows a fault's action: the exchange ends with the fault's answer or closed
+/// connection (`Break`: nothing goes upstream), or the request goes on (`Continue`), its
+/// response through the fault's transform, if any.
+pub type Acted =
+    ControlFlow<Result<Response<ProxyBody>, Dropped>, (Pending, Option<(Owner, Transform)>)>;
+
+/// Acts on the plan's action (taken from it), after the fault's hold.
+pub async fn act(pending: Pending, plan: &mut Plan) -> Acted {
+    match plan.action.take() {
+        Some(Action::Respond { delay, synthetic }) => {
+            wait(delay).await;
+            ControlFlow::Break(Ok(respond(pending.take(), synthetic, plan)))
+        }
+        Some(Action::Drop { delay, why }) => {
+            wait(delay).await;
+            dropped(pending.take(), why);
+            ControlFlow::Break(Err(Dropped))
+        }
+        Some(Action::Forward { delay, transform }) => {
+            wait(delay).await;
+            ControlFlow::Continue((pending, transform.map(|t| (Owner::Fault, t))))
+        }
+        None => ControlFlow::Continue((pending, None)),
+    }
+}
+
+/// A fault's delay before it acts. No delay skips the timer: a zero sleep still waits for
+/// the timer wheel's next 1 ms tick, a millisecond added to every fault answer.
+async fn wait(delay: std::time::Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
 }
 

@@ -17,9 +17,9 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::accept::{self, Backoff, LogLimiter};
-use super::service::{self, ConnCtx};
+use super::service;
 use super::watchdog::{Activity, Expired, Watched};
-use super::{Proxy, ProxyBody};
+use super::{ConnCtx, Proxy, ProxyBody};
 use crate::journal::Lane;
 use crate::telemetry::ConnectionGuard;
 

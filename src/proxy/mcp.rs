@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 
 use super::forward::ClientBodyError;
 use super::recorder::Recorder;
-use super::tape::{read_head, rejoin};
+use super::request_body::{read_head, rejoin};
 use super::{BoxError, Proxy, ProxyBody};
 use crate::exchange::{McpCall, Target};
 use crate::mcp::{

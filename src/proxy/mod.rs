@@ -1,9 +1,10 @@
 //! The data plane: a man-in-the-middle HTTP(S) forward proxy.
 //!
-//! `listener` accepts and drains; `connect` handles `CONNECT` (intercept, passthrough or
-//! blind tunnel); `service` turns one request into one exchange; `forward` talks to
-//! upstreams; `body` observes response bodies as they stream; `rescue` is the one place
-//! errors become responses. This module must not reach into `run`: the two meet only
+//! `listener` accepts and drains; `service` walks one request through its steps in order
+//! (`route` says what it is; `connect` handles `CONNECT`: intercept, passthrough or blind
+//! tunnel; an exchange is recorded, decided, sent by `outbound` and handed back by
+//! `upstream`); `forward` talks to upstreams; `body` observes response bodies as they
+//! stream; `rescue` is the one place errors become responses. This module must not reach into `run`: the two meet only
 //! through the journal and the chaos `Engine` handle (runs install rules, the proxy decides
 //! with them).
 
@@ -23,15 +24,16 @@ mod lane;
 mod listener;
 mod mcp;
 mod mcp_body;
+mod outbound;
 mod pending;
 mod plant_body;
 mod recorder;
 mod replay;
+mod request_body;
 pub mod rescue;
-mod reverse;
+mod route;
 mod service;
 mod tape;
-mod target;
 mod tunnel;
 mod upstream;
 mod watchdog;
@@ -67,6 +69,23 @@ pub enum ProxyBuildError {
     Tls(#[from] TlsError),
     #[error("{0}")]
     Config(String),
+}
+
+/// Who is on the other end of a client connection.
+#[derive(Debug, Clone)]
+pub struct ConnCtx {
+    pub peer: SocketAddr,
+    /// `peer` as exchanges record it, written once per connection rather than per request.
+    pub peer_text: Arc<str>,
+    pub user: Option<Arc<str>>,
+    /// Set inside an intercepted tunnel: the `CONNECT` target every request goes to.
+    pub tunnel: Option<http::uri::Authority>,
+    /// The tunnel carries plain HTTP, not TLS (Node's `EnvHttpProxyAgent` tunnels its
+    /// `http://` calls so): its requests go to `http://` and the target.
+    pub plain: bool,
+    /// The lane this connection came in by: a pool instance's listener (`None`: the main
+    /// listener, whose lane a run with the proxy to itself sets).
+    pub lane: Option<crate::journal::Lane>,
 }
 
 /// A `proxy.reverse` route.
@@ -264,18 +283,6 @@ impl Proxy {
     /// never forwards to, by any address of this machine.
     pub fn set_own_listeners(&self, addrs: Vec<SocketAddr>) {
         self.inner.guard.set_own(addrs);
-    }
-
-    /// Whether `uri` (absolute-form) names one of the proxy's own listeners.
-    fn names_own(&self, uri: &http::Uri) -> bool {
-        let Some(a) = uri.authority() else {
-            return false;
-        };
-        let port = a.port_u16().unwrap_or(match uri.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
-        self.inner.guard.names_own(a.host(), port)
     }
 
     pub fn journal(&self) -> &Journal {

@@ -1,16 +1,19 @@
-//! An exchange on its way to the journal: `Recorder` holds it from its request head to its
-//! outcome, collects what the body transforms and scanners note about it (faults applied or
+//! An exchange on its way to the journal: `Recorder` opens it from its request head (its
+//! target classified, its case found) and holds it to its outcome, collects what the body transforms and scanners note about it (faults applied or
 //! not, values planted, canary leaks, captured bodies), and records and counts it exactly
 //! once.
 
 use std::sync::{Arc, Mutex};
 
+use http::{Request, Uri};
 use tokio::time::Instant;
 
-use super::Proxy;
 use super::fault_body::SkipNote;
+use super::route::without_userinfo;
+use super::{ConnCtx, Proxy, headers};
 use crate::exchange::{
-    BodyEnd, CanaryLeak, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord, Outcome, Planted,
+    BodyEnd, CanaryLeak, ErrorInfo, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord,
+    Outcome, Planted, RequestHead, Route, Timings,
 };
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
@@ -50,6 +53,60 @@ pub enum Owner {
 }
 
 impl Recorder {
+    /// Opens the exchange of a request to `uri` that came in by `route`: its target
+    /// classified, its case found, counted in flight for that case until it is recorded.
+    pub fn open<B>(
+        proxy: &Proxy,
+        ctx: &ConnCtx,
+        req: &Request<B>,
+        uri: &Uri,
+        route: Route,
+    ) -> Recorder {
+        let uri = &without_userinfo(uri);
+        let url = headers::url_text(uri);
+        let host = uri.host().unwrap_or_default();
+        let target = proxy.inner.chaos.classify(&url, host, uri.path());
+        let started_at_ms = crate::exchange::now_unix_ms();
+        let exchange = Exchange {
+            id: proxy.journal().next_id(),
+            client_addr: ctx.peer_text.to_string(),
+            client_user: ctx.user.as_deref().map(String::from),
+            route,
+            target,
+            request: RequestHead {
+                method: req.method().to_string(),
+                url,
+                version: headers::version_name(req.version()).into(),
+                headers: headers::header_list(req.headers()),
+            },
+            // Placeholder until the outcome is known; `finish` always replaces it (an
+            // empty message: no allocation per request).
+            outcome: Outcome::Error {
+                error: ErrorInfo {
+                    source: ErrorSource::Internal,
+                    kind: ErrorKind::Internal,
+                    message: String::new(),
+                },
+                status: None,
+            },
+            timings: Timings {
+                started_at_ms,
+                ..Timings::default()
+            },
+            response_bytes: 0,
+            fault: None,
+            attacks: vec![],
+            llm_tool_calls: vec![],
+            trace_id: proxy.case_of(ctx.lane.as_ref(), req.headers()),
+            canary: None,
+            canary_leaks: vec![],
+            mcp: None,
+            planted: vec![],
+        };
+        let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
+        Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
+    }
+
     pub fn new(
         proxy: Proxy,
         exchange: Exchange,

@@ -1,13 +1,16 @@
-//! The one place errors become responses. Genuine proxy errors (upstream unreachable,
-//! bad request, auth) carry `x-flakestorm-error: <kind>` so they can never be mistaken for
-//! an injected fault, which looks exactly like the real provider instead.
+//! The one place errors become responses, and an exchange's error outcome: a request
+//! refused before any upstream (`reject`), an exchange that failed (`fail`), or one whose
+//! dead upstream closes the client's connection (`closed`). Genuine proxy errors (upstream
+//! unreachable, bad request, auth) carry `x-flakestorm-error: <kind>` so they can never be
+//! mistaken for an injected fault, which looks exactly like the real provider instead.
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 
-use super::ProxyBody;
-use crate::exchange::{ErrorInfo, ErrorSource};
+use super::recorder::Recorder;
+use super::{ConnCtx, Proxy, ProxyBody};
+use crate::exchange::{ErrorInfo, ErrorSource, Outcome, Route, Target};
 
 /// Header naming the kind of a genuine proxy error.
 pub const ERROR_HEADER: &str = "x-flakestorm-error";
@@ -100,6 +103,57 @@ pub fn response(err: &ProxyError) -> Response<ProxyBody> {
         );
     }
     resp
+}
+
+/// Answers a request that never reached an upstream (malformed, failed auth, no route, a
+/// `CONNECT` that could not be opened), and records it.
+pub(super) fn reject<B>(
+    proxy: &Proxy,
+    ctx: &ConnCtx,
+    req: &Request<B>,
+    err: ProxyError,
+) -> Response<ProxyBody> {
+    let mut rec = Recorder::open(proxy, ctx, req, req.uri(), Route::Forward);
+    rec.exchange_mut().target = Target::Other;
+    fail(proxy, rec, err)
+}
+
+/// Records `err` on the exchange and answers it.
+pub(super) fn fail(proxy: &Proxy, rec: Recorder, err: ProxyError) -> Response<ProxyBody> {
+    let info = err.info();
+    if info.source == ErrorSource::Upstream {
+        tracing::warn!("{}", err.message);
+    } else {
+        tracing::info!("{}", err.message);
+    }
+    proxy.metrics().proxy_error(err.kind.name());
+    let resp = response(&err);
+    let status = resp.status().as_u16();
+    rec.finish(
+        Outcome::Error {
+            error: info,
+            status: Some(status),
+        },
+        0,
+    );
+    resp
+}
+
+/// Records `err` on the exchange, which is answered by closing the connection
+/// (`proxy.upstream_connect_failure: close`).
+pub(super) fn closed(proxy: &Proxy, rec: Recorder, err: ProxyError) {
+    tracing::warn!(
+        "{} (connection closed: proxy.upstream_connect_failure)",
+        err.message
+    );
+    proxy.metrics().proxy_error(err.kind.name());
+    rec.finish(
+        Outcome::Error {
+            error: err.info(),
+            status: None,
+        },
+        0,
+    );
 }
 
 #[cfg(test)]

@@ -10,10 +10,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body::{Body, Frame};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Empty};
 use tokio::time::{Instant, Sleep};
 
 use super::body::ObservedBody;
@@ -21,6 +21,7 @@ use super::fault::{Action, Plan};
 use super::pending::Pending;
 use super::recorder::Recorder;
 use super::replay::MISS_STATUS;
+use super::request_body::{read_head, rejoin};
 use super::{BoxError, Proxy, ProxyBody};
 use crate::chaos::replay::RULE;
 use crate::chaos::respond::Synthetic;
@@ -37,8 +38,9 @@ pub enum Next {
 }
 
 /// Before the upstream: a session's tape answers the calls no session entry or fault took
-/// (a miss sets `plan.action` when `on_miss` answers it). A body of an exchange answered
-/// without its upstream is still read whole when its tape is wanted (a replay keys on it).
+/// (a miss sets `plan.action` when `on_miss` answers it). While tapes are kept, the body is
+/// collected as it goes, and a body of an exchange answered without its upstream is still
+/// read whole (a replay keys on it).
 pub async fn consult(
     proxy: &Proxy,
     rec: &mut Recorder,
@@ -47,6 +49,10 @@ pub async fn consult(
     plan: &mut Plan,
     upgrade: bool,
 ) -> Next {
+    let body = match rec.capture().cloned() {
+        Some(c) if !upgrade => tee(c, body),
+        _ => body,
+    };
     let body = match plan.tape.take() {
         Some(tape) if plan.action.is_none() && !upgrade => {
             match from_tape(proxy, rec, parts, body, &tape).await {
@@ -69,6 +75,17 @@ pub async fn consult(
         return Next::Body(empty_body());
     }
     Next::Body(body)
+}
+
+/// The request body on its way upstream, each piece also collected for the tape.
+fn tee(capture: crate::tape::Capture, body: ProxyBody) -> ProxyBody {
+    body.map_frame(move |f| {
+        if let Some(d) = f.data_ref() {
+            capture.request(d);
+        }
+        f
+    })
+    .boxed()
 }
 
 /// What the tape does with a call.
@@ -203,57 +220,6 @@ fn splice(
     out
 }
 
-/// A body read by `read_head`, whole again: the bytes read, then the rest.
-pub(super) fn rejoin(bytes: Bytes, rest: Option<ProxyBody>) -> ProxyBody {
-    let head = Full::new(bytes).map_err(|n| match n {}).boxed();
-    match rest {
-        Some(rest) => super::attack::Chain {
-            first: Some(head),
-            rest,
-        }
-        .boxed(),
-        None => head,
-    }
-}
-
-/// A request body read up to `limit` bytes: the bytes, and what is left of the body when
-/// it is longer or failed (its next frame is then the error, kept for the forward path).
-pub(super) async fn read_head(mut body: ProxyBody, limit: usize) -> (Bytes, Option<ProxyBody>) {
-    let mut buf = BytesMut::new();
-    loop {
-        match body.frame().await {
-            None => return (buf.freeze(), None),
-            Some(Ok(frame)) => {
-                if let Ok(d) = frame.into_data() {
-                    buf.extend_from_slice(&d);
-                }
-                if buf.len() > limit {
-                    return (buf.freeze(), Some(body));
-                }
-            }
-            Some(Err(e)) => {
-                let failed = Failed(Some(e));
-                return (buf.freeze(), Some(failed.boxed()));
-            }
-        }
-    }
-}
-
-/// A body whose one frame is an error (a client's broken upload, read before forwarding).
-struct Failed(Option<BoxError>);
-
-impl Body for Failed {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Poll::Ready(self.0.take().map(Err))
-    }
-}
-
 /// The live request's key, after the journal's redaction (as the tape's requests had).
 fn key(
     proxy: &Proxy,
@@ -326,7 +292,10 @@ pub async fn play(
     ))
 }
 
-/// A body whose pieces are sent no earlier than their instants.
+/// A body whose pieces are sent no earlier than their instants. Not a `StreamBody` over
+/// timed pieces: it says when it has ended (`is_end_stream`), so an empty recorded body
+/// is recorded at once (`ObservedBody`) and framed as empty, and the last piece ends the
+/// stream (no empty end frame after it).
 pub struct Paced {
     pieces: VecDeque<(Instant, Bytes)>,
     sleep: Option<Pin<Box<Sleep>>>,

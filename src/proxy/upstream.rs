@@ -1,22 +1,64 @@
-//! The upstream's response on its way to the client: hop-by-hop headers stripped, the body
-//! transformed as it streams when a fault or attack planned it (and the response can carry
-//! it), then observed and recorded by `ObservedBody`.
+//! The upstream's answer handed back to the client: its latency and format noted, an
+//! error answered (`rescue`) or, with `proxy.upstream_connect_failure: close`, met by a
+//! closed connection; a response with hop-by-hop headers stripped, the body transformed
+//! as it streams when a fault or attack planned it (and the response can carry it), then
+//! observed and recorded by `ObservedBody`.
 
 use http::{HeaderValue, Response, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::ProxyBody;
 use super::body::ObservedBody;
-use super::fault;
+use super::fault::{self, Dropped, Plan};
 use super::fault_body::{FaultBody, Transform};
-use super::headers;
+use super::outbound::Sent;
 use super::recorder::{Owner, Recorder};
+use super::rescue::{self, ErrorKind};
+use super::{Proxy, ProxyBody, headers};
 use crate::exchange::{ResponseHead, Target};
+
+/// Records how the upstream answered and hands the client its response with an observed
+/// body, an error answer, or a closed connection.
+pub(super) fn hand_back(
+    proxy: &Proxy,
+    sent: Sent,
+    plan: Plan,
+) -> Result<Response<ProxyBody>, Dropped> {
+    let Sent {
+        mut rec,
+        answer,
+        transform,
+        at,
+    } = sent;
+    match answer {
+        Ok(resp) => {
+            proxy.metrics().upstream_latency(at.elapsed().as_secs_f64());
+            rec.exchange_mut().timings.upstream_headers_ms = Some(rec.elapsed_ms());
+            let ct = resp
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            if let Some(ct) = ct {
+                plan.note_format(proxy, ct.contains("json"));
+            }
+            Ok(response(rec, resp, transform, plan.mark))
+        }
+        // The agent meets a dead upstream as it would without the proxy, as a connection
+        // error.
+        Err(err)
+            if err.kind == ErrorKind::UpstreamConnect
+                && proxy.settings().close_on_connect_failure =>
+        {
+            rescue::closed(proxy, rec, err);
+            Err(Dropped)
+        }
+        Err(err) => Ok(rescue::fail(proxy, rec, err)),
+    }
+}
 
 /// The upstream's response on its way to the client: hop-by-hop headers gone, the body
 /// observed and, under a fault or attack, transformed as it streams.
-pub(super) fn response(
+fn response(
     mut rec: Recorder,
     resp: Response<Incoming>,
     transform: Option<(Owner, Transform)>,
