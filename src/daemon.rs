@@ -33,7 +33,7 @@ pub enum DaemonError {
         "ca.bundle_file: {0} (it is written at each start from the system roots and the CA; \
          install ca-certificates, or unset ca.bundle_file)"
     )]
-    Bundle(String),
+    Bundle(TlsError),
     #[error(transparent)]
     Proxy(#[from] ProxyBuildError),
     #[error(

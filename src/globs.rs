@@ -10,19 +10,26 @@ use std::sync::Arc;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub fn url_glob(pattern: &str) -> Result<Glob, String> {
-    GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .build()
-        .map_err(|e| e.kind().to_string())
+/// Why a pattern is not a glob: globset's reason alone (the caller names the pattern).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GlobError(globset::ErrorKind);
+
+impl From<globset::Error> for GlobError {
+    fn from(e: globset::Error) -> GlobError {
+        GlobError(e.kind().clone())
+    }
 }
 
-pub fn host_glob(pattern: &str) -> Result<Glob, String> {
-    GlobBuilder::new(pattern)
+pub fn url_glob(pattern: &str) -> Result<Glob, GlobError> {
+    Ok(GlobBuilder::new(pattern).literal_separator(false).build()?)
+}
+
+pub fn host_glob(pattern: &str) -> Result<Glob, GlobError> {
+    Ok(GlobBuilder::new(pattern)
         .case_insensitive(true)
         .literal_separator(false)
-        .build()
-        .map_err(|e| e.kind().to_string())
+        .build()?)
 }
 
 /// Host globs (`proxy.intercept`, `proxy.passthrough`), compiled when read. Reads and
@@ -33,9 +40,9 @@ pub struct HostGlobs(Arc<HostGlobsInner>);
 struct HostGlobsInner {
     patterns: Vec<String>,
     /// The set of every pattern, or the first bad one: (index, why).
-    set: Result<GlobSet, (usize, String)>,
+    set: Result<GlobSet, (usize, GlobError)>,
     /// Every bad pattern: (index, why).
-    bad: Vec<(usize, String)>,
+    bad: Vec<(usize, GlobError)>,
 }
 
 impl HostGlobs {
@@ -52,18 +59,18 @@ impl HostGlobs {
         }
         let set = match bad.first() {
             Some(first) => Err(first.clone()),
-            None => b.build().map_err(|e| (0, e.to_string())),
+            None => b.build().map_err(|e| (0, e.into())),
         };
         HostGlobs(Arc::new(HostGlobsInner { patterns, set, bad }))
     }
 
     /// The compiled set; Err names the first bad pattern (loading reported them all).
-    pub fn set(&self) -> Result<&GlobSet, (usize, String)> {
+    pub fn set(&self) -> Result<&GlobSet, (usize, GlobError)> {
         self.0.set.as_ref().map_err(Clone::clone)
     }
 
     /// Every pattern that did not compile: (index, why).
-    pub fn bad(&self) -> &[(usize, String)] {
+    pub fn bad(&self) -> &[(usize, GlobError)] {
         &self.0.bad
     }
 }
@@ -137,7 +144,7 @@ pub struct UrlGlobs(Arc<UrlGlobsInner>);
 struct UrlGlobsInner {
     written: OneOrMany,
     /// Each pattern's glob, in order, or why it is not one.
-    globs: Vec<Result<Glob, String>>,
+    globs: Vec<Result<Glob, GlobError>>,
 }
 
 impl UrlGlobs {
@@ -152,7 +159,7 @@ impl UrlGlobs {
     }
 
     /// Every pattern that did not compile: (index, why).
-    pub fn bad(&self) -> Vec<(usize, String)> {
+    pub fn bad(&self) -> Vec<(usize, GlobError)> {
         let bad = self.0.globs.iter().enumerate();
         bad.filter_map(|(i, g)| g.as_ref().err().map(|e| (i, e.clone())))
             .collect()

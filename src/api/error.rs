@@ -29,7 +29,7 @@ pub enum ApiError {
     #[error("invalid chaos rules ({} problems)", .0.len())]
     InvalidChaos(Vec<crate::config::ConfigError>),
     #[error("{0}")]
-    UnknownProfile(String),
+    UnknownProfile(crate::chaos::profiles::ProfileError),
     /// The message is the summary; `errors` lists each problem (the first 50).
     #[error("{}{}", .0.summary(), omitted(.0.omitted))]
     InvalidConfig(crate::config::ConfigErrors),

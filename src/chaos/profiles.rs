@@ -48,20 +48,29 @@ pub fn description(yaml: &str) -> &str {
         .unwrap_or("")
 }
 
+/// Why a profile could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProfileError {
+    #[error("unknown chaos profile `{name}`; built-in profiles: {}", names().collect::<Vec<_>>().join(", "))]
+    Unknown { name: String },
+    /// A built-in profile that does not read or compile (a bug the tests catch).
+    #[error("profile `{name}`: {why}")]
+    Invalid { name: String, why: String },
+}
+
 /// A profile's rules, compiled; the error lists the profiles there are.
-pub fn load(name: &str) -> Result<CompiledChaos, String> {
-    let text = yaml(name).ok_or_else(|| {
-        format!(
-            "unknown chaos profile `{name}`; built-in profiles: {}",
-            names().collect::<Vec<_>>().join(", ")
-        )
-    })?;
+pub fn load(name: &str) -> Result<CompiledChaos, ProfileError> {
+    let text = yaml(name).ok_or_else(|| ProfileError::Unknown { name: name.into() })?;
     use crate::config::Yaml;
     use figment::providers::Format;
+    let invalid = |why: String| ProfileError::Invalid {
+        name: name.into(),
+        why,
+    };
     let spec: ChaosSpec = figment::Figment::from(Yaml::string(text))
         .extract()
-        .map_err(|e| format!("profile `{name}`: {e}"))?;
-    CompiledChaos::try_from(&spec).map_err(|e| format!("profile `{name}`: {e}"))
+        .map_err(|e| invalid(e.to_string()))?;
+    CompiledChaos::try_from(&spec).map_err(invalid)
 }
 
 #[cfg(test)]
@@ -79,6 +88,6 @@ mod tests {
                 "{name} has a description"
             );
         }
-        assert!(load("nope").unwrap_err().contains("api_outage"));
+        assert!(load("nope").unwrap_err().to_string().contains("api_outage"));
     }
 }

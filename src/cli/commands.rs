@@ -293,10 +293,7 @@ pub(super) fn profiles(command: ProfilesCommand) -> ExitCode {
                 ExitCode::SUCCESS
             }
             None => {
-                eprintln!(
-                    "flakestorm: {}",
-                    profiles::load(&name).err().unwrap_or_default()
-                );
+                eprintln!("flakestorm: {}", profiles::ProfileError::Unknown { name });
                 ExitCode::from(2)
             }
         },

@@ -1,12 +1,15 @@
 //! The HTTP client of a running daemon's control API (`--server URL`): where it is, its
 //! token (given, or read from the data_dir of a daemon on this machine), requests with the
-//! daemon's errors in words, and a 401 that says where the token comes from.
+//! daemon's errors in words, and a 401 that says where the token comes from. Also the
+//! plain-HTTP probe of its open `/healthz` and `/readyz` (`flakestorm health`).
 
 use std::path::Path;
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use crate::agent::{DirectClient, direct_client};
@@ -162,4 +165,38 @@ pub(super) fn api_error(status: StatusCode, v: &Value) -> String {
         out.push_str(&format!("\n  - {path}: {message}"));
     }
     out
+}
+
+/// One GET of an open probe over plain HTTP/1.1: the status and at most `limit` bytes of
+/// the body, or the root cause of the failure. No TLS roots are loaded (a container's
+/// health check runs every few seconds), no proxy is taken from the environment (the
+/// agent's sidecar sets one), no token is sent, no connection is kept; `host` is the Host
+/// header as the URL wrote it.
+pub(super) async fn probe(url: &str, host: &str, limit: usize) -> Result<(u16, String), String> {
+    let client = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http::<Empty<Bytes>>();
+    let req = Request::get(url)
+        .header(http::header::HOST, host)
+        .header(http::header::ACCEPT, "application/json")
+        .body(Empty::new())
+        .map_err(|e| e.to_string())?;
+    let resp = client
+        .request(req)
+        .await
+        .map_err(|e| crate::agent::root_cause(&e))?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut bytes = Vec::new();
+    while bytes.len() < limit {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
+        let frame = frame.map_err(|e| crate::agent::root_cause(&e))?;
+        if let Ok(data) = frame.into_data() {
+            bytes.extend_from_slice(&data);
+        }
+    }
+    bytes.truncate(limit);
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
 }

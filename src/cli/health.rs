@@ -1,21 +1,19 @@
 //! `flakestorm health [--ready] [URL]`: asks a daemon's control listener for `/healthz`
 //! (or `/readyz`) and exits 0 when it answers 200, 1 otherwise, saying why. Made for
 //! container health checks (`HEALTHCHECK`, compose `healthcheck`, Kubernetes `exec`
-//! probes) in images with no curl. It speaks plain HTTP/1.1 over one TCP connection to the
-//! URL's own host, so no `HTTP_PROXY` of the container can route it through the proxy
-//! (the agent's sidecar sets those); it sends no token (the probes are open) and reads at
-//! most 64 KiB of the answer. `--wait SECONDS` asks again every second until the answer is
+//! probes) in images with no curl. It speaks plain HTTP/1.1 to the URL's own host
+//! (`daemon_client::probe`), so no `HTTP_PROXY` of the container can route it through the
+//! proxy (the agent's sidecar sets those); it sends no token (the probes are open) and
+//! reads at most 64 KiB of the answer. `--wait SECONDS` asks again every second until the answer is
 //! 200 or the time is up (a Kubernetes Job's init container waiting for the sidecar it
 //! will drive; compose on engines that do not wait for `service_healthy`).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 /// The control listener's default address.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8081";
-const MAX_ANSWER: u64 = 64 * 1024;
+const MAX_ANSWER: usize = 64 * 1024;
 
 #[derive(Debug, clap::Args)]
 pub struct HealthArgs {
@@ -46,7 +44,7 @@ pub async fn run(args: HealthArgs) -> ExitCode {
     let url = format!("http://{authority}{path}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.unwrap_or(0));
     loop {
-        match ask(host, &authority, path, args.timeout).await {
+        match ask(host, &url, args.timeout).await {
             Ok(body) => {
                 println!("{url}: {}", status_of(&body).unwrap_or("ok".into()));
                 return ExitCode::SUCCESS;
@@ -64,10 +62,10 @@ pub async fn run(args: HealthArgs) -> ExitCode {
 }
 
 /// One attempt: the body of a 200, or why not.
-async fn ask(host: &str, authority: &str, path: &str, timeout: u64) -> Result<String, String> {
+async fn ask(host: &str, url: &str, timeout: u64) -> Result<String, String> {
     let asked = tokio::time::timeout(
         Duration::from_secs(timeout),
-        get(host, authority.to_string(), path),
+        super::daemon_client::probe(url, host, MAX_ANSWER),
     );
     match asked.await {
         Ok(Ok((200, body))) => Ok(body),
@@ -94,30 +92,6 @@ fn split(url: &str) -> Option<(&str, String)> {
         format!("{authority}:80")
     };
     Some((authority, full))
-}
-
-async fn get(host: &str, authority: String, path: &str) -> std::io::Result<(u16, String)> {
-    let connect_to = authority.replace(['[', ']'], "");
-    let addr = match connect_to.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse::<u16>().unwrap_or(0)),
-        None => (connect_to.clone(), 80),
-    };
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut answer = Vec::new();
-    stream.take(MAX_ANSWER).read_to_end(&mut answer).await?;
-    let text = String::from_utf8_lossy(&answer);
-    let code = text
-        .strip_prefix("HTTP/1.1 ")
-        .or_else(|| text.strip_prefix("HTTP/1.0 "))
-        .and_then(|r| r.get(..3))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other("the answer is not HTTP"))?;
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    Ok((code, body.to_string()))
 }
 
 /// The `status` of a JSON answer (`ok`, `ready`).

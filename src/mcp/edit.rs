@@ -9,6 +9,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::exchange::Planted;
+use crate::plant::PlantError;
+
+/// Why an edit could not be made to an answer (not JSON-RPC, nothing of the kind to edit,
+/// a JSON answer with no room for a notice, a data fault's own reason): the words are all
+/// there is. It becomes a skip note on the exchange, which is text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EditError(String);
+
+impl From<PlantError> for EditError {
+    fn from(e: PlantError) -> EditError {
+        EditError(e.into())
+    }
+}
+
+impl From<EditError> for String {
+    fn from(e: EditError) -> String {
+        e.0
+    }
+}
 
 /// Where tool poisoning hides its instructions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +75,7 @@ pub enum Edit {
 #[derive(Debug, Default)]
 pub struct Planting {
     pub planted: Vec<Planted>,
-    pub why_not: Option<String>,
+    pub why_not: Option<PlantError>,
 }
 
 /// The event `Edit::ListChanged` puts before an answer stream's first byte.
@@ -110,7 +130,7 @@ pub const NO_ROOM_FOR_NOTICE: &str =
 const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
 
 /// `body` (of type `content_type`) with `edit` made; the error says why it could not be.
-pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, String> {
+pub fn apply(body: &[u8], content_type: &str, edit: &Edit) -> Result<Bytes, EditError> {
     apply_planting(body, content_type, edit, &mut Planting::default())
 }
 
@@ -121,9 +141,11 @@ pub fn apply_planting(
     content_type: &str,
     edit: &Edit,
     planting: &mut Planting,
-) -> Result<Bytes, String> {
-    let why = |p: &mut Planting, e: String| p.why_not.take().unwrap_or(e);
-    apply_all(body, content_type, edit, planting).map_err(|e| why(planting, e))
+) -> Result<Bytes, EditError> {
+    apply_all(body, content_type, edit, planting).map_err(|e| match planting.why_not.take() {
+        Some(why) => why.into(),
+        None => EditError(e),
+    })
 }
 
 fn apply_all(

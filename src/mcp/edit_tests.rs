@@ -26,7 +26,7 @@ fn injection_lands_in_the_results_text_in_json_and_in_sse() {
         &edit,
     );
     assert_eq!(
-        none.unwrap_err(),
+        none.unwrap_err().to_string(),
         "the answer has no tool result with content to edit"
     );
 }
@@ -61,7 +61,7 @@ fn a_data_fault_plants_in_a_tool_result_in_json_and_in_sse_and_keeps_the_envelop
     let mut planting = Planting::default();
     let why = apply_planting(failed.as_bytes(), "application/json", &edit, &mut planting);
     assert!(
-        why.unwrap_err().contains("isError"),
+        why.unwrap_err().to_string().contains("isError"),
         "the data fault's own reason"
     );
 }
@@ -110,7 +110,9 @@ fn a_list_changed_notice_goes_before_a_streamed_answer_and_not_into_json() {
     let text = std::str::from_utf8(&out).unwrap();
     assert!(text.starts_with(&format!("event: message\ndata: {LIST_CHANGED}\n\n")));
     assert!(text.ends_with(sse));
-    let json = apply(b"{}", "application/json", &notice).unwrap_err();
+    let json = apply(b"{}", "application/json", &notice)
+        .unwrap_err()
+        .to_string();
     assert!(json.contains("not a stream"), "{json}");
 }
 

@@ -13,8 +13,8 @@ mod sse;
 
 pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
 pub use edit::{
-    Edit, NO_ROOM_FOR_NOTICE, Planting, PoisonPlace, apply, apply_planting, list_changed_event,
-    missing,
+    Edit, EditError, NO_ROOM_FOR_NOTICE, Planting, PoisonPlace, apply, apply_planting,
+    list_changed_event, missing,
 };
 pub use notice::{Notice, Told};
 pub use read::{

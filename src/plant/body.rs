@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::canary::Canaries;
 use super::json::{self, Record};
 use super::text::{self, Replacement};
-use super::{Mode, Plan};
+use super::{Mode, Plan, PlantError};
 use crate::exchange::Planted;
 
 /// A body edited: its new document, not yet written out, and the values planted in it.
@@ -77,23 +77,25 @@ fn mime(content_type: &str) -> String {
 
 /// Whether a body of `content_type` may be planted in, decided before it is held: JSON,
 /// text, or no type (its bytes decide); the error says why not (a stream, a binary type).
-pub fn plantable(content_type: &str) -> Result<(), String> {
+pub fn plantable(content_type: &str) -> Result<(), PlantError> {
     let m = mime(content_type);
     if m.contains("event-stream") || m.contains("ndjson") || m.contains("json-seq") {
-        return Err(format!(
-            "the body is {m}, a stream, not one JSON or text document"
-        ));
+        return Err(format!("the body is {m}, a stream, not one JSON or text document").into());
     }
     if m.is_empty() || m.contains("json") || m.starts_with("text/") || m.contains("xml") {
         Ok(())
     } else {
-        Err(format!("the body is {m}, neither JSON nor text"))
+        Err(format!("the body is {m}, neither JSON nor text").into())
     }
 }
 
 /// `plan` made on `body` of `content_type`; the error says why it was not.
-pub fn edit_body(plan: &Plan, body: &[u8], content_type: &str) -> Result<Edited, String> {
+pub fn edit_body(plan: &Plan, body: &[u8], content_type: &str) -> Result<Edited, PlantError> {
     plantable(content_type)?;
+    Ok(edit(plan, body, content_type)?)
+}
+
+fn edit(plan: &Plan, body: &[u8], content_type: &str) -> Result<Edited, String> {
     if body.trim_ascii().is_empty() {
         return Err(super::nothing_found(&plan.mode, "body"));
     }

@@ -69,53 +69,64 @@ fn text_and_untyped_bodies_are_edited_as_what_they_are() {
 fn what_cannot_be_planted_says_why() {
     let c = plan(corrupt(&[]), 1);
     assert_eq!(
-        plantable("image/png").unwrap_err(),
+        plantable("image/png").unwrap_err().to_string(),
         "the body is image/png, neither JSON nor text"
     );
     assert!(
         plantable("text/event-stream")
             .unwrap_err()
+            .to_string()
             .contains("a stream")
     );
     assert!(plantable("application/json").is_ok() && plantable("").is_ok());
     assert!(
         edit_body(&c, b"\x89PNG\r\n\x1a\n\0\0", "")
             .unwrap_err()
+            .to_string()
             .contains("not UTF-8")
     );
     assert!(
         edit_body(&c, b"{\"a\": ", "application/json")
             .unwrap_err()
+            .to_string()
             .contains("not valid JSON")
     );
     assert_eq!(
-        edit_body(&c, br#"{"ok": true}"#, "application/json").unwrap_err(),
+        edit_body(&c, br#"{"ok": true}"#, "application/json")
+            .unwrap_err()
+            .to_string(),
         "the body has no number, date or short string to corrupt"
     );
     assert!(
         edit_body(&plan(corrupt(&["$.x"]), 1), BODY, "application/json")
             .unwrap_err()
+            .to_string()
             .contains("no value to corrupt at $.x")
     );
     assert!(
         edit_body(&plan(corrupt(&["$.x"]), 1), b"12 apples", "text/plain")
             .unwrap_err()
+            .to_string()
             .contains("`fields:`")
     );
     let stale = plan(Mode::Stale { days: 3 }, 1);
     assert!(
         edit_body(&stale, br#"{"n": 5}"#, "application/json")
             .unwrap_err()
+            .to_string()
             .contains("no date")
     );
     assert!(
         edit_body(&c, b"  ", "text/plain")
             .unwrap_err()
+            .to_string()
             .contains("no number")
     );
     let empty = plan(Mode::Empty, 1);
     assert_eq!(
-        edit_body(&empty, b"", "application/json").unwrap_err(),
+        edit_body(&empty, b"", "application/json")
+            .unwrap_err()
+            .to_string(),
         "the body is already empty"
     );
 }
@@ -130,6 +141,7 @@ fn empty_leaves_the_bodys_own_kind() {
     assert!(
         out(b"[]", "application/json")
             .unwrap_err()
+            .to_string()
             .contains("already empty")
     );
     assert!(
@@ -197,19 +209,23 @@ fn an_mcp_result_is_emptied_or_refused_with_the_reason() {
     assert_eq!(r["content"][1]["text"], "");
     assert_eq!(r["structuredContent"], json!({}));
     assert_eq!(
-        edit_result(&plan(Mode::Empty, 1), &mut r).unwrap_err(),
+        edit_result(&plan(Mode::Empty, 1), &mut r)
+            .unwrap_err()
+            .to_string(),
         "the tool result is already empty"
     );
     let mut failed = json!({"content": [{"type": "text", "text": "boom 42"}], "isError": true});
     assert!(
         edit_result(&plan(corrupt(&[]), 1), &mut failed)
             .unwrap_err()
+            .to_string()
             .contains("isError")
     );
     let mut tools = json!({"tools": []});
     assert!(
         edit_result(&plan(corrupt(&[]), 1), &mut tools)
             .unwrap_err()
+            .to_string()
             .contains("no structuredContent")
     );
     let mut stale = json!({"content": [{"type": "text", "text": "as of 2026-11-28"}]});

@@ -22,6 +22,31 @@ pub use result::edit_result;
 
 use crate::exchange::Planted;
 
+/// Why a data fault planted nothing (a stream, a binary or empty body, no value of its
+/// kind, a `fields:` entry that is no JSON path): the words are all there is. It becomes a
+/// skip note on the exchange, which is text, hence `From<PlantError> for String`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlantError(String);
+
+impl From<String> for PlantError {
+    fn from(why: String) -> PlantError {
+        PlantError(why)
+    }
+}
+
+impl From<&str> for PlantError {
+    fn from(why: &str) -> PlantError {
+        PlantError(why.to_string())
+    }
+}
+
+impl From<PlantError> for String {
+    fn from(e: PlantError) -> String {
+        e.0
+    }
+}
+
 /// The path of a value planted in a text (a text body, or a text item's text after `#`).
 pub const TEXT: &str = "(text)";
 
@@ -53,11 +78,11 @@ pub struct Plan {
 
 impl Plan {
     /// `corrupt` of the values `fields` name; the error names the entry that is no path.
-    pub fn corrupt(fields: &[String], draw: u64) -> Result<Plan, String> {
+    pub fn corrupt(fields: &[String], draw: u64) -> Result<Plan, PlantError> {
         let fields = fields
             .iter()
             .enumerate()
-            .map(|(i, f)| JsonPath::parse(f).map_err(|e| not_a_path(f, i, &e)))
+            .map(|(i, f)| JsonPath::parse(f).map_err(|e| PlantError(not_a_path(f, i, &e))))
             .collect::<Result<_, _>>()?;
         Ok(Plan {
             mode: Mode::Corrupt { fields },
@@ -67,7 +92,7 @@ impl Plan {
 }
 
 /// Why `fields` entry `i` is refused.
-pub fn not_a_path(entry: &str, i: usize, why: &str) -> String {
+pub fn not_a_path(entry: &str, i: usize, why: &PlantError) -> String {
     format!("`{entry}` (entry {i}) is not a JSON path: {why}")
 }
 

@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use super::PlantError;
+
 /// At most this many locations a path selects (each step's), in document order.
 const MAX_SELECTED: usize = 100_000;
 
@@ -35,7 +37,7 @@ pub enum Seg {
 
 impl JsonPath {
     /// Parses `text`; the error says what is wrong and at which character (from 1).
-    pub fn parse(text: &str) -> Result<JsonPath, String> {
+    pub fn parse(text: &str) -> Result<JsonPath, PlantError> {
         let chars: Vec<char> = text.chars().collect();
         if chars.first() != Some(&'$') {
             return Err("a path starts with `$` (the whole body), e.g. `$.current.temp_c`".into());

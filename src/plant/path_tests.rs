@@ -69,7 +69,7 @@ fn a_location_is_selected_once() {
 
 #[test]
 fn bad_paths_say_what_and_where() {
-    let err = |p: &str| JsonPath::parse(p).unwrap_err();
+    let err = |p: &str| JsonPath::parse(p).unwrap_err().to_string();
     assert!(err("current.temp").starts_with("a path starts with `$`"));
     assert_eq!(err("$.a["), "unclosed `[` at character 4");
     assert_eq!(err("$.a[1"), "unclosed `[` at character 4");

@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use super::canary::Canaries;
 use super::json::{self, Record};
-use super::{Mode, Plan, text};
+use super::{Mode, Plan, PlantError, text};
 use crate::exchange::Planted;
 
 /// `plan` made on `result`; the values planted, or why nothing was.
-pub fn edit_result(plan: &Plan, result: &mut Value) -> Result<Vec<Planted>, String> {
+pub fn edit_result(plan: &Plan, result: &mut Value) -> Result<Vec<Planted>, PlantError> {
     if result.get("isError") == Some(&Value::Bool(true)) {
         return Err("the tool result is an error (`isError: true`): no data to change".into());
     }
@@ -43,7 +43,7 @@ pub fn edit_result(plan: &Plan, result: &mut Value) -> Result<Vec<Planted>, Stri
         (_, 0) => Err("the tool result has no structuredContent or text content".into()),
         (Mode::Empty, _) if !emptied => Err("the tool result is already empty".into()),
         (Mode::Corrupt { .. } | Mode::Stale { .. }, _) if out.is_empty() => {
-            Err(super::nothing_found(&plan.mode, "tool result"))
+            Err(super::nothing_found(&plan.mode, "tool result").into())
         }
         (Mode::Empty | Mode::Corrupt { .. } | Mode::Stale { .. }, _) => Ok(out),
     }

@@ -81,7 +81,7 @@ impl McpHeld {
                 edited
             }
             Err(note) => {
-                let _ = skip.set(note);
+                let _ = skip.set(note.into());
                 body
             }
         };
@@ -130,7 +130,7 @@ impl McpEvents {
     /// The stream ended before its answer: what is left goes out, and why nothing changed.
     pub(super) fn end(&mut self, queue: &mut VecDeque<Out>, skip: &SkipNote) {
         queue.push_back(Out::Data(std::mem::take(&mut self.buf).freeze()));
-        let why = self.planting.why_not.take();
+        let why = self.planting.why_not.take().map(String::from);
         let _ = skip.set(why.unwrap_or_else(|| crate::mcp::missing(&self.edit, "stream")));
     }
 }

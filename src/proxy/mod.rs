@@ -142,7 +142,7 @@ impl Settings {
         let set = |what: &str, list: &globs::HostGlobs| {
             list.set()
                 .cloned()
-                .map_err(|(i, e)| bad(&format!("{what}[{i}]"), e))
+                .map_err(|(i, e)| bad(&format!("{what}[{i}]"), e.to_string()))
         };
         let reverse = p
             .reverse

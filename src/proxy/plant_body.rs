@@ -35,7 +35,7 @@ impl PlantHeld {
         let edited = match crate::plant::edit_body(&self.plan, &body, &self.content_type) {
             Ok(e) => e,
             Err(note) => {
-                let _ = skip.set(note);
+                let _ = skip.set(note.into());
                 queue.push_back(Out::Data(body));
                 return;
             }

@@ -12,6 +12,7 @@ use super::text::{inert, line};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
 use crate::run::RunVerdict;
+use crate::text::{Quotes, xml_entity};
 
 /// Rows listed per table; the rest are counted.
 const MAX_ROWS: usize = 50;
@@ -316,14 +317,14 @@ fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
             '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
                 out.push('\\');
                 out.push(c);
             }
-            c => out.push(c),
+            c => match xml_entity(c, Quotes::None) {
+                Some(e) => out.push_str(e),
+                None => out.push(c),
+            },
         }
     }
     out

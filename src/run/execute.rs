@@ -141,7 +141,10 @@ pub(super) fn chaos_to_inject(
     profile: Option<&str>,
 ) -> Result<(String, CompiledChaos), String> {
     let (name, chaos) = match profile {
-        Some(p) => (p.to_string(), crate::chaos::profiles::load(p)?),
+        Some(p) => (
+            p.to_string(),
+            crate::chaos::profiles::load(p).map_err(|e| e.to_string())?,
+        ),
         None => ("chaos".to_string(), config.chaos.clone()),
     };
     if chaos.is_empty() {

@@ -31,14 +31,9 @@ pub fn system_roots() -> Option<PathBuf> {
 
 /// Writes this machine's system roots plus `ca_pem` to `out` (`ca.bundle_file`); the
 /// problem in words when there are no system roots or the file cannot be written.
-pub fn write_system_bundle(out: &Path, ca_pem: &str) -> Result<usize, String> {
-    let roots = system_roots().ok_or_else(|| {
-        format!(
-            "no system root bundle found (looked for {})",
-            SYSTEM_ROOTS.join(", ")
-        )
-    })?;
-    write_bundle(out, &roots, ca_pem).map_err(|e| e.to_string())
+pub fn write_system_bundle(out: &Path, ca_pem: &str) -> Result<usize, TlsError> {
+    let roots = system_roots().ok_or(TlsError::NoSystemRoots)?;
+    write_bundle(out, &roots, ca_pem)
 }
 
 /// Writes the certificates of `roots` (a PEM bundle) and `ca_pem` to `out`; returns how

@@ -49,6 +49,8 @@ pub enum TlsError {
     BadHost { host: String },
     #[error("TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
+    #[error("no system root bundle found (looked for {})", bundle::SYSTEM_ROOTS.join(", "))]
+    NoSystemRoots,
 }
 
 /// The crypto provider used everywhere (ring: no C toolchain needed beyond cc).

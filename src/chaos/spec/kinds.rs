@@ -27,7 +27,7 @@ impl ToolMode {
     /// A data fault (`corrupt`, `empty`, `stale`) as it fires with `draw`: what it plants
     /// (`None` for the other modes). The error (a `fields:` entry that is no JSON path)
     /// cannot happen on rules compiled at load, which checked every entry.
-    pub fn plan(&self, draw: u64) -> Option<Result<plant::Plan, String>> {
+    pub fn plan(&self, draw: u64) -> Option<Result<plant::Plan, plant::PlantError>> {
         let mode = match self {
             ToolMode::Corrupt { fields } => return Some(plant::Plan::corrupt(fields, draw)),
             ToolMode::Empty {} => plant::Mode::Empty,

@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use super::Draw;
+use crate::text::{Quotes, xml_escape};
 
 /// The injected instruction.
 const INJECTED: [&str; 6] = [
@@ -45,22 +46,11 @@ fn json_variant(prompt: &str, inj: &str, d: &mut Draw) -> String {
     }
 }
 
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 fn xml_variant(prompt: &str, inj: &str, d: &mut Draw) -> String {
-    let (p, i) = (xml_escape(prompt), xml_escape(inj));
+    let (p, i) = (
+        xml_escape(prompt, Quotes::Double),
+        xml_escape(inj, Quotes::Double),
+    );
     match d.below(3) {
         0 => format!(
             "<request>\n  <instructions priority=\"system\">{i}</instructions>\n  <query>{p}</query>\n</request>"
@@ -143,7 +133,10 @@ mod tests {
     fn xml_escapes_and_markdown_keeps_the_prompt() {
         for seed in 0..10 {
             let x = v(seed, 1);
-            assert!(x.contains(&xml_escape(P)) && !x.contains(P), "{x}");
+            assert!(
+                x.contains(&xml_escape(P, Quotes::Double)) && !x.contains(P),
+                "{x}"
+            );
             assert!(x.contains("&lt;Paris&gt; &amp; Tokyo"));
             assert!(v(seed, 3).contains(P));
         }

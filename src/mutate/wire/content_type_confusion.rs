@@ -5,6 +5,7 @@
 use super::request::Normal;
 use super::{Built, one};
 use crate::mutate::Draw;
+use crate::text::{Quotes, xml_escape};
 
 pub(super) const FAMILIES: u32 = 5;
 
@@ -24,7 +25,7 @@ pub(super) fn attack(n: &Normal, index: u32, d: &mut Draw) -> Built {
             let tag = *d.pick(&["input", "prompt", "query", "message"]);
             let xml = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<request><{tag}>{}</{tag}></request>\n",
-                xml_escape(&n.prompt)
+                xml_escape(&n.prompt, Quotes::Both)
             );
             req.set("Content-Type", "application/xml");
             req.body = xml.into_bytes();
@@ -53,19 +54,4 @@ pub(super) fn attack(n: &Normal, index: u32, d: &mut Draw) -> Built {
         }
     };
     one(label, req.bytes())
-}
-
-fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -18,6 +18,7 @@ use super::view::{CaseView, Overview, PhaseLine, Section};
 use crate::checks::Verdict;
 use crate::run::RunKind;
 use crate::run::RunVerdict;
+use crate::text::{Quotes, xml_escape};
 
 /// Case names longer than this are clipped (the JSON report has the full text).
 const NAME_CHARS: usize = 120;
@@ -327,25 +328,10 @@ fn skipped_phase(p: &PhaseLine<'_>) -> Case {
 
 /// An attribute value: escaped, on one line, clipped.
 fn attr(s: &str) -> String {
-    escape(&line(s, BODY_CHARS))
+    xml_escape(&line(s, BODY_CHARS), Quotes::Both)
 }
 
 /// Element text: escaped, clipped.
 fn text(s: &str) -> String {
-    escape(&clip(&inert(s), BODY_CHARS))
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
+    xml_escape(&clip(&inert(s), BODY_CHARS), Quotes::Both)
 }
