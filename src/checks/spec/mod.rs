@@ -13,8 +13,13 @@ mod regexes;
 pub use outcome::OutcomeClass;
 use regexes::Regexes;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An invariant's check. Its name (`Check::name`) is derived with serde's tag from one
+/// rule, snake_case, so the two cannot drift apart (a test checks every variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+// Every variant, with default fields, for the test of the names.
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[strum(serialize_all = "snake_case")]
 pub enum Check {
     /// The answer contains `value` (case-insensitive).
     Contains {
@@ -137,28 +142,9 @@ fn prompts_or_v2_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Stri
 }
 
 impl Check {
+    /// The check's `type`, as the config writes it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Check::Contains { .. } => "contains",
-            Check::ContainsAny { .. } => "contains_any",
-            Check::Regex { .. } => "regex",
-            Check::ExcludesPattern { .. } => "excludes_pattern",
-            Check::Latency { .. } => "latency",
-            Check::ValidJson {} => "valid_json",
-            Check::Similarity { .. } => "similarity",
-            Check::ExcludesPii {} => "excludes_pii",
-            Check::RefusalCheck { .. } => "refusal_check",
-            Check::OutputNotEmpty {} => "output_not_empty",
-            Check::Completes {} => "completes",
-            Check::BehaviorUnchanged { .. } => "behavior_unchanged",
-            Check::ToolCalled { .. } => "tool_called",
-            Check::ToolNotCalled { .. } => "tool_not_called",
-            Check::MaxToolCalls { .. } => "max_tool_calls",
-            Check::MaxLlmCalls { .. } => "max_llm_calls",
-            Check::HonorsRetryAfter {} => "honors_retry_after",
-            Check::NoExfiltration {} => "no_exfiltration",
-            Check::Outcome { .. } => "outcome",
-        }
+        self.into()
     }
 }
 
@@ -217,4 +203,20 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
         regexes: Regexes::of(&check),
         check,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_checks_name_is_its_serde_tag() {
+        use strum::IntoEnumIterator;
+        let all: Vec<Check> = Check::iter().collect();
+        assert_eq!(all.len(), 19, "a new check is named here too");
+        for c in all {
+            let v = serde_json::to_value(&c).unwrap();
+            assert_eq!(v["type"], c.name(), "{c:?}");
+        }
+    }
 }
