@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::Severity;
 pub use crate::run::RunKind;
 
 /// Where a run stands. `queued` and `running` are the only states a run leaves.
@@ -166,8 +167,9 @@ impl SameAs {
 /// One case (one invocation of the agent) of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRecord {
-    /// Which phase of the run (`contract`, `chaos`, `mutation`, …; a `ci` run has several).
-    pub phase: String,
+    /// Which phase of the run (`contract`, `chaos`, `mutation`, …; a `ci` run has several),
+    /// stored by its name.
+    pub phase: RunKind,
     pub scenario: String,
     /// The prompt sent (a mutation's variant text for mutation runs).
     pub input: String,
@@ -191,14 +193,18 @@ pub struct CaseRecord {
     pub outcome: Option<crate::checks::spec::OutcomeClass>,
 }
 
+/// Which of a run's cases a verdict or an outcome class is for: phase, scenario, input and
+/// trial (cases sharing one are told apart by nothing else the store keeps).
+pub type CaseKey<'a> = (RunKind, &'a str, &'a str, Option<u32>);
+
 /// One (invariant × scenario) verdict of a contract run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRecord {
-    pub phase: String,
+    pub phase: RunKind,
     pub scenario: String,
     pub invariant: String,
-    /// `critical`, `high`, `medium`, `low`.
-    pub severity: String,
+    /// Stored by its name: `critical`, `high`, `medium`, `low`.
+    pub severity: Severity,
     pub verdict: Verdict,
     pub reason: String,
     /// With several trials: how consistently its trials passed.
