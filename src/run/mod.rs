@@ -247,8 +247,9 @@ impl Judged {
 
 /// How a case stands when it ends, judged on its own answer: a pass rate so far for the
 /// progress display. The run's verdicts, made at the end with the chaos coverage and the
-/// embeddings, can still mark a case not judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// embeddings, can still mark a case not judged. Its name is a `case` event's `so_far`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SoFar {
     Passed,
     Failed,

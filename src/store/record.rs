@@ -141,6 +141,29 @@ pub struct RunRecord {
     pub trials: Option<crate::run::TrialsInfo>,
 }
 
+#[cfg(test)]
+impl RunRecord {
+    /// A run of `kind` that ended `status`, for tests; nothing else known.
+    pub(crate) fn for_test(id: &str, kind: RunKind, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            kind,
+            config_digest: None,
+            seed: None,
+            started_ms: 0,
+            finished_ms: Some(1),
+            status,
+            reason: None,
+            scores: BTreeMap::new(),
+            done: 0,
+            total: 0,
+            artifacts: BTreeMap::new(),
+            contract: None,
+            trials: None,
+        }
+    }
+}
+
 /// Which stored runs can be a run's baseline (`--baseline last-pass`): those of the same
 /// config (its digest) or, for a contract run, of the same contract (its name). A run
 /// with neither has none: another agent's runs share the folder's store.
