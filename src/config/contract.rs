@@ -300,13 +300,8 @@ fn contract_invariant(
             probes,
             invariant,
         }),
-        Err((f, msg)) => {
-            let p = if f.is_empty() {
-                path.to_string()
-            } else {
-                format!("{path}.{f}")
-            };
-            errors.push(ConfigError::new(p, msg));
+        Err(e) => {
+            errors.push(ConfigError::new(e.path_in(path), e.message));
             None
         }
     }

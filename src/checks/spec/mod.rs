@@ -170,21 +170,48 @@ pub struct InvariantSpec {
     regexes: Regexes,
 }
 
+/// An invariant that does not parse: what is wrong, at which of its fields when that is
+/// known.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvariantError {
+    /// Its path within the invariant (`allow[0]`); empty for the invariant as a whole.
+    pub field: String,
+    pub message: String,
+}
+
+impl InvariantError {
+    fn new(field: &str, message: impl Into<String>) -> InvariantError {
+        InvariantError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The path of the field at fault, given the invariant's own (`invariants[2]`).
+    pub fn path_in(&self, invariant: &str) -> String {
+        match self.field.is_empty() {
+            true => invariant.to_string(),
+            false => format!("{invariant}.{}", self.field),
+        }
+    }
+}
+
 /// Parses one invariant; the error names the field when it can.
-pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, String)> {
+pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, InvariantError> {
     let serde_json::Value::Object(mut map) = v else {
-        return Err((String::new(), "expected a mapping with a `type`".into()));
+        return Err(InvariantError::new("", "expected a mapping with a `type`"));
     };
     let original = map.clone();
     let description = match map.remove("description") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
-        Some(_) => return Err(("description".into(), "expected a string".into())),
+        Some(_) => return Err(InvariantError::new("description", "expected a string")),
     };
     let negate = match map.remove("negate") {
         None => false,
         Some(serde_json::Value::Bool(b)) => b,
-        Some(_) => return Err(("negate".into(), "expected true or false".into())),
+        Some(_) => return Err(InvariantError::new("negate", "expected true or false")),
     };
     let check: Check =
         serde_path_to_error::deserialize(serde_json::Value::Object(map)).map_err(|e| {
@@ -195,7 +222,7 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
             } else {
                 crate::chaos::spec::field_named_in(&msg, &original)
             };
-            (field, msg)
+            InvariantError::new(&field, msg)
         })?;
     Ok(InvariantSpec {
         description,
