@@ -258,7 +258,7 @@ async fn store_cost(ms: u64, tool: bool) -> (f64, f64, Daemon, tempfile::TempDir
 fn stored_case(i: usize) -> CaseRecord {
     let url = format!("http://127.0.0.1:8099/search?q=what+is+the+status+of+order+{i}");
     CaseRecord {
-        phase: "chaos".into(),
+        phase: RunKind::Chaos,
         scenario: "search-down".into(),
         input: format!("What is the status of order {i}? Please check the tracking system."),
         answer: Some(format!(

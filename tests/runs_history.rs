@@ -22,10 +22,10 @@ fn begin(store: &Store, kind: RunKind) -> RunId {
 
 fn cell(invariant: &str, severity: &str, verdict: Verdict) -> CellRecord {
     CellRecord {
-        phase: "contract".into(),
+        phase: RunKind::Contract,
         scenario: "search-down".into(),
         invariant: invariant.into(),
-        severity: severity.into(),
+        severity: severity.parse().unwrap(),
         verdict,
         reason: format!("{invariant}: {verdict}"),
         consistency: None,
@@ -34,7 +34,7 @@ fn cell(invariant: &str, severity: &str, verdict: Verdict) -> CellRecord {
 
 fn case(input: &str, verdict: Verdict) -> CaseRecord {
     CaseRecord {
-        phase: "contract".into(),
+        phase: RunKind::Contract,
         scenario: "search-down".into(),
         input: input.into(),
         answer: Some("the search tool is unavailable".into()),

@@ -11,7 +11,7 @@ const DIR_VAR: &str = "FLAKESTORM_TEST_STORE_CHILD_DIR";
 
 fn case(i: usize) -> CaseRecord {
     CaseRecord {
-        phase: "chaos".into(),
+        phase: RunKind::Chaos,
         scenario: "s".into(),
         input: format!("prompt {i}"),
         answer: Some("ok".into()),

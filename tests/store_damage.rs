@@ -177,7 +177,7 @@ async fn a_damaged_page_stops_serve_and_the_runs_commands() {
     });
     for i in 0..300 {
         let case = CaseRecord {
-            phase: "chaos".into(),
+            phase: RunKind::Chaos,
             scenario: "s".into(),
             input: format!("prompt {i}"),
             answer: Some("x".repeat(1000)),

@@ -27,7 +27,7 @@ fn running(store: &Store) -> RunId {
 
 fn case(input: &str) -> CaseRecord {
     CaseRecord {
-        phase: "chaos".into(),
+        phase: flakestorm::store::RunKind::Chaos,
         scenario: "s".into(),
         input: input.into(),
         answer: Some("ok".into()),

@@ -137,4 +137,15 @@ mod tests {
             assert!(body.get(schema).is_some(), "no schema {schema}: {body}");
         }
     }
+
+    /// The events route names every kind `jobs::RunEvent` has, in order.
+    #[test]
+    fn the_events_route_lists_every_event_kind() {
+        use strum::IntoEnumIterator;
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let ok = &doc["paths"]["/v1/runs/{id}/events"]["get"]["responses"]["200"];
+        let kinds: Vec<&str> = crate::jobs::EventKind::iter().map(|k| k.as_str()).collect();
+        let listed = format!("text/event-stream: {}", kinds.join(", "));
+        assert_eq!(ok["description"], listed);
+    }
 }

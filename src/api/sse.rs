@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use tokio::sync::mpsc;
 
-use crate::jobs::{self, Job};
+use crate::jobs::{self, Job, RunEvent};
 
 /// The response that streams `job`'s events after event `after`.
 pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Response {
@@ -30,8 +30,7 @@ pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Response {
 pub fn ended(record: &crate::store::RunRecord, after: u64) -> Response {
     let done = jobs::Event {
         id: 1,
-        kind: "done",
-        data: serde_json::json!(record),
+        event: RunEvent::Done(Box::new(record.clone())),
     };
     let events = (after == 0).then(|| Ok::<_, Infallible>(message(&done)));
     respond(Sse::new(stream::iter(events)))
@@ -49,8 +48,8 @@ fn respond(sse: impl IntoResponse) -> Response {
 fn message(e: &jobs::Event) -> Event {
     Event::default()
         .id(e.id.to_string())
-        .event(e.kind)
-        .data(e.data.to_string())
+        .event(e.event.kind().as_str())
+        .data(e.event.data())
 }
 
 async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Event>) {
@@ -64,7 +63,7 @@ async fn pump(job: Arc<Job>, mut last: u64, tx: mpsc::Sender<Event>) {
                 return;
             }
             last = e.id;
-            if e.kind == "done" {
+            if e.is_done() {
                 return;
             }
         }
@@ -92,14 +91,14 @@ mod tests {
     async fn an_event_is_one_message_with_its_number_kind_and_data() {
         let e = jobs::Event {
             id: 2,
-            kind: "case",
-            data: serde_json::json!({"n": 1}),
+            event: RunEvent::case_started("s", "hi"),
         };
         let r = respond(Sse::new(stream::iter([Ok::<_, Infallible>(message(&e))])));
         assert_eq!(r.headers()["content-type"], "text/event-stream");
         assert_eq!(r.headers()["cache-control"], "no-cache");
         assert_eq!(r.headers()["connection"], "close");
-        assert_eq!(text(r).await, "id: 2\nevent: case\ndata: {\"n\":1}\n\n");
+        let sent = "id: 2\nevent: case_started\ndata: {\"scenario\":\"s\",\"input\":\"hi\"}\n\n";
+        assert_eq!(text(r).await, sent);
     }
 
     #[tokio::test]

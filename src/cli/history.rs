@@ -347,7 +347,7 @@ fn change_line(c: &Change) -> String {
             "cell {} / {} ({})",
             c.scenario,
             c.name,
-            c.severity.as_deref().unwrap_or("-")
+            c.severity.map_or("-", |s| s.as_str())
         ),
         Subject::Case => format!("case {} / {}", c.scenario, one_line(&c.name)),
     };

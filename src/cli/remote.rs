@@ -15,6 +15,7 @@ use super::baseline::{Baseline, dropped, on_daemon};
 use super::report_path;
 use super::runs::Show;
 use crate::config::Loaded;
+use crate::jobs::{EventError, EventKind, RunEvent};
 use crate::llm::frame::{Event, Framing, Splitter};
 use crate::run::{Report, RunRequest};
 use crate::store::RunRecord;
@@ -73,9 +74,7 @@ pub async fn run(
             return ExitCode::from(130);
         }
     };
-    let done = match followed.and_then(|d| {
-        serde_json::from_value::<RunRecord>(d).map_err(|e| format!("the daemon's run record: {e}"))
-    }) {
+    let done = match followed {
         Ok(d) => d,
         Err(e) => {
             eprintln!("flakestorm: {e}; the run goes on on the daemon: `GET /v1/runs/{id}`");
@@ -198,7 +197,7 @@ fn submission(
 }
 
 /// Follows the run's events to `done` (its data: the run's record), printing progress.
-async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> {
+async fn follow(server: &Server, id: &str, show: Show) -> Result<RunRecord, String> {
     let (mut last, mut resumes) = (0u64, 0);
     loop {
         let path = format!("/v1/runs/{id}/events");
@@ -221,10 +220,16 @@ async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> 
             let Some(data) = frame.data_ref() else {
                 continue;
             };
-            for event in events(&mut frames, data) {
-                last = event.0;
-                if let Some(done) = print_event(&event, show) {
-                    return Ok(done);
+            for (n, event) in events(&mut frames, data) {
+                last = n;
+                match event {
+                    Ok(RunEvent::Done(record)) => return Ok(*record),
+                    Ok(event) => print_event(&event, show),
+                    // Without the run's record there is no end to report.
+                    Err(e) if e.kind() == Some(EventKind::Done) => return Err(e.to_string()),
+                    // A newer daemon's event, or data this build reads otherwise: only
+                    // progress is lost.
+                    Err(e) => tracing::debug!("events of run {id}: {e}"),
                 }
             }
         }
@@ -238,49 +243,49 @@ async fn follow(server: &Server, id: &str, show: Show) -> Result<Value, String> 
 
 /// The numbered events whole in the stream so far, given its next chunk: SSE as the crate
 /// frames it (`llm::frame`: either line ending, a field's space after `:` optional).
-fn events(frames: &mut Splitter, chunk: &[u8]) -> Vec<(u64, String, Value)> {
+fn events(frames: &mut Splitter, chunk: &[u8]) -> Vec<(u64, Result<RunEvent, EventError>)> {
     let messages = frames.push(chunk);
     messages.iter().filter_map(|m| parse_event(m)).collect()
 }
 
-/// `(id, event, data)` of one SSE message; None for a comment (keep-alive).
-fn parse_event(message: &[u8]) -> Option<(u64, String, Value)> {
+/// The number and event of one SSE message; None for a comment (keep-alive).
+fn parse_event(message: &[u8]) -> Option<(u64, Result<RunEvent, EventError>)> {
     let event = Event::parse(message, Framing::Sse);
     let id = event.id?.trim().parse().ok()?;
     let kind = event.name.unwrap_or_default();
-    Some((id, kind, event.json.unwrap_or(Value::Null)))
+    Some((
+        id,
+        RunEvent::parse(&kind, event.json.unwrap_or(Value::Null)),
+    ))
 }
 
-/// Prints a progress line for a case; the run's record for `done`.
-fn print_event(event: &(u64, String, Value), show: Show) -> Option<Value> {
-    let (_, kind, data) = event;
-    match kind.as_str() {
-        "done" => return Some(data.clone()),
-        "case" if show.summary() => {
-            let so_far = data["so_far"].as_str().unwrap_or("");
-            let how = match (data["not_judged"].as_str(), data["error"].as_str()) {
-                (Some(why), _) => format!("not judged: {why}"),
-                (None, Some(e)) => format!("no answer ({e})"),
-                (None, None) => format!(
-                    "answered in {:.0} ms",
-                    data["latency_ms"].as_f64().unwrap_or(0.0)
-                ),
-            };
-            eprintln!(
-                "flakestorm: [{}/{}] {}: {:?}: {how}{}",
-                data["done"],
-                data["total"],
-                data["scenario"].as_str().unwrap_or(""),
-                data["input"].as_str().unwrap_or(""),
-                match so_far {
-                    "passed" | "failed" => format!(": {so_far}"),
-                    _ => String::new(),
-                }
-            );
-        }
-        _ => {}
-    }
-    None
+/// Prints a progress line for a case (`done` is the caller's).
+fn print_event(event: &RunEvent, show: Show) {
+    use crate::run::SoFar;
+    let c = match event {
+        RunEvent::Case(c) if show.summary() => c,
+        RunEvent::Case(_)
+        | RunEvent::Queued { .. }
+        | RunEvent::Started { .. }
+        | RunEvent::CaseStarted { .. }
+        | RunEvent::Phase { .. }
+        | RunEvent::Cell(_)
+        | RunEvent::Done(_) => return,
+    };
+    let how = match (&c.not_judged, &c.error) {
+        (Some(why), _) => format!("not judged: {why}"),
+        (None, Some(e)) => format!("no answer ({e})"),
+        (None, None) => format!("answered in {:.0} ms", c.latency_ms),
+    };
+    let so_far = match c.so_far {
+        SoFar::Passed => ": passed",
+        SoFar::Failed => ": failed",
+        SoFar::NotJudged | SoFar::Unscored => "",
+    };
+    eprintln!(
+        "flakestorm: [{}/{}] {}: {:?}: {how}{so_far}",
+        c.done, c.total, c.scenario, c.input
+    );
 }
 
 /// Saves the report (in the config's formats) and prints the outcome as an in-process
@@ -355,24 +360,43 @@ mod tests {
 
     #[test]
     fn sse_messages_parse_and_comments_are_skipped() {
-        let e = parse_event(b"id: 7\nevent: case\ndata: {\"done\":1}\n\n").unwrap();
-        assert_eq!((e.0, e.1.as_str(), &e.2["done"]), (7, "case", &json!(1)));
+        let e = parse_event(b"id: 7\nevent: queued\ndata: {\"id\":\"r1\"}\n\n").unwrap();
+        assert_eq!(
+            (e.0, e.1.unwrap()),
+            (7, RunEvent::Queued { id: "r1".into() })
+        );
         assert!(parse_event(b": keep-alive\n\n").is_none());
+        // A newer daemon's kind is an error of its own, which `follow` passes over.
+        let e = parse_event(b"id: 8\nevent: paused\ndata: {}\n\n").unwrap();
+        assert_eq!((e.0, e.1.unwrap_err().kind()), (8, None));
     }
 
     #[test]
     fn fields_without_a_space_and_events_across_chunks_are_read() {
         let mut frames = Splitter::new(Framing::Sse);
-        let mut got = events(&mut frames, b": keep-alive\n\nid:3\nevent:case\ndata:{\"do");
+        let mut got = events(
+            &mut frames,
+            b": keep-alive\n\nid:3\nevent:started\ndata:{\"i",
+        );
         assert!(got.is_empty());
         got.extend(events(
             &mut frames,
-            b"ne\":2}\r\n\r\nid: 4\nevent: done\ndata:{}\n",
+            b"d\":\"r1\"}\r\n\r\nid: 4\nevent: case_started\ndata:{\"scenario\":\"s\",",
         ));
-        got.extend(events(&mut frames, "\ndata: \"é\"\n\n".as_bytes()));
-        let kinds: Vec<(u64, &str)> = got.iter().map(|e| (e.0, e.1.as_str())).collect();
-        assert_eq!(kinds, [(3, "case"), (4, "done")]);
-        assert_eq!((&got[0].2["done"], &got[1].2), (&json!(2), &json!({})));
+        got.extend(events(
+            &mut frames,
+            "\ndata: \"input\":\"é\"}\n\n".as_bytes(),
+        ));
+        // A message without a number is no event.
+        got.extend(events(&mut frames, b"event: done\ndata: {}\n\n"));
+        let got: Vec<(u64, RunEvent)> = got.into_iter().map(|(n, e)| (n, e.unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                (3, RunEvent::Started { id: "r1".into() }),
+                (4, RunEvent::case_started("s", "é"))
+            ]
+        );
     }
 
     #[test]

@@ -15,8 +15,23 @@ use super::schema::ToolSpec;
 use crate::chaos::spec::CompiledChaos;
 use crate::checks::spec::{Check, InvariantSpec, parse_invariant};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How much a failed invariant weighs; its name (serde's, strum's: one rule, a test checks)
+/// is also how the run store keeps it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Severity {
     Critical,
     High,
@@ -34,15 +49,26 @@ impl Severity {
             Severity::Medium | Severity::Low => 1,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
 }
 
 impl std::fmt::Display for Severity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Severity::Critical => "critical",
-            Severity::High => "high",
-            Severity::Medium => "medium",
-            Severity::Low => "low",
+        f.pad(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Severity {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Severity, String> {
+        use strum::IntoEnumIterator;
+        Severity::iter().find(|v| v.as_str() == s).ok_or_else(|| {
+            let all: Vec<&str> = Severity::iter().map(Severity::as_str).collect();
+            format!("unknown severity `{s}` (one of {})", all.join(", "))
         })
     }
 }
@@ -274,13 +300,8 @@ fn contract_invariant(
             probes,
             invariant,
         }),
-        Err((f, msg)) => {
-            let p = if f.is_empty() {
-                path.to_string()
-            } else {
-                format!("{path}.{f}")
-            };
-            errors.push(ConfigError::new(p, msg));
+        Err(e) => {
+            errors.push(ConfigError::new(e.path_in(path), e.message));
             None
         }
     }
@@ -354,5 +375,25 @@ pub(super) fn check_has_prompts(
             path,
             "no prompts to run: add golden_prompts or probes",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Severity;
+    use strum::IntoEnumIterator;
+
+    #[test]
+    fn a_severitys_name_is_serdes_and_reads_back() {
+        for s in Severity::iter() {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(s.as_str().parse::<Severity>(), Ok(s));
+            assert_eq!(format!("{s:<9}|").len(), 10, "padded as a column");
+        }
+        let e = "urgent".parse::<Severity>().unwrap_err();
+        assert_eq!(
+            e,
+            "unknown severity `urgent` (one of critical, high, medium, low)"
+        );
     }
 }

@@ -109,7 +109,7 @@ fn check_outcome(allow: &[OutcomeClass], err: &mut impl FnMut(&str, String)) {
 
 /// Drops the Flakestorm v2 fields the invariant's type does not take (config::v2).
 pub(super) fn lenient_v2_invariant(item: &mut serde_json::Value, path: &str, w: &mut Vec<String>) {
-    let parse = |v| parse_invariant(v).err().map(|(_, msg)| msg);
+    let parse = |v| parse_invariant(v).err().map(|e| e.message);
     super::v2::lenient_invariant(item, path, w, parse);
 }
 
@@ -137,14 +137,7 @@ pub(super) fn invariant_list(
                 check_undeclared_tool(&inv.check, &path, tools, errors, warnings);
                 out.push(inv);
             }
-            Err((field, msg)) => {
-                let at = if field.is_empty() {
-                    path
-                } else {
-                    format!("{path}.{field}")
-                };
-                errors.push(ConfigError::new(at, msg));
-            }
+            Err(e) => errors.push(ConfigError::new(e.path_in(&path), e.message)),
         }
     }
     out

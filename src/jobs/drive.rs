@@ -9,12 +9,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::json;
-
-use super::{Inner, Job, Status, Submission};
+use super::{Inner, Job, RunEvent, Status, Submission};
 use crate::chaos::Classifier;
 use crate::config::Attribution;
-use crate::run::{CaseResult, Judged, Prepared, Progress, SoFar};
+use crate::run::{CaseResult, Judged, Prepared, Progress};
 use crate::session::{Ended, Options, Session};
 
 /// Drives `job` to its end, on a task of its own.
@@ -63,7 +61,7 @@ async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: 
     job.recorder.set_status(Status::Running);
     job.metrics.run_started(kind);
     tracing::info!(run = %job.id, kind, "run started");
-    job.events.push("started", json!({"id": job.id}));
+    job.events.push(RunEvent::Started { id: job.id.clone() });
     match set_up(&inner, &job, &sub, declares).await {
         Ok(setup) => run(&inner, &job, &prepared, setup, exclusive).await,
         Err((status, why)) => end(&job, status, why).await,
@@ -173,10 +171,7 @@ fn hooks(job: &Arc<Job>) -> Progress {
         phase: Arc::new(|_| {}),
         planned: Arc::new(move |n| j1.lock().total += n as u64),
         started: Arc::new(move |scenario: &str, input: &str| {
-            j2.events.push(
-                "case_started",
-                json!({"scenario": scenario, "input": crate::text::cut(input, 200)}),
-            );
+            j2.events.push(RunEvent::case_started(scenario, input));
         }),
         case: Arc::new(move |c: &CaseResult, judged: &Judged| {
             let so_far = judged.so_far;
@@ -185,30 +180,9 @@ fn hooks(job: &Arc<Job>) -> Progress {
                 s.done += 1;
                 (s.done, s.total)
             };
-            j3.events.push("case", case_event(c, so_far, done, total));
+            j3.events.push(RunEvent::case(c, so_far, (done, total)));
         }),
     }
-}
-
-fn case_event(c: &CaseResult, so_far: SoFar, done: u64, total: u64) -> serde_json::Value {
-    let so_far = match so_far {
-        SoFar::Passed => "passed",
-        SoFar::Failed => "failed",
-        SoFar::NotJudged => "not_judged",
-        SoFar::Unscored => "unscored",
-    };
-    json!({
-        "done": done,
-        "total": total,
-        "scenario": c.scenario,
-        "input": crate::text::cut(&c.prompt, 200),
-        "answered": c.answer.is_some(),
-        "error": c.error,
-        "not_judged": c.not_judged,
-        "latency_ms": c.latency_ms,
-        "faults": c.faults.len(),
-        "so_far": so_far,
-    })
 }
 
 /// A finished run (its report written, JSON and the config's other formats and its
@@ -238,11 +212,10 @@ async fn finished(job: &Job, ended: Ended) {
         return end(job, Status::Error, Some(why)).await;
     }
     for (phase, score) in report.phase_scores() {
-        job.events
-            .push("phase", json!({"phase": phase, "score": score}));
+        job.events.push(RunEvent::Phase { phase, score });
     }
     for c in report.cells() {
-        job.events.push("cell", json!(c));
+        job.events.push(RunEvent::Cell(Box::new(c.clone())));
     }
     let (status, reason) = crate::store::ended(report.judgement());
     {
@@ -295,7 +268,7 @@ fn announce(job: &Job, status: Status, reason: Option<String>, verdicts: &[&'sta
     }
     tracing::info!(run = %job.id, kind = run.kind, status = run.status, "run ended");
     job.metrics.run_ended(run, seconds, &scores, verdicts);
-    job.events.push("done", json!(record));
+    job.events.push(RunEvent::Done(Box::new(record)));
 }
 
 #[cfg(test)]

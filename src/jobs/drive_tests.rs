@@ -44,8 +44,9 @@ async fn done(job: &Job) -> (Vec<&'static str>, Value) {
         .await
         .expect("the run ends");
     let events = job.events.after(0);
-    let data = events.last().unwrap().data.clone();
-    (events.iter().map(|e| e.kind).collect(), data)
+    let data = serde_json::from_str(&events.last().unwrap().event.data()).unwrap();
+    let kinds = events.iter().map(|e| e.event.kind().as_str()).collect();
+    (kinds, data)
 }
 
 #[tokio::test]
@@ -80,7 +81,9 @@ async fn a_run_whose_driving_panics_ends_in_error() {
         events: Default::default(),
         cancel: Default::default(),
     });
-    panicking.events.push("started", serde_json::json!({}));
+    panicking.events.push(crate::jobs::RunEvent::Started {
+        id: "panicking".into(),
+    });
     ends_anyway(&panicking, async { panic!("a bug") }).await;
     let (kinds, data) = done(&panicking).await;
     assert_eq!(kinds, ["started", "done"]);

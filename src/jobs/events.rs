@@ -6,17 +6,23 @@
 
 use std::sync::Mutex;
 
-use serde_json::Value;
 use tokio::sync::watch;
 
-/// One event.
+use super::{EventKind, RunEvent};
+
+/// One event, numbered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// 1, 2, … in the order they happened.
     pub id: u64,
-    /// `queued`, `started`, `case_started`, `case`, `phase`, `cell`, `done`.
-    pub kind: &'static str,
-    pub data: Value,
+    pub event: RunEvent,
+}
+
+impl Event {
+    /// The run's last word: nothing is logged after it.
+    pub fn is_done(&self) -> bool {
+        self.event.kind() == EventKind::Done
+    }
 }
 
 pub struct EventLog {
@@ -37,13 +43,13 @@ impl EventLog {
     /// Adds an event, unless the run has ended: `done` is the last word, so a follower that
     /// had it, or reconnects after it, is never kept waiting for more (a case of a
     /// cancelled run that ended late is not news).
-    pub fn push(&self, kind: &'static str, data: Value) {
+    pub fn push(&self, event: RunEvent) {
         let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
-        if events.last().is_some_and(|e| e.kind == "done") {
+        if events.last().is_some_and(Event::is_done) {
             return;
         }
         let id = events.len() as u64 + 1;
-        events.push(Event { id, kind, data });
+        events.push(Event { id, event });
         drop(events);
         self.last.send_replace(id);
     }
@@ -57,7 +63,7 @@ impl EventLog {
     /// The run has ended: its last event is `done` (nothing is added after it).
     pub fn ended(&self) -> bool {
         let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
-        events.last().is_some_and(|e| e.kind == "done")
+        events.last().is_some_and(Event::is_done)
     }
 
     /// Changes whenever an event is pushed.
@@ -69,20 +75,28 @@ impl EventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::store::{RunKind, RunStatus};
+
+    fn started() -> RunEvent {
+        RunEvent::Started { id: "r1".into() }
+    }
+
+    fn case_started(input: &str) -> RunEvent {
+        RunEvent::case_started("s", input)
+    }
 
     #[test]
     fn events_are_numbered_and_resumable() {
         let log = EventLog::default();
         let mut w = log.watch();
-        log.push("started", json!({}));
-        log.push("case", json!({"n": 1}));
+        log.push(started());
+        log.push(case_started("hi"));
         assert!(w.has_changed().unwrap());
         assert_eq!(*w.borrow_and_update(), 2);
         let after = log.after(1);
         assert_eq!(after.len(), 1);
         let e = &after[0];
-        assert_eq!((e.id, e.kind, &e.data), (2, "case", &json!({"n": 1})));
+        assert_eq!((e.id, &e.event), (2, &case_started("hi")));
         assert!(log.after(2).is_empty());
         assert!(log.after(99).is_empty());
     }
@@ -90,10 +104,11 @@ mod tests {
     #[test]
     fn nothing_is_added_after_done() {
         let log = EventLog::default();
-        log.push("started", json!({}));
-        log.push("done", json!({"status": "cancelled"}));
+        log.push(started());
+        let record = crate::store::RunRecord::for_test("r1", RunKind::Chaos, RunStatus::Cancelled);
+        log.push(RunEvent::Done(Box::new(record)));
         let w = log.watch();
-        log.push("case", json!({"n": 1}));
+        log.push(case_started("hi"));
         assert!(log.ended(), "done stays the last event");
         assert!(
             log.after(2).is_empty(),

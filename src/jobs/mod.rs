@@ -8,6 +8,7 @@
 
 mod drive;
 mod events;
+mod run_event;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -17,6 +18,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use events::{Event, EventLog};
+pub use run_event::{CaseEnded, EventError, EventKind, RunEvent};
 
 use crate::config::{LlmEndpointSpec, Loaded, ToolSpec};
 use crate::run::{RunKind, RunRequest, prepare};
@@ -212,7 +214,7 @@ impl Jobs {
             prune(&mut runs, |j| j.lock().status.is_final(), KEPT_ENDED);
             runs.push(job.clone());
         }
-        job.events.push("queued", serde_json::json!({"id": job.id}));
+        job.events.push(RunEvent::Queued { id: job.id.clone() });
         tokio::spawn(drive::drive(self.inner.clone(), job.clone(), sub, prepared));
         Ok(job)
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ChaosReport, CiReport, ContractReport, MutationReport, ReplayReport, RunContext, RunError,
-    RunVerdict, run_chaos, run_contract, run_mutation, run_replay,
+    RunVerdict, Scored, run_chaos, run_contract, run_mutation, run_replay,
 };
 use crate::chaos::spec::CompiledChaos;
 use crate::config::Config;
@@ -237,17 +237,17 @@ impl Report {
         }
     }
 
-    /// Every score the run stores: each phase's, and `overall` for `ci`.
+    /// Every score the run stores, by name: each phase's, and `overall` for `ci`.
     pub fn scores(&self) -> Vec<(String, f64)> {
-        let mut out: Vec<(String, f64)> = self
+        let mut out: Vec<(Scored, f64)> = self
             .phase_scores()
             .into_iter()
-            .map(|(p, s)| (p.to_string(), s))
+            .map(|(p, s)| (Scored::Phase(p), s))
             .collect();
         if let Report::Ci(r) = self {
-            out.push(("overall".into(), r.overall));
+            out.push((Scored::Overall, r.overall));
         }
-        out
+        out.into_iter().map(|(k, s)| (k.to_string(), s)).collect()
     }
 
     /// When and by which flakestorm it ran.

@@ -34,6 +34,7 @@ mod replay_setup;
 mod replay_verdict;
 mod saved;
 mod score;
+mod scored;
 mod scoring;
 mod sent;
 pub mod shard;
@@ -66,6 +67,7 @@ pub use replay::{ReplayReport, SessionVerdict, run_replay};
 pub use replay_setup::session_files;
 pub use saved::{ReadError, RunInfo, TrialsInfo};
 pub use score::{Score, contract_score, contract_score_credited};
+pub use scored::Scored;
 pub use scoring::Scoring;
 pub use sent::PromptVerdict;
 pub use shard::Shard;
@@ -246,8 +248,9 @@ impl Judged {
 
 /// How a case stands when it ends, judged on its own answer: a pass rate so far for the
 /// progress display. The run's verdicts, made at the end with the chaos coverage and the
-/// embeddings, can still mark a case not judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// embeddings, can still mark a case not judged. Its name is a `case` event's `so_far`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SoFar {
     Passed,
     Failed,

@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::record::{CellRecord, RunRecord, StoredCase, Verdict};
+use super::record::{CellRecord, RunKind, RunRecord, Severity, StoredCase, Verdict};
 use crate::checks::spec::OutcomeClass;
+use crate::run::Scored;
 
 /// A run with its cells and cases, as `Store::load` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,10 +30,10 @@ pub struct Comparison {
     pub changes: Vec<Change>,
 }
 
-/// A phase's score in both runs and head − base (when both have one).
+/// A phase's score (or `overall`) in both runs and head − base (when both have one).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Delta {
-    pub phase: String,
+    pub phase: Scored,
     pub base: Option<f64>,
     pub head: Option<f64>,
     pub delta: Option<f64>,
@@ -58,12 +59,12 @@ pub enum Subject {
 pub struct Change {
     pub kind: ChangeKind,
     pub subject: Subject,
-    pub phase: String,
+    pub phase: RunKind,
     pub scenario: String,
     /// The invariant (a cell) or the input (a case).
     pub name: String,
     /// A cell's severity.
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub before: Option<Verdict>,
     pub after: Option<Verdict>,
     /// Why the head run's verdict is what it is (a cell's reason, a case's error).
@@ -103,7 +104,7 @@ pub fn compare(base: &RunData, head: &RunData) -> Comparison {
             a.kind,
             a.subject,
             severity_rank(a),
-            &a.phase,
+            a.phase.as_str(),
             &a.scenario,
             &a.name,
         )
@@ -111,7 +112,7 @@ pub fn compare(base: &RunData, head: &RunData) -> Comparison {
                 b.kind,
                 b.subject,
                 severity_rank(b),
-                &b.phase,
+                b.phase.as_str(),
                 &b.scenario,
                 &b.name,
             ))
@@ -124,14 +125,17 @@ pub fn compare(base: &RunData, head: &RunData) -> Comparison {
     }
 }
 
+/// By name, as the scores are kept. A name this build does not know (a newer build's) is
+/// left out, as a stored class of a newer build reads as none.
 fn deltas(base: &BTreeMap<String, f64>, head: &BTreeMap<String, f64>) -> Vec<Delta> {
     let phases: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
     phases
         .into_iter()
-        .map(|p| {
+        .filter_map(|p| Some((p, p.parse::<Scored>().ok()?)))
+        .map(|(p, phase)| {
             let (b, h) = (base.get(p).copied(), head.get(p).copied());
             Delta {
-                phase: p.clone(),
+                phase,
                 base: b,
                 head: h,
                 delta: b.zip(h).map(|(b, h)| h - b),
@@ -140,13 +144,14 @@ fn deltas(base: &BTreeMap<String, f64>, head: &BTreeMap<String, f64>) -> Vec<Del
         .collect()
 }
 
+/// The most severe first; a case (no severity) after every cell.
 fn severity_rank(c: &Change) -> u8 {
-    match c.severity.as_deref() {
-        Some("critical") => 0,
-        Some("high") => 1,
-        Some("medium") => 2,
-        Some("low") => 3,
-        _ => 4,
+    match c.severity {
+        Some(Severity::Critical) => 0,
+        Some(Severity::High) => 1,
+        Some(Severity::Medium) => 2,
+        Some(Severity::Low) => 3,
+        None => 4,
     }
 }
 
@@ -215,7 +220,7 @@ fn class_kind(c: ClassChange) -> Option<ChangeKind> {
 }
 
 fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
-    let key = |c: &CellRecord| (c.phase.clone(), c.scenario.clone(), c.invariant.clone());
+    let key = |c: &CellRecord| (c.phase.as_str(), c.scenario.clone(), c.invariant.clone());
     let before: HashMap<_, &CellRecord> = base.cells.iter().map(|c| (key(c), c)).collect();
     let after: HashMap<_, &CellRecord> = head.cells.iter().map(|c| (key(c), c)).collect();
     let keys: BTreeSet<_> = before.keys().chain(after.keys()).cloned().collect();
@@ -228,10 +233,10 @@ fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
             Some(Change {
                 kind,
                 subject: Subject::Cell,
-                phase: k.0,
+                phase: either.phase,
                 scenario: k.1,
                 name: k.2,
-                severity: Some(either.severity.clone()),
+                severity: Some(either.severity),
                 before: b.map(|c| c.verdict),
                 after: a.map(|c| c.verdict),
                 reason: a.map(|c| c.reason.clone()),
@@ -243,22 +248,23 @@ fn cell_changes(base: &RunData, head: &RunData) -> Vec<Change> {
         .collect()
 }
 
-type CaseKey = (String, String, String, Option<u32>, usize);
+/// By phase name, as cases were ordered when phases were words.
+type CaseKey = (&'static str, String, String, Option<u32>, usize);
 
 /// Cases keyed by phase, scenario, input, trial and the repeat of that, in `seq` order.
 fn keyed(cases: &[StoredCase]) -> BTreeMap<CaseKey, &StoredCase> {
-    let mut seen: HashMap<(&str, &str, &str, Option<u32>), usize> = HashMap::new();
+    let mut seen: HashMap<(RunKind, &str, &str, Option<u32>), usize> = HashMap::new();
     let mut sorted: Vec<&StoredCase> = cases.iter().collect();
     sorted.sort_by_key(|c| c.seq);
     sorted
         .into_iter()
         .map(|c| {
             let n = seen
-                .entry((&c.case.phase, &c.case.scenario, &c.case.input, c.case.trial))
+                .entry((c.case.phase, &c.case.scenario, &c.case.input, c.case.trial))
                 .or_default();
             *n += 1;
             let k = (
-                c.case.phase.clone(),
+                c.case.phase.as_str(),
                 c.case.scenario.clone(),
                 c.case.input.clone(),
                 c.case.trial,
@@ -288,10 +294,11 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
             let by_class = b.and(a).and_then(|_| class_kind(class));
             // The worse of the two says what the change is: a regression first.
             let kind = verdict.into_iter().chain(by_class).min()?;
+            let either = a.or(b)?;
             Some(Change {
                 kind,
                 subject: Subject::Case,
-                phase: k.0.clone(),
+                phase: either.case.phase,
                 scenario: k.1.clone(),
                 name: k.2.clone(),
                 severity: None,
@@ -309,7 +316,7 @@ fn case_changes(base: &RunData, head: &RunData) -> Vec<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{CaseRecord, RunKind, RunStatus};
+    use crate::store::{CaseRecord, RunStatus};
 
     fn run(id: &str, scores: &[(&str, f64)]) -> RunRecord {
         RunRecord {
@@ -332,10 +339,10 @@ mod tests {
 
     fn cell(scenario: &str, invariant: &str, severity: &str, verdict: Verdict) -> CellRecord {
         CellRecord {
-            phase: "contract".into(),
+            phase: RunKind::Contract,
             scenario: scenario.into(),
             invariant: invariant.into(),
-            severity: severity.into(),
+            severity: severity.parse().unwrap(),
             verdict,
             reason: format!("{invariant} said so"),
             consistency: None,
@@ -346,7 +353,7 @@ mod tests {
         StoredCase {
             seq,
             case: CaseRecord {
-                phase: "chaos".into(),
+                phase: RunKind::Chaos,
                 scenario: "s".into(),
                 input: input.into(),
                 answer: None,
@@ -412,7 +419,7 @@ mod tests {
         assert_eq!(
             c.deltas,
             [Delta {
-                phase: "contract".into(),
+                phase: Scored::Phase(RunKind::Contract),
                 base: Some(90.0),
                 head: Some(80.0),
                 delta: Some(-10.0)
@@ -460,7 +467,7 @@ mod tests {
         let c = compare(&base, &head);
         assert_eq!(c.changes, []);
         assert_eq!(c.deltas[0].delta, Some(0.0));
-        assert_eq!(c.deltas[1].phase, "mutation");
+        assert_eq!(c.deltas[1].phase, Scored::Phase(RunKind::Mutation));
         assert_eq!(c.deltas[1].delta, None);
     }
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::record::{CaseRecord, CellRecord, RunStatus, Verdict};
+use super::record::{CaseRecord, CellRecord, RunKind, RunStatus, Verdict};
 use crate::checks;
 use crate::exchange::{Exchange, Outcome};
 use crate::run::{CaseResult, CellResult, Judgement, RunVerdict};
@@ -31,14 +31,14 @@ fn reason(v: &checks::Verdict) -> &str {
 
 impl CaseRecord {
     /// A case as it ends, not yet judged (unless it could not be: then `not_tested`).
-    pub fn from_result(phase: &str, c: &CaseResult) -> CaseRecord {
+    pub fn from_result(phase: RunKind, c: &CaseResult) -> CaseRecord {
         let error = c.not_judged.clone().or_else(|| c.error.clone());
         let exchanges = c
             .traffic
             .as_ref()
             .map_or(Value::Null, |t| t.iter().map(|e| summary(e)).collect());
         CaseRecord {
-            phase: phase.into(),
+            phase,
             scenario: c.scenario.clone(),
             input: c.prompt.clone(),
             answer: c.answer.clone(),
@@ -71,16 +71,12 @@ fn summary(e: &Exchange) -> Value {
 }
 
 impl CellRecord {
-    pub fn from_cell(phase: &str, c: &CellResult) -> CellRecord {
-        let severity = serde_json::to_value(c.severity)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+    pub fn from_cell(phase: RunKind, c: &CellResult) -> CellRecord {
         CellRecord {
-            phase: phase.into(),
+            phase,
             scenario: c.scenario.clone(),
             invariant: c.invariant.clone(),
-            severity,
+            severity: c.severity,
             verdict: Verdict::from_check(&c.verdict),
             reason: reason(&c.verdict).to_string(),
             consistency: c.consistency.clone(),
@@ -128,9 +124,9 @@ mod tests {
     #[test]
     fn a_case_that_could_not_be_judged_is_stored_not_tested_with_why() {
         let mut c = CaseResult::for_test("hi", Some("hello"));
-        assert_eq!(CaseRecord::from_result("chaos", &c).verdict, None);
+        assert_eq!(CaseRecord::from_result(RunKind::Chaos, &c).verdict, None);
         c.not_judged = Some("upstream TLS refused".into());
-        let r = CaseRecord::from_result("chaos", &c);
+        let r = CaseRecord::from_result(RunKind::Chaos, &c);
         assert_eq!(r.verdict, Some(Verdict::NotTested));
         assert_eq!(r.error.as_deref(), Some("upstream TLS refused"));
     }

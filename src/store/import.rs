@@ -7,7 +7,7 @@
 use super::record::{CaseRecord, RunStatus};
 use super::{Recorder, RunId, Store, StoreError};
 use crate::config::ReportFormat;
-use crate::run::{CaseResult, Report};
+use crate::run::{CaseResult, Report, RunKind};
 
 /// Records `report` (whose JSON text is `json`) as a finished run; its id.
 pub async fn import(store: &Store, report: &Report, json: String) -> Result<RunId, StoreError> {
@@ -48,33 +48,33 @@ fn identity(report: &Report) -> (Option<String>, Option<u64>) {
 }
 
 /// Every case of the report, with its phase.
-pub(super) fn cases(report: &Report) -> Vec<(&'static str, &CaseResult)> {
-    let mut out: Vec<(&'static str, &CaseResult)> = vec![];
+pub(super) fn cases(report: &Report) -> Vec<(RunKind, &CaseResult)> {
+    let mut out: Vec<(RunKind, &CaseResult)> = vec![];
     match report {
-        Report::Contract(r) => out.extend(r.cases.iter().map(|c| ("contract", c))),
-        Report::Chaos(r) => out.extend(r.cases.iter().map(|c| ("chaos", c))),
-        Report::Mutation(r) => out.extend(r.cases.iter().map(|c| ("mutation", c))),
-        Report::Replay(r) => out.extend(r.cases.iter().map(|c| ("replay", c))),
+        Report::Contract(r) => out.extend(r.cases.iter().map(|c| (RunKind::Contract, c))),
+        Report::Chaos(r) => out.extend(r.cases.iter().map(|c| (RunKind::Chaos, c))),
+        Report::Mutation(r) => out.extend(r.cases.iter().map(|c| (RunKind::Mutation, c))),
+        Report::Replay(r) => out.extend(r.cases.iter().map(|c| (RunKind::Replay, c))),
         Report::Ci(r) => {
             out.extend(
                 r.mutation
                     .iter()
-                    .flat_map(|m| m.cases.iter().map(|c| ("mutation", c))),
+                    .flat_map(|m| m.cases.iter().map(|c| (RunKind::Mutation, c))),
             );
             out.extend(
                 r.contract
                     .iter()
-                    .flat_map(|m| m.cases.iter().map(|c| ("contract", c))),
+                    .flat_map(|m| m.cases.iter().map(|c| (RunKind::Contract, c))),
             );
             out.extend(
                 r.chaos
                     .iter()
-                    .flat_map(|m| m.cases.iter().map(|c| ("chaos", c))),
+                    .flat_map(|m| m.cases.iter().map(|c| (RunKind::Chaos, c))),
             );
             out.extend(
                 r.replay
                     .iter()
-                    .flat_map(|m| m.cases.iter().map(|c| ("replay", c))),
+                    .flat_map(|m| m.cases.iter().map(|c| (RunKind::Replay, c))),
             );
         }
     }

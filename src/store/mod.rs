@@ -40,8 +40,8 @@ pub use id::{RunId, now_ms, readable as readable_time};
 pub use import::import;
 pub use owner::INTERRUPTED;
 pub use record::{
-    CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
-    StoredCase, Verdict,
+    CaseKey, CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
+    Severity, StoredCase, Verdict,
 };
 pub use recorder::{Recorder, final_verdicts};
 pub use schema::APPLICATION_ID;
@@ -180,14 +180,14 @@ impl Store {
     pub fn judge_case(
         &self,
         run: &RunId,
-        key: (&str, &str, &str, Option<u32>),
+        key: CaseKey<'_>,
         verdict: Verdict,
         checks: serde_json::Value,
     ) {
         let (phase, scenario, input, trial) = key;
         self.send(Op::Judge {
             run: run.clone(),
-            phase: phase.into(),
+            phase,
             scenario: scenario.into(),
             input: input.into(),
             trial,
@@ -201,13 +201,13 @@ impl Store {
     pub fn set_outcome(
         &self,
         run: &RunId,
-        key: (&str, &str, &str, Option<u32>),
+        key: CaseKey<'_>,
         class: crate::checks::spec::OutcomeClass,
     ) {
         let (phase, scenario, input, trial) = key;
         self.send(Op::Outcome {
             run: run.clone(),
-            key: (phase.into(), scenario.into(), input.into(), trial),
+            key: (phase, scenario.into(), input.into(), trial),
             class,
         });
     }

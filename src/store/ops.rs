@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Transaction, params};
 
-use super::record::{CaseRecord, CellRecord, NewRun, RunStatus, Verdict};
+use super::record::{CaseRecord, CellRecord, NewRun, RunKind, RunStatus, Verdict};
 use super::{RunId, StoreError};
 
 pub(super) enum Op {
@@ -19,7 +19,7 @@ pub(super) enum Op {
     Case(RunId, Box<CaseRecord>),
     Judge {
         run: RunId,
-        phase: String,
+        phase: RunKind,
         scenario: String,
         input: String,
         trial: Option<u32>,
@@ -30,7 +30,7 @@ pub(super) enum Op {
     /// A case's outcome class, known when the run ends (by phase, scenario, input, trial).
     Outcome {
         run: RunId,
-        key: (String, String, String, Option<u32>),
+        key: (RunKind, String, String, Option<u32>),
         class: crate::checks::spec::OutcomeClass,
     },
     Progress(RunId, u64, u64),
@@ -93,7 +93,7 @@ fn insert_case(
     .execute(params![
         id.as_str(),
         seq,
-        c.phase,
+        c.phase.as_str(),
         c.scenario,
         c.input,
         c.answer,
@@ -142,7 +142,7 @@ pub(super) fn write(
             trial,
             verdict,
             checks,
-        } => judge_case(tx, run, (phase, scenario, input, *trial), *verdict, checks)?,
+        } => judge_case(tx, run, (*phase, scenario, input, *trial), *verdict, checks)?,
         Op::Cell(id, c) => insert_cell(tx, id, c)?,
         Op::Outcome { run, key, class } => {
             tx.prepare_cached(
@@ -152,7 +152,7 @@ pub(super) fn write(
             )?
             .execute(params![
                 run.as_str(),
-                key.0,
+                key.0.as_str(),
                 key.1,
                 key.2,
                 class.as_str(),
@@ -232,7 +232,7 @@ fn insert_run(
 fn judge_case(
     tx: &Transaction,
     run: &RunId,
-    (phase, scenario, input, trial): (&str, &str, &str, Option<u32>),
+    (phase, scenario, input, trial): super::CaseKey<'_>,
     verdict: Verdict,
     checks: &serde_json::Value,
 ) -> rusqlite::Result<()> {
@@ -243,7 +243,7 @@ fn judge_case(
     )?
     .execute(params![
         run.as_str(),
-        phase,
+        phase.as_str(),
         scenario,
         input,
         verdict.as_str(),
@@ -261,10 +261,10 @@ fn insert_cell(tx: &Transaction, id: &RunId, c: &CellRecord) -> rusqlite::Result
     )?
     .execute(params![
         id.as_str(),
-        c.phase,
+        c.phase.as_str(),
         c.scenario,
         c.invariant,
-        c.severity,
+        c.severity.as_str(),
         c.verdict.as_str(),
         c.reason,
         c.consistency.as_ref().map(json)

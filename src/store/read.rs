@@ -161,10 +161,10 @@ impl Store {
             let mut stmt = c.prepare_cached(sql)?;
             let rows = stmt.query_map([id], |r| {
                 Ok(CellRecord {
-                    phase: r.get(0)?,
+                    phase: word(r, 0)?,
                     scenario: r.get(1)?,
                     invariant: r.get(2)?,
-                    severity: r.get(3)?,
+                    severity: word(r, 3)?,
                     verdict: word(r, 4)?,
                     reason: r.get(5)?,
                     consistency: json_or_null(r, 6)?,
@@ -183,11 +183,16 @@ impl Store {
     }
 }
 
-/// A closed-enum column (kind, status, verdict) parsed from its word.
+/// A closed-enum column (kind, status, phase, severity, verdict) parsed from its word; a
+/// word this build does not know (a damaged row, a newer build's) is an error that names
+/// the column and the word, never a panic.
 fn word<T: std::str::FromStr<Err = String>>(r: &Row, i: usize) -> rusqlite::Result<T> {
     let s: String = r.get(i)?;
-    s.parse()
-        .map_err(|e: String| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into()))
+    s.parse().map_err(|e: String| {
+        let column = r.as_ref().column_name(i).unwrap_or("?");
+        let why = format!("column `{column}`: {e}");
+        rusqlite::Error::FromSqlConversionFailure(i, Type::Text, why.into())
+    })
 }
 
 /// A JSON text column.
@@ -243,7 +248,7 @@ fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
     Ok(StoredCase {
         seq: r.get::<_, i64>(0)?.max(0) as u64,
         case: CaseRecord {
-            phase: r.get(1)?,
+            phase: word(r, 1)?,
             scenario: r.get(2)?,
             input: r.get(3)?,
             answer: r.get(4)?,

@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::Severity;
 pub use crate::run::RunKind;
 
 /// Where a run stands. `queued` and `running` are the only states a run leaves.
@@ -140,6 +141,29 @@ pub struct RunRecord {
     pub trials: Option<crate::run::TrialsInfo>,
 }
 
+#[cfg(test)]
+impl RunRecord {
+    /// A run of `kind` that ended `status`, for tests; nothing else known.
+    pub(crate) fn for_test(id: &str, kind: RunKind, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            kind,
+            config_digest: None,
+            seed: None,
+            started_ms: 0,
+            finished_ms: Some(1),
+            status,
+            reason: None,
+            scores: BTreeMap::new(),
+            done: 0,
+            total: 0,
+            artifacts: BTreeMap::new(),
+            contract: None,
+            trials: None,
+        }
+    }
+}
+
 /// Which stored runs can be a run's baseline (`--baseline last-pass`): those of the same
 /// config (its digest) or, for a contract run, of the same contract (its name). A run
 /// with neither has none: another agent's runs share the folder's store.
@@ -166,8 +190,9 @@ impl SameAs {
 /// One case (one invocation of the agent) of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRecord {
-    /// Which phase of the run (`contract`, `chaos`, `mutation`, …; a `ci` run has several).
-    pub phase: String,
+    /// Which phase of the run (`contract`, `chaos`, `mutation`, …; a `ci` run has several),
+    /// stored by its name.
+    pub phase: RunKind,
     pub scenario: String,
     /// The prompt sent (a mutation's variant text for mutation runs).
     pub input: String,
@@ -191,14 +216,18 @@ pub struct CaseRecord {
     pub outcome: Option<crate::checks::spec::OutcomeClass>,
 }
 
+/// Which of a run's cases a verdict or an outcome class is for: phase, scenario, input and
+/// trial (cases sharing one are told apart by nothing else the store keeps).
+pub type CaseKey<'a> = (RunKind, &'a str, &'a str, Option<u32>);
+
 /// One (invariant × scenario) verdict of a contract run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRecord {
-    pub phase: String,
+    pub phase: RunKind,
     pub scenario: String,
     pub invariant: String,
-    /// `critical`, `high`, `medium`, `low`.
-    pub severity: String,
+    /// Stored by its name: `critical`, `high`, `medium`, `low`.
+    pub severity: Severity,
     pub verdict: Verdict,
     pub reason: String,
     /// With several trials: how consistently its trials passed.

@@ -20,7 +20,7 @@ pub struct Recorder {
     store: Store,
     pub id: RunId,
     /// The phase cases belong to (`ci` has several).
-    phase: Arc<Mutex<&'static str>>,
+    phase: Arc<Mutex<RunKind>>,
     /// The verdict each case was stored with when it ended, by `key_hash`; `None` when
     /// two cases share a key (or a hash), whose final verdicts are then always written.
     stored: Arc<Mutex<StoredVerdicts>>,
@@ -29,7 +29,7 @@ pub struct Recorder {
 type StoredVerdicts = HashMap<u64, Option<(Verdict, CaseChecks)>>;
 
 /// A case's key in the store (phase, scenario, input, trial), hashed with fixed keys.
-fn key_hash(key: (&str, &str, &str, Option<u32>)) -> u64 {
+fn key_hash(key: super::CaseKey<'_>) -> u64 {
     let mut h = DefaultHasher::new();
     key.hash(&mut h);
     h.finish()
@@ -64,7 +64,7 @@ impl Recorder {
         Recorder {
             store: store.clone(),
             id,
-            phase: Arc::new(Mutex::new(kind.as_str())),
+            phase: Arc::new(Mutex::new(kind)),
             stored: Default::default(),
         }
     }
@@ -77,9 +77,7 @@ impl Recorder {
     pub fn hooks(&self) -> Progress {
         let (r1, r2, r3) = (self.clone(), self.clone(), self.clone());
         Progress {
-            phase: Arc::new(move |p| {
-                *r1.phase.lock().unwrap_or_else(|e| e.into_inner()) = p.as_str()
-            }),
+            phase: Arc::new(move |p| *r1.phase.lock().unwrap_or_else(|e| e.into_inner()) = p),
             planned: Arc::new(move |n| r2.store.planned(&r2.id, n as u64)),
             started: Arc::new(|_: &str, _: &str| {}),
             case: Arc::new(move |c: &CaseResult, j: &Judged| {
@@ -110,7 +108,7 @@ impl Recorder {
     ) -> Result<(), StoreError> {
         for cell in report.cells() {
             self.store
-                .cell(&self.id, CellRecord::from_cell("contract", cell));
+                .cell(&self.id, CellRecord::from_cell(RunKind::Contract, cell));
         }
         let stored = std::mem::take(&mut *self.stored.lock().unwrap_or_else(|e| e.into_inner()));
         for (phase, case, verdict, checks) in verdicts(report) {
@@ -152,7 +150,8 @@ impl Recorder {
     /// per key, so cases sharing one (the same prompt twice) cost one write, not one each
     /// over all of them (the store cannot tell them apart: they keep the worst class).
     fn outcomes(&self, report: &Report) {
-        let mut classes: BTreeMap<_, crate::checks::spec::OutcomeClass> = BTreeMap::new();
+        // Each key's update is independent of the others': their order does not matter.
+        let mut classes: HashMap<_, crate::checks::spec::OutcomeClass> = HashMap::new();
         for (phase, case) in super::import::cases(report) {
             if let Some(o) = &case.outcome {
                 let key = (
@@ -184,7 +183,7 @@ impl Recorder {
     }
 }
 
-type Final<'a> = (&'static str, &'a CaseResult, Verdict, CaseChecks);
+type Final<'a> = (RunKind, &'a CaseResult, Verdict, CaseChecks);
 
 /// Each chaos, mutation and replay case with its verdict (contract cases are judged by
 /// cells).
@@ -205,13 +204,18 @@ fn verdicts(report: &Report) -> Vec<Final<'_>> {
             };
             let judged = s.verdict.judged();
             let checks = CaseChecks::Named(s.checks.clone());
-            out.push(("replay", c, verdict(judged, s.verdict.passed()), checks));
+            out.push((
+                RunKind::Replay,
+                c,
+                verdict(judged, s.verdict.passed()),
+                checks,
+            ));
         }
     }
     if let Some(r) = chaos {
         for (c, p) in r.cases.iter().zip(&r.prompts) {
             out.push((
-                "chaos",
+                RunKind::Chaos,
                 c,
                 verdict(p.judged, p.passed),
                 CaseChecks::Invariants(p.checks.clone()),
@@ -221,7 +225,7 @@ fn verdicts(report: &Report) -> Vec<Final<'_>> {
     if let Some(r) = mutation {
         for (c, m) in r.cases_with_mutants() {
             out.push((
-                "mutation",
+                RunKind::Mutation,
                 c,
                 verdict(m.judged, m.passed),
                 CaseChecks::Invariants(m.checks.clone()),

@@ -20,7 +20,7 @@ fn new_run(kind: RunKind) -> NewRun {
 
 fn case(input: &str, verdict: Option<Verdict>) -> CaseRecord {
     CaseRecord {
-        phase: "chaos".into(),
+        phase: RunKind::Chaos,
         scenario: "timeouts".into(),
         input: input.into(),
         answer: Some(format!("answer to {input}")),
@@ -275,7 +275,7 @@ async fn flush_resolves_after_everything_sent_before_it_in_order() {
     }
     store.judge_case(
         &id,
-        ("chaos", "timeouts", "t0-0", None),
+        (RunKind::Chaos, "timeouts", "t0-0", None),
         Verdict::Fail,
         serde_json::json!([{"verdict": "fail", "reason": "slow"}]),
     );
@@ -502,7 +502,7 @@ async fn trials_are_cases_of_their_own_and_runs_keep_their_measure() {
             },
         );
     }
-    let key = ("chaos", "timeouts", "hi", Some(2));
+    let key = (RunKind::Chaos, "timeouts", "hi", Some(2));
     store.judge_case(&id, key, Verdict::Fail, Value::Null);
     let measure = crate::run::TrialsInfo {
         trials: 2,
@@ -512,10 +512,10 @@ async fn trials_are_cases_of_their_own_and_runs_keep_their_measure() {
     };
     store.set_trials(&id, &measure);
     let cell = CellRecord {
-        phase: "contract".into(),
+        phase: RunKind::Contract,
         scenario: "s".into(),
         invariant: "i".into(),
-        severity: "high".into(),
+        severity: crate::store::Severity::High,
         verdict: Verdict::Fail,
         reason: "1 of 2".into(),
         consistency: Some(crate::run::Consistency::of(2, 1)),
@@ -566,5 +566,48 @@ fn stored_words_are_serdes_and_parse_back() {
     assert_eq!(
         "maybe".parse::<Verdict>(),
         Err("unknown verdict `maybe` (one of pass, fail, not_applicable, not_tested)".into())
+    );
+}
+
+/// Phases and severities are read into their enums from the words stored (the schema keeps
+/// text); a word this build does not know is an error naming the column and the word.
+#[tokio::test]
+async fn a_phase_or_severity_this_build_does_not_know_is_an_error_naming_its_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = store.begin_run(new_run(RunKind::Contract));
+    store.case_finished(&id, case("hi", None));
+    let cell = CellRecord {
+        phase: RunKind::Contract,
+        scenario: "s".into(),
+        invariant: "i".into(),
+        severity: crate::store::Severity::Critical,
+        verdict: Verdict::Pass,
+        reason: "fine".into(),
+        consistency: None,
+    };
+    store.cell(&id, cell.clone());
+    store.flush().await.unwrap();
+    let conn = raw(dir.path());
+    let stored: (String, String) = conn
+        .query_row("SELECT phase, severity FROM cells", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(stored, ("contract".into(), "critical".into()), "as words");
+    assert_eq!(store.cells(id.as_str()).unwrap(), [cell]);
+    conn.execute("UPDATE cells SET severity = 'urgent'", [])
+        .unwrap();
+    conn.execute("UPDATE cases SET phase = 'warmup'", [])
+        .unwrap();
+    let e = store.cells(id.as_str()).unwrap_err().to_string();
+    assert!(
+        e.contains("column `severity`: unknown severity `urgent`"),
+        "{e}"
+    );
+    let e = store.cases(id.as_str()).unwrap_err().to_string();
+    assert!(
+        e.contains("column `phase`: unknown run kind `warmup`"),
+        "{e}"
     );
 }

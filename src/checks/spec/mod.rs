@@ -13,8 +13,13 @@ mod regexes;
 pub use outcome::OutcomeClass;
 use regexes::Regexes;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An invariant's check. Its name (`Check::name`) is derived with serde's tag from one
+/// rule, snake_case, so the two cannot drift apart (a test checks every variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+// Every variant, with default fields, for the test of the names.
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[strum(serialize_all = "snake_case")]
 pub enum Check {
     /// The answer contains `value` (case-insensitive).
     Contains {
@@ -137,28 +142,9 @@ fn prompts_or_v2_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Stri
 }
 
 impl Check {
+    /// The check's `type`, as the config writes it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Check::Contains { .. } => "contains",
-            Check::ContainsAny { .. } => "contains_any",
-            Check::Regex { .. } => "regex",
-            Check::ExcludesPattern { .. } => "excludes_pattern",
-            Check::Latency { .. } => "latency",
-            Check::ValidJson {} => "valid_json",
-            Check::Similarity { .. } => "similarity",
-            Check::ExcludesPii {} => "excludes_pii",
-            Check::RefusalCheck { .. } => "refusal_check",
-            Check::OutputNotEmpty {} => "output_not_empty",
-            Check::Completes {} => "completes",
-            Check::BehaviorUnchanged { .. } => "behavior_unchanged",
-            Check::ToolCalled { .. } => "tool_called",
-            Check::ToolNotCalled { .. } => "tool_not_called",
-            Check::MaxToolCalls { .. } => "max_tool_calls",
-            Check::MaxLlmCalls { .. } => "max_llm_calls",
-            Check::HonorsRetryAfter {} => "honors_retry_after",
-            Check::NoExfiltration {} => "no_exfiltration",
-            Check::Outcome { .. } => "outcome",
-        }
+        self.into()
     }
 }
 
@@ -184,21 +170,48 @@ pub struct InvariantSpec {
     regexes: Regexes,
 }
 
+/// An invariant that does not parse: what is wrong, at which of its fields when that is
+/// known.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvariantError {
+    /// Its path within the invariant (`allow[0]`); empty for the invariant as a whole.
+    pub field: String,
+    pub message: String,
+}
+
+impl InvariantError {
+    fn new(field: &str, message: impl Into<String>) -> InvariantError {
+        InvariantError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The path of the field at fault, given the invariant's own (`invariants[2]`).
+    pub fn path_in(&self, invariant: &str) -> String {
+        match self.field.is_empty() {
+            true => invariant.to_string(),
+            false => format!("{invariant}.{}", self.field),
+        }
+    }
+}
+
 /// Parses one invariant; the error names the field when it can.
-pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, String)> {
+pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, InvariantError> {
     let serde_json::Value::Object(mut map) = v else {
-        return Err((String::new(), "expected a mapping with a `type`".into()));
+        return Err(InvariantError::new("", "expected a mapping with a `type`"));
     };
     let original = map.clone();
     let description = match map.remove("description") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
-        Some(_) => return Err(("description".into(), "expected a string".into())),
+        Some(_) => return Err(InvariantError::new("description", "expected a string")),
     };
     let negate = match map.remove("negate") {
         None => false,
         Some(serde_json::Value::Bool(b)) => b,
-        Some(_) => return Err(("negate".into(), "expected true or false".into())),
+        Some(_) => return Err(InvariantError::new("negate", "expected true or false")),
     };
     let check: Check =
         serde_path_to_error::deserialize(serde_json::Value::Object(map)).map_err(|e| {
@@ -209,7 +222,7 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
             } else {
                 crate::chaos::spec::field_named_in(&msg, &original)
             };
-            (field, msg)
+            InvariantError::new(&field, msg)
         })?;
     Ok(InvariantSpec {
         description,
@@ -217,4 +230,20 @@ pub fn parse_invariant(v: serde_json::Value) -> Result<InvariantSpec, (String, S
         regexes: Regexes::of(&check),
         check,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_checks_name_is_its_serde_tag() {
+        use strum::IntoEnumIterator;
+        let all: Vec<Check> = Check::iter().collect();
+        assert_eq!(all.len(), 19, "a new check is named here too");
+        for c in all {
+            let v = serde_json::to_value(&c).unwrap();
+            assert_eq!(v["type"], c.name(), "{c:?}");
+        }
+    }
 }
