@@ -63,7 +63,7 @@ fn roots_query(
         body["error"] = json!(true);
     }
     if let Some(range) = &filter.date_range {
-        let since = now_ms.saturating_sub(date_range_ms(range)?);
+        let since = now_ms.saturating_sub(date_range_ms(range).map_err(|e| e.to_string())?);
         body["start_time"] = json!(crate::tape::write::iso8601(since));
     }
     if let Some(ms) = filter.min_latency_ms {
