@@ -56,7 +56,24 @@ pub struct Recording {
     /// The first tape file.
     pub file: PathBuf,
     stop: CancellationToken,
-    task: JoinHandle<Result<Summary, String>>,
+    task: JoinHandle<Result<Summary, RecordingError>>,
+}
+
+/// Why a recording could not start or its tapes were not all saved.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// The tapes' folder, or the first tape, could not be written.
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The recording's task ended without saying how (it panicked or was cancelled).
+    #[error("the recording stopped: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
+    /// The last save of these tapes failed, each as `file: why`.
+    #[error("{}", .0.join("; "))]
+    Unsaved(Vec<String>),
 }
 
 /// What a finished recording wrote.
@@ -73,7 +90,7 @@ pub struct Summary {
 impl Recording {
     /// Starts keeping bodies and writing every exchange recorded from now on to a new
     /// tape in `dir` (created if needed): `flakestorm-<UTC time, ms>.har`.
-    pub fn start(journal: Journal, dir: &Path) -> Result<Recording, String> {
+    pub fn start(journal: Journal, dir: &Path) -> Result<Recording, RecordingError> {
         Self::start_limited(journal, dir, MAX_TAPE_BYTES)
     }
 
@@ -83,15 +100,19 @@ impl Recording {
         journal: Journal,
         dir: &Path,
         max_bytes: u64,
-    ) -> Result<Recording, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    ) -> Result<Recording, RecordingError> {
+        let failed = |path: &Path| {
+            let path = path.to_path_buf();
+            |source| RecordingError::Write { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(failed(dir))?;
         let stamp: String = write::iso8601(crate::exchange::now_unix_ms())
             .chars()
             .filter(|c| !matches!(c, '-' | ':'))
             .collect();
         let stem = dir.join(format!("flakestorm-{stamp}"));
         let tape = Tape::new(with_har(&stem, ""));
-        write::save(&tape.har, &tape.file).map_err(|e| format!("{}: {e}", tape.file.display()))?;
+        write::save(&tape.har, &tape.file).map_err(failed(&tape.file))?;
         journal.set_keep_bodies(true);
         // Taken here, not in the task: what is recorded before the task first runs is ours
         // (and wakes it).
@@ -116,17 +137,15 @@ impl Recording {
     }
 
     /// Stops, saves the tape a last time; the number of entries written.
-    pub async fn finish(self) -> Result<usize, String> {
+    pub async fn finish(self) -> Result<usize, RecordingError> {
         self.stop().await.map(|s| s.entries)
     }
 
     /// Stops, saves the tapes a last time; what was written, or why a tape could not be
     /// saved. Exchanges lost to the journal's eviction are logged here too.
-    pub async fn stop(self) -> Result<Summary, String> {
+    pub async fn stop(self) -> Result<Summary, RecordingError> {
         self.stop.cancel();
-        self.task
-            .await
-            .map_err(|e| format!("the recording stopped: {e}"))?
+        self.task.await?
     }
 }
 
@@ -293,7 +312,7 @@ async fn record(
     mut rec: Recorder,
     mut rx: watch::Receiver<u64>,
     stop: CancellationToken,
-) -> Result<Summary, String> {
+) -> Result<Summary, RecordingError> {
     rec.take();
     let mut tick = tokio::time::interval(SAVE_EVERY);
     loop {
@@ -322,7 +341,7 @@ async fn record(
         );
     }
     if !errors.is_empty() {
-        return Err(errors.join("; "));
+        return Err(RecordingError::Unsaved(errors));
     }
     Ok(Summary {
         entries: rec.entries,
@@ -436,7 +455,7 @@ mod tests {
         std::fs::write(&dir, "not a folder").unwrap();
         record_url(&journal, "http://h/1");
         let file = rec.file.clone();
-        let err = rec.finish().await.unwrap_err();
+        let err = rec.finish().await.unwrap_err().to_string();
         assert!(err.contains(&file.display().to_string()), "{err}");
     }
 

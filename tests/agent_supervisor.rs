@@ -166,7 +166,7 @@ async fn an_agent_not_ready_in_time_is_stopped() {
         }
     });
     let (err, _) = tokio::join!(launching, started);
-    let err = err.err().expect("the agent never answers");
+    let err = err.err().expect("the agent never answers").to_string();
     assert!(err.contains("not ready within 30s"), "{err}");
     let text = std::fs::read_to_string(&file).unwrap();
     let pgid: u32 = text.split_whitespace().nth(1).unwrap().parse().unwrap();

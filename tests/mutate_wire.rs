@@ -52,7 +52,7 @@ async fn attack_on(
             a.label
         );
     }
-    let verdict = wire::judge(&a, &replies);
+    let verdict = wire::judge(&a, &replies).map_err(|e| e.to_string());
     (a, verdict)
 }
 

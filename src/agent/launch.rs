@@ -47,10 +47,23 @@ pub struct ProxyAt<'a> {
     pub ca_cert: &'a Path,
 }
 
+/// Why the agent could not be readied for a run (or a pool instance restarted): the
+/// problem in words, with the end of its log when its process said why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LaunchError(pub(super) String);
+
 /// Readies `config.agent` for a run through the proxy at `proxy`, `agent.command`'s output
-/// to `log`. The problem in words if it cannot be readied; a process it started is stopped
-/// again then.
-pub async fn launch(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result<Launched, String> {
+/// to `log`. A process it started is stopped again when it cannot be readied.
+pub async fn launch(
+    config: &Config,
+    proxy: ProxyAt<'_>,
+    log: &Path,
+) -> Result<Launched, LaunchError> {
+    launch_inner(config, proxy, log).await.map_err(LaunchError)
+}
+
+async fn launch_inner(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result<Launched, String> {
     let Some(spec) = &config.agent else {
         return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
     };

@@ -23,7 +23,7 @@ pub(crate) use answer::{cause as root_cause, head as body_head};
 pub use interrupt::stopped;
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
-pub use launch::{Launched, Process, ProxyAt, launch};
+pub use launch::{LaunchError, Launched, Process, ProxyAt, launch};
 pub use pool::{Lease, Pool};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::launch::{ProxyAt, start};
+use super::launch::{LaunchError, ProxyAt, start};
 use super::{Agent, AgentProcess};
 use crate::config::Config;
 use crate::journal::{Lane, OpenLane};
@@ -132,18 +132,18 @@ fn kernel_ports(n: usize) -> Result<Vec<u16>, String> {
 
 impl Pool {
     /// Starts `size` instances of `config.agent`, each behind a lane from `open`; their
-    /// output to `log` (numbered). The problem in words when none becomes ready.
+    /// output to `log` (numbered). Fails when none becomes ready, saying why of each.
     pub async fn start(
         config: &Config,
         size: usize,
         open: &OpenLane,
         ca: &Path,
         log: &Path,
-    ) -> Result<Pool, String> {
+    ) -> Result<Pool, LaunchError> {
         let Some(spec) = &config.agent else {
-            return Err("runs need an `agent:` section".into());
+            return Err(LaunchError("runs need an `agent:` section".into()));
         };
-        let ports = free_ports(size)?;
+        let ports = free_ports(size).map_err(LaunchError)?;
         let setup = Setup {
             config: config.clone(),
             ca: ca.to_path_buf(),
@@ -181,7 +181,7 @@ impl Pool {
             }
         }
         if instances.is_empty() {
-            return Err(warnings.join("\n"));
+            return Err(LaunchError(warnings.join("\n")));
         }
         let n = instances.len();
         Ok(Pool {
@@ -284,7 +284,7 @@ impl Lease {
 
     /// Before a case: the instance restarted if its process had exited. Why the case cannot
     /// run on it, if it could not be.
-    pub async fn ready(&self) -> Result<(), String> {
+    pub async fn ready(&self) -> Result<(), LaunchError> {
         let i = self.instance();
         let mut process = i.process.lock().await;
         let Some(status) = process.as_mut().and_then(AgentProcess::exit_status) else {
@@ -304,10 +304,10 @@ impl Lease {
             .launch(&i.agent, i.proxy, &i.log)
             .await
             .map_err(|why| {
-                format!(
+                LaunchError(format!(
                     "agent instance {} exited ({status}) and could not restart: {why}",
                     i.number
-                )
+                ))
             })?;
         Ok(())
     }

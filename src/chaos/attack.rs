@@ -237,16 +237,29 @@ pub fn filler(n: u32) -> String {
     out
 }
 
+/// Why injected text was not hidden in a response (a stream, a binary type, JSON with no
+/// string to carry it): the words are all there is. It becomes a skip note on the
+/// exchange, which is text, hence `From<InjectError> for String`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InjectError(String);
+
+impl From<InjectError> for String {
+    fn from(e: InjectError) -> String {
+        e.0
+    }
+}
+
 /// Whether a response of this content type can carry injected text, decided before its
 /// body is held: streams (SSE, NDJSON) would be held back until they end (an MCP answer
 /// stream is edited as it flows instead: `Transform::Mcp`), and binary types cannot carry
 /// text.
-pub fn injectable(content_type: &str) -> Result<(), String> {
+pub fn injectable(content_type: &str) -> Result<(), InjectError> {
     let ct = content_type.to_ascii_lowercase();
     if ct.contains("event-stream") || ct.contains("ndjson") {
-        return Err(format!(
+        return Err(InjectError(format!(
             "streamed response (`{content_type}`) is not held back to be rewritten"
-        ));
+        )));
     }
     let textual = ct.is_empty()
         || ct.starts_with("text/")
@@ -256,9 +269,9 @@ pub fn injectable(content_type: &str) -> Result<(), String> {
     if textual {
         Ok(())
     } else {
-        Err(format!(
+        Err(InjectError(format!(
             "content type `{content_type}` cannot carry injected text"
-        ))
+        )))
     }
 }
 
@@ -268,7 +281,11 @@ pub fn inject_tool_response(
     body: &[u8],
     content_type: &str,
     payload: &str,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, InjectError> {
+    inject(body, content_type, payload).map_err(InjectError)
+}
+
+fn inject(body: &[u8], content_type: &str, payload: &str) -> Result<Bytes, String> {
     let ct = content_type.to_ascii_lowercase();
     // Tools often send JSON as text/plain or with no type at all: sniff before appending.
     let sniffed = !ct.contains("html")

@@ -23,10 +23,16 @@ pub struct Classifier {
     mcp_tools: Vec<String>,
 }
 
+/// The declared `tools:` and `llm:` globs could not be built into one set (globset's
+/// reason; each glob was checked as the config was read).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ClassifierError(#[from] globset::Error);
+
 impl Classifier {
     /// From the globs compiled when the config was read (validation reported any bad
     /// pattern; the set itself cannot fail for valid globs, but says so if it does).
-    pub fn new(tools: &[ToolSpec], llm: &[LlmEndpointSpec]) -> Result<Self, String> {
+    pub fn new(tools: &[ToolSpec], llm: &[LlmEndpointSpec]) -> Result<Self, ClassifierError> {
         let mut llm_set = GlobSetBuilder::new();
         let mut llm_of_pattern = vec![];
         for l in llm {
@@ -43,11 +49,10 @@ impl Classifier {
                 tool_of_pattern.push(i);
             }
         }
-        let build = |b: GlobSetBuilder| b.build().map_err(|e| e.to_string());
         Ok(Classifier {
-            llm: build(llm_set)?,
+            llm: llm_set.build()?,
             llm_of_pattern,
-            tools: build(tool_set)?,
+            tools: tool_set.build()?,
             tool_of_pattern,
             tool_names: tools.iter().map(|t| t.name.clone()).collect(),
             mcp_tools: tools

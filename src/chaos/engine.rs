@@ -16,7 +16,7 @@ use super::classify::Classifier;
 use super::replay::ReplayTable;
 use super::rng::{mix, stream};
 use super::rules::{Decision, Formats, RuleSet};
-use crate::chaos::spec::{ChaosSpec, CompiledChaos};
+use crate::chaos::spec::{ChaosSpec, CompiledChaos, Problem};
 use crate::exchange::{McpCall, Target};
 
 /// Rules installed for one trace id, drawing from their own seed, with their own memory of
@@ -175,7 +175,7 @@ impl Engine {
         &self,
         spec: &ChaosSpec,
         canary: Option<Arc<Canary>>,
-    ) -> Result<InstallGuard, String> {
+    ) -> Result<InstallGuard, Problem> {
         Ok(self.install_compiled(&CompiledChaos::try_from(spec)?, canary))
     }
 

@@ -25,7 +25,7 @@ pub mod spec;
 mod stats;
 
 pub use canary::{Canary, Scanner};
-pub use classify::Classifier;
+pub use classify::{Classifier, ClassifierError};
 pub use engine::{DeclareGuard, Engine, InstallGuard, Installed, TraceGuard};
 pub use fired::Fired;
 pub use replay::{Replay, ReplayTable};

@@ -70,7 +70,7 @@ pub fn load(name: &str) -> Result<CompiledChaos, ProfileError> {
     let spec: ChaosSpec = figment::Figment::from(Yaml::string(text))
         .extract()
         .map_err(|e| invalid(e.to_string()))?;
-    CompiledChaos::try_from(&spec).map_err(invalid)
+    CompiledChaos::try_from(&spec).map_err(|p| invalid(p.to_string()))
 }
 
 #[cfg(test)]

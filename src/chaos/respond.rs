@@ -107,12 +107,33 @@ pub fn context_length_exceeded(provider: Provider, draw: u64) -> Option<Syntheti
     }
 }
 
+/// Why an MCP fault cannot answer this request (not an MCP request, a notification, no
+/// session to lose): the words are all there is. It becomes a skip note on the exchange,
+/// which is text, hence `From<NoMcpAnswer> for String`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoMcpAnswer(String);
+
+impl From<NoMcpAnswer> for String {
+    fn from(e: NoMcpAnswer) -> String {
+        e.0
+    }
+}
+
 /// What an MCP server answers a request with under `mcp_tool_error`, `mcp_error` or
 /// `mcp_session_expired` (`mode`); `call` is the request as read, `session` its
 /// `Mcp-Session-Id`, `version` its `MCP-Protocol-Version`. The error says why this request cannot get that answer (it is not an
 /// MCP request, a notification has no id to answer, a request outside a session cannot
 /// lose it); the request then goes on untouched.
 pub fn mcp(
+    mode: &ToolMode,
+    call: Option<&McpCall>,
+    at: (Option<&str>, Option<&str>),
+) -> Result<Synthetic, NoMcpAnswer> {
+    mcp_answer(mode, call, at).map_err(NoMcpAnswer)
+}
+
+fn mcp_answer(
     mode: &ToolMode,
     call: Option<&McpCall>,
     (session, version): (Option<&str>, Option<&str>),

@@ -84,7 +84,7 @@ fn issue(args: &CertificateArgs) -> Result<ExitCode, Failed> {
     let text = String::from_utf8_lossy(&bytes);
     let report =
         Report::from_json(&text).map_err(|e| (2, format!("{}: {e}", report_path.display())))?;
-    let key = key::load_or_create(&data_dir(&args.at)?).map_err(|e| (2, e))?;
+    let key = key::load_or_create(&data_dir(&args.at)?).map_err(|e| (2, e.to_string()))?;
     let req = Request {
         report_path,
         report_bytes: &bytes,
@@ -93,7 +93,7 @@ fn issue(args: &CertificateArgs) -> Result<ExitCode, Failed> {
         issued_at: now_rfc3339(),
     };
     let claims = certificate::claims(&report, &req, &key::public(&key));
-    let page = certificate::issue(&claims, &key).map_err(|e| (1, e))?;
+    let page = certificate::issue(&claims, &key).map_err(|e| (1, e.to_string()))?;
     let out = args.output.clone().unwrap_or_else(|| {
         let stem = report_path
             .file_stem()

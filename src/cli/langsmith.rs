@@ -75,7 +75,8 @@ pub async fn replay(
     let req = request(RunKind::Replay, false, None);
     job(config, open, |mut loaded| async move {
         let dir = loaded.config.data_dir.join("langsmith");
-        let files = match fetch(&from).await.and_then(|i| ls::write_all(&i, &dir)) {
+        let written = |i: Vec<ls::Imported>| ls::write_all(&i, &dir).map_err(|e| e.to_string());
+        let files = match fetch(&from).await.and_then(written) {
             Ok(files) if files.is_empty() => {
                 eprintln!("flakestorm: LangSmith import: no run matched; nothing to replay");
                 return Ok(ExitCode::from(2));
@@ -94,7 +95,7 @@ pub async fn replay(
 
 /// Everything the import needs, fetched and mapped (notes printed).
 async fn fetch(from: &FromLangsmith) -> Result<Vec<ls::Imported>, String> {
-    let client = Client::from_env()?;
+    let client = Client::from_env().map_err(|e| e.to_string())?;
     let imported = if let Some(id) = &from.from_langsmith {
         vec![
             ls::import_run(&client, id)
@@ -126,12 +127,12 @@ fn write(
 ) -> Result<Vec<PathBuf>, String> {
     let folder = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
     match (&from.from_langsmith, imported) {
-        (Some(_), [one]) if !folder => Ok(vec![ls::write(one, out)?]),
+        (Some(_), [one]) if !folder => Ok(vec![ls::write(one, out).map_err(|e| e.to_string())?]),
         _ => {
             if imported.is_empty() {
                 eprintln!("flakestorm: LangSmith import: no run matched; nothing written");
             }
-            ls::write_all(imported, out)
+            ls::write_all(imported, out).map_err(|e| e.to_string())
         }
     }
 }

@@ -209,7 +209,7 @@ impl AgentSpec {
         let reset_endpoint = url("reset_endpoint", &a.reset_endpoint);
         let ready_url = url("ready_url", &a.ready_url);
         let response_path = ResponsePath::parse(&a.response_path)
-            .map_err(|e| err("response_path", e))
+            .map_err(|e| err("response_path", e.to_string()))
             .ok();
         if !a.env.is_empty() && a.command.is_none() {
             err(

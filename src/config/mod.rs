@@ -67,7 +67,7 @@ pub use output::{
 };
 pub use parsed::{FromText, HttpUrl, Parsed, TargetRules};
 pub use replays::ReplaysSpec;
-pub use response_path::ResponsePath;
+pub use response_path::{ResponsePath, ResponsePathError};
 pub use schema::*;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;

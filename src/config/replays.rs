@@ -157,9 +157,18 @@ pub enum StatusFilter {
     All,
 }
 
+/// A `date_range` that is not `last_N_days` or `last_N_hours` (N > 0).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{range}` is not a date range: expected last_N_days or last_N_hours")]
+pub struct DateRangeError {
+    pub range: String,
+}
+
 /// A `date_range` (`last_7_days`, `last_12_hours`) as milliseconds back from now.
-pub fn date_range_ms(range: &str) -> Result<u64, String> {
-    let bad = || format!("`{range}` is not a date range: expected last_N_days or last_N_hours");
+pub fn date_range_ms(range: &str) -> Result<u64, DateRangeError> {
+    let bad = || DateRangeError {
+        range: range.to_string(),
+    };
     let rest = range.strip_prefix("last_").ok_or_else(bad)?;
     let (n, unit) = rest.split_once('_').ok_or_else(bad)?;
     let n: u64 = n.parse().map_err(|_| bad())?;
@@ -275,7 +284,8 @@ pub(super) fn check_sources(
                     ));
                 }
                 if let Some(Err(e)) = filter.date_range.as_deref().map(date_range_ms) {
-                    errors.push(ConfigError::new(format!("{at}.filter.date_range"), e));
+                    let at = format!("{at}.filter.date_range");
+                    errors.push(ConfigError::new(at, e.to_string()));
                 }
                 if !auto_import {
                     warnings.push(format!(

@@ -14,14 +14,23 @@ enum Step {
     Index(usize),
 }
 
+/// `agent.response_path` is not a path: the text and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a response path ({why}); write e.g. `result` or `choices[0].message.content`"
+)]
+pub struct ResponsePathError {
+    pub text: String,
+    pub why: &'static str,
+}
+
 impl ResponsePath {
     /// `result`, `choices[0].message.content`, `$.data.items[2]`, `$['odd key'].x`; `$` alone
     /// is the whole response.
-    pub fn parse(text: &str) -> Result<ResponsePath, String> {
-        let bad = |why: &str| {
-            format!(
-                "`{text}` is not a response path ({why}); write e.g. `result` or `choices[0].message.content`"
-            )
+    pub fn parse(text: &str) -> Result<ResponsePath, ResponsePathError> {
+        let bad = |why: &'static str| ResponsePathError {
+            text: text.to_string(),
+            why,
         };
         let mut rest = text.trim();
         if let Some(r) = rest.strip_prefix('$') {

@@ -94,7 +94,9 @@ async fn set_up(
         .await
         .map_err(|e| error(e.to_string()))?;
     let declared = match declares {
-        true => Some(Classifier::new(&config.tools, &config.llm).map_err(error)?),
+        true => {
+            Some(Classifier::new(&config.tools, &config.llm).map_err(|e| error(e.to_string()))?)
+        }
         false => None,
     };
     let seed = job.lock().seed.unwrap_or_else(|| inner.proxy.engine.seed());

@@ -11,6 +11,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
+use super::LangsmithError;
 use crate::agent::{DirectClient, direct_client};
 
 /// The SDK's default endpoint.
@@ -34,7 +35,7 @@ pub struct Client {
 impl Client {
     /// From the environment: `LANGSMITH_API_KEY` (required) and `LANGSMITH_ENDPOINT`, or
     /// the SDK's older names `LANGCHAIN_API_KEY` and `LANGCHAIN_ENDPOINT`.
-    pub fn from_env() -> Result<Client, String> {
+    pub fn from_env() -> Result<Client, LangsmithError> {
         let var = |name: &str| {
             [format!("LANGSMITH_{name}"), format!("LANGCHAIN_{name}")]
                 .iter()
@@ -47,7 +48,7 @@ impl Client {
     }
 
     /// `endpoint` empty = the default.
-    pub fn new(endpoint: &str, key: &str) -> Result<Client, String> {
+    pub fn new(endpoint: &str, key: &str) -> Result<Client, LangsmithError> {
         if key.is_empty() {
             return Err(
                 "LangSmith import needs an API key: set LANGSMITH_API_KEY (it is read from the \
@@ -65,7 +66,8 @@ impl Client {
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(format!(
                 "LANGSMITH_ENDPOINT `{endpoint}`: expected http(s)://HOST[:PORT][/PATH]"
-            ));
+            )
+            .into());
         }
         let http = direct_client(true).map_err(|e| format!("LangSmith client: {e}"))?;
         Ok(Client {
@@ -257,11 +259,14 @@ mod tests {
         let Err(e) = Client::new("", "") else {
             panic!("a client without a key")
         };
-        assert!(e.contains("LANGSMITH_API_KEY"), "{e}");
+        assert!(e.to_string().contains("LANGSMITH_API_KEY"), "{e}");
         let Err(e) = Client::new("ftp://x", "k") else {
             panic!("an ftp endpoint")
         };
-        assert!(e.contains("LANGSMITH_ENDPOINT `ftp://x`"), "{e}");
+        assert!(
+            e.to_string().contains("LANGSMITH_ENDPOINT `ftp://x`"),
+            "{e}"
+        );
     }
 
     #[test]

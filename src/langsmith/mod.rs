@@ -19,6 +19,24 @@ use run::{Run, SELECT, descendants};
 use crate::config::replays::{Session, Source, SourceFilter, StatusFilter, date_range_ms};
 use crate::tape::Har;
 
+/// Why a LangSmith import failed, in words: who failed and how (LangSmith's answer, a
+/// run it could not read, a file not written). Built from the words of the steps below.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LangsmithError(String);
+
+impl From<String> for LangsmithError {
+    fn from(why: String) -> LangsmithError {
+        LangsmithError(why)
+    }
+}
+
+impl From<&str> for LangsmithError {
+    fn from(why: &str) -> LangsmithError {
+        LangsmithError(why.to_string())
+    }
+}
+
 /// One imported run: its session, its tape (when it had llm runs flakestorm can rebuild),
 /// and notes on what was left out.
 #[derive(Debug)]
@@ -29,9 +47,9 @@ pub struct Imported {
 }
 
 /// The run `run_id` and the runs under it.
-pub async fn import_run(client: &Client, run_id: &str) -> Result<Imported, String> {
+pub async fn import_run(client: &Client, run_id: &str) -> Result<Imported, LangsmithError> {
     let root = Run::parse(&client.run(run_id).await?)?;
-    trace(client, &root).await
+    trace(client, &root).await.map_err(LangsmithError)
 }
 
 /// The root runs of project `name` that pass `filter`, each with its trace.
@@ -39,7 +57,7 @@ pub async fn import_project(
     client: &Client,
     name: &str,
     filter: &SourceFilter,
-) -> Result<Vec<Imported>, String> {
+) -> Result<Vec<Imported>, LangsmithError> {
     let project = client.project_id(name).await?;
     let body = roots_query(&project, filter, crate::exchange::now_unix_ms())?;
     let roots = client.query(body).await?;
@@ -63,7 +81,7 @@ fn roots_query(
         body["error"] = json!(true);
     }
     if let Some(range) = &filter.date_range {
-        let since = now_ms.saturating_sub(date_range_ms(range)?);
+        let since = now_ms.saturating_sub(date_range_ms(range).map_err(|e| e.to_string())?);
         body["start_time"] = json!(crate::tape::write::iso8601(since));
     }
     if let Some(ms) = filter.min_latency_ms {
@@ -108,7 +126,7 @@ async fn trace(client: &Client, root: &Run) -> Result<Imported, String> {
 
 /// Writes an import as the session file `file` (JSON) and, when it has one, its tape beside
 /// it (`<stem>.har`, named by the session's `tape:`). Each file is written whole.
-pub fn write(imported: &Imported, file: &Path) -> Result<PathBuf, String> {
+pub fn write(imported: &Imported, file: &Path) -> Result<PathBuf, LangsmithError> {
     let mut session = imported.session.clone();
     if let Some(har) = &imported.tape {
         let stem = file
@@ -118,14 +136,15 @@ pub fn write(imported: &Imported, file: &Path) -> Result<PathBuf, String> {
         crate::tape::write::save(har, &tape).map_err(|e| format!("{}: {e}", tape.display()))?;
         session.tape = Some(PathBuf::from(format!("{stem}.har")));
     }
-    let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())? + "\n";
+    let json =
+        serde_json::to_string_pretty(&session).map_err(|e| LangsmithError(e.to_string()))? + "\n";
     crate::tape::write::save_bytes(file, json.as_bytes())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(file.to_path_buf())
 }
 
 /// Writes imports into `dir`, one `<session id>.json` each.
-pub fn write_all(imports: &[Imported], dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn write_all(imports: &[Imported], dir: &Path) -> Result<Vec<PathBuf>, LangsmithError> {
     imports
         .iter()
         .map(|i| write(i, &dir.join(format!("{}.json", i.session.id))))
@@ -135,7 +154,10 @@ pub fn write_all(imports: &[Imported], dir: &Path) -> Result<Vec<PathBuf>, Strin
 /// The sessions `replays.sources` imports for a replay run: every `langsmith_run`, and each
 /// `langsmith` project with `auto_import: true`, written to `dir`. Nothing is written unless
 /// every source imported.
-pub async fn import_sources(sources: &[Source], dir: &Path) -> Result<SourcesImported, String> {
+pub async fn import_sources(
+    sources: &[Source],
+    dir: &Path,
+) -> Result<SourcesImported, LangsmithError> {
     let wanted: Vec<&Source> = sources
         .iter()
         .filter(|s| match s {

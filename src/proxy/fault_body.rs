@@ -307,7 +307,7 @@ where
                 }
                 let out =
                     inject_tool_response(&body, content_type, payload).unwrap_or_else(|note| {
-                        let _ = self.skip.set(note);
+                        let _ = self.skip.set(note.into());
                         body
                     });
                 self.queue.push_back(Out::Data(out));

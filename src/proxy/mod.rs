@@ -255,7 +255,7 @@ impl Proxy {
         let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
         // The daemon's own `tools:` and `llm:`; a run may declare its own for its time.
         let classifier = crate::chaos::Classifier::new(&config.tools, &config.llm)
-            .map_err(ProxyBuildError::Config)?;
+            .map_err(|e| ProxyBuildError::Config(e.to_string()))?;
         chaos.set_declared(Arc::new(classifier));
         let shared = Shared {
             settings,

@@ -273,7 +273,7 @@ impl RunsOn<'_> {
     /// Ready for the case: the instance restarted if it had exited; the process not exited.
     async fn ready(&self) -> Result<(), String> {
         match (self.lease, self.process) {
-            (Some(l), _) => l.ready().await,
+            (Some(l), _) => l.ready().await.map_err(|e| e.to_string()),
             (None, Some(p)) => match p.exited().await {
                 Some((status, tail)) => Err(format!(
                     "the agent process (agent.command) had exited ({status}) before this \

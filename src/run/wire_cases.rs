@@ -50,7 +50,7 @@ pub(super) async fn run_wire_case(
     let outcome = match replies.iter().find(|r| !r.delivered) {
         Some(r) => Outcome::Undelivered(r.error.clone()),
         None => match wire::judge(&attack, &replies) {
-            Err(why) => Outcome::Fell(why),
+            Err(why) => Outcome::Fell(why.to_string()),
             // Only an agent that survived is asked its normal request.
             Ok(()) => Outcome::Survived(ctx.agent.invoke(prompt, &Default::default()).await.answer),
         },

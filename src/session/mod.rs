@@ -63,6 +63,12 @@ pub struct Options {
 #[error("{0}")]
 pub struct StartError(pub String);
 
+impl From<crate::agent::LaunchError> for StartError {
+    fn from(e: crate::agent::LaunchError) -> StartError {
+        StartError(e.to_string())
+    }
+}
+
 /// A run, from its proxy and agent to its recorded end.
 pub struct Session {
     proxy: Proxy,
@@ -90,7 +96,7 @@ impl Session {
             .await
             .map_err(|e| StartError(e.to_string()))?;
         let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
-        let (Launched { agent, process }, pool) = readied.map_err(StartError)?;
+        let (Launched { agent, process }, pool) = readied?;
         let process = process.map(|p| Process::new(Some(p)));
         let parts = crate::run::Parts {
             seed: opts.seed.unwrap_or_else(|| proxy.engine.seed()),
@@ -235,9 +241,9 @@ async fn ready_agent(
     proxy: &Proxy,
     log: &Path,
     before: Option<BeforeAgent>,
-) -> Result<(Launched, Option<std::sync::Arc<Pool>>), String> {
+) -> Result<(Launched, Option<std::sync::Arc<Pool>>), StartError> {
     if let Some(before) = before {
-        before(proxy)?;
+        before(proxy).map_err(StartError)?;
     }
     let config = &loaded.config;
     if let Some(spec) = config.agent.as_ref().filter(|a| a.per_port.is_some()) {

@@ -92,7 +92,8 @@ fn mcp_select<M>(r: &Rule<M>) -> (McpSelect, Vec<(&'static str, String)>) {
 }
 
 /// One problem found by `compile`: the rule (`list[index]`), the field and what is wrong.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}: {message}", self.path())]
 pub struct Problem {
     pub list: &'static str,
     pub index: usize,
@@ -221,14 +222,14 @@ impl CompiledChaos {
 
 /// For specs built in code (tests, embedders): the same single path, first problem only.
 impl TryFrom<&ChaosSpec> for CompiledChaos {
-    type Error = String;
+    type Error = Problem;
 
-    fn try_from(spec: &ChaosSpec) -> Result<Self, String> {
+    fn try_from(spec: &ChaosSpec) -> Result<Self, Problem> {
         CompiledChaos::compile(spec.clone()).map_err(|problems| {
             problems
-                .first()
-                .map(|p| format!("{}: {}", p.path(), p.message))
-                .unwrap_or_default()
+                .into_iter()
+                .next()
+                .expect("compile fails with at least one problem")
         })
     }
 }
@@ -354,7 +355,7 @@ chaos:
                 "llm_faults[0].factor"
             ]
         );
-        let first = CompiledChaos::try_from(&spec).unwrap_err();
+        let first = CompiledChaos::try_from(&spec).unwrap_err().to_string();
         assert!(
             first.starts_with("tool_faults[0].match_url: invalid glob"),
             "{first}"

@@ -434,7 +434,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            super::super::CompiledChaos::try_from(&spec).unwrap_err(),
+            super::super::CompiledChaos::try_from(&spec)
+                .unwrap_err()
+                .to_string(),
             "llm_faults[1].factor: 1000000000000 is outside 1..=100"
         );
     }

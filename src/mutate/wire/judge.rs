@@ -8,8 +8,17 @@ use crate::agent::{RawReply, extract};
 use crate::config::ResponsePath;
 use crate::mutate::kind::MutationType;
 
-/// Ok, or the reason the agent did not survive, in one line.
-pub fn judge(attack: &WireAttack, replies: &[RawReply]) -> Result<(), String> {
+/// Why the agent did not survive a wire attack, in one line: the words are all there is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fell(String);
+
+/// Ok, or the reason the agent did not survive.
+pub fn judge(attack: &WireAttack, replies: &[RawReply]) -> Result<(), Fell> {
+    judged(attack, replies).map_err(Fell)
+}
+
+fn judged(attack: &WireAttack, replies: &[RawReply]) -> Result<(), String> {
     if replies.len() != attack.requests.len() {
         return Err(format!(
             "{} requests sent but {} replies recorded",

@@ -22,7 +22,7 @@ use super::Draw;
 use crate::config::{AgentTarget, ResponsePath};
 use crate::mutate::kind::MutationType;
 
-pub use judge::judge;
+pub use judge::{Fell, judge};
 pub use send::{send, send_with_roots};
 
 /// One wire-level attack on the agent's endpoint.

@@ -364,11 +364,14 @@ fn survival_is_an_answer_or_a_refusal() {
     let protocol = attack(M::ProtocolLevelAttack, 1, 2);
     assert_eq!(judge(&one, &[reply(Some(200), "{}", None)]), Ok(()));
     assert_eq!(judge(&one, &[reply(Some(431), "", None)]), Ok(()));
-    let e = judge(&one, &[reply(Some(500), "", None)]).unwrap_err();
+    let e = judge(&one, &[reply(Some(500), "", None)])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("the agent failed") && e.contains("500"), "{e}");
     assert!(
         judge(&one, &[reply(Some(302), "", None)])
             .unwrap_err()
+            .to_string()
             .contains("neither an answer")
     );
     let closed = reply(None, "", Some("connection closed before a response"));
@@ -376,7 +379,7 @@ fn survival_is_an_answer_or_a_refusal() {
     assert_eq!(judge(&protocol, &[closed]), Ok(()));
     let hang = reply(None, "", Some("timed out after 300 ms"));
     assert_eq!(
-        judge(&protocol, &[hang]),
+        judge(&protocol, &[hang]).map_err(|e| e.to_string()),
         Err("timed out after 300 ms".into())
     );
     let cut = reply(
@@ -387,6 +390,7 @@ fn survival_is_an_answer_or_a_refusal() {
     assert!(
         judge(&one, &[cut])
             .unwrap_err()
+            .to_string()
             .contains("then connection closed")
     );
     let capped = reply(Some(200), "", Some(crate::agent::RAW_BODY_CAPPED));
@@ -396,6 +400,7 @@ fn survival_is_an_answer_or_a_refusal() {
     assert!(
         judge(&one, &[])
             .unwrap_err()
+            .to_string()
             .contains("1 requests sent but 0 replies")
     );
 }
@@ -410,14 +415,19 @@ fn a_burst_must_agree() {
     assert_eq!(judge(&a, &same), Ok(()));
     let mut other = same.clone();
     other[3] = reply(Some(200), r#"{"result":"Lyon","id":2}"#, None);
-    let e = judge(&a, &other).unwrap_err();
+    let e = judge(&a, &other).unwrap_err().to_string();
     assert!(
         e.contains("disagree at `result`") && e.contains("Lyon") && e.contains("request 4"),
         "{e}"
     );
     let mut limited = same.clone();
     limited[n - 1] = reply(Some(429), "", None);
-    assert!(judge(&a, &limited).unwrap_err().contains("got HTTP 429"));
+    assert!(
+        judge(&a, &limited)
+            .unwrap_err()
+            .to_string()
+            .contains("got HTTP 429")
+    );
     let refusals: Vec<_> = (0..n)
         .map(|i| reply(Some(400), &i.to_string(), None))
         .collect();

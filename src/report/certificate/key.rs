@@ -7,10 +7,16 @@ use std::path::{Path, PathBuf};
 
 use ring::signature::{Ed25519KeyPair, KeyPair};
 
+use super::CertificateError;
+
 pub const FILE: &str = "certificate.key";
 
 /// The key in `data_dir`, made (0600) if there is none.
-pub fn load_or_create(data_dir: &Path) -> Result<Ed25519KeyPair, String> {
+pub fn load_or_create(data_dir: &Path) -> Result<Ed25519KeyPair, CertificateError> {
+    load_or_make(data_dir).map_err(CertificateError)
+}
+
+fn load_or_make(data_dir: &Path) -> Result<Ed25519KeyPair, String> {
     let path = data_dir.join(FILE);
     if path.exists() {
         return load(&path);
@@ -27,10 +33,10 @@ pub fn load_or_create(data_dir: &Path) -> Result<Ed25519KeyPair, String> {
 }
 
 /// The key in `data_dir`, if there is one (verification never makes one).
-pub fn existing(data_dir: &Path) -> Result<Option<Ed25519KeyPair>, String> {
+pub fn existing(data_dir: &Path) -> Result<Option<Ed25519KeyPair>, CertificateError> {
     let path = data_dir.join(FILE);
     match path.exists() {
-        true => load(&path).map(Some),
+        true => load(&path).map(Some).map_err(CertificateError),
         false => Ok(None),
     }
 }
@@ -119,7 +125,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-            let err = load_or_create(dir.path()).err().unwrap();
+            let err = load_or_create(dir.path()).err().unwrap().to_string();
             assert!(err.contains("readable by others (mode 644)"), "{err}");
         }
         assert!(fingerprint(&public(&first)).starts_with("SHA256:"));

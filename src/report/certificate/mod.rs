@@ -120,11 +120,20 @@ fn signed_bytes(claims: &Claims) -> String {
         .replace('&', "\\u0026")
 }
 
+/// Why a certificate could not be issued: its signing key could not be made or read (a
+/// key file others can read, a damaged one), or its page not rendered. In words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CertificateError(String);
+
 /// Signs `claims` with `key` and renders the page.
-pub fn issue(claims: &Claims, key: &ring::signature::Ed25519KeyPair) -> Result<String, String> {
+pub fn issue(
+    claims: &Claims,
+    key: &ring::signature::Ed25519KeyPair,
+) -> Result<String, CertificateError> {
     let raw = signed_bytes(claims);
     let signature = STANDARD.encode(key.sign(raw.as_bytes()).as_ref());
-    page(claims, &raw, &signature)
+    page(claims, &raw, &signature).map_err(CertificateError)
 }
 
 static TEMPLATE: LazyLock<Result<minijinja::Environment<'static>, String>> = LazyLock::new(|| {
