@@ -226,10 +226,13 @@ impl TryFrom<&ChaosSpec> for CompiledChaos {
 
     fn try_from(spec: &ChaosSpec) -> Result<Self, Problem> {
         CompiledChaos::compile(spec.clone()).map_err(|problems| {
-            problems
-                .into_iter()
-                .next()
-                .expect("compile fails with at least one problem")
+            // `compile` fails with at least one problem; never a panic if it did not.
+            problems.into_iter().next().unwrap_or_else(|| Problem {
+                list: "rules",
+                index: 0,
+                field: "spec",
+                message: "the rules did not compile".into(),
+            })
         })
     }
 }
