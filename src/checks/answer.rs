@@ -85,11 +85,20 @@ fn traffic(spec: &InvariantSpec, t: TrafficCheck) -> Invariant {
     }
 }
 
+/// Why an invariant could not be compiled: the pattern that did not, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct CompileError(String);
+
 impl Invariant {
     /// Sorts the check into an answer or a traffic check (an exhaustive match: a new
     /// `Check` must say which it is), with the regexes `spec::parse_invariant` compiled
     /// (the error names a pattern that did not compile; loading reports it first).
-    pub fn compile(spec: &InvariantSpec) -> Result<Invariant, String> {
+    pub fn compile(spec: &InvariantSpec) -> Result<Invariant, CompileError> {
+        Invariant::sorted(spec).map_err(CompileError)
+    }
+
+    fn sorted(spec: &InvariantSpec) -> Result<Invariant, String> {
         // Compiled by `spec::parse_invariant`, once; reused here.
         let mut regexes = spec.regexes()?.into_iter();
         let answer = match &spec.check {

@@ -150,7 +150,7 @@ fn the_regexes_parsed_at_load_are_the_ones_run() {
         .collect();
     assert_eq!(compiled, ["(?i)secret", "k[0-9]+"]);
     let bad = parse("{type: regex, pattern: 'a('}");
-    let e = Invariant::compile(&bad).err().unwrap();
+    let e = Invariant::compile(&bad).err().unwrap().to_string();
     assert!(e.starts_with("`a(`: "), "{e}");
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use answer::Invariant;
+pub use answer::{CompileError, Invariant};
 pub use outcome::OutcomeView;
 pub use pii::find_pii;
 pub use similarity::{Similarity, similarity};

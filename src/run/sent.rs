@@ -90,7 +90,7 @@ pub(super) struct Sent {
 pub(super) fn compile(invariants: &[InvariantSpec]) -> Result<Vec<Invariant>, RunError> {
     invariants
         .iter()
-        .map(|i| Invariant::compile(i).map_err(RunError::Invariant))
+        .map(|i| Invariant::compile(i).map_err(|e| RunError::Invariant(e.to_string())))
         .collect()
 }
 
