@@ -50,14 +50,25 @@ impl Ended {
     /// `--json`), what could not be written, and with the whole summary where the run ran
     /// (`from`, when elsewhere: `run ID on URL`), the files written and the tapes.
     pub fn told(&self, show: Show, from: Option<&str>) -> Told {
-        let mut out = match show.json {
-            true => serde_json::to_string_pretty(&self.report).unwrap_or_default() + "\n",
-            false => shown(&self.report, show),
-        };
         // Rendering never fails a run; only a JSON report that could not be written does,
         // which its caller says.
-        let err = self.written.failed.iter().chain(&self.untaped).cloned();
-        let err = err.collect();
+        let mut err: Vec<String> = self
+            .written
+            .failed
+            .iter()
+            .chain(&self.untaped)
+            .cloned()
+            .collect();
+        let mut out = match show.json {
+            true => match serde_json::to_string_pretty(&self.report) {
+                Ok(json) => json + "\n",
+                Err(e) => {
+                    err.push(format!("the report as JSON on stdout: {e}"));
+                    String::new()
+                }
+            },
+            false => shown(&self.report, show),
+        };
         if show.summary() {
             if let Some(from) = from {
                 let _ = writeln!(out, "{from}");
