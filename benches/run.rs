@@ -143,7 +143,7 @@ async fn main() {
             true => {
                 let log = dir.path().join("agent.log");
                 let size = r.instances.unwrap_or(r.concurrency);
-                let p = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, &log)
+                let p = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, None, &log)
                     .await
                     .unwrap();
                 Some(std::sync::Arc::new(p))

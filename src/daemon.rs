@@ -94,6 +94,8 @@ pub struct Daemon {
     pub ready: Readiness,
     /// Opens a proxy lane for an agent pool's instance.
     pub lanes: crate::journal::OpenLane,
+    /// The proxy's wrap directory (stdio MCP servers bridged by `flakestorm wrap`).
+    pub wrap_dir: Option<PathBuf>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -109,6 +111,7 @@ impl Daemon {
             ca_cert: self.ca_cert_path.clone(),
             store: self.store.clone(),
             lanes: self.lanes.clone(),
+            wrap_dir: self.wrap_dir.clone(),
         }
     }
 
@@ -116,9 +119,7 @@ impl Daemon {
         let (ca, ca_created, ready) = set_up_ca(config)?;
         let metrics = Metrics::new();
         metrics.runs_known(&run_kinds(), &end_statuses());
-        let j = &config.journal;
-        let redactor = Redactor::new(&j.redact_headers, &j.redact_query);
-        let journal = Journal::new(j.capacity, redactor).with_max_bytes(j.max_bytes);
+        let journal = journal_of(&config.journal);
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
         chaos.set(&config.chaos);
         let proxy = Proxy::new(
@@ -137,6 +138,7 @@ impl Daemon {
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
         let lanes = proxy.lane_opener();
+        let wrap_dir = proxy.wrap_dir().map(std::path::Path::to_path_buf);
         let jobs = Jobs::new(crate::jobs::Setup {
             proxy: crate::session::Proxy {
                 store: store.clone(),
@@ -145,6 +147,7 @@ impl Daemon {
                 addr: proxy_addr,
                 ca_cert: ca.cert_path().to_path_buf(),
                 lanes: lanes.clone(),
+                wrap_dir: wrap_dir.clone(),
             },
             metrics: metrics.clone(),
             tools: config.tools.clone(),
@@ -187,6 +190,7 @@ impl Daemon {
             token_file,
             ready,
             lanes,
+            wrap_dir,
             stop,
             tasks: vec![proxy_task, api_task],
         })
@@ -315,6 +319,12 @@ fn end_statuses() -> Vec<&'static str> {
         .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
         .map(|s| s.as_str())
         .collect()
+}
+
+/// The journal `journal:` asks for: its size, byte budget and redactions.
+fn journal_of(j: &crate::config::JournalSpec) -> Journal {
+    let redactor = Redactor::new(&j.redact_headers, &j.redact_query);
+    Journal::new(j.capacity, redactor).with_max_bytes(j.max_bytes)
 }
 
 /// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.

@@ -322,6 +322,9 @@ pub struct McpCall {
     /// content type seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `stdio` for a server bridged by `flakestorm wrap` (else Streamable HTTP, unsaid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 impl McpCall {

@@ -150,6 +150,7 @@ async fn an_agent_not_ready_in_time_is_stopped() {
     let proxy = ProxyAt {
         addr: "127.0.0.1:9".parse().unwrap(),
         ca_cert: &ca,
+        wrap_dir: None,
     };
     let log = dir.path().join("agent.log");
     let launching = launch(&loaded.config, proxy, &log);

@@ -45,6 +45,9 @@ impl Process {
 pub struct ProxyAt<'a> {
     pub addr: SocketAddr,
     pub ca_cert: &'a Path,
+    /// The proxy's wrap directory: `flakestorm wrap` in the agent's MCP config bridges its
+    /// stdio server through this proxy (`mcp::stdio`).
+    pub wrap_dir: Option<&'a Path>,
 }
 
 /// Why the agent could not be readied for a run (or a pool instance restarted): the
@@ -118,7 +121,11 @@ pub(super) async fn start(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let env = with_user_env(proxy_env(proxy.addr, proxy.ca_cert, user), &user_env);
+    let mut env = proxy_env(proxy.addr, proxy.ca_cert, user);
+    if let Some(dir) = proxy.wrap_dir {
+        env.extend(super::spawn::wrap_env(&env, dir));
+    }
+    let env = with_user_env(env, &user_env);
     let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
     match wait_ready(Some(&mut process), &what, wait, probe).await {
         Ok(()) => Ok(Some(process)),

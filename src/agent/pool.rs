@@ -23,6 +23,7 @@ use crate::journal::{Lane, OpenLane};
 struct Setup {
     config: Config,
     ca: PathBuf,
+    wrap_dir: Option<PathBuf>,
 }
 
 struct Instance {
@@ -138,6 +139,7 @@ impl Pool {
         size: usize,
         open: &OpenLane,
         ca: &Path,
+        wrap_dir: Option<&Path>,
         log: &Path,
     ) -> Result<Pool, LaunchError> {
         let Some(spec) = &config.agent else {
@@ -147,6 +149,7 @@ impl Pool {
         let setup = Setup {
             config: config.clone(),
             ca: ca.to_path_buf(),
+            wrap_dir: wrap_dir.map(Path::to_path_buf),
         };
         let starts = ports.iter().enumerate().map(|(i, &port)| {
             let (setup, target, open) = (&setup, spec.at_port(port), open.clone());
@@ -250,6 +253,7 @@ impl Setup {
         let at = ProxyAt {
             addr: lane,
             ca_cert: &self.ca,
+            wrap_dir: self.wrap_dir.as_deref(),
         };
         let process = start(&self.config, agent.target(), agent, at, log).await?;
         if let Err(e) = agent.preflight().await {

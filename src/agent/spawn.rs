@@ -76,6 +76,19 @@ pub fn proxy_env(
     env
 }
 
+/// What `flakestorm wrap` reads (`mcp::stdio`): the proxy URL of `env` (the agent's lane,
+/// with its credentials) and the proxy's wrap directory.
+pub fn wrap_env(env: &[(String, String)], dir: &Path) -> Vec<(String, String)> {
+    use crate::mcp::stdio::{ENV_DIR, ENV_PROXY};
+    let url = env
+        .iter()
+        .find(|(k, _)| k == "HTTP_PROXY")
+        .map(|(_, v)| v.clone());
+    let mut wrap = vec![(ENV_DIR.to_string(), dir.display().to_string())];
+    wrap.extend(url.map(|u| (ENV_PROXY.to_string(), u)));
+    wrap
+}
+
 /// `env` with the user's `agent.env` over it. `NO_PROXY` and `no_proxy` are one setting:
 /// clients read either (undici the lowercase first), so the user's value, in either
 /// spelling, is given in both.

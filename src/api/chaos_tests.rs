@@ -19,6 +19,7 @@ fn state() -> ApiState {
         name: "search".into(),
         match_url: "http://s/*".into(),
         protocol: Default::default(),
+        transport: Default::default(),
     }];
     let jobs = crate::jobs::Jobs::for_tests(&tempfile::tempdir().unwrap().keep());
     ApiState {

@@ -99,11 +99,13 @@ mod tests {
                 name: "search".into(),
                 match_url: "https://api.search.example/*".into(),
                 protocol: Default::default(),
+                transport: Default::default(),
             },
             ToolSpec {
                 name: "all".into(),
                 match_url: UrlGlobs::new(OneOrMany::Many(vec!["https://*".into()])),
                 protocol: Default::default(),
+                transport: Default::default(),
             },
         ];
         let llm = vec![LlmEndpointSpec {
@@ -165,6 +167,7 @@ mod tests {
             name: "gateway".into(),
             match_url: "http://127.0.0.1:5102/*".into(),
             protocol: Default::default(),
+            transport: Default::default(),
         }];
         let llm_entries = vec![LlmEndpointSpec {
             provider: LlmProvider::Openai,

@@ -130,6 +130,7 @@ fn each_trace_id_has_its_own_times() {
 fn a_rug_pull_changes_at_most_times_listings() {
     let r = rules(json!({"context_attacks": [{"type": "mcp_rug_pull", "times": 2}]}));
     let call = crate::exchange::McpCall {
+        transport: None,
         method: crate::exchange::TOOLS_LIST.into(),
         tool: None,
         id: None,

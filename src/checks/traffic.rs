@@ -257,6 +257,7 @@ mod tests {
         let msg = |method: &str, tool: Option<&str>| {
             let mut e = tests_support::exchange(tool_target(), "http://mcp/mcp").build();
             e.mcp = Some(McpCall {
+                transport: None,
                 method: method.into(),
                 tool: tool.map(str::to_string),
                 id: None,

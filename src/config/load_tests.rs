@@ -60,7 +60,7 @@ bogus: 1
         "proxy.listen: `localhost:80` is not an IP:port address",
         "proxy.intercept[0]: invalid glob `api.[openai.com`",
         "control.listn: unknown field `listn`, expected one of `listen`, `token`, `max_parallel_runs`",
-        "tools[2]: missing field `match_url`",
+        "tools[2].match_url: needs at least one URL glob",
         "tools[1].name: duplicate tool `search`",
         "tools[1].match_url: needs at least one URL glob",
         "advanced.concurrency: 0 is out of range 1..=100",
@@ -868,5 +868,38 @@ fn mcp_rules_load_and_misplaced_ones_are_said() {
     assert!(
         errors[0].contains("unknown variant `grpc`, expected `http` or `mcp`"),
         "{errors:?}"
+    );
+}
+
+/// A stdio MCP tool (`flakestorm wrap`): named without a URL, given its bridge's; a URL, a
+/// name a wrap cannot give, or a missing `protocol: mcp` are errors at their paths.
+#[test]
+fn stdio_tools_load_without_a_url_and_misdeclared_ones_are_said() {
+    let yaml = "tools:\n  - {name: files, protocol: mcp, transport: stdio}\n\
+                chaos:\n  tool_faults:\n    - {tool: files, mode: mcp_tool_error, mcp_tool: read}\n";
+    let (_dir, path) = write(yaml);
+    let loaded = load_with_env(Some(&path), &Overrides::default(), &BTreeMap::new()).unwrap();
+    let files = &loaded.config.tools[0];
+    assert_eq!(
+        &files.match_url[..],
+        ["http://*.stdio.flakestorm.invalid/files"]
+    );
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let errors = errors_of(
+        "tools:\n  - {name: a, transport: stdio}\n  \
+         - {name: b, protocol: mcp, transport: stdio, match_url: 'https://b/*'}\n  \
+         - {name: 'c d', protocol: mcp, transport: stdio}\n  - {name: e}\n",
+        &[],
+    );
+    assert_eq!(
+        errors,
+        [
+            "tools[0].transport: `stdio` is MCP's stdio transport: add `protocol: mcp`",
+            "tools[1].match_url: a `transport: stdio` tool has no URL: `flakestorm wrap --tool \
+             NAME` carries its messages; remove match_url",
+            "tools[2].name: a stdio tool's name is what `flakestorm wrap --tool` gives: letters, \
+             digits, `-`, `_` and `.` (at most 64)",
+            "tools[3].match_url: needs at least one URL glob",
+        ]
     );
 }

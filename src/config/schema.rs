@@ -224,11 +224,36 @@ pub use crate::globs::{OneOrMany, UrlGlobs};
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
+    /// Its URLs; a `transport: stdio` tool has none written (validation gives it its
+    /// bridge's, `mcp::stdio::tool_glob`).
+    #[serde(default = "no_urls")]
     pub match_url: UrlGlobs,
     /// What the tool speaks: plain HTTP, or MCP over Streamable HTTP (its JSON-RPC
     /// messages read, faulted and attacked as an MCP server's).
     #[serde(default, skip_serializing_if = "ToolProtocol::is_http")]
     pub protocol: ToolProtocol,
+    /// How an MCP tool is reached: over HTTP, or over stdio through `flakestorm wrap`.
+    #[serde(default, skip_serializing_if = "ToolTransport::is_http")]
+    pub transport: ToolTransport,
+}
+
+fn no_urls() -> UrlGlobs {
+    UrlGlobs::new(crate::globs::OneOrMany::Many(vec![]))
+}
+
+/// `tools[].transport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolTransport {
+    #[default]
+    Http,
+    Stdio,
+}
+
+impl ToolTransport {
+    pub fn is_http(&self) -> bool {
+        *self == ToolTransport::Http
+    }
 }
 
 /// `tools[].protocol`.

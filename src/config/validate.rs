@@ -12,7 +12,7 @@ pub fn validate(c: &mut Config, chaos: &ChaosSpec, errors: &mut Vec<ConfigError>
     proxy(&mut c.proxy, errors);
     control(&c.control, errors);
     ca(&c.ca, errors);
-    tools(&c.tools, errors);
+    tools(&mut c.tools, errors);
     for (i, l) in c.llm.iter().enumerate() {
         url_globs(&format!("llm[{i}].match_url"), &l.match_url, errors);
     }
@@ -213,9 +213,12 @@ fn allowed_host(host: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {
+fn tools(tools: &mut [ToolSpec], errors: &mut Vec<ConfigError>) {
     let mut seen = HashSet::new();
-    for (i, t) in tools.iter().enumerate() {
+    for (i, t) in tools.iter_mut().enumerate() {
+        if t.transport == ToolTransport::Stdio && !stdio_tool(i, t, errors) {
+            continue;
+        }
         if t.name.is_empty() || t.name == "*" {
             errors.push(ConfigError::new(
                 format!("tools[{i}].name"),
@@ -229,6 +232,38 @@ fn tools(tools: &[ToolSpec], errors: &mut Vec<ConfigError>) {
         }
         url_globs(&format!("tools[{i}].match_url"), &t.match_url, errors);
     }
+}
+
+/// A `transport: stdio` tool: an MCP server `flakestorm wrap --tool NAME` bridges, named by
+/// a URL path segment, whose URLs are its bridge's (written, they must be those). False
+/// when its name cannot be one (then it has no URLs to check).
+fn stdio_tool(i: usize, t: &mut ToolSpec, errors: &mut Vec<ConfigError>) -> bool {
+    use crate::mcp::stdio;
+    if t.protocol != ToolProtocol::Mcp {
+        errors.push(ConfigError::new(
+            format!("tools[{i}].transport"),
+            "`stdio` is MCP's stdio transport: add `protocol: mcp`",
+        ));
+    }
+    if !stdio::valid_tool_name(&t.name) {
+        errors.push(ConfigError::new(
+            format!("tools[{i}].name"),
+            "a stdio tool's name is what `flakestorm wrap --tool` gives: letters, digits, \
+             `-`, `_` and `.` (at most 64)",
+        ));
+        return false;
+    }
+    let own = stdio::tool_glob(&t.name);
+    match t.match_url.len() {
+        0 => t.match_url = UrlGlobs::from(own.as_str()),
+        1 if t.match_url[0] == own => {}
+        _ => errors.push(ConfigError::new(
+            format!("tools[{i}].match_url"),
+            "a `transport: stdio` tool has no URL: `flakestorm wrap --tool NAME` carries its \
+             messages; remove match_url",
+        )),
+    }
+    true
 }
 
 /// A `match_url` compiled as it was read: every bad pattern reported with its index.

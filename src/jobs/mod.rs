@@ -150,6 +150,7 @@ impl Jobs {
                 lanes: Arc::new(|| {
                     Box::pin(async { Err(std::io::Error::other("no proxy in unit tests")) })
                 }),
+                wrap_dir: None,
             },
             metrics: Metrics::new(),
             tools: vec![],

@@ -66,7 +66,7 @@ pub fn weight(e: &Exchange) -> usize {
             Some(serde_json::Value::String(id)) => text(id),
             _ => 0,
         };
-        text(&m.method) + opt(&m.tool) + opt(&m.session) + opt(&m.note) + id
+        text(&m.method) + opt(&m.tool) + opt(&m.session) + opt(&m.note) + opt(&m.transport) + id
     });
     let target = match &e.target {
         Target::Tool { name } => text(name),
@@ -155,6 +155,7 @@ mod tests {
         calls.llm_tool_calls = vec![long.clone(); 3];
         let mut mcp = base();
         mcp.mcp = Some(crate::exchange::McpCall {
+            transport: None,
             method: "tools/call".into(),
             tool: Some(long.clone()),
             id: Some(serde_json::Value::String(long.clone())),
@@ -164,6 +165,7 @@ mod tests {
         });
         let mut mcp_note = base();
         mcp_note.mcp = Some(crate::exchange::McpCall {
+            transport: None,
             method: "(unread)".into(),
             tool: None,
             id: None,

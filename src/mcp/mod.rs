@@ -4,12 +4,14 @@
 //! the session fails, and the edits the proxy makes to a server's answers (text injected
 //! into a tool result, a data fault on one (`plant`), poisoned or changed tool lists, a
 //! shadowing tool, the request id of a replayed answer). The proxy decides when; this module only knows the protocol.
+//! `stdio` names what `flakestorm wrap` and the proxy agree on to carry the stdio transport.
 
 mod answer;
 mod edit;
 mod notice;
 mod read;
 mod sse;
+pub mod stdio;
 
 pub use answer::{is_modern, rpc_error, session_expired, tool_error, tool_result};
 pub use edit::{
@@ -20,7 +22,7 @@ pub use notice::{Notice, Told};
 pub use read::{
     SESSION_HEADER, has_mcp_header, head_says_mcp, known_method, marker, read_request, scan_prefix,
 };
-pub use sse::{Scan, corrupt_last_event, next_event, next_event_from};
+pub use sse::{Scan, corrupt_last_event, event_data, next_event, next_event_from};
 
 /// Largest MCP message the proxy reads to know it; a longer one is forwarded unread (and
 /// journaled as `(unread)`).

@@ -56,6 +56,7 @@ pub fn has_mcp_header(headers: &HeaderMap) -> bool {
 /// A message that is not a request the proxy read: `(stream)`, `(unread)`, … with why.
 pub fn marker(method: &str, note: Option<String>, detected: bool) -> McpCall {
     McpCall {
+        transport: None,
         method: method.into(),
         tool: None,
         id: None,
@@ -182,6 +183,7 @@ pub fn read_request(body: &[u8], content_type: Option<&str>, detected: bool) -> 
                 .flatten()
                 .map(str::to_string);
             McpCall {
+                transport: None,
                 method: method.to_string(),
                 tool,
                 id: o.get("id").cloned(),

@@ -91,6 +91,11 @@ fn rewrite(event: &str, data: &str) -> String {
     out
 }
 
+/// One complete event's data as text (its `data:` lines joined), if it has any.
+pub fn event_data(event: &[u8]) -> Option<String> {
+    data(&String::from_utf8_lossy(event))
+}
+
 /// One complete event's data, parsed as JSON, if it is.
 pub fn event_json(event: &[u8]) -> Option<Value> {
     let text = std::str::from_utf8(event).ok()?;

@@ -44,10 +44,12 @@ impl Upstream {
         guard: Arc<Guard>,
         connect_timeout: Duration,
         response_timeout: Duration,
+        wrap_dir: Option<Arc<std::path::PathBuf>>,
     ) -> Self {
         let tcp = GuardedConnector {
             guard: guard.clone(),
             timeout: connect_timeout,
+            wrap_dir,
         };
         let https = HttpsConnectorBuilder::new()
             .with_tls_config((*tls.pooled).clone())

@@ -80,6 +80,20 @@ async fn read(proxy: &Proxy, rec: &mut Recorder, parts: &Parts, body: ProxyBody)
         return body;
     }
     let mut call = call;
+    let host = parts.uri.host().unwrap_or_default();
+    if crate::mcp::stdio::bridge_of(host).is_some() {
+        call.transport = Some("stdio".into());
+        if parts
+            .headers
+            .contains_key(crate::mcp::stdio::SERVER_LINE_HEADER)
+        {
+            call.note = Some(
+                "the server wrote a line that is not JSON-RPC on stdout: passed to the client \
+                 untouched"
+                    .into(),
+            );
+        }
+    }
     call.session = parts.headers.get(crate::mcp::SESSION_HEADER).map(|v| {
         format!(
             "{:08x}",

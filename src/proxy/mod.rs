@@ -12,6 +12,7 @@ mod accept;
 mod action;
 mod attack;
 mod body;
+mod bridge;
 mod canary;
 mod connect;
 mod connector;
@@ -224,6 +225,8 @@ struct Shared {
     shutdown: Shutdown,
     /// Client sockets open now (tunnels included), checked against `max_connections`.
     open_connections: std::sync::atomic::AtomicUsize,
+    /// Where wraps bind their stdio bridges; removed with the proxy.
+    wrap_dir: Option<bridge::WrapDir>,
 }
 
 /// Cheap-clone handle to a proxy instance.
@@ -246,11 +249,17 @@ impl Proxy {
             settings.listen.ip(),
             settings.allow_loopback_targets.clone(),
         ));
+        // Without one (an unwritable temporary directory) stdio servers are not bridged:
+        // a wrap then fails to reach its bridge and relays untouched, saying so.
+        let wrap_dir = bridge::WrapDir::create()
+            .inspect_err(|e| tracing::warn!("no wrap directory for stdio MCP servers: {e}"))
+            .ok();
         let upstream = forward::Upstream::new(
             tls,
             guard.clone(),
             settings.connect_timeout,
             settings.response_timeout,
+            wrap_dir.as_ref().map(|d| Arc::new(d.path().to_path_buf())),
         );
         let leaves = LeafCache::new(ca, config.proxy.leaf_cache_size, metrics.clone())?;
         // The daemon's own `tools:` and `llm:`; a run may declare its own for its time.
@@ -268,10 +277,16 @@ impl Proxy {
             metrics,
             shutdown: Shutdown::default(),
             open_connections: Default::default(),
+            wrap_dir,
         };
         Ok(Proxy {
             inner: Arc::new(shared),
         })
+    }
+
+    /// Where `flakestorm wrap` binds its bridges for this proxy (`mcp::stdio`), if it has one.
+    pub fn wrap_dir(&self) -> Option<&std::path::Path> {
+        self.inner.wrap_dir.as_ref().map(bridge::WrapDir::path)
     }
 
     /// The configured listen address.

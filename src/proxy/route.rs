@@ -36,6 +36,7 @@ pub(super) fn classify<B>(
             false => (Scheme::HTTPS, Route::Intercepted),
         };
         let uri = rebuild(scheme, authority, req.uri());
+        local_bridge(ctx, &uri)?;
         return Ok(Routed::Exchange { uri, route });
     }
     if req.method() != Method::CONNECT {
@@ -57,10 +58,25 @@ pub(super) fn classify<B>(
         return connect_target(req.uri()).map(Routed::Connect);
     }
     let uri = without_userinfo(req.uri());
+    local_bridge(ctx, &uri)?;
     Ok(Routed::Exchange {
         uri,
         route: Route::Forward,
     })
+}
+
+/// A stdio bridge (`flakestorm wrap`) runs on this host and is reached from it alone: a
+/// client of a proxy that listens off loopback must not reach a local MCP server by a
+/// bridge id it read in a report.
+fn local_bridge(ctx: &ConnCtx, uri: &Uri) -> Result<(), ProxyError> {
+    let bridge = uri.host().and_then(crate::mcp::stdio::bridge_of);
+    match bridge.is_some() && !ctx.peer.ip().to_canonical().is_loopback() {
+        true => Err(ProxyError::new(
+            ErrorKind::ForbiddenTarget,
+            "a stdio bridge (flakestorm wrap) is reachable only from this host",
+        )),
+        false => Ok(()),
+    }
 }
 
 /// What hyper lets through but a proxy must refuse (400): more than one `Host` (RFC 9112
@@ -272,5 +288,26 @@ mod tests {
         );
         let plain: Uri = "http://api.example/v1".parse().unwrap();
         assert_eq!(without_userinfo(&plain), plain);
+    }
+
+    #[test]
+    fn a_stdio_bridge_is_refused_to_a_client_off_this_host() {
+        let ctx = |peer: &str| ConnCtx {
+            peer: peer.parse().unwrap(),
+            peer_text: peer.into(),
+            user: None,
+            tunnel: None,
+            plain: false,
+            lane: None,
+        };
+        let bridge: Uri = "http://0123456789abcdef0123456789abcdef.stdio.flakestorm.invalid/files"
+            .parse()
+            .unwrap();
+        assert!(local_bridge(&ctx("127.0.0.1:5000"), &bridge).is_ok());
+        assert!(local_bridge(&ctx("[::1]:5000"), &bridge).is_ok());
+        let e = local_bridge(&ctx("10.0.0.7:5000"), &bridge).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::ForbiddenTarget);
+        let other: Uri = "http://api.example/v1".parse().unwrap();
+        assert!(local_bridge(&ctx("10.0.0.7:5000"), &other).is_ok());
     }
 }

@@ -35,6 +35,8 @@ pub struct Proxy {
     pub store: Store,
     /// Opens a lane of this proxy for each instance of an agent pool.
     pub lanes: OpenLane,
+    /// Where `flakestorm wrap` bridges stdio MCP servers through this proxy.
+    pub wrap_dir: Option<PathBuf>,
 }
 
 /// Called once the proxy is up, before the agent is readied (the demo serves its
@@ -248,7 +250,15 @@ async fn ready_agent(
     let config = &loaded.config;
     if let Some(spec) = config.agent.as_ref().filter(|a| a.per_port.is_some()) {
         let size = spec.pool_size(config.advanced.concurrency);
-        let pool = Pool::start(config, size, &proxy.lanes, &proxy.ca_cert, log).await?;
+        let pool = Pool::start(
+            config,
+            size,
+            &proxy.lanes,
+            &proxy.ca_cert,
+            proxy.wrap_dir.as_deref(),
+            log,
+        )
+        .await?;
         let launched = Launched {
             agent: pool.first().clone(),
             process: None,
@@ -258,6 +268,7 @@ async fn ready_agent(
     let at = ProxyAt {
         addr: proxy.addr,
         ca_cert: &proxy.ca_cert,
+        wrap_dir: proxy.wrap_dir.as_deref(),
     };
     Ok((launch(config, at, log).await?, None))
 }
