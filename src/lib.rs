@@ -30,6 +30,7 @@
 //!   (`serve --record`, `record`).
 //! - `proxy`     — the data plane: forward proxy, CONNECT interception, streaming.
 //! - `agent`     — driving the agent under test: invoke its endpoint, start it.
+//! - `wrap`      — `flakestorm wrap`: a stdio MCP server bridged through the run's proxy.
 //! - `langsmith` — LangSmith import: a run or a project's root runs as replay session
 //!   files and tapes, over LangSmith's REST API.
 //! - `mutate`    — mutation types: seeded rule-based generators, the `model:` LLM's
@@ -81,3 +82,4 @@ pub mod tape;
 pub mod telemetry;
 pub mod text;
 pub mod tls;
+pub mod wrap;

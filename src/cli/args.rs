@@ -162,6 +162,17 @@ pub enum Command {
         #[command(subcommand)]
         command: history::RunsCommand,
     },
+    /// Put a stdio MCP server through the run's proxy: written in the agent's MCP client
+    /// config in place of the server's command (docs/mcp.md, "stdio servers").
+    Wrap {
+        /// The tool's name in the config (`tools: [{name: NAME, protocol: mcp,
+        /// transport: stdio}]`); the server command's file name if not given.
+        #[arg(long)]
+        tool: Option<String>,
+        /// The server's command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
     /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
     #[command(name = "__supervise-agent", hide = true)]

@@ -168,6 +168,15 @@ fn announcement(
         "flakestorm: point the agent at it: HTTPS_PROXY={proxy} HTTP_PROXY={proxy} SSL_CERT_FILE={trust} \
          REQUESTS_CA_BUNDLE={trust} NODE_EXTRA_CA_CERTS={trust}"
     );
+    if let Some(dir) = &daemon.wrap_dir {
+        say!(
+            out,
+            "flakestorm: stdio MCP servers under `flakestorm wrap` (same host): {}={proxy} {}={}",
+            crate::mcp::stdio::ENV_PROXY,
+            crate::mcp::stdio::ENV_DIR,
+            dir.display()
+        );
+    }
     out
 }
 

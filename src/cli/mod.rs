@@ -107,6 +107,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Report(args) => return report::run(args).await,
         Command::Certificate(args) => return certificate::run(args),
         Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
+        Command::Wrap { tool, command } => return crate::wrap::run(tool, command).await,
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }
