@@ -186,6 +186,8 @@ class Flakestorm:
     stderr_file: Path
     stdout_lines: list[str] = field(default_factory=list)
     token_file: Path | None = None
+    # The rest of its stdout, line by line (None at EOF), for `wait_line`.
+    _lines: queue.Queue | None = None
 
     @classmethod
     def start(cls, tmp: Path, env: dict[str, str], extra_config: str = "", args: tuple[str, ...] = (),
@@ -244,12 +246,32 @@ class Flakestorm:
             if m := READY_RE.match(line):
                 addrs[m.group(1)] = m.group(2)
 
-        fs = cls(proc, addrs["proxy"], addrs["control"], tmp / "certs" / "ca.pem", stderr_file, seen)
+        fs = cls(proc, addrs["proxy"], addrs["control"], tmp / "certs" / "ca.pem", stderr_file, seen,
+                 _lines=lines)
         # The control API's token: serve keeps it in data_dir (here the default, beside the
         # config) when the config sets no control.token.
         fs.token_file = tmp / ".flakestorm" / "control.token"
         assert fs.ca_file.is_file(), f"proxy CA not created at {fs.ca_file}"
         return fs
+
+    def wait_line(self, pattern: str, deadline_s: float = STARTUP_DEADLINE_S) -> re.Match:
+        """The first stdout line (seen so far or to come) that `pattern` matches."""
+        for line in self.stdout_lines:
+            if m := re.search(pattern, line):
+                return m
+        end = time.monotonic() + deadline_s
+        while (left := end - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.stdout_lines.append(line)
+            if m := re.search(pattern, line):
+                return m
+        pytest.fail(f"flakestorm never printed a line matching {pattern!r}:\n" + "\n".join(self.stdout_lines),
+                    pytrace=False)
 
     def stop(self):
         """SIGTERM, then require a clean exit (code 0) within 20 s."""

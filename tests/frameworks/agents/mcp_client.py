@@ -2,6 +2,11 @@
 or raised at each step, as one JSON line on stdout.
 
     python mcp_client.py URL [--modern]
+    python mcp_client.py --stdio COMMAND [ARGS...]
+
+With `--stdio` the server is a command the SDK's `stdio_client` starts (its default,
+reduced environment: what `StdioServerParameters` gives without `env`), as an MCP client
+config names it; `flakestorm wrap` is such a command.
 
 Configured only by the environment (`HTTPS_PROXY`, `SSL_CERT_FILE`), which the SDK's
 default HTTP client reads. Runs on mcp 2.x and on mcp 1.x (the older-majors venv), whose
@@ -28,6 +33,7 @@ except ImportError:  # mcp 1.x: the same client and error, named so
     from mcp.shared.exceptions import McpError as MCPError
     MAJOR = 1
 
+STDIO = sys.argv[1] == "--stdio"
 URL = sys.argv[1]
 # Per request; a `timeout` fault holds longer (mcp 1.x takes a timedelta).
 READ_TIMEOUT_S = 2 if MAJOR == 2 else __import__("datetime").timedelta(seconds=2)
@@ -86,7 +92,16 @@ async def _call(session):
 
 
 async def main() -> None:
-    if "--modern" in sys.argv:
+    if STDIO:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=READ_TIMEOUT_S,
+                                     message_handler=on_message) as session:
+                await session.initialize()
+                await steps(session)
+    elif "--modern" in sys.argv:
         from mcp import Client
         async with Client(URL, cache=None, read_timeout_seconds=READ_TIMEOUT_S, message_handler=on_message) as c:
             await steps(c.session)

@@ -4,6 +4,7 @@ mcp 1.x, which the older-majors venv runs) over Streamable HTTP and TLS
 its users write one.
 
     python mcp_server.py [--json]    # prints "PORT <n>" once listening on 127.0.0.1:<n>
+    python mcp_server.py --stdio     # the stdio transport: JSON-RPC lines on stdin/stdout
 
 The socket is bound and listening before the line is printed, so a client that connects
 at once waits in the backlog while uvicorn starts: no fixed port, no sleep. `--json`:
@@ -41,6 +42,9 @@ def send_email(to: str, body: str) -> str:
 
 
 def main() -> None:
+    if "--stdio" in sys.argv:
+        mcp.run(transport="stdio")
+        return
     app = mcp.streamable_http_app(json_response=JSON) if MAJOR == 2 else mcp.streamable_http_app()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
