@@ -166,6 +166,10 @@ pub enum Command {
     /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
     #[command(name = "__supervise-agent", hide = true)]
     SuperviseAgent {
+        /// Set up the network namespace it was started in (`agent.capture: netns`) and run
+        /// the command as this user: `root` or `UID:GID` (src/capture/namespace.rs).
+        #[arg(long)]
+        netns: Option<String>,
         /// The command, run with `sh -c`.
         #[arg(last = true)]
         command: String,

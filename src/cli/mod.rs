@@ -106,7 +106,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Runs { command } => return history::run(command).await,
         Command::Report(args) => return report::run(args).await,
         Command::Certificate(args) => return certificate::run(args),
-        Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
+        Command::SuperviseAgent { netns, command } => {
+            return crate::agent::supervise(&command, netns.as_deref()).await;
+        }
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, ResponsePath};
+use crate::capture::Mode as CaptureMode;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +50,11 @@ pub struct AgentSpec {
     /// `advanced.concurrency` when `command` takes `{port}`, else one).
     #[serde(default)]
     pub instances: Option<u32>,
+    /// How the agent's traffic reaches the proxy: `proxy` (its proxy variables) or `netns`
+    /// (a network namespace where every TCP connection it opens ends at flakestorm;
+    /// docs/capture.md).
+    #[serde(default)]
+    pub capture: CaptureMode,
 }
 
 /// The most agent instances a run starts.
@@ -105,6 +111,8 @@ pub struct AgentTarget {
     pub env: BTreeMap<String, String>,
     /// `agent.instances` as written.
     pub instances: Option<u32>,
+    /// `agent.capture`.
+    pub capture: CaptureMode,
     /// The section as written when `command` takes `{port}`: each instance is this with its
     /// own port (`at_port`).
     pub per_port: Option<Box<AgentSpec>>,
@@ -227,6 +235,7 @@ impl AgentSpec {
             }
         }
         check_instances(a, &mut errors);
+        check_capture(a, &mut errors);
         let headers = compile_headers(&a.headers, &mut errors);
         match (endpoint, method, response_path, errors.is_empty()) {
             (Some(endpoint), Some(method), Some(response_path), true) => Ok(AgentTarget {
@@ -241,6 +250,7 @@ impl AgentSpec {
                 command: a.command.clone(),
                 env: a.env.clone(),
                 instances: a.instances,
+                capture: a.capture,
                 per_port: takes_port(a).then(|| Box::new(a.clone())),
             }),
             _ => Err(errors),
@@ -302,6 +312,30 @@ fn check_instances(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
                  listens on a port of its own"
             ),
         );
+    }
+}
+
+/// `agent.capture: netns` needs Linux, and an agent flakestorm starts (it starts it in the
+/// namespace). Whether this machine allows namespaces is probed when a run starts (and by
+/// `flakestorm doctor`), not at load: a config is also validated where it does not run.
+fn check_capture(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
+    if a.capture != CaptureMode::Netns {
+        return;
+    }
+    if !cfg!(target_os = "linux") {
+        errors.push(ConfigError::new(
+            "agent.capture",
+            format!(
+                "netns needs Linux (network namespaces); this is {}: use `proxy`",
+                std::env::consts::OS
+            ),
+        ));
+    }
+    if a.command.is_none() {
+        errors.push(ConfigError::new(
+            "agent.capture",
+            "netns needs agent.command: flakestorm starts the agent inside the namespace",
+        ));
     }
 }
 

@@ -13,6 +13,7 @@ mod action;
 mod attack;
 mod body;
 mod canary;
+mod capture;
 mod connect;
 mod connector;
 mod fault;

@@ -1,0 +1,64 @@
+"""A research agent whose HTTP client ignores proxy variables: `httpx.Client(trust_env=False)`,
+as agents that build their own transport have it (docs/capture.md). It trusts the CA
+files named by AGENT_CA_BUNDLE explicitly (a client with `trust_env=False` reads no
+SSL_CERT_FILE either), calls an OpenAI-compatible LLM at OPENAI_BASE_URL (Chat
+Completions, JSON) and a search tool at TOOL_URL.
+
+    python httpx_no_env_agent.py PORT
+
+A failed tool call is handed to the model as the tool's result; a failed LLM call raises
+(HTTP 500 from _serve).
+"""
+
+import json
+import os
+import ssl
+import sys
+
+import httpx
+
+from _serve import serve
+
+def _trusted() -> ssl.SSLContext:
+    """The CA files AGENT_CA_BUNDLE names (separated by `:`)."""
+    ctx = ssl.create_default_context()
+    for path in os.environ["AGENT_CA_BUNDLE"].split(os.pathsep):
+        ctx.load_verify_locations(path)
+    return ctx
+
+
+client = httpx.Client(trust_env=False, verify=_trusted(), timeout=15)
+TOOLS = [{"type": "function", "function": {
+    "name": "web_search", "description": "Search the web.",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+
+
+def web_search(query: str) -> str:
+    try:
+        r = client.get(os.environ["TOOL_URL"], params={"q": query})
+    except httpx.HTTPError as e:
+        return f"web_search failed: {type(e).__name__}"
+    if r.status_code != 200:
+        return f"web_search failed: HTTP {r.status_code}"
+    return "\n".join(r.json()["results"])
+
+
+def answer(prompt: str) -> str:
+    messages = [{"role": "user", "content": prompt}]
+    for _ in range(4):
+        r = client.post(f"{os.environ['OPENAI_BASE_URL']}/chat/completions",
+                        headers={"authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"},
+                        json={"model": "gpt-4o-mini", "messages": messages, "tools": TOOLS})
+        r.raise_for_status()
+        msg = r.json()["choices"][0]["message"]
+        messages.append(msg)
+        if not msg.get("tool_calls"):
+            return msg.get("content") or ""
+        for call in msg["tool_calls"]:
+            query = json.loads(call["function"]["arguments"] or "{}").get("query", "")
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": web_search(query)})
+    return "no answer"
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), answer)
