@@ -80,7 +80,11 @@ async fn every_connection_of_the_agent_arrives_with_its_destination() {
     let (mut p, ns) = AgentProcess::start_captured(&cmd, &[], Some(&log))
         .await
         .unwrap();
-    let capture::Captured { mut tcp, dns, names } = ns.captured;
+    let capture::Captured {
+        mut tcp,
+        dns,
+        names,
+    } = ns.captured;
     let dns = tokio::net::UdpSocket::from_std(dns).unwrap();
     tokio::spawn(capture::serve_dns(dns, names.clone(), || {}));
     let listener = tokio::net::TcpListener::from_std(tcp.remove(0)).unwrap();
@@ -89,7 +93,11 @@ async fn every_connection_of_the_agent_arrives_with_its_destination() {
     let words: Vec<&str> = started.split_whitespace().collect();
     let port: u16 = words[1].parse().unwrap();
     let uid: u32 = words[3].parse().unwrap();
-    assert_eq!(uid, rustix::process::getuid().as_raw(), "the agent runs as its user");
+    assert_eq!(
+        uid,
+        rustix::process::getuid().as_raw(),
+        "the agent runs as its user"
+    );
 
     // A literal address on an odd port: the connection is flakestorm's, destination kept.
     let (mut raw, _) = common::within("raw", listener.accept()).await.unwrap();
@@ -112,7 +120,9 @@ async fn every_connection_of_the_agent_arrives_with_its_destination() {
     let mut head = vec![0u8; 64];
     let n = http.read(&mut head).await.unwrap();
     assert!(head[..n].starts_with(b"GET / HTTP/1.1\r\nHost: svc.example"));
-    http.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await.unwrap();
+    http.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+        .await
+        .unwrap();
     let said = line(&mut p, &log, "HTTP").await;
     assert_eq!(said, format!("HTTP {fake} HTTP/1.1 204 No Content"));
 
@@ -151,7 +161,13 @@ async fn a_namespace_that_cannot_be_set_up_is_an_error_not_a_hang() {
         AgentProcess::start_captured("sleep 30", &env, None),
     )
     .await;
-    let err = started.err().expect("no namespace without its rules").to_string();
+    let err = started
+        .err()
+        .expect("no namespace without its rules")
+        .to_string();
     assert!(err.contains("network namespace"), "{err}");
-    assert!(err.contains("`nft -f -` failed") && err.contains("no nat here"), "{err}");
+    assert!(
+        err.contains("`nft -f -` failed") && err.contains("no nat here"),
+        "{err}"
+    );
 }

@@ -113,7 +113,11 @@ impl Proxy {
                     accept::LOG_EVERY
                 );
             }
-            accept::refuse(stream);
+            match arrival {
+                Arrival::Proxy => accept::refuse(stream),
+                // Not a proxy client: an HTTP 503 would be garbage to it. Closed.
+                Arrival::Captured(_) => drop(stream),
+            }
             return;
         }
         open.fetch_add(1, Ordering::AcqRel);

@@ -99,12 +99,12 @@ class CapturedStack(Stack):
         return text.replace("proxy:\n", f"proxy:\n{self.proxy_extra}", 1)
 
 
-def _run(tmp: Path, agent: str, capture: str, contract: str = CONTRACT, prompts=PROMPTS, **kw):
+def _run(tmp: Path, agent: str, capture: str, contract: str = CONTRACT, prompts=PROMPTS, env=None, **kw):
     if agent == "node" and shutil.which("node") is None:
         pytest.fail("node is needed", pytrace=False)
     stack = CapturedStack(tmp, agent, capture, **kw)
     try:
-        return stack, stack.run_contract(stack.config(contract, prompts))
+        return stack, stack.run_contract(stack.config(contract, prompts, **(env or {})))
     finally:
         stack.close()
 
@@ -162,4 +162,53 @@ def test_the_same_agent_in_proxy_mode_is_not_tested(proxy_run):
     for cov in r["coverage"]:
         assert cov["exchanges"] == 0, cov
         assert cov["not_tested"] or cov["scenario"] == "no-chaos", cov
-    print(run.stdout)
+    # It names the way out for a client that ignores proxy variables.
+    assert "agent.capture: netns" in said, said
+
+
+TOOL_CONTRACT = """\
+contract:
+  name: Captured research agent, tool down
+  invariants:
+    - {id: admits-outage, type: contains_any, values: [unavailable, sorry], severity: high, when: tool_faults_active}
+    - {id: searches, type: tool_called, tool: web_search}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-down
+      tool_faults: [{tool: web_search, mode: error, error_code: 503}]
+"""
+
+
+def test_a_raw_socket_http_client_is_captured(tmp_path):
+    """The tool called with HTTP/1.1 written on a plain socket: no proxy support at all,
+    and its calls are still the case's exchanges, faulted."""
+    _netns_or_skip()
+    stack, run = _run(tmp_path, "python", "netns", TOOL_CONTRACT, env={"RAW_TOOL": "1"})
+    r = assert_cells(run, {("admits-outage", "search-down"): "pass", ("searches", "no-chaos"): "pass",
+                           ("searches", "search-down"): "pass"})
+    for clean in cases(r, "no-chaos"):
+        [tool] = exchanges(clean, "tool")
+        assert status(tool) == 200 and tool["request"]["url"].startswith("http://localhost:"), tool
+    for down in cases(r, "search-down"):
+        [tool] = exchanges(down, "tool")
+        assert tool["fault"]["applied"] and status(tool) == 503, tool
+        assert down["answer"] == SORRY, down
+    assert (run.code, r["verdict"]) == (0, "pass"), run.why()
+
+
+def test_an_agent_flooding_connections_meets_the_cap_and_the_run_ends(tmp_path):
+    """Each case first opens 150 connections and holds them, with proxy.max_connections
+    at 40: the proxy refuses what is over the cap and says so, the agent's own calls meet
+    the same cap, and the run ends with a verdict (no hang)."""
+    _netns_or_skip()
+    stack, run = _run(tmp_path, "python", "netns", TOOL_CONTRACT, prompts=PROMPTS[:1], env={"FLOOD": "150"},
+                      proxy_extra="  max_connections: 40\n")
+    r = run.report
+    assert r is not None, run.why()
+    assert run.code in (0, 1, 2), run.why()
+    assert "proxy.max_connections" in run.stderr, run.why()
+    # Connections over the cap never reached the tool: it saw at most the cap's worth.
+    assert stack.tool.count() <= 40, stack.tool.count()
+    # What the run says when nothing readable crossed: the cap, not a missing proxy setting.
+    if r["verdict"] == "not_tested":
+        assert "agent.capture: netns" in run.stdout and "proxy.max_connections" in run.stdout, run.why()

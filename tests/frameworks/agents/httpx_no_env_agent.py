@@ -8,12 +8,19 @@ Completions, JSON) and a search tool at TOOL_URL.
 
 A failed tool call is handed to the model as the tool's result; a failed LLM call raises
 (HTTP 500 from _serve).
+
+Two variants for docs/capture.md's limits, by environment: RAW_TOOL=1 calls the tool with
+a hand-written HTTP/1.1 request on a plain socket (a client with no proxy support at
+all); FLOOD=N first opens N connections to the tool and holds them while it answers (an
+agent that leaks connections).
 """
 
 import json
 import os
+import socket
 import ssl
 import sys
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -33,7 +40,28 @@ TOOLS = [{"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
 
 
+def raw_search(query: str) -> str:
+    """The tool over a plain socket: HTTP/1.1 written by hand, `Connection: close`."""
+    url = urlsplit(os.environ["TOOL_URL"])
+    with socket.create_connection((url.hostname, url.port), timeout=15) as s:
+        s.sendall(f"GET {url.path}?q={quote(query)} HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    code = int(head.split()[1])
+    if code != 200:
+        return f"web_search failed: HTTP {code}"
+    return "\n".join(json.loads(body)["results"])
+
+
 def web_search(query: str) -> str:
+    if os.environ.get("RAW_TOOL") == "1":
+        try:
+            return raw_search(query)
+        except (OSError, ValueError, IndexError) as e:
+            return f"web_search failed: {type(e).__name__}"
     try:
         r = client.get(os.environ["TOOL_URL"], params={"q": query})
     except httpx.HTTPError as e:
@@ -43,7 +71,28 @@ def web_search(query: str) -> str:
     return "\n".join(r.json()["results"])
 
 
+def flood(n: int) -> list[socket.socket]:
+    """`n` connections to the tool, opened and held (those refused are let go)."""
+    url = urlsplit(os.environ["TOOL_URL"])
+    held = []
+    for _ in range(n):
+        try:
+            held.append(socket.create_connection((url.hostname, url.port), timeout=5))
+        except OSError:
+            pass
+    return held
+
+
 def answer(prompt: str) -> str:
+    held = flood(int(os.environ.get("FLOOD") or 0))
+    try:
+        return answer_with_tools(prompt)
+    finally:
+        for s in held:
+            s.close()
+
+
+def answer_with_tools(prompt: str) -> str:
     messages = [{"role": "user", "content": prompt}]
     for _ in range(4):
         r = client.post(f"{os.environ['OPENAI_BASE_URL']}/chat/completions",
