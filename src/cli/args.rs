@@ -162,6 +162,12 @@ pub enum Command {
         #[command(subcommand)]
         command: history::RunsCommand,
     },
+    /// Whether `agent.capture: netns` works on this machine, and which calls of the
+    /// configured agent would bypass the proxy in `proxy` mode (docs/capture.md).
+    Doctor {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
     /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
     #[command(name = "__supervise-agent", hide = true)]

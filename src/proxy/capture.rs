@@ -19,6 +19,10 @@ use super::{ConnCtx, Proxy, connect};
 use crate::capture::{Captured, Names, fake_address};
 use crate::journal::{Lane, ServeCapture};
 
+/// How an exchange's `client_addr` starts when its connection was captured in an agent's
+/// namespace rather than sent to the proxy: a call `proxy` mode would not see.
+pub const CAPTURED: &str = "netns";
+
 /// What a captured connection is read against: the namespace's names and the instance's
 /// own lane.
 pub(super) struct CaptureAt {
@@ -141,6 +145,11 @@ pub(super) async fn serve(
         return;
     };
     let _slot = slot;
+    // Its exchanges say they came around the proxy variables (`flakestorm doctor` reads it).
+    let ctx = ConnCtx {
+        peer_text: format!("{CAPTURED} {}", ctx.peer).into(),
+        ..ctx
+    };
     // An address the DNS did not give: the client named its target some other way
     // (`localhost`, /etc/hosts, a literal), which SNI or `Host` may say.
     let rename =

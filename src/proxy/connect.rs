@@ -240,3 +240,27 @@ fn record_handshake_failure(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority,
     };
     proxy.journal().record(ex);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_captured_request_is_named_by_its_host_on_the_port_it_reached() {
+        let head = b"GET /search?q=x HTTP/1.1\r\nUser-Agent: t\r\nhost: localhost:9000\r\n\r\n";
+        assert_eq!(host_header(head), Some("localhost:9000"));
+        let at: Authority = "127.0.0.1:9000".parse().unwrap();
+        assert_eq!(on_port("localhost:9000", &at).unwrap(), "localhost:9000");
+        // A Host that names another port: the port the client connected to wins.
+        assert_eq!(on_port("localhost", &at).unwrap(), "localhost:9000");
+        assert_eq!(on_port("api.example:80", &at).unwrap(), "api.example:9000");
+        // No Host, or one that is no authority: no name.
+        assert_eq!(host_header(b"GET / HTTP/1.1\r\n\r\n"), None);
+        assert!(on_port("a b", &at).is_none());
+        // A head cut inside a character still gives what is whole.
+        let mut cut = b"GET / HTTP/1.1\r\nHost: a.example\r\nX: \xc3".to_vec();
+        assert_eq!(host_header(&cut), Some("a.example"));
+        cut.clear();
+        assert_eq!(host_header(&cut), None);
+    }
+}

@@ -57,6 +57,7 @@ use crate::journal::Journal;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, LeafCache, TlsError};
 
+pub use capture::CAPTURED;
 pub use lane::LaneListener;
 pub use rescue::ERROR_HEADER;
 

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 from _frameworks import (AGENTS, SORRY, Stack, ToolAPI, _SeqOrigin, _ToolHandler, assert_cells, cases, exchanges,
                          status)
-from flakestorm_harness import TEST_CA
+from _frameworks import runner_env
+from flakestorm_harness import TEST_CA, binary
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 PROMPTS = ["What was ACME's Q3 revenue?", "What was ACME's Q2 revenue?"]
@@ -212,3 +213,25 @@ def test_an_agent_flooding_connections_meets_the_cap_and_the_run_ends(tmp_path):
     # What the run says when nothing readable crossed: the cap, not a missing proxy setting.
     if r["verdict"] == "not_tested":
         assert "agent.capture: netns" in run.stdout and "proxy.max_connections" in run.stdout, run.why()
+
+
+def test_doctor_names_the_calls_that_bypass_the_proxy(tmp_path):
+    """`flakestorm doctor` on the httpx agent's config: netns is available, and both its
+    calls (the LLM over HTTPS, the tool over HTTP) are named as going around HTTPS_PROXY."""
+    _netns_or_skip()
+    stack = CapturedStack(tmp_path, "python", "proxy", pool=0)
+    try:
+        path = tmp_path / "flakestorm.yaml"
+        path.write_text(stack.config(CONTRACT, PROMPTS[:1]))
+        p = subprocess.run([str(binary()), "doctor", "-c", str(path)], cwd=tmp_path, env=runner_env(),
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        stack.close()
+    out = p.stdout
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "agent.capture: netns is available on this machine" in out, out
+    around = next(line for line in out.splitlines() if "around it" in line)
+    assert f"https://localhost:{stack.llm.port}" in around and f"http://localhost:{stack.tool.port}" in around, out
+    through = next(line for line in out.splitlines() if "through HTTPS_PROXY" in line)
+    assert through.rstrip().endswith("none"), out
+    assert "capture: netns captures them" in out, out
