@@ -12,7 +12,10 @@ A failed tool call is handed to the model as the tool's result; a failed LLM cal
 Two variants for docs/capture.md's limits, by environment: RAW_TOOL=1 calls the tool with
 a hand-written HTTP/1.1 request on a plain socket (a client with no proxy support at
 all); FLOOD=N first opens N connections to the tool and holds them while it answers (an
-agent that leaks connections).
+agent that leaks connections). BENCH_CALLS=N makes the answer a measurement instead
+(scripts/bench_capture.py): N calls to TOOL_URL and N to BENCH_TLS_URL on one keep-alive
+client each, answered as `http_ms=<median> https_ms=<median>`; BENCH_TRUST_ENV=1 gives
+the client the proxy variables (trust_env=True).
 """
 
 import json
@@ -83,7 +86,28 @@ def flood(n: int) -> list[socket.socket]:
     return held
 
 
+def bench(n: int) -> str:
+    """The median milliseconds of `n` calls to the plain and the TLS tool."""
+    import statistics
+    import time
+
+    trust = os.environ.get("BENCH_TRUST_ENV") == "1"
+    medians = []
+    for url in (os.environ["TOOL_URL"], os.environ["BENCH_TLS_URL"]):
+        with httpx.Client(trust_env=trust, verify=_trusted(), timeout=15) as c:
+            c.get(url, params={"q": "warm"}).raise_for_status()
+            took = []
+            for i in range(n):
+                t = time.perf_counter()
+                c.get(url, params={"q": str(i)}).raise_for_status()
+                took.append((time.perf_counter() - t) * 1000)
+        medians.append(statistics.median(took))
+    return f"http_ms={medians[0]:.3f} https_ms={medians[1]:.3f}"
+
+
 def answer(prompt: str) -> str:
+    if os.environ.get("BENCH_CALLS"):
+        return bench(int(os.environ["BENCH_CALLS"]))
     held = flood(int(os.environ.get("FLOOD") or 0))
     try:
         return answer_with_tools(prompt)
