@@ -210,8 +210,9 @@ def test_an_agent_flooding_connections_meets_the_cap_and_the_run_ends(tmp_path):
     assert "proxy.max_connections" in run.stderr, run.why()
     # Connections over the cap never reached the tool: it saw at most the cap's worth.
     assert stack.tool.count() <= 40, stack.tool.count()
-    # What the run says when nothing readable crossed: the cap, not a missing proxy setting.
-    if r["verdict"] == "not_tested":
+    # What the run says when nothing readable crossed at all: the cap, not a missing proxy
+    # setting. (Which calls the cap lets through depends on timing: some may cross.)
+    if all(cov["exchanges"] == 0 for cov in r["coverage"]):
         assert "agent.capture: netns" in run.stdout and "proxy.max_connections" in run.stdout, run.why()
 
 
