@@ -28,6 +28,12 @@ command -v cc >/dev/null || missing+=(gcc)
 command -v make >/dev/null || missing+=(make)
 # The HTML report suite (tests/reports) opens the report in Debian's Chromium.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# agent.capture: netns (tests/capture_netns.rs, tests/frameworks/test_capture_netns.py)
+# makes network namespaces: unshare, ip and nft (often in /usr/sbin, off a user's PATH).
+has() { type -P "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+has unshare || missing+=(util-linux)
+has ip || missing+=(iproute2)
+has nft || missing+=(nftables)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]} (apt)"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -83,7 +89,7 @@ if [ "$current_rc" -ne 0 ] || [ "$older_rc" -ne 0 ]; then exit 1; fi
 # docs/conformance-matrix.md must be what both runs give.
 python3 scripts/conformance_matrix.py --check current="$results/current.xml" older="$results/older.xml"
 
-echo "==> agents on real frameworks under contract runs: LangGraph, Agents SDK, LiteLLM, pydantic-ai, google-genai, smolagents, Node, MCP (tests/frameworks)"
+echo "==> agents on real frameworks under contract runs: LangGraph, Agents SDK, LiteLLM, pydantic-ai, google-genai, smolagents, Node, MCP, agent.capture: netns (tests/frameworks)"
 # The Node agent's packages (openai, undici), pinned by its package-lock.json. Node 20
 # comes with the machine; apt's nodejs where it is missing (undici needs 20.18 or newer).
 if ! command -v npm >/dev/null; then

@@ -14,6 +14,8 @@
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `globs`     — URL and host glob semantics, compiled once as they are read (pure).
+//! - `capture`   — `agent.capture: netns`: the agent's network namespace (redirection
+//!   rules, its setup, the DNS answered there, sockets passed in and out of it).
 //! - `chaos::spec`  — the fault vocabulary: tool faults, LLM faults and context attacks
 //!   as closed serde enums, their ranges, compiled once into `CompiledChaos` (pure).
 //! - `mutate::kind` — the mutation types: one closed enum, each type's family and weight.
@@ -56,6 +58,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod capture;
 pub mod chaos;
 pub mod checks;
 pub mod cli;

@@ -18,6 +18,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use super::answer::{AnswersRead, PathTally, cause, extract, head, render};
+use super::dial::{Connector, Dialer, host_port};
 use crate::config::AgentTarget;
 
 #[derive(Debug, thiserror::Error)]
@@ -109,11 +110,29 @@ pub(crate) fn direct_client(pooled: bool) -> Result<DirectClient, crate::tls::Tl
     Ok(builder.build(https))
 }
 
+/// The driver's client to the agent: direct, through its [`Dialer`] (inside the agent's
+/// namespace under `capture: netns`), never pooled (see `direct_client`).
+pub(crate) type AgentClient = Client<HttpsConnector<Connector>, Full<Bytes>>;
+
+/// `direct_client(false)` whose connections are made by `dialer`.
+pub(crate) fn agent_client(dialer: &Dialer) -> Result<AgentClient, crate::tls::TlsError> {
+    let tls = crate::tls::client_config(&[])?;
+    let https = HttpsConnectorBuilder::new()
+        .with_tls_config((*tls.pooled).clone())
+        .https_or_http()
+        .enable_all_versions()
+        .wrap_connector(Connector(dialer.clone()));
+    let mut builder = Client::builder(TokioExecutor::new());
+    builder.pool_max_idle_per_host(0);
+    Ok(builder.build(https))
+}
+
 /// The driver of one agent: its compiled `agent:` section and a client. Cheap to clone;
-/// the clones share what the answers said of `response_path`.
+/// the clones share what the answers said of `response_path`, and their dialer.
 #[derive(Clone)]
 pub struct Agent {
-    client: DirectClient,
+    client: AgentClient,
+    dialer: Dialer,
     target: Arc<AgentTarget>,
     retries: u32,
     paths: Arc<PathTally>,
@@ -122,8 +141,10 @@ pub struct Agent {
 impl Agent {
     /// `retries`: `advanced.retries`, extra attempts after one that got no response byte.
     pub fn new(target: &AgentTarget, retries: u32) -> Result<Agent, AgentError> {
+        let dialer = Dialer::default();
         Ok(Agent {
-            client: direct_client(false)?,
+            client: agent_client(&dialer)?,
+            dialer,
             target: Arc::new(target.clone()),
             retries,
             paths: Arc::default(),
@@ -146,6 +167,12 @@ impl Agent {
         &self.target.endpoint
     }
 
+    /// Where its connections to the agent are made (`capture: netns`: in the agent's
+    /// namespace).
+    pub fn dialer(&self) -> &Dialer {
+        &self.dialer
+    }
+
     /// The compiled `agent:` section this driver uses.
     pub fn target(&self) -> &AgentTarget {
         &self.target
@@ -154,20 +181,9 @@ impl Agent {
     /// Checks the agent's endpoint accepts connections, before any case runs. Only a TCP
     /// connect: a probe request could change an agent's state, or crash a strict one.
     pub async fn preflight(&self) -> Result<(), InvokeError> {
-        let endpoint = &self.target.endpoint;
-        let host = endpoint
-            .host()
-            .unwrap_or_default()
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let https = endpoint.scheme_str() == Some("https");
-        let port = endpoint.port_u16().unwrap_or(if https { 443 } else { 80 });
-        match tokio::time::timeout(
-            self.target.timeout,
-            tokio::net::TcpStream::connect((host, port)),
-        )
-        .await
-        {
+        let (host, port) =
+            host_port(&self.target.endpoint).map_err(|e| self.unreachable(e.to_string()))?;
+        match tokio::time::timeout(self.target.timeout, self.dialer.connect(&host, port)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(self.unreachable(e.to_string())),
             Err(_) => Err(self.unreachable(format!(

@@ -7,9 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{
-    Agent, AgentProcess, Probe, SpawnError, proxy_env, url_probe, wait_ready, with_user_env,
+    Agent, AgentProcess, Probe, SpawnError, proxy_env, url_probe_via, wait_ready, with_user_env,
 };
+use crate::capture::Mode as CaptureMode;
 use crate::config::{AgentTarget, Config};
+use crate::journal::ServeCapture;
 
 /// An agent ready for a run, and its process when this run started it.
 pub struct Launched {
@@ -71,7 +73,7 @@ async fn launch_inner(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result
         return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
     };
     let agent = Agent::new(spec, config.advanced.retries).map_err(|e| e.to_string())?;
-    let process = start(config, spec, &agent, proxy, log).await?;
+    let process = start(config, spec, &agent, proxy, None, log).await?;
     if let Err(e) = agent.preflight().await {
         let mut why = e.to_string();
         if let Some(p) = process {
@@ -89,12 +91,15 @@ async fn launch_inner(config: &Config, proxy: ProxyAt<'_>, log: &Path) -> Result
 /// Starts `agent.command` with the proxy environment (and `agent.env`), its output to
 /// `log`, and waits until the agent is ready: `ready_url` answers 2xx or, without one, the
 /// endpoint accepts connections. A `ready_url` without a command is waited for too
-/// (config.md: polled before the run starts).
+/// (config.md: polled before the run starts). Under `agent.capture: netns` the agent starts
+/// in a namespace of its own whose capture sockets `capture` serves on the lane, and the
+/// driver reaches it there.
 pub(super) async fn start(
     config: &Config,
     spec: &AgentTarget,
     agent: &Agent,
     proxy: ProxyAt<'_>,
+    capture: Option<&ServeCapture>,
     log: &Path,
 ) -> Result<Option<AgentProcess>, String> {
     let wait = spec.timeout.max(Duration::from_secs(30));
@@ -107,8 +112,10 @@ pub(super) async fn start(
         }
         return Ok(None);
     };
-    // Whatever answers before the agent starts is not the agent this run started.
-    if probe().await {
+    let netns = spec.capture == CaptureMode::Netns;
+    // Whatever answers before the agent starts is not the agent this run started (a new
+    // namespace has nothing in it yet).
+    if !netns && probe().await {
         return Err(format!(
             "{what} before agent.command started: another process (an agent left from an \
              earlier run?) is there; stop it or use another port"
@@ -126,7 +133,10 @@ pub(super) async fn start(
         env.extend(super::spawn::wrap_env(&env, dir));
     }
     let env = with_user_env(env, &user_env);
-    let mut process = AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?;
+    let mut process = match netns {
+        true => start_captured(cmd, &env, agent, capture, log).await?,
+        false => AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?,
+    };
     match wait_ready(Some(&mut process), &what, wait, probe).await {
         Ok(()) => Ok(Some(process)),
         Err(e) => {
@@ -150,7 +160,7 @@ fn readiness(spec: &AgentTarget, agent: &Agent) -> Result<Readiness, String> {
     Ok(match &spec.ready_url {
         Some(url) => (
             format!("{url} answered 2xx"),
-            Box::new(url_probe(url.clone()).map_err(|e| e.to_string())?),
+            Box::new(url_probe_via(url.clone(), agent.dialer()).map_err(|e| e.to_string())?),
         ),
         None => {
             let agent = agent.clone();
@@ -164,4 +174,37 @@ fn readiness(spec: &AgentTarget, agent: &Agent) -> Result<Readiness, String> {
             )
         }
     })
+}
+
+/// `agent.command` started in a network namespace of its own (`agent.capture: netns`):
+/// the machine checked first, the namespace's capture sockets served on the instance's
+/// lane (`capture`) for as long as the process runs, and the driver's connections made
+/// inside it.
+async fn start_captured(
+    cmd: &str,
+    env: &[(String, String)],
+    agent: &Agent,
+    capture: Option<&ServeCapture>,
+    log: &Path,
+) -> Result<AgentProcess, String> {
+    let Some(serve) = capture else {
+        return Err("agent.capture: netns needs the agent on a proxy lane of its own".into());
+    };
+    tokio::task::spawn_blocking(crate::capture::check)
+        .await
+        .map_err(|e| format!("agent.capture: netns: the check failed: {e}"))??;
+    let (mut process, ns) = AgentProcess::start_captured(cmd, env, Some(log))
+        .await
+        .map_err(|e| e.to_string())?;
+    match serve(ns.captured) {
+        Ok(keep) => process.keep_while_running(keep),
+        Err(e) => {
+            process.stop(Duration::from_secs(1)).await;
+            return Err(format!(
+                "agent.capture: netns: the namespace's sockets could not be served: {e}"
+            ));
+        }
+    }
+    agent.dialer().through(Some(ns.factory));
+    Ok(process)
 }

@@ -8,6 +8,7 @@
 //! dependencies, not for the harness.
 
 mod answer;
+mod dial;
 mod interrupt;
 mod invoke;
 mod launch;
@@ -20,6 +21,7 @@ mod supervise;
 
 pub use answer::{AnswersRead, extract, render};
 pub(crate) use answer::{cause as root_cause, head as body_head};
+pub use dial::Dialer;
 pub use interrupt::stopped;
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
@@ -28,6 +30,6 @@ pub use pool::{Lease, Pool};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
-pub use ready::{Probe, url_probe, wait_ready};
+pub use ready::{Probe, url_probe, url_probe_via, wait_ready};
 pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};

@@ -17,7 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::launch::{LaunchError, ProxyAt, start};
 use super::{Agent, AgentProcess};
 use crate::config::Config;
-use crate::journal::{Lane, OpenLane};
+use crate::journal::{Lane, OpenLane, ServeCapture};
 
 /// What restarting an instance needs.
 struct Setup {
@@ -35,6 +35,8 @@ struct Instance {
     proxy: SocketAddr,
     log: PathBuf,
     process: tokio::sync::Mutex<Option<AgentProcess>>,
+    /// Serves its namespace's capture on its lane (`agent.capture: netns`).
+    capture: ServeCapture,
     _listener: Box<dyn Send + Sync>,
 }
 
@@ -158,7 +160,7 @@ impl Pool {
                 let lane = open().await.map_err(|e| format!("no proxy lane: {e}"))?;
                 let agent =
                     Agent::new(&target, config.advanced.retries).map_err(|e| e.to_string())?;
-                let process = setup.launch(&agent, lane.addr, &log).await?;
+                let process = setup.launch(&agent, lane.addr, &lane.capture, &log).await?;
                 Ok::<_, String>(Instance {
                     number: i + 1,
                     port,
@@ -167,6 +169,7 @@ impl Pool {
                     proxy: lane.addr,
                     log,
                     process: tokio::sync::Mutex::new(process),
+                    capture: lane.capture,
                     _listener: lane.keep,
                 })
             }
@@ -248,6 +251,7 @@ impl Setup {
         &self,
         agent: &Agent,
         lane: SocketAddr,
+        capture: &ServeCapture,
         log: &Path,
     ) -> Result<Option<AgentProcess>, String> {
         let at = ProxyAt {
@@ -255,7 +259,8 @@ impl Setup {
             ca_cert: &self.ca,
             wrap_dir: self.wrap_dir.as_deref(),
         };
-        let process = start(&self.config, agent.target(), agent, at, log).await?;
+        let target = agent.target();
+        let process = start(&self.config, target, agent, at, Some(capture), log).await?;
         if let Err(e) = agent.preflight().await {
             if let Some(p) = process {
                 let tail = p.tail();
@@ -305,7 +310,7 @@ impl Lease {
         *process = self
             .pool
             .setup
-            .launch(&i.agent, i.proxy, &i.log)
+            .launch(&i.agent, i.proxy, &i.capture, &i.log)
             .await
             .map_err(|why| {
                 LaunchError(format!(

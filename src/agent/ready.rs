@@ -46,7 +46,16 @@ pub type Probe = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
 /// A probe of whether `uri` answers a GET with 2xx within a second (http or https, on the
 /// driver's direct client: never through the proxy).
 pub fn url_probe(uri: http::Uri) -> Result<impl FnMut() -> Probe + use<>, crate::tls::TlsError> {
-    let client = super::direct_client(false)?;
+    url_probe_via(uri, &super::Dialer::default())
+}
+
+/// `url_probe` whose connections `dialer` makes (in the agent's namespace under `capture:
+/// netns`).
+pub fn url_probe_via(
+    uri: http::Uri,
+    dialer: &super::Dialer,
+) -> Result<impl FnMut() -> Probe + use<>, crate::tls::TlsError> {
+    let client = super::invoke::agent_client(dialer)?;
     Ok(move || {
         let (client, uri) = (client.clone(), uri.clone());
         Box::pin(async move {

@@ -15,6 +15,11 @@ use tokio::process::Command;
 
 use super::interrupt::{self, Group};
 use super::supervise::{self, Lifeline, signal_group};
+use crate::capture::{Namespace, RunAs};
+
+/// How long the supervisor may take to set up the agent's network namespace (a few
+/// `ip` and `nft` calls: milliseconds).
+const NAMESPACE_WAIT: Duration = Duration::from_secs(20);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -121,6 +126,8 @@ pub struct AgentProcess {
     log: Option<std::path::PathBuf>,
     /// What runs; taken when it is stopped.
     group: Option<Group>,
+    /// What is served for it while it runs (its namespace's capture sockets).
+    kept: Option<Box<dyn Send + Sync>>,
 }
 
 impl AgentProcess {
@@ -131,6 +138,54 @@ impl AgentProcess {
         env: &[(String, String)],
         log: Option<&Path>,
     ) -> Result<AgentProcess, SpawnError> {
+        AgentProcess::start_with(command, env, log, None)
+    }
+
+    /// `start` in a network namespace of its own (`agent.capture: netns`): the supervisor
+    /// is started by `unshare`, sets the namespace up, and hands over its capture sockets
+    /// and socket factory, which this waits for. A namespace that cannot be set up is an
+    /// error that says why, and the supervisor is stopped.
+    pub async fn start_captured(
+        command: &str,
+        env: &[(String, String)],
+        log: Option<&Path>,
+    ) -> Result<(AgentProcess, Namespace), SpawnError> {
+        let failed = |why: String| SpawnError::Start {
+            command: command.to_string(),
+            source: std::io::Error::other(why),
+        };
+        if supervise::program().is_none() {
+            return Err(failed(
+                "agent.capture: netns needs flakestorm's own binary as the agent's supervisor"
+                    .into(),
+            ));
+        }
+        let mut process = AgentProcess::start_with(command, env, log, Some(RunAs::current()))?;
+        let lifeline = process.group.as_mut().and_then(|g| g.lifeline.as_mut());
+        let got = match lifeline {
+            Some(l) => tokio::time::timeout(NAMESPACE_WAIT, l.namespace())
+                .await
+                .unwrap_or_else(|_| Err(format!("not set up within {NAMESPACE_WAIT:?}"))),
+            None => Err("no lifeline to its supervisor".into()),
+        };
+        match got {
+            Ok(ns) => Ok((process, ns)),
+            Err(why) => {
+                let tail = process.tail();
+                process.stop(Duration::from_secs(1)).await;
+                Err(failed(format!(
+                    "the agent's network namespace (agent.capture: netns): {why}{tail}"
+                )))
+            }
+        }
+    }
+
+    fn start_with(
+        command: &str,
+        env: &[(String, String)],
+        log: Option<&Path>,
+        netns: Option<RunAs>,
+    ) -> Result<AgentProcess, SpawnError> {
         let (out, err) = output(log)?;
         let failed = |source| SpawnError::Start {
             command: command.to_string(),
@@ -138,7 +193,7 @@ impl AgentProcess {
         };
         let (mut cmd, lifeline) = match supervise::program() {
             Some(program) => {
-                let (cmd, lifeline) = Lifeline::command(program, command).map_err(failed)?;
+                let (cmd, lifeline) = Lifeline::command(program, command, netns).map_err(failed)?;
                 (cmd, Some((program, lifeline)))
             }
             None => {
@@ -175,7 +230,13 @@ impl AgentProcess {
                 id,
                 lifeline,
             }),
+            kept: None,
         })
+    }
+
+    /// Keeps `what` (its namespace's capture served) until the process is stopped.
+    pub(super) fn keep_while_running(&mut self, what: Box<dyn Send + Sync>) {
+        self.kept = Some(what);
     }
 
     /// Its log file, if its output goes to one.

@@ -26,6 +26,13 @@
 //! group (a CI job's timeout) does not take the supervisor along before it has stopped the
 //! agent. Only the agent's group being killed, or the supervisor alone, ends it otherwise.
 //!
+//! With `agent.capture: netns` the supervisor is started by `unshare --net` (and, for a
+//! user who is not root, `--user --map-root-user`): before `sh` it sets the namespace up
+//! (`capture::set_up`) and writes `netns` on the lifeline with the capture sockets
+//! attached, then answers socket requests on the channel that came with them
+//! (`capture::serve_factory`) while the agent runs. A namespace that cannot be set up is
+//! reported as `exited (…)` with the reason, as a `sh` that cannot start is.
+//!
 //! The binary registers itself (`cli::run`, [`supervise_with`]); a library user that
 //! registers nothing (the crate's in-process tests) gets `sh -c` started directly in a group
 //! of its own, stopped at the end and on drop, but orphaned if the process is SIGKILLed.
@@ -41,6 +48,8 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
+
+use crate::capture::{Namespace, RunAs};
 
 /// The hidden command that runs the supervisor.
 pub const COMMAND: &str = "__supervise-agent";
@@ -80,13 +89,37 @@ pub(super) struct Lifeline {
 
 impl Lifeline {
     /// `program __supervise-agent -- COMMAND`, its stdin the other end of the lifeline,
-    /// leading a process group of its own; and the lifeline.
-    pub(super) fn command(program: &Path, command: &str) -> io::Result<(Command, Lifeline)> {
+    /// leading a process group of its own; and the lifeline. With `netns`, started by
+    /// `unshare` in a network namespace of its own, which it sets up for the agent to run
+    /// as `netns` says.
+    pub(super) fn command(
+        program: &Path,
+        command: &str,
+        netns: Option<RunAs>,
+    ) -> io::Result<(Command, Lifeline)> {
         let (ours, theirs) = UnixStream::pair()?;
         ours.set_nonblocking(true)?;
-        let mut cmd = Command::new(program);
-        cmd.arg(COMMAND)
-            .arg("--")
+        let mut cmd = match netns {
+            None => Command::new(program),
+            Some(run_as) => {
+                let unshare = crate::capture::tool("unshare").ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "agent.capture: netns needs `unshare` (Debian: apt install util-linux)",
+                    )
+                })?;
+                // `/proc/self/exe` would be `unshare` itself once it runs.
+                let program = std::fs::canonicalize(program)?;
+                let mut cmd = Command::new(unshare);
+                cmd.args(run_as.unshare_args()).arg(program);
+                cmd
+            }
+        };
+        cmd.arg(COMMAND);
+        if let Some(run_as) = netns {
+            cmd.arg("--netns").arg(run_as.arg());
+        }
+        cmd.arg("--")
             .arg(command)
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .process_group(0);
@@ -96,6 +129,43 @@ impl Lifeline {
             exited: None,
         };
         Ok((cmd, lifeline))
+    }
+
+    /// The namespace the supervisor set up (`agent.capture: netns`): waits for its `netns`
+    /// word and the sockets that come with it. The error: it said `exited (…)` instead (the
+    /// reason), or ended without a word.
+    pub(super) async fn namespace(&mut self) -> Result<Namespace, String> {
+        let watch =
+            tokio::net::UnixStream::from_std(self.stream.try_clone().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
+        let mut buf = [0u8; 512];
+        loop {
+            watch.readable().await.map_err(|e| e.to_string())?;
+            let got = watch.try_io(tokio::io::Interest::READABLE, || {
+                crate::capture::recv_fds(&self.stream, &mut buf)
+            });
+            let (n, fds) = match got {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e.to_string()),
+                Ok(got) => got,
+            };
+            if n == 0 {
+                return Err("its supervisor ended without setting the namespace up".into());
+            }
+            self.read.extend_from_slice(&buf[..n]);
+            let Some(end) = self.read.iter().position(|&b| b == b'\n') else {
+                continue;
+            };
+            let line: Vec<u8> = self.read.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line).to_string();
+            if let Some(status) = line.trim_end().strip_prefix("exited ") {
+                self.exited = Some(status.to_string());
+                return Err(status.trim_matches(['(', ')']).to_string());
+            }
+            return Namespace::from_message(&line, fds).map_err(|e| {
+                format!("its supervisor's namespace sockets did not arrive whole: {e}")
+            });
+        }
     }
 
     /// How `sh -c COMMAND` exited, once the supervisor has said so (never blocks).
@@ -131,11 +201,19 @@ impl Lifeline {
     }
 }
 
-/// The supervisor (`flakestorm __supervise-agent -- COMMAND`): runs `sh -c COMMAND` in its
-/// own process group with its stdout and stderr (the agent's log), and stops the group when
-/// flakestorm says so or goes away.
-pub async fn supervise(command: &str) -> ExitCode {
+/// The supervisor (`flakestorm __supervise-agent [--netns AS] -- COMMAND`): runs `sh -c
+/// COMMAND` in its own process group with its stdout and stderr (the agent's log), and
+/// stops the group when flakestorm says so or goes away. With `netns` (`root` or
+/// `UID:GID`), it first sets up the network namespace it was started in.
+pub async fn supervise(command: &str, netns: Option<&str>) -> ExitCode {
     let _ignored = ignore_stop_signals();
+    let run_as = match netns.map(|n| RunAs::parse(n).ok_or(n)).transpose() {
+        Ok(r) => r,
+        Err(bad) => {
+            eprintln!("flakestorm: {COMMAND} --netns takes `root` or `UID:GID`, not `{bad}`");
+            return ExitCode::from(2);
+        }
+    };
     let lifeline = match lifeline() {
         Ok(l) => l,
         Err(e) => {
@@ -146,13 +224,36 @@ pub async fn supervise(command: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let set_up = run_as.map(|_| crate::capture::set_up(lifeline.as_fd()));
+    let lifeline = match tokio::net::UnixStream::from_std(lifeline) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("flakestorm: {COMMAND}: its lifeline: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let (read, mut write) = lifeline.into_split();
     let mut words = BufReader::new(read).lines();
-    let sh = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .spawn();
+    let factory = match set_up {
+        Some(Err(why)) => {
+            let why = format!("(the agent's network namespace could not be set up: {why})");
+            report(&mut write, &why).await;
+            stop_word(&mut words).await;
+            return ExitCode::from(1);
+        }
+        Some(Ok(channel)) => Some(tokio::spawn(crate::capture::serve_factory(channel))),
+        None => None,
+    };
+    let sh = match run_as {
+        Some(run_as) => crate::capture::agent_command(run_as, command),
+        None => {
+            let mut sh = Command::new("sh");
+            sh.arg("-c").arg(command);
+            sh
+        }
+    }
+    .stdin(Stdio::null())
+    .spawn();
     let mut sh = match sh {
         Ok(sh) => sh,
         Err(e) => {
@@ -169,6 +270,9 @@ pub async fn supervise(command: &str) -> ExitCode {
         }
         grace = stop_word(&mut words) => grace,
     };
+    if let Some(f) = factory {
+        f.abort();
+    }
     stop_group(&mut sh, grace).await;
     ExitCode::SUCCESS
 }
@@ -187,11 +291,11 @@ fn ignore_stop_signals() -> Vec<tokio::signal::unix::Signal> {
 }
 
 /// The supervisor's end of the lifeline: its stdin, as a socket.
-fn lifeline() -> io::Result<tokio::net::UnixStream> {
+fn lifeline() -> io::Result<UnixStream> {
     let fd = io::stdin().as_fd().try_clone_to_owned()?;
     let stream = UnixStream::from(fd);
     stream.set_nonblocking(true)?;
-    tokio::net::UnixStream::from_std(stream)
+    Ok(stream)
 }
 
 async fn report(write: &mut tokio::net::unix::OwnedWriteHalf, status: &str) {

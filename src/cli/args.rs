@@ -173,10 +173,20 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Whether `agent.capture: netns` works on this machine, and which calls of the
+    /// configured agent would bypass the proxy in `proxy` mode (docs/capture.md).
+    Doctor {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Internal, started by flakestorm itself: runs `agent.command` in a process group it
     /// stops when its stdin (a socket from its flakestorm) closes (src/agent/supervise.rs).
     #[command(name = "__supervise-agent", hide = true)]
     SuperviseAgent {
+        /// Set up the network namespace it was started in (`agent.capture: netns`) and run
+        /// the command as this user: `root` or `UID:GID` (src/capture/namespace.rs).
+        #[arg(long)]
+        netns: Option<String>,
         /// The command, run with `sh -c`.
         #[arg(last = true)]
         command: String,

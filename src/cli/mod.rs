@@ -12,6 +12,7 @@ mod baseline;
 mod certificate;
 mod commands;
 mod daemon_client;
+mod doctor;
 mod health;
 mod history;
 mod langsmith;
@@ -106,10 +107,16 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Runs { command } => return history::run(command).await,
         Command::Report(args) => return report::run(args).await,
         Command::Certificate(args) => return certificate::run(args),
-        Command::SuperviseAgent { command } => return crate::agent::supervise(&command).await,
+        Command::Doctor { config } => return doctor::run(&config).await,
+        Command::SuperviseAgent { netns, command } => return supervise(&command, netns).await,
         Command::Wrap { tool, command } => return crate::wrap::run(tool, command).await,
     };
     result.map_or_else(failed, |()| ExitCode::SUCCESS)
+}
+
+/// The hidden `__supervise-agent` (src/agent/supervise.rs).
+async fn supervise(command: &str, netns: Option<String>) -> ExitCode {
+    crate::agent::supervise(command, netns.as_deref()).await
 }
 
 /// `contract validate`, `contract run`, `contract score`.

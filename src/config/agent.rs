@@ -7,6 +7,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, ResponsePath};
+use crate::capture::Mode as CaptureMode;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +50,11 @@ pub struct AgentSpec {
     /// `advanced.concurrency` when `command` takes `{port}`, else one).
     #[serde(default)]
     pub instances: Option<u32>,
+    /// How the agent's traffic reaches the proxy: `proxy` (its proxy variables) or `netns`
+    /// (a network namespace where every TCP connection it opens ends at flakestorm;
+    /// docs/capture.md).
+    #[serde(default)]
+    pub capture: CaptureMode,
 }
 
 /// The most agent instances a run starts.
@@ -105,6 +111,8 @@ pub struct AgentTarget {
     pub env: BTreeMap<String, String>,
     /// `agent.instances` as written.
     pub instances: Option<u32>,
+    /// `agent.capture`.
+    pub capture: CaptureMode,
     /// The section as written when `command` takes `{port}`: each instance is this with its
     /// own port (`at_port`).
     pub per_port: Option<Box<AgentSpec>>,
@@ -211,21 +219,7 @@ impl AgentSpec {
         let response_path = ResponsePath::parse(&a.response_path)
             .map_err(|e| err("response_path", e.to_string()))
             .ok();
-        if !a.env.is_empty() && a.command.is_none() {
-            err(
-                "env",
-                "is the environment of agent.command, which is not set".into(),
-            );
-        }
-        for name in a.env.keys() {
-            let bad = name.is_empty() || name.contains(['=', '\0']);
-            if bad {
-                err(
-                    &format!("env.{name}"),
-                    "is not a valid variable name".into(),
-                );
-            }
-        }
+        check_command(a, &mut errors);
         check_instances(a, &mut errors);
         let headers = compile_headers(&a.headers, &mut errors);
         match (endpoint, method, response_path, errors.is_empty()) {
@@ -241,6 +235,7 @@ impl AgentSpec {
                 command: a.command.clone(),
                 env: a.env.clone(),
                 instances: a.instances,
+                capture: a.capture,
                 per_port: takes_port(a).then(|| Box::new(a.clone())),
             }),
             _ => Err(errors),
@@ -305,6 +300,52 @@ fn check_instances(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
     }
 }
 
+/// What `agent.command` brings with it: `env` (its environment) and `capture`.
+fn check_command(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
+    let mut err =
+        |field: &str, msg: String| errors.push(ConfigError::new(format!("agent.{field}"), msg));
+    if !a.env.is_empty() && a.command.is_none() {
+        err(
+            "env",
+            "is the environment of agent.command, which is not set".into(),
+        );
+    }
+    for name in a.env.keys() {
+        let bad = name.is_empty() || name.contains(['=', '\0']);
+        if bad {
+            err(
+                &format!("env.{name}"),
+                "is not a valid variable name".into(),
+            );
+        }
+    }
+    check_capture(a, errors);
+}
+
+/// `agent.capture: netns` needs Linux, and an agent flakestorm starts (it starts it in the
+/// namespace). Whether this machine allows namespaces is probed when a run starts (and by
+/// `flakestorm doctor`), not at load: a config is also validated where it does not run.
+fn check_capture(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
+    if a.capture != CaptureMode::Netns {
+        return;
+    }
+    if !cfg!(target_os = "linux") {
+        errors.push(ConfigError::new(
+            "agent.capture",
+            format!(
+                "netns needs Linux (network namespaces); this is {}: use `proxy`",
+                std::env::consts::OS
+            ),
+        ));
+    }
+    if a.command.is_none() {
+        errors.push(ConfigError::new(
+            "agent.capture",
+            "netns needs agent.command: flakestorm starts the agent inside the namespace",
+        ));
+    }
+}
+
 fn not_started(what: &str) -> String {
     format!(
         "{what} takes `{PORT}`, which is filled in only for agents flakestorm starts with a \
@@ -351,4 +392,47 @@ fn compile_headers(headers: &BTreeMap<String, String>, errors: &mut Vec<ConfigEr
         }
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compiled(v: serde_json::Value) -> Result<AgentTarget, Vec<String>> {
+        let spec: AgentSpec = serde_json::from_value(v).unwrap();
+        spec.compile()
+            .map_err(|e| e.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn capture_is_proxy_unless_netns_is_asked_for() {
+        let a = compiled(serde_json::json!({"endpoint": "http://127.0.0.1:1/"})).unwrap();
+        assert_eq!(a.capture, CaptureMode::Proxy);
+        let bad = serde_json::from_value::<AgentSpec>(
+            serde_json::json!({"endpoint": "http://127.0.0.1:1/", "capture": "tun"}),
+        );
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown variant `tun`")
+        );
+    }
+
+    #[test]
+    fn netns_needs_a_command_and_linux() {
+        let errors = compiled(serde_json::json!({
+            "endpoint": "http://127.0.0.1:1/", "capture": "netns",
+        }))
+        .unwrap_err();
+        let want = "agent.capture: netns needs agent.command: flakestorm starts the agent";
+        assert!(errors.iter().any(|e| e.starts_with(want)), "{errors:?}");
+        let with_command = compiled(serde_json::json!({
+            "endpoint": "http://127.0.0.1:{port}/", "capture": "netns",
+            "command": "python3 agent.py {port}",
+        }));
+        match cfg!(target_os = "linux") {
+            true => assert_eq!(with_command.unwrap().capture, CaptureMode::Netns),
+            false => assert!(with_command.unwrap_err()[0].contains("netns needs Linux")),
+        }
+    }
 }

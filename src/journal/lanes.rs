@@ -52,13 +52,19 @@ impl Drop for Serving {
     }
 }
 
-/// A proxy lane opened for a pool instance: its listener's address, the lane, and what
-/// keeps the listener open.
+/// A proxy lane opened for a pool instance: its listener's address, the lane, what keeps
+/// the listener open, and how the instance's captured traffic is served on the same lane.
 pub struct LaneAt {
     pub addr: std::net::SocketAddr,
     pub lane: Lane,
     pub keep: Box<dyn Send + Sync>,
+    pub capture: ServeCapture,
 }
+
+/// Serves an agent namespace's capture sockets on a lane (`agent.capture: netns`): what it
+/// returns keeps them served until dropped.
+pub type ServeCapture =
+    Arc<dyn Fn(crate::capture::Captured) -> std::io::Result<Box<dyn Send + Sync>> + Send + Sync>;
 
 /// Opens a proxy lane (`Proxy::lane_opener`), for the agent pool.
 pub type OpenLane = Arc<

@@ -29,7 +29,7 @@ mod read;
 mod redact;
 mod weight;
 
-pub use lanes::{CaseWatch, InFlight, Lane, LaneAt, OpenLane, Serving, Settled};
+pub use lanes::{CaseWatch, InFlight, Lane, LaneAt, OpenLane, ServeCapture, Serving, Settled};
 pub use read::Since;
 pub use redact::{REDACTED, Redactor};
 pub use weight::weight;

@@ -87,7 +87,25 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     let Ok(upgraded) = on_upgrade.await else {
         return;
     };
-    let mut io = TokioIo::new(upgraded);
+    intercept_io(proxy, ctx, TokioIo::new(upgraded), authority, false).await;
+}
+
+/// Serves a connection to `authority` that the proxy stands in for: a CONNECT tunnel's,
+/// or one captured in an agent's namespace (`agent.capture: netns`). Its first bytes say
+/// what it carries: plain HTTP and TLS (by SNI, with a leaf of flakestorm's CA) are served
+/// as requests to `authority`, anything else is relayed to it untouched. With `rename`
+/// (`authority` is an address the client reached without naming it to flakestorm), the
+/// name the client gives inside, TLS's SNI or plain HTTP's `Host`, is the target's host,
+/// on the same port: a client that connects to `localhost` reaches the origin by that name.
+pub(super) async fn intercept_io<I>(
+    proxy: Proxy,
+    ctx: ConnCtx,
+    mut io: I,
+    mut authority: Authority,
+    rename: bool,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut buf = vec![0u8; 512];
     let n = match tokio::time::timeout(FIRST_BYTES_WAIT, io.read(&mut buf)).await {
         Ok(Ok(0)) | Ok(Err(_)) => return,
@@ -98,6 +116,10 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
     let io = Prefixed::new(Bytes::from(buf), io);
     let host = bare_host(&authority).to_string();
     if is_http_request(&io) {
+        if rename && let Some(named) = host_header(io.prefix()).and_then(|h| on_port(h, &authority))
+        {
+            authority = named;
+        }
         let ctx = ConnCtx {
             tunnel: Some(authority),
             plain: true,
@@ -129,10 +151,16 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
             .leaves
             .server_config(&name)
             .map_err(|e| e.to_string())?;
-        start.into_stream(config).await.map_err(|e| e.to_string())
+        let tls = start.into_stream(config).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((tls, name))
     };
     let tls = match tokio::time::timeout(limit, handshake).await {
-        Ok(Ok(tls)) => tls,
+        Ok(Ok((tls, name))) => {
+            if rename && let Some(named) = on_port(&name, &authority) {
+                authority = named;
+            }
+            tls
+        }
         Ok(Err(e)) => return handshake_failed(&proxy, &ctx, &authority, &e),
         Err(_) => {
             proxy.metrics().connection_timeout("tls_handshake");
@@ -147,6 +175,29 @@ async fn intercept(proxy: Proxy, ctx: ConnCtx, on_upgrade: OnUpgrade, authority:
         ..ctx
     };
     listener::serve_http(proxy, ctx, TokioIo::new(tls)).await;
+}
+
+/// The `Host` header's value in the peeked head of an HTTP/1 request.
+fn host_header(head: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(head).ok().or_else(|| {
+        // A head cut inside a multi-byte character: what is whole of it.
+        let valid = std::str::from_utf8(head).err()?.valid_up_to();
+        std::str::from_utf8(&head[..valid]).ok()
+    })?;
+    let (_, headers) = text.split_once("\r\n")?;
+    headers.split("\r\n").find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| value.trim())
+    })
+}
+
+/// `host` (a name, maybe with a port of its own, which is dropped) on `authority`'s port.
+fn on_port(host: &str, authority: &Authority) -> Option<Authority> {
+    let bare = host.parse::<Authority>().ok()?;
+    let port = authority.port_u16()?;
+    format!("{}:{port}", bare.host()).parse().ok()
 }
 
 /// The peeked bytes open an HTTP/1 request: a method (upper-case letters) and a space.
@@ -188,4 +239,28 @@ fn record_handshake_failure(proxy: &Proxy, ctx: &ConnCtx, authority: &Authority,
         status: None,
     };
     proxy.journal().record(ex);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_captured_request_is_named_by_its_host_on_the_port_it_reached() {
+        let head = b"GET /search?q=x HTTP/1.1\r\nUser-Agent: t\r\nhost: localhost:9000\r\n\r\n";
+        assert_eq!(host_header(head), Some("localhost:9000"));
+        let at: Authority = "127.0.0.1:9000".parse().unwrap();
+        assert_eq!(on_port("localhost:9000", &at).unwrap(), "localhost:9000");
+        // A Host that names another port: the port the client connected to wins.
+        assert_eq!(on_port("localhost", &at).unwrap(), "localhost:9000");
+        assert_eq!(on_port("api.example:80", &at).unwrap(), "api.example:9000");
+        // No Host, or one that is no authority: no name.
+        assert_eq!(host_header(b"GET / HTTP/1.1\r\n\r\n"), None);
+        assert!(on_port("a b", &at).is_none());
+        // A head cut inside a character still gives what is whole.
+        let mut cut = b"GET / HTTP/1.1\r\nHost: a.example\r\nX: \xc3".to_vec();
+        assert_eq!(host_header(&cut), Some("a.example"));
+        cut.clear();
+        assert_eq!(host_header(&cut), None);
+    }
 }

@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::Proxy;
+use super::listener::Arrival;
 use crate::journal::{Lane, LaneAt, OpenLane};
 
 /// An open lane listener; it stops taking connections when dropped.
@@ -29,6 +30,7 @@ impl Proxy {
                 Ok(LaneAt {
                     addr: l.addr,
                     lane: l.lane.clone(),
+                    capture: proxy.capture_server(l.lane.clone(), l.addr),
                     keep: Box::new(l),
                 })
             })
@@ -53,7 +55,7 @@ impl Proxy {
             };
             proxy
                 .clone()
-                .serve_lane(listener, Some(served), until)
+                .serve_listener(listener, Some(served), until, Arrival::Proxy)
                 .await;
             proxy.inner.guard.lane(addr, false);
         });

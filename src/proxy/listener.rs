@@ -17,9 +17,9 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::accept::{self, Backoff, LogLimiter};
-use super::service;
 use super::watchdog::{Activity, Expired, Watched};
 use super::{ConnCtx, Proxy, ProxyBody};
+use super::{capture, service};
 use crate::journal::Lane;
 use crate::telemetry::ConnectionGuard;
 
@@ -38,7 +38,20 @@ impl Proxy {
         lane: Option<Lane>,
         shutdown: impl Future<Output = ()>,
     ) {
-        let main = lane.is_none();
+        self.serve_listener(listener, lane, shutdown, Arrival::Proxy)
+            .await;
+    }
+
+    /// `serve_lane`, each connection handled as `arrival` says: a proxy client, or a
+    /// connection captured in an agent's namespace (its target its original destination).
+    pub(super) async fn serve_listener(
+        self,
+        listener: TcpListener,
+        lane: Option<Lane>,
+        shutdown: impl Future<Output = ()>,
+        arrival: Arrival,
+    ) {
+        let main = lane.is_none() && matches!(arrival, Arrival::Proxy);
         tokio::pin!(shutdown);
         let mut backoff = Backoff::default();
         let mut exhausted_log = LogLimiter::new(accept::LOG_EVERY);
@@ -49,7 +62,8 @@ impl Proxy {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         backoff.succeeded();
-                        self.admit(stream, peer, lane.clone(), &mut refused_log);
+                        let lane = lane.clone();
+                        self.admit(stream, peer, lane, &mut refused_log, &arrival);
                     }
                     Err(e) if accept::is_resource_exhaustion(&e) => {
                         self.metrics().connection_rejected("fd_limit");
@@ -85,6 +99,7 @@ impl Proxy {
         peer: SocketAddr,
         lane: Option<Lane>,
         refused_log: &mut LogLimiter,
+        arrival: &Arrival,
     ) {
         let open = &self.inner.open_connections;
         let max = self.settings().max_connections;
@@ -98,7 +113,11 @@ impl Proxy {
                     accept::LOG_EVERY
                 );
             }
-            accept::refuse(stream);
+            match arrival {
+                Arrival::Proxy => accept::refuse(stream),
+                // Not a proxy client: an HTTP 503 would be garbage to it. Closed.
+                Arrival::Captured(_) => drop(stream),
+            }
             return;
         }
         open.fetch_add(1, Ordering::AcqRel);
@@ -108,6 +127,7 @@ impl Proxy {
         };
         let _ = stream.set_nodelay(true);
         let proxy = self.clone();
+        let arrival = arrival.clone();
         self.inner.shutdown.tasks.spawn(async move {
             let ctx = ConnCtx {
                 peer,
@@ -117,7 +137,10 @@ impl Proxy {
                 plain: false,
                 lane,
             };
-            serve_watched(proxy, ctx, stream, slot).await;
+            match arrival {
+                Arrival::Proxy => serve_watched(proxy, ctx, stream, slot).await,
+                Arrival::Captured(at) => capture::serve(proxy, ctx, stream, slot, at).await,
+            }
         });
     }
 
@@ -139,6 +162,15 @@ impl Proxy {
     }
 }
 
+/// How a listener's connections are handled.
+#[derive(Clone)]
+pub(super) enum Arrival {
+    /// Proxy clients (the main listener, a lane's).
+    Proxy,
+    /// Connections captured in an agent's network namespace (`agent.capture: netns`).
+    Captured(std::sync::Arc<capture::CaptureAt>),
+}
+
 /// Serves HTTP/1.1 or HTTP/2 on one client connection (the proxy port, or a decrypted
 /// tunnel), honouring graceful shutdown. Boxed: a CONNECT handled here spawns a tunnel that
 /// calls this again, and the recursion needs a named future type.
@@ -156,7 +188,7 @@ where
 
 /// A client socket's place under `proxy.max_connections` (and in the open-connections
 /// gauge), held by the socket wrapper so a CONNECT tunnel keeps it after the upgrade.
-struct Slot {
+pub(super) struct Slot {
     proxy: Proxy,
     _metric: ConnectionGuard,
 }
@@ -170,7 +202,7 @@ impl Drop for Slot {
     }
 }
 
-async fn serve_watched<T, S>(proxy: Proxy, ctx: ConnCtx, io: T, slot: S)
+pub(super) async fn serve_watched<T, S>(proxy: Proxy, ctx: ConnCtx, io: T, slot: S)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: Unpin + Send + 'static,

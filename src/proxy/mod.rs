@@ -14,6 +14,7 @@ mod attack;
 mod body;
 mod bridge;
 mod canary;
+mod capture;
 mod connect;
 mod connector;
 mod fault;
@@ -57,6 +58,7 @@ use crate::journal::Journal;
 use crate::telemetry::Metrics;
 use crate::tls::{CertificateAuthority, LeafCache, TlsError};
 
+pub use capture::CAPTURED;
 pub use lane::LaneListener;
 pub use rescue::ERROR_HEADER;
 

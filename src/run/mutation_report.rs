@@ -289,6 +289,7 @@ fn wire_only(ctx: &Scoring, score: f64, judged_anything: bool) -> Judgement {
         agent_exchanges: 0,
         declares_traffic: false,
         node: false,
+        netns: false,
         score,
         min_score: ctx.min_score,
         failed_critical: vec![],

@@ -33,6 +33,8 @@ pub struct Scoring {
     pub resets: bool,
     /// `agent.command` runs Node, whose fetch ignores proxy variables unless told.
     pub node: bool,
+    /// `agent.capture: netns`: every TCP connection of the agent ends at flakestorm.
+    pub netns: bool,
 }
 
 impl Scoring {
@@ -60,6 +62,7 @@ impl Scoring {
             max_scan: config.proxy.max_rewrite_bytes,
             resets: agent.is_some_and(|a| a.reset_endpoint.is_some()),
             node: command.is_some_and(runs_node),
+            netns: agent.is_some_and(|a| a.capture == crate::capture::Mode::Netns),
         }
     }
 }

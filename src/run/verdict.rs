@@ -77,6 +77,8 @@ pub(super) struct Evidence<'a> {
     pub declares_traffic: bool,
     /// `agent.command` runs Node, whose `fetch` ignores the proxy variables unless told.
     pub node: bool,
+    /// `agent.capture: netns`: nothing the agent sends over TCP bypasses the proxy.
+    pub netns: bool,
     pub score: f64,
     pub min_score: f64,
     /// The failed critical cells, as `` `invariant` under `scenario` ``.
@@ -104,6 +106,7 @@ impl<'a> Evidence<'a> {
             agent_exchanges: seen.agent_exchanges,
             declares_traffic: ctx.declared.any(),
             node: ctx.node,
+            netns: ctx.netns,
             score: 0.0,
             min_score: ctx.min_score,
             failed_critical: vec![],
@@ -277,7 +280,15 @@ fn untested(e: &Evidence) -> Vec<String> {
     let mut out = vec![];
     let exchanges = e.exchanges;
     let unfired = unfired(e);
-    if silent(e) {
+    if silent(e) && e.netns {
+        out.push(
+            "no request crossed the proxy during the run, though agent.capture: netns brings \
+             every TCP connection of the agent to it: the agent made no HTTP(S) call \
+             flakestorm could read (connections over proxy.max_connections are refused, other \
+             protocols are relayed untouched; flakestorm's log says which)"
+                .into(),
+        );
+    } else if silent(e) {
         out.push(format!(
             "no request crossed the proxy during the run: the agent is not using flakestorm's \
              proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, or let flakestorm \
@@ -319,15 +330,21 @@ fn untested(e: &Evidence) -> Vec<String> {
     out
 }
 
-/// What a Node agent that bypasses the proxy needs (docs/frameworks.md, "Node.js agents").
+/// What a Node agent that bypasses the proxy needs (docs/frameworks.md, "Node.js agents"),
+/// and what any agent whose client ignores the proxy variables can use on Linux.
 fn node_fix(e: &Evidence) -> &'static str {
     match e.node {
         true => {
             "; agent.command runs Node, whose fetch ignores HTTPS_PROXY unless \
                  NODE_USE_ENV_PROXY=1 is read (newer Node releases) or the agent installs \
-                 undici's EnvHttpProxyAgent (setGlobalDispatcher)"
+                 undici's EnvHttpProxyAgent (setGlobalDispatcher); or, on Linux, set \
+                 agent.capture: netns, which captures every connection whatever the client \
+                 does (docs/capture.md)"
         }
-        false => "",
+        false => {
+            "; a client that ignores proxy variables (trust_env=False, a Go or gRPC client) \
+             is captured on Linux with agent.capture: netns (docs/capture.md)"
+        }
     }
 }
 
@@ -381,6 +398,7 @@ mod tests {
             agent_exchanges: 0,
             declares_traffic: true,
             node: false,
+            netns: false,
             score: 0.0,
             min_score: 70.0,
             failed_critical: vec!["`calls-weather` under `no-chaos`".into()],
@@ -432,6 +450,7 @@ mod tests {
         // An agent.command that runs Node: the reason names its fix.
         let j = decide(&Evidence {
             node: true,
+            netns: false,
             ..evidence(&cases, &coverage)
         });
         assert!(

@@ -248,7 +248,12 @@ async fn ready_agent(
         before(proxy).map_err(StartError)?;
     }
     let config = &loaded.config;
-    if let Some(spec) = config.agent.as_ref().filter(|a| a.per_port.is_some()) {
+    // `capture: netns` serves its namespace on a lane: a pool, of one when the command
+    // takes no `{port}`.
+    let pooled = |a: &&crate::config::AgentTarget| {
+        a.per_port.is_some() || a.capture == crate::capture::Mode::Netns
+    };
+    if let Some(spec) = config.agent.as_ref().filter(pooled) {
         let size = spec.pool_size(config.advanced.concurrency);
         let pool = Pool::start(
             config,
