@@ -9,9 +9,9 @@
 * the server's exit code, stderr and lines that are not JSON-RPC, a server that dies
   mid-call and one that never starts, with a plain script;
 * an OpenAI Agents SDK agent whose MCP server is `MCPServerStdio` (the wrap as its
-  command), four instances in a pool at concurrency 4, under `contract run`: faults and
-  poisoning reach it, each MCP exchange lands on its own case's timeline, checks take the
-  MCP tool by name, nothing falls outside a case.
+  command), four instances in a pool at concurrency 4, under `contract run`, in `proxy`
+  and in `netns` capture: faults and poisoning reach it, each MCP exchange lands on its
+  own case's timeline, checks take the MCP tool by name, nothing falls outside a case.
 """
 
 from __future__ import annotations
@@ -186,10 +186,15 @@ class StdioAgentStack(Stack):
     AGENT = "openai_agents_mcp_agent.py"
     AGENT_ENV = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, capture: str):
         super().__init__(tmp, pool=4)
         self.llm.close()
         self.llm = ScriptedLLM(obedient)
+        self.capture = capture
+
+    def config(self, contract: str, golden_prompts: list[str], **kw) -> str:
+        return super().config(contract, golden_prompts, **kw).replace(
+            "agent:\n", f"agent:\n  capture: {self.capture}\n", 1)
 
     def tools(self) -> str:
         return "  - {name: crm, protocol: mcp, transport: stdio}\n"
@@ -199,9 +204,11 @@ class StdioAgentStack(Stack):
         return super().agent_env(MCP_STDIO=json.dumps([*WRAP, *SERVER]), **extra)
 
 
-@pytest.fixture(scope="module")
-def pooled(tmp_path_factory):
-    stack = StdioAgentStack(tmp_path_factory.mktemp("stdio-pool"))
+@pytest.fixture(scope="module", params=["proxy", "netns"])
+def pooled(request, tmp_path_factory):
+    """The pool run, with the agent behind the proxy variables, and in a network namespace
+    of its own (docs/capture.md), where the wrap inside reaches its lane as well."""
+    stack = StdioAgentStack(tmp_path_factory.mktemp("stdio-pool"), request.param)
     try:
         return stack.run_contract(stack.config(CONTRACT, PROMPTS))
     finally:
