@@ -59,6 +59,7 @@ fn exchange(id: u64, target: Target, url: &str, req: usize, resp: usize) -> Exch
         canary: None,
         canary_leaks: vec![],
         mcp: None,
+        tcp: None,
         planted: vec![],
     }
 }

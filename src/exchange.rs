@@ -81,6 +81,9 @@ pub enum Route {
     Intercepted,
     /// Origin-form request matched by a `proxy.reverse` prefix.
     Reverse,
+    /// A TCP connection captured in the agent's namespace (`agent.capture: netns`) that
+    /// carried neither HTTP nor TLS: relayed untouched; `tcp` counts its bytes.
+    Tcp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,10 +292,20 @@ pub struct Exchange {
     /// recognised on the wire).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpCall>,
+    /// A `tcp` route's bytes each way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpBytes>,
     /// Wrong values a fault or attack put into what the agent received in this exchange
     /// (`corrupt`, `stale`, an injected payload), so a run can trace where they went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planted: Vec<Planted>,
+}
+
+/// What a relayed TCP connection carried: bytes from the agent, and to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpBytes {
+    pub sent: u64,
+    pub received: u64,
 }
 
 /// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
@@ -429,6 +442,7 @@ pub mod tests_support {
             canary: None,
             canary_leaks: vec![],
             mcp: None,
+            tcp: None,
             planted: vec![],
         })
     }

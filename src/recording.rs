@@ -28,12 +28,12 @@ const SAVE_EVERY: Duration = Duration::from_secs(1);
 pub const MAX_TAPE_BYTES: u64 = crate::tape::MAX_TAPE;
 
 /// The exchanges as one tape; `case` names the case on every entry. CONNECT records (a
-/// tunnel, not a request) are left out.
+/// tunnel, not a request) and relayed TCP connections are left out.
 pub fn tape_of(journal: &Journal, exchanges: &[Arc<Exchange>], case: Option<&str>) -> Har {
     let mut har = write::empty(None);
     har.log.entries = exchanges
         .iter()
-        .filter(|e| e.request.method != "CONNECT")
+        .filter(|e| e.request.method != "CONNECT" && e.route != crate::exchange::Route::Tcp)
         .map(|e| {
             let bodies = journal.bodies(e.id);
             let mut entry = write::entry(e, bodies.as_deref(), case);

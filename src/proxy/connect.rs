@@ -130,6 +130,9 @@ pub(super) async fn intercept_io<I>(
     if n == 0 || !io_starts_tls(&io) {
         let port = authority.port_u16().unwrap_or(443);
         let timeout = proxy.settings().connect_timeout;
+        if ctx.peer_text.starts_with(super::capture::CAPTURED) {
+            return super::tcp::relay_journaled(&proxy, &ctx, io, authority.as_str()).await;
+        }
         match proxy.inner.guard.connect(&host, port, timeout).await {
             Ok(upstream) => relay(&proxy, io, upstream, authority.as_str()).await,
             Err(e) => tracing::info!("non-TLS tunnel from {}: {e}", ctx.peer),

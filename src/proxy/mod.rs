@@ -36,6 +36,7 @@ pub mod rescue;
 mod route;
 mod service;
 mod tape;
+mod tcp;
 mod tunnel;
 mod upstream;
 mod watchdog;

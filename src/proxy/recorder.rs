@@ -101,6 +101,7 @@ impl Recorder {
             canary: None,
             canary_leaks: vec![],
             mcp: None,
+            tcp: None,
             planted: vec![],
         };
         let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());

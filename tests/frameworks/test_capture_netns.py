@@ -20,8 +20,10 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import socketserver
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -194,6 +196,35 @@ def test_a_raw_socket_http_client_is_captured(tmp_path):
         [tool] = exchanges(down, "tool")
         assert tool["fault"]["applied"] and status(tool) == 503, tool
         assert down["answer"] == SORRY, down
+    assert (run.code, r["verdict"]) == (0, "pass"), run.why()
+
+
+class _Echo(socketserver.StreamRequestHandler):
+    def handle(self):
+        self.wfile.write(self.rfile.readline())
+
+
+def test_other_tcp_is_relayed_untouched_and_journaled_with_its_bytes(tmp_path):
+    """A line protocol (neither HTTP nor TLS) to a server on the host's loopback: relayed
+    as it is (the agent reads its echo and answers as usual), and each case's timeline has
+    the connection as a `tcp` exchange with its bytes each way."""
+    _netns_or_skip()
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        stack, run = _run(tmp_path, "python", "netns", TOOL_CONTRACT, env={"TCP_ECHO": address})
+    finally:
+        server.shutdown()
+        server.server_close()
+    r = assert_cells(run, {("searches", "no-chaos"): "pass", ("searches", "search-down"): "pass"})
+    for case in r["cases"]:
+        tcp = [e for e in case["exchanges"] or [] if e["route"] == "tcp"]
+        assert len(tcp) == 1, case
+        [e] = tcp
+        assert e["request"]["url"] == f"tcp://{address}/" and e["request"]["method"] == "TCP", e
+        assert e["tcp"] == {"sent": 5, "received": 5}, e
+        assert e["target"]["kind"] == "other", e
     assert (run.code, r["verdict"]) == (0, "pass"), run.why()
 
 

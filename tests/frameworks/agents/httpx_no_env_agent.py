@@ -9,7 +9,8 @@ Completions, JSON) and a search tool at TOOL_URL.
 A failed tool call is handed to the model as the tool's result; a failed LLM call raises
 (HTTP 500 from _serve).
 
-Two variants for docs/capture.md's limits, by environment: RAW_TOOL=1 calls the tool with
+`TCP_ECHO=HOST:PORT`: each answer first talks a line protocol (not HTTP, not TLS) to an
+echo server there. Two variants for docs/capture.md's limits, by environment: RAW_TOOL=1 calls the tool with
 a hand-written HTTP/1.1 request on a plain socket (a client with no proxy support at
 all); FLOOD=N first opens N connections to the tool and holds them while it answers (an
 agent that leaks connections). BENCH_CALLS=N makes the answer a measurement instead
@@ -105,9 +106,23 @@ def bench(n: int) -> str:
     return f"http_ms={medians[0]:.3f} https_ms={medians[1]:.3f}"
 
 
+def echo(address: str) -> None:
+    """A protocol that is neither HTTP nor TLS: `PING` to a line-echo server, its echo read."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=15) as s:
+        s.sendall(b"PING\n")
+        got = b""
+        while len(got) < 5 and (chunk := s.recv(16)):
+            got += chunk
+    if got != b"PING\n":
+        raise RuntimeError(f"echo answered {got!r}")
+
+
 def answer(prompt: str) -> str:
     if os.environ.get("BENCH_CALLS"):
         return bench(int(os.environ["BENCH_CALLS"]))
+    if os.environ.get("TCP_ECHO"):
+        echo(os.environ["TCP_ECHO"])
     held = flood(int(os.environ.get("FLOOD") or 0))
     try:
         return answer_with_tools(prompt)
