@@ -43,16 +43,6 @@ def fs(server, tmp_path_factory):
     fs.stop()
 
 
-@pytest.fixture
-def chaos(fs):
-    def put(**spec) -> None:
-        status, resp = fs.control("PUT", "/v1/chaos", spec)
-        assert status == 200, f"PUT /v1/chaos {spec} -> {status} {resp!r}"
-
-    yield put
-    fs.control("DELETE", "/v1/chaos")
-
-
 def session(fs: Flakestorm, url: str, *flags: str) -> dict:
     """agents/mcp_client.py through the proxy: `{"steps": [...], "notified": [...]}`."""
     env = {**clean_env(), "HTTPS_PROXY": fs.proxy_url, "SSL_CERT_FILE": str(fs.ca_file)}

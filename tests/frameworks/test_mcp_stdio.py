@@ -49,16 +49,6 @@ def wrap_env(fs):
     return {m.group(1): m.group(2), m.group(3): m.group(4)}
 
 
-@pytest.fixture
-def chaos(fs):
-    def put(**spec) -> None:
-        status, resp = fs.control("PUT", "/v1/chaos", spec)
-        assert status == 200, f"PUT /v1/chaos {spec} -> {status} {resp!r}"
-
-    yield put
-    fs.control("DELETE", "/v1/chaos")
-
-
 def session(env: dict, *command: str) -> dict:
     """agents/mcp_client.py over stdio: `{"steps": [...], "notified": [...]}`. The client
     process holds `env`; the SDK starts the command with its reduced default environment."""
