@@ -151,7 +151,7 @@ async fn main() {
             false => None,
         };
         let agent = match &pool {
-            Some(p) => p.first().clone(),
+            Some(p) => p.first(),
             None => Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
         };
         let parts = flakestorm::run::Parts {

@@ -41,6 +41,11 @@ async fn origins() -> Origins {
 /// and `ready_url`), a search tool that fails half the time in one scenario, an email
 /// tool that must not be called.
 fn config(o: &Origins, agent: &str, advanced: &str) -> String {
+    config_env(o, agent, advanced, "")
+}
+
+/// `config`, with more of the agent's environment (`, NAME: 'value'` entries).
+fn config_env(o: &Origins, agent: &str, advanced: &str, env: &str) -> String {
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/pool_agent.py");
     let agent = agent.replace("AGENT", &fixture.display().to_string());
@@ -52,7 +57,7 @@ tools:
 advanced: {advanced}
 agent:
 {agent}
-  env: {{TOOL_URL: 'http://{search}/q', EMAIL_URL: 'http://{email}/send'}}
+  env: {{TOOL_URL: 'http://{search}/q', EMAIL_URL: 'http://{email}/send'{env}}}
 golden_prompts: {prompts}
 contract:
   name: pool
@@ -122,7 +127,20 @@ fn per_case(report: &Value) -> BTreeMap<(String, String), (Vec<String>, bool)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_email_belongs_to_the_case_that_sent_it() {
     let o = origins().await;
-    let (code, out, r, html) = run(config(&o, POOLED, "{concurrency: 4, seed: 7}")).await;
+    for concurrency in [1, 4] {
+        let advanced = format!("{{concurrency: {concurrency}, seed: 7}}");
+        background_emails(&o, &advanced, concurrency).await;
+    }
+    assert_eq!(
+        o.email.log.len(),
+        12,
+        "three emails per scenario, the last case's included, in each run"
+    );
+}
+
+/// One run of `a_background_email_belongs_to_the_case_that_sent_it`.
+async fn background_emails(o: &Origins, advanced: &str, concurrency: u64) {
+    let (code, out, r, html) = run(config(o, POOLED, advanced)).await;
     assert_eq!(code, 1, "the emails fail `no-email`: {out}");
     let cases = r["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2 * PROMPTS.len(), "{out}");
@@ -160,8 +178,11 @@ async fn a_background_email_belongs_to_the_case_that_sent_it() {
             .count();
         assert_eq!(searches, 1, "{prompt}: its own search only");
     }
+    // `concurrency` running and spares to settle on (up to 4 × as many): the cases spread
+    // over more instances than run at once.
     assert!(
-        instances.len() > 1 && instances.iter().all(|i| (1..=4).contains(i)),
+        instances.len() as u64 > concurrency
+            && instances.iter().all(|i| (1..=4 * concurrency).contains(i)),
         "{instances:?}"
     );
     let outside: u64 = r["coverage"]
@@ -171,11 +192,6 @@ async fn a_background_email_belongs_to_the_case_that_sent_it() {
         .map(|c| c["outside_cases"].as_u64().unwrap())
         .sum();
     assert_eq!(outside, 0, "{:#}", r["coverage"]);
-    assert_eq!(
-        o.email.log.len(),
-        6,
-        "three emails per scenario, the last case's included"
-    );
     assert!(!html.contains("no timeline"), "every case has a timeline");
     assert!(html.contains("began after it answered"));
 }
@@ -264,7 +280,8 @@ async fn an_instance_that_exits_is_restarted_and_its_case_not_judged() {
     for c in crashed {
         let why = c["not_judged"].as_str().unwrap_or_default();
         assert!(
-            why.contains("agent instance 1 exited (exit status: 3) during this case"),
+            why.starts_with("agent instance ")
+                && why.contains("exited (exit status: 3) during this case"),
             "{why}"
         );
     }
@@ -320,4 +337,103 @@ async fn an_instance_that_never_starts_is_left_out_saying_why() {
         .collect();
     assert_eq!(instances.len(), 1, "every case ran on the one that started");
     assert!(cases.iter().all(|c| c["not_judged"].is_null()), "{out}");
+}
+
+/// The agent of `late_emails`: it thinks 0.3 s per case and emails 0.8 s after answering,
+/// later than the default 500 ms window.
+const LATE: &str = ", AGENT_DELAY: '0.3', EMAIL_DELAY: '0.8'";
+
+/// Each email with its case: no case has an email but its own, and a prompt that asks for
+/// a report has its own, after its answer (by at least its 0.8 s). The run ends one window
+/// after its last answer, so the emails of its last cases (`missing_at_most`) go out after
+/// it ended: they are in no case, never in a wrong one.
+fn emails_in_their_own_cases(r: &Value, out: &str, missing_at_most: usize) {
+    let mut missing = 0;
+    for c in r["cases"].as_array().unwrap() {
+        let prompt = c["prompt"].as_str().unwrap();
+        let traffic = c["exchanges"].as_array().unwrap();
+        let emails: Vec<&Value> = traffic
+            .iter()
+            .filter(|e| tool_of(e) == Some("email"))
+            .collect();
+        if !prompt.contains("report") {
+            assert!(
+                emails.is_empty(),
+                "{prompt} is blamed for {emails:#?}\n{out}"
+            );
+            continue;
+        }
+        if emails.is_empty() {
+            missing += 1;
+            continue;
+        }
+        assert_eq!(emails.len(), 1, "{prompt}: {traffic:#?}\n{out}");
+        let url = emails[0]["request"]["url"].as_str().unwrap();
+        assert!(
+            url.ends_with(&format!("for={}", url_quote(prompt))),
+            "{url}"
+        );
+        let after: Vec<u64> = serde_json::from_value(c["after_answer"].clone()).unwrap();
+        let delays: Vec<u64> = serde_json::from_value(c["after_answer_ms"].clone()).unwrap();
+        assert_eq!(after, vec![emails[0]["id"].as_u64().unwrap()], "{prompt}");
+        assert!(
+            delays[0] >= 750,
+            "{prompt}: its email came {delays:?} ms after"
+        );
+    }
+    assert!(
+        missing <= missing_at_most,
+        "{missing} emails missing\n{out}"
+    );
+}
+
+/// An email 800 ms after the answer, with the default 500 ms window: the instance's idle
+/// gap follows it into its own case, at concurrency 1 and 4 (spares the run settles on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_later_than_the_window_is_followed_by_the_idle_gap() {
+    let o = origins().await;
+    for (concurrency, instances) in [(1, 6), (4, 16)] {
+        let agent = format!("{POOLED}\n  instances: {instances}");
+        let advanced = format!("{{concurrency: {concurrency}, seed: 7}}");
+        let (code, out, r, _) = run(config_env(&o, &agent, &advanced, LATE)).await;
+        assert_eq!(
+            code, 1,
+            "the emails fail `no-email`, each its own case's: {out}"
+        );
+        emails_in_their_own_cases(&r, &out, concurrency);
+        let warnings = r["warnings"].to_string();
+        assert!(
+            warnings.contains("calls after the answer: the latest began"),
+            "the run says how late: {warnings}"
+        );
+        assert!(!warnings.contains("no idle spare"), "{warnings}");
+    }
+}
+
+/// The same agent on a pool without a spare instance (as many as the concurrency): an
+/// email later than the window is seen (at the end of the run at least) and the run warns,
+/// naming the exchange, its case and the `settle_ms` that would have caught it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_spare_an_email_later_than_the_window_is_warned_of() {
+    let o = origins().await;
+    for concurrency in [1, 4] {
+        let agent = format!("{POOLED}\n  instances: {concurrency}");
+        let advanced = format!("{{concurrency: {concurrency}, seed: 7}}");
+        let (_, out, r, _) = run(config_env(&o, &agent, &advanced, LATE)).await;
+        let warnings: Vec<&str> = r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let warned = warnings
+            .iter()
+            .find(|w| w.contains("had no idle spare instance"))
+            .unwrap_or_else(|| panic!("concurrency {concurrency}: {warnings:#?}\n{out}"));
+        assert!(
+            warned.contains("/send?for=") && warned.contains("case `"),
+            "names the exchange and its case: {warned}"
+        );
+        assert!(warned.contains("would catch it"), "{warned}");
+    }
 }

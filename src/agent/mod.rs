@@ -26,7 +26,7 @@ pub use interrupt::stopped;
 pub use invoke::{Agent, AgentError, FailedAttempt, InvokeError, Reply};
 pub(crate) use invoke::{DirectClient, direct_client};
 pub use launch::{LaunchError, Launched, Process, ProxyAt, launch};
-pub use pool::{Lease, Pool};
+pub use pool::{Lease, Pool, Tail};
 pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;

@@ -92,6 +92,9 @@ pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
             "flakestorm: the agent's output goes to {}",
             opts.agent_log.display()
         );
+        if let Some(pool) = &session.ctx.pool {
+            eprintln!("flakestorm: {}", pool.describe());
+        }
     }
     Ok(Run {
         session,

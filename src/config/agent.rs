@@ -119,15 +119,6 @@ pub struct AgentTarget {
 }
 
 impl AgentTarget {
-    /// How many instances a run starts: `agent.instances`, else `concurrency` when the
-    /// command takes `{port}`, else one.
-    pub fn pool_size(&self, concurrency: u32) -> usize {
-        match &self.per_port {
-            Some(_) => self.instances.unwrap_or(concurrency).max(1) as usize,
-            None => 1,
-        }
-    }
-
     /// This agent listening on `port` (`{port}` filled in everywhere); itself when the
     /// command takes no `{port}`.
     pub fn at_port(&self, port: u16) -> AgentTarget {

@@ -15,6 +15,7 @@ pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
     warn_reset_with_concurrency(c, warnings);
     warn_serial_cases(c, warnings);
     warn_outcome_without_faults(c, warnings);
+    super::settle::warn(c, warnings);
 }
 
 /// An `outcome` invariant judges what the agent did with a fault (docs/outcomes.md): one

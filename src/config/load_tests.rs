@@ -417,14 +417,85 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
         &errors_of("advanced: {settle_ms: 60001}\n", &[]),
         &["advanced.settle_ms: 60001 is out of range 0..=60000"],
     );
+    assert_exactly(
+        &errors_of("advanced: {settle_max_ms: 200}\n", &[]),
+        &["advanced.settle_max_ms: 200 is shorter than advanced.settle_ms (500)"],
+    );
+    assert_exactly(
+        &errors_of("advanced: {settle_max_ms: 600001}\n", &[]),
+        &["advanced.settle_max_ms: 600001 is out of range 0..=600000"],
+    );
     let (_dir, path) = write(&pool("  instances: 3\n"));
     let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
     let agent = loaded.config.agent.unwrap();
-    assert_eq!(agent.pool_size(10), 3);
+    assert_eq!(
+        agent.pool_plan(10, 500),
+        (3, 3),
+        "instances bounds the pool"
+    );
+    assert_eq!(
+        agent.pool_plan(2, 0),
+        (3, 3),
+        "as many as asked, all started"
+    );
+    let mut unset = agent.clone();
+    unset.instances = None;
+    assert_eq!(
+        unset.pool_plan(4, 500),
+        (6, 16),
+        "4 running + 2 spares, up to 16"
+    );
+    assert_eq!(unset.pool_plan(4, 0), (4, 4), "nothing settles: no spare");
+    assert_eq!(unset.pool_plan(30, 500), (45, 64), "at most 64");
     let second = agent.at_port(4242);
     assert_eq!(second.endpoint.to_string(), "http://127.0.0.1:4242/invoke");
     assert_eq!(second.command.as_deref(), Some("python3 agent.py 4242"));
-    assert_eq!(second.pool_size(10), 1, "an instance is not a pool");
+    assert_eq!(
+        second.pool_plan(10, 500),
+        (1, 1),
+        "an instance is not a pool"
+    );
+}
+
+/// What settling will cost is said at load when it costs more than it looks: no spare
+/// instance beside the cases in flight, or a window beyond a sane bound.
+#[test]
+fn settling_that_costs_a_window_per_case_is_warned_of_at_load() {
+    let warnings = |yaml: &str| {
+        let (_dir, path) = write(yaml);
+        load_with_env(Some(&path), &Overrides::default(), &env(&[]))
+            .unwrap()
+            .warnings
+    };
+    let pool = "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'python3 agent.py {port}'\n";
+    let no_spare = warnings(&format!(
+        "{pool}  instances: 4\nadvanced: {{concurrency: 4}}\n"
+    ));
+    let said = no_spare
+        .iter()
+        .find(|w| w.starts_with("agent.instances: 4 leaves no spare instance"))
+        .unwrap_or_else(|| panic!("{no_spare:#?}"));
+    assert!(said.contains("one window per 4 cases"), "{said}");
+    assert!(said.contains("set agent.instances to 8 or more"), "{said}");
+    let spares = warnings(&format!(
+        "{pool}  instances: 8\nadvanced: {{concurrency: 4}}\n"
+    ));
+    assert!(
+        !spares.iter().any(|w| w.contains("no spare")),
+        "{spares:#?}"
+    );
+    let nothing_to_settle = warnings(&format!(
+        "{pool}  instances: 4\nadvanced: {{concurrency: 4, settle_ms: 0}}\n"
+    ));
+    assert!(!nothing_to_settle.iter().any(|w| w.contains("no spare")));
+    let long = warnings(&format!(
+        "{pool}advanced: {{settle_ms: 20000, settle_max_ms: 60000}}\n"
+    ));
+    assert!(
+        long.iter()
+            .any(|w| w.starts_with("advanced.settle_ms: 20000 follows every case for 20.0 s")),
+        "{long:#?}"
+    );
 }
 
 #[test]

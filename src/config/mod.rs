@@ -40,6 +40,7 @@ mod response_path;
 mod schema;
 mod sections;
 pub mod session_file;
+mod settle;
 mod targets;
 mod trials;
 mod unset;

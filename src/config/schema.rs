@@ -323,6 +323,10 @@ pub struct AdvancedSpec {
     /// How long a case waits after its answer, with none of its exchanges in flight, for
     /// calls the agent makes after answering (a background email): they are the case's.
     pub settle_ms: u64,
+    /// The longest a case is followed after its answer while its calls go on (each one
+    /// restarts its `settle_ms` of quiet); then it ends, and calls still in flight leave it
+    /// not judged.
+    pub settle_max_ms: u64,
     /// How many times each case runs, each trial with a seeded stream of its own
     /// (docs/trials.md).
     pub trials: u32,
@@ -340,6 +344,7 @@ impl Default for AdvancedSpec {
             attribution: Attribution::Exclusive,
             embeddings: None,
             settle_ms: 500,
+            settle_max_ms: 30_000,
             trials: 1,
         }
     }

@@ -307,6 +307,7 @@ fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
             format!("{} is out of range 0..=60000 (milliseconds)", a.settle_ms),
         ));
     }
+    super::settle::check(a, errors);
     if a.retries > 5 {
         errors.push(ConfigError::new(
             "advanced.retries",

@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use super::RunContext;
 use super::environment;
+use super::settle::{RunsOn, settle, unfinished};
 use crate::agent::{Lease, Reply};
 use crate::chaos::{mix, stream};
 use crate::exchange::{Exchange, FaultRecord, Target};
-use crate::journal::{Lane, Settled};
+use crate::journal::{Lane, Serving};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -46,6 +47,10 @@ pub struct CaseResult {
     /// the same, judged with the rest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after_answer: Vec<u64>,
+    /// How long after its answer each of `after_answer` began, in milliseconds, in the same
+    /// order: a late call's delay (docs/config.md, "How a case settles").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_answer_ms: Vec<u64>,
     /// The pool instance it ran on (1-based), when flakestorm started a pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<usize>,
@@ -68,6 +73,13 @@ pub struct CaseResult {
     /// Journal ids of the judged attempt's window, first and last.
     #[serde(skip)]
     pub window: (u64, u64),
+    /// When it started and when its answer came (Unix ms): how late its late calls came,
+    /// and how soon its instance was used again.
+    #[serde(skip)]
+    pub times: (u64, u64),
+    /// The trace id its exchanges carry, when they are told apart.
+    #[serde(skip)]
+    pub trace_id: Option<Arc<str>>,
 }
 
 /// One invariant's verdict on one case.
@@ -113,12 +125,15 @@ impl CaseResult {
             faults: vec![],
             traffic: None,
             after_answer: vec![],
+            after_answer_ms: vec![],
             instance: None,
             trial: None,
             checks: vec![],
             outcome: None,
             trace: None,
             window: (0, 0),
+            times: (0, 0),
+            trace_id: None,
         }
     }
 
@@ -173,7 +188,9 @@ impl Tie<'_> {
 /// Runs one case: set up (its instance ready, the agent reset), invoked, then settled (its
 /// answer in and its traffic over, `advanced.settle_ms`), with the exchanges `tie` gives it.
 /// `slot`, its place among the cases in flight, is given back at the answer: settling holds
-/// only what ties the case's exchanges to it (its trace id, or its pool instance).
+/// only what ties the case's exchanges to it (its trace id, or its pool instance). On a
+/// pool instance the case then leaves its tail there (its lane, its watch and `keep`, its
+/// rules), so that calls the agent makes later are still its own until the next case.
 pub async fn run_case(
     ctx: &RunContext,
     scenario: &str,
@@ -181,15 +198,16 @@ pub async fn run_case(
     tie: Tie<'_>,
     slot: Option<tokio::sync::OwnedSemaphorePermit>,
     trace: bool,
+    keep: Option<Box<dyn Send + Sync>>,
 ) -> CaseResult {
+    let started_ms = crate::exchange::now_unix_ms();
     let (lease, lane) = match tie {
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
         Tie::None | Tie::Header(_) => (None, None),
     };
     let agent = lease.map_or(&ctx.agent, |l| l.agent());
     let watch = tie.trace().map(|t| ctx.journal.watch(t));
-    let serving = lane.zip(tie.trace()).map(|(l, t)| l.serving(t));
-    let headers = tie.headers();
+    let serving = serve(lane, lease, tie.trace());
     let mut first = ctx.journal.peek_next_id();
     let runs_on = RunsOn {
         lease,
@@ -205,98 +223,90 @@ pub async fn run_case(
     ) {
         Ok(()) => {
             let mark = |_| first = ctx.journal.peek_next_id();
-            Ok(agent.invoke_marked(prompt, &headers, mark).await)
+            Ok(agent.invoke_marked(prompt, &tie.headers(), mark).await)
         }
         Err(e) => Err(format!("setup failed: {e}")),
     };
     let answered_ms = crate::exchange::now_unix_ms();
     drop(slot);
-    let settled = match &watch {
-        Some(w) => w.settle(ctx.settle, agent.target().timeout).await,
-        None => Settled::Quiet,
-    };
+    let settled = settle(ctx, watch.as_ref(), &runs_on).await;
     drop(serving);
     let last = ctx.journal.peek_next_id().saturating_sub(1);
+    let answered = matches!(&reply, Ok(r) if r.answer.is_ok());
     let exited = match ran {
-        true => runs_on.exited().await,
+        true => runs_on.exited(answered).await,
         false => None,
     };
+    if let (Some(lease), Some(watch), Some(t)) = (lease, watch, tie.trace()) {
+        let keep = keep.unwrap_or_else(|| Box::new(()));
+        let (trace, watch) = (Arc::from(t), watch);
+        lease.keep_tail(crate::agent::Tail { trace, watch, keep });
+    }
     let (traffic, problem) = traffic_of(ctx, tie, first, last);
     let (faults, after_answer) = met(traffic.as_deref().unwrap_or_default(), answered_ms);
     let setup_failed = reply.as_ref().err().cloned();
-    // A call still in flight when the case had to end is not in its traffic: its checks
-    // would judge a part of what the agent did.
-    let unfinished = match settled {
-        Settled::Bounded { in_flight } if in_flight > 0 => Some(format!(
-            "{in_flight} of its calls were still in flight {} ms after its answer \
-             (agent.timeout): its traffic is incomplete",
-            agent.target().timeout.as_millis()
-        )),
-        Settled::Bounded { .. } | Settled::Quiet => None,
-    };
-    let mut case = answered(scenario, prompt, reply);
+    let unfinished = unfinished(settled, ctx);
+    let mut case = answered_case(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
     case.faults = faults;
     case.traffic = traffic;
-    case.after_answer = after_answer;
+    (case.after_answer, case.after_answer_ms) = after_answer;
     case.instance = lease.map(Lease::number);
     case.window = (first, last);
+    case.times = (started_ms, answered_ms);
+    case.trace_id = tie.trace().map(Arc::from);
     if trace {
-        let (traffic, answer) = (case.traffic.as_deref(), case.answer.as_deref());
-        case.trace = super::case_trace::trace_of(ctx, traffic, &case.prompt, answer);
+        case.retrace(ctx);
     }
     case
 }
 
-/// The faults and attacks `traffic` met, and the ids of its exchanges that began after
-/// `answered_ms` (the case's `after_answer`).
-fn met(traffic: &[Arc<Exchange>], answered_ms: u64) -> (Vec<FaultRecord>, Vec<u64>) {
+/// The case's lane serves it from now: the main listener's until the case ends (also when
+/// its run is cancelled mid-case: its traffic must not stay with a dead case); a pool
+/// instance's until its next case, the tail its last case left there ended once the lane
+/// is this one's.
+fn serve(lane: Option<&Lane>, lease: Option<&Lease>, trace: Option<&str>) -> Option<Serving> {
+    let (lane, trace) = (lane?, trace?);
+    let Some(lease) = lease else {
+        return Some(lane.serving(trace));
+    };
+    let previous = lease.take_tail();
+    lane.serve(Some(trace));
+    drop(previous);
+    None
+}
+
+impl CaseResult {
+    /// How long it took from its start to its answer.
+    pub(super) fn took(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.times.1.saturating_sub(self.times.0))
+    }
+
+    /// Its outcome trace, read again from its traffic and answer (after late calls joined
+    /// it).
+    pub(super) fn retrace(&mut self, ctx: &RunContext) {
+        let (traffic, answer) = (self.traffic.as_deref(), self.answer.as_deref());
+        self.trace = super::case_trace::trace_of(ctx, traffic, &self.prompt, answer);
+    }
+}
+
+/// The faults and attacks `traffic` met, and its exchanges that began after `answered_ms`
+/// (the case's `after_answer`): their ids and how long after the answer each began.
+fn met(traffic: &[Arc<Exchange>], answered_ms: u64) -> (Vec<FaultRecord>, (Vec<u64>, Vec<u64>)) {
     let faults = traffic
         .iter()
         .flat_map(|ex| ex.fault.iter().cloned().chain(ex.attacks.iter().cloned()))
         .collect();
-    let after = traffic
+    (faults, after_answer(traffic, answered_ms))
+}
+
+/// The ids of `traffic`'s exchanges that began after `answered_ms`, and each one's delay.
+pub(super) fn after_answer(traffic: &[Arc<Exchange>], answered_ms: u64) -> (Vec<u64>, Vec<u64>) {
+    traffic
         .iter()
         .filter(|e| e.timings.started_at_ms > answered_ms)
-        .map(|e| e.id)
-        .collect();
-    (faults, after)
-}
-
-/// What a case runs on: a pool instance, or the one agent process the run started.
-struct RunsOn<'a> {
-    lease: Option<&'a Lease>,
-    process: Option<&'a crate::agent::Process>,
-}
-
-impl RunsOn<'_> {
-    /// Ready for the case: the instance restarted if it had exited; the process not exited.
-    async fn ready(&self) -> Result<(), String> {
-        match (self.lease, self.process) {
-            (Some(l), _) => l.ready().await.map_err(|e| e.to_string()),
-            (None, Some(p)) => match p.exited().await {
-                Some((status, tail)) => Err(format!(
-                    "the agent process (agent.command) had exited ({status}) before this \
-                     case{tail}"
-                )),
-                None => Ok(()),
-            },
-            (None, None) => Ok(()),
-        }
-    }
-
-    /// How it exited during the case, if it did.
-    async fn exited(&self) -> Option<String> {
-        match (self.lease, self.process) {
-            (Some(l), _) => l.exited().await,
-            (None, Some(p)) => p.exited().await.map(|(status, tail)| {
-                format!(
-                    "the agent process (agent.command) exited ({status}) during this case{tail}"
-                )
-            }),
-            (None, None) => None,
-        }
-    }
+        .map(|e| (e.id, e.timings.started_at_ms - answered_ms))
+        .unzip()
 }
 
 /// The case's exchanges, when they can be told apart (`None` under `Tie::None`, or when
@@ -339,7 +349,7 @@ fn traffic_of(
 }
 
 /// A case with the agent's reply (or why it was not invoked) and nothing else yet.
-fn answered(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> CaseResult {
+fn answered_case(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> CaseResult {
     let (answer, error, latency, attempts, earlier) = match reply {
         Err(why) => (None, Some(why), 0.0, 0, vec![]),
         Ok(r) => {

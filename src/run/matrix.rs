@@ -58,8 +58,7 @@ fn canary(ctx: &RunContext) -> Arc<Canary> {
     )))
 }
 
-/// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
-type Cell = (usize, usize, u32);
+use super::late::{Cell, Done};
 
 /// How the cases of a run are told apart (design.md §6), from the run's context.
 #[derive(Clone)]
@@ -179,7 +178,7 @@ async fn pool(
     so_far: &Provisional,
 ) -> Vec<ScenarioOutcome> {
     let width = match &ties {
-        Ties::Pool(p) => p.size().min(ctx.concurrency.max(1)),
+        Ties::Pool(p) => p.bound().min(ctx.concurrency.max(1)),
         Ties::MainLane => 1,
         Ties::Header | Ties::Shared => ctx.concurrency.max(1),
     };
@@ -211,10 +210,12 @@ async fn pool(
             };
             let traced = !matches!(ties, Ties::Shared);
             let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p, t));
+            // Shared with the case's tail on a pool instance: its late calls meet its rules.
             let rules = trace.as_ref().map(|t| {
                 let canary = canary.then(|| self::canary(&ctx));
-                ctx.engine.install_for_trace(t, &chaos, canary)
+                Arc::new(ctx.engine.install_for_trace(t, &chaos, canary))
             });
+            let keep = rules.clone().map(|r| Box::new(r) as Box<dyn Send + Sync>);
             if let Some(progress) = &ctx.progress {
                 (progress.started)(&name, &prompt);
             }
@@ -225,8 +226,11 @@ async fn pool(
                 Ties::Header | Ties::Pool(_) => (permit, None),
                 Ties::MainLane | Ties::Shared => (None, permit),
             };
-            let mut case = run_case(&ctx, &name, &prompt, tie, slot, traced_case).await;
+            let mut case = run_case(&ctx, &name, &prompt, tie, slot, traced_case, keep).await;
             drop(lease);
+            if let Ties::Pool(pool) = &ties {
+                pool.observe(case.took());
+            }
             case.trial = several.then_some(t + 1);
             if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
                 case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
@@ -238,12 +242,16 @@ async fn pool(
             ((s, p, t), case, stats)
         });
     }
-    grouped(tasks.join_all().await, specs.len())
+    let mut done = tasks.join_all().await;
+    if let Ties::Pool(pool) = &ties {
+        super::late::gather(ctx, pool, &mut done).await;
+    }
+    grouped(done, specs.len())
 }
 
 /// The ended cases of `n` scenarios, each scenario's in prompt and trial order whatever
 /// finished first, with its exchanges and its rules' counters summed.
-fn grouped(mut done: Vec<(Cell, CaseResult, Vec<RuleStats>)>, n: usize) -> Vec<ScenarioOutcome> {
+fn grouped(mut done: Vec<Done>, n: usize) -> Vec<ScenarioOutcome> {
     done.sort_by_key(|(cell, _, _)| *cell);
     let mut out: Vec<ScenarioOutcome> = (0..n).map(|_| Default::default()).collect();
     let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; n];

@@ -23,6 +23,7 @@ mod environment;
 mod execute;
 pub mod export;
 mod judge;
+mod late;
 mod matrix;
 mod merge;
 mod mutation;
@@ -37,6 +38,7 @@ mod score;
 mod scored;
 mod scoring;
 mod sent;
+mod settle;
 pub mod shard;
 mod summary;
 pub mod tapes;
@@ -94,6 +96,7 @@ impl RunContext {
             pool: None,
             process: None,
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),
+            settle_max: std::time::Duration::from_millis(config.advanced.settle_max_ms),
             progress: None,
             shard: None,
             scoring,
@@ -280,6 +283,9 @@ pub struct RunContext {
     /// `advanced.settle_ms`: how long a case waits, after its answer and with none of its
     /// exchanges in flight, for calls the agent makes after answering.
     pub settle: std::time::Duration,
+    /// `advanced.settle_max_ms`: the longest a case is followed after its answer while its
+    /// calls go on.
+    pub settle_max: std::time::Duration,
     pub progress: Option<Progress>,
     /// `--shard K/N`: run only this shard's cases (docs/scale.md).
     pub shard: Option<Shard>,

@@ -264,7 +264,7 @@ async fn replay_one(
         },
     };
     let start = ctx.journal.peek_next_id();
-    let mut case = run_case(ctx, &session.id, &session.input, tie, None, false).await;
+    let mut case = run_case(ctx, &session.id, &session.input, tie, None, false, None).await;
     drop(lease);
     let end = ctx.journal.peek_next_id().saturating_sub(1);
     let stats = installed

@@ -179,6 +179,7 @@ impl Session {
         let mut warnings = vec![];
         if let Some(pool) = self.pool.take() {
             warnings.extend(pool.warnings.iter().cloned());
+            warnings.extend(pool.take_notes());
             warnings.extend(pool.stop().await);
         }
         if let Some(p) = self.process.take()
@@ -254,7 +255,7 @@ async fn ready_agent(
         a.per_port.is_some() || a.capture == crate::capture::Mode::Netns
     };
     if let Some(spec) = config.agent.as_ref().filter(pooled) {
-        let size = spec.pool_size(config.advanced.concurrency);
+        let (size, _) = spec.pool_plan(config.advanced.concurrency, config.advanced.settle_ms);
         let pool = Pool::start(
             config,
             size,
@@ -265,7 +266,7 @@ async fn ready_agent(
         )
         .await?;
         let launched = Launched {
-            agent: pool.first().clone(),
+            agent: pool.first(),
             process: None,
         };
         return Ok((launched, Some(std::sync::Arc::new(pool))));

@@ -1,0 +1,111 @@
+//! A pool instance leased for a case: its driver, lane and number; it restarted before the
+//! case if it had exited; the tail its last case left; given back when dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::{Instance, Pool, Tail};
+use crate::agent::launch::LaunchError;
+use crate::agent::{Agent, AgentProcess};
+use crate::journal::Lane;
+
+/// One instance, the case's until dropped.
+pub struct Lease {
+    pub(super) pool: Arc<Pool>,
+    pub(super) instance: Arc<Instance>,
+    pub(super) index: usize,
+    pub(super) _permit: OwnedSemaphorePermit,
+}
+
+impl Lease {
+    fn instance(&self) -> &Instance {
+        &self.instance
+    }
+
+    /// The tail its last case left (dropped once the new case serves the lane).
+    pub fn take_tail(&self) -> Option<Tail> {
+        self.instance
+            .tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// Leaves `tail` on the instance: its late calls are its case's until the next case.
+    pub fn keep_tail(&self, tail: Tail) {
+        *self.instance.tail.lock().unwrap_or_else(|p| p.into_inner()) = Some(tail);
+    }
+
+    /// How its process exited, if it has.
+    pub async fn exit_status(&self) -> Option<String> {
+        self.instance.process.lock().await.as_mut()?.exit_status()
+    }
+
+    pub fn agent(&self) -> &Agent {
+        &self.instance().agent
+    }
+
+    pub fn lane(&self) -> &Lane {
+        &self.instance().lane
+    }
+
+    /// The instance's number (1-based).
+    pub fn number(&self) -> usize {
+        self.instance().number
+    }
+
+    /// Before a case: the instance restarted if its process had exited. Why the case cannot
+    /// run on it, if it could not be.
+    pub async fn ready(&self) -> Result<(), LaunchError> {
+        let i = self.instance();
+        let mut process = i.process.lock().await;
+        let Some(status) = process.as_mut().and_then(AgentProcess::exit_status) else {
+            return Ok(());
+        };
+        if let Some(p) = process.take() {
+            p.stop(Duration::from_secs(1)).await;
+        }
+        tracing::info!(
+            "agent instance {} had exited ({status}); restarting it on port {}",
+            i.number,
+            i.port
+        );
+        *process = self
+            .pool
+            .setup
+            .launch(&i.agent, i.proxy, &i.capture, &i.log)
+            .await
+            .map_err(|why| {
+                LaunchError(format!(
+                    "agent instance {} exited ({status}) and could not restart: {why}",
+                    i.number
+                ))
+            })?;
+        Ok(())
+    }
+
+    /// After a case: how the instance's process exited, if it did, with its log's tail.
+    pub async fn exited(&self) -> Option<String> {
+        let i = self.instance();
+        let mut process = i.process.lock().await;
+        let p = process.as_mut()?;
+        let status = p.exit_status()?;
+        Some(format!(
+            "agent instance {} exited ({status}) during this case{}",
+            i.number,
+            p.tail()
+        ))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.pool
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(self.index);
+    }
+}

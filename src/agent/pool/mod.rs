@@ -1,0 +1,324 @@
+//! The agent pool (design.md §6): when `agent.command` takes `{port}`, a run starts
+//! copies of it, each on a free port of its own and each talking through a proxy lane of
+//! its own, so every exchange arriving on an instance's lane is the case that instance
+//! runs. A case leases the instance idle longest; an instance that exits is restarted
+//! before its next case, and the case it exited in says so. Instances that never become
+//! ready are left out (the run says which and why); none ready is an error.
+//!
+//! Settling does not hold the run (issue #50): a case that answered keeps its instance
+//! while it settles, and the next case goes to a spare one. The pool starts with spares and
+//! starts more as the measured case time asks (`spares`), up to its bound. After its settle
+//! a case leaves a `Tail` on its instance: the lane still serves it, so a call the agent
+//! makes later still is that case's, until the instance's next case starts.
+
+mod lease;
+mod ports;
+mod setup;
+mod spares;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tokio::sync::Semaphore;
+
+use super::launch::LaunchError;
+use super::{Agent, AgentProcess};
+use crate::config::{AgentTarget, Config};
+use crate::journal::{CaseWatch, Lane, OpenLane, ServeCapture};
+pub use lease::Lease;
+use ports::free_ports;
+use spares::Spares;
+
+/// What starting an instance needs (at the start, for a spare, or to restart one).
+struct Setup {
+    config: Config,
+    target: AgentTarget,
+    ca: PathBuf,
+    wrap_dir: Option<PathBuf>,
+    open: OpenLane,
+    log: PathBuf,
+}
+
+struct Instance {
+    /// 1-based, as the run's words say it.
+    number: usize,
+    port: u16,
+    agent: Agent,
+    lane: Lane,
+    proxy: SocketAddr,
+    log: PathBuf,
+    process: tokio::sync::Mutex<Option<AgentProcess>>,
+    /// Serves its namespace's capture on its lane (`agent.capture: netns`).
+    capture: ServeCapture,
+    /// Its last case, once settled, until its next case starts.
+    tail: Mutex<Option<Tail>>,
+    _listener: Box<dyn Send + Sync>,
+}
+
+/// What a settled case leaves on its instance: its lane still serves it, its exchanges are
+/// still counted (`watch`) and its rules still apply (`keep`), until the instance's next
+/// case starts or the run gathers its late calls.
+pub struct Tail {
+    pub trace: Arc<str>,
+    pub watch: CaseWatch,
+    pub keep: Box<dyn Send + Sync>,
+}
+
+/// The instances of one run.
+pub struct Pool {
+    instances: RwLock<Vec<Arc<Instance>>>,
+    /// Free instances, idle longest first.
+    free: Mutex<VecDeque<usize>>,
+    permits: Arc<Semaphore>,
+    setup: Setup,
+    spares: Spares,
+    /// Set by `stop`: a spare that becomes ready after it is stopped at once.
+    stopped: AtomicBool,
+    /// Set when a case had to wait for an instance: every one was running or settling, so
+    /// instances were used again as soon as their window ended, with no idle gap.
+    waited: AtomicBool,
+    /// What happened during the run that its report must say (a spare that failed to
+    /// start, late calls).
+    notes: Mutex<Vec<String>>,
+    /// Instances left out at the start, in words.
+    pub warnings: Vec<String>,
+}
+
+impl Pool {
+    /// Starts `size` instances of `config.agent`, each behind a lane from `open`; their
+    /// output to `log` (numbered). Fails when none becomes ready, saying why of each. More
+    /// spares may start during the run, up to `agent.instances` (`AgentTarget::pool_plan`).
+    pub async fn start(
+        config: &Config,
+        size: usize,
+        open: &OpenLane,
+        ca: &Path,
+        wrap_dir: Option<&Path>,
+        log: &Path,
+    ) -> Result<Pool, LaunchError> {
+        let Some(spec) = &config.agent else {
+            return Err(LaunchError("runs need an `agent:` section".into()));
+        };
+        let ports = free_ports(size).map_err(LaunchError)?;
+        let setup = Setup {
+            config: config.clone(),
+            target: spec.clone(),
+            ca: ca.to_path_buf(),
+            wrap_dir: wrap_dir.map(Path::to_path_buf),
+            open: open.clone(),
+            log: log.to_path_buf(),
+        };
+        let starts = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &port)| setup.instance(i + 1, port));
+        let (mut instances, mut warnings) = (vec![], vec![]);
+        for (i, started) in join_all(starts).await.into_iter().enumerate() {
+            match started {
+                Ok(instance) => instances.push(Arc::new(instance)),
+                Err(why) => warnings.push(format!(
+                    "agent instance {} (port {}) never became ready, so no case ran on it: \
+                     {why}",
+                    i + 1,
+                    ports[i]
+                )),
+            }
+        }
+        if instances.is_empty() {
+            return Err(LaunchError(warnings.join("\n")));
+        }
+        let a = &config.advanced;
+        let (_, bound) = spec.pool_plan(a.concurrency, a.settle_ms);
+        let settle = Duration::from_millis(a.settle_ms);
+        let n = instances.len();
+        Ok(Pool {
+            instances: RwLock::new(instances),
+            free: Mutex::new((0..n).collect()),
+            permits: Arc::new(Semaphore::new(n)),
+            setup,
+            spares: Spares::new(a.concurrency as usize, bound.max(size), settle, size),
+            stopped: AtomicBool::new(false),
+            waited: AtomicBool::new(false),
+            notes: Mutex::new(vec![]),
+            warnings,
+        })
+    }
+
+    /// How many instances are ready now.
+    pub fn size(&self) -> usize {
+        self.read().len()
+    }
+
+    /// The most instances it will hold.
+    pub fn bound(&self) -> usize {
+        self.spares.bound
+    }
+
+    /// Whether it may hold more instances than cases run at once: spares to settle on.
+    pub fn has_spares(&self) -> bool {
+        self.spares.bound > self.spares.running
+    }
+
+    /// Whether a case had to wait for an instance (all running or settling): instances
+    /// were then used again right after their window, as without spares.
+    pub fn waited(&self) -> bool {
+        self.waited.load(Ordering::Acquire)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Instance>>> {
+        self.instances.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first instance's driver (what reports show as the agent's endpoint).
+    pub fn first(&self) -> Agent {
+        self.read()[0].agent.clone()
+    }
+
+    /// The run's header line: `pool: 4 running + 2 settling`, with the bound.
+    pub fn describe(&self) -> String {
+        let (running, ready) = (self.spares.running, self.size());
+        let settling = ready.saturating_sub(running);
+        let settle = self.spares.settle.as_millis();
+        match (self.has_spares(), settle) {
+            (_, 0) => format!("pool: {running} running ({ready} agent instances)"),
+            (false, _) => format!(
+                "pool: {running} running + 0 settling: no spare instance, so each case's \
+                 settle window ({settle} ms) holds its instance"
+            ),
+            (true, _) => format!(
+                "pool: {running} running + {settling} settling (up to {} agent instances as \
+                 the measured case time asks)",
+                self.spares.bound
+            ),
+        }
+    }
+
+    /// Waits for a free instance and takes the one idle longest: its last case has had the
+    /// longest for its late calls.
+    pub async fn lease(self: &Arc<Self>) -> Lease {
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                self.waited.store(true, Ordering::Release);
+                let p = self.permits.clone().acquire_owned().await;
+                p.expect("the pool's semaphore is never closed")
+            }
+        };
+        let index = self
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+            .expect("a permit means a free instance");
+        Lease {
+            pool: self.clone(),
+            instance: self.read()[index].clone(),
+            index,
+            _permit: permit,
+        }
+    }
+
+    /// Notes a case's time (lease to answer), and starts the spares it asks for.
+    pub fn observe(self: &Arc<Self>, case: Duration) {
+        let numbers = self.spares.observe(case);
+        if !numbers.is_empty() {
+            tokio::spawn(self.clone().grow(numbers));
+        }
+    }
+
+    /// Starts the instances numbered `numbers`; each joins the free ones when ready. One
+    /// that fails to start is said, and the run goes on with the others.
+    async fn grow(self: Arc<Self>, numbers: std::ops::Range<usize>) {
+        let ports = match free_ports(numbers.len()) {
+            Ok(p) => p,
+            Err(why) => return self.note(format!("no spare agent instance started: {why}")),
+        };
+        let setup = &self.setup;
+        let starts = numbers
+            .clone()
+            .zip(ports)
+            .map(|(n, port)| async move { (n, port, setup.instance(n, port).await) });
+        for (n, port, started) in join_all(starts).await {
+            match started {
+                Ok(instance) => self.add(instance).await,
+                Err(why) => self.note(format!(
+                    "spare agent instance {n} (port {port}) failed to start, so the run went \
+                     on with the others: {why}"
+                )),
+            }
+        }
+    }
+
+    /// Adds a started spare, first among the free ones (it has no late calls to wait for);
+    /// stops it at once when the run has ended meanwhile.
+    async fn add(&self, instance: Instance) {
+        let late = {
+            let mut all = self.instances.write().unwrap_or_else(|p| p.into_inner());
+            if self.stopped.load(Ordering::Acquire) {
+                Some(instance)
+            } else {
+                all.push(Arc::new(instance));
+                let index = all.len() - 1;
+                self.free
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_front(index);
+                self.permits.add_permits(1);
+                None
+            }
+        };
+        if let Some(i) = late
+            && let Some(p) = i.process.lock().await.take()
+        {
+            p.stop(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Something the run's report must say.
+    pub fn note(&self, what: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(what);
+    }
+
+    /// What the run noted so far (`note`), taken.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Ends every instance's tail: no lane serves a case any more; the tails, whose late
+    /// calls the run gathers once none is in flight.
+    pub fn end_tails(&self) -> Vec<Tail> {
+        let all = self.read().clone();
+        all.iter()
+            .filter_map(|i| {
+                i.lane.serve(None);
+                i.tail.lock().unwrap_or_else(|p| p.into_inner()).take()
+            })
+            .collect()
+    }
+
+    /// Stops every instance; a warning for each that had exited during the run.
+    pub async fn stop(&self) -> Vec<String> {
+        let all = {
+            let all = self.instances.write().unwrap_or_else(|p| p.into_inner());
+            self.stopped.store(true, Ordering::Release);
+            all.clone()
+        };
+        let mut warnings = vec![];
+        for i in &all {
+            if let Some(p) = i.process.lock().await.take()
+                && let Some(w) = p.end_of_run().await
+            {
+                warnings.push(format!("agent instance {}: {w}", i.number));
+            }
+        }
+        warnings
+    }
+}

@@ -1,0 +1,90 @@
+//! `advanced.settle_ms` and `advanced.settle_max_ms` (docs/config.md, "How a case
+//! settles"): how many pool instances a run starts to settle on, their ranges, and load
+//! warnings saying what a setting will cost a run when it costs more than it looks (a long
+//! window, no spare pool instance to settle on).
+
+use super::schema::{AdvancedSpec, Config};
+use super::{AgentTarget, ConfigError};
+
+/// The longest `settle_max_ms`: ten minutes of following one case.
+const MAX_SETTLE_MAX_MS: u64 = 600_000;
+
+/// Above this a window is not a sane default for any agent: it is said at load.
+const SANE_SETTLE_MS: u64 = 5_000;
+
+impl AgentTarget {
+    /// How many instances a run starts with and how many it may hold: one without `{port}`
+    /// in the command; `agent.instances` when set, all started with the pool; else
+    /// `concurrency` plus spares to settle on (half as many again, when cases settle), more
+    /// started as the measured case time asks, up to 4 × `concurrency` (at most 64;
+    /// `concurrency` when `settle_ms` is 0).
+    pub fn pool_plan(&self, concurrency: u32, settle_ms: u64) -> (usize, usize) {
+        if self.per_port.is_none() {
+            return (1, 1);
+        }
+        let c = concurrency.max(1) as usize;
+        let spares = match settle_ms {
+            0 => 0,
+            _ => c.div_ceil(2),
+        };
+        let bound = match (self.instances, settle_ms) {
+            (Some(n), _) => return (n.max(1) as usize, n.max(1) as usize),
+            (None, 0) => c,
+            (None, _) => (4 * c).min(super::agent::MAX_INSTANCES as usize).max(c),
+        };
+        ((c + spares).min(bound), bound)
+    }
+}
+
+/// `settle_max_ms` in range and no shorter than `settle_ms`.
+pub(super) fn check(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
+    if a.settle_max_ms > MAX_SETTLE_MAX_MS {
+        errors.push(ConfigError::new(
+            "advanced.settle_max_ms",
+            format!(
+                "{} is out of range 0..={MAX_SETTLE_MAX_MS} (milliseconds)",
+                a.settle_max_ms
+            ),
+        ));
+    } else if a.settle_max_ms < a.settle_ms && a.settle_ms <= 60_000 {
+        errors.push(ConfigError::new(
+            "advanced.settle_max_ms",
+            format!(
+                "{} is shorter than advanced.settle_ms ({}): a case could never be quiet for \
+                 its window; make it at least {}",
+                a.settle_max_ms, a.settle_ms, a.settle_ms
+            ),
+        ));
+    }
+}
+
+/// What settling will cost when that is more than the user may expect.
+pub(super) fn warn(c: &Config, warnings: &mut Vec<String>) {
+    let (ms, n) = (c.advanced.settle_ms, c.advanced.concurrency);
+    if ms > SANE_SETTLE_MS {
+        warnings.push(format!(
+            "advanced.settle_ms: {ms} follows every case for {:.1} s of quiet after its answer: \
+             with spare pool instances the run pays that about once, at its end; without them \
+             (one agent process, or agent.instances no more than advanced.concurrency) once per \
+             case, {:.0} s for 50 cases at concurrency {n}",
+            ms as f64 / 1000.0,
+            50.0 * ms as f64 / 1000.0 / f64::from(n.max(1))
+        ));
+    }
+    let Some(a) = &c.agent else { return };
+    let Some(instances) = a.instances.filter(|_| a.per_port.is_some() && ms > 0) else {
+        return;
+    };
+    if instances <= n {
+        warnings.push(format!(
+            "agent.instances: {instances} leaves no spare instance beside advanced.concurrency \
+             {n} for cases to settle on: each case holds its instance for its settle window \
+             ({ms} ms), so the run pays about one window per {} cases, and a call the agent \
+             makes later than the window lands in that instance's next case (the run warns \
+             when it sees one); set agent.instances to {} or more, or settle_ms: 0 for an \
+             agent that does nothing after answering",
+            instances.min(n),
+            (2 * n).min(super::agent::MAX_INSTANCES),
+        ));
+    }
+}

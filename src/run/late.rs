@@ -1,0 +1,216 @@
+//! Late calls on a pool (issue #50): an instance's exchanges are its last case's until its
+//! next case starts, also after that case settled. Once a run's cases have ended, this
+//! gathers the calls each case's tail caught into the case (its `after_answer`, with their
+//! delays), measures how late after-answer calls came, and says when one came close to
+//! the next case (within 20 % of the time its instance was reused) or later than
+//! `settle_ms` on a pool without spare instances, where a later one would have been
+//! counted in the wrong case: naming the exchange, the case it was counted in and the
+//! `settle_ms` that would have caught it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::RunContext;
+use super::cases::{CaseResult, after_answer};
+use crate::agent::Pool;
+use crate::chaos::RuleStats;
+use crate::exchange::Exchange;
+
+/// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
+pub(super) type Cell = (usize, usize, u32);
+
+/// A case that ended, with its rules' counters.
+pub(super) type Done = (Cell, CaseResult, Vec<RuleStats>);
+
+/// How many windows after its last answer a run without spare instances watches its
+/// instances' last cases: there at least, calls later than the window are seen and said.
+/// Such a run already pays a window per case; this is a few more, once.
+const LINGER: u32 = 4;
+
+/// Gathers the late calls of `done`'s cases (see the module), once the run's last case has
+/// waited its window: without spare instances, `LINGER` windows, so that calls later than
+/// the window are seen at least there.
+pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
+    let bound = ctx.settle_max.max(ctx.settle);
+    if !pool.has_spares() && !ctx.settle.is_zero() {
+        let last = done.iter().map(|(_, c, _)| c.times.1).max().unwrap_or(0);
+        let until = last + (LINGER * ctx.settle).min(bound).as_millis() as u64;
+        let now = crate::exchange::now_unix_ms();
+        tokio::time::sleep(Duration::from_millis(until.saturating_sub(now))).await;
+    }
+    let tails = pool.end_tails();
+    for t in &tails {
+        t.watch.settle(Duration::ZERO, bound).await;
+    }
+    drop(tails);
+    for (_, case, _) in done.iter_mut() {
+        join_late(ctx, case);
+    }
+    let cases: Vec<&CaseResult> = done.iter().map(|(_, c, _)| c).collect();
+    let spare = pool.has_spares() && !pool.waited();
+    for note in say(&cases, ctx.settle, spare) {
+        pool.note(note);
+    }
+}
+
+/// Adds to `case` the exchanges its tail caught after it ended.
+fn join_late(ctx: &RunContext, case: &mut CaseResult) {
+    let (Some(trace), Some(traffic)) = (&case.trace_id, &mut case.traffic) else {
+        return;
+    };
+    let late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    if late.is_empty() {
+        return;
+    }
+    let (ids, delays) = after_answer(&late, case.times.1);
+    case.after_answer.extend(ids);
+    case.after_answer_ms.extend(delays);
+    case.faults.extend(
+        late.iter()
+            .flat_map(|e| e.fault.iter().cloned().chain(e.attacks.iter().cloned())),
+    );
+    if case.not_judged.is_none() {
+        case.not_judged = super::environment::problem(&late);
+    }
+    traffic.extend(late);
+    if case.trace.is_some() {
+        case.retrace(ctx);
+    }
+}
+
+/// A late call: the exchange, its case, how long after the answer it began.
+struct Late<'a> {
+    exchange: &'a Exchange,
+    case: &'a CaseResult,
+    delay: u64,
+}
+
+/// What the run says of its late calls: how late they came (the latest, per instance and
+/// overall), and a warning for each one that came close to its instance's reuse, or later
+/// than `settle` on a pool without an idle spare (`spare` false: none, or a case had to
+/// wait for one).
+fn say(cases: &[&CaseResult], settle: Duration, spares: bool) -> Vec<String> {
+    let reused = reuse_gaps(cases);
+    let lates: Vec<Late> = cases.iter().flat_map(|c| lates_of(c)).collect();
+    let Some(latest) = lates.iter().max_by_key(|l| l.delay) else {
+        return vec![];
+    };
+    let mut per_instance: BTreeMap<usize, u64> = BTreeMap::new();
+    for l in &lates {
+        let slot = per_instance
+            .entry(l.case.instance.unwrap_or(0))
+            .or_default();
+        *slot = (*slot).max(l.delay);
+    }
+    let each: Vec<String> = per_instance
+        .iter()
+        .map(|(i, ms)| format!("instance {i}: {ms} ms"))
+        .collect();
+    let mut out = vec![format!(
+        "calls after the answer: the latest began {} ms after its case's answer ({}; \
+         settle_ms: {})",
+        latest.delay,
+        each.join(", "),
+        settle.as_millis()
+    )];
+    for l in &lates {
+        let gap = reused
+            .get(&(l.case.trace_id.clone(), l.case.times))
+            .copied();
+        if let Some(g) = gap.filter(|&g| 5 * l.delay >= 4 * g) {
+            out.push(format!(
+                "{} came {} ms after {} answered, within 20 % of when its instance was used \
+                 again ({g} ms): a little later and it would have been counted in the next \
+                 case; settle_ms: {} would catch it",
+                exchange(l.exchange),
+                l.delay,
+                case_name(l.case),
+                catching(l.delay)
+            ));
+        }
+    }
+    let settle_ms = settle.as_millis() as u64;
+    if !spares && latest.delay > settle_ms {
+        let at_risk = reused.values().filter(|&&g| g <= latest.delay).count();
+        out.push(format!(
+            "{} came {} ms after {} answered, later than settle_ms ({settle_ms}), and the pool \
+             had no idle spare instance: {at_risk} cases ran on an instance used again sooner \
+             than that after its previous case's answer, so a call this late of the case \
+             before may be counted in theirs; settle_ms: {} would catch it, or agent.instances \
+             above advanced.concurrency (spares)",
+            exchange(latest.exchange),
+            latest.delay,
+            case_name(latest.case),
+            catching(latest.delay)
+        ));
+    }
+    out
+}
+
+/// `case`'s after-answer exchanges with their delays.
+fn lates_of<'a>(case: &'a CaseResult) -> Vec<Late<'a>> {
+    let traffic = case.traffic.as_deref().unwrap_or_default();
+    case.after_answer
+        .iter()
+        .zip(&case.after_answer_ms)
+        .filter_map(|(id, &delay)| {
+            let exchange = traffic.iter().find(|e| e.id == *id)?;
+            Some(Late {
+                exchange,
+                case,
+                delay,
+            })
+        })
+        .collect()
+}
+
+/// What tells a case apart in `reuse_gaps`: its trace id and its times.
+type CaseKey = (Option<Arc<str>>, (u64, u64));
+
+/// For each case whose instance ran another case after it: how long after its answer that
+/// next case started (keyed by trace id and times, which tell a case apart).
+fn reuse_gaps(cases: &[&CaseResult]) -> BTreeMap<CaseKey, u64> {
+    let mut by_instance: BTreeMap<usize, Vec<&CaseResult>> = BTreeMap::new();
+    for c in cases {
+        if let Some(i) = c.instance {
+            by_instance.entry(i).or_default().push(c);
+        }
+    }
+    let mut gaps = BTreeMap::new();
+    for list in by_instance.values_mut() {
+        list.sort_by_key(|c| c.times.0);
+        for pair in list.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            gaps.insert(
+                (a.trace_id.clone(), a.times),
+                b.times.0.saturating_sub(a.times.1),
+            );
+        }
+    }
+    gaps
+}
+
+/// The exchange in words: its id, method and URL.
+fn exchange(e: &Exchange) -> String {
+    format!("exchange {} ({} {})", e.id, e.request.method, e.request.url)
+}
+
+/// The case in words: its scenario and prompt.
+fn case_name(c: &CaseResult) -> String {
+    format!(
+        "case `{}` / `{}`",
+        c.scenario,
+        crate::text::cut(&c.prompt, 60)
+    )
+}
+
+/// The `settle_ms` that would have caught a call `delay` ms after the answer: the next
+/// 100 ms above it.
+fn catching(delay: u64) -> u64 {
+    (delay / 100 + 1) * 100
+}
+
+#[cfg(test)]
+#[path = "late_tests.rs"]
+mod tests;

@@ -1,0 +1,95 @@
+use super::*;
+use crate::exchange::{Target, tests_support};
+
+/// A case on `instance` that started at `start` and answered at `answered` (ms), with
+/// after-answer calls at those delays (ids from `first`).
+fn case(instance: usize, start: u64, answered: u64, delays: &[u64], first: u64) -> CaseResult {
+    let mut c = CaseResult::for_test(&format!("p{start}"), Some("ok"));
+    c.instance = Some(instance);
+    c.times = (start, answered);
+    c.trace_id = Some(Arc::from(format!("t{start}")));
+    let traffic = delays
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let e = tests_support::exchange(Target::Other, "http://mail.example/send")
+                .id(first + i as u64)
+                .timed(answered + d, 10.0)
+                .build();
+            Arc::new(e)
+        })
+        .collect();
+    c.traffic = Some(traffic);
+    c.after_answer = (first..first + delays.len() as u64).collect();
+    c.after_answer_ms = delays.to_vec();
+    c
+}
+
+const SETTLE: Duration = Duration::from_millis(500);
+
+#[test]
+fn nothing_is_said_without_late_calls() {
+    let a = case(1, 0, 100, &[], 1);
+    let b = case(1, 700, 800, &[], 1);
+    assert!(say(&[&a, &b], SETTLE, true).is_empty());
+}
+
+#[test]
+fn the_latest_late_call_is_said_per_instance_and_overall() {
+    let a = case(1, 0, 100, &[300], 1);
+    let b = case(2, 0, 100, &[800], 2);
+    let said = say(&[&a, &b], SETTLE, true);
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(
+        said[0].contains("the latest began 800 ms after")
+            && said[0].contains("instance 1: 300 ms, instance 2: 800 ms"),
+        "{}",
+        said[0]
+    );
+}
+
+#[test]
+fn a_late_call_close_to_its_instances_reuse_is_warned_of() {
+    // Answered at 100, the instance used again at 1100 (a 1000 ms gap): a call at 850 ms
+    // is within 20 % of it; one at 700 ms is not.
+    let a = case(1, 0, 100, &[850], 7);
+    let b = case(1, 1100, 1200, &[], 9);
+    let said = say(&[&a, &b], SETTLE, true);
+    let warned = said
+        .iter()
+        .find(|s| s.contains("within 20 %"))
+        .expect("warned");
+    assert!(warned.contains("exchange 7"), "{warned}");
+    assert!(warned.contains("case `s` / `p0`"), "{warned}");
+    assert!(warned.contains("(1000 ms)"), "{warned}");
+    assert!(warned.contains("settle_ms: 900 would catch it"), "{warned}");
+    let a = case(1, 0, 100, &[700], 7);
+    assert!(
+        !say(&[&a, &b], SETTLE, true)
+            .iter()
+            .any(|s| s.contains("within 20 %"))
+    );
+}
+
+#[test]
+fn a_call_later_than_settle_ms_without_spares_is_warned_of_with_the_cases_at_risk() {
+    // Instance 1 ran two cases back to back (reused 600 ms after the first answer); the
+    // last case on instance 2 caught an email 800 ms after its answer.
+    let a = case(1, 0, 100, &[], 1);
+    let b = case(1, 700, 800, &[], 2);
+    let c = case(2, 0, 100, &[800], 3);
+    let said = say(&[&a, &b, &c], SETTLE, false);
+    let warned = said
+        .iter()
+        .find(|s| s.contains("no idle spare instance"))
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    assert!(warned.contains("exchange 3"), "{warned}");
+    assert!(warned.contains("1 cases ran on an instance"), "{warned}");
+    assert!(warned.contains("settle_ms: 900 would catch it"), "{warned}");
+    // With spares the idle gap followed it: no warning.
+    assert!(
+        !say(&[&a, &b, &c], SETTLE, true)
+            .iter()
+            .any(|s| s.contains("no idle spare instance"))
+    );
+}

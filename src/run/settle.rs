@@ -1,0 +1,104 @@
+//! How a case's traffic ends (docs/config.md, "How a case settles"): quiet for
+//! `settle_ms` after its answer, each exchange starting the quiet again, bounded by
+//! `settle_max_ms`, or at once when its agent process has exited; and what the case runs
+//! on (a pool instance or the run's one process), ready before it and exited or not after.
+
+use super::RunContext;
+use crate::agent::Lease;
+use crate::journal::Settled;
+
+/// Waits until the case's traffic is over: quiet for `settle_ms` (each exchange starts the
+/// quiet again), bounded by `settle_max_ms`; or at once when its process has exited, since
+/// nothing more can come.
+pub(super) async fn settle(
+    ctx: &RunContext,
+    watch: Option<&crate::journal::CaseWatch>,
+    runs_on: &RunsOn<'_>,
+) -> Settled {
+    let Some(w) = watch else {
+        return Settled::Quiet;
+    };
+    let bound = ctx.settle_max.max(ctx.settle);
+    tokio::select! {
+        end = w.settle(ctx.settle, bound) => end,
+        () = runs_on.gone() => w.settle(std::time::Duration::ZERO, bound).await,
+    }
+}
+
+/// Why a case whose settle hit its bound with calls in flight is not judged: a call still
+/// in flight when the case had to end is not in its traffic, and its checks would judge a
+/// part of what the agent did.
+pub(super) fn unfinished(settled: Settled, ctx: &RunContext) -> Option<String> {
+    match settled {
+        Settled::Bounded { in_flight } if in_flight > 0 => Some(format!(
+            "{in_flight} of its calls were still in flight {} ms after its answer \
+             (advanced.settle_max_ms): its traffic is incomplete",
+            ctx.settle_max.max(ctx.settle).as_millis()
+        )),
+        Settled::Bounded { .. } | Settled::Quiet => None,
+    }
+}
+
+/// What a case runs on: a pool instance, or the one agent process the run started.
+pub(super) struct RunsOn<'a> {
+    pub lease: Option<&'a Lease>,
+    pub process: Option<&'a crate::agent::Process>,
+}
+
+impl RunsOn<'_> {
+    /// Ready for the case: the instance restarted if it had exited; the process not exited.
+    pub async fn ready(&self) -> Result<(), String> {
+        match (self.lease, self.process) {
+            (Some(l), _) => l.ready().await.map_err(|e| e.to_string()),
+            (None, Some(p)) => match p.exited().await {
+                Some((status, tail)) => Err(format!(
+                    "the agent process (agent.command) had exited ({status}) before this \
+                     case{tail}"
+                )),
+                None => Ok(()),
+            },
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// How it exited during the case, if it did. A pool instance that exited cleanly after
+    /// answering is an agent that serves one case per process: its case is judged (the
+    /// instance restarts before its next one).
+    pub async fn exited(&self, answered: bool) -> Option<String> {
+        match (self.lease, self.process) {
+            (Some(l), _) => match l.exit_status().await {
+                Some(s) if answered && s == CLEAN_EXIT => None,
+                Some(_) => l.exited().await,
+                None => None,
+            },
+            (None, Some(p)) => p.exited().await.map(|(status, tail)| {
+                format!(
+                    "the agent process (agent.command) exited ({status}) during this case{tail}"
+                )
+            }),
+            (None, None) => None,
+        }
+    }
+
+    /// Returns once its process has exited: nothing more can come from it. Polled, as a
+    /// process's exit is not awaited elsewhere; never returns without a process.
+    async fn gone(&self) {
+        loop {
+            let exited = match (self.lease, self.process) {
+                (Some(l), _) => l.exit_status().await.is_some(),
+                (None, Some(p)) => p.exited().await.is_some(),
+                (None, None) => false,
+            };
+            if exited {
+                return;
+            }
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+    }
+}
+
+/// How often a settling case looks whether its agent process has exited.
+const EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// How `std::process::ExitStatus` says a clean exit.
+const CLEAN_EXIT: &str = "exit status: 0";
