@@ -6,6 +6,12 @@
 //! only sleeps, so the scenarios' faults never touch it: this measures the run engine's
 //! own cost and parallelism, not an agent's reaction to faults. Reports wall time (median of 5 runs) and agent calls,
 //! and refreshes its section of docs/benchmarks.md. `cargo bench --bench run`.
+//!
+//! A second table (issue #50) measures what settling costs once windows overlap: a
+//! 50-case contract of an agent that makes 4 calls of 50 ms per case through its proxy
+//! lane (this binary as `--caller PORT`), with `settle_ms: 0` and 500, at concurrency 1
+//! and 10, with the pool's own spares and without any, and an agent that exits after each
+//! answer (`--exit`), whose settle ends at its exit.
 
 // A benchmark measures and paces in wall-clock time (clippy.toml bans it elsewhere).
 #![allow(clippy::disallowed_methods)]
@@ -22,6 +28,10 @@ mod support;
 
 const RUNS: usize = 5;
 const AGENT_MS: u64 = 50;
+/// The settle table's agent: its calls per case, each to a tool that takes 50 ms.
+const CALLS: usize = 4;
+/// Runs per row of the settle table (one for the row that pays a window per case).
+const SETTLE_RUNS: usize = 3;
 
 /// A server on 127.0.0.1:0 answering every request with `body` after `delay`.
 async fn server(body: &'static str, delay: Duration) -> u16 {
@@ -91,6 +101,12 @@ struct Row {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--caller") {
+        let port = args[i + 1].parse().unwrap();
+        let tool = std::env::var("TOOL_URL").unwrap();
+        let exit = args.iter().any(|a| a == "--exit");
+        return support::serve_caller(port, AGENT_BODY, tool, CALLS, exit).await;
+    }
     if let Some(i) = args.iter().position(|a| a == "--agent") {
         let port = args[i + 1].parse().unwrap();
         return support::serve_on(port, AGENT_BODY, Duration::from_millis(AGENT_MS)).await;
@@ -214,7 +230,9 @@ async fn main() {
             r.trials
         ));
     }
-    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants. Exclusive attribution runs one scenario at a time, and the cases of a scenario with chaos one at a time on the main listener's lane (the no-chaos scenario's 3 at once); header attribution gives each case its scenario's rules under its trace id, so all 12 cases share the 10 slots; a pool runs each case on one of 10 agent processes, each behind its own proxy lane. With `settle_ms: 500` each case also waits half a second after its answer for calls made after answering, which is what the default costs an agent that makes none; a case gives its slot back at its answer, so under header attribution, or with spare pool instances, other cases run while it settles and the run pays the settle about once at its end. With 4 trials each case runs 4 times, each with its own seeded chaos: 4× the agent calls; the wall time against 4× the one-trial row is the trials' own overhead.\n<!-- bench:run:end -->\n");
+    md.push_str("\nEach prompt is invoked once per scenario and every invariant checked on that answer: 4 scenarios × 3 prompts = 12 calls, not × 4 invariants. Exclusive attribution runs one scenario at a time, and the cases of a scenario with chaos one at a time on the main listener's lane (the no-chaos scenario's 3 at once); header attribution gives each case its scenario's rules under its trace id, so all 12 cases share the 10 slots; a pool runs each case on one of 10 agent processes, each behind its own proxy lane. With `settle_ms: 500` each case also waits half a second after its answer for calls made after answering, which is what the default costs an agent that makes none; a case gives its slot back at its answer, so under header attribution, or with spare pool instances, other cases run while it settles and the run pays the settle about once at its end. With 4 trials each case runs 4 times, each with its own seeded chaos: 4× the agent calls; the wall time against 4× the one-trial row is the trials' own overhead.\n");
+    md.push_str(&settle_table(dir.path()).await);
+    md.push_str("<!-- bench:run:end -->\n");
     print!("{md}");
     let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks.md");
     let old = std::fs::read_to_string(&doc).unwrap_or_default();
@@ -231,4 +249,144 @@ async fn main() {
         _ => format!("{old}\n{md}"),
     };
     std::fs::write(doc, new).unwrap();
+}
+
+/// One row of the settle table.
+struct SettleRow {
+    concurrency: u32,
+    settle_ms: u64,
+    /// `agent.instances`; `None`: the pool's own spares.
+    instances: Option<u32>,
+    /// The agent exits after each answer.
+    exits: bool,
+    runs: usize,
+}
+
+/// The 50-case contract of the settle table, its agent the `--caller` of this binary.
+fn settle_yaml(r: &SettleRow, tool_port: u16) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let prompts: Vec<String> = (1..=25).map(|i| format!("question {i}")).collect();
+    format!(
+        r#"
+proxy: {{listen: "127.0.0.1:0"}}
+control: {{listen: "127.0.0.1:0"}}
+tools: [{{name: search, match_url: "http://127.0.0.1:{tool_port}/*"}}]
+agent:
+  endpoint: 'http://127.0.0.1:{{port}}/invoke'
+  command: '{exe} --caller {{port}}{exit}'
+  env: {{TOOL_URL: 'http://127.0.0.1:{tool_port}/q'}}
+{instances}
+golden_prompts: {prompts:?}
+contract:
+  name: settle
+  invariants:
+    - {{id: cites, type: contains, value: according}}
+  chaos_matrix:
+    - name: no-chaos
+    - name: search-slow
+      tool_faults: [{{tool: search, mode: slow, delay_ms: 1}}]
+advanced: {{seed: 1, settle_ms: {settle}, concurrency: {c}}}
+"#,
+        exe = exe.display(),
+        exit = if r.exits { " --exit" } else { "" },
+        instances = r
+            .instances
+            .map_or(String::new(), |n| format!("  instances: {n}")),
+        settle = r.settle_ms,
+        c = r.concurrency,
+    )
+}
+
+/// Median wall time of `r`'s runs, and the most instances its pool held.
+async fn settle_row(dir: &std::path::Path, r: &SettleRow, tool_port: u16) -> (f64, usize) {
+    let path = dir.join("settle.yaml");
+    std::fs::write(&path, settle_yaml(r, tool_port)).unwrap();
+    let cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
+        .unwrap()
+        .config;
+    let daemon = Daemon::start(&cfg).await.unwrap();
+    let (mut times, mut held) = (vec![], 0);
+    for _ in 0..r.runs {
+        let spec = cfg.agent.as_ref().unwrap();
+        let (size, _) = spec.pool_plan(r.concurrency, r.settle_ms);
+        let log = dir.join("settle-agent.log");
+        let pool = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, None, &log)
+            .await
+            .unwrap();
+        let pool = std::sync::Arc::new(pool);
+        let parts = flakestorm::run::Parts {
+            seed: daemon.chaos.seed(),
+            engine: daemon.chaos.clone(),
+            journal: daemon.journal.clone(),
+            agent: pool.first(),
+            config_digest: None,
+            min_score: cfg.scoring.min_score,
+            embedder: None,
+        };
+        let mut ctx = RunContext {
+            pool: Some(pool.clone()),
+            ..RunContext::of(&cfg, parts)
+        };
+        ctx.scoring.declared = Default::default();
+        let start = Instant::now();
+        let report = run_contract(&ctx, cfg.contract.as_ref().unwrap(), &cfg.golden_prompts)
+            .await
+            .unwrap();
+        times.push(start.elapsed().as_secs_f64());
+        assert_eq!(report.agent_calls, 50);
+        held = held.max(pool.size());
+        pool.stop().await;
+    }
+    daemon.stop().await;
+    (median(times), held)
+}
+
+/// The settle table (issue #50), as markdown.
+async fn settle_table(dir: &std::path::Path) -> String {
+    let tool_port = server(r#"{"results": ["ACME"]}"#, Duration::from_millis(AGENT_MS)).await;
+    let row = |concurrency, settle_ms, instances, exits| SettleRow {
+        concurrency,
+        settle_ms,
+        instances,
+        exits,
+        runs: SETTLE_RUNS,
+    };
+    let plan = [
+        row(1, 0, None, false),
+        row(1, 500, None, false),
+        SettleRow {
+            runs: 1,
+            ..row(1, 500, Some(1), false)
+        },
+        row(10, 0, None, false),
+        row(10, 500, None, false),
+        row(10, 500, Some(10), false),
+        row(1, 0, None, true),
+        row(1, 500, None, true),
+    ];
+    let mut md = format!(
+        "\n## Settle windows that overlap (issue #50): 50 cases, {CALLS} calls of {AGENT_MS} ms each\n\n\
+         - Method: a pool of this binary as an agent that makes {CALLS} sequential calls through its proxy lane to a tool taking {AGENT_MS} ms, then answers; 25 prompts × 2 scenarios; median wall time of {SETTLE_RUNS} runs (1 for the row without spares, which pays a window per case); `instances held`: the most instances the pool held (its spares started as the measured case time asked).\n\n\
+         | concurrency | agent.instances | agent | settle_ms | wall time | instances held | against settle_ms 0 |\n|--:|--:|--|--:|--:|--:|--:|\n"
+    );
+    let mut base: std::collections::HashMap<(u32, bool), f64> = Default::default();
+    for r in &plan {
+        let (t, held) = settle_row(dir, r, tool_port).await;
+        let b = *base.entry((r.concurrency, r.exits)).or_insert(t);
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {t:.3} s | {held} | {:+.3} s |\n",
+            r.concurrency,
+            r.instances
+                .map_or("(spares)".to_string(), |n| n.to_string()),
+            if r.exits {
+                "exits after answering"
+            } else {
+                "stays up"
+            },
+            r.settle_ms,
+            t - b
+        ));
+    }
+    md.push_str("\nThe goal: with `settle_ms: 500` a run takes at most the same run with `settle_ms: 0` plus one window (0.5 s) plus 5 %. Without spare instances (`agent.instances` equal to the concurrency) every case holds its instance for its window. An agent that exits after answering ends its settle at its exit: no window is paid, only its restart before its next case.\n");
+    md
 }
