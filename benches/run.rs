@@ -360,6 +360,7 @@ async fn settle_table(dir: &std::path::Path) -> String {
         },
         row(10, 0, None, false),
         row(10, 500, None, false),
+        row(10, 500, Some(40), false),
         row(10, 500, Some(10), false),
         row(1, 0, None, true),
         row(1, 500, None, true),
@@ -387,6 +388,6 @@ async fn settle_table(dir: &std::path::Path) -> String {
             t - b
         ));
     }
-    md.push_str("\nThe goal: with `settle_ms: 500` a run takes at most the same run with `settle_ms: 0` plus one window (0.5 s) plus 5 %. Without spare instances (`agent.instances` equal to the concurrency) every case holds its instance for its window. An agent that exits after answering ends its settle at its exit: no window is paid, only its restart before its next case.\n");
+    md.push_str("\nThe goal: with `settle_ms: 500` a run takes at most the same run with `settle_ms: 0` plus one window (0.5 s) plus 5 %. `(spares)`: the pool starts with concurrency plus half as many and starts more once the first cases' time is measured (here up to 4 × the concurrency), so the first cases may wait for a settling instance while the spares start; `agent.instances` set starts them all with the pool. Without spare instances (`agent.instances` equal to the concurrency) every case holds its instance for its window, and the run watches its instances' last cases for four windows after its last answer, to see calls later than the window. An agent that exits after answering ends its settle at its exit: no window is paid, only its restart before its next case.\n");
     md
 }

@@ -59,7 +59,9 @@ fn join_late(ctx: &RunContext, case: &mut CaseResult) {
     let (Some(trace), Some(traffic)) = (&case.trace_id, &mut case.traffic) else {
         return;
     };
-    let late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    // One recorded as the case ended may be in its traffic already.
+    let mut late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    late.retain(|e| !traffic.iter().any(|t| t.id == e.id));
     if late.is_empty() {
         return;
     }

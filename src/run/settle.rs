@@ -83,6 +83,9 @@ impl RunsOn<'_> {
     /// Returns once its process has exited: nothing more can come from it. Polled, as a
     /// process's exit is not awaited elsewhere; never returns without a process.
     async fn gone(&self) {
+        if self.lease.is_none() && self.process.is_none() {
+            return std::future::pending().await;
+        }
         loop {
             let exited = match (self.lease, self.process) {
                 (Some(l), _) => l.exit_status().await.is_some(),

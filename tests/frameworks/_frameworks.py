@@ -411,9 +411,9 @@ class Run:
 class Stack:
     """A scripted LLM, a tool API and a port for the agent, for one contract run.
 
-    With `pool=N` flakestorm starts N instances of the agent (docs/config.md, "The agent
-    pool"): the agent's port is `{port}`, which it replaces with a free port per instance,
-    and the run's `advanced.concurrency` is N."""
+    With `pool=N` flakestorm runs N instances of the agent at once, and spares for cases to
+    settle on (docs/config.md, "The agent pool"): the agent's port is `{port}`, which it
+    replaces with a free port per instance, and the run's `advanced.concurrency` is N."""
 
     # The agent script (agents/) and what its stack's users set besides `agent_env()`.
     AGENT = "langgraph_agent.py"

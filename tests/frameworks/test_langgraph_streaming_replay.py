@@ -108,7 +108,9 @@ def test_fifty_cases_nothing_outside_them(settled):
     # In the pool run both instances took cases; every case was judged on its first
     # invocation.
     instances = {c.get("instance") for c in report["cases"]}
-    assert instances == (set(range(1, POOL + 1)) if stack.concurrency > 1 else {None}), instances
+    # POOL running and spares to settle on (up to 4 × POOL, docs/config.md "How a case settles").
+    pooled = set(range(1, POOL + 1)) <= instances <= set(range(1, 4 * POOL + 1))
+    assert (pooled if stack.concurrency > 1 else instances == {None}), instances
     for case in report["cases"]:
         assert case["exchanges"] is not None, f"case without exchanges: {case}"
         assert case["not_judged"] is None and case["attempts"] == 1, case
