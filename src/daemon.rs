@@ -209,6 +209,11 @@ impl Daemon {
         if let Err(e) = self.store.checkpoint().await {
             tracing::warn!("{e}");
         }
+        // The proxy itself may outlive this (a lane opener holds it): its wrap directory
+        // goes with the daemon, not with the process.
+        if let Some(dir) = &self.wrap_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
