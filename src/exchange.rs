@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 mod fault_kind;
 mod planted;
+mod usage;
 pub use fault_kind::FaultKind;
 pub use planted::{CanaryLeak, Planted};
+pub use usage::Usage;
 
 /// An LLM provider whose wire format flakestorm understands. Declaration order is the
 /// order detection and tool-call reading try them (`llm::all`); names are serde's.
@@ -299,6 +301,10 @@ pub struct Exchange {
     /// (`corrupt`, `stale`, an injected payload), so a run can trace where they went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planted: Vec<Planted>,
+    /// The tokens a successful LLM answer reported (`llm` targets with a 2xx response;
+    /// figures it did not carry are unknown), else absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// What a relayed TCP connection carried: bytes from the agent, and to it.
@@ -444,6 +450,7 @@ pub mod tests_support {
             mcp: None,
             tcp: None,
             planted: vec![],
+            usage: None,
         })
     }
 
@@ -502,6 +509,16 @@ pub mod tests_support {
                 upstream_headers_ms: None,
                 total_ms,
             };
+            self
+        }
+
+        /// An LLM answer that reported this usage.
+        pub fn usage(mut self, input: Option<u64>, output: Option<u64>, model: &str) -> Self {
+            self.0.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                model: Some(model.into()),
+            });
             self
         }
 

@@ -103,6 +103,7 @@ impl Recorder {
             mcp: None,
             tcp: None,
             planted: vec![],
+            usage: None,
         };
         let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
         Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
