@@ -60,6 +60,9 @@ pub struct ContractReport {
     /// Under `--shard`: which part of the run this is, and what a merge needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardPart>,
+    /// Tokens and cost of the agent's LLM calls: the run's, per scenario, per fault rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::cost::RunUsage>,
 }
 
 /// What a contract run is made of, from its spec alone: the same for a run and for the
@@ -220,8 +223,15 @@ pub(super) async fn judge_matrix(
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
+    let mut windows = vec![];
+    let window = |name: &str, chaos: bool, o: &ScenarioOutcome| super::usage::Window {
+        name: name.to_string(),
+        chaos,
+        spent: crate::cost::Tally::of(&o.exchanges, &ctx.pricing),
+    };
     if plan.baseline {
         let base = outcomes.next().unwrap_or_default();
+        windows.push(window(BASELINE, false, &base));
         record_baselines(&base.cases, &mut baselines);
         coverage.push(cover(ctx, BASELINE, &base, &coverage));
         cases.extend(base.cases);
@@ -229,6 +239,7 @@ pub(super) async fn judge_matrix(
     let mut cells = vec![];
     for (scenario, mut outcome) in plan.scenarios.iter().zip(outcomes.by_ref()) {
         let covered = cover(ctx, &scenario.name, &outcome, &coverage);
+        windows.push(window(&scenario.name, !scenario.chaos.is_empty(), &outcome));
         let judged = judge
             .scenario(
                 scenario,
@@ -244,6 +255,7 @@ pub(super) async fn judge_matrix(
     }
     // The `(baseline)` pass flakestorm added for outcome classes, when it did.
     for extra in outcomes {
+        windows.push(window(BASELINE, false, &extra));
         coverage.push(cover(ctx, BASELINE, &extra, &coverage));
         cases.extend(extra.cases);
     }
@@ -255,6 +267,7 @@ pub(super) async fn judge_matrix(
         true => super::consistency::per_case(&cases),
         false => vec![],
     };
+    let usage = super::usage::run_usage(&ctx.pricing, windows, &cases);
     ContractReport {
         schema: SCHEMA,
         run: None,
@@ -272,6 +285,7 @@ pub(super) async fn judge_matrix(
         trials,
         warnings,
         shard: None,
+        usage: Some(usage),
     }
 }
 

@@ -40,6 +40,7 @@ mod sent;
 pub mod shard;
 mod summary;
 pub mod tapes;
+mod usage;
 mod verdict;
 mod when;
 mod wire_cases;
