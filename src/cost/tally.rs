@@ -119,6 +119,11 @@ impl Tally {
             .reduce(u64::saturating_add)
     }
 
+    /// `tokens` as a number to compare with a limit.
+    pub fn tokens_f64(&self) -> Option<f64> {
+        self.tokens().map(|n| n as f64)
+    }
+
     /// Whether every answer's usage was reported and priced.
     pub fn complete(&self) -> bool {
         self.cost_note.is_none()

@@ -337,6 +337,8 @@ fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
         | Check::ToolNotCalled { .. }
         | Check::MaxToolCalls { .. }
         | Check::MaxLlmCalls { .. }
+        | Check::MaxTokens { .. }
+        | Check::MaxCost { .. }
         | Check::HonorsRetryAfter {}
         | Check::NoExfiltration {}
         | Check::Outcome { .. } => golden.to_vec(),
