@@ -164,7 +164,9 @@ impl Invariant {
             Check::MaxTokens { max } => {
                 return Ok(traffic(spec, TrafficCheck::MaxTokens { max: *max }));
             }
-            Check::MaxCost { max } => return Ok(traffic(spec, TrafficCheck::MaxCost { max: *max })),
+            Check::MaxCost { max } => {
+                return Ok(traffic(spec, TrafficCheck::MaxCost { max: *max }));
+            }
             Check::HonorsRetryAfter {} => return Ok(traffic(spec, TrafficCheck::HonorsRetryAfter)),
             Check::NoExfiltration {} => return Ok(traffic(spec, TrafficCheck::NoExfiltration)),
             Check::Outcome { allow } => {

@@ -109,7 +109,12 @@ enum Spent {
 /// `max_tokens`, `max_cost`: over the limit fails even when some answer's usage is
 /// unknown (the figure is then a floor); at or under it passes only when every answer
 /// reported (and, for cost, was priced): an unknown is never taken for 0.
-fn spent(usage: Option<&Tally>, max: f64, figure: fn(&Tally) -> Option<f64>, what: Spent) -> Verdict {
+fn spent(
+    usage: Option<&Tally>,
+    max: f64,
+    figure: fn(&Tally) -> Option<f64>,
+    what: Spent,
+) -> Verdict {
     let Some(t) = usage else {
         return Verdict::NotTested("the case's LLM usage was not recorded".into());
     };
@@ -501,9 +506,18 @@ mod spent_tests {
 
     #[test]
     fn max_tokens_fails_over_the_limit_and_passes_under_it() {
-        let t = tally(&[(Some(100), Some(20), "gpt-4o"), (Some(200), Some(30), "gpt-4o")]);
-        assert_eq!(tokens(349, &t), Verdict::Fail("350 tokens > 349 tokens".into()));
-        assert_eq!(tokens(350, &t), Verdict::Pass("350 tokens ≤ 350 tokens".into()));
+        let t = tally(&[
+            (Some(100), Some(20), "gpt-4o"),
+            (Some(200), Some(30), "gpt-4o"),
+        ]);
+        assert_eq!(
+            tokens(349, &t),
+            Verdict::Fail("350 tokens > 349 tokens".into())
+        );
+        assert_eq!(
+            tokens(350, &t),
+            Verdict::Pass("350 tokens ≤ 350 tokens".into())
+        );
     }
 
     #[test]
@@ -513,7 +527,10 @@ mod spent_tests {
         let Verdict::Fail(why) = tokens(50, &t) else {
             panic!("{:?}", tokens(50, &t))
         };
-        assert!(why.starts_with("at least 120 tokens > 50 tokens (1 LLM answer(s) reported no usage"), "{why}");
+        assert!(
+            why.starts_with("at least 120 tokens > 50 tokens (1 LLM answer(s) reported no usage"),
+            "{why}"
+        );
         let none = tally(&[(None, None, "gpt-4o")]);
         assert_eq!((none.input_tokens, none.output_tokens), (None, None));
         assert!(tokens(1, &none).is_not_tested());
@@ -526,7 +543,10 @@ mod spent_tests {
         // gpt-4o-mini: 0.15 in, 0.60 out per million.
         let t = tally(&[(Some(1_000_000), Some(1_000_000), "gpt-4o-mini")]);
         let cost = |max| TrafficCheck::MaxCost { max }.verdict(&[], Some(&t));
-        assert_eq!(cost(0.5), Verdict::Fail("0.750000 USD > 0.500000 USD".into()));
+        assert_eq!(
+            cost(0.5),
+            Verdict::Fail("0.750000 USD > 0.500000 USD".into())
+        );
         assert!(cost(1.0).passed());
         let local = tally(&[(Some(10), Some(10), "llama3.2")]);
         let v = TrafficCheck::MaxCost { max: 1.0 }.verdict(&[], Some(&local));

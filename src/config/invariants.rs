@@ -64,7 +64,10 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         Check::Outcome { allow } => check_outcome(allow, &mut err),
         Check::MaxTokens { max: 0 } => err("max", "must be greater than 0".into()),
         Check::MaxCost { max } if !(max.is_finite() && *max > 0.0) => {
-            err("max", format!("{max} must be a cost greater than 0 (in pricing.currency)"));
+            err(
+                "max",
+                format!("{max} must be a cost greater than 0 (in pricing.currency)"),
+            );
         }
         // Nothing to check beyond what the types say (or within range, above).
         Check::Contains { .. }

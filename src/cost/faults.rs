@@ -39,13 +39,13 @@ pub fn because_of_faults(traffic: &[Arc<Exchange>], pricing: &Pricing) -> Vec<Ru
                 Some(s) => s.spent.add(&t),
                 None => out.push(RuleSpend {
                     rule: rule.clone(),
-                    mode: mode.clone(),
+                    mode: *mode,
                     spent: t,
                 }),
             }
         }
         match fault {
-            Some(f) if failed(e) => chain = Some((f.rule.clone(), f.mode.clone())),
+            Some(f) if failed(e) => chain = Some((f.rule.clone(), f.mode)),
             // A good answer ends the chain; a call that failed on its own continues it.
             Some(_) | None if !failed(e) => chain = None,
             Some(_) | None => {}

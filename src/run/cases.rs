@@ -242,7 +242,9 @@ pub async fn run_case(
     let mut case = answered(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
     case.faults = faults;
-    case.usage = traffic.as_deref().map(|t| usage_of(t, &ctx.scoring.pricing));
+    case.usage = traffic
+        .as_deref()
+        .map(|t| usage_of(t, &ctx.scoring.pricing));
     case.traffic = traffic;
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
@@ -255,7 +257,10 @@ pub async fn run_case(
 }
 
 /// What a case's LLM calls spent, and what of it fault rules' retries and fallbacks did.
-pub(super) fn usage_of(traffic: &[Arc<Exchange>], pricing: &crate::cost::Pricing) -> crate::cost::CaseUsage {
+pub(super) fn usage_of(
+    traffic: &[Arc<Exchange>],
+    pricing: &crate::cost::Pricing,
+) -> crate::cost::CaseUsage {
     crate::cost::CaseUsage {
         spent: crate::cost::Tally::of(traffic, pricing),
         because_of_faults: crate::cost::because_of_faults(traffic, pricing),

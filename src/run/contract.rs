@@ -62,7 +62,7 @@ pub struct ContractReport {
     pub shard: Option<ShardPart>,
     /// Tokens and cost of the agent's LLM calls: the run's, per scenario, per fault rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::cost::RunUsage>,
+    pub usage: Option<Box<crate::cost::RunUsage>>,
 }
 
 /// What a contract run is made of, from its spec alone: the same for a run and for the
@@ -285,7 +285,7 @@ pub(super) async fn judge_matrix(
         trials,
         warnings,
         shard: None,
-        usage: Some(usage),
+        usage: Some(Box::new(usage)),
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::cases::CaseResult;
 use super::classes::BASELINE;
-use crate::cost::{Delta, PricingInfo, Pricing, RunUsage, ScenarioUsage, Tally, sum_spends};
+use crate::cost::{Delta, Pricing, PricingInfo, RunUsage, ScenarioUsage, Tally, sum_spends};
 
 /// A scenario's LLM usage over its whole window.
 pub(super) struct Window {

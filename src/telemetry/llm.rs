@@ -106,7 +106,10 @@ impl super::Metrics {
             return;
         }
         let model = f.label(usage.model.as_deref());
-        for (kind, n) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+        for (kind, n) in [
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+        ] {
             if let Some(n) = n {
                 let labels = TokenLabels {
                     provider,
@@ -152,7 +155,10 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} not in\n{text}");
         }
-        assert!(text.contains("# TYPE flakestorm_llm_cost counter\n"), "{text}");
+        assert!(
+            text.contains("# TYPE flakestorm_llm_cost counter\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -167,6 +173,9 @@ mod tests {
             m.llm_usage("openai", &u, None);
         }
         let text = m.encode();
-        assert!(text.contains("model=\"other\",kind=\"input\"} 5\n"), "{text}");
+        assert!(
+            text.contains("model=\"other\",kind=\"input\"} 5\n"),
+            "{text}"
+        );
     }
 }
