@@ -140,16 +140,12 @@ impl Invariant {
                 similarity_threshold: *similarity_threshold,
             },
             Check::ToolCalled { tool } => {
-                return Ok(traffic(
-                    spec,
-                    TrafficCheck::ToolCalled { tool: tool.clone() },
-                ));
+                let t = TrafficCheck::ToolCalled { tool: tool.clone() };
+                return Ok(traffic(spec, t));
             }
             Check::ToolNotCalled { tool } => {
-                return Ok(traffic(
-                    spec,
-                    TrafficCheck::ToolNotCalled { tool: tool.clone() },
-                ));
+                let t = TrafficCheck::ToolNotCalled { tool: tool.clone() };
+                return Ok(traffic(spec, t));
             }
             Check::MaxToolCalls { max, tool } => {
                 let t = TrafficCheck::MaxToolCalls {

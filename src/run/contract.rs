@@ -19,7 +19,7 @@ use super::{CellResult, RunContext, RunError};
 use crate::chaos::spec::CompiledChaos;
 use crate::checks::Invariant;
 use crate::checks::spec::Check;
-use crate::config::{Attribution, ContractInvariant, ContractSpec, Scenario, Severity};
+use crate::config::{Attribution, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
@@ -96,7 +96,7 @@ impl<'a> Plan<'a> {
         let prompts_of: Vec<Vec<String>> = contract
             .invariants
             .iter()
-            .map(|i| prompts_of(i, golden))
+            .map(|i| super::prompts::prompts_of(i, golden))
             .collect();
         let mut prompts: Vec<String> = vec![];
         for p in prompts_of.iter().flatten() {
@@ -219,19 +219,13 @@ pub(super) async fn judge_matrix(
         invariants: &plan.invariants,
         prompts_of: &plan.prompts_of,
     };
+    let windows = super::usage::windows(plan.baseline, &plan.scenarios, &outcomes, &ctx.pricing);
     let mut outcomes = outcomes.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
     let mut warnings = vec![];
-    let mut windows = vec![];
-    let window = |name: &str, chaos: bool, o: &ScenarioOutcome| super::usage::Window {
-        name: name.to_string(),
-        chaos,
-        spent: crate::cost::Tally::of(&o.exchanges, &ctx.pricing),
-    };
     if plan.baseline {
         let base = outcomes.next().unwrap_or_default();
-        windows.push(window(BASELINE, false, &base));
         record_baselines(&base.cases, &mut baselines);
         coverage.push(cover(ctx, BASELINE, &base, &coverage));
         cases.extend(base.cases);
@@ -239,7 +233,6 @@ pub(super) async fn judge_matrix(
     let mut cells = vec![];
     for (scenario, mut outcome) in plan.scenarios.iter().zip(outcomes.by_ref()) {
         let covered = cover(ctx, &scenario.name, &outcome, &coverage);
-        windows.push(window(&scenario.name, !scenario.chaos.is_empty(), &outcome));
         let judged = judge
             .scenario(
                 scenario,
@@ -255,7 +248,6 @@ pub(super) async fn judge_matrix(
     }
     // The `(baseline)` pass flakestorm added for outcome classes, when it did.
     for extra in outcomes {
-        windows.push(window(BASELINE, false, &extra));
         coverage.push(cover(ctx, BASELINE, &extra, &coverage));
         cases.extend(extra.cases);
     }
@@ -314,35 +306,6 @@ fn cover(
     let before = coverage::Before::after(earlier, ctx.resets);
     let stats = o.stats.clone();
     coverage::of(name, &o.cases, &o.exchanges, stats, &ctx.declared, before)
-}
-
-/// An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
-/// judges), else the golden prompts.
-fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
-    match &i.invariant.check {
-        _ if !i.probes.is_empty() => i.probes.clone(),
-        Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
-        Check::Contains { .. }
-        | Check::ContainsAny { .. }
-        | Check::Regex { .. }
-        | Check::ExcludesPattern { .. }
-        | Check::Latency { .. }
-        | Check::ValidJson {}
-        | Check::Similarity { .. }
-        | Check::ExcludesPii {}
-        | Check::OutputNotEmpty {}
-        | Check::Completes {}
-        | Check::BehaviorUnchanged { .. }
-        | Check::ToolCalled { .. }
-        | Check::ToolNotCalled { .. }
-        | Check::MaxToolCalls { .. }
-        | Check::MaxLlmCalls { .. }
-        | Check::MaxTokens { .. }
-        | Check::MaxCost { .. }
-        | Check::HonorsRetryAfter {}
-        | Check::NoExfiltration {}
-        | Check::Outcome { .. } => golden.to_vec(),
-    }
 }
 
 /// The matrix (or a single no-chaos scenario), no-chaos scenarios first: their answers are

@@ -28,6 +28,7 @@ mod merge;
 mod mutation;
 mod mutation_report;
 pub mod outcome;
+mod prompts;
 mod read;
 mod replay;
 mod replay_setup;

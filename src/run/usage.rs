@@ -17,6 +17,47 @@ pub(super) struct Window {
     pub spent: Tally,
 }
 
+impl Window {
+    /// `name`'s window: every LLM answer among its `exchanges`, priced.
+    pub fn of(
+        name: &str,
+        chaos: bool,
+        exchanges: &[std::sync::Arc<crate::exchange::Exchange>],
+        pricing: &Pricing,
+    ) -> Window {
+        Window {
+            name: name.to_string(),
+            chaos,
+            spent: Tally::of(exchanges, pricing),
+        }
+    }
+}
+
+/// The windows of a contract run's scenario outcomes, in their order: a `(baseline)` pass
+/// first when `baseline`, then `scenarios`, then the `(baseline)` pass added for outcome
+/// classes, if any.
+pub(super) fn windows(
+    baseline: bool,
+    scenarios: &[crate::config::Scenario],
+    outcomes: &[super::matrix::ScenarioOutcome],
+    pricing: &Pricing,
+) -> Vec<Window> {
+    let mut names = baseline.then_some((BASELINE, false)).into_iter();
+    let mut named = scenarios
+        .iter()
+        .map(|s| (s.name.as_str(), !s.chaos.is_empty()));
+    outcomes
+        .iter()
+        .map(|o| {
+            let (name, chaos) = names
+                .next()
+                .or_else(|| named.next())
+                .unwrap_or((BASELINE, false));
+            Window::of(name, chaos, &o.exchanges, pricing)
+        })
+        .collect()
+}
+
 /// The report's `usage`: `windows` in report order, `cases` every case of the run.
 pub(super) fn run_usage(pricing: &Pricing, windows: Vec<Window>, cases: &[CaseResult]) -> RunUsage {
     let base = windows
