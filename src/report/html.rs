@@ -97,6 +97,8 @@ struct SectionCtx {
     reasons: Vec<String>,
     warnings: Vec<String>,
     coverage: Vec<CoverageCtx>,
+    /// The run's LLM tokens and cost in one line (contract runs).
+    usage: Option<String>,
     heatmap: Option<Heatmap>,
     /// What the agent did with the faults, per scenario and fault family.
     profile: Option<profile::Profile>,
@@ -117,6 +119,8 @@ struct CoverageCtx {
     exchanges: usize,
     rules: Vec<String>,
     not_tested: Option<String>,
+    /// Its LLM tokens and cost, and its delta against the no-chaos baseline.
+    usage: String,
 }
 
 #[derive(Serialize)]
@@ -275,7 +279,15 @@ fn section(s: &Section<'_>) -> SectionCtx {
                 }),
             )
             .collect(),
-        coverage: s.coverage.iter().map(coverage).collect(),
+        coverage: s
+            .coverage
+            .iter()
+            .enumerate()
+            .map(|(i, c)| coverage(c, scenario_usage(s, i)))
+            .collect(),
+        usage: s
+            .usage
+            .map(|u| text::line(&crate::cost::line(&u.spent), 400)),
         cells: s
             .cells
             .iter()
@@ -297,8 +309,30 @@ fn section(s: &Section<'_>) -> SectionCtx {
 }
 
 /// A scenario's coverage as the page shows it: counts, and a line per chaos rule.
-fn coverage(c: &Coverage) -> CoverageCtx {
+/// The usage of the section's `i`-th scenario run (coverage and usage list them alike).
+fn scenario_usage<'a>(s: &Section<'a>, i: usize) -> Option<&'a crate::cost::ScenarioUsage> {
+    let u = s.usage?.scenarios.get(i)?;
+    (s.coverage.get(i)?.scenario == u.scenario).then_some(u)
+}
+
+/// A scenario's usage in one line, with its delta against the baseline.
+fn usage_line(u: Option<&crate::cost::ScenarioUsage>) -> String {
+    let Some(u) = u else { return String::new() };
+    let mut line = crate::cost::line(&u.spent);
+    if let Some(d) = &u.vs_baseline {
+        let signed = |n: Option<i64>| n.map_or("unknown".into(), |n| format!("{n:+}"));
+        let tokens = [signed(d.input_tokens), signed(d.output_tokens)];
+        line.push_str(&format!(
+            "; vs `{}`: {} in, {} out",
+            d.baseline, tokens[0], tokens[1]
+        ));
+    }
+    text::line(&line, 400)
+}
+
+fn coverage(c: &Coverage, usage: Option<&crate::cost::ScenarioUsage>) -> CoverageCtx {
     CoverageCtx {
+        usage: usage_line(usage),
         scenario: text::line(&c.scenario, 100),
         cases: c.cases,
         judged: c.judged,

@@ -27,7 +27,8 @@ contract:
     - name: llm-429-twice
       llm_faults: [{id: rl-twice, mode: rate_limit, retry_after_s: 0.1, times: 2}]
 """
-PRICING = f"pricing:\n  models:\n    gpt-4o-mini: {{input: {PRICE_IN}, output: {PRICE_OUT}}}\n"
+PRICING = (f"pricing:\n  models:\n    gpt-4o-mini: {{input: {PRICE_IN}, output: {PRICE_OUT}}}\n"
+           "output:\n  format: [json, html, junit, markdown]\n")
 
 
 def cost(i: int, o: int) -> float:
@@ -38,12 +39,13 @@ def cost(i: int, o: int) -> float:
 def run(tmp_path_factory):
     stack = Stack(tmp_path_factory.mktemp("cost"))
     try:
-        yield stack.run_contract(stack.config(CONTRACT, PROMPTS, extra=PRICING))
+        yield stack, stack.run_contract(stack.config(CONTRACT, PROMPTS, extra=PRICING))
     finally:
         stack.close()
 
 
-def report_of(run) -> dict:
+def report_of(stack_run) -> dict:
+    _, run = stack_run
     assert run.report is not None, f"no report written\n{run.why()}"
     return run.report
 
@@ -102,3 +104,19 @@ def test_max_tokens_fails_the_cases_over_it(run):
         assert over["verdict"] == "fail" and "60 tokens > 50 tokens" in over["reason"], over
         assert cell(report, "within-budget", scenario)["verdict"] == "pass"
         assert cell(report, "cost-cap", scenario)["verdict"] == "pass"
+
+
+def test_html_markdown_and_junit_show_the_figures(run):
+    stack, _ = run
+    html = (stack.tmp / "report.html").read_text()
+    # Per case and per scenario (the coverage table), with what the 429 rule's retries spent.
+    assert "LLM: 2 LLM call(s), 60 tokens (40 in, 20 out), 0.000080 USD" in html, html
+    assert "30 tokens spent on retries after `rl-twice` (rate_limit)" in html
+    assert "vs `no-chaos`: +0 in, +0 out" in html
+    md = (stack.tmp / "report.md").read_text()
+    assert "**Tokens and cost**" in md
+    assert "| llm-429-twice | 2 | 40 | 20 | 0.000080 USD | `rl-twice`: 30 tokens | +0 in, +0 out vs `no-chaos` |" in md, md
+    assert "| **run** | 4 | 80 | 40 | 0.000160 USD | `rl-twice`: 30 tokens | |" in md, md
+    junit = (stack.tmp / "report.junit.xml").read_text()
+    assert '<property name="input_tokens" value="80"/>' in junit, junit
+    assert '<property name="scenario.output_tokens" value="20"/>' in junit
