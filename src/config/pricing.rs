@@ -158,3 +158,63 @@ fn read_table(path: &Path, currency: Option<&str>, errors: &mut Vec<ConfigError>
     }
     Some(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::load_errors;
+
+    #[test]
+    fn bad_prices_and_currencies_are_named_by_path_model_and_field() {
+        let errors = load_errors(
+            "pricing:\n  currency: UDS\n  models:\n    gpt-4o: {input: -1, output: abc}\n  extra: 1\n",
+        );
+        assert_eq!(
+            errors,
+            [
+                "pricing.extra: unknown field `extra`, expected `currency`, `defaults`, `file` or `models`",
+                "pricing.currency: `UDS` is not a known ISO 4217 currency code (e.g. USD, EUR, GBP)",
+                "pricing.models.gpt-4o.input: model `gpt-4o`: `input` price -1 is negative; a price per million tokens is 0 or more",
+                "pricing.models.gpt-4o.output: model `gpt-4o`: `output` price \"abc\" is not a number",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pricing_file_is_read_beside_the_config_and_its_errors_name_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("prices.yaml"),
+            "currency: EUR\nmodels:\n  mine: {input: 1, output: nope}\n",
+        )
+        .unwrap();
+        let cfg = dir.path().join("flakestorm.yaml");
+        std::fs::write(&cfg, "pricing: {file: prices.yaml}\n").unwrap();
+        let load = |p: &std::path::Path| {
+            crate::config::load_with_env(Some(p), &Default::default(), &Default::default())
+        };
+        let e = load(&cfg).unwrap_err();
+        let got: Vec<String> = e.errors.iter().map(ToString::to_string).collect();
+        let file = dir.path().join("prices.yaml").display().to_string();
+        assert_eq!(
+            got,
+            [format!(
+                "pricing.file: {file}: `models.mine.output`: model `mine`: `output` price \"nope\" is not a number"
+            )]
+        );
+        std::fs::write(
+            dir.path().join("prices.yaml"),
+            "currency: EUR\nmodels:\n  mine: {input: 1, output: 2}\n",
+        )
+        .unwrap();
+        let p = load(&cfg).unwrap().config.pricing;
+        assert_eq!((p.currency.as_str(), p.as_of.as_ref()), ("EUR", None));
+        assert!(p.price("mine").is_some() && p.price("gpt-4o").is_none());
+    }
+
+    #[test]
+    fn without_pricing_the_shipped_table_is_used() {
+        let c = crate::config::Config::default();
+        assert_eq!(c.pricing.currency, "USD");
+        assert!(c.pricing.price("gpt-4o-mini").is_some());
+    }
+}

@@ -6,6 +6,7 @@
 
 mod advice;
 mod cases;
+mod coverage;
 mod heatmap;
 mod marks;
 mod profile;
@@ -22,7 +23,7 @@ use super::outcomes;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
-use crate::run::{CellResult, Coverage, RunVerdict};
+use crate::run::{CellResult, RunVerdict};
 use advice::Facts;
 use cases::{CaseCtx, case};
 use heatmap::{Heatmap, heatmap};
@@ -96,7 +97,7 @@ struct SectionCtx {
     class: &'static str,
     reasons: Vec<String>,
     warnings: Vec<String>,
-    coverage: Vec<CoverageCtx>,
+    coverage: Vec<coverage::CoverageCtx>,
     /// The run's LLM tokens and cost in one line (contract runs).
     usage: Option<String>,
     heatmap: Option<Heatmap>,
@@ -109,18 +110,6 @@ struct SectionCtx {
     not_judged: usize,
     /// The first failed case's anchor.
     first_failed: Option<String>,
-}
-
-#[derive(Serialize)]
-struct CoverageCtx {
-    scenario: String,
-    cases: usize,
-    judged: usize,
-    exchanges: usize,
-    rules: Vec<String>,
-    not_tested: Option<String>,
-    /// Its LLM tokens and cost, and its delta against the no-chaos baseline.
-    usage: String,
 }
 
 #[derive(Serialize)]
@@ -279,15 +268,8 @@ fn section(s: &Section<'_>) -> SectionCtx {
                 }),
             )
             .collect(),
-        coverage: s
-            .coverage
-            .iter()
-            .enumerate()
-            .map(|(i, c)| coverage(c, scenario_usage(s, i)))
-            .collect(),
-        usage: s
-            .usage
-            .map(|u| text::line(&crate::cost::line(&u.spent), 400)),
+        coverage: coverage::of(s),
+        usage: coverage::run_usage(s),
         cells: s
             .cells
             .iter()
@@ -305,58 +287,6 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .iter()
             .position(|c| c.passed == Some(false))
             .map(|i| CaseView::anchor(s.phase, i)),
-    }
-}
-
-/// A scenario's coverage as the page shows it: counts, and a line per chaos rule.
-/// The usage of the section's `i`-th scenario run (coverage and usage list them alike).
-fn scenario_usage<'a>(s: &Section<'a>, i: usize) -> Option<&'a crate::cost::ScenarioUsage> {
-    let u = s.usage?.scenarios.get(i)?;
-    (s.coverage.get(i)?.scenario == u.scenario).then_some(u)
-}
-
-/// A scenario's usage in one line, with its delta against the baseline.
-fn usage_line(u: Option<&crate::cost::ScenarioUsage>) -> String {
-    let Some(u) = u else { return String::new() };
-    let mut line = crate::cost::line(&u.spent);
-    if let Some(d) = &u.vs_baseline {
-        let signed = |n: Option<i64>| n.map_or("unknown".into(), |n| format!("{n:+}"));
-        let tokens = [signed(d.input_tokens), signed(d.output_tokens)];
-        line.push_str(&format!(
-            "; vs `{}`: {} in, {} out",
-            d.baseline, tokens[0], tokens[1]
-        ));
-    }
-    text::line(&line, 400)
-}
-
-fn coverage(c: &Coverage, usage: Option<&crate::cost::ScenarioUsage>) -> CoverageCtx {
-    CoverageCtx {
-        usage: usage_line(usage),
-        scenario: text::line(&c.scenario, 100),
-        cases: c.cases,
-        judged: c.judged,
-        exchanges: c.exchanges,
-        rules: c
-            .rules
-            .iter()
-            .map(|r| {
-                let why = r
-                    .why_not
-                    .as_deref()
-                    .map(|w| format!(": {}", text::line(w, 200)))
-                    .unwrap_or_default();
-                format!(
-                    "{} ({}) fired {} of {} matched, applied {}{why}",
-                    text::line(&r.stats.rule, 60),
-                    r.stats.mode,
-                    r.stats.fired,
-                    r.stats.matched,
-                    r.applied
-                )
-            })
-            .collect(),
-        not_tested: c.not_tested.as_deref().map(|n| text::line(n, 300)),
     }
 }
 
