@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 mod fault_kind;
 mod mcp_call;
 mod planted;
+mod usage;
 pub use fault_kind::FaultKind;
-pub use mcp_call::{McpCall, TcpBytes};
+pub use mcp_call::{McpCall, TOOLS_CALL, TOOLS_LIST, TcpBytes};
 pub use planted::{CanaryLeak, Planted};
+pub use usage::Usage;
 
 /// An LLM provider whose wire format flakestorm understands. Declaration order is the
 /// order detection and tool-call reading try them (`llm::all`); names are serde's.
@@ -301,6 +303,10 @@ pub struct Exchange {
     /// (`corrupt`, `stale`, an injected payload), so a run can trace where they went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planted: Vec<Planted>,
+    /// The tokens a successful LLM answer reported (`llm` targets with a 2xx response;
+    /// figures it did not carry are unknown), else absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
@@ -313,11 +319,6 @@ pub fn is_event_stream(content_type: &str) -> bool {
         .windows(NAME.len())
         .any(|w| w.eq_ignore_ascii_case(NAME))
 }
-
-/// The MCP method that calls a tool.
-pub const TOOLS_CALL: &str = "tools/call";
-/// The MCP method that lists tools.
-pub const TOOLS_LIST: &str = "tools/list";
 
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
 pub fn trace_id(traceparent: &str) -> Option<&str> {
@@ -384,6 +385,7 @@ pub mod tests_support {
             mcp: None,
             tcp: None,
             planted: vec![],
+            usage: None,
         })
     }
 
@@ -442,6 +444,16 @@ pub mod tests_support {
                 upstream_headers_ms: None,
                 total_ms,
             };
+            self
+        }
+
+        /// An LLM answer that reported this usage.
+        pub fn usage(mut self, input: Option<u64>, output: Option<u64>, model: &str) -> Self {
+            self.0.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                model: Some(model.into()),
+            });
             self
         }
 

@@ -34,6 +34,11 @@ pub struct Config {
     pub output: super::OutputSpec,
     /// Recorded incidents to replay (`replay run`, `ci`; docs/replay.md).
     pub replays: super::ReplaysSpec,
+    /// What LLM calls cost (`pricing:`, docs/config.md): the shipped table unless the
+    /// config changes it; compiled at load, its file read then.
+    pub pricing: crate::cost::Pricing,
+    /// `pricing:` as written (its file not yet read).
+    pub pricing_spec: super::PricingSpec,
     /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
     /// (warned). A command-line choice only: never read from a file or the environment.
     pub allow_open_proxy: bool,

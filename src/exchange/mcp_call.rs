@@ -1,16 +1,8 @@
-//! What an exchange says of the protocol it carried besides HTTP: the MCP message a
-//! request held (`McpCall`), and a relayed TCP connection's bytes (`TcpBytes`).
+//! The MCP message an exchange carried (`McpCall`), as the proxy read it from a request,
+//! and the method names it is asked about; a relayed TCP connection's bytes (`TcpBytes`),
+//! the other protocol an exchange may carry besides HTTP.
 
 use serde::{Deserialize, Serialize};
-
-use super::TOOLS_CALL;
-
-/// What a relayed TCP connection carried: bytes from the agent, and to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpBytes {
-    pub sent: u64,
-    pub received: u64,
-}
 
 /// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,4 +57,16 @@ impl McpCall {
             _ => None,
         }
     }
+}
+
+/// The MCP method that calls a tool.
+pub const TOOLS_CALL: &str = "tools/call";
+/// The MCP method that lists tools.
+pub const TOOLS_LIST: &str = "tools/list";
+
+/// What a relayed TCP connection carried: bytes from the agent, and to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpBytes {
+    pub sent: u64,
+    pub received: u64,
 }

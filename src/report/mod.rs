@@ -9,11 +9,17 @@ pub mod junit;
 pub mod markdown;
 pub mod outcomes;
 pub mod text;
+pub mod usage;
 pub mod view;
 
 use std::path::{Path, PathBuf};
 
 use crate::config::ReportFormat;
+
+/// Text as one Markdown table cell (escaped, `|` and line breaks made inert).
+pub(crate) fn markdown_cell(s: &str) -> String {
+    markdown::cell(s)
+}
 use crate::run::Report;
 
 /// Renders `report` as `format` (`json`: the report itself, pretty-printed).

@@ -61,6 +61,10 @@ pub struct CaseResult {
     /// scenarios with chaos; docs/outcomes.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<super::outcome::CaseOutcome>,
+    /// The tokens and cost of its LLM calls, and what faults' retries spent of them
+    /// (`None` when its traffic was not attributed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::cost::CaseUsage>,
     /// What the wire said of the case when it ended, which its outcome is decided from
     /// once the run has its no-chaos baselines.
     #[serde(skip)]
@@ -117,6 +121,7 @@ impl CaseResult {
             trial: None,
             checks: vec![],
             outcome: None,
+            usage: None,
             trace: None,
             window: (0, 0),
         }
@@ -237,6 +242,9 @@ pub async fn run_case(
     let mut case = answered(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
     case.faults = faults;
+    case.usage = traffic
+        .as_deref()
+        .map(|t| usage_of(t, &ctx.scoring.pricing));
     case.traffic = traffic;
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
@@ -246,6 +254,17 @@ pub async fn run_case(
         case.trace = super::case_trace::trace_of(ctx, traffic, &case.prompt, answer);
     }
     case
+}
+
+/// What a case's LLM calls spent, and what of it fault rules' retries and fallbacks did.
+pub(super) fn usage_of(
+    traffic: &[Arc<Exchange>],
+    pricing: &crate::cost::Pricing,
+) -> crate::cost::CaseUsage {
+    crate::cost::CaseUsage {
+        spent: crate::cost::Tally::of(traffic, pricing),
+        because_of_faults: crate::cost::because_of_faults(traffic, pricing),
+    }
 }
 
 /// The faults and attacks `traffic` met, and the ids of its exchanges that began after

@@ -1,12 +1,14 @@
 //! Logging setup (`LogFormat`: text or JSON lines) and the Prometheus metrics every part of
 //! the daemon updates (`runs`: the metrics of the runs it drives; `chaos`: whether chaos
-//! rules are in force and how often a `ttl` reverted them).
+//! rules are in force and how often a `ttl` reverted them; `llm`: the tokens and cost of
+//! the agent's LLM answers).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
 //! request.
 
 mod chaos;
+mod llm;
 mod runs;
 
 use std::sync::{Arc, OnceLock};
@@ -113,6 +115,7 @@ struct Inner {
     tunnels: Counter,
     runs: runs::RunFamilies,
     chaos: chaos::ChaosFamilies,
+    llm: llm::LlmFamilies,
 }
 
 /// Cheap-clone handle to the daemon's metrics.
@@ -226,9 +229,11 @@ impl Metrics {
         let (connections_rejected, connection_timeouts) = register_connection_limits(&mut registry);
         let runs = runs::RunFamilies::register(&mut registry);
         let chaos = chaos::ChaosFamilies::register(&mut registry);
+        let llm = llm::LlmFamilies::register(&mut registry);
         let inner = Inner {
             runs,
             chaos,
+            llm,
             registry,
             connections_rejected,
             connection_timeouts,
