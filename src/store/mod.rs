@@ -16,6 +16,8 @@ mod error;
 mod from_run;
 mod id;
 mod import;
+#[cfg(test)]
+mod linear_tests;
 mod ops;
 mod owner;
 mod read;
@@ -184,15 +186,27 @@ impl Store {
         verdict: Verdict,
         checks: serde_json::Value,
     ) {
+        self.judge_cases(run, key, vec![(verdict, checks)]);
+    }
+
+    /// Sets the verdicts of the run's cases sharing `key`, one each in the order they were
+    /// stored (the first verdict to the first case stored with that key, …). One op for the
+    /// key however many cases share it: the writer's work stays linear in the cases.
+    pub fn judge_cases(
+        &self,
+        run: &RunId,
+        key: CaseKey<'_>,
+        verdicts: Vec<(Verdict, serde_json::Value)>,
+    ) {
         let (phase, scenario, input, trial) = key;
+        let verdicts = verdicts
+            .into_iter()
+            .map(|(v, checks)| (v, ops::json(&checks)))
+            .collect();
         self.send(Op::Judge {
             run: run.clone(),
-            phase,
-            scenario: scenario.into(),
-            input: input.into(),
-            trial,
-            verdict,
-            checks,
+            key: (phase, scenario.into(), input.into(), trial),
+            verdicts,
         });
     }
 
