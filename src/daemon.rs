@@ -135,6 +135,7 @@ impl Daemon {
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
+        crate::store::check_private(&config.data_dir, config.control.allow_shared_data_dir)?;
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
         let lanes = proxy.lane_opener();

@@ -20,6 +20,7 @@ mod import;
 mod linear_tests;
 mod ops;
 mod owner;
+mod private;
 mod read;
 mod record;
 mod recorder;
@@ -41,6 +42,7 @@ pub use from_run::ended;
 pub use id::{RunId, now_ms, readable as readable_time};
 pub use import::import;
 pub use owner::INTERRUPTED;
+pub use private::check_private;
 pub use record::{
     CaseKey, CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
     Severity, StoredCase, Verdict,
@@ -107,6 +109,7 @@ impl Store {
         // Processes opening the store at once take turns: creating the file, switching it
         // to WAL and migrating it are not safe to race.
         let turn = owner::opening(data_dir)?;
+        private::private_db(&path)?;
         let conn = schema::open(&path, owner::alone(data_dir, None))?;
         let owner = owner::OwnerLock::take(data_dir)?;
         let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
@@ -281,7 +284,7 @@ impl Store {
     /// `data_dir/runs/<id>/`, created: where a run's files go.
     pub fn run_dir(&self, run: &RunId) -> Result<PathBuf, StoreError> {
         let dir = self.inner.data_dir.join("runs").join(run.as_str());
-        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        crate::files::create_private_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
         Ok(dir)
     }
 
