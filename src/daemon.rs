@@ -138,6 +138,8 @@ impl Daemon {
         crate::store::check_private(&config.data_dir, config.control.allow_shared_data_dir)?;
         let store = Store::open(&config.data_dir)?;
         let (control_token, token_file) = control_token(config)?;
+        // No agent this daemon starts inherits the token (docs/security.md).
+        crate::agent::withhold_env(crate::agent::vars_holding(&control_token));
         let lanes = proxy.lane_opener();
         let wrap_dir = proxy.wrap_dir().map(std::path::Path::to_path_buf);
         let jobs = Jobs::new(crate::jobs::Setup {
