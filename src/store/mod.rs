@@ -40,7 +40,7 @@ pub use compare::{Change, ChangeKind, Comparison, Delta, RunData, Subject, compa
 pub use error::StoreError;
 pub use from_run::ended;
 pub use id::{RunId, now_ms, readable as readable_time};
-pub use import::import;
+pub use import::{begin_import, import, record_import};
 pub use owner::INTERRUPTED;
 pub use private::check_private;
 pub use record::{
