@@ -169,6 +169,9 @@ impl Daemon {
             keep_alive: crate::api::keep_alive(config.proxy.header_timeout_ms),
             ready: ready.clone(),
             expiry: Expiry::new(config.chaos.clone()),
+            limits: crate::api::Limits::of(&config.control),
+            imports: crate::api::Imports::default(),
+            auth: crate::api::Failures::default(),
         };
         // No control connection lives forever either (docs/proxy.md, connection limits).
         let control_listener = DeadlineListener::new(
@@ -252,8 +255,9 @@ fn serve_control(
 ) -> JoinHandle<()> {
     let api_stop = stop.clone();
     tokio::spawn(async move {
-        let serve =
-            axum::serve(listener, router(state)).with_graceful_shutdown(api_stop.cancelled_owned());
+        // With each connection's peer and at-work flag (`api::Conn`).
+        let app = router(state).into_make_service_with_connect_info::<crate::api::Conn>();
+        let serve = axum::serve(listener, app).with_graceful_shutdown(api_stop.cancelled_owned());
         if let Err(e) = serve.await {
             tracing::error!("control listener failed: {e}");
         }
