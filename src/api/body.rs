@@ -66,19 +66,36 @@ async fn read_capped(
     deadline: Duration,
     too_large: impl FnOnce() -> String,
 ) -> Result<Vec<u8>, ApiError> {
-    let read = http_body_util::Limited::new(body, max).collect();
-    match tokio::time::timeout(deadline, read).await {
-        // Into a `Vec` without a copy when the body came in one piece.
-        Ok(Ok(collected)) => Ok(Vec::from(collected.to_bytes())),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::TooLarge(too_large()))
-        }
+    match tokio::time::timeout(deadline, collect(body, max)).await {
+        Ok(Ok(Some(bytes))) => Ok(bytes),
+        Ok(Ok(None)) => Err(ApiError::TooLarge(too_large())),
         Ok(Err(e)) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
         Err(_) => Err(ApiError::BodyTimeout(format!(
             "the body did not arrive within {} ms (control.body_timeout_ms)",
             deadline.as_millis()
         ))),
     }
+}
+
+/// The body's bytes in one buffer, each frame copied in as it comes and then dropped (a
+/// collected body, then joined, held it twice); `None` past `max`. The buffer is sized
+/// up front from the declared length when that is within `max`.
+async fn collect(mut body: Body, max: usize) -> Result<Option<Vec<u8>>, axum::Error> {
+    let declared = http_body::Body::size_hint(&body).exact();
+    let size = declared.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if size > max {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(size);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            if out.len() + data.len() > max {
+                return Ok(None);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Some(out))
 }
 
 /// Parses a body. Blocks (CPU) in proportion to its size: call it off the async workers.
