@@ -11,7 +11,6 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use common::cli::flakestorm;
 use common::serve::{Serve, serve_with_env};
 use common::{control_client, within};
 use serde_json::{Value, json};
@@ -38,6 +37,25 @@ fn copies(n: usize, traffic: bool) -> String {
     report["cases"] = Value::Array(vec![case; n]);
     report["prompts"] = Value::Array(vec![prompt; n]);
     report.to_string()
+}
+
+/// `flakestorm serve -c flakestorm.yaml` in `dir`, expected to refuse to start: its exit
+/// code and stderr (a test failure, not a hang, if it starts).
+async fn refused_serve(dir: &std::path::Path) -> (i32, String) {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_flakestorm"))
+        .args(["serve", "-c", "flakestorm.yaml"])
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = within("serve refuses to start", child.wait_with_output())
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), err)
 }
 
 /// Sends `request` as it is on a new connection; the answer, read to the connection's
@@ -136,15 +154,15 @@ async fn after_a_413_a_keep_alive_client_is_told_to_reconnect_and_its_next_reque
     }
 }
 
-#[test]
-fn a_short_token_off_loopback_is_refused_naming_its_length_only() {
+#[tokio::test]
+async fn a_short_token_off_loopback_is_refused_naming_its_length_only() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("flakestorm.yaml"),
         "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '0.0.0.0:0', token: x}\n",
     )
     .unwrap();
-    let (code, _, err) = flakestorm(&["serve", "-c", "flakestorm.yaml"], dir.path());
+    let (code, err) = refused_serve(dir.path()).await;
     assert_ne!(code, 0, "{err}");
     assert!(
         err.contains("control.token: 1 characters, too short") && err.contains("at least 32"),
@@ -160,7 +178,7 @@ async fn a_data_dir_others_may_write_is_refused_unless_shared_on_purpose() {
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
     let yaml = format!("{SERVE}data_dir: shared\n");
     std::fs::write(dir.path().join("flakestorm.yaml"), &yaml).unwrap();
-    let (code, _, err) = flakestorm(&["serve", "-c", "flakestorm.yaml"], dir.path());
+    let (code, err) = refused_serve(dir.path()).await;
     assert_ne!(code, 0, "{err}");
     assert!(
         err.contains("other users may write it (mode 777)") && err.contains("chmod go-w"),
