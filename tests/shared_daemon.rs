@@ -188,11 +188,10 @@ async fn a_data_dir_others_may_write_is_refused_unless_shared_on_purpose() {
         !data.join("flakestorm.db").exists(),
         "nothing written there"
     );
-    let shared = format!(
-        "proxy: {{listen: '127.0.0.1:0'}}\n\
-         control: {{listen: '127.0.0.1:0', allow_shared_data_dir: true}}\ndata_dir: shared\n"
-    );
-    let d = daemon(dir.path(), &shared, &[]).await;
+    let shared = "proxy: {listen: '127.0.0.1:0'}\n\
+                  control: {listen: '127.0.0.1:0', allow_shared_data_dir: true}\n\
+                  data_dir: shared\n";
+    let d = daemon(dir.path(), shared, &[]).await;
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&data.join("flakestorm.db")), 0o600);
     drop(d);

@@ -43,7 +43,7 @@ impl Limits {
 /// The whole body, or 413 once it passes `MAX_BYTES` (read no further), or 408 when it
 /// has not all arrived within the body deadline.
 pub async fn read_limited(body: Body, limits: &Limits) -> Result<Vec<u8>, ApiError> {
-    let max = usize::try_from(MAX_BYTES).unwrap_or(usize::MAX);
+    let max = MAX_BYTES;
     read_capped(body, max, limits.body_timeout, || {
         format!("the body is larger than {MAX_BYTES} bytes (1 MiB)")
     })

@@ -74,7 +74,7 @@ async fn an_import_of_one_case_copied_is_linear_in_its_copies() {
 async fn live_copies(n: usize) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let report = Report::from_json(&copies(n, |i| i % 2 == 0).to_string()).unwrap();
+    let report = Report::from_json(&copies(n, |i| i.is_multiple_of(2)).to_string()).unwrap();
     let Report::Chaos(chaos) = &report else {
         panic!("a chaos report")
     };
@@ -101,7 +101,7 @@ async fn live_copies(n: usize) -> f64 {
     let cases = store.cases(r.id.as_str()).unwrap();
     for c in &cases {
         let i: usize = c.case.answer.as_deref().unwrap()[7..].parse().unwrap();
-        let want = if i % 2 == 0 {
+        let want = if i.is_multiple_of(2) {
             Verdict::Pass
         } else {
             Verdict::Fail

@@ -26,7 +26,7 @@ pub fn check_private(data_dir: &Path, allow_shared: bool) -> Result<(), StoreErr
                     "it is owned by uid {}, not by this user (uid {me})",
                     meta.uid()
                 ),
-                format!("use a data_dir of your own"),
+                "use a data_dir of your own".to_string(),
             ))
         } else if mode & 0o022 != 0 {
             Some((
