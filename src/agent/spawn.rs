@@ -4,7 +4,8 @@
 //! when flakestorm ends however it ends), its output written to a log file; and stop it
 //! at the end: SIGTERM to its process group, then SIGKILL. Dropping the handle (an
 //! interrupted run) stops the group too, so no agent outlives flakestorm. The agent
-//! inherits flakestorm's environment but the variables that hold the control token.
+//! inherits flakestorm's environment but the variables that hold the control token
+//! (`withheld`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -115,46 +116,6 @@ pub fn with_user_env(
     env
 }
 
-/// Variables of flakestorm's own environment no agent inherits: where the control API's
-/// token comes from. An agent under test that a prompt injection turns could otherwise
-/// call the control API and change the chaos that judges it (issue #51).
-const NEVER_INHERITED: &[&str] = &["FLAKESTORM_API_TOKEN", "FLAKESTORM_CONTROL__TOKEN"];
-
-/// Further variable names withheld from every agent this process starts (`withhold_env`).
-static WITHHELD: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Withholds the variables `names` of this process's environment from every agent it
-/// starts from now on (the daemon: those that hold its control token).
-pub fn withhold_env(names: impl IntoIterator<Item = String>) {
-    let mut withheld = WITHHELD.lock().unwrap_or_else(|e| e.into_inner());
-    for name in names {
-        if !withheld.contains(&name) {
-            withheld.push(name);
-        }
-    }
-}
-
-/// The names of this process's variables whose value is `secret`.
-pub fn vars_holding(secret: &str) -> Vec<String> {
-    std::env::vars_os()
-        .filter(|(_, v)| v.to_str() == Some(secret))
-        .filter_map(|(k, _)| k.into_string().ok())
-        .collect()
-}
-
-/// The inherited variables an agent does not get (its `agent.env` may still set them).
-fn withheld() -> Vec<String> {
-    let mut names: Vec<String> = NEVER_INHERITED.iter().map(|n| n.to_string()).collect();
-    names.extend(
-        WITHHELD
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned(),
-    );
-    names
-}
-
 /// Percent-encodes a URL userinfo part (RFC 3986: all but unreserved characters).
 fn userinfo(s: &str) -> percent_encoding::PercentEncode<'_> {
     percent_encoding::utf8_percent_encode(s, crate::exchange::URL_UNRESERVED)
@@ -248,7 +209,7 @@ impl AgentProcess {
                 (cmd, None)
             }
         };
-        for name in withheld() {
+        for name in super::withheld::withheld() {
             cmd.env_remove(name);
         }
         let child = cmd
