@@ -171,7 +171,10 @@ fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
                 format!("required when control.listen ({addr}) is not a loopback address; use token: \"${{FLAKESTORM_API_TOKEN}}\""),
             ));
         }
-        Ok(addr) if !addr.ip().is_loopback() => {
+        // A token that did not load (an unset variable) is reported as that, not its length.
+        Ok(addr)
+            if !addr.ip().is_loopback() && !errors.iter().any(|e| e.path == "control.token") =>
+        {
             let n = c.token.as_deref().map_or(0, |t| t.chars().count());
             if n < MIN_TOKEN_CHARS {
                 // The length only: the value is a secret.
