@@ -71,7 +71,7 @@ impl Written {
 pub fn write_all(report: &Report, formats: &[ReportFormat], json: &Path) -> Written {
     let mut out = Written::default();
     if let Some(dir) = json.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Err(e) = std::fs::create_dir_all(dir)
+        && let Err(e) = crate::files::create_private_dir(dir)
     {
         out.failed
             .push(format!("could not create {}: {e}", dir.display()));
@@ -82,7 +82,8 @@ pub fn write_all(report: &Report, formats: &[ReportFormat], json: &Path) -> Writ
     for format in all {
         let path = beside(json, format);
         match render(report, format) {
-            Ok(text) => match std::fs::write(&path, text) {
+            // Private (0600): a report holds the agent's prompts, answers and traffic.
+            Ok(text) => match crate::files::write_private(&path, text.as_bytes()) {
                 Ok(()) => out.files.push((format, path)),
                 Err(e) => out
                     .failed
