@@ -217,29 +217,8 @@ async fn the_agent_does_not_inherit_the_daemons_token() {
         seen.display()
     );
     let client = control_client(token);
-    let r = client
-        .post(d.url("/v1/runs"))
-        .header("content-type", "application/json")
-        .body(json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let text = r.text().await.unwrap();
-    assert_eq!(status, 202, "{text}");
-    let run: Value = serde_json::from_str(&text).unwrap();
-    let id = run["id"].as_str().unwrap().to_string();
     // The run ends (its agent exits without answering); the command has run by then.
-    let url = d.url(&format!("/v1/runs/{id}/events"));
-    let mut events = client.get(url).send().await.unwrap();
-    within("the run's end", async {
-        let mut text = String::new();
-        while !text.contains("event: done") {
-            let chunk = events.chunk().await.unwrap().expect("events until done");
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
+    within("the run's end", run_to_its_end(&d, &client, &config)).await;
     let env = std::fs::read_to_string(&seen).unwrap();
     assert!(env.contains("FS_TEST_KEPT=kept"), "the rest is inherited");
     assert!(env.contains("HTTPS_PROXY="), "with the proxy's variables");
@@ -263,6 +242,12 @@ async fn one_run(d: &Serve, client: &reqwest::Client, agent: &str) -> Duration {
          chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n"
     );
     let start = now();
+    run_to_its_end(d, client, &config).await;
+    start.elapsed()
+}
+
+/// Submits a chaos run of `config` to `d` (202 required) and follows its events to its end.
+async fn run_to_its_end(d: &Serve, client: &reqwest::Client, config: &str) {
     let r = client
         .post(d.url("/v1/runs"))
         .header("content-type", "application/json")
@@ -270,7 +255,9 @@ async fn one_run(d: &Serve, client: &reqwest::Client, agent: &str) -> Duration {
         .send()
         .await
         .unwrap();
+    let status = r.status();
     let text = r.text().await.unwrap();
+    assert_eq!(status, 202, "{text}");
     let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{text}"))
@@ -285,7 +272,6 @@ async fn one_run(d: &Serve, client: &reqwest::Client, agent: &str) -> Duration {
         let chunk = events.chunk().await.unwrap().expect("events until done");
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
-    start.elapsed()
 }
 
 /// Issue #51's stall: 8,000 copies of one case (a 4 MiB report) held every other run
