@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::serve::{Serve, serve_with_env};
 use common::{control_client, within};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SERVE: &str = "proxy: {listen: '127.0.0.1:0'}\ncontrol: {listen: '127.0.0.1:0'}\n";
@@ -208,7 +208,7 @@ async fn the_agent_does_not_inherit_the_daemons_token() {
         ("FLAKESTORM_API_TOKEN", "another-token-0123456789abcdef0123"),
         ("FS_TEST_KEPT", "kept"),
     ];
-    let d = daemon(dir.path(), yaml, &env).await;
+    let mut d = daemon(dir.path(), yaml, &env).await;
     let seen = dir.path().join("agent.env");
     let config = format!(
         "agent: {{endpoint: 'http://127.0.0.1:9/invoke', command: 'env > {}'}}\n\
@@ -216,9 +216,11 @@ async fn the_agent_does_not_inherit_the_daemons_token() {
          chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n",
         seen.display()
     );
-    let client = control_client(token);
+    // Its token comes from the environment, not a file `serve` names.
+    d.token = Some(token.to_string());
     // The run ends (its agent exits without answering); the command has run by then.
-    within("the run's end", run_to_its_end(&d, &client, &config)).await;
+    let id = d.submit("chaos", &config).await;
+    d.until_event(&id, "done").await;
     let env = std::fs::read_to_string(&seen).unwrap();
     assert!(env.contains("FS_TEST_KEPT=kept"), "the rest is inherited");
     assert!(env.contains("HTTPS_PROXY="), "with the proxy's variables");
@@ -235,43 +237,16 @@ fn now() -> std::time::Instant {
 }
 
 /// A chaos run of three prompts submitted to `d` and followed to its end; its duration.
-async fn one_run(d: &Serve, client: &reqwest::Client, agent: &str) -> Duration {
+async fn one_run(d: &Serve, agent: &str) -> Duration {
     let config = format!(
         "agent: {{endpoint: '{agent}'}}\ngolden_prompts: [one, two, three]\n\
          invariants: [{{type: output_not_empty}}]\n\
          chaos: {{tool_faults: [{{tool: '*', mode: error, error_code: 503}}]}}\n"
     );
     let start = now();
-    run_to_its_end(d, client, &config).await;
+    let id = d.submit("chaos", &config).await;
+    d.until_event(&id, "done").await;
     start.elapsed()
-}
-
-/// Submits a chaos run of `config` to `d` (202 required) and follows its events to its end.
-async fn run_to_its_end(d: &Serve, client: &reqwest::Client, config: &str) {
-    let r = client
-        .post(d.url("/v1/runs"))
-        .header("content-type", "application/json")
-        .body(json!({"kind": "chaos", "config": config}).to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let text = r.text().await.unwrap();
-    assert_eq!(status, 202, "{text}");
-    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{text}"))
-        .to_string();
-    let mut events = client
-        .get(d.url(&format!("/v1/runs/{id}/events")))
-        .send()
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    while !seen.contains("event: done") {
-        let chunk = events.chunk().await.unwrap().expect("events until done");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
 }
 
 /// Issue #51's stall: 8,000 copies of one case (a 4 MiB report) held every other run
@@ -290,7 +265,7 @@ async fn an_import_of_8000_copies_of_one_case_stalls_no_other_run() {
     let agent = agent.http_url("/invoke");
     let mut alone = Duration::ZERO;
     for _ in 0..3 {
-        alone = alone.max(one_run(&d, &client, &agent).await);
+        alone = alone.max(one_run(&d, &agent).await);
     }
     let body = copies(8_000, false);
     let import = {
@@ -311,7 +286,7 @@ async fn an_import_of_8000_copies_of_one_case_stalls_no_other_run() {
             )
         })
     };
-    let during = within("a run during the import", one_run(&d, &client, &agent)).await;
+    let during = within("a run during the import", one_run(&d, &agent)).await;
     let (status, text, took) = within("the import's answer", import).await.unwrap();
     assert!(status == 201 || status == 202, "{status}: {text}");
     let ratio = during.as_secs_f64() / alone.as_secs_f64();
