@@ -61,6 +61,7 @@ fn exchange(id: u64, target: Target, url: &str, req: usize, resp: usize) -> Exch
         mcp: None,
         tcp: None,
         planted: vec![],
+        usage: None,
     }
 }
 

@@ -135,8 +135,7 @@ impl Daemon {
         let proxy_addr = local_addr(&proxy_listener, "proxy")?;
         let control_addr = local_addr(&control_listener, "control listener")?;
         proxy.set_own_listeners(vec![proxy_addr, control_addr]);
-        let store = Store::open(&config.data_dir)?;
-        let (control_token, token_file) = control_token(config)?;
+        let (store, control_token, token_file) = open_data_dir(config)?;
         let lanes = proxy.lane_opener();
         let wrap_dir = proxy.wrap_dir().map(std::path::Path::to_path_buf);
         let jobs = Jobs::new(crate::jobs::Setup {
@@ -166,16 +165,15 @@ impl Daemon {
             keep_alive: crate::api::keep_alive(config.proxy.header_timeout_ms),
             ready: ready.clone(),
             expiry: Expiry::new(config.chaos.clone()),
+            limits: crate::api::Limits::of(&config.control),
+            imports: Default::default(),
+            auth: Default::default(),
         };
-        // No control connection lives forever either (docs/proxy.md, connection limits).
-        let control_listener = DeadlineListener::new(
-            control_listener,
-            std::time::Duration::from_millis(config.proxy.header_timeout_ms),
-        );
         let stop = CancellationToken::new();
         let proxy_task = serve_proxy(proxy, proxy_listener, &stop, &ready);
         ready.config_applied();
-        let api_task = serve_control(control_listener, state, &stop);
+        let deadline = std::time::Duration::from_millis(config.proxy.header_timeout_ms);
+        let api_task = serve_control(control_listener, deadline, state, &stop);
         Ok(Daemon {
             proxy_addr,
             control_addr,
@@ -208,6 +206,11 @@ impl Daemon {
         // flakestorm.db alone then holds every run (docs/runs.md, "The -wal file").
         if let Err(e) = self.store.checkpoint().await {
             tracing::warn!("{e}");
+        }
+        // The proxy itself may outlive this (a lane opener holds it): its wrap directory
+        // goes with the daemon, not with the process.
+        if let Some(dir) = &self.wrap_dir {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
@@ -242,15 +245,20 @@ fn serve_proxy(
 }
 
 /// Serves the control API on `listener` until `stop`, logging how it failed if it does.
+/// No control connection lives forever either (docs/proxy.md, connection limits): a read
+/// that waits longer than `deadline` ends it (`DeadlineListener`).
 fn serve_control(
-    listener: DeadlineListener,
+    listener: TcpListener,
+    deadline: std::time::Duration,
     state: ApiState,
     stop: &CancellationToken,
 ) -> JoinHandle<()> {
+    let listener = DeadlineListener::new(listener, deadline);
     let api_stop = stop.clone();
     tokio::spawn(async move {
-        let serve =
-            axum::serve(listener, router(state)).with_graceful_shutdown(api_stop.cancelled_owned());
+        // With each connection's peer and at-work flag (`api::Conn`).
+        let app = router(state).into_make_service_with_connect_info::<crate::api::Conn>();
+        let serve = axum::serve(listener, app).with_graceful_shutdown(api_stop.cancelled_owned());
         if let Err(e) = serve.await {
             tracing::error!("control listener failed: {e}");
         }
@@ -272,6 +280,16 @@ fn load_ca(spec: &crate::config::CaSpec) -> Result<(CertificateAuthority, bool),
             source,
         }),
     }
+}
+
+/// The data_dir, checked private (docs/security.md): its store, and the control token
+/// (`control_token`), which no agent this daemon starts inherits.
+fn open_data_dir(config: &Config) -> Result<(Store, Arc<str>, Option<PathBuf>), DaemonError> {
+    crate::store::check_private(&config.data_dir, config.control.allow_shared_data_dir)?;
+    let store = Store::open(&config.data_dir)?;
+    let (control_token, token_file) = control_token(config)?;
+    crate::agent::withhold_env(crate::agent::vars_holding(&control_token));
+    Ok((store, control_token, token_file))
 }
 
 /// `control.token`, or (none set) the token kept in `data_dir/control.token`, made at the

@@ -6,9 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 mod fault_kind;
+mod mcp_call;
 mod planted;
+mod usage;
 pub use fault_kind::FaultKind;
+pub use mcp_call::{McpCall, TOOLS_CALL, TOOLS_LIST, TcpBytes};
 pub use planted::{CanaryLeak, Planted};
+pub use usage::Usage;
 
 /// An LLM provider whose wire format flakestorm understands. Declaration order is the
 /// order detection and tool-call reading try them (`llm::all`); names are serde's.
@@ -299,68 +303,10 @@ pub struct Exchange {
     /// (`corrupt`, `stale`, an injected payload), so a run can trace where they went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planted: Vec<Planted>,
-}
-
-/// What a relayed TCP connection carried: bytes from the agent, and to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpBytes {
-    pub sent: u64,
-    pub received: u64,
-}
-
-/// One MCP (Model Context Protocol, Streamable HTTP) request as the proxy read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpCall {
-    /// The JSON-RPC method (`initialize`, `tools/list`, `tools/call`,
-    /// `notifications/initialized`, …), or what the message is when it is not a request:
-    /// `(response)` (the client answering a server's request), `(batch)`, `(stream)` (a GET
-    /// opening the server's stream), `(end session)` (DELETE), `(unread)` (over the size
-    /// limit, or the upload failed), `(not json-rpc)`. Parenthesised names never collide
-    /// with a JSON-RPC method.
-    pub method: String,
-    /// `tools/call`: the MCP tool's name.
+    /// The tokens a successful LLM answer reported (`llm` targets with a 2xx response;
+    /// figures it did not carry are unknown), else absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    /// The JSON-RPC request id (answers carry it back).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<serde_json::Value>,
-    /// A tag of the request's `Mcp-Session-Id` (a hash: the handle itself is redacted),
-    /// telling sessions apart.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// True when no `tools:` entry says `protocol: mcp` and the headers and body said so.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub detected: bool,
-    /// Why the message was not read (`(unread)`, `(not json-rpc)`): its size, or the
-    /// content type seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// `stdio` for a server bridged by `flakestorm wrap` (else Streamable HTTP, unsaid).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<String>,
-}
-
-impl McpCall {
-    /// A JSON-RPC request or notification the proxy read (not a marker like `(stream)`).
-    pub fn is_request(&self) -> bool {
-        !self.method.starts_with('(')
-    }
-
-    /// `tools/call` of a named tool.
-    pub fn tool_call(&self) -> Option<&str> {
-        (self.method == TOOLS_CALL)
-            .then_some(self.tool.as_deref())
-            .flatten()
-    }
-
-    /// The tool this message called, for counting calls: a `tools/call`'s, or the one a
-    /// message too long to read named in its first bytes.
-    pub fn called_tool(&self) -> Option<&str> {
-        match self.method.as_str() {
-            TOOLS_CALL | "(unread)" => self.tool.as_deref(),
-            _ => None,
-        }
-    }
+    pub usage: Option<Usage>,
 }
 
 /// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
@@ -373,11 +319,6 @@ pub fn is_event_stream(content_type: &str) -> bool {
         .windows(NAME.len())
         .any(|w| w.eq_ignore_ascii_case(NAME))
 }
-
-/// The MCP method that calls a tool.
-pub const TOOLS_CALL: &str = "tools/call";
-/// The MCP method that lists tools.
-pub const TOOLS_LIST: &str = "tools/list";
 
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
 pub fn trace_id(traceparent: &str) -> Option<&str> {
@@ -444,6 +385,7 @@ pub mod tests_support {
             mcp: None,
             tcp: None,
             planted: vec![],
+            usage: None,
         })
     }
 
@@ -502,6 +444,16 @@ pub mod tests_support {
                 upstream_headers_ms: None,
                 total_ms,
             };
+            self
+        }
+
+        /// An LLM answer that reported this usage.
+        pub fn usage(mut self, input: Option<u64>, output: Option<u64>, model: &str) -> Self {
+            self.0.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                model: Some(model.into()),
+            });
             self
         }
 

@@ -6,6 +6,10 @@
 //! A file is read only when its size is within its kind's `Limit`, and then at most one
 //! byte past it, so a file that grows while read is still bounded.
 //!
+//! Writing flakestorm's own files that hold a run's data (reports, tapes, the stored
+//! report of an import) is here too: private to the user who runs it (`write_private`:
+//! mode 0600 in folders made 0700), whole or not at all.
+//!
 //! Owns no format (callers parse) and uses no other module of the crate.
 
 use std::fs::File;
@@ -208,6 +212,46 @@ fn open_sized(path: &Path) -> Result<(File, u64), FileError> {
     let meta = file.metadata().map_err(io(path))?;
     regular(path, &meta)?;
     Ok((file, meta.len()))
+}
+
+/// Makes `dir` and its missing parents, each it makes with mode 0700 (the folders that
+/// exist keep theirs).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Writes `bytes` to `path` whole, readable by its owner only (0600): a temporary file of
+/// a name no other process uses, beside it, renamed into place, so a reader never sees
+/// half a file and a file that was there (whatever its mode) is replaced, not rewritten.
+/// Missing folders are made 0700.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(unix)]

@@ -10,7 +10,9 @@
 //! - `mcp`       — MCP over Streamable HTTP on the wire: reading JSON-RPC requests, the
 //!   answers of a failing server, edits to a server's answers (pure).
 //! - `llm`       — LLM provider wire formats, one file per provider behind `llm::Wire`:
-//!   detection, where text and tool calls sit, error bodies, stream endings (pure).
+//!   detection, where text and tool calls sit, error bodies, stream endings, usage (pure).
+//! - `cost`      — tokens and cost: the price table (shipped default, overrides, checks),
+//!   sums per case, scenario and run, what faults' retries spent (pure).
 //! - `telemetry` — tracing setup and Prometheus metrics.
 //! - `tls`       — the CA, per-host leaf certificates, upstream TLS roots.
 //! - `globs`     — URL and host glob semantics, compiled once as they are read (pure).
@@ -63,6 +65,7 @@ pub mod chaos;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod cost;
 pub mod daemon;
 pub mod demo;
 pub mod exchange;

@@ -105,7 +105,7 @@ impl Recording {
             let path = path.to_path_buf();
             |source| RecordingError::Write { path, source }
         };
-        std::fs::create_dir_all(dir).map_err(failed(dir))?;
+        crate::files::create_private_dir(dir).map_err(failed(dir))?;
         let stamp: String = write::iso8601(crate::exchange::now_unix_ms())
             .chars()
             .filter(|c| !matches!(c, '-' | ':'))

@@ -10,7 +10,7 @@ use common::cli::{flakestorm, flakestorm_env, write_config};
 use common::serve::serve_with_env;
 use common::within;
 
-const TOKEN: &str = "deploy-test-token-0123456789";
+const TOKEN: &str = "deploy-test-token-0123456789abcdef";
 
 /// A CA certificate and key, valid from `from` to `until` days from now.
 fn ca_files(dir: &std::path::Path, name: &str, from: i64, until: i64) -> (String, String) {

@@ -158,7 +158,9 @@ async fn a_server_that_never_starts_is_journaled_and_exits_127() {
         panic!("{:?}", ex[0].outcome)
     };
     assert_eq!(response.status, 502);
+    let dir = p.daemon.wrap_dir.clone().unwrap();
     p.stop().await;
+    assert!(!dir.exists(), "the wrap directory goes with the daemon");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Driving the agent under test: invoke its HTTP endpoint with a prompt (`invoke`), send it
 //! raw bytes for the wire-level mutations (`raw`), and
-//! optionally start it with the proxy environment set (`spawn`) under a supervisor that
+//! optionally start it with the proxy environment set (`spawn`; without the control token,
+//! `withheld`) under a supervisor that
 //! stops it when flakestorm ends (`supervise`), or when its handle is dropped, off the
 //! async threads (`interrupt`), and ready it for a run (`launch`,
 //! `ready`), or a pool of instances each behind its own proxy lane (`pool`). The driver's own calls
@@ -18,6 +19,7 @@ mod raw_response;
 mod ready;
 mod spawn;
 mod supervise;
+mod withheld;
 
 pub use answer::{AnswersRead, extract, render};
 pub(crate) use answer::{cause as root_cause, head as body_head};
@@ -33,3 +35,4 @@ pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
 pub use ready::{Probe, url_probe, url_probe_via, wait_ready};
 pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};
+pub use withheld::{vars_holding, withhold_env};

@@ -3,7 +3,9 @@
 //! led by its supervisor (`supervise.rs`: flakestorm's own binary, which stops the group
 //! when flakestorm ends however it ends), its output written to a log file; and stop it
 //! at the end: SIGTERM to its process group, then SIGKILL. Dropping the handle (an
-//! interrupted run) stops the group too, so no agent outlives flakestorm.
+//! interrupted run) stops the group too, so no agent outlives flakestorm. The agent
+//! inherits flakestorm's environment but the variables that hold the control token
+//! (`withheld`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -207,6 +209,9 @@ impl AgentProcess {
                 (cmd, None)
             }
         };
+        for name in super::withheld::withheld() {
+            cmd.env_remove(name);
+        }
         let child = cmd
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(out)

@@ -2,6 +2,8 @@
 //! a YAML content type) after the same size and depth checks as config files. `parse` is
 //! synchronous and meant for the blocking pool (`spawn_blocking`), never an async worker.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -10,30 +12,90 @@ use super::ApiError;
 use crate::config::Found;
 use crate::config::untrusted::{self, MAX_BYTES};
 
-/// The whole body, or 413 once it passes `MAX_BYTES` (read no further).
-pub async fn read_limited(body: Body) -> Result<Vec<u8>, ApiError> {
-    match http_body_util::Limited::new(body, MAX_BYTES)
-        .collect()
-        .await
-    {
-        Ok(collected) => Ok(collected.to_bytes().to_vec()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
-            "the body is larger than {MAX_BYTES} bytes (1 MiB)"
-        ))),
-        Err(e) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
+/// What a body may be: how long it may take to arrive, how large an imported report may
+/// be (`control.body_timeout_ms`, `control.max_import_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub body_timeout: Duration,
+    pub max_import_bytes: usize,
+    /// How long `POST /v1/runs/import` waits for its run to be recorded before it
+    /// answers 202 with the run instead.
+    pub import_answer: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let c = crate::config::ControlSpec::default();
+        Limits::of(&c)
     }
 }
 
-/// A report's body (`POST /v1/runs/import`), or 413 past the size a report file may have.
-pub async fn read_report(body: Body) -> Result<Vec<u8>, ApiError> {
-    let max = crate::files::MAX_REPORT as usize;
-    match http_body_util::Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes().to_vec()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
-            "a report is at most {max} bytes (64 MiB)"
-        ))),
-        Err(e) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
+impl Limits {
+    pub fn of(c: &crate::config::ControlSpec) -> Limits {
+        Limits {
+            body_timeout: Duration::from_millis(c.body_timeout_ms),
+            max_import_bytes: usize::try_from(c.max_import_bytes).unwrap_or(usize::MAX),
+            import_answer: Duration::from_secs(5),
+        }
     }
+}
+
+/// The whole body, or 413 once it passes `MAX_BYTES` (read no further), or 408 when it
+/// has not all arrived within the body deadline.
+pub async fn read_limited(body: Body, limits: &Limits) -> Result<Vec<u8>, ApiError> {
+    let max = MAX_BYTES;
+    read_capped(body, max, limits.body_timeout, || {
+        format!("the body is larger than {MAX_BYTES} bytes (1 MiB)")
+    })
+    .await
+}
+
+/// A report's body (`POST /v1/runs/import`), or 413 past `control.max_import_bytes`, or
+/// 408 past the body deadline.
+pub async fn read_report(body: Body, limits: &Limits) -> Result<Vec<u8>, ApiError> {
+    let max = limits.max_import_bytes;
+    read_capped(body, max, limits.body_timeout, || {
+        format!("a report sent here is at most {max} bytes (control.max_import_bytes)")
+    })
+    .await
+}
+
+async fn read_capped(
+    body: Body,
+    max: usize,
+    deadline: Duration,
+    too_large: impl FnOnce() -> String,
+) -> Result<Vec<u8>, ApiError> {
+    match tokio::time::timeout(deadline, collect(body, max)).await {
+        Ok(Ok(Some(bytes))) => Ok(bytes),
+        Ok(Ok(None)) => Err(ApiError::TooLarge(too_large())),
+        Ok(Err(e)) => Err(ApiError::BadBody(format!("could not read the body: {e}"))),
+        Err(_) => Err(ApiError::BodyTimeout(format!(
+            "the body did not arrive within {} ms (control.body_timeout_ms)",
+            deadline.as_millis()
+        ))),
+    }
+}
+
+/// The body's bytes in one buffer, each frame copied in as it comes and then dropped (a
+/// collected body, then joined, held it twice); `None` past `max`. The buffer is sized
+/// up front from the declared length when that is within `max`.
+async fn collect(mut body: Body, max: usize) -> Result<Option<Vec<u8>>, axum::Error> {
+    let declared = http_body::Body::size_hint(&body).exact();
+    let size = declared.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if size > max {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(size);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            if out.len() + data.len() > max {
+                return Ok(None);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Some(out))
 }
 
 /// Parses a body. Blocks (CPU) in proportion to its size: call it off the async workers.

@@ -87,7 +87,7 @@ pub async fn put_chaos(
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.contains("yaml"));
-    let body = super::body::read_limited(body).await?;
+    let body = super::body::read_limited(body, &s.limits).await?;
     let tools = s.tools.clone();
     let (spec, warnings) = tokio::task::spawn_blocking(move || {
         let value = super::body::parse(&body, yaml)?;

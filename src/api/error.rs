@@ -1,7 +1,7 @@
 //! API errors and their HTTP statuses (the only place they are chosen). Bodies are JSON:
 //! `{"error": {"code": "...", "message": "..."}}`.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 #[derive(Debug, thiserror::Error)]
@@ -11,8 +11,23 @@ pub enum ApiError {
          control.token, or the token it keeps in its data_dir/control.token"
     )]
     Unauthorized,
+    /// Failed authentications from this peer came too fast: answered after a pause.
+    #[error(
+        "missing or wrong bearer token, and too many from this address: wait {retry_after_s} s"
+    )]
+    TooManyFailures { retry_after_s: u64 },
     #[error("no such endpoint")]
     NotFound,
+    /// A request HTTP itself forbids (RFC 9112): several `Host` headers, a bad port, an
+    /// absolute-form target naming another server.
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// The body did not arrive within `control.body_timeout_ms`.
+    #[error("request body timeout: {0}")]
+    BodyTimeout(String),
+    /// Another request holds what this one needs (the one import at a time).
+    #[error("{message}")]
+    Busy { message: String, retry_after_s: u64 },
     #[error("{0}")]
     ForbiddenHost(String),
     #[error("{0}")]
@@ -73,7 +88,13 @@ impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::TooManyFailures { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "too_many_failures")
+            }
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "body_timeout"),
+            ApiError::Busy { .. } => (StatusCode::TOO_MANY_REQUESTS, "busy"),
             ApiError::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
             ApiError::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
             ApiError::UnsupportedMediaType(_) => {
@@ -98,7 +119,23 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, _) = self.status_and_code();
-        (status, axum::Json(self.body())).into_response()
+        let mut resp = (status, axum::Json(self.body())).into_response();
+        let headers = resp.headers_mut();
+        if let ApiError::Busy { retry_after_s, .. } | ApiError::TooManyFailures { retry_after_s } =
+            &self
+        {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_s));
+        }
+        // The body was not read to its end, or the request cannot be trusted to have been
+        // framed as the client meant: the connection carries no other request, and a
+        // keep-alive client must be told before it sends one.
+        if matches!(
+            self,
+            ApiError::TooLarge(_) | ApiError::BodyTimeout(_) | ApiError::BadRequest(_)
+        ) {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        resp
     }
 }
 
@@ -115,6 +152,10 @@ impl ApiError {
             ApiError::InvalidChaos(errors) => Some(errors),
             ApiError::InvalidConfig(e) => Some(&e.errors),
             ApiError::Unauthorized
+            | ApiError::TooManyFailures { .. }
+            | ApiError::BadRequest(_)
+            | ApiError::BodyTimeout(_)
+            | ApiError::Busy { .. }
             | ApiError::NotFound
             | ApiError::ForbiddenHost(_)
             | ApiError::ForbiddenOrigin(_)

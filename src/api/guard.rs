@@ -77,6 +77,17 @@ fn check(
     uri: &axum::http::Uri,
     body: bool,
 ) -> Result<(), ApiError> {
+    // An absolute-form target's authority is the request's host (RFC 9112 §3.2.2): one
+    // naming another server is not ours to answer, whatever `Host` says.
+    if let Some(target) = uri.authority()
+        && !super::strict::host_name(target.as_str()).is_ok_and(|n| hosts.allows(&n))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the request target names {}, which is not this daemon: send the path only \
+             (`GET /v1/runs`), or a name control.allowed_hosts lists",
+            shown(target.as_str())
+        )));
+    }
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -89,7 +100,7 @@ fn check(
                 .into(),
         ));
     };
-    if !host_name(&host).is_some_and(|n| hosts.allows(&n)) {
+    if !super::strict::host_name(&host).is_ok_and(|n| hosts.allows(&n)) {
         return Err(ApiError::ForbiddenHost(format!(
             "Host {} is not allowed: the control API answers requests addressed to this \
              machine's loopback names, its own address and control.allowed_hosts (so a web \
@@ -123,20 +134,6 @@ fn check(
         }
     }
     content_type(method, headers, body)
-}
-
-/// The host part of a `Host` value (`[::1]:8081` -> `::1`), or `None` if it is not one.
-fn host_name(host: &str) -> Option<String> {
-    let authority: axum::http::uri::Authority = host.parse().ok()?;
-    if authority.as_str().contains('@') {
-        return None;
-    }
-    let name = authority.host();
-    Some(
-        name.trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string(),
-    )
 }
 
 /// Media types a body may have: JSON, or YAML (`/v1/runs` and `/v1/chaos` read both).
@@ -179,7 +176,7 @@ fn content_type(method: &Method, headers: &HeaderMap, body: bool) -> Result<(), 
 
 /// A header value as an error may show it: at most 80 characters (`to_str` has already
 /// refused anything but visible ASCII).
-fn shown(value: &str) -> String {
+pub(super) fn shown(value: &str) -> String {
     match value.get(..80) {
         Some(cut) if cut.len() < value.len() => format!("{cut}…"),
         _ => value.to_string(),

@@ -134,12 +134,7 @@ async fn foreign_origins_and_cross_site_fetches_are_403_own_origin_passes() {
 #[tokio::test]
 async fn a_rebinding_host_is_403_before_the_token_and_probes_stay_open() {
     let s = loopback();
-    for host in [
-        "evil.example",
-        "evil.example:8081",
-        "10.0.0.5:8081",
-        "user@127.0.0.1",
-    ] {
+    for host in ["evil.example", "evil.example:8081", "10.0.0.5:8081"] {
         let (status, code, v) = send(&s, "GET", "/v1/runs", &[("host", host), TOKEN], "").await;
         assert_eq!(
             (status, code.as_str()),
@@ -167,6 +162,48 @@ async fn a_rebinding_host_is_403_before_the_token_and_probes_stay_open() {
         let (status, _, _) = send(&s, "GET", probe, &headers, "").await;
         assert_eq!(status, 200, "{probe}");
     }
+}
+
+/// RFC 9112 §3.2: a request whose server is ambiguous or malformed is a 400 that closes
+/// the connection, on every path (the probes too), before the token.
+#[tokio::test]
+async fn several_or_malformed_hosts_and_foreign_absolute_targets_are_400() {
+    let s = loopback();
+    let two = [("host", "127.0.0.1:8081"), ("host", "evil.example"), TOKEN];
+    for path in ["/v1/runs", "/healthz"] {
+        let (status, code, v) = send(&s, "GET", path, &two, "").await;
+        assert_eq!((status, code.as_str()), (400, "bad_request"), "{path}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("several Host headers"), "{message}");
+    }
+    for host in [
+        "127.0.0.1:99999",
+        "127.0.0.1:0",
+        "127.0.0.1:x",
+        "user@127.0.0.1",
+    ] {
+        let (status, code, v) = send(&s, "GET", "/v1/runs", &[("host", host), TOKEN], "").await;
+        assert_eq!((status, code.as_str()), (400, "bad_request"), "{host}: {v}");
+    }
+    // An absolute-form target names the server, whatever Host says (RFC 9112 §3.2.2).
+    let host = [("host", "127.0.0.1:8081"), TOKEN];
+    let (status, code, v) = send(&s, "GET", "http://evil.example/v1/runs", &host, "").await;
+    assert_eq!((status, code.as_str()), (400, "bad_request"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("evil.example"),
+        "{v}"
+    );
+    let (status, _, v) = send(&s, "GET", "http://127.0.0.1:8081/v1/runs", &host, "").await;
+    assert_eq!(status, 200, "{v}");
+    let req = axum::http::Request::get("/v1/runs")
+        .header("host", "127.0.0.1:99999")
+        .body(Body::empty())
+        .unwrap();
+    let resp = router(s.clone()).oneshot(req).await.unwrap();
+    assert_eq!(resp.headers()["connection"], "close");
 }
 
 #[tokio::test]
@@ -259,8 +296,9 @@ async fn json_and_yaml_bodies_pass_and_a_preflight_gets_no_cors() {
 
 #[test]
 fn host_names_are_read_without_their_port() {
-    assert_eq!(host_name("[::1]:8081").as_deref(), Some("::1"));
-    assert_eq!(host_name("localhost").as_deref(), Some("localhost"));
-    assert_eq!(host_name("a@b"), None);
-    assert_eq!(host_name("not a host"), None);
+    use crate::api::strict::host_name;
+    assert_eq!(host_name("[::1]:8081").ok().as_deref(), Some("::1"));
+    assert_eq!(host_name("localhost").ok().as_deref(), Some("localhost"));
+    assert!(host_name("a@b").is_err());
+    assert!(host_name("not a host").is_err());
 }

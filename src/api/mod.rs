@@ -1,23 +1,29 @@
 //! The control plane's HTTP API (axum): liveness and readiness (`ready`), Prometheus
 //! metrics, the CA certificate, the chaos rules (`chaos`: read, replace through the loader's
 //! own compile path, clear, profiles, reset; `ttl`: rules that revert by themselves) and
-//! runs. Every `/v1/*` request passes `guard` (no browser page may reach it) and then the
-//! token; only `/healthz`, `/readyz` and `/metrics` are open. `error` is the only place API
-//! errors get HTTP statuses.
+//! runs (`runs`, `import`). Every request passes `strict` (one well-formed `Host`) and
+//! `conn::at_work` (no read deadline while a handler works; `Connection: close` after an
+//! unread body); every `/v1/*` request then passes `guard` (no browser page may reach it)
+//! and the token (`auth`); only `/healthz`, `/readyz` and `/metrics` are open. `error` is
+//! the only place API errors get HTTP statuses.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod auth;
 mod body;
 mod chaos;
+mod conn;
 mod deadline;
 mod error;
 mod guard;
+mod import;
 mod new_run;
 mod openapi;
 mod ready;
 mod runs;
 mod sse;
+mod strict;
 mod submitted;
 pub mod token;
 pub mod ttl;
@@ -25,15 +31,19 @@ pub mod ttl;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::middleware;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
+pub use auth::Failures;
+pub use body::Limits;
+pub use conn::Conn;
 pub use deadline::DeadlineListener;
 pub use error::ApiError;
 pub use guard::Hosts;
+pub use import::Imports;
 #[doc(hidden)]
 pub use new_run::check_submission;
 pub use ready::Readiness;
@@ -68,6 +78,12 @@ pub struct ApiState {
     pub ready: Readiness,
     /// The baseline chaos rules and a pending `ttl` revert.
     pub expiry: Expiry,
+    /// How long a body may take, how large an import may be.
+    pub limits: Limits,
+    /// The one turn imports take.
+    pub imports: Imports,
+    /// Failed authentications by peer.
+    pub auth: Failures,
 }
 
 /// The `/events` keep-alive interval for a control read deadline of `header_timeout_ms`:
@@ -96,13 +112,16 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/profiles", get(chaos::list_profiles))
         .route("/v1/reset", post(chaos::reset))
         .route("/v1/runs", get(runs::list).post(runs::create))
-        .route("/v1/runs/import", post(runs::import))
+        .route("/v1/runs/import", post(import::import))
         .route("/v1/runs/{id}", get(runs::get).delete(runs::cancel))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/report", get(runs::report))
         .route("/v1/openapi.json", get(openapi::document))
         // The last layer runs first: no cross-site request gets as far as the token check.
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             guard::browser_proof,
@@ -113,6 +132,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/metrics", get(metrics))
         .merge(v1)
         .fallback(|| async { ApiError::NotFound })
+        // The last layer runs first: a malformed request is refused before anything.
+        .layer(middleware::from_fn(conn::at_work))
+        .layer(middleware::from_fn(strict::well_formed))
         .with_state(state)
 }
 
@@ -145,37 +167,6 @@ async fn ca_pem(State(s): State<ApiState>) -> impl IntoResponse {
     )
 }
 
-async fn require_token(
-    State(s): State<ApiState>,
-    req: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let sent = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
-    if sent.is_some_and(|t| same(t.as_bytes(), s.token.as_bytes())) {
-        Ok(next.run(req).await)
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-/// Compares in time that does not depend on where the first difference is.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
-}
-
-/// The credentials of an `Authorization: Bearer <token>` value; the scheme is
-/// case-insensitive (RFC 9110 §11.1), so `bearer` and `BEARER` work too.
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim_start_matches(' '))
-}
-
 /// A state for the router's tests: loopback, token `t`.
 #[cfg(test)]
 pub(crate) fn test_state(jobs: crate::jobs::Jobs) -> ApiState {
@@ -191,6 +182,9 @@ pub(crate) fn test_state(jobs: crate::jobs::Jobs) -> ApiState {
         keep_alive: std::time::Duration::from_secs(15),
         ready: Readiness::ready_now(),
         expiry: Expiry::new(Default::default()),
+        limits: Limits::default(),
+        imports: Imports::default(),
+        auth: Failures::default(),
     }
 }
 
@@ -271,5 +265,11 @@ mod tests {
                 "{wrong}"
             );
         }
+        // Each refusal counted: 3 without or with a wrong token above, then these 4.
+        let (_, text) = get(app, "/metrics", None).await;
+        assert!(
+            text.contains("flakestorm_control_auth_failures_total 7"),
+            "{text}"
+        );
     }
 }

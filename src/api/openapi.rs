@@ -25,7 +25,7 @@ use utoipa::OpenApi;
         super::chaos::list_profiles,
         super::chaos::reset,
         super::runs::create,
-        super::runs::import,
+        super::import::import,
         super::runs::list,
         super::runs::get,
         super::runs::cancel,

@@ -1,7 +1,7 @@
 //! `/v1/runs`: start a run on the daemon (`POST`), list and read runs, follow one's events
 //! (Server-Sent Events, resumable with `Last-Event-ID`), fetch its report, cancel it
-//! (`DELETE`). A submitted body is read and checked in `new_run`; the runs themselves
-//! live in `jobs`; this module only speaks HTTP.
+//! (`DELETE`). A submitted body is read and checked in `new_run`, an imported report in
+//! `import`; the runs themselves live in `jobs`; this module only speaks HTTP.
 
 use axum::Json;
 use axum::body::Body;
@@ -40,7 +40,7 @@ pub async fn create(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.contains("yaml"));
-    let body = super::body::read_limited(body).await?;
+    let body = super::body::read_limited(body, &s.limits).await?;
     let loopback = s.loopback();
     let exposed = s.expose_env.clone();
     let (new, kind, loaded) =
@@ -138,12 +138,12 @@ fn run_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
         .map_err(|e| ApiError::BadBody(format!("run id: {}", e.body_text())))
 }
 
-fn store_error(e: StoreError) -> ApiError {
+pub(super) fn store_error(e: StoreError) -> ApiError {
     ApiError::Internal(format!("the run store: {e}"))
 }
 
 /// The record of run `id`, live or stored.
-async fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
+pub(super) async fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
     s.jobs
         .record(id)
         .await
@@ -292,34 +292,4 @@ pub async fn events(
         },
     };
     Ok(events)
-}
-
-/// Records a finished run from its JSON report (a merged sharded run, another machine's
-/// run): 201 with its record. The report is read as `flakestorm report` reads a file.
-#[utoipa::path(post, path = "/v1/runs/import", request_body = Object, responses(
-    (status = 201, description = "recorded", body = RunRecord),
-    (status = 400, description = "not a flakestorm report, or one of another schema version", body = super::openapi::ErrorBody),
-    (status = 413, description = "larger than a report may be", body = super::openapi::ErrorBody),
-))]
-pub async fn import(State(s): State<ApiState>, body: Body) -> Result<Response, ApiError> {
-    let body = super::body::read_report(body).await?;
-    let (report, text) = tokio::task::spawn_blocking(move || {
-        let text = String::from_utf8(body)
-            .map_err(|_| ApiError::BadBody("the report is not UTF-8".into()))?;
-        let report =
-            crate::run::Report::from_json(&text).map_err(|e| ApiError::BadBody(e.to_string()))?;
-        Ok::<_, ApiError>((report, text))
-    })
-    .await
-    .map_err(|e| ApiError::BadBody(format!("parsing the body failed: {e}")))??;
-    let id = crate::store::import(s.jobs.store(), &report, text)
-        .await
-        .map_err(store_error)?;
-    let location = format!("/v1/runs/{id}");
-    let record = record(&s, id.as_str()).await?;
-    let mut resp = (StatusCode::CREATED, Json(json!(record))).into_response();
-    if let Ok(v) = header::HeaderValue::from_str(&location) {
-        resp.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(resp)
 }

@@ -34,7 +34,10 @@ pub fn ensure(data_dir: &Path) -> Result<String, TokenError> {
     // replaces an existing file, so two daemons starting at once agree on one token, and no
     // reader sees a half-written file.
     let token = new_token().map_err(fail)?;
-    let temp = data_dir.join(format!("{FILE}.{}.tmp", &token[..12]));
+    // A name of its own randomness: one made of the token's first characters told a
+    // directory listing part of the secret.
+    let nonce = new_token().map_err(fail)?;
+    let temp = data_dir.join(format!("{FILE}.{}.tmp", &nonce[..16]));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

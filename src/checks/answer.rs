@@ -140,16 +140,12 @@ impl Invariant {
                 similarity_threshold: *similarity_threshold,
             },
             Check::ToolCalled { tool } => {
-                return Ok(traffic(
-                    spec,
-                    TrafficCheck::ToolCalled { tool: tool.clone() },
-                ));
+                let t = TrafficCheck::ToolCalled { tool: tool.clone() };
+                return Ok(traffic(spec, t));
             }
             Check::ToolNotCalled { tool } => {
-                return Ok(traffic(
-                    spec,
-                    TrafficCheck::ToolNotCalled { tool: tool.clone() },
-                ));
+                let t = TrafficCheck::ToolNotCalled { tool: tool.clone() };
+                return Ok(traffic(spec, t));
             }
             Check::MaxToolCalls { max, tool } => {
                 let t = TrafficCheck::MaxToolCalls {
@@ -160,6 +156,12 @@ impl Invariant {
             }
             Check::MaxLlmCalls { max } => {
                 return Ok(traffic(spec, TrafficCheck::MaxLlmCalls { max: *max }));
+            }
+            Check::MaxTokens { max } => {
+                return Ok(traffic(spec, TrafficCheck::MaxTokens { max: *max }));
+            }
+            Check::MaxCost { max } => {
+                return Ok(traffic(spec, TrafficCheck::MaxCost { max: *max }));
             }
             Check::HonorsRetryAfter {} => return Ok(traffic(spec, TrafficCheck::HonorsRetryAfter)),
             Check::NoExfiltration {} => return Ok(traffic(spec, TrafficCheck::NoExfiltration)),
@@ -210,7 +212,7 @@ impl Invariant {
         match &self.kind {
             Kind::Traffic(t) => match (case.silent, case.traffic) {
                 (Some(why), _) => Verdict::NotTested(why.to_string()),
-                (None, Some(traffic)) => t.verdict(traffic),
+                (None, Some(traffic)) => t.verdict(traffic, case.usage),
                 (None, None) => Verdict::NotApplicable(
                     "the case's traffic was not attributed (cases ran concurrently, or under \
                      attribution: header some of the agent's calls carried no traceparent)"

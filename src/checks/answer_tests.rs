@@ -21,6 +21,7 @@ fn case<'a>(answer: Result<&'a str, &'a str>) -> CaseView<'a> {
         silent: None,
         similarity: &Similarity::Lexical,
         outcome: None,
+        usage: None,
     }
 }
 

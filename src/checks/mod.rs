@@ -44,6 +44,9 @@ pub struct CaseView<'a> {
     /// What the agent did with the fault that reached the case (`outcome` checks); `None`
     /// when its scenario planned none.
     pub outcome: Option<OutcomeView<'a>>,
+    /// The tokens and cost of its LLM calls (`max_tokens`, `max_cost`), when its traffic
+    /// was attributed.
+    pub usage: Option<&'a crate::cost::Tally>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -62,6 +62,13 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
             err("dangerous_prompts", "needs at least one prompt".into());
         }
         Check::Outcome { allow } => check_outcome(allow, &mut err),
+        Check::MaxTokens { max: 0 } => err("max", "must be greater than 0".into()),
+        Check::MaxCost { max } if !(max.is_finite() && *max > 0.0) => {
+            err(
+                "max",
+                format!("{max} must be a cost greater than 0 (in pricing.currency)"),
+            );
+        }
         // Nothing to check beyond what the types say (or within range, above).
         Check::Contains { .. }
         | Check::ContainsAny { .. }
@@ -77,6 +84,8 @@ pub fn check_invariant(inv: &InvariantSpec, path: &str, errors: &mut Vec<ConfigE
         | Check::ToolNotCalled { .. }
         | Check::MaxToolCalls { .. }
         | Check::MaxLlmCalls { .. }
+        | Check::MaxTokens { .. }
+        | Check::MaxCost { .. }
         | Check::HonorsRetryAfter {}
         | Check::NoExfiltration {} => {}
     }
@@ -162,6 +171,8 @@ pub(super) fn check_undeclared_tool(
         } => (tool, true),
         Check::MaxToolCalls { tool: None, .. }
         | Check::MaxLlmCalls { .. }
+        | Check::MaxTokens { .. }
+        | Check::MaxCost { .. }
         | Check::HonorsRetryAfter {}
         | Check::NoExfiltration {}
         | Check::Contains { .. }

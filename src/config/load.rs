@@ -249,6 +249,13 @@ fn load_source(
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
     let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     super::paths::resolve_paths(&mut config, source.base);
+    // A config sent to the daemon (no environment layers) opens no pricing file.
+    config.pricing = super::pricing::compile(
+        &config.pricing_spec,
+        source.base,
+        policy.layers,
+        &mut errors,
+    );
     let parsed = errors.len();
     validate(&mut config, &chaos, &mut errors);
     remap_chaos_paths(&mut errors[parsed..], &chaos_index, "chaos");

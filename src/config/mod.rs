@@ -34,6 +34,7 @@ mod mutations;
 mod output;
 mod parsed;
 mod paths;
+mod pricing;
 pub mod redact;
 pub mod replays;
 mod response_path;
@@ -67,6 +68,7 @@ pub use output::{
     ConsistencyScore, DEFAULT_MIN_SCORE, OutputSpec, ReportFormat, ScoringSpec, Tapes,
 };
 pub use parsed::{FromText, HttpUrl, Parsed, TargetRules};
+pub use pricing::PricingSpec;
 pub use replays::ReplaysSpec;
 pub use response_path::{ResponsePath, ResponsePathError};
 pub use schema::*;

@@ -34,6 +34,11 @@ pub struct Config {
     pub output: super::OutputSpec,
     /// Recorded incidents to replay (`replay run`, `ci`; docs/replay.md).
     pub replays: super::ReplaysSpec,
+    /// What LLM calls cost (`pricing:`, docs/config.md): the shipped table unless the
+    /// config changes it; compiled at load, its file read then.
+    pub pricing: crate::cost::Pricing,
+    /// `pricing:` as written (its file not yet read).
+    pub pricing_spec: super::PricingSpec,
     /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
     /// (warned). A command-line choice only: never read from a file or the environment.
     pub allow_open_proxy: bool,
@@ -169,7 +174,18 @@ pub struct ControlSpec {
     /// Names of the daemon's environment variables that configs sent to `/v1/runs` may
     /// expand as `${NAME}`; no other variable of the daemon's is ever expanded for them.
     pub expose_env: Vec<String>,
+    /// The longest a request body may take to arrive once its handler reads it (a slow
+    /// body from a token holder no longer holds a connection without end); 408 past it.
+    pub body_timeout_ms: u64,
+    /// The largest report `POST /v1/runs/import` takes; 413 past it.
+    pub max_import_bytes: u64,
+    /// Start on a `data_dir` (or its `runs/`) other users may write or that another user
+    /// owns, with a warning, instead of refusing it.
+    pub allow_shared_data_dir: bool,
 }
+
+/// `control.max_import_bytes`' default: a report of about 30,000 cases with their traffic.
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Default for ControlSpec {
     fn default() -> Self {
@@ -179,6 +195,9 @@ impl Default for ControlSpec {
             max_parallel_runs: 4,
             allowed_hosts: vec![],
             expose_env: vec![],
+            body_timeout_ms: 30_000,
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            allow_shared_data_dir: false,
         }
     }
 }

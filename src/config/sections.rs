@@ -33,6 +33,7 @@ pub(super) const SECTIONS: &[&str] = &[
     "scoring",
     "output",
     "replays",
+    "pricing",
 ];
 
 /// The top-level sections read one by one (so one bad section hides none of the others),
@@ -75,6 +76,9 @@ pub(super) fn sections(
     if let Some(v) = root.take("replays", errors) {
         c.replays = super::replays::replays_section(v, errors);
         super::replays::check_sources(&c.replays, warnings, errors);
+    }
+    if let Some(v) = root.take("pricing", errors) {
+        c.pricing_spec = super::pricing::pricing_section(v, errors);
     }
     unknown_sections(root.root, errors);
     (c, chaos, chaos_index)

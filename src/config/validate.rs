@@ -158,6 +158,10 @@ fn ca(c: &CaSpec, errors: &mut Vec<ConfigError>) {
     }
 }
 
+/// The fewest characters a `control.token` may have off loopback: 32 hex characters are
+/// 128 bits, beyond any guessing over the network.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
 fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
     match c.listen.get() {
         Err(e) => errors.push(ConfigError::new("control.listen", e)),
@@ -167,8 +171,26 @@ fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
                 format!("required when control.listen ({addr}) is not a loopback address; use token: \"${{FLAKESTORM_API_TOKEN}}\""),
             ));
         }
+        // A token that did not load (an unset variable) is reported as that, not its length.
+        Ok(addr)
+            if !addr.ip().is_loopback() && !errors.iter().any(|e| e.path == "control.token") =>
+        {
+            let n = c.token.as_deref().map_or(0, |t| t.chars().count());
+            if n < MIN_TOKEN_CHARS {
+                // The length only: the value is a secret.
+                errors.push(ConfigError::new(
+                    "control.token",
+                    format!(
+                        "{n} characters, too short for control.listen {addr}, which is not a \
+                         loopback address: use at least {MIN_TOKEN_CHARS} (e.g. the output \
+                         of `openssl rand -hex 32`)"
+                    ),
+                ));
+            }
+        }
         Ok(_) => {}
     }
+    control_limits(c, errors);
     if !(1..=64).contains(&c.max_parallel_runs) {
         errors.push(ConfigError::new(
             "control.max_parallel_runs",
@@ -187,6 +209,32 @@ fn control(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
                 format!("{name:?} is not an environment variable name (letters, digits, `_`)"),
             ));
         }
+    }
+}
+
+/// `control.body_timeout_ms` and `control.max_import_bytes` within their ranges.
+fn control_limits(c: &ControlSpec, errors: &mut Vec<ConfigError>) {
+    if !(100..=3_600_000).contains(&c.body_timeout_ms) {
+        errors.push(ConfigError::new(
+            "control.body_timeout_ms",
+            format!(
+                "{} is outside 100..=3600000 (0.1 s to an hour)",
+                c.body_timeout_ms
+            ),
+        ));
+    }
+    // A stored report is read back whole (`GET /v1/runs/{id}/report`): no larger than
+    // the reports flakestorm reads.
+    let max = crate::files::MAX_REPORT;
+    if !(1024..=max).contains(&c.max_import_bytes) {
+        errors.push(ConfigError::new(
+            "control.max_import_bytes",
+            format!(
+                "{} is outside 1024..={max} (1 KiB to 64 MiB, the largest report flakestorm \
+                 reads back)",
+                c.max_import_bytes
+            ),
+        ));
     }
 }
 

@@ -161,6 +161,24 @@ impl Wire for Anthropic {
         )
     }
 
+    /// `usage` {`input_tokens`, `output_tokens`} of a message, of `message_start`'s message
+    /// (the input and a first output count) and of `message_delta` (the output so far, and
+    /// in newer streams the input again). Prompt tokens written to or read from the cache
+    /// are input too.
+    fn usage(&self, v: &Value, into: &mut crate::exchange::Usage) {
+        use super::usage::{count, note, sum};
+        let msg = v.get("message").filter(|m| m.is_object()).unwrap_or(v);
+        let Some(u) = msg.get("usage").filter(|u| u.is_object()) else {
+            return;
+        };
+        let input = sum(&[
+            count(u, "input_tokens"),
+            count(u, "cache_creation_input_tokens"),
+            count(u, "cache_read_input_tokens"),
+        ]);
+        note(into, input, count(u, "output_tokens"), msg.get("model"));
+    }
+
     fn garbage_event(&self) -> Option<&'static str> {
         Some("content_block_delta")
     }

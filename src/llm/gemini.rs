@@ -167,6 +167,25 @@ impl Wire for Gemini {
         )
     }
 
+    /// `usageMetadata` of an answer or a stream chunk (cumulative; the last chunk has them
+    /// all): `promptTokenCount` (+ `toolUsePromptTokenCount`) in, `candidatesTokenCount`
+    /// (+ `thoughtsTokenCount`) out; the model is `modelVersion`.
+    fn usage(&self, v: &Value, into: &mut crate::exchange::Usage) {
+        use super::usage::{count, note, sum};
+        let Some(u) = v.get("usageMetadata").filter(|u| u.is_object()) else {
+            return;
+        };
+        let input = sum(&[
+            count(u, "promptTokenCount"),
+            count(u, "toolUsePromptTokenCount"),
+        ]);
+        let output = sum(&[
+            count(u, "candidatesTokenCount"),
+            count(u, "thoughtsTokenCount"),
+        ]);
+        note(into, input, output, v.get("modelVersion"));
+    }
+
     fn garbage_event(&self) -> Option<&'static str> {
         None
     }

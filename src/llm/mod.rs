@@ -4,7 +4,7 @@
 //! its format. Shared machinery: `frame` (the one SSE/NDJSON framer), `path` (locations
 //! in JSON), `request` (conversation edits), `synthetic` (built responses); `detect`
 //! recognises LLM and embedding endpoints, `tool_calls` reads the calls a response asked
-//! for. Rewriting bodies and streams under a fault is the chaos engine's
+//! for, `usage` the tokens it reported. Rewriting bodies and streams under a fault is the chaos engine's
 //! (`chaos::rewrite`), against this interface only. Pure: no I/O.
 #![deny(clippy::wildcard_enum_match_arm)]
 
@@ -20,6 +20,7 @@ pub mod request;
 pub mod signals;
 pub mod synthetic;
 mod tool_calls;
+mod usage;
 pub mod wire;
 
 pub use crate::exchange::Provider;
@@ -27,6 +28,7 @@ pub use detect::{Api, declared, detect, provider_host};
 pub use request::{drop_early_turns, edit_text, longest_string};
 pub use synthetic::Synthetic;
 pub use tool_calls::tool_calls;
+pub use usage::usage;
 pub use wire::{ContextOverflow, Kind, Progress, Wire};
 
 /// Every provider, in the order detection and tool-call reading try them (derived from the

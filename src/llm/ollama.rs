@@ -125,6 +125,14 @@ impl Wire for Ollama {
         )
     }
 
+    /// `prompt_eval_count` and `eval_count` of the answer or of a stream's `done` line
+    /// (Ollama leaves `prompt_eval_count` out when the whole prompt came from its cache).
+    fn usage(&self, v: &Value, into: &mut crate::exchange::Usage) {
+        use super::usage::{count, note};
+        let (i, o) = (count(v, "prompt_eval_count"), count(v, "eval_count"));
+        note(into, i, o, v.get("model"));
+    }
+
     fn garbage_event(&self) -> Option<&'static str> {
         None
     }

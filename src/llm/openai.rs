@@ -212,6 +212,26 @@ impl Wire for OpenAi {
         )
     }
 
+    /// Chat Completions: `usage` {`prompt_tokens`, `completion_tokens`} of the answer, or of
+    /// a stream's last chunk (sent only when the request asked `stream_options:
+    /// {include_usage: true}`); the Responses API: `usage` {`input_tokens`, `output_tokens`}
+    /// of the response, whole or carried by `response.completed` (`.incomplete`, `.failed`).
+    fn usage(&self, v: &Value, into: &mut crate::exchange::Usage) {
+        use super::usage::{count, note};
+        if responses::is_responses(v) {
+            let r = v.get("response").filter(|r| r.is_object()).unwrap_or(v);
+            if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
+                let (i, o) = (count(u, "input_tokens"), count(u, "output_tokens"));
+                note(into, i, o, r.get("model"));
+            }
+            return;
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            let (i, o) = (count(u, "prompt_tokens"), count(u, "completion_tokens"));
+            note(into, i, o, v.get("model"));
+        }
+    }
+
     fn garbage_event(&self) -> Option<&'static str> {
         None
     }

@@ -94,6 +94,12 @@ pub trait Wire: Sync {
     /// call with broken argument JSON (`None`); `Some(changed)` otherwise.
     fn malformed_call(&self, v: &mut Value) -> Option<bool>;
 
+    // Usage.
+    /// Notes the token counts (and the model) that `v`, a whole answer or one stream event,
+    /// reports where this provider puts them, through `usage::note` (a later event's
+    /// figures replace an earlier one's: streams report them cumulatively).
+    fn usage(&self, v: &Value, into: &mut crate::exchange::Usage);
+
     // Content filters and refusals (`content_filter`).
     /// Whether the provider has any such signal (Ollama has none).
     fn has_filter_signal(&self) -> bool;

@@ -3,7 +3,8 @@
 //! the journal exactly once, when the body ends, fails, or is dropped because the client
 //! left (after reading on briefly to tell a client that had every byte from one that left
 //! mid-body). For LLM responses it also keeps a bounded copy of what the agent received, to
-//! record the tool calls the model asked for.
+//! record the tool calls the model asked for and the tokens the answer reported (read once,
+//! when the body ends: nothing is held back from the client).
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -13,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::BoxError;
 use super::recorder::Recorder;
-use crate::exchange::{BodyEnd, Outcome, ResponseHead};
+use crate::exchange::{BodyEnd, Outcome, ResponseHead, Target};
 
 /// The most of an LLM response kept to find its tool calls; larger ones are not read.
 const TAP_LIMIT: usize = 8 << 20;
@@ -72,8 +73,15 @@ fn record(
     bytes: u64,
     end: BodyEnd,
 ) {
-    if let Some(copy) = tap {
-        rec.exchange_mut().llm_tool_calls = crate::llm::tool_calls(&copy);
+    let answered = (200..300).contains(&response.status);
+    let llm = matches!(rec.exchange().target, Target::Llm { .. });
+    if let Some(copy) = &tap {
+        rec.exchange_mut().llm_tool_calls = crate::llm::tool_calls(copy);
+    }
+    // A successful LLM answer always gets a usage, unknown when its copy was not kept
+    // (compressed, over the limit) or carried none: never counted as 0 tokens.
+    if llm && answered {
+        rec.exchange_mut().usage = Some(tap.as_deref().map(crate::llm::usage).unwrap_or_default());
     }
     rec.finish(
         Outcome::Response {

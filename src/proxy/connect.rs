@@ -128,16 +128,7 @@ pub(super) async fn intercept_io<I>(
         return listener::serve_http(proxy, ctx, TokioIo::new(io)).await;
     }
     if n == 0 || !io_starts_tls(&io) {
-        let port = authority.port_u16().unwrap_or(443);
-        let timeout = proxy.settings().connect_timeout;
-        if ctx.peer_text.starts_with(super::capture::CAPTURED) {
-            return super::tcp::relay_journaled(&proxy, &ctx, io, authority.as_str()).await;
-        }
-        match proxy.inner.guard.connect(&host, port, timeout).await {
-            Ok(upstream) => relay(&proxy, io, upstream, authority.as_str()).await,
-            Err(e) => tracing::info!("non-TLS tunnel from {}: {e}", ctx.peer),
-        }
-        return;
+        return neither_http_nor_tls(&proxy, &ctx, io, &authority).await;
     }
     // The whole handshake is bounded: a partial TLS record must not hold the tunnel forever.
     let limit = proxy.settings().tls_handshake_timeout;
@@ -201,6 +192,28 @@ fn on_port(host: &str, authority: &Authority) -> Option<Authority> {
     let bare = host.parse::<Authority>().ok()?;
     let port = authority.port_u16()?;
     format!("{}:{port}", bare.host()).parse().ok()
+}
+
+/// What is neither HTTP nor TLS is relayed untouched: journaled as `tcp` when it was
+/// captured in the agent's namespace (`tcp`), else a tunnel as the client asked.
+async fn neither_http_nor_tls<I>(proxy: &Proxy, ctx: &ConnCtx, io: I, authority: &Authority)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if ctx.peer_text.starts_with(super::capture::CAPTURED) {
+        return super::tcp::relay_journaled(proxy, ctx, io, authority.as_str()).await;
+    }
+    let port = authority.port_u16().unwrap_or(443);
+    let timeout = proxy.settings().connect_timeout;
+    match proxy
+        .inner
+        .guard
+        .connect(bare_host(authority), port, timeout)
+        .await
+    {
+        Ok(upstream) => relay(proxy, io, upstream, authority.as_str()).await,
+        Err(e) => tracing::info!("non-TLS tunnel from {}: {e}", ctx.peer),
+    }
 }
 
 /// The peeked bytes open an HTTP/1 request: a method (upper-case letters) and a space.

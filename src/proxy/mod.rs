@@ -121,6 +121,8 @@ struct Settings {
     /// `proxy.upstream_connect_failure: close`: an unreachable upstream closes the client
     /// connection instead of answering 502.
     close_on_connect_failure: bool,
+    /// `pricing:`: what the LLM answers' tokens cost, for `flakestorm_llm_cost_total`.
+    pricing: Arc<crate::cost::Pricing>,
 }
 
 impl Settings {
@@ -201,6 +203,7 @@ impl Settings {
             max_connections: p.max_connections,
             close_on_connect_failure: p.upstream_connect_failure
                 == crate::config::UpstreamConnectFailure::Close,
+            pricing: Arc::new(c.pricing.clone()),
         })
     }
 }
@@ -312,6 +315,10 @@ impl Proxy {
     }
 
     /// `proxy.max_rewrite_bytes`.
+    fn pricing(&self) -> &crate::cost::Pricing {
+        &self.inner.settings.pricing
+    }
+
     fn max_rewrite_bytes(&self) -> usize {
         self.inner.settings.max_rewrite_bytes
     }

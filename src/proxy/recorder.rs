@@ -13,7 +13,7 @@ use super::route::without_userinfo;
 use super::{ConnCtx, Proxy, headers};
 use crate::exchange::{
     BodyEnd, CanaryLeak, ErrorInfo, ErrorKind, ErrorSource, Exchange, FaultKind, FaultRecord,
-    Outcome, Planted, RequestHead, Route, Timings,
+    Outcome, Planted, RequestHead, Route, Target, Timings,
 };
 
 /// An exchange waiting for its outcome. Finishing it records it and counts it.
@@ -103,6 +103,7 @@ impl Recorder {
             mcp: None,
             tcp: None,
             planted: vec![],
+            usage: None,
         };
         let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
         Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
@@ -320,6 +321,11 @@ impl Recorder {
             self.proxy.metrics().fault(target, mode, record.applied);
         }
         self.proxy.metrics().request(target, status);
+        if let (Target::Llm { provider }, Some(u)) = (&self.exchange.target, &self.exchange.usage) {
+            let pricing = self.proxy.pricing();
+            let cost = pricing.cost(u).ok().map(|c| (c, pricing.currency.as_str()));
+            self.proxy.metrics().llm_usage(provider.as_str(), u, cost);
+        }
         let bodies = self.capture.take().map(|c| {
             let ct = match &self.exchange.outcome {
                 Outcome::Response { response, .. } => response

@@ -6,6 +6,7 @@
 
 mod advice;
 mod cases;
+mod coverage;
 mod heatmap;
 mod marks;
 mod profile;
@@ -22,7 +23,7 @@ use super::outcomes;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
-use crate::run::{CellResult, Coverage, RunVerdict};
+use crate::run::{CellResult, RunVerdict};
 use advice::Facts;
 use cases::{CaseCtx, case};
 use heatmap::{Heatmap, heatmap};
@@ -96,7 +97,9 @@ struct SectionCtx {
     class: &'static str,
     reasons: Vec<String>,
     warnings: Vec<String>,
-    coverage: Vec<CoverageCtx>,
+    coverage: Vec<coverage::CoverageCtx>,
+    /// The run's LLM tokens and cost in one line (contract runs).
+    usage: Option<String>,
     heatmap: Option<Heatmap>,
     /// What the agent did with the faults, per scenario and fault family.
     profile: Option<profile::Profile>,
@@ -107,16 +110,6 @@ struct SectionCtx {
     not_judged: usize,
     /// The first failed case's anchor.
     first_failed: Option<String>,
-}
-
-#[derive(Serialize)]
-struct CoverageCtx {
-    scenario: String,
-    cases: usize,
-    judged: usize,
-    exchanges: usize,
-    rules: Vec<String>,
-    not_tested: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -275,7 +268,8 @@ fn section(s: &Section<'_>) -> SectionCtx {
                 }),
             )
             .collect(),
-        coverage: s.coverage.iter().map(coverage).collect(),
+        coverage: coverage::of(s),
+        usage: coverage::run_usage(s),
         cells: s
             .cells
             .iter()
@@ -293,36 +287,6 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .iter()
             .position(|c| c.passed == Some(false))
             .map(|i| CaseView::anchor(s.phase, i)),
-    }
-}
-
-/// A scenario's coverage as the page shows it: counts, and a line per chaos rule.
-fn coverage(c: &Coverage) -> CoverageCtx {
-    CoverageCtx {
-        scenario: text::line(&c.scenario, 100),
-        cases: c.cases,
-        judged: c.judged,
-        exchanges: c.exchanges,
-        rules: c
-            .rules
-            .iter()
-            .map(|r| {
-                let why = r
-                    .why_not
-                    .as_deref()
-                    .map(|w| format!(": {}", text::line(w, 200)))
-                    .unwrap_or_default();
-                format!(
-                    "{} ({}) fired {} of {} matched, applied {}{why}",
-                    text::line(&r.stats.rule, 60),
-                    r.stats.mode,
-                    r.stats.fired,
-                    r.stats.matched,
-                    r.applied
-                )
-            })
-            .collect(),
-        not_tested: c.not_tested.as_deref().map(|n| text::line(n, 300)),
     }
 }
 

@@ -102,6 +102,9 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
         failed_cases(out, s);
     }
     outcome_table(out, s);
+    if let Some(u) = s.usage {
+        super::usage::markdown(out, u);
+    }
 }
 
 /// "What the agent did with faults": per scenario with chaos, its cases per outcome class
@@ -303,7 +306,7 @@ fn short(digest: &str) -> String {
 }
 
 /// Text in a table cell: one line, clipped, escaped, pipes kept inside the cell.
-fn cell(s: &str) -> String {
+pub(super) fn cell(s: &str) -> String {
     escape(&line(s, CELL_CHARS)).replace('|', "\\|")
 }
 

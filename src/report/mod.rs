@@ -9,11 +9,17 @@ pub mod junit;
 pub mod markdown;
 pub mod outcomes;
 pub mod text;
+pub mod usage;
 pub mod view;
 
 use std::path::{Path, PathBuf};
 
 use crate::config::ReportFormat;
+
+/// Text as one Markdown table cell (escaped, `|` and line breaks made inert).
+pub(crate) fn markdown_cell(s: &str) -> String {
+    markdown::cell(s)
+}
 use crate::run::Report;
 
 /// Renders `report` as `format` (`json`: the report itself, pretty-printed).
@@ -65,7 +71,7 @@ impl Written {
 pub fn write_all(report: &Report, formats: &[ReportFormat], json: &Path) -> Written {
     let mut out = Written::default();
     if let Some(dir) = json.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Err(e) = std::fs::create_dir_all(dir)
+        && let Err(e) = crate::files::create_private_dir(dir)
     {
         out.failed
             .push(format!("could not create {}: {e}", dir.display()));
@@ -76,7 +82,8 @@ pub fn write_all(report: &Report, formats: &[ReportFormat], json: &Path) -> Writ
     for format in all {
         let path = beside(json, format);
         match render(report, format) {
-            Ok(text) => match std::fs::write(&path, text) {
+            // Private (0600): a report holds the agent's prompts, answers and traffic.
+            Ok(text) => match crate::files::write_private(&path, text.as_bytes()) {
                 Ok(()) => out.files.push((format, path)),
                 Err(e) => out
                     .failed

@@ -50,6 +50,8 @@ pub struct Section<'a> {
     pub cases: Vec<CaseView<'a>>,
     pub coverage: &'a [Coverage],
     pub warnings: &'a [String],
+    /// Contract runs: the tokens and cost of the agent's LLM calls.
+    pub usage: Option<&'a crate::cost::RunUsage>,
     /// Replay runs: sessions that could not run (a bad file, a contract that resolves to
     /// nothing), by id, with why. They have no case; every format still lists them.
     pub unrun: Vec<(&'a str, String)>,
@@ -130,6 +132,7 @@ fn contract(r: &crate::run::ContractReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun: vec![],
+        usage: r.usage.as_deref(),
     }
 }
 
@@ -160,6 +163,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun: vec![],
+        usage: None,
     }
 }
 
@@ -187,6 +191,7 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun: vec![],
+        usage: None,
     }
 }
 
@@ -231,6 +236,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun,
+        usage: None,
     }
 }
 

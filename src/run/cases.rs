@@ -66,6 +66,10 @@ pub struct CaseResult {
     /// scenarios with chaos; docs/outcomes.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<super::outcome::CaseOutcome>,
+    /// The tokens and cost of its LLM calls, and what faults' retries spent of them
+    /// (`None` when its traffic was not attributed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::cost::CaseUsage>,
     /// What the wire said of the case when it ended, which its outcome is decided from
     /// once the run has its no-chaos baselines.
     #[serde(skip)]
@@ -130,6 +134,7 @@ impl CaseResult {
             trial: None,
             checks: vec![],
             outcome: None,
+            usage: None,
             trace: None,
             window: (0, 0),
             times: (0, 0),
@@ -249,6 +254,9 @@ pub async fn run_case(
     let mut case = answered_case(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
     case.faults = faults;
+    case.usage = traffic
+        .as_deref()
+        .map(|t| crate::cost::CaseUsage::of(t, &ctx.scoring.pricing));
     case.traffic = traffic;
     (case.after_answer, case.after_answer_ms) = after_answer;
     case.instance = lease.map(Lease::number);

@@ -19,7 +19,7 @@ use super::{CellResult, RunContext, RunError};
 use crate::chaos::spec::CompiledChaos;
 use crate::checks::Invariant;
 use crate::checks::spec::Check;
-use crate::config::{Attribution, ContractInvariant, ContractSpec, Scenario, Severity};
+use crate::config::{Attribution, ContractSpec, Scenario, Severity};
 
 /// Version of the report's JSON shape (docs/report-schema.md).
 pub const SCHEMA: &str = "flakestorm.contract/2";
@@ -60,6 +60,9 @@ pub struct ContractReport {
     /// Under `--shard`: which part of the run this is, and what a merge needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardPart>,
+    /// Tokens and cost of the agent's LLM calls: the run's, per scenario, per fault rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Box<crate::cost::RunUsage>>,
 }
 
 /// What a contract run is made of, from its spec alone: the same for a run and for the
@@ -93,7 +96,7 @@ impl<'a> Plan<'a> {
         let prompts_of: Vec<Vec<String>> = contract
             .invariants
             .iter()
-            .map(|i| prompts_of(i, golden))
+            .map(|i| super::prompts::prompts_of(i, golden))
             .collect();
         let mut prompts: Vec<String> = vec![];
         for p in prompts_of.iter().flatten() {
@@ -216,6 +219,7 @@ pub(super) async fn judge_matrix(
         invariants: &plan.invariants,
         prompts_of: &plan.prompts_of,
     };
+    let windows = super::usage::windows(plan.baseline, &plan.scenarios, &outcomes, &ctx.pricing);
     let mut outcomes = outcomes.into_iter();
     let (mut cases, mut coverage) = (vec![], vec![]);
     let mut baselines: HashMap<String, String> = HashMap::new();
@@ -255,6 +259,7 @@ pub(super) async fn judge_matrix(
         true => super::consistency::per_case(&cases),
         false => vec![],
     };
+    let usage = super::usage::run_usage(&ctx.pricing, windows, &cases);
     ContractReport {
         schema: SCHEMA,
         run: None,
@@ -272,6 +277,7 @@ pub(super) async fn judge_matrix(
         trials,
         warnings,
         shard: None,
+        usage: Some(Box::new(usage)),
     }
 }
 
@@ -300,33 +306,6 @@ fn cover(
     let before = coverage::Before::after(earlier, ctx.resets);
     let stats = o.stats.clone();
     coverage::of(name, &o.cases, &o.exchanges, stats, &ctx.declared, before)
-}
-
-/// An invariant's prompts: its probes, else a refusal_check's dangerous prompts (what it
-/// judges), else the golden prompts.
-fn prompts_of(i: &ContractInvariant, golden: &[String]) -> Vec<String> {
-    match &i.invariant.check {
-        _ if !i.probes.is_empty() => i.probes.clone(),
-        Check::RefusalCheck { dangerous_prompts } => dangerous_prompts.clone(),
-        Check::Contains { .. }
-        | Check::ContainsAny { .. }
-        | Check::Regex { .. }
-        | Check::ExcludesPattern { .. }
-        | Check::Latency { .. }
-        | Check::ValidJson {}
-        | Check::Similarity { .. }
-        | Check::ExcludesPii {}
-        | Check::OutputNotEmpty {}
-        | Check::Completes {}
-        | Check::BehaviorUnchanged { .. }
-        | Check::ToolCalled { .. }
-        | Check::ToolNotCalled { .. }
-        | Check::MaxToolCalls { .. }
-        | Check::MaxLlmCalls { .. }
-        | Check::HonorsRetryAfter {}
-        | Check::NoExfiltration {}
-        | Check::Outcome { .. } => golden.to_vec(),
-    }
 }
 
 /// The matrix (or a single no-chaos scenario), no-chaos scenarios first: their answers are

@@ -32,7 +32,7 @@ fn export_failed(report: &Path, out: &Path) -> Result<Exported, String> {
         .map_err(|e| e.to_string())?;
     let parsed =
         super::Report::from_json(&text).map_err(|e| format!("{}: {e}", report.display()))?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::files::create_private_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut done = Exported::default();
     for c in cases(&parsed).into_iter().filter(|c| !c.failed.is_empty()) {
         let tape = tape_file(report, &c.id);
@@ -64,7 +64,8 @@ fn export_failed(report: &Path, out: &Path) -> Result<Exported, String> {
         let copy = out.join(&tape_name);
         // Exporting into the tapes folder itself: the tape is already where it goes.
         if !same_file(&tape, &copy) {
-            std::fs::write(&copy, &bytes).map_err(|e| format!("{}: {e}", copy.display()))?;
+            crate::files::write_private(&copy, &bytes)
+                .map_err(|e| format!("{}: {e}", copy.display()))?;
         }
         let session = Session {
             id: c.id.clone(),
@@ -79,7 +80,8 @@ fn export_failed(report: &Path, out: &Path) -> Result<Exported, String> {
         };
         let file = out.join(format!("{}.json", c.id));
         let json = serde_json::to_string_pretty(&session).map_err(|e| e.to_string())?;
-        std::fs::write(&file, json + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+        crate::files::write_private(&file, (json + "\n").as_bytes())
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         done.sessions.push(file);
     }
     Ok(done)

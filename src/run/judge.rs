@@ -211,6 +211,7 @@ pub(super) fn view<'a>(
             reason: &o.reason,
             bypassed: o.bypassed,
         }),
+        usage: c.usage.as_ref().map(|u| &u.spent),
     }
 }
 

@@ -1,7 +1,9 @@
 //! `Report::from_json`: a report as flakestorm wrote it, read back (`flakestorm report`,
 //! `--server`, the daemon's `?format=`). The `schema` is checked first, so another file,
 //! kind or version gets an error that says which; then the typed report, so a damaged
-//! field is named by its path. Nothing in `run` imports this file.
+//! field is named by its path. Both passes read the text as it is: no JSON tree of the
+//! whole report is built (memory stays near the text's size). Nothing in `run` imports
+//! this file.
 
 use super::RunKind;
 use super::saved::ReadError;
@@ -22,22 +24,8 @@ impl super::Report {
     /// Reads a report as `flakestorm` wrote it (any kind), checking its `schema` first so
     /// that another file, kind or version gets an error that says which.
     pub fn from_json(text: &str) -> Result<super::Report, ReadError> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| ReadError::NotJson(serde_message(&e.to_string())))?;
-        // Nothing from the file is quoted whole: it may hold anything, of any length.
-        let Some(schema) = value.get("schema") else {
-            let why = match value.is_object() {
-                true => "it has no `schema` field".into(),
-                false => format!("the top level is {}, not a JSON object", describe(&value)),
-            };
-            return Err(ReadError::NotAReport(why));
-        };
-        let Some(found) = schema.as_str() else {
-            return Err(ReadError::NotAReport(format!(
-                "`schema` is {}, not a string",
-                describe(schema)
-            )));
-        };
+        let found = schema_in(text)?;
+        let found = found.as_str();
         let (kind, version) = found
             .strip_prefix("flakestorm.")
             .and_then(|rest| rest.split_once('/'))
@@ -69,11 +57,11 @@ impl super::Report {
         }
         use super::Report;
         Ok(match kind {
-            RunKind::Contract => Report::Contract(typed(value)?),
-            RunKind::Chaos => Report::Chaos(typed(value)?),
-            RunKind::Mutation => Report::Mutation(typed(value)?),
-            RunKind::Replay => Report::Replay(typed(value)?),
-            RunKind::Ci => Report::Ci(Box::new(typed(value)?)),
+            RunKind::Contract => Report::Contract(typed(text)?),
+            RunKind::Chaos => Report::Chaos(typed(text)?),
+            RunKind::Mutation => Report::Mutation(typed(text)?),
+            RunKind::Replay => Report::Replay(typed(text)?),
+            RunKind::Ci => Report::Ci(Box::new(typed(text)?)),
         })
     }
 }
@@ -86,12 +74,111 @@ fn quoted(s: &str) -> String {
     }
 }
 
-fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ReadError> {
-    serde_path_to_error::deserialize(value).map_err(|e| ReadError::Field {
+/// The report typed straight from its text: no JSON tree of it is built first, which
+/// took several times the text's size in memory (issue #51: a 59 MiB import at 642 MB).
+fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ReadError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Field {
         // A path names map keys, which may be of any length.
         path: clip(&e.path().to_string(), 200),
-        message: serde_message(&e.inner().to_string()),
-    })
+        message: serde_message(without_position(&e.inner().to_string())),
+    })?;
+    de.end()
+        .map_err(|e| ReadError::NotJson(serde_message(&e.to_string())))?;
+    Ok(value)
+}
+
+/// A serde_json message without the ` at line L column C` that reading from text adds:
+/// the field's path says where, and a report is mostly one long line.
+fn without_position(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(i) if message[i..].contains(" column ") => &message[..i],
+        _ => message,
+    }
+}
+
+/// The `schema` a report's text names, read in one pass that keeps nothing else.
+fn schema_in(text: &str) -> Result<String, ReadError> {
+    let top: Top = serde_json::from_str(text)
+        .map_err(|e| ReadError::NotJson(serde_message(&e.to_string())))?;
+    let why = match top {
+        Top::Object(Some(serde_json::Value::String(s))) => return Ok(s),
+        Top::Object(Some(other)) => format!("`schema` is {}, not a string", describe(&other)),
+        Top::Object(None) => "it has no `schema` field".into(),
+        Top::Other(what) => format!("the top level is {what}, not a JSON object"),
+    };
+    Err(ReadError::NotAReport(why))
+}
+
+/// A document's top level as far as `schema_in` needs it: an object's `schema`, or what
+/// else it is (counted, never kept: `config::redact::describe`'s words).
+enum Top {
+    Object(Option<serde_json::Value>),
+    Other(String),
+}
+
+impl<'de> serde::Deserialize<'de> for Top {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Top, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TopVisitor {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON document")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut schema = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "schema" && schema.is_none() {
+                schema = Some(map.next_value::<serde_json::Value>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(Top::Object(schema))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+        let mut n = 0usize;
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(Top::Other(match n {
+            1 => "a list of 1 item".into(),
+            n => format!("a list of {n} items"),
+        }))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Top, E> {
+        let n = s.chars().count();
+        Ok(Top::Other(format!("a string of {n} characters")))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::Other("a boolean".into()))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::Other("a number".into()))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::Other("a number".into()))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::Other("a number".into()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Top, E> {
+        Ok(Top::Other("empty (null)".into()))
+    }
 }
 
 #[cfg(test)]

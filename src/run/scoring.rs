@@ -35,6 +35,8 @@ pub struct Scoring {
     pub node: bool,
     /// `agent.capture: netns`: every TCP connection of the agent ends at flakestorm.
     pub netns: bool,
+    /// What LLM calls cost (`pricing:`): each case's usage is priced with it.
+    pub pricing: std::sync::Arc<crate::cost::Pricing>,
 }
 
 impl Scoring {
@@ -63,6 +65,7 @@ impl Scoring {
             resets: agent.is_some_and(|a| a.reset_endpoint.is_some()),
             node: command.is_some_and(runs_node),
             netns: agent.is_some_and(|a| a.capture == crate::capture::Mode::Netns),
+            pricing: std::sync::Arc::new(config.pricing.clone()),
         }
     }
 }

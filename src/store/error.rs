@@ -52,6 +52,17 @@ pub enum StoreError {
     Write { path: PathBuf, reason: String },
     #[error("the run store's writer for {0} has stopped")]
     Closed(PathBuf),
+    /// A data_dir (or its `runs/`) other users could change, or that another user owns:
+    /// they could read or rewrite the run history, reports and the token.
+    #[error(
+        "{path}: {why}, so other users could read or change the run history, reports and \
+         token in it: {fix}, or set control.allow_shared_data_dir: true to use it anyway"
+    )]
+    NotPrivate {
+        path: PathBuf,
+        why: String,
+        fix: String,
+    },
 }
 
 impl StoreError {

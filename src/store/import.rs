@@ -9,23 +9,54 @@ use super::{Recorder, RunId, Store, StoreError};
 use crate::config::ReportFormat;
 use crate::run::{CaseResult, Report, RunKind};
 
+/// Cases sent to the writer before waiting for them to be stored: what an import holds
+/// in memory besides its report stays bounded however many cases it has.
+const CHUNK: usize = 1000;
+
 /// Records `report` (whose JSON text is `json`) as a finished run; its id.
 pub async fn import(store: &Store, report: &Report, json: String) -> Result<RunId, StoreError> {
+    let r = begin_import(store, report);
+    record_import(&r, report, json).await?;
+    Ok(r.id)
+}
+
+/// The run an import of `report` records, `running` until `record_import` ends it: its id
+/// is known at once (the API answers with it when the import takes long).
+pub fn begin_import(store: &Store, report: &Report) -> Recorder {
     let (digest, seed) = identity(report);
-    let r = Recorder::begin(store, report.kind(), digest, seed, RunStatus::Running);
-    for (phase, case) in cases(report) {
-        store.case_finished(&r.id, CaseRecord::from_result(phase, case));
+    Recorder::begin(store, report.kind(), digest, seed, RunStatus::Running)
+}
+
+/// Writes the report file, the cases and how the run ended. A failure marks the run
+/// `error` (with why) rather than leaving it `running`.
+pub async fn record_import(r: &Recorder, report: &Report, json: String) -> Result<(), StoreError> {
+    let recorded = record_all(r, report, json).await;
+    if let Err(e) = &recorded {
+        let why = format!("the import failed: {e}");
+        r.fail(RunStatus::Error, Some(why)).await?;
     }
+    recorded
+}
+
+async fn record_all(r: &Recorder, report: &Report, json: String) -> Result<(), StoreError> {
+    let store = r.store().clone();
     let (id, file) = (r.id.clone(), report.kind().report_file());
+    // The text first, and then dropped: it is as large as the body.
     let path = store
         .blocking(move |store| {
             let path = store.run_dir(&id)?.join(file);
-            std::fs::write(&path, json).map_err(|e| StoreError::io(&path, e))?;
+            crate::files::write_private(&path, json.as_bytes())
+                .map_err(|e| StoreError::io(&path, e))?;
             Ok(path)
         })
         .await?;
-    r.finish(report, &[(ReportFormat::Json, path)]).await?;
-    Ok(r.id)
+    for chunk in cases(report).chunks(CHUNK) {
+        for (phase, case) in chunk {
+            store.case_finished(&r.id, CaseRecord::from_result(*phase, case));
+        }
+        store.flush().await?;
+    }
+    r.finish(report, &[(ReportFormat::Json, path)]).await
 }
 
 /// The config digest and seed a report names (a `ci`'s: its phases').

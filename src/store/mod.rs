@@ -16,8 +16,11 @@ mod error;
 mod from_run;
 mod id;
 mod import;
+#[cfg(test)]
+mod linear_tests;
 mod ops;
 mod owner;
+mod private;
 mod read;
 mod record;
 mod recorder;
@@ -37,8 +40,9 @@ pub use compare::{Change, ChangeKind, Comparison, Delta, RunData, Subject, compa
 pub use error::StoreError;
 pub use from_run::ended;
 pub use id::{RunId, now_ms, readable as readable_time};
-pub use import::import;
+pub use import::{begin_import, import, record_import};
 pub use owner::INTERRUPTED;
+pub use private::check_private;
 pub use record::{
     CaseKey, CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
     Severity, StoredCase, Verdict,
@@ -105,6 +109,7 @@ impl Store {
         // Processes opening the store at once take turns: creating the file, switching it
         // to WAL and migrating it are not safe to race.
         let turn = owner::opening(data_dir)?;
+        private::private_db(&path)?;
         let conn = schema::open(&path, owner::alone(data_dir, None))?;
         let owner = owner::OwnerLock::take(data_dir)?;
         let interrupted = owner::interrupt_orphans(&conn, data_dir, &path, &owner.token)?;
@@ -184,15 +189,27 @@ impl Store {
         verdict: Verdict,
         checks: serde_json::Value,
     ) {
+        self.judge_cases(run, key, vec![(verdict, checks)]);
+    }
+
+    /// Sets the verdicts of the run's cases sharing `key`, one each in the order they were
+    /// stored (the first verdict to the first case stored with that key, …). One op for the
+    /// key however many cases share it: the writer's work stays linear in the cases.
+    pub fn judge_cases(
+        &self,
+        run: &RunId,
+        key: CaseKey<'_>,
+        verdicts: Vec<(Verdict, serde_json::Value)>,
+    ) {
         let (phase, scenario, input, trial) = key;
+        let verdicts = verdicts
+            .into_iter()
+            .map(|(v, checks)| (v, ops::json(&checks)))
+            .collect();
         self.send(Op::Judge {
             run: run.clone(),
-            phase,
-            scenario: scenario.into(),
-            input: input.into(),
-            trial,
-            verdict,
-            checks,
+            key: (phase, scenario.into(), input.into(), trial),
+            verdicts,
         });
     }
 
@@ -267,7 +284,7 @@ impl Store {
     /// `data_dir/runs/<id>/`, created: where a run's files go.
     pub fn run_dir(&self, run: &RunId) -> Result<PathBuf, StoreError> {
         let dir = self.inner.data_dir.join("runs").join(run.as_str());
-        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        crate::files::create_private_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
         Ok(dir)
     }
 

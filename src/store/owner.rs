@@ -29,7 +29,7 @@ pub struct OwnerLock {
 impl OwnerLock {
     pub fn take(data_dir: &Path) -> Result<OwnerLock, StoreError> {
         let dir = data_dir.join("locks");
-        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        crate::files::create_private_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
         let token = format!("{}-{}", std::process::id(), random_hex(4));
         let path = dir.join(format!("{token}.lock"));
         let file = File::create(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -55,7 +55,7 @@ impl Drop for OwnerLock {
 /// until the returned file is dropped).
 pub fn opening(data_dir: &Path) -> Result<File, StoreError> {
     let dir = data_dir.join("locks");
-    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+    crate::files::create_private_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
     let path = dir.join("open.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)

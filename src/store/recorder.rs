@@ -21,12 +21,20 @@ pub struct Recorder {
     pub id: RunId,
     /// The phase cases belong to (`ci` has several).
     phase: Arc<Mutex<RunKind>>,
-    /// The verdict each case was stored with when it ended, by `key_hash`; `None` when
-    /// two cases share a key (or a hash), whose final verdicts are then always written.
+    /// The cases stored so far, by `key_hash`, in the order the writer stores them: each
+    /// one's `fingerprint` and the verdict it was stored with (`None`: unscored).
     stored: Arc<Mutex<StoredVerdicts>>,
 }
 
-type StoredVerdicts = HashMap<u64, Option<(Verdict, CaseChecks)>>;
+type StoredVerdicts = HashMap<u64, Vec<(u64, Option<(Verdict, CaseChecks)>)>>;
+
+/// What tells apart cases sharing a key (the same prompt twice in one scenario and trial):
+/// what the agent did in each.
+fn fingerprint(c: &CaseResult) -> u64 {
+    let mut h = DefaultHasher::new();
+    (&c.answer, &c.error, c.latency_ms.to_bits(), c.instance).hash(&mut h);
+    h.finish()
+}
 
 /// A case's key in the store (phase, scenario, input, trial), hashed with fixed keys.
 fn key_hash(key: super::CaseKey<'_>) -> u64 {
@@ -69,6 +77,11 @@ impl Recorder {
         }
     }
 
+    /// The store it writes to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     pub fn set_status(&self, status: RunStatus) {
         self.store.set_status(&self.id, status);
     }
@@ -83,16 +96,18 @@ impl Recorder {
             case: Arc::new(move |c: &CaseResult, j: &Judged| {
                 let phase = *r3.phase.lock().unwrap_or_else(|e| e.into_inner());
                 let mut record = CaseRecord::from_result(phase, c);
-                if let Some(v) = stored_verdict(j) {
-                    record.verdict = Some(v);
-                    record.checks = serde_json::to_value(&j.checks).unwrap_or_default();
-                    let key = key_hash((phase, &c.scenario, &c.prompt, c.trial));
-                    let mut stored = r3.stored.lock().unwrap_or_else(|e| e.into_inner());
-                    stored
-                        .entry(key)
-                        .and_modify(|e| *e = None)
-                        .or_insert(Some((v, j.checks.clone())));
+                let verdict = stored_verdict(j).map(|v| (v, j.checks.clone()));
+                if let Some((v, checks)) = &verdict {
+                    record.verdict = Some(*v);
+                    record.checks = serde_json::to_value(checks).unwrap_or_default();
                 }
+                let key = key_hash((phase, &c.scenario, &c.prompt, c.trial));
+                // Sent under the lock: the writer stores a key's cases in this list's order.
+                let mut stored = r3.stored.lock().unwrap_or_else(|e| e.into_inner());
+                stored
+                    .entry(key)
+                    .or_default()
+                    .push((fingerprint(c), verdict));
                 r3.store.case_finished(&r3.id, record);
             }),
         }
@@ -111,24 +126,28 @@ impl Recorder {
                 .cell(&self.id, CellRecord::from_cell(RunKind::Contract, cell));
         }
         let stored = std::mem::take(&mut *self.stored.lock().unwrap_or_else(|e| e.into_inner()));
-        for (phase, case, verdict, checks) in verdicts(report) {
-            let key = (
-                phase,
-                case.scenario.as_str(),
-                case.prompt.as_str(),
-                case.trial,
-            );
+        for (key, finals) in by_key(verdicts(report)) {
+            let before = stored.get(&key_hash(key)).map_or(&[][..], Vec::as_slice);
+            let finals = in_stored_order(before, finals);
             // Most cases end as they stood: rewriting 10,000 unchanged rows was the
             // larger part of the store's cost at the end of a run.
-            let hash = key_hash(key);
-            if let Some(Some((v, c))) = stored.get(&hash)
-                && *v == verdict
-                && *c == checks
-            {
+            let unchanged = before.len() == finals.len()
+                && before.iter().zip(&finals).all(|((_, was), (v, c))| {
+                    was.as_ref().is_some_and(|(wv, wc)| wv == v && wc == c)
+                });
+            if unchanged {
                 continue;
             }
-            let checks = serde_json::to_value(&checks).unwrap_or_default();
-            self.store.judge_case(&self.id, key, verdict, checks);
+            let mut finals = finals;
+            if finals.iter().all(|f| *f == finals[0]) {
+                // One verdict the writer gives every case of the key, in one statement.
+                finals.truncate(1);
+            }
+            let finals = finals
+                .into_iter()
+                .map(|(v, c)| (v, serde_json::to_value(&c).unwrap_or_default()))
+                .collect();
+            self.store.judge_cases(&self.id, key, finals);
         }
         self.outcomes(report);
         for (format, p) in files {
@@ -184,6 +203,59 @@ impl Recorder {
 }
 
 type Final<'a> = (RunKind, &'a CaseResult, Verdict, CaseChecks);
+
+/// A key's cases as the report has them: each case's fingerprint and final verdict.
+type KeyFinals = Vec<(u64, Verdict, CaseChecks)>;
+
+/// The final verdicts grouped by case key, keys in the report's order of first case.
+fn by_key<'a>(finals: Vec<Final<'a>>) -> Vec<(super::CaseKey<'a>, KeyFinals)> {
+    let mut index: HashMap<super::CaseKey<'a>, usize> = HashMap::new();
+    let mut out: Vec<(super::CaseKey<'a>, KeyFinals)> = vec![];
+    for (phase, case, verdict, checks) in finals {
+        let key = (
+            phase,
+            case.scenario.as_str(),
+            case.prompt.as_str(),
+            case.trial,
+        );
+        let i = *index.entry(key).or_insert_with(|| {
+            out.push((key, vec![]));
+            out.len() - 1
+        });
+        out[i].1.push((fingerprint(case), verdict, checks));
+    }
+    out
+}
+
+/// A key's final verdicts lined up with its stored cases: each goes to the first stored
+/// case not yet taken with its fingerprint (the same answer), else to the first not yet
+/// taken. Without stored cases to line up with (an import stores them in the report's
+/// order), the report's order. Linear in the key's cases.
+fn in_stored_order(
+    stored: &[(u64, Option<(Verdict, CaseChecks)>)],
+    finals: KeyFinals,
+) -> Vec<(Verdict, CaseChecks)> {
+    if stored.len() != finals.len() {
+        return finals.into_iter().map(|(_, v, c)| (v, c)).collect();
+    }
+    let mut by_print: HashMap<u64, std::collections::VecDeque<usize>> = HashMap::new();
+    for (i, (print, _)) in stored.iter().enumerate() {
+        by_print.entry(*print).or_default().push_back(i);
+    }
+    let mut slots: Vec<Option<(Verdict, CaseChecks)>> = vec![None; stored.len()];
+    let mut unmatched = vec![];
+    for (print, v, c) in finals {
+        match by_print.get_mut(&print).and_then(|q| q.pop_front()) {
+            Some(i) => slots[i] = Some((v, c)),
+            None => unmatched.push((v, c)),
+        }
+    }
+    let mut unmatched = unmatched.into_iter();
+    slots
+        .into_iter()
+        .filter_map(|s| s.or_else(|| unmatched.next()))
+        .collect()
+}
 
 /// Each chaos, mutation and replay case with its verdict (contract cases are judged by
 /// cells).

@@ -264,18 +264,10 @@ pub fn save(har: &Har, path: &Path) -> std::io::Result<()> {
     save_bytes(path, &text)
 }
 
-/// Writes `bytes` to `path` whole: a temporary file beside it, renamed into place, so a
-/// reader never sees half a file.
+/// Writes `bytes` to `path` whole and private (`files::write_private`: 0600, renamed into
+/// place): a tape holds the agent's traffic.
 pub fn save_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    crate::files::write_private(path, bytes)
 }
 
 #[cfg(test)]

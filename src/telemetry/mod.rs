@@ -1,12 +1,15 @@
 //! Logging setup (`LogFormat`: text or JSON lines) and the Prometheus metrics every part of
 //! the daemon updates (`runs`: the metrics of the runs it drives; `chaos`: whether chaos
-//! rules are in force and how often a `ttl` reverted them).
+//! rules are in force and how often a `ttl` reverted them; `llm`: the tokens and cost of
+//! the agent's LLM answers; `control`: refused tokens).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
 //! request.
 
 mod chaos;
+mod control;
+mod llm;
 mod runs;
 
 use std::sync::{Arc, OnceLock};
@@ -113,6 +116,8 @@ struct Inner {
     tunnels: Counter,
     runs: runs::RunFamilies,
     chaos: chaos::ChaosFamilies,
+    llm: llm::LlmFamilies,
+    control_auth_failures: Counter,
 }
 
 /// Cheap-clone handle to the daemon's metrics.
@@ -226,9 +231,13 @@ impl Metrics {
         let (connections_rejected, connection_timeouts) = register_connection_limits(&mut registry);
         let runs = runs::RunFamilies::register(&mut registry);
         let chaos = chaos::ChaosFamilies::register(&mut registry);
+        let llm = llm::LlmFamilies::register(&mut registry);
+        let control_auth_failures = control::register(&mut registry);
         let inner = Inner {
+            control_auth_failures,
             runs,
             chaos,
+            llm,
             registry,
             connections_rejected,
             connection_timeouts,
@@ -310,6 +319,11 @@ impl Metrics {
             &self.inner.faults_skipped
         };
         family.get_or_create(&FaultLabels { target, mode }).inc();
+    }
+
+    /// A request to the control API's `/v1/*` refused for its token.
+    pub fn control_auth_failure(&self) {
+        self.inner.control_auth_failures.inc();
     }
 
     pub fn tunnel(&self) {

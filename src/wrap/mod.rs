@@ -26,7 +26,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::task::JoinSet;
+use tokio_util::task::TaskTracker;
 
 use self::bridge::{Behind, Bridge};
 use self::out::Out;
@@ -35,8 +35,8 @@ use self::server::{OnOther, Server, trim_newline};
 use crate::mcp::MAX_MESSAGE;
 use crate::mcp::stdio::{ENV_DIR, ENV_PROXY, Line, new_bridge_id, valid_tool_name};
 
-/// How long the server's last lines may take to reach the client once it exited (a
-/// child of its own that keeps the pipe open must not hold the wrap).
+/// How long the server's last lines, and the messages in flight, may take once it exited
+/// (a child of its own that keeps the pipe open must not hold the wrap).
 const LAST_LINES: Duration = Duration::from_secs(2);
 
 /// The exit code of a server command that could not start (as a shell says it).
@@ -101,9 +101,14 @@ pub async fn run(tool: Option<String>, command: Vec<String>) -> ExitCode {
             }
         }
     });
-    tokio::spawn(pump(server, through, out));
+    let deliveries = TaskTracker::new();
+    tokio::spawn(pump(server, through, out, deliveries.clone()));
     let status = forward_signals_until_exit(child).await;
-    let _ = tokio::time::timeout(LAST_LINES, reading).await;
+    // The server's last lines, and the answers (or the bridge's word that it died) of the
+    // messages in flight, so each is journaled as it ended, not as a client that left.
+    deliveries.close();
+    let last = async { tokio::join!(reading, deliveries.wait()) };
+    let _ = tokio::time::timeout(LAST_LINES, last).await;
     drop(_bridge);
     // Exit now: a runtime shutting down waits for the blocking read of stdin, which the
     // client may keep open after the server is gone.
@@ -146,11 +151,10 @@ async fn journal_not_started(t: &Through, dir: &std::path::Path, id: &str, why: 
 
 /// Reads the client's lines until its stdin closes, each sent through the proxy (or to
 /// the server directly), then closes the server's stdin once every message is delivered.
-async fn pump(server: Arc<Server>, through: Option<Arc<Through>>, out: Out) {
+async fn pump(server: Arc<Server>, through: Option<Arc<Through>>, out: Out, inflight: TaskTracker) {
     let mut stdin = BufReader::new(tokio::io::stdin());
     let direct = Arc::new(AtomicBool::new(through.is_none()));
     let said_large = AtomicBool::new(false);
-    let mut inflight = JoinSet::new();
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -171,10 +175,9 @@ async fn pump(server: Arc<Server>, through: Option<Arc<Through>>, out: Out) {
         let (server, through, out, direct) =
             (server.clone(), through.clone(), out.clone(), direct.clone());
         inflight.spawn(async move { deliver(&server, through, &out, &direct, line).await });
-        // Finished deliveries are reaped as they go: a long session holds no results.
-        while inflight.try_join_next().is_some() {}
     }
-    while inflight.join_next().await.is_some() {}
+    inflight.close();
+    inflight.wait().await;
     server.close_stdin().await;
 }
 

@@ -84,6 +84,15 @@ pub enum Check {
     MaxLlmCalls {
         max: u32,
     },
+    /// Traffic: the case's LLM answers reported at most `max` tokens, input and output
+    /// (an answer without usage leaves it untested below the limit, never passed).
+    MaxTokens {
+        max: u64,
+    },
+    /// Traffic: the case's LLM calls cost at most `max`, in `pricing.currency`.
+    MaxCost {
+        max: f64,
+    },
     /// Traffic: after a 429 with `retry-after`, the next call to the same endpoint waited
     /// at least that long.
     HonorsRetryAfter {},
@@ -240,7 +249,7 @@ mod tests {
     fn every_checks_name_is_its_serde_tag() {
         use strum::IntoEnumIterator;
         let all: Vec<Check> = Check::iter().collect();
-        assert_eq!(all.len(), 19, "a new check is named here too");
+        assert_eq!(all.len(), 21, "a new check is named here too");
         for c in all {
             let v = serde_json::to_value(&c).unwrap();
             assert_eq!(v["type"], c.name(), "{c:?}");

@@ -36,6 +36,8 @@ impl Regexes {
             | Check::ToolNotCalled { .. }
             | Check::MaxToolCalls { .. }
             | Check::MaxLlmCalls { .. }
+            | Check::MaxTokens { .. }
+            | Check::MaxCost { .. }
             | Check::HonorsRetryAfter {}
             | Check::NoExfiltration {}
             | Check::Outcome { .. } => &[],

@@ -37,6 +37,8 @@ pub(super) struct CaseCtx {
     checks: Vec<CheckCtx>,
     faults: Vec<String>,
     outcome: Option<OutcomeCtx>,
+    /// Its LLM calls' tokens and cost, and what fault rules' retries spent of them.
+    usage: Option<String>,
     steps: Vec<String>,
     timeline: Option<Timeline>,
     /// Why there is no timeline.
@@ -134,6 +136,7 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
             .collect(),
         faults: c.faults.iter().map(fault).collect(),
         outcome: c.outcome.as_ref().map(outcome),
+        usage: c.usage.as_ref().map(spent),
         steps,
         timeline,
         no_calls,
@@ -148,4 +151,18 @@ fn fault(f: &crate::exchange::FaultRecord) -> String {
         (None, false) => ", not applied".into(),
     };
     format!("{} ({}{note})", text::line(&f.rule, 60), f.mode)
+}
+
+/// A case's usage in one line, with what fault rules' retries spent of it.
+fn spent(u: &crate::cost::CaseUsage) -> String {
+    let mut line = crate::cost::line(&u.spent);
+    for r in &u.because_of_faults {
+        let tokens = r.spent.tokens().map_or("unknown".into(), |n| n.to_string());
+        line.push_str(&format!(
+            "; {tokens} tokens spent on retries after `{}` ({})",
+            r.rule,
+            r.mode.as_str()
+        ));
+    }
+    text::line(&line, 400)
 }

@@ -25,6 +25,12 @@ pub(super) fn of(s: &Section<'_>) -> Vec<Case> {
             let (figures, flaky) = trials::of(s, cell);
             let mut properties = classes::cell_properties(cell);
             properties.extend(figures.into_iter().map(|(k, v)| (k.to_string(), v)));
+            // The scenario's tokens and cost, on each of its cells.
+            let mut spent = s.usage.iter().flat_map(|u| &u.scenarios);
+            if let Some(u) = spent.find(|u| u.scenario == cell.scenario) {
+                let p = crate::report::usage::properties(&u.spent);
+                properties.extend(p.into_iter().map(|(k, v)| (format!("scenario.{k}"), v)));
+            }
             let mut verdict = outcome(&cell.verdict, body);
             if let (Outcome::Failure { message, .. }, Some(tag)) = (&mut verdict, tag) {
                 message.insert_str(0, &tag);

@@ -81,6 +81,9 @@ pub fn render(o: &Overview<'_>) -> String {
         if let Some(d) = o.config_digest {
             properties.push(("config_digest", d.to_string()));
         }
+        if let Some(u) = s.usage {
+            properties.extend(crate::report::usage::properties(&u.spent));
+        }
         let name = s.phase.to_string();
         suites.push(Suite {
             name,
@@ -276,7 +279,13 @@ fn case(phase: RunKind, c: &CaseView<'_>) -> Case {
         name,
         seconds: c.case.latency_ms / 1000.0,
         outcome,
-        properties: classes::property(class),
+        properties: classes::property(class)
+            .into_iter()
+            .chain(c.case.usage.iter().flat_map(|u| {
+                let p = crate::report::usage::properties(&u.spent);
+                p.into_iter().map(|(k, v)| (format!("usage.{k}"), v))
+            }))
+            .collect(),
         flaky: vec![],
     }
 }

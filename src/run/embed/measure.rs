@@ -66,6 +66,8 @@ fn texts<'a>(
             | Check::ToolNotCalled { .. }
             | Check::MaxToolCalls { .. }
             | Check::MaxLlmCalls { .. }
+            | Check::MaxTokens { .. }
+            | Check::MaxCost { .. }
             | Check::HonorsRetryAfter {}
             | Check::NoExfiltration {}
             | Check::Outcome { .. } => continue,
