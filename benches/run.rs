@@ -308,7 +308,7 @@ async fn settle_row(dir: &std::path::Path, r: &SettleRow, tool_port: u16) -> (f6
     let (mut times, mut held) = (vec![], 0);
     for _ in 0..r.runs {
         let spec = cfg.agent.as_ref().unwrap();
-        let (size, _) = spec.pool_plan(r.concurrency, r.settle_ms);
+        let size = spec.pool_size(r.concurrency, r.settle_ms);
         let log = dir.join("settle-agent.log");
         let pool = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, None, &log)
             .await

@@ -8,99 +8,11 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::cli::{closed_port, flakestorm, write_config};
-use common::origin;
+use common::cli::closed_port;
+use common::pool::{
+    LATE, Origins, POOLED, PROMPTS, config, config_env, origins, run, tool_of, url_quote,
+};
 use serde_json::Value;
-
-/// Eight prompts; three ask for a report, the last prompt among them, so the run's very
-/// last case sends an email after answering.
-const PROMPTS: [&str; 8] = [
-    "Q3 revenue?",
-    "Send me the Q3 report",
-    "Who is the CEO?",
-    "Headcount?",
-    "A report on the CEO",
-    "Office locations?",
-    "Main competitors?",
-    "Email the final report",
-];
-
-struct Origins {
-    search: origin::Origin,
-    email: origin::Origin,
-}
-
-async fn origins() -> Origins {
-    Origins {
-        search: origin::search_tool().await,
-        email: origin::fixed(None, "sent").await,
-    }
-}
-
-/// The config: the pool agent started by flakestorm (`agent` gives `command`, `endpoint`
-/// and `ready_url`), a search tool that fails half the time in one scenario, an email
-/// tool that must not be called.
-fn config(o: &Origins, agent: &str, advanced: &str) -> String {
-    config_env(o, agent, advanced, "")
-}
-
-/// `config`, with more of the agent's environment (`, NAME: 'value'` entries).
-fn config_env(o: &Origins, agent: &str, advanced: &str, env: &str) -> String {
-    let fixture =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/pool_agent.py");
-    let agent = agent.replace("AGENT", &fixture.display().to_string());
-    format!(
-        r#"output: {{format: [json, html]}}
-tools:
-  - {{name: search, match_url: 'http://{search}/*'}}
-  - {{name: email, match_url: 'http://{email}/*'}}
-advanced: {advanced}
-agent:
-{agent}
-  env: {{TOOL_URL: 'http://{search}/q', EMAIL_URL: 'http://{email}/send'{env}}}
-golden_prompts: {prompts}
-contract:
-  name: pool
-  invariants:
-    - {{id: no-email, type: tool_not_called, tool: email}}
-    - {{id: answers, type: completes}}
-  chaos_matrix:
-    - name: no-chaos
-    - name: flaky-search
-      tool_faults: [{{tool: search, mode: error, error_code: 503, probability: 0.5}}]
-"#,
-        search = o.search.addr,
-        email = o.email.addr,
-        prompts = serde_json::to_string(&PROMPTS).unwrap(),
-    )
-}
-
-const POOLED: &str = "  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'exec python3 AGENT {port}'\n  ready_url: 'http://127.0.0.1:{port}/health'";
-
-/// Runs `flakestorm contract run` on `yaml` in a fresh folder: exit code, output, report.
-async fn run(yaml: String) -> (i32, String, Value, String) {
-    tokio::task::spawn_blocking(move || {
-        let dir = tempfile::tempdir().unwrap();
-        write_config(dir.path(), &yaml);
-        let (code, out, err) = flakestorm(&["contract", "run"], dir.path());
-        let json = std::fs::read_to_string(dir.path().join("reports/contract.json"))
-            .unwrap_or_else(|e| panic!("no report ({e}): {out}\n{err}"));
-        let html = std::fs::read_to_string(dir.path().join("reports/contract.html"))
-            .unwrap_or_else(|e| panic!("no HTML report ({e}): {out}\n{err}"));
-        (
-            code,
-            format!("{out}\n{err}"),
-            serde_json::from_str(&json).unwrap(),
-            html,
-        )
-    })
-    .await
-    .unwrap()
-}
-
-fn tool_of(e: &Value) -> Option<&str> {
-    (e["target"]["kind"] == "tool").then(|| e["target"]["name"].as_str())?
-}
 
 /// Per case (scenario, prompt): the faults it met and whether it was judged.
 fn per_case(report: &Value) -> BTreeMap<(String, String), (Vec<String>, bool)> {
@@ -296,18 +208,6 @@ async fn an_instance_that_exits_is_restarted_and_its_case_not_judged() {
     );
 }
 
-/// `urllib.parse.quote` as the agent applies it (letters, digits, `_.-~/` kept).
-fn url_quote(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// An instance that never becomes ready is left out, saying which and why (its log's
 /// tail); the run goes on with the others and judges nothing on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,10 +238,6 @@ async fn an_instance_that_never_starts_is_left_out_saying_why() {
     assert_eq!(instances.len(), 1, "every case ran on the one that started");
     assert!(cases.iter().all(|c| c["not_judged"].is_null()), "{out}");
 }
-
-/// The agent of `late_emails`: it thinks 0.3 s per case and emails 0.8 s after answering,
-/// later than the default 500 ms window.
-const LATE: &str = ", AGENT_DELAY: '0.3', EMAIL_DELAY: '0.8'";
 
 /// Each email with its case: no case has an email but its own, and a prompt that asks for
 /// a report has its own, after its answer (by at least its 0.8 s). The run ends one window
@@ -410,9 +306,12 @@ async fn an_email_later_than_the_window_is_followed_by_the_idle_gap() {
     }
 }
 
-/// The same agent on a pool without a spare instance (as many as the concurrency): an
-/// email later than the window is seen (at the end of the run at least) and the run warns,
-/// naming the exchange, its case and the `settle_ms` that would have caught it.
+/// The same agent on a pool without a spare instance (as many as the concurrency): each
+/// instance takes its next case as soon as the window ends, so an email later than the
+/// window lands in that next case, where nothing on the wire tells it from the case's own
+/// calls. The run warns of that by construction, whatever it saw: never a silent verdict on
+/// the wrong case. An email it did see in its own case later than the window is named, with
+/// the `settle_ms` that would have caught it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_spare_an_email_later_than_the_window_is_warned_of() {
     let o = origins().await;
@@ -430,10 +329,19 @@ async fn without_a_spare_an_email_later_than_the_window_is_warned_of() {
             .iter()
             .find(|w| w.contains("had no idle spare instance"))
             .unwrap_or_else(|| panic!("concurrency {concurrency}: {warnings:#?}\n{out}"));
-        assert!(
-            warned.contains("/send?for=") && warned.contains("case `"),
-            "names the exchange and its case: {warned}"
-        );
-        assert!(warned.contains("would catch it"), "{warned}");
+        assert!(warned.contains("was counted in that next case"), "{warned}");
+        // A late email seen in its own case is the one named.
+        let seen_late = r["cases"].as_array().unwrap().iter().any(|c| {
+            let delays: Vec<u64> =
+                serde_json::from_value(c["after_answer_ms"].clone()).unwrap_or_default();
+            delays.iter().any(|&d| d > 500)
+        });
+        if seen_late {
+            assert!(
+                warned.contains("/send?for=") && warned.contains("case `"),
+                "names the exchange and its case: {warned}"
+            );
+            assert!(warned.contains("would catch it"), "{warned}");
+        }
     }
 }

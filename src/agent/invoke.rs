@@ -84,6 +84,9 @@ pub struct Reply {
     pub status: Option<u16>,
     /// The attempts before the last one, oldest first.
     pub retried: Vec<FailedAttempt>,
+    /// The answer's `flakestorm-settle` header, as sent (`done`: nothing more of this case
+    /// will come; docs/config.md, "How a case settles").
+    pub settle: Option<String>,
 }
 
 /// An HTTP(S) client for flakestorm's own calls (the agent, an embeddings endpoint): it
@@ -136,6 +139,8 @@ pub struct Agent {
     target: Arc<AgentTarget>,
     retries: u32,
     paths: Arc<PathTally>,
+    /// What the run's report must say of this agent (`note`), shared by its clones.
+    notes: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Agent {
@@ -148,6 +153,7 @@ impl Agent {
             target: Arc::new(target.clone()),
             retries,
             paths: Arc::default(),
+            notes: Arc::default(),
         })
     }
 
@@ -171,6 +177,24 @@ impl Agent {
     /// namespace).
     pub fn dialer(&self) -> &Dialer {
         &self.dialer
+    }
+
+    /// Something the run's report must say of this agent, once (`take_notes`).
+    pub fn note(&self, what: String) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if !notes.contains(&what) {
+            notes.push(what);
+        }
+    }
+
+    /// What was noted so far (`note`), taken.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Its client to the agent (direct, never pooled).
+    pub(super) fn client(&self) -> &AgentClient {
+        &self.client
     }
 
     /// The compiled `agent:` section this driver uses.
@@ -248,7 +272,7 @@ impl Agent {
             let attempts = retried.len() as u32 + 1;
             mark(attempts);
             let started = Instant::now();
-            let (answer, status) = self.attempt(prompt, extra).await;
+            let (answer, status, settle) = self.attempt(prompt, extra).await;
             let latency = started.elapsed();
             match answer {
                 Err(error) if error.before_response() && attempts <= self.retries => {
@@ -261,6 +285,7 @@ impl Agent {
                         attempts,
                         status,
                         retried,
+                        settle,
                     };
                 }
             }
@@ -273,7 +298,7 @@ impl Agent {
         &self,
         prompt: &str,
         extra: &HeaderMap,
-    ) -> (Result<String, InvokeError>, Option<u16>) {
+    ) -> (Result<String, InvokeError>, Option<u16>, Option<String>) {
         let body = render(&self.target.request_template, prompt);
         let mut req = Request::builder()
             .method(self.target.method.clone())
@@ -288,7 +313,7 @@ impl Agent {
         }
         let req = match req.body(Full::new(Bytes::from(body))) {
             Ok(r) => r,
-            Err(e) => return (Err(self.unreachable(e.to_string())), None),
+            Err(e) => return (Err(self.unreachable(e.to_string())), None, None),
         };
         let call = async {
             let resp = self
@@ -297,6 +322,7 @@ impl Agent {
                 .await
                 .map_err(|e| self.unreachable(cause(&e)))?;
             let status = resp.status().as_u16();
+            let settle = super::settle_said::header(resp.headers());
             let body = resp
                 .into_body()
                 .collect()
@@ -306,7 +332,7 @@ impl Agent {
                     cause: cause(&e),
                 })?
                 .to_bytes();
-            Ok::<_, InvokeError>((status, body))
+            Ok::<_, InvokeError>((status, body, settle))
         };
         match tokio::time::timeout(self.target.timeout, call).await {
             Err(_) => (
@@ -314,19 +340,21 @@ impl Agent {
                     ms: self.target.timeout.as_millis() as u64,
                 }),
                 None,
+                None,
             ),
-            Ok(Err(e)) => (Err(e), None),
-            Ok(Ok((status, body))) if !(200..300).contains(&status) => (
+            Ok(Err(e)) => (Err(e), None, None),
+            Ok(Ok((status, body, settle))) if !(200..300).contains(&status) => (
                 Err(InvokeError::Status {
                     status,
                     head: head(&body),
                 }),
                 Some(status),
+                settle,
             ),
-            Ok(Ok((status, body))) => {
+            Ok(Ok((status, body, settle))) => {
                 let answer = extract(&body, &self.target.response_path);
                 self.paths.note(&answer);
-                (answer, Some(status))
+                (answer, Some(status), settle)
             }
         }
     }

@@ -4,7 +4,8 @@
 //! `withheld`) under a supervisor that
 //! stops it when flakestorm ends (`supervise`), or when its handle is dropped, off the
 //! async threads (`interrupt`), and ready it for a run (`launch`,
-//! `ready`), or a pool of instances each behind its own proxy lane (`pool`). The driver's own calls
+//! `ready`), or a pool of instances each behind its own proxy lane (`pool`); hear when the
+//! agent says a case is over (`settle_said`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
 //! dependencies, not for the harness.
 
@@ -17,6 +18,7 @@ mod pool;
 mod raw;
 mod raw_response;
 mod ready;
+mod settle_said;
 mod spawn;
 mod supervise;
 mod withheld;
@@ -33,6 +35,7 @@ pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
 pub use ready::{Probe, url_probe, url_probe_via, wait_ready};
+pub use settle_said::{SETTLE_DONE, SETTLE_HEADER};
 pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};
 pub use withheld::{vars_holding, withhold_env};

@@ -42,6 +42,10 @@ pub struct AgentSpec {
     /// Polled until 2xx before the run starts.
     #[serde(default)]
     pub ready_url: Option<String>,
+    /// GET after each answer: the agent answers (2xx) once nothing more of that case will
+    /// come, and the case's settle ends then (docs/config.md, "How a case settles").
+    #[serde(default)]
+    pub settle_url: Option<String>,
     /// Environment for `command`, on top of flakestorm's proxy and CA variables (`${VAR}`
     /// expanded at load).
     #[serde(default)]
@@ -61,7 +65,7 @@ pub struct AgentSpec {
 pub const MAX_INSTANCES: u32 = 64;
 
 /// The placeholder for an instance's port in `agent.command`, `endpoint`, `ready_url`,
-/// `reset_endpoint` and `env`.
+/// `reset_endpoint`, `settle_url` and `env`.
 pub const PORT: &str = "{port}";
 
 /// Variables flakestorm sets for `agent.command`: one in `agent.env` overrides them.
@@ -107,6 +111,7 @@ pub struct AgentTarget {
     pub timeout: Duration,
     pub reset_endpoint: Option<Uri>,
     pub ready_url: Option<Uri>,
+    pub settle_url: Option<Uri>,
     pub command: Option<String>,
     pub env: BTreeMap<String, String>,
     /// `agent.instances` as written.
@@ -131,6 +136,7 @@ impl AgentTarget {
         filled.command = filled.command.as_deref().map(fill);
         filled.ready_url = filled.ready_url.as_deref().map(fill);
         filled.reset_endpoint = filled.reset_endpoint.as_deref().map(fill);
+        filled.settle_url = filled.settle_url.as_deref().map(fill);
         for v in filled.env.values_mut() {
             *v = fill(v);
         }
@@ -139,6 +145,7 @@ impl AgentTarget {
             endpoint: http_url(&filled.endpoint).unwrap_or_else(|| self.endpoint.clone()),
             reset_endpoint: url(&filled.reset_endpoint),
             ready_url: url(&filled.ready_url),
+            settle_url: url(&filled.settle_url),
             command: filled.command,
             env: filled.env,
             per_port: None,
@@ -207,6 +214,7 @@ impl AgentSpec {
         };
         let reset_endpoint = url("reset_endpoint", &a.reset_endpoint);
         let ready_url = url("ready_url", &a.ready_url);
+        let settle_url = url("settle_url", &a.settle_url);
         let response_path = ResponsePath::parse(&a.response_path)
             .map_err(|e| err("response_path", e.to_string()))
             .ok();
@@ -223,6 +231,7 @@ impl AgentSpec {
                 timeout: Duration::from_millis(a.timeout),
                 reset_endpoint,
                 ready_url,
+                settle_url,
                 command: a.command.clone(),
                 env: a.env.clone(),
                 instances: a.instances,
@@ -249,6 +258,7 @@ fn check_instances(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
         ("endpoint", Some(&a.endpoint)),
         ("reset_endpoint", a.reset_endpoint.as_ref()),
         ("ready_url", a.ready_url.as_ref()),
+        ("settle_url", a.settle_url.as_ref()),
     ];
     for (field, v) in urls {
         let Some(v) = v else { continue };

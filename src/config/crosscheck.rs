@@ -48,10 +48,13 @@ fn warn_outcome_without_faults(c: &Config, warnings: &mut Vec<String>) {
     }
 }
 
-/// Says how cases will be told apart when that costs concurrency: one agent process under
-/// exclusive attribution runs the cases of a scenario with chaos one at a time.
+/// Says how cases will be told apart when that costs concurrency the user set: one agent
+/// process under exclusive attribution runs the cases of a scenario with chaos one at a
+/// time. Unset, the default fits such an agent and nothing is said.
 fn warn_serial_cases(c: &Config, warnings: &mut Vec<String>) {
-    let n = c.advanced.concurrency;
+    let Some(n) = c.advanced.concurrency else {
+        return;
+    };
     let Some(a) = &c.agent else { return };
     let chaos = c
         .contract
@@ -70,7 +73,7 @@ fn warn_serial_cases(c: &Config, warnings: &mut Vec<String>) {
 
 /// Cases run `concurrency` at a time, so one case's reset can land while another runs.
 fn warn_reset_with_concurrency(c: &Config, warnings: &mut Vec<String>) {
-    let n = c.advanced.concurrency;
+    let n = c.concurrency();
     // A pool resets each instance before its own case only.
     let reset = c
         .agent

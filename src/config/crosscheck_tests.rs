@@ -123,8 +123,13 @@ fn agent_headers_must_be_valid_http_after_expansion() {
 #[test]
 fn reset_endpoint_with_concurrency_warns_and_loads() {
     let reset = "agent: {endpoint: 'http://127.0.0.1:1/invoke', reset_endpoint: 'http://127.0.0.1:1/reset'}\n";
+    // Unset, the default fits one resetting agent process: one case at a time, no warning.
+    assert!(warnings_of(reset).is_empty(), "{:?}", warnings_of(reset));
+    let loaded = load(reset, &[]).unwrap();
+    assert_eq!(loaded.config.concurrency(), 1);
+    let ten = format!("{reset}advanced: {{concurrency: 10}}\n");
     assert_eq!(
-        warnings_of(reset),
+        warnings_of(&ten),
         [
             "agent.reset_endpoint with advanced.concurrency 10: a reset before one case can wipe the state of another case still running; set concurrency: 1 if the agent keeps state per process"
         ]
@@ -133,6 +138,34 @@ fn reset_endpoint_with_concurrency_warns_and_loads() {
     assert!(warnings_of(&one).is_empty());
     let no_reset = format!("{AGENT}advanced: {{concurrency: 4}}\n");
     assert!(warnings_of(&no_reset).is_empty());
+}
+
+/// Issue #53: every recipe of docs/frameworks.md leaves `advanced.concurrency` unset, with
+/// one agent process and a chaos matrix; its runs must start without a warning. A
+/// concurrency the user set, which cases under chaos cannot honour, is said.
+#[test]
+fn the_default_concurrency_fits_one_agent_process_without_a_warning() {
+    let one = "agent: {endpoint: 'http://127.0.0.1:1/invoke', command: 'python3 agent.py'}
+golden_prompts: [hi]
+contract:
+  name: c
+  invariants: [{id: a, type: completes}]
+  chaos_matrix:
+    - {name: down, tool_faults: [{tool: '*', mode: error, error_code: 503}]}
+";
+    let said = warnings_of(one);
+    assert!(
+        !said.iter().any(|w| w.contains("advanced.concurrency")),
+        "{said:?}"
+    );
+    assert_eq!(load(one, &[]).unwrap().config.concurrency(), 10);
+    let set = format!("{one}advanced: {{concurrency: 4}}\n");
+    let said = warnings_of(&set);
+    assert!(
+        said.iter().any(|w| w
+            .starts_with("advanced.concurrency 4 with one agent process (attribution: exclusive)")),
+        "{said:?}"
+    );
 }
 
 #[test]

@@ -428,33 +428,21 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
     let (_dir, path) = write(&pool("  instances: 3\n"));
     let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
     let agent = loaded.config.agent.unwrap();
-    assert_eq!(
-        agent.pool_plan(10, 500),
-        (3, 3),
-        "instances bounds the pool"
-    );
-    assert_eq!(
-        agent.pool_plan(2, 0),
-        (3, 3),
-        "as many as asked, all started"
-    );
+    assert_eq!(agent.pool_size(10, 500), 3, "instances bounds the pool");
+    assert_eq!(agent.pool_size(2, 0), 3, "as many as asked");
     let mut unset = agent.clone();
     unset.instances = None;
     assert_eq!(
-        unset.pool_plan(4, 500),
-        (6, 16),
-        "4 running + 2 spares, up to 16"
+        unset.pool_size(4, 500),
+        16,
+        "4 running + 12 spares, all at the start"
     );
-    assert_eq!(unset.pool_plan(4, 0), (4, 4), "nothing settles: no spare");
-    assert_eq!(unset.pool_plan(30, 500), (45, 64), "at most 64");
+    assert_eq!(unset.pool_size(4, 0), 4, "nothing settles: no spare");
+    assert_eq!(unset.pool_size(30, 500), 64, "at most 64");
     let second = agent.at_port(4242);
     assert_eq!(second.endpoint.to_string(), "http://127.0.0.1:4242/invoke");
     assert_eq!(second.command.as_deref(), Some("python3 agent.py 4242"));
-    assert_eq!(
-        second.pool_plan(10, 500),
-        (1, 1),
-        "an instance is not a pool"
-    );
+    assert_eq!(second.pool_size(10, 500), 1, "an instance is not a pool");
 }
 
 /// What settling will cost is said at load when it costs more than it looks: no spare

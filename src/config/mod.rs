@@ -18,6 +18,7 @@
 mod agent;
 mod chaos_load;
 mod chaos_rules;
+mod concurrency;
 mod contract;
 mod crosscheck;
 mod de;
@@ -51,9 +52,10 @@ mod validate;
 mod yaml;
 mod yaml_keys;
 
-pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
+pub use agent::{AgentSpec, AgentTarget, MAX_INSTANCES, PROXY_VARS};
 pub use chaos_load::parse_chaos;
 pub use chaos_rules::compile_chaos;
+pub use concurrency::DEFAULT_CONCURRENCY;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors, Found, MAX_LISTED, capped, one_line};

@@ -333,7 +333,9 @@ impl Default for JournalSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdvancedSpec {
-    pub concurrency: u32,
+    /// Cases in flight at once, as written; unset, `Config::concurrency` decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
     pub retries: u32,
     pub seed: Option<u64>,
     pub attribution: Attribution,
@@ -357,7 +359,7 @@ pub const MAX_TRIALS: u32 = 100;
 impl Default for AdvancedSpec {
     fn default() -> Self {
         AdvancedSpec {
-            concurrency: 10,
+            concurrency: None,
             retries: 2,
             seed: None,
             attribution: Attribution::Exclusive,

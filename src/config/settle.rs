@@ -13,26 +13,23 @@ const MAX_SETTLE_MAX_MS: u64 = 600_000;
 const SANE_SETTLE_MS: u64 = 5_000;
 
 impl AgentTarget {
-    /// How many instances a run starts with and how many it may hold: one without `{port}`
-    /// in the command; `agent.instances` when set, all started with the pool; else
-    /// `concurrency` plus spares to settle on (half as many again, when cases settle), more
-    /// started as the measured case time asks, up to 4 × `concurrency` (at most 64;
-    /// `concurrency` when `settle_ms` is 0).
-    pub fn pool_plan(&self, concurrency: u32, settle_ms: u64) -> (usize, usize) {
+    /// How many instances a run starts, all with the pool and ready before its first case:
+    /// one without `{port}` in the command; `agent.instances` when set; else `concurrency`
+    /// when nothing settles (`settle_ms` 0), and otherwise `concurrency` plus spares to
+    /// settle on, 4 × `concurrency` in all (at most 64): enough for cases of 0.2 s and more
+    /// to find an idle instance while others settle (`spares_wanted`). The case time is not
+    /// known before the first case, so the count is the one for fast agents; the run says
+    /// what its measured case time asked for.
+    pub fn pool_size(&self, concurrency: u32, settle_ms: u64) -> usize {
         if self.per_port.is_none() {
-            return (1, 1);
+            return 1;
         }
         let c = concurrency.max(1) as usize;
-        let spares = match settle_ms {
-            0 => 0,
-            _ => c.div_ceil(2),
-        };
-        let bound = match (self.instances, settle_ms) {
-            (Some(n), _) => return (n.max(1) as usize, n.max(1) as usize),
+        match (self.instances, settle_ms) {
+            (Some(n), _) => n.max(1) as usize,
             (None, 0) => c,
             (None, _) => (4 * c).min(super::agent::MAX_INSTANCES as usize).max(c),
-        };
-        ((c + spares).min(bound), bound)
+        }
     }
 }
 
@@ -60,7 +57,7 @@ pub(super) fn check(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
 
 /// What settling will cost when that is more than the user may expect.
 pub(super) fn warn(c: &Config, warnings: &mut Vec<String>) {
-    let (ms, n) = (c.advanced.settle_ms, c.advanced.concurrency);
+    let (ms, n) = (c.advanced.settle_ms, c.concurrency());
     if ms > SANE_SETTLE_MS {
         warnings.push(format!(
             "advanced.settle_ms: {ms} follows every case for {:.1} s of quiet after its answer: \

@@ -343,10 +343,10 @@ fn rewrite_cap(p: &ProxySpec, errors: &mut Vec<ConfigError>) {
 }
 
 fn advanced(a: &AdvancedSpec, errors: &mut Vec<ConfigError>) {
-    if !(1..=100).contains(&a.concurrency) {
+    if let Some(n) = a.concurrency.filter(|n| !(1..=100).contains(n)) {
         errors.push(ConfigError::new(
             "advanced.concurrency",
-            format!("{} is out of range 1..=100", a.concurrency),
+            format!("{n} is out of range 1..=100"),
         ));
     }
     if a.settle_ms > 60_000 {

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use super::RunContext;
 use super::environment;
-use super::settle::{RunsOn, settle, unfinished};
+use super::settle::{RunsOn, Said, settle, unfinished};
+use super::tie::Tie;
 use crate::agent::{Lease, Reply};
-use crate::chaos::{mix, stream};
 use crate::exchange::{Exchange, FaultRecord, Target};
 use crate::journal::{Lane, Serving};
 
@@ -152,44 +152,6 @@ impl CaseResult {
     }
 }
 
-/// How a case's exchanges are told from the others' (design.md §6).
-#[derive(Clone, Copy)]
-pub(super) enum Tie<'a> {
-    /// By nothing: cases are in flight together under one set of rules.
-    None,
-    /// By the trace id it sends as `traceparent`, which the agent must propagate.
-    Header(&'a str),
-    /// By the lane it owns while it runs: a pool instance's (`instance`), or the main
-    /// listener's while the run has it to itself.
-    Lane {
-        trace: &'a str,
-        lane: &'a Lane,
-        instance: Option<&'a Lease>,
-    },
-}
-
-impl Tie<'_> {
-    /// What the driver sends with the invoke: the W3C `traceparent` under `Header`.
-    fn headers(&self) -> http::HeaderMap {
-        let mut headers = http::HeaderMap::new();
-        if let Tie::Header(t) = self {
-            let value = format!("00-{t}-{}-01", &t[..16]);
-            headers.insert(
-                "traceparent",
-                value.parse().expect("hex is a valid header value"),
-            );
-        }
-        headers
-    }
-
-    fn trace(&self) -> Option<&str> {
-        match self {
-            Tie::None => None,
-            Tie::Header(t) | Tie::Lane { trace: t, .. } => Some(t),
-        }
-    }
-}
-
 /// Runs one case: set up (its instance ready, the agent reset), invoked, then settled (its
 /// answer in and its traffic over, `advanced.settle_ms`), with the exchanges `tie` gives it.
 /// `slot`, its place among the cases in flight, is given back at the answer: settling holds
@@ -206,35 +168,28 @@ pub async fn run_case(
     keep: Option<Box<dyn Send + Sync>>,
 ) -> CaseResult {
     let started_ms = crate::exchange::now_unix_ms();
-    let (lease, lane) = match tie {
-        Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
-        Tie::None | Tie::Header(_) => (None, None),
+    let lease = match tie {
+        Tie::Lane { instance, .. } => instance,
+        Tie::None | Tie::Header(_) => None,
     };
-    let agent = lease.map_or(&ctx.agent, |l| l.agent());
     let watch = tie.trace().map(|t| ctx.journal.watch(t));
-    let serving = serve(lane, lease, tie.trace());
-    let mut first = ctx.journal.peek_next_id();
     let runs_on = RunsOn {
         lease,
         process: ctx.process.as_ref().filter(|_| lease.is_none()),
     };
-    let setup = runs_on.ready().await;
-    let ran = setup.is_ok();
-    let reply = match setup.and(
-        agent
-            .reset()
-            .await
-            .map_err(|e| format!("reset failed: {e}")),
-    ) {
-        Ok(()) => {
-            let mark = |_| first = ctx.journal.peek_next_id();
-            Ok(agent.invoke_marked(prompt, &tie.headers(), mark).await)
-        }
-        Err(e) => Err(format!("setup failed: {e}")),
-    };
+    let Invoked {
+        reply,
+        ran,
+        serving,
+        first,
+    } = invoke(ctx, prompt, tie, &runs_on).await;
     let answered_ms = crate::exchange::now_unix_ms();
     drop(slot);
-    let settled = settle(ctx, watch.as_ref(), &runs_on).await;
+    let said = Said {
+        header: reply.as_ref().ok().and_then(|r| r.settle.as_deref()),
+        headers: &tie.headers(),
+    };
+    let settled = settle(ctx, watch.as_ref(), &runs_on, said).await;
     drop(serving);
     let last = ctx.journal.peek_next_id().saturating_sub(1);
     let answered = matches!(&reply, Ok(r) if r.answer.is_ok());
@@ -267,6 +222,60 @@ pub async fn run_case(
         case.retrace(ctx);
     }
     case
+}
+
+/// A case's setup and invocation (`invoke`).
+struct Invoked {
+    /// The agent's reply, or why its setup failed.
+    reply: Result<Reply, String>,
+    /// Whether its setup succeeded (its instance or process was there to run it).
+    ran: bool,
+    /// What keeps the main listener's lane its own (`serve`).
+    serving: Option<Serving>,
+    /// The first journal id of its judged attempt.
+    first: u64,
+}
+
+/// Sets the case up (its instance ready, the agent reset) and invokes the agent. The lane
+/// goes to this case as its first attempt starts, not before: until then a late call of the
+/// instance's last case is still that case's (its setup sends the agent nothing through the
+/// proxy). A case whose setup failed takes the lane all the same.
+async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'_>) -> Invoked {
+    let (lease, lane) = match tie {
+        Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
+        Tie::None | Tie::Header(_) => (None, None),
+    };
+    let agent = lease.map_or(&ctx.agent, |l| l.agent());
+    let (mut serving, mut switched) = (None, false);
+    let mut first = ctx.journal.peek_next_id();
+    let setup = runs_on.ready().await;
+    let ran = setup.is_ok();
+    let reset = agent
+        .reset()
+        .await
+        .map_err(|e| format!("reset failed: {e}"));
+    let reply = match setup.and(reset) {
+        Ok(()) => {
+            let mark = |attempt| {
+                if attempt == 1 {
+                    serving = serve(lane, lease, tie.trace());
+                    switched = true;
+                }
+                first = ctx.journal.peek_next_id();
+            };
+            Ok(agent.invoke_marked(prompt, &tie.headers(), mark).await)
+        }
+        Err(e) => Err(format!("setup failed: {e}")),
+    };
+    if !switched {
+        serving = serve(lane, lease, tie.trace());
+    }
+    Invoked {
+        reply,
+        ran,
+        serving,
+        first,
+    }
 }
 
 /// The case's lane serves it from now: the main listener's until the case ends (also when
@@ -385,24 +394,4 @@ fn answered_case(scenario: &str, prompt: &str, reply: Result<Reply, String>) -> 
         earlier_attempts: earlier,
         ..CaseResult::blank(scenario, prompt)
     }
-}
-
-/// The case's W3C trace id (32 hex digits): a function of the seed, the scenario, the
-/// prompt (and its position, so a repeated prompt gets its own) and the trial (0-based; the
-/// first trial's id is the one a run without trials sends), so that two runs with the same
-/// seed send the same headers and draw the same chaos per case.
-pub(super) fn trace_id(
-    ctx: &RunContext,
-    scenario: &str,
-    prompt: &str,
-    index: usize,
-    trial: u32,
-) -> String {
-    let hi = mix(ctx.scoring.seed ^ stream(scenario));
-    let salt = match trial {
-        0 => 0,
-        t => mix(stream("trial") ^ u64::from(t)),
-    };
-    let lo = mix(hi ^ stream(prompt) ^ index as u64 ^ salt) | 1; // never all zeros (W3C)
-    format!("{hi:016x}{lo:016x}")
 }

@@ -23,22 +23,11 @@ pub(super) type Cell = (usize, usize, u32);
 /// A case that ended, with its rules' counters.
 pub(super) type Done = (Cell, CaseResult, Vec<RuleStats>);
 
-/// How many windows after its last answer a run without spare instances watches its
-/// instances' last cases: there at least, calls later than the window are seen and said.
-/// Such a run already pays a window per case; this is a few more, once.
-const LINGER: u32 = 4;
-
 /// Gathers the late calls of `done`'s cases (see the module), once the run's last case has
-/// waited its window: without spare instances, `LINGER` windows, so that calls later than
-/// the window are seen at least there.
+/// waited its window (the run pays no more than that: its end is its last answer plus one
+/// window).
 pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
     let bound = ctx.settle_max.max(ctx.settle);
-    if !pool.has_spares() && !ctx.settle.is_zero() {
-        let last = done.iter().map(|(_, c, _)| c.times.1).max().unwrap_or(0);
-        let until = last + (LINGER * ctx.settle).min(bound).as_millis() as u64;
-        let now = crate::exchange::now_unix_ms();
-        tokio::time::sleep(Duration::from_millis(until.saturating_sub(now))).await;
-    }
     let tails = pool.end_tails();
     for t in &tails {
         t.watch.settle(Duration::ZERO, bound).await;
@@ -49,7 +38,10 @@ pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
     }
     let cases: Vec<&CaseResult> = done.iter().map(|(_, c, _)| c).collect();
     let spare = pool.has_spares() && !pool.waited();
-    for note in say(&cases, ctx.settle, spare) {
+    for note in say(&cases, ctx.settle, spare)
+        .into_iter()
+        .chain(pool.spares_verdict())
+    {
         pool.note(note);
     }
 }
@@ -89,14 +81,16 @@ struct Late<'a> {
 }
 
 /// What the run says of its late calls: how late they came (the latest, per instance and
-/// overall), and a warning for each one that came close to its instance's reuse, or later
-/// than `settle` on a pool without an idle spare (`spare` false: none, or a case had to
-/// wait for one).
+/// overall), a warning for each one that came close to its instance's reuse, and on a pool
+/// without an idle spare (`spares` false: none, or a case had to wait for one) what a call
+/// later than `settle` became (`unseen`).
 fn say(cases: &[&CaseResult], settle: Duration, spares: bool) -> Vec<String> {
     let reused = reuse_gaps(cases);
     let lates: Vec<Late> = cases.iter().flat_map(|c| lates_of(c)).collect();
     let Some(latest) = lates.iter().max_by_key(|l| l.delay) else {
-        return vec![];
+        return unseen(&lates, &reused, settle, spares)
+            .into_iter()
+            .collect();
     };
     let mut per_instance: BTreeMap<usize, u64> = BTreeMap::new();
     for l in &lates {
@@ -132,22 +126,53 @@ fn say(cases: &[&CaseResult], settle: Duration, spares: bool) -> Vec<String> {
             ));
         }
     }
-    let settle_ms = settle.as_millis() as u64;
-    if !spares && latest.delay > settle_ms {
-        let at_risk = reused.values().filter(|&&g| g <= latest.delay).count();
-        out.push(format!(
-            "{} came {} ms after {} answered, later than settle_ms ({settle_ms}), and the pool \
-             had no idle spare instance: {at_risk} cases ran on an instance used again sooner \
-             than that after its previous case's answer, so a call this late of the case \
-             before may be counted in theirs; settle_ms: {} would catch it, or agent.instances \
-             above advanced.concurrency (spares)",
-            exchange(latest.exchange),
-            latest.delay,
-            case_name(latest.case),
-            catching(latest.delay)
-        ));
-    }
+    out.extend(unseen(&lates, &reused, settle, spares));
     out
+}
+
+/// On a pool without an idle spare (`spares` false), once an instance was used again: the
+/// warning that a call later than `settle` after an answer went to the instance's next case,
+/// where nothing tells it from that case's own calls. Said whether or not the run saw such a
+/// call, since it cannot see one it counted in the next case; naming the latest it saw.
+fn unseen(
+    lates: &[Late],
+    reused: &BTreeMap<CaseKey, u64>,
+    settle: Duration,
+    spares: bool,
+) -> Option<String> {
+    let settle_ms = settle.as_millis() as u64;
+    if spares || settle_ms == 0 || reused.is_empty() {
+        return None;
+    }
+    let seen = match lates.iter().max_by_key(|l| l.delay) {
+        Some(l) if l.delay > settle_ms => {
+            let at_risk = reused.values().filter(|&&g| g <= l.delay).count();
+            format!(
+                "{} came {} ms after {} answered, later than settle_ms ({settle_ms}): {at_risk} \
+                 cases ran on an instance used again sooner than that after its previous \
+                 case's answer, so a call this late of the case before may be counted in \
+                 theirs; settle_ms: {} would catch it",
+                exchange(l.exchange),
+                l.delay,
+                case_name(l.case),
+                catching(l.delay)
+            )
+        }
+        Some(l) => format!(
+            "the latest call after an answer the run saw was {} of {}, {} ms after it",
+            exchange(l.exchange),
+            case_name(l.case),
+            l.delay
+        ),
+        None => "the run saw no call made after an answer".to_string(),
+    };
+    Some(format!(
+        "the pool had no idle spare instance: each instance took its next case as soon as its \
+         last case had been quiet for settle_ms ({settle_ms}), so a call the agent made later \
+         than that after answering was counted in that next case, and nothing tells it from \
+         that case's own calls; {seen}; set agent.instances above advanced.concurrency \
+         (spares) to keep late calls with their case"
+    ))
 }
 
 /// `case`'s after-answer exchanges with their delays.

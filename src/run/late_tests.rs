@@ -93,3 +93,44 @@ fn a_call_later_than_settle_ms_without_spares_is_warned_of_with_the_cases_at_ris
             .any(|s| s.contains("no idle spare instance"))
     );
 }
+
+#[test]
+fn without_spares_a_reused_instance_is_warned_of_even_when_no_late_call_was_seen() {
+    // A late call counted in the next case looks like that case's own: the run cannot see
+    // it, so the warning must not wait for one it saw (issue #50: never a silent verdict
+    // on the wrong case).
+    let a = case(1, 0, 100, &[], 1);
+    let b = case(1, 600, 700, &[], 2);
+    let said = say(&[&a, &b], SETTLE, false);
+    let warned = said
+        .iter()
+        .find(|s| s.contains("no idle spare instance"))
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    assert!(
+        warned.contains("saw no call made after an answer"),
+        "{warned}"
+    );
+    // One within the window is named as the latest seen.
+    let a = case(1, 0, 100, &[200], 5);
+    let said = say(&[&a, &b], SETTLE, false);
+    let warned = said
+        .iter()
+        .find(|s| s.contains("no idle spare instance"))
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    assert!(
+        warned.contains("exchange 5") && warned.contains("200 ms"),
+        "{warned}"
+    );
+    // Nothing to say when no instance was used twice, or nothing settles.
+    let c = case(2, 0, 100, &[], 3);
+    assert!(
+        say(&[&a, &c], SETTLE, false)
+            .iter()
+            .all(|s| !s.contains("spare"))
+    );
+    assert!(
+        say(&[&a, &b], Duration::ZERO, false)
+            .iter()
+            .all(|s| !s.contains("spare"))
+    );
+}

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::cases::{CaseResult, Tie, run_case, trace_id};
+use super::cases::{CaseResult, run_case};
+use super::tie::{Tie, trace_id};
 use super::{Provisional, RunContext};
 use crate::agent::{Lease, Pool};
 use crate::chaos::spec::CompiledChaos;
@@ -169,6 +170,10 @@ pub(super) async fn run_matrix(
 
 /// Runs the `cells` (scenario, prompt), as many at a time as `ties` allows. Cases that can
 /// be told apart install their scenario's rules for their own trace id while they run.
+/// Cases reach the agent in `cells`' order (the config's scenario, prompt and trial order):
+/// each one's slot and instance are taken here, one after the other, before it is spawned,
+/// so at concurrency 1 a stateful agent sees the same history in every run, and the run's
+/// last case is the config's last.
 async fn pool(
     ctx: &RunContext,
     specs: &[ScenarioRun<'_>],
@@ -184,69 +189,105 @@ async fn pool(
     };
     let limit = Arc::new(Semaphore::new(width));
     let mut tasks = tokio::task::JoinSet::new();
-    let several = ctx.scoring.trials.n > 1;
-    for &(s, p, t) in cells {
-        let ScenarioRun {
-            name,
-            chaos,
-            canary,
-            trace: traced_case,
-            ..
-        } = specs[s];
-        let (ctx, name, chaos, prompt, limit, so_far, ties) = (
-            ctx.clone(),
-            name.to_string(),
-            chaos.clone(),
-            prompts[p].clone(),
-            limit.clone(),
-            so_far.clone(),
-            ties.clone(),
-        );
-        tasks.spawn(async move {
-            let permit = limit.acquire_owned().await.ok();
-            let lease = match &ties {
-                Ties::Pool(pool) => Some(pool.lease().await),
-                Ties::Header | Ties::MainLane | Ties::Shared => None,
-            };
-            let traced = !matches!(ties, Ties::Shared);
-            let trace = traced.then(|| trace_id(&ctx, &name, &prompt, p, t));
-            // Shared with the case's tail on a pool instance: its late calls meet its rules.
-            let rules = trace.as_ref().map(|t| {
-                let canary = canary.then(|| self::canary(&ctx));
-                Arc::new(ctx.engine.install_for_trace(t, &chaos, canary))
-            });
-            let keep = rules.clone().map(|r| Box::new(r) as Box<dyn Send + Sync>);
-            if let Some(progress) = &ctx.progress {
-                (progress.started)(&name, &prompt);
-            }
-            let tie = ties.tie(&ctx, trace.as_deref(), lease.as_ref());
-            // Header and pool cases give their slot back at the answer, while they settle:
-            // their trace id or instance keeps their exchanges apart. The main lane is one.
-            let (slot, _held) = match ties {
-                Ties::Header | Ties::Pool(_) => (permit, None),
-                Ties::MainLane | Ties::Shared => (None, permit),
-            };
-            let mut case = run_case(&ctx, &name, &prompt, tie, slot, traced_case, keep).await;
-            drop(lease);
-            if let Ties::Pool(pool) = &ties {
-                pool.observe(case.took());
-            }
-            case.trial = several.then_some(t + 1);
-            if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
-                case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
-            }
-            let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
-            if let Some(progress) = &ctx.progress {
-                (progress.case)(&case, &so_far(&case));
-            }
-            ((s, p, t), case, stats)
-        });
+    for &cell in cells {
+        let permit = limit.clone().acquire_owned().await.ok();
+        let lease = match &ties {
+            Ties::Pool(pool) => Some(pool.lease().await),
+            Ties::Header | Ties::MainLane | Ties::Shared => None,
+        };
+        let case = one(ctx, specs[cell.0], prompts, cell, &ties, so_far);
+        tasks.spawn(case.run(permit, lease));
     }
     let mut done = tasks.join_all().await;
     if let Ties::Pool(pool) = &ties {
         super::late::gather(ctx, pool, &mut done).await;
     }
     grouped(done, specs.len())
+}
+
+/// One case of `pool`, ready to run once its slot and instance are taken.
+struct One {
+    ctx: RunContext,
+    name: String,
+    chaos: CompiledChaos,
+    canary: bool,
+    traced_case: bool,
+    prompt: String,
+    cell: Cell,
+    ties: Ties,
+    so_far: Provisional,
+}
+
+fn one(
+    ctx: &RunContext,
+    spec: ScenarioRun<'_>,
+    prompts: &[String],
+    cell: Cell,
+    ties: &Ties,
+    so_far: &Provisional,
+) -> One {
+    One {
+        ctx: ctx.clone(),
+        name: spec.name.to_string(),
+        chaos: spec.chaos.clone(),
+        canary: spec.canary,
+        traced_case: spec.trace,
+        prompt: prompts[cell.1].clone(),
+        cell,
+        ties: ties.clone(),
+        so_far: so_far.clone(),
+    }
+}
+
+impl One {
+    /// Runs the case with its `permit` (its place among the cases in flight) and `lease`.
+    async fn run(
+        self,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+        lease: Option<Lease>,
+    ) -> Done {
+        let One {
+            ctx,
+            name,
+            chaos,
+            prompt,
+            ties,
+            ..
+        } = &self;
+        let (_, p, t) = self.cell;
+        let traced = !matches!(ties, Ties::Shared);
+        let trace = traced.then(|| trace_id(ctx, name, prompt, p, t));
+        // Shared with the case's tail on a pool instance: its late calls meet its rules.
+        let rules = trace.as_ref().map(|t| {
+            let canary = self.canary.then(|| canary(ctx));
+            Arc::new(ctx.engine.install_for_trace(t, chaos, canary))
+        });
+        let keep = rules.clone().map(|r| Box::new(r) as Box<dyn Send + Sync>);
+        if let Some(progress) = &ctx.progress {
+            (progress.started)(name, prompt);
+        }
+        let tie = ties.tie(ctx, trace.as_deref(), lease.as_ref());
+        // Header and pool cases give their slot back at the answer, while they settle:
+        // their trace id or instance keeps their exchanges apart. The main lane is one.
+        let (slot, _held) = match ties {
+            Ties::Header | Ties::Pool(_) => (permit, None),
+            Ties::MainLane | Ties::Shared => (None, permit),
+        };
+        let mut case = run_case(ctx, name, prompt, tie, slot, self.traced_case, keep).await;
+        drop(lease);
+        if let Ties::Pool(pool) = ties {
+            pool.observe(case.took());
+        }
+        case.trial = (ctx.scoring.trials.n > 1).then_some(t + 1);
+        if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
+            case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
+        }
+        let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
+        if let Some(progress) = &ctx.progress {
+            (progress.case)(&case, &(self.so_far)(&case));
+        }
+        (self.cell, case, stats)
+    }
 }
 
 /// The ended cases of `n` scenarios, each scenario's in prompt and trial order whatever

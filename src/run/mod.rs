@@ -43,6 +43,7 @@ mod settle;
 pub mod shard;
 mod summary;
 pub mod tapes;
+mod tie;
 mod usage;
 mod verdict;
 mod when;
@@ -94,7 +95,7 @@ impl RunContext {
             engine: parts.engine,
             journal: parts.journal,
             agent: parts.agent,
-            concurrency: config.advanced.concurrency as usize,
+            concurrency: config.concurrency() as usize,
             pool: None,
             process: None,
             settle: std::time::Duration::from_millis(config.advanced.settle_ms),

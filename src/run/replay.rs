@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::cases::{CaseCheck, CaseResult, Tie, run_case, trace_id};
+use super::cases::{CaseCheck, CaseResult, run_case};
 use super::coverage::{self, Coverage};
 use super::judge::view;
 use super::replay_setup::Judged;
 use super::replay_verdict::{applies, misses, session_reasons, verdict};
+use super::tie::{Tie, trace_id};
 use super::verdict::{Evidence, JournalMark, Judgement, RunVerdict, Seen, decide};
 use super::{RunContext, SoFar};
 use crate::chaos::ReplayTable;

@@ -1,27 +1,63 @@
 //! How a case's traffic ends (docs/config.md, "How a case settles"): quiet for
 //! `settle_ms` after its answer, each exchange starting the quiet again, bounded by
-//! `settle_max_ms`, or at once when its agent process has exited; and what the case runs
+//! `settle_max_ms`, or at once when its agent process has exited or the agent said nothing
+//! more will come (`flakestorm-settle: done`, `agent.settle_url`); and what the case runs
 //! on (a pool instance or the run's one process), ready before it and exited or not after.
 
 use super::RunContext;
-use crate::agent::Lease;
+use crate::agent::{Lease, SETTLE_DONE, SETTLE_HEADER};
 use crate::journal::Settled;
 
+/// What the agent said of a case's end: its answer's `flakestorm-settle` header, and the
+/// headers its `agent.settle_url` is asked with.
+pub(super) struct Said<'a> {
+    pub header: Option<&'a str>,
+    pub headers: &'a http::HeaderMap,
+}
+
 /// Waits until the case's traffic is over: quiet for `settle_ms` (each exchange starts the
-/// quiet again), bounded by `settle_max_ms`; or at once when its process has exited, since
-/// nothing more can come.
+/// quiet again), bounded by `settle_max_ms`; or as soon as nothing more can come: its
+/// process has exited, its answer said `flakestorm-settle: done`, or `agent.settle_url`
+/// answered. Calls in flight are waited for in every case. What the agent said wrong is
+/// noted for the run's warnings, and the case settles as if it had said nothing.
 pub(super) async fn settle(
     ctx: &RunContext,
     watch: Option<&crate::journal::CaseWatch>,
     runs_on: &RunsOn<'_>,
+    said: Said<'_>,
 ) -> Settled {
     let Some(w) = watch else {
         return Settled::Quiet;
     };
     let bound = ctx.settle_max.max(ctx.settle);
+    let over = || w.settle(std::time::Duration::ZERO, bound);
+    match said.header {
+        Some(v) if v.eq_ignore_ascii_case(SETTLE_DONE) => return over().await,
+        Some(v) => runs_on.note(
+            ctx,
+            format!(
+                "the agent's answer set `{SETTLE_HEADER}: {v}`; the one value is \
+                 `{SETTLE_DONE}` (nothing more of this case will come), so its cases settled \
+                 as if it had sent none"
+            ),
+        ),
+        None => {}
+    }
+    let agent = runs_on.lease.map_or(&ctx.agent, |l| l.agent());
+    let told = async {
+        match agent.settled(said.headers, bound).await {
+            Some(Ok(())) => {}
+            Some(Err(why)) => {
+                runs_on.note(ctx, format!("{why}: cases settled on settle_ms instead"));
+                std::future::pending().await
+            }
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         end = w.settle(ctx.settle, bound) => end,
-        () = runs_on.gone() => w.settle(std::time::Duration::ZERO, bound).await,
+        () = runs_on.gone() => over().await,
+        () = told => over().await,
     }
 }
 
@@ -77,6 +113,14 @@ impl RunsOn<'_> {
                 )
             }),
             (None, None) => None,
+        }
+    }
+
+    /// Notes `what` for the run's warnings: the pool's, or the run's one agent's.
+    fn note(&self, ctx: &RunContext, what: String) {
+        match self.lease {
+            Some(l) => l.note(what),
+            None => ctx.agent.note(what),
         }
     }
 

@@ -176,7 +176,7 @@ impl Session {
     /// Stops the agent; a warning when it had exited during the run (crashed), with the
     /// end of its log.
     pub async fn stop_agent(&mut self) -> Vec<String> {
-        let mut warnings = vec![];
+        let mut warnings = self.ctx.agent.take_notes();
         if let Some(pool) = self.pool.take() {
             warnings.extend(pool.warnings.iter().cloned());
             warnings.extend(pool.take_notes());
@@ -255,7 +255,7 @@ async fn ready_agent(
         a.per_port.is_some() || a.capture == crate::capture::Mode::Netns
     };
     if let Some(spec) = config.agent.as_ref().filter(pooled) {
-        let (size, _) = spec.pool_plan(config.advanced.concurrency, config.advanced.settle_ms);
+        let size = spec.pool_size(config.concurrency(), config.advanced.settle_ms);
         let pool = Pool::start(
             config,
             size,

@@ -7,6 +7,7 @@
 pub mod agents;
 pub mod cli;
 pub mod origin;
+pub mod pool;
 pub mod procs;
 pub mod raw;
 pub mod raw_agent;

@@ -38,6 +38,11 @@ impl Lease {
         *self.instance.tail.lock().unwrap_or_else(|p| p.into_inner()) = Some(tail);
     }
 
+    /// Something the run's report must say (`Pool::note`).
+    pub fn note(&self, what: String) {
+        self.pool.note(what);
+    }
+
     /// How its process exited, if it has.
     pub async fn exit_status(&self) -> Option<String> {
         self.instance.process.lock().await.as_mut()?.exit_status()

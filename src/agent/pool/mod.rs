@@ -6,8 +6,9 @@
 //! ready are left out (the run says which and why); none ready is an error.
 //!
 //! Settling does not hold the run (issue #50): a case that answered keeps its instance
-//! while it settles, and the next case goes to a spare one. The pool starts with spares and
-//! starts more as the measured case time asks (`spares`), up to its bound. After its settle
+//! while it settles, and the next case goes to a spare one. The spares start with the pool,
+//! ready before the first case (`AgentTarget::pool_size`); the run measures its case time
+//! and says how many it asked for (`spares`). After its settle
 //! a case leaves a `Tail` on its instance: the lane still serves it, so a call the agent
 //! makes later still is that case's, until the instance's next case starts.
 
@@ -77,8 +78,6 @@ pub struct Pool {
     permits: Arc<Semaphore>,
     setup: Setup,
     spares: Spares,
-    /// Set by `stop`: a spare that becomes ready after it is stopped at once.
-    stopped: AtomicBool,
     /// Set when a case had to wait for an instance: every one was running or settling, so
     /// instances were used again as soon as their window ended, with no idle gap.
     waited: AtomicBool,
@@ -90,9 +89,10 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Starts `size` instances of `config.agent`, each behind a lane from `open`; their
-    /// output to `log` (numbered). Fails when none becomes ready, saying why of each. More
-    /// spares may start during the run, up to `agent.instances` (`AgentTarget::pool_plan`).
+    /// Starts `size` instances of `config.agent` (`AgentTarget::pool_size`), each behind a
+    /// lane from `open`; their output to `log` (numbered). Fails when none becomes ready,
+    /// saying why of each; one that fails is left out and said, and the run goes on with
+    /// the others.
     pub async fn start(
         config: &Config,
         size: usize,
@@ -133,7 +133,6 @@ impl Pool {
             return Err(LaunchError(warnings.join("\n")));
         }
         let a = &config.advanced;
-        let (_, bound) = spec.pool_plan(a.concurrency, a.settle_ms);
         let settle = Duration::from_millis(a.settle_ms);
         let n = instances.len();
         Ok(Pool {
@@ -141,8 +140,7 @@ impl Pool {
             free: Mutex::new((0..n).collect()),
             permits: Arc::new(Semaphore::new(n)),
             setup,
-            spares: Spares::new(a.concurrency as usize, bound.max(size), settle, size),
-            stopped: AtomicBool::new(false),
+            spares: Spares::new(config.concurrency() as usize, n, settle),
             waited: AtomicBool::new(false),
             notes: Mutex::new(vec![]),
             warnings,
@@ -154,14 +152,14 @@ impl Pool {
         self.read().len()
     }
 
-    /// The most instances it will hold.
+    /// The most cases it runs at once: its instances, at most `advanced.concurrency`.
     pub fn bound(&self) -> usize {
-        self.spares.bound
+        self.spares.running
     }
 
-    /// Whether it may hold more instances than cases run at once: spares to settle on.
+    /// Whether it holds more instances than cases run at once: spares to settle on.
     pub fn has_spares(&self) -> bool {
-        self.spares.bound > self.spares.running
+        self.size() > self.spares.running
     }
 
     /// Whether a case had to wait for an instance (all running or settling): instances
@@ -179,21 +177,20 @@ impl Pool {
         self.read()[0].agent.clone()
     }
 
-    /// The run's header line: `pool: 4 running + 2 settling`, with the bound.
+    /// The run's header line: `pool: 4 running + 2 settling`, and what that holds.
     pub fn describe(&self) -> String {
         let (running, ready) = (self.spares.running, self.size());
         let settling = ready.saturating_sub(running);
         let settle = self.spares.settle.as_millis();
-        match (self.has_spares(), settle) {
+        match (settling, settle) {
             (_, 0) => format!("pool: {running} running ({ready} agent instances)"),
-            (false, _) => format!(
+            (0, _) => format!(
                 "pool: {running} running + 0 settling: no spare instance, so each case's \
                  settle window ({settle} ms) holds its instance"
             ),
-            (true, _) => format!(
-                "pool: {running} running + {settling} settling (up to {} agent instances as \
-                 the measured case time asks)",
-                self.spares.bound
+            (_, _) => format!(
+                "pool: {running} running + {settling} settling ({ready} agent instances, all \
+                 started; agent.instances sets how many)"
             ),
         }
     }
@@ -223,68 +220,23 @@ impl Pool {
         }
     }
 
-    /// Notes a case's time (lease to answer), and starts the spares it asks for.
-    pub fn observe(self: &Arc<Self>, case: Duration) {
-        let numbers = self.spares.observe(case);
-        if !numbers.is_empty() {
-            tokio::spawn(self.clone().grow(numbers));
-        }
+    /// Notes a case's time (lease to answer): what the run says of its spares.
+    pub fn observe(&self, case: Duration) {
+        self.spares.observe(case);
     }
 
-    /// Starts the instances numbered `numbers`; each joins the free ones when ready. One
-    /// that fails to start is said, and the run goes on with the others.
-    async fn grow(self: Arc<Self>, numbers: std::ops::Range<usize>) {
-        let ports = match free_ports(numbers.len()) {
-            Ok(p) => p,
-            Err(why) => return self.note(format!("no spare agent instance started: {why}")),
-        };
-        let setup = &self.setup;
-        let starts = numbers
-            .clone()
-            .zip(ports)
-            .map(|(n, port)| async move { (n, port, setup.instance(n, port).await) });
-        for (n, port, started) in join_all(starts).await {
-            match started {
-                Ok(instance) => self.add(instance).await,
-                Err(why) => self.note(format!(
-                    "spare agent instance {n} (port {port}) failed to start, so the run went \
-                     on with the others: {why}"
-                )),
-            }
-        }
+    /// What the measured case time asked of the pool, when it asked for another count than
+    /// it held (`spares::Spares::verdict`).
+    pub fn spares_verdict(&self) -> Option<String> {
+        self.spares.verdict(self.size(), self.waited())
     }
 
-    /// Adds a started spare, first among the free ones (it has no late calls to wait for);
-    /// stops it at once when the run has ended meanwhile.
-    async fn add(&self, instance: Instance) {
-        let late = {
-            let mut all = self.instances.write().unwrap_or_else(|p| p.into_inner());
-            if self.stopped.load(Ordering::Acquire) {
-                Some(instance)
-            } else {
-                all.push(Arc::new(instance));
-                let index = all.len() - 1;
-                self.free
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_front(index);
-                self.permits.add_permits(1);
-                None
-            }
-        };
-        if let Some(i) = late
-            && let Some(p) = i.process.lock().await.take()
-        {
-            p.stop(Duration::from_secs(1)).await;
-        }
-    }
-
-    /// Something the run's report must say.
+    /// Something the run's report must say, once.
     pub fn note(&self, what: String) {
-        self.notes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(what);
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if !notes.contains(&what) {
+            notes.push(what);
+        }
     }
 
     /// What the run noted so far (`note`), taken.
@@ -306,11 +258,7 @@ impl Pool {
 
     /// Stops every instance; a warning for each that had exited during the run.
     pub async fn stop(&self) -> Vec<String> {
-        let all = {
-            let all = self.instances.write().unwrap_or_else(|p| p.into_inner());
-            self.stopped.store(true, Ordering::Release);
-            all.clone()
-        };
+        let all = self.read().clone();
         let mut warnings = vec![];
         for i in &all {
             if let Some(p) = i.process.lock().await.take()

@@ -1,29 +1,28 @@
-//! How many instances a pool holds (issue #50): `running` cases in flight while others
+//! How many instances a pool needs (issue #50): `running` cases in flight while others
 //! settle on spare instances. A case holds its instance for its own time and then its
 //! settle window; an instance used again only after twice that window also follows a call
 //! that comes later than the window (its idle gap). So `running × (case + 2 × settle) /
-//! case` instances; the case time is measured as the run goes (the median of the latest
-//! cases), and the count is bounded. Pure: the pool starts what this asks for.
+//! case` instances. The spares all start with the pool (the case time is not known before
+//! the first case); the run measures its case time (the median of the latest cases) and,
+//! when cases had to wait for an instance, says how many the measured time asked for.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Case times kept for the median.
 const KEPT: usize = 16;
 
+/// The most instances a count asked for is said with (`agent.instances`' own bound).
+const MOST: usize = crate::config::MAX_INSTANCES as usize;
+
 /// The pool's plan and what it measured.
 #[derive(Debug)]
 pub(super) struct Spares {
-    /// Cases in flight at once (`advanced.concurrency`, at most `bound`).
+    /// Cases in flight at once (`advanced.concurrency`, at most the instances started).
     pub running: usize,
-    /// The most instances (`agent.instances`, or its default).
-    pub bound: usize,
     /// `advanced.settle_ms`.
     pub settle: Duration,
-    /// Instances started or being started: the next one's number is this plus one.
-    started: AtomicUsize,
     /// The latest cases' times, from their lease to their answer.
     times: Mutex<VecDeque<Duration>>,
 }
@@ -43,45 +42,50 @@ pub(super) fn wanted(running: usize, settle: Duration, case: Duration, bound: us
 }
 
 impl Spares {
-    pub fn new(running: usize, bound: usize, settle: Duration, started: usize) -> Spares {
+    pub fn new(running: usize, instances: usize, settle: Duration) -> Spares {
         Spares {
-            running: running.min(bound).max(1),
-            bound,
+            running: running.min(instances).max(1),
             settle,
-            started: AtomicUsize::new(started),
             times: Mutex::new(VecDeque::new()),
         }
     }
 
-    /// Notes a case's time; the numbers of the instances to start now (1-based), if the
-    /// measured case time asks for more than have been started.
-    pub fn observe(&self, case: Duration) -> std::ops::Range<usize> {
-        let median = {
-            let mut times = self.times.lock().unwrap_or_else(|p| p.into_inner());
-            if times.len() == KEPT {
-                times.pop_front();
-            }
-            times.push_back(case);
-            let mut sorted: Vec<Duration> = times.iter().copied().collect();
-            sorted.sort_unstable();
-            sorted[sorted.len() / 2]
-        };
-        let want = wanted(self.running, self.settle, median, self.bound);
-        let claimed = self
-            .started
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (want > n).then_some(want)
-            });
-        match claimed {
-            Ok(before) => before + 1..want + 1,
-            Err(_) => 0..0,
+    /// Notes a case's time.
+    pub fn observe(&self, case: Duration) {
+        let mut times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        if times.len() == KEPT {
+            times.pop_front();
         }
+        times.push_back(case);
     }
 
-    /// Instances started or being started.
-    #[cfg(test)]
-    pub fn started(&self) -> usize {
-        self.started.load(Ordering::Acquire)
+    /// The median of the latest cases' times.
+    fn median(&self) -> Option<Duration> {
+        let times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sorted: Vec<Duration> = times.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied()
+    }
+
+    /// When cases had to wait for an instance (`waited`: all `held` were running or
+    /// settling), what that cost and the count the measured case time asks for.
+    pub fn verdict(&self, held: usize, waited: bool) -> Option<String> {
+        if !waited || self.settle.is_zero() {
+            return None;
+        }
+        let median = self.median()?;
+        let want = wanted(self.running, self.settle, median, MOST);
+        Some(format!(
+            "agent.instances: cases waited for an instance: all {held} were running or \
+             settling, so some cases started up to one settle window ({} ms) late and were \
+             run on an instance with no idle gap after its last case; the measured case time \
+             (median {} ms) asks for {want} instances at advanced.concurrency {} (agent.instances: \
+             {want}{})",
+            self.settle.as_millis(),
+            median.as_millis(),
+            self.running,
+            if want >= MOST { ", the most" } else { "" }
+        ))
     }
 }
 
@@ -103,19 +107,23 @@ mod tests {
     }
 
     #[test]
-    fn a_measured_case_time_starts_the_missing_spares_once() {
-        let s = Spares::new(2, 20, MS(500), 4);
-        assert_eq!(s.observe(MS(200)), 5..13, "2 × 1200 / 200 = 12 instances");
-        assert_eq!(s.started(), 12);
-        assert_eq!(s.observe(MS(200)), 0..0, "already started");
-        // Slower cases need fewer: nothing is stopped, nothing more started.
-        for _ in 0..20 {
-            assert_eq!(s.observe(MS(2000)), 0..0);
+    fn a_pool_whose_cases_waited_says_what_the_case_time_asks_for() {
+        let s = Spares::new(2, 4, MS(500));
+        assert_eq!(s.verdict(4, true), None, "nothing measured yet");
+        for _ in 0..3 {
+            s.observe(MS(200));
         }
-        // Much faster ones need more, up to the bound.
-        for _ in 0..9 {
-            s.observe(MS(10));
-        }
-        assert_eq!(s.started(), 20);
+        assert_eq!(s.verdict(4, false), None, "no case waited");
+        let said = s.verdict(4, true).expect("cases waited");
+        assert!(said.contains("all 4 were running or settling"), "{said}");
+        assert!(
+            said.contains("median 200 ms) asks for 12 instances"),
+            "{said}"
+        );
+        assert_eq!(
+            Spares::new(2, 4, MS(0)).verdict(4, true),
+            None,
+            "nothing settles"
+        );
     }
 }

@@ -1,0 +1,121 @@
+//! How a case's settle ends and in which order cases reach the agent (issues #50 and #53),
+//! as a user runs them: `flakestorm contract run` on the pool agent of tests/run_pool.rs.
+//! The agent can end a settle early, with `flakestorm-settle: done` on its answer or by
+//! answering `agent.settle_url` once its background work is over; what it says wrong is
+//! warned of. At concurrency 1 the cases reach the agent in the config's order, run after
+//! run.
+
+mod common;
+
+use tokio::time::Instant;
+
+use common::pool::{POOLED, PROMPTS, config_env, origins, run, tool_of, url_quote};
+use serde_json::Value;
+
+/// The run's warnings.
+fn warnings(r: &Value) -> Vec<String> {
+    r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str().map(String::from))
+        .collect()
+}
+
+/// A window of 20 s that one instance (no spare) would pay after each of the 16 cases: the
+/// run ends well within one window only if the agent's word ended every settle.
+const LONG: &str = "{concurrency: 1, seed: 7, settle_ms: 20000}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settle_header_ends_each_case_at_its_answer() {
+    let o = origins().await;
+    let agent = format!("{POOLED}\n  instances: 1");
+    let env = ", EMAIL_DELAY: '-1', SETTLE_HEADER: 'done'";
+    let t0 = Instant::now();
+    let (code, out, r, _) = run(config_env(&o, &agent, LONG, env)).await;
+    let took = t0.elapsed();
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["cases"].as_array().unwrap().len(), 16, "{out}");
+    // Ignored, the header would leave 16 windows of 20 s to pay.
+    assert!(took.as_secs() < 20, "took {took:?}: {out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settle_url_ends_a_case_once_its_email_is_sent() {
+    let o = origins().await;
+    let agent =
+        format!("{POOLED}\n  instances: 1\n  settle_url: 'http://127.0.0.1:{{port}}/settle'");
+    let t0 = Instant::now();
+    let (code, out, r, _) = run(config_env(&o, &agent, LONG, "")).await;
+    let took = t0.elapsed();
+    assert_eq!(code, 1, "the emails fail `no-email`: {out}");
+    assert!(took.as_secs() < 20, "took {took:?}: {out}");
+    // No spare instance, yet every email is its own case's: the settle lasted until the
+    // agent said its email was sent.
+    for c in r["cases"].as_array().unwrap() {
+        let prompt = c["prompt"].as_str().unwrap();
+        let emails: Vec<&str> = c["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| tool_of(e) == Some("email"))
+            .map(|e| e["request"]["url"].as_str().unwrap())
+            .collect();
+        match prompt.contains("report") {
+            true => assert_eq!(emails.len(), 1, "{prompt}: {emails:?}"),
+            false => assert!(emails.is_empty(), "{prompt} is blamed for {emails:?}"),
+        }
+        for url in emails {
+            assert!(
+                url.ends_with(&format!("for={}", url_quote(prompt))),
+                "{url}"
+            );
+        }
+    }
+    assert_eq!(
+        o.email.log.len(),
+        6,
+        "three per scenario, the last case's included"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_agent_says_wrong_of_its_settle_is_warned_of() {
+    let o = origins().await;
+    let agent = format!("{POOLED}\n  settle_url: 'http://127.0.0.1:{{port}}/settle'");
+    let env = ", EMAIL_DELAY: '-1', SETTLE_HEADER: 'later', SETTLE_STATUS: '404'";
+    let (code, out, r, _) = run(config_env(&o, &agent, "{concurrency: 2, seed: 7}", env)).await;
+    assert_eq!(code, 0, "{out}");
+    let said = warnings(&r);
+    assert!(
+        said.iter()
+            .any(|w| w.contains("`flakestorm-settle: later`; the one value is `done`")),
+        "{said:#?}"
+    );
+    let url = said
+        .iter()
+        .find(|w| w.contains("agent.settle_url `http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    assert!(
+        url.contains("answered HTTP 404") && url.contains("settle_ms instead"),
+        "{url}"
+    );
+}
+
+/// Issue #53: a stateful agent without `reset_endpoint` sees the same history each run:
+/// at concurrency 1 the cases reach it in the config's order (scenario by scenario, each
+/// in prompt order), in every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_concurrency_1_cases_reach_the_agent_in_the_configs_order() {
+    let o = origins().await;
+    let dir = tempfile::tempdir().unwrap();
+    let expected: Vec<&str> = PROMPTS.iter().chain(PROMPTS.iter()).copied().collect();
+    for n in 1..=2 {
+        let log = dir.path().join(format!("order-{n}.log"));
+        let env = format!(", EMAIL_DELAY: '-1', ORDER_LOG: '{}'", log.display());
+        let (_, out, _, _) = run(config_env(&o, POOLED, "{concurrency: 1, seed: 7}", &env)).await;
+        let seen = std::fs::read_to_string(&log).unwrap();
+        let seen: Vec<&str> = seen.lines().collect();
+        assert_eq!(seen, expected, "run {n}: {out}");
+    }
+}
