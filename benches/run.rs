@@ -367,7 +367,7 @@ async fn settle_table(dir: &std::path::Path) -> String {
     ];
     let mut md = format!(
         "\n## Settle windows that overlap (issue #50): 50 cases, {CALLS} calls of {AGENT_MS} ms each\n\n\
-         - Method: a pool of this binary as an agent that makes {CALLS} sequential calls through its proxy lane to a tool taking {AGENT_MS} ms, then answers; 25 prompts × 2 scenarios; median wall time of {SETTLE_RUNS} runs (1 for the row without spares, which pays a window per case); `instances held`: the most instances the pool held (its spares started as the measured case time asked).\n\n\
+         - Method: a pool of this binary as an agent that makes {CALLS} sequential calls through its proxy lane to a tool taking {AGENT_MS} ms, then answers; 25 prompts × 2 scenarios; median wall time of {SETTLE_RUNS} runs (1 for the row without spares, which pays a window per case); `instances held`: the instances the pool held (started with it).\n\n\
          | concurrency | agent.instances | agent | settle_ms | wall time | instances held | against settle_ms 0 |\n|--:|--:|--|--:|--:|--:|--:|\n"
     );
     let mut base: std::collections::HashMap<(u32, bool), f64> = Default::default();
@@ -388,6 +388,6 @@ async fn settle_table(dir: &std::path::Path) -> String {
             t - b
         ));
     }
-    md.push_str("\nThe goal: with `settle_ms: 500` a run takes at most the same run with `settle_ms: 0` plus one window (0.5 s) plus 5 %. `(spares)`: the pool starts with concurrency plus half as many and starts more once the first cases' time is measured (here up to 4 × the concurrency), so the first cases may wait for a settling instance while the spares start; `agent.instances` set starts them all with the pool. Without spare instances (`agent.instances` equal to the concurrency) every case holds its instance for its window, and the run watches its instances' last cases for four windows after its last answer, to see calls later than the window. An agent that exits after answering ends its settle at its exit: no window is paid, only its restart before its next case.\n");
+    md.push_str("\nThe goal: with `settle_ms: 500` a run takes at most the same run with `settle_ms: 0` plus one window (0.5 s) plus 5 %. `(spares)`: the pool starts 4 × the concurrency instances, all ready before the first case; `agent.instances` set starts that many. Without spare instances (`agent.instances` equal to the concurrency) every case holds its instance for its window, and the run ends one window after its last answer like the others (it warns that calls later than the window went to the next case). An agent that exits after answering ends its settle at its exit: no window is paid, only its restart before its next case.\n");
     md
 }

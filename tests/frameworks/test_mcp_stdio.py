@@ -9,7 +9,7 @@
 * the server's exit code, stderr and lines that are not JSON-RPC, a server that dies
   mid-call and one that never starts, with a plain script;
 * an OpenAI Agents SDK agent whose MCP server is `MCPServerStdio` (the wrap as its
-  command), four instances in a pool at concurrency 4, under `contract run`, in `proxy`
+  command), at concurrency 4 in a pool of six instances, under `contract run`, in `proxy`
   and in `netns` capture: faults and poisoning reach it, each MCP exchange lands on its
   own case's timeline, checks take the MCP tool by name, nothing falls outside a case.
 """
@@ -172,6 +172,10 @@ def obedient(req: dict) -> dict:
     return {"role": "assistant", "content": f"Weather report: {last}"}
 
 
+# Agent instances in the pool: four running at concurrency 4, two spares to settle on.
+INSTANCES = 6
+
+
 class StdioAgentStack(Stack):
     AGENT = "openai_agents_mcp_agent.py"
     AGENT_ENV = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
@@ -184,7 +188,7 @@ class StdioAgentStack(Stack):
 
     def config(self, contract: str, golden_prompts: list[str], **kw) -> str:
         return super().config(contract, golden_prompts, **kw).replace(
-            "agent:\n", f"agent:\n  capture: {self.capture}\n", 1)
+            "agent:\n", f"agent:\n  capture: {self.capture}\n  instances: {INSTANCES}\n", 1)
 
     def tools(self) -> str:
         return "  - {name: crm, protocol: mcp, transport: stdio}\n"
@@ -244,7 +248,9 @@ def test_a_pooled_agents_stdio_calls_are_judged_per_case(pooled):
             if scenario == "no-chaos":
                 city = case["prompt"].rstrip("?").rsplit(" ", 1)[-1]
                 assert f"Sunny, 22C in {city}" in case["answer"], case["answer"]
-    assert {c["instance"] for c in r["cases"]} == {1, 2, 3, 4}, "four instances served the cases"
+    # Four cases at once, and the spares they settle on (docs/config.md, "How a case settles").
+    served = {c["instance"] for c in r["cases"]}
+    assert {1, 2, 3, 4} <= served <= set(range(1, INSTANCES + 1)), served
     outside = {c["scenario"]: c["outside_cases"] for c in r["coverage"]}
     assert sum(outside.values()) == 0, f"exchanges outside every case: {outside}"
     assert all(c.get("not_tested") is None for c in r["coverage"]), r["coverage"]
