@@ -42,6 +42,7 @@ mod schema;
 mod sections;
 pub mod session_file;
 mod targets;
+mod telemetry;
 mod trials;
 mod unset;
 pub mod untrusted;

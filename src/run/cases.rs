@@ -72,6 +72,9 @@ pub struct CaseResult {
     /// Journal ids of the judged attempt's window, first and last.
     #[serde(skip)]
     pub window: (u64, u64),
+    /// When it began and ended, Unix ms (its OTLP span; 0 when not run by `run_case`).
+    #[serde(skip)]
+    pub span_ms: (u64, u64),
 }
 
 /// One invariant's verdict on one case.
@@ -124,6 +127,7 @@ impl CaseResult {
             usage: None,
             trace: None,
             window: (0, 0),
+            span_ms: (0, 0),
         }
     }
 
@@ -191,6 +195,7 @@ pub async fn run_case(
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
         Tie::None | Tie::Header(_) => (None, None),
     };
+    let began_ms = crate::exchange::now_unix_ms();
     let agent = lease.map_or(&ctx.agent, |l| l.agent());
     let watch = tie.trace().map(|t| ctx.journal.watch(t));
     let serving = lane.zip(tie.trace()).map(|(l, t)| l.serving(t));
@@ -249,6 +254,7 @@ pub async fn run_case(
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
     case.window = (first, last);
+    case.span_ms = (began_ms, crate::exchange::now_unix_ms());
     if trace {
         let (traffic, answer) = (case.traffic.as_deref(), case.answer.as_deref());
         case.trace = super::case_trace::trace_of(ctx, traffic, &case.prompt, answer);

@@ -10,6 +10,7 @@
 
 mod ending;
 mod shown;
+mod spans;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,8 @@ pub struct Session {
     _bodies: Option<KeepBodies>,
     /// The journal keeps this run's exchanges past its byte budget until the run ends.
     _holding: Holding,
+    /// The run's OTLP spans, when exported: its cases' exchanges are held until its end.
+    spans: Option<crate::otel::RunScope>,
     pub ctx: RunContext,
 }
 
@@ -121,7 +124,9 @@ impl Session {
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
         let holding = proxy.journal.hold_while();
+        let spans = proxy.journal.otel().map(crate::otel::Otel::begin_run);
         Ok(Session {
+            spans,
             proxy,
             process,
             pool,
@@ -196,6 +201,11 @@ impl Session {
         let crashed = self.stop_agent().await;
         if let Some(w) = report.warnings_mut() {
             w.extend(crashed);
+        }
+        if let Some(scope) = self.spans.take() {
+            scope
+                .end(spans::run_span(&report, self.ctx.scoring.seed))
+                .await;
         }
         let output = &self.loaded.config.output;
         let (formats, tapes) = (output.format.clone(), output.tapes);
