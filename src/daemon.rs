@@ -123,10 +123,7 @@ impl Daemon {
         metrics.runs_known(&run_kinds(), &end_statuses());
         let journal = journal_of(&config.journal);
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
-        let otel = crate::otel::Otel::start(&config.telemetry, &metrics, chaos.seed());
-        if let Some(o) = otel.map_err(DaemonError::Telemetry)? {
-            journal.set_otel(o);
-        }
+        export_spans(&journal, config, &metrics, chaos.seed())?;
         chaos.set(&config.chaos);
         let proxy = Proxy::new(
             config,
@@ -346,6 +343,21 @@ fn end_statuses() -> Vec<&'static str> {
         .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
         .map(|s| s.as_str())
         .collect()
+}
+
+/// Hands the journal's exchanges to an OTLP exporter when `telemetry:` or the
+/// `OTEL_EXPORTER_OTLP_*` variables ask for one.
+fn export_spans(
+    journal: &Journal,
+    config: &Config,
+    m: &Metrics,
+    seed: u64,
+) -> Result<(), DaemonError> {
+    let otel = crate::otel::Otel::start(&config.telemetry, m, seed);
+    if let Some(o) = otel.map_err(DaemonError::Telemetry)? {
+        journal.set_otel(o);
+    }
+    Ok(())
 }
 
 /// The journal `journal:` asks for: its size, byte budget and redactions.

@@ -17,6 +17,17 @@ pub struct CaseUsage {
     pub because_of_faults: Vec<RuleSpend>,
 }
 
+impl CaseUsage {
+    /// What a case's LLM calls (`traffic`, in order) spent, and what of it fault rules'
+    /// retries and fallbacks did.
+    pub fn of(traffic: &[std::sync::Arc<crate::exchange::Exchange>], pricing: &Pricing) -> Self {
+        CaseUsage {
+            spent: Tally::of(traffic, pricing),
+            because_of_faults: super::faults::because_of_faults(traffic, pricing),
+        }
+    }
+}
+
 /// A scenario's minus the no-chaos baseline's, over the prompts both told apart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delta {

@@ -61,12 +61,15 @@ pub(crate) struct Shared {
     metrics: Metrics,
 }
 
+/// An exchange held for its run, with the bodies its span reads.
+type Held = (Arc<Exchange>, Option<Arc<Bodies>>);
+
 /// The runs under way and the exchanges held for them, by case trace id.
 #[derive(Default)]
 struct Runs {
     active: Vec<(u64, SpanContext)>,
     next: u64,
-    held: HashMap<String, Vec<(Arc<Exchange>, Option<Arc<Bodies>>)>>,
+    held: HashMap<String, Vec<Held>>,
     held_count: usize,
 }
 

@@ -3,7 +3,6 @@
 //! exchanges held for a case (by its trace id) become the case's children. What a run
 //! claimed no case for goes under the run's span once no run is under way.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
@@ -194,15 +193,7 @@ impl Drop for RunScope {
 }
 
 impl Otel {
-    fn take_held(
-        &self,
-        trace: &str,
-    ) -> Option<
-        Vec<(
-            Arc<crate::exchange::Exchange>,
-            Option<Arc<crate::tape::Bodies>>,
-        )>,
-    > {
+    fn take_held(&self, trace: &str) -> Option<Vec<super::Held>> {
         let mut runs = self.lock();
         let held = runs.held.remove(trace)?;
         runs.held_count = runs.held_count.saturating_sub(held.len());

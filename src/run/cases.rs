@@ -249,7 +249,7 @@ pub async fn run_case(
     case.faults = faults;
     case.usage = traffic
         .as_deref()
-        .map(|t| usage_of(t, &ctx.scoring.pricing));
+        .map(|t| crate::cost::CaseUsage::of(t, &ctx.scoring.pricing));
     case.traffic = traffic;
     case.after_answer = after_answer;
     case.instance = lease.map(Lease::number);
@@ -260,17 +260,6 @@ pub async fn run_case(
         case.trace = super::case_trace::trace_of(ctx, traffic, &case.prompt, answer);
     }
     case
-}
-
-/// What a case's LLM calls spent, and what of it fault rules' retries and fallbacks did.
-pub(super) fn usage_of(
-    traffic: &[Arc<Exchange>],
-    pricing: &crate::cost::Pricing,
-) -> crate::cost::CaseUsage {
-    crate::cost::CaseUsage {
-        spent: crate::cost::Tally::of(traffic, pricing),
-        because_of_faults: crate::cost::because_of_faults(traffic, pricing),
-    }
 }
 
 /// The faults and attacks `traffic` met, and the ids of its exchanges that began after

@@ -134,7 +134,7 @@ def test_http_protobuf_export(protocol, tmp_path, http_receiver, origins, monkey
     """The same span over HTTP/protobuf (POST /v1/traces), from a daemon configured by the
     standard variables alone: no `telemetry:` in its config."""
     import flakestorm_harness as harness
-    from conftest import conformance
+    import conformance_conftest as conformance  # loaded by this suite's conftest
 
     env = harness.clean_env()
     env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": http_receiver.endpoint,

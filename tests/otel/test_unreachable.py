@@ -8,7 +8,7 @@ import socket
 
 import openai
 import pytest
-from conftest import conformance
+import conformance_conftest as conformance  # loaded by this suite's conftest
 from flakestorm_harness import clean_env
 
 MSG = [{"role": "user", "content": "Tell me a story."}]
