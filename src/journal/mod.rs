@@ -275,7 +275,12 @@ impl Journal {
         let weight = weight::weight(&exchange);
         let exchange = Arc::new(exchange);
         if let Some(o) = otel {
-            o.exchange(exchange.clone(), bodies);
+            // A case under way watches its trace: only its exchanges wait for its span.
+            let of_case = exchange
+                .trace_id
+                .as_deref()
+                .is_some_and(|t| self.inner.flights.watched(t));
+            o.exchange(exchange.clone(), bodies, of_case);
         }
         let mut list = self.lock();
         list.items.push_back(exchange);

@@ -25,10 +25,25 @@ const MAX_CONTENT: usize = 32 << 10;
 pub(super) struct Pending {
     pub exchange: Arc<Exchange>,
     pub bodies: Option<Arc<Bodies>>,
-    /// The case's (or the run's) span, when the exchange is in one.
+    /// The run's span when exactly one run is under way (an exchange of none of its cases
+    /// goes under it).
     pub parent: Option<SpanContext>,
     /// The seed its faults were drawn with.
     pub seed: u64,
+    /// It belongs to a case under way: held until its run ends, to go under its case.
+    pub hold: bool,
+}
+
+/// An exchange's span without its place in a tree: all its attributes read (the bodies
+/// are not kept past this), its faults as records (their events are made with the seed
+/// of the run that placed it). What the export task holds for a case under way.
+pub(super) struct Prepared {
+    span: SpanData,
+    /// Its parent is the agent's span (`traceparent`): its case only gets a link.
+    agent: bool,
+    faults: Vec<(&'static str, FaultRecord)>,
+    /// Approximate bytes it holds (`hold` bounds them).
+    pub weight: usize,
 }
 
 fn at(ms: u64) -> SystemTime {
@@ -36,47 +51,102 @@ fn at(ms: u64) -> SystemTime {
 }
 
 impl Pending {
-    pub(super) fn build(&self, content: bool) -> SpanData {
+    /// The span, read from the exchange and its bodies (their text kept only with
+    /// `content`).
+    pub(super) fn prepare(&self, content: bool) -> Prepared {
         let ex = &self.exchange;
         let start = at(ex.timings.started_at_ms);
         let end = start + Duration::from_secs_f64(ex.timings.total_ms.max(0.0) / 1000.0);
         let agent = ids::agent_parent(ex);
-        let (trace_id, parent_span_id, remote) = match (&agent, &self.parent) {
-            (Some(a), _) => (a.trace_id(), a.span_id(), true),
-            (None, Some(p)) => (p.trace_id(), p.span_id(), false),
-            (None, None) => (ids::trace_id(), SpanId::INVALID, false),
+        let (trace_id, parent_span_id) = match &agent {
+            Some(a) => (a.trace_id(), a.span_id()),
+            None => (ids::trace_id(), SpanId::INVALID),
         };
-        let mut links = SpanLinks::default();
-        if let (Some(_), Some(case)) = (&agent, &self.parent) {
-            links.links.push(Link::with_context(case.clone()));
-        }
         let mut attrs = Attributes::new(ex, self.bodies.as_deref());
         attrs.all(content);
-        let mut events = SpanEvents::default();
-        let fired = ex.fault.iter().map(|f| ("fault", f));
-        for (kind, f) in fired.chain(ex.attacks.iter().map(|a| ("attack", a))) {
-            events.events.push(fault_event(kind, f, self.seed, start));
-        }
         let status = match &attrs.error {
             Some(e) => Status::error(e.clone()),
             None => Status::Unset,
         };
-        SpanData {
+        let fired = ex.fault.iter().map(|f| ("fault", f.clone()));
+        let faults: Vec<_> = fired
+            .chain(ex.attacks.iter().map(|a| ("attack", a.clone())))
+            .collect();
+        let span = SpanData {
             span_context: ids::context(trace_id, ids::span_id()),
             parent_span_id,
-            parent_span_is_remote: remote,
+            parent_span_is_remote: agent.is_some(),
             span_kind: SpanKind::Client,
             name: attrs.name.clone().into(),
             start_time: start,
             end_time: end,
             attributes: attrs.out,
             dropped_attributes_count: 0,
-            events,
-            links,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
             status,
             instrumentation_scope: super::scope(),
+        };
+        let weight = weight(&span, &faults);
+        Prepared {
+            span,
+            agent: agent.is_some(),
+            faults,
+            weight,
         }
     }
+
+    /// The span where the queue put it: under the run, or a root.
+    pub(super) fn build(&self, content: bool) -> SpanData {
+        self.prepare(content)
+            .placed(self.parent.as_ref(), self.seed)
+    }
+}
+
+impl Prepared {
+    /// The span under `parent` (a case's or the run's span), in its trace; an exchange
+    /// under the agent's own span stays there, linked to `parent`. Its fault events carry
+    /// `seed`.
+    pub(super) fn placed(self, parent: Option<&SpanContext>, seed: u64) -> SpanData {
+        let mut span = self.span;
+        match (parent, self.agent) {
+            (Some(p), true) => span.links.links.push(Link::with_context(p.clone())),
+            (Some(p), false) => {
+                span.span_context = ids::context(p.trace_id(), span.span_context.span_id());
+                span.parent_span_id = p.span_id();
+            }
+            (None, _) => {}
+        }
+        let start = span.start_time;
+        for (kind, f) in &self.faults {
+            span.events.events.push(fault_event(kind, f, seed, start));
+        }
+        span
+    }
+}
+
+/// What a prepared span holds in memory, about: its struct, its attributes' keys and
+/// values, its fault records.
+fn weight(span: &SpanData, faults: &[(&'static str, FaultRecord)]) -> usize {
+    let value = |v: &Value| match v {
+        Value::String(s) => s.as_str().len(),
+        Value::Array(Array::String(list)) => list.iter().map(|s| s.as_str().len() + 24).sum(),
+        _ => 0,
+    };
+    let attrs: usize = span
+        .attributes
+        .iter()
+        .map(|kv| std::mem::size_of::<KeyValue>() + kv.key.as_str().len() + value(&kv.value))
+        .sum();
+    let records: usize = faults
+        .iter()
+        .map(|(_, f)| {
+            std::mem::size_of::<FaultRecord>()
+                + f.rule.len()
+                + f.note.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    std::mem::size_of::<Prepared>() + span.name.len() + attrs + records
 }
 
 /// `flakestorm.fault`: what fired, by which rule, in which mode, with which seed, and
@@ -145,6 +215,8 @@ impl<'a> Attributes<'a> {
         if let Some(m) = &self.ex.mcp {
             self.add("mcp.method.name", m.method.clone());
             if let Some(tool) = &m.tool {
+                // The MCP tool called, not the `tools:` entry the server is declared as.
+                self.out.retain(|kv| kv.key.as_str() != "gen_ai.tool.name");
                 self.add("gen_ai.tool.name", tool.clone());
             }
             self.name = match &m.tool {
@@ -259,3 +331,7 @@ impl<'a> Attributes<'a> {
         self.add("flakestorm.response.body", response);
     }
 }
+
+#[cfg(test)]
+#[path = "exchange_span_tests.rs"]
+mod tests;

@@ -3,22 +3,25 @@
 //! runs under way; touches no socket of the proxy's and never makes a request wait: the
 //! journal hands each recorded exchange over with `try_send` (a full queue drops it and
 //! counts it in `flakestorm_otlp_dropped_spans_total`). An exchange of a case under way
-//! (its trace id is a case's) is held until its run ends, when the run's spans are built
-//! with the case verdicts and it becomes a child of its case; any other is sent at once.
-//! `spec` is the `telemetry:` vocabulary, below `config`; `settings` resolves it with the
-//! standard `OTEL_EXPORTER_OTLP_*` variables.
+//! (a case watches its trace id) is held by the export task (`hold`, bounded) until its
+//! run ends, when the run's spans are built with the case verdicts and it becomes a child
+//! of its case; any other is sent at once. `spec` is the `telemetry:` vocabulary, below
+//! `config`; `settings` resolves it with the standard `OTEL_EXPORTER_OTLP_*` variables.
 
 pub mod spec;
 
 mod exchange_span;
 mod export;
+mod hold;
 mod http_client;
 mod ids;
 mod read;
 mod run_span;
 mod settings;
+mod task;
+#[cfg(test)]
+mod testing;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,14 +35,10 @@ pub use settings::{Settings, resolve};
 use crate::exchange::Exchange;
 use crate::tape::Bodies;
 use crate::telemetry::Metrics;
-use export::Item;
+use task::Item;
 
 /// Items the queue holds before new ones are dropped (and counted).
 const QUEUE: usize = 4096;
-
-/// Exchanges held for the runs under way, at most; past it they are sent at once, under
-/// their run.
-const MAX_HELD: usize = 100_000;
 
 /// Cheap-clone handle to the exporter.
 #[derive(Clone)]
@@ -61,16 +60,11 @@ pub(crate) struct Shared {
     metrics: Metrics,
 }
 
-/// An exchange held for its run, with the bodies its span reads.
-type Held = (Arc<Exchange>, Option<Arc<Bodies>>);
-
-/// The runs under way and the exchanges held for them, by case trace id.
+/// The runs under way: each one's id, span and seed.
 #[derive(Default)]
 struct Runs {
-    active: Vec<(u64, SpanContext)>,
+    active: Vec<(u64, SpanContext, u64)>,
     next: u64,
-    held: HashMap<String, Vec<Held>>,
-    held_count: usize,
 }
 
 impl std::fmt::Debug for Otel {
@@ -107,19 +101,25 @@ impl Otel {
             settings.endpoint
         );
         let (tx, rx) = mpsc::channel(QUEUE);
+        let otel = Otel::with(tx, settings, metrics, seed);
+        tokio::spawn(task::run(rx, exporter, otel.inner.shared.clone()));
+        Ok(Some(otel))
+    }
+
+    /// The handle that queues into `tx`.
+    fn with(tx: mpsc::Sender<Item>, settings: Settings, metrics: &Metrics, seed: u64) -> Otel {
         let shared = Arc::new(Shared {
             settings,
             metrics: metrics.clone(),
         });
-        tokio::spawn(export::run(rx, exporter, shared.clone()));
-        Ok(Some(Otel {
+        Otel {
             inner: Arc::new(Inner {
                 tx,
                 shared,
                 runs: Mutex::new(Runs::default()),
                 seed,
             }),
-        }))
+        }
     }
 
     /// Whether spans carry prompt and answer bodies (`telemetry.otlp.content`).
@@ -131,40 +131,24 @@ impl Otel {
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A recorded (redacted) exchange: held for its run when it belongs to a case under
-    /// way, else queued at once. Never waits.
-    pub fn exchange(&self, exchange: Arc<Exchange>, bodies: Option<Arc<Bodies>>) {
-        let mut runs = self.lock();
-        let parent = match runs.active.as_slice() {
-            [] => None,
-            [(_, only)] => Some(only.clone()),
-            // Several runs: only a case's trace id tells whose it is.
-            [..] => None,
+    /// A recorded (redacted) exchange; `of_case`: a case under way watches its trace id,
+    /// so it waits for its case's span (when a run is under way). Never waits.
+    pub fn exchange(&self, exchange: Arc<Exchange>, bodies: Option<Arc<Bodies>>, of_case: bool) {
+        let runs = self.lock();
+        let (parent, seed) = match runs.active.as_slice() {
+            [(_, only, seed)] => (Some(only.clone()), *seed),
+            // Several runs, or none: only a case's trace id tells whose it is.
+            [..] => (None, self.inner.seed),
         };
-        if let Some(trace) = exchange.trace_id.clone()
-            && !runs.active.is_empty()
-            && runs.held_count < MAX_HELD
-        {
-            runs.held_count += 1;
-            runs.held.entry(trace).or_default().push((exchange, bodies));
-            return;
-        }
+        let hold = of_case && !runs.active.is_empty();
         drop(runs);
-        self.queue_exchange(exchange, bodies, parent, self.inner.seed);
-    }
-
-    fn queue_exchange(
-        &self,
-        exchange: Arc<Exchange>,
-        bodies: Option<Arc<Bodies>>,
-        parent: Option<SpanContext>,
-        seed: u64,
-    ) {
+        // Bodies are read for the span's attributes; kept past that only with `content`.
         let pending = exchange_span::Pending {
             exchange,
             bodies,
             parent,
             seed,
+            hold,
         };
         self.queue(Item::Exchange(Box::new(pending)));
     }

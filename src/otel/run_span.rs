@@ -1,7 +1,7 @@
 //! The spans of a run and of its cases, built when the run ends (the verdicts and outcome
 //! classes are final only then): the run's span is a root, each case's its child, and the
-//! exchanges held for a case (by its trace id) become the case's children. What a run
-//! claimed no case for goes under the run's span once no run is under way.
+//! exchanges the export task held for a case (by its trace id) become the case's children.
+//! What no case claimed goes under the run's span once no run is under way.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,18 +9,20 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use super::export::Item;
-use super::{Otel, exchange_span, ids};
+use super::task::{EndRun, Item};
+use super::{Otel, ids};
 
 /// How long a run's end may wait for room in the queue; past it spans are dropped and
 /// counted, so a collector that is down never holds a run's end.
 const END_WAIT: Duration = Duration::from_secs(2);
 
-/// A run under way: its span's context, and the exchanges held for it until `end`.
+/// A run under way: its span's context; its cases' exchanges are held until `end`.
 pub struct RunScope {
     otel: Otel,
     id: u64,
     context: SpanContext,
+    /// The run's seed (its faults' events say it).
+    seed: u64,
     ended: bool,
 }
 
@@ -91,43 +93,35 @@ fn span(
 }
 
 impl Otel {
-    /// A run starts: exchanges of its cases are held from now until it ends.
-    pub fn begin_run(&self) -> RunScope {
+    /// A run with `seed` starts: exchanges of its cases are held from now until it ends.
+    pub fn begin_run(&self, seed: u64) -> RunScope {
         let context = ids::context(ids::trace_id(), ids::span_id());
         let mut runs = self.lock();
         runs.next += 1;
         let id = runs.next;
-        runs.active.push((id, context.clone()));
+        runs.active.push((id, context.clone(), seed));
         RunScope {
             otel: self.clone(),
             id,
             context,
+            seed,
             ended: false,
         }
     }
 }
 
 impl RunScope {
-    /// The run ended as `run` says: its spans, its cases' and their exchanges' are queued.
+    /// The run ended as `run` says: its spans and its cases' are queued, and its cases'
+    /// held exchanges go under them.
     pub async fn end(mut self, run: RunSpan) {
         self.ended = true;
         let trace = self.context.trace_id();
         let mut items = vec![];
+        let mut cases = vec![];
         for case in &run.cases {
             let ctx = ids::context(trace, ids::span_id());
-            let held = case
-                .trace
-                .as_ref()
-                .and_then(|t| self.otel.take_held(t))
-                .unwrap_or_default();
-            for (exchange, bodies) in held {
-                let pending = exchange_span::Pending {
-                    exchange,
-                    bodies,
-                    parent: Some(ctx.clone()),
-                    seed: run.seed,
-                };
-                items.push(Item::Exchange(Box::new(pending)));
+            if let Some(t) = &case.trace {
+                cases.push((t.clone(), ctx.clone()));
             }
             let failed = case.verdict == "failed";
             let name = format!("case {}", case.scenario);
@@ -136,70 +130,54 @@ impl RunScope {
             let data = span(ctx, self.context.span_id(), name, times, attrs, failed);
             items.push(Item::Span(Box::new(data)));
         }
-        let name = match &run.name {
-            Some(n) => format!("{} {n}", run.kind),
-            None => format!("{} run", run.kind),
+        items.push(Item::Span(Box::new(run_span(&self.context, &run))));
+        let end = EndRun {
+            cases,
+            run: Some(self.context.clone()),
+            seed: run.seed,
+            last: self.leave(),
         };
-        let failed = matches!(run.verdict.as_str(), "fail" | "error");
-        let times = (run.started_ms, run.ended_ms);
-        let data = span(
-            self.context.clone(),
-            SpanId::INVALID,
-            name,
-            times,
-            run_attributes(&run),
-            failed,
-        );
-        items.push(Item::Span(Box::new(data)));
-        items.extend(self.close(run.seed));
+        items.push(Item::EndRun(Box::new(end)));
         self.otel.queue_all(items).await;
     }
 
-    /// Leaves the runs under way; the last to go takes what no case claimed, under its span.
-    fn close(&self, seed: u64) -> Vec<Item> {
+    /// Leaves the runs under way: whether it was the last.
+    fn leave(&self) -> bool {
         let mut runs = self.otel.lock();
-        runs.active.retain(|(id, _)| *id != self.id);
-        if !runs.active.is_empty() {
-            return vec![];
-        }
-        runs.held_count = 0;
-        let parent = self.ended.then(|| self.context.clone());
-        std::mem::take(&mut runs.held)
-            .into_values()
-            .flatten()
-            .map(|(exchange, bodies)| {
-                let pending = exchange_span::Pending {
-                    exchange,
-                    bodies,
-                    parent: parent.clone(),
-                    seed,
-                };
-                Item::Exchange(Box::new(pending))
-            })
-            .collect()
+        runs.active.retain(|(id, _, _)| *id != self.id);
+        runs.active.is_empty()
     }
+}
+
+/// The run's own span: a root.
+fn run_span(context: &SpanContext, run: &RunSpan) -> SpanData {
+    let name = match &run.name {
+        Some(n) => format!("{} {n}", run.kind),
+        None => format!("{} run", run.kind),
+    };
+    let failed = matches!(run.verdict.as_str(), "fail" | "error");
+    let times = (run.started_ms, run.ended_ms);
+    let attrs = run_attributes(run);
+    span(context.clone(), SpanId::INVALID, name, times, attrs, failed)
 }
 
 impl Drop for RunScope {
     /// A run that ended without a report (cancelled, failed to start): its held exchanges
-    /// go out without a case.
+    /// go out without a case (when it was the last run under way).
     fn drop(&mut self) {
         if !self.ended {
-            for item in self.close(self.otel.inner.seed) {
-                self.otel.queue(item);
-            }
+            let end = EndRun {
+                cases: vec![],
+                run: None,
+                seed: self.seed,
+                last: self.leave(),
+            };
+            self.otel.queue(Item::EndRun(Box::new(end)));
         }
     }
 }
 
 impl Otel {
-    fn take_held(&self, trace: &str) -> Option<Vec<super::Held>> {
-        let mut runs = self.lock();
-        let held = runs.held.remove(trace)?;
-        runs.held_count = runs.held_count.saturating_sub(held.len());
-        Some(held)
-    }
-
     /// Queues `items`, waiting `END_WAIT` at most for room; what finds none is dropped.
     async fn queue_all(&self, items: Vec<Item>) {
         let deadline = tokio::time::Instant::now() + END_WAIT;
@@ -249,3 +227,7 @@ fn case_attributes(case: &CaseSpan, seed: u64) -> Vec<KeyValue> {
     }
     a
 }
+
+#[cfg(test)]
+#[path = "run_span_tests.rs"]
+mod tests;

@@ -124,7 +124,8 @@ impl Session {
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
         let holding = proxy.journal.hold_while();
-        let spans = proxy.journal.otel().map(crate::otel::Otel::begin_run);
+        let seed = ctx.scoring.seed;
+        let spans = proxy.journal.otel().map(|o| o.begin_run(seed));
         Ok(Session {
             spans,
             proxy,

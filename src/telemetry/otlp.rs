@@ -2,7 +2,8 @@
 //! (`flakestorm_otlp_exported_spans_total`) and spans dropped
 //! (`flakestorm_otlp_dropped_spans_total{reason}`): `queue_full` when the export queue had
 //! no room (the proxy never waits for it), `export_failed` when the collector refused them
-//! or could not be reached in time.
+//! or could not be reached in time (or had just failed), `hold_full` when the exchanges
+//! held for the cases under way were at their bound.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -11,7 +12,7 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DropLabels {
-    /// `queue_full` or `export_failed`.
+    /// `queue_full`, `export_failed` or `hold_full`.
     pub reason: &'static str,
 }
 
@@ -32,7 +33,8 @@ impl OtlpFamilies {
         registry.register(
             "otlp_dropped_spans",
             "Spans not exported, by reason: queue_full (the export queue had no room), \
-             export_failed (the collector refused them or was not reached in time)",
+             export_failed (the collector refused them, was not reached in time, or had just \
+             failed), hold_full (the spans held for the cases under way were at their bound)",
             dropped.clone(),
         );
         OtlpFamilies { exported, dropped }
@@ -45,7 +47,7 @@ impl super::Metrics {
         self.inner.otlp.exported.inc_by(n as u64);
     }
 
-    /// `n` spans dropped for `reason` (`queue_full`, `export_failed`).
+    /// `n` spans dropped for `reason` (`queue_full`, `export_failed`, `hold_full`).
     pub fn otlp_dropped(&self, reason: &'static str, n: usize) {
         let labels = DropLabels { reason };
         self.inner
