@@ -213,16 +213,7 @@ impl<'a> Attributes<'a> {
             Target::Other => {}
         }
         if let Some(m) = &self.ex.mcp {
-            self.add("mcp.method.name", m.method.clone());
-            if let Some(tool) = &m.tool {
-                // The MCP tool called, not the `tools:` entry the server is declared as.
-                self.out.retain(|kv| kv.key.as_str() != "gen_ai.tool.name");
-                self.add("gen_ai.tool.name", tool.clone());
-            }
-            self.name = match &m.tool {
-                Some(t) => format!("{} {t}", m.method),
-                None => m.method.clone(),
-            };
+            self.mcp(m);
         }
         if content {
             self.content();
@@ -307,6 +298,31 @@ impl<'a> Attributes<'a> {
                 Value::Array(Array::String(list)),
             );
         }
+    }
+
+    /// An MCP message: its method; a `tools/call` is `execute_tool` of the MCP tool it
+    /// calls (not of the `tools:` entry the server is declared as), other methods
+    /// (`initialize`, `tools/list`, …) execute no tool.
+    fn mcp(&mut self, m: &crate::exchange::McpCall) {
+        self.out.retain(|kv| {
+            !matches!(
+                kv.key.as_str(),
+                "gen_ai.operation.name" | "gen_ai.tool.name"
+            )
+        });
+        self.add("mcp.method.name", m.method.clone());
+        let tool = m
+            .tool
+            .as_ref()
+            .filter(|_| m.method == crate::exchange::TOOLS_CALL);
+        if let Some(t) = tool {
+            self.add("gen_ai.operation.name", "execute_tool");
+            self.add("gen_ai.tool.name", t.clone());
+        }
+        self.name = match tool {
+            Some(t) => format!("{} {t}", m.method),
+            None => m.method.clone(),
+        };
     }
 
     fn tool(&mut self, name: &str) {

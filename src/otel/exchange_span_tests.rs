@@ -142,7 +142,7 @@ fn an_mcp_tool_call_names_its_method_and_tool() {
         note: None,
         transport: None,
     });
-    let span = pending(ex, None, false).build(false);
+    let span = pending(ex.clone(), None, false).build(false);
     assert_eq!(
         text(&span, "mcp.method.name").as_deref(),
         Some("tools/call")
@@ -156,6 +156,27 @@ fn an_mcp_tool_call_names_its_method_and_tool() {
         Some("execute_tool")
     );
     assert_eq!(span.name, "tools/call search_docs");
+    let once = |key: &str| {
+        span.attributes
+            .iter()
+            .filter(|kv| kv.key.as_str() == key)
+            .count()
+    };
+    assert_eq!(
+        (once("gen_ai.tool.name"), once("gen_ai.operation.name")),
+        (1, 1)
+    );
+    // Listing the tools executes none.
+    let mcp = ex.mcp.as_mut().unwrap();
+    (mcp.method, mcp.tool) = ("tools/list".into(), None);
+    let span = pending(ex, None, false).build(false);
+    assert_eq!(
+        text(&span, "mcp.method.name").as_deref(),
+        Some("tools/list")
+    );
+    assert!(attr(&span, "gen_ai.operation.name").is_none());
+    assert!(attr(&span, "gen_ai.tool.name").is_none());
+    assert_eq!(span.name, "tools/list");
 }
 
 #[test]
