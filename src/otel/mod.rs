@@ -10,6 +10,7 @@
 
 pub mod spec;
 
+mod elsewhere;
 mod exchange_span;
 mod export;
 mod hold;
@@ -29,6 +30,7 @@ use opentelemetry::InstrumentationScope;
 use opentelemetry::trace::SpanContext;
 use tokio::sync::mpsc;
 
+pub use elsewhere::run_asks_elsewhere;
 pub use run_span::{CaseSpan, RunScope, RunSpan};
 pub use settings::{Settings, resolve};
 

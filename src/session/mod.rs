@@ -84,6 +84,8 @@ pub struct Session {
     _holding: Holding,
     /// The run's OTLP spans, when exported: its cases' exchanges are held until its end.
     spans: Option<crate::otel::RunScope>,
+    /// Why its `telemetry.otlp` is not the one in force (a daemon's), for its report.
+    telemetry_note: Option<String>,
     pub ctx: RunContext,
 }
 
@@ -126,8 +128,14 @@ impl Session {
         let holding = proxy.journal.hold_while();
         let seed = ctx.scoring.seed;
         let spans = proxy.journal.otel().map(|o| o.begin_run(seed));
+        let telemetry_note =
+            crate::otel::run_asks_elsewhere(proxy.journal.otel(), &config.telemetry);
+        if let Some(why) = &telemetry_note {
+            tracing::warn!("{why}");
+        }
         Ok(Session {
             spans,
+            telemetry_note,
             proxy,
             process,
             pool,
@@ -202,6 +210,7 @@ impl Session {
         let crashed = self.stop_agent().await;
         if let Some(w) = report.warnings_mut() {
             w.extend(crashed);
+            w.extend(self.telemetry_note.take());
         }
         if let Some(scope) = self.spans.take() {
             scope
