@@ -62,7 +62,8 @@ fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
   -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
-  -r tests/tapes/requirements.txt -r tests/containers/requirements.txt
+  -r tests/tapes/requirements.txt -r tests/containers/requirements.txt \
+  -r tests/otel/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
@@ -100,6 +101,9 @@ npm ci --prefix tests/frameworks/node --no-audit --no-fund --silent
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
 echo "--- the MCP faults against the older MCP SDK major (mcp 1.x, FastMCP), in the older-majors venv"
 FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/frameworks/test_mcp_sdk.py -q
+
+echo "==> OTLP spans to a real receiver over gRPC and HTTP/protobuf: the real SDKs, a run's tree, an instrumented agent, MCP tool calls, a run submitted with other export, a collector that is down (tests/otel)"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/otel -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q

@@ -45,6 +45,8 @@ pub enum DaemonError {
     OpenProxy(SocketAddr),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error("OTLP export: {0}")]
+    Telemetry(String),
     #[error("{0} (it guards the control API when control.token is not set)")]
     Token(#[from] crate::api::token::TokenError),
     #[error(
@@ -121,6 +123,7 @@ impl Daemon {
         metrics.runs_known(&run_kinds(), &end_statuses());
         let journal = journal_of(&config.journal);
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
+        export_spans(&journal, config, &metrics, chaos.seed())?;
         chaos.set(&config.chaos);
         let proxy = Proxy::new(
             config,
@@ -202,6 +205,9 @@ impl Daemon {
         self.stop.cancel();
         for t in self.tasks {
             let _ = t.await;
+        }
+        if let Some(otel) = self.journal.otel() {
+            otel.flush(std::time::Duration::from_secs(3)).await;
         }
         // flakestorm.db alone then holds every run (docs/runs.md, "The -wal file").
         if let Err(e) = self.store.checkpoint().await {
@@ -337,6 +343,21 @@ fn end_statuses() -> Vec<&'static str> {
         .filter(|s| !matches!(s, RunStatus::Queued | RunStatus::Running))
         .map(|s| s.as_str())
         .collect()
+}
+
+/// Hands the journal's exchanges to an OTLP exporter when `telemetry:` or the
+/// `OTEL_EXPORTER_OTLP_*` variables ask for one.
+fn export_spans(
+    journal: &Journal,
+    config: &Config,
+    m: &Metrics,
+    seed: u64,
+) -> Result<(), DaemonError> {
+    let otel = crate::otel::Otel::start(&config.telemetry, m, seed);
+    if let Some(o) = otel.map_err(DaemonError::Telemetry)? {
+        journal.set_otel(o);
+    }
+    Ok(())
 }
 
 /// The journal `journal:` asks for: its size, byte budget and redactions.

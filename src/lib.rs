@@ -23,12 +23,16 @@
 //! - `mutate::kind` — the mutation types: one closed enum, each type's family and weight.
 //! - `checks::spec` — the invariant vocabulary: `Check`, `InvariantSpec`, regexes compiled
 //!   once as an invariant is parsed.
+//! - `otel::spec`   — the `telemetry:` vocabulary: where OTLP spans go (endpoint,
+//!   protocol, headers) and whether they carry prompts and answers.
 //! - `config`    — `flakestorm.yaml` schema assembled from those spec types, layered
 //!   loading, validation with paths, compiled once into what the runtime uses (chaos
 //!   rules, regexes, host and URL globs). Owns no domain enum.
 //! - `tape`      — HAR 1.2 tapes: captured bodies, writing, reading, request keys and
 //!   answering requests from a tape (pure).
 //! - `chaos`     — the fault engine: rules, triggering, provider-shaped faults (pure).
+//! - `otel`      — OTLP span export: a span per run, case and exchange (GenAI semantic
+//!   conventions), faults as span events, a bounded queue the proxy never waits on.
 //! - `journal`   — bounded in-memory record of exchanges, redacted at the boundary.
 //! - `recording` — journal traffic as tapes: a case's exchanges, or live traffic
 //!   (`serve --record`, `record`).
@@ -77,6 +81,7 @@ pub mod langsmith;
 pub mod llm;
 pub mod mcp;
 pub mod mutate;
+pub mod otel;
 pub mod plant;
 pub mod proxy;
 pub mod recording;

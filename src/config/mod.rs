@@ -44,6 +44,7 @@ mod sections;
 pub mod session_file;
 mod settle;
 mod targets;
+mod telemetry;
 mod trials;
 mod unset;
 pub mod untrusted;

@@ -39,6 +39,9 @@ pub struct Config {
     pub pricing: crate::cost::Pricing,
     /// `pricing:` as written (its file not yet read).
     pub pricing_spec: super::PricingSpec,
+    /// Where OTLP spans go (`telemetry.otlp`; the `OTEL_EXPORTER_OTLP_*` variables fill
+    /// what it leaves out).
+    pub telemetry: crate::otel::spec::TelemetrySpec,
     /// `--allow-open-proxy`: start with a non-loopback `proxy.listen` and no `proxy.users`
     /// (warned). A command-line choice only: never read from a file or the environment.
     pub allow_open_proxy: bool,

@@ -34,6 +34,7 @@ pub(super) const SECTIONS: &[&str] = &[
     "output",
     "replays",
     "pricing",
+    "telemetry",
 ];
 
 /// The top-level sections read one by one (so one bad section hides none of the others),
@@ -79,6 +80,9 @@ pub(super) fn sections(
     }
     if let Some(v) = root.take("pricing", errors) {
         c.pricing_spec = super::pricing::pricing_section(v, errors);
+    }
+    if let Some(v) = root.take("telemetry", errors) {
+        c.telemetry = super::telemetry::telemetry_section(v, errors);
     }
     unknown_sections(root.root, errors);
     (c, chaos, chaos_index)

@@ -91,3 +91,54 @@ pub struct RunUsage {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioUsage>,
 }
+
+impl RunUsage {
+    /// The run's tokens and cost in one terminal line, when it saw an LLM answer: what
+    /// answers did not report is `unknown` (with the floor the others make), never 0.
+    pub fn summary_line(&self) -> Option<String> {
+        let t = &self.spent;
+        if t.llm_calls == 0 {
+            return None;
+        }
+        let n = |x: Option<u64>| x.map_or_else(|| "unknown".to_string(), |x| x.to_string());
+        let (tokens, cost) = (t.tokens(), t.cost.map(super::money));
+        let unpriced = !t.unpriced_models.is_empty();
+        let tokens = match (t.unknown_calls, tokens) {
+            (0, Some(all)) => format!(
+                "{all} tokens ({} in, {} out)",
+                n(t.input_tokens),
+                n(t.output_tokens)
+            ),
+            (_, Some(floor)) => format!("tokens unknown (at least {floor})"),
+            (_, None) => "tokens unknown".to_string(),
+        };
+        let cost = match (t.unknown_calls > 0 || unpriced, cost) {
+            (false, Some(c)) => format!("{c} {}", t.currency),
+            (true, Some(c)) => format!("cost unknown (at least {c} {})", t.currency),
+            (_, None) => format!("cost unknown ({})", t.currency),
+        };
+        let mut line = format!("LLM usage: {} call(s), {tokens}, {cost}", t.llm_calls);
+        if t.unknown_calls > 0 {
+            line.push_str(&format!(
+                "; {} answer(s) reported no usage",
+                t.unknown_calls
+            ));
+        }
+        if unpriced {
+            let names: Vec<&str> = t.unpriced_models.iter().map(String::as_str).collect();
+            line.push_str(&format!("; no price for {}", names.join(", ")));
+        }
+        for s in &self.because_of_faults {
+            let spent = s.spent.tokens().map_or("unknown".into(), |n| n.to_string());
+            line.push_str(&format!(
+                "\n  {spent} tokens spent on retries after `{}` ({})",
+                s.rule, s.mode
+            ));
+        }
+        Some(line)
+    }
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

@@ -99,6 +99,11 @@ impl Flights {
         true
     }
 
+    /// Whether a case under way watches `trace` (its exchanges are that case's).
+    pub(super) fn watched(&self, trace: &str) -> bool {
+        self.get(trace).is_some()
+    }
+
     fn get(&self, trace: &str) -> Option<Flight> {
         self.map
             .lock()

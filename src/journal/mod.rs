@@ -102,6 +102,8 @@ struct Inner {
     main_lane: lanes::Lane,
     /// In-flight counts of the cases that are settling (`lanes`).
     flights: Arc<lanes::Flights>,
+    /// Where each recorded exchange is also handed, when spans are exported (`otel`).
+    otel: std::sync::OnceLock<crate::otel::Otel>,
 }
 
 /// Cheap-clone handle to the exchange journal.
@@ -135,6 +137,7 @@ impl Journal {
             redactor,
             main_lane: Default::default(),
             flights: Default::default(),
+            otel: Default::default(),
         };
         Journal {
             inner: Arc::new(inner),
@@ -211,6 +214,28 @@ impl Journal {
         KeepBodies(self.inner.clone())
     }
 
+    /// Hands every exchange recorded from now on to `otel` too (once; later calls are
+    /// ignored: one journal, one exporter).
+    pub fn set_otel(&self, otel: crate::otel::Otel) {
+        let _ = self.inner.otel.set(otel);
+    }
+
+    /// The span exporter, when spans are exported.
+    pub fn otel(&self) -> Option<&crate::otel::Otel> {
+        self.inner.otel.get()
+    }
+
+    /// Whether an exchange to `target` should have its bodies captured: for tapes, or for
+    /// its span (an LLM call's model, finish reasons and error code; any call's bodies
+    /// with `telemetry.otlp.content`).
+    pub fn captures_bodies(&self, target: &crate::exchange::Target) -> bool {
+        use crate::exchange::Target;
+        self.keeps_bodies()
+            || self.otel().is_some_and(|o| {
+                o.content() || matches!(target, Target::Llm { .. } | Target::Embeddings { .. })
+            })
+    }
+
     /// Starts (or stops) keeping bodies: `serve --record`, `record`, `output.tapes`.
     pub fn set_keep_bodies(&self, keep: bool) {
         self.inner.keep_bodies.store(keep, Ordering::Relaxed);
@@ -240,11 +265,23 @@ impl Journal {
             Arc::new(b)
         });
         self.inner.redactor.exchange(&mut exchange);
-        if let Some(b) = bodies {
-            self.lock_bodies().insert(exchange.id, b);
+        let otel = self.otel();
+        // Bodies captured only for a span are not kept (`captures_bodies`).
+        if let Some(b) = &bodies
+            && (otel.is_none() || self.keeps_bodies())
+        {
+            self.lock_bodies().insert(exchange.id, b.clone());
         }
         let weight = weight::weight(&exchange);
         let exchange = Arc::new(exchange);
+        if let Some(o) = otel {
+            // A case under way watches its trace: only its exchanges wait for its span.
+            let of_case = exchange
+                .trace_id
+                .as_deref()
+                .is_some_and(|t| self.inner.flights.watched(t));
+            o.exchange(exchange.clone(), bodies, of_case);
+        }
         let mut list = self.lock();
         list.items.push_back(exchange);
         list.weights.push_back(weight);

@@ -118,7 +118,7 @@ impl Recorder {
         let skip = SkipNote::new(proxy.max_rewrite_bytes());
         let capture = proxy
             .journal()
-            .keeps_bodies()
+            .captures_bodies(&exchange.target)
             .then(crate::tape::Capture::default);
         Recorder {
             capture,

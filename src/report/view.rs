@@ -50,7 +50,7 @@ pub struct Section<'a> {
     pub cases: Vec<CaseView<'a>>,
     pub coverage: &'a [Coverage],
     pub warnings: &'a [String],
-    /// Contract runs: the tokens and cost of the agent's LLM calls.
+    /// The tokens and cost of the agent's LLM calls (contract, chaos and mutation runs).
     pub usage: Option<&'a crate::cost::RunUsage>,
     /// Replay runs: sessions that could not run (a bad file, a contract that resolves to
     /// nothing), by id, with why. They have no case; every format still lists them.
@@ -163,7 +163,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun: vec![],
-        usage: None,
+        usage: r.usage.as_deref(),
     }
 }
 
@@ -191,7 +191,7 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         coverage: &r.coverage,
         warnings: &r.warnings,
         unrun: vec![],
-        usage: None,
+        usage: r.usage.as_deref(),
     }
 }
 

@@ -58,6 +58,10 @@ pub struct ChaosReport {
     /// with faults (docs/outcomes.md): the prompts whose cases met one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub baseline: Vec<CaseResult>,
+    /// Tokens and cost of the agent's LLM calls: the run's, per scenario (the chaos, and
+    /// the `(baseline)` pass), per fault rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Box<crate::cost::RunUsage>>,
 }
 
 pub async fn run_chaos(
@@ -118,10 +122,18 @@ pub(super) fn add_baseline(
 ) {
     let before = coverage::Before::after(&report.coverage, ctx.resets);
     let name = super::classes::BASELINE;
+    let base = super::usage::Window::of(name, false, &o.exchanges, &ctx.pricing);
     let covered = coverage::of(name, &o.cases, &o.exchanges, o.stats, &ctx.declared, before);
     report.coverage.push(covered);
     report.agent_calls += o.cases.len();
     report.baseline = o.cases;
+    let main = report.usage.as_ref().and_then(|u| u.scenarios.first());
+    if let Some(main) = main {
+        let main = (main.scenario.as_str(), true, main.spent.clone());
+        let all: Vec<&CaseResult> = report.cases.iter().chain(&report.baseline).collect();
+        let usage = super::usage::one_scenario(&ctx.pricing, main, Some(base), &all);
+        report.usage = Some(Box::new(usage));
+    }
 }
 
 /// A chaos run's report from its judged prompts (`seen`: what the journal and the agent
@@ -154,6 +166,9 @@ pub(super) fn chaos_report(
         ),
     };
     let judgement = run.decide(ctx, seen, score, judged > 0);
+    let all: Vec<&CaseResult> = run.cases.iter().collect();
+    let usage =
+        super::usage::one_scenario(&ctx.pricing, (name, true, run.spent.clone()), None, &all);
     ChaosReport {
         schema: SCHEMA,
         run: None,
@@ -171,5 +186,6 @@ pub(super) fn chaos_report(
         warnings: run.warnings,
         shard: None,
         baseline: vec![],
+        usage: Some(Box::new(usage)),
     }
 }

@@ -310,6 +310,7 @@ mod tests {
             warnings: vec![],
             baseline: vec![],
             shard: None,
+            usage: None,
         };
         let skipped = [
             (RunKind::Mutation, "needs the mutation engine".to_string()),
@@ -382,6 +383,7 @@ mod tests {
             warnings: vec![],
             baseline: vec![],
             shard: None,
+            usage: None,
         };
         let r = combine(
             &ScoringSpec::default(),

@@ -259,7 +259,8 @@ pub(super) async fn judge_matrix(
         true => super::consistency::per_case(&cases),
         false => vec![],
     };
-    let usage = super::usage::run_usage(&ctx.pricing, windows, &cases);
+    let all: Vec<&CaseResult> = cases.iter().collect();
+    let usage = super::usage::run_usage(&ctx.pricing, windows, &all);
     ContractReport {
         schema: SCHEMA,
         run: None,

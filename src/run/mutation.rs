@@ -86,7 +86,7 @@ pub async fn run_mutation(
         model::generate(client.as_ref(), spec, golden, seed, fixed, ctx.concurrency).await;
     let plan = plan_mutations(spec, golden, seed, &written);
     let empty = CompiledChaos::default();
-    let (name, rules) = chaos.unwrap_or(("mutations", &empty));
+    let (name, rules) = chaos.unwrap_or((super::mutation_report::SCENARIO, &empty));
     let made = Made {
         spec,
         plan: &plan,

@@ -63,6 +63,9 @@ pub struct TypeScore {
     pub dropped: BTreeMap<Dropped, usize>,
 }
 
+/// The scenario text variants run under without `--chaos`.
+pub(super) const SCENARIO: &str = "mutations";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MutationReport {
     #[serde(deserialize_with = "schema")]
@@ -98,6 +101,10 @@ pub struct MutationReport {
     /// merge needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardPart>,
+    /// Tokens and cost of the agent's LLM calls while the text variants ran (wire-level
+    /// cases have no traffic of their own): the run's, its scenario's, per fault rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Box<crate::cost::RunUsage>>,
 }
 
 impl MutationReport {
@@ -184,6 +191,11 @@ pub(super) fn assemble(
     report.types = type_scores(spec, plan, &mutants);
     report.mutants = mutants;
     if let Some(run) = run {
+        let name = chaos.unwrap_or(SCENARIO);
+        let all: Vec<&CaseResult> = run.cases.iter().collect();
+        let window = (name, chaos.is_some(), run.spent.clone());
+        let usage = super::usage::one_scenario(&ctx.pricing, window, None, &all);
+        report.usage = Some(Box::new(usage));
         report.cases = run.cases;
         report.coverage = run.coverage;
         report.warnings = run.warnings;
@@ -224,6 +236,7 @@ fn empty(ctx: &Scoring, chaos: Option<&str>, plan: &Plan) -> MutationReport {
         trials: vec![],
         warnings: vec![],
         shard: None,
+        usage: None,
     }
 }
 

@@ -39,6 +39,8 @@ pub(super) struct PromptRun {
     pub prompts: Vec<PromptVerdict>,
     pub coverage: Vec<Coverage>,
     pub warnings: Vec<String>,
+    /// Every LLM answer of the scenario's journal window, attributed to a case or not.
+    pub spent: crate::cost::Tally,
     since: Since,
 }
 
@@ -173,6 +175,7 @@ impl Sent {
             &ctx.declared,
             coverage::Before::default(),
         );
+        let spent = crate::cost::Tally::of(&outcome.exchanges, &ctx.pricing);
         let cases = outcome.cases;
         let mut warnings = vec![];
         let checks = invariants.iter().map(|i| &i.check);
@@ -211,6 +214,7 @@ impl Sent {
             prompts,
             coverage: vec![covered],
             warnings,
+            spent,
             since: self.since,
         }
     }

@@ -37,6 +37,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
         );
     }
     warnings(&r.warnings, &mut out);
+    spent(r.usage.as_deref(), &mut out);
     out.push_str(&verdict_line(r.score.value, r.min_score, &r.judgement));
     out
 }
@@ -200,6 +201,13 @@ fn shown(s: &str, chars: usize) -> String {
     crate::text::cut(&flat, chars)
 }
 
+/// The run's tokens and cost, when it saw an LLM answer.
+fn spent(usage: Option<&crate::cost::RunUsage>, out: &mut String) {
+    if let Some(line) = usage.and_then(crate::cost::RunUsage::summary_line) {
+        let _ = write!(out, "\n{line}");
+    }
+}
+
 fn warnings(list: &[String], out: &mut String) {
     for w in list {
         let _ = write!(out, "\nwarning: {w}");
@@ -281,6 +289,7 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
         let _ = write!(out, "\n{mark} [{}]{trial} {shown:?}: {why}", m.variant.kind);
     }
     warnings(&r.warnings, &mut out);
+    spent(r.usage.as_deref(), &mut out);
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
 }
@@ -318,6 +327,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
         let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);
     }
     warnings(&r.warnings, &mut out);
+    spent(r.usage.as_deref(), &mut out);
     out.push_str(&verdict_line(r.score, r.min_score, &r.judgement));
     out
 }

@@ -58,8 +58,29 @@ pub(super) fn windows(
         .collect()
 }
 
+/// A chaos or mutation run's `usage`: its one scenario, over `spent` (its window), and the
+/// `(baseline)` pass's window when one ran.
+pub(super) fn one_scenario(
+    pricing: &Pricing,
+    (name, chaos, spent): (&str, bool, Tally),
+    baseline: Option<Window>,
+    cases: &[&CaseResult],
+) -> RunUsage {
+    let main = Window {
+        name: name.to_string(),
+        chaos,
+        spent,
+    };
+    let windows = std::iter::once(main).chain(baseline).collect();
+    run_usage(pricing, windows, cases)
+}
+
 /// The report's `usage`: `windows` in report order, `cases` every case of the run.
-pub(super) fn run_usage(pricing: &Pricing, windows: Vec<Window>, cases: &[CaseResult]) -> RunUsage {
+pub(super) fn run_usage(
+    pricing: &Pricing,
+    windows: Vec<Window>,
+    cases: &[&CaseResult],
+) -> RunUsage {
     let base = windows
         .iter()
         .find(|w| !w.chaos && w.name != BASELINE)
@@ -101,7 +122,7 @@ fn whole(c: &CaseResult) -> Option<[f64; 3]> {
 }
 
 /// `scenario`'s cases minus their prompts' mean figures under `baseline`.
-fn delta(baseline: &str, scenario: &str, cases: &[CaseResult]) -> Delta {
+fn delta(baseline: &str, scenario: &str, cases: &[&CaseResult]) -> Delta {
     let mut means: HashMap<&str, ([f64; 3], f64)> = HashMap::new();
     for c in cases.iter().filter(|c| c.scenario == baseline) {
         if let Some(f) = whole(c) {

@@ -10,6 +10,7 @@
 
 mod ending;
 mod shown;
+mod spans;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,10 @@ pub struct Session {
     _bodies: Option<KeepBodies>,
     /// The journal keeps this run's exchanges past its byte budget until the run ends.
     _holding: Holding,
+    /// The run's OTLP spans, when exported: its cases' exchanges are held until its end.
+    spans: Option<crate::otel::RunScope>,
+    /// Why its `telemetry.otlp` is not the one in force (a daemon's), for its report.
+    telemetry_note: Option<String>,
     pub ctx: RunContext,
 }
 
@@ -121,7 +126,16 @@ impl Session {
         let bodies =
             (config.output.tapes != Tapes::None).then(|| proxy.journal.keep_bodies_while());
         let holding = proxy.journal.hold_while();
+        let seed = ctx.scoring.seed;
+        let spans = proxy.journal.otel().map(|o| o.begin_run(seed));
+        let telemetry_note =
+            crate::otel::run_asks_elsewhere(proxy.journal.otel(), &config.telemetry);
+        if let Some(why) = &telemetry_note {
+            tracing::warn!("{why}");
+        }
         Ok(Session {
+            spans,
+            telemetry_note,
             proxy,
             process,
             pool,
@@ -197,6 +211,12 @@ impl Session {
         let crashed = self.stop_agent().await;
         if let Some(w) = report.warnings_mut() {
             w.extend(crashed);
+            w.extend(self.telemetry_note.take());
+        }
+        if let Some(scope) = self.spans.take() {
+            scope
+                .end(spans::run_span(&report, self.ctx.scoring.seed))
+                .await;
         }
         let output = &self.loaded.config.output;
         let (formats, tapes) = (output.format.clone(), output.tapes);

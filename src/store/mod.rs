@@ -47,7 +47,7 @@ pub use record::{
     CaseKey, CaseRecord, CellRecord, Filter, NewRun, Page, RunKind, RunRecord, RunStatus, SameAs,
     Severity, StoredCase, Verdict,
 };
-pub use recorder::{Recorder, final_verdicts};
+pub use recorder::{Recorder, case_verdicts, final_verdicts};
 pub use schema::APPLICATION_ID;
 
 use writer::{Health, Op, Writer};

@@ -307,6 +307,15 @@ fn verdicts(report: &Report) -> Vec<Final<'_>> {
     out
 }
 
+/// Each chaos, mutation and replay case with its final verdict (contract cases are judged
+/// by cells), as the store keeps them: the run's spans say the same.
+pub fn case_verdicts(report: &Report) -> Vec<(RunKind, &CaseResult, Verdict)> {
+    verdicts(report)
+        .into_iter()
+        .map(|(kind, case, v, _)| (kind, case, v))
+        .collect()
+}
+
 /// The final verdicts of a run: each chaos and mutation case's, each contract cell's.
 pub fn final_verdicts(report: &Report) -> Vec<Verdict> {
     let cases = verdicts(report).into_iter().map(|(_, _, v, _)| v);

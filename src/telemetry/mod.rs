@@ -1,7 +1,7 @@
 //! Logging setup (`LogFormat`: text or JSON lines) and the Prometheus metrics every part of
 //! the daemon updates (`runs`: the metrics of the runs it drives; `chaos`: whether chaos
 //! rules are in force and how often a `ttl` reverted them; `llm`: the tokens and cost of
-//! the agent's LLM answers; `control`: refused tokens).
+//! the agent's LLM answers; `otlp`: spans exported and dropped; `control`: refused tokens).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
@@ -10,6 +10,7 @@
 mod chaos;
 mod control;
 mod llm;
+mod otlp;
 mod runs;
 
 use std::sync::{Arc, OnceLock};
@@ -117,6 +118,7 @@ struct Inner {
     runs: runs::RunFamilies,
     chaos: chaos::ChaosFamilies,
     llm: llm::LlmFamilies,
+    otlp: otlp::OtlpFamilies,
     control_auth_failures: Counter,
 }
 
@@ -232,12 +234,14 @@ impl Metrics {
         let runs = runs::RunFamilies::register(&mut registry);
         let chaos = chaos::ChaosFamilies::register(&mut registry);
         let llm = llm::LlmFamilies::register(&mut registry);
+        let otlp = otlp::OtlpFamilies::register(&mut registry);
         let control_auth_failures = control::register(&mut registry);
         let inner = Inner {
             control_auth_failures,
             runs,
             chaos,
             llm,
+            otlp,
             registry,
             connections_rejected,
             connection_timeouts,

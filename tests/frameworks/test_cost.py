@@ -3,7 +3,8 @@
 20 input and 10 output tokens per answer. The report's figures must be the stub's, per
 exchange, case, scenario and run; a 429 rule with `times: 2` makes the SDK's third attempt
 a retry whose tokens are that rule's; `max_tokens` fails the cases over it and passes the
-others; costs follow the config's `pricing:`."""
+others; costs follow the config's `pricing:`. Chaos-only and mutation runs (`flakestorm run`)
+carry the same run-level figures, and every run's terminal summary says them."""
 
 from __future__ import annotations
 
@@ -120,3 +121,59 @@ def test_html_markdown_and_junit_show_the_figures(run):
     junit = (stack.tmp / "report.junit.xml").read_text()
     assert '<property name="input_tokens" value="80"/>' in junit, junit
     assert '<property name="scenario.output_tokens" value="20"/>' in junit
+
+
+def test_the_terminal_summary_says_the_tokens_and_cost(run):
+    _, r = run
+    assert "LLM usage: 4 call(s), 120 tokens (80 in, 40 out), 0.000160 USD" in r.stdout, r.why()
+    assert "30 tokens spent on retries after `rl-twice` (rate_limit)" in r.stdout, r.why()
+
+
+CHAOS = """\
+invariants:
+  - {type: max_tokens, max: 200}
+chaos:
+  llm_faults: [{id: rl-twice, mode: rate_limit, retry_after_s: 0.1, times: 2}]
+mutations: {types: [noise], count: 1}
+"""
+
+
+@pytest.fixture(scope="module", params=["chaos", "mutation"])
+def phase_run(request, tmp_path_factory):
+    """`flakestorm run --chaos-only` (the 429 rule) or `flakestorm run` (one `noise`
+    variant, no chaos) on one prompt."""
+    stack = Stack(tmp_path_factory.mktemp(f"cost-{request.param}"))
+    args = ("run", "--chaos-only") if request.param == "chaos" else ("run",)
+    try:
+        config = stack.config(CHAOS, PROMPTS, extra=PRICING)
+        r = stack.flakestorm(config, *args, report=stack.tmp / "phase.json")
+        assert r.report is not None, r.why()
+        yield request.param, stack, r
+    finally:
+        stack.close()
+
+
+def test_chaos_and_mutation_reports_carry_the_run_usage(phase_run):
+    kind, stack, r = phase_run
+    u = r.report["usage"]
+    assert (u["llm_calls"], u["input_tokens"], u["output_tokens"]) == (2, 2 * IN, 2 * OUT), u
+    assert u["cost"] == pytest.approx(cost(2 * IN, 2 * OUT)) and u["pricing"]["overridden"] == 1, u
+    (scenario,) = u["scenarios"]
+    assert scenario["scenario"] == ("chaos" if kind == "chaos" else "mutations"), scenario
+    assert (scenario["llm_calls"], scenario["input_tokens"]) == (2, 2 * IN), scenario
+    assert "vs_baseline" not in scenario
+    if kind == "chaos":
+        spent = {"rule": "rl-twice", "mode": "rate_limit", "llm_calls": 1, "input_tokens": IN,
+                 "output_tokens": OUT, "cost": pytest.approx(cost(IN, OUT)), "currency": "USD"}
+        assert u["because_of_faults"] == [spent] and scenario["because_of_faults"] == [spent], u
+    else:
+        assert "because_of_faults" not in u, u
+    line = "LLM usage: 2 call(s), 60 tokens (40 in, 20 out), 0.000080 USD"
+    assert line in r.stdout, r.why()
+    assert ("30 tokens spent on retries after `rl-twice`" in r.stdout) == (kind == "chaos"), r.why()
+    html = (stack.tmp / "phase.html").read_text()
+    assert f"run: 2 LLM call(s), 60 tokens (40 in, 20 out), 0.000080 USD" in html, html
+    md = (stack.tmp / "phase.md").read_text()
+    assert "| **run** | 2 | 40 | 20 | 0.000080 USD |" in md, md
+    junit = (stack.tmp / "phase.junit.xml").read_text()
+    assert '<property name="input_tokens" value="40"/>' in junit, junit

@@ -1,0 +1,61 @@
+"""A collector that is down (nothing listens) or slow (it takes the connection and never
+answers): the agent's calls through the proxy succeed as before, flakestorm warns once,
+and the spans it could not export are counted in `flakestorm_otlp_dropped_spans_total`."""
+
+from __future__ import annotations
+
+import socket
+
+import openai
+import pytest
+import conformance_conftest as conformance  # loaded by this suite's conftest
+from flakestorm_harness import clean_env
+
+MSG = [{"role": "user", "content": "Tell me a story."}]
+
+
+@pytest.fixture(params=["down", "slow"])
+def collector(request):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    if request.param == "down":
+        s.close()  # nothing listens: connection refused
+        yield request.param, port
+        return
+    s.listen(16)  # connections complete in the backlog; nothing ever answers
+    yield request.param, port
+    s.close()
+
+
+def test_the_proxy_and_its_calls_are_unaffected(collector, tmp_path, origins, monkeypatch):
+    kind, port = collector
+    protocol = "grpc" if kind == "down" else "http/protobuf"
+    env = clean_env()
+    env["OTEL_EXPORTER_OTLP_TIMEOUT"] = "300"
+    fs = conformance.Flakestorm.start(tmp_path, env=env, extra_config=(
+        f"telemetry:\n  otlp: {{endpoint: \"http://127.0.0.1:{port}\", protocol: \"{protocol}\"}}\n"))
+    try:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            monkeypatch.setenv(name, fs.proxy_url)
+        monkeypatch.setenv("SSL_CERT_FILE", str(fs.ca_file))
+        c = openai.OpenAI(base_url=f"{origins.openai.url()}/v1", api_key="sk-test", max_retries=0)
+        for _ in range(5):
+            r = c.chat.completions.create(model="gpt-otel-down", messages=MSG)
+            assert r.choices[0].message.content
+        dropped = fs.wait_metric("flakestorm_otlp_dropped_spans_total", 5, within_s=10, reason="export_failed")
+        assert dropped >= 5, dropped
+        assert fs.metric("flakestorm_otlp_exported_spans_total") == 0
+        status, body = fs.control("GET", "/metrics")
+        text = body.decode()
+        assert "# TYPE flakestorm_otlp_dropped_spans counter" in text
+        assert "# HELP flakestorm_otlp_dropped_spans " in text
+        # Five more calls: still answered, still no second warning.
+        for _ in range(5):
+            c.chat.completions.create(model="gpt-otel-down", messages=MSG)
+        fs.wait_metric("flakestorm_otlp_dropped_spans_total", 10, within_s=10, reason="export_failed")
+    finally:
+        fs.stop()
+    warnings = [l for l in fs.stderr_tail(100_000).splitlines() if "OTLP export to" in l]
+    assert len(warnings) == 1, warnings
+    assert f"127.0.0.1:{port}" in warnings[0] and "flakestorm_otlp_dropped_spans_total" in warnings[0]
