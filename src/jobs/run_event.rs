@@ -68,6 +68,19 @@ pub struct CaseEnded {
     /// How many faults fired on its traffic.
     pub faults: usize,
     pub so_far: SoFar,
+    /// The faults, `rule (mode)` each (the web view lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_rules: Vec<String>,
+    /// Its outcome class when it is known as it ends (docs/outcomes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// The pool instance it ran on (1-based), when flakestorm started a pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<usize>,
+    /// The journal ids of its exchanges (the web view draws its timeline from them); absent
+    /// when its traffic could not be attributed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchanges: Option<Vec<u64>>,
 }
 
 /// An event this build cannot read.
@@ -117,6 +130,14 @@ impl RunEvent {
             latency_ms: c.latency_ms,
             faults: c.faults.len(),
             so_far,
+            fault_rules: c
+                .faults
+                .iter()
+                .map(|f| format!("{} ({})", f.rule, f.mode))
+                .collect(),
+            outcome: c.outcome.as_ref().map(|o| o.class.as_str().to_string()),
+            instance: c.instance,
+            exchanges: c.traffic.as_ref().map(|t| t.iter().map(|e| e.id).collect()),
         })
     }
 
