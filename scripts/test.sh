@@ -62,7 +62,8 @@ fi
 .venv-tests/bin/pip install --quiet --disable-pip-version-check \
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
   -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
-  -r tests/tapes/requirements.txt -r tests/containers/requirements.txt
+  -r tests/tapes/requirements.txt -r tests/containers/requirements.txt \
+  -r tests/web/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
@@ -103,6 +104,9 @@ FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/frameworks/te
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
+
+echo "==> the web view in headless Chromium: live runs, compare, chaos, its security (tests/web)"
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/web -q
 
 echo "==> tapes read by an independent HAR reader (tests/tapes)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q
