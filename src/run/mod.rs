@@ -23,6 +23,7 @@ mod environment;
 mod execute;
 pub mod export;
 mod judge;
+mod live_cells;
 mod matrix;
 mod merge;
 mod mutation;
@@ -62,6 +63,7 @@ pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
+pub use live_cells::CellSoFar;
 pub use merge::merge_reports;
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use outcome::{CaseOutcome, Evidence as OutcomeEvidence};
@@ -236,6 +238,8 @@ pub enum CaseChecks {
     Invariants(Vec<crate::checks::Verdict>),
     /// Each check by name (a replay session's).
     Named(Vec<CaseCheck>),
+    /// A contract case's cells as it ends (`live_cells`), for the run's followers only.
+    Cells(Vec<CellSoFar>),
 }
 
 impl Judged {
