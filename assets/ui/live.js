@@ -8,7 +8,8 @@ import { h, svg, ms } from "./dom.js";
 
 const BATCH_MS = 250;
 
-/** Follows run `id` into `view` (see run.js); returns a function that stops following. */
+/** Follows run `id` into `view` (see run.js); returns a function that stops following.
+ * How it keeps up is on `view.meter` (see `Meter`). */
 export function follow(id, view) {
   const es = new EventSource(`/v1/runs/${encodeURIComponent(id)}/events`);
   let queue = [];
@@ -18,13 +19,16 @@ export function follow(id, view) {
     timer = null;
     const batch = queue;
     queue = [];
+    const t0 = performance.now();
     apply(batch, view);
+    view.meter?.batch(batch, t0);
   };
   const push = (kind) => (ev) => {
     lastId = Number(ev.lastEventId) || lastId;
-    queue.push({ kind, data: JSON.parse(ev.data) });
+    queue.push({ kind, data: JSON.parse(ev.data), id: lastId, at: performance.now() });
     if (kind === "done") {
       es.close();
+      if (timer) clearTimeout(timer);
       flush();
     } else if (!timer) {
       timer = setTimeout(flush, BATCH_MS);
@@ -43,6 +47,39 @@ export function follow(id, view) {
   return () => { es.close(); if (timer) clearTimeout(timer); };
 }
 
+/** How the page keeps up with a stream, on an element's data attributes (the tests and
+ * scripts/bench_web.py read them): events and batches applied, the largest batch, the
+ * longest wait of an event between its arrival and its batch being drawn, the longest
+ * batch, and the ids seen (first, last, and any out of order or repeated). */
+export class Meter {
+  constructor(el) {
+    this.el = el;
+    this.s = { events: 0, batches: 0, peak: 0, lagMax: 0, applyMax: 0, last: 0, repeats: 0 };
+  }
+  batch(batch, t0) {
+    const now = performance.now();
+    const s = this.s;
+    s.events += batch.length;
+    s.batches++;
+    s.peak = Math.max(s.peak, batch.length);
+    s.applyMax = Math.max(s.applyMax, now - t0);
+    for (const e of batch) {
+      s.lagMax = Math.max(s.lagMax, now - e.at);
+      if (e.id <= s.last) s.repeats++;
+      s.last = Math.max(s.last, e.id);
+    }
+    const d = this.el.dataset;
+    d.events = s.events;
+    d.batches = s.batches;
+    d.batchPeak = s.peak;
+    d.lagMaxMs = Math.round(s.lagMax);
+    d.applyMaxMs = Math.round(s.applyMax);
+    d.lastEvent = s.last;
+    d.repeats = s.repeats;
+    if (batch.some((e) => e.kind === "done")) d.doneAt = Date.now();
+  }
+}
+
 function apply(batch, view) {
   const cases = [];
   for (const { kind, data } of batch) {
@@ -53,6 +90,7 @@ function apply(batch, view) {
     else if (kind === "done") view.done(data);
   }
   if (cases.length) addCases(cases, view);
+  view.drawn();
 }
 
 /** A case as it ends: its row (verdict, outcome class, faults), then its timeline. */

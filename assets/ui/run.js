@@ -1,10 +1,11 @@
 // One run: its record, live while it runs (live.js): the contract matrix filling in cell
-// by cell, each case as it ends with its timeline, the agent pool's instances, cancel;
+// by cell (matrix.js), each case as it ends with its timeline, the agent pool's instances, cancel;
 // when it ends, its reports (HTML, JSON, JUnit, Markdown) and tapes to download.
 
 import * as api from "./api.js";
 import { h, show, ms, when, badge, problem, wrap } from "./dom.js";
-import { follow } from "./live.js";
+import { follow, Meter } from "./live.js";
+import { Matrix } from "./matrix.js";
 
 const LIVE = new Set(["queued", "running"]);
 const FORMATS = [["html", "HTML"], ["json", "JSON"], ["junit", "JUnit XML"], ["markdown", "Markdown"]];
@@ -35,6 +36,7 @@ export async function runPage(id) {
     h("h2", {}, "Cases"), h("p", { class: "dim" }, "Newest first; each with the calls its agent made, as the proxy saw them."), cases);
   const view = {
     cases,
+    meter: new Meter(stream),
     stream: (t) => { stream.textContent = t; },
     status: (s) => status.replaceChildren(badge(s)),
     started: (c) => matrix.scenario(c.scenario),
@@ -46,6 +48,7 @@ export async function runPage(id) {
       pool.caseEnded(c);
     },
     cell: (c) => matrix.cell(c),
+    drawn: () => { matrix.draw(); pool.draw(); },
     done: (rec) => {
       status.replaceChildren(badge(rec.status));
       cancel.hidden = true;
@@ -81,45 +84,7 @@ async function ended(r, reports, matrix) {
   }
   const report = await api.call("GET", `/v1/runs/${id}/report?format=json`).catch(() => null);
   for (const c of report?.contract?.cells || report?.cells || []) matrix.cell(c);
-}
-
-/** The contract matrix: invariants × scenarios; cases counted per scenario as they end,
- * each cell's verdict as its `cell` event arrives. */
-class Matrix {
-  constructor() {
-    this.el = h("div", { class: "scroll", id: "matrix" }, h("p", { class: "dim" }, "Scenarios appear as their cases run."));
-    this.scenarios = [];
-    this.done = {};
-    this.verdicts = {};
-    this.invariants = [];
-    this.cells = 0;
-  }
-  scenario(s) {
-    if (!this.scenarios.includes(s)) { this.scenarios.push(s); this.draw(); }
-  }
-  caseEnded(c) {
-    this.scenario(c.scenario);
-    this.done[c.scenario] = (this.done[c.scenario] || 0) + 1;
-    const td = this.el.querySelector(`td[data-count="${CSS.escape(c.scenario)}"]`);
-    if (td) td.textContent = this.done[c.scenario];
-  }
-  cell(c) {
-    this.cells++;
-    this.scenario(c.scenario);
-    if (!this.invariants.includes(c.invariant)) this.invariants.push(c.invariant);
-    this.verdicts[`${c.invariant}\u0000${c.scenario}`] = c;
-    this.draw();
-  }
-  draw() {
-    const head = h("tr", {}, h("th", { scope: "col" }, "invariant \\ scenario"), this.scenarios.map((s) => h("th", { scope: "col" }, s)));
-    const count = h("tr", {}, h("th", { scope: "row" }, "cases ended"), this.scenarios.map((s) => h("td", { class: "n", "data-count": s }, this.done[s] || 0)));
-    const rows = this.invariants.map((i) => h("tr", {}, h("th", { scope: "row" }, i), this.scenarios.map((s) => {
-      const c = this.verdicts[`${i}\u0000${s}`];
-      const v = c ? (c.verdict?.verdict || c.verdict || "").toString() : "";
-      return h("td", { class: `c v-${v || "none"}`, title: c ? (c.verdict?.reason || c.reason || v) : "not judged yet" }, v ? v.replace("_", " ") : "…");
-    })));
-    this.el.replaceChildren(h("table", { class: "matrix" }, h("thead", {}, head), h("tbody", {}, count, rows)));
-  }
+  matrix.draw();
 }
 
 /** The agent pool's instances, as the cases that ran on them say. */
@@ -134,6 +99,11 @@ class Pool {
     i.cases++;
     i.last = c.input;
     this.instances.set(c.instance, i);
+    this.dirty = true;
+  }
+  draw() {
+    if (!this.dirty) return;
+    this.dirty = false;
     const rows = [...this.instances.entries()].sort((a, b) => a[0] - b[0]).map(([n, i]) => h("tr", {}, h("td", {}, n), h("td", { class: "n" }, i.cases), h("td", {}, i.last)));
     this.el.replaceChildren(wrap(h("table", {}, h("thead", {}, h("tr", {}, ["instance", "cases", "last case"].map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows))));
   }
