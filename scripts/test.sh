@@ -55,6 +55,8 @@ cargo test --locked
 
 echo "==> real clients through the proxy (tests/clients)"
 cargo build --locked --quiet
+# The web suite fills a run store of 10,000 runs with the store's own code (tests/web).
+cargo build --locked --quiet --example seed_runs
 bin="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/flakestorm"
 if [ ! -x .venv-tests/bin/python ]; then
   python3 -m venv .venv-tests
@@ -105,7 +107,8 @@ FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/frameworks/te
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
 
-echo "==> the web view in headless Chromium: live runs, compare, chaos, its security (tests/web)"
+echo "==> the web view in headless Chromium: live runs, compare, chaos, its security, load, phone, keyboard, contrast (tests/web)"
+# Screenshots go to target/web/; FLAKESTORM_DOCS_IMAGES=1 also rewrites docs/images/web-*.png.
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/web -q
 
 echo "==> tapes read by an independent HAR reader (tests/tapes)"

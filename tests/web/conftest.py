@@ -51,3 +51,35 @@ def fs(tmp_path_factory):
     daemon.link = daemon.wait_line(r"^flakestorm: web view at (\S+) ").group(1)
     yield daemon
     daemon.stop()
+
+
+def login(browser, link: str, **context):
+    """A new browser context logged in with `link` (the one `serve` printed, or the same
+    through another address); its page, on the runs page."""
+    from playwright.sync_api import expect
+
+    ctx = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context})
+    page = ctx.new_page()
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    return page
+
+
+@pytest.fixture(scope="module")
+def agent():
+    from _web import StubAgent
+
+    a = StubAgent()
+    yield a
+    a.close()
+
+
+@pytest.fixture(scope="module")
+def slow_agent():
+    """An agent that takes 40 ms an answer: a run of a few dozen cases lasts long enough
+    to be watched (and broken) while it runs."""
+    from _web import StubAgent
+
+    a = StubAgent(delay_s=0.04)
+    yield a
+    a.close()

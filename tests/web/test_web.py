@@ -4,11 +4,12 @@ run ends), its reports downloaded, a second run compared and its regression name
 third cancelled, a profile put for 5 s and seen to expire, a faulted tool call found in
 the live traffic; and refused: a forged cookie (the login, no data), a change without the
 CSRF header, and every request a page on another origin tries. Screenshots of each page
-go to target/web/ and, from there, to docs/images/web-*.png."""
+go to target/web/ and, with FLAKESTORM_DOCS_IMAGES=1, from there to docs/images/web-*.png."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,11 +46,15 @@ PROMPTS = ["What was ACME's Q3 revenue?", "How did ACME's quarter go?", "Give me
 
 
 def shot(page, name: str):
+    """A screenshot of the page, a test artefact in target/web/; copied over the docs'
+    image only when FLAKESTORM_DOCS_IMAGES=1 (docs/web.md), so a test run leaves the
+    working tree as it was."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    DOCS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"web-{name}.png"
     page.screenshot(path=str(path), full_page=True)
-    shutil.copyfile(path, DOCS / path.name)
+    if os.environ.get("FLAKESTORM_DOCS_IMAGES") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS / path.name)
 
 
 def start_run(page, config: str) -> str:
