@@ -55,6 +55,8 @@ cargo test --locked
 
 echo "==> real clients through the proxy (tests/clients)"
 cargo build --locked --quiet
+# The web suite fills a run store of 10,000 runs with the store's own code (tests/web).
+cargo build --locked --quiet --example seed_runs
 bin="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/flakestorm"
 if [ ! -x .venv-tests/bin/python ]; then
   python3 -m venv .venv-tests
@@ -63,7 +65,7 @@ fi
   -r tests/clients/requirements.txt -r tests/conformance/requirements.txt \
   -r tests/frameworks/requirements.txt -r tests/reports/requirements.txt \
   -r tests/tapes/requirements.txt -r tests/containers/requirements.txt \
-  -r tests/otel/requirements.txt
+  -r tests/otel/requirements.txt -r tests/web/requirements.txt
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/clients -q
 
 echo "==> LLM faults against the real SDKs, current and older majors (tests/conformance)"
@@ -107,6 +109,10 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/otel -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/reports -q
+
+echo "==> the web view in headless Chromium: live runs, compare, chaos, its security, load, phone, keyboard, contrast (tests/web)"
+# Screenshots go to target/web/; FLAKESTORM_DOCS_IMAGES=1 also rewrites docs/images/web-*.png.
+FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/web -q
 
 echo "==> tapes read by an independent HAR reader (tests/tapes)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q

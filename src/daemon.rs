@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiState, DeadlineListener, Expiry, Readiness, router};
+use crate::api::{ApiState, DeadlineListener, Expiry, Readiness};
 use crate::chaos::Engine;
 use crate::config::Config;
 use crate::jobs::Jobs;
@@ -92,6 +92,8 @@ pub struct Daemon {
     pub control_token: Arc<str>,
     /// `data_dir/control.token` when the token is kept there (no `control.token` set).
     pub token_file: Option<PathBuf>,
+    /// The web view's login link (`control.ui`), which carries the token.
+    pub ui_link: Option<String>,
     /// What `/readyz` answers.
     pub ready: Readiness,
     /// Opens a proxy lane for an agent pool's instance.
@@ -176,7 +178,8 @@ impl Daemon {
         let proxy_task = serve_proxy(proxy, proxy_listener, &stop, &ready);
         ready.config_applied();
         let deadline = std::time::Duration::from_millis(config.proxy.header_timeout_ms);
-        let api_task = serve_control(control_listener, deadline, state, &stop);
+        let app = crate::ui::app(state, journal.clone(), config.control.ui);
+        let api_task = serve_control(control_listener, deadline, app, &stop);
         Ok(Daemon {
             proxy_addr,
             control_addr,
@@ -187,6 +190,7 @@ impl Daemon {
             chaos,
             jobs,
             store,
+            ui_link: crate::ui::link(config.control.ui, control_addr, &control_token),
             control_token,
             token_file,
             ready,
@@ -256,14 +260,14 @@ fn serve_proxy(
 fn serve_control(
     listener: TcpListener,
     deadline: std::time::Duration,
-    state: ApiState,
+    app: axum::Router,
     stop: &CancellationToken,
 ) -> JoinHandle<()> {
     let listener = DeadlineListener::new(listener, deadline);
     let api_stop = stop.clone();
     tokio::spawn(async move {
         // With each connection's peer and at-work flag (`api::Conn`).
-        let app = router(state).into_make_service_with_connect_info::<crate::api::Conn>();
+        let app = app.into_make_service_with_connect_info::<crate::api::Conn>();
         let serve = axum::serve(listener, app).with_graceful_shutdown(api_stop.cancelled_owned());
         if let Err(e) = serve.await {
             tracing::error!("control listener failed: {e}");

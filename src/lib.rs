@@ -54,6 +54,8 @@
 //! - `jobs`      — the daemon's runs (`/v1/runs`): queue, turns, cancel, progress events.
 //! - `api`       — the control plane's HTTP API (health, metrics, CA, chaos rules, profiles,
 //!   runs).
+//! - `ui`        — the web view at `/` on the control listener: its built-in page, the
+//!   session cookie it keeps, the reads it needs beyond `/v1/*`.
 //! - `daemon`    — composition root: builds everything and runs the listeners.
 //! - `demo`      — the embedded, offline demo (`flakestorm demo`).
 //! - `cli`       — command-line commands.
@@ -93,4 +95,5 @@ pub mod tape;
 pub mod telemetry;
 pub mod text;
 pub mod tls;
+pub mod ui;
 pub mod wrap;

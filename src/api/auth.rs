@@ -16,6 +16,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tokio::time::Instant;
 
+use super::session::{self, same};
 use super::{ApiError, ApiState};
 
 /// Failures a peer may have within `WINDOW` before its next ones are answered after
@@ -102,6 +103,17 @@ pub async fn require_token(
     if sent.is_some_and(|t| same(t.as_bytes(), s.token.as_bytes())) {
         return Ok(next.run(req).await);
     }
+    // The web view's cookie stands for the token when no bearer token was sent; a request
+    // it authenticates that changes state must also carry the page's CSRF header.
+    let cookie = match sent {
+        None => session::judge(req.method(), req.headers(), &s.token),
+        Some(_) => session::Cookie::Absent,
+    };
+    match cookie {
+        session::Cookie::Valid { csrf_ok: true } => return Ok(next.run(req).await),
+        session::Cookie::Valid { csrf_ok: false } => return Err(ApiError::Csrf),
+        session::Cookie::Absent | session::Cookie::Wrong => {}
+    }
     s.metrics.control_auth_failure();
     if s.auth.failed(super::conn::peer(&req)) {
         tokio::time::sleep(PAUSE).await;
@@ -110,11 +122,6 @@ pub async fn require_token(
         });
     }
     Err(ApiError::Unauthorized)
-}
-
-/// Compares in time that does not depend on where the first difference is.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// The credentials of an `Authorization: Bearer <token>` value; the scheme is

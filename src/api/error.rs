@@ -32,6 +32,13 @@ pub enum ApiError {
     ForbiddenHost(String),
     #[error("{0}")]
     ForbiddenOrigin(String),
+    /// A request the web view's cookie authenticates that changes state without the
+    /// page's CSRF header.
+    #[error(
+        "a request authenticated by the web view's cookie must carry the x-flakestorm-csrf \
+         header the page sets (or send Authorization: Bearer instead)"
+    )]
+    Csrf,
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("bad request body: {0}")]
@@ -97,6 +104,7 @@ impl ApiError {
             ApiError::Busy { .. } => (StatusCode::TOO_MANY_REQUESTS, "busy"),
             ApiError::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
             ApiError::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
+            ApiError::Csrf => (StatusCode::FORBIDDEN, "csrf"),
             ApiError::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
@@ -159,6 +167,7 @@ impl ApiError {
             | ApiError::NotFound
             | ApiError::ForbiddenHost(_)
             | ApiError::ForbiddenOrigin(_)
+            | ApiError::Csrf
             | ApiError::UnsupportedMediaType(_)
             | ApiError::BadBody(_)
             | ApiError::InvalidParam { .. }

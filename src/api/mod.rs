@@ -4,8 +4,10 @@
 //! runs (`runs`, `import`). Every request passes `strict` (one well-formed `Host`) and
 //! `conn::at_work` (no read deadline while a handler works; `Connection: close` after an
 //! unread body); every `/v1/*` request then passes `guard` (no browser page may reach it)
-//! and the token (`auth`); only `/healthz`, `/readyz` and `/metrics` are open. `error` is
-//! the only place API errors get HTTP statuses.
+//! and the token (`auth`, or the web view's cookie: `session`); only `/healthz`, `/readyz`
+//! and `/metrics` are open. The web view (`ui`, above this module) hands its routes in
+//! through `Extra`, so they pass the same checks. `error` is the only place API errors get
+//! HTTP statuses.
 
 // No catch-all arm over an enum here: a new variant must be handled where it matters.
 #![warn(clippy::wildcard_enum_match_arm)]
@@ -17,11 +19,13 @@ mod conn;
 mod deadline;
 mod error;
 mod guard;
+mod headers;
 mod import;
 mod new_run;
 mod openapi;
 mod ready;
 mod runs;
+pub mod session;
 mod sse;
 mod strict;
 mod submitted;
@@ -100,6 +104,26 @@ impl ApiState {
 }
 
 pub fn router(state: ApiState) -> Router {
+    router_with(state, Extra::default())
+}
+
+/// Routes another module serves on the control listener (the web view): `page` passes
+/// the browser checks (`guard`) but needs no token, `v1` passes both, as `/v1/*` does.
+#[derive(Default)]
+pub struct Extra {
+    pub page: Router<ApiState>,
+    pub v1: Router<ApiState>,
+}
+
+/// The API with `extra`'s routes beside it.
+pub fn router_with(state: ApiState, extra: Extra) -> Router {
+    let mut page = extra.page;
+    if page.has_routes() {
+        page = page.route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_proof,
+        ));
+    }
     let v1 = Router::new()
         .route("/v1/ca.pem", get(ca_pem))
         .route(
@@ -117,6 +141,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/report", get(runs::report))
         .route("/v1/openapi.json", get(openapi::document))
+        .merge(extra.v1)
         // The last layer runs first: no cross-site request gets as far as the token check.
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
@@ -131,8 +156,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/readyz", get(ready::readyz))
         .route("/metrics", get(metrics))
         .merge(v1)
+        .merge(page)
         .fallback(|| async { ApiError::NotFound })
         // The last layer runs first: a malformed request is refused before anything.
+        .layer(middleware::from_fn(headers::inert))
         .layer(middleware::from_fn(conn::at_work))
         .layer(middleware::from_fn(strict::well_formed))
         .with_state(state)

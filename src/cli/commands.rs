@@ -143,6 +143,7 @@ fn announcement(
             file.display()
         );
     }
+    out.push_str(&crate::ui::announce(daemon.ui_link.as_deref()));
     let rules = daemon.chaos.rules();
     if !rules.is_empty() {
         let s = &rules.spec;

@@ -185,6 +185,8 @@ pub struct ControlSpec {
     /// Start on a `data_dir` (or its `runs/`) other users may write or that another user
     /// owns, with a warning, instead of refusing it.
     pub allow_shared_data_dir: bool,
+    /// Serve the web view at `/` on the control listener (docs/web.md).
+    pub ui: bool,
 }
 
 /// `control.max_import_bytes`' default: a report of about 30,000 cases with their traffic.
@@ -201,6 +203,7 @@ impl Default for ControlSpec {
             body_timeout_ms: 30_000,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             allow_shared_data_dir: false,
+            ui: true,
         }
     }
 }

@@ -176,13 +176,12 @@ fn hooks(job: &Arc<Job>) -> Progress {
             j2.events.push(RunEvent::case_started(scenario, input));
         }),
         case: Arc::new(move |c: &CaseResult, judged: &Judged| {
-            let so_far = judged.so_far;
             let (done, total) = {
                 let mut s = j3.lock();
                 s.done += 1;
                 (s.done, s.total)
             };
-            j3.events.push(RunEvent::case(c, so_far, (done, total)));
+            j3.events.push(RunEvent::case(c, judged, (done, total)));
         }),
     }
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::run::{CaseResult, CellResult, RunKind, SoFar};
+use crate::run::{CaseChecks, CaseResult, CellResult, CellSoFar, Judged, RunKind, SoFar};
 use crate::store::RunRecord;
 
 /// One event of a run, in the order they come: `queued`, `started`, a `case_started` and a
@@ -68,6 +68,24 @@ pub struct CaseEnded {
     /// How many faults fired on its traffic.
     pub faults: usize,
     pub so_far: SoFar,
+    /// The faults, `rule (mode)` each (the web view lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_rules: Vec<String>,
+    /// Its outcome class when it is known as it ends (docs/outcomes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// The pool instance it ran on (1-based), when flakestorm started a pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<usize>,
+    /// The journal ids of its exchanges (the web view draws its timeline from them); absent
+    /// when its traffic could not be attributed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchanges: Option<Vec<u64>>,
+    /// A contract case's cells as it ended, each with the cell's number of cases: the
+    /// matrix's progress before the `cell` events give the verdicts (provisional: see
+    /// docs/api.md, "Events").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellSoFar>,
 }
 
 /// An event this build cannot read.
@@ -104,8 +122,13 @@ impl RunEvent {
         }
     }
 
-    /// The `case` event of `c`, the `done`th case of `total`.
-    pub fn case(c: &CaseResult, so_far: SoFar, (done, total): (u64, u64)) -> RunEvent {
+    /// The `case` event of `c`, judged so far as `judged`, the `done`th case of `total`.
+    pub fn case(c: &CaseResult, judged: &Judged, (done, total): (u64, u64)) -> RunEvent {
+        let so_far: SoFar = judged.so_far;
+        let cells = match &judged.checks {
+            CaseChecks::Cells(cells) => cells.clone(),
+            CaseChecks::Invariants(_) | CaseChecks::Named(_) => vec![],
+        };
         RunEvent::Case(CaseEnded {
             done,
             total,
@@ -117,6 +140,15 @@ impl RunEvent {
             latency_ms: c.latency_ms,
             faults: c.faults.len(),
             so_far,
+            fault_rules: c
+                .faults
+                .iter()
+                .map(|f| format!("{} ({})", f.rule, f.mode))
+                .collect(),
+            outcome: c.outcome.as_ref().map(|o| o.class.as_str().to_string()),
+            instance: c.instance,
+            exchanges: c.traffic.as_ref().map(|t| t.iter().map(|e| e.id).collect()),
+            cells,
         })
     }
 

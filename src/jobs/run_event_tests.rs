@@ -38,7 +38,11 @@ fn cell() -> CellResult {
 fn every_kind() -> Vec<(RunEvent, String)> {
     let mut c = CaseResult::for_test(&"é".repeat(250), None);
     c.not_judged = Some("trace lost".into());
-    let case = RunEvent::case(&c, SoFar::NotJudged, (2, 9));
+    let judged = crate::run::Judged {
+        so_far: SoFar::NotJudged,
+        checks: crate::run::CaseChecks::Invariants(vec![]),
+    };
+    let case = RunEvent::case(&c, &judged, (2, 9));
     let case_json = json!({
         "done": 2,
         "total": 9,
@@ -140,4 +144,27 @@ fn the_api_docs_list_every_kind() {
         .collect();
     let kinds: Vec<&str> = EventKind::iter().map(EventKind::as_str).collect();
     assert_eq!(rows, kinds);
+}
+
+/// A contract case tells its cells as it ends: each invariant's check on it and how many
+/// cases the cell holds (the web view's matrix fills in from these).
+#[test]
+fn a_contract_case_carries_its_cells_so_far() {
+    let c = CaseResult::for_test("hi", Some("fine"));
+    let judged = crate::run::Judged {
+        so_far: SoFar::Unscored,
+        checks: crate::run::CaseChecks::Cells(vec![crate::run::CellSoFar {
+            invariant: "cites".into(),
+            verdict: Verdict::Fail("no citation".into()),
+            of: 3,
+        }]),
+    };
+    let e = RunEvent::case(&c, &judged, (1, 6));
+    let data: serde_json::Value = serde_json::from_str(&e.data()).unwrap();
+    assert_eq!(
+        data["cells"],
+        json!([{"invariant": "cites", "verdict": "fail", "reason": "no citation", "of": 3}])
+    );
+    assert_eq!(data["so_far"], "unscored");
+    assert_eq!(RunEvent::parse("case", data).unwrap(), e);
 }

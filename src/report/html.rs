@@ -27,8 +27,18 @@ use crate::run::{CellResult, RunVerdict};
 use advice::Facts;
 use cases::{CaseCtx, case};
 use heatmap::{Heatmap, heatmap};
+/// A call in a few words (`tool web_search`, `LLM openai`), as the timeline labels it.
+pub use timeline::target as target_name;
 
-const TEMPLATE: &str = include_str!("templates/report.html");
+/// The timeline's drawing (an SVG macro), shared with the web view's live cases.
+const TIMELINE_ALONE: &str = concat!(
+    include_str!("templates/timeline.html"),
+    "{{ timeline_svg(t) }}"
+);
+const TEMPLATE: &str = concat!(
+    include_str!("templates/timeline.html"),
+    include_str!("templates/report.html")
+);
 
 /// Compiled once; an error here is a bug in the template, reported by `render`.
 static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
@@ -41,8 +51,21 @@ static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
     env.set_syntax(syntax);
     env.add_template("report.html", TEMPLATE)
         .map_err(|e| format!("the HTML report template: {e}"))?;
+    env.add_template("timeline.html", TIMELINE_ALONE)
+        .map_err(|e| format!("the timeline template: {e}"))?;
     Ok(env)
 });
+
+/// One case's timeline on its own (the web view's live cases), drawn by the report's own
+/// macro: `None` when there are no calls.
+pub fn timeline_svg(exchanges: &[std::sync::Arc<crate::exchange::Exchange>]) -> Option<String> {
+    let t = timeline::of(exchanges, &marks::Marks::default())?;
+    let env = ENV.as_ref().ok()?;
+    let template = env.get_template("timeline.html").ok()?;
+    template
+        .render(minijinja::context! { t => minijinja::value::Serde(t) })
+        .ok()
+}
 
 /// The page for `overview`.
 pub fn render(overview: &Overview<'_>) -> Result<String, String> {

@@ -171,8 +171,16 @@ pub async fn run_contract(
     let answers = ctx.agent.answers_read();
     let cells_only: super::Provisional =
         std::sync::Arc::new(|_: &CaseResult| super::Judged::unscored());
+    // Each case tells its cells as it ends (the live matrix); the cells are judged at the end.
+    let matrix = super::live_cells::Matrix {
+        contract: plan.contract,
+        prompts_of: &plan.prompts_of,
+        prompts: &plan.prompts,
+        scenarios: &plan.scenarios,
+    };
+    let live = super::live_cells::judge(ctx, matrix);
     // Under `--shard` the matrix runs the shard's prompts only.
-    let mut outcomes = run_matrix(ctx, &runs, &plan.prompts, None, &cells_only).await;
+    let mut outcomes = run_matrix(ctx, &runs, &plan.prompts, None, &live).await;
     let mut extra_warning = None;
     if plan.outcomes {
         let extra =

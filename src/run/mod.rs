@@ -24,6 +24,7 @@ mod execute;
 pub mod export;
 mod judge;
 mod late;
+mod live_cells;
 mod matrix;
 mod merge;
 mod mutation;
@@ -65,6 +66,7 @@ pub use contract::{ContractReport, run_contract};
 pub use coverage::{Coverage, Declared, RuleCoverage};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
+pub use live_cells::CellSoFar;
 pub use merge::merge_reports;
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use outcome::{CaseOutcome, Evidence as OutcomeEvidence};
@@ -240,6 +242,8 @@ pub enum CaseChecks {
     Invariants(Vec<crate::checks::Verdict>),
     /// Each check by name (a replay session's).
     Named(Vec<CaseCheck>),
+    /// A contract case's cells as it ends (`live_cells`), for the run's followers only.
+    Cells(Vec<CellSoFar>),
 }
 
 impl Judged {

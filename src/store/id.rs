@@ -19,9 +19,25 @@ use time::macros::format_description;
 pub struct RunId(Arc<str>);
 
 impl RunId {
-    /// A new id for a run starting at `unix_ms`.
+    /// A new id for a run starting at `unix_ms`: never one this process has given in that
+    /// second (24 random bits alone meet again among a few thousand runs of one second, as
+    /// a bulk import or `examples/seed_runs.rs` starts them).
     pub fn new(unix_ms: i64) -> RunId {
-        RunId(format!("{}-{}", stamp(unix_ms), random_hex(3)).into())
+        static GIVEN: std::sync::Mutex<(String, std::collections::BTreeSet<String>)> =
+            std::sync::Mutex::new((String::new(), std::collections::BTreeSet::new()));
+        let second = stamp(unix_ms);
+        let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+        if given.0 != second {
+            *given = (second.clone(), Default::default());
+        }
+        let id = loop {
+            let id = format!("{second}-{}", random_hex(3));
+            if !given.1.contains(&id) {
+                break id;
+            }
+        };
+        given.1.insert(id.clone());
+        RunId(id.into())
     }
 
     pub fn as_str(&self) -> &str {
@@ -114,5 +130,13 @@ mod tests {
         assert_eq!(readable(1_795_481_112_000), "2026-11-24 00:45:12");
         assert_eq!(stamp(1_795_481_112_999), "20261124-004512");
         assert_eq!(stamp(-1), "19691231-235959");
+    }
+
+    /// Runs started by the thousand in one second (a bulk import) never share an id.
+    #[test]
+    fn ids_of_one_second_never_repeat() {
+        let ids: std::collections::HashSet<RunId> =
+            (0..20_000).map(|_| RunId::new(1_795_481_114_000)).collect();
+        assert_eq!(ids.len(), 20_000);
     }
 }

@@ -1,0 +1,236 @@
+//! The reads the page needs beyond `/v1/*`: the runs list with where each run comes from,
+//! two runs compared (`store::compare`, as `runs compare` does), cases' timelines drawn by
+//! the HTML report's own code from the journal, and a run's tapes. Errors are `ApiError`s,
+//! so they read as the API's do.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::UiState;
+use crate::api::ApiError;
+use crate::store::{Filter, StoreError};
+
+/// Cases one `timelines` request may ask for, and calls per case it draws.
+const MAX_CASES: usize = 200;
+const MAX_CALLS: usize = 400;
+
+fn store_error(e: StoreError) -> ApiError {
+    ApiError::Internal(format!("the run store: {e}"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    kind: Option<String>,
+    status: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// `GET /ui/api/runs`: `/v1/runs`' page (same filters and paging), each run with its
+/// `source`: this daemon, or elsewhere (the CLI or another daemon on the same store, an
+/// import).
+pub async fn runs(
+    State(s): State<UiState>,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
+    let filter = Filter {
+        kind: q
+            .kind
+            .map(|k| k.parse())
+            .transpose()
+            .map_err(|e| bad("kind", e))?,
+        status: q
+            .status
+            .map(|k| k.parse())
+            .transpose()
+            .map_err(|e| bad("status", e))?,
+        limit: q.limit,
+        cursor: q.cursor,
+    };
+    if let Some(limit) = filter.limit.filter(|l| !(1..=1000).contains(l)) {
+        return Err(bad("limit", format!("{limit} is outside 1..=1000")));
+    }
+    let page = s.api.jobs.list(&filter).await.map_err(store_error)?;
+    let runs: Vec<Value> = page
+        .runs
+        .iter()
+        .map(|r| {
+            let mut v = json!(r);
+            let here = s.api.jobs.get(&r.id).is_some();
+            v["source"] = json!(if here { "this daemon" } else { "elsewhere" });
+            v
+        })
+        .collect();
+    Ok(Json(json!({"runs": runs, "next_cursor": page.next_cursor})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareQuery {
+    base: String,
+    head: String,
+}
+
+/// `GET /ui/api/compare?base=ID&head=ID`: `runs compare`'s comparison.
+pub async fn compare(
+    State(s): State<UiState>,
+    q: Result<Query<CompareQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    s.api.jobs.store().flush().await.map_err(store_error)?;
+    let (base, head) = (q.base.clone(), q.head.clone());
+    let loaded = s
+        .api
+        .jobs
+        .store()
+        .blocking(move |store| Ok((store.load(&base)?, store.load(&head)?)))
+        .await
+        .map_err(store_error)?;
+    match loaded {
+        (Some(base), Some(head)) => Ok(Json(json!(crate::store::compare(&base, &head)))),
+        (None, _) => Err(ApiError::RunNotFound(q.base)),
+        (_, None) => Err(ApiError::RunNotFound(q.head)),
+    }
+}
+
+/// `GET /ui/api/timelines?c=3,4,9&c=10`: each case's timeline (its calls by journal id)
+/// as the HTML report draws it, or `null` when none of its calls is still in the
+/// journal. The page asks for many cases at once as their events arrive.
+pub async fn timelines(
+    State(s): State<UiState>,
+    RawQuery(q): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let cases = parse_cases(q.as_deref().unwrap_or(""))?;
+    let drawn: Vec<Value> = cases
+        .iter()
+        .map(|ids| {
+            let (Some(first), Some(last)) = (ids.iter().min(), ids.iter().max()) else {
+                return Value::Null;
+            };
+            let calls: Vec<Arc<crate::exchange::Exchange>> = s
+                .journal
+                .slice(*first, *last)
+                .into_iter()
+                .filter(|e| ids.contains(&e.id))
+                .collect();
+            crate::report::html::timeline_svg(&calls).map_or(Value::Null, Value::String)
+        })
+        .collect();
+    Ok(Json(json!({"timelines": drawn})))
+}
+
+/// `c=1,2,3` parameters, one per case; anything else is a 400 naming it.
+fn parse_cases(query: &str) -> Result<Vec<Vec<u64>>, ApiError> {
+    let bad = |why: String| ApiError::InvalidParam {
+        field: "c".into(),
+        message: why,
+    };
+    let mut cases = vec![];
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let value = pair
+            .strip_prefix("c=")
+            .ok_or_else(|| bad(format!("unknown parameter in {}", cut(pair))))?;
+        let ids = value
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse::<u64>())
+            .collect::<Result<Vec<u64>, _>>()
+            .map_err(|_| bad(format!("{} is not a list of journal ids", cut(value))))?;
+        if ids.len() > MAX_CALLS {
+            return Err(bad(format!(
+                "a case of {} calls (at most {MAX_CALLS})",
+                ids.len()
+            )));
+        }
+        cases.push(ids);
+    }
+    if cases.len() > MAX_CASES {
+        return Err(bad(format!(
+            "{} cases (at most {MAX_CASES} at once)",
+            cases.len()
+        )));
+    }
+    Ok(cases)
+}
+
+fn cut(s: &str) -> String {
+    crate::text::cut(s, 40)
+}
+
+/// The folder of run `id`'s tapes, if it recorded any.
+async fn tape_dir(s: &UiState, id: &str) -> Result<std::path::PathBuf, ApiError> {
+    let record = s.api.jobs.record(id).await.map_err(store_error)?;
+    let record = record.ok_or_else(|| ApiError::RunNotFound(id.to_string()))?;
+    record
+        .artifacts
+        .get("tapes")
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| ApiError::NotRunnable(format!("run {id} recorded no tapes")))
+}
+
+/// `GET /ui/api/runs/{id}/tapes`: the run's tape files (HAR), by name.
+pub async fn tapes(
+    State(s): State<UiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let dir = match tape_dir(&s, &id).await {
+        Ok(d) => d,
+        Err(ApiError::NotRunnable(_)) => return Ok(Json(json!({"tapes": []}))),
+        Err(e) => return Err(e),
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".har"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    Ok(Json(json!({"tapes": names})))
+}
+
+/// `GET /ui/api/runs/{id}/tapes/{name}`: one tape, as a download.
+pub async fn tape(
+    State(s): State<UiState>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let plain = name.ends_with(".har")
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !plain {
+        return Err(ApiError::BadBody(format!(
+            "{} is not a tape's name",
+            cut(&name)
+        )));
+    }
+    let path = tape_dir(&s, &id).await?.join(&name);
+    let read =
+        tokio::task::spawn_blocking(move || crate::files::read(&path, crate::files::Limit::Tape))
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let bytes = read.map_err(|e| ApiError::Internal(e.reason()))?;
+    let disposition = format!("attachment; filename=\"{name}\"");
+    let mut resp = bytes.into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&disposition) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
+}
