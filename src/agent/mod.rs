@@ -6,7 +6,8 @@
 //! async threads (`interrupt`), and ready it for a run (`launch`,
 //! `ready`), or a pool of instances each behind its own proxy lane (`pool`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
-//! dependencies, not for the harness.
+//! dependencies, not for the harness. An agent that is a script is run once per case
+//! instead (`script`), each run through its case's lane.
 
 mod answer;
 mod dial;
@@ -17,6 +18,7 @@ mod pool;
 mod raw;
 mod raw_response;
 mod ready;
+mod script;
 mod spawn;
 mod supervise;
 mod withheld;

@@ -160,6 +160,12 @@ impl Pool {
                 let lane = open().await.map_err(|e| format!("no proxy lane: {e}"))?;
                 let agent =
                     Agent::new(&target, config.advanced.retries).map_err(|e| e.to_string())?;
+                let at = ProxyAt {
+                    addr: lane.addr,
+                    ca_cert: &setup.ca,
+                    wrap_dir: setup.wrap_dir.as_deref(),
+                };
+                let agent = super::script::on_lane(agent, config, &at, &log).await;
                 let process = setup.launch(&agent, lane.addr, &lane.capture, &log).await?;
                 Ok::<_, String>(Instance {
                     number: i + 1,

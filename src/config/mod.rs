@@ -16,6 +16,8 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod agent;
+mod agent_fields;
+mod agent_script;
 mod chaos_load;
 mod chaos_rules;
 mod contract;
@@ -50,7 +52,7 @@ mod validate;
 mod yaml;
 mod yaml_keys;
 
-pub use agent::{AgentSpec, AgentTarget, PROXY_VARS};
+pub use agent::{AgentSpec, AgentTarget, PROMPT as AGENT_PROMPT, PROXY_VARS};
 pub use chaos_load::parse_chaos;
 pub use chaos_rules::compile_chaos;
 pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
