@@ -62,6 +62,7 @@ fn exchange(id: u64, target: Target, url: &str, req: usize, resp: usize) -> Exch
         tcp: None,
         planted: vec![],
         usage: None,
+        note: None,
     }
 }
 

@@ -307,6 +307,11 @@ pub struct Exchange {
     /// figures it did not carry are unknown), else absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the proxy saw of the exchange that its outcome does not say: an upstream that
+    /// ended a close-delimited body by closing TLS without `close_notify` (taken as the
+    /// body's end, as curl and browsers take it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Whether a `Content-Type` value is a Server-Sent Events stream, in any case and with
@@ -386,6 +391,7 @@ pub mod tests_support {
             tcp: None,
             planted: vec![],
             usage: None,
+            note: None,
         })
     }
 

@@ -41,6 +41,10 @@ pub enum InvokeError {
     /// The response head arrived, then its body broke off.
     #[error("agent's response broke off after HTTP {status}: {cause}")]
     BodyFailed { status: u16, cause: String },
+    /// A script agent (`agent::script`) exited with a failure status; `stderr` is the end
+    /// of what it wrote there, as `: <text>`, or empty.
+    #[error("agent script exited ({status}){stderr}")]
+    ScriptFailed { status: String, stderr: String },
     #[error("path `{path}` is null in response: {head}")]
     PathNull { path: String, head: String },
     /// `keys`: the response's top-level keys (none when it is not a JSON object).
@@ -61,6 +65,7 @@ impl InvokeError {
             InvokeError::Timeout { .. }
             | InvokeError::Status { .. }
             | InvokeError::BodyFailed { .. }
+            | InvokeError::ScriptFailed { .. }
             | InvokeError::PathNull { .. }
             | InvokeError::PathNotFound { .. } => false,
         }
@@ -141,6 +146,8 @@ pub struct Agent {
     paths: Arc<PathTally>,
     /// What the run's report must say of this agent (`note`), shared by its clones.
     notes: Arc<std::sync::Mutex<Vec<String>>>,
+    /// How each case runs the agent when it is a script (`with_script`).
+    script: Option<Arc<super::script::Script>>,
 }
 
 impl Agent {
@@ -154,7 +161,14 @@ impl Agent {
             retries,
             paths: Arc::default(),
             notes: Arc::default(),
+            script: None,
         })
+    }
+
+    /// This driver running `script` once per case instead of invoking an endpoint.
+    pub(crate) fn with_script(mut self, script: super::script::Script) -> Agent {
+        self.script = Some(Arc::new(script));
+        self
     }
 
     /// How many answers were read so far, and how many lacked `response_path`: where a run
@@ -205,6 +219,10 @@ impl Agent {
     /// Checks the agent's endpoint accepts connections, before any case runs. Only a TCP
     /// connect: a probe request could change an agent's state, or crash a strict one.
     pub async fn preflight(&self) -> Result<(), InvokeError> {
+        // A script starts with each case: nothing listens before.
+        if self.target.script {
+            return Ok(());
+        }
         let (host, port) =
             host_port(&self.target.endpoint).map_err(|e| self.unreachable(e.to_string()))?;
         match tokio::time::timeout(self.target.timeout, self.dialer.connect(&host, port)).await {
@@ -299,6 +317,14 @@ impl Agent {
         prompt: &str,
         extra: &HeaderMap,
     ) -> (Result<String, InvokeError>, Option<u16>, Option<String>) {
+        if let Some(script) = &self.script {
+            let answer = match script.run(prompt, self.target.timeout).await {
+                Ok(out) => super::script::answer(&out, &self.target.response_path),
+                Err(e) => return (Err(e), None, None),
+            };
+            self.paths.note(&answer);
+            return (answer, None, None);
+        }
         let body = render(&self.target.request_template, prompt);
         let mut req = Request::builder()
             .method(self.target.method.clone())

@@ -102,6 +102,10 @@ pub(super) async fn start(
     capture: Option<&ServeCapture>,
     log: &Path,
 ) -> Result<Option<AgentProcess>, String> {
+    // A script is started by each of its cases (`script`), not before the run.
+    if spec.script {
+        return Ok(None);
+    }
     let wait = spec.timeout.max(Duration::from_secs(30));
     let (what, mut probe) = readiness(spec, agent)?;
     let Some(cmd) = &spec.command else {
@@ -121,18 +125,7 @@ pub(super) async fn start(
              earlier run?) is there; stop it or use another port"
         ));
     }
-    let user = config.proxy.users.first();
-    let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
-    let user_env: Vec<(String, String)> = spec
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let mut env = proxy_env(proxy.addr, proxy.ca_cert, user);
-    if let Some(dir) = proxy.wrap_dir {
-        env.extend(super::spawn::wrap_env(&env, dir));
-    }
-    let env = with_user_env(env, &user_env);
+    let env = agent_env(config, spec, &proxy);
     let mut process = match netns {
         true => start_captured(cmd, &env, agent, capture, log).await?,
         false => AgentProcess::start(cmd, &env, Some(log)).map_err(|e| e.to_string())?,
@@ -150,6 +143,27 @@ pub(super) async fn start(
             Err(format!("{e}{tail}"))
         }
     }
+}
+
+/// The environment of `agent.command`: the proxy at `proxy` (with `proxy.users`'
+/// credentials), its CA, `flakestorm wrap`'s variables, and `agent.env` over them.
+pub(super) fn agent_env(
+    config: &Config,
+    spec: &AgentTarget,
+    proxy: &ProxyAt<'_>,
+) -> Vec<(String, String)> {
+    let user = config.proxy.users.first();
+    let user = user.map(|u| (u.name.as_str(), u.password.as_str()));
+    let user_env: Vec<(String, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut env = proxy_env(proxy.addr, proxy.ca_cert, user);
+    if let Some(dir) = proxy.wrap_dir {
+        env.extend(super::spawn::wrap_env(&env, dir));
+    }
+    with_user_env(env, &user_env)
 }
 
 /// What readiness means, in words, and the probe that checks it.

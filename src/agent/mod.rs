@@ -7,7 +7,8 @@
 //! `ready`), or a pool of instances each behind its own proxy lane (`pool`); hear when the
 //! agent says a case is over (`settle_said`). The driver's own calls
 //! go straight to the agent, never through the proxy: faults are for the agent's
-//! dependencies, not for the harness.
+//! dependencies, not for the harness. An agent that is a script is run once per case
+//! instead (`script`), each run through its case's lane.
 
 mod answer;
 mod dial;
@@ -18,6 +19,7 @@ mod pool;
 mod raw;
 mod raw_response;
 mod ready;
+mod script;
 mod settle_said;
 mod spawn;
 mod supervise;

@@ -283,7 +283,8 @@ pub(super) fn init(force: bool) -> anyhow::Result<()> {
     }
     std::fs::write(path, STARTER).with_context(|| format!("writing {DEFAULT_CONFIG}"))?;
     println!(
-        "wrote {DEFAULT_CONFIG}: set agent.endpoint and tools, then `flakestorm contract run`"
+        "wrote {DEFAULT_CONFIG}: set agent.endpoint (or, for an agent that is a script, only \
+         agent.command with {{prompt}}) and tools, then `flakestorm contract run`"
     );
     Ok(())
 }

@@ -328,7 +328,11 @@ async fn finish(
         .get("overall")
         .or_else(|| done.scores.values().next());
     let label = done.status.as_str().to_uppercase().replace('_', " ");
-    if show.quiet || show.score_only {
+    // A run that tested nothing, or could not judge, has no score to print.
+    let scored = matches!(label.as_str(), "PASS" | "FAIL");
+    if (show.quiet || show.score_only) && !scored {
+        println!("{} {label}", done.kind);
+    } else if show.quiet || show.score_only {
         println!("{} {label}: {:.1}/100", done.kind, score.unwrap_or(&0.0));
     } else if !show.json {
         println!("run {id} on {}: {label}", server.base);

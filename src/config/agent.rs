@@ -3,17 +3,20 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http::{HeaderMap, Method, Uri};
 use serde::{Deserialize, Serialize};
 
+use super::agent_fields::{NEITHER, compile_headers, http_url, not_driven, not_started};
 use super::{ConfigError, ResponsePath};
 use crate::capture::Mode as CaptureMode;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
-    /// URL the driver invokes, e.g. `http://localhost:8790/invoke`.
-    pub endpoint: String,
+    /// URL the driver invokes, e.g. `http://localhost:8790/invoke`. Without it, the agent
+    /// is a script: `command` is run once per case (`agent::script`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
     /// Only `http` is driven directly.
     #[serde(default = "http", rename = "type")]
     pub kind: String,
@@ -36,7 +39,9 @@ pub struct AgentSpec {
     /// Flakestorm v2's Python hook: rejected with a pointer to `reset_endpoint`.
     #[serde(default)]
     pub reset_function: Option<String>,
-    /// Shell command that starts the agent with the proxy environment set.
+    /// Shell command that starts the agent with the proxy environment set; without
+    /// `endpoint`, the agent itself, run once per case with the prompt as `{prompt}` or on
+    /// its stdin.
     #[serde(default)]
     pub command: Option<String>,
     /// Polled until 2xx before the run starts.
@@ -64,9 +69,13 @@ pub struct AgentSpec {
 /// The most agent instances a run starts.
 pub const MAX_INSTANCES: u32 = 64;
 
-/// The placeholder for an instance's port in `agent.command`, `endpoint`, `ready_url`,
-/// `reset_endpoint`, `settle_url` and `env`.
-pub const PORT: &str = "{port}";
+pub use super::agent_fields::PORT;
+
+/// The placeholder for the prompt in a script agent's `agent.command`.
+pub const PROMPT: &str = "{prompt}";
+
+/// Where a script agent's `endpoint` would be: nothing is ever sent there (`script`).
+const NO_ENDPOINT: &str = "http://agent-script.invalid/";
 
 /// Variables flakestorm sets for `agent.command`: one in `agent.env` overrides them.
 pub const PROXY_VARS: &[&str] = &[
@@ -121,9 +130,18 @@ pub struct AgentTarget {
     /// The section as written when `command` takes `{port}`: each instance is this with its
     /// own port (`at_port`).
     pub per_port: Option<Box<AgentSpec>>,
+    /// The agent is a script: `command` without `endpoint`, run once per case, the answer
+    /// its stdout (`endpoint` is then a placeholder no request goes to).
+    pub script: bool,
 }
 
 impl AgentTarget {
+    /// Whether a run drives this agent through a pool of lanes: a `{port}` command, or a
+    /// script (one process per case, each on its lane).
+    pub fn pooled(&self) -> bool {
+        self.per_port.is_some() || self.script
+    }
+
     /// This agent listening on `port` (`{port}` filled in everywhere); itself when the
     /// command takes no `{port}`.
     pub fn at_port(&self, port: u16) -> AgentTarget {
@@ -132,7 +150,7 @@ impl AgentTarget {
         };
         let fill = |v: &str| v.replace(PORT, &port.to_string());
         let mut filled = (**spec).clone();
-        filled.endpoint = fill(&filled.endpoint);
+        filled.endpoint = filled.endpoint.as_deref().map(fill);
         filled.command = filled.command.as_deref().map(fill);
         filled.ready_url = filled.ready_url.as_deref().map(fill);
         filled.reset_endpoint = filled.reset_endpoint.as_deref().map(fill);
@@ -142,7 +160,7 @@ impl AgentTarget {
         }
         let url = |v: &Option<String>| v.as_deref().and_then(http_url);
         AgentTarget {
-            endpoint: http_url(&filled.endpoint).unwrap_or_else(|| self.endpoint.clone()),
+            endpoint: url(&filled.endpoint).unwrap_or_else(|| self.endpoint.clone()),
             reset_endpoint: url(&filled.reset_endpoint),
             ready_url: url(&filled.ready_url),
             settle_url: url(&filled.settle_url),
@@ -154,22 +172,6 @@ impl AgentTarget {
     }
 }
 
-/// `v` as an http(s) URL with a host.
-fn http_url(v: &str) -> Option<Uri> {
-    v.parse::<Uri>()
-        .ok()
-        .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some())
-}
-
-/// Why an agent `type` other than http (Flakestorm v2's python, langchain) is refused.
-fn not_driven(kind: &str) -> String {
-    format!(
-        "`{kind}` agents are not driven directly (a Flakestorm v2 agent type that does not carry \
-         over); put the agent behind an HTTP endpoint (e.g. a small web route that calls it) \
-         and use type: http"
-    )
-}
-
 impl AgentSpec {
     /// The section compiled, or every problem in it; paths start with `agent.`.
     pub fn compile(&self) -> Result<AgentTarget, Vec<ConfigError>> {
@@ -179,16 +181,21 @@ impl AgentSpec {
             |field: &str, msg: String| errors.push(ConfigError::new(format!("agent.{field}"), msg));
         // Checked with a sample port; each instance gets its own (`at_port`).
         let sample = |v: &str| v.replace(PORT, "1");
-        let endpoint = http_url(&sample(&a.endpoint));
+        let script = a.endpoint.is_none() && a.command.is_some();
+        let endpoint = match &a.endpoint {
+            Some(e) => http_url(&sample(e)),
+            None => script.then(|| Uri::from_static(NO_ENDPOINT)),
+        };
         // A v2 python/langchain agent's endpoint is a module path: its `type` error says it.
         if a.kind != "http" {
             err("type", not_driven(&a.kind));
-        } else if endpoint.is_none() {
-            let e = &a.endpoint;
+        } else if let (None, Some(e)) = (&endpoint, &a.endpoint) {
             err(
                 "endpoint",
                 format!("`{e}` is not an http(s) URL, e.g. http://localhost:8790/invoke"),
             );
+        } else if endpoint.is_none() {
+            err("endpoint", NEITHER.into());
         }
         let method = a
             .method
@@ -219,7 +226,10 @@ impl AgentSpec {
             .map_err(|e| err("response_path", e.to_string()))
             .ok();
         check_command(a, &mut errors);
-        check_instances(a, &mut errors);
+        // A script's own checks are `agent_script`'s (it compiles the section).
+        if !script {
+            check_instances(a, &mut errors);
+        }
         let headers = compile_headers(&a.headers, &mut errors);
         match (endpoint, method, response_path, errors.is_empty()) {
             (Some(endpoint), Some(method), Some(response_path), true) => Ok(AgentTarget {
@@ -237,6 +247,7 @@ impl AgentSpec {
                 instances: a.instances,
                 capture: a.capture,
                 per_port: takes_port(a).then(|| Box::new(a.clone())),
+                script,
             }),
             _ => Err(errors),
         }
@@ -255,7 +266,7 @@ fn check_instances(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
         |field: &str, msg: String| errors.push(ConfigError::new(format!("agent.{field}"), msg));
     let pooled = takes_port(a);
     let urls = [
-        ("endpoint", Some(&a.endpoint)),
+        ("endpoint", a.endpoint.as_ref()),
         ("reset_endpoint", a.reset_endpoint.as_ref()),
         ("ready_url", a.ready_url.as_ref()),
         ("settle_url", a.settle_url.as_ref()),
@@ -345,54 +356,6 @@ fn check_capture(a: &AgentSpec, errors: &mut Vec<ConfigError>) {
             "netns needs agent.command: flakestorm starts the agent inside the namespace",
         ));
     }
-}
-
-fn not_started(what: &str) -> String {
-    format!(
-        "{what} takes `{PORT}`, which is filled in only for agents flakestorm starts with a \
-         `{PORT}` in agent.command"
-    )
-}
-
-/// Warnings for an agent section that loads but defeats the run: `agent.env` replacing
-/// the proxy or CA variables flakestorm sets.
-pub fn warn_agent(a: &AgentTarget, warnings: &mut Vec<String>) {
-    // Flakestorm v2's guides wrote `timeout: 30` meaning seconds (v2 itself refused it).
-    let ms = a.timeout.as_millis();
-    if ms < 1000 {
-        warnings.push(format!(
-            "agent.timeout: {ms} is milliseconds, so each call to the agent may take {ms} ms; \
-             for {ms} seconds write {}",
-            ms * 1000
-        ));
-    }
-    for name in a.env.keys().filter(|n| PROXY_VARS.contains(&n.as_str())) {
-        warnings.push(format!(
-            "agent.env.{name}: replaces the value flakestorm sets for agent.command; if the \
-             agent's traffic no longer crosses this run's proxy, the run tests nothing"
-        ));
-    }
-}
-
-/// `agent.headers` as the driver sends them (values after `${VAR}` expansion). A bad value
-/// is not shown: headers carry secrets.
-fn compile_headers(headers: &BTreeMap<String, String>, errors: &mut Vec<ConfigError>) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for (name, value) in headers {
-        let path = format!("agent.headers.{name}");
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| errors.push(ConfigError::new(&path, e.to_string())));
-        let value = HeaderValue::from_str(value).map_err(|e| {
-            errors.push(ConfigError::new(
-                &path,
-                format!("{e}: control characters such as a newline are not allowed"),
-            ))
-        });
-        if let (Ok(name), Ok(value)) = (name, value) {
-            map.insert(name, value);
-        }
-    }
-    map
 }
 
 #[cfg(test)]

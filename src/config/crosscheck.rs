@@ -10,7 +10,7 @@ use super::schema::{Attribution, Config};
 /// user may expect.
 pub(super) fn warn_config(c: &Config, warnings: &mut Vec<String>) {
     if let Some(a) = &c.agent {
-        super::agent::warn_agent(a, warnings);
+        warn_agent(a, warnings);
     }
     warn_reset_with_concurrency(c, warnings);
     warn_serial_cases(c, warnings);
@@ -61,7 +61,7 @@ fn warn_serial_cases(c: &Config, warnings: &mut Vec<String>) {
         .as_ref()
         .is_some_and(|k| !k.chaos_matrix.is_empty())
         || !c.chaos.is_empty();
-    if a.per_port.is_none() && c.advanced.attribution == Attribution::Exclusive && n > 1 && chaos {
+    if !a.pooled() && c.advanced.attribution == Attribution::Exclusive && n > 1 && chaos {
         warnings.push(format!(
             "advanced.concurrency {n} with one agent process (attribution: exclusive): cases \
              under chaos run one at a time, so that each exchange is its own case's; put \
@@ -91,3 +91,27 @@ fn warn_reset_with_concurrency(c: &Config, warnings: &mut Vec<String>) {
 #[cfg(test)]
 #[path = "crosscheck_tests.rs"]
 mod tests;
+
+/// Warnings for an agent section that loads but defeats the run: `agent.env` replacing
+/// the proxy or CA variables flakestorm sets.
+fn warn_agent(a: &super::AgentTarget, warnings: &mut Vec<String>) {
+    // Flakestorm v2's guides wrote `timeout: 30` meaning seconds (v2 itself refused it).
+    let ms = a.timeout.as_millis();
+    if ms < 1000 {
+        warnings.push(format!(
+            "agent.timeout: {ms} is milliseconds, so each call to the agent may take {ms} ms; \
+             for {ms} seconds write {}",
+            ms * 1000
+        ));
+    }
+    for name in a
+        .env
+        .keys()
+        .filter(|n| super::PROXY_VARS.contains(&n.as_str()))
+    {
+        warnings.push(format!(
+            "agent.env.{name}: replaces the value flakestorm sets for agent.command; if the \
+             agent's traffic no longer crosses this run's proxy, the run tests nothing"
+        ));
+    }
+}

@@ -16,6 +16,8 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod agent;
+mod agent_fields;
+mod agent_script;
 mod chaos_load;
 mod chaos_rules;
 mod concurrency;
@@ -53,7 +55,7 @@ mod validate;
 mod yaml;
 mod yaml_keys;
 
-pub use agent::{AgentSpec, AgentTarget, MAX_INSTANCES, PROXY_VARS};
+pub use agent::{AgentSpec, AgentTarget, MAX_INSTANCES, PROMPT as AGENT_PROMPT, PROXY_VARS};
 pub use chaos_load::parse_chaos;
 pub use chaos_rules::compile_chaos;
 pub use concurrency::DEFAULT_CONCURRENCY;

@@ -140,7 +140,11 @@ fn run_sections(
     }
     if let Some(v) = root.take("agent", errors) {
         let spec: Option<super::AgentSpec> = section(v, "agent", errors);
-        c.agent = spec.and_then(|s| s.compile().map_err(|e| errors.extend(e)).ok());
+        c.agent = spec.and_then(|s| {
+            super::agent_script::compile(&s)
+                .map_err(|e| errors.extend(e))
+                .ok()
+        });
     }
     // Prompts to run, or a broken `golden_prompts:` already reported.
     let mut golden = false;
@@ -154,6 +158,9 @@ fn run_sections(
     }
     if let Some(v) = root.take("mutations", errors) {
         c.mutations = super::mutations::mutations_section(v, c.model.is_some(), errors);
+    }
+    if c.agent.as_ref().is_some_and(|a| a.script) {
+        super::agent_script::check_mutations(&c.mutations, errors);
     }
     let top_matrix = root.take("chaos_matrix", errors);
     match root.take("contract", errors) {

@@ -14,14 +14,15 @@ const SANE_SETTLE_MS: u64 = 5_000;
 
 impl AgentTarget {
     /// How many instances a run starts, all with the pool and ready before its first case:
-    /// one without `{port}` in the command; `agent.instances` when set; else `concurrency`
+    /// one without `{port}` in the command (unless the agent is a script); `agent.instances` when set; else `concurrency`
     /// when nothing settles (`settle_ms` 0), and otherwise `concurrency` plus spares to
     /// settle on, 4 × `concurrency` in all (at most 64): enough for cases of 0.2 s and more
     /// to find an idle instance while others settle (`spares_wanted`). The case time is not
     /// known before the first case, so the count is the one for fast agents; the run says
     /// what its measured case time asked for.
     pub fn pool_size(&self, concurrency: u32, settle_ms: u64) -> usize {
-        if self.per_port.is_none() {
+        // A script's cases each run a process of their own on a lane of their own.
+        if self.per_port.is_none() && !self.script {
             return 1;
         }
         let c = concurrency.max(1) as usize;

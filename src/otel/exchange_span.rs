@@ -131,6 +131,8 @@ fn weight(span: &SpanData, faults: &[(&'static str, FaultRecord)]) -> usize {
     let value = |v: &Value| match v {
         Value::String(s) => s.as_str().len(),
         Value::Array(Array::String(list)) => list.iter().map(|s| s.as_str().len() + 24).sum(),
+        Value::Bool(_) | Value::I64(_) | Value::F64(_) | Value::Array(_) => 0,
+        #[allow(clippy::wildcard_enum_match_arm)] // `Value` is non-exhaustive
         _ => 0,
     };
     let attrs: usize = span

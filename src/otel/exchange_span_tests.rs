@@ -3,6 +3,7 @@ use crate::exchange::tests_support::exchange;
 use crate::exchange::{ErrorKind, ErrorSource, McpCall};
 use crate::otel::testing::{CHAT, attr, bodies, chat, pending, rate_limit, text};
 
+#[allow(clippy::wildcard_enum_match_arm)] // `Value` is non-exhaustive
 fn int(span: &SpanData, key: &str) -> Option<i64> {
     match attr(span, key)? {
         Value::I64(n) => Some(*n),

@@ -42,9 +42,9 @@ impl Hold {
     }
 
     /// Holds `span` for the case of `trace`; gives it back when the bound has no room.
-    pub(super) fn put(&mut self, trace: &str, span: Prepared) -> Result<(), Prepared> {
+    pub(super) fn put(&mut self, trace: &str, span: Prepared) -> Result<(), Box<Prepared>> {
         if self.count >= self.max_count || self.bytes + span.weight > self.max_bytes {
-            return Err(span);
+            return Err(Box::new(span));
         }
         self.count += 1;
         self.bytes += span.weight;

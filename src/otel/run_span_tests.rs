@@ -99,7 +99,7 @@ async fn exchanges_are_held_only_for_a_case_while_a_run_is_under_way() {
     };
     let hold_of = |item: Item| match item {
         Item::Exchange(p) => (p.hold, p.parent.is_some(), p.seed),
-        _ => panic!("not an exchange"),
+        Item::Span(_) | Item::EndRun(_) | Item::Flush(_) => panic!("not an exchange"),
     };
     otel.exchange(ex(Some("t")), None, true);
     assert_eq!(

@@ -15,6 +15,7 @@ mod body;
 mod bridge;
 mod canary;
 mod capture;
+mod close_delimited;
 mod connect;
 mod connector;
 mod fault;

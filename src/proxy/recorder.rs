@@ -36,10 +36,16 @@ pub struct Recorder {
     leaks: Option<LeakSink>,
     /// The exchange's bodies, collected while the journal keeps bodies (tapes).
     capture: Option<crate::tape::Capture>,
+    /// Where a body wrapper notes what the outcome does not say (`close_delimited`); made
+    /// only when asked for.
+    body_note: Option<BodyNote>,
     /// Its case's count of exchanges in flight, while its case settles (dropped after the
     /// exchange is recorded, so a settled case finds it in the journal).
     _in_flight: Option<crate::journal::InFlight>,
 }
+
+/// Where a response body wrapper notes how the body ended, for the exchange's `note`.
+pub type BodyNote = Arc<std::sync::OnceLock<String>>;
 
 /// Where the request scanner puts the canary leaks it finds.
 pub type LeakSink = Arc<Mutex<Vec<CanaryLeak>>>;
@@ -104,6 +110,7 @@ impl Recorder {
             tcp: None,
             planted: vec![],
             usage: None,
+            note: None,
         };
         let in_flight = proxy.journal().begin(exchange.trace_id.as_deref());
         Recorder::new(proxy.clone(), exchange, Instant::now(), in_flight)
@@ -130,6 +137,7 @@ impl Recorder {
             canary: None,
             planted: vec![],
             leaks: None,
+            body_note: None,
             _in_flight: in_flight,
         }
     }
@@ -197,6 +205,11 @@ impl Recorder {
                 self.exchange.planted.push(value);
             }
         }
+    }
+
+    /// Where a response body wrapper notes what the exchange's outcome does not say.
+    pub fn body_note(&mut self) -> BodyNote {
+        self.body_note.get_or_insert_with(BodyNote::default).clone()
     }
 
     /// Where canary leaks found in the request go.
@@ -299,6 +312,9 @@ impl Recorder {
             self.not_applied(owner, note);
         }
         self.undelivered();
+        if let Some(note) = self.body_note.as_ref().and_then(|n| n.get()) {
+            self.exchange.note = Some(note.clone());
+        }
         // The injected text goes out with the end of the body; a broken body never had it.
         let complete = matches!(
             self.exchange.outcome,

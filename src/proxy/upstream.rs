@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::body::ObservedBody;
+use super::close_delimited::{self, CloseDelimited};
 use super::fault::{self, Dropped, Plan};
 use super::fault_body::{FaultBody, Transform};
 use super::outbound::Sent;
@@ -66,31 +67,19 @@ fn response(
 ) -> Response<ProxyBody> {
     let (mut parts, body) = resp.into_parts();
     let switching = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    let close_delimited = close_delimited::applies(&rec.exchange().request.method, &parts);
     headers::strip_hop_by_hop(&mut parts.headers, switching);
-    let body: ProxyBody = body.map_err(Into::into).boxed();
+    let mut body: ProxyBody = body.map_err(Into::into).boxed();
+    if close_delimited {
+        body = CloseDelimited::new(body, rec.body_note()).boxed();
+    }
     let encoding = parts
         .headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    // An MCP answer's text goes where the model reads it (a tool result's content), as it
-    // streams: never by the generic JSON rewrite, which could edit the JSON-RPC envelope.
     let mcp = rec.exchange().mcp.is_some();
-    let transform = transform.map(|(owner, t)| match t {
-        Transform::Inject { payload } if mcp => (
-            owner,
-            Transform::Mcp(crate::mcp::Edit::InjectResult { payload }),
-        ),
-        Transform::Plant(plan) if mcp => (owner, Transform::Mcp(crate::mcp::Edit::Plant(plan))),
-        t @ (Transform::Drip { .. }
-        | Transform::Cut { .. }
-        | Transform::Replace(_)
-        | Transform::Corrupt
-        | Transform::Inject { .. }
-        | Transform::Plant(_)
-        | Transform::Mcp(_)
-        | Transform::Llm { .. }) => (owner, t),
-    });
+    let transform = transform.map(|(owner, t)| (owner, for_mcp(t, mcp)));
     let body = match transform {
         Some((owner, _)) if encoding.as_deref().is_some_and(|e| e != "identity") => {
             rec.not_applied(
@@ -137,6 +126,25 @@ fn response(
     let tap = matches!(rec.exchange().target, Target::Llm { .. })
         && encoding.as_deref().is_none_or(|e| e == "identity");
     Response::from_parts(parts, ObservedBody::new(body, rec, head, tap).boxed())
+}
+
+/// An MCP answer's text goes where the model reads it (a tool result's content), as it
+/// streams: never by the generic JSON rewrite, which could edit the JSON-RPC envelope.
+fn for_mcp(t: Transform, mcp: bool) -> Transform {
+    match t {
+        Transform::Inject { payload } if mcp => {
+            Transform::Mcp(crate::mcp::Edit::InjectResult { payload })
+        }
+        Transform::Plant(plan) if mcp => Transform::Mcp(crate::mcp::Edit::Plant(plan)),
+        t @ (Transform::Drip { .. }
+        | Transform::Cut { .. }
+        | Transform::Replace(_)
+        | Transform::Corrupt
+        | Transform::Inject { .. }
+        | Transform::Plant(_)
+        | Transform::Mcp(_)
+        | Transform::Llm { .. }) => t,
+    }
 }
 
 /// Whether a data fault can act on this response, known from its head: a success (an

@@ -106,7 +106,7 @@ pub(super) fn of(
             let why_not = (applied == 0).then(|| match (unattributed, none) {
                 (Some(why), true) => format!("its cases were not judged: {why}"),
                 (None, true) => silent(before),
-                (_, false) => why_not(&stats, exchanges, declared),
+                (_, false) => why_not(&stats, exchanges, declared, cases.len()),
             });
             RuleCoverage {
                 stats,
@@ -211,7 +211,12 @@ fn applied(rule: &str, exchanges: &[Arc<Exchange>]) -> usize {
 
 /// The likely reason a rule never reached the traffic while some traffic crossed the
 /// proxy, in words (`silent` says why none did).
-fn why_not(rule: &RuleStats, exchanges: &[Arc<Exchange>], declared: &Declared) -> String {
+fn why_not(
+    rule: &RuleStats,
+    exchanges: &[Arc<Exchange>],
+    declared: &Declared,
+    cases: usize,
+) -> String {
     if rule.matched == 0 {
         let url = rule
             .match_url
@@ -226,11 +231,7 @@ fn why_not(rule: &RuleStats, exchanges: &[Arc<Exchange>], declared: &Declared) -
         );
     }
     if rule.fired == 0 {
-        return format!(
-            "it matched {} request(s) but never fired (probability {}, after_calls {}): \
-             raise the probability, lower after_calls or run more prompts",
-            rule.matched, rule.probability, rule.after_calls
-        );
+        return never_fired(rule, cases);
     }
     let note = exchanges
         .iter()
@@ -241,6 +242,34 @@ fn why_not(rule: &RuleStats, exchanges: &[Arc<Exchange>], declared: &Declared) -
     format!(
         "it fired {} time(s) but could not be applied: {note}",
         rule.fired
+    )
+}
+
+/// Why a rule that matched requests never fired, and what would make it: `after_calls`
+/// counts per case, so more prompts help only a `probability` below 1, and only when some
+/// case went past `after_calls`.
+fn never_fired(rule: &RuleStats, cases: usize) -> String {
+    let (p, after, matched) = (rule.probability, rule.after_calls, rule.matched);
+    let mut fixes = vec![];
+    if p < 1.0 {
+        fixes.push("raise the probability".to_string());
+    }
+    if after > 0 {
+        fixes.push(format!(
+            "lower after_calls (it counts per case: {matched} matching request(s) over \
+             {cases} case(s), so no case may have gone past {after})"
+        ));
+    }
+    if p < 1.0 && (after == 0 || matched > cases as u64) {
+        fixes.push("run more prompts".into());
+    }
+    if fixes.is_empty() {
+        fixes.push("another rule that takes the same requests fired first".into());
+    }
+    format!(
+        "it matched {matched} request(s) but never fired (probability {p}, after_calls \
+         {after}): {}",
+        fixes.join(", or ")
     )
 }
 
@@ -312,6 +341,31 @@ fn origin(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_after_calls_held_back_in_every_case_is_not_helped_by_more_prompts() {
+        let held = RuleStats {
+            matched: 6,
+            after_calls: 1,
+            ..rule()
+        };
+        let why = never_fired(&held, 6);
+        assert!(
+            why.contains("lower after_calls (it counts per case"),
+            "{why}"
+        );
+        assert!(!why.contains("more prompts"), "{why}");
+        let unlucky = RuleStats {
+            matched: 2,
+            probability: 0.3,
+            ..rule()
+        };
+        let why = never_fired(&unlucky, 2);
+        assert!(
+            why.ends_with("raise the probability, or run more prompts"),
+            "{why}"
+        );
+    }
 
     fn rule() -> RuleStats {
         RuleStats {

@@ -299,7 +299,11 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
         flakestorm: env!("CARGO_PKG_VERSION").into(),
         started_at_ms,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
-        agent: Some(shown_endpoint(ctx.agent.endpoint())),
+        // A command may carry expanded secrets: a script agent is named by its kind.
+        agent: Some(match ctx.agent.target().script {
+            true => "agent.command (a script, run once per case)".into(),
+            false => shown_endpoint(ctx.agent.endpoint()),
+        }),
         trials: super::TrialsInfo::of(&ctx.scoring.trials),
     });
     Ok(report)

@@ -271,9 +271,8 @@ async fn ready_agent(
     let config = &loaded.config;
     // `capture: netns` serves its namespace on a lane: a pool, of one when the command
     // takes no `{port}`.
-    let pooled = |a: &&crate::config::AgentTarget| {
-        a.per_port.is_some() || a.capture == crate::capture::Mode::Netns
-    };
+    let pooled =
+        |a: &&crate::config::AgentTarget| a.pooled() || a.capture == crate::capture::Mode::Netns;
     if let Some(spec) = config.agent.as_ref().filter(pooled) {
         let size = spec.pool_size(config.concurrency(), config.advanced.settle_ms);
         let pool = Pool::start(

@@ -37,20 +37,26 @@ fn color() -> bool {
 /// The report as `show` prints it (not `--json`).
 pub fn shown(report: &Report, show: Show) -> String {
     let (verdict, score) = (report.verdict(), report.score());
+    // A run that tested nothing, or could not judge, has no score to print: a gate that
+    // parses the number must not read 100 from it.
+    let scored = matches!(verdict, RunVerdict::Pass | RunVerdict::Fail);
     match report {
         Report::Contract(r) if show.score_only => {
             // The reasons on stderr when it is not a pass: stdout is the score alone.
             if !verdict.passed() {
                 eprint!("{}", verdict_line(score, r.min_score, &r.judgement));
             }
-            format!("{score:.1}\n")
+            match scored {
+                true => format!("{score:.1}\n"),
+                false => format!("{}\n", verdict.label()),
+            }
         }
         _ if show.quiet || show.score_only => {
-            format!(
-                "{} {}: {score:.1}/100\n",
-                report_label(report),
-                verdict.label()
-            )
+            let label = report_label(report);
+            match scored {
+                true => format!("{label} {}: {score:.1}/100\n", verdict.label()),
+                false => format!("{label} {}\n", verdict.label()),
+            }
         }
         Report::Contract(r) => summary(r, color()),
         Report::Chaos(r) => chaos_summary(r),

@@ -56,6 +56,9 @@ class _Handler(harness.OriginHandler):
                 return self._send_sse([json.dumps(c) for c in chat_chunks(model)] + ["[DONE]"])
             return self._send(200, json.dumps(chat_completion(model)).encode(), "application/json")
 
+        if self.path == "/close-delimited":
+            return self._send_close_delimited()
+
         # Everything else: an echo the client can assert on, tagged with the origin kind.
         echo = {"origin": origin.scheme, "method": self.command, "path": self.path, "body": body.decode("utf-8", "replace")}
         self._send(200, json.dumps(echo).encode(), "application/json", {"X-Origin": origin.scheme})
@@ -70,6 +73,18 @@ class _Handler(harness.OriginHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
+
+    def _send_close_delimited(self):
+        # As `http.server` behind `ssl` answers without a length: the body ends when the
+        # connection closes, and SSLSocket's close sends no TLS close_notify.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for d in [json.dumps(c) for c in chat_chunks("gpt-test")] + ["[DONE]"]:
+            self.wfile.write(f"data: {d}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
 
     def _send_sse(self, datas: list[str]):
         # Chunked, like the real API: one chunk per SSE frame, flushed as it goes.

@@ -15,7 +15,11 @@ import threading
 
 import pytest
 
+from pathlib import Path
+
 from _clients import CHAT_CONTENT, CHAT_ID, SSE_GATE_TIMEOUT_S, STREAM_PIECES, USAGE, clean_env
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # --------------------------------------------------------------------------- control
 
@@ -83,6 +87,21 @@ def test_curl_https(flakestorm, https_origin, client_env, run_curl, host):
     assert issuer and "flakestorm test origin CA" not in issuer[0], p.stderr
     seen = https_origin.only_request()
     assert (seen.method, seen.path, seen.body) == ("POST", "/curl/tls", b"curl-body")
+
+
+@pytest.mark.parametrize("version", ["--http1.1", "--http2"])
+def test_curl_reads_a_body_closed_without_close_notify_to_its_end(flakestorm, https_origin, client_env, run_curl, version):
+    """The origin ends a close-delimited body by closing TLS without close_notify, as
+    Python's http.server behind ssl does: curl reads it whole directly, and through the
+    proxy too (it used to fail with rc 18 over HTTP/1.1, 92 over HTTP/2)."""
+    url = https_origin.url() + "/close-delimited"
+    direct = run_curl(clean_env() | {"CURL_CA_BUNDLE": str(FIXTURES / "test-ca.pem")}, version, url)
+    assert direct.returncode == 0, direct.stderr
+    p = run_curl(client_env, version, url)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == direct.stdout and p.stdout.endswith("data: [DONE]\n\n"), p.stdout
+    want = "HTTP/2 200" if version == "--http2" else "HTTP/1.1 200"
+    assert f"< {want}" in p.stderr, p.stderr
 
 
 # -------------------------------------------------------------------------- requests

@@ -21,6 +21,12 @@ impl Setup {
             .await
             .map_err(|e| format!("no proxy lane: {e}"))?;
         let agent = Agent::new(&target, self.config.advanced.retries).map_err(|e| e.to_string())?;
+        let at = ProxyAt {
+            addr: lane.addr,
+            ca_cert: &self.ca,
+            wrap_dir: self.wrap_dir.as_deref(),
+        };
+        let agent = crate::agent::script::on_lane(agent, &self.config, &at, &log).await;
         let process = self.launch(&agent, lane.addr, &lane.capture, &log).await?;
         Ok(Instance {
             number,

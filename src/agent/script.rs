@@ -1,0 +1,244 @@
+//! An agent that is a script (`agent.command` without `agent.endpoint`): one process per
+//! case, started with `sh -c` in a process group of its own, with the proxy environment of
+//! its case's lane (so every call it makes is that case's, by construction) and the
+//! prompt as `{prompt}` in its arguments (passed as `"$FLAKESTORM_PROMPT"`, one argument
+//! whatever it holds) or, without `{prompt}`, on its stdin. Its stdout is the answer
+//! (`response_path` read when it is a JSON object or array), a non-zero exit is no answer
+//! (`InvokeError::ScriptFailed`, with its stderr's end), and its stderr is appended to
+//! its lane's agent log with the exit status. A case that runs past `agent.timeout` has
+//! its whole group killed.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::Signal;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::InvokeError;
+use super::supervise::signal_group;
+
+/// The variable that holds the prompt; `{prompt}` in the command stands for it.
+pub const PROMPT_VAR: &str = "FLAKESTORM_PROMPT";
+
+/// How much of a failed script's stderr its case's error quotes.
+const STDERR_TAIL: usize = 2000;
+
+/// How a script agent is run: its command, environment and log.
+#[derive(Debug, Clone)]
+pub struct Script {
+    command: String,
+    env: Vec<(String, String)>,
+    log: Option<PathBuf>,
+}
+
+/// What one run of the script printed and how it ended.
+struct Ran {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: std::process::ExitStatus,
+}
+
+impl Script {
+    /// `command` as written in `agent.command`; `env` the lane's proxy environment with
+    /// `agent.env` over it; each run's stderr appended to `log`.
+    pub fn new(command: &str, env: Vec<(String, String)>, log: Option<PathBuf>) -> Script {
+        Script {
+            command: command.to_string(),
+            env,
+            log,
+        }
+    }
+
+    /// The command `sh -c` runs: `{prompt}` made the quoted variable.
+    fn line(&self) -> String {
+        let var = format!("\"${PROMPT_VAR}\"");
+        self.command.replace(crate::config::AGENT_PROMPT, &var)
+    }
+
+    /// Runs the script for `prompt`: its stdout, or why there is no answer.
+    pub async fn run(&self, prompt: &str, timeout: Duration) -> Result<Vec<u8>, InvokeError> {
+        let on_stdin = !self.command.contains(crate::config::AGENT_PROMPT);
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(self.line())
+            .stdin(if on_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so a timeout reaches what `sh -c` started.
+            .process_group(0)
+            .kill_on_drop(true);
+        for name in super::withheld::withheld() {
+            cmd.env_remove(name);
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env(PROMPT_VAR, prompt);
+        let mut child = cmd.spawn().map_err(|e| InvokeError::Unreachable {
+            url: "agent.command".into(),
+            cause: format!("`sh -c {}` did not start: {e}", self.command),
+        })?;
+        let group = child.id();
+        if let Some(mut stdin) = child.stdin.take() {
+            let prompt = prompt.as_bytes().to_vec();
+            // A script that never reads its stdin must not block on it.
+            tokio::spawn(async move {
+                let _ = stdin.write_all(&prompt).await;
+            });
+        }
+        let ran = tokio::time::timeout(timeout, child.wait_with_output()).await;
+        let ran = match ran {
+            Ok(Ok(out)) => Ran {
+                stdout: out.stdout,
+                stderr: out.stderr,
+                status: out.status,
+            },
+            Ok(Err(e)) => {
+                return Err(InvokeError::ScriptFailed {
+                    status: "not waited for".into(),
+                    stderr: e.to_string(),
+                });
+            }
+            Err(_) => {
+                if let Some(g) = group {
+                    signal_group(g, Signal::KILL);
+                }
+                self.log_run("killed: past agent.timeout", b"").await;
+                return Err(InvokeError::Timeout {
+                    ms: timeout.as_millis() as u64,
+                });
+            }
+        };
+        self.log_run(&ran.status.to_string(), &ran.stderr).await;
+        if !ran.status.success() {
+            return Err(InvokeError::ScriptFailed {
+                status: ran.status.to_string(),
+                stderr: tail(&ran.stderr),
+            });
+        }
+        Ok(ran.stdout)
+    }
+
+    /// Appends one run's end and stderr to the log (a log that cannot be written is
+    /// skipped: the answer is what the case is judged on).
+    async fn log_run(&self, status: &str, stderr: &[u8]) {
+        let Some(path) = &self.log else { return };
+        let mut entry = format!("--- agent script ({status}) ---\n").into_bytes();
+        entry.extend_from_slice(stderr);
+        if !entry.ends_with(b"\n") {
+            entry.push(b'\n');
+        }
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .await;
+        if let Ok(mut f) = file {
+            let _ = f.write_all(&entry).await;
+        }
+    }
+}
+
+/// `agent` run as a script through the lane at `proxy` (its environment as a started
+/// agent's), each run's stderr in `log` (emptied first), when the agent is a script; else
+/// `agent` as it is.
+pub(super) async fn on_lane(
+    agent: super::Agent,
+    config: &crate::config::Config,
+    proxy: &super::ProxyAt<'_>,
+    log: &std::path::Path,
+) -> super::Agent {
+    let spec = agent.target();
+    let (true, Some(command)) = (spec.script, spec.command.clone()) else {
+        return agent;
+    };
+    let env = super::launch::agent_env(config, spec, proxy);
+    if let Some(dir) = log.parent() {
+        let _ = tokio::fs::create_dir_all(dir).await;
+    }
+    let _ = tokio::fs::write(log, b"").await;
+    agent.with_script(Script::new(&command, env, Some(log.to_path_buf())))
+}
+
+/// The end of a script's stderr, as `: <text>` for an error message, or empty.
+fn tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(STDERR_TAIL)
+        .map_or(0, |(i, _)| i);
+    format!(": {}", &text[start..])
+}
+
+/// The answer in a script's stdout: at `response_path` when it is a JSON object or array,
+/// else the text itself, without its trailing newline.
+pub fn answer(stdout: &[u8], path: &crate::config::ResponsePath) -> Result<String, InvokeError> {
+    let text = String::from_utf8_lossy(stdout);
+    let trimmed = text.trim();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return super::answer::extract(trimmed.as_bytes(), path);
+    }
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(command: &str) -> Script {
+        Script::new(command, vec![("GREETING".into(), "hi".into())], None)
+    }
+
+    #[tokio::test]
+    async fn the_prompt_is_one_argument_whatever_it_holds() {
+        let s = script("printf '%s|' $GREETING {prompt}");
+        let out = s.run("it's \"$HOME\"; rm -rf /", Duration::from_secs(10));
+        assert_eq!(out.await.unwrap(), b"hi|it's \"$HOME\"; rm -rf /|");
+    }
+
+    #[tokio::test]
+    async fn without_the_placeholder_the_prompt_is_on_stdin() {
+        let s = script("tr a-z A-Z");
+        let out = s.run("shout", Duration::from_secs(10));
+        assert_eq!(out.await.unwrap(), b"SHOUT");
+    }
+
+    #[tokio::test]
+    async fn a_failing_script_says_its_status_and_stderr() {
+        let s = script("echo boom >&2; exit 3");
+        let out = s.run("x", Duration::from_secs(10));
+        let e = out.await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "agent script exited (exit status: 3): boom",
+            "{e:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_script_past_its_timeout_is_killed_with_its_children() {
+        let s = script("sleep 30 & sleep 30");
+        let out = s.run("x", Duration::from_millis(200));
+        let e = tokio::time::timeout(Duration::from_secs(10), out)
+            .await
+            .expect("killed, not waited for");
+        assert_eq!(e.unwrap_err(), InvokeError::Timeout { ms: 200 });
+    }
+
+    #[test]
+    fn json_stdout_is_read_at_the_path_and_text_is_the_answer() {
+        let path = crate::config::ResponsePath::parse("result").unwrap();
+        assert_eq!(answer(b"{\"result\": \"ok\"}\n", &path).unwrap(), "ok");
+        assert_eq!(answer(b"42\n", &path).unwrap(), "42");
+        assert_eq!(answer(b"two\nlines\n", &path).unwrap(), "two\nlines");
+    }
+}
