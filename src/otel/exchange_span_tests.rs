@@ -4,10 +4,11 @@ use crate::exchange::{ErrorKind, ErrorSource, McpCall};
 use crate::otel::testing::{CHAT, attr, bodies, chat, pending, rate_limit, text};
 
 fn int(span: &SpanData, key: &str) -> Option<i64> {
-    match attr(span, key)? {
-        Value::I64(n) => Some(*n),
-        other => panic!("{key} is {other:?}"),
-    }
+    let value = attr(span, key)?;
+    let Value::I64(n) = value else {
+        panic!("{key} is {value:?}")
+    };
+    Some(*n)
 }
 
 #[test]
