@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """What OTLP span export costs the proxy (docs/benchmarks.md): sequential LLM calls (an
 OpenAI-shaped JSON answer from a loopback origin, declared under `llm:` so each exchange
-gets its GenAI span) through `flakestorm serve`, in three modes alternating within each
-round, so a machine that slows down slows all of them alike:
+gets its GenAI span) through `flakestorm serve`, in three modes interleaved: each round runs
+every mode, in turn forwards and backwards (A B C, C B A, …), so a machine whose load drifts
+slows all of them alike:
 
 * `none`    — no `telemetry:` (baseline);
 * `stopped` — `telemetry.otlp` pointing at a port nothing listens on (every export fails);
 * `running` — exporting over gRPC to a real receiver (tests/otel/otlp_receiver.py).
 
-Printed: the median per-call time of each mode per round, the median over rounds, and the
-ratio to `none`.
+Printed: the machine's load average before and after, the median per-call time of each
+mode per round, the median over rounds with the spread of the round medians, and the ratio
+to `none`.
 
     FLAKESTORM_BIN=target/release/flakestorm .venv-tests/bin/python scripts/bench_otel.py [ROUNDS] [CALLS]
 """
@@ -99,8 +101,10 @@ def main():
         "running": f'telemetry:\n  otlp: {{endpoint: "{receiver.endpoint}", protocol: grpc}}\n',
     }
     medians: dict[str, list[float]] = {m: [] for m in modes}
+    print(f"load average before: {os.getloadavg()}, {os.cpu_count()} cores")
     for r in range(rounds):
-        for mode, telemetry in modes.items():
+        order = list(modes.items()) if r % 2 == 0 else list(modes.items())[::-1]
+        for mode, telemetry in order:
             with tempfile.TemporaryDirectory() as tmp:
                 proc, proxy = serve(Path(tmp), port, telemetry)
                 try:
@@ -109,11 +113,13 @@ def main():
                     proc.terminate()
                     proc.wait()
         print(f"round {r + 1}: " + ", ".join(f"{m} {v[-1]:.3f} ms" for m, v in medians.items()))
+    print(f"load average after: {os.getloadavg()}")
     base = statistics.median(medians["none"])
     for mode, v in medians.items():
         m = statistics.median(v)
-        print(f"{mode:8} median per call {m:.3f} ms  ratio {m / base:.3f}  added {m - base:+.3f} ms")
-    print(f"spans the receiver got: {len(receiver.spans)}")
+        print(f"{mode:8} median per call {m:.3f} ms (rounds {min(v):.3f}-{max(v):.3f})  "
+              f"ratio {m / base:.3f}  added {m - base:+.3f} ms")
+    print(f"spans the receiver got: {len(receiver.spans)} (of {rounds * (n + 1)} calls exported)")
     receiver.close()
 
 

@@ -5,10 +5,11 @@ use crate::otel::testing::{CHAT, attr, bodies, chat, pending, rate_limit, text};
 
 #[allow(clippy::wildcard_enum_match_arm)] // `Value` is non-exhaustive
 fn int(span: &SpanData, key: &str) -> Option<i64> {
-    match attr(span, key)? {
-        Value::I64(n) => Some(*n),
-        other => panic!("{key} is {other:?}"),
-    }
+    let value = attr(span, key)?;
+    let Value::I64(n) = value else {
+        panic!("{key} is {value:?}")
+    };
+    Some(*n)
 }
 
 #[test]

@@ -41,10 +41,11 @@ impl Hold {
         }
     }
 
-    /// Holds `span` for the case of `trace`; gives it back when the bound has no room.
-    pub(super) fn put(&mut self, trace: &str, span: Prepared) -> Result<(), Box<Prepared>> {
+    /// Holds `span` for the case of `trace`; false (and `span` dropped) when the bound has
+    /// no room.
+    pub(super) fn put(&mut self, trace: &str, span: Prepared) -> bool {
         if self.count >= self.max_count || self.bytes + span.weight > self.max_bytes {
-            return Err(Box::new(span));
+            return false;
         }
         self.count += 1;
         self.bytes += span.weight;
@@ -54,7 +55,7 @@ impl Hold {
                 self.by_trace.insert(trace.to_string(), vec![span]);
             }
         }
-        Ok(())
+        true
     }
 
     /// What is held for the case of `trace`, released.

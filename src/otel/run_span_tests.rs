@@ -97,9 +97,11 @@ async fn exchanges_are_held_only_for_a_case_while_a_run_is_under_way() {
         e.trace_id = trace.map(str::to_string);
         std::sync::Arc::new(e)
     };
-    let hold_of = |item: Item| match item {
-        Item::Exchange(p) => (p.hold, p.parent.is_some(), p.seed),
-        Item::Span(_) | Item::EndRun(_) | Item::Flush(_) => panic!("not an exchange"),
+    let hold_of = |item: Item| {
+        let Item::Exchange(p) = item else {
+            panic!("not an exchange")
+        };
+        (p.hold, p.parent.is_some(), p.seed)
     };
     otel.exchange(ex(Some("t")), None, true);
     assert_eq!(

@@ -170,7 +170,7 @@ impl Task {
             }
             return;
         };
-        if self.hold.put(trace, p.prepare(content)).is_err() {
+        if !self.hold.put(trace, p.prepare(content)) {
             self.shared.metrics.otlp_dropped("hold_full", 1);
             if !std::mem::replace(&mut self.warned_hold, true) {
                 let (n, bytes) = self.hold.size();
