@@ -123,9 +123,8 @@ impl Daemon {
         let (ca, ca_created, ready) = set_up_ca(config)?;
         let metrics = Metrics::new();
         metrics.runs_known(&run_kinds(), &end_statuses());
-        let journal = journal_of(&config.journal);
         let chaos = Engine::new(config.advanced.seed.unwrap_or_else(random_seed));
-        export_spans(&journal, config, &metrics, chaos.seed())?;
+        let journal = journal_of(config, &metrics, chaos.seed())?;
         chaos.set(&config.chaos);
         let proxy = Proxy::new(
             config,
@@ -349,25 +348,17 @@ fn end_statuses() -> Vec<&'static str> {
         .collect()
 }
 
-/// Hands the journal's exchanges to an OTLP exporter when `telemetry:` or the
-/// `OTEL_EXPORTER_OTLP_*` variables ask for one.
-fn export_spans(
-    journal: &Journal,
-    config: &Config,
-    m: &Metrics,
-    seed: u64,
-) -> Result<(), DaemonError> {
+/// The journal `journal:` asks for (its size, byte budget and redactions), handing each
+/// exchange to the span exporter when `telemetry.otlp` is set.
+fn journal_of(config: &Config, m: &Metrics, seed: u64) -> Result<Journal, DaemonError> {
+    let j = &config.journal;
+    let redactor = Redactor::new(&j.redact_headers, &j.redact_query);
+    let journal = Journal::new(j.capacity, redactor).with_max_bytes(j.max_bytes);
     let otel = crate::otel::Otel::start(&config.telemetry, m, seed);
     if let Some(o) = otel.map_err(DaemonError::Telemetry)? {
         journal.set_otel(o);
     }
-    Ok(())
-}
-
-/// The journal `journal:` asks for: its size, byte budget and redactions.
-fn journal_of(j: &crate::config::JournalSpec) -> Journal {
-    let redactor = Redactor::new(&j.redact_headers, &j.redact_query);
-    Journal::new(j.capacity, redactor).with_max_bytes(j.max_bytes)
+    Ok(journal)
 }
 
 /// A seed for runs that did not fix one (`advanced.seed`); logged so a run can be repeated.
