@@ -145,7 +145,7 @@ pub struct Agent {
     retries: u32,
     paths: Arc<PathTally>,
     /// What the run's report must say of this agent (`note`), shared by its clones.
-    notes: Arc<std::sync::Mutex<Vec<String>>>,
+    notes: Arc<super::notes::Notes>,
     /// How each case runs the agent when it is a script (`with_script`).
     script: Option<Arc<super::script::Script>>,
 }
@@ -195,15 +195,12 @@ impl Agent {
 
     /// Something the run's report must say of this agent, once (`take_notes`).
     pub fn note(&self, what: String) {
-        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        if !notes.contains(&what) {
-            notes.push(what);
-        }
+        self.notes.add(what);
     }
 
     /// What was noted so far (`note`), taken.
     pub fn take_notes(&self) -> Vec<String> {
-        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
+        self.notes.take()
     }
 
     /// Its client to the agent (direct, never pooled).

@@ -15,6 +15,7 @@ mod dial;
 mod interrupt;
 mod invoke;
 mod launch;
+mod notes;
 mod pool;
 mod raw;
 mod raw_response;

@@ -51,6 +51,7 @@ pub use import::Imports;
 #[doc(hidden)]
 pub use new_run::check_submission;
 pub use ready::Readiness;
+pub use runs::ListQuery;
 pub use ttl::Expiry;
 
 use crate::chaos::Engine;

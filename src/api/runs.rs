@@ -88,6 +88,31 @@ pub struct ListQuery {
     cursor: Option<String>,
 }
 
+impl ListQuery {
+    /// The store's filter and page this query asks for (also the web view's runs list).
+    pub fn filter(self) -> Result<Filter, ApiError> {
+        let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
+        let filter = Filter {
+            kind: self
+                .kind
+                .map(|k| k.parse())
+                .transpose()
+                .map_err(|e| bad("kind", e))?,
+            status: self
+                .status
+                .map(|k| k.parse())
+                .transpose()
+                .map_err(|e| bad("status", e))?,
+            limit: self.limit,
+            cursor: self.cursor,
+        };
+        if let Some(limit) = filter.limit.filter(|l| !(1..=1000).contains(l)) {
+            return Err(bad("limit", format!("{limit} is outside 1..=1000")));
+        }
+        Ok(filter)
+    }
+}
+
 /// Stored runs newest first, with this daemon's live ones as they are now.
 #[utoipa::path(get, path = "/v1/runs", params(ListQuery), responses(
     (status = 200, description = "a page of runs", body = Page),
@@ -98,24 +123,7 @@ pub async fn list(
     q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = query(q)?;
-    let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
-    let filter = Filter {
-        kind: q
-            .kind
-            .map(|k| k.parse())
-            .transpose()
-            .map_err(|e| bad("kind", e))?,
-        status: q
-            .status
-            .map(|k| k.parse())
-            .transpose()
-            .map_err(|e| bad("status", e))?,
-        limit: q.limit,
-        cursor: q.cursor,
-    };
-    if let Some(limit) = filter.limit.filter(|l| !(1..=1000).contains(l)) {
-        return Err(bad("limit", format!("{limit} is outside 1..=1000")));
-    }
+    let filter = q.filter()?;
     let page = s.jobs.list(&filter).await.map_err(store_error)?;
     Ok(Json(json!(page)))
 }

@@ -23,20 +23,28 @@ impl RunId {
     /// second (24 random bits alone meet again among a few thousand runs of one second, as
     /// a bulk import or `examples/seed_runs.rs` starts them).
     pub fn new(unix_ms: i64) -> RunId {
-        static GIVEN: std::sync::Mutex<(String, std::collections::BTreeSet<String>)> =
-            std::sync::Mutex::new((String::new(), std::collections::BTreeSet::new()));
+        // The ids given in the last few seconds used, by second: runs of several seconds
+        // interleave (an import of old runs while live ones start), so one second's set is
+        // kept while another's is used.
+        type Given = std::collections::BTreeMap<String, std::collections::HashSet<String>>;
+        static GIVEN: std::sync::Mutex<Given> = std::sync::Mutex::new(Given::new());
+        const SECONDS_KEPT: usize = 64;
         let second = stamp(unix_ms);
         let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-        if given.0 != second {
-            *given = (second.clone(), Default::default());
-        }
+        let ids = given.entry(second.clone()).or_default();
         let id = loop {
             let id = format!("{second}-{}", random_hex(3));
-            if !given.1.contains(&id) {
+            if ids.insert(id.clone()) {
                 break id;
             }
         };
-        given.1.insert(id.clone());
+        if given.len() > SECONDS_KEPT {
+            // The earliest second other than this one: ids are rarely made for old seconds.
+            let oldest = given.keys().find(|k| **k != second).cloned();
+            if let Some(k) = oldest {
+                given.remove(&k);
+            }
+        }
         RunId(id.into())
     }
 

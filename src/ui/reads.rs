@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::UiState;
-use crate::api::ApiError;
-use crate::store::{Filter, StoreError};
+use crate::api::{ApiError, ListQuery};
+use crate::store::StoreError;
 
 /// Cases one `timelines` request may ask for, and calls per case it draws.
 const MAX_CASES: usize = 200;
@@ -22,15 +22,6 @@ const MAX_CALLS: usize = 400;
 
 fn store_error(e: StoreError) -> ApiError {
     ApiError::Internal(format!("the run store: {e}"))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    kind: Option<String>,
-    status: Option<String>,
-    limit: Option<usize>,
-    cursor: Option<String>,
 }
 
 /// `GET /ui/api/runs`: `/v1/runs`' page (same filters and paging), each run with its
@@ -41,24 +32,7 @@ pub async fn runs(
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
-    let bad = |field: &str, e: String| ApiError::BadBody(format!("{field}: {e}"));
-    let filter = Filter {
-        kind: q
-            .kind
-            .map(|k| k.parse())
-            .transpose()
-            .map_err(|e| bad("kind", e))?,
-        status: q
-            .status
-            .map(|k| k.parse())
-            .transpose()
-            .map_err(|e| bad("status", e))?,
-        limit: q.limit,
-        cursor: q.cursor,
-    };
-    if let Some(limit) = filter.limit.filter(|l| !(1..=1000).contains(l)) {
-        return Err(bad("limit", format!("{limit} is outside 1..=1000")));
-    }
+    let filter = q.filter()?;
     let page = s.api.jobs.list(&filter).await.map_err(store_error)?;
     let runs: Vec<Value> = page
         .runs

@@ -83,7 +83,7 @@ pub struct Pool {
     waited: AtomicBool,
     /// What happened during the run that its report must say (a spare that failed to
     /// start, late calls).
-    notes: Mutex<Vec<String>>,
+    notes: crate::agent::notes::Notes,
     /// Instances left out at the start, in words.
     pub warnings: Vec<String>,
 }
@@ -142,7 +142,7 @@ impl Pool {
             setup,
             spares: Spares::new(config.concurrency() as usize, n, settle),
             waited: AtomicBool::new(false),
-            notes: Mutex::new(vec![]),
+            notes: Default::default(),
             warnings,
         })
     }
@@ -233,15 +233,12 @@ impl Pool {
 
     /// Something the run's report must say, once.
     pub fn note(&self, what: String) {
-        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        if !notes.contains(&what) {
-            notes.push(what);
-        }
+        self.notes.add(what);
     }
 
     /// What the run noted so far (`note`), taken.
     pub fn take_notes(&self) -> Vec<String> {
-        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
+        self.notes.take()
     }
 
     /// Ends every instance's tail: no lane serves a case any more; the tails, whose late
