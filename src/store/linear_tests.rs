@@ -114,13 +114,22 @@ async fn live_copies(n: usize) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_live_run_of_one_prompt_is_judged_case_by_case_in_linear_time() {
-    let small = live_copies(2_000).await;
-    let large = tokio::time::timeout(
-        std::time::Duration::from_secs_f64(small * MAX_RATIO * 2.0),
-        live_copies(20_000),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("20,000 cases took over {}× 2,000's time", MAX_RATIO * 2.0));
+    // The quickest of two tries of each size: a burst of load on a shared machine slows
+    // one try, while a quadratic cost slows every try of the larger size.
+    let small = live_copies(2_000).await.min(live_copies(2_000).await);
+    let mut large = f64::INFINITY;
+    for _ in 0..2 {
+        let took = tokio::time::timeout(
+            std::time::Duration::from_secs_f64(small * MAX_RATIO * 2.0),
+            live_copies(20_000),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("20,000 cases took over {}× 2,000's time", MAX_RATIO * 2.0));
+        large = large.min(took);
+        if large / small < MAX_RATIO {
+            break;
+        }
+    }
     let ratio = large / small;
     eprintln!("a live run's end: 2,000 cases {small:.3} s, 20,000 {large:.3} s ({ratio:.1}x)");
     assert!(
