@@ -325,6 +325,22 @@ pub fn is_event_stream(content_type: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(NAME))
 }
 
+/// The `traceparent` the run's driver sends for its case of `trace` (`attribution:
+/// header`): its parent span id is the trace id's first half, which marks a request's
+/// parent as the driver's, not an agent's span (`driver_sent`).
+pub fn driver_traceparent(trace: &str) -> String {
+    format!("00-{trace}-{}-01", driver_span(trace))
+}
+
+/// Whether `span`, a parent span id in a `traceparent` of `trace`, is the driver's own.
+pub fn driver_sent(trace: &str, span: &str) -> bool {
+    span == driver_span(trace)
+}
+
+fn driver_span(trace: &str) -> &str {
+    trace.get(..16).unwrap_or(trace)
+}
+
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
 pub fn trace_id(traceparent: &str) -> Option<&str> {
     let mut parts = traceparent.trim().split('-');

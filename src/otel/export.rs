@@ -20,7 +20,7 @@ pub(super) fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanEx
             .with_retry_policy(opentelemetry_otlp::RetryPolicy::disabled())
             .build(),
         Protocol::HttpProtobuf => {
-            let client = super::http_client::client(settings);
+            let client = super::http_client::client(settings)?;
             opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)

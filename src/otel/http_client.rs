@@ -20,12 +20,10 @@ pub(super) struct Client {
     headers: Arc<Vec<(http::HeaderName, http::HeaderValue)>>,
 }
 
-pub(super) fn client(settings: &Settings) -> Client {
-    // Roots that fail to load leave the public ones (webpki); a plain-HTTP collector needs
-    // none.
+pub(super) fn client(settings: &Settings) -> Result<Client, String> {
     let tls = crate::tls::client_config(&[])
         .map(|t| (*t.pooled).clone())
-        .unwrap_or_else(|_| fallback_tls());
+        .map_err(|e| format!("TLS for the collector: {e}"))?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     let https = HttpsConnectorBuilder::new()
@@ -36,27 +34,20 @@ pub(super) fn client(settings: &Settings) -> Client {
     let headers = settings
         .headers
         .iter()
-        .filter_map(|(n, v)| {
-            Some((
-                http::HeaderName::from_bytes(n.as_bytes()).ok()?,
-                http::HeaderValue::from_str(v).ok()?,
-            ))
+        .map(|(n, v)| {
+            // Checked when the settings were read (`spec::header_problem`); said again
+            // rather than dropped if one slipped through.
+            let name = http::HeaderName::from_bytes(n.as_bytes())
+                .map_err(|_| format!("`{n}` is not a valid header name"))?;
+            let value = http::HeaderValue::from_str(v)
+                .map_err(|_| format!("the value of `{n}` is not a valid header value"))?;
+            Ok((name, value))
         })
-        .collect();
-    Client {
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Client {
         inner: opentelemetry_http::hyper::HyperClient::new(https, settings.timeout, None),
         headers: Arc::new(headers),
-    }
-}
-
-fn fallback_tls() -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
+    })
 }
 
 #[async_trait::async_trait]

@@ -33,7 +33,7 @@ pub(super) fn agent_parent(ex: &Exchange) -> Option<SpanContext> {
     let trace = crate::exchange::trace_id(value)?;
     let mut parts = value.split('-');
     let (_, _, span, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if span == &trace[..16] || span.bytes().all(|b| b == b'0') {
+    if crate::exchange::driver_sent(trace, span) || span.bytes().all(|b| b == b'0') {
         return None;
     }
     let flags = u8::from_str_radix(flags, 16).ok()?;

@@ -28,7 +28,7 @@ impl Tie<'_> {
     pub(super) fn headers(&self) -> http::HeaderMap {
         let mut headers = http::HeaderMap::new();
         if let Tie::Header(t) = self {
-            let value = format!("00-{t}-{}-01", &t[..16]);
+            let value = crate::exchange::driver_traceparent(t);
             headers.insert(
                 "traceparent",
                 value.parse().expect("hex is a valid header value"),

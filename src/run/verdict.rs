@@ -15,8 +15,9 @@ use super::coverage::Coverage;
 use crate::exchange::{ErrorKind, Exchange, Outcome, Target};
 use crate::journal::Journal;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunVerdict {
     Pass,
     /// The agent failed what was tested.
@@ -35,6 +36,11 @@ impl RunVerdict {
             RunVerdict::Fail => 1,
             RunVerdict::NotTested | RunVerdict::Error => 2,
         }
+    }
+
+    /// Its name as serde writes it (`pass`, `not_tested`).
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 
     pub fn label(self) -> &'static str {

@@ -46,10 +46,7 @@ pub(super) fn run_span(report: &Report, seed: u64) -> RunSpan {
         Report::Chaos(r) => Some(r.chaos.clone()),
         Report::Mutation(_) | Report::Replay(_) | Report::Ci(_) => None,
     };
-    let verdict = serde_json::to_value(report.verdict())
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let verdict = report.verdict().as_str().to_string();
     RunSpan {
         kind: report.kind().as_str().to_string(),
         name,
@@ -99,13 +96,15 @@ fn case_span(phase: &str, case: &CaseResult, verdict: &str, run_start: u64) -> C
             (start, answered.max(last))
         }
     };
-    let outcome = case.outcome.as_ref().and_then(|o| {
-        serde_json::to_value(o.class)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-    });
+    let outcome = case.outcome.as_ref().map(|o| o.class.as_str().to_string());
     CaseSpan {
-        trace: traffic.iter().find_map(|e| e.trace_id.clone()),
+        // The trace its tie gave it, also when its window held no traffic (its held late
+        // calls are still its own); else its traffic's (cases not run by `run_case`).
+        trace: case
+            .trace_id
+            .as_deref()
+            .map(str::to_string)
+            .or_else(|| traffic.iter().find_map(|e| e.trace_id.clone())),
         scenario: case.scenario.clone(),
         phase: phase.to_string(),
         trial: case.trial,

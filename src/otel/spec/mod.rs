@@ -73,6 +73,10 @@ pub fn endpoint_problem(url: &str) -> Option<String> {
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Some("credentials in the URL are not allowed: send them in headers".into());
     }
+    // The endpoint is logged and named in reports: a query could carry a key.
+    if uri.query().is_some() {
+        return Some("a query in the URL is not allowed: send keys in headers".into());
+    }
     None
 }
 
@@ -95,7 +99,14 @@ mod tests {
     fn endpoints_are_http_urls_with_a_host_and_no_credentials() {
         assert_eq!(endpoint_problem("http://127.0.0.1:4317"), None);
         assert_eq!(endpoint_problem("https://otlp.example/api/otel"), None);
-        for bad in ["localhost:4317", "ftp://x", "http://u:p@x:1", "not a url"] {
+        let with_key = "https://otlp.example/v1/traces?api_key=s3cret";
+        for bad in [
+            "localhost:4317",
+            "ftp://x",
+            "http://u:p@x:1",
+            "not a url",
+            with_key,
+        ] {
             assert!(endpoint_problem(bad).is_some(), "{bad}");
         }
     }
