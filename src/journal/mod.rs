@@ -10,6 +10,7 @@
 //! bodies), and drops them with their exchange. Each recorded exchange gets a sequence
 //! number under the list lock, so a reader (a live recording) takes each one exactly once.
 //! `read` holds the readers' side (slices by id, trace or sequence number, waiting for news).
+//! `otel` hands exchanges to the span exporter.
 //! `lanes` ties exchanges to cases (a listener's current case) and lets a case settle.
 //! Two bounds: `capacity` exchanges, and `max_bytes` of them (`weight`) while no run or
 //! recording is reading (`hold_while`): an idle sidecar's journal costs memory by the byte,
@@ -25,6 +26,7 @@ use crate::exchange::Exchange;
 use crate::tape::Bodies;
 
 mod lanes;
+mod otel;
 mod read;
 mod redact;
 mod weight;
@@ -214,28 +216,6 @@ impl Journal {
         KeepBodies(self.inner.clone())
     }
 
-    /// Hands every exchange recorded from now on to `otel` too (once; later calls are
-    /// ignored: one journal, one exporter).
-    pub fn set_otel(&self, otel: crate::otel::Otel) {
-        let _ = self.inner.otel.set(otel);
-    }
-
-    /// The span exporter, when spans are exported.
-    pub fn otel(&self) -> Option<&crate::otel::Otel> {
-        self.inner.otel.get()
-    }
-
-    /// Whether an exchange to `target` should have its bodies captured: for tapes, or for
-    /// its span (an LLM call's model, finish reasons and error code; any call's bodies
-    /// with `telemetry.otlp.content`).
-    pub fn captures_bodies(&self, target: &crate::exchange::Target) -> bool {
-        use crate::exchange::Target;
-        self.keeps_bodies()
-            || self.otel().is_some_and(|o| {
-                o.content() || matches!(target, Target::Llm { .. } | Target::Embeddings { .. })
-            })
-    }
-
     /// Starts (or stops) keeping bodies: `serve --record`, `record`, `output.tapes`.
     pub fn set_keep_bodies(&self, keep: bool) {
         self.inner.keep_bodies.store(keep, Ordering::Relaxed);
@@ -260,28 +240,23 @@ impl Journal {
     /// Redacts and appends an exchange with its captured bodies (redacted with the secrets
     /// of the exchange before its own redaction), evicting the oldest past capacity.
     pub fn record_with(&self, mut exchange: Exchange, bodies: Option<Bodies>) {
+        let leave = self.bodies_leave();
         let bodies = bodies.map(|mut b| {
-            self.inner.redactor.bodies(&exchange, &mut b);
+            if leave {
+                self.inner.redactor.bodies(&exchange, &mut b);
+            }
             Arc::new(b)
         });
         self.inner.redactor.exchange(&mut exchange);
-        let otel = self.otel();
-        // Bodies captured only for a span are not kept (`captures_bodies`).
+        // Bodies captured only for a span are not kept (`otel::captures_bodies`).
         if let Some(b) = &bodies
-            && (otel.is_none() || self.keeps_bodies())
+            && self.keeps_bodies()
         {
             self.lock_bodies().insert(exchange.id, b.clone());
         }
         let weight = weight::weight(&exchange);
         let exchange = Arc::new(exchange);
-        if let Some(o) = otel {
-            // A case under way watches its trace: only its exchanges wait for its span.
-            let of_case = exchange
-                .trace_id
-                .as_deref()
-                .is_some_and(|t| self.inner.flights.watched(t));
-            o.exchange(exchange.clone(), bodies, of_case);
-        }
+        self.to_otel(&exchange, bodies);
         let mut list = self.lock();
         list.items.push_back(exchange);
         list.weights.push_back(weight);

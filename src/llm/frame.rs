@@ -175,15 +175,22 @@ impl Event {
 /// starts with `data:`), split by the same `Splitter` as a live stream, an unterminated
 /// last event included.
 pub fn events(body: &[u8]) -> impl Iterator<Item = Event> {
+    let (framing, frames) = frames(body);
+    frames
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(move |f| Event::parse(&f, framing))
+}
+
+/// A whole SSE or NDJSON body's framing (SSE when a line starts with `data:`) and its raw
+/// frames, split as a live stream is (`events` parses them).
+pub fn frames(body: &[u8]) -> (Framing, Vec<Bytes>) {
     let sse = body.starts_with(b"data:") || memchr::memmem::find(body, b"\ndata:").is_some();
     let framing = if sse { Framing::Sse } else { Framing::Ndjson };
     let mut s = Splitter::new(framing);
     let mut frames = s.push(body);
     frames.push(s.rest());
-    frames
-        .into_iter()
-        .filter(|f| !f.is_empty())
-        .map(move |f| Event::parse(&f, framing))
+    (framing, frames)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! (`chaos::rewrite`), against this interface only. Pure: no I/O.
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub mod answer_fields;
 pub mod anthropic;
 mod detect;
 pub mod frame;

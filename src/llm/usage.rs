@@ -9,7 +9,7 @@ use memchr::memmem::Finder;
 use serde_json::Value;
 use std::sync::LazyLock;
 
-use super::frame::{Event, Framing, Splitter};
+use super::frame::Event;
 use super::{all, wire};
 use crate::exchange::Usage;
 
@@ -43,11 +43,7 @@ pub fn usage(body: &[u8]) -> Usage {
 
 /// Calls `f` on the JSON of each stream event that may carry usage, in order.
 fn each_marked_event(body: &[u8], f: &mut dyn FnMut(&Value)) {
-    let sse = body.starts_with(b"data:") || memchr::memmem::find(body, b"\ndata:").is_some();
-    let framing = if sse { Framing::Sse } else { Framing::Ndjson };
-    let mut s = Splitter::new(framing);
-    let mut frames = s.push(body);
-    frames.push(s.rest());
+    let (framing, frames) = super::frame::frames(body);
     for frame in frames.iter().filter(|f| marked(f)) {
         if let Some(v) = Event::parse(frame, framing).json {
             f(&v);

@@ -5,7 +5,6 @@
 //! agent's own span when the request carried the agent's `traceparent`, else the case's
 //! (or the run's, or none), with a link to the case then. Times are the exchange's own.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -14,8 +13,8 @@ use opentelemetry::{Array, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
 use super::ids;
-use super::read;
 use crate::exchange::{Exchange, FaultRecord, Outcome, Provider, Target};
+use crate::llm::answer_fields;
 use crate::tape::Bodies;
 
 /// Prompt and answer text kept on a span, at most (`content: true`).
@@ -207,7 +206,7 @@ impl<'a> Attributes<'a> {
         self.http();
         let response = self
             .bodies
-            .map(|b| read::documents(&b.response_bytes()))
+            .map(|b| answer_fields::documents(&b.response_bytes()))
             .unwrap_or_default();
         self.error_type(&response);
         match self.ex.target.clone() {
@@ -256,7 +255,7 @@ impl<'a> Attributes<'a> {
         let error = match &self.ex.outcome {
             Outcome::Error { error, .. } => Some(error.kind.name().to_string()),
             Outcome::Response { response: head, .. } if head.status >= 400 => {
-                Some(read::error_code(response).unwrap_or_else(|| head.status.to_string()))
+                Some(answer_fields::error_code(response).unwrap_or_else(|| head.status.to_string()))
             }
             Outcome::Response { .. } => None,
         };
@@ -271,9 +270,9 @@ impl<'a> Attributes<'a> {
         self.add("gen_ai.provider.name", provider_name(provider));
         let request = self
             .bodies
-            .map(|b| read::documents(&b.request))
+            .map(|b| answer_fields::documents(&b.request))
             .unwrap_or_default();
-        let model = read::request_model(&self.ex.request.url, &request);
+        let model = answer_fields::request_model(&self.ex.request.url, &request);
         if let Some(m) = &model {
             self.add("gen_ai.request.model", m.clone());
         }
@@ -284,7 +283,7 @@ impl<'a> Attributes<'a> {
         let usage = self.ex.usage.as_ref();
         let answered = usage
             .and_then(|u| u.model.clone())
-            .or_else(|| read::response_model(response));
+            .or_else(|| answer_fields::response_model(response));
         if let Some(m) = answered {
             self.add("gen_ai.response.model", m);
         }
@@ -294,7 +293,7 @@ impl<'a> Attributes<'a> {
         if let Some(n) = usage.and_then(|u| u.output_tokens) {
             self.add("gen_ai.usage.output_tokens", n as i64);
         }
-        let reasons = read::finish_reasons(response);
+        let reasons = answer_fields::finish_reasons(response);
         if !reasons.is_empty() {
             let list: Vec<StringValue> = reasons.into_iter().map(StringValue::from).collect();
             self.add(
@@ -339,11 +338,7 @@ impl<'a> Attributes<'a> {
     fn content(&mut self) {
         let Some(b) = self.bodies else { return };
         let cut = |bytes: &[u8]| -> String {
-            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_CONTENT)]);
-            match text {
-                Cow::Borrowed(s) => s.to_string(),
-                Cow::Owned(s) => s,
-            }
+            String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_CONTENT)]).into_owned()
         };
         let request = cut(&b.request);
         let response = cut(&b.response_bytes());

@@ -16,7 +16,6 @@ mod export;
 mod hold;
 mod http_client;
 mod ids;
-mod read;
 mod run_span;
 mod settings;
 mod task;

@@ -1,12 +1,13 @@
-//! What an exchange's bodies say that its record does not: the model a request asked for,
-//! the finish reasons of an answer, the provider's error code on a failed call. Read
-//! from the journal's redacted copies, whole (JSON) or event by event (SSE, NDJSON), by
-//! the keys every provider uses; nothing here fails: what cannot be read is absent.
+//! What an LLM call's bodies say that its exchange record does not (its span's GenAI
+//! attributes, `crate::otel`): the model a request asked for and the one that answered,
+//! the finish reasons of an answer, the provider's error code on a failed call. Read whole
+//! (JSON) or event by event (SSE, NDJSON), by the keys every provider uses; nothing here
+//! fails: what cannot be read is absent.
 
 use serde_json::Value;
 
 /// The parsed JSON documents of a body: itself, or each event of a stream.
-pub(super) fn documents(body: &[u8]) -> Vec<Value> {
+pub fn documents(body: &[u8]) -> Vec<Value> {
     let trimmed = body.trim_ascii_start();
     if trimmed.starts_with(b"{")
         && let Ok(v) = serde_json::from_slice(trimmed)
@@ -20,7 +21,7 @@ pub(super) fn documents(body: &[u8]) -> Vec<Value> {
 
 /// The model a request asked for: Gemini names it in the path (`/models/NAME:verb`), the
 /// others in the body's `model`.
-pub(super) fn request_model(url: &str, request: &[Value]) -> Option<String> {
+pub fn request_model(url: &str, request: &[Value]) -> Option<String> {
     if let Some(rest) = url.split("/models/").nth(1) {
         let name: String = rest
             .chars()
@@ -35,7 +36,7 @@ pub(super) fn request_model(url: &str, request: &[Value]) -> Option<String> {
 
 /// The model an answer names (`model`, Gemini's `modelVersion`, the Responses API's
 /// `response.model`).
-pub(super) fn response_model(docs: &[Value]) -> Option<String> {
+pub fn response_model(docs: &[Value]) -> Option<String> {
     docs.iter().find_map(|d| {
         ["model", "modelVersion"]
             .iter()
@@ -56,7 +57,7 @@ const FINISH_KEYS: [&str; 4] = [
 ];
 
 /// Every finish reason the answer gave, in order, each once.
-pub(super) fn finish_reasons(docs: &[Value]) -> Vec<String> {
+pub fn finish_reasons(docs: &[Value]) -> Vec<String> {
     let mut out = vec![];
     for d in docs {
         collect_finish(d, 0, &mut out);
@@ -90,7 +91,7 @@ fn collect_finish(v: &Value, depth: usize, out: &mut Vec<String>) {
 
 /// The provider's code for a failed call: OpenAI's `error.code` (else `error.type`),
 /// Gemini's `error.status`, Anthropic's `error.type`; in a stream, its error event's.
-pub(super) fn error_code(docs: &[Value]) -> Option<String> {
+pub fn error_code(docs: &[Value]) -> Option<String> {
     docs.iter().find_map(|d| {
         let e = d.get("error")?;
         ["code", "status", "type"]
