@@ -7,11 +7,14 @@ slows all of them alike:
 
 * `none`    — no `telemetry:` (baseline);
 * `stopped` — `telemetry.otlp` pointing at a port nothing listens on (every export fails);
-* `running` — exporting over gRPC to a real receiver (tests/otel/otlp_receiver.py).
+* `running` — exporting over gRPC to a real receiver (tests/otel/otlp_receiver.py), spans
+  gathered for the default linger (200 ms) before each request;
+* `each`    — the same with `OTEL_BSP_SCHEDULE_DELAY=0`: a request per span, as before the
+  linger.
 
 Printed: the machine's load average before and after, the median per-call time of each
-mode per round, the median over rounds with the spread of the round medians, and the ratio
-to `none`.
+mode per round, the median over rounds with the spread of the round medians, the ratio
+to `none`, and for the exporting modes the spans and export requests the receiver got.
 
     FLAKESTORM_BIN=target/release/flakestorm .venv-tests/bin/python scripts/bench_otel.py [ROUNDS] [CALLS]
 """
@@ -57,13 +60,13 @@ class Origin(BaseHTTPRequestHandler):
         self.wfile.write(head.encode() + ANSWER)
 
 
-def serve(tmp: Path, origin: int, telemetry: str) -> tuple[subprocess.Popen, str]:
+def serve(tmp: Path, origin: int, telemetry: str, extra: dict) -> tuple[subprocess.Popen, str]:
     config = tmp / "flakestorm.yaml"
     config.write_text(
         'proxy: {listen: "127.0.0.1:0"}\ncontrol: {listen: "127.0.0.1:0"}\n'
         f'ca: {{dir: "{tmp / "certs"}"}}\ndata_dir: "{tmp / "data"}"\n'
         f'llm:\n  - {{provider: openai, match_url: ["http://127.0.0.1:{origin}/v1/*"]}}\n' + telemetry)
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")} | extra
     proc = subprocess.Popen([str(BIN), "serve", "-c", str(config)], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env)
     for line in proc.stdout:
@@ -95,31 +98,38 @@ def main():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
+    running = f'telemetry:\n  otlp: {{endpoint: "{receiver.endpoint}", protocol: grpc}}\n'
     modes = {
-        "none": "",
-        "stopped": f'telemetry:\n  otlp: {{endpoint: "http://127.0.0.1:{closed}", protocol: grpc}}\n',
-        "running": f'telemetry:\n  otlp: {{endpoint: "{receiver.endpoint}", protocol: grpc}}\n',
+        "none": ("", {}),
+        "stopped": (f'telemetry:\n  otlp: {{endpoint: "http://127.0.0.1:{closed}", protocol: grpc}}\n', {}),
+        "running": (running, {}),
+        "each": (running, {"OTEL_BSP_SCHEDULE_DELAY": "0"}),
     }
     medians: dict[str, list[float]] = {m: [] for m in modes}
+    received = {m: [0, 0] for m in modes}  # spans, export requests
     print(f"load average before: {os.getloadavg()}, {os.cpu_count()} cores")
     for r in range(rounds):
         order = list(modes.items()) if r % 2 == 0 else list(modes.items())[::-1]
-        for mode, telemetry in order:
+        for mode, (telemetry, extra) in order:
+            before = (len(receiver.spans), len(receiver.headers))
             with tempfile.TemporaryDirectory() as tmp:
-                proc, proxy = serve(Path(tmp), port, telemetry)
+                proc, proxy = serve(Path(tmp), port, telemetry, extra)
                 try:
                     medians[mode].append(statistics.median(calls(proxy, port, n)) * 1000)
                 finally:
                     proc.terminate()
                     proc.wait()
+            received[mode][0] += len(receiver.spans) - before[0]
+            received[mode][1] += len(receiver.headers) - before[1]
         print(f"round {r + 1}: " + ", ".join(f"{m} {v[-1]:.3f} ms" for m, v in medians.items()))
     print(f"load average after: {os.getloadavg()}")
     base = statistics.median(medians["none"])
     for mode, v in medians.items():
         m = statistics.median(v)
+        spans, requests = received[mode]
         print(f"{mode:8} median per call {m:.3f} ms (rounds {min(v):.3f}-{max(v):.3f})  "
-              f"ratio {m / base:.3f}  added {m - base:+.3f} ms")
-    print(f"spans the receiver got: {len(receiver.spans)} (of {rounds * (n + 1)} calls exported)")
+              f"ratio {m / base:.3f}  added {m - base:+.3f} ms  "
+              f"spans {spans} of {rounds * (n + 1)} calls in {requests} requests")
     receiver.close()
 
 

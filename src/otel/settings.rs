@@ -1,6 +1,7 @@
 //! Where spans go: `telemetry.otlp` resolved against the standard variables
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT`, `_PROTOCOL`, `_HEADERS`, `_TIMEOUT`, each also as
-//! `OTEL_EXPORTER_OTLP_TRACES_*`, which wins over the general one). A field the config
+//! `OTEL_EXPORTER_OTLP_TRACES_*`, which wins over the general one), and
+//! `OTEL_BSP_SCHEDULE_DELAY` for how long spans gather before an export. A field the config
 //! gives wins over its variable; headers from both are sent, the config's winning on a
 //! name both have. Export is on when the config has `telemetry.otlp` or a variable names
 //! an endpoint. Pure: the environment comes in as a lookup.
@@ -20,10 +21,17 @@ pub struct Settings {
     pub content: bool,
     /// Per export request.
     pub timeout: Duration,
+    /// How long a ready span may wait for others to share its export request.
+    pub linger: Duration,
 }
 
 /// Per export request, unless `OTEL_EXPORTER_OTLP_TIMEOUT` says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a span waits for others before its export, unless `OTEL_BSP_SCHEDULE_DELAY`
+/// says otherwise: the Collector's batch processor's 200 ms rather than the SDKs' 5 s, so
+/// a live `serve` shows spans at once, yet one request carries all a busy proxy made.
+const DEFAULT_LINGER: Duration = Duration::from_millis(200);
 
 /// The settings `spec` and the environment (`env`) make; `None` when neither turns export
 /// on. A bad variable is an error naming it.
@@ -84,12 +92,24 @@ pub fn resolve(
         },
         None => DEFAULT_TIMEOUT,
     };
+    let linger = match env("OTEL_BSP_SCHEDULE_DELAY").filter(|v| !v.trim().is_empty()) {
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(ms) => Duration::from_millis(ms),
+            _ => {
+                return Err(format!(
+                    "OTEL_BSP_SCHEDULE_DELAY: `{v}` is not a delay in milliseconds"
+                ));
+            }
+        },
+        None => DEFAULT_LINGER,
+    };
     Ok(Some(Settings {
         endpoint,
         protocol,
         headers,
         content: spec.is_some_and(|s| s.content),
         timeout,
+        linger,
     }))
 }
 
@@ -196,6 +216,10 @@ mod tests {
         assert_eq!(s.endpoint, "http://localhost:4318/v1/traces");
         assert!(!s.content);
         assert_eq!(s.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(s.linger, DEFAULT_LINGER);
+        let e = env(&[("OTEL_BSP_SCHEDULE_DELAY", "0")]);
+        let s = resolve(Some(&OtlpSpec::default()), &e).unwrap().unwrap();
+        assert_eq!(s.linger, Duration::ZERO, "0 sends each span at once");
     }
 
     #[test]
@@ -204,6 +228,7 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
             ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon"),
             ("OTEL_EXPORTER_OTLP_HEADERS", "novalue"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "-5"),
         ] {
             let e = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:1"), (k, v)]);
             let err = resolve(None, &e).unwrap_err();

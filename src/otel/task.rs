@@ -1,7 +1,9 @@
 //! The one task that feeds the exporter: it takes what the queue carries, builds each
 //! exchange's span (off the request path), holds those of cases under way (`hold`) until
 //! their run ends, and sends the rest in batches, one export at a time while it keeps
-//! taking from the queue. A collector that is down or slow costs this task, never the
+//! taking from the queue. A ready span waits up to the linger (`OTEL_BSP_SCHEDULE_DELAY`)
+//! for others to share its request, unless a batch is full or a flush waits: one request
+//! per span would cost both sides far more than the span. A collector that is down or slow costs this task, never the
 //! proxy: a failed export is dropped (no retry) and counted, says so once, and for a
 //! while after it spans are dropped without being built or sent (`Backoff`), so a dead
 //! collector costs no connection attempt per exchange.
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 use opentelemetry::trace::SpanContext;
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -64,31 +66,43 @@ type Export<'a> = Pin<
 >;
 
 /// The export task: runs until every sender is gone and what they sent is exported.
-pub(super) async fn run(
+pub(super) async fn run<E: SpanExporter>(
     mut rx: mpsc::Receiver<Item>,
-    exporter: opentelemetry_otlp::SpanExporter,
+    exporter: E,
     shared: Arc<Shared>,
 ) {
     let mut task = Task::new(shared, Hold::default());
     let mut sending: Option<Export<'_>> = None;
     let mut open = true;
+    // When the oldest span waiting to be sent has waited long enough.
+    let mut due_at: Option<Instant> = None;
     loop {
-        let spans = match sending.is_none() && !task.batch.is_empty() {
-            true => task.next_batch(),
-            false => vec![],
-        };
-        if !spans.is_empty() {
-            let n = spans.len();
-            let deadline = task.shared.settings.timeout + Duration::from_secs(1);
-            let export = tokio::time::timeout(deadline, exporter.export(spans));
-            sending = Some(Box::pin(async move { (export.await, n) }));
+        if task.batch.is_empty() {
+            due_at = None;
+        } else if due_at.is_none() {
+            due_at = Some(Instant::now() + task.shared.settings.linger);
         }
-        if sending.is_none() {
+        let due = !open
+            || !task.waiting.is_empty()
+            || task.batch.len() >= MAX_BATCH
+            || due_at.is_some_and(|t| Instant::now() >= t);
+        if sending.is_none() && due && !task.batch.is_empty() {
+            let spans = task.next_batch();
+            due_at = None;
+            if !spans.is_empty() {
+                let n = spans.len();
+                let deadline = task.shared.settings.timeout + Duration::from_secs(1);
+                let export = tokio::time::timeout(deadline, exporter.export(spans));
+                sending = Some(Box::pin(async move { (export.await, n) }));
+            }
+        }
+        if sending.is_none() && task.batch.is_empty() {
             task.answer_flushes();
             if !open {
                 return;
             }
         }
+        let lingering = sending.is_none() && due_at.is_some();
         tokio::select! {
             (result, n) = async { sending.as_mut().expect("guarded").await }, if sending.is_some() => {
                 sending = None;
@@ -98,6 +112,7 @@ pub(super) async fn run(
                 Some(item) => task.take(item),
                 None => open = false,
             },
+            () = tokio::time::sleep_until(due_at.unwrap_or_else(Instant::now)), if lingering => {}
         }
     }
 }

@@ -116,3 +116,60 @@ async fn after_a_failed_export_spans_are_dropped_unbuilt_for_a_while() {
     t.take(Item::Exchange(Box::new(pending(ex, Some(b), false))));
     assert_eq!(t.batch.len(), 1);
 }
+
+/// An exporter that keeps each request's span count (the collector, not ours).
+#[derive(Debug, Clone, Default)]
+struct Requests(Arc<std::sync::Mutex<Vec<usize>>>);
+
+impl SpanExporter for Requests {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().push(batch.len());
+        Ok(())
+    }
+}
+
+fn loose_exchange() -> Item {
+    let (ex, b) = chat();
+    Item::Exchange(Box::new(pending(ex, Some(b), false)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn spans_gather_for_the_linger_and_a_flush_sends_at_once() {
+    let metrics = Metrics::new();
+    let requests = Requests::default();
+    let (tx, rx) = mpsc::channel(64);
+    let task = tokio::spawn(run(rx, requests.clone(), shared(false, &metrics)));
+    let sent = || requests.0.lock().unwrap().clone();
+    for _ in 0..3 {
+        tx.send(loose_exchange()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(99)).await;
+    assert_eq!(
+        sent(),
+        Vec::<usize>::new(),
+        "within the linger, nothing is sent"
+    );
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(sent(), [3], "one request for the three");
+
+    tx.send(loose_exchange()).await.unwrap();
+    let (done, flushed) = oneshot::channel();
+    tx.send(Item::Flush(done)).await.unwrap();
+    let before = Instant::now();
+    flushed.await.unwrap();
+    assert_eq!(
+        before.elapsed(),
+        Duration::ZERO,
+        "a flush does not wait out the linger"
+    );
+    assert_eq!(sent(), [3, 1]);
+
+    tx.send(loose_exchange()).await.unwrap();
+    drop(tx);
+    task.await.unwrap();
+    assert_eq!(
+        sent(),
+        [3, 1, 1],
+        "what is left is sent when the queue closes"
+    );
+}

@@ -28,6 +28,7 @@ pub(super) fn settings(content: bool) -> Settings {
         headers: vec![],
         content,
         timeout: Duration::from_secs(1),
+        linger: Duration::from_millis(100),
     }
 }
 
