@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -172,15 +172,17 @@ async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({"status": "ok"}))
 }
 
-/// Prometheus metrics (OpenMetrics text).
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
-async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
+/// Prometheus metrics: OpenMetrics when the `Accept` header asks for it (Prometheus does),
+/// else the Prometheus text format 0.0.4 (`curl`, `promtool check metrics`).
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text, or the Prometheus text format", content_type = "application/openmetrics-text", body = String)))]
+async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> impl IntoResponse {
     s.metrics.set_chaos_active(s.chaos.active());
-    let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-    (
-        [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
-        s.metrics.encode(),
-    )
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let (ct, text) = s.metrics.exposition(accept);
+    ([(header::CONTENT_TYPE, HeaderValue::from_static(ct))], text)
 }
 
 /// The CA certificate agents must trust (PEM).

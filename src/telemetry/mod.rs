@@ -1,7 +1,8 @@
 //! Logging setup (`LogFormat`: text or JSON lines) and the Prometheus metrics every part of
 //! the daemon updates (`runs`: the metrics of the runs it drives; `chaos`: whether chaos
 //! rules are in force and how often a `ttl` reverted them; `llm`: the tokens and cost of
-//! the agent's LLM answers; `otlp`: spans exported and dropped; `control`: refused tokens).
+//! the agent's LLM answers; `otlp`: spans exported and dropped; `control`: refused tokens),
+//! served as OpenMetrics or the Prometheus text format (`exposition`).
 //!
 //! `Metrics` is a cheap-clone handle; metric updates are lock-free atomics so the data plane
 //! can count on its hot path. Label values are `&'static str` to avoid allocating per
@@ -9,6 +10,7 @@
 
 mod chaos;
 mod control;
+mod exposition;
 mod llm;
 mod otlp;
 mod runs;
@@ -356,6 +358,18 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
         out
+    }
+
+    /// `/metrics` for a reader whose `Accept` is `accept`: its content type and text
+    /// (`exposition`).
+    pub fn exposition(&self, accept: &str) -> (&'static str, String) {
+        match exposition::wants_openmetrics(accept) {
+            true => (exposition::OPENMETRICS, self.encode()),
+            false => (
+                exposition::TEXT,
+                exposition::prometheus_text(&self.encode()),
+            ),
+        }
     }
 }
 

@@ -48,8 +48,8 @@ def test_the_proxy_and_its_calls_are_unaffected(collector, tmp_path, origins, mo
         assert fs.metric("flakestorm_otlp_exported_spans_total") == 0
         status, body = fs.control("GET", "/metrics")
         text = body.decode()
-        assert "# TYPE flakestorm_otlp_dropped_spans counter" in text
-        assert "# HELP flakestorm_otlp_dropped_spans " in text
+        assert "# TYPE flakestorm_otlp_dropped_spans_total counter" in text
+        assert "# HELP flakestorm_otlp_dropped_spans_total " in text
         # Five more calls: still answered, still no second warning.
         for _ in range(5):
             c.chat.completions.create(model="gpt-otel-down", messages=MSG)
