@@ -114,6 +114,16 @@ echo "==> the web view in headless Chromium: live runs, compare, chaos, its secu
 # Screenshots go to target/web/; FLAKESTORM_DOCS_IMAGES=1 also rewrites docs/images/web-*.png.
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/web -q
 
+echo "==> the web view in headless Firefox ESR: the login link, a forged cookie, a run live to its verdict, a timeline, a broken stream resumed, CSRF and another origin refused, compare, chaos TTL, no CSP violation or outside request (tests/web/firefox)"
+# Debian's firefox-esr driven over WebDriver BiDi by puppeteer-core (pinned by its
+# package-lock.json): no geckodriver and no browser build downloaded.
+if [ ! -x /usr/bin/firefox-esr ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq firefox-esr
+fi
+npm ci --prefix tests/web/firefox --no-audit --no-fund --silent
+FLAKESTORM_BIN="$bin" node --test tests/web/firefox/
+
 echo "==> tapes read by an independent HAR reader (tests/tapes)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/tapes -q
 
