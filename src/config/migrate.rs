@@ -60,7 +60,9 @@ pub fn migrate(text: &str) -> Result<Migrated, ConfigError> {
     }
     let mut tail = String::new();
     agent_lines(&file, &chars, &keys, &mut edits, &mut tail, &mut changes);
+    timeout_line(&file, &chars, &keys, &mut edits, &mut changes);
     tool_lines(&file, &mut tail, &mut changes);
+    every_tool_lines(&file, &mut tail, &mut changes);
     let mut out = apply(&chars, edits);
     if !tail.is_empty() {
         if !out.ends_with('\n') && !out.is_empty() {
@@ -179,6 +181,41 @@ fn agent_lines(
     );
 }
 
+/// A comment above a v2 `agent.timeout` under a second: v2's guides meant seconds, and
+/// here it is milliseconds (the loader warns too, but only on stderr, once).
+fn timeout_line(
+    file: &Value,
+    chars: &[char],
+    keys: &HashMap<Path, KeyAt>,
+    edits: &mut Vec<Edit>,
+    changes: &mut Vec<String>,
+) {
+    let Some(ms) = file.pointer("/agent/timeout").and_then(Value::as_u64) else {
+        return;
+    };
+    let Some(at) = keys.get(&vec!["agent".to_string(), "timeout".to_string()]) else {
+        return;
+    };
+    if ms >= 1000 || at.flow {
+        return;
+    }
+    let indent = " ".repeat(at.col);
+    edits.push(Edit {
+        at: line_starts(chars)[at.line - 1],
+        cut: 0,
+        put: format!(
+            "{indent}# CHANGE-ME: timeout is in milliseconds here, so {ms} lets each call take \
+             {ms} ms; for {ms} seconds write {}\n",
+            ms * 1000
+        ),
+    });
+    changes.push(format!(
+        "agent.timeout: {ms} is milliseconds ({ms} ms per call to the agent): a comment above \
+         it says so; write {} for {ms} seconds",
+        ms * 1000
+    ));
+}
+
 /// The tools the chaos rules and replay sessions name without a `tools:` entry, each with
 /// the URL globs its rules' own `match_url` give (which only narrow a tool's requests).
 fn named_tools(file: &Value) -> BTreeMap<String, BTreeSet<String>> {
@@ -282,6 +319,48 @@ fn tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
          their traffic)",
         list.join(", ")
     ));
+}
+
+/// A commented `tools:` skeleton when rules fault every tool (`tool: "*"`) and the file
+/// declares none: such rules hit every non-LLM call, which reports can name only by a
+/// `tools:` entry.
+fn every_tool_lines(file: &Value, tail: &mut String, changes: &mut Vec<String>) {
+    if file.get("tools").is_some() || !named_tools(file).is_empty() {
+        return;
+    }
+    let star = |rules: Option<&Value>| {
+        rules
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|r| r.get("tool").and_then(Value::as_str) == Some("*"))
+    };
+    let scenarios = [
+        file.pointer("/contract/chaos_matrix"),
+        file.get("chaos_matrix"),
+    ];
+    let in_scenarios = scenarios
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .any(|s| star(s.get("tool_faults")));
+    if !star(file.pointer("/chaos/tool_faults")) && !in_scenarios {
+        return;
+    }
+    tail.push_str(
+        "# Your rules fault every tool (`tool: \"*\"`): they hit each call the agent makes that\n\
+         # is not to its LLM. Name each tool with the glob of its URLs, so that faults, coverage\n\
+         # and reports say which tool was hit, then uncomment.\n\
+         # tools:\n\
+         #   - name: CHANGE-ME\n\
+         #     match_url: [\"https://CHANGE-ME.example/*\"]\n",
+    );
+    changes.push(
+        "tools: a skeleton added as comments (`tool: \"*\"` rules name no tool: fill in each \
+         tool's name and URL glob)"
+            .into(),
+    );
 }
 
 #[cfg(test)]

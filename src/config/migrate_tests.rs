@@ -239,3 +239,53 @@ fn crlf_and_lone_cr_line_ends_are_lines_as_the_parser_counts_them() {
         assert!(m.text.contains(&note), "{:?}", m.text);
     }
 }
+
+#[test]
+fn rules_for_every_tool_get_a_tools_skeleton_to_fill_in() {
+    let text = "agent: {endpoint: \"http://localhost:8790/invoke\"}\nchaos:\n  tool_faults:\n    - {tool: \"*\", mode: error, error_code: 503}\n";
+    let m = migrate(text).unwrap();
+    assert!(
+        m.text.contains(
+            "# tools:\n#   - name: CHANGE-ME\n#     match_url: [\"https://CHANGE-ME.example/*\"]\n"
+        ),
+        "{}",
+        m.text
+    );
+    assert!(yaml(&m.text).get("tools").is_none(), "comments only");
+    assert!(m.changes.iter().any(|c| c.starts_with("tools: a skeleton")));
+    // Not when the file declares tools, nor when the rules name theirs (they get entries).
+    let declared = format!("{text}tools: [{{name: s, match_url: [\"http://s/*\"]}}]\n");
+    assert!(!migrate(&declared).unwrap().text.contains("CHANGE-ME"));
+    assert!(!migrate(V2).unwrap().text.contains("name: CHANGE-ME"));
+}
+
+#[test]
+fn a_v2_timeout_in_seconds_gets_a_comment_saying_it_is_milliseconds() {
+    let text = "agent:\n  endpoint: \"http://localhost:8790/invoke\"\n  timeout: 30\n";
+    let m = migrate(text).unwrap();
+    assert!(
+        m.text.contains(
+            "  # CHANGE-ME: timeout is in milliseconds here, so 30 lets each call take 30 ms; \
+             for 30 seconds write 30000\n  timeout: 30\n"
+        ),
+        "{}",
+        m.text
+    );
+    assert_eq!(
+        yaml(&m.text)["agent"]["timeout"],
+        30,
+        "the value is the user's to change"
+    );
+    assert!(
+        m.changes
+            .iter()
+            .any(|c| c.starts_with("agent.timeout: 30 is milliseconds"))
+    );
+    assert!(
+        !migrate(V2)
+            .unwrap()
+            .text
+            .contains("timeout is in milliseconds"),
+        "30000 is fine"
+    );
+}
