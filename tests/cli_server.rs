@@ -121,7 +121,7 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("missing or wrong token (none was found: control token ")
-            && err.contains("Pass --token (or FLAKESTORM_API_TOKEN)"),
+            && err.contains("Pass --token-file (or FLAKESTORM_API_TOKEN, or --token)"),
         "{err}"
     );
     // With the token, the daemon takes the run; its agent is not there: an error, exit 2.
@@ -133,6 +133,21 @@ async fn a_daemon_that_refuses_the_token_or_the_config_exits_2_saying_why() {
     assert!(
         out.contains(&format!("127.0.0.1:{port}")),
         "the reason names the agent: {out}"
+    );
+    // The token from a file (not on the command line, where `ps` shows it): the same.
+    std::fs::write(d.join("token"), "s3cret\n").unwrap();
+    let mut with = base.clone();
+    with.extend(["--token-file".into(), "token".into()]);
+    let (code, out, err) = within("a token file", go(with)).await.unwrap();
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.contains(": ERROR"), "past the token: {out}\n{err}");
+    let mut with = base.clone();
+    with.extend(["--token-file".into(), "nowhere".into()]);
+    let (code, _, err) = within("no token file", go(with)).await.unwrap();
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--token-file nowhere: cannot read it"),
+        "{err}"
     );
     // A daemon that is not there.
     let gone = format!("http://127.0.0.1:{port}");

@@ -354,7 +354,8 @@ pub struct ReportArgs {
     /// Points a score may drop below the baseline's (default 0).
     #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
     pub max_drop: Option<f64>,
-    /// The daemon's control.token (for --server).
+    /// The daemon's control.token (for --server). On a command line it shows in `ps`:
+    /// prefer --token-file or FLAKESTORM_API_TOKEN.
     #[arg(
         long,
         value_name = "TOKEN",
@@ -362,6 +363,15 @@ pub struct ReportArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// A file holding the daemon's control.token (for --server; surrounding whitespace is
+    /// ignored).
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "FLAKESTORM_API_TOKEN_FILE",
+        conflicts_with = "token"
+    )]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// For commands that start a proxy.

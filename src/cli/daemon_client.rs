@@ -48,6 +48,30 @@ impl Server {
         })
     }
 
+    /// The token in `path` (`--token-file`), when one is given: an error names the file
+    /// when it cannot be read or holds no token.
+    pub fn token_file(mut self, path: Option<&Path>) -> Result<Server, String> {
+        let Some(path) = path else { return Ok(self) };
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--token-file {shown}: cannot read it ({e})"))?;
+        let token = text.trim();
+        if token.is_empty() || token.contains(char::is_whitespace) {
+            return Err(format!(
+                "--token-file {shown}: expected the daemon's control token alone in the file, \
+                 found {}",
+                if token.is_empty() {
+                    "nothing"
+                } else {
+                    "several words"
+                }
+            ));
+        }
+        self.token = Some(token.to_string());
+        self.token_file = Some(shown.to_string());
+        Ok(self)
+    }
+
     /// Without `--token`, a daemon on this machine's loopback is sent the token it keeps in
     /// `data_dir/control.token` (the config's `data_dir`), which this user can read.
     pub fn token_from(mut self, data_dir: &Path) -> Server {
@@ -143,9 +167,9 @@ impl Server {
             (None, None) => String::new(),
         };
         format!(
-            "the daemon refused the request: missing or wrong token{tried}. Pass --token (or \
-             FLAKESTORM_API_TOKEN) with the daemon's control.token or, when it has none set, \
-             the token it keeps in its data_dir/control.token"
+            "the daemon refused the request: missing or wrong token{tried}. Pass --token-file \
+             (or FLAKESTORM_API_TOKEN, or --token) with the daemon's control.token or, when it \
+             has none set, the token it keeps in its data_dir/control.token"
         )
     }
 }

@@ -223,7 +223,9 @@ async fn dispatch(
     if matches!(req.kind, RunKind::Replay | RunKind::Ci) {
         langsmith::warn_remote(&loaded);
     }
-    let server = match remote::Server::new(&url, report.token.clone()) {
+    let server = remote::Server::new(&url, report.token.clone())
+        .and_then(|s| s.token_file(report.token_file.as_deref()));
+    let server = match server {
         Ok(s) => s.token_from(&loaded.config.data_dir),
         Err(e) => {
             eprintln!("flakestorm: {e}");
