@@ -3,6 +3,7 @@
 //! the HTML report's own code from the journal, and a run's tapes. Errors are `ApiError`s,
 //! so they read as the API's do.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::UiState;
 use crate::api::{ApiError, ListQuery};
+use crate::exchange::Exchange;
 use crate::store::StoreError;
 
 /// Cases one `timelines` request may ask for, and calls per case it draws.
@@ -78,28 +80,44 @@ pub async fn compare(
 
 /// `GET /ui/api/timelines?c=3,4,9&c=10`: each case's timeline (its calls by journal id)
 /// as the HTML report draws it, or `null` when none of its calls is still in the
-/// journal. The page asks for many cases at once as their events arrive.
+/// journal. The page asks for many cases at once as their events arrive: the journal is
+/// read once for all of them (its lock is the one the proxy records under).
 pub async fn timelines(
     State(s): State<UiState>,
     RawQuery(q): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let cases = parse_cases(q.as_deref().unwrap_or(""))?;
-    let drawn: Vec<Value> = cases
+    let ids = cases.iter().flatten();
+    let window = match (ids.clone().min(), ids.max()) {
+        (Some(first), Some(last)) => s.journal.slice(*first, *last),
+        _ => vec![],
+    };
+    let drawn: Vec<Value> = calls_of(&cases, window)
         .iter()
-        .map(|ids| {
-            let (Some(first), Some(last)) = (ids.iter().min(), ids.iter().max()) else {
-                return Value::Null;
-            };
-            let calls: Vec<Arc<crate::exchange::Exchange>> = s
-                .journal
-                .slice(*first, *last)
-                .into_iter()
-                .filter(|e| ids.contains(&e.id))
-                .collect();
-            crate::report::html::timeline_svg(&calls).map_or(Value::Null, Value::String)
-        })
+        .map(|calls| crate::report::html::timeline_svg(calls).map_or(Value::Null, Value::String))
         .collect();
     Ok(Json(json!({"timelines": drawn})))
+}
+
+/// Each case's calls among `window`, in the journal's order, in one pass over it.
+fn calls_of(cases: &[Vec<u64>], window: Vec<Arc<Exchange>>) -> Vec<Vec<Arc<Exchange>>> {
+    let mut wanted: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (case, ids) in cases.iter().enumerate() {
+        for id in ids {
+            let of = wanted.entry(*id).or_default();
+            // An id listed twice in a case is still one call of it.
+            if of.last() != Some(&case) {
+                of.push(case);
+            }
+        }
+    }
+    let mut calls = vec![vec![]; cases.len()];
+    for e in window {
+        for case in wanted.get(&e.id).into_iter().flatten() {
+            calls[*case].push(Arc::clone(&e));
+        }
+    }
+    calls
 }
 
 /// `c=1,2,3` parameters, one per case; anything else is a 400 naming it.
@@ -207,4 +225,31 @@ pub async fn tape(
         h.insert(header::CONTENT_DISPOSITION, v);
     }
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::Target;
+    use crate::exchange::tests_support::exchange;
+
+    fn ids(calls: &[Arc<Exchange>]) -> Vec<u64> {
+        calls.iter().map(|e| e.id).collect()
+    }
+
+    #[test]
+    fn each_case_gets_its_own_calls_in_the_journals_order() {
+        // The journal holds exchanges as they end, not as their ids were given.
+        let window: Vec<Arc<Exchange>> = [4, 2, 3, 7, 5]
+            .into_iter()
+            .map(|id| Arc::new(exchange(Target::Other, "http://t/").id(id).build()))
+            .collect();
+        let cases = vec![vec![2, 3, 4], vec![5, 5, 9], vec![], vec![8], vec![3, 7]];
+        let calls = calls_of(&cases, window);
+        let got: Vec<Vec<u64>> = calls.iter().map(|c| ids(c)).collect();
+        assert_eq!(
+            got,
+            vec![vec![4, 2, 3], vec![5], vec![], vec![], vec![3, 7]]
+        );
+    }
 }
