@@ -6,7 +6,8 @@
 //! body's end, so the agent without the proxy would have read the whole body: this
 //! wrapper ends the body there too (so no transform downstream loses what it holds) and
 //! notes the unclean close on the exchange. Framed bodies are not wrapped: hyper tells a
-//! short one by its framing, whatever TLS says.
+//! short one by its framing, whatever TLS says. Which responses carry no body at all
+//! (`bodiless`) is decided here too, for this and for the fault transforms.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -28,15 +29,19 @@ pub fn applies(method: &str, parts: &http::response::Parts) -> bool {
         parts.version,
         http::Version::HTTP_10 | http::Version::HTTP_11 | http::Version::HTTP_09
     );
-    let status = parts.status;
-    let bodiless = method == "HEAD"
-        || method == "CONNECT"
-        || status.is_informational()
-        || status == http::StatusCode::NO_CONTENT
-        || status == http::StatusCode::NOT_MODIFIED;
     let framed = parts.headers.contains_key(http::header::CONTENT_LENGTH)
         || parts.headers.contains_key(http::header::TRANSFER_ENCODING);
-    h1 && !bodiless && !framed
+    h1 && !bodiless(method, parts.status) && !framed
+}
+
+/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1, RFC 9112
+/// §6.3): to HEAD, a CONNECT's success (the connection becomes a tunnel), 1xx, 204, 304.
+pub fn bodiless(method: &str, status: http::StatusCode) -> bool {
+    method == "HEAD"
+        || (method == "CONNECT" && status.is_success())
+        || status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
 }
 
 /// A close-delimited body whose unclean TLS close is its end.
@@ -131,6 +136,20 @@ mod tests {
         assert!(!applies("GET", &parts(HTTP_11, &chunked)));
         assert!(!applies("GET", &parts(HTTP_2, &[])));
         assert!(!applies("HEAD", &parts(HTTP_11, &[])));
+    }
+
+    #[test]
+    fn head_connects_success_1xx_204_and_304_carry_no_body() {
+        use http::StatusCode;
+        assert!(bodiless("HEAD", StatusCode::OK));
+        assert!(bodiless("CONNECT", StatusCode::OK));
+        assert!(bodiless("GET", StatusCode::SWITCHING_PROTOCOLS));
+        assert!(bodiless("GET", StatusCode::NO_CONTENT));
+        assert!(bodiless("POST", StatusCode::NOT_MODIFIED));
+        assert!(!bodiless("GET", StatusCode::OK));
+        assert!(!bodiless("POST", StatusCode::SERVICE_UNAVAILABLE));
+        // A refused CONNECT says why in a body.
+        assert!(!bodiless("CONNECT", StatusCode::FORBIDDEN));
     }
 
     async fn read(errors: Vec<std::io::Error>) -> (Vec<u8>, Result<(), BoxError>, BodyNote) {
