@@ -64,20 +64,13 @@ impl<B> CloseDelimited<B> {
 /// Whether `e` is the connection's end without `close_notify` (an `UnexpectedEof` I/O
 /// error anywhere in its chain, including inside wrapped `io::Error`s).
 fn unclean_eof(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut layer = Some(e);
-    while let Some(cur) = layer {
-        if let Some(io) = cur.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::UnexpectedEof {
-                return true;
-            }
-            if let Some(inner) = io.get_ref() {
-                layer = Some(inner as &(dyn std::error::Error + 'static));
-                continue;
-            }
-        }
-        layer = cur.source();
-    }
-    false
+    std::iter::successors(Some(e), |cur| cur.source())
+        .flat_map(super::forward::wrapped)
+        .any(|layer| {
+            layer
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        })
 }
 
 impl<B> Body for CloseDelimited<B>
@@ -179,6 +172,32 @@ mod tests {
         assert_eq!(got, b"all of it");
         assert!(end.is_ok());
         assert_eq!(note.get().map(String::as_str), Some(NOTE));
+    }
+
+    /// An error that names its cause only through `source` (as hyper's do).
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("body error")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_eof_is_found_through_sources_and_wrapped_io_errors() {
+        let eof = || std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        let deep = Outer(std::io::Error::other(std::io::Error::other(eof())));
+        assert!(unclean_eof(&deep));
+        assert!(unclean_eof(&eof()));
+        let reset = Outer(std::io::Error::other(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(!unclean_eof(&reset));
     }
 
     #[tokio::test]
