@@ -14,17 +14,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::UiState;
-use crate::api::{ApiError, ListQuery};
+use crate::api::{self, ApiError, ListQuery, store_error};
 use crate::exchange::Exchange;
-use crate::store::StoreError;
 
 /// Cases one `timelines` request may ask for, and calls per case it draws.
 const MAX_CASES: usize = 200;
 const MAX_CALLS: usize = 400;
-
-fn store_error(e: StoreError) -> ApiError {
-    ApiError::Internal(format!("the run store: {e}"))
-}
 
 /// `GET /ui/api/runs`: `/v1/runs`' page (same filters and paging), each run with its
 /// `source`: this daemon, or elsewhere (the CLI or another daemon on the same store, an
@@ -33,7 +28,7 @@ pub async fn runs(
     State(s): State<UiState>,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    let q = api::query(q)?;
     let filter = q.filter()?;
     let page = s.api.jobs.list(&filter).await.map_err(store_error)?;
     let runs: Vec<Value> = page
@@ -61,7 +56,7 @@ pub async fn compare(
     State(s): State<UiState>,
     q: Result<Query<CompareQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    let q = api::query(q)?;
     s.api.jobs.store().flush().await.map_err(store_error)?;
     let (base, head) = (q.base.clone(), q.head.clone());
     let loaded = s
@@ -160,9 +155,8 @@ fn cut(s: &str) -> String {
 
 /// The folder of run `id`'s tapes, if it recorded any.
 async fn tape_dir(s: &UiState, id: &str) -> Result<std::path::PathBuf, ApiError> {
-    let record = s.api.jobs.record(id).await.map_err(store_error)?;
-    let record = record.ok_or_else(|| ApiError::RunNotFound(id.to_string()))?;
-    record
+    api::record(&s.api, id)
+        .await?
         .artifacts
         .get("tapes")
         .map(std::path::PathBuf::from)

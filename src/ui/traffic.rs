@@ -34,7 +34,7 @@ pub async fn recent(
     State(s): State<UiState>,
     q: Result<Query<TrafficQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    let q = crate::api::query(q)?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::InvalidParam {
