@@ -4,6 +4,7 @@
 //! so they read as the API's do.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Json;
@@ -153,37 +154,47 @@ fn cut(s: &str) -> String {
     crate::text::cut(s, 40)
 }
 
-/// The folder of run `id`'s tapes, if it recorded any.
-async fn tape_dir(s: &UiState, id: &str) -> Result<std::path::PathBuf, ApiError> {
-    api::record(&s.api, id)
-        .await?
-        .artifacts
-        .get("tapes")
-        .map(std::path::PathBuf::from)
-        .ok_or_else(|| ApiError::NotRunnable(format!("run {id} recorded no tapes")))
+/// The folder of run `id`'s tapes, or `None` when it recorded none.
+async fn tape_dir(s: &UiState, id: &str) -> Result<Option<PathBuf>, ApiError> {
+    let record = api::record(&s.api, id).await?;
+    Ok(record.artifacts.get("tapes").map(PathBuf::from))
 }
 
-/// `GET /ui/api/runs/{id}/tapes`: the run's tape files (HAR), by name.
+/// `GET /ui/api/runs/{id}/tapes`: the run's tape files (HAR), by name; none when it
+/// recorded none or they have been deleted since.
 pub async fn tapes(
     State(s): State<UiState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let dir = match tape_dir(&s, &id).await {
-        Ok(d) => d,
-        Err(ApiError::NotRunnable(_)) => return Ok(Json(json!({"tapes": []}))),
+    let Some(dir) = tape_dir(&s, &id).await? else {
+        return Ok(Json(json!({"tapes": []})));
+    };
+    let listed = tokio::task::spawn_blocking(move || tape_names(&dir))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let names = listed.map_err(|e| ApiError::Internal(format!("run {id}'s tapes: {e}")))?;
+    Ok(Json(json!({"tapes": names})))
+}
+
+/// The `.har` files of `dir`, sorted; none when `dir` is gone.
+fn tape_names(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
         Err(e) => return Err(e),
     };
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.ends_with(".har"))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names = vec![];
+    for entry in entries {
+        let entry = entry?;
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        if let Some(n) = entry.file_name().to_str().filter(|n| n.ends_with(".har")) {
+            names.push(n.to_string());
+        }
+    }
     names.sort();
-    Ok(Json(json!({"tapes": names})))
+    Ok(names)
 }
 
 /// `GET /ui/api/runs/{id}/tapes/{name}`: one tape, as a download.
@@ -202,12 +213,24 @@ pub async fn tape(
             cut(&name)
         )));
     }
-    let path = tape_dir(&s, &id).await?.join(&name);
+    let missing = || ApiError::TapeNotFound {
+        id: id.clone(),
+        name: name.clone(),
+    };
+    let path = tape_dir(&s, &id).await?.ok_or_else(missing)?.join(&name);
     let read =
         tokio::task::spawn_blocking(move || crate::files::read(&path, crate::files::Limit::Tape))
             .await
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let bytes = read.map_err(|e| ApiError::Internal(e.reason()))?;
+    let bytes = read.map_err(|e| {
+        let gone = matches!(&e, crate::files::FileError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound);
+        if gone {
+            missing()
+        } else {
+            ApiError::Internal(e.reason())
+        }
+    })?;
     let disposition = format!("attachment; filename=\"{name}\"");
     let mut resp = bytes.into_response();
     let h = resp.headers_mut();
