@@ -150,6 +150,17 @@ async fn the_page_is_served_under_a_strict_policy_and_its_session_needs_the_csrf
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+    // A same-named cookie a page on another port of this host set, which the browser sends
+    // first (a longer Path): the session still holds.
+    let name = cookie.split_once('=').unwrap().0;
+    let shadowed = with_cookie(&format!("{name}=planted; {cookie}"), &[]);
+    let r = plain()
+        .get(s.url("/ui/api/session"))
+        .headers(shadowed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "a planted cookie first");
     let rebound = plain()
         .get(s.url("/"))
         .header("host", "evil.example:80")
