@@ -1,6 +1,6 @@
 //! A run store of many runs, written by the store's own code (`Store::begin_run`,
 //! `planned`, `finish_run`: what a run of the daemon or the CLI writes, without its cases),
-//! for the web view's runs page under load (tests/web/test_web_load.py,
+//! for the web view's runs page under load (tests/web/test_web_views.py,
 //! scripts/bench_web.py).
 //!
 //! `cargo run --example seed_runs -- DATA_DIR N` (the store is made if it is not there).

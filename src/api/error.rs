@@ -59,6 +59,9 @@ pub enum ApiError {
     NotRunnable(String),
     #[error("no run {0}; `flakestorm runs list` shows the runs")]
     RunNotFound(String),
+    /// A tape the run did not record, or that has been deleted since.
+    #[error("run {id} has no tape {name}: GET /ui/api/runs/{id}/tapes lists its tapes")]
+    TapeNotFound { id: String, name: String },
     #[error("run {id} has already ended ({})", status.as_str())]
     RunFinished {
         id: String,
@@ -116,6 +119,7 @@ impl ApiError {
             ApiError::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
             ApiError::NotRunnable(_) => (StatusCode::BAD_REQUEST, "not_runnable"),
             ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
+            ApiError::TapeNotFound { .. } => (StatusCode::NOT_FOUND, "tape_not_found"),
             ApiError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
             ApiError::RunElsewhere { .. } => (StatusCode::CONFLICT, "run_elsewhere"),
             ApiError::NoReport { .. } => (StatusCode::CONFLICT, "no_report"),
@@ -175,6 +179,7 @@ impl ApiError {
             | ApiError::UnknownProfile(_)
             | ApiError::NotRunnable(_)
             | ApiError::RunNotFound(_)
+            | ApiError::TapeNotFound { .. }
             | ApiError::RunFinished { .. }
             | ApiError::RunElsewhere { .. }
             | ApiError::NoReport { .. }

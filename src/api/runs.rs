@@ -130,7 +130,7 @@ pub async fn list(
 
 /// The query, or the problem with it as a JSON `bad_body` (axum's own rejection is plain
 /// text).
-fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
     q.map(|Query(q)| q).map_err(|e| {
         let text = e.body_text();
         let why = text
@@ -146,12 +146,12 @@ fn run_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
         .map_err(|e| ApiError::BadBody(format!("run id: {}", e.body_text())))
 }
 
-pub(super) fn store_error(e: StoreError) -> ApiError {
+pub(crate) fn store_error(e: StoreError) -> ApiError {
     ApiError::Internal(format!("the run store: {e}"))
 }
 
 /// The record of run `id`, live or stored.
-pub(super) async fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
+pub(crate) async fn record(s: &ApiState, id: &str) -> Result<RunRecord, ApiError> {
     s.jobs
         .record(id)
         .await

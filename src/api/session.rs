@@ -66,21 +66,26 @@ pub fn set_cookie(headers: &HeaderMap, token: Option<&str>) -> Option<HeaderValu
     HeaderValue::from_str(&text).ok()
 }
 
-/// The request's session cookie judged against `token`.
+/// The request's session cookie judged against `token`. Any cookie of the name that holds
+/// the session will do: a page on another port of this host can set one of the same name
+/// with a longer `Path`, which the browser sends first, and that must not log the user out.
 pub fn judge(method: &Method, headers: &HeaderMap, token: &str) -> Cookie {
     let name = cookie_name(headers);
-    let sent = headers
+    let mut sent = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v.trim());
-    let Some(sent) = sent else {
+        .filter(|(n, _)| *n == name)
+        .map(|(_, v)| v.trim())
+        .peekable();
+    if sent.peek().is_none() {
         return Cookie::Absent;
-    };
-    if !same(sent.as_bytes(), session_value(token).as_bytes()) {
+    }
+    let want = session_value(token);
+    // Each compared in full, so the time says nothing of which one matched.
+    if !sent.fold(false, |hit, v| hit | same(v.as_bytes(), want.as_bytes())) {
         return Cookie::Wrong;
     }
     let safe = matches!(*method, Method::GET | Method::HEAD);
@@ -134,6 +139,30 @@ mod tests {
             judge(&Method::DELETE, &h, "t"),
             Cookie::Valid { csrf_ok: true }
         );
+        // A same-named cookie another page set, sent before ours, in one header or two.
+        let shadowed = format!("flakestorm_session_8081=planted; {good}");
+        let h = headers(&[("host", "127.0.0.1:8081"), ("cookie", &shadowed)]);
+        assert_eq!(
+            judge(&Method::GET, &h, "t"),
+            Cookie::Valid { csrf_ok: true }
+        );
+        let h = headers(&[
+            ("host", "127.0.0.1:8081"),
+            ("cookie", "flakestorm_session_8081=planted"),
+            ("cookie", &good),
+        ]);
+        assert_eq!(
+            judge(&Method::GET, &h, "t"),
+            Cookie::Valid { csrf_ok: true }
+        );
+        let h = headers(&[
+            ("host", "127.0.0.1:8081"),
+            (
+                "cookie",
+                "flakestorm_session_8081=a; flakestorm_session_8081=b",
+            ),
+        ]);
+        assert_eq!(judge(&Method::GET, &h, "t"), Cookie::Wrong);
         // Another listener's cookie is not this one's session.
         let h = headers(&[("host", "127.0.0.1:9000"), ("cookie", &good)]);
         assert_eq!(judge(&Method::GET, &h, "t"), Cookie::Absent);

@@ -6,7 +6,8 @@
 //! body's end, so the agent without the proxy would have read the whole body: this
 //! wrapper ends the body there too (so no transform downstream loses what it holds) and
 //! notes the unclean close on the exchange. Framed bodies are not wrapped: hyper tells a
-//! short one by its framing, whatever TLS says.
+//! short one by its framing, whatever TLS says. Which responses carry no body at all
+//! (`bodiless`) is decided here too, for this and for the fault transforms.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -28,15 +29,19 @@ pub fn applies(method: &str, parts: &http::response::Parts) -> bool {
         parts.version,
         http::Version::HTTP_10 | http::Version::HTTP_11 | http::Version::HTTP_09
     );
-    let status = parts.status;
-    let bodiless = method == "HEAD"
-        || method == "CONNECT"
-        || status.is_informational()
-        || status == http::StatusCode::NO_CONTENT
-        || status == http::StatusCode::NOT_MODIFIED;
     let framed = parts.headers.contains_key(http::header::CONTENT_LENGTH)
         || parts.headers.contains_key(http::header::TRANSFER_ENCODING);
-    h1 && !bodiless && !framed
+    h1 && !bodiless(method, parts.status) && !framed
+}
+
+/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1, RFC 9112
+/// §6.3): to HEAD, a CONNECT's success (the connection becomes a tunnel), 1xx, 204, 304.
+pub fn bodiless(method: &str, status: http::StatusCode) -> bool {
+    method == "HEAD"
+        || (method == "CONNECT" && status.is_success())
+        || status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
 }
 
 /// A close-delimited body whose unclean TLS close is its end.
@@ -59,20 +64,13 @@ impl<B> CloseDelimited<B> {
 /// Whether `e` is the connection's end without `close_notify` (an `UnexpectedEof` I/O
 /// error anywhere in its chain, including inside wrapped `io::Error`s).
 fn unclean_eof(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut layer = Some(e);
-    while let Some(cur) = layer {
-        if let Some(io) = cur.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::UnexpectedEof {
-                return true;
-            }
-            if let Some(inner) = io.get_ref() {
-                layer = Some(inner as &(dyn std::error::Error + 'static));
-                continue;
-            }
-        }
-        layer = cur.source();
-    }
-    false
+    std::iter::successors(Some(e), |cur| cur.source())
+        .flat_map(super::forward::wrapped)
+        .any(|layer| {
+            layer
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        })
 }
 
 impl<B> Body for CloseDelimited<B>
@@ -133,6 +131,20 @@ mod tests {
         assert!(!applies("HEAD", &parts(HTTP_11, &[])));
     }
 
+    #[test]
+    fn head_connects_success_1xx_204_and_304_carry_no_body() {
+        use http::StatusCode;
+        assert!(bodiless("HEAD", StatusCode::OK));
+        assert!(bodiless("CONNECT", StatusCode::OK));
+        assert!(bodiless("GET", StatusCode::SWITCHING_PROTOCOLS));
+        assert!(bodiless("GET", StatusCode::NO_CONTENT));
+        assert!(bodiless("POST", StatusCode::NOT_MODIFIED));
+        assert!(!bodiless("GET", StatusCode::OK));
+        assert!(!bodiless("POST", StatusCode::SERVICE_UNAVAILABLE));
+        // A refused CONNECT says why in a body.
+        assert!(!bodiless("CONNECT", StatusCode::FORBIDDEN));
+    }
+
     async fn read(errors: Vec<std::io::Error>) -> (Vec<u8>, Result<(), BoxError>, BodyNote) {
         let frames = std::iter::once(Ok(Frame::data(Bytes::from_static(b"all of it"))))
             .chain(errors.into_iter().map(|e| Err(BoxError::from(e))));
@@ -160,6 +172,32 @@ mod tests {
         assert_eq!(got, b"all of it");
         assert!(end.is_ok());
         assert_eq!(note.get().map(String::as_str), Some(NOTE));
+    }
+
+    /// An error that names its cause only through `source` (as hyper's do).
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("body error")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_eof_is_found_through_sources_and_wrapped_io_errors() {
+        let eof = || std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        let deep = Outer(std::io::Error::other(std::io::Error::other(eof())));
+        assert!(unclean_eof(&deep));
+        assert!(unclean_eof(&eof()));
+        let reset = Outer(std::io::Error::other(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(!unclean_eof(&reset));
     }
 
     #[tokio::test]

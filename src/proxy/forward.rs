@@ -198,20 +198,27 @@ fn authority_of<B>(req: &Request<B>) -> String {
         .map_or_else(|| "?".into(), |a| a.to_string())
 }
 
-/// Looks for a TLS error or a timeout in `e` and in the `io::Error`s it wraps. Those need
-/// `get_ref`: `io::Error::source` skips the error it wraps (connectors nest two of them
-/// around `rustls::Error`).
+/// `e` and the errors the `io::Error`s in it wrap, outermost first. Those need `get_ref`:
+/// `io::Error::source` skips the error it wraps (connectors nest two of them around
+/// `rustls::Error`, rustls reports a close without `close_notify` inside one).
+pub(super) fn wrapped<'a>(
+    e: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(e), |&cur: &&'a (dyn StdError + 'static)| {
+        cur.downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn StdError + 'static))
+    })
+}
+
+/// Looks for a TLS error or a timeout in `e` and in the `io::Error`s it wraps.
 fn inspect(e: &(dyn StdError + 'static), tls: &mut Option<String>, timed_out: &mut bool) {
-    let mut layer = Some(e);
-    while let Some(cur) = layer {
+    for cur in wrapped(e) {
         if let Some(r) = cur.downcast_ref::<rustls::Error>() {
             *tls = Some(r.to_string());
         }
         let io = cur.downcast_ref::<std::io::Error>();
         *timed_out |= io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
-        layer = io
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn StdError + 'static));
     }
 }
 

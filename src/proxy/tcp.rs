@@ -8,12 +8,13 @@ use http::{Method, Request, Uri};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::recorder::Recorder;
+use super::tunnel::{self, Ended};
 use super::{ConnCtx, Proxy};
 use crate::exchange::{BodyEnd, Outcome, ResponseHead, Route, TcpBytes};
 
 /// Connects to `authority` from the host, relays `client` to it until either side closes,
 /// then journals the connection.
-pub(super) async fn relay_journaled<C>(proxy: &Proxy, ctx: &ConnCtx, mut client: C, authority: &str)
+pub(super) async fn relay_journaled<C>(proxy: &Proxy, ctx: &ConnCtx, client: C, authority: &str)
 where
     C: AsyncRead + AsyncWrite + Unpin,
 {
@@ -32,20 +33,18 @@ where
             error: e.info(),
             status: None,
         },
-        Ok(mut upstream) => {
-            proxy.metrics().tunnel();
-            let copied = tokio::select! {
-                r = tokio::io::copy_bidirectional(&mut client, &mut upstream) => r,
-                () = proxy.inner.shutdown.hard.cancelled() => Ok((0, 0)),
-            };
-            let (body, (sent, received)) = match copied {
-                Ok(n) => (BodyEnd::Complete, n),
-                Err(e) => (
-                    BodyEnd::UpstreamAborted {
-                        message: format!("the connection broke off: {e}"),
-                    },
-                    (0, 0),
-                ),
+        Ok(upstream) => {
+            let r = tunnel::carry(proxy, client, upstream).await;
+            let (sent, received) = (r.sent, r.received);
+            let body = match r.ended {
+                Ended::Closed => BodyEnd::Complete,
+                Ended::ClientBroke(_) => BodyEnd::ClientDisconnected,
+                Ended::UpstreamBroke(e) => BodyEnd::UpstreamAborted {
+                    message: format!("the connection broke off: {e}"),
+                },
+                Ended::ShutDown => BodyEnd::ProxyAborted {
+                    message: "flakestorm shut down".into(),
+                },
             };
             ex.tcp = Some(TcpBytes { sent, received });
             ex.response_bytes = received;

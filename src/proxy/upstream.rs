@@ -92,7 +92,9 @@ fn response(
             body
         }
         // A body here would break HTTP framing: nothing to rewrite, nothing to plant.
-        Some((owner, _)) if bodiless(&rec.exchange().request.method, parts.status) => {
+        Some((owner, _))
+            if close_delimited::bodiless(&rec.exchange().request.method, parts.status) =>
+        {
             rec.not_applied(owner, "the response has no body");
             body
         }
@@ -179,25 +181,4 @@ fn content_type(parts: &http::response::Parts) -> &str {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
-}
-
-/// Responses that carry no body whatever their headers say (RFC 9110 §6.4.1).
-fn bodiless(method: &str, status: http::StatusCode) -> bool {
-    method == "HEAD"
-        || status == http::StatusCode::NO_CONTENT
-        || status == http::StatusCode::NOT_MODIFIED
-}
-
-#[cfg(test)]
-mod tests {
-    use http::StatusCode;
-
-    #[test]
-    fn head_204_and_304_carry_no_body() {
-        assert!(super::bodiless("HEAD", StatusCode::OK));
-        assert!(super::bodiless("GET", StatusCode::NO_CONTENT));
-        assert!(super::bodiless("POST", StatusCode::NOT_MODIFIED));
-        assert!(!super::bodiless("GET", StatusCode::OK));
-        assert!(!super::bodiless("POST", StatusCode::SERVICE_UNAVAILABLE));
-    }
 }

@@ -60,7 +60,8 @@ pub fn app(api: ApiState, journal: Journal, on: bool) -> Router {
 
 /// The login link `serve` prints (when the view is `on`): the page, with the token in the
 /// fragment (never sent to the server, never in its logs or a Referer); the page trades it
-/// for the session cookie and drops it from the address bar.
+/// for the session cookie and drops it from the address bar. The token is percent-encoded
+/// (the page decodes it), so one with `%`, `&` or `#` arrives as it is.
 pub fn link(on: bool, control: std::net::SocketAddr, token: &str) -> Option<String> {
     if !on {
         return None;
@@ -70,6 +71,7 @@ pub fn link(on: bool, control: std::net::SocketAddr, token: &str) -> Option<Stri
         ip => ip,
     };
     let at = std::net::SocketAddr::new(host, control.port());
+    let token = percent_encoding::utf8_percent_encode(token, crate::exchange::URL_UNRESERVED);
     Some(format!("http://{at}/#token={token}"))
 }
 
@@ -78,4 +80,22 @@ pub fn announce(link: Option<&str>) -> String {
     link.map_or_else(String::new, |l| {
         format!("flakestorm: web view at {l} (the link carries the control token: share it as you would the token)\n")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_link_carries_the_token_percent_encoded() {
+        let at = "0.0.0.0:8081".parse().unwrap();
+        assert_eq!(
+            super::link(true, at, "a%b&c#d e/é").as_deref(),
+            Some("http://127.0.0.1:8081/#token=a%25b%26c%23d%20e%2F%C3%A9")
+        );
+        assert_eq!(
+            super::link(true, at, "Az09-._~").as_deref(),
+            Some("http://127.0.0.1:8081/#token=Az09-._~"),
+            "unreserved characters as they are"
+        );
+        assert_eq!(super::link(false, at, "t"), None);
+    }
 }

@@ -34,7 +34,7 @@ pub async fn recent(
     State(s): State<UiState>,
     q: Result<Query<TrafficQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError::BadBody(e.body_text()))?;
+    let q = crate::api::query(q)?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::InvalidParam {
@@ -78,9 +78,60 @@ fn shown(s: &UiState, e: &Exchange) -> Value {
     let mut v = json!(e);
     v["target_name"] = json!(crate::report::html::target_name(e));
     if let Some(b) = s.journal.bodies(e.id) {
-        let text = |bytes: &[u8]| crate::text::cut(&String::from_utf8_lossy(bytes), BODY_CHARS);
-        v["request_body"] = json!(text(&b.request));
-        v["response_body"] = json!(text(&b.response_bytes()));
+        v["request_body"] = json!(text(std::iter::once(&b.request[..])));
+        v["response_body"] = json!(text(b.response.iter().map(|ev| &ev.data[..])));
     }
     v
+}
+
+/// The first `BODY_CHARS` characters of a body given in pieces, decoded from no more of
+/// its bytes than they can take (a body may be 16 MiB, and a poll shows 200 of them): a
+/// character is at most 4 bytes, and an incomplete one at the cut (at most 3) falls past
+/// the characters shown, so the text is the same as the whole body's.
+fn text<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> String {
+    const MAX_BYTES: usize = 4 * BODY_CHARS + 4;
+    let mut head = Vec::new();
+    for piece in pieces {
+        let room = MAX_BYTES - head.len();
+        head.extend_from_slice(&piece[..piece.len().min(room)]);
+        if head.len() == MAX_BYTES {
+            break;
+        }
+    }
+    crate::text::cut(&String::from_utf8_lossy(&head), BODY_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(pieces: &[&[u8]]) -> String {
+        crate::text::cut(&String::from_utf8_lossy(&pieces.concat()), BODY_CHARS)
+    }
+
+    #[test]
+    fn a_bodys_text_is_the_whole_bodys_from_a_bounded_prefix() {
+        let ascii = "a".repeat(20 * BODY_CHARS);
+        let wide = "é€😀".repeat(2 * BODY_CHARS);
+        let short = "short é body";
+        let bad: Vec<u8> = (0..5 * BODY_CHARS)
+            .map(|i| [0xff, b'x', 0xe2][i % 3])
+            .collect();
+        for body in [
+            ascii.as_bytes(),
+            wide.as_bytes(),
+            short.as_bytes(),
+            &bad[..],
+        ] {
+            // In pieces that split characters, and whole.
+            let pieces: Vec<&[u8]> = body.chunks(7).collect();
+            assert_eq!(text(pieces.iter().copied()), whole(&pieces));
+            assert_eq!(text(std::iter::once(body)), whole(&[body]));
+        }
+        assert_eq!(text(std::iter::empty()), "");
+        assert_eq!(
+            text(wide.as_bytes().chunks(5)).chars().count(),
+            BODY_CHARS + 1
+        );
+    }
 }

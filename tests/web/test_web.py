@@ -3,8 +3,10 @@ a contract run started from the page and watched live (a case's timeline drawn b
 run ends), its reports downloaded, a second run compared and its regression named, a
 third cancelled, a profile put for 5 s and seen to expire, a faulted tool call found in
 the live traffic; and refused: a forged cookie (the login, no data), a change without the
-CSRF header, and every request a page on another origin tries. Screenshots of each page
-go to target/web/ and, with FLAKESTORM_DOCS_IMAGES=1, from there to docs/images/web-*.png."""
+CSRF header, and every request a page on another origin tries, from another site and
+from the same site (127.0.0.1 on another port, which gets the cookie). Screenshots of
+each page go to target/web/ and, with FLAKESTORM_DOCS_IMAGES=1, from there to
+docs/images/web-*.png."""
 
 from __future__ import annotations
 
@@ -196,19 +198,26 @@ def test_a_page_on_another_origin_gets_nothing_and_changes_nothing(page, fs):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
     server.target = f"http://{fs.control_addr}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    session = f"flakestorm_session_{fs.control_addr.rsplit(':', 1)[1]}"
     try:
-        evil = page.context.new_page()
-        # localhost is another origin (and site) than 127.0.0.1: the browser sends the
-        # session cookie only where SameSite allows, and the daemon refuses the rest.
-        evil.goto(f"http://localhost:{server.server_address[1]}/")
-        evil.wait_for_function("document.title.length > 0")
-        title = evil.title()
-        assert "read" not in title, f"another origin read an answer: {title}"
-        # A form POST (text/plain, with the cookie if the browser sent it): refused.
-        with evil.expect_navigation():
-            evil.evaluate("document.getElementById('f').submit()")
-        assert "run_not_found" not in evil.content()
-        evil.close()
+        # localhost is another site than 127.0.0.1: SameSite keeps the session cookie from
+        # its requests. 127.0.0.1 on another port is the same site: the browser sends the
+        # cookie (cookies know no ports), so only the daemon's own checks refuse it.
+        for origin, same_site in ((f"http://localhost:{port}", False), (f"http://127.0.0.1:{port}", True)):
+            jar = [c["name"] for c in page.context.cookies(f"{origin}/")]
+            assert (session in jar) == same_site, (origin, jar)
+            evil = page.context.new_page()
+            evil.goto(f"{origin}/")
+            evil.wait_for_function("document.title.length > 0")
+            title = evil.title()
+            assert "read" not in title, f"{origin} read an answer: {title}"
+            # A form POST (text/plain, with the cookie where the browser sends it): refused.
+            with evil.expect_navigation():
+                evil.evaluate("document.getElementById('f').submit()")
+            answer = evil.content()
+            assert "forbidden_origin" in answer and "run_not_found" not in answer, (origin, answer)
+            evil.close()
     finally:
         server.shutdown()
     assert page.evaluate("fetch('/v1/runs?limit=1000').then(r => r.json()).then(j => j.runs.length)") == runs_before
