@@ -354,8 +354,7 @@ pub struct ReportArgs {
     /// Points a score may drop below the baseline's (default 0).
     #[arg(long, value_name = "X", value_parser = score_arg, requires = "baseline")]
     pub max_drop: Option<f64>,
-    /// The daemon's control.token (for --server). On a command line it shows in `ps`:
-    /// prefer --token-file or FLAKESTORM_API_TOKEN.
+    /// The daemon's control.token (for --server; `ps` shows it: prefer --token-file).
     #[arg(
         long,
         value_name = "TOKEN",
@@ -363,8 +362,7 @@ pub struct ReportArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// A file holding the daemon's control.token (for --server; surrounding whitespace is
-    /// ignored).
+    /// A file holding the daemon's control.token (for --server).
     #[arg(
         long,
         value_name = "PATH",
