@@ -15,6 +15,7 @@ use super::RunContext;
 use super::cases::{CaseResult, after_answer};
 use crate::agent::Pool;
 use crate::chaos::RuleStats;
+use crate::cost::{CaseUsage, Pricing};
 use crate::exchange::Exchange;
 
 /// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
@@ -48,14 +49,25 @@ pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
 
 /// Adds to `case` the exchanges its tail caught after it ended.
 fn join_late(ctx: &RunContext, case: &mut CaseResult) {
-    let (Some(trace), Some(traffic)) = (&case.trace_id, &mut case.traffic) else {
+    let Some(trace) = &case.trace_id else {
         return;
     };
-    // One recorded as the case ended may be in its traffic already.
-    let mut late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    let late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    if add_late(case, late, &ctx.scoring.pricing) && case.trace.is_some() {
+        case.retrace(ctx);
+    }
+}
+
+/// Adds `late` to `case`'s traffic, after-answer calls, faults and usage (`max_tokens` and
+/// `max_cost` judge all it spent, as `max_llm_calls` counts all its calls); whether any was
+/// new. One recorded as the case ended may be in its traffic already.
+fn add_late(case: &mut CaseResult, mut late: Vec<Arc<Exchange>>, pricing: &Pricing) -> bool {
+    let Some(traffic) = &mut case.traffic else {
+        return false;
+    };
     late.retain(|e| !traffic.iter().any(|t| t.id == e.id));
     if late.is_empty() {
-        return;
+        return false;
     }
     let (ids, delays) = after_answer(&late, case.times.1);
     case.after_answer.extend(ids);
@@ -68,9 +80,8 @@ fn join_late(ctx: &RunContext, case: &mut CaseResult) {
         case.not_judged = super::environment::problem(&late);
     }
     traffic.extend(late);
-    if case.trace.is_some() {
-        case.retrace(ctx);
-    }
+    case.usage = Some(CaseUsage::of(traffic, pricing));
+    true
 }
 
 /// A late call: the exchange, its case, how long after the answer it began.
