@@ -119,3 +119,38 @@ async fn at_concurrency_1_cases_reach_the_agent_in_the_configs_order() {
         assert_eq!(seen, expected, "run {n}: {out}");
     }
 }
+
+/// A late call still in flight when the run ends (an email the mail server never answers,
+/// sent after its case ended on an instance no later case took): its case is not judged,
+/// as a case whose own settle ended with calls in flight, rather than judged on a part of
+/// what its agent did (it would pass `no-email` without the email it is sending).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_call_still_in_flight_at_the_runs_end_leaves_its_case_not_judged() {
+    let o = common::pool::Origins {
+        search: common::origin::search_tool().await,
+        email: common::origin::start(None, |_req| std::future::pending()).await,
+    };
+    // One instance per case, each case over at its answer, the email 0.3 s after it; each
+    // case thinks 0.1 s, so a run of 16 outlasts the first scenario's emails' start.
+    let agent = format!("{POOLED}\n  instances: 16");
+    let env = ", SETTLE_HEADER: 'done', AGENT_DELAY: '0.1', EMAIL_TIMEOUT: '60'";
+    let advanced = "{concurrency: 1, seed: 7, settle_ms: 100, settle_max_ms: 300}";
+    let (_, out, r, _) = run(config_env(&o, &agent, advanced, env)).await;
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 16, "{out}");
+    // The first scenario's report cases had many cases after them: their emails began and
+    // hung before the run ended.
+    for c in cases.iter().filter(|c| c["scenario"] == "no-chaos") {
+        let prompt = c["prompt"].as_str().unwrap();
+        let why = c["not_judged"].as_str().unwrap_or_default();
+        match prompt.contains("report") {
+            true => assert!(
+                why.contains("1 of its calls were still in flight 300 ms")
+                    && why.contains("its traffic is incomplete"),
+                "{prompt}: {why:?}, after answer {}\n{out}",
+                c["after_answer_ms"]
+            ),
+            false => assert!(why.is_empty(), "{prompt}: {why}"),
+        }
+    }
+}

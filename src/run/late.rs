@@ -7,9 +7,11 @@
 //! counted in the wrong case: naming the exchange, the case it was counted in and the
 //! `settle_ms` that would have caught it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::join_all;
 
 use super::RunContext;
 use super::cases::{CaseResult, after_answer};
@@ -17,6 +19,7 @@ use crate::agent::Pool;
 use crate::chaos::RuleStats;
 use crate::cost::{CaseUsage, Pricing};
 use crate::exchange::Exchange;
+use crate::journal::Settled;
 
 /// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
 pub(super) type Cell = (usize, usize, u32);
@@ -26,16 +29,22 @@ pub(super) type Done = (Cell, CaseResult, Vec<RuleStats>);
 
 /// Gathers the late calls of `done`'s cases (see the module), once the run's last case has
 /// waited its window (the run pays no more than that: its end is its last answer plus one
-/// window).
+/// window). The tails settle together, so the run waits for the slowest, not for their
+/// sum; a case whose tail still had calls in flight at the bound is not judged, as a case
+/// whose own settle ended so (`settle::unfinished`): its traffic is incomplete.
 pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
     let bound = ctx.settle_max.max(ctx.settle);
     let tails = pool.end_tails();
-    for t in &tails {
-        t.watch.settle(Duration::ZERO, bound).await;
-    }
+    let ends = join_all(tails.iter().map(|t| t.watch.settle(Duration::ZERO, bound))).await;
+    let ended: HashMap<Arc<str>, Settled> =
+        tails.iter().map(|t| t.trace.clone()).zip(ends).collect();
     drop(tails);
     for (_, case, _) in done.iter_mut() {
         join_late(ctx, case);
+        let settled = case.trace_id.as_ref().and_then(|t| ended.get(t));
+        if let Some(why) = settled.and_then(|s| super::settle::unfinished(*s, ctx)) {
+            case.not_judged.get_or_insert(why);
+        }
     }
     let cases: Vec<&CaseResult> = done.iter().map(|(_, c, _)| c).collect();
     let spare = pool.has_spares() && !pool.waited();
