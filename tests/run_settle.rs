@@ -154,3 +154,39 @@ async fn a_late_call_still_in_flight_at_the_runs_end_leaves_its_case_not_judged(
         }
     }
 }
+
+/// A fault fired on a late call (the email a report case sends after its case ended, on an
+/// instance no later case took) is counted as fired in its scenario's coverage, as it is
+/// in the case's faults: the rules' counters are read once the late calls are gathered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_on_a_late_call_counts_as_fired() {
+    let o = origins().await;
+    let agent = format!("{POOLED}\n  instances: 16");
+    let env = ", SETTLE_HEADER: 'done', AGENT_DELAY: '0.1'";
+    let yaml = config_env(&o, &agent, "{concurrency: 1, seed: 7}", env).replace(
+        "{tool: search, mode: error, error_code: 503, probability: 0.5}",
+        "{tool: email, mode: error, error_code: 503}",
+    );
+    let (_, out, r, _) = run(yaml).await;
+    let faulted = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["scenario"] == "flaky-search")
+        .filter(|c| !c["faults"].as_array().unwrap().is_empty())
+        .count();
+    assert!(faulted >= 2, "the emails met their fault: {out}");
+    let coverage = r["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["scenario"] == "flaky-search")
+        .unwrap();
+    let rule = &coverage["rules"][0];
+    assert_eq!(
+        rule["applied"].as_u64(),
+        Some(faulted as u64),
+        "{coverage:#}"
+    );
+    assert_eq!(rule["fired"], rule["applied"], "{coverage:#}");
+}
