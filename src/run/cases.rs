@@ -238,8 +238,10 @@ struct Invoked {
 
 /// Sets the case up (its instance ready, the agent reset) and invokes the agent. The lane
 /// goes to this case as its first attempt starts, not before: until then a late call of the
-/// instance's last case is still that case's (its setup sends the agent nothing through the
-/// proxy). A case whose setup failed takes the lane all the same.
+/// instance's last case is still that case's. Unless the setup talks to the agent: a
+/// restart (`Lease::ready`) or a reset ends that tail first, so that the calls the agent
+/// makes then (its start-up, its reset handler) are in no case, neither the last one nor
+/// this one. A case whose setup failed takes the lane all the same.
 async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'_>) -> Invoked {
     let (lease, lane) = match tie {
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
@@ -250,6 +252,9 @@ async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'
     let mut first = ctx.journal.peek_next_id();
     let setup = runs_on.ready().await;
     let ran = setup.is_ok();
+    if let Some(lease) = lease.filter(|_| agent.resets()) {
+        lease.end_tail();
+    }
     let reset = agent
         .reset()
         .await
