@@ -78,9 +78,8 @@ impl Script {
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(PROMPT_VAR, prompt);
-        let mut child = cmd.spawn().map_err(|e| InvokeError::Unreachable {
-            url: "agent.command".into(),
-            cause: format!("`sh -c {}` did not start: {e}", self.command),
+        let mut child = cmd.spawn().map_err(|e| InvokeError::ScriptNotStarted {
+            cause: e.to_string(),
         })?;
         // Kills the whole group if the case is dropped (its run cancelled) or past its
         // timeout: `kill_on_drop` reaches only `sh`, not what it started.
@@ -302,6 +301,24 @@ mod tests {
             gone(pid.trim()).await,
             "its child `sleep 30` ({pid}) still runs"
         );
+    }
+
+    #[tokio::test]
+    async fn a_script_that_cannot_start_says_so_without_its_command() {
+        // No `sh` on its PATH; its command holds a secret expanded at load.
+        let s = Script::new(
+            "echo s3cr3t-token",
+            vec![("PATH".into(), "/nowhere".into())],
+            None,
+        );
+        let e = s.run("x", Duration::from_secs(10)).await.unwrap_err();
+        assert!(matches!(e, InvokeError::ScriptNotStarted { .. }), "{e:?}");
+        let said = e.to_string();
+        assert!(
+            said.starts_with("`sh -c <agent.command>` did not start: "),
+            "{said}"
+        );
+        assert!(!said.contains("s3cr3t"), "{said}");
     }
 
     #[test]

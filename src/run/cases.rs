@@ -16,7 +16,7 @@ use super::RunContext;
 use super::environment;
 use super::settle::{RunsOn, Said, settle, unfinished};
 use super::tie::Tie;
-use crate::agent::{Lease, Reply};
+use crate::agent::{InvokeError, Lease, Reply};
 use crate::exchange::{Exchange, FaultRecord, Target};
 use crate::journal::{Lane, Serving};
 
@@ -204,7 +204,16 @@ pub async fn run_case(
     }
     let (traffic, problem) = traffic_of(ctx, tie, first, last);
     let (faults, after_answer) = met(traffic.as_deref().unwrap_or_default(), answered_ms);
-    let setup_failed = reply.as_ref().err().cloned();
+    // A setup that failed, or a script the machine could not start: not the agent's doing.
+    let setup_failed = match &reply {
+        Err(why) => Some(why.clone()),
+        Ok(r) => r
+            .answer
+            .as_ref()
+            .err()
+            .filter(|e| matches!(e, InvokeError::ScriptNotStarted { .. }))
+            .map(|e| e.to_string()),
+    };
     let unfinished = unfinished(settled, ctx);
     let mut case = answered_case(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
