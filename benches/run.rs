@@ -98,18 +98,28 @@ struct Row {
     instances: Option<usize>,
 }
 
+/// This binary run as one of the bench's agents (`--caller PORT [--exit]`, `--agent
+/// PORT`): serves it until killed, and says so (`true`); `false` when run as the bench.
+async fn as_agent(args: &[String]) -> bool {
+    let port = |i: usize| args[i + 1].parse().unwrap();
+    if let Some(i) = args.iter().position(|a| a == "--caller") {
+        let tool = std::env::var("TOOL_URL").unwrap();
+        let exit = args.iter().any(|a| a == "--exit");
+        support::serve_caller(port(i), AGENT_BODY, tool, CALLS, exit).await;
+        return true;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--agent") {
+        support::serve_on(port(i), AGENT_BODY, Duration::from_millis(AGENT_MS)).await;
+        return true;
+    }
+    false
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--caller") {
-        let port = args[i + 1].parse().unwrap();
-        let tool = std::env::var("TOOL_URL").unwrap();
-        let exit = args.iter().any(|a| a == "--exit");
-        return support::serve_caller(port, AGENT_BODY, tool, CALLS, exit).await;
-    }
-    if let Some(i) = args.iter().position(|a| a == "--agent") {
-        let port = args[i + 1].parse().unwrap();
-        return support::serve_on(port, AGENT_BODY, Duration::from_millis(AGENT_MS)).await;
+    if as_agent(&args).await {
+        return;
     }
     if !args.iter().any(|a| a == "--bench") {
         println!("run bench: skipped (run with `cargo bench --bench run`)");
@@ -144,68 +154,8 @@ async fn main() {
     ];
     let mut rows = vec![];
     for r in plan {
-        let path = dir.path().join("flakestorm.yaml");
-        let agent = agent_line((!r.pool).then_some(agent_port));
-        std::fs::write(&path, config_yaml(&agent, tool_port, r.settle_ms)).unwrap();
-        let mut cfg =
-            config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
-                .unwrap()
-                .config;
-        if r.mode == "header" {
-            cfg.advanced.attribution = flakestorm::config::Attribution::Header;
-        }
-        let daemon = Daemon::start(&cfg).await.unwrap();
-        let pool = match r.pool {
-            true => {
-                let log = dir.path().join("agent.log");
-                let size = r.instances.unwrap_or(r.concurrency);
-                let p = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, None, &log)
-                    .await
-                    .unwrap();
-                Some(std::sync::Arc::new(p))
-            }
-            false => None,
-        };
-        let agent = match &pool {
-            Some(p) => p.first(),
-            None => Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
-        };
-        let parts = flakestorm::run::Parts {
-            seed: daemon.chaos.seed(),
-            engine: daemon.chaos.clone(),
-            journal: daemon.journal.clone(),
-            agent,
-            config_digest: None,
-            min_score: cfg.scoring.min_score,
-            embedder: None,
-        };
-        let mut ctx = RunContext {
-            concurrency: r.concurrency,
-            pool: pool.clone(),
-            settle: Duration::from_millis(r.settle_ms),
-            ..RunContext::of(&cfg, parts)
-        };
-        ctx.scoring.trials = flakestorm::run::Trials {
-            n: r.trials,
-            ..Default::default()
-        };
-        ctx.scoring.declared = Default::default();
-        let contract = cfg.contract.as_ref().unwrap();
-        let (mut times, mut calls, mut score) = (vec![], 0, 0.0);
-        for _ in 0..RUNS {
-            let start = Instant::now();
-            let report = run_contract(&ctx, contract, &cfg.golden_prompts)
-                .await
-                .unwrap();
-            times.push(start.elapsed().as_secs_f64());
-            calls = report.agent_calls;
-            score = report.score.value;
-        }
-        rows.push((r, median(times), calls, score));
-        if let Some(p) = pool {
-            p.stop().await;
-        }
-        daemon.stop().await;
+        let (t, calls, score) = measure(dir.path(), &r, tool_port, agent_port).await;
+        rows.push((r, t, calls, score));
     }
     let mut md = String::from(
         "<!-- bench:run:start -->\n## Contract runs: 4 invariants × 4 scenarios × 3 prompts\n\n",
@@ -234,6 +184,83 @@ async fn main() {
     md.push_str(&settle_table(dir.path()).await);
     md.push_str("<!-- bench:run:end -->\n");
     print!("{md}");
+    write_section(&md);
+}
+
+/// One row of the contract table: its run's median wall time over `RUNS`, agent calls and
+/// score, with the tool at `tool_port` and (off a pool) the agent at `agent_port`.
+async fn measure(
+    dir: &std::path::Path,
+    r: &Row,
+    tool_port: u16,
+    agent_port: u16,
+) -> (f64, usize, f64) {
+    let path = dir.join("flakestorm.yaml");
+    let agent = agent_line((!r.pool).then_some(agent_port));
+    std::fs::write(&path, config_yaml(&agent, tool_port, r.settle_ms)).unwrap();
+    let mut cfg = config::load_with_env(Some(&path), &Overrides::default(), &Default::default())
+        .unwrap()
+        .config;
+    if r.mode == "header" {
+        cfg.advanced.attribution = flakestorm::config::Attribution::Header;
+    }
+    let daemon = Daemon::start(&cfg).await.unwrap();
+    let pool = match r.pool {
+        true => {
+            let log = dir.join("agent.log");
+            let size = r.instances.unwrap_or(r.concurrency);
+            let p = Pool::start(&cfg, size, &daemon.lanes, &daemon.ca_cert_path, None, &log)
+                .await
+                .unwrap();
+            Some(std::sync::Arc::new(p))
+        }
+        false => None,
+    };
+    let agent = match &pool {
+        Some(p) => p.first(),
+        None => Agent::new(cfg.agent.as_ref().unwrap(), 0).unwrap(),
+    };
+    let parts = flakestorm::run::Parts {
+        seed: daemon.chaos.seed(),
+        engine: daemon.chaos.clone(),
+        journal: daemon.journal.clone(),
+        agent,
+        config_digest: None,
+        min_score: cfg.scoring.min_score,
+        embedder: None,
+    };
+    let mut ctx = RunContext {
+        concurrency: r.concurrency,
+        pool: pool.clone(),
+        settle: Duration::from_millis(r.settle_ms),
+        ..RunContext::of(&cfg, parts)
+    };
+    ctx.scoring.trials = flakestorm::run::Trials {
+        n: r.trials,
+        ..Default::default()
+    };
+    ctx.scoring.declared = Default::default();
+    let contract = cfg.contract.as_ref().unwrap();
+    let (mut times, mut calls, mut score) = (vec![], 0, 0.0);
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let report = run_contract(&ctx, contract, &cfg.golden_prompts)
+            .await
+            .unwrap();
+        times.push(start.elapsed().as_secs_f64());
+        calls = report.agent_calls;
+        score = report.score.value;
+    }
+    if let Some(p) = pool {
+        p.stop().await;
+    }
+    daemon.stop().await;
+    (median(times), calls, score)
+}
+
+/// Puts `md` in docs/benchmarks.md between its `bench:run` markers (at its end when it
+/// has none).
+fn write_section(md: &str) {
     let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks.md");
     let old = std::fs::read_to_string(&doc).unwrap_or_default();
     let new = match (

@@ -208,6 +208,47 @@ async fn an_instance_that_exits_is_restarted_and_its_case_not_judged() {
     );
 }
 
+/// An agent that serves one case per process (it exits cleanly after each answer) and
+/// calls its search tool as it starts: each restart's start-up call is in no case, not in
+/// the case the instance ran before (whose tail the lane still served) nor the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_instances_start_up_calls_are_in_no_case() {
+    let o = origins().await;
+    let agent = format!("{POOLED}\n  instances: 2");
+    let env = ", EMAIL_DELAY: '-1', ONE_CASE: '1', STARTUP_CALL: '1'";
+    let (code, out, r, _) = run(config_env(&o, &agent, "{concurrency: 1, seed: 7}", env)).await;
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2 * PROMPTS.len(), "{out}");
+    for c in cases {
+        let prompt = c["prompt"].as_str().unwrap();
+        assert!(c["not_judged"].is_null(), "{prompt}: {}", c["not_judged"]);
+        let searches: Vec<&str> = c["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| tool_of(e) == Some("search"))
+            .map(|e| e["request"]["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            searches.len(),
+            1,
+            "{prompt}: its own search only: {searches:?}"
+        );
+        assert!(!searches[0].contains("q=startup"), "{prompt}: {searches:?}");
+    }
+    let startups = o
+        .search
+        .log
+        .all()
+        .iter()
+        .filter(|s| s.uri.contains("q=startup"))
+        .count();
+    assert!(
+        startups > 2,
+        "the instances restarted, calling at each start ({startups}; code {code}): {out}"
+    );
+}
+
 /// An instance that never becomes ready is left out, saying which and why (its log's
 /// tail); the run goes on with the others and judges nothing on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -147,6 +147,27 @@ async fn a_script_reads_its_prompt_on_stdin_and_a_failure_says_why() {
     );
 }
 
+/// A script the machine cannot start (no `sh` on the PATH its `agent.env` gives it): its
+/// cases are not judged, the agent not blamed, and its command (which may hold a secret
+/// expanded at load) is in no report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_cannot_start_leaves_its_cases_not_judged_and_its_command_unsaid() {
+    let search = origin::search_tool().await;
+    let yaml = config(&search, "echo s3cr3t-token {prompt}", "", &PROMPTS[..2])
+        .replace("env: {TOOL_URL:", "env: {PATH: '/nowhere', TOOL_URL:");
+    let (code, out, report, _) = run(yaml).await;
+    assert_ne!(code, 0, "nothing was tested: {out}");
+    for c in cases(&report) {
+        let why = c["not_judged"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("`sh -c <agent.command>` did not start: "),
+            "{c:#}"
+        );
+    }
+    let said = format!("{out}{report}");
+    assert!(!said.contains("s3cr3t"), "{said}");
+}
+
 #[test]
 fn an_agent_with_neither_endpoint_nor_command_is_a_load_error_naming_both_forms() {
     let dir = tempfile::tempdir().unwrap();

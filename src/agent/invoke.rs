@@ -45,6 +45,11 @@ pub enum InvokeError {
     /// of what it wrote there, as `: <text>`, or empty.
     #[error("agent script exited ({status}){stderr}")]
     ScriptFailed { status: String, stderr: String },
+    /// A script agent's process could not be started (no `sh`, no process left): the
+    /// machine's fault, not the agent's, so its case is not judged. The command is not
+    /// quoted: it may hold secrets `${VAR}` expanded at load.
+    #[error("`sh -c <agent.command>` did not start: {cause}")]
+    ScriptNotStarted { cause: String },
     #[error("path `{path}` is null in response: {head}")]
     PathNull { path: String, head: String },
     /// `keys`: the response's top-level keys (none when it is not a JSON object).
@@ -66,6 +71,7 @@ impl InvokeError {
             | InvokeError::Status { .. }
             | InvokeError::BodyFailed { .. }
             | InvokeError::ScriptFailed { .. }
+            | InvokeError::ScriptNotStarted { .. }
             | InvokeError::PathNull { .. }
             | InvokeError::PathNotFound { .. } => false,
         }

@@ -5,8 +5,8 @@
 //! whatever it holds) or, without `{prompt}`, on its stdin. Its stdout is the answer
 //! (`response_path` read when it is a JSON object or array), a non-zero exit is no answer
 //! (`InvokeError::ScriptFailed`, with its stderr's end), and its stderr is appended to
-//! its lane's agent log with the exit status. A case that runs past `agent.timeout` has
-//! its whole group killed.
+//! its lane's agent log with the exit status. A case that runs past `agent.timeout`, or
+//! whose run is cancelled, has its whole group killed.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -78,11 +78,12 @@ impl Script {
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(PROMPT_VAR, prompt);
-        let mut child = cmd.spawn().map_err(|e| InvokeError::Unreachable {
-            url: "agent.command".into(),
-            cause: format!("`sh -c {}` did not start: {e}", self.command),
+        let mut child = cmd.spawn().map_err(|e| InvokeError::ScriptNotStarted {
+            cause: e.to_string(),
         })?;
-        let group = child.id();
+        // Kills the whole group if the case is dropped (its run cancelled) or past its
+        // timeout: `kill_on_drop` reaches only `sh`, not what it started.
+        let mut group = Group(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             let prompt = prompt.as_bytes().to_vec();
             // A script that never reads its stdin must not block on it.
@@ -92,11 +93,15 @@ impl Script {
         }
         let ran = tokio::time::timeout(timeout, child.wait_with_output()).await;
         let ran = match ran {
-            Ok(Ok(out)) => Ran {
-                stdout: out.stdout,
-                stderr: out.stderr,
-                status: out.status,
-            },
+            Ok(Ok(out)) => {
+                // Reaped: its group id may be another's from now on.
+                group.0 = None;
+                Ran {
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                    status: out.status,
+                }
+            }
             Ok(Err(e)) => {
                 return Err(InvokeError::ScriptFailed {
                     status: "not waited for".into(),
@@ -104,9 +109,7 @@ impl Script {
                 });
             }
             Err(_) => {
-                if let Some(g) = group {
-                    signal_group(g, Signal::KILL);
-                }
+                drop(group);
                 self.log_run("killed: past agent.timeout", b"").await;
                 return Err(InvokeError::Timeout {
                     ms: timeout.as_millis() as u64,
@@ -139,6 +142,17 @@ impl Script {
             .await;
         if let Ok(mut f) = file {
             let _ = f.write_all(&entry).await;
+        }
+    }
+}
+
+/// A script's process group, killed when dropped unless it was reaped (`None`).
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(g) = self.0 {
+            signal_group(g, Signal::KILL);
         }
     }
 }
@@ -224,14 +238,87 @@ mod tests {
         );
     }
 
+    /// Whether process `pid` is gone (or a zombie, dead but not yet reaped by its new
+    /// parent), within 5 s of a kill: a kill is delivered asynchronously.
+    async fn gone(pid: &str) -> bool {
+        let stat = format!("/proc/{pid}/stat");
+        for _ in 0..250 {
+            let alive = std::process::Command::new("kill")
+                .args(["-0", pid])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            let zombie = std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            });
+            if !alive || zombie {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
     #[tokio::test]
     async fn a_script_past_its_timeout_is_killed_with_its_children() {
-        let s = script("sleep 30 & sleep 30");
-        let out = s.run("x", Duration::from_millis(200));
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let s = script(&format!(
+            "sleep 30 & echo $! > '{}'; wait",
+            pidfile.display()
+        ));
+        let out = s.run("x", Duration::from_millis(1000));
         let e = tokio::time::timeout(Duration::from_secs(10), out)
             .await
             .expect("killed, not waited for");
-        assert_eq!(e.unwrap_err(), InvokeError::Timeout { ms: 200 });
+        assert_eq!(e.unwrap_err(), InvokeError::Timeout { ms: 1000 });
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        assert!(
+            gone(pid.trim()).await,
+            "its child `sleep 30` ({pid}) still runs"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_dropped_script_is_killed_with_its_children() {
+        // A cancelled run drops its cases: the script's group goes with them. The script
+        // says its child's pid through a FIFO, so the test waits for nothing else.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pid");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let s = script(&format!("sleep 30 & echo $! > '{}'; wait", fifo.display()));
+        let mut run = Box::pin(s.run("x", Duration::from_secs(30)));
+        let said = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+        let pid = tokio::select! {
+            out = &mut run => panic!("the script ended: {out:?}"),
+            pid = said => pid.unwrap().unwrap(),
+        };
+        drop(run);
+        assert!(
+            gone(pid.trim()).await,
+            "its child `sleep 30` ({pid}) still runs"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_script_that_cannot_start_says_so_without_its_command() {
+        // No `sh` on its PATH; its command holds a secret expanded at load.
+        let s = Script::new(
+            "echo s3cr3t-token",
+            vec![("PATH".into(), "/nowhere".into())],
+            None,
+        );
+        let e = s.run("x", Duration::from_secs(10)).await.unwrap_err();
+        assert!(matches!(e, InvokeError::ScriptNotStarted { .. }), "{e:?}");
+        let said = e.to_string();
+        assert!(
+            said.starts_with("`sh -c <agent.command>` did not start: "),
+            "{said}"
+        );
+        assert!(!said.contains("s3cr3t"), "{said}");
     }
 
     #[test]

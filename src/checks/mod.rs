@@ -13,6 +13,7 @@ mod outcome;
 mod pii;
 mod similarity;
 pub mod spec;
+mod spent;
 mod traffic;
 
 use std::time::Duration;

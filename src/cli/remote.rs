@@ -18,7 +18,7 @@ use crate::config::Loaded;
 use crate::jobs::{EventError, EventKind, RunEvent};
 use crate::llm::frame::{Event, Framing, Splitter};
 use crate::run::{Report, RunRequest};
-use crate::store::RunRecord;
+use crate::store::{RunRecord, RunStatus};
 
 pub use super::daemon_client::Server;
 use super::daemon_client::{RESUMES, api_error};
@@ -328,12 +328,8 @@ async fn finish(
         .get("overall")
         .or_else(|| done.scores.values().next());
     let label = done.status.as_str().to_uppercase().replace('_', " ");
-    // A run that tested nothing, or could not judge, has no score to print.
-    let scored = matches!(label.as_str(), "PASS" | "FAIL");
-    if (show.quiet || show.score_only) && !scored {
-        println!("{} {label}", done.kind);
-    } else if show.quiet || show.score_only {
-        println!("{} {label}: {:.1}/100", done.kind, score.unwrap_or(&0.0));
+    if show.quiet || show.score_only {
+        println!("{}", quiet_line(done, score));
     } else if !show.json {
         println!("run {id} on {}: {label}", server.base);
         if let Some(s) = score {
@@ -346,6 +342,24 @@ async fn finish(
         if raw.is_some() {
             println!("report: {}", path.display());
         }
+    }
+}
+
+/// The `--quiet` line of a run whose report is not read here: its kind and verdict, and
+/// its score when it passed or failed (a run that tested nothing, or could not judge, has
+/// no score to print).
+fn quiet_line(done: &RunRecord, score: Option<&f64>) -> String {
+    let label = done.status.as_str().to_uppercase().replace('_', " ");
+    match done.status {
+        RunStatus::Passed | RunStatus::Failed => {
+            format!("{} {label}: {:.1}/100", done.kind, score.unwrap_or(&0.0))
+        }
+        RunStatus::Queued
+        | RunStatus::Running
+        | RunStatus::NotTested
+        | RunStatus::Cancelled
+        | RunStatus::Interrupted
+        | RunStatus::Error => format!("{} {label}", done.kind),
     }
 }
 
@@ -419,6 +433,22 @@ mod tests {
             text.contains("--token") && text.contains("/nonexistent-data-dir/control.token"),
             "{text}"
         );
+    }
+
+    /// A passed or failed run's quiet line has its score; one that tested nothing has none.
+    #[test]
+    fn the_quiet_line_scores_only_a_judged_run() {
+        use crate::store::RunKind;
+        let line = |status| {
+            quiet_line(
+                &RunRecord::for_test("r", RunKind::Chaos, status),
+                Some(&87.5),
+            )
+        };
+        assert_eq!(line(RunStatus::Passed), "chaos PASSED: 87.5/100");
+        assert_eq!(line(RunStatus::Failed), "chaos FAILED: 87.5/100");
+        assert_eq!(line(RunStatus::NotTested), "chaos NOT TESTED");
+        assert_eq!(line(RunStatus::Error), "chaos ERROR");
     }
 
     #[test]

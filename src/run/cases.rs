@@ -16,7 +16,7 @@ use super::RunContext;
 use super::environment;
 use super::settle::{RunsOn, Said, settle, unfinished};
 use super::tie::Tie;
-use crate::agent::{Lease, Reply};
+use crate::agent::{InvokeError, Lease, Reply};
 use crate::exchange::{Exchange, FaultRecord, Target};
 use crate::journal::{Lane, Serving};
 
@@ -204,7 +204,16 @@ pub async fn run_case(
     }
     let (traffic, problem) = traffic_of(ctx, tie, first, last);
     let (faults, after_answer) = met(traffic.as_deref().unwrap_or_default(), answered_ms);
-    let setup_failed = reply.as_ref().err().cloned();
+    // A setup that failed, or a script the machine could not start: not the agent's doing.
+    let setup_failed = match &reply {
+        Err(why) => Some(why.clone()),
+        Ok(r) => r
+            .answer
+            .as_ref()
+            .err()
+            .filter(|e| matches!(e, InvokeError::ScriptNotStarted { .. }))
+            .map(|e| e.to_string()),
+    };
     let unfinished = unfinished(settled, ctx);
     let mut case = answered_case(scenario, prompt, reply);
     case.not_judged = setup_failed.or(exited).or(unfinished).or(problem);
@@ -238,8 +247,10 @@ struct Invoked {
 
 /// Sets the case up (its instance ready, the agent reset) and invokes the agent. The lane
 /// goes to this case as its first attempt starts, not before: until then a late call of the
-/// instance's last case is still that case's (its setup sends the agent nothing through the
-/// proxy). A case whose setup failed takes the lane all the same.
+/// instance's last case is still that case's. Unless the setup talks to the agent: a
+/// restart (`Lease::ready`) or a reset ends that tail first, so that the calls the agent
+/// makes then (its start-up, its reset handler) are in no case, neither the last one nor
+/// this one. A case whose setup failed takes the lane all the same.
 async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'_>) -> Invoked {
     let (lease, lane) = match tie {
         Tie::Lane { lane, instance, .. } => (instance, Some(lane)),
@@ -250,6 +261,9 @@ async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'
     let mut first = ctx.journal.peek_next_id();
     let setup = runs_on.ready().await;
     let ran = setup.is_ok();
+    if let Some(lease) = lease.filter(|_| agent.resets()) {
+        lease.end_tail();
+    }
     let reset = agent
         .reset()
         .await

@@ -14,6 +14,8 @@ use crate::chaos::{RuleKind, RuleStats};
 use crate::config::{LlmEndpointSpec, ToolSpec, When};
 use crate::exchange::{Exchange, Target};
 
+mod never_fired;
+
 /// What the config says the agent's traffic is, to explain rules that matched nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Declared {
@@ -231,7 +233,7 @@ fn why_not(
         );
     }
     if rule.fired == 0 {
-        return never_fired(rule, cases);
+        return never_fired::never_fired(rule, cases);
     }
     let note = exchanges
         .iter()
@@ -242,34 +244,6 @@ fn why_not(
     format!(
         "it fired {} time(s) but could not be applied: {note}",
         rule.fired
-    )
-}
-
-/// Why a rule that matched requests never fired, and what would make it: `after_calls`
-/// counts per case, so more prompts help only a `probability` below 1, and only when some
-/// case went past `after_calls`.
-fn never_fired(rule: &RuleStats, cases: usize) -> String {
-    let (p, after, matched) = (rule.probability, rule.after_calls, rule.matched);
-    let mut fixes = vec![];
-    if p < 1.0 {
-        fixes.push("raise the probability".to_string());
-    }
-    if after > 0 {
-        fixes.push(format!(
-            "lower after_calls (it counts per case: {matched} matching request(s) over \
-             {cases} case(s), so no case may have gone past {after})"
-        ));
-    }
-    if p < 1.0 && (after == 0 || matched > cases as u64) {
-        fixes.push("run more prompts".into());
-    }
-    if fixes.is_empty() {
-        fixes.push("another rule that takes the same requests fired first".into());
-    }
-    format!(
-        "it matched {matched} request(s) but never fired (probability {p}, after_calls \
-         {after}): {}",
-        fixes.join(", or ")
     )
 }
 
@@ -339,114 +313,4 @@ fn origin(url: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_rule_after_calls_held_back_in_every_case_is_not_helped_by_more_prompts() {
-        let held = RuleStats {
-            matched: 6,
-            after_calls: 1,
-            ..rule()
-        };
-        let why = never_fired(&held, 6);
-        assert!(
-            why.contains("lower after_calls (it counts per case"),
-            "{why}"
-        );
-        assert!(!why.contains("more prompts"), "{why}");
-        let unlucky = RuleStats {
-            matched: 2,
-            probability: 0.3,
-            ..rule()
-        };
-        let why = never_fired(&unlucky, 2);
-        assert!(
-            why.ends_with("raise the probability, or run more prompts"),
-            "{why}"
-        );
-    }
-
-    fn rule() -> RuleStats {
-        RuleStats {
-            rule: "search-down".into(),
-            kind: RuleKind::ToolFault,
-            mode: crate::exchange::FaultKind::Error,
-            matched: 0,
-            fired: 0,
-            scope: "calls to tool `web_search`".into(),
-            tool: Some("web_search".into()),
-            match_url: None,
-            probability: 1.0,
-            after_calls: 0,
-            times: None,
-        }
-    }
-
-    fn silent_scenario(before: Before) -> Coverage {
-        let cases = [CaseResult {
-            traffic: Some(vec![]),
-            ..CaseResult::for_test("q", Some("a"))
-        }];
-        of("s", &cases, &[], vec![rule()], &Declared::default(), before)
-    }
-
-    /// With no traffic before it either, the agent is not using the proxy; with some, it
-    /// sent nothing in this scenario alone, and the reason says what that suggests.
-    #[test]
-    fn a_silent_scenario_says_whether_the_agent_sent_anything_earlier() {
-        let never = silent_scenario(Before::default());
-        let why = never.silent.clone().unwrap();
-        assert!(
-            why.contains("the agent is not using flakestorm's proxy"),
-            "{why}"
-        );
-        assert_eq!(never.rules[0].why_not.as_deref(), Some(why.as_str()));
-        let cached = silent_scenario(Before {
-            exchanges: 4,
-            resets: false,
-        });
-        let why = cached.silent.clone().unwrap();
-        assert!(
-            why.starts_with(
-                "the agent sent nothing through the proxy in this scenario but did earlier in \
-                 the run (4 request(s))"
-            ) && why.contains("set `agent.reset_endpoint`")
-                && !why.contains("not using"),
-            "{why}"
-        );
-        assert_eq!(cached.rules[0].why_not, cached.silent);
-        let reset = silent_scenario(Before {
-            exchanges: 4,
-            resets: true,
-        });
-        let why = reset.silent.unwrap();
-        assert!(why.contains("a cache its reset does not clear"), "{why}");
-        // Under header attribution, calls that lost the trace id are no case's, but they
-        // crossed the proxy: not silence, though the scenario has no exchange of its own.
-        let untraced = CaseResult {
-            window: (7, 9),
-            ..CaseResult::for_test("q", Some("a"))
-        };
-        let lost = of(
-            "s",
-            &[untraced],
-            &[],
-            vec![],
-            &Declared::default(),
-            Before::default(),
-        );
-        assert_eq!(lost.silent, None);
-        let heard = of(
-            "s",
-            &[CaseResult::for_test("q", Some("a"))],
-            &[Arc::new(
-                crate::exchange::tests_support::exchange(Target::Other, "http://x/").build(),
-            )],
-            vec![rule()],
-            &Declared::default(),
-            Before::default(),
-        );
-        assert_eq!(heard.silent, None);
-    }
-}
+mod tests;

@@ -7,34 +7,65 @@
 //! counted in the wrong case: naming the exchange, the case it was counted in and the
 //! `settle_ms` that would have caught it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::join_all;
 
 use super::RunContext;
 use super::cases::{CaseResult, after_answer};
 use crate::agent::Pool;
-use crate::chaos::RuleStats;
+use crate::chaos::{RuleStats, TraceGuard};
+use crate::cost::{CaseUsage, Pricing};
 use crate::exchange::Exchange;
+use crate::journal::Settled;
 
 /// A case to run: (scenario, prompt, trial), indices (the trial 0-based).
 pub(super) type Cell = (usize, usize, u32);
 
-/// A case that ended, with its rules' counters.
-pub(super) type Done = (Cell, CaseResult, Vec<RuleStats>);
+/// A case that ended, with its rules.
+pub(super) type Done = (Cell, CaseResult, Rules);
+
+/// A case's rules, whose counters its scenario's coverage sums.
+pub(super) enum Rules {
+    /// Read as the case ended: nothing of it can fire later.
+    Read(Vec<RuleStats>),
+    /// Still installed for a case that left a tail on a pool instance: read once the run
+    /// gathered its late calls, so a fault fired on one is counted as fired.
+    Live(Arc<TraceGuard>),
+}
+
+impl Rules {
+    /// The counters now.
+    pub(super) fn stats(&self) -> Vec<RuleStats> {
+        match self {
+            Rules::Read(stats) => stats.clone(),
+            Rules::Live(guard) => guard.rules().stats(),
+        }
+    }
+}
 
 /// Gathers the late calls of `done`'s cases (see the module), once the run's last case has
 /// waited its window (the run pays no more than that: its end is its last answer plus one
-/// window).
+/// window). The tails settle together, so the run waits for the slowest, not for their
+/// sum; a case whose tail still had calls in flight at the bound is not judged, as a case
+/// whose own settle ended so (`settle::unfinished`): its traffic is incomplete.
 pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
     let bound = ctx.settle_max.max(ctx.settle);
     let tails = pool.end_tails();
-    for t in &tails {
-        t.watch.settle(Duration::ZERO, bound).await;
-    }
+    let ends = join_all(tails.iter().map(|t| t.watch.settle(Duration::ZERO, bound))).await;
+    let ended: HashMap<Arc<str>, Settled> =
+        tails.iter().map(|t| t.trace.clone()).zip(ends).collect();
     drop(tails);
-    for (_, case, _) in done.iter_mut() {
-        join_late(ctx, case);
+    let mut late = late_by_trace(ctx, done);
+    for (_, case, rules) in done.iter_mut() {
+        join_late(ctx, case, &mut late);
+        let settled = case.trace_id.as_ref().and_then(|t| ended.get(t));
+        if let Some(why) = settled.and_then(|s| super::settle::unfinished(*s, ctx)) {
+            case.not_judged.get_or_insert(why);
+        }
+        *rules = Rules::Read(rules.stats());
     }
     let cases: Vec<&CaseResult> = done.iter().map(|(_, c, _)| c).collect();
     let spare = pool.has_spares() && !pool.waited();
@@ -46,16 +77,48 @@ pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
     }
 }
 
-/// Adds to `case` the exchanges its tail caught after it ended.
-fn join_late(ctx: &RunContext, case: &mut CaseResult) {
-    let (Some(trace), Some(traffic)) = (&case.trace_id, &mut case.traffic) else {
+/// The exchanges recorded after the earliest of `done`'s cases ended, by trace id: one
+/// pass over the journal for the whole run, not one per case.
+fn late_by_trace(ctx: &RunContext, done: &[Done]) -> HashMap<Arc<str>, Vec<Arc<Exchange>>> {
+    let traced = done.iter().filter(|(_, c, _)| c.trace_id.is_some());
+    let Some(from) = traced.map(|(_, c, _)| c.window.1 + 1).min() else {
+        return HashMap::new();
+    };
+    let mut by_trace: HashMap<Arc<str>, Vec<Arc<Exchange>>> = HashMap::new();
+    for e in ctx.journal.slice(from, u64::MAX) {
+        if let Some(t) = &e.trace_id {
+            by_trace.entry(Arc::from(t.as_str())).or_default().push(e);
+        }
+    }
+    by_trace
+}
+
+/// Adds to `case` the exchanges its tail caught after it ended (taken from `late`).
+fn join_late(
+    ctx: &RunContext,
+    case: &mut CaseResult,
+    late: &mut HashMap<Arc<str>, Vec<Arc<Exchange>>>,
+) {
+    let Some(mine) = case.trace_id.as_ref().and_then(|t| late.remove(t)) else {
         return;
     };
-    // One recorded as the case ended may be in its traffic already.
-    let mut late = ctx.journal.by_trace_from(trace, case.window.1 + 1);
+    let after = case.window.1;
+    let mine = mine.into_iter().filter(|e| e.id > after).collect();
+    if add_late(case, mine, &ctx.scoring.pricing) && case.trace.is_some() {
+        case.retrace(ctx);
+    }
+}
+
+/// Adds `late` to `case`'s traffic, after-answer calls, faults and usage (`max_tokens` and
+/// `max_cost` judge all it spent, as `max_llm_calls` counts all its calls); whether any was
+/// new. One recorded as the case ended may be in its traffic already.
+fn add_late(case: &mut CaseResult, mut late: Vec<Arc<Exchange>>, pricing: &Pricing) -> bool {
+    let Some(traffic) = &mut case.traffic else {
+        return false;
+    };
     late.retain(|e| !traffic.iter().any(|t| t.id == e.id));
     if late.is_empty() {
-        return;
+        return false;
     }
     let (ids, delays) = after_answer(&late, case.times.1);
     case.after_answer.extend(ids);
@@ -68,9 +131,8 @@ fn join_late(ctx: &RunContext, case: &mut CaseResult) {
         case.not_judged = super::environment::problem(&late);
     }
     traffic.extend(late);
-    if case.trace.is_some() {
-        case.retrace(ctx);
-    }
+    case.usage = Some(CaseUsage::of(traffic, pricing));
+    true
 }
 
 /// A late call: the exchange, its case, how long after the answer it began.

@@ -134,3 +134,42 @@ fn without_spares_a_reused_instance_is_warned_of_even_when_no_late_call_was_seen
             .all(|s| !s.contains("spare"))
     );
 }
+
+#[test]
+fn a_late_llm_call_is_counted_in_its_cases_usage() {
+    // The case spent 100 + 10 tokens before its answer; a late LLM call spent 900 + 90 more.
+    // `max_tokens` and `max_cost` judge the case's usage: it must hold both calls.
+    let llm = |id, at, input, output| {
+        let target = Target::Llm {
+            provider: crate::exchange::Provider::Openai,
+        };
+        let e = tests_support::exchange(target, "https://api.openai.com/v1/chat/completions")
+            .id(id)
+            .timed(at, 10.0)
+            .usage(Some(input), Some(output), "gpt-4o-mini")
+            .build();
+        Arc::new(e)
+    };
+    let pricing = Pricing::default();
+    let mut c = case(1, 0, 100, &[], 1);
+    let before = vec![llm(1, 50, 100, 10)];
+    c.usage = Some(CaseUsage::of(&before, &pricing));
+    c.traffic = Some(before);
+    c.window = (1, 1);
+    // The one recorded as the case ended is not counted twice.
+    assert!(add_late(
+        &mut c,
+        vec![llm(1, 50, 100, 10), llm(2, 400, 900, 90)],
+        &pricing
+    ));
+    let spent = &c.usage.as_ref().expect("usage").spent;
+    assert_eq!(spent.llm_calls, 2, "{spent:?}");
+    assert_eq!(
+        (spent.input_tokens, spent.output_tokens),
+        (Some(1000), Some(100))
+    );
+    assert_eq!(c.after_answer, vec![2]);
+    // Nothing new: nothing changes.
+    assert!(!add_late(&mut c, vec![llm(2, 400, 900, 90)], &pricing));
+    assert_eq!(c.usage.as_ref().unwrap().spent.llm_calls, 2);
+}

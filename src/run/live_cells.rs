@@ -132,9 +132,5 @@ fn check(
 
 /// A no-chaos answer becomes its prompt's baseline (the first one, as `judge` keeps).
 fn record(known: &mut HashMap<String, String>, c: &CaseResult) {
-    if let (None, Some(answer)) = (&c.not_judged, &c.answer) {
-        known
-            .entry(c.prompt.clone())
-            .or_insert_with(|| answer.clone());
-    }
+    super::judge::record_baselines(std::slice::from_ref(c), known);
 }

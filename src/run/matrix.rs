@@ -59,7 +59,7 @@ fn canary(ctx: &RunContext) -> Arc<Canary> {
     )))
 }
 
-use super::late::{Cell, Done};
+use super::late::{Cell, Done, Rules};
 
 /// How the cases of a run are told apart (design.md §6), from the run's context.
 #[derive(Clone)]
@@ -282,11 +282,15 @@ impl One {
         if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
             case.not_judged.get_or_insert_with(|| UNTRACED.to_string());
         }
-        let stats = rules.map(|r| r.rules().stats()).unwrap_or_default();
+        // A pool case's rules may still fire on its late calls: read once they are gathered.
+        let rules = match (rules, ties) {
+            (Some(r), Ties::Pool(_)) => Rules::Live(r),
+            (r, _) => Rules::Read(r.map(|r| r.rules().stats()).unwrap_or_default()),
+        };
         if let Some(progress) = &ctx.progress {
             (progress.case)(&case, &(self.so_far)(&case));
         }
-        (self.cell, case, stats)
+        (self.cell, case, rules)
     }
 }
 
@@ -296,12 +300,12 @@ fn grouped(mut done: Vec<Done>, n: usize) -> Vec<ScenarioOutcome> {
     done.sort_by_key(|(cell, _, _)| *cell);
     let mut out: Vec<ScenarioOutcome> = (0..n).map(|_| Default::default()).collect();
     let mut stats: Vec<Vec<Vec<RuleStats>>> = vec![vec![]; n];
-    for ((s, _, _), case, case_stats) in done {
+    for ((s, _, _), case, rules) in done {
         out[s]
             .exchanges
             .extend(case.traffic.iter().flatten().cloned());
         out[s].cases.push(case);
-        stats[s].push(case_stats);
+        stats[s].push(rules.stats());
     }
     for (o, s) in out.iter_mut().zip(stats) {
         o.stats = sum_stats(&s);

@@ -33,6 +33,16 @@ impl Lease {
             .take()
     }
 
+    /// Ends the tail its last case left: its lane serves no case until the next case takes
+    /// it. Before the instance is restarted or reset, so that what the agent sends then
+    /// (a restarted process's start-up calls, its reset handler's) is in no case, not the
+    /// last case's.
+    pub fn end_tail(&self) {
+        let previous = self.take_tail();
+        self.lane().serve(None);
+        drop(previous);
+    }
+
     /// Leaves `tail` on the instance: its late calls are its case's until the next case.
     pub fn keep_tail(&self, tail: Tail) {
         *self.instance.tail.lock().unwrap_or_else(|p| p.into_inner()) = Some(tail);
@@ -61,7 +71,8 @@ impl Lease {
         self.instance().number
     }
 
-    /// Before a case: the instance restarted if its process had exited. Why the case cannot
+    /// Before a case: the instance restarted if its process had exited (its last case's tail
+    /// ended first: the new process's start-up calls are in no case). Why the case cannot
     /// run on it, if it could not be.
     pub async fn ready(&self) -> Result<(), LaunchError> {
         let i = self.instance();
@@ -72,6 +83,7 @@ impl Lease {
         if let Some(p) = process.take() {
             p.stop(Duration::from_secs(1)).await;
         }
+        self.end_tail();
         tracing::info!(
             "agent instance {} had exited ({status}); restarting it on port {}",
             i.number,

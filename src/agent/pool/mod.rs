@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -72,7 +72,8 @@ pub struct Tail {
 
 /// The instances of one run.
 pub struct Pool {
-    instances: RwLock<Vec<Arc<Instance>>>,
+    /// Fixed once started: an instance that exits is restarted in place.
+    instances: Vec<Arc<Instance>>,
     /// Free instances, idle longest first.
     free: Mutex<VecDeque<usize>>,
     permits: Arc<Semaphore>,
@@ -136,7 +137,7 @@ impl Pool {
         let settle = Duration::from_millis(a.settle_ms);
         let n = instances.len();
         Ok(Pool {
-            instances: RwLock::new(instances),
+            instances,
             free: Mutex::new((0..n).collect()),
             permits: Arc::new(Semaphore::new(n)),
             setup,
@@ -149,7 +150,7 @@ impl Pool {
 
     /// How many instances are ready now.
     pub fn size(&self) -> usize {
-        self.read().len()
+        self.instances.len()
     }
 
     /// The most cases it runs at once: its instances, at most `advanced.concurrency`.
@@ -168,13 +169,9 @@ impl Pool {
         self.waited.load(Ordering::Acquire)
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Instance>>> {
-        self.instances.read().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The first instance's driver (what reports show as the agent's endpoint).
     pub fn first(&self) -> Agent {
-        self.read()[0].agent.clone()
+        self.instances[0].agent.clone()
     }
 
     /// The run's header line: `pool: 4 running + 2 settling`, and what that holds.
@@ -214,7 +211,7 @@ impl Pool {
             .expect("a permit means a free instance");
         Lease {
             pool: self.clone(),
-            instance: self.read()[index].clone(),
+            instance: self.instances[index].clone(),
             index,
             _permit: permit,
         }
@@ -244,8 +241,8 @@ impl Pool {
     /// Ends every instance's tail: no lane serves a case any more; the tails, whose late
     /// calls the run gathers once none is in flight.
     pub fn end_tails(&self) -> Vec<Tail> {
-        let all = self.read().clone();
-        all.iter()
+        self.instances
+            .iter()
             .filter_map(|i| {
                 i.lane.serve(None);
                 i.tail.lock().unwrap_or_else(|p| p.into_inner()).take()
@@ -255,9 +252,8 @@ impl Pool {
 
     /// Stops every instance; a warning for each that had exited during the run.
     pub async fn stop(&self) -> Vec<String> {
-        let all = self.read().clone();
         let mut warnings = vec![];
-        for i in &all {
+        for i in &self.instances {
             if let Some(p) = i.process.lock().await.take()
                 && let Some(w) = p.end_of_run().await
             {
