@@ -29,6 +29,7 @@ pub fn flakestorm_env(
 }
 
 // Ports named in configs before anything listens on them (`common::ports`).
+#[allow(unused_imports)] // each test binary uses a different part of the harness
 pub use super::ports::{agent_port, closed_port};
 
 /// Writes `flakestorm.yaml` in `dir`: ephemeral proxy and control listeners, then `rest`.
