@@ -153,6 +153,8 @@ if ! command -v kubectl >/dev/null; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubectl \
     || echo "WARNING: no kubectl package in this machine's apt sources: the Kubernetes test will fail"
 fi
+# While it runs, another process holds host ports 8080, 8081 and 8790 (tests/containers/
+# held_ports.py): no deployment test may need a fixed host port.
 deploy_start=$(date +%s)
 CONTAINERS_CONF="$PWD/tests/containers/containers.conf" FLAKESTORM_BIN="$bin" \
   .venv-tests/bin/python -m pytest tests/containers -q -rs

@@ -145,11 +145,7 @@ async fn a_hanging_agent_times_out() {
 
 #[tokio::test]
 async fn an_unreachable_agent_fails_preflight_with_url_and_os_error() {
-    let addr = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::ports::closed_port()));
     let agent = Agent::new(&spec(format!("http://{addr}/invoke")).compile().unwrap(), 0).unwrap();
     let err = agent.preflight().await.unwrap_err().to_string();
     assert!(

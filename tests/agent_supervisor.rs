@@ -130,13 +130,19 @@ fn dropping_an_agent_without_a_runtime_stops_its_group_before_returning() {
 }
 
 /// An agent never ready within its readiness wait (30 s, in paused time): the run is not
-/// started, and the agent is stopped, with what it started.
+/// started, and the agent is stopped, with what it started. Under a port thief: what
+/// another process on the machine could do to listen on the agent's port right after the
+/// test chose it fails (the port is held bound, never listening: `common::ports`), and
+/// had it not, the run would have been refused as "accepted connections before
+/// agent.command started" (the thief keeps what it got until the end).
 #[tokio::test(start_paused = true)]
 async fn an_agent_not_ready_in_time_is_stopped() {
     supervised();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bg.pid");
     let port = common::cli::closed_port();
+    let thief = common::ports::steal(port);
+    assert!(thief.is_none(), "another process could listen on {port}");
     let yaml = format!(
         "agent:\n  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: {:?}\n",
         group_command(&file, false)
@@ -221,4 +227,33 @@ fn started_on_its_own_runtime(
         (p, pgid)
     });
     (runtime, p, pgid)
+}
+
+/// The ports tests name before anything listens on them (`common::ports`): a closed port
+/// refuses connections and no one can take it, every way a server binds; an agent's port
+/// is free for the agent to bind, outside the ranges the kernel and flakestorm's agent pool
+/// pick from, and reserved: no other test process can be given it.
+#[test]
+fn closed_ports_stay_closed_and_agent_ports_are_reserved_for_their_agent() {
+    use std::os::linux::net::SocketAddrExt;
+    let closed = common::ports::closed_port();
+    assert!(common::ports::steal(closed).is_none(), "{closed} taken");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", closed)).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    let (ports, high) = (
+        [common::ports::agent_port(), common::ports::agent_port()],
+        common::ports::ephemeral_range().1,
+    );
+    assert_ne!(ports[0], ports[1]);
+    for port in ports {
+        if high <= 64535 {
+            assert!(port > high, "{port} is in the kernel's or the pool's range");
+        }
+        let name = format!("flakestorm-test-port-{port}");
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+        let other = std::os::unix::net::UnixListener::bind_addr(&addr);
+        assert!(other.is_err(), "{port} is not reserved");
+        let agent = std::net::TcpListener::bind(("127.0.0.1", port));
+        assert!(agent.is_ok(), "the agent cannot bind {port}: {agent:?}");
+    }
 }

@@ -288,10 +288,7 @@ async fn leaks_to_faulted_or_dead_destinations_count_and_streams_are_not_held() 
     })
     .await;
     let email = origin::fixed(None, "sent").await;
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = std::net::SocketAddr::from(([127, 0, 0, 1], common::ports::closed_port()));
     let p = start_proxy(&format!(
         "tools:\n  - {{name: search, match_url: 'http://{}/*'}}\n  - {{name: email, match_url: 'http://{}/*'}}\n  - {{name: feed, match_url: 'http://{}/*'}}\n",
         search.addr, email.addr, events.addr

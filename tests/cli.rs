@@ -462,7 +462,7 @@ fn contract_run_without_a_reachable_agent_exits_2_before_any_case() {
 #[allow(clippy::disallowed_methods)] // waits on a real process the kernel reaps in real time
 fn ctrl_c_stops_the_run_and_the_agent_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    let port = closed_port();
+    let port = agent_port();
     let fifo = dir.path().join("invoked");
     assert!(
         Command::new("mkfifo")

@@ -172,7 +172,7 @@ fn the_agent_gets_the_proxy_credentials() {
 #[test]
 fn an_agent_that_crashes_during_the_run_is_reported_with_its_log() {
     let dir = tempfile::tempdir().unwrap();
-    let port = closed_port();
+    let port = agent_port();
     std::fs::write(
         dir.path().join("agent.py"),
         r#"import http.server, json, os, sys

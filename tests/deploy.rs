@@ -437,7 +437,7 @@ async fn an_expired_ttl_is_a_log_line() {
 async fn health_waits_for_a_daemon_that_starts_later() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_path_buf();
-    let port = common::cli::closed_port();
+    let port = common::cli::agent_port();
     let url = format!("http://127.0.0.1:{port}");
     let waiting = tokio::process::Command::new(env!("CARGO_BIN_EXE_flakestorm"))
         .args(["health", "--ready", "--wait", "20", &url])

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::cli::{closed_port, flakestorm, flakestorm_env, search_tool};
+use common::cli::{agent_port, flakestorm, flakestorm_env, search_tool};
 
 const V2: &str = include_str!("fixtures/v2-research-agent.yaml");
 
@@ -77,7 +77,7 @@ fn the_v2_reference_config_migrated_and_filled_in_gives_a_tested_verdict() {
     assert_eq!(again, migrated);
 
     let tool = search_tool();
-    let filled = fill_in(&migrated, closed_port(), tool.port);
+    let filled = fill_in(&migrated, agent_port(), tool.port);
     std::fs::write(dir.path().join("flakestorm.yaml"), &filled).unwrap();
     let env = [
         ("OPENAI_API_KEY", "sk-not-used-by-contract-runs"),

@@ -13,10 +13,10 @@ use flakestorm::exchange::Outcome;
 use flakestorm::proxy::ERROR_HEADER;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A loopback port with nothing listening on it.
+/// A loopback port with nothing listening on it, for the rest of this test process: held
+/// bound and never listening (`common::ports`), so no other process can take it meanwhile.
 async fn closed_port() -> SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap()
+    SocketAddr::from(([127, 0, 0, 1], common::ports::closed_port()))
 }
 
 async fn still_serving(p: &TestProxy) {

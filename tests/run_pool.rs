@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::cli::closed_port;
+use common::cli::agent_port;
 use common::pool::{
     LATE, Origins, POOLED, PROMPTS, config, config_env, origins, run, tool_of, url_quote,
 };
@@ -144,7 +144,7 @@ async fn the_same_seed_gives_the_same_faults_on_the_same_cases() {
             config(&o, POOLED, &advanced),
         ));
     }
-    let port = closed_port();
+    let port = agent_port();
     let single = format!(
         "  endpoint: 'http://127.0.0.1:{port}/invoke'\n  command: 'exec python3 AGENT {port}'\n  ready_url: 'http://127.0.0.1:{port}/health'"
     );

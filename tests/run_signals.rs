@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::cli::{closed_port, flakestorm};
+use common::cli::{agent_port, closed_port, flakestorm};
 use common::procs::{assert_group_gone, eventually};
 use serde_json::json;
 
@@ -53,7 +53,7 @@ impl Bench {
     fn config(&self) -> String {
         let agent =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/held_agent.py");
-        let (port, tool) = (closed_port(), closed_port());
+        let (port, tool) = (agent_port(), closed_port());
         format!(
             r#"proxy: {{listen: '127.0.0.1:0'}}
 control: {{listen: '127.0.0.1:0'}}

@@ -202,7 +202,7 @@ async fn a_password_in_a_url_reaches_no_log_line() {
 async fn serve_keeps_serving_when_its_stdout_is_closed() {
     let dir = tempfile::tempdir().unwrap();
     let o = origin::fixed(None, "hi").await;
-    let port = common::cli::closed_port();
+    let port = common::cli::agent_port();
     write_config(dir.path(), "");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);

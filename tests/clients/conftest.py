@@ -205,8 +205,9 @@ def run_curl():
 
 
 @pytest.fixture
-def closed_port() -> int:
-    """A loopback port that was just bound and released, so connecting to it is refused."""
+def closed_port():
+    """A loopback port that refuses connections for the whole test: a socket holds it bound
+    and never listens, so no other process can listen there meanwhile (no SO_REUSEADDR)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]

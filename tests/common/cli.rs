@@ -28,31 +28,9 @@ pub fn flakestorm_env(
     )
 }
 
-/// A loopback port nothing listens on, for an agent the test starts later, never the same
-/// one twice in this process. It is taken below the kernel's ephemeral range: a port from
-/// that range (what binding port 0 gives) can meanwhile become the local port of some
-/// outgoing connection (the proxy's, a client's), and the agent's bind then fails with
-/// EADDRINUSE, a run that never reaches its agent.
-pub fn closed_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse().ok())
-        .unwrap_or(32768);
-    let (first, span) = (10_000u16, low.saturating_sub(10_000).max(1));
-    // Test binaries and suites may run side by side: each starts at its own place.
-    let start = (std::process::id() as usize * 7919) % span as usize;
-    for i in 0..span as usize {
-        let port = first + ((start + i * 13) % span as usize) as u16;
-        if given.contains(&port) || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
-            continue;
-        }
-        given.push(port);
-        return port;
-    }
-    panic!("no free loopback port below {low}");
-}
+// Ports named in configs before anything listens on them (`common::ports`).
+#[allow(unused_imports)] // each test binary uses a different part of the harness
+pub use super::ports::{agent_port, closed_port};
 
 /// Writes `flakestorm.yaml` in `dir`: ephemeral proxy and control listeners, then `rest`.
 pub fn write_config(dir: &std::path::Path, rest: &str) {
@@ -101,7 +79,7 @@ pub fn python_agent() -> PythonAgent {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
     let tool = search_tool();
     let tool_port = tool.port;
-    let agent_port = closed_port();
+    let agent_port = agent_port();
     let yaml = format!(
         r#"
 advanced: {{concurrency: 1, seed: 1}}
@@ -127,7 +105,7 @@ pub fn incident_config(
     extra: &str,
 ) {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent");
-    let port = closed_port();
+    let port = agent_port();
     let yaml = format!(
         r#"proxy: {{listen: '127.0.0.1:0'}}
 control: {{listen: '127.0.0.1:0'}}

@@ -8,6 +8,7 @@ pub mod agents;
 pub mod cli;
 pub mod origin;
 pub mod pool;
+pub mod ports;
 pub mod procs;
 pub mod raw;
 pub mod raw_agent;

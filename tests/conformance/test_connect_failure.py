@@ -25,11 +25,17 @@ from _surfaces import SURFACES
 MSG = [{"role": "user", "content": "Tell me a story."}]
 
 
+# The sockets that hold dead_port()'s ports until the suite's process ends.
+_HELD: list[socket.socket] = []
+
+
 def dead_port() -> int:
-    """A loopback port with nothing listening on it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port with nothing listening on it for the rest of the suite: a socket holds
+    it bound and never listens, so no other process can listen there (no SO_REUSEADDR)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _HELD.append(s)
+    return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

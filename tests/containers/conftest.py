@@ -1,7 +1,9 @@
 """tests/containers: flakestorm deployed as operators deploy it, in a real container engine
 (podman with runc). The session fixture makes the offline base images once (cached) and
-builds the images under test from FLAKESTORM_BIN. A machine that cannot run containers
-skips the suite with a loud message; every other failure fails."""
+builds the images under test from FLAKESTORM_BIN, and another process holds host ports
+8080, 8081 and 8790 for the whole suite (`held_ports`): no test may need them. A machine
+that cannot run containers skips the suite with a loud message; every other failure
+fails."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 import pytest
 
 import helpers
+from held_ports import PORTS, Holder
 
 
 def pytest_configure(config):
@@ -38,3 +41,17 @@ def engine(binary):
     helpers.build_images(binary)
     helpers.figure("images_ready_s", round(time.monotonic() - start, 1))
     return helpers
+
+
+@pytest.fixture(scope="session", autouse=True)
+def held_ports():
+    """8080, 8081 and 8790 held by another process while every test of the suite runs."""
+    holder = Holder()
+    try:
+        taken = holder.taken()
+        assert taken == list(PORTS), f"only {taken} of {PORTS} could be held"
+        sys.stderr.write(f"\nhost ports {PORTS} held by another process for the suite "
+                         f"(by the suite's holder: {holder.ours})\n")
+        yield taken
+    finally:
+        holder.stop()

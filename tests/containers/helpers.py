@@ -1,7 +1,7 @@
 """Shared by tests/containers: running podman (with containers.conf), the offline base
 images (mmdebstrap + podman import, cached), the images under test (the Dockerfile's
 runtime stage from a prebuilt binary, the example agent, Prometheus from Debian), polling
-with deadlines, and free loopback ports. Nothing here sleeps to wait: it polls a condition
+with deadlines. Nothing here sleeps to wait: it polls a condition
 until a deadline."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -72,12 +71,6 @@ def healthy(container: str) -> bool:
     """Runs the container's own health check once (podman's timers need systemd, which
     these machines lack, so the tests run it: the same command `HEALTHCHECK` names)."""
     return podman("healthcheck", "run", container, check=False, timeout=60).returncode == 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def usable() -> str | None:

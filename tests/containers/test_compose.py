@@ -57,14 +57,16 @@ class Project:
     def __init__(self, engine):
         self.engine = engine
         self.name = "fstest" + secrets.token_hex(4)
-        self.port = engine.free_port()
+        self.port: int | None = None  # Prometheus' host port, once up (`up`)
         self.token = secrets.token_hex(16)
         self.volumes: set[str] = set()
         self.env = {
             "FLAKESTORM_IMAGE": engine.IMAGE,
             "AGENT_IMAGE": engine.AGENT,
             "PROMETHEUS_IMAGE": engine.PROMETHEUS,
-            "PROMETHEUS_PORT": f"127.0.0.1:{self.port}",
+            # "127.0.0.1::9090": a host port podman picks when it publishes the container
+            # (none chosen here and used later, which another process could take meanwhile).
+            "PROMETHEUS_PORT": "127.0.0.1:",
             "FLAKESTORM_API_TOKEN": self.token,
         }
 
@@ -83,6 +85,8 @@ class Project:
 
     def up(self):
         self.compose("up", "-d", "--no-build", *SERVICES)
+        published = self.engine.podman("port", self.container("prometheus"), "9090/tcp").stdout
+        self.port = int(published.split()[0].rsplit(":", 1)[1])
         for s in ("flakestorm", "tool", "agent"):
             c = self.container(s)
             self.engine.poll(f"{s} is healthy", lambda c=c: self.engine.healthy(c), 90)

@@ -10,7 +10,9 @@ the pod's loopback (`hostAliases`), and the Job's containers, with the rendered 
 arguments and ConfigMap, run in the pod, so the ci run addresses the sidecar by that name
 (the Host check's `control.allowed_hosts`, the token from the environment, the config sent
 inline to a daemon that is not on the client's loopback). No timed probes run without
-systemd: the test runs the readiness probe's request itself."""
+systemd: the test runs the readiness probe's request itself. No host port is published
+(podman 4.3 would publish each containerPort on the host: `unpublished`), so the test
+passes while other processes hold 8080, 8081 and 8790."""
 
 from __future__ import annotations
 
@@ -107,6 +109,7 @@ def playable(docs: list[dict], token: str, images: dict) -> tuple[str, dict]:
                 c.pop("restartPolicy")
             spec["containers"] = side + spec["containers"]
             for c in spec["containers"]:
+                unpublished(c)
                 c["image"] = images[c["image"].split("/")[-1].split(":")[0]]
                 for e in c.get("env", []):
                     if "valueFrom" in e:
@@ -120,6 +123,19 @@ def playable(docs: list[dict], token: str, images: dict) -> tuple[str, dict]:
             spec["hostAliases"] = [{"ip": "127.0.0.1", "hostnames": [service]}]
         out.append(d)
     return yaml.safe_dump_all(out), secret
+
+
+def unpublished(container: dict):
+    """The container without `ports`: podman 4.3 publishes every containerPort on the host's
+    port of the same number (8080, 8081, 8790), which another process on the machine may
+    hold (a `flakestorm serve` on its defaults), and has no option to publish none. The test
+    reaches the pod only from inside it (`podman exec`, `--pod`), so it needs none; the
+    probes' port names become the numbers they named."""
+    named = {p["name"]: p["containerPort"] for p in container.pop("ports", []) if "name" in p}
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        get = container.get(probe, {}).get("httpGet")
+        if get and isinstance(get.get("port"), str):
+            get["port"] = named[get["port"]]
 
 
 class Pod:

@@ -20,8 +20,10 @@ def collector(request):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     if request.param == "down":
-        s.close()  # nothing listens: connection refused
+        # Bound, never listening: connections are refused, and no other process can take
+        # the port while the test runs.
         yield request.param, port
+        s.close()
         return
     s.listen(16)  # connections complete in the backlog; nothing ever answers
     yield request.param, port
