@@ -86,6 +86,8 @@ struct Page {
     reasons: Vec<String>,
     score: String,
     min_score: String,
+    /// A run not tested or in error shows this instead of its score.
+    no_score: Option<&'static str>,
     seeds: String,
     config_digest: Option<String>,
     agent: Option<String>,
@@ -107,6 +109,8 @@ struct PhaseCtx {
     verdict: Option<&'static str>,
     class: &'static str,
     skipped: Option<String>,
+    /// A phase not tested or in error: no score, and why.
+    no_score: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -116,6 +120,7 @@ struct SectionCtx {
     seed: u64,
     score: String,
     min_score: String,
+    no_score: Option<&'static str>,
     verdict: &'static str,
     class: &'static str,
     reasons: Vec<String>,
@@ -216,6 +221,7 @@ fn page(o: &Overview<'_>) -> Page {
         reasons: inert_all(o.reasons),
         score: score(o.score),
         min_score: score(o.min_score),
+        no_score: o.verdict.no_score(),
         seeds: seeds
             .iter()
             .map(u64::to_string)
@@ -234,12 +240,16 @@ fn page(o: &Overview<'_>) -> Page {
             .iter()
             .map(|p| PhaseCtx {
                 name: p.name,
-                score: p.score.map(score),
+                score: p
+                    .score
+                    .filter(|_| p.verdict.is_none_or(RunVerdict::judged))
+                    .map(score),
                 bar: format!("{:.0}", p.score.unwrap_or(0.0).clamp(0.0, 100.0)),
                 weight: format!("{:.2}", p.weight),
                 verdict: p.verdict.map(RunVerdict::label),
                 class: p.verdict.map_or("skip", verdict_class),
                 skipped: p.skipped.map(|s| text::line(s, 300)),
+                no_score: p.verdict.and_then(RunVerdict::no_score),
             })
             .collect(),
         sections: o.sections.iter().map(section).collect(),
@@ -280,6 +290,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
         seed: s.seed,
         score: score(s.score),
         min_score: score(s.min_score),
+        no_score: s.judgement.verdict.no_score(),
         verdict: s.judgement.verdict.label(),
         class: verdict_class(s.judgement.verdict),
         reasons: inert_all(&s.judgement.reasons),

@@ -23,12 +23,11 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "## flakestorm {}: {} {} — {:.1}/100 (pass mark {})\n",
+        "## flakestorm {}: {} {} — {}\n",
         o.kind,
         icon(o.verdict),
         o.verdict.label(),
-        o.score,
-        o.min_score
+        scored(o.verdict, o.score, Some(o.min_score))
     );
     for r in o.reasons {
         let _ = writeln!(out, "- {}", inline(r));
@@ -39,7 +38,17 @@ pub fn render(o: &Overview<'_>) -> String {
     if !o.phases.is_empty() {
         out.push_str("| phase | score | weight | verdict |\n|---|---:|---:|---|\n");
         for p in &o.phases {
-            let _ = match (p.score, p.skipped) {
+            let _ = match (
+                p.score.filter(|_| p.verdict.is_none_or(RunVerdict::judged)),
+                p.skipped,
+            ) {
+                (None, None) => writeln!(
+                    out,
+                    "| {} | no score | {} | {} |",
+                    p.name,
+                    p.weight,
+                    p.verdict.map_or("", RunVerdict::label)
+                ),
                 (Some(s), _) => writeln!(
                     out,
                     "| {} | {s:.1} | {} | {} |",
@@ -47,12 +56,12 @@ pub fn render(o: &Overview<'_>) -> String {
                     p.weight,
                     p.verdict.map_or("", RunVerdict::label)
                 ),
-                (None, why) => writeln!(
+                (None, Some(why)) => writeln!(
                     out,
                     "| {} | – | {} | skipped: {} |",
                     p.name,
                     p.weight,
-                    cell(why.unwrap_or(""))
+                    cell(why)
                 ),
             };
         }
@@ -83,9 +92,9 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
     if heading {
         let _ = writeln!(
             out,
-            "### {} — {:.1}/100 {} {}\n",
+            "### {} — {} {} {}\n",
             s.phase,
-            s.score,
+            scored(s.judgement.verdict, s.score, None),
             icon(s.judgement.verdict),
             s.judgement.verdict.label()
         );
@@ -289,6 +298,15 @@ fn more(out: &mut String, n: usize) {
         );
     }
     out.push('\n');
+}
+
+/// `87.5/100 (pass mark 70)`, or why a run not tested or in error has no score.
+fn scored(v: RunVerdict, score: f64, min_score: Option<f64>) -> String {
+    match (v.no_score(), min_score) {
+        (Some(why), _) => why.to_string(),
+        (None, Some(m)) => format!("{score:.1}/100 (pass mark {m})"),
+        (None, None) => format!("{score:.1}/100"),
+    }
 }
 
 fn icon(v: RunVerdict) -> &'static str {

@@ -45,6 +45,7 @@ pub mod shard;
 mod summary;
 pub mod tapes;
 mod tie;
+mod unread;
 mod usage;
 mod verdict;
 mod when;
@@ -78,7 +79,9 @@ pub use scored::Scored;
 pub use scoring::Scoring;
 pub use sent::PromptVerdict;
 pub use shard::Shard;
-pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
+pub use summary::{
+    chaos_summary, mutation_summary, replay_summary, summary, verdict_line, verdict_line_of,
+};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {

@@ -216,10 +216,19 @@ fn warnings(list: &[String], out: &mut String) {
 
 /// `score 87.0/100 (pass mark 70): PASS`, then why it is not a pass, one reason a line.
 pub fn verdict_line(score: f64, min_score: f64, j: &Judgement) -> String {
-    let mut out = format!(
-        "\n\nscore {score:.1}/100 (pass mark {min_score}): {}\n",
-        j.verdict.label()
-    );
+    verdict_line_of("score", score, min_score, j)
+}
+
+/// The verdict line with the score named `what` (`ci`: `overall`). A run that is not
+/// tested or an error shows no number (`NOT TESTED, no score: …`).
+pub fn verdict_line_of(what: &str, score: f64, min_score: f64, j: &Judgement) -> String {
+    let mut out = match j.verdict.no_score() {
+        Some(why) => format!("\n\n{}, {why}\n", j.verdict.label()),
+        None => format!(
+            "\n\n{what} {score:.1}/100 (pass mark {min_score}): {}\n",
+            j.verdict.label()
+        ),
+    };
     for r in &j.reasons {
         let _ = writeln!(out, "  - {r}");
     }
