@@ -334,8 +334,34 @@ fn inline(s: &str) -> String {
 }
 
 /// Markdown and HTML punctuation made literal: GitHub renders inline HTML in summaries.
+/// A pair of backticks stays a code span (`` `cites-source` `` renders as code, as
+/// flakestorm's reasons mean it): nothing inside a code span is markup, so its text goes in
+/// as it is. A lone backtick, or a pair with nothing between, is escaped.
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('`') {
+        literal(&rest[..open], &mut out);
+        let after = &rest[open + 1..];
+        match after.find('`').filter(|&close| close > 0) {
+            Some(close) => {
+                out.push('`');
+                out.push_str(&after[..close]);
+                out.push('`');
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str("\\`");
+                rest = after;
+            }
+        }
+    }
+    literal(rest, &mut out);
+    out
+}
+
+/// Text outside code spans: Markdown punctuation backslash-escaped, HTML's as entities.
+fn literal(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
@@ -348,5 +374,8 @@ fn escape(s: &str) -> String {
             },
         }
     }
-    out
 }
+
+#[cfg(test)]
+#[path = "markdown_tests.rs"]
+mod tests;
