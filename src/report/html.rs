@@ -131,6 +131,8 @@ struct SectionCtx {
     heatmap: Option<Heatmap>,
     /// What the agent did with the faults, per scenario and fault family.
     profile: Option<profile::Profile>,
+    /// Contract cells with trials: their figures and the estimator.
+    trials: Option<trials::Table>,
     cells: Vec<CellCtx>,
     groups: Vec<Group>,
     passed: usize,
@@ -284,6 +286,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
         .collect();
     let count = |p: Option<bool>| s.cases.iter().filter(|c| c.passed == p).count();
     let heatmap = (!s.cells.is_empty()).then(|| heatmap(s, &anchors));
+    let (trials, hidden) = trials::table(s).map_or((None, None), |(t, h)| (Some(t), h));
     SectionCtx {
         phase: s.phase.as_str(),
         name: s.name.map(|n| text::line(n, 100)),
@@ -301,6 +304,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
                     text::line(&format!("session `{id}` could not run: {why}"), 500)
                 }),
             )
+            .chain(hidden)
             .collect(),
         coverage: coverage::of(s),
         usage: coverage::run_usage(s),
@@ -312,6 +316,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .collect(),
         heatmap,
         profile: profile::of(s),
+        trials,
         groups,
         passed: count(Some(true)),
         failed: count(Some(false)),

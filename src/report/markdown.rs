@@ -15,7 +15,7 @@ use crate::run::RunVerdict;
 use crate::text::{Quotes, xml_entity};
 
 /// Rows listed per table; the rest are counted.
-const MAX_ROWS: usize = 50;
+pub(super) const MAX_ROWS: usize = 50;
 /// Characters of one table cell.
 const CELL_CHARS: usize = 300;
 
@@ -107,6 +107,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
     }
     if s.phase == crate::run::RunKind::Contract {
         contract_cells(out, s);
+        super::markdown_trials::table(out, s);
     } else {
         failed_cases(out, s);
     }
@@ -217,12 +218,9 @@ fn contract_cells(out: &mut String, s: &Section<'_>) {
         };
         let trials = c.consistency.as_ref().map_or_else(String::new, |t| {
             format!(
-                " ({}{} of {} trials passed, pass^{} {:.2})",
+                " ({}{})",
                 if t.flaky { "flaky: " } else { "" },
-                t.passed,
-                t.trials,
-                t.pass_hat_k.len(),
-                t.pass_hat_k.last().copied().unwrap_or(0.0)
+                crate::run::trials_figures(t, s.trials)
             )
         });
         let _ = writeln!(
@@ -289,7 +287,7 @@ fn failed_cases(out: &mut String, s: &Section<'_>) {
     more(out, failed.len());
 }
 
-fn more(out: &mut String, n: usize) {
+pub(super) fn more(out: &mut String, n: usize) {
     if n > MAX_ROWS {
         let _ = writeln!(
             out,
@@ -329,7 +327,7 @@ pub(super) fn cell(s: &str) -> String {
 }
 
 /// Text in a list item.
-fn inline(s: &str) -> String {
+pub(super) fn inline(s: &str) -> String {
     escape(&line(s, CELL_CHARS * 3))
 }
 

@@ -45,6 +45,7 @@ pub mod shard;
 mod summary;
 pub mod tapes;
 mod tie;
+mod trials_shown;
 mod unread;
 mod usage;
 mod verdict;
@@ -80,8 +81,10 @@ pub use scoring::Scoring;
 pub use sent::PromptVerdict;
 pub use shard::Shard;
 pub use summary::{
-    chaos_summary, mutation_summary, replay_summary, summary, verdict_line, verdict_line_of,
+    chaos_summary, mutation_summary, replay_summary, summary, summary_of, verdict_line,
+    verdict_line_of,
 };
+pub use trials_shown::{ESTIMATOR, figures as trials_figures, hidden_zero, shown_k};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {

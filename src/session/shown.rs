@@ -2,8 +2,8 @@
 //! or the score alone (`contract score`, `--quiet`).
 
 use crate::run::{
-    Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, verdict_line,
-    verdict_line_of,
+    Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, summary_of,
+    verdict_line, verdict_line_of,
 };
 
 /// How a run's end is shown: `--quiet` (the verdict line only) and `--json` (the report on
@@ -85,7 +85,8 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
         let _ = writeln!(out, "{}", mutation_summary(m));
     }
     if let Some(c) = &report.contract {
-        out.push_str(&summary(c, color()));
+        let measure = report.run.as_ref().and_then(|i| i.trials.as_ref());
+        out.push_str(&summary_of(c, color(), measure));
     }
     if let Some(c) = &report.chaos {
         let _ = write!(out, "\n{}", chaos_summary(c));
