@@ -6,7 +6,9 @@
 
 mod advice;
 mod cases;
+mod cells;
 mod coverage;
+mod failures;
 mod heatmap;
 mod marks;
 mod profile;
@@ -19,13 +21,12 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 use serde::Serialize;
 
-use super::outcomes;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
-use crate::run::{CellResult, RunVerdict};
-use advice::Facts;
+use crate::run::RunVerdict;
 use cases::{CaseCtx, case};
+use cells::{CellCtx, cell, cell_anchor};
 use heatmap::{Heatmap, heatmap};
 /// A call in a few words (`tool web_search`, `LLM openai`), as the timeline labels it.
 pub use timeline::target as target_name;
@@ -140,6 +141,10 @@ struct SectionCtx {
     not_judged: usize,
     /// The first failed case's anchor.
     first_failed: Option<String>,
+    /// The first failed case with its timeline, beside the matrix.
+    first: Option<failures::First>,
+    /// Contract runs: the failures by cause across the cells, most cases first.
+    causes: Vec<failures::Cause>,
 }
 
 #[derive(Serialize)]
@@ -149,22 +154,6 @@ struct Link {
     /// A case's outcome class (CSS class and words), shown beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     badge: Option<(&'static str, &'static str)>,
-}
-
-/// A failed or not-tested cell, with its next steps and its cases.
-#[derive(Serialize)]
-struct CellCtx {
-    anchor: String,
-    invariant: String,
-    scenario: String,
-    severity: String,
-    verdict: &'static str,
-    class: &'static str,
-    reason: String,
-    steps: Vec<String>,
-    cases: Vec<Link>,
-    /// A flaky cell: a passing and a failing trial of one case, timelines side by side.
-    pair: Option<trials::Pair>,
 }
 
 #[derive(Serialize)]
@@ -326,72 +315,11 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .iter()
             .position(|c| c.passed == Some(false))
             .map(|i| CaseView::anchor(s.phase, i)),
-    }
-}
-
-/// The anchor of the detail of `cell` (failed and not-tested cells have one).
-fn cell_anchor(s: &Section<'_>, c: &CellResult) -> String {
-    let i = s.invariants.iter().position(|x| *x == c.invariant);
-    let j = s.scenarios.iter().position(|x| *x == c.scenario);
-    format!(
-        "{}-cell-{}-{}",
-        s.phase,
-        i.unwrap_or(usize::MAX),
-        j.unwrap_or(usize::MAX)
-    )
-}
-
-fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
-    let (class, _, word) = verdict_look(&c.verdict);
-    // The cell's cases: under a fail, those the invariant failed; otherwise all of the
-    // scenario's.
-    let mut cases = vec![];
-    let mut first: Option<(&CaseView<'_>, Vec<&str>)> = None;
-    for (i, cv) in s.cases.iter().enumerate() {
-        if cv.case.scenario != c.scenario {
-            continue;
-        }
-        let failures: Vec<&str> = cv
-            .checks
-            .iter()
-            .filter(|(label, v)| *label == c.invariant && matches!(v, Verdict::Fail(_)))
-            .map(|(_, v)| reason(v))
-            .collect();
-        if matches!(c.verdict, Verdict::Fail(_)) && failures.is_empty() {
-            continue;
-        }
-        cases.push(Link {
-            label: text::line(&cv.case.prompt, 60),
-            href: CaseView::anchor(s.phase, i),
-            badge: outcomes::badge(cv.case.outcome.as_ref()),
-        });
-        if first.is_none() {
-            first = Some((cv, failures));
-        }
-    }
-    let steps = match (&c.verdict, first) {
-        (Verdict::Fail(_), Some((cv, failures))) => {
-            advice::next_steps(&Facts::of(cv.case, failures))
-        }
-        (Verdict::Fail(r), None) => advice::next_steps(&Facts {
-            answer: None,
-            error: None,
-            failures: vec![r],
-            calls: None,
-        }),
-        _ => vec![],
-    };
-    CellCtx {
-        anchor: cell_anchor(s, c),
-        invariant: text::line(&c.invariant, 60),
-        scenario: text::line(&c.scenario, 60),
-        severity: c.severity.to_string(),
-        verdict: word,
-        class,
-        reason: text::line(reason(&c.verdict), 500),
-        steps,
-        cases,
-        pair: trials::pair(s, c),
+        first: failures::first(s),
+        causes: match s.cells.is_empty() {
+            true => vec![],
+            false => failures::causes(s, |_| true, |_| true),
+        },
     }
 }
 
