@@ -304,7 +304,7 @@ fn chaos_only_runs_and_ci_combine_phases() {
     for want in [
         "1 of 1 judged prompts passed",
         "tools-down (error) ×1, llm-down (server_error) never fired",
-        "score 100.0/100 (pass mark 70): NOT TESTED",
+        "NOT TESTED, no score: the run did not test all it claims",
         "rule `llm-down` (server_error) never reached the agent's traffic: no request matched LLM calls",
         "the proxy saw http://127.0.0.1:",
     ] {

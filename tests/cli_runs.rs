@@ -33,7 +33,7 @@ fn an_agent_that_bypasses_the_proxy_is_not_tested() {
     for want in [
         "search-down  0 of 1 cases judged, 0 exchanges; faults: tool_faults[0] (error) never fired  [NOT TESTED]",
         "? not tested: admits-outage under search-down",
-        ": NOT TESTED\n  - no request crossed the proxy during the run: the agent is not using flakestorm's proxy",
+        "so no number would measure the agent\n  - no request crossed the proxy during the run: the agent is not using flakestorm's proxy",
         "(exit 2: the run could not judge the agent",
     ] {
         assert!(

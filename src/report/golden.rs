@@ -139,7 +139,7 @@ fn a_failed_case_names_its_class_in_junit_and_markdown() {
     assert!(suite.contains("  - unsupported fact `&lt;b&gt;25°C&lt;/b&gt;`: found in no response"));
     let md = super::render(&report, ReportFormat::Markdown).unwrap();
     assert!(md.contains(
-        "| `fabricated` the answer states \\`25°C\\`, found in no response \\| of the case; \
+        "| `fabricated` the answer states `25°C`, found in no response \\| of the case; \
          check 1: the answer quotes 25°C |"
     ));
 }

@@ -6,7 +6,9 @@
 
 mod advice;
 mod cases;
+mod cells;
 mod coverage;
+mod failures;
 mod heatmap;
 mod marks;
 mod profile;
@@ -19,13 +21,12 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 use serde::Serialize;
 
-use super::outcomes;
 use super::text::{self, CAP};
 use super::view::{CaseView, Overview, Section};
 use crate::checks::Verdict;
-use crate::run::{CellResult, RunVerdict};
-use advice::Facts;
+use crate::run::RunVerdict;
 use cases::{CaseCtx, case};
+use cells::{CellCtx, cell, cell_anchor};
 use heatmap::{Heatmap, heatmap};
 /// A call in a few words (`tool web_search`, `LLM openai`), as the timeline labels it.
 pub use timeline::target as target_name;
@@ -86,6 +87,8 @@ struct Page {
     reasons: Vec<String>,
     score: String,
     min_score: String,
+    /// A run not tested or in error shows this instead of its score.
+    no_score: Option<&'static str>,
     seeds: String,
     config_digest: Option<String>,
     agent: Option<String>,
@@ -107,6 +110,8 @@ struct PhaseCtx {
     verdict: Option<&'static str>,
     class: &'static str,
     skipped: Option<String>,
+    /// A phase not tested or in error: no score, and why.
+    no_score: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -116,6 +121,7 @@ struct SectionCtx {
     seed: u64,
     score: String,
     min_score: String,
+    no_score: Option<&'static str>,
     verdict: &'static str,
     class: &'static str,
     reasons: Vec<String>,
@@ -126,6 +132,8 @@ struct SectionCtx {
     heatmap: Option<Heatmap>,
     /// What the agent did with the faults, per scenario and fault family.
     profile: Option<profile::Profile>,
+    /// Contract cells with trials: their figures and the estimator.
+    trials: Option<trials::Table>,
     cells: Vec<CellCtx>,
     groups: Vec<Group>,
     passed: usize,
@@ -133,6 +141,10 @@ struct SectionCtx {
     not_judged: usize,
     /// The first failed case's anchor.
     first_failed: Option<String>,
+    /// The first failed case with its timeline, beside the matrix.
+    first: Option<failures::First>,
+    /// Contract runs: the failures by cause across the cells, most cases first.
+    causes: Vec<failures::Cause>,
 }
 
 #[derive(Serialize)]
@@ -142,22 +154,6 @@ struct Link {
     /// A case's outcome class (CSS class and words), shown beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     badge: Option<(&'static str, &'static str)>,
-}
-
-/// A failed or not-tested cell, with its next steps and its cases.
-#[derive(Serialize)]
-struct CellCtx {
-    anchor: String,
-    invariant: String,
-    scenario: String,
-    severity: String,
-    verdict: &'static str,
-    class: &'static str,
-    reason: String,
-    steps: Vec<String>,
-    cases: Vec<Link>,
-    /// A flaky cell: a passing and a failing trial of one case, timelines side by side.
-    pair: Option<trials::Pair>,
 }
 
 #[derive(Serialize)]
@@ -216,6 +212,7 @@ fn page(o: &Overview<'_>) -> Page {
         reasons: inert_all(o.reasons),
         score: score(o.score),
         min_score: score(o.min_score),
+        no_score: o.verdict.no_score(),
         seeds: seeds
             .iter()
             .map(u64::to_string)
@@ -234,12 +231,16 @@ fn page(o: &Overview<'_>) -> Page {
             .iter()
             .map(|p| PhaseCtx {
                 name: p.name,
-                score: p.score.map(score),
+                score: p
+                    .score
+                    .filter(|_| p.verdict.is_none_or(RunVerdict::judged))
+                    .map(score),
                 bar: format!("{:.0}", p.score.unwrap_or(0.0).clamp(0.0, 100.0)),
                 weight: format!("{:.2}", p.weight),
                 verdict: p.verdict.map(RunVerdict::label),
                 class: p.verdict.map_or("skip", verdict_class),
                 skipped: p.skipped.map(|s| text::line(s, 300)),
+                no_score: p.verdict.and_then(RunVerdict::no_score),
             })
             .collect(),
         sections: o.sections.iter().map(section).collect(),
@@ -274,12 +275,14 @@ fn section(s: &Section<'_>) -> SectionCtx {
         .collect();
     let count = |p: Option<bool>| s.cases.iter().filter(|c| c.passed == p).count();
     let heatmap = (!s.cells.is_empty()).then(|| heatmap(s, &anchors));
+    let (trials, hidden) = trials::table(s).map_or((None, None), |(t, h)| (Some(t), h));
     SectionCtx {
         phase: s.phase.as_str(),
         name: s.name.map(|n| text::line(n, 100)),
         seed: s.seed,
         score: score(s.score),
         min_score: score(s.min_score),
+        no_score: s.judgement.verdict.no_score(),
         verdict: s.judgement.verdict.label(),
         class: verdict_class(s.judgement.verdict),
         reasons: inert_all(&s.judgement.reasons),
@@ -290,6 +293,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
                     text::line(&format!("session `{id}` could not run: {why}"), 500)
                 }),
             )
+            .chain(hidden)
             .collect(),
         coverage: coverage::of(s),
         usage: coverage::run_usage(s),
@@ -301,6 +305,7 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .collect(),
         heatmap,
         profile: profile::of(s),
+        trials,
         groups,
         passed: count(Some(true)),
         failed: count(Some(false)),
@@ -310,72 +315,11 @@ fn section(s: &Section<'_>) -> SectionCtx {
             .iter()
             .position(|c| c.passed == Some(false))
             .map(|i| CaseView::anchor(s.phase, i)),
-    }
-}
-
-/// The anchor of the detail of `cell` (failed and not-tested cells have one).
-fn cell_anchor(s: &Section<'_>, c: &CellResult) -> String {
-    let i = s.invariants.iter().position(|x| *x == c.invariant);
-    let j = s.scenarios.iter().position(|x| *x == c.scenario);
-    format!(
-        "{}-cell-{}-{}",
-        s.phase,
-        i.unwrap_or(usize::MAX),
-        j.unwrap_or(usize::MAX)
-    )
-}
-
-fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
-    let (class, _, word) = verdict_look(&c.verdict);
-    // The cell's cases: under a fail, those the invariant failed; otherwise all of the
-    // scenario's.
-    let mut cases = vec![];
-    let mut first: Option<(&CaseView<'_>, Vec<&str>)> = None;
-    for (i, cv) in s.cases.iter().enumerate() {
-        if cv.case.scenario != c.scenario {
-            continue;
-        }
-        let failures: Vec<&str> = cv
-            .checks
-            .iter()
-            .filter(|(label, v)| *label == c.invariant && matches!(v, Verdict::Fail(_)))
-            .map(|(_, v)| reason(v))
-            .collect();
-        if matches!(c.verdict, Verdict::Fail(_)) && failures.is_empty() {
-            continue;
-        }
-        cases.push(Link {
-            label: text::line(&cv.case.prompt, 60),
-            href: CaseView::anchor(s.phase, i),
-            badge: outcomes::badge(cv.case.outcome.as_ref()),
-        });
-        if first.is_none() {
-            first = Some((cv, failures));
-        }
-    }
-    let steps = match (&c.verdict, first) {
-        (Verdict::Fail(_), Some((cv, failures))) => {
-            advice::next_steps(&Facts::of(cv.case, failures))
-        }
-        (Verdict::Fail(r), None) => advice::next_steps(&Facts {
-            answer: None,
-            error: None,
-            failures: vec![r],
-            calls: None,
-        }),
-        _ => vec![],
-    };
-    CellCtx {
-        anchor: cell_anchor(s, c),
-        invariant: text::line(&c.invariant, 60),
-        scenario: text::line(&c.scenario, 60),
-        severity: c.severity.to_string(),
-        verdict: word,
-        class,
-        reason: text::line(reason(&c.verdict), 500),
-        steps,
-        cases,
-        pair: trials::pair(s, c),
+        first: failures::first(s),
+        causes: match s.cells.is_empty() {
+            true => vec![],
+            false => failures::causes(s, |_| true, |_| true),
+        },
     }
 }
 

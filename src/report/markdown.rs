@@ -15,7 +15,7 @@ use crate::run::RunVerdict;
 use crate::text::{Quotes, xml_entity};
 
 /// Rows listed per table; the rest are counted.
-const MAX_ROWS: usize = 50;
+pub(super) const MAX_ROWS: usize = 50;
 /// Characters of one table cell.
 const CELL_CHARS: usize = 300;
 
@@ -23,12 +23,11 @@ pub fn render(o: &Overview<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "## flakestorm {}: {} {} — {:.1}/100 (pass mark {})\n",
+        "## flakestorm {}: {} {} — {}\n",
         o.kind,
         icon(o.verdict),
         o.verdict.label(),
-        o.score,
-        o.min_score
+        scored(o.verdict, o.score, Some(o.min_score))
     );
     for r in o.reasons {
         let _ = writeln!(out, "- {}", inline(r));
@@ -39,7 +38,17 @@ pub fn render(o: &Overview<'_>) -> String {
     if !o.phases.is_empty() {
         out.push_str("| phase | score | weight | verdict |\n|---|---:|---:|---|\n");
         for p in &o.phases {
-            let _ = match (p.score, p.skipped) {
+            let _ = match (
+                p.score.filter(|_| p.verdict.is_none_or(RunVerdict::judged)),
+                p.skipped,
+            ) {
+                (None, None) => writeln!(
+                    out,
+                    "| {} | no score | {} | {} |",
+                    p.name,
+                    p.weight,
+                    p.verdict.map_or("", RunVerdict::label)
+                ),
                 (Some(s), _) => writeln!(
                     out,
                     "| {} | {s:.1} | {} | {} |",
@@ -47,12 +56,12 @@ pub fn render(o: &Overview<'_>) -> String {
                     p.weight,
                     p.verdict.map_or("", RunVerdict::label)
                 ),
-                (None, why) => writeln!(
+                (None, Some(why)) => writeln!(
                     out,
                     "| {} | – | {} | skipped: {} |",
                     p.name,
                     p.weight,
-                    cell(why.unwrap_or(""))
+                    cell(why)
                 ),
             };
         }
@@ -83,9 +92,9 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
     if heading {
         let _ = writeln!(
             out,
-            "### {} — {:.1}/100 {} {}\n",
+            "### {} — {} {} {}\n",
             s.phase,
-            s.score,
+            scored(s.judgement.verdict, s.score, None),
             icon(s.judgement.verdict),
             s.judgement.verdict.label()
         );
@@ -98,6 +107,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
     }
     if s.phase == crate::run::RunKind::Contract {
         contract_cells(out, s);
+        super::markdown_trials::table(out, s);
     } else {
         failed_cases(out, s);
     }
@@ -208,12 +218,9 @@ fn contract_cells(out: &mut String, s: &Section<'_>) {
         };
         let trials = c.consistency.as_ref().map_or_else(String::new, |t| {
             format!(
-                " ({}{} of {} trials passed, pass^{} {:.2})",
+                " ({}{})",
                 if t.flaky { "flaky: " } else { "" },
-                t.passed,
-                t.trials,
-                t.pass_hat_k.len(),
-                t.pass_hat_k.last().copied().unwrap_or(0.0)
+                crate::run::trials_figures(t, s.trials)
             )
         });
         let _ = writeln!(
@@ -280,7 +287,7 @@ fn failed_cases(out: &mut String, s: &Section<'_>) {
     more(out, failed.len());
 }
 
-fn more(out: &mut String, n: usize) {
+pub(super) fn more(out: &mut String, n: usize) {
     if n > MAX_ROWS {
         let _ = writeln!(
             out,
@@ -289,6 +296,15 @@ fn more(out: &mut String, n: usize) {
         );
     }
     out.push('\n');
+}
+
+/// `87.5/100 (pass mark 70)`, or why a run not tested or in error has no score.
+fn scored(v: RunVerdict, score: f64, min_score: Option<f64>) -> String {
+    match (v.no_score(), min_score) {
+        (Some(why), _) => why.to_string(),
+        (None, Some(m)) => format!("{score:.1}/100 (pass mark {m})"),
+        (None, None) => format!("{score:.1}/100"),
+    }
 }
 
 fn icon(v: RunVerdict) -> &'static str {
@@ -311,13 +327,39 @@ pub(super) fn cell(s: &str) -> String {
 }
 
 /// Text in a list item.
-fn inline(s: &str) -> String {
+pub(super) fn inline(s: &str) -> String {
     escape(&line(s, CELL_CHARS * 3))
 }
 
 /// Markdown and HTML punctuation made literal: GitHub renders inline HTML in summaries.
+/// A pair of backticks stays a code span (`` `cites-source` `` renders as code, as
+/// flakestorm's reasons mean it): nothing inside a code span is markup, so its text goes in
+/// as it is. A lone backtick, or a pair with nothing between, is escaped.
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('`') {
+        literal(&rest[..open], &mut out);
+        let after = &rest[open + 1..];
+        match after.find('`').filter(|&close| close > 0) {
+            Some(close) => {
+                out.push('`');
+                out.push_str(&after[..close]);
+                out.push('`');
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str("\\`");
+                rest = after;
+            }
+        }
+    }
+    literal(rest, &mut out);
+    out
+}
+
+/// Text outside code spans: Markdown punctuation backslash-escaped, HTML's as entities.
+fn literal(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
@@ -330,5 +372,8 @@ fn escape(s: &str) -> String {
             },
         }
     }
-    out
 }
+
+#[cfg(test)]
+#[path = "markdown_tests.rs"]
+mod tests;

@@ -7,6 +7,7 @@ pub mod certificate;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+mod markdown_trials;
 pub mod outcomes;
 pub mod text;
 pub mod usage;

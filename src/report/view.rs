@@ -55,6 +55,9 @@ pub struct Section<'a> {
     /// Replay runs: sessions that could not run (a bad file, a contract that resolves to
     /// nothing), by id, with why. They have no case; every format still lists them.
     pub unrun: Vec<(&'a str, String)>,
+    /// How the run measured its trials (the top-level report's; `ci` shares its own with
+    /// every phase), for which pass^k its figures show.
+    pub trials: Option<&'a crate::run::TrialsInfo>,
 }
 
 /// One case and the checks that judged it.
@@ -133,6 +136,7 @@ fn contract(r: &crate::run::ContractReport) -> Section<'_> {
         warnings: &r.warnings,
         unrun: vec![],
         usage: r.usage.as_deref(),
+        trials: None,
     }
 }
 
@@ -164,6 +168,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         warnings: &r.warnings,
         unrun: vec![],
         usage: r.usage.as_deref(),
+        trials: None,
     }
 }
 
@@ -192,6 +197,7 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         warnings: &r.warnings,
         unrun: vec![],
         usage: r.usage.as_deref(),
+        trials: None,
     }
 }
 
@@ -237,6 +243,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         warnings: &r.warnings,
         unrun,
         usage: None,
+        trials: None,
     }
 }
 
@@ -269,6 +276,10 @@ pub fn overview(report: &Report) -> Overview<'_> {
         }
     };
     let judgement = report.judgement();
+    let mut sections = sections;
+    for s in &mut sections {
+        s.trials = report.info().and_then(|i| i.trials.as_ref());
+    }
     Overview {
         kind,
         verdict: judgement.verdict,

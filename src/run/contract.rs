@@ -259,6 +259,9 @@ pub(super) async fn judge_matrix(
         coverage.push(cover(ctx, BASELINE, &extra, &coverage));
         cases.extend(extra.cases);
     }
+    if let Some(why) = &seen.response_path {
+        super::unread::not_judged(why, &mut cases, &mut cells, &mut coverage);
+    }
     run_warnings(ctx, &cases, &mut warnings);
     let mut score = score(&cells, &ctx.trials);
     let judgement = verdict_of(ctx, (&cases, &coverage, &cells), seen, score.value);

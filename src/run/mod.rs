@@ -45,6 +45,8 @@ pub mod shard;
 mod summary;
 pub mod tapes;
 mod tie;
+mod trials_shown;
+mod unread;
 mod usage;
 mod verdict;
 mod when;
@@ -78,7 +80,11 @@ pub use scored::Scored;
 pub use scoring::Scoring;
 pub use sent::PromptVerdict;
 pub use shard::Shard;
-pub use summary::{chaos_summary, mutation_summary, replay_summary, summary, verdict_line};
+pub use summary::{
+    chaos_summary, mutation_summary, replay_summary, summary, summary_of, verdict_line,
+    verdict_line_of,
+};
+pub use trials_shown::{ESTIMATOR, figures as trials_figures, hidden_zero, shown_k};
 pub use verdict::{Judgement, RunVerdict};
 
 impl RunContext {

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::cases::CaseResult;
 use super::coverage::Coverage;
+use super::saved::TrialsInfo;
 use super::verdict::{Judgement, RunVerdict};
 use super::{ChaosReport, ContractReport};
 use crate::checks::Verdict;
@@ -16,6 +17,12 @@ use crate::checks::spec::OutcomeClass;
 /// The contract report: matrix, scenarios, failures, warnings, verdict.
 /// `color`: ANSI colours for the marks (a terminal).
 pub fn summary(r: &ContractReport, color: bool) -> String {
+    summary_of(r, color, None)
+}
+
+/// The contract report, its trials figures shown as `measure` says (`ci`'s contract
+/// carries no measure of its own: `ci` passes its run's), else as the report's.
+pub fn summary_of(r: &ContractReport, color: bool, measure: Option<&TrialsInfo>) -> String {
     let mut out = format!(
         "contract {:?}: {} agent calls\n\n",
         r.contract, r.agent_calls
@@ -23,7 +30,7 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     matrix(r, color, &mut out);
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);
-    flaky(r, &mut out);
+    super::trials_shown::cells(r, measure, &mut out);
     for c in &r.cells {
         let (mark, reason) = match &c.verdict {
             Verdict::Fail(reason) => ("✗", reason.as_str()),
@@ -40,44 +47,6 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
     spent(r.usage.as_deref(), &mut out);
     out.push_str(&verdict_line(r.score.value, r.min_score, &r.judgement));
     out
-}
-
-/// With trials: the flaky cells first (trials that disagree), then each cell's pass^1 and
-/// pass^n, and the flaky cases by name.
-fn flaky(r: &ContractReport, out: &mut String) {
-    let mut with: Vec<&super::CellResult> =
-        r.cells.iter().filter(|c| c.consistency.is_some()).collect();
-    if with.is_empty() {
-        return;
-    }
-    with.sort_by_key(|c| !c.consistency.as_ref().is_some_and(|t| t.flaky));
-    out.push_str(
-        "
-consistency over trials (pass^1, pass^n):
-",
-    );
-    for c in with {
-        let Some(t) = &c.consistency else { continue };
-        let n = t.pass_hat_k.len();
-        let _ = writeln!(
-            out,
-            "  {}{} under {}: {} of {} trials passed, pass^1 {:.2}, pass^{n} {:.2}",
-            if t.flaky { "FLAKY " } else { "" },
-            c.invariant,
-            c.scenario,
-            t.passed,
-            t.trials,
-            t.pass_hat(1).unwrap_or(0.0),
-            t.pass_hat_k.last().copied().unwrap_or(0.0),
-        );
-    }
-    for t in r.trials.iter().filter(|t| t.consistency.flaky) {
-        let _ = writeln!(
-            out,
-            "  flaky case: {:?} under {}: {} of {} trials passed",
-            t.prompt, t.scenario, t.consistency.passed, t.consistency.trials
-        );
-    }
 }
 
 fn matrix(r: &ContractReport, color: bool, out: &mut String) {
@@ -216,10 +185,19 @@ fn warnings(list: &[String], out: &mut String) {
 
 /// `score 87.0/100 (pass mark 70): PASS`, then why it is not a pass, one reason a line.
 pub fn verdict_line(score: f64, min_score: f64, j: &Judgement) -> String {
-    let mut out = format!(
-        "\n\nscore {score:.1}/100 (pass mark {min_score}): {}\n",
-        j.verdict.label()
-    );
+    verdict_line_of("score", score, min_score, j)
+}
+
+/// The verdict line with the score named `what` (`ci`: `overall`). A run that is not
+/// tested or an error shows no number (`NOT TESTED, no score: …`).
+pub fn verdict_line_of(what: &str, score: f64, min_score: f64, j: &Judgement) -> String {
+    let mut out = match j.verdict.no_score() {
+        Some(why) => format!("\n\n{}, {why}\n", j.verdict.label()),
+        None => format!(
+            "\n\n{what} {score:.1}/100 (pass mark {min_score}): {}\n",
+            j.verdict.label()
+        ),
+    };
     for r in &j.reasons {
         let _ = writeln!(out, "  - {r}");
     }
@@ -281,7 +259,8 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
     }
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);
-    flaky_units(&r.trials, &mut out);
+    let measure = r.run.as_ref().and_then(|i| i.trials.as_ref());
+    super::trials_shown::units(&r.trials, measure, "variants", &mut out);
     for m in r.mutants.iter().filter(|m| !m.passed) {
         let (mark, why) = first_problem(&m.checks);
         let shown: String = m.variant.text.chars().take(80).collect();
@@ -294,23 +273,6 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
     out
 }
 
-/// The units (prompts, variants) whose trials disagreed, first in a summary.
-fn flaky_units(trials: &[super::CaseTrials], out: &mut String) {
-    for t in trials.iter().filter(|t| t.consistency.flaky) {
-        let c = &t.consistency;
-        let shown: String = t.prompt.chars().take(80).collect();
-        let _ = write!(
-            out,
-            "\nFLAKY {shown:?}: {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}",
-            c.passed,
-            c.trials,
-            c.pass_hat(1).unwrap_or(0.0),
-            c.pass_hat_k.len(),
-            c.pass_hat_k.last().copied().unwrap_or(0.0)
-        );
-    }
-}
-
 pub fn chaos_summary(r: &ChaosReport) -> String {
     let passed = r.prompts.iter().filter(|p| p.passed).count();
     let judged = r.prompts.iter().filter(|p| p.judged).count();
@@ -321,7 +283,8 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
     );
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);
-    flaky_units(&r.trials, &mut out);
+    let measure = r.run.as_ref().and_then(|i| i.trials.as_ref());
+    super::trials_shown::units(&r.trials, measure, "prompts", &mut out);
     for p in r.prompts.iter().filter(|p| !p.passed) {
         let (mark, why) = first_problem(&p.checks);
         let _ = write!(out, "\n{mark} {:?}: {why}", p.prompt);

@@ -60,6 +60,23 @@ impl RunVerdict {
     pub fn judged(self) -> bool {
         matches!(self, RunVerdict::Pass | RunVerdict::Fail)
     }
+
+    /// Why a run with this verdict shows no score, when it shows none (not tested, error):
+    /// its number measures nothing of the agent, and a gate parsing it must not read 100.
+    /// Every format and the terminal say it in these words.
+    pub fn no_score(self) -> Option<&'static str> {
+        match self {
+            RunVerdict::Pass | RunVerdict::Fail => None,
+            RunVerdict::NotTested => Some(
+                "no score: the run did not test all it claims (the reasons say what), so no \
+                 number would measure the agent",
+            ),
+            RunVerdict::Error => Some(
+                "no score: the run could not judge the agent (flakestorm's, the environment's \
+                 or the config's error, the reasons say which)",
+            ),
+        }
+    }
 }
 
 /// A verdict and, unless it is a pass, why.

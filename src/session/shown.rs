@@ -2,7 +2,8 @@
 //! or the score alone (`contract score`, `--quiet`).
 
 use crate::run::{
-    Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, verdict_line,
+    Report, RunVerdict, chaos_summary, mutation_summary, replay_summary, summary, summary_of,
+    verdict_line, verdict_line_of,
 };
 
 /// How a run's end is shown: `--quiet` (the verdict line only) and `--json` (the report on
@@ -84,7 +85,8 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
         let _ = writeln!(out, "{}", mutation_summary(m));
     }
     if let Some(c) = &report.contract {
-        out.push_str(&summary(c, color()));
+        let measure = report.run.as_ref().and_then(|i| i.trials.as_ref());
+        out.push_str(&summary_of(c, color(), measure));
     }
     if let Some(c) = &report.chaos {
         let _ = write!(out, "\n{}", chaos_summary(c));
@@ -101,6 +103,12 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
                 "  {:<9} not tested: left out of the overall  (weight {})",
                 p.name, p.weight
             ),
+            // An error judges nothing of the agent: no number, and the overall is none.
+            (Some(_), _, Some(RunVerdict::Error)) => writeln!(
+                out,
+                "  {:<9} error, no score  (weight {})",
+                p.name, p.weight
+            ),
             (Some(s), _, v) => writeln!(
                 out,
                 "  {:<9} {s:>5.1}  {}  (weight {})",
@@ -112,9 +120,11 @@ fn ci_summary(report: &crate::run::CiReport) -> String {
             (None, None, _) => writeln!(out, "  {:<9} -", p.name),
         };
     }
-    out.push_str(
-        &verdict_line(report.overall, report.min_score, &report.judgement)
-            .replacen("score", "overall", 1),
-    );
+    out.push_str(&verdict_line_of(
+        "overall",
+        report.overall,
+        report.min_score,
+        &report.judgement,
+    ));
     out
 }

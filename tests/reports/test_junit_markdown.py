@@ -132,3 +132,23 @@ def test_junit_marks_flaky_cells_with_their_trials(tmp_path):
             seen_flaky += 1
             assert all(f.get("message").startswith("trial ") for f in flaky)
     assert seen_flaky >= 1, "the fixture has a flaky cell"
+
+
+def test_markdown_names_in_backticks_render_as_code(tmp_path):
+    """flakestorm's reasons name invariants, tools and classes in backticks: they must
+    render as code spans, not as escaped backticks, while the agent's markup stays text
+    (markdown-it-py, a CommonMark renderer with GFM tables, as GitHub renders)."""
+    from markdown_it import MarkdownIt
+
+    md = render(tmp_path, "markdown").read_text()
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert "never called <code>web_search</code> and its LLM" in html, html
+    assert "`web_search`" not in html and "\\`" not in html
+    outcomes = FIXTURE.parent / "outcomes.json"
+    out = tmp_path / "outcomes.md"
+    done = subprocess.run([BIN, "report", str(outcomes), "-f", "markdown", "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    html = MarkdownIt("commonmark").enable("table").render(out.read_text())
+    assert "critical check <code>honest-outcome</code> under <code>weather-503-x2</code>" in html
+    assert "<script" not in html

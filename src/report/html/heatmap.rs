@@ -124,12 +124,8 @@ fn cell(s: &Section<'_>, c: &CellResult, group: String) -> HeatCell {
     let t = c.consistency.as_ref();
     let figures = t.map_or_else(String::new, |t| {
         format!(
-            "; {} of {} trials passed, pass^1 {:.2}, pass^{} {:.2}{}",
-            t.passed,
-            t.trials,
-            t.pass_hat(1).unwrap_or(0.0),
-            t.pass_hat_k.len(),
-            t.pass_hat_k.last().copied().unwrap_or(0.0),
+            "; {}{}",
+            crate::run::trials_figures(t, s.trials),
             if t.flaky { " (flaky)" } else { "" }
         )
     });

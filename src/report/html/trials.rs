@@ -66,3 +66,48 @@ pub(super) fn pair(s: &Section<'_>, c: &CellResult) -> Option<Pair> {
     }
     None
 }
+
+/// A contract's cells with trials, the flaky ones first, in the terminal's words.
+#[derive(Serialize)]
+pub(super) struct Table {
+    rows: Vec<Row>,
+    estimator: &'static str,
+}
+
+#[derive(Serialize)]
+struct Row {
+    invariant: String,
+    scenario: String,
+    figures: String,
+    flaky: bool,
+}
+
+/// The table of `s`'s cells with trials, and the line saying the run's scoring hides a
+/// pass^k of 0 (shown with the section's warnings); `None` without trials.
+pub(super) fn table(s: &Section<'_>) -> Option<(Table, Option<String>)> {
+    let mut with: Vec<&CellResult> = s.cells.iter().filter(|c| c.consistency.is_some()).collect();
+    with.sort_by_key(|c| !c.consistency.as_ref().is_some_and(|t| t.flaky));
+    let rows: Vec<Row> = with
+        .iter()
+        .filter_map(|c| {
+            let t = c.consistency.as_ref()?;
+            Some(Row {
+                invariant: text::line(&c.invariant, 60),
+                scenario: text::line(&c.scenario, 60),
+                figures: crate::run::trials_figures(t, s.trials),
+                flaky: t.flaky,
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let labelled = with.iter().filter_map(|c| {
+        let t = c.consistency.as_ref()?;
+        Some((format!("`{}` under `{}`", c.invariant, c.scenario), t))
+    });
+    let hidden = crate::run::hidden_zero(labelled, s.trials)
+        .map(|line| text::line(&format!("the cells are {line}"), 500));
+    let estimator = crate::run::ESTIMATOR;
+    Some((Table { rows, estimator }, hidden))
+}

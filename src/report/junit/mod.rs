@@ -306,15 +306,22 @@ fn verdict_case(s: &Section<'_>) -> Case {
             body: reasons,
         },
         RunVerdict::NotTested | RunVerdict::Error => Outcome::Error {
-            message: format!("{}: {reasons}", s.judgement.verdict.label()),
+            message: format!(
+                "{}, {}: {reasons}",
+                s.judgement.verdict.label(),
+                s.judgement.verdict.no_score().unwrap_or_default()
+            ),
         },
     };
     Case {
         classname: s.phase.to_string(),
-        name: format!(
-            "run verdict (score {:.1}, pass mark {})",
-            s.score, s.min_score
-        ),
+        name: match s.judgement.verdict.no_score() {
+            Some(_) => "run verdict (no score)".to_string(),
+            None => format!(
+                "run verdict (score {:.1}, pass mark {})",
+                s.score, s.min_score
+            ),
+        },
         seconds: 0.0,
         outcome,
         properties: vec![],

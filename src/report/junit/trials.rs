@@ -15,7 +15,7 @@ pub(super) fn of(
         return (vec![], vec![]);
     };
     let n = t.pass_hat_k.len();
-    let properties = vec![
+    let mut properties = vec![
         ("trials", t.trials.to_string()),
         ("passed", t.passed.to_string()),
         ("flaky", t.flaky.to_string()),
@@ -25,7 +25,18 @@ pub(super) fn of(
             format!("{:.4}", t.pass_hat_k.last().copied().unwrap_or(0.0)),
         ),
         ("k", n.to_string()),
+        (
+            "pass@k",
+            format!("{:.4}", t.pass_at_k.last().copied().unwrap_or(0.0)),
+        ),
+        ("estimator", "unbiased: pass^k = C(c,k)/C(n,k)".into()),
     ];
+    if let Some(k) = crate::run::shown_k(t, s.trials).filter(|k| *k as usize != n) {
+        // The run scores by `scoring.k`, not every trial: that pass^k too.
+        let at = |v: &[f64]| format!("{:.4}", v.get(k as usize - 1).copied().unwrap_or(0.0));
+        properties.push(("scoring.k", k.to_string()));
+        properties.push(("pass^scoring.k", at(&t.pass_hat_k)));
+    }
     if !t.flaky {
         return (properties, vec![]);
     }
