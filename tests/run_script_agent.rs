@@ -211,3 +211,35 @@ fn the_starters_script_form_validates_in_place_of_the_endpoint() {
         "{err}\n{yaml}"
     );
 }
+
+/// A case that made no request through the proxy gets no tape (an empty HAR replays
+/// nothing), and the run says so once instead of listing empty files as tapes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cases_without_traffic_get_no_empty_tapes() {
+    let search = origin::search_tool().await;
+    let yaml = config(&search, "echo According to nothing", "", &PROMPTS[..2]).replace(
+        "output: {format: [json]}",
+        "output: {format: [json], tapes: all}",
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &yaml);
+        let (_, out, err) = flakestorm(&["contract", "run"], dir.path());
+        let tapes = dir.path().join("reports/contract.tapes");
+        let files = std::fs::read_dir(&tapes).map_or(0, |d| d.count());
+        assert_eq!(
+            files,
+            0,
+            "no empty tape in {}: {out}\n{err}",
+            tapes.display()
+        );
+        format!("{out}\n{err}")
+    })
+    .await
+    .unwrap();
+    assert!(!out.contains("tapes: 4 case(s) in"), "{out}");
+    assert!(
+        out.contains("tapes: none for 4 case(s) that made no request through the proxy"),
+        "{out}"
+    );
+}

@@ -147,7 +147,8 @@ fn fails(checks: &[Verdict]) -> Vec<String> {
         .collect()
 }
 
-/// Writes the tapes `policy` asks for; the files written, and what could not be.
+/// Writes the tapes `policy` asks for; the files written, and what could not be (a case
+/// whose traffic is empty gets none: said once, with their count).
 pub fn write(
     report: &Report,
     journal: &Journal,
@@ -158,6 +159,8 @@ pub fn write(
     if policy == Tapes::None {
         return (written, failed);
     }
+    // Cases no exchange of which crossed the proxy: an empty tape would replay nothing.
+    let mut bare = 0;
     for c in cases(report) {
         if policy == Tapes::Failed && c.failed.is_empty() {
             continue;
@@ -169,6 +172,10 @@ pub fn write(
             ));
             continue;
         };
+        if traffic.is_empty() {
+            bare += 1;
+            continue;
+        }
         let case = format!("{} ({})", c.id, c.case.scenario);
         let har = crate::recording::tape_of(journal, traffic, Some(&case));
         let path = tape_file(report_path, &c.id);
@@ -176,6 +183,12 @@ pub fn write(
             Ok(()) => written.push(path),
             Err(e) => failed.push(format!("could not write {}: {e}", path.display())),
         }
+    }
+    if bare > 0 {
+        failed.push(format!(
+            "tapes: none for {bare} case(s) that made no request through the proxy (an empty \
+             tape would replay nothing)"
+        ));
     }
     (written, failed)
 }
