@@ -1,5 +1,6 @@
 //! Where a run's report goes, settled before the run starts: `-o` naming a folder (one that
-//! exists, or a path ending in `/`) means the default file name inside it, and the nearest
+//! exists, a path ending in `/`, or a new path with no extension: a report is a `.json`
+//! file, and `-o reports/trials` meant a folder) means the default file name inside it, and the nearest
 //! existing folder on the way is proved writable, so a long run never ends unable to write
 //! its report. Nothing is created until there is something to write. The agent's log
 //! (`agent.command`) goes beside the report.
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub fn resolve(arg: Option<&Path>, default_dir: &Path, file: &str) -> Result<PathBuf, String> {
     let path = match arg {
         None => default_dir.join(file),
-        Some(p) if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') => p.join(file),
+        Some(p) if folder(p) => p.join(file),
         Some(p) => p.to_path_buf(),
     };
     let bad = |why: String| format!("report path {}: {why}", path.display());
@@ -42,6 +43,14 @@ pub fn resolve(arg: Option<&Path>, default_dir: &Path, file: &str) -> Result<Pat
     Ok(path)
 }
 
+/// Whether `-o p` names a folder: it is one, it ends in `/`, or it is new and has no
+/// extension.
+fn folder(p: &Path) -> bool {
+    p.is_dir()
+        || p.as_os_str().to_string_lossy().ends_with('/')
+        || (p.extension().is_none() && !p.exists())
+}
+
 /// The agent's log beside `report`: `contract.json` → `contract.agent.log`.
 pub fn agent_log(report: &Path) -> PathBuf {
     let stem = report
@@ -67,6 +76,17 @@ mod tests {
             "nothing is created before there is a report"
         );
         assert_eq!(got("out/r.json").unwrap(), d.join("out/r.json"));
+        // A new path without an extension is a folder to make, not a file named `trials`.
+        assert_eq!(
+            got("reports/trials").unwrap(),
+            d.join("reports/trials/contract.json")
+        );
+        std::fs::write(d.join("plain"), "x").unwrap();
+        assert_eq!(
+            got("plain").unwrap(),
+            d.join("plain"),
+            "an existing file stays one"
+        );
         assert_eq!(resolve(None, d, "ci.json").unwrap(), d.join("ci.json"));
         std::fs::write(d.join("file"), "x").unwrap();
         let err = got("file/r.json").unwrap_err();
