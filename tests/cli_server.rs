@@ -56,6 +56,9 @@ async fn a_contract_run_on_the_daemon_reports_and_exits_as_a_local_one() {
     ] {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
+    // The faulted case's line counts its fault, as a local run's does.
+    let faulted = err.lines().find(|l| l.contains("[2/2] search-down:"));
+    assert!(faulted.is_some_and(|l| l.contains(", 1 fault(s)")), "{err}");
     // The same summary as a local run: the matrix, the verdict, the report.
     for want in [
         "  answers        ✓         ✓",

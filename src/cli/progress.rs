@@ -108,22 +108,44 @@ impl Display {
 
 /// How a case ended, in a few words.
 fn ended(c: &CaseResult, so_far: SoFar) -> String {
-    let faults = match c.faults.len() {
-        0 => String::new(),
-        n => format!(", {n} fault(s)"),
+    let how = CaseHow {
+        not_judged: c.not_judged.as_deref(),
+        answered: c.answer.is_some(),
+        error: c.error.as_deref(),
+        latency_ms: c.latency_ms,
+        faults: c.faults.len(),
     };
-    let how = match (&c.not_judged, &c.answer, &c.error) {
-        (Some(why), _, _) => return format!("not judged: {}", crate::text::cut(why, 100)),
-        (None, Some(_), _) => format!("answered in {:.0} ms{faults}", c.latency_ms),
-        (None, None, e) => format!(
-            "no answer ({}){faults}",
-            crate::text::cut(e.as_deref().unwrap_or(""), 100)
-        ),
-    };
-    match so_far {
-        SoFar::Passed => format!("{how}: passed"),
-        SoFar::Failed => format!("{how}: failed"),
-        SoFar::NotJudged | SoFar::Unscored => how,
+    how.said(so_far)
+}
+
+/// What a progress line says of a case, here or on a daemon (`--server`).
+pub(super) struct CaseHow<'a> {
+    pub not_judged: Option<&'a str>,
+    pub answered: bool,
+    pub error: Option<&'a str>,
+    pub latency_ms: f64,
+    pub faults: usize,
+}
+
+impl CaseHow<'_> {
+    pub fn said(&self, so_far: SoFar) -> String {
+        let faults = match self.faults {
+            0 => String::new(),
+            n => format!(", {n} fault(s)"),
+        };
+        let how = match (self.not_judged, self.answered) {
+            (Some(why), _) => return format!("not judged: {}", crate::text::cut(why, 100)),
+            (None, true) => format!("answered in {:.0} ms{faults}", self.latency_ms),
+            (None, false) => format!(
+                "no answer ({}){faults}",
+                crate::text::cut(self.error.unwrap_or(""), 100)
+            ),
+        };
+        match so_far {
+            SoFar::Passed => format!("{how}: passed"),
+            SoFar::Failed => format!("{how}: failed"),
+            SoFar::NotJudged | SoFar::Unscored => how,
+        }
     }
 }
 

@@ -261,7 +261,6 @@ fn parse_event(message: &[u8]) -> Option<(u64, Result<RunEvent, EventError>)> {
 
 /// Prints a progress line for a case (`done` is the caller's).
 fn print_event(event: &RunEvent, show: Show) {
-    use crate::run::SoFar;
     let c = match event {
         RunEvent::Case(c) if show.summary() => c,
         RunEvent::Case(_)
@@ -272,20 +271,26 @@ fn print_event(event: &RunEvent, show: Show) {
         | RunEvent::Cell(_)
         | RunEvent::Done(_) => return,
     };
-    let how = match (&c.not_judged, &c.error) {
-        (Some(why), _) => format!("not judged: {why}"),
-        (None, Some(e)) => format!("no answer ({e})"),
-        (None, None) => format!("answered in {:.0} ms", c.latency_ms),
+    eprintln!("flakestorm: {}", case_line(c));
+}
+
+/// A case's progress line, as a run here says it (`progress::CaseHow`).
+fn case_line(c: &crate::jobs::CaseEnded) -> String {
+    let how = super::progress::CaseHow {
+        not_judged: c.not_judged.as_deref(),
+        answered: c.answered,
+        error: c.error.as_deref(),
+        latency_ms: c.latency_ms,
+        faults: c.faults,
     };
-    let so_far = match c.so_far {
-        SoFar::Passed => ": passed",
-        SoFar::Failed => ": failed",
-        SoFar::NotJudged | SoFar::Unscored => "",
-    };
-    eprintln!(
-        "flakestorm: [{}/{}] {}: {:?}: {how}{so_far}",
-        c.done, c.total, c.scenario, c.input
-    );
+    format!(
+        "[{}/{}] {}: {:?}: {}",
+        c.done,
+        c.total,
+        c.scenario,
+        c.input,
+        how.said(c.so_far)
+    )
 }
 
 /// Saves the report (in the config's formats) and prints the outcome as an in-process
@@ -375,6 +380,20 @@ fn write(path: &Path, report: &Value) -> Result<(), String> {
 mod tests {
     use super::*;
     use http::StatusCode;
+
+    #[test]
+    fn a_case_line_from_the_daemon_reads_as_a_local_one_with_its_faults() {
+        let c: crate::jobs::CaseEnded = serde_json::from_value(json!({
+            "done": 3, "total": 8, "scenario": "search-down", "input": "hi",
+            "answered": true, "error": null, "not_judged": null, "latency_ms": 120.4,
+            "faults": 2, "so_far": "failed"
+        }))
+        .unwrap();
+        assert_eq!(
+            case_line(&c),
+            "[3/8] search-down: \"hi\": answered in 120 ms, 2 fault(s): failed"
+        );
+    }
 
     #[test]
     fn sse_messages_parse_and_comments_are_skipped() {
