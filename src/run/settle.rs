@@ -63,11 +63,12 @@ pub(super) async fn settle(
 
 /// Why a case whose settle hit its bound with calls in flight is not judged: a call still
 /// in flight when the case had to end is not in its traffic, and its checks would judge a
-/// part of what the agent did.
+/// part of what the agent did. "Or more": at the run's end a pool's tails are waited for
+/// from the gathering, which comes later than each answer.
 pub(super) fn unfinished(settled: Settled, ctx: &RunContext) -> Option<String> {
     match settled {
         Settled::Bounded { in_flight } if in_flight > 0 => Some(format!(
-            "{in_flight} of its calls were still in flight {} ms after its answer \
+            "{in_flight} of its calls were still in flight {} ms or more after its answer \
              (advanced.settle_max_ms): its traffic is incomplete",
             ctx.settle_max.max(ctx.settle).as_millis()
         )),
