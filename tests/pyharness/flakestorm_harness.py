@@ -7,6 +7,8 @@
                   config, reads readiness from stdout, `stop()` sends SIGTERM and requires
                   exit code 0. Each suite subclasses it for its control-API helpers.
 * `clean_env()` – os.environ without proxy or CA-bundle variables.
+* `chromium()`  – Debian's headless Chromium (/usr/bin/chromium) through Playwright, for
+                  the `browser` fixtures of tests/reports and tests/web.
 
 Neither suite is a package, so pytest puts each suite's own directory on sys.path; each
 conftest.py adds this directory too before importing this module.
@@ -42,6 +44,24 @@ STARTUP_DEADLINE_S = 30
 # bypass the proxy) or make it trust something other than the proxy CA.
 PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
 CA_VARS = frozenset({"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def chromium():
+    """Yields Debian's headless Chromium through Playwright (no browser download), then
+    closes it: the body of a `browser` fixture."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's `chromium` (scripts/test.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    # Chromium refuses to sandbox as root (containers, CI).
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        yield b
+        b.close()
 
 
 def clean_env(proxy_vars: Iterable[str] = PROXY_VARS) -> dict[str, str]:

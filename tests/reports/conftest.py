@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "pyharness"))
+import flakestorm_harness as harness  # noqa: E402
 
 
 def flakestorm_bin() -> str:
@@ -42,13 +44,4 @@ def demo_html(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's `chromium` (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
-
-    # Chromium refuses to sandbox as root (containers, CI).
-    args = ["--no-sandbox"] if os.geteuid() == 0 else []
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield b
-        b.close()
+    yield from harness.chromium()

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -21,20 +20,9 @@ for d in (HERE.parent / "pyharness", HERE.parent / "frameworks"):
 import _frameworks  # noqa: E402
 import flakestorm_harness as harness  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-
-
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's `chromium` (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
-
-    args = ["--no-sandbox"] if os.geteuid() == 0 else []
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield b
-        b.close()
+    yield from harness.chromium()
 
 
 @pytest.fixture(scope="module")
