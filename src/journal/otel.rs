@@ -24,11 +24,13 @@ impl Journal {
 
     /// Whether an exchange to `target` should have its bodies captured: for tapes, or for
     /// its span (an LLM call's model, finish reasons and error code; any call's bodies
-    /// with `telemetry.otlp.content`).
+    /// with `telemetry.otlp.content`); not for spans while exports fail (`Otel::down`).
     pub fn captures_bodies(&self, target: &Target) -> bool {
         self.keeps_bodies()
             || self.otel().is_some_and(|o| {
-                o.content() || matches!(target, Target::Llm { .. } | Target::Embeddings { .. })
+                !o.down()
+                    && (o.content()
+                        || matches!(target, Target::Llm { .. } | Target::Embeddings { .. }))
             })
     }
 

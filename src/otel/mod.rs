@@ -22,6 +22,7 @@ mod task;
 #[cfg(test)]
 mod testing;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,6 +60,10 @@ struct Inner {
 pub(crate) struct Shared {
     settings: Settings,
     metrics: Metrics,
+    /// Set by the task while exports fail, until its back-off ends: the proxy's path then
+    /// neither captures bodies for spans nor queues exchanges, so a collector that is down
+    /// costs an exchange one load of this flag (docs/benchmarks.md, OTLP span export).
+    down: AtomicBool,
 }
 
 /// The runs under way: each one's id, span and seed.
@@ -112,6 +117,7 @@ impl Otel {
         let shared = Arc::new(Shared {
             settings,
             metrics: metrics.clone(),
+            down: AtomicBool::new(false),
         });
         Otel {
             inner: Arc::new(Inner {
@@ -128,6 +134,12 @@ impl Otel {
         self.inner.shared.settings.content
     }
 
+    /// Whether exports are failing now (the task's back-off): exchanges are dropped on the
+    /// path, unbuilt and uncaptured, and counted.
+    pub fn down(&self) -> bool {
+        self.inner.shared.down.load(Ordering::Relaxed)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Runs> {
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -135,6 +147,10 @@ impl Otel {
     /// A recorded (redacted) exchange; `of_case`: a case under way watches its trace id,
     /// so it waits for its case's span (when a run is under way). Never waits.
     pub fn exchange(&self, exchange: Arc<Exchange>, bodies: Option<Arc<Bodies>>, of_case: bool) {
+        if self.down() {
+            self.inner.shared.metrics.otlp_dropped("export_failed", 1);
+            return;
+        }
         let runs = self.lock();
         let (parent, seed) = match runs.active.as_slice() {
             [(_, only, seed)] => (Some(only.clone()), *seed),

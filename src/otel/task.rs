@@ -3,14 +3,16 @@
 //! their run ends, and sends the rest in batches, one export at a time while it keeps
 //! taking from the queue. A ready span waits up to the linger (`OTEL_BSP_SCHEDULE_DELAY`)
 //! for others to share its request, unless a batch is full or a flush waits: one request
-//! per span would cost both sides far more than the span. A collector that is down or slow costs this task, never the
-//! proxy: a failed export is dropped (no retry) and counted, says so once, and for a
-//! while after it spans are dropped without being built or sent (`Backoff`), so a dead
-//! collector costs no connection attempt per exchange.
+//! per span would cost both sides far more than the span. A collector that is down or slow
+//! costs this task, never the proxy: a failed export is dropped (no retry) and counted, says
+//! so once, and for a while after it (`Backoff`) the proxy's path drops exchanges before
+//! capturing or queueing them (`Shared::down`). When the back-off ends, the first span is
+//! sent at once as a probe: a dead collector costs one failed request per back-off.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use opentelemetry::trace::SpanContext;
@@ -83,12 +85,14 @@ pub(super) async fn run<E: SpanExporter>(
             due_at = Some(Instant::now() + task.shared.settings.linger);
         }
         let due = !open
+            || task.probe
             || !task.waiting.is_empty()
             || task.batch.len() >= MAX_BATCH
             || due_at.is_some_and(|t| Instant::now() >= t);
         if sending.is_none() && due && !task.batch.is_empty() {
             let spans = task.next_batch();
             due_at = None;
+            task.probe = false;
             if !spans.is_empty() {
                 let n = spans.len();
                 let deadline = task.shared.settings.timeout + Duration::from_secs(1);
@@ -103,6 +107,7 @@ pub(super) async fn run<E: SpanExporter>(
             }
         }
         let lingering = sending.is_none() && due_at.is_some();
+        let reopen = task.backoff.until.filter(|_| task.down());
         tokio::select! {
             (result, n) = async { sending.as_mut().expect("guarded").await }, if sending.is_some() => {
                 sending = None;
@@ -113,6 +118,9 @@ pub(super) async fn run<E: SpanExporter>(
                 None => open = false,
             },
             () = tokio::time::sleep_until(due_at.unwrap_or_else(Instant::now)), if lingering => {}
+            () = tokio::time::sleep_until(reopen.unwrap_or_else(Instant::now)), if reopen.is_some() => {
+                task.reopen();
+            }
         }
     }
 }
@@ -146,6 +154,8 @@ pub(super) struct Task {
     batch: Vec<SpanData>,
     waiting: Vec<oneshot::Sender<()>>,
     backoff: Backoff,
+    /// The back-off just ended: the next span is sent without lingering.
+    probe: bool,
     warned_export: bool,
     warned_hold: bool,
 }
@@ -158,6 +168,7 @@ impl Task {
             batch: Vec::with_capacity(MAX_BATCH),
             waiting: vec![],
             backoff: Backoff::default(),
+            probe: false,
             warned_export: false,
             warned_hold: false,
         }
@@ -235,6 +246,17 @@ impl Task {
         std::mem::replace(&mut self.batch, rest)
     }
 
+    /// Whether the path drops exchanges (exports fail).
+    fn down(&self) -> bool {
+        self.shared.down.load(Ordering::Relaxed)
+    }
+
+    /// The back-off is over: the path hands exchanges over again and the first is a probe.
+    fn reopen(&mut self) {
+        self.shared.down.store(false, Ordering::Relaxed);
+        self.probe = true;
+    }
+
     fn answer_flushes(&mut self) {
         for done in self.waiting.drain(..) {
             let _ = done.send(());
@@ -248,6 +270,14 @@ impl Task {
             Ok(Ok(())) => {
                 s.metrics.otlp_exported(n);
                 self.backoff.succeeded();
+                // The outage the warning was about is over: say so, and warn of the next.
+                if std::mem::replace(&mut self.warned_export, false) {
+                    tracing::info!(
+                        "OTLP export to {} works again; spans were dropped while it failed \
+                         (flakestorm_otlp_dropped_spans_total{{reason=\"export_failed\"}})",
+                        s.settings.endpoint
+                    );
+                }
                 return;
             }
             Ok(Err(e)) => e.to_string(),
@@ -255,6 +285,7 @@ impl Task {
         };
         s.metrics.otlp_dropped("export_failed", n);
         self.backoff.failed();
+        s.down.store(true, Ordering::Relaxed);
         if !std::mem::replace(&mut self.warned_export, true) {
             tracing::warn!(
                 "OTLP export to {} ({}) failed: {why}; spans are dropped while it fails \

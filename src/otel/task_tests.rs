@@ -173,3 +173,65 @@ async fn spans_gather_for_the_linger_and_a_flush_sends_at_once() {
         "what is left is sent when the queue closes"
     );
 }
+
+/// A collector that refuses while `failing` is set and keeps each request's span count.
+#[derive(Debug, Clone, Default)]
+struct Flaky {
+    failing: Arc<std::sync::atomic::AtomicBool>,
+    sent: Requests,
+}
+
+impl SpanExporter for Flaky {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        if self.failing.load(Ordering::Relaxed) {
+            return Err(opentelemetry_sdk::error::OTelSdkError::InternalFailure(
+                "connection refused".into(),
+            ));
+        }
+        self.sent.0.lock().unwrap().push(batch.len());
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn while_exports_fail_the_path_drops_exchanges_and_a_probe_reopens_it() {
+    let metrics = Metrics::new();
+    let (tx, rx) = mpsc::channel(64);
+    let otel = crate::otel::Otel::with(tx, crate::otel::testing::settings(false), &metrics, 1);
+    let flaky = Flaky::default();
+    flaky.failing.store(true, Ordering::Relaxed);
+    let task = tokio::spawn(run(rx, flaky.clone(), otel.inner.shared.clone()));
+    let hand_over = || {
+        let (ex, b) = chat();
+        otel.exchange(Arc::new(ex), Some(b), false);
+    };
+    hand_over();
+    assert!(!otel.down(), "nothing failed yet");
+    tokio::time::sleep(Duration::from_millis(101)).await;
+    assert!(otel.down(), "the export after the linger failed");
+    assert_eq!(dropped(&metrics, "export_failed"), "1");
+
+    hand_over();
+    assert_eq!(otel.inner.tx.capacity(), 64, "not queued");
+    assert_eq!(
+        dropped(&metrics, "export_failed"),
+        "2",
+        "dropped on the path, and counted"
+    );
+
+    flaky.failing.store(false, Ordering::Relaxed);
+    tokio::time::sleep(BACKOFF_MIN).await;
+    assert!(!otel.down(), "the back-off is over");
+    let before = Instant::now();
+    hand_over();
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        flaky.sent.0.lock().unwrap().clone(),
+        [1],
+        "the first span after the back-off is a probe, sent at once"
+    );
+    assert!(before.elapsed() < Duration::from_millis(100), "no linger");
+    drop(hand_over);
+    drop(otel);
+    task.await.unwrap();
+}

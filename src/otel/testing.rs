@@ -36,6 +36,7 @@ pub(super) fn shared(content: bool, metrics: &Metrics) -> Arc<Shared> {
     Arc::new(Shared {
         settings: settings(content),
         metrics: metrics.clone(),
+        down: Default::default(),
     })
 }
 

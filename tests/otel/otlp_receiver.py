@@ -119,7 +119,7 @@ class GrpcReceiver(Receiver):
 class HttpReceiver(Receiver):
     protocol = "http/protobuf"
 
-    def __init__(self):
+    def __init__(self, port: int = 0):
         super().__init__()
         receiver = self
 
@@ -142,7 +142,7 @@ class HttpReceiver(Receiver):
                 self.end_headers()
                 self.wfile.write(out)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         # The base URL: flakestorm appends /v1/traces, as for OTEL_EXPORTER_OTLP_ENDPOINT.
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"

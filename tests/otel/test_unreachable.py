@@ -5,6 +5,7 @@ and the spans it could not export are counted in `flakestorm_otlp_dropped_spans_
 from __future__ import annotations
 
 import socket
+import time
 
 import openai
 import pytest
@@ -61,3 +62,41 @@ def test_the_proxy_and_its_calls_are_unaffected(collector, tmp_path, origins, mo
     warnings = [l for l in fs.stderr_tail(100_000).splitlines() if "OTLP export to" in l]
     assert len(warnings) == 1, warnings
     assert f"127.0.0.1:{port}" in warnings[0] and "flakestorm_otlp_dropped_spans_total" in warnings[0]
+
+
+def test_export_resumes_when_the_collector_comes_back(tmp_path, origins, monkeypatch):
+    """While exports fail the proxy drops exchanges before building their spans; once the
+    back-off ends, the next exchange is sent at once as a probe and export goes on."""
+    from otlp_receiver import HttpReceiver
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))  # bound, never listening: refused, and nobody takes it
+    port = held.getsockname()[1]
+    fs = conformance.Flakestorm.start(tmp_path, env=clean_env(), extra_config=(
+        f"telemetry:\n  otlp: {{endpoint: \"http://127.0.0.1:{port}\", protocol: \"http/protobuf\"}}\n"))
+    receiver = None
+    try:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            monkeypatch.setenv(name, fs.proxy_url)
+        monkeypatch.setenv("SSL_CERT_FILE", str(fs.ca_file))
+        c = openai.OpenAI(base_url=f"{origins.openai.url()}/v1", api_key="sk-test", max_retries=0)
+        c.chat.completions.create(model="gpt-otel-before", messages=MSG)
+        fs.wait_metric("flakestorm_otlp_dropped_spans_total", 1, within_s=10, reason="export_failed")
+
+        held.close()
+        receiver = HttpReceiver(port=port)
+        # Within the back-off (5 s at most) calls are dropped; after it, one is a probe.
+        deadline = time.monotonic() + 20
+        while not receiver.spans and time.monotonic() < deadline:
+            c.chat.completions.create(model="gpt-otel-after", messages=MSG)
+            receiver.wait(lambda s: True, count=1, within_s=0.5)
+        assert receiver.spans, "no span exported after the collector came back"
+        assert fs.metric("flakestorm_otlp_exported_spans_total") >= 1
+        assert any(s.attributes.get("gen_ai.request.model") == "gpt-otel-after" for s in receiver.spans)
+    finally:
+        fs.stop()
+        held.close()
+        if receiver:
+            receiver.close()
+    log = fs.stderr_tail(100_000)
+    assert "works again" in log, log[-2000:]
