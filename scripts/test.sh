@@ -104,7 +104,7 @@ FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/frameworks -q
 echo "--- the MCP faults against the older MCP SDK major (mcp 1.x, FastMCP), in the older-majors venv"
 FLAKESTORM_BIN="$bin" .venv-tests-older/bin/python -m pytest tests/frameworks/test_mcp_sdk.py -q
 
-echo "==> OTLP spans to a real receiver over gRPC and HTTP/protobuf: the real SDKs, a run's tree, an instrumented agent, MCP tool calls, a run submitted with other export, a collector that is down (tests/otel)"
+echo "==> OTLP spans to a real receiver over gRPC and HTTP/protobuf: the real SDKs, a run's tree, an instrumented agent, MCP tool calls, a run submitted with other export, content as the GenAI messages, a collector that is down and comes back (tests/otel)"
 FLAKESTORM_BIN="$bin" .venv-tests/bin/python -m pytest tests/otel -q
 
 echo "==> the HTML report in headless Chromium (tests/reports)"

@@ -1,7 +1,7 @@
 //! What an LLM call's bodies say that its exchange record does not (its span's GenAI
 //! attributes, `crate::otel`): the model a request asked for and the one that answered,
 //! the finish reasons of an answer, the provider's error code on a failed call. Read whole
-//! (JSON) or event by event (SSE, NDJSON), by the keys every provider uses; nothing here
+//! (JSON, or Gemini's JSON array of chunks) or event by event (SSE, NDJSON), by the keys every provider uses; nothing here
 //! fails: what cannot be read is absent.
 
 use serde_json::Value;
@@ -13,6 +13,12 @@ pub fn documents(body: &[u8]) -> Vec<Value> {
         && let Ok(v) = serde_json::from_slice(trimmed)
     {
         return vec![v];
+    }
+    // Gemini's `streamGenerateContent` without `alt=sse`: one JSON array of chunks.
+    if trimmed.starts_with(b"[")
+        && let Ok(Value::Array(chunks)) = serde_json::from_slice(trimmed)
+    {
+        return chunks;
     }
     crate::llm::frame::events(body)
         .filter_map(|e| e.json)

@@ -3,7 +3,8 @@
 //! `gemini`, `ollama`. `wire` is the registration: the one place a provider value becomes
 //! its format. Shared machinery: `frame` (the one SSE/NDJSON framer), `path` (locations
 //! in JSON), `request` (conversation edits), `synthetic` (built responses); `detect`
-//! recognises LLM and embedding endpoints, `tool_calls` reads the calls a response asked
+//! recognises LLM and embedding endpoints, `messages` reads a call's prompt and answer as
+//! the GenAI conventions' messages, `tool_calls` reads the calls a response asked
 //! for, `usage` the tokens it reported. Rewriting bodies and streams under a fault is the chaos engine's
 //! (`chaos::rewrite`), against this interface only. Pure: no I/O.
 #![deny(clippy::wildcard_enum_match_arm)]
@@ -14,6 +15,7 @@ mod detect;
 pub mod frame;
 pub mod gemini;
 pub mod generate;
+pub mod messages;
 pub mod ollama;
 pub mod openai;
 pub mod path;

@@ -1,9 +1,10 @@
 //! One exchange as a span, after the GenAI semantic conventions: `chat`, `embeddings` or
 //! `execute_tool` with the provider, models, tokens, finish reasons and `error.type`; MCP
 //! calls with `mcp.method.name` and `gen_ai.tool.name`; plain HTTP attributes for the
-//! rest; each fault or attack that fired as a `flakestorm.fault` event. Its parent is the
-//! agent's own span when the request carried the agent's `traceparent`, else the case's
-//! (or the run's, or none), with a link to the case then. Times are the exchange's own.
+//! rest; each fault or attack that fired as a `flakestorm.fault` event; with `content`,
+//! what it said (`said`). Its parent is the agent's own span when the request carried the
+//! agent's `traceparent`, else the case's (or the run's, or none), with a link to the case
+//! then. Times are the exchange's own.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -16,9 +17,6 @@ use super::ids;
 use crate::exchange::{Exchange, FaultRecord, Outcome, Provider, Target};
 use crate::llm::answer_fields;
 use crate::tape::Bodies;
-
-/// Prompt and answer text kept on a span, at most (`content: true`).
-const MAX_CONTENT: usize = 32 << 10;
 
 /// An exchange waiting in the queue for its span.
 pub(super) struct Pending {
@@ -334,16 +332,11 @@ impl<'a> Attributes<'a> {
         self.name = format!("execute_tool {name}");
     }
 
-    /// The redacted request and answer bodies, cut at `MAX_CONTENT` bytes.
+    /// What was said (`content`), from the redacted bodies (`said`).
     fn content(&mut self) {
-        let Some(b) = self.bodies else { return };
-        let cut = |bytes: &[u8]| -> String {
-            String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_CONTENT)]).into_owned()
-        };
-        let request = cut(&b.request);
-        let response = cut(&b.response_bytes());
-        self.add("flakestorm.request.body", request);
-        self.add("flakestorm.response.body", response);
+        if let Some(b) = self.bodies {
+            self.out.extend(super::said::said(self.ex, b));
+        }
     }
 }
 

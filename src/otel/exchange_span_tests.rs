@@ -1,6 +1,7 @@
 use super::*;
 use crate::exchange::tests_support::exchange;
 use crate::exchange::{ErrorKind, ErrorSource, McpCall};
+use crate::otel::said::MAX_CONTENT;
 use crate::otel::testing::{CHAT, attr, bodies, chat, pending, rate_limit, text};
 
 #[allow(clippy::wildcard_enum_match_arm)] // `Value` is non-exhaustive
@@ -228,4 +229,59 @@ fn content_is_on_the_span_only_when_asked_and_cut() {
         text(&span, "flakestorm.response.body").as_deref(),
         Some(r#"{"ok":true}"#)
     );
+}
+
+#[test]
+fn an_llm_calls_content_is_the_conventions_messages_not_its_bodies() {
+    let (ex, b) = chat();
+    let off = pending(ex.clone(), Some(b.clone()), false).build(false);
+    assert_eq!(attr(&off, "gen_ai.input.messages"), None, "off by default");
+    let span = pending(ex, Some(b), false).build(true);
+    let json = |key: &str| -> serde_json::Value {
+        serde_json::from_str(&text(&span, key).unwrap_or_else(|| panic!("no {key}"))).unwrap()
+    };
+    assert_eq!(
+        json("gen_ai.input.messages"),
+        serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
+    );
+    assert_eq!(
+        json("gen_ai.output.messages"),
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "hello"}], "finish_reason": "stop"}])
+    );
+    assert_eq!(attr(&span, "gen_ai.system_instructions"), None);
+    assert_eq!(attr(&span, "flakestorm.request.body"), None, "not twice");
+}
+
+#[test]
+fn an_mcp_tool_calls_content_is_its_arguments_and_result() {
+    let mut ex = exchange(
+        Target::Tool {
+            name: "docs".into(),
+        },
+        "http://127.0.0.1:9/mcp",
+    )
+    .build();
+    ex.mcp = Some(McpCall {
+        method: "tools/call".into(),
+        tool: Some("search_docs".into()),
+        id: None,
+        session: None,
+        detected: false,
+        note: None,
+        transport: None,
+    });
+    let b = bodies(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_docs","arguments":{"q":"tls"}}}"#,
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"found\"}]}}\n\n",
+    );
+    let span = pending(ex, Some(b), false).build(true);
+    assert_eq!(
+        text(&span, "gen_ai.tool.call.arguments").as_deref(),
+        Some(r#"{"q":"tls"}"#)
+    );
+    assert_eq!(
+        text(&span, "gen_ai.tool.call.result").as_deref(),
+        Some(r#"{"content":[{"type":"text","text":"found"}]}"#)
+    );
+    assert_eq!(attr(&span, "flakestorm.response.body"), None);
 }

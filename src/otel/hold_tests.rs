@@ -15,10 +15,11 @@ fn a_held_span_keeps_what_the_span_says_not_the_bodies() {
     let b = bodies(&request, &format!(r#"{{"model":"gpt-x","pad":"{big}"}}"#));
     let without = pending(ex.clone(), Some(b.clone()), true).prepare(false);
     assert!(without.weight < 4 << 10, "{}", without.weight);
-    // With content, each body is kept, cut at 32 KiB.
+    // With content, what was said is kept: the prompt's text cut at 16 KiB (half the
+    // attribute's 32 KiB), the answer's padding not at all.
     let with = pending(ex, Some(b), true).prepare(true);
     assert!(
-        with.weight > 64 << 10 && with.weight < 80 << 10,
+        with.weight > 16 << 10 && with.weight < 20 << 10,
         "{}",
         with.weight
     );

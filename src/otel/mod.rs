@@ -17,6 +17,7 @@ mod hold;
 mod http_client;
 mod ids;
 mod run_span;
+mod said;
 mod settings;
 mod task;
 #[cfg(test)]

@@ -231,7 +231,6 @@ async fn while_exports_fail_the_path_drops_exchanges_and_a_probe_reopens_it() {
         "the first span after the back-off is a probe, sent at once"
     );
     assert!(before.elapsed() < Duration::from_millis(100), "no linger");
-    drop(hand_over);
     drop(otel);
     task.await.unwrap();
 }
