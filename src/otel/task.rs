@@ -6,8 +6,9 @@
 //! per span would cost both sides far more than the span. A collector that is down or slow
 //! costs this task, never the proxy: a failed export is dropped (no retry) and counted, says
 //! so once, and for a while after it (`Backoff`) the proxy's path drops exchanges before
-//! capturing or queueing them (`Shared::down`). When the back-off ends, the first span is
-//! sent at once as a probe: a dead collector costs one failed request per back-off.
+//! capturing or queueing them (`Shared::down`). The first span, and the first when the
+//! back-off ends, is sent at once as a probe: a dead collector is known at its first
+//! exchange and costs one failed request per back-off.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -154,7 +155,8 @@ pub(super) struct Task {
     batch: Vec<SpanData>,
     waiting: Vec<oneshot::Sender<()>>,
     backoff: Backoff,
-    /// The back-off just ended: the next span is sent without lingering.
+    /// The task just started or the back-off just ended: the next span is sent without
+    /// lingering.
     probe: bool,
     warned_export: bool,
     warned_hold: bool,
@@ -168,7 +170,8 @@ impl Task {
             batch: Vec::with_capacity(MAX_BATCH),
             waiting: vec![],
             backoff: Backoff::default(),
-            probe: false,
+            // The first span is a probe too: a collector that is down is known at once.
+            probe: true,
             warned_export: false,
             warned_hold: false,
         }
