@@ -263,6 +263,7 @@ fn parse_event(message: &[u8]) -> Option<(u64, Result<RunEvent, EventError>)> {
 fn print_event(event: &RunEvent, show: Show) {
     let c = match event {
         RunEvent::Case(c) if show.summary() => c,
+        RunEvent::Warning { message } => return eprintln!("flakestorm: warning: {message}"),
         RunEvent::Case(_)
         | RunEvent::Queued { .. }
         | RunEvent::Started { .. }

@@ -122,6 +122,10 @@ async fn set_up(
         return Err((inner.cancelled(), None));
     };
     let mut session = started.map_err(|e| error(e.0))?;
+    if let Some(note) = session.telemetry_note() {
+        let message = note.to_string();
+        job.events.push(RunEvent::Warning { message });
+    }
     // The store hears of a case before followers do: whoever saw a `case` event and then
     // flushes the store (as `GET /v1/runs` does) finds the case stored.
     session.record(job.recorder.clone());

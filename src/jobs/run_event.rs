@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::run::{CaseChecks, CaseResult, CellResult, CellSoFar, Judged, RunKind, SoFar};
 use crate::store::RunRecord;
 
-/// One event of a run, in the order they come: `queued`, `started`, a `case_started` and a
+/// One event of a run, in the order they come: `queued`, `started`, any `warning`, a
+/// `case_started` and a
 /// `case` per case, then (a run that ended with a report) a `phase` per phase scored and a
 /// `cell` per contract cell, and `done` last. Serde's tag is the SSE event's name, its
 /// content the data; `EventKind` (derived) names the kinds alone.
@@ -34,6 +35,11 @@ pub enum RunEvent {
     /// It has its turn.
     Started {
         id: String,
+    },
+    /// Something the run must say that does not stop it, as soon as it is known (it is in
+    /// the report's warnings too): today, a `telemetry.otlp` the daemon does not apply.
+    Warning {
+        message: String,
     },
     /// A case is sent to the agent (its prompt cut to 200 characters).
     CaseStarted {

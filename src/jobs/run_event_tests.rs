@@ -60,6 +60,12 @@ fn every_kind() -> Vec<(RunEvent, String)> {
         (RunEvent::Queued { id: "r1".into() }, json!({"id": "r1"})),
         (RunEvent::Started { id: "r1".into() }, json!({"id": "r1"})),
         (
+            RunEvent::Warning {
+                message: "m".into(),
+            },
+            json!({"message": "m"}),
+        ),
+        (
             RunEvent::case_started("s", &input),
             json!({"scenario": "s", "input": crate::text::cut(&input, 200)}),
         ),
@@ -99,6 +105,7 @@ fn a_kinds_name_is_serdes_tag_and_the_docs() {
         [
             "queued",
             "started",
+            "warning",
             "case_started",
             "case",
             "phase",

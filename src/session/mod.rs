@@ -204,6 +204,12 @@ impl Session {
         warnings
     }
 
+    /// Why this run's `telemetry.otlp` is not applied, when it is not (also a warning of
+    /// its report).
+    pub fn telemetry_note(&self) -> Option<&str> {
+        self.telemetry_note.as_deref()
+    }
+
     /// The end of a run that made a report: the agent stopped (a crash is a warning of the
     /// report), the report written to `json` and beside it in the config's formats, its
     /// tapes, and the run recorded. The proxy is left running: `stop` ends the session.

@@ -1,6 +1,7 @@
 """A run submitted to a daemon (`contract run --server`) whose config asks for other OTLP
 export than the daemon's: the daemon exports where it was started to, and the run's report
-says so (its warnings, the terminal summary) without any header's value; its spans reach
+says so (its warnings, the terminal summary, a `warning` event as it starts) without any
+header's value; its spans reach
 the daemon's receiver, none the one the run asked for."""
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def test_a_run_asking_for_other_export_is_told(flakestorm, grpc_receiver, agent,
         assert f"the daemon sends them to {grpc_receiver.endpoint} (grpc)" in note, note
         assert "run-secret" not in note and "test-key" not in note, note
         assert "telemetry.otlp is not applied" in out.stdout, out.stdout
+        # Said as the run starts too: the events stream's `warning`, printed by --server.
+        (said,) = [l for l in out.stderr.splitlines() if l.startswith("flakestorm: warning: ")]
+        assert "telemetry.otlp is not applied" in said and "run-secret" not in said, said
         (root,) = grpc_receiver.wait(lambda s: s.attributes.get("flakestorm.run.name") == "otel-elsewhere")
         assert root.attributes["flakestorm.run.verdict"] == "pass"
         assert elsewhere.spans == []
