@@ -549,7 +549,11 @@ async fn a_queued_run_without_a_seed_shows_the_seed_it_then_uses() {
     for id in &queued {
         let run = b.get(&format!("/v1/runs/{id}")).await;
         assert_eq!(run["status"], "queued", "{run}");
-        assert_eq!(run["seed"].as_u64(), Some(base), "the daemon's, not the holder's: {run}");
+        assert_eq!(
+            run["seed"].as_u64(),
+            Some(base),
+            "the daemon's, not the holder's: {run}"
+        );
     }
     a.permits.add_permits(100);
     for id in &queued {

@@ -141,9 +141,13 @@ pub(super) fn add_baseline(
 pub(super) fn chaos_report(
     ctx: &crate::run::Scoring,
     name: &str,
-    run: PromptRun,
+    mut run: PromptRun,
     seen: &Seen,
 ) -> ChaosReport {
+    // A wrong `agent.response_path` judged nothing of the agent: its prompts are `?`.
+    if let Some(why) = &seen.response_path {
+        super::unread::prompts_not_judged(why, &mut run);
+    }
     let judged = run.prompts.iter().filter(|p| p.judged).count();
     let passed = run.prompts.iter().filter(|p| p.passed).count();
     let trials = match ctx.trials.n > 1 {

@@ -173,6 +173,11 @@ pub(super) fn assemble(
         report.types = type_scores(spec, plan, &[]);
         return report;
     }
+    let mut run = run;
+    // A wrong `agent.response_path` judged nothing of the agent: its variants are `?`.
+    if let (Some(run), Some(why)) = (run.as_mut(), &seen.response_path) {
+        super::unread::prompts_not_judged(why, run);
+    }
     let (mutants, wire_done) = paired(ctx, made, run.as_ref(), wire, held);
     let variants = per_variant(&mutants);
     report.score = super::consistency::credited_score(
