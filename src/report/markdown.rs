@@ -110,6 +110,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
         super::markdown_trials::table(out, s);
     } else {
         failed_cases(out, s);
+        super::markdown_trials::table(out, s);
     }
     outcome_table(out, s);
     if let Some(u) = s.usage {

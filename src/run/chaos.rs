@@ -49,6 +49,10 @@ pub struct ChaosReport {
     /// With `advanced.trials` above 1: each prompt's consistency over its trials.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<super::CaseTrials>,
+    /// With `advanced.trials` above 1: the run's consistency, the mean of each prompt's
+    /// figures (as a contract cell's is of its prompts').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<super::Consistency>,
     /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
     /// Under `--shard`: which part of the run this is, and what a merge needs.
@@ -112,6 +116,12 @@ pub async fn run_chaos(
     }
     report.shard = part;
     Ok(report)
+}
+
+/// The mean of units' figures (a chaos run's prompts, a mutation run's variants).
+pub(super) fn mean_of(units: &[super::CaseTrials]) -> Option<super::Consistency> {
+    let all: Vec<super::Consistency> = units.iter().map(|t| t.consistency.clone()).collect();
+    super::Consistency::mean(&all)
 }
 
 /// The `(baseline)` pass's cases and coverage in a chaos run's report.
@@ -186,6 +196,7 @@ pub(super) fn chaos_report(
         coverage: run.coverage,
         cases: run.cases,
         prompts: run.prompts,
+        consistency: mean_of(&trials),
         trials,
         warnings: run.warnings,
         shard: None,
