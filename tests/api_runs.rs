@@ -523,3 +523,45 @@ async fn a_daemon_run_writes_its_failed_cases_tapes() {
         "bodies kept only during the run"
     );
 }
+
+/// A run that fixes no seed records the daemon's from its submission on, even while an
+/// exclusive run has swapped the engine's seed for its own; once its turn comes it runs
+/// with exactly that seed.
+#[tokio::test]
+async fn a_queued_run_without_a_seed_shows_the_seed_it_then_uses() {
+    let b = Bench::start().await;
+    let base = b.get("/v1/chaos").await["seed"].as_u64().unwrap();
+    let mut a = b.gated(0).await;
+    let mut holder = chaos_run(&a.agent, &b.tool, 1);
+    holder["seed"] = json!(base.wrapping_add(1));
+    let running = b.submit(holder).await;
+    b.events(&running, None).await.until("case_started").await;
+    within("the agent is called", a.called.recv())
+        .await
+        .unwrap();
+    let held = b.get("/v1/chaos").await["seed"].as_u64();
+    assert_eq!(held, Some(base.wrapping_add(1)), "the run holds the engine");
+
+    let queued = [
+        b.submit(chaos_run(&a.agent, &b.tool, 1)).await,
+        b.submit(chaos_run(&a.agent, &b.tool, 1)).await,
+    ];
+    for id in &queued {
+        let run = b.get(&format!("/v1/runs/{id}")).await;
+        assert_eq!(run["status"], "queued", "{run}");
+        assert_eq!(
+            run["seed"].as_u64(),
+            Some(base),
+            "the daemon's, not the holder's: {run}"
+        );
+    }
+    a.permits.add_permits(100);
+    for id in &queued {
+        let events = b.events(id, None).await.through_done().await;
+        let done = &events.last().unwrap().data;
+        assert_eq!(done["seed"].as_u64(), Some(base), "{done}");
+        let report = b.get(&format!("/v1/runs/{id}/report")).await;
+        assert_eq!(report["seed"].as_u64(), Some(base), "the run used it");
+    }
+    b.events(&running, None).await.through_done().await;
+}

@@ -156,3 +156,100 @@ fn a_config_error_shows_every_cell_not_tested_in_every_format() {
         "2 cells and the verdict"
     );
 }
+
+/// A script agent that calls its search tool (through the proxy, where the chaos fails
+/// it) and answers JSON without the `output` the config reads its answers at.
+fn wrong_path_under_chaos(tool: std::net::SocketAddr) -> String {
+    format!(
+        r#"tools: [{{name: search, match_url: 'http://{tool}/*'}}]
+agent: {{command: 'sh answer.sh {{prompt}}', response_path: '$.output', env: {{TOOL_URL: 'http://{tool}/q'}}}}
+golden_prompts: [hi, there]
+invariants: [{{type: contains, value: source}}]
+chaos:
+  tool_faults: [{{tool: search, mode: error, error_code: 503}}]
+mutations: {{types: [noise], count: 1}}
+"#
+    )
+}
+
+/// Chaos-only and mutation runs under the same config error: every prompt and variant
+/// `?` (not judged, the config's error), none `✗`, the run ERROR with no score, in the
+/// terminal, the JSON, HTML, Markdown and JUnit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_error_leaves_chaos_and_mutation_prompts_not_judged() {
+    let tool = common::origin::search_tool().await;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &wrong_path_under_chaos(tool.addr));
+    let answer =
+        "curl -s -o /dev/null \"$TOOL_URL\"\nprintf '{\"result\": \"a cited source\"}\\n'\n";
+    std::fs::write(dir.path().join("answer.sh"), answer).unwrap();
+    let d = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        for (args, json, unit) in [
+            (
+                &["run", "--chaos-only", "-o", "out/c.json"][..],
+                "out/c.json",
+                "prompts",
+            ),
+            (&["run", "-o", "out/m.json"][..], "out/m.json", "mutants"),
+        ] {
+            judged_nothing(&d, args, json, unit);
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// Runs `args`, then checks every output of its report `json` says not judged.
+fn judged_nothing(dir: &std::path::Path, args: &[&str], json: &str, unit: &str) {
+    let (code, out, err) = flakestorm(args, dir);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(!out.contains('✗'), "{out}");
+    assert!(
+        out.contains(": config error: agent.response_path `$.output`")
+            && out.contains("? not judged: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nERROR, no score: the run could not judge"),
+        "{out}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(json)).unwrap()).unwrap();
+    assert_eq!(report["verdict"], "error");
+    let units = report[unit].as_array().unwrap();
+    assert_eq!(units.len(), 2, "{report}");
+    for u in units {
+        assert_eq!(
+            (&u["judged"], &u["passed"]),
+            (&false.into(), &false.into()),
+            "{u}"
+        );
+        assert_eq!(u["checks"][0]["verdict"], "not_tested", "{u}");
+        assert!(
+            u["checks"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("config error")
+        );
+    }
+    let html = rendered(dir, json, "html");
+    assert!(!html.contains("score <b>") && !html.contains('✗'), "{html}");
+    assert_eq!(
+        html.matches("not judged: config error").count(),
+        2,
+        "{html}"
+    );
+    let md = rendered(dir, json, "markdown");
+    assert!(md.contains("0 of 0 judged cases failed (2 cases)."), "{md}");
+    assert!(md.contains("⚠️ 2 not judged, e.g.: config error"), "{md}");
+    assert!(!md.contains("/100") && !md.contains('❌'), "{md}");
+    let xml = rendered(dir, json, "junit");
+    assert!(!xml.contains("<failure"), "{xml}");
+    assert_eq!(
+        xml.matches("<error message=\"not judged: config error")
+            .count(),
+        2,
+        "{xml}"
+    );
+}

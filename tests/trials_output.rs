@@ -124,3 +124,87 @@ fn one_trial_alone_shows_pass_1_once_and_pass_k_shows_no_note() {
         "{out}"
     );
 }
+
+/// The same agent calling its search tool first (through the proxy, where the chaos
+/// fails it; it answers the same either way), under chaos and mutations.
+fn chaos_config(tool: std::net::SocketAddr) -> String {
+    format!(
+        r#"tools: [{{name: search, match_url: 'http://{tool}/*'}}]
+agent: {{command: 'sh answer.sh {{prompt}}', env: {{TOOL_URL: 'http://{tool}/q'}}}}
+golden_prompts: [hi]
+advanced: {{concurrency: 1, trials: 4}}
+invariants: [{{type: contains, value: source}}]
+chaos:
+  tool_faults: [{{tool: search, mode: error, error_code: 503}}]
+mutations: {{types: [noise], count: 1}}
+"#
+    )
+}
+
+/// A chaos-only run's prompts, and `ci`'s chaos and mutation phases, show their trials
+/// in every report format as a contract's cells do, and the line when the mean hides a
+/// pass^k of 0 (`ci`'s phases too, in the terminal as well).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_and_mutation_runs_show_their_trials_in_every_format() {
+    let tool = common::origin::search_tool().await;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &chaos_config(tool.addr));
+    let agent = format!("curl -s -o /dev/null \"$TOOL_URL\"\n{AGENT}");
+    std::fs::write(dir.path().join("answer.sh"), agent).unwrap();
+    let d = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || chaos_and_ci(&d))
+        .await
+        .unwrap();
+}
+
+fn chaos_and_ci(dir: &std::path::Path) {
+    let figures = "3 of 4 trials passed, pass^1 0.75, pass^4 0.00, pass@4 1.00";
+    let (code, out, err) = flakestorm(&["run", "--chaos-only", "-o", "out/t.json"], dir);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains(&format!("FLAKY \"hi\": {figures}")), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/t.json")).unwrap()).unwrap();
+    let run = &json["consistency"];
+    assert_eq!(
+        (&run["trials"], &run["passed"]),
+        (&4.into(), &3.into()),
+        "{json}"
+    );
+    assert_eq!(run["pass_hat_k"][3], 0.0, "{run}");
+    let md = rendered(dir, "markdown");
+    assert!(
+        md.contains(&format!("| chaos | hi | flaky: {figures} |")),
+        "{md}"
+    );
+    assert!(
+        md.contains("pass^k = C(c,k)/C(n,k) is the unbiased estimator"),
+        "{md}"
+    );
+    assert!(md.contains("> ⚠️ The prompts are scored by pass^1"), "{md}");
+    let html = rendered(dir, "html");
+    assert!(html.contains("<h3 id=\"chaos-trials\">Consistency over trials</h3>"));
+    assert!(html.contains(&format!("flaky: {figures}</td>")), "{html}");
+    assert!(html.contains("the prompts are scored by pass^1 (scoring.consistency: mean)"));
+    let xml = rendered(dir, "junit");
+    let pass_at = "<property name=\"pass@k\" value=\"1.0000\"/>";
+    assert_eq!(
+        xml.matches(pass_at).count(),
+        4,
+        "each trial's testcase: {xml}"
+    );
+    assert!(xml.contains("<property name=\"estimator\" value=\"unbiased: pass^k"));
+
+    std::fs::remove_file(dir.join("count")).unwrap();
+    let (_, out, err) = flakestorm(&["ci", "-o", "out/t.json"], dir);
+    for what in ["variants", "prompts"] {
+        let note = format!("note: the {what} are scored by pass^1 (scoring.consistency: mean)");
+        assert!(out.contains(&note), "{what}: {out}\n{err}");
+    }
+    let md = rendered(dir, "markdown");
+    assert!(md.contains("> ⚠️ The prompts are scored by pass^1"), "{md}");
+    assert!(
+        md.contains("> ⚠️ The variants are scored by pass^1"),
+        "{md}"
+    );
+    assert!(md.contains("| noise | "), "{md}");
+}

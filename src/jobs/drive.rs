@@ -99,8 +99,8 @@ async fn set_up(
         }
         false => None,
     };
-    let seed = job.lock().seed.unwrap_or_else(|| inner.proxy.engine.seed());
-    job.lock().seed = Some(seed);
+    // Recorded at submission (`Jobs::submit`): the run uses exactly that one.
+    let seed = job.lock().seed.unwrap_or(inner.base_seed);
     let opts = Options {
         agent_log: dir.join("agent.log"),
         min_score: sub.min_score.unwrap_or(config.scoring.min_score),

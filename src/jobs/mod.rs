@@ -94,6 +94,10 @@ struct Inner {
     max_parallel: u32,
     /// The daemon is stopping: runs cancelled now end `interrupted`.
     stopping: std::sync::atomic::AtomicBool,
+    /// The seed of runs that fix none (`advanced.seed`): the daemon's own, taken before
+    /// any run. Kept apart from the engine's, which an exclusive run swaps for its own
+    /// while it runs (a run submitted meanwhile must not record that one).
+    base_seed: u64,
 }
 
 /// Where the daemon's proxy is and where runs write.
@@ -122,6 +126,7 @@ impl Jobs {
         let max_parallel = s.max_parallel.max(1);
         Jobs {
             inner: Arc::new(Inner {
+                base_seed: s.proxy.engine.seed(),
                 proxy: s.proxy,
                 metrics: s.metrics,
                 tools: s.tools,
@@ -171,12 +176,16 @@ impl Jobs {
             return Err("runs need an `agent:` section (endpoint of the agent under test)".into());
         }
         let (kind, digest) = (sub.request.kind, sub.loaded.digest.clone());
-        let seed = sub.seed.or(sub.loaded.config.advanced.seed);
+        // Known from submission on: `GET /v1/runs/{id}` shows it while queued.
+        let seed = sub
+            .seed
+            .or(sub.loaded.config.advanced.seed)
+            .unwrap_or(self.inner.base_seed);
         let recorder = Recorder::begin(
             &self.inner.proxy.store,
             kind,
             digest.clone(),
-            seed,
+            Some(seed),
             Status::Queued,
         );
         let id = recorder.id.as_str().to_string();
@@ -185,7 +194,7 @@ impl Jobs {
                 id: id.clone(),
                 kind,
                 config_digest: digest,
-                seed,
+                seed: Some(seed),
                 started_ms: crate::store::now_ms(),
                 finished_ms: None,
                 status: Status::Queued,

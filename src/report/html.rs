@@ -132,7 +132,7 @@ struct SectionCtx {
     heatmap: Option<Heatmap>,
     /// What the agent did with the faults, per scenario and fault family.
     profile: Option<profile::Profile>,
-    /// Contract cells with trials: their figures and the estimator.
+    /// Cells, prompts or variants with trials: their figures and the estimator.
     trials: Option<trials::Table>,
     cells: Vec<CellCtx>,
     groups: Vec<Group>,

@@ -110,6 +110,7 @@ fn section(out: &mut String, s: &Section<'_>, heading: bool) {
         super::markdown_trials::table(out, s);
     } else {
         failed_cases(out, s);
+        super::markdown_trials::table(out, s);
     }
     outcome_table(out, s);
     if let Some(u) = s.usage {
@@ -257,6 +258,12 @@ fn failed_cases(out: &mut String, s: &Section<'_>) {
         failed.len(),
         s.cases.len()
     );
+    // Why some were not judged (a config error, chaos that never reached the agent).
+    let unjudged = s.cases.iter().filter(|c| c.passed.is_none());
+    if let Some(why) = unjudged.clone().find_map(|c| c.case.not_judged.as_deref()) {
+        let n = unjudged.count();
+        let _ = writeln!(out, "⚠️ {n} not judged, e.g.: {}\n", inline(why));
+    }
     if failed.is_empty() {
         return;
     }

@@ -10,6 +10,7 @@ pub mod markdown;
 mod markdown_trials;
 pub mod outcomes;
 pub mod text;
+mod trials_rows;
 pub mod usage;
 pub mod view;
 

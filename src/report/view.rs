@@ -58,6 +58,9 @@ pub struct Section<'a> {
     /// How the run measured its trials (the top-level report's; `ci` shares its own with
     /// every phase), for which pass^k its figures show.
     pub trials: Option<&'a crate::run::TrialsInfo>,
+    /// Chaos and mutation runs with trials: each prompt's or variant's (the report's
+    /// `trials`), which their formats list as a contract's cells.
+    pub units: &'a [crate::run::CaseTrials],
 }
 
 /// One case and the checks that judged it.
@@ -137,6 +140,7 @@ fn contract(r: &crate::run::ContractReport) -> Section<'_> {
         unrun: vec![],
         usage: r.usage.as_deref(),
         trials: None,
+        units: &[],
     }
 }
 
@@ -169,6 +173,7 @@ fn chaos(r: &crate::run::ChaosReport) -> Section<'_> {
         unrun: vec![],
         usage: r.usage.as_deref(),
         trials: None,
+        units: &r.trials,
     }
 }
 
@@ -198,6 +203,7 @@ fn mutation(r: &crate::run::MutationReport) -> Section<'_> {
         unrun: vec![],
         usage: r.usage.as_deref(),
         trials: None,
+        units: &r.trials,
     }
 }
 
@@ -244,6 +250,7 @@ fn replay(r: &crate::run::ReplayReport) -> Section<'_> {
         unrun,
         usage: None,
         trials: None,
+        units: &[],
     }
 }
 

@@ -49,6 +49,10 @@ pub struct ChaosReport {
     /// With `advanced.trials` above 1: each prompt's consistency over its trials.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<super::CaseTrials>,
+    /// With `advanced.trials` above 1: the run's consistency, the mean of each prompt's
+    /// figures (as a contract cell's is of its prompts').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<super::Consistency>,
     /// E.g. the embeddings endpoint failed, or the agent dropped the trace id.
     pub warnings: Vec<String>,
     /// Under `--shard`: which part of the run this is, and what a merge needs.
@@ -114,6 +118,12 @@ pub async fn run_chaos(
     Ok(report)
 }
 
+/// The mean of units' figures (a chaos run's prompts, a mutation run's variants).
+pub(super) fn mean_of(units: &[super::CaseTrials]) -> Option<super::Consistency> {
+    let all: Vec<super::Consistency> = units.iter().map(|t| t.consistency.clone()).collect();
+    super::Consistency::mean(&all)
+}
+
 /// The `(baseline)` pass's cases and coverage in a chaos run's report.
 pub(super) fn add_baseline(
     ctx: &crate::run::Scoring,
@@ -141,9 +151,13 @@ pub(super) fn add_baseline(
 pub(super) fn chaos_report(
     ctx: &crate::run::Scoring,
     name: &str,
-    run: PromptRun,
+    mut run: PromptRun,
     seen: &Seen,
 ) -> ChaosReport {
+    // A wrong `agent.response_path` judged nothing of the agent: its prompts are `?`.
+    if let Some(why) = &seen.response_path {
+        super::unread::prompts_not_judged(why, &mut run);
+    }
     let judged = run.prompts.iter().filter(|p| p.judged).count();
     let passed = run.prompts.iter().filter(|p| p.passed).count();
     let trials = match ctx.trials.n > 1 {
@@ -182,6 +196,7 @@ pub(super) fn chaos_report(
         coverage: run.coverage,
         cases: run.cases,
         prompts: run.prompts,
+        consistency: mean_of(&trials),
         trials,
         warnings: run.warnings,
         shard: None,

@@ -96,6 +96,10 @@ pub struct MutationReport {
     /// (`scenario`: its type; `prompt`: its text, or `type #index` for a wire variant).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<super::CaseTrials>,
+    /// With `advanced.trials` above 1: the run's consistency, the mean of each variant's
+    /// figures (as a contract cell's is of its prompts').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<super::Consistency>,
     pub warnings: Vec<String>,
     /// Under `--shard`: which part of the run this is (its golden prompts), and what a
     /// merge needs.
@@ -173,6 +177,11 @@ pub(super) fn assemble(
         report.types = type_scores(spec, plan, &[]);
         return report;
     }
+    let mut run = run;
+    // A wrong `agent.response_path` judged nothing of the agent: its variants are `?`.
+    if let (Some(run), Some(why)) = (run.as_mut(), &seen.response_path) {
+        super::unread::prompts_not_judged(why, run);
+    }
     let (mutants, wire_done) = paired(ctx, made, run.as_ref(), wire, held);
     let variants = per_variant(&mutants);
     report.score = super::consistency::credited_score(
@@ -182,6 +191,7 @@ pub(super) fn assemble(
     );
     if ctx.trials.n > 1 {
         report.trials = variants.iter().map(|(m, c)| trials_of(m, c)).collect();
+        report.consistency = super::chaos::mean_of(&report.trials);
     }
     let judged_any = mutants.iter().any(|m| m.judged);
     report.judgement = match &run {
@@ -234,6 +244,7 @@ fn empty(ctx: &Scoring, chaos: Option<&str>, plan: &Plan) -> MutationReport {
         min_score: ctx.min_score,
         coverage: vec![],
         trials: vec![],
+        consistency: None,
         warnings: vec![],
         shard: None,
         usage: None,

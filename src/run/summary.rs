@@ -209,7 +209,6 @@ pub fn verdict_line_of(what: &str, score: f64, min_score: f64, j: &Judgement) ->
     out
 }
 
-/// The chaos-only report: prompts, what the chaos did, failures, warnings, verdict.
 /// The mark and reason of the first check of a case that did not pass.
 fn first_problem(checks: &[Verdict]) -> (&'static str, &str) {
     let why = checks.iter().find_map(|v| match v {
@@ -220,8 +219,10 @@ fn first_problem(checks: &[Verdict]) -> (&'static str, &str) {
     why.unwrap_or(("✗", "failed"))
 }
 
-/// The terminal summary of a mutation run: per type, then the failed variants.
-pub fn mutation_summary(r: &super::MutationReport) -> String {
+/// The terminal summary of a mutation run: per type, then the failed variants. Its trials
+/// figures shown as `measure` says (`ci` passes its run's, which its phase does not
+/// carry), else as the report's.
+pub fn mutation_summary(r: &super::MutationReport, measure: Option<&TrialsInfo>) -> String {
     // Variants, not trials (`types` counts a variant once, passed when all its trials did).
     let judged: usize = r.types.iter().map(|t| t.judged).sum();
     let passed: usize = r.types.iter().map(|t| t.passed).sum();
@@ -259,7 +260,7 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
     }
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);
-    let measure = r.run.as_ref().and_then(|i| i.trials.as_ref());
+    let measure = measure.or_else(|| r.run.as_ref().and_then(|i| i.trials.as_ref()));
     super::trials_shown::units(&r.trials, measure, "variants", &mut out);
     for m in r.mutants.iter().filter(|m| !m.passed) {
         let (mark, why) = first_problem(&m.checks);
@@ -273,7 +274,9 @@ pub fn mutation_summary(r: &super::MutationReport) -> String {
     out
 }
 
-pub fn chaos_summary(r: &ChaosReport) -> String {
+/// The chaos-only report: prompts, what the chaos did, failures, warnings, verdict; its
+/// trials figures shown as `measure` says (as a mutation run's).
+pub fn chaos_summary(r: &ChaosReport, measure: Option<&TrialsInfo>) -> String {
     let passed = r.prompts.iter().filter(|p| p.passed).count();
     let judged = r.prompts.iter().filter(|p| p.judged).count();
     let mut out = format!(
@@ -283,7 +286,7 @@ pub fn chaos_summary(r: &ChaosReport) -> String {
     );
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);
-    let measure = r.run.as_ref().and_then(|i| i.trials.as_ref());
+    let measure = measure.or_else(|| r.run.as_ref().and_then(|i| i.trials.as_ref()));
     super::trials_shown::units(&r.trials, measure, "prompts", &mut out);
     for p in r.prompts.iter().filter(|p| !p.passed) {
         let (mark, why) = first_problem(&p.checks);

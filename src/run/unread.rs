@@ -4,10 +4,12 @@
 //! tested (`?`) with that reason, never failed (`✗`), and so are the cells whose every
 //! failure came from such cases: the JSON, every report format and the terminal then say
 //! the same. Touches no verdict of a case the agent itself failed (a timeout, a 500).
+//! Chaos and mutation runs' prompts likewise (`prompts_not_judged`).
 
 use super::CellResult;
 use super::cases::CaseResult;
 use super::coverage::Coverage;
+use super::sent::PromptRun;
 use crate::agent::InvokeError;
 use crate::checks::Verdict;
 
@@ -55,6 +57,35 @@ pub(super) fn not_judged(
         };
         if !stands {
             cell.verdict = Verdict::NotTested(because.clone());
+        }
+    }
+}
+
+/// Chaos and mutation runs: the prompts (one per case, in order) whose case `why` (the
+/// config error) left without an answer are not judged, their checks not tested with
+/// that reason, as a prompt not judged for any other reason is (`Sent::judged`).
+pub(super) fn prompts_not_judged(why: &str, run: &mut PromptRun) {
+    let PromptRun {
+        cases,
+        prompts,
+        coverage,
+        ..
+    } = run;
+    for (case, p) in cases.iter_mut().zip(prompts.iter_mut()) {
+        if !unread(case) {
+            continue;
+        }
+        if let Some(c) = coverage.iter_mut().find(|c| c.scenario == case.scenario)
+            && case.not_judged.is_none()
+        {
+            c.judged = c.judged.saturating_sub(1);
+        }
+        case.not_judged = Some(why.to_string());
+        (p.judged, p.passed) = (false, false);
+        for check in &mut p.checks {
+            if matches!(check, Verdict::Fail(_) | Verdict::Pass(_)) {
+                *check = Verdict::NotTested(why.to_string());
+            }
         }
     }
 }

@@ -60,8 +60,8 @@ pub fn shown(report: &Report, show: Show) -> String {
             }
         }
         Report::Contract(r) => summary(r, color()),
-        Report::Chaos(r) => chaos_summary(r),
-        Report::Mutation(r) => mutation_summary(r),
+        Report::Chaos(r) => chaos_summary(r, None),
+        Report::Mutation(r) => mutation_summary(r, None),
         Report::Replay(r) => replay_summary(r),
         Report::Ci(r) => ci_summary(r),
     }
@@ -81,15 +81,16 @@ fn report_label(report: &Report) -> &'static str {
 fn ci_summary(report: &crate::run::CiReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    // The phases carry no trials measure of their own: the run's is theirs.
+    let measure = report.run.as_ref().and_then(|i| i.trials.as_ref());
     if let Some(m) = &report.mutation {
-        let _ = writeln!(out, "{}", mutation_summary(m));
+        let _ = writeln!(out, "{}", mutation_summary(m, measure));
     }
     if let Some(c) = &report.contract {
-        let measure = report.run.as_ref().and_then(|i| i.trials.as_ref());
         out.push_str(&summary_of(c, color(), measure));
     }
     if let Some(c) = &report.chaos {
-        let _ = write!(out, "\n{}", chaos_summary(c));
+        let _ = write!(out, "\n{}", chaos_summary(c, measure));
     }
     if let Some(r) = &report.replay {
         let _ = write!(out, "\n{}", replay_summary(r));

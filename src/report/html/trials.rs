@@ -1,6 +1,7 @@
-//! A flaky contract cell's trials side by side (docs/trials.md): one case whose trials
-//! disagree, a passing trial's timeline beside a failing trial's, so what the agent did
-//! differently shows at a glance.
+//! Trials in the HTML report (docs/trials.md): the table of figures (`Table`), and a
+//! flaky contract cell's trials side by side: one case whose trials disagree, a passing
+//! trial's timeline beside a failing trial's, so what the agent did differently shows at
+//! a glance.
 
 use serde::Serialize;
 
@@ -67,47 +68,44 @@ pub(super) fn pair(s: &Section<'_>, c: &CellResult) -> Option<Pair> {
     None
 }
 
-/// A contract's cells with trials, the flaky ones first, in the terminal's words.
+/// A contract's cells, or a chaos or mutation run's prompts or variants, with trials,
+/// the flaky ones first, in the terminal's words.
 #[derive(Serialize)]
 pub(super) struct Table {
+    heads: (&'static str, &'static str),
     rows: Vec<Row>,
     estimator: &'static str,
 }
 
 #[derive(Serialize)]
 struct Row {
-    invariant: String,
-    scenario: String,
+    first: String,
+    second: String,
     figures: String,
     flaky: bool,
 }
 
-/// The table of `s`'s cells with trials, and the line saying the run's scoring hides a
+/// The table of `s`'s rows with trials, and the line saying the run's scoring hides a
 /// pass^k of 0 (shown with the section's warnings); `None` without trials.
 pub(super) fn table(s: &Section<'_>) -> Option<(Table, Option<String>)> {
-    let mut with: Vec<&CellResult> = s.cells.iter().filter(|c| c.consistency.is_some()).collect();
-    with.sort_by_key(|c| !c.consistency.as_ref().is_some_and(|t| t.flaky));
-    let rows: Vec<Row> = with
-        .iter()
-        .filter_map(|c| {
-            let t = c.consistency.as_ref()?;
-            Some(Row {
-                invariant: text::line(&c.invariant, 60),
-                scenario: text::line(&c.scenario, 60),
-                figures: crate::run::trials_figures(t, s.trials),
-                flaky: t.flaky,
+    let rows = crate::report::trials_rows::of(s)?;
+    let hidden = rows
+        .hidden
+        .as_ref()
+        .map(|line| text::line(&format!("the {} are {line}", rows.what), 500));
+    let table = Table {
+        heads: rows.heads,
+        rows: rows
+            .rows
+            .iter()
+            .map(|r| Row {
+                first: text::line(r.first, 60),
+                second: text::line(r.second, 100),
+                figures: crate::run::trials_figures(r.trials, s.trials),
+                flaky: r.trials.flaky,
             })
-        })
-        .collect();
-    if rows.is_empty() {
-        return None;
-    }
-    let labelled = with.iter().filter_map(|c| {
-        let t = c.consistency.as_ref()?;
-        Some((format!("`{}` under `{}`", c.invariant, c.scenario), t))
-    });
-    let hidden = crate::run::hidden_zero(labelled, s.trials)
-        .map(|line| text::line(&format!("the cells are {line}"), 500));
-    let estimator = crate::run::ESTIMATOR;
-    Some((Table { rows, estimator }, hidden))
+            .collect(),
+        estimator: crate::run::ESTIMATOR,
+    };
+    Some((table, hidden))
 }

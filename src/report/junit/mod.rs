@@ -57,9 +57,7 @@ pub fn render(o: &Overview<'_>) -> String {
     for s in &o.sections {
         let mut cases = match s.phase {
             RunKind::Contract => cells::of(s),
-            RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => {
-                s.cases.iter().map(|c| case(s.phase, c)).collect()
-            }
+            RunKind::Chaos | RunKind::Mutation | RunKind::Replay | RunKind::Ci => cases(s),
         };
         cases.extend(s.unrun.iter().map(|(id, why)| Case {
             classname: format!("replay.{id}"),
@@ -210,6 +208,16 @@ fn outcome(v: &Verdict, body: String) -> Outcome {
             message: format!("not applicable: {why}"),
         },
     }
+}
+
+/// Chaos, mutation and replay: one testcase per case, with its unit's trials figures.
+fn cases(s: &Section<'_>) -> Vec<Case> {
+    let with_trials = |c| {
+        let mut k = case(s.phase, c);
+        k.properties.extend(trials::of_case(s, c));
+        k
+    };
+    s.cases.iter().map(with_trials).collect()
 }
 
 /// Chaos and mutation: one testcase per case.
