@@ -144,7 +144,8 @@ impl Events {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();
-                if block.starts_with(':') {
+                // Comments (keep-alive) and the stream's opening `retry:` are no events.
+                if block.starts_with(':') || block.starts_with("retry: ") {
                     continue;
                 }
                 let field = |name: &str| {
