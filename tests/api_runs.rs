@@ -364,7 +364,8 @@ async fn a_contract_run_over_http_streams_to_done_and_lands_in_history() {
     let none = within("an empty stream ends", none.resp.text())
         .await
         .unwrap();
-    assert_eq!(none, "", "nothing after the last event");
+    // Only the stream's opening `retry:`, no event.
+    assert_eq!(none, "retry: 1000\n\n", "nothing after the last event");
 }
 
 #[tokio::test]
