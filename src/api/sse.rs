@@ -132,6 +132,7 @@ mod tests {
             artifacts: Default::default(),
             contract: None,
             trials: None,
+            shards: None,
         };
         let done = text(ended(&record, 0)).await;
         let data = serde_json::to_string(&record).unwrap();
