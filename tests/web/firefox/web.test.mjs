@@ -59,7 +59,8 @@ describe("the web view in Firefox", { timeout: 110_000 }, () => {
     const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
     assert.equal(cells[4], s.finished.status, cells.join(" | "));
     assert.equal(cells[7], "12/12", cells.join(" | "));
-    assert.equal(cells[10], "this daemon", cells.join(" | "));
+    assert.equal(cells[9], "–", `not merged from shards: ${cells.join(" | ")}`);
+    assert.equal(cells[11], "this daemon", cells.join(" | "));
     assert.equal(await page.$eval("#nav", (n) => n.hidden), false);
     await page.browserContext().close();
   });
