@@ -277,6 +277,7 @@ fn stored_case(i: usize) -> CaseRecord {
         latency_ms: 815.0,
         trial: None,
         outcome: None,
+        timeline: None,
     }
 }
 

@@ -132,8 +132,12 @@ fn dechunk(mut body: &str) -> String {
     }
 }
 
-/// The events of an SSE text (keep-alive comments skipped).
+/// The events of an SSE text (keep-alive comments skipped). Every stream opens with
+/// `retry: 1000` alone (how long a browser waits before it resumes a broken stream).
 fn events(text: &str) -> Vec<(String, Value)> {
+    let text = text
+        .strip_prefix("retry: 1000\n\n")
+        .unwrap_or_else(|| panic!("a stream that does not open with `retry: 1000`: {text:?}"));
     let field = |block: &str, name: &str| {
         block
             .lines()

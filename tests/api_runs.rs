@@ -144,7 +144,8 @@ impl Events {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();
-                if block.starts_with(':') {
+                // Comments (keep-alive) and the stream's opening `retry:` are no events.
+                if block.starts_with(':') || block.starts_with("retry: ") {
                     continue;
                 }
                 let field = |name: &str| {
@@ -363,7 +364,8 @@ async fn a_contract_run_over_http_streams_to_done_and_lands_in_history() {
     let none = within("an empty stream ends", none.resp.text())
         .await
         .unwrap();
-    assert_eq!(none, "", "nothing after the last event");
+    // Only the stream's opening `retry:`, no event.
+    assert_eq!(none, "retry: 1000\n\n", "nothing after the last event");
 }
 
 #[tokio::test]

@@ -515,22 +515,21 @@ fn a_cases_trials_stay_in_its_shard_and_merge_to_the_whole_runs_consistency() {
 }
 
 #[test]
-fn a_merged_run_imports_into_the_run_store() {
+fn a_merge_is_recorded_in_the_run_store_with_its_shards() {
     let agent = python_agent();
     let dir = folder(&agent, 7);
     let d = dir.path();
-    let (_, _, merged) = shards_merged(d, 2);
-    // Shard runs are parts: the store has none of them.
-    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
-    let listed: Value = serde_json::from_str(&out).unwrap_or(json!({"runs": []}));
-    assert!(listed["runs"].as_array().unwrap().is_empty(), "{out}");
-    let (code, out, err) = flakestorm(&["runs", "import", "merged.json"], d);
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.starts_with("imported merged.json as run "), "{out}");
+    let (_, out, merged) = shards_merged(d, 2);
+    assert_eq!(merged["run"]["merged_shards"], 2, "{merged}");
+    // Shard runs are parts: the store has only the merged run, with its shards.
+    assert!(out.contains("recorded as run "), "{out}");
     let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
     let listed: Value = serde_json::from_str(&out).unwrap();
-    let run = &listed["runs"][0];
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{out}");
+    let run = &runs[0];
     assert_eq!(run["kind"], "contract");
+    assert_eq!(run["shards"], 2, "{run}");
     assert_eq!(run["scores"]["contract"], merged["score"]["value"]);
     let id = run["id"].as_str().unwrap();
     let (_, out, _) = flakestorm(&["runs", "show", id, "--json"], d);
@@ -540,6 +539,33 @@ fn a_merged_run_imports_into_the_run_store() {
         merged["cells"].as_array().unwrap().len(),
         "{out}"
     );
+    // `--no-store`: the merged report only.
+    let (code, out, err) = flakestorm(
+        &[
+            "report",
+            "merge",
+            "reports",
+            "--no-store",
+            "-o",
+            "again.json",
+        ],
+        d,
+    );
+    assert!(code <= 1, "{out}{err}");
+    assert!(!err.contains("recorded as run"), "{err}");
+    // A merged report imported elsewhere says its shards too.
+    let (code, out, err) = flakestorm(&["runs", "import", "merged.json"], d);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("imported merged.json as run "), "{out}");
+    let (_, out, _) = flakestorm(&["runs", "list", "--json"], d);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let shards: Vec<&Value> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["shards"])
+        .collect();
+    assert_eq!(shards, [&json!(2), &json!(2)], "{out}");
     // Not a report: refused, nothing recorded.
     let (code, _, err) = flakestorm(&["runs", "import", "flakestorm.yaml"], d);
     assert_eq!(code, 2);

@@ -46,6 +46,7 @@ fn case(input: &str, verdict: Verdict) -> CaseRecord {
         latency_ms: 40.0,
         trial: None,
         outcome: None,
+        timeline: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn case(i: usize) -> CaseRecord {
         latency_ms: 1.0,
         trial: None,
         outcome: None,
+        timeline: None,
     }
 }
 

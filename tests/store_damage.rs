@@ -189,6 +189,7 @@ async fn a_damaged_page_stops_serve_and_the_runs_commands() {
             latency_ms: 1.0,
             trial: None,
             outcome: None,
+            timeline: None,
         };
         store.case_finished(&id, case);
     }

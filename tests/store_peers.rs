@@ -39,6 +39,7 @@ fn case(input: &str) -> CaseRecord {
         latency_ms: 1.0,
         trial: None,
         outcome: None,
+        timeline: None,
     }
 }
 

@@ -6,6 +6,7 @@ import * as api from "./api.js";
 import { h, show, ms, when, badge, problem, wrap } from "./dom.js";
 import { follow, Meter } from "./live.js";
 import { Matrix } from "./matrix.js";
+import { storedCases } from "./stored.js";
 
 const LIVE = new Set(["queued", "running"]);
 const FORMATS = [["html", "HTML"], ["json", "JSON"], ["junit", "JUnit XML"], ["markdown", "Markdown"]];
@@ -28,7 +29,7 @@ export async function runPage(id) {
   const pool = new Pool();
   const cases = h("ol", { class: "cases", id: "cases", reversed: true });
   show(h("h1", {}, `Run ${r.id}`),
-    h("p", { class: "facts" }, status, " ", r.kind, r.contract ? ` · ${r.contract}` : "", ` · started ${when(r.started_ms)}`, " · ", counts, " ", progress, " ", stream),
+    h("p", { class: "facts" }, status, " ", r.kind, r.contract ? ` · ${r.contract}` : "", r.shards ? h("span", { class: "merged", id: "run-shards" }, ` · merged from ${r.shards} shards`) : "", ` · started ${when(r.started_ms)}`, " · ", counts, " ", progress, " ", stream),
     r.reason ? h("p", { class: "reason" }, r.reason) : null,
     h("p", {}, cancel), note, reports,
     h("h2", {}, "Matrix"), matrix.el,
@@ -59,7 +60,10 @@ export async function runPage(id) {
   };
   if (LIVE.has(r.status)) return follow(r.id, view);
   if (r.status === "running") stream.textContent = "running elsewhere (the CLI or another daemon): reload for its progress";
+  else cases.removeAttribute("reversed"); // the store's, newest first, a page at a time
+  const stored = storedCases(r.id, cases);
   await ended(r, reports, matrix);
+  await stored;
   return null;
 }
 

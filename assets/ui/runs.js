@@ -1,5 +1,6 @@
 // The runs page: the store's history, newest first, with /v1/runs' filters and paging;
-// each run's kind, contract or config, verdict, score, duration, trials and where it ran.
+// each run's kind, contract or config, verdict, score, duration, trials, the shards a
+// merged run was made of (`report merge`) and where it ran.
 
 import * as api from "./api.js";
 import { h, show, ms, when, score, badge, wrap } from "./dom.js";
@@ -53,6 +54,7 @@ export async function runsPage(params) {
     h("td", { class: "n" }, r.finished_ms ? ms(r.finished_ms - r.started_ms) : "–"),
     h("td", { class: "n" }, `${r.done}/${r.total}`),
     h("td", {}, r.trials ? `${r.trials.trials} (${r.trials.consistency})` : "1"),
+    h("td", { class: "n" }, r.shards ? h("span", { class: "merged", title: `merged from ${r.shards} shard reports` }, `${r.shards} merged`) : "–"),
     h("td", {}, when(r.started_ms)),
     h("td", {}, r.source)));
   const next = new URLSearchParams(q);
@@ -62,7 +64,7 @@ export async function runsPage(params) {
   show(h("h1", {}, "Runs"), filters,
     rows.length
       ? wrap(h("table", { class: "runs" },
-        h("thead", {}, h("tr", {}, ["", "run", "kind", "contract / config", "verdict", "score", "duration", "cases", "trials", "started", "source"].map((t) => h("th", { scope: "col" }, t)))),
+        h("thead", {}, h("tr", {}, ["", "run", "kind", "contract / config", "verdict", "score", "duration", "cases", "trials", "shards", "started", "source"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, rows)))
       : h("p", {}, "No runs match. ", h("a", { href: "#/start" }, "Start one.")),
     h("p", { class: "actions" }, compare, " ", more));

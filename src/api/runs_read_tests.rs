@@ -167,7 +167,7 @@ async fn the_events_of_a_stored_run_are_its_done_record() {
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["content-type"], "text/event-stream");
     let (head, data) = r.text.split_once("data: ").unwrap();
-    assert_eq!(head, "id: 1\nevent: done\n");
+    assert_eq!(head, "retry: 1000\n\nid: 1\nevent: done\n");
     let done: Value = serde_json::from_str(data.trim_end()).unwrap();
     assert_eq!(done["id"], id.as_str());
     assert_eq!(done["status"], "failed");
@@ -175,7 +175,8 @@ async fn the_events_of_a_stored_run_are_its_done_record() {
 
     let req = axum::http::Request::get(&uri).header("last-event-id", "1");
     let r = a.send(req, "").await;
-    assert_eq!((r.status, r.text.as_str()), (200, ""), "nothing after 1");
+    let retry = "retry: 1000\n\n";
+    assert_eq!((r.status, r.text.as_str()), (200, retry), "nothing after 1");
     let req = axum::http::Request::get(&uri).header("last-event-id", "one");
     let (_, message) = a.send(req, "").await.error(400);
     assert!(message.contains("Last-Event-ID"), "{message}");

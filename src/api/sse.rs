@@ -1,8 +1,10 @@
 //! A run's events as a Server-Sent Events response (axum's `Sse`): what was missed after
 //! `Last-Event-ID`, then each new event as it happens, a `: keep-alive` comment when it has
 //! been quiet for `keep_alive` (so idle proxies, and the control listener's own read
-//! deadline, keep the stream open), and the end after `done`, with the connection. A
-//! follower that goes away only ends its own pump task; the run goes on.
+//! deadline, keep the stream open), and the end after `done`, with the connection. Every
+//! stream opens with `retry: 1000` (`RETRY`): a browser's `EventSource` waits that long
+//! before it resumes a broken stream with `Last-Event-ID` (Firefox's own default is 5 s).
+//! A follower that goes away only ends its own pump task; the run goes on.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,11 +18,21 @@ use tokio::sync::mpsc;
 
 use crate::jobs::{self, Job, RunEvent};
 
+/// How long a browser waits before it resumes a broken stream (the `retry:` field sent
+/// first on every stream, docs/api.md#events): short, as a resumed stream loses nothing.
+pub const RETRY: Duration = Duration::from_millis(1000);
+
+/// The stream's first message: only its `retry:` field (no event, so no id and no data).
+fn retry() -> Result<Event, Infallible> {
+    Ok(Event::default().retry(RETRY))
+}
+
 /// The response that streams `job`'s events after event `after`.
 pub fn follow(job: Arc<Job>, after: u64, keep_alive: Duration) -> Response {
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(pump(job, after, tx));
     let events = stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));
+    let events = futures_util::StreamExt::chain(stream::iter([retry()]), events);
     let quiet = KeepAlive::new().interval(keep_alive).text("keep-alive");
     respond(Sse::new(events).keep_alive(quiet))
 }
@@ -33,7 +45,9 @@ pub fn ended(record: &crate::store::RunRecord, after: u64) -> Response {
         event: RunEvent::Done(Box::new(record.clone())),
     };
     let events = (after == 0).then(|| Ok::<_, Infallible>(message(&done)));
-    respond(Sse::new(stream::iter(events)))
+    respond(Sse::new(stream::iter(
+        std::iter::once(retry()).chain(events),
+    )))
 }
 
 /// `text/event-stream`, not cached, and the connection ends with the stream (after
@@ -118,10 +132,12 @@ mod tests {
             artifacts: Default::default(),
             contract: None,
             trials: None,
+            shards: None,
         };
         let done = text(ended(&record, 0)).await;
         let data = serde_json::to_string(&record).unwrap();
-        assert_eq!(done, format!("id: 1\nevent: done\ndata: {data}\n\n"));
-        assert_eq!(text(ended(&record, 1)).await, "");
+        let retry = "retry: 1000\n\n";
+        assert_eq!(done, format!("{retry}id: 1\nevent: done\ndata: {data}\n\n"));
+        assert_eq!(text(ended(&record, 1)).await, retry);
     }
 }

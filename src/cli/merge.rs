@@ -1,7 +1,9 @@
 //! `flakestorm report merge SHARD... -c flakestorm.yaml`: the shard reports of a sharded
 //! run (`--shard K/N`) made one report, judged again through the code a whole run ends
 //! with (`run::merge`), written with the config's formats (or `-f`), exit code the merged
-//! verdict's (docs/scale.md).
+//! verdict's (docs/scale.md). The merged run is recorded in the run store of the config's
+//! `data_dir`, as a whole CLI run is, with how many shards it was made of (`--no-store`:
+//! not recorded).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,9 @@ pub struct MergeArgs {
     /// tested (INCOMPLETE), exit 2, never a pass.
     #[arg(long)]
     allow_partial: bool,
+    /// Do not record the merged run in the run store (data_dir/flakestorm.db).
+    #[arg(long)]
+    no_store: bool,
 }
 
 pub async fn run(args: MergeArgs) -> ExitCode {
@@ -80,10 +85,36 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
     };
     let ended = crate::session::write(report, formats, &json, None).await;
     ended.told(crate::session::Show::default(), None).print();
-    if ended.written.json().is_none() {
+    let Some(written) = ended.written.json() else {
         return Err(Stop(1, "the merged JSON report was not written".into()));
+    };
+    if !args.no_store {
+        record(config, &ended.report, written).await?;
     }
     Ok(ExitCode::from(ended.report.verdict().exit_code()))
+}
+
+/// Records the merged run (`report`, written at `json`) in the store of `config`'s
+/// data_dir, as `runs import` would; says its id.
+async fn record(
+    config: &crate::config::Config,
+    report: &Report,
+    json: &std::path::Path,
+) -> Result<(), Stop> {
+    let failed = |e: &dyn std::fmt::Display| Stop(1, format!("recording the merged run: {e}"));
+    crate::store::check_private(&config.data_dir, config.control.allow_shared_data_dir)
+        .map_err(|e| failed(&e))?;
+    let store = crate::store::Store::open(&config.data_dir).map_err(|e| failed(&e))?;
+    let text =
+        crate::files::read_to_string(json, crate::files::Limit::Report).map_err(|e| failed(&e))?;
+    let id = crate::store::import(&store, report, text)
+        .await
+        .map_err(|e| failed(&e))?;
+    eprintln!(
+        "flakestorm: recorded as run {id} in {}",
+        store.path().display()
+    );
+    Ok(())
 }
 
 /// The shard reports named: files as they are, folders as the shard reports in them.

@@ -404,6 +404,8 @@ mod tests {
             (7, RunEvent::Queued { id: "r1".into() })
         );
         assert!(parse_event(b": keep-alive\n\n").is_none());
+        // The stream's first message sets the browser's reconnection delay: no event.
+        assert!(parse_event(b"retry: 1000\n\n").is_none());
         // A newer daemon's kind is an error of its own, which `follow` passes over.
         let e = parse_event(b"id: 8\nevent: paused\ndata: {}\n\n").unwrap();
         assert_eq!((e.0, e.1.unwrap_err().kind()), (8, None));

@@ -212,6 +212,7 @@ impl Jobs {
                 },
                 // Known when the run ends (`Store::set_trials`).
                 trials: None,
+                shards: None,
             }),
             id,
             recorder,

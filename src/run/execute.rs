@@ -305,6 +305,7 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
             false => shown_endpoint(ctx.agent.endpoint()),
         }),
         trials: super::TrialsInfo::of(&ctx.scoring.trials),
+        merged_shards: None,
     });
     Ok(report)
 }

@@ -78,6 +78,9 @@ pub struct RunInfo {
     /// With several trials per case: how the run was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trials: Option<TrialsInfo>,
+    /// A merged run (`report merge`): how many shard reports it was made of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
 }
 
 /// How a run with several trials per case was measured (docs/trials.md): its scores

@@ -334,6 +334,7 @@ mod tests {
             artifacts: BTreeMap::new(),
             contract: None,
             trials: None,
+            shards: None,
         }
     }
 
@@ -365,6 +366,7 @@ mod tests {
                 latency_ms: 1.0,
                 trial: None,
                 outcome: None,
+                timeline: None,
             },
         }
     }

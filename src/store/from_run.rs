@@ -50,6 +50,7 @@ impl CaseRecord {
             latency_ms: c.latency_ms,
             trial: c.trial,
             outcome: c.outcome.as_ref().map(|o| o.class),
+            timeline: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! the report itself is kept in the run's folder as its JSON artifact, so history,
 //! `runs compare` and `--baseline` see it.
 
-use super::record::{CaseRecord, RunStatus};
+use super::record::RunStatus;
 use super::{Recorder, RunId, Store, StoreError};
 use crate::config::ReportFormat;
 use crate::run::{CaseResult, Report, RunKind};
@@ -52,7 +52,7 @@ async fn record_all(r: &Recorder, report: &Report, json: String) -> Result<(), S
         .await?;
     for chunk in cases(report).chunks(CHUNK) {
         for (phase, case) in chunk {
-            store.case_finished(&r.id, CaseRecord::from_result(*phase, case));
+            store.case_finished(&r.id, r.case_record(*phase, case));
         }
         store.flush().await?;
     }

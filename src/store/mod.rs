@@ -27,6 +27,7 @@ mod recorder;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod timeline;
 mod upkeep;
 mod wal;
 mod writer;
@@ -49,6 +50,7 @@ pub use record::{
 };
 pub use recorder::{Recorder, case_verdicts, final_verdicts};
 pub use schema::APPLICATION_ID;
+pub use timeline::{CASE_CALLS, CaseCalls, RUN_CALLS};
 
 use writer::{Health, Op, Writer};
 
@@ -269,6 +271,11 @@ impl Store {
     /// How the run was measured with several trials per case: `last_passing` matches on it.
     pub fn set_trials(&self, run: &RunId, trials: &crate::run::TrialsInfo) {
         self.send(Op::Trials(run.clone(), trials.clone()));
+    }
+
+    /// A run merged from `n` shard reports (`report merge`).
+    pub fn set_shards(&self, run: &RunId, n: u32) {
+        self.send(Op::Shards(run.clone(), n));
     }
 
     /// Records the file of an artifact (`json`, `html`, `junit`, `tape`…), best given as a

@@ -45,6 +45,8 @@ pub(super) enum Op {
     Contract(RunId, String),
     /// How a run with several trials per case was measured.
     Trials(RunId, crate::run::TrialsInfo),
+    /// A run merged from this many shard reports.
+    Shards(RunId, u32),
     /// Answered once every op sent before it is committed (or has failed).
     Flush(tokio::sync::oneshot::Sender<()>),
     /// A flush, then the WAL copied into the database file (and emptied when no other
@@ -85,8 +87,8 @@ fn insert_case(
     };
     tx.prepare_cached(
         "INSERT INTO cases (run_id, seq, phase, scenario, input, answer, error, verdict,
-            checks, faults, exchanges, latency_ms, trial, outcome)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            checks, faults, exchanges, latency_ms, trial, outcome, timeline)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         id.as_str(),
@@ -102,7 +104,8 @@ fn insert_case(
         json(&c.exchanges),
         c.latency_ms,
         c.trial,
-        c.outcome.map(|o| o.as_str())
+        c.outcome.map(|o| o.as_str()),
+        c.timeline.as_ref().map(json)
     ])?;
     next_seq.insert(id.clone(), seq + 1);
     Ok(())
@@ -185,6 +188,10 @@ pub(super) fn write(
         Op::Trials(id, trials) => {
             tx.prepare_cached("UPDATE runs SET trials = ?2 WHERE id = ?1")?
                 .execute(params![id.as_str(), json(trials)])?;
+        }
+        Op::Shards(id, n) => {
+            tx.prepare_cached("UPDATE runs SET shards = ?2 WHERE id = ?1")?
+                .execute(params![id.as_str(), n])?;
         }
         Op::Flush(_) | Op::Checkpoint(_) | Op::Sweep => {}
         #[cfg(test)]

@@ -19,7 +19,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 1000;
 
 const RUN_COLUMNS: &str = "id, kind, config_digest, seed, started_ms, finished_ms, status, \
-                           reason, scores, done, total, artifacts, owner, contract, trials";
+                           reason, scores, done, total, artifacts, owner, contract, trials, shards";
 
 impl Store {
     /// Runs matching `filter`, newest first (by start time, then id), and the cursor of
@@ -174,7 +174,7 @@ impl Store {
         })
     }
 
-    fn query<T>(
+    pub(super) fn query<T>(
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
@@ -236,10 +236,11 @@ fn run_row(r: &Row) -> rusqlite::Result<RunRecord> {
         artifacts: json(r, 11)?,
         contract: r.get(13)?,
         trials: json_or_null(r, 14)?,
+        shards: r.get(15)?,
     })
 }
 
-fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
+pub(super) fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
     let verdict: Option<String> = r.get(6)?;
     let verdict = match verdict {
         None => None,
@@ -261,6 +262,7 @@ fn case_row(r: &Row) -> rusqlite::Result<StoredCase> {
             trial: r.get(11)?,
             // A class of a newer build reads as none rather than failing the run's read.
             outcome: r.get::<_, Option<String>>(12)?.and_then(|s| s.parse().ok()),
+            timeline: None,
         },
     })
 }

@@ -139,6 +139,9 @@ pub struct RunRecord {
     /// With several trials per case: how the run was measured (docs/trials.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trials: Option<crate::run::TrialsInfo>,
+    /// A run merged from shard reports (`report merge`): how many it was made of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
 }
 
 #[cfg(test)]
@@ -160,6 +163,7 @@ impl RunRecord {
             artifacts: BTreeMap::new(),
             contract: None,
             trials: None,
+            shards: None,
         }
     }
 }
@@ -214,6 +218,11 @@ pub struct CaseRecord {
     /// What the agent did with the fault that reached it (cases of scenarios with chaos).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<crate::checks::spec::OutcomeClass>,
+    /// Its calls as its wire timeline draws them (`store::timeline`), when they are known
+    /// and within the run's bound; read on their own (`Store::timelines`), never with the
+    /// case.
+    #[serde(skip)]
+    pub timeline: Option<Vec<crate::exchange::Exchange>>,
 }
 
 /// Which of a run's cases a verdict or an outcome class is for: phase, scenario, input and

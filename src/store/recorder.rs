@@ -24,6 +24,8 @@ pub struct Recorder {
     /// The cases stored so far, by `key_hash`, in the order the writer stores them: each
     /// one's `fingerprint` and the verdict it was stored with (`None`: unscored).
     stored: Arc<Mutex<StoredVerdicts>>,
+    /// The calls its cases' timelines have kept so far (bounded per run).
+    kept: super::timeline::Budget,
 }
 
 type StoredVerdicts = HashMap<u64, Vec<(u64, Option<(Verdict, CaseChecks)>)>>;
@@ -74,6 +76,7 @@ impl Recorder {
             id,
             phase: Arc::new(Mutex::new(kind)),
             stored: Default::default(),
+            kept: Default::default(),
         }
     }
 
@@ -86,6 +89,14 @@ impl Recorder {
         self.store.set_status(&self.id, status);
     }
 
+    /// Case `c` of `phase` as the store keeps it, with its calls for its timeline while
+    /// the run's bound allows (`store::timeline`).
+    pub(super) fn case_record(&self, phase: RunKind, c: &CaseResult) -> CaseRecord {
+        let mut record = CaseRecord::from_result(phase, c);
+        record.timeline = c.traffic.as_deref().and_then(|t| self.kept.keep(t));
+        record
+    }
+
     /// The hooks that write cases as they end.
     pub fn hooks(&self) -> Progress {
         let (r1, r2, r3) = (self.clone(), self.clone(), self.clone());
@@ -95,7 +106,7 @@ impl Recorder {
             started: Arc::new(|_: &str, _: &str| {}),
             case: Arc::new(move |c: &CaseResult, j: &Judged| {
                 let phase = *r3.phase.lock().unwrap_or_else(|e| e.into_inner());
-                let mut record = CaseRecord::from_result(phase, c);
+                let mut record = r3.case_record(phase, c);
                 let verdict = stored_verdict(j).map(|v| (v, j.checks.clone()));
                 if let Some((v, checks)) = &verdict {
                     record.verdict = Some(*v);
@@ -158,6 +169,9 @@ impl Recorder {
         }
         if let Some(t) = report.info().and_then(|i| i.trials.as_ref()) {
             self.store.set_trials(&self.id, t);
+        }
+        if let Some(n) = report.info().and_then(|i| i.merged_shards) {
+            self.store.set_shards(&self.id, n);
         }
         let scores: BTreeMap<String, f64> = report.scores().into_iter().collect();
         let (status, reason) = super::ended(report.judgement());

@@ -78,6 +78,12 @@ const MIGRATIONS: &[&str] = &[
     // 5: outcome classes (docs/outcomes.md): what the agent did with the fault that
     // reached a case, so `runs compare` can say a prompt's class got worse.
     "ALTER TABLE cases ADD COLUMN outcome TEXT;",
+    // 6: a run merged from shard reports (`report merge`, docs/scale.md): how many it was
+    // made of (null: not a merge); and each case's calls as its wire timeline draws them
+    // (JSON, `store::timeline`), so a run's page draws them once the daemon's journal and
+    // the run's events are gone (docs/web.md).
+    "ALTER TABLE runs ADD COLUMN shards INTEGER;
+     ALTER TABLE cases ADD COLUMN timeline TEXT;",
 ];
 
 /// Tables a store of any version this build knows may hold.

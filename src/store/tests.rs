@@ -32,6 +32,7 @@ fn case(input: &str, verdict: Option<Verdict>) -> CaseRecord {
         latency_ms: 12.5,
         trial: None,
         outcome: None,
+        timeline: None,
     }
 }
 
@@ -462,6 +463,7 @@ async fn a_store_of_the_first_version_is_migrated_and_keeps_its_runs() {
             "DROP INDEX cases_by_input; ALTER TABLE runs DROP COLUMN contract;
              ALTER TABLE runs DROP COLUMN trials; ALTER TABLE cases DROP COLUMN trial;
              ALTER TABLE cells DROP COLUMN consistency; ALTER TABLE cases DROP COLUMN outcome;
+             ALTER TABLE runs DROP COLUMN shards; ALTER TABLE cases DROP COLUMN timeline;
              PRAGMA user_version = 1;",
         )
         .unwrap();

@@ -22,6 +22,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("runs.js", JS, include_str!("../../assets/ui/runs.js")),
     ("run.js", JS, include_str!("../../assets/ui/run.js")),
     ("live.js", JS, include_str!("../../assets/ui/live.js")),
+    ("stored.js", JS, include_str!("../../assets/ui/stored.js")),
     ("matrix.js", JS, include_str!("../../assets/ui/matrix.js")),
     ("compare.js", JS, include_str!("../../assets/ui/compare.js")),
     ("chaos.js", JS, include_str!("../../assets/ui/chaos.js")),

@@ -2,11 +2,12 @@
 //! its assets built into the binary (`assets`), the session the page keeps instead of the
 //! token (`login`), and the few reads the page needs beyond `/v1/*` (`reads`: a case's
 //! timeline drawn by the HTML report's own code, two runs compared, the journal's recent
-//! traffic, a run's tapes). Every route here passes the API's checks (`api::Extra`): the
+//! traffic, a run's tapes; `cases`: an ended run's cases and timelines from the store). Every route here passes the API's checks (`api::Extra`): the
 //! page's Host and Origin as `/v1/*`'s, and its data the token or the session cookie.
 //! Owns no run, rule or store logic: it calls `jobs`, `store`, `journal` and `report`.
 
 mod assets;
+mod cases;
 mod login;
 mod reads;
 mod traffic;
@@ -41,6 +42,7 @@ pub fn extra(state: UiState, on: bool) -> Extra {
         .route("/ui/api/runs", get(reads::runs))
         .route("/ui/api/compare", get(reads::compare))
         .route("/ui/api/timelines", get(reads::timelines))
+        .route("/ui/api/runs/{id}/cases", get(cases::cases))
         .route("/ui/api/runs/{id}/tapes", get(reads::tapes))
         .route("/ui/api/runs/{id}/tapes/{name}", get(reads::tape))
         .route("/ui/api/traffic", get(traffic::recent))

@@ -62,6 +62,7 @@ pub async fn merge_reports(
         ctx.trials.n = part.trials;
         ctx.trials.only = part.trial;
     }
+    let count = u32::try_from(shards.len()).unwrap_or(u32::MAX);
     let merged = match first {
         Report::Contract(_) => contract::merge(&ctx, config, shards, allow_partial)
             .await
@@ -79,7 +80,12 @@ pub async fn merge_reports(
             .await
             .map(Report::Mutation),
     };
-    Ok(merged?)
+    let mut merged = merged?;
+    // What the store shows beside the merged run (its `shards`), and the report says.
+    if let Some(info) = merged.info_mut() {
+        info.merged_shards = Some(count);
+    }
+    Ok(merged)
 }
 
 /// A shard report's own part (a `ci` shard's: its contract's, else its chaos phase's).

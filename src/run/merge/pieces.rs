@@ -225,6 +225,7 @@ impl Checked {
             duration_ms: end - start as f64,
             agent: first.agent.clone(),
             trials: first.trials.clone(),
+            merged_shards: None,
         })
     }
 

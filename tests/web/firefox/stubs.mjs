@@ -102,6 +102,8 @@ export class Cutter {
     const [host, port] = target.split(":");
     this.live = new Set();
     this.heads = [];
+    /** When each of `heads` arrived (Date.now()). */
+    this.times = [];
     this.server = net.createServer((client) => {
       const upstream = net.connect(Number(port), host);
       for (const s of [client, upstream]) {
@@ -112,6 +114,7 @@ export class Cutter {
       client.on("data", (d) => {
         if (/^(GET|POST|PUT|DELETE|HEAD) /.test(d.subarray(0, 8).toString("latin1"))) {
           this.heads.push(d.toString("latin1").split("\r\n\r\n")[0]);
+          this.times.push(Date.now());
         }
       });
       client.pipe(upstream).pipe(client);

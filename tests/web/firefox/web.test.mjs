@@ -59,7 +59,8 @@ describe("the web view in Firefox", { timeout: 110_000 }, () => {
     const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
     assert.equal(cells[4], s.finished.status, cells.join(" | "));
     assert.equal(cells[7], "12/12", cells.join(" | "));
-    assert.equal(cells[10], "this daemon", cells.join(" | "));
+    assert.equal(cells[9], "–", `not merged from shards: ${cells.join(" | ")}`);
+    assert.equal(cells[11], "this daemon", cells.join(" | "));
     assert.equal(await page.$eval("#nav", (n) => n.hidden), false);
     await page.browserContext().close();
   });
@@ -150,16 +151,21 @@ describe("the web view in Firefox", { timeout: 110_000 }, () => {
     try {
       const page = await login(s.browser, watch, s.fs.link.replace(s.fs.addrs.control, cutter.addr));
       // 250 cases of at least 40 ms each, one at a time: still running when Firefox
-      // reconnects (after 5 s: the stream sets no `retry:`, and that is Firefox's default).
+      // reconnects (after the stream's `retry: 1000`; without it Firefox waits 5 s).
       const want = prompts(250);
       await startRun(page, contract(s.slow.url, want, { concurrency: 1 }));
       await until(page, "#cases li:nth-child(5)");
       const seen = Number(await page.$eval("#run-stream", (e) => e.dataset.lastEvent));
+      const cutAt = Date.now();
       cutter.cut();
       await until(page, () => /resumed after event/.test(document.querySelector("#run-stream").textContent), undefined, 30_000);
       await until(page, () => /^\d+$/.test(document.querySelector("#run-stream")?.dataset.doneAt ?? ""), undefined, 60_000);
-      const again = cutter.heads.filter((hd) => / \/v1\/runs\/[^ ]+\/events /.test(hd.split("\r\n")[0]) && /^last-event-id:/im.test(hd));
+      const resumes = cutter.heads.map((hd, i) => [hd, cutter.times[i]]).filter(([hd]) => / \/v1\/runs\/[^ ]+\/events /.test(hd.split("\r\n")[0]) && /^last-event-id:/im.test(hd));
+      const again = resumes.map(([hd]) => hd);
       assert.ok(again.length, cutter.heads.join("\n---\n"));
+      // The stream's `retry: 1000` is honoured: Firefox's own default would be 5 s.
+      const waited = resumes[0][1] - cutAt;
+      assert.ok(waited < 4000, `resumed ${waited} ms after the break`);
       assert.ok(Number(again[0].match(/^last-event-id:\s*(\d+)/im)[1]) >= seen);
       const m = await page.$eval("#run-stream", (e) => ({ ...e.dataset }));
       assert.equal(m.repeats, "0", JSON.stringify(m));
