@@ -243,3 +243,35 @@ async fn cases_without_traffic_get_no_empty_tapes() {
         "{out}"
     );
 }
+
+/// A script's case settles as soon as its process tree has exited, whatever `settle_ms`:
+/// nothing more of it can come. So at the default window its instances take their next
+/// case at once, no case waits for one, and the run says nothing of spare instances (a
+/// fast script settling on the clock would keep all six busy and make cases wait).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripts_settle_ends_when_its_process_tree_exits() {
+    let search = origin::search_tool().await;
+    // Fast: one tool call through its lane and an answer, a few milliseconds.
+    let command = r#"curl -s -o /dev/null "$TOOL_URL?q=x" && echo According to search"#;
+    let prompts: Vec<String> = (1..=12).map(|i| format!("question {i}")).collect();
+    let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+    let yaml = config(&search, command, "", &prompts).replace("settle_ms: 0", "settle_ms: 500");
+    let (_, out, report, _) = run(yaml).await;
+    assert_eq!(cases(&report).len(), 24, "{out}");
+    let warnings = report["warnings"].to_string();
+    for never in ["no idle spare", "cases waited for an instance", "asks for"] {
+        assert!(!warnings.contains(never), "{never}: {warnings}");
+    }
+    // The six instances it started with ran the 24 cases between them, each free again as
+    // soon as its script exited: the pool never grew (one settling on the clock would
+    // keep all six busy, and it would grow toward one instance per case).
+    assert!(
+        out.contains("pool: 3 running + 3 settling (6 agent instances started"),
+        "{out}"
+    );
+    let most = cases(&report)
+        .iter()
+        .filter_map(|c| c["instance"].as_u64())
+        .max();
+    assert!(most.is_some_and(|n| n <= 6), "{most:?}\n{out}");
+}

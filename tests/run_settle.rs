@@ -42,6 +42,16 @@ async fn the_settle_header_ends_each_case_at_its_answer() {
     let (code, out, r, _) = within_one_window(run(config_env(&o, &agent, LONG, env))).await;
     assert_eq!(code, 0, "{out}");
     assert_eq!(r["cases"].as_array().unwrap().len(), 16, "{out}");
+    no_reuse_warning(&r);
+}
+
+/// Every settle ended because the agent said nothing more would come: an instance used
+/// again at once met no late call, so the run does not warn of reuse, spare or no spare.
+fn no_reuse_warning(r: &Value) {
+    let warnings = r["warnings"].to_string();
+    for never in ["no idle spare", "cases waited for an instance"] {
+        assert!(!warnings.contains(never), "{never}: {warnings}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,6 +88,7 @@ async fn the_settle_url_ends_a_case_once_its_email_is_sent() {
         6,
         "three per scenario, the last case's included"
     );
+    no_reuse_warning(&r);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

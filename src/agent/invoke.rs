@@ -153,7 +153,7 @@ pub struct Agent {
     /// What the run's report must say of this agent (`note`), shared by its clones.
     notes: Arc<super::notes::Notes>,
     /// How each case runs the agent when it is a script (`with_script`).
-    script: Option<Arc<super::script::Script>>,
+    pub(super) script: Option<Arc<super::script::Script>>,
 }
 
 impl Agent {

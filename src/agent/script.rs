@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rustix::process::Signal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use rustix::process::{Pid, Signal};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -31,6 +34,9 @@ pub struct Script {
     command: String,
     env: Vec<(String, String)>,
     log: Option<PathBuf>,
+    /// The process group of its last run while a process of it (one `sh` started in the
+    /// background) may still run after `sh` exited; 0 once none can.
+    lingering: Arc<AtomicU32>,
 }
 
 /// What one run of the script printed and how it ended.
@@ -48,7 +54,23 @@ impl Script {
             command: command.to_string(),
             env,
             log,
+            lingering: Arc::default(),
         }
+    }
+
+    /// Whether every process of its last run has exited: its process group is empty (or
+    /// it never ran, or was killed). A group id taken again by a new process meanwhile
+    /// reads as not gone: the case then settles on its window, as if it could not tell.
+    pub fn tree_gone(&self) -> bool {
+        let group = self.lingering.load(Ordering::Acquire);
+        let Some(pid) = i32::try_from(group).ok().and_then(Pid::from_raw) else {
+            return true;
+        };
+        if rustix::process::test_kill_process_group(pid).is_err() {
+            self.lingering.store(0, Ordering::Release);
+            return true;
+        }
+        false
     }
 
     /// The command `sh -c` runs: `{prompt}` made the quoted variable.
@@ -94,8 +116,10 @@ impl Script {
         let ran = tokio::time::timeout(timeout, child.wait_with_output()).await;
         let ran = match ran {
             Ok(Ok(out)) => {
-                // Reaped: its group id may be another's from now on.
-                group.0 = None;
+                // Reaped: its group id may be another's once its last process exits; what
+                // it left running is looked for by `tree_gone`, never signalled.
+                let left = group.0.take().unwrap_or(0);
+                self.lingering.store(left, Ordering::Release);
                 Ran {
                     stdout: out.stdout,
                     stderr: out.stderr,
@@ -154,6 +178,14 @@ impl Drop for Group {
         if let Some(g) = self.0 {
             signal_group(g, Signal::KILL);
         }
+    }
+}
+
+impl super::Agent {
+    /// For a script agent, whether every process its last run started has exited
+    /// (`Script::tree_gone`): nothing more of its case can come. `None` for other agents.
+    pub fn script_tree_gone(&self) -> Option<bool> {
+        self.script.as_ref().map(|s| s.tree_gone())
     }
 }
 

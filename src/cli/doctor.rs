@@ -81,7 +81,11 @@ async fn watch(config: &Config, prompt: &str) -> Result<Seen, String> {
     let log = std::env::temp_dir().join(format!("flakestorm-doctor-{}.log", std::process::id()));
     let pool = Pool::start(
         &config,
-        1,
+        crate::config::PoolSize {
+            start: 1,
+            most: 1,
+            cases: Some(1),
+        },
         &daemon.lanes,
         &daemon.ca_cert_path,
         daemon.wrap_dir.as_deref(),

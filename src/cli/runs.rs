@@ -25,6 +25,7 @@ async fn begin(
     file: &str,
     show: Show,
     shard: Option<Shard>,
+    cases: Option<usize>,
 ) -> Result<(Run, PathBuf), ExitCode> {
     let path = report_path::resolve(args.output.as_deref(), &loaded.config.output.path, file)
         .map_err(|e| {
@@ -37,6 +38,7 @@ async fn begin(
         min_score: args.min_score.unwrap_or(loaded.config.scoring.min_score),
         trial: args.trial,
         shard,
+        cases,
     };
     let run = super::session::start(loaded, opts).await?;
     Ok((run, path))
@@ -68,11 +70,12 @@ pub async fn run(
             return Ok(ExitCode::from(2));
         }
     };
-    let (mut run, path) =
-        match begin(&loaded, &args, &report_file(req.kind, shard), show, shard).await {
-            Ok(s) => s,
-            Err(code) => return Ok(code),
-        };
+    let cases = prepared.cases(&loaded.config, args.trial);
+    let file = report_file(req.kind, shard);
+    let (mut run, path) = match begin(&loaded, &args, &file, show, shard, cases).await {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
     let baseline = match baseline_of(&loaded, &args, req.kind, &run.session, show) {
         Ok(b) => b,
         Err(code) => {

@@ -26,6 +26,8 @@ pub struct Options {
     pub trial: Option<u32>,
     /// `--shard K/N`: only this shard's cases.
     pub shard: Option<crate::run::Shard>,
+    /// How many cases the run makes, when known (`run::Prepared::cases`).
+    pub cases: Option<usize>,
 }
 
 /// A run command's session and the daemon it runs behind.
@@ -58,6 +60,7 @@ pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
         seed: None,
         trial: opts.trial,
         shard: opts.shard,
+        cases: opts.cases,
         progress: display.as_ref().map(progress::Display::hooks),
         before_agent: Some(Box::new(move |proxy| {
             if say {

@@ -136,7 +136,7 @@ mod tests {
                 .unwrap();
         let a = spec.compile().unwrap();
         assert!(a.script && a.pooled());
-        assert_eq!(a.pool_size(3, 0), 3);
+        assert_eq!(a.pool_size(3, 0, None).start, 3);
     }
 
     #[test]

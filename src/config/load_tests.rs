@@ -428,21 +428,47 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
     let (_dir, path) = write(&pool("  instances: 3\n"));
     let loaded = load_with_env(Some(&path), &Overrides::default(), &env(&[])).unwrap();
     let agent = loaded.config.agent.unwrap();
-    assert_eq!(agent.pool_size(10, 500), 3, "instances bounds the pool");
-    assert_eq!(agent.pool_size(2, 0), 3, "as many as asked");
+    let size = |a: &crate::config::AgentTarget, c, ms, cases| {
+        let s = a.pool_size(c, ms, cases);
+        (s.start, s.most)
+    };
+    assert_eq!(
+        size(&agent, 10, 500, None),
+        (3, 3),
+        "instances bounds the pool"
+    );
+    assert_eq!(size(&agent, 2, 0, Some(1)), (3, 3), "as many as asked");
     let mut unset = agent.clone();
     unset.instances = None;
     assert_eq!(
-        unset.pool_size(4, 500),
-        16,
-        "4 running + 12 spares, all at the start"
+        size(&unset, 4, 500, None),
+        (8, 64),
+        "4 running + 4 spares at the start, growing when cases wait"
     );
-    assert_eq!(unset.pool_size(4, 0), 4, "nothing settles: no spare");
-    assert_eq!(unset.pool_size(30, 500), 64, "at most 64");
+    assert_eq!(
+        size(&unset, 4, 500, Some(50)),
+        (8, 50),
+        "no more than cases"
+    );
+    assert_eq!(
+        size(&unset, 10, 500, Some(3)),
+        (3, 3),
+        "3 cases, 3 instances"
+    );
+    assert_eq!(
+        size(&unset, 4, 0, None),
+        (4, 4),
+        "nothing settles: no spare"
+    );
+    assert_eq!(size(&unset, 40, 500, None), (64, 64), "at most 64");
     let second = agent.at_port(4242);
     assert_eq!(second.endpoint.to_string(), "http://127.0.0.1:4242/invoke");
     assert_eq!(second.command.as_deref(), Some("python3 agent.py 4242"));
-    assert_eq!(second.pool_size(10, 500), 1, "an instance is not a pool");
+    assert_eq!(
+        size(&second, 10, 500, None),
+        (1, 1),
+        "an instance is not a pool"
+    );
 }
 
 /// What settling will cost is said at load when it costs more than it looks: no spare

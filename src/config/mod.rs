@@ -77,6 +77,7 @@ pub use pricing::PricingSpec;
 pub use replays::ReplaysSpec;
 pub use response_path::{ResponsePath, ResponsePathError};
 pub use schema::*;
+pub use settle::PoolSize;
 pub use targets::{TargetRule, parse_target_rule};
 pub use trials::override_trials;
 pub use unset::{Validated, load_for_validation, validate_text};

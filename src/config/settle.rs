@@ -12,25 +12,52 @@ const MAX_SETTLE_MAX_MS: u64 = 600_000;
 /// Above this a window is not a sane default for any agent: it is said at load.
 const SANE_SETTLE_MS: u64 = 5_000;
 
+/// How many instances a pool starts with, and the most it grows to (`AgentTarget::pool_size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSize {
+    /// Started with the pool, all ready before the first case.
+    pub start: usize,
+    /// The most it holds: more start in the background when cases wait for an instance.
+    pub most: usize,
+    /// The run's cases, when known: it grows no more than the cases left could use.
+    pub cases: Option<usize>,
+}
+
 impl AgentTarget {
-    /// How many instances a run starts, all with the pool and ready before its first case:
-    /// one without `{port}` in the command (unless the agent is a script); `agent.instances` when set; else `concurrency`
-    /// when nothing settles (`settle_ms` 0), and otherwise `concurrency` plus spares to
-    /// settle on, 4 × `concurrency` in all (at most 64): enough for cases of 0.2 s and more
-    /// to find an idle instance while others settle (`spares_wanted`). The case time is not
-    /// known before the first case, so the count is the one for fast agents; the run says
-    /// what its measured case time asked for.
-    pub fn pool_size(&self, concurrency: u32, settle_ms: u64) -> usize {
+    /// How many instances a run starts and the most it holds, for `cases` cases (when
+    /// known): one without `{port}` in the command (unless the agent is a script);
+    /// exactly `agent.instances` when set; else `concurrency` when nothing settles
+    /// (`settle_ms` 0), and otherwise `concurrency` plus as many spares to settle on, 2 ×
+    /// `concurrency`, growing while the run goes when cases wait for an instance, toward
+    /// what the measured case time asks for (`agent::pool`), at most 64. Never more than
+    /// the run has cases: an instance no case can use is a process for nothing.
+    pub fn pool_size(&self, concurrency: u32, settle_ms: u64, cases: Option<usize>) -> PoolSize {
         // A script's cases each run a process of their own on a lane of their own.
         if self.per_port.is_none() && !self.script {
-            return 1;
+            return PoolSize {
+                start: 1,
+                most: 1,
+                cases,
+            };
+        }
+        if let Some(n) = self.instances {
+            let n = n.max(1) as usize;
+            return PoolSize {
+                start: n,
+                most: n,
+                cases,
+            };
         }
         let c = concurrency.max(1) as usize;
-        match (self.instances, settle_ms) {
-            (Some(n), _) => n.max(1) as usize,
-            (None, 0) => c,
-            (None, _) => (4 * c).min(super::agent::MAX_INSTANCES as usize).max(c),
-        }
+        let bound = cases.unwrap_or(usize::MAX).max(1);
+        let most = (super::agent::MAX_INSTANCES as usize).min(bound);
+        let start = match settle_ms {
+            0 => c,
+            _ => 2 * c,
+        };
+        let start = start.min(most);
+        let most = if settle_ms == 0 { start } else { most };
+        PoolSize { start, most, cases }
     }
 }
 

@@ -106,6 +106,7 @@ async fn run_in(dir: &std::path::Path) -> Result<String, DemoError> {
         shard: None,
         progress: None,
         before_agent: Some(serve_agent),
+        cases: prepared.cases(&loaded.config, None),
     };
     let daemon = Daemon::start(&loaded.config)
         .await

@@ -62,7 +62,8 @@ async fn drive_run(inner: Arc<Inner>, job: Arc<Job>, sub: Submission, prepared: 
     job.metrics.run_started(kind);
     tracing::info!(run = %job.id, kind, "run started");
     job.events.push(RunEvent::Started { id: job.id.clone() });
-    match set_up(&inner, &job, &sub, declares).await {
+    let cases = prepared.cases(&sub.loaded.config, sub.trial);
+    match set_up(&inner, &job, &sub, declares, cases).await {
         Ok(setup) => run(&inner, &job, &prepared, setup, exclusive).await,
         Err((status, why)) => end(&job, status, why).await,
     }
@@ -83,6 +84,7 @@ async fn set_up(
     job: &Arc<Job>,
     sub: &Submission,
     declares: bool,
+    cases: Option<usize>,
 ) -> Result<SetUp, (Status, Option<String>)> {
     let config = &sub.loaded.config;
     let error = |why: String| (Status::Error, Some(why));
@@ -109,6 +111,7 @@ async fn set_up(
         shard: None,
         progress: Some(hooks(job)),
         before_agent: None,
+        cases,
     };
     let started = Session::start(sub.loaded.clone(), inner.proxy.clone(), opts);
     let started = tokio::select! {

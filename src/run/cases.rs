@@ -184,7 +184,7 @@ pub async fn run_case(
         first,
     } = invoke(ctx, prompt, tie, &runs_on).await;
     let answered_ms = crate::exchange::now_unix_ms();
-    drop(slot);
+    runs_on.answered(slot);
     let said = Said {
         header: reply.as_ref().ok().and_then(|r| r.settle.as_deref()),
         headers: &tie.headers(),
@@ -308,11 +308,6 @@ fn serve(lane: Option<&Lane>, lease: Option<&Lease>, trace: Option<&str>) -> Opt
 }
 
 impl CaseResult {
-    /// How long it took from its start to its answer.
-    pub(super) fn took(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.times.1.saturating_sub(self.times.0))
-    }
-
     /// Its outcome trace, read again from its traffic and answer (after late calls joined
     /// it).
     pub(super) fn retrace(&mut self, ctx: &RunContext) {

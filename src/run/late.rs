@@ -68,7 +68,9 @@ pub(super) async fn gather(ctx: &RunContext, pool: &Pool, done: &mut [Done]) {
         *rules = Rules::Read(rules.stats());
     }
     let cases: Vec<&CaseResult> = done.iter().map(|(_, c, _)| c).collect();
-    let spare = pool.has_spares() && !pool.waited();
+    // Every settle ended because nothing more could come (the process (tree) exited, the
+    // agent said so): an instance used again at once met no late call of its last case.
+    let spare = !pool.clocked() || (pool.has_spares() && !pool.waited());
     for note in say(&cases, ctx.settle, spare)
         .into_iter()
         .chain(pool.spares_verdict())

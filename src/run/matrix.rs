@@ -275,9 +275,6 @@ impl One {
         };
         let mut case = run_case(ctx, name, prompt, tie, slot, self.traced_case, keep).await;
         drop(lease);
-        if let Ties::Pool(pool) = ties {
-            pool.observe(case.took());
-        }
         case.trial = (ctx.scoring.trials.n > 1).then_some(t + 1);
         if matches!(ties, Ties::Header) && !chaos.is_empty() && case.traffic.is_none() {
             case.not_judged.get_or_insert_with(|| UNTRACED.to_string());

@@ -17,6 +17,7 @@ mod ci;
 mod classes;
 mod consistency;
 mod contract;
+mod count;
 mod coverage;
 mod embed;
 mod environment;

@@ -32,7 +32,7 @@ pub(super) async fn settle(
     let bound = ctx.settle_max.max(ctx.settle);
     let over = || w.settle(std::time::Duration::ZERO, bound);
     match said.header {
-        Some(v) if v.eq_ignore_ascii_case(SETTLE_DONE) => return over().await,
+        Some(v) if v.eq_ignore_ascii_case(SETTLE_DONE) => return runs_on.early(over()).await,
         Some(v) => runs_on.note(
             ctx,
             format!(
@@ -55,9 +55,15 @@ pub(super) async fn settle(
         }
     };
     tokio::select! {
-        end = w.settle(ctx.settle, bound) => end,
-        () = runs_on.gone() => over().await,
-        () = told => over().await,
+        end = w.settle(ctx.settle, bound) => {
+            // Only a case that settled on the clock can have a call come later still.
+            if let Some(l) = runs_on.lease {
+                l.settled_on_clock();
+            }
+            end
+        }
+        () = runs_on.gone() => runs_on.early(over()).await,
+        () = told => runs_on.early(over()).await,
     }
 }
 
@@ -83,6 +89,24 @@ pub(super) struct RunsOn<'a> {
 }
 
 impl RunsOn<'_> {
+    /// At the case's answer, before its place among the cases in flight (`slot`) is given
+    /// back: its pool instance told (`Lease::answered`), so that the pool knows the case's
+    /// time, and whether its settle ends at once, before the next case takes an instance.
+    pub fn answered(&self, slot: Option<tokio::sync::OwnedSemaphorePermit>) {
+        if let Some(l) = self.lease {
+            l.answered();
+        }
+        drop(slot);
+    }
+
+    /// `end`, a settle that ended because nothing more could come, said to the pool.
+    async fn early(&self, end: impl std::future::Future<Output = Settled>) -> Settled {
+        if let Some(l) = self.lease {
+            l.settled_early();
+        }
+        end.await
+    }
+
     /// Ready for the case: the instance restarted if it had exited; the process not exited.
     pub async fn ready(&self) -> Result<(), String> {
         match (self.lease, self.process) {
@@ -125,14 +149,16 @@ impl RunsOn<'_> {
         }
     }
 
-    /// Returns once its process has exited: nothing more can come from it. Polled, as a
-    /// process's exit is not awaited elsewhere; never returns without a process.
+    /// Returns once its process has exited (a script agent's: every process its case's
+    /// run started): nothing more can come from it. Polled, as a process's exit is not
+    /// awaited elsewhere; never returns without a process.
     async fn gone(&self) {
         if self.lease.is_none() && self.process.is_none() {
             return std::future::pending().await;
         }
         loop {
             let exited = match (self.lease, self.process) {
+                (Some(l), _) if l.agent().script_tree_gone() == Some(true) => true,
                 (Some(l), _) => l.exit_status().await.is_some(),
                 (None, Some(p)) => p.exited().await.is_some(),
                 (None, None) => false,

@@ -59,6 +59,9 @@ pub struct Options {
     /// Told as the run goes (a progress display, the daemon's events).
     pub progress: Option<Progress>,
     pub before_agent: Option<BeforeAgent>,
+    /// How many cases the run makes, when known (`run::Prepared::cases`): an agent pool
+    /// starts no more instances than that.
+    pub cases: Option<usize>,
 }
 
 /// Why a session could not start: the problem in words.
@@ -102,7 +105,8 @@ impl Session {
         let embedder = Embedder::for_config(config)
             .await
             .map_err(|e| StartError(e.to_string()))?;
-        let readied = ready_agent(&loaded, &proxy, &opts.agent_log, opts.before_agent).await;
+        let log = &opts.agent_log;
+        let readied = ready_agent(&loaded, &proxy, (log, opts.cases), opts.before_agent).await;
         let (Launched { agent, process }, pool) = readied?;
         let process = process.map(|p| Process::new(Some(p)));
         let parts = crate::run::Parts {
@@ -268,7 +272,7 @@ impl Session {
 async fn ready_agent(
     loaded: &Loaded,
     proxy: &Proxy,
-    log: &Path,
+    (log, cases): (&Path, Option<usize>),
     before: Option<BeforeAgent>,
 ) -> Result<(Launched, Option<std::sync::Arc<Pool>>), StartError> {
     if let Some(before) = before {
@@ -280,7 +284,7 @@ async fn ready_agent(
     let pooled =
         |a: &&crate::config::AgentTarget| a.pooled() || a.capture == crate::capture::Mode::Netns;
     if let Some(spec) = config.agent.as_ref().filter(pooled) {
-        let size = spec.pool_size(config.concurrency(), config.advanced.settle_ms);
+        let size = spec.pool_size(config.concurrency(), config.advanced.settle_ms, cases);
         let pool = Pool::start(
             config,
             size,

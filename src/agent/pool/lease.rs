@@ -17,6 +17,8 @@ pub struct Lease {
     pub(super) instance: Arc<Instance>,
     pub(super) index: usize,
     pub(super) _permit: OwnedSemaphorePermit,
+    /// When it was leased: its case's time runs from here to its answer.
+    pub(super) since: tokio::time::Instant,
 }
 
 impl Lease {
@@ -46,6 +48,26 @@ impl Lease {
     /// Leaves `tail` on the instance: its late calls are its case's until the next case.
     pub fn keep_tail(&self, tail: Tail) {
         *self.instance.tail.lock().unwrap_or_else(|p| p.into_inner()) = Some(tail);
+    }
+
+    /// Its case answered: its time (lease to answer) measured for the pool's size
+    /// (`Pool::observe`), as soon as it is known. A script whose processes have all exited
+    /// settles at once (`settle`): said first, so that the pool does not grow for it.
+    pub fn answered(&self) {
+        if self.agent().script_tree_gone() == Some(true) {
+            self.settled_early();
+        }
+        self.pool.observe(self.since.elapsed());
+    }
+
+    /// Its case's settle ended because nothing more could come (`Pool::settled_early`).
+    pub fn settled_early(&self) {
+        self.pool.settled_early();
+    }
+
+    /// Its case's settle ended on the clock (`Pool::settled_on_clock`).
+    pub fn settled_on_clock(&self) {
+        self.pool.settled_on_clock();
     }
 
     /// Something the run's report must say (`Pool::note`).

@@ -2,9 +2,10 @@
 //! settle on spare instances. A case holds its instance for its own time and then its
 //! settle window; an instance used again only after twice that window also follows a call
 //! that comes later than the window (its idle gap). So `running × (case + 2 × settle) /
-//! case` instances. The spares all start with the pool (the case time is not known before
-//! the first case); the run measures its case time (the median of the latest cases) and,
-//! when cases had to wait for an instance, says how many the measured time asked for.
+//! case` instances. The case time is not known before the first case: the pool starts with
+//! as many spares as cases run at once, measures its case time (the median of the latest
+//! cases) and, when cases wait for an instance, grows toward what it asks for (`grow`);
+//! the run says how many it asked for.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -60,27 +61,32 @@ impl Spares {
     }
 
     /// The median of the latest cases' times.
-    fn median(&self) -> Option<Duration> {
+    pub fn median(&self) -> Option<Duration> {
         let times = self.times.lock().unwrap_or_else(|p| p.into_inner());
         let mut sorted: Vec<Duration> = times.iter().copied().collect();
         sorted.sort_unstable();
         sorted.get(sorted.len() / 2).copied()
     }
 
-    /// When cases had to wait for an instance (`waited`: all `held` were running or
-    /// settling), what that cost and the count the measured case time asks for.
-    pub fn verdict(&self, held: usize, waited: bool) -> Option<String> {
+    /// When cases had to wait for an instance (`waited`: all it held were running or
+    /// settling; `(start, now)`: the instances it started with and holds now, more once
+    /// it grew), what that cost and the count the measured case time asks for.
+    pub fn verdict(&self, (start, now): (usize, usize), waited: bool) -> Option<String> {
         if !waited || self.settle.is_zero() {
             return None;
         }
         let median = self.median()?;
         let want = wanted(self.running, self.settle, median, MOST);
+        let grew = match now > start {
+            true => format!(" (the pool grew from {start} as they waited)"),
+            false => String::new(),
+        };
         Some(format!(
-            "agent.instances: cases waited for an instance: all {held} were running or \
-             settling, so some cases started up to one settle window ({} ms) late and were \
-             run on an instance with no idle gap after its last case; the measured case time \
-             (median {} ms) asks for {want} instances at advanced.concurrency {} (agent.instances: \
-             {want}{})",
+            "agent.instances: cases waited for an instance: all {now} were running or \
+             settling{grew}, so some cases started up to one settle window ({} ms) late and \
+             were run on an instance with no idle gap after its last case; the measured case \
+             time (median {} ms) asks for {want} instances at advanced.concurrency {} \
+             (agent.instances: {want}{})",
             self.settle.as_millis(),
             median.as_millis(),
             self.running,
@@ -109,19 +115,21 @@ mod tests {
     #[test]
     fn a_pool_whose_cases_waited_says_what_the_case_time_asks_for() {
         let s = Spares::new(2, 4, MS(500));
-        assert_eq!(s.verdict(4, true), None, "nothing measured yet");
+        assert_eq!(s.verdict((4, 4), true), None, "nothing measured yet");
         for _ in 0..3 {
             s.observe(MS(200));
         }
-        assert_eq!(s.verdict(4, false), None, "no case waited");
-        let said = s.verdict(4, true).expect("cases waited");
+        assert_eq!(s.verdict((4, 4), false), None, "no case waited");
+        let said = s.verdict((4, 4), true).expect("cases waited");
         assert!(said.contains("all 4 were running or settling"), "{said}");
         assert!(
             said.contains("median 200 ms) asks for 12 instances"),
             "{said}"
         );
+        let grew = s.verdict((2, 4), true).unwrap();
+        assert!(grew.contains("all 4 were running or settling (the pool grew from 2"));
         assert_eq!(
-            Spares::new(2, 4, MS(0)).verdict(4, true),
+            Spares::new(2, 4, MS(0)).verdict((4, 4), true),
             None,
             "nothing settles"
         );
