@@ -32,7 +32,7 @@ fn warnings(r: &Value) -> Vec<String> {
 }
 
 /// The header line as the run printed it: 16 cases (8 prompts, 2 scenarios), the default
-/// window. At concurrency 2, twice as many instances as run at once, growing up to one per
+/// window. At concurrency 2, four times as many instances as run at once, growing up to one per
 /// case; at concurrency 10, never more instances than cases (16, not 20), all started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_header_line_says_the_pool_the_run_holds() {
@@ -40,7 +40,7 @@ async fn the_header_line_says_the_pool_the_run_holds() {
     let said = [
         (
             2,
-            "flakestorm: pool: 2 running + 2 settling (4 agent instances started; up to 16 \
+            "flakestorm: pool: 2 running + 6 settling (8 agent instances started; up to 16 \
              if cases wait for one",
         ),
         (
@@ -65,22 +65,23 @@ async fn the_header_line_says_the_pool_the_run_holds() {
     );
 }
 
-/// Cases of 0.3 s at concurrency 1 with a 500 ms window: the two instances the pool starts
-/// with are soon both settling, a case waits, and the pool grows toward what the measured
-/// case time asks for (six), each new instance taking cases once ready.
+/// Cases of 0.1 s at concurrency 1 with a 500 ms window: the four instances the pool starts
+/// with are soon all settling, a case waits, and the pool grows toward what the measured
+/// case time asks for (eleven at most: `(0.1 + 2 × 0.5) / 0.1`), each new instance taking
+/// cases once ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_whose_cases_wait_grows_while_the_run_goes() {
     let o = origins().await;
     let advanced = "{concurrency: 1, seed: 7}";
-    let (_, out, r, _) = run(config_env(&o, POOLED, advanced, ", AGENT_DELAY: '0.3'")).await;
+    let (_, out, r, _) = run(config_env(&o, POOLED, advanced, ", AGENT_DELAY: '0.1'")).await;
     assert!(
-        out.contains("pool: 1 running + 1 settling (2 agent instances started; up to 16"),
+        out.contains("pool: 1 running + 3 settling (4 agent instances started; up to 16"),
         "{out}"
     );
     let used = instances(&r);
     assert!(
-        used.iter().any(|&i| i > 2) && used.iter().all(|&i| i <= 6),
-        "cases ran on instances started as the run went, at most the six wanted: {used:?}\n{out}"
+        used.iter().any(|&i| i > 4) && used.iter().all(|&i| i <= 11),
+        "cases ran on instances started as the run went, at most the eleven wanted: {used:?}\n{out}"
     );
     let said = warnings(&r);
     assert!(
