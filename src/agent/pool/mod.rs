@@ -169,6 +169,12 @@ impl Pool {
         self.waited.load(Ordering::Acquire)
     }
 
+    /// The proxy listeners its instances talk through (each its lane's), in instance
+    /// order: fixed for the run, as a restarted instance keeps its lane.
+    pub fn lanes(&self) -> Vec<SocketAddr> {
+        self.instances.iter().map(|i| i.proxy).collect()
+    }
+
     /// The first instance's driver (what reports show as the agent's endpoint).
     pub fn first(&self) -> Agent {
         self.instances[0].agent.clone()
