@@ -12,9 +12,9 @@ fn report(path: &std::path::Path) -> serde_json::Value {
 
 const CONTRACT: &str = "contract:\n  name: Research agent\n  invariants:\n    - {id: answers, type: output_not_empty}\n    - {id: admits-outage, type: contains, value: unavailable, when: tool_faults_active}\n  chaos_matrix:\n    - name: no-chaos\n    - name: search-down\n      tool_faults: [{tool: web_search, mode: error, error_code: 503}]\n";
 
-/// Started by hand without the proxy variables (here: they are unset before the agent
-/// starts), the agent calls its tool directly: nothing is tested, and the run says so,
-/// exit 2, not a PASS.
+/// Without the proxy variables (here: its command unsets them before the agent starts),
+/// the agent calls its tool directly: nothing is tested, and the run says so, exit 2, not a
+/// PASS, naming what flakestorm set and that the agent's stack ignored it.
 #[test]
 fn an_agent_that_bypasses_the_proxy_is_not_tested() {
     let dir = tempfile::tempdir().unwrap();
@@ -33,7 +33,7 @@ fn an_agent_that_bypasses_the_proxy_is_not_tested() {
     for want in [
         "search-down  0 of 1 cases judged, 0 exchanges; faults: tool_faults[0] (error) never fired  [NOT TESTED]",
         "? not tested: admits-outage under search-down",
-        "so no number would measure the agent\n  - no request crossed the proxy during the run: the agent is not using flakestorm's proxy",
+        "so no number would measure the agent\n  - no request crossed the proxy during the run: flakestorm started the agent (agent.command) with HTTPS_PROXY and HTTP_PROXY set to its proxy, but the agent's HTTP client ignores them (httpx or requests with trust_env=False, an SDK given its own http_client, a gRPC client) or the command unsets them",
         "(exit 2: the run could not judge the agent",
     ] {
         assert!(

@@ -50,6 +50,14 @@ pub enum InvokeError {
     /// quoted: it may hold secrets `${VAR}` expanded at load.
     #[error("`sh -c <agent.command>` did not start: {cause}")]
     ScriptNotStarted { cause: String },
+    /// `agent.reset_endpoint` answered an error before the case (`agent::reset`): the
+    /// agent was not invoked. `body` is the start of its answer, redacted.
+    #[error("agent.reset_endpoint {url} answered HTTP {status}: {body}")]
+    Reset {
+        url: String,
+        status: u16,
+        body: String,
+    },
     #[error("path `{path}` is null in response: {head}")]
     PathNull { path: String, head: String },
     /// `keys`: the response's top-level keys (none when it is not a JSON object).
@@ -72,6 +80,7 @@ impl InvokeError {
             | InvokeError::BodyFailed { .. }
             | InvokeError::ScriptFailed { .. }
             | InvokeError::ScriptNotStarted { .. }
+            | InvokeError::Reset { .. }
             | InvokeError::PathNull { .. }
             | InvokeError::PathNotFound { .. } => false,
         }
@@ -235,43 +244,6 @@ impl Agent {
                 "connecting timed out after {} ms",
                 self.target.timeout.as_millis()
             ))),
-        }
-    }
-
-    /// Whether a `reset_endpoint` is POSTed before every case.
-    pub fn resets(&self) -> bool {
-        self.target.reset_endpoint.is_some()
-    }
-
-    /// POSTs `reset_endpoint`, if configured, so the next case starts clean.
-    pub async fn reset(&self) -> Result<(), InvokeError> {
-        let Some(url) = &self.target.reset_endpoint else {
-            return Ok(());
-        };
-        let req = Request::post(url.clone())
-            .body(Full::default())
-            .map_err(|e| self.unreachable(e.to_string()))?;
-        let resp = match tokio::time::timeout(self.target.timeout, self.client.request(req)).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                return Err(InvokeError::Unreachable {
-                    url: url.to_string(),
-                    cause: cause(&e),
-                });
-            }
-            Err(_) => {
-                return Err(InvokeError::Timeout {
-                    ms: self.target.timeout.as_millis() as u64,
-                });
-            }
-        };
-        if resp.status().is_success() {
-            Ok(())
-        } else {
-            Err(InvokeError::Status {
-                status: resp.status().as_u16(),
-                head: format!("(reset endpoint {url})"),
-            })
         }
     }
 

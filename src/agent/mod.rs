@@ -20,6 +20,7 @@ mod pool;
 mod raw;
 mod raw_response;
 mod ready;
+mod reset;
 mod script;
 mod settle_said;
 mod spawn;

@@ -53,7 +53,13 @@ pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
     let display = opts.progress.then(progress::Display::new);
     // A shard whose agent or proxy could not start is worth another try (docs/scale.md).
     let failed = if opts.shard.is_some() { 3 } else { 2 };
-    let say = opts.progress;
+    // A pool's instances talk through lanes of their own, opened with the pool: the line
+    // that says where the agent's traffic goes waits for them (`proxy_line`).
+    let pooled = config
+        .agent
+        .as_ref()
+        .is_some_and(|a| a.pooled() || a.capture == crate::capture::Mode::Netns);
+    let say = opts.progress && !pooled;
     let run_opts = RunOptions {
         agent_log: opts.agent_log.clone(),
         min_score: opts.min_score,
@@ -64,10 +70,7 @@ pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
         progress: display.as_ref().map(progress::Display::hooks),
         before_agent: Some(Box::new(move |proxy| {
             if say {
-                eprintln!(
-                    "flakestorm: proxy on {} for the agent's traffic",
-                    proxy.addr
-                );
+                eprintln!("flakestorm: {}", proxy_line(proxy.addr, &[]));
             }
             Ok(())
         })),
@@ -90,6 +93,10 @@ pub async fn start(loaded: &Loaded, opts: Options) -> Result<Run, ExitCode> {
             return Err(stop(e.to_string()));
         }
     };
+    if let Some(pool) = session.ctx.pool.as_ref().filter(|_| opts.progress) {
+        let line = proxy_line(session.proxy().addr, &pool.lanes());
+        eprintln!("flakestorm: {line}");
+    }
     if starts_agent && opts.progress {
         eprintln!(
             "flakestorm: the agent's output goes to {}",
@@ -119,4 +126,21 @@ fn run_config(loaded: &Loaded) -> Config {
         config.control.listen = "127.0.0.1:0".into();
     }
     config
+}
+
+/// Where the agent's traffic goes: the run's proxy, and the lanes (a proxy listener each)
+/// that a pool's instances talk through instead, as many as fit a line.
+fn proxy_line(main: std::net::SocketAddr, lanes: &[std::net::SocketAddr]) -> String {
+    const SHOWN: usize = 8;
+    if lanes.is_empty() {
+        return format!("proxy on {main} for the agent's traffic");
+    }
+    let mut shown: Vec<String> = lanes.iter().take(SHOWN).map(|l| l.to_string()).collect();
+    if lanes.len() > SHOWN {
+        shown.push(format!("and {} more", lanes.len() - SHOWN));
+    }
+    format!(
+        "proxy on {main} (the agent's traffic goes through lanes of its own: {})",
+        shown.join(", ")
+    )
 }

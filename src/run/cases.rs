@@ -6,18 +6,17 @@
 //! exited during it. Only the
 //! judged attempt's traffic is the case's: earlier attempts (retried because no response
 //! byte came back) are listed but their traffic is not judged. A case whose traffic met
-//! flakestorm's own errors is not judged (`environment`).
+//! flakestorm's own errors is not judged (`environment`, `tie::traffic_of`).
 
 use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
 use super::RunContext;
-use super::environment;
 use super::settle::{RunsOn, Said, settle, unfinished};
-use super::tie::Tie;
+use super::tie::{Tie, traffic_of};
 use crate::agent::{InvokeError, Lease, Reply};
-use crate::exchange::{Exchange, FaultRecord, Target};
+use crate::exchange::{Exchange, FaultRecord};
 use crate::journal::{Lane, Serving};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -264,10 +263,12 @@ async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'
     if let Some(lease) = lease.filter(|_| agent.resets()) {
         lease.end_tail();
     }
-    let reset = agent
-        .reset()
-        .await
-        .map_err(|e| format!("reset failed: {e}"));
+    // A failed reset is the environment's, and the agent was never called: said so, in
+    // the reset endpoint's own words.
+    let reset = agent.reset().await.map_err(|e| {
+        format!("not run: the reset before it failed, so the agent was not called: {e}")
+    });
+    let setup = setup.map_err(|e| format!("setup failed: {e}"));
     let reply = match setup.and(reset) {
         Ok(()) => {
             let mark = |attempt| {
@@ -279,7 +280,7 @@ async fn invoke(ctx: &RunContext, prompt: &str, tie: Tie<'_>, runs_on: &RunsOn<'
             };
             Ok(agent.invoke_marked(prompt, &tie.headers(), mark).await)
         }
-        Err(e) => Err(format!("setup failed: {e}")),
+        Err(e) => Err(e),
     };
     if !switched {
         serving = serve(lane, lease, tie.trace());
@@ -335,43 +336,10 @@ pub(super) fn after_answer(traffic: &[Arc<Exchange>], answered_ms: u64) -> (Vec<
         .unzip()
 }
 
-/// The case's exchanges, when they can be told apart (`None` under `Tie::None`, or when
-/// some of the agent's calls lost the `traceparent`), and why it cannot be judged when its
-/// traffic met flakestorm's own errors or the environment's.
-fn traffic_of(
-    ctx: &RunContext,
-    tie: Tie<'_>,
-    first: u64,
-    last: u64,
-) -> (Option<Vec<Arc<Exchange>>>, Option<String>) {
-    match tie {
-        // Environment errors count whoever's they are: with cases in flight together, a
-        // neighbour's refused upstream or 407 is this case's too.
-        Tie::None => (None, environment::problem(&ctx.journal.slice(first, last))),
-        Tie::Header(t) => {
-            let window = ctx.journal.slice(first, last);
-            let problem = environment::problem(&window);
-            // Only calls chaos is about count: an exporter's own untraced span upload, or
-            // an embeddings call (no rule applies to one), does not make every case beside
-            // it unjudgeable.
-            let untraced = window.iter().any(|e| {
-                e.trace_id.is_none()
-                    && match e.target {
-                        Target::Tool { .. } | Target::Llm { .. } => true,
-                        Target::Embeddings { .. } | Target::Other => false,
-                    }
-            });
-            (
-                (!untraced).then(|| ctx.journal.by_trace_from(t, first)),
-                problem,
-            )
-        }
-        Tie::Lane { trace, .. } => {
-            let own = ctx.journal.by_trace_from(trace, first);
-            let problem = environment::problem(&own);
-            (Some(own), problem)
-        }
-    }
+/// The calls made to the agent by `cases`: each one's attempts (retries included); a case
+/// whose setup failed (its reset, its instance's restart) made none.
+pub(super) fn agent_calls(cases: &[CaseResult]) -> usize {
+    cases.iter().map(|c| c.attempts as usize).sum()
 }
 
 /// A case with the agent's reply (or why it was not invoked) and nothing else yet.

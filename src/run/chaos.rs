@@ -135,7 +135,7 @@ pub(super) fn add_baseline(
     let base = super::usage::Window::of(name, false, &o.exchanges, &ctx.pricing);
     let covered = coverage::of(name, &o.cases, &o.exchanges, o.stats, &ctx.declared, before);
     report.coverage.push(covered);
-    report.agent_calls += o.cases.len();
+    report.agent_calls += super::cases::agent_calls(&o.cases);
     report.baseline = o.cases;
     let main = report.usage.as_ref().and_then(|u| u.scenarios.first());
     if let Some(main) = main {
@@ -189,7 +189,7 @@ pub(super) fn chaos_report(
         config_digest: ctx.config_digest.clone(),
         chaos: name.to_string(),
         seed: ctx.seed,
-        agent_calls: run.cases.len(),
+        agent_calls: super::cases::agent_calls(&run.cases),
         score,
         judgement,
         min_score: ctx.min_score,

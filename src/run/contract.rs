@@ -279,7 +279,7 @@ pub(super) async fn judge_matrix(
         contract: plan.contract.name.clone(),
         seed: ctx.seed,
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
-        agent_calls: cases.len(),
+        agent_calls: super::cases::agent_calls(&cases),
         cases,
         score,
         judgement,

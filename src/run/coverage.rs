@@ -14,13 +14,19 @@ use crate::chaos::{RuleKind, RuleStats};
 use crate::config::{LlmEndpointSpec, ToolSpec, When};
 use crate::exchange::{Exchange, Target};
 
+mod bypass;
 mod never_fired;
+mod no_proxy;
 
-/// What the config says the agent's traffic is, to explain rules that matched nothing.
+pub use bypass::{Stack, Started};
+
+/// What the config says the agent's traffic is and how the agent runs, to explain rules
+/// that matched nothing and traffic that never crossed the proxy.
 #[derive(Debug, Clone, Default)]
 pub struct Declared {
     pub tools: Vec<ToolSpec>,
     pub llm: Vec<LlmEndpointSpec>,
+    pub started: Started,
 }
 
 impl Declared {
@@ -107,7 +113,7 @@ pub(super) fn of(
             let applied = applied(&stats.rule, exchanges);
             let why_not = (applied == 0).then(|| match (unattributed, none) {
                 (Some(why), true) => format!("its cases were not judged: {why}"),
-                (None, true) => silent(before),
+                (None, true) => silent(before, declared),
                 (_, false) => why_not(&stats, exchanges, declared, cases.len()),
             });
             RuleCoverage {
@@ -139,7 +145,7 @@ pub(super) fn of(
         not_tested,
         // Unattributed calls (a lost trace id) crossed the proxy, though none is the
         // scenario's: not silence.
-        silent: (none && cases.iter().all(sent_nothing)).then(|| silent(before)),
+        silent: (none && cases.iter().all(sent_nothing)).then(|| silent(before, declared)),
         outcomes: super::outcome::counts(cases.iter().filter_map(|c| c.outcome.as_ref())),
     }
 }
@@ -154,15 +160,16 @@ fn sent_nothing(c: &CaseResult) -> bool {
     }
 }
 
-/// Why nothing crossed the proxy while a scenario ran. Without traffic before it, the agent
-/// is not using the proxy; with some, it sent nothing in this scenario alone, which an
-/// agent that answers from a cache of earlier cases does.
-fn silent(before: Before) -> String {
+/// Why nothing crossed the proxy while a scenario ran. Without traffic before it, the
+/// agent's calls bypass the proxy (`Declared::bypass` says why, for the way it runs); with
+/// some, it sent nothing in this scenario alone, which an agent that answers from a cache
+/// of earlier cases does.
+fn silent(before: Before, declared: &Declared) -> String {
     match (before.exchanges, before.resets) {
-        (0, _) => "no request crossed the proxy while it ran: the agent is not using \
-                   flakestorm's proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, \
-                   or let flakestorm start the agent with agent.command)"
-            .into(),
+        (0, _) => format!(
+            "no request crossed the proxy while it ran: {}",
+            declared.bypass()
+        ),
         (n, false) => format!(
             "the agent sent nothing through the proxy in this scenario but did earlier in the \
              run ({n} request(s)): does it answer from a cache of earlier cases? set \
@@ -255,15 +262,41 @@ fn hint(rule: &RuleStats, declared: &Declared) -> String {
                 .tool
                 .as_deref()
                 .and_then(|n| declared.tools.iter().find(|t| t.name == n));
-            match named {
+            let mut said = match named {
                 Some(t) => format!(" (tools: `{}` is {})", t.name, t.match_url.join(", ")),
                 None => String::new(),
+            };
+            let mut targets: Vec<(String, Vec<String>)> = named
+                .map(|t| (format!("tool `{}`", t.name), t.match_url.to_vec()))
+                .into_iter()
+                .collect();
+            targets.extend(
+                rule.match_url
+                    .iter()
+                    .map(|u| (rule.scope.clone(), vec![u.clone()])),
+            );
+            if let Some(why) = declared.no_proxy_in(&targets) {
+                said.push_str(&format!(" ({why})"));
             }
+            said
         }
         RuleKind::LlmFault if declared.llm.is_empty() => " (LLM calls are recognised by their \
              API path, e.g. /v1/chat/completions, or declared under llm:)"
             .into(),
-        RuleKind::LlmFault => String::new(),
+        RuleKind::LlmFault => {
+            let llms: Vec<(String, Vec<String>)> = declared
+                .llm
+                .iter()
+                .map(|l| {
+                    (
+                        format!("the {} LLM", l.provider.as_str()),
+                        l.match_url.to_vec(),
+                    )
+                })
+                .collect();
+            let why = declared.no_proxy_in(&llms);
+            why.map(|w| format!(" ({w})")).unwrap_or_default()
+        }
     }
 }
 

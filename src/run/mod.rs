@@ -66,7 +66,7 @@ pub use chaos::{ChaosReport, run_chaos};
 pub use ci::{CiReport, Phase, combine};
 pub use consistency::{CaseTrials, Consistency};
 pub use contract::{ContractReport, run_contract};
-pub use coverage::{Coverage, Declared, RuleCoverage};
+pub use coverage::{Coverage, Declared, RuleCoverage, Stack, Started};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use live_cells::CellSoFar;

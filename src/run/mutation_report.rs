@@ -312,7 +312,7 @@ fn wire_only(ctx: &Scoring, score: f64, judged_anything: bool) -> Judgement {
         exchanges: 0,
         agent_exchanges: 0,
         declares_traffic: false,
-        node: false,
+        bypass: String::new(),
         netns: false,
         score,
         min_score: ctx.min_score,

@@ -205,7 +205,7 @@ pub(super) fn replay_report(
         config_digest: ctx.config_digest.clone(),
         seed: ctx.seed,
         on_miss,
-        agent_calls: cases.len(),
+        agent_calls: super::cases::agent_calls(&cases),
         cases,
         sessions,
         score,

@@ -31,8 +31,6 @@ pub struct Scoring {
     pub max_scan: usize,
     /// `agent.reset_endpoint` is POSTed before every case: the agent starts each clean.
     pub resets: bool,
-    /// `agent.command` runs Node, whose fetch ignores proxy variables unless told.
-    pub node: bool,
     /// `agent.capture: netns`: every TCP connection of the agent ends at flakestorm.
     pub netns: bool,
     /// What LLM calls cost (`pricing:`): each case's usage is priced with it.
@@ -49,7 +47,6 @@ impl Scoring {
         embedder: Option<Embedder>,
     ) -> Scoring {
         let agent = config.agent.as_ref();
-        let command = agent.and_then(|a| a.command.as_deref());
         Scoring {
             seed,
             trials: Trials::of(config),
@@ -57,27 +54,39 @@ impl Scoring {
             declared: Declared {
                 tools: config.tools.clone(),
                 llm: config.llm.clone(),
+                started: started(agent),
             },
             min_score,
             embedder,
             attribution: config.advanced.attribution,
             max_scan: config.proxy.max_rewrite_bytes,
             resets: agent.is_some_and(|a| a.reset_endpoint.is_some()),
-            node: command.is_some_and(runs_node),
             netns: agent.is_some_and(|a| a.capture == crate::capture::Mode::Netns),
             pricing: std::sync::Arc::new(config.pricing.clone()),
         }
     }
 }
 
-/// Whether a command runs Node (`node`, `npx`, `npm`, `tsx`, `ts-node`, as a word).
-fn runs_node(command: &str) -> bool {
-    command
-        .split(|c: char| c.is_whitespace() || c == '/' || c == ';' || c == '&')
-        .any(|w| {
-            matches!(
-                w,
-                "node" | "nodejs" | "npx" | "npm" | "tsx" | "ts-node" | "pnpm" | "yarn"
-            )
-        })
+/// How the agent runs, as far as its traffic's way goes: started by flakestorm or not, on
+/// which stack, and what of the proxy environment `agent.env` changes (the agent gets it).
+fn started(agent: Option<&crate::config::AgentTarget>) -> super::Started {
+    let Some(a) = agent.filter(|a| a.command.is_some()) else {
+        return super::Started::default();
+    };
+    let no_proxy = |k: &String| k.eq_ignore_ascii_case("no_proxy");
+    let replaced = a.env.keys().filter(|k| {
+        !no_proxy(k) && ["HTTPS_PROXY", "HTTP_PROXY"].contains(&k.to_ascii_uppercase().as_str())
+    });
+    super::Started {
+        command: true,
+        stack: super::Stack::of(a.command.as_deref().unwrap_or_default()),
+        // The last spelling wins, as `agent::with_user_env` gives it to the agent.
+        no_proxy: a
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| no_proxy(k))
+            .map(|(_, v)| v.clone()),
+        replaced: replaced.cloned().collect(),
+    }
 }

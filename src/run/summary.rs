@@ -23,10 +23,18 @@ pub fn summary(r: &ContractReport, color: bool) -> String {
 /// The contract report, its trials figures shown as `measure` says (`ci`'s contract
 /// carries no measure of its own: `ci` passes its run's), else as the report's.
 pub fn summary_of(r: &ContractReport, color: bool, measure: Option<&TrialsInfo>) -> String {
-    let mut out = format!(
-        "contract {:?}: {} agent calls\n\n",
-        r.contract, r.agent_calls
-    );
+    let mut out = format!("contract {:?}: {} agent calls", r.contract, r.agent_calls);
+    // Cases whose setup failed (a reset, a restart) never called the agent: said, so that
+    // the count is not read as one call per case.
+    let uncalled = r.cases.iter().filter(|c| c.attempts == 0).count();
+    if uncalled > 0 {
+        let _ = write!(
+            out,
+            " ({uncalled} of {} cases never reached the agent: their setup failed)",
+            r.cases.len()
+        );
+    }
+    out.push_str("\n\n");
     matrix(r, color, &mut out);
     scenarios(&r.coverage, &mut out);
     outcomes(&r.coverage, &r.cases, &mut out);

@@ -1,10 +1,15 @@
 //! How a case's exchanges are told from the others' (design.md §6): by the lane it owns, by
 //! the trace id it sends, or by nothing; and its W3C trace id, a function of the seed and
-//! the case alone.
+//! the case alone; and a case's exchanges by it, with why it cannot be judged when they
+//! met the environment's errors.
+
+use std::sync::Arc;
 
 use super::RunContext;
+use super::environment;
 use crate::agent::Lease;
 use crate::chaos::{mix, stream};
+use crate::exchange::{Exchange, Target};
 use crate::journal::Lane;
 
 /// How a case's exchanges are told from the others' (design.md §6).
@@ -63,4 +68,43 @@ pub(super) fn trace_id(
     };
     let lo = mix(hi ^ stream(prompt) ^ index as u64 ^ salt) | 1; // never all zeros (W3C)
     format!("{hi:016x}{lo:016x}")
+}
+
+/// The case's exchanges, when they can be told apart (`None` under `Tie::None`, or when
+/// some of the agent's calls lost the `traceparent`), and why it cannot be judged when its
+/// traffic met flakestorm's own errors or the environment's.
+pub(super) fn traffic_of(
+    ctx: &RunContext,
+    tie: Tie<'_>,
+    first: u64,
+    last: u64,
+) -> (Option<Vec<Arc<Exchange>>>, Option<String>) {
+    match tie {
+        // Environment errors count whoever's they are: with cases in flight together, a
+        // neighbour's refused upstream or 407 is this case's too.
+        Tie::None => (None, environment::problem(&ctx.journal.slice(first, last))),
+        Tie::Header(t) => {
+            let window = ctx.journal.slice(first, last);
+            let problem = environment::problem(&window);
+            // Only calls chaos is about count: an exporter's own untraced span upload, or
+            // an embeddings call (no rule applies to one), does not make every case beside
+            // it unjudgeable.
+            let untraced = window.iter().any(|e| {
+                e.trace_id.is_none()
+                    && match e.target {
+                        Target::Tool { .. } | Target::Llm { .. } => true,
+                        Target::Embeddings { .. } | Target::Other => false,
+                    }
+            });
+            (
+                (!untraced).then(|| ctx.journal.by_trace_from(t, first)),
+                problem,
+            )
+        }
+        Tie::Lane { trace, .. } => {
+            let own = ctx.journal.by_trace_from(trace, first);
+            let problem = environment::problem(&own);
+            (Some(own), problem)
+        }
+    }
 }

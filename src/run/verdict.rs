@@ -98,8 +98,9 @@ pub(super) struct Evidence<'a> {
     pub agent_exchanges: usize,
     /// `tools:` or `llm:` entries exist: traffic must cross the proxy.
     pub declares_traffic: bool,
-    /// `agent.command` runs Node, whose `fetch` ignores the proxy variables unless told.
-    pub node: bool,
+    /// Why the agent's calls would not cross the proxy, for the way it runs
+    /// (`Declared::bypass`).
+    pub bypass: String,
     /// `agent.capture: netns`: nothing the agent sends over TCP bypasses the proxy.
     pub netns: bool,
     pub score: f64,
@@ -128,7 +129,7 @@ impl<'a> Evidence<'a> {
             exchanges: seen.exchanges,
             agent_exchanges: seen.agent_exchanges,
             declares_traffic: ctx.declared.any(),
-            node: ctx.node,
+            bypass: ctx.declared.bypass(),
             netns: ctx.netns,
             score: 0.0,
             min_score: ctx.min_score,
@@ -313,18 +314,16 @@ fn untested(e: &Evidence) -> Vec<String> {
         );
     } else if silent(e) {
         out.push(format!(
-            "no request crossed the proxy during the run: the agent is not using flakestorm's \
-             proxy (set HTTPS_PROXY and HTTP_PROXY to it and trust its CA, or let flakestorm \
-             start it with agent.command){}",
-            node_fix(e)
+            "no request crossed the proxy during the run: {}",
+            e.bypass
         ));
     } else if e.agent_exchanges == 0 && e.declares_traffic && unfired == 0 {
         // With unfired rules, their lines below say what the proxy saw instead.
         out.push(format!(
             "no call to the agent's tools or LLMs crossed the proxy during the run, only \
              {exchanges} other request(s) (an exporter's?): the agent's own calls bypass \
-             flakestorm's proxy, or the tools:/llm: globs do not match them{}",
-            node_fix(e)
+             flakestorm's proxy, or the tools:/llm: globs do not match them: {}",
+            e.bypass
         ));
     }
     for c in e.coverage {
@@ -353,24 +352,6 @@ fn untested(e: &Evidence) -> Vec<String> {
     out
 }
 
-/// What a Node agent that bypasses the proxy needs (docs/frameworks.md, "Node.js agents"),
-/// and what any agent whose client ignores the proxy variables can use on Linux.
-fn node_fix(e: &Evidence) -> &'static str {
-    match e.node {
-        true => {
-            "; agent.command runs Node, whose fetch ignores HTTPS_PROXY unless \
-                 NODE_USE_ENV_PROXY=1 is read (newer Node releases) or the agent installs \
-                 undici's EnvHttpProxyAgent (setGlobalDispatcher); or, on Linux, set \
-                 agent.capture: netns, which captures every connection whatever the client \
-                 does (docs/capture.md)"
-        }
-        false => {
-            "; a client that ignores proxy variables (trust_env=False, a Go or gRPC client) \
-             is captured on Linux with agent.capture: netns (docs/capture.md)"
-        }
-    }
-}
-
 /// An agent that answered fewer than half of its judged cases failed, whatever the score.
 fn unanswered(cases: &[CaseResult]) -> Option<String> {
     let judged: Vec<&CaseResult> = cases.iter().filter(|c| c.not_judged.is_none()).collect();
@@ -390,6 +371,7 @@ mod tests {
     use super::*;
     use crate::exchange::tests_support::exchange;
     use crate::journal::Redactor;
+    use crate::run::Declared;
 
     fn record(j: &Journal, target: Target) {
         let id = j.next_id();
@@ -420,7 +402,7 @@ mod tests {
             exchanges: 0,
             agent_exchanges: 0,
             declares_traffic: true,
-            node: false,
+            bypass: Declared::default().bypass(),
             netns: false,
             score: 0.0,
             min_score: 70.0,
@@ -471,13 +453,21 @@ mod tests {
         );
         assert!(!j.reasons[0].contains("Node"), "{:?}", j.reasons);
         // An agent.command that runs Node: the reason names its fix.
+        let node = Declared {
+            started: crate::run::Started {
+                command: true,
+                stack: crate::run::Stack::Node,
+                ..Default::default()
+            },
+            ..Declared::default()
+        };
         let j = decide(&Evidence {
-            node: true,
+            bypass: node.bypass(),
             netns: false,
             ..evidence(&cases, &coverage)
         });
         assert!(
-            j.reasons[0].contains("agent.command runs Node")
+            j.reasons[0].contains("the agent runs Node")
                 && j.reasons[0].contains("NODE_USE_ENV_PROXY=1")
                 && j.reasons[0].contains("EnvHttpProxyAgent"),
             "{:?}",

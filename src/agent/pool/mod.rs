@@ -213,6 +213,13 @@ impl Pool {
         self.clocked.load(Ordering::Acquire)
     }
 
+    /// The proxy listeners its instances talk through (each its lane's), in instance
+    /// order: those started so far (a restarted instance keeps its lane; a pool that grows
+    /// adds lanes).
+    pub fn lanes(&self) -> Vec<SocketAddr> {
+        self.all().iter().map(|i| i.proxy).collect()
+    }
+
     /// The first instance's driver (what reports show as the agent's endpoint).
     pub fn first(&self) -> Agent {
         self.all()[0].agent.clone()
