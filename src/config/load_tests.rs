@@ -442,12 +442,12 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
     unset.instances = None;
     assert_eq!(
         size(&unset, 4, 500, None),
-        (8, 64),
-        "4 running + 4 spares at the start, growing when cases wait"
+        (16, 64),
+        "4 running + 12 spares at the start, growing when cases wait"
     );
     assert_eq!(
         size(&unset, 4, 500, Some(50)),
-        (8, 50),
+        (16, 50),
         "no more than cases"
     );
     assert_eq!(
@@ -461,6 +461,16 @@ fn an_agent_pool_needs_port_everywhere_and_a_sane_size() {
         "nothing settles: no spare"
     );
     assert_eq!(size(&unset, 40, 500, None), (64, 64), "at most 64");
+    assert_eq!(
+        size(&unset, 100, 500, None),
+        (100, 100),
+        "never fewer than run at once"
+    );
+    assert_eq!(
+        size(&unset, 100, 0, Some(80)),
+        (80, 80),
+        "nor more than cases"
+    );
     let second = agent.at_port(4242);
     assert_eq!(second.endpoint.to_string(), "http://127.0.0.1:4242/invoke");
     assert_eq!(second.command.as_deref(), Some("python3 agent.py 4242"));

@@ -27,10 +27,10 @@ impl AgentTarget {
     /// How many instances a run starts and the most it holds, for `cases` cases (when
     /// known): one without `{port}` in the command (unless the agent is a script);
     /// exactly `agent.instances` when set; else `concurrency` when nothing settles
-    /// (`settle_ms` 0), and otherwise `concurrency` plus as many spares to settle on, 2 ×
-    /// `concurrency`, growing while the run goes when cases wait for an instance, toward
-    /// what the measured case time asks for (`agent::pool`), at most 64. Never more than
-    /// the run has cases: an instance no case can use is a process for nothing.
+    /// (`settle_ms` 0), and otherwise 4 × `concurrency` (spares to settle on), growing
+    /// while the run goes when cases wait for an instance, toward what the measured case
+    /// time asks for (`agent::pool`), at most 64 (or `concurrency`, when above). Never more
+    /// than the run has cases: an instance no case can use is a process for nothing.
     pub fn pool_size(&self, concurrency: u32, settle_ms: u64, cases: Option<usize>) -> PoolSize {
         // A script's cases each run a process of their own on a lane of their own.
         if self.per_port.is_none() && !self.script {
@@ -58,8 +58,15 @@ impl AgentTarget {
             // (docs/benchmarks.md, "Settle windows that overlap": 2 × paid twice that).
             _ => 4 * c,
         };
-        let start = start.min(most);
-        let most = if settle_ms == 0 { start } else { most };
+        // Never fewer than run at once (`advanced.concurrency` may exceed 64), but never
+        // more than cases.
+        let floor = c.min(bound);
+        let start = start.min(most).max(floor);
+        let most = if settle_ms == 0 {
+            start
+        } else {
+            most.max(start)
+        };
         PoolSize { start, most, cases }
     }
 }

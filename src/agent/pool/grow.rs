@@ -1,5 +1,5 @@
-//! A pool that grows as its run goes (issue #50): it starts with as many spares as cases
-//! run at once, since the case time is not known before the first case; when it runs out
+//! A pool that grows as its run goes (issue #50): it starts with three spares per case run
+//! at once (`config::settle`), since the case time is not known before the first case; when it runs out
 //! of free instances (all running or settling: a case waits, or the next one would), more
 //! start in the background toward what the measured case time (lease to answer, measured
 //! at each answer) asks for (`spares::wanted`), never more than the pool's

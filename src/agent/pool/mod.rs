@@ -6,8 +6,8 @@
 //! ready are left out (the run says which and why); none ready is an error.
 //!
 //! Settling does not hold the run (issue #50): a case that answered keeps its instance
-//! while it settles, and the next case goes to a spare one. The pool starts with as many
-//! spares as cases run at once, never more instances than the run has cases
+//! while it settles, and the next case goes to a spare one. The pool starts with three
+//! spares per case run at once, never more instances than the run has cases
 //! (`AgentTarget::pool_size`); when a case has to wait for an instance, more start in the
 //! background toward what the measured case time asks for (`grow`, `spares`), each
 //! leased only once ready. After its settle

@@ -3,7 +3,7 @@
 //! settle window; an instance used again only after twice that window also follows a call
 //! that comes later than the window (its idle gap). So `running × (case + 2 × settle) /
 //! case` instances. The case time is not known before the first case: the pool starts with
-//! as many spares as cases run at once, measures its case time (the median of the latest
+//! three spares per case run at once (enough for cases of two thirds of a window), measures its case time (the median of the latest
 //! cases) and, when cases wait for an instance, grows toward what it asks for (`grow`);
 //! the run says how many it asked for.
 
