@@ -92,7 +92,7 @@ async fn a_failed_reset_says_what_the_endpoint_answered_and_counts_no_agent_call
     .await;
     let search = origin::search_tool().await;
     let section = format!(
-        "  endpoint: 'http://{a}/invoke'\n  reset_endpoint: 'http://{a}/reset'\n",
+        "  endpoint: 'http://{a}/invoke'\n  reset_endpoint: 'http://{a}/reset?token=reset-secret-42'\n",
         a = agent.addr
     );
     let (code, out, err, report) = run(config(&search, &section)).await;
@@ -120,6 +120,10 @@ async fn a_failed_reset_says_what_the_endpoint_answered_and_counts_no_agent_call
             "{why}"
         );
         assert!(!why.contains("sk-live-0123456789abcdef"), "{why}");
+        assert!(
+            !why.contains("reset-secret-42"),
+            "the URL's query is not quoted: {why}"
+        );
         assert_eq!(case["attempts"], 0, "{case}");
     }
     // The environment failed, not the agent: no score, the reset named.

@@ -39,6 +39,7 @@ pub use raw::{RawOptions, RawReply, send_raw, send_raw_with};
 #[cfg(test)]
 pub(crate) use raw_response::CAPPED as RAW_BODY_CAPPED;
 pub use ready::{Probe, url_probe, url_probe_via, wait_ready};
+pub use reset::shown_url;
 pub use settle_said::{SETTLE_DONE, SETTLE_HEADER};
 pub use spawn::{AgentProcess, SpawnError, log_tail, proxy_env, with_user_env};
 pub use supervise::{own_binary, supervise, supervise_with};

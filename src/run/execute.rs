@@ -302,24 +302,12 @@ pub async fn execute(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<
         // A command may carry expanded secrets: a script agent is named by its kind.
         agent: Some(match ctx.agent.target().script {
             true => "agent.command (a script, run once per case)".into(),
-            false => shown_endpoint(ctx.agent.endpoint()),
+            false => crate::agent::shown_url(ctx.agent.endpoint()),
         }),
         trials: super::TrialsInfo::of(&ctx.scoring.trials),
         merged_shards: None,
     });
     Ok(report)
-}
-
-/// `scheme://host[:port]/path` of the agent: no user info, no query (either may carry a
-/// credential, and reports are shared).
-fn shown_endpoint(uri: &http::Uri) -> String {
-    let host = uri.host().unwrap_or("");
-    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
-    format!(
-        "{}://{host}{port}{}",
-        uri.scheme_str().unwrap_or("http"),
-        uri.path()
-    )
 }
 
 async fn run_kind(ctx: &RunContext, config: &Config, p: &Prepared) -> Result<Report, RunError> {
