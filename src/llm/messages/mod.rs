@@ -52,22 +52,31 @@ fn role(r: Option<&str>) -> &str {
 
 /// `list` as JSON text of at most `max` bytes, whole: each text part cut to half of it, then
 /// the oldest entries left out (the latest turns say most about what the call did). `None`
-/// when the list is empty.
+/// when the list is empty or not even its latest entry fits.
 pub fn bounded(list: &[Value], max: usize) -> Option<String> {
     if list.is_empty() {
         return None;
     }
-    let mut list: Vec<Value> = list.to_vec();
-    for m in &mut list {
-        cut_texts(m, max / 2);
-    }
-    loop {
-        let s = serde_json::to_string(&list).unwrap_or_default();
-        if s.len() <= max || list.len() == 1 {
-            return Some(s).filter(|s| s.len() <= max);
+    // Each entry is written once; the newest that fit are kept (a long history costs
+    // its length, not its length times its turns).
+    let mut kept: Vec<String> = vec![];
+    let mut len = 2; // the brackets
+    for m in list.iter().rev() {
+        let mut m = m.clone();
+        cut_texts(&mut m, max / 2);
+        let s = serde_json::to_string(&m).unwrap_or_default();
+        let more = s.len() + usize::from(!kept.is_empty());
+        if len + more > max {
+            break;
         }
-        list.remove(0);
+        len += more;
+        kept.push(s);
     }
+    if kept.is_empty() {
+        return None;
+    }
+    kept.reverse();
+    Some(format!("[{}]", kept.join(",")))
 }
 
 /// Cuts every `content` string below `v` to `max` bytes (at a character boundary).
