@@ -57,11 +57,13 @@ fn shown(c: CaseCalls) -> Value {
     let calls: Option<Vec<Arc<crate::exchange::Exchange>>> =
         c.calls.map(|v| v.into_iter().map(Arc::new).collect());
     let timeline = calls.as_deref().and_then(crate::report::html::timeline_svg);
-    // Why there is none: no calls seen, or the run had kept its bound of calls by then.
+    // Why there is none: no calls seen, or calls seen but none kept (the run had kept its
+    // bound by then, or it was recorded before cases kept their calls: NULL says either).
     let none = match (&timeline, case.exchanges.as_array()) {
         (Some(_), _) => None,
         (None, Some(seen)) if !seen.is_empty() => Some(format!(
-            "its calls were not kept: the run had kept {RUN_CALLS} calls before it (the report has them)"
+            "its calls were not kept: the run had kept its {RUN_CALLS} calls before it, or \
+             it was recorded before runs kept their cases' calls (the report has them)"
         )),
         (None, Some(_)) => Some("it made no calls through the proxy".to_string()),
         (None, None) => Some("its calls could not be attributed to it".to_string()),
