@@ -266,7 +266,7 @@ fn read_artifact(path: &str) -> Result<Vec<u8>, ApiError> {
 /// connection closes with the stream.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", params(("id" = String, Path),
     ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event")), responses(
-    (status = 200, description = "text/event-stream: queued, started, case_started, case, phase, cell, done", content_type = "text/event-stream", body = String),
+    (status = 200, description = "text/event-stream: queued, started, warning, case_started, case, phase, cell, done", content_type = "text/event-stream", body = String),
     (status = 404, description = "no such run", body = super::openapi::ErrorBody),
 ))]
 pub async fn events(
