@@ -247,7 +247,7 @@ async fn cases_without_traffic_get_no_empty_tapes() {
 /// A script's case settles as soon as its process tree has exited, whatever `settle_ms`:
 /// nothing more of it can come. So at the default window its instances take their next
 /// case at once, no case waits for one, and the run says nothing of spare instances (a
-/// fast script settling on the clock would keep all six busy and make cases wait).
+/// fast script settling on the clock would keep all twelve busy and make cases wait).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scripts_settle_ends_when_its_process_tree_exits() {
     let search = origin::search_tool().await;
@@ -262,16 +262,16 @@ async fn a_scripts_settle_ends_when_its_process_tree_exits() {
     for never in ["no idle spare", "cases waited for an instance", "asks for"] {
         assert!(!warnings.contains(never), "{never}: {warnings}");
     }
-    // The six instances it started with ran the 24 cases between them, each free again as
-    // soon as its script exited: the pool never grew (one settling on the clock would
-    // keep all six busy, and it would grow toward one instance per case).
+    // The twelve instances it started with ran the 24 cases between them, each free again
+    // as soon as its script exited: the pool never grew (one settling on the clock would
+    // keep all twelve busy, and it would grow toward one instance per case).
     assert!(
-        out.contains("pool: 3 running + 3 settling (6 agent instances started"),
+        out.contains("pool: 3 running + 9 settling (12 agent instances started"),
         "{out}"
     );
     let most = cases(&report)
         .iter()
         .filter_map(|c| c["instance"].as_u64())
         .max();
-    assert!(most.is_some_and(|n| n <= 6), "{most:?}\n{out}");
+    assert!(most.is_some_and(|n| n <= 12), "{most:?}\n{out}");
 }
