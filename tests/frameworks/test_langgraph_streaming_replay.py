@@ -108,8 +108,10 @@ def test_fifty_cases_nothing_outside_them(settled):
     # In the pool run both instances took cases; every case was judged on its first
     # invocation.
     instances = {c.get("instance") for c in report["cases"]}
-    # POOL running and spares to settle on (up to 4 × POOL, docs/config.md "How a case settles").
-    pooled = set(range(1, POOL + 1)) <= instances <= set(range(1, 4 * POOL + 1))
+    # POOL running and spares to settle on: 4 × POOL at the start, more started while
+    # cases wait for one, never more than the run's 50 cases (docs/config.md, "How a case
+    # settles").
+    pooled = set(range(1, POOL + 1)) <= instances <= set(range(1, len(report["cases"]) + 1))
     assert (pooled if stack.concurrency > 1 else instances == {None}), instances
     for case in report["cases"]:
         assert case["exchanges"] is not None, f"case without exchanges: {case}"
