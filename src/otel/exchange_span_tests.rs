@@ -127,8 +127,8 @@ fn flakestorms_own_error_is_the_error_type() {
     assert!(span.events.events.is_empty(), "no fault fired on it");
 }
 
-#[test]
-fn an_mcp_tool_call_names_its_method_and_tool() {
+/// A `tools/call` of the MCP tool `search_docs` on the server declared as `docs`.
+fn mcp_tool_call() -> Exchange {
     let mut ex = exchange(
         Target::Tool {
             name: "docs".into(),
@@ -145,6 +145,12 @@ fn an_mcp_tool_call_names_its_method_and_tool() {
         note: None,
         transport: None,
     });
+    ex
+}
+
+#[test]
+fn an_mcp_tool_call_names_its_method_and_tool() {
+    let mut ex = mcp_tool_call();
     let span = pending(ex.clone(), None, false).build(false);
     assert_eq!(
         text(&span, "mcp.method.name").as_deref(),
@@ -254,22 +260,7 @@ fn an_llm_calls_content_is_the_conventions_messages_not_its_bodies() {
 
 #[test]
 fn an_mcp_tool_calls_content_is_its_arguments_and_result() {
-    let mut ex = exchange(
-        Target::Tool {
-            name: "docs".into(),
-        },
-        "http://127.0.0.1:9/mcp",
-    )
-    .build();
-    ex.mcp = Some(McpCall {
-        method: "tools/call".into(),
-        tool: Some("search_docs".into()),
-        id: None,
-        session: None,
-        detected: false,
-        note: None,
-        transport: None,
-    });
+    let ex = mcp_tool_call();
     let b = bodies(
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_docs","arguments":{"q":"tls"}}}"#,
         "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"found\"}]}}\n\n",
