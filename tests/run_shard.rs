@@ -766,3 +766,142 @@ fn a_sharded_mutation_run_merges_equal_to_the_whole_run() {
         "{err}"
     );
 }
+
+/// A shard's report carries the config it ran with (variables and flags layered over the
+/// file), credentials out: `report merge DIR` needs no config file, merges as with `-c`,
+/// and refuses shards that ran with other settings or carry none.
+#[test]
+fn shards_carry_their_config_without_its_secrets() {
+    let agent = python_agent();
+    let yaml = config(&agent, 7).replace(
+        "  env: {TOOL_URL:",
+        "  headers: {Authorization: \"Bearer ${AGENT_TOKEN}\"}\n  env: {API_SECRET: \"env-secret-0123456789\", TOOL_URL:",
+    );
+    assert_ne!(yaml, config(&agent, 7), "the fixture's env line changed");
+    let dir = with_config(&yaml);
+    let d = dir.path();
+    let secrets = [
+        ("AGENT_TOKEN", "agent-token-0123456789"),
+        ("FLAKESTORM_CONTROL__TOKEN", "control-token-0123456789"),
+    ];
+    for k in 1..=2 {
+        let (code, out, err) = flakestorm_env(
+            &["contract", "run", "--shard", &format!("{k}/2")],
+            d,
+            &secrets,
+        );
+        assert!(code <= 3, "{out}{err}");
+    }
+    let shard = |k: u32| d.join(format!("reports/contract.shard-{k}-of-2.json"));
+    for k in 1..=2 {
+        let text = std::fs::read_to_string(shard(k)).unwrap();
+        for secret in [
+            "agent-token-0123456789",
+            "control-token",
+            "env-secret-0123456789",
+        ] {
+            assert!(!text.contains(secret), "shard {k} carries {secret}");
+        }
+        let carried = &read(&shard(k))["shard"]["config"];
+        assert_eq!(carried["agent"]["headers"]["Authorization"], "(redacted)");
+        assert_eq!(carried["contract"]["name"], "Shards");
+    }
+    // Merged where no config file is: as merged with the file.
+    let with = [
+        "report",
+        "merge",
+        "-c",
+        "flakestorm.yaml",
+        "-o",
+        "with.json",
+        "reports",
+    ];
+    let (code, out, err) = flakestorm_env(&with, d, &secrets);
+    let with_file = read(&d.join("with.json"));
+    assert_eq!(code, report_code(&with_file), "{out}{err}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let e = elsewhere.path();
+    std::fs::create_dir(e.join("shards")).unwrap();
+    for k in 1..=2 {
+        std::fs::copy(
+            shard(k),
+            e.join(format!("shards/contract.shard-{k}-of-2.json")),
+        )
+        .unwrap();
+    }
+    let (code, out, err) = flakestorm(&["report", "merge", "shards", "-o", "alone.json"], e);
+    let alone = read(&e.join("alone.json"));
+    assert_eq!(code, report_code(&alone), "{out}{err}");
+    assert_eq!(judged(&alone), judged(&with_file));
+    assert_eq!(alone["config_digest"], with_file["config_digest"]);
+    // Without -o, the merged report is written beside the shards.
+    let (code, out, err) = flakestorm(&["report", "merge", "shards", "--no-store"], e);
+    assert_eq!(code, report_code(&alone), "{out}{err}");
+    assert_eq!(
+        judged(&read(&e.join("shards/contract.json"))),
+        judged(&alone)
+    );
+    // A report is anyone's file: what it carries expands no variable of the merge's
+    // environment, opens no file and records in no store outside the working folder.
+    let hostile = |name: &str, edit: &dyn Fn(&mut Value)| {
+        let folder = e.join(name);
+        std::fs::create_dir(&folder).unwrap();
+        for k in 1..=2 {
+            let mut r = read(&shard(k));
+            edit(&mut r["shard"]["config"]);
+            std::fs::write(
+                folder.join(format!("contract.shard-{k}-of-2.json")),
+                r.to_string(),
+            )
+            .unwrap();
+        }
+        let env = [("MERGER_SECRET", "merger-secret-0123456789")];
+        let (code, out, err) = flakestorm_env(&["report", "merge", name], e, &env);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert!(!folder.join("contract.json").exists(), "{name}: written");
+        assert!(
+            !format!("{out}{err}").contains("merger-secret"),
+            "{name}: {err}"
+        );
+        err
+    };
+    let err = hostile("vars", &|c| {
+        c["contract"]["name"] = json!("${MERGER_SECRET}")
+    });
+    assert!(err.contains("`${MERGER_SECRET}` is not expanded"), "{err}");
+    let err = hostile("pricing", &|c| {
+        c["pricing"] = json!({"file": "/etc/passwd"})
+    });
+    assert!(
+        err.contains("pricing.file") && err.contains("outside the working directory"),
+        "{err}"
+    );
+    let err = hostile("store", &|c| c["data_dir"] = json!("/tmp/elsewhere"));
+    assert!(
+        err.contains("data_dir `/tmp/elsewhere`") && err.contains("--no-store"),
+        "{err}"
+    );
+    // A shard that ran with another setting (an edited copy): named, with where it differs.
+    let mut value = read(&e.join("shards/contract.shard-2-of-2.json"));
+    let severity = &mut value["shard"]["config"]["contract"]["invariants"][0]["severity"];
+    assert_eq!(severity, "high");
+    *severity = json!("low");
+    std::fs::write(e.join("edited.json"), value.to_string()).unwrap();
+    let one = "shards/contract.shard-1-of-2.json";
+    let (code, _, err) = flakestorm(&["report", "merge", one, "edited.json"], e);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("edited.json is not a shard of the same run as shards/contract.shard-1-of-2.json: the same config file with other settings")
+            && err.contains("(first at `contract.invariants[0].severity`)"),
+        "{err}"
+    );
+    // A shard written before shards carried their config, beside one that does.
+    value["shard"].as_object_mut().unwrap().remove("config");
+    std::fs::write(e.join("old.json"), value.to_string()).unwrap();
+    let (code, _, err) = flakestorm(&["report", "merge", "old.json", one], e);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("old.json carries no config (written by an older flakestorm)"),
+        "{err}"
+    );
+}

@@ -1,7 +1,8 @@
-//! `flakestorm report merge SHARD... -c flakestorm.yaml`: the shard reports of a sharded
+//! `flakestorm report merge SHARD... [-c flakestorm.yaml]`: the shard reports of a sharded
 //! run (`--shard K/N`) made one report, judged again through the code a whole run ends
-//! with (`run::merge`), written with the config's formats (or `-f`), exit code the merged
-//! verdict's (docs/scale.md). The merged run is recorded in the run store of the config's
+//! with (`run::merge`) with the config the shards carry (`config::carried`, trusted no
+//! further than the working folder) or `-c`'s, written with the config's formats (or
+//! `-f`), exit code the merged verdict's (docs/scale.md). The merged run is recorded in the run store of the config's
 //! `data_dir`, as a whole CLI run is, with how many shards it was made of (`--no-store`:
 //! not recorded).
 
@@ -21,10 +22,13 @@ pub struct MergeArgs {
     /// `*.shard-K-of-N.json` inside: a volume the shards wrote to).
     #[arg(required = true, value_name = "SHARD|DIR")]
     shards: Vec<PathBuf>,
-    /// The config the shards ran with (its digest must be theirs).
+    /// The config the shards ran with (its digest must be theirs). Without it, the config
+    /// each shard report carries (credentials out); shards too old to carry one: this,
+    /// else ./flakestorm.yaml.
     #[command(flatten)]
     config: ConfigArg,
-    /// The merged JSON report (default: output.path/<contract|chaos|ci>.json).
+    /// The merged JSON report (default: <contract|chaos|ci>.json beside the shards; with
+    /// -c, in the config's output.path).
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
     /// Formats to write beside it (default: output.format).
@@ -53,9 +57,6 @@ pub async fn run(args: MergeArgs) -> ExitCode {
 }
 
 async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
-    // `load` has said what is wrong with the config.
-    let loaded = super::load::load(&args.config, Overrides::default())
-        .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
     let mut shards = vec![];
     for file in &files(&args.shards)? {
         let name = file.display().to_string();
@@ -64,6 +65,23 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         let report = Report::from_json(&text).map_err(|e| Stop(2, format!("{name}: {e}")))?;
         shards.push((name, report));
     }
+    let (loaded, is_carried) = match (&args.config.config, carried(&shards)?) {
+        (None, Some((file, config))) => {
+            let digest = shards[0].1.config_digest().map(str::to_string);
+            let source = format!("the config carried by {file}");
+            let loaded = crate::config::load_carried(config, &source, digest).map_err(|e| {
+                eprint!("flakestorm: {e}");
+                Stop(2, "the shards' config could not be loaded".into())
+            })?;
+            (loaded, true)
+        }
+        // `-c` (its digest must be the shards'), or shards that carry no config.
+        _ => {
+            let loaded = super::load::load(&args.config, Overrides::default())
+                .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
+            (loaded, false)
+        }
+    };
     let config = &loaded.config;
     let min_score = args.min_score.unwrap_or(config.scoring.min_score);
     if !(0.0..=100.0).contains(&min_score) {
@@ -72,13 +90,29 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
             format!("--min-score {min_score}: expected 0 to 100"),
         ));
     }
+    // Refused before anything is written.
+    if is_carried && !args.no_store && crate::config::outside(&config.data_dir) {
+        return Err(Stop(
+            2,
+            format!(
+                "data_dir `{}`, where the merged run would be recorded, is {}, or give --no-store",
+                config.data_dir.display(),
+                crate::config::OUTSIDE
+            ),
+        ));
+    }
     let report = crate::run::merge_reports(&loaded, min_score, shards, args.allow_partial)
         .await
         .map_err(|e| Stop(2, e.to_string()))?;
+    // A report names no place to write to: merged without a config file, beside the shards.
+    let folder = match is_carried {
+        true => beside(&args.shards),
+        false => config.output.path.clone(),
+    };
     let json = args
         .output
         .clone()
-        .unwrap_or_else(|| config.output.path.join(report.kind().report_file()));
+        .unwrap_or_else(|| folder.join(report.kind().report_file()));
     let formats = match args.format.is_empty() {
         true => config.output.format.clone(),
         false => args.format.clone(),
@@ -115,6 +149,107 @@ async fn record(
         store.path().display()
     );
     Ok(())
+}
+
+/// The config the shards carry (`config::carried`) and the first shard carrying it: the
+/// same in every shard, else which two differ and where; none when no shard carries one
+/// (written before shards did).
+fn carried(shards: &[(String, Report)]) -> Result<Option<(&str, &serde_json::Value)>, Stop> {
+    let mut first: Option<(&str, &serde_json::Value, Option<&str>)> = None;
+    let mut without = None;
+    for (file, report) in shards {
+        let digest = report.config_digest();
+        // Not a shard's report: the merge says so.
+        let Some(carried) = crate::run::carried_config(report) else {
+            continue;
+        };
+        let Some(config) = carried else {
+            without = Some(file.as_str());
+            continue;
+        };
+        let Some((first_file, first_config, first_digest)) = first else {
+            first = Some((file, config, digest));
+            continue;
+        };
+        if config == first_config {
+            continue;
+        }
+        // The digest says "another file"; else the file was the same and a variable or a
+        // flag set something else.
+        let why = match digest == first_digest {
+            false => format!(
+                "`config_digest` is {} there, {} in {first_file}",
+                digest.unwrap_or("none"),
+                first_digest.unwrap_or("none")
+            ),
+            true => format!(
+                "the same config file with other settings from FLAKESTORM_* variables or flags \
+                 (first at `{}`)",
+                differs_at(first_config, config)
+            ),
+        };
+        return Err(Stop(
+            2,
+            format!("{file} is not a shard of the same run as {first_file}: {why}"),
+        ));
+    }
+    match (first, without) {
+        (Some((file, config, _)), None) => Ok(Some((file, config))),
+        (Some((file, _, _)), Some(old)) => Err(Stop(
+            2,
+            format!(
+                "{old} carries no config (written by an older flakestorm) but {file} does: \
+                 merge them with the config file they ran with (-c FILE)"
+            ),
+        )),
+        (None, _) => Ok(None),
+    }
+}
+
+/// The first path (`agent.env.NO_PROXY`) where `a` and `b` differ.
+fn differs_at(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys = x.keys().chain(y.keys());
+            for k in keys {
+                if x.get(k) != y.get(k) {
+                    let below = match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) => differs_at(p, q),
+                        _ => String::new(),
+                    };
+                    return match below.strip_prefix('[') {
+                        _ if below.is_empty() => k.clone(),
+                        Some(_) => format!("{k}{below}"),
+                        None => format!("{k}.{below}"),
+                    };
+                }
+            }
+            String::new()
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .position(|(p, q)| p != q)
+            .map(|i| match differs_at(&x[i], &y[i]) {
+                below if below.is_empty() => format!("[{i}]"),
+                below if below.starts_with('[') => format!("[{i}]{below}"),
+                below => format!("[{i}].{below}"),
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// Where a merge without a config file writes: the first folder named, else the folder of
+/// the first shard report.
+fn beside(named: &[PathBuf]) -> PathBuf {
+    let first = named.iter().find(|p| p.is_dir()).or(named.first());
+    match first {
+        Some(p) if p.is_dir() => p.clone(),
+        Some(p) => p.parent().map(PathBuf::from).unwrap_or_default(),
+        None => PathBuf::new(),
+    }
 }
 
 /// The shard reports named: files as they are, folders as the shard reports in them.

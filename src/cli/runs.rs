@@ -91,7 +91,7 @@ pub async fn run(
     if let Some(d) = &run.display {
         d.finish();
     }
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flakestorm: {e}");
@@ -104,6 +104,10 @@ pub async fn run(
             return Ok(ExitCode::from(2));
         }
     };
+    // What `report merge` needs, so that it needs no config file (credentials out).
+    if shard.is_some() {
+        crate::run::carry_config(&mut report, &loaded.carried);
+    }
     let ended = run.session.finish(report, &path).await;
     run.stop().await;
     let report = match shown_end(ended, show)? {

@@ -43,6 +43,9 @@ pub struct Loaded {
     /// Which listen addresses the file, the environment or a flag named (the others are
     /// defaults, which a run that starts its own agent may replace with free ports).
     pub named: Named,
+    /// The config as it ran, credentials out, as a shard's report carries it
+    /// (`carried::carry`).
+    pub carried: Value,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,77 +131,16 @@ pub fn load_text(
     load_source(&source, overrides, vars, &Policy::USER)
 }
 
-/// Sections a run on the daemon does not use: the daemon's own serve every run.
-pub const DAEMON_SECTIONS: &[&str] = &["proxy", "control", "ca", "data_dir", "journal"];
-
-/// A config sent to `/v1/runs`: its text, or (on a loopback control API) a file of the
-/// daemon's host that the request names.
-pub enum Submitted<'a> {
-    Text { text: &'a str, base: &'a Path },
-    File(&'a Path),
-}
-
-/// Loads a config sent to the daemon's `/v1/runs`: `${VAR}` takes its value from `vars`
-/// only (the request's `env` and the names in the daemon's `control.expose_env`), never
-/// from the daemon's environment; no `FLAKESTORM_*` variable layers over it; and the
-/// sections the daemon does not use (`DAEMON_SECTIONS`, still named in `Loaded::named`)
-/// are set aside unread, so nothing in them (`proxy.upstream_ca_file`) opens a file.
-pub fn load_submitted(
-    config: Submitted,
-    vars: &BTreeMap<String, String>,
-) -> Result<Loaded, ConfigErrors> {
-    let policy = Policy {
-        layers: false,
-        unset: |name| {
-            format!(
-                "`${{{name}}}` has no value: a config sent to the daemon is expanded only from \
-                 the request's `env` (never from the daemon's own environment, unless its \
-                 control.expose_env lists the name)"
-            )
-        },
-        set_aside: DAEMON_SECTIONS,
-    };
-    let overrides = Overrides::default();
-    let mut loaded = match config {
-        Submitted::Text { text, base } => {
-            let source = Source {
-                name: "config (request body)".into(),
-                text,
-                file: None,
-                base,
-            };
-            load_source(&source, &overrides, vars, &policy)
-        }
-        Submitted::File(path) => {
-            let name = path.display().to_string();
-            let text = read_limited(path).map_err(|e| {
-                let why = ConfigError::new("", format!("cannot read config file: {e}"));
-                ConfigErrors::new(name.clone(), vec![why])
-            })?;
-            let base = path
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-            let source = Source {
-                name,
-                text: &text,
-                file: Some(path),
-                base: &base,
-            };
-            load_source(&source, &overrides, vars, &policy)
-        }
-    }?;
-    loaded.config.replays.submitted_vars = Some(vars.clone());
-    Ok(loaded)
-}
-
 /// Where a config's `${VAR}`s come from and what it may say.
-struct Policy {
+pub(super) struct Policy {
     /// `FLAKESTORM_*` variables layer over the file (the user's own environment).
-    layers: bool,
+    pub layers: bool,
     /// The error for a `${NAME}` with no value.
-    unset: fn(&str) -> String,
+    pub unset: fn(&str) -> String,
     /// Sections removed unread (still named in `Named::sections`).
-    set_aside: &'static [&'static str],
+    pub set_aside: &'static [&'static str],
+    /// Why a file the config names (a pricing table) may not be opened, if it may not.
+    pub refused: fn(&Path) -> Option<&'static str>,
 }
 
 impl Policy {
@@ -206,20 +148,21 @@ impl Policy {
         layers: true,
         unset: |name| format!("environment variable `{name}` is not set"),
         set_aside: &[],
+        refused: |_| None,
     };
 }
 
 /// A config's text and where it came from.
-struct Source<'a> {
-    name: String,
-    text: &'a str,
+pub(super) struct Source<'a> {
+    pub name: String,
+    pub text: &'a str,
     /// The file it was read from.
-    file: Option<&'a Path>,
+    pub file: Option<&'a Path>,
     /// What relative paths in it are relative to.
-    base: &'a Path,
+    pub base: &'a Path,
 }
 
-fn load_source(
+pub(super) fn load_source(
     source: &Source,
     overrides: &Overrides,
     vars: &BTreeMap<String, String>,
@@ -247,13 +190,14 @@ fn load_source(
     expand_value(&mut expanded, "", &env, &mut vec![]);
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
+    let carried = super::carried::carry(&root, &expanded);
     let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     super::paths::resolve_paths(&mut config, source.base);
     // A config sent to the daemon (no environment layers) opens no pricing file.
     config.pricing = super::pricing::compile(
         &config.pricing_spec,
         source.base,
-        policy.layers,
+        policy.refused,
         &mut errors,
     );
     let parsed = errors.len();
@@ -276,13 +220,14 @@ fn load_source(
         file: source.file.map(Path::to_path_buf),
         digest,
         named,
+        carried,
     })
 }
 
 /// The config file, if it is a regular file of at most 1 MiB (`files`: a FIFO or device is
 /// refused at once, a larger file before it is read). The error names the file once: the
 /// caller's error already starts with its path.
-fn read_limited(path: &Path) -> std::io::Result<String> {
+pub(super) fn read_limited(path: &Path) -> std::io::Result<String> {
     crate::files::read_to_string(path, crate::files::Limit::Config).map_err(|e| match e {
         crate::files::FileError::Io { source, .. } => source,
         other => std::io::Error::other(other.reason()),

@@ -1,4 +1,4 @@
-use crate::config::{ReportFormat, Severity, When};
+use crate::config::{ReportFormat, Severity, Submitted, When, load_submitted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

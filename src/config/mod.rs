@@ -18,6 +18,7 @@
 mod agent;
 mod agent_fields;
 mod agent_script;
+mod carried;
 mod chaos_load;
 mod chaos_rules;
 mod concurrency;
@@ -31,6 +32,7 @@ pub(crate) mod finite;
 mod invariants;
 mod literal_secrets;
 mod load;
+mod load_sent;
 pub mod migrate;
 mod model;
 mod mutations;
@@ -56,6 +58,7 @@ mod yaml;
 mod yaml_keys;
 
 pub use agent::{AgentSpec, AgentTarget, MAX_INSTANCES, PROMPT as AGENT_PROMPT, PROXY_VARS};
+pub use carried::{OUTSIDE, outside};
 pub use chaos_load::parse_chaos;
 pub use chaos_rules::compile_chaos;
 pub use concurrency::DEFAULT_CONCURRENCY;
@@ -63,10 +66,8 @@ pub use contract::{ContractInvariant, ContractSpec, Scenario, Severity, When};
 pub use embeddings::EmbeddingsSpec;
 pub use error::{ConfigError, ConfigErrors, Found, MAX_LISTED, capped, one_line};
 pub use expand::{is_var_name, referenced as referenced_vars};
-pub use load::{
-    DAEMON_SECTIONS, Loaded, Named, Overrides, Submitted, digest, load, load_submitted, load_text,
-    load_with_env,
-};
+pub use load::{Loaded, Named, Overrides, digest, load, load_text, load_with_env};
+pub use load_sent::{DAEMON_SECTIONS, Submitted, load_carried, load_submitted};
 pub use model::ModelSpec;
 pub use mutations::{MAX_COUNT, MAX_PER_RUN, MutationsSpec};
 pub use output::{

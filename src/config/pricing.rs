@@ -91,21 +91,18 @@ pub(super) fn pricing_section(v: Value, errors: &mut Vec<ConfigError>) -> Pricin
     spec
 }
 
-/// The table a config's `pricing:` makes, its file read (`files`: 1 MiB at most) when
-/// `may_open` (a user's own config; a config sent to the daemon carries its prices inline).
+/// The table a config's `pricing:` makes, its file read (`files`: 1 MiB at most) unless
+/// `refused` says why that file may not be opened (a config sent to the daemon carries its
+/// prices inline; a shard report's, `carried`, opens only files below the working folder).
 pub(super) fn compile(
     spec: &PricingSpec,
     base: &Path,
-    may_open: bool,
+    refused: fn(&Path) -> Option<&'static str>,
     errors: &mut Vec<ConfigError>,
 ) -> Pricing {
     let file = spec.file.as_ref().and_then(|f| {
-        if !may_open {
-            errors.push(ConfigError::new(
-                "pricing.file",
-                "a config sent to the daemon opens no file of its host: give the prices \
-                 inline under pricing.models",
-            ));
+        if let Some(why) = refused(f) {
+            errors.push(ConfigError::new("pricing.file", why));
             return None;
         }
         let path = if f.is_relative() {

@@ -261,6 +261,17 @@ impl Report {
         }
     }
 
+    /// The digest of the config file it ran with (`config::Loaded::digest`).
+    pub fn config_digest(&self) -> Option<&str> {
+        match self {
+            Report::Contract(r) => r.config_digest.as_deref(),
+            Report::Chaos(r) => r.config_digest.as_deref(),
+            Report::Mutation(r) => r.config_digest.as_deref(),
+            Report::Replay(r) => r.config_digest.as_deref(),
+            Report::Ci(r) => r.config_digest.as_deref(),
+        }
+    }
+
     /// When and by which flakestorm it ran (reports older than this field: none).
     pub fn info(&self) -> Option<&super::RunInfo> {
         match self {

@@ -70,7 +70,7 @@ pub use coverage::{Coverage, Declared, RuleCoverage, Stack, Started};
 pub use embed::{Cause as EmbedCause, EmbedError, Embedder, EmbedderError};
 pub use execute::{Prepared, Report, RunKind, RunRequest, execute, prepare};
 pub use live_cells::CellSoFar;
-pub use merge::merge_reports;
+pub use merge::{carried_config, carry_config, merge_reports};
 pub use mutation::{MutantVerdict, MutationReport, TypeScore, plan_mutations, run_mutation};
 pub use outcome::{CaseOutcome, Evidence as OutcomeEvidence};
 pub use replay::{ReplayReport, SessionVerdict, run_replay};

@@ -116,6 +116,10 @@ pub struct ShardPart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<u32>,
     pub raw: Raw,
+    /// The config the shard ran with, credentials out (`config::carried`), so that a merge
+    /// needs no config file. Shards written before it: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
 }
 
 fn one() -> u32 {
@@ -176,6 +180,7 @@ impl ShardPart {
             trials: trials.n,
             trial: trials.only,
             raw,
+            config: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use super::timeline::{failed, in_order, retries};
 use crate::exchange::{Exchange, FaultKind, Target};
 use crate::report::text;
 use crate::run::CaseResult;
+use crate::run::Coverage;
 
 /// What the rules read: one case and the reasons of its failed checks.
 pub struct Facts<'a> {
@@ -15,15 +16,23 @@ pub struct Facts<'a> {
     pub failures: Vec<&'a str>,
     /// The case's calls in order; None when they could not be attributed to it.
     pub calls: Option<Vec<&'a Exchange>>,
+    /// Why no request crossed the proxy while the case's scenario ran, for the way the
+    /// agent runs (the report's `coverage[].silent`).
+    pub silent: Option<&'a str>,
 }
 
 impl<'a> Facts<'a> {
-    pub fn of(case: &'a CaseResult, failures: Vec<&'a str>) -> Facts<'a> {
+    /// The facts of `case` in a phase whose scenarios' coverage is `coverage`.
+    pub fn of(case: &'a CaseResult, failures: Vec<&'a str>, coverage: &'a [Coverage]) -> Facts<'a> {
         Facts {
             answer: case.answer.as_deref(),
             error: case.error.as_deref(),
             failures,
             calls: case.traffic.as_deref().map(in_order),
+            silent: coverage
+                .iter()
+                .find(|c| c.scenario == case.scenario)
+                .and_then(|c| c.silent.as_deref()),
         }
     }
 
@@ -213,10 +222,14 @@ const RULES: &[Rule] = &[
     Rule {
         name: "no-traffic",
         says: |f| {
-            f.calls.as_ref()?.is_empty().then(|| {
-                "no call of the agent's reached the proxy during this case: check that the \
-                 agent uses the proxy (HTTPS_PROXY) and trusts its CA"
-                    .to_string()
+            // The run knows why for the way the agent runs (its stack, its `NO_PROXY`).
+            f.calls.as_ref()?.is_empty().then(|| match f.silent {
+                Some(why) => {
+                    format!("no call of the agent's reached the proxy during this case; {why}")
+                }
+                None => "no call of the agent's reached the proxy during this case: check that \
+                         the agent uses the proxy (HTTPS_PROXY) and trusts its CA"
+                    .to_string(),
             })
         },
     },
@@ -284,6 +297,7 @@ mod tests {
             error: answer.is_none().then_some("agent answered HTTP 500"),
             failures: failures.to_vec(),
             calls: Some(in_order(&calls)),
+            silent: None,
         };
         RULES
             .iter()
@@ -368,6 +382,7 @@ mod tests {
             error: None,
             failures: vec!["the agent never called `web_search` and its LLM never asked for it"],
             calls: Some(in_order(&calls)),
+            silent: None,
         };
         assert_eq!(
             next_steps(&facts),
@@ -381,12 +396,35 @@ mod tests {
     }
 
     #[test]
+    fn no_traffic_says_the_runs_cause_for_the_way_the_agent_runs() {
+        let node = "no request crossed the proxy while it ran: the agent runs on Node, whose \
+                    fetch (undici) ignores HTTPS_PROXY: set NODE_USE_ENV_PROXY=1";
+        let facts = |silent| Facts {
+            answer: Some("ok"),
+            error: None,
+            failures: vec!["does not contain \"x\""],
+            calls: Some(vec![]),
+            silent,
+        };
+        let said = next_steps(&facts(Some(node)));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].ends_with(node) && !said[0].contains("check that"),
+            "{}",
+            said[0]
+        );
+        // Without the run's cause (a report from before it), the general advice.
+        assert!(next_steps(&facts(None))[0].contains("HTTPS_PROXY) and trusts its CA"));
+    }
+
+    #[test]
     fn with_no_rule_the_failed_check_speaks() {
         let facts = Facts {
             answer: Some("hi"),
             error: None,
             failures: vec!["does not contain \"unavailable\""],
             calls: None,
+            silent: None,
         };
         assert_eq!(
             next_steps(&facts),

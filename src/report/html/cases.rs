@@ -94,7 +94,7 @@ pub(super) fn case(s: &Section<'_>, cv: &CaseView<'_>, index: usize) -> CaseCtx 
             .filter(|(_, v)| matches!(v, Verdict::Fail(_)))
             .map(|(_, v)| reason(v))
             .collect();
-        advice::next_steps(&Facts::of(c, failures))
+        advice::next_steps(&Facts::of(c, failures, s.coverage))
     } else {
         vec![]
     };

@@ -59,13 +59,14 @@ pub(super) fn cell(s: &Section<'_>, c: &CellResult) -> CellCtx {
     });
     let steps = match (&c.verdict, first) {
         (Verdict::Fail(_), Some((cv, failures))) => {
-            advice::next_steps(&Facts::of(cv.case, failures))
+            advice::next_steps(&Facts::of(cv.case, failures, s.coverage))
         }
         (Verdict::Fail(r), None) => advice::next_steps(&Facts {
             answer: None,
             error: None,
             failures: vec![r],
             calls: None,
+            silent: None,
         }),
         _ => vec![],
     };

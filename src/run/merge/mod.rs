@@ -88,6 +88,29 @@ pub async fn merge_reports(
     Ok(merged)
 }
 
+/// The config a shard report carries (`config::carried`): None when `r` is not a shard's,
+/// `Some(None)` for a shard's written before shards carried it.
+pub fn carried_config(r: &Report) -> Option<Option<&serde_json::Value>> {
+    own_part(r).map(|p| p.config.as_ref())
+}
+
+/// Puts `config` (`config::Loaded::carried`) in the shard report `r`, where a merge reads it.
+pub fn carry_config(r: &mut Report, config: &serde_json::Value) {
+    let part = match r {
+        Report::Contract(r) => r.shard.as_mut(),
+        Report::Chaos(r) => r.shard.as_mut(),
+        Report::Replay(r) => r.shard.as_mut(),
+        Report::Mutation(r) => r.shard.as_mut(),
+        Report::Ci(r) => match (&mut r.contract, &mut r.chaos) {
+            (Some(c), _) if c.shard.is_some() => c.shard.as_mut(),
+            (_, chaos) => chaos.as_mut().and_then(|c| c.shard.as_mut()),
+        },
+    };
+    if let Some(part) = part {
+        part.config = Some(config.clone());
+    }
+}
+
 /// A shard report's own part (a `ci` shard's: its contract's, else its chaos phase's).
 fn own_part(r: &Report) -> Option<&super::shard::ShardPart> {
     match r {
