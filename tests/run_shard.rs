@@ -876,6 +876,15 @@ fn shards_carry_their_config_without_its_secrets() {
         err.contains("pricing.file") && err.contains("outside the working directory"),
         "{err}"
     );
+    // The contract's `behavior_unchanged` compares answers: a merge would send them there.
+    let err = hostile("embeddings", &|c| {
+        c["advanced"]["embeddings"] =
+            json!({"url": "http://127.0.0.1:9/v1/embeddings", "model": "m"})
+    });
+    assert!(
+        err.contains("advanced.embeddings") && err.contains("-c FILE"),
+        "{err}"
+    );
     let err = hostile("store", &|c| c["data_dir"] = json!("/tmp/elsewhere"));
     assert!(
         err.contains("data_dir `/tmp/elsewhere`") && err.contains("--no-store"),
@@ -904,4 +913,16 @@ fn shards_carry_their_config_without_its_secrets() {
         err.contains("old.json carries no config (written by an older flakestorm)"),
         "{err}"
     );
+    // With -c the file is the config, whatever the shards carry.
+    let file = d.join("flakestorm.yaml");
+    let mut with_c = vec!["report", "merge", "-c", file.to_str().unwrap()];
+    with_c.extend([
+        "--no-store",
+        "-o",
+        "c.json",
+        "old.json",
+        "shards/contract.shard-1-of-2.json",
+    ]);
+    let (code, out, err) = flakestorm_env(&with_c, e, &secrets);
+    assert_eq!(code, report_code(&read(&e.join("c.json"))), "{out}{err}");
 }

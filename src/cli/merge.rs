@@ -65,8 +65,13 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         let report = Report::from_json(&text).map_err(|e| Stop(2, format!("{name}: {e}")))?;
         shards.push((name, report));
     }
-    let (loaded, is_carried) = match (&args.config.config, carried(&shards)?) {
-        (None, Some((file, config))) => {
+    // `-c`: that file, whatever the shards carry.
+    let carried = match args.config.config {
+        Some(_) => None,
+        None => carried(&shards)?,
+    };
+    let (loaded, is_carried) = match carried {
+        Some((file, config)) => {
             let digest = shards[0].1.config_digest().map(str::to_string);
             let source = format!("the config carried by {file}");
             let loaded = crate::config::load_carried(config, &source, digest).map_err(|e| {
@@ -76,7 +81,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
             (loaded, true)
         }
         // `-c` (its digest must be the shards'), or shards that carry no config.
-        _ => {
+        None => {
             let loaded = super::load::load(&args.config, Overrides::default())
                 .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
             (loaded, false)
@@ -91,7 +96,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         ));
     }
     // Refused before anything is written.
-    if is_carried && !args.no_store && crate::config::outside(&config.data_dir) {
+    if is_carried && !args.no_store && crate::config::escapes(&config.data_dir) {
         return Err(Stop(
             2,
             format!(
@@ -152,8 +157,9 @@ async fn record(
 }
 
 /// The config the shards carry (`config::carried`) and the first shard carrying it: the
-/// same in every shard, else which two differ and where; none when no shard carries one
-/// (written before shards did).
+/// same in every shard but for what each pod has its own (`config::comparable_carried`),
+/// else which two differ and where; none when no shard carries one (written before shards
+/// did).
 fn carried(shards: &[(String, Report)]) -> Result<Option<(&str, &serde_json::Value)>, Stop> {
     let mut first: Option<(&str, &serde_json::Value, Option<&str>)> = None;
     let mut without = None;
@@ -171,7 +177,11 @@ fn carried(shards: &[(String, Report)]) -> Result<Option<(&str, &serde_json::Val
             first = Some((file, config, digest));
             continue;
         };
-        if config == first_config {
+        let (ours, theirs) = (
+            crate::config::comparable_carried(first_config),
+            crate::config::comparable_carried(config),
+        );
+        if ours == theirs {
             continue;
         }
         // The digest says "another file"; else the file was the same and a variable or a
@@ -185,7 +195,7 @@ fn carried(shards: &[(String, Report)]) -> Result<Option<(&str, &serde_json::Val
             true => format!(
                 "the same config file with other settings from FLAKESTORM_* variables or flags \
                  (first at `{}`)",
-                differs_at(first_config, config)
+                differs_at(&ours, &theirs)
             ),
         };
         return Err(Stop(

@@ -2,40 +2,46 @@
 //! needs no config file (docs/scale.md): the file layered with `FLAKESTORM_*` variables and
 //! flags, `${VAR}`s expanded, less what a merge never reads and with every credential
 //! taken out. What the report already shows (prompts, invariants, scenarios, rules) is
-//! kept as it ran, so the merge judges exactly what the shards ran.
+//! kept word for word, so the merge judges exactly what the shards ran.
 //!
 //! Taken out: the daemon's own sections (`proxy` but `max_rewrite_bytes`, `control`, `ca`,
-//! `journal`, `telemetry`); every value of a `headers` mapping and of `agent.env` (the
-//! proxy variables aside); every field named like a credential (`token`, `password`,
-//! `api_key`…), kept only as a bare `${VAR}` reference (never its value), which the merge
-//! expands from its own environment, else left out as if unset; the user and password of any URL and its query values
-//! that look like credentials; and, in the `agent` section (its command line, URLs,
-//! template), any word that looks like one.
+//! `journal`, `telemetry`); every field named like a credential (`api_key`, `token`,
+//! `password`…: left out, as if unset); every value of a `headers` mapping and of
+//! `agent.env` but the proxy variables (`(redacted)`); the user and password of the URLs
+//! in `agent`, `model` and `advanced`, and their credential query values; and in `agent`,
+//! token-like URL path segments and the words of its command line that are keys (`scrub`).
+//!
+//! A carried config is a report's, which anyone may have written: what it may make a merge
+//! open is confined to the working directory (`escapes`, `confine`).
+
+use std::path::{Component, Path};
 
 use serde_json::{Map, Value};
 
-use super::redact::looks_secret;
-
-/// What stands where a credential was.
-pub const REDACTED: &str = "(redacted)";
+use super::scrub::{self, REDACTED, credential_name};
 
 /// Sections a merge never reads: the daemon's listeners, CA, journal and exports.
 const DROPPED: &[&str] = &["control", "ca", "journal", "telemetry"];
 
-/// Field names whose values are credentials, wherever they are.
-const CREDENTIAL_FIELDS: &[&str] = &[
-    "token",
-    "password",
-    "secret",
-    "api_key",
-    "apikey",
-    "authorization",
-    "cookie",
+/// Sections whose URLs are an endpoint's (a provider, the embeddings service): cleaned of
+/// credentials. Every other section but `agent` is what a report shows: kept as written.
+const ENDPOINTS: &[&str] = &["model", "advanced"];
+
+/// What may differ between the shards of one run (each pod's own agent, folders and
+/// pace): not compared by `comparable`, never read by a merge.
+const PER_SHARD: &[&[&str]] = &[
+    &["output"],
+    &["data_dir"],
+    &["agent", "endpoint"],
+    &["agent", "ready_url"],
+    &["agent", "settle_url"],
+    &["agent", "reset_endpoint"],
+    &["agent", "instances"],
+    &["advanced", "concurrency"],
 ];
 
-/// The config to carry: `written` is the layered root before `${VAR}` expansion (to keep a
-/// credential field's bare reference), `expanded` the same after it.
-pub fn carry(written: &Map<String, Value>, expanded: &Value) -> Value {
+/// The config to carry, from the layered root with its `${VAR}`s expanded.
+pub fn carry(expanded: &Value) -> Value {
     let mut out = Map::new();
     let Some(expanded) = expanded.as_object() else {
         return Value::Object(out);
@@ -52,18 +58,28 @@ pub fn carry(written: &Map<String, Value>, expanded: &Value) -> Value {
             _ => value.clone(),
         };
         let at = Walk {
-            // The agent's fields are the only ones a report does not show.
-            judged: section != "agent",
             path: vec![section.clone()],
         };
-        out.insert(section.clone(), at.clean(value, written.get(section)));
+        out.insert(section.clone(), at.clean(value));
     }
     Value::Object(out)
 }
 
-/// Where in the config a value is, and whether its section is judged.
+/// `carried` without what may differ between the shards of one run (`PER_SHARD`).
+pub fn comparable(carried: &Value) -> Value {
+    let mut v = carried.clone();
+    for path in PER_SHARD {
+        let (last, parents) = path.split_last().unwrap_or((&"", &[]));
+        let parent = parents.iter().try_fold(&mut v, |v, k| v.get_mut(*k));
+        if let Some(Value::Object(map)) = parent {
+            map.remove(*last);
+        }
+    }
+    v
+}
+
+/// Where in the config a value is.
 struct Walk {
-    judged: bool,
     path: Vec<String>,
 }
 
@@ -71,101 +87,105 @@ impl Walk {
     fn child(&self, key: &str) -> Walk {
         let mut path = self.path.clone();
         path.push(key.to_string());
-        Walk {
-            judged: self.judged,
-            path,
-        }
+        Walk { path }
     }
 
-    /// `value` cleaned of credentials; `written` is what the file (or a layer) said there.
-    fn clean(&self, value: Value, written: Option<&Value>) -> Value {
+    /// `value` cleaned of credentials.
+    fn clean(&self, value: Value) -> Value {
         match value {
             Value::Object(map) => {
                 let cleaned = map.into_iter().filter_map(|(k, v)| {
                     let at = self.child(&k);
-                    let w = written.and_then(|w| w.get(&k));
-                    // A credential field goes whole (as if unset) unless it is a bare
-                    // reference: a placeholder would load as a literal key.
-                    let bare = w.and_then(Value::as_str).is_some_and(bare_reference);
-                    if v.is_string() && at.credential() && !bare {
-                        return None;
-                    }
-                    Some((k, at.clean(v, w)))
+                    // Left out whole: a placeholder would load as a literal key.
+                    let credential = !at.redacted_whole() && credential_name(&k);
+                    (!(credential && v.is_string())).then(|| (k, at.clean(v)))
                 });
                 Value::Object(cleaned.collect())
             }
             Value::Array(items) => {
-                let cleaned = items.into_iter().enumerate().map(|(i, v)| {
-                    let w = written.and_then(|w| w.get(i));
-                    self.child(&i.to_string()).clean(v, w)
-                });
+                let cleaned = items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| self.child(&i.to_string()).clean(v));
                 Value::Array(cleaned.collect())
             }
-            Value::String(s) => Value::String(self.string(&s, written.and_then(Value::as_str))),
+            Value::String(s) => Value::String(self.string(&s)),
             v @ (Value::Null | Value::Bool(_) | Value::Number(_)) => v,
         }
     }
 
-    /// Whether the value here is a credential: named like one, outside the mappings whose
-    /// every value goes.
-    fn credential(&self) -> bool {
-        let name = self
-            .path
-            .last()
-            .map_or(String::new(), |k| k.to_ascii_lowercase());
-        !self.redacted_whole() && CREDENTIAL_FIELDS.iter().any(|f| name.contains(f))
+    fn parent(&self) -> Option<&str> {
+        let i = self.path.len().checked_sub(2)?;
+        Some(self.path[i].as_str())
+    }
+
+    /// `agent.env`'s variable here, if this is one.
+    fn agent_env(&self) -> Option<&str> {
+        let env = self.path.len() == 3 && self.path[0] == "agent" && self.parent() == Some("env");
+        env.then(|| self.path[2].as_str())
     }
 
     /// A value of a `headers` mapping, or of `agent.env` but for the proxy variables.
     fn redacted_whole(&self) -> bool {
-        let parent = self
-            .path
-            .len()
-            .checked_sub(2)
-            .map(|i| self.path[i].as_str());
-        let agent_env = self.path.len() == 3 && self.path[0] == "agent" && parent == Some("env");
-        parent == Some("headers")
-            || (agent_env && !super::PROXY_VARS.contains(&self.path[2].as_str()))
+        self.parent() == Some("headers")
+            || self
+                .agent_env()
+                .is_some_and(|name| !super::PROXY_VARS.contains(&name))
     }
 
-    fn string(&self, s: &str, written: Option<&str>) -> String {
+    fn string(&self, s: &str) -> String {
         if self.redacted_whole() {
             return REDACTED.into();
         }
-        if self.credential() {
-            // Only a bare reference reaches here: it names a variable, the merge expands it.
-            return written.unwrap_or(REDACTED).to_string();
-        }
-        let mut out = without_url_credentials(s);
-        if !self.judged {
-            out = without_secret_words(&out);
-        }
+        let section = self.path[0].as_str();
+        let out = match section {
+            // The proxy variables are read by the verdict (`NO_PROXY`'s hosts).
+            "agent" if self.agent_env().is_some() => scrub::urls(s, false),
+            "agent" if s.contains("://") => scrub::urls(s, true),
+            "agent" => scrub::words(s),
+            _ if ENDPOINTS.contains(&section) => scrub::urls(s, false),
+            _ => s.to_string(),
+        };
         // Carried expanded: a `$` it holds is literal when the merge loads it again.
         out.replace('$', "$$")
     }
 }
 
-/// Whether `p` (as the config wrote it) reaches outside the working directory: absolute,
-/// or through `..`. A carried config is a report's, which anyone may have written: it may
-/// only name files below where the merge runs.
-pub fn outside(p: &std::path::Path) -> bool {
-    p.components().any(|c| {
-        !matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    })
+/// Whether `p`, a path a carried config names, reaches outside the working directory:
+/// absolute, through `..`, or through a symbolic link below it that leads out (a folder of
+/// shard reports unpacked from an archive may hold one).
+pub fn escapes(p: &Path) -> bool {
+    if p.components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return true;
+    }
+    let Ok(here) = std::path::Path::new(".").canonicalize() else {
+        return true;
+    };
+    // The deepest part of `p` that exists, resolved: a file or folder to be made is
+    // inside when its closest existing folder is.
+    let mut probe = here.join(p);
+    loop {
+        if let Ok(real) = probe.canonicalize() {
+            return !real.starts_with(&here);
+        }
+        if !probe.pop() {
+            return true;
+        }
+    }
 }
 
-/// Why a carried config may not open a file `outside` the working directory.
+/// Why a carried config may not open a file that `escapes` the working directory.
 pub const OUTSIDE: &str = "outside the working directory: a merge without a config file opens \
                            only files below it (a shard report names them); merge with the \
                            config file (-c FILE)";
 
-/// The session files and tapes a carried config names outside the working directory
-/// (`outside`), each an error naming its field (its pricing file: `load`'s policy).
+/// What a carried config `c` names that a merge would open outside the working directory
+/// (its session files and tapes; its pricing file: `load`'s policy), each an error naming
+/// its field, and its embeddings endpoint, which a merge would send the cases' answers to.
 pub(super) fn confine(c: &super::schema::Config) -> Vec<super::ConfigError> {
-    let mut named: Vec<(String, &std::path::Path)> = vec![];
+    let mut named: Vec<(String, &Path)> = vec![];
     for (i, s) in c.replays.sessions.iter().enumerate() {
         match s {
             super::replays::SessionEntry::File(p) => {
@@ -178,94 +198,20 @@ pub(super) fn confine(c: &super::schema::Config) -> Vec<super::ConfigError> {
             }
         }
     }
-    named
+    let mut errors: Vec<super::ConfigError> = named
         .into_iter()
-        .filter(|(_, p)| outside(p))
+        .filter(|(_, p)| escapes(p))
         .map(|(at, p)| super::ConfigError::new(at, format!("`{}`: {OUTSIDE}", p.display())))
-        .collect()
-}
-
-/// `${NAME}` and nothing else.
-fn bare_reference(s: &str) -> bool {
-    s.strip_prefix("${")
-        .and_then(|r| r.strip_suffix('}'))
-        .is_some_and(super::is_var_name)
-}
-
-/// `s` with the user and password of each URL in it, and each query value that looks like
-/// a credential, replaced by `REDACTED`.
-fn without_url_credentials(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        let (url, after) = tail.split_at(end);
-        out.push_str(&url_cleaned(url));
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A URL after its `scheme://`: userinfo and secret-looking query values replaced.
-fn url_cleaned(url: &str) -> String {
-    let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
-    let (authority, path) = url.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{REDACTED}@{host}"),
-        None => authority.to_string(),
-    };
-    let Some((before, query)) = path.split_once('?') else {
-        return format!("{authority}{path}");
-    };
-    let (query, fragment) = match query.split_once('#') {
-        Some((q, f)) => (q, format!("#{f}")),
-        None => (query, String::new()),
-    };
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((k, v)) if secret_pair(k, v) => format!("{k}={REDACTED}"),
-            _ => pair.to_string(),
-        })
         .collect();
-    format!("{authority}{before}?{}{fragment}", pairs.join("&"))
-}
-
-fn secret_pair(key: &str, value: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    looks_secret(value) || key == "key" || CREDENTIAL_FIELDS.iter().any(|f| key.contains(f))
-}
-
-/// Each whitespace-separated word of `s` that looks like a credential replaced (a key
-/// passed on `agent.command`'s line), the spacing kept.
-fn without_secret_words(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        // `--api-key=sk-…`: the value after `=` is judged alone.
-        let shown = match word.split_once('=') {
-            Some((k, v)) if looks_secret(v) => format!("{k}={REDACTED}"),
-            _ if looks_secret(word) => REDACTED.to_string(),
-            _ => word.clone(),
-        };
-        out.push_str(&shown);
-        word.clear();
-    };
-    for c in s.chars() {
-        if c.is_whitespace() {
-            flush(&mut word, &mut out);
-            out.push(c);
-        } else {
-            word.push(c);
-        }
+    if c.advanced.embeddings.is_some() && c.compares_answers() {
+        errors.push(super::ConfigError::new(
+            "advanced.embeddings",
+            "the shards' checks compare answers through an embeddings endpoint, which a merge \
+             asks again: a merge without a config file sends nothing to an endpoint a shard \
+             report names; merge with the config file (-c FILE)",
+        ));
     }
-    flush(&mut word, &mut out);
-    out
+    errors
 }
 
 #[cfg(test)]

@@ -27,6 +27,22 @@ fn default_timeout_ms() -> u64 {
     30_000
 }
 
+impl super::schema::Config {
+    /// Whether a check compares answers (`similarity`, `behavior_unchanged`): the runs
+    /// and merges of such a config ask `advanced.embeddings`, if set.
+    pub fn compares_answers(&self) -> bool {
+        use crate::checks::spec::Check;
+        let contract = self.contract.iter().flat_map(|c| &c.invariants);
+        let mut invariants = self.invariants.iter().chain(contract.map(|i| &i.invariant));
+        invariants.any(|i| {
+            matches!(
+                i.check,
+                Check::Similarity { .. } | Check::BehaviorUnchanged { .. }
+            )
+        })
+    }
+}
+
 /// The key never reaches logs, even through `{:?}` of the whole config.
 impl fmt::Debug for EmbeddingsSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -190,7 +190,7 @@ pub(super) fn load_source(
     expand_value(&mut expanded, "", &env, &mut vec![]);
     super::redact::collect(&expanded, &mut secrets);
     super::redact::collect(&Value::Object(root.clone()), &mut secrets);
-    let carried = super::carried::carry(&root, &expanded);
+    let carried = super::carried::carry(&expanded);
     let (mut config, chaos, chaos_index) = sections(root, &env, &mut errors, &mut warnings);
     super::paths::resolve_paths(&mut config, source.base);
     // A config sent to the daemon (no environment layers) opens no pricing file.

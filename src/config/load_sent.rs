@@ -30,7 +30,7 @@ pub fn load_carried(
             )
         },
         set_aside: &[],
-        refused: |p| super::carried::outside(p).then_some(super::carried::OUTSIDE),
+        refused: |p| super::carried::escapes(p).then_some(super::carried::OUTSIDE),
     };
     let text = carried.to_string();
     let source = Source {

@@ -44,6 +44,7 @@ pub mod redact;
 pub mod replays;
 mod response_path;
 mod schema;
+mod scrub;
 mod sections;
 pub mod session_file;
 mod settle;
@@ -58,7 +59,7 @@ mod yaml;
 mod yaml_keys;
 
 pub use agent::{AgentSpec, AgentTarget, MAX_INSTANCES, PROMPT as AGENT_PROMPT, PROXY_VARS};
-pub use carried::{OUTSIDE, outside};
+pub use carried::{OUTSIDE, comparable as comparable_carried, escapes};
 pub use chaos_load::parse_chaos;
 pub use chaos_rules::compile_chaos;
 pub use concurrency::DEFAULT_CONCURRENCY;

@@ -35,10 +35,15 @@ const SECRET_PREFIXES: &[&str] = &[
     "basic ",
 ];
 
+/// Whether `s` starts as a known credential format does (`sk-`, `ghp_`, `Bearer `…).
+pub fn has_secret_prefix(s: &str) -> bool {
+    SECRET_PREFIXES.iter().any(|p| s.starts_with(p))
+}
+
 /// Whether `s` may be a credential: a known prefix, or a long unbroken run of letters and
 /// digits (tokens, keys, passwords), as opposed to words, paths and addresses.
 pub fn looks_secret(s: &str) -> bool {
-    SECRET_PREFIXES.iter().any(|p| s.starts_with(p))
+    has_secret_prefix(s)
         || (s.len() >= 16
             && !s.contains(char::is_whitespace)
             && !s.contains("://")

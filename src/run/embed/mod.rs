@@ -17,7 +17,6 @@ use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 
 use crate::agent::{DirectClient, body_head, direct_client, root_cause};
-use crate::checks::spec::Check;
 use crate::config::{Config, EmbeddingsSpec};
 
 pub(crate) use measure::measure;
@@ -69,18 +68,7 @@ impl Embedder {
             return Ok(None);
         };
         let embedder = Embedder::new(spec)?;
-        let compares = |c: &Check| {
-            matches!(
-                c,
-                Check::Similarity { .. } | Check::BehaviorUnchanged { .. }
-            )
-        };
-        let contract = config.contract.iter().flat_map(|c| &c.invariants);
-        let mut invariants = config
-            .invariants
-            .iter()
-            .chain(contract.map(|i| &i.invariant));
-        if invariants.any(|i| compares(&i.check)) {
+        if config.compares_answers() {
             embedder
                 .preflight()
                 .await
