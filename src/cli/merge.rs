@@ -2,9 +2,9 @@
 //! run (`--shard K/N`) made one report, judged again through the code a whole run ends
 //! with (`run::merge`) with the config the shards carry (`config::carried`, trusted no
 //! further than the working folder) or `-c`'s, written with the config's formats (or
-//! `-f`), exit code the merged verdict's (docs/scale.md). The merged run is recorded in the run store of the config's
-//! `data_dir`, as a whole CLI run is, with how many shards it was made of (`--no-store`:
-//! not recorded).
+//! `-f`), exit code the merged verdict's (docs/scale.md). The merged run is recorded in
+//! the run store of the config's `data_dir`, as a whole CLI run is, with how many shards
+//! it was made of (`--no-store`: not recorded).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
