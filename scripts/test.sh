@@ -121,10 +121,15 @@ echo "==> cargo test (unit, API, integration)"
 cargo test --locked
 
 echo "==> real clients through the proxy (tests/clients)"
-cargo build --locked --quiet
-# The web suite fills a run store of 10,000 runs with the store's own code (tests/web).
-cargo build --locked --quiet --example seed_runs
+# The suites run the binary `cargo test` built for the integration tests, and the web
+# suite's seeder (examples/seed_runs.rs: a run store of 10,000 runs filled with the
+# store's own code), which `cargo test` builds too. A `cargo build` here would rebuild most
+# of the tree without the dev-dependencies' features (tokio's test-util, unused by the
+# binary): about 4 min on a cold machine.
 bin="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/flakestorm"
+for built in "$bin" "$(dirname "$bin")/examples/seed_runs"; do
+  [ -x "$built" ] || { echo "$built was not built by cargo test"; exit 1; }
+done
 # What `prepare` fetched in the background must be there now.
 if ! wait "$prepared"; then
   echo "the Python venvs, npm packages or base images could not be prepared:"; cat "$prep_log"

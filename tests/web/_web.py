@@ -138,15 +138,15 @@ class Cutter:
 
 def seed_store(data_dir: Path, n: int) -> float:
     """Writes `n` finished runs into the store at `data_dir` with the store's own code
-    (examples/seed_runs.rs, built beside the flakestorm binary by `cargo build --examples`
-    or `cargo test`); seconds taken."""
+    (examples/seed_runs.rs, built beside the flakestorm binary by `cargo test`
+    or `cargo build --examples`); seconds taken."""
     import subprocess
 
     import flakestorm_harness as harness
 
     seeder = harness.binary().parent / "examples" / "seed_runs"
     if not seeder.is_file():
-        raise AssertionError(f"{seeder} is missing: `cargo build --example seed_runs` (scripts/test.sh does)")
+        raise AssertionError(f"{seeder} is missing: `cargo test` (or `cargo build --example seed_runs`) builds it")
     t = time.monotonic()
     done = subprocess.run([str(seeder), str(data_dir), str(n)], capture_output=True, text=True)
     assert done.returncode == 0, f"seed_runs exited {done.returncode}: {done.stderr}"
