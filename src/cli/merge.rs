@@ -65,28 +65,7 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         let report = Report::from_json(&text).map_err(|e| Stop(2, format!("{name}: {e}")))?;
         shards.push((name, report));
     }
-    // `-c`: that file, whatever the shards carry.
-    let carried = match args.config.config {
-        Some(_) => None,
-        None => carried(&shards)?,
-    };
-    let (loaded, is_carried) = match carried {
-        Some((file, config)) => {
-            let digest = shards[0].1.config_digest().map(str::to_string);
-            let source = format!("the config carried by {file}");
-            let loaded = crate::config::load_carried(config, &source, digest).map_err(|e| {
-                eprint!("flakestorm: {e}");
-                Stop(2, "the shards' config could not be loaded".into())
-            })?;
-            (loaded, true)
-        }
-        // `-c` (its digest must be the shards'), or shards that carry no config.
-        None => {
-            let loaded = super::load::load(&args.config, Overrides::default())
-                .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
-            (loaded, false)
-        }
-    };
+    let (loaded, is_carried) = config_of(&args.config, &shards)?;
     let config = &loaded.config;
     let min_score = args.min_score.unwrap_or(config.scoring.min_score);
     if !(0.0..=100.0).contains(&min_score) {
@@ -131,6 +110,32 @@ async fn merge(args: MergeArgs) -> Result<ExitCode, Stop> {
         record(config, &ended.report, written).await?;
     }
     Ok(ExitCode::from(ended.report.verdict().exit_code()))
+}
+
+/// The config to merge with: `-c`'s file whatever the shards carry; else the one they carry
+/// (true), loaded as anyone's file; else, for shards too old to carry one,
+/// `./flakestorm.yaml` or the defaults.
+fn config_of(
+    arg: &ConfigArg,
+    shards: &[(String, Report)],
+) -> Result<(crate::config::Loaded, bool), Stop> {
+    let carried = match arg.config {
+        Some(_) => None,
+        None => carried(shards)?,
+    };
+    let Some((file, config)) = carried else {
+        // `load` has said what is wrong with the config.
+        let loaded = super::load::load(arg, Overrides::default())
+            .map_err(|_| Stop(2, "the config could not be loaded".into()))?;
+        return Ok((loaded, false));
+    };
+    let digest = shards[0].1.config_digest().map(str::to_string);
+    let source = format!("the config carried by {file}");
+    let loaded = crate::config::load_carried(config, &source, digest).map_err(|e| {
+        eprint!("flakestorm: {e}");
+        Stop(2, "the shards' config could not be loaded".into())
+    })?;
+    Ok((loaded, true))
 }
 
 /// Records the merged run (`report`, written at `json`) in the store of `config`'s
